@@ -1,0 +1,27 @@
+# tarn_module(NAME <target> DEPS <targets...>): one library per src/ folder.
+# Sources are every *.cc in the folder except *_test.cc; the *_test.cc files beside them form
+# one GoogleTest executable, <target>_test. Layering is the DEPS list: a module may only include
+# headers of the modules it links.
+function(tarn_module)
+  cmake_parse_arguments(M "" "NAME" "DEPS;PRIVATE_DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(tests)
+    list(REMOVE_ITEM srcs ${tests})
+  endif()
+  if(srcs)
+    add_library(${M_NAME} STATIC ${srcs})
+    target_include_directories(${M_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${M_NAME} PUBLIC ${M_DEPS} PRIVATE ${M_PRIVATE_DEPS})
+  else()
+    add_library(${M_NAME} INTERFACE)
+    target_include_directories(${M_NAME} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${M_NAME} INTERFACE ${M_DEPS})
+  endif()
+  if(tests)
+    add_executable(${M_NAME}_test ${tests})
+    target_link_libraries(${M_NAME}_test PRIVATE ${M_NAME} GTest::gtest_main)
+    target_compile_definitions(${M_NAME}_test PRIVATE TARN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    gtest_discover_tests(${M_NAME}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120)
+  endif()
+endfunction()

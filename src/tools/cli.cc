@@ -1,0 +1,23 @@
+// Subcommand registry of the tarn binary. Each subcommand lives in its own file and adds itself
+// here with one add_* call.
+#include "tools/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "tools/subcommands.h"
+
+namespace tarn::tools {
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"tarn: a Kafka-compatible broker and producer"};
+  app.require_subcommand(1);
+  for (const auto& add : all_subcommands()) add(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return subcommand_exit_code();
+}
+
+}  // namespace tarn::tools

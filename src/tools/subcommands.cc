@@ -1,0 +1,27 @@
+// Registration order of the subcommands and the exit code they leave behind.
+#include "tools/subcommands.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+namespace tarn::tools {
+
+namespace {
+int g_exit_code = 0;
+}
+
+void set_subcommand_exit_code(int code) { g_exit_code = code; }
+int subcommand_exit_code() { return g_exit_code; }
+
+void add_version(CLI::App& app) {
+  auto* cmd = app.add_subcommand("version", "Print tarn's version");
+  cmd->callback([] { std::puts("tarn 0.1.0"); });
+}
+
+std::vector<add_subcommand_fn> all_subcommands() {
+  return {
+      add_version,
+  };
+}
+
+}  // namespace tarn::tools

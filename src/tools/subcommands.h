@@ -1,0 +1,25 @@
+// The list of subcommands of the tarn binary. A subcommand file defines add_<name>(CLI::App&),
+// which registers its options and a callback; the callback stores its exit code with
+// set_subcommand_exit_code.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace tarn::tools {
+
+using add_subcommand_fn = std::function<void(CLI::App&)>;
+
+void add_version(CLI::App& app);
+
+// Every registered subcommand, in help order.
+std::vector<add_subcommand_fn> all_subcommands();
+
+void set_subcommand_exit_code(int code);
+int subcommand_exit_code();
+
+}  // namespace tarn::tools
