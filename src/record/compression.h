@@ -1,0 +1,40 @@
+// Kafka's four codecs applied to the records section of a v2 batch (everything after the 61-byte
+// header), framed exactly as Kafka frames them. See docs/record-batch.md#compression.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace tarn::record {
+
+// The values of attribute bits 0-2.
+enum class compression_type : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
+
+// "none", "gzip", "snappy", "lz4", "zstd" (Kafka's names, as in compression.type).
+std::string_view compression_name(compression_type type);
+// Parses Kafka's name of a codec; false when the name is not one.
+bool parse_compression_name(std::string_view name, compression_type& out);
+
+struct codec_error {
+  std::string message;  // e.g. "lz4: block size 70000 exceeds the frame's maximum of 65536"
+};
+
+// Compresses `input` as Kafka's producers do: gzip as an RFC 1952 stream, snappy in xerial
+// framing (as the Java client), lz4 as an LZ4 frame with independent 64 KiB blocks, zstd as a
+// standard frame. `level` < 0 means the codec's Kafka default.
+result<std::vector<uint8_t>, codec_error> compress(compression_type type,
+                                                   std::span<const uint8_t> input, int level = -1);
+
+// Decompresses `input`; any output beyond `max_output_bytes` is an error, so a small bomb
+// cannot exhaust memory. Snappy accepts both xerial framing and one raw block.
+result<std::vector<uint8_t>, codec_error> decompress(compression_type type,
+                                                     std::span<const uint8_t> input,
+                                                     size_t max_output_bytes);
+
+}  // namespace tarn::record
