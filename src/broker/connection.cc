@@ -269,7 +269,7 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
   writer_wakeup_.notify();
 }
 
-asio::awaitable<void> connection::write_loop(std::shared_ptr<connection> self) {
+asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<connection> self) {
   std::vector<asio::const_buffer> buffers;
   while (!closed_) {
     buffers.clear();
@@ -330,7 +330,7 @@ asio::awaitable<void> connection::write_loop(std::shared_ptr<connection> self) {
   }
 }
 
-asio::awaitable<void> connection::idle_watchdog(std::shared_ptr<connection> self) {
+asio::awaitable<void> connection::idle_watchdog([[maybe_unused]] std::shared_ptr<connection> self) {
   const auto idle = std::chrono::milliseconds(services_.config.connections_max_idle_ms);
   while (!closed_) {
     const auto now = std::chrono::steady_clock::now();
