@@ -101,9 +101,10 @@ class Field:
         self.tag = int(attrs["tag"]) if "tag" in attrs else None
         if (self.tag is None) != (self.tagged is None):
             raise SchemaError(f"{where}: tag= and tagged= go together")
-        self.flexible_override = attrs.get("flexible")
-        if self.flexible_override is not None:
-            self.flexible_override = parse_range(self.flexible_override, where)
+        # Kafka's per-field flexibleVersions (e.g. "none" for the header's ClientId).
+        self.has_flexible_override = "flexible" in attrs
+        self.flexible_override = parse_range(attrs["flexible"], where) \
+            if self.has_flexible_override else None
         self.default = attrs.get("default")
         if self.default == '""':
             self.default = ""
@@ -207,7 +208,7 @@ def parse_schema(path):
 
 RESERVED_MEMBERS = {"read", "write", "size", "is_default", "min_size", "decode", "encode",
                     "encoded_size", "api_key", "min_version", "max_version", "flexible_from",
-                    "kafka_name"}
+                    "kafka_name", "type_name"}
 
 
 def check_fields(msg, fields, top=True):
@@ -304,7 +305,7 @@ class Gen:
         return self.cond(self.msg.flexible)
 
     def compact_cond(self, f):
-        if f.flexible_override is not None:
+        if f.has_flexible_override:
             return self.cond(intersect(f.flexible_override, self.msg.flexible))
         return self.flex_cond()
 
@@ -748,6 +749,7 @@ class Gen:
         flex_from = m.flexible[0] if m.flexible else -1
         out.append(f"  static constexpr int16_t flexible_from = {flex_from};  // -1: never flexible")
         out.append(f"  static constexpr std::string_view kafka_name = {cpp_string(m.name)};")
+        out.append(f"  static constexpr std::string_view type_name = {cpp_string(self.top)};")
         out.append("")
         # nested structs, innermost first
         emitted = set()

@@ -71,8 +71,8 @@ class reader {
   uuid read_uuid();
 
   uint32_t read_unsigned_varint();
-  int32_t read_varint();    // zigzag
-  int64_t read_varlong();   // zigzag
+  int32_t read_varint();   // zigzag
+  int64_t read_varlong();  // zigzag
   uint64_t read_unsigned_varlong();
 
   // STRING / COMPACT_STRING (compact = flexible encoding). A null is an error.
