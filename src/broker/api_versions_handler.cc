@@ -66,8 +66,8 @@ asio::awaitable<handler_outcome> handle_api_versions(request_context& request) {
   if (version >= 3 && (!valid_software_field(decoded->client_software_name) ||
                        !valid_software_field(decoded->client_software_version))) {
     spdlog::info("connection {} from {}: ApiVersions with invalid client software '{}' '{}'",
-                 request.connection.id, request.connection.peer,
-                 decoded->client_software_name, decoded->client_software_version);
+                 request.connection.id, request.connection.peer, decoded->client_software_name,
+                 decoded->client_software_version);
     reply.error_code = static_cast<int16_t>(protocol::error_code::invalid_request);
     co_return encode(reply, version);
   }

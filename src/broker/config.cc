@@ -24,7 +24,7 @@ struct config_key {
   config_type type;
   const char* default_value;  // nullptr = Kafka's null
   validator validate;
-  bool used_by_tarn = true;   // false: accepted for server.properties compatibility only
+  bool used_by_tarn = true;  // false: accepted for server.properties compatibility only
 };
 
 validator at_least(int64_t min) {
@@ -104,8 +104,7 @@ const std::vector<config_key>& config_keys() {
       {"auto.create.topics.enable", config_type::boolean, "true", nullptr},
       {"delete.topic.enable", config_type::boolean, "true", nullptr},
       {"message.max.bytes", config_type::int32, "1048588", at_least(0)},
-      {"max.decompressed.message.bytes", config_type::int32, "2147483639",
-       between(1, 2147483639)},
+      {"max.decompressed.message.bytes", config_type::int32, "2147483639", between(1, 2147483639)},
       {"compression.type", config_type::string, "producer",
        one_of({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})},
       {"compression.gzip.level", config_type::int32, "-1", gzip_level()},
@@ -137,27 +136,24 @@ const std::vector<config_key>& config_keys() {
       {"log.flush.interval.messages", config_type::int64, "9223372036854775807", at_least(1)},
       {"log.flush.interval.ms", config_type::int64, nullptr, nullptr},
       {"log.flush.scheduler.interval.ms", config_type::int64, "9223372036854775807", nullptr},
-      {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0),
+      {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0), false},
+      {"log.flush.start.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0),
        false},
-      {"log.flush.start.offset.checkpoint.interval.ms", config_type::int32, "60000",
-       at_least(0), false},
       {"log.cleaner.delete.retention.ms", config_type::int64, "86400000", at_least(0), false},
       {"log.cleaner.min.compaction.lag.ms", config_type::int64, "0", at_least(0), false},
-      {"log.cleaner.max.compaction.lag.ms", config_type::int64, "9223372036854775807",
-       at_least(1), false},
+      {"log.cleaner.max.compaction.lag.ms", config_type::int64, "9223372036854775807", at_least(1),
+       false},
       {"log.cleaner.min.cleanable.ratio", config_type::float64, "0.5", nullptr, false},
       // Internal topics and coordinators of a Kafka cluster: replication settings that have no
       // meaning on a single node.
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1), false},
-      {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1),
-       false},
+      {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
       {"transaction.state.log.num.partitions", config_type::int32, "50", at_least(1), false},
-      {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3",
-       at_least(1), false},
-      {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1),
+      {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
        false},
+      {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
       {"group.initial.rebalance.delay.ms", config_type::int32, "3000", nullptr, false},
   };
   return keys;
@@ -235,13 +231,17 @@ result<config_value, std::string> parse_value(const config_key& key, const std::
       }
       return config_value(d);
     }
-    case config_type::string: return config_value(std::string(t));
-    case config_type::list: return config_value(split_list(t));
+    case config_type::string:
+      return config_value(std::string(t));
+    case config_type::list:
+      return config_value(split_list(t));
   }
   return fail(invalid(key.name, raw, "unknown type"));
 }
 
-int64_t as_int(const broker_config& c, const char* key) { return std::get<int64_t>(c.values.at(key)); }
+int64_t as_int(const broker_config& c, const char* key) {
+  return std::get<int64_t>(c.values.at(key));
+}
 bool is_null(const broker_config& c, const char* key) {
   return std::holds_alternative<std::monostate>(c.values.at(key));
 }
@@ -308,8 +308,8 @@ result<void, std::string> finish(broker_config& c) {
   }
 
   // Listeners: bind the PLAINTEXT ones, skip controller listeners, refuse TLS/SASL.
-  auto protocols = parse_protocol_map("listener.security.protocol.map",
-                                      str("listener.security.protocol.map"));
+  auto protocols =
+      parse_protocol_map("listener.security.protocol.map", str("listener.security.protocol.map"));
   if (!protocols) return fail(protocols.error());
   auto controller_names = list("controller.listener.names");
   std::string listeners_text = fmt::format("{}", fmt::join(list("listeners"), ","));
@@ -322,14 +322,14 @@ result<void, std::string> finish(broker_config& c) {
     }
     auto proto = protocols->find(l->name);
     if (proto == protocols->end()) {
-      return fail(invalid("listeners", listeners_text,
-                          fmt::format("listener {} is not in listener.security.protocol.map",
-                                      l->name)));
+      return fail(
+          invalid("listeners", listeners_text,
+                  fmt::format("listener {} is not in listener.security.protocol.map", l->name)));
     }
     if (proto->second != "PLAINTEXT") {
       return fail(invalid("listeners", listeners_text,
-                          fmt::format("listener {} uses {}; tarn supports only PLAINTEXT",
-                                      l->name, proto->second)));
+                          fmt::format("listener {} uses {}; tarn supports only PLAINTEXT", l->name,
+                                      proto->second)));
     }
     for (const auto& other : c.listeners) {
       if (other.name == l->name) {
@@ -362,8 +362,7 @@ result<void, std::string> finish(broker_config& c) {
     }
   }
 
-  c.num_network_threads =
-      is_null(c, "num.network.threads") ? 0 : i32("num.network.threads");
+  c.num_network_threads = is_null(c, "num.network.threads") ? 0 : i32("num.network.threads");
   c.num_io_threads = i32("num.io.threads");
   c.socket_request_max_bytes = i32("socket.request.max.bytes");
   c.socket_send_buffer_bytes = i32("socket.send.buffer.bytes");
@@ -411,7 +410,8 @@ result<void, std::string> finish(broker_config& c) {
   if (c.log_roll_ms < 1) {
     return fail(invalid("log.roll.ms", std::to_string(c.log_roll_ms), "Value must be at least 1"));
   }
-  c.log_roll_jitter_ms = first_duration_ms(c, "log.roll.jitter.ms", nullptr, "log.roll.jitter.hours");
+  c.log_roll_jitter_ms =
+      first_duration_ms(c, "log.roll.jitter.ms", nullptr, "log.roll.jitter.hours");
   c.log_index_interval_bytes = i32("log.index.interval.bytes");
   c.log_index_size_max_bytes = i32("log.index.size.max.bytes");
   c.log_retention_ms =
@@ -456,9 +456,10 @@ result<broker_config, std::string> make_broker_config(const properties& file,
     for (const auto& [name, raw] : props) {
       const config_key* key = find_key(name);
       if (key == nullptr) {
-        return fail(fmt::format("Unknown configuration {} (value {}): not a broker setting "
-                                "tarn knows; see docs/broker.md",
-                                name, raw));
+        return fail(
+            fmt::format("Unknown configuration {} (value {}): not a broker setting "
+                        "tarn knows; see docs/broker.md",
+                        name, raw));
       }
       auto v = parse_value(*key, raw);
       if (!v) return fail(v.error());

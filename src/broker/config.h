@@ -38,8 +38,8 @@ struct broker_config {
   // Network and threading (see docs/broker.md for what the thread counts mean in tarn).
   std::vector<listener_endpoint> listeners;             // the ones tarn binds (PLAINTEXT only)
   std::vector<listener_endpoint> advertised_listeners;  // same order as listeners
-  int32_t num_network_threads = 0;  // event loops; 0 = one per available core
-  int32_t num_io_threads = 8;       // blocking-work pool (fsync, file deletion)
+  int32_t num_network_threads = 0;                      // event loops; 0 = one per available core
+  int32_t num_io_threads = 8;                           // blocking-work pool (fsync, file deletion)
   int32_t socket_request_max_bytes = 104857600;
   int32_t socket_send_buffer_bytes = 102400;  // -1 = OS default
   int32_t socket_receive_buffer_bytes = 102400;

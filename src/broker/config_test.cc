@@ -128,9 +128,9 @@ TEST(broker_config, unknown_key_is_refused) {
 
 TEST(broker_config, retention_and_roll_precedence) {
   EXPECT_EQ(make_ok({{"log.retention.hours", "1"}}).log_retention_ms, 3600000);
-  EXPECT_EQ(make_ok({{"log.retention.hours", "1"}, {"log.retention.minutes", "2"}})
-                .log_retention_ms,
-            120000);
+  EXPECT_EQ(
+      make_ok({{"log.retention.hours", "1"}, {"log.retention.minutes", "2"}}).log_retention_ms,
+      120000);
   EXPECT_EQ(make_ok({{"log.retention.minutes", "2"}, {"log.retention.ms", "5"}}).log_retention_ms,
             5);
   EXPECT_EQ(make_ok({{"log.retention.ms", "-1"}}).log_retention_ms, -1);
@@ -160,32 +160,33 @@ TEST(broker_config, listeners_and_advertised_listeners) {
 
 TEST(broker_config, kafka_sample_server_properties_is_accepted) {
   // Kafka 4.x's config/server.properties, trimmed of comments.
-  auto c = make_ok({{"process.roles", "broker,controller"},
-                    {"node.id", "1"},
-                    {"controller.quorum.bootstrap.servers", "localhost:9093"},
-                    {"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"},
-                    {"inter.broker.listener.name", "PLAINTEXT"},
-                    {"advertised.listeners", "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"},
-                    {"controller.listener.names", "CONTROLLER"},
-                    {"listener.security.protocol.map",
-                     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                     "SASL_SSL:SASL_SSL"},
-                    {"num.network.threads", "3"},
-                    {"num.io.threads", "8"},
-                    {"socket.send.buffer.bytes", "102400"},
-                    {"socket.receive.buffer.bytes", "102400"},
-                    {"socket.request.max.bytes", "104857600"},
-                    {"log.dirs", "/tmp/kraft-combined-logs"},
-                    {"num.partitions", "1"},
-                    {"num.recovery.threads.per.data.dir", "1"},
-                    {"offsets.topic.replication.factor", "1"},
-                    {"share.coordinator.state.topic.replication.factor", "1"},
-                    {"share.coordinator.state.topic.min.isr", "1"},
-                    {"transaction.state.log.replication.factor", "1"},
-                    {"transaction.state.log.min.isr", "1"},
-                    {"log.retention.hours", "168"},
-                    {"log.segment.bytes", "1073741824"},
-                    {"log.retention.check.interval.ms", "300000"}});
+  auto c =
+      make_ok({{"process.roles", "broker,controller"},
+               {"node.id", "1"},
+               {"controller.quorum.bootstrap.servers", "localhost:9093"},
+               {"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"},
+               {"inter.broker.listener.name", "PLAINTEXT"},
+               {"advertised.listeners", "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"},
+               {"controller.listener.names", "CONTROLLER"},
+               {"listener.security.protocol.map",
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                "SASL_SSL:SASL_SSL"},
+               {"num.network.threads", "3"},
+               {"num.io.threads", "8"},
+               {"socket.send.buffer.bytes", "102400"},
+               {"socket.receive.buffer.bytes", "102400"},
+               {"socket.request.max.bytes", "104857600"},
+               {"log.dirs", "/tmp/kraft-combined-logs"},
+               {"num.partitions", "1"},
+               {"num.recovery.threads.per.data.dir", "1"},
+               {"offsets.topic.replication.factor", "1"},
+               {"share.coordinator.state.topic.replication.factor", "1"},
+               {"share.coordinator.state.topic.min.isr", "1"},
+               {"transaction.state.log.replication.factor", "1"},
+               {"transaction.state.log.min.isr", "1"},
+               {"log.retention.hours", "168"},
+               {"log.segment.bytes", "1073741824"},
+               {"log.retention.check.interval.ms", "300000"}});
   EXPECT_EQ(c.num_network_threads, 3);
   ASSERT_EQ(c.listeners.size(), 1u);
   EXPECT_EQ(c.advertised_listeners[0].host, "localhost");

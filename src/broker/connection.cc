@@ -61,9 +61,11 @@ connection::connection(asio::ip::tcp::socket socket, connection_info info,
 asio::awaitable<void> connection::run() {
   auto self = shared_from_this();
   auto executor = socket_.get_executor();
-  asio::co_spawn(executor, [self]() { return self->write_loop(self); }, asio::detached);
+  asio::co_spawn(
+      executor, [self]() { return self->write_loop(self); }, asio::detached);
   if (services_.config.connections_max_idle_ms > 0) {
-    asio::co_spawn(executor, [self]() { return self->idle_watchdog(self); }, asio::detached);
+    asio::co_spawn(
+        executor, [self]() { return self->idle_watchdog(self); }, asio::detached);
   }
   co_await read_loop();
 }
@@ -125,8 +127,7 @@ asio::awaitable<bool> connection::fill(size_t min_bytes) {
         asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (ec != asio::error::eof && !closed_) {
-        spdlog::debug("connection {} from {}: read failed: {}", info_.id, info_.peer,
-                      ec.message());
+        spdlog::debug("connection {} from {}: read failed: {}", info_.id, info_.peer, ec.message());
       }
       co_return false;
     }
@@ -174,13 +175,13 @@ asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
       frame.data = std::move(bigger);
     }
     asio::error_code ec;
-    size_t n = co_await socket_.async_read_some(
-        asio::buffer(frame.data.get() + filled, capacity - filled),
-        asio::redirect_error(asio::use_awaitable, ec));
+    size_t n =
+        co_await socket_.async_read_some(asio::buffer(frame.data.get() + filled, capacity - filled),
+                                         asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (!closed_) {
-        spdlog::debug("connection {} from {}: stream ended inside a {}-byte request: {}",
-                      info_.id, info_.peer, frame.size, ec.message());
+        spdlog::debug("connection {} from {}: stream ended inside a {}-byte request: {}", info_.id,
+                      info_.peer, frame.size, ec.message());
       }
       co_return std::nullopt;
     }
@@ -218,15 +219,16 @@ void connection::dispatch(frame_buffer frame) {
         prefix->api_version > entry->max_version) {
       // KIP-511: answer in the v0 layout with error 35 and our ApiVersions range, so the client
       // retries with a version we serve. The body is not parsed.
-      spdlog::info("connection {} from {}: ApiVersions v{} is above our v{}; answering v0 with "
-                   "UNSUPPORTED_VERSION",
-                   info_.id, info_.peer, prefix->api_version, entry->max_version);
+      spdlog::info(
+          "connection {} from {}: ApiVersions v{} is above our v{}; answering v0 with "
+          "UNSUPPORTED_VERSION",
+          info_.id, info_.peer, prefix->api_version, entry->max_version);
       push_done(prefix->correlation_id, 0, unsupported_api_versions_outcome(services_.handlers));
       return;
     }
-    spdlog::warn("closing connection {} from {}: {} (api key {} version {})", info_.id,
-                 info_.peer, entry == nullptr ? "unsupported API" : "unsupported version",
-                 prefix->api_key, prefix->api_version);
+    spdlog::warn("closing connection {} from {}: {} (api key {} version {})", info_.id, info_.peer,
+                 entry == nullptr ? "unsupported API" : "unsupported version", prefix->api_key,
+                 prefix->api_version);
     reading_done_ = true;
     push_done(prefix->correlation_id, 0, close_connection{"unsupported API or version"});
     return;
@@ -251,8 +253,8 @@ void connection::dispatch(frame_buffer frame) {
 }
 
 asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
-                                              const handler_entry* entry,
-                                              request_context request, slot* s) {
+                                              const handler_entry* entry, request_context request,
+                                              slot* s) {
   handler_outcome outcome;
   try {
     outcome = co_await entry->handle(request);
@@ -339,9 +341,10 @@ asio::awaitable<void> connection::idle_watchdog([[maybe_unused]] std::shared_ptr
     } else if (!slots_.empty()) {
       idle_timer_.expires_after(idle);  // a request in progress is not idleness
     } else {
-      spdlog::info("closing connection {} from {}: idle for more than {} ms "
-                   "(connections.max.idle.ms)",
-                   info_.id, info_.peer, idle.count());
+      spdlog::info(
+          "closing connection {} from {}: idle for more than {} ms "
+          "(connections.max.idle.ms)",
+          info_.id, info_.peer, idle.count());
       close("idle");
       co_return;
     }

@@ -4,12 +4,12 @@
 // handlers finish. See docs/broker.md for the flow.
 #pragma once
 
+#include <array>
 #include <asio/awaitable.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
-#include <array>
 #include <deque>
 #include <functional>
 #include <memory>

@@ -5,8 +5,8 @@
 
 namespace tarn::broker {
 
-void handler_registry::register_handler(int16_t api_key, int16_t min_version,
-                                        int16_t max_version, handler_fn handle) {
+void handler_registry::register_handler(int16_t api_key, int16_t min_version, int16_t max_version,
+                                        handler_fn handle) {
   assert(api_key >= 0 && api_key <= max_api_key && min_version <= max_version);
   entries_[static_cast<size_t>(api_key)] = {api_key, min_version, max_version, std::move(handle)};
 }
@@ -27,8 +27,6 @@ std::vector<api_version_range> handler_registry::advertised() const {
   return out;
 }
 
-void register_all_handlers(handler_registry& registry) {
-  register_api_versions_handler(registry);
-}
+void register_all_handlers(handler_registry& registry) { register_api_versions_handler(registry); }
 
 }  // namespace tarn::broker

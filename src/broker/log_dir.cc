@@ -41,8 +41,8 @@ result<log_dir, std::string> log_dir::open(const std::string& path) {
   if (::fcntl(fd, F_SETLK, &lock) != 0) {
     std::string err = errno_text();
     ::close(fd);
-    return fail(fmt::format(
-        "cannot lock log directory {}: {} (is another broker using it?)", path, err));
+    return fail(
+        fmt::format("cannot lock log directory {}: {} (is another broker using it?)", path, err));
   }
   return log_dir(path, fd);
 }

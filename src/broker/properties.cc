@@ -46,10 +46,18 @@ result<std::string, std::string> unescape(std::string_view s, int line_number) {
     }
     c = s[++i];
     switch (c) {
-      case 't': out += '\t'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 'f': out += '\f'; break;
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'f':
+        out += '\f';
+        break;
       case 'u': {
         uint32_t cp = 0;
         for (int k = 0; k < 4; ++k) {
@@ -63,7 +71,8 @@ result<std::string, std::string> unescape(std::string_view s, int line_number) {
         append_utf8(out, cp);
         break;
       }
-      default: out += c;
+      default:
+        out += c;
     }
   }
   return out;

@@ -24,8 +24,8 @@ TEST(properties, separators_comments_and_blank_lines) {
       "  d=  spaced value  \n"
       "e\n"
       "f=\n");
-  properties want = {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "spaced value  "}, {"e", ""},
-                     {"f", ""}};
+  properties want = {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "spaced value  "},
+                     {"e", ""},  {"f", ""}};
   EXPECT_EQ(p, want);
 }
 
@@ -38,8 +38,8 @@ TEST(properties, escapes_in_keys_and_values) {
 
 TEST(properties, continuation_lines) {
   auto p = parse_ok("listeners=PLAINTEXT://a:1,\\\n    PLAINTEXT2://b:2\nnext=x\\\\\nlast=y\\");
-  properties want = {{"listeners", "PLAINTEXT://a:1,PLAINTEXT2://b:2"}, {"next", "x\\"},
-                     {"last", "y"}};
+  properties want = {
+      {"listeners", "PLAINTEXT://a:1,PLAINTEXT2://b:2"}, {"next", "x\\"}, {"last", "y"}};
   EXPECT_EQ(p, want);
 }
 

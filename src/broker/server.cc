@@ -177,8 +177,7 @@ result<void, std::string> server::start() {
   if (!clean) return fail(clean.error());
   s.clean_shutdown = *clean;
   if (s.clean_shutdown) {
-    spdlog::info("log directory {}: clean shutdown marker found, skipping recovery",
-                 s.dir->path());
+    spdlog::info("log directory {}: clean shutdown marker found, skipping recovery", s.dir->path());
   } else {
     spdlog::info("log directory {}: no clean shutdown marker, logs would need recovery",
                  s.dir->path());
@@ -214,9 +213,10 @@ result<void, std::string> server::start() {
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
-    spdlog::info("configuration {}={} is accepted for Kafka compatibility and has no effect in "
-                 "tarn",
-                 key, s.config.explicitly_set.at(key));
+    spdlog::info(
+        "configuration {}={} is accepted for Kafka compatibility and has no effect in "
+        "tarn",
+        key, s.config.explicitly_set.at(key));
   }
   for (auto& loop : s.loops) {
     if (loop->index == 0) continue;
@@ -233,8 +233,8 @@ result<void, std::string> server::start() {
   s.signals = std::make_unique<asio::signal_set>(s.loop0().context, SIGTERM, SIGINT);
   s.signals->async_wait([&s](const asio::error_code& ec, int signal_number) {
     if (ec) return;
-    asio::co_spawn(s.loop0().context,
-                   s.shutdown(signal_number == SIGTERM ? "SIGTERM" : "SIGINT"), asio::detached);
+    asio::co_spawn(s.loop0().context, s.shutdown(signal_number == SIGTERM ? "SIGTERM" : "SIGINT"),
+                   asio::detached);
   });
   for (const auto& b : s.bound) spdlog::info("listening on {}", b.to_string());
   spdlog::info("broker {} started: {} event loop(s), advertising {}", s.config.node_id,
@@ -260,9 +260,8 @@ int server::run() {
 
 void server::request_shutdown() {
   auto& s = *impl_;
-  asio::post(s.loop0().context, [&s] {
-    asio::co_spawn(s.loop0().context, s.shutdown("requested"), asio::detached);
-  });
+  asio::post(s.loop0().context,
+             [&s] { asio::co_spawn(s.loop0().context, s.shutdown("requested"), asio::detached); });
 }
 
 event_loop& server::impl::pick_loop() {
@@ -311,9 +310,10 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     std::string ip = peer.address().to_string();
     int& count = connections_per_ip[ip];
     if (count >= connection_limit_for(ip)) {
-      spdlog::info("rejected connection from {}: it already has {} connection(s) "
-                   "(max.connections.per.ip)",
-                   ip, count);
+      spdlog::info(
+          "rejected connection from {}: it already has {} connection(s) "
+          "(max.connections.per.ip)",
+          ip, count);
       if (count == 0) connections_per_ip.erase(ip);
       continue;  // the socket closes as it goes out of scope
     }
@@ -324,8 +324,8 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     if (config.socket_send_buffer_bytes != -1) {
       socket.set_option(asio::socket_base::send_buffer_size(config.socket_send_buffer_bytes), ec);
     }
-    connection_info info{next_connection_id.fetch_add(1) + 1,
-                         fmt::format("{}:{}", ip, peer.port()), listener.endpoint.name};
+    connection_info info{next_connection_id.fetch_add(1) + 1, fmt::format("{}:{}", ip, peer.port()),
+                         listener.endpoint.name};
     asio::post(target.context, [this, &target, socket = std::move(socket), info = std::move(info),
                                 ip = std::move(ip)]() mutable {
       start_connection(target, std::move(socket), std::move(info), std::move(ip));
@@ -335,12 +335,13 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
 
 void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket socket,
                                     connection_info info, std::string ip) {
-  spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer,
-                info.listener, loop.index);
+  spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer, info.listener,
+                loop.index);
   uint64_t id = info.id;
-  auto c = std::make_shared<connection>(
-      std::move(socket), std::move(info), *services,
-      [this, &loop, ip = std::move(ip)](connection& closed) { connection_closed(loop, closed, ip); });
+  auto c = std::make_shared<connection>(std::move(socket), std::move(info), *services,
+                                        [this, &loop, ip = std::move(ip)](connection& closed) {
+                                          connection_closed(loop, closed, ip);
+                                        });
   loop.connections.emplace(id, c);
   asio::co_spawn(loop.context, c->run(), asio::detached);
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way

@@ -34,11 +34,9 @@ const topic_config_name* find_topic_config(std::string_view name);
 
 // The broker-wide default of a topic config as text (Kafka's rule: the first synonym with a
 // non-null value, converted to the topic unit). nullopt for an unknown name.
-std::optional<std::string> topic_config_default(const broker_config& config,
-                                                std::string_view name);
+std::optional<std::string> topic_config_default(const broker_config& config, std::string_view name);
 
 // All topic configs with their broker-derived defaults, name -> value.
-std::vector<std::pair<std::string, std::string>> topic_config_defaults(
-    const broker_config& config);
+std::vector<std::pair<std::string, std::string>> topic_config_defaults(const broker_config& config);
 
 }  // namespace tarn::broker
