@@ -370,12 +370,24 @@ codec_result zstd_compress(std::span<const uint8_t> input, int level) {
   if (!cctx) return codec_fail("zstd", "cannot create a compression context");
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel,
                          level == -1 ? zstd_kafka_default_level : level);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 0);
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 0);
-  bytes out(ZSTD_compressBound(input.size()));
+  // As zstd-jni's stream under Kafka's BufferedOutputStream: the records go in with
+  // ZSTD_e_continue, so the frame is sized for an unknown length (no content size; level 3 gets a
+  // 2 MiB window); close() flushes (ZSTD_e_flush) and then ends the frame (ZSTD_e_end, an empty
+  // last block). An empty input is only ended, which records a content size of 0.
+  bytes out(ZSTD_compressBound(input.size()) + 32);
   ZSTD_inBuffer in{input.data(), input.size(), 0};
   ZSTD_outBuffer dst{out.data(), out.size(), 0};
-  size_t left = ZSTD_compressStream2(cctx.get(), &dst, &in, ZSTD_e_end);
+  while (in.pos < in.size) {
+    size_t r = ZSTD_compressStream2(cctx.get(), &dst, &in, ZSTD_e_continue);
+    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
+  }
+  if (!input.empty()) {
+    size_t r = ZSTD_compressStream2(cctx.get(), &dst, &in, ZSTD_e_flush);
+    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
+  }
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  size_t left = ZSTD_compressStream2(cctx.get(), &dst, &none, ZSTD_e_end);
   if (ZSTD_isError(left)) return codec_fail("zstd", ZSTD_getErrorName(left));
   if (left != 0) return codec_fail("zstd", "output larger than ZSTD_compressBound");
   out.resize(dst.pos);

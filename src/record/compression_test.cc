@@ -188,12 +188,16 @@ TEST(compression, gzip_header_is_javas) {
   EXPECT_EQ(compressed(compression_type::gzip, {'x'}), fixture("java-gzip-one.bin"));
 }
 
-// zstd-jni's stream writes no content size and no checksum: the frame header descriptor is 0.
-TEST(compression, zstd_frame_has_no_content_size_like_zstd_jni) {
+// zstd-jni's stream, as Kafka drives it (continue, flush, end), writes no content size and no
+// checksum, a 2 MiB window at level 3 and an empty last block; an empty input records size 0.
+TEST(compression, zstd_frame_is_zstd_jnis) {
   bytes c = compressed(compression_type::zstd, json_records(10000));
-  ASSERT_GE(c.size(), 5u);
-  EXPECT_EQ(bytes(c.begin(), c.begin() + 5), hex("28b52ffd00"));
+  ASSERT_GE(c.size(), 6u);
+  EXPECT_EQ(bytes(c.begin(), c.begin() + 6), hex("28b52ffd0058"));
+  EXPECT_EQ(bytes(c.end() - 3, c.end()), hex("010000"));
   EXPECT_EQ(ZSTD_getFrameContentSize(c.data(), c.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+  EXPECT_EQ(compressed(compression_type::zstd, {}), fixture("java-zstd-empty.bin"));
+  EXPECT_EQ(compressed(compression_type::zstd, {'x'}), fixture("java-zstd-one.bin"));
 }
 
 struct golden {
