@@ -320,8 +320,9 @@ result<void, codec_error> lz4_check_descriptor(std::span<const uint8_t> input) {
   return {};
 }
 
-// One frame, as Kafka's reader does: bytes after the end mark are ignored. Block checksums and
-// the content checksum are verified when flagged (Kafka's reader skips the content checksum).
+// One frame, as Kafka's reader does: bytes after the end mark are ignored. Kafka verifies block
+// checksums but never the content checksum; liblz4 can only skip both or neither, so checksums
+// are skipped unless blocks carry them (then a bad content checksum is an error here only).
 codec_result lz4_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
   if (auto r = lz4_check_descriptor(input); !r) return fail(r.error());
   LZ4F_dctx* raw_dctx = nullptr;
@@ -330,6 +331,8 @@ codec_result lz4_decompress(std::span<const uint8_t> input, size_t max_output_by
   }
   std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> dctx(raw_dctx,
                                                                     LZ4F_freeDecompressionContext);
+  LZ4F_decompressOptions_t options{};
+  options.skipChecksums = (input[4] & 0x10) == 0;  // FLG bit 4: blocks carry checksums
   bounded_output out(max_output_bytes, input.size());
   size_t pos = 0;
   while (true) {
@@ -340,7 +343,7 @@ codec_result lz4_decompress(std::span<const uint8_t> input, size_t max_output_by
     size_t produced = dst.size();
     size_t consumed = input.size() - pos;
     size_t hint =
-        LZ4F_decompress(dctx.get(), dst.data(), &produced, input.data() + pos, &consumed, nullptr);
+        LZ4F_decompress(dctx.get(), dst.data(), &produced, input.data() + pos, &consumed, &options);
     if (LZ4F_isError(hint)) {
       return codec_fail("lz4", std::string("corrupt frame near input byte ") + std::to_string(pos) +
                                    ": " + LZ4F_getErrorName(hint));
@@ -395,8 +398,9 @@ codec_result zstd_compress(std::span<const uint8_t> input, int level) {
 }
 
 // Any sequence of frames (skippable ones included), with or without a content size.
+// Empty input is an empty output, as zstd-jni's stream reads it.
 codec_result zstd_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
-  if (input.empty()) return codec_fail("zstd", "empty input");
+  if (input.empty()) return bytes{};
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   if (!dctx) return codec_fail("zstd", "cannot create a decompression context");
   bounded_output out(max_output_bytes, input.size());

@@ -36,8 +36,9 @@ result<std::vector<uint8_t>, codec_error> compress(compression_type type,
 
 // Decompresses `input`; any output beyond `max_output_bytes` is an error, so a small bomb
 // cannot exhaust memory (no buffer ever grows past it). Snappy accepts both xerial framing and
-// one raw block; gzip reads concatenated members, zstd concatenated frames; lz4 reads one frame
-// (as Kafka's reader does, bytes after its end mark are ignored).
+// one raw block; gzip reads concatenated members, zstd concatenated frames (and an empty input
+// as empty, like zstd-jni); lz4 reads one frame (as Kafka's reader does, bytes after its end mark
+// are ignored).
 result<std::vector<uint8_t>, codec_error> decompress(compression_type type,
                                                      std::span<const uint8_t> input,
                                                      size_t max_output_bytes);
