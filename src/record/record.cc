@@ -107,49 +107,65 @@ class cursor {
 
 }  // namespace
 
-result<record_view, record_error> decode_record(bytes_view in) {
+namespace {
+
+bool failed(record_error& error, record_errc code, size_t position) {
+  error = record_error{code, position};
+  return false;
+}
+
+// The decoder proper, writing into `r` so the hot loop copies nothing (returning the view
+// through result<> cost two 100-byte copies a record).
+inline bool decode_into(bytes_view in, record_view& r, record_error& error) {
   const uint8_t* const begin = in.data();
   const uint8_t* const end = begin + in.size();
 
   uint32_t length_zz = 0;
   const size_t n = detail::read_unsigned<uint32_t, max_varint_bytes>(begin, end, length_zz);
-  if (n == 0) return fail(record_error{record_errc::truncated, 0});
-  if (n > max_varint_bytes) return fail(record_error{record_errc::varint_too_long, 0});
+  if (n == 0) return failed(error, record_errc::truncated, 0);
+  if (n > max_varint_bytes) return failed(error, record_errc::varint_too_long, 0);
   const int32_t length = zigzag_decode(length_zz);
-  if (length < 0) return fail(record_error{record_errc::negative_record_length, 0});
+  if (length < 0) return failed(error, record_errc::negative_record_length, 0);
   if (static_cast<size_t>(length) > in.size() - n) {
-    return fail(record_error{record_errc::record_length_exceeds_input, 0});
+    return failed(error, record_errc::record_length_exceeds_input, 0);
   }
 
-  record_view r;
   r.size_bytes = n + static_cast<size_t>(length);
-  cursor c(begin, begin + n, begin + r.size_bytes);
+  if (length < 1) return failed(error, record_errc::field_exceeds_record, n);
+  r.attributes = static_cast<int8_t>(begin[n]);
+  cursor c(begin, begin + n + 1, begin + r.size_bytes);
   record_errc err{};
-  if (c.left() < 1) return fail(record_error{record_errc::field_exceeds_record, c.offset()});
-  r.attributes = static_cast<int8_t>(*c.pos());
-  c = cursor(begin, c.pos() + 1, begin + r.size_bytes);
 
   if (!c.varlong(r.timestamp_delta, err) || !c.varint(r.offset_delta, err) ||
       !c.bytes(r.key, true, err) || !c.bytes(r.value, true, err)) {
-    return fail(record_error{err, c.offset()});
+    return failed(error, err, c.offset());
   }
 
   const size_t count_at = c.offset();
-  if (!c.varint(r.header_count, err)) return fail(record_error{err, count_at});
-  if (r.header_count < 0) return fail(record_error{record_errc::negative_header_count, count_at});
+  if (!c.varint(r.header_count, err)) return failed(error, err, count_at);
+  if (r.header_count < 0) return failed(error, record_errc::negative_header_count, count_at);
   // Each header takes two bytes at least (two one-byte lengths), so a larger count is a lie.
   if (static_cast<size_t>(r.header_count) > c.left() / 2) {
-    return fail(record_error{record_errc::header_count_exceeds_bytes, count_at});
+    return failed(error, record_errc::header_count_exceeds_bytes, count_at);
   }
   const uint8_t* headers_start = c.pos();
   for (int32_t i = 0; i < r.header_count; ++i) {
     std::optional<bytes_view> key, value;
     if (!c.bytes(key, false, err) || !c.bytes(value, true, err)) {
-      return fail(record_error{err, c.offset()});
+      return failed(error, err, c.offset());
     }
   }
   r.header_bytes = bytes_view(headers_start, static_cast<size_t>(c.pos() - headers_start));
-  if (c.left() != 0) return fail(record_error{record_errc::trailing_bytes, c.offset()});
+  if (c.left() != 0) return failed(error, record_errc::trailing_bytes, c.offset());
+  return true;
+}
+
+}  // namespace
+
+result<record_view, record_error> decode_record(bytes_view in) {
+  record_view r;
+  record_error error{};
+  if (!decode_into(in, r, error)) return fail(error);
   return r;
 }
 
@@ -176,12 +192,11 @@ void header_iterator::load() {
 
 bool record_reader::next(record_view& out) {
   if (error_ || position_ == in_.size()) return false;
-  auto r = decode_record(in_.subspan(position_));
-  if (!r) [[unlikely]] {
-    error_ = record_error{r.error().code, position_ + r.error().position};
+  record_error e{};
+  if (!decode_into(in_.subspan(position_), out, e)) [[unlikely]] {
+    error_ = record_error{e.code, position_ + e.position};
     return false;
   }
-  out = *r;
   position_ += out.size_bytes;
   return true;
 }

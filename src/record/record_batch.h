@@ -1,7 +1,8 @@
 // Record batch v2 (magic 2), the unit Kafka sends, stores and serves: views over a batch's bytes,
 // the in-place setters the broker uses when it appends, validation, and iteration over the
 // batches of a buffer and the records of a batch. The layout is drawn once in
-// docs/record-batch.md; the constants below are its byte positions. Big-endian throughout.
+// docs/record-batch.md (the picture and every field); the constants below are its byte
+// positions. Big-endian throughout.
 #pragma once
 
 #include <cstddef>
