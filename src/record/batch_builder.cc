@@ -14,10 +14,21 @@ namespace {
 constexpr double compression_rate_estimation_factor = 1.05;
 // A batch's batchLength is an int32.
 constexpr size_t max_batch_bytes = log_overhead + 0x7fffffff;
+constexpr size_t max_reserve_bytes = size_t{16} << 20;
 }  // namespace
 
 batch_builder::batch_builder(const batch_builder_config& config) : config_(config) {
+  // Room for a full batch up front (as Kafka's producer takes batch.size from its pool), so
+  // appends do not reallocate; bounded, as batch_size is caller-supplied.
+  reset();
+}
+
+void batch_builder::reset() {
+  buffer_.clear();
+  buffer_.reserve(std::min(config_.batch_size, max_reserve_bytes));
   buffer_.resize(record_batch_overhead);
+  count_ = 0;
+  base_timestamp_ = max_timestamp_ = no_timestamp;
 }
 
 size_t batch_builder::estimate(size_t uncompressed_bytes) const {
@@ -49,7 +60,7 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
 
   const size_t at = buffer_.size();
   buffer_.resize(at + size);
-  encode_record(r, buffer_.data() + at);
+  encode_record(r, body, buffer_.data() + at);
   if (count_ == 0) base_timestamp_ = timestamp;
   max_timestamp_ = count_ == 0 ? timestamp : std::max(max_timestamp_, timestamp);
   ++count_;
@@ -96,9 +107,7 @@ result<std::vector<uint8_t>, codec_error> batch_builder::build() {
   store32(h + batch_layout::records_count, static_cast<uint32_t>(count_));
   mutable_record_batch_view(out).update_crc();  // last, over the finished bytes
 
-  buffer_.assign(record_batch_overhead, 0);
-  count_ = 0;
-  base_timestamp_ = max_timestamp_ = no_timestamp;
+  reset();
   return out;
 }
 

@@ -72,6 +72,7 @@ class batch_builder {
 
  private:
   size_t estimate(size_t uncompressed_bytes) const;
+  void reset();
 
   batch_builder_config config_;
   std::vector<uint8_t> buffer_;  // 61 bytes reserved for the header, then the encoded records

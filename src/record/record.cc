@@ -53,7 +53,7 @@ class cursor {
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
   size_t left() const { return static_cast<size_t>(end_ - p_); }
 
-  bool varint(int32_t& out, record_errc& err) {
+  [[gnu::always_inline]] bool varint(int32_t& out, record_errc& err) {
     uint32_t u = 0;
     const size_t n = detail::read_unsigned<uint32_t, max_varint_bytes>(p_, end_, u);
     if (n == 0 || n > max_varint_bytes) [[unlikely]] {
@@ -64,7 +64,7 @@ class cursor {
     out = zigzag_decode(u);
     return true;
   }
-  bool varlong(int64_t& out, record_errc& err) {
+  [[gnu::always_inline]] bool varlong(int64_t& out, record_errc& err) {
     uint64_t u = 0;
     const size_t n = detail::read_unsigned<uint64_t, max_varlong_bytes>(p_, end_, u);
     if (n == 0 || n > max_varlong_bytes) [[unlikely]] {
@@ -76,7 +76,8 @@ class cursor {
     return true;
   }
   // A length-prefixed byte field; -1 is null (allowed only when `nullable`).
-  bool bytes(std::optional<bytes_view>& out, bool nullable, record_errc& err) {
+  [[gnu::always_inline]] bool bytes(std::optional<bytes_view>& out, bool nullable,
+                                    record_errc& err) {
     int32_t len;
     const uint8_t* start = p_;
     if (!varint(len, err)) return false;
@@ -233,7 +234,11 @@ size_t encoded_record_size(const record_data& r) {
 }
 
 uint8_t* encode_record(const record_data& r, uint8_t* out) {
-  out = write_varint(static_cast<int32_t>(record_body_size(r)), out);
+  return encode_record(r, record_body_size(r), out);
+}
+
+uint8_t* encode_record(const record_data& r, size_t body_size, uint8_t* out) {
+  out = write_varint(static_cast<int32_t>(body_size), out);
   *out++ = static_cast<uint8_t>(r.attributes);
   out = write_varlong(r.timestamp_delta, out);
   out = write_varint(r.offset_delta, out);

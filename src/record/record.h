@@ -126,6 +126,8 @@ inline constexpr size_t max_record_body_bytes = 0x7fffffff;
 // Writes the record at `out` (room for encoded_record_size(r) bytes, body at most
 // max_record_body_bytes) and returns the byte just past it.
 uint8_t* encode_record(const record_data& r, uint8_t* out);
+// The same, when the caller already has record_body_size(r).
+uint8_t* encode_record(const record_data& r, size_t body_size, uint8_t* out);
 
 // Reads the records of an uncompressed records section one after the other.
 //
