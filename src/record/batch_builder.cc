@@ -44,7 +44,7 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
                                         std::optional<bytes_view> value,
                                         std::span<const record_header> headers) {
   const timestamp_ms base = count_ == 0 ? timestamp : base_timestamp_;
-  const record_data r{.timestamp_delta = timestamp - base,
+  const record_data r{.timestamp_delta = wrapping_sub(timestamp, base),
                       .offset_delta = count_,
                       .key = key,
                       .value = value,

@@ -268,3 +268,27 @@ INSTANTIATE_TEST_SUITE_P(all_codecs, codec_round_trip,
 
 }  // namespace
 }  // namespace tarn::record
+
+namespace tarn::record {
+namespace {
+
+TEST(batch_builder, extreme_timestamps_round_trip) {
+  // Deltas wrap as Java's long arithmetic does; the decoded timestamps come back exactly.
+  const int64_t min = std::numeric_limits<int64_t>::min(),
+                max = std::numeric_limits<int64_t>::max();
+  batch_builder b({});
+  ASSERT_EQ(b.try_append(max, as_bytes("a"), as_bytes("1")), append_result::appended);
+  ASSERT_EQ(b.try_append(min, as_bytes("b"), as_bytes("2")), append_result::appended);
+  ASSERT_EQ(b.try_append(0, as_bytes("c"), as_bytes("3")), append_result::appended);
+  const auto bytes = build(b);
+  const record_batch_view v(bytes);
+  EXPECT_EQ(v.max_timestamp(), max);
+  record_reader reader(v.records_bytes());
+  record_view r;
+  std::vector<int64_t> got;
+  while (reader.next(r)) got.push_back(wrapping_add(v.base_timestamp(), r.timestamp_delta));
+  EXPECT_EQ(got, (std::vector<int64_t>{max, min, 0}));
+}
+
+}  // namespace
+}  // namespace tarn::record

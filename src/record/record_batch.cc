@@ -42,7 +42,7 @@ uint32_t record_batch_view::compute_crc() const {
 
 void mutable_record_batch_view::set_last_offset(int64_t offset) {
   store64(mutable_data() + batch_layout::base_offset,
-          static_cast<uint64_t>(offset - last_offset_delta()));
+          static_cast<uint64_t>(wrapping_sub(offset, last_offset_delta())));
 }
 
 void mutable_record_batch_view::set_partition_leader_epoch(int32_t epoch) {
@@ -98,15 +98,17 @@ namespace {
 failure<batch_error> batch_fail(batch_errc code, std::string message) {
   return fail(batch_error{code, std::move(message)});
 }
+
+failure<batch_error> too_small(size_t size) {
+  return batch_fail(batch_errc::too_small,
+                    fmt::format("batch of {} bytes is smaller than the {}-byte header", size,
+                                record_batch_overhead));
+}
 }  // namespace
 
 result<void, batch_error> validate_batch_header(record_batch_view batch, offset_rule rule) {
   const size_t size = batch.size_bytes();
-  if (size < record_batch_overhead) {
-    return batch_fail(batch_errc::too_small,
-                      fmt::format("batch of {} bytes is smaller than the {}-byte header", size,
-                                  record_batch_overhead));
-  }
+  if (size < record_batch_overhead) return too_small(size);
   const int64_t claimed = int64_t{batch.batch_length()} + static_cast<int64_t>(log_overhead);
   if (claimed != static_cast<int64_t>(size)) {
     return batch_fail(batch_errc::length_mismatch,
@@ -180,7 +182,7 @@ result<records_summary, batch_error> walk_records(record_batch_view batch, bytes
                                   records.size() - reader.position(), expected));
   }
   summary.count = n;
-  if (n > 0) summary.max_timestamp = base_timestamp + max_delta;
+  if (n > 0) summary.max_timestamp = wrapping_add(base_timestamp, max_delta);
   return summary;
 }
 
@@ -188,6 +190,7 @@ result<records_summary, batch_error> walk_records(record_batch_view batch, bytes
 
 result<records_summary, batch_error> validate_records(record_batch_view batch,
                                                       size_t max_uncompressed_bytes) {
+  if (!batch.has_header()) return too_small(batch.size_bytes());
   if (!batch.is_compressed()) return walk_records(batch, batch.records_bytes());
   auto records = batch_records::open(batch, max_uncompressed_bytes);
   if (!records) return fail(records.error());
@@ -205,6 +208,7 @@ result<records_summary, batch_error> validate_batch_full(record_batch_view batch
 
 result<batch_records, batch_error> batch_records::open(record_batch_view batch,
                                                        size_t max_uncompressed_bytes) {
+  if (!batch.has_header()) return too_small(batch.size_bytes());
   batch_records out;
   if (!batch.is_compressed()) {
     out.bytes_ = batch.records_bytes();

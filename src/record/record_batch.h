@@ -46,6 +46,15 @@ inline constexpr producer_epoch_t no_producer_epoch = -1;
 inline constexpr sequence_t no_sequence = -1;
 inline constexpr leader_epoch_t no_partition_leader_epoch = -1;
 
+// a + b with two's-complement wrap-around instead of undefined behaviour: offsets and timestamps
+// read from untrusted bytes are added to deltas, and Kafka (Java longs) wraps the same way.
+constexpr int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+constexpr int64_t wrapping_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
 // Attribute bits.
 namespace batch_attributes {
 inline constexpr uint16_t compression_mask = 0x07;  // bits 0-2: compression_type
@@ -93,9 +102,9 @@ class record_batch_view {
     return static_cast<int32_t>(load32(batch_layout::records_count));
   }
 
-  // Derived from the fields.
-  int64_t last_offset() const { return base_offset() + last_offset_delta(); }
-  int64_t next_offset() const { return last_offset() + 1; }
+  // Derived from the fields (wrapping, as Java's long arithmetic does, on corrupt values).
+  int64_t last_offset() const { return wrapping_add(base_offset(), last_offset_delta()); }
+  int64_t next_offset() const { return wrapping_add(last_offset(), 1); }
   // baseSequence + lastOffsetDelta, wrapping past INT32_MAX to 0 as Kafka's sequences do.
   int32_t last_sequence() const;
   // Bits 0-2; values above 4 are invalid (validate_batch_header rejects them).
@@ -214,8 +223,9 @@ struct records_summary {
 };
 
 // Walks the records (decompressing a compressed batch into at most `max_uncompressed_bytes`):
-// each must decode, and there must be exactly recordsCount of them. Assumes the header was
-// validated. Allocation-free for an uncompressed batch.
+// each must decode, and there must be exactly recordsCount of them. Meant for a batch whose
+// header validated (a view shorter than the header is refused as too_small). Allocation-free for
+// an uncompressed batch.
 result<records_summary, batch_error> validate_records(record_batch_view batch,
                                                       size_t max_uncompressed_bytes);
 // validate_batch and then validate_records.
