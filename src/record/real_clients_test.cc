@@ -347,3 +347,30 @@ TEST(real_client_segment, fixtures_cover_null_and_empty_fields_headers_and_binar
 
 }  // namespace
 }  // namespace tarn::record
+
+namespace tarn::record {
+namespace {
+
+// Found by fuzz/record_batch_fuzz: a batch whose header holds recordsCount -1 and no records
+// passed validate_records with a count of 0. Kafka's record iterator throws ("Found invalid
+// record count -1"); validate_records now refuses it too.
+TEST(real_client_segment, validate_records_refuses_a_negative_count) {
+  std::string text = read_text(fixtures + "java-none.log");
+  std::vector<uint8_t> batch(text.begin(), text.begin() + record_batch_overhead);
+  store32(batch.data() + batch_layout::batch_length,
+          static_cast<uint32_t>(record_batch_overhead - log_overhead));
+  store32(batch.data() + batch_layout::records_count, 0xffffffffu);
+  mutable_record_batch_view view(batch);
+  view.update_crc();
+  auto summary = validate_records(view, 1024);
+  ASSERT_FALSE(summary.has_value());
+  EXPECT_EQ(summary.error().code, batch_errc::invalid_record_count);
+  store32(batch.data() + batch_layout::records_count, 0);  // zero records, none present: fine
+  view.update_crc();
+  summary = validate_records(view, 1024);
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->count, 0);
+}
+
+}  // namespace
+}  // namespace tarn::record

@@ -157,6 +157,11 @@ result<records_summary, batch_error> walk_records(record_batch_view batch, bytes
   records_summary summary;
   summary.uncompressed_bytes = records.size();
   const int32_t expected = batch.records_count();
+  // Kafka's record iterator refuses a negative count before reading anything.
+  if (expected < 0) {
+    return batch_fail(batch_errc::invalid_record_count,
+                      fmt::format("invalid recordsCount {}", expected));
+  }
   const int64_t base_timestamp = batch.base_timestamp();
   int64_t max_delta = std::numeric_limits<int64_t>::min();
   record_reader reader(records);
