@@ -372,5 +372,26 @@ TEST(real_client_segment, validate_records_refuses_a_negative_count) {
   EXPECT_EQ(summary->count, 0);
 }
 
+// Found by fuzz/record_batch_fuzz (UBSan): last_sequence overflowed int32 on a corrupt
+// lastOffsetDelta. Kafka's incrementSequence wraps in Java int arithmetic; so does tarn now.
+TEST(real_client_segment, last_sequence_wraps_as_java_ints_do) {
+  std::string text = read_text(fixtures + "java-none.log");
+  std::vector<uint8_t> bytes(text.begin(), text.begin() + record_batch_overhead);
+  const record_batch_view view(bytes);
+  auto last_sequence = [&](int32_t base, int32_t delta) {
+    store32(bytes.data() + batch_layout::base_sequence, static_cast<uint32_t>(base));
+    store32(bytes.data() + batch_layout::last_offset_delta, static_cast<uint32_t>(delta));
+    return view.last_sequence();
+  };
+  // Expected values from Java: DefaultRecordBatch.incrementSequence on the same ints.
+  EXPECT_EQ(last_sequence(0, 6), 6);
+  EXPECT_EQ(last_sequence(-1, 6), -1);
+  EXPECT_EQ(last_sequence(2147483647, 1), 0);
+  EXPECT_EQ(last_sequence(2147483640, 10), 2);
+  EXPECT_EQ(last_sequence(5, -10), 2147483643);
+  EXPECT_EQ(last_sequence(-1422752598, 2147483647), 724731049);
+  EXPECT_EQ(last_sequence(-2147483647 - 1, -2147483647 - 1), 0);
+}
+
 }  // namespace
 }  // namespace tarn::record
