@@ -276,6 +276,8 @@ class batch_reader {
  public:
   explicit batch_reader(std::span<const uint8_t> buffer) : buffer_(buffer) {}
   // The next batch, exactly 12 + batchLength bytes (so has_header() holds); false at the end.
+  // Its offset in the buffer is out.bytes().data() - buffer.data(), e.g. to make a
+  // mutable_record_batch_view over the same bytes of a mutable buffer.
   bool next(record_batch_view& out);
   // Where the next batch starts; once stopped, where the bytes that are no batch begin.
   size_t position() const { return position_; }
