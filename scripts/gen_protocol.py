@@ -450,6 +450,10 @@ class Gen:
             out.append(f"{p}}}")
         elif f.is_struct:
             out.append(f"{p}{x}.read({rd}, version);")
+        elif f.type == "string" and nullable and n == "true":
+            out.append(f"{p}{x} = {rd}.read_nullable_string({c});")
+        elif f.type in ("bytes", "records") and nullable and n == "true":
+            out.append(f"{p}{x} = {rd}.read_nullable_bytes({c});")
         elif f.type == "string" and nullable:
             out.append(f"{p}if ({n}) {{")
             out.append(f"{p}  {x} = {rd}.read_nullable_string({c});")
@@ -493,6 +497,10 @@ class Gen:
             out.append(f"{p}}}")
         elif f.is_struct:
             out.append(f"{p}{x}.write(w, version);")
+        elif f.type == "string" and nullable and n == "true":
+            out.append(f"{p}w.write_nullable_string({x}, {c});")
+        elif f.type in ("bytes", "records") and nullable and n == "true":
+            out.append(f"{p}w.write_nullable_bytes({x}, {c});")
         elif f.type == "string" and nullable:
             out.append(f"{p}if ({n}) {{")
             out.append(f"{p}  w.write_nullable_string({x}, {c});")
@@ -540,6 +548,10 @@ class Gen:
             out.append(f"{p}}}")
         elif f.is_struct:
             out.append(f"{p}{acc} += {x}.size(version);")
+        elif f.type == "string" and nullable and n == "true":
+            out.append(f"{p}{acc} += nullable_string_size({x}, {c});")
+        elif f.type in ("bytes", "records") and nullable and n == "true":
+            out.append(f"{p}{acc} += nullable_bytes_size({x}, {c});")
         elif f.type == "string" and nullable:
             out.append(f"{p}{acc} += ({n}) ? nullable_string_size({x}, {c}) "
                        f": string_size({x}.value_or(std::string_view{{}}), {c});")

@@ -183,5 +183,33 @@ TEST(writer, tagged_fields_written_only_when_not_default) {
   EXPECT_EQ(resp.encoded_size(3), out.size());
 }
 
+TEST(writer, null_arrays_and_strings_by_version) {
+  // Metadata request v1+: a null Topics array means "all topics"; v0 has no null.
+  metadata_request all_topics;
+  all_topics.topics = std::nullopt;
+  std::vector<uint8_t> out;
+  writer w(out);
+  all_topics.encode(w, 1);
+  EXPECT_EQ(out, (std::vector<uint8_t>{0xff, 0xff, 0xff, 0xff}));
+  reader r(out);
+  auto back = metadata_request::decode(r, 1);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->topics.has_value());
+  out.clear();
+  all_topics.encode(w, 0);  // not nullable in v0: written as empty
+  EXPECT_EQ(out, (std::vector<uint8_t>{0, 0, 0, 0}));
+  std::vector<uint8_t> null_v0 = {0xff, 0xff, 0xff, 0xff};
+  reader r0(null_v0);
+  auto bad = metadata_request::decode(r0, 0);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code, decode_errc::unexpected_null);
+
+  // Flexible v9: compact null is a single 0.
+  out.clear();
+  all_topics.encode(w, 9);
+  EXPECT_EQ(out[0], 0x00);
+  EXPECT_EQ(all_topics.encoded_size(9), out.size());
+}
+
 }  // namespace
 }  // namespace tarn::protocol

@@ -46,8 +46,11 @@ class writer {
  private:
   template <typename T>
   void write_be(T v) {
-    for (int i = static_cast<int>(sizeof(T)) - 1; i >= 0; --i)
-      out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    size_t at = out_.size();
+    out_.resize(at + sizeof(T));  // one size check instead of one per byte
+    uint8_t* p = out_.data() + at;
+    for (size_t i = 0; i < sizeof(T); ++i)
+      p[i] = static_cast<uint8_t>(v >> (8 * (sizeof(T) - 1 - i)));
   }
   void write_length(int64_t n, bool compact, bool short_length);
 

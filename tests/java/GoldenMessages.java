@@ -2,6 +2,7 @@
 // independent implementation tarn's codecs are checked against (src/protocol/golden_test.cc).
 //
 // Run: java -cp '<dir with kafka-clients-4.4.0.jar>/*' GoldenMessages.java <outdir>
+// or ... GoldenMessages.java --errors to print Kafka's error table (see printErrors).
 // The committed files in tests/fixtures/protocol/ were made with <outdir> = tests/fixtures/protocol.
 //
 // For every message class below and every version Kafka supports for it, two files:
@@ -24,9 +25,11 @@ import java.util.Collection;
 import java.util.List;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.message.*;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.record.internal.BaseRecords;
@@ -52,6 +55,10 @@ public class GoldenMessages {
   static int counter;
 
   public static void main(String[] args) throws Exception {
+    if (args[0].equals("--errors")) {
+      printErrors();
+      return;
+    }
     Path out = Path.of(args[0]);
     Files.createDirectories(out);
     int files = 0;
@@ -166,6 +173,16 @@ public class GoldenMessages {
       return l;
     }
     throw new IllegalArgumentException("no value for " + t);
+  }
+
+  // One line per Kafka error: code, name, retriable, default message (tab separated), the
+  // reference schema/errors.schema is checked against (src/protocol/schema_vs_kafka_test.py).
+  static void printErrors() {
+    for (Errors e : Errors.values()) {
+      boolean retriable = e.exception() instanceof RetriableException;
+      String message = e.message() == null ? "" : e.message().replace('\n', ' ');
+      System.out.println(e.code() + "\t" + e.name() + "\t" + retriable + "\t" + message);
+    }
   }
 
   static String snake(String camel) {
