@@ -97,7 +97,7 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   }
 
   auto epochs = read_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name);
-  if (epochs) epochs_ = std::move(*epochs);
+  if (epochs) epochs_ = *epochs;
 
   // LogLoader.recoverLog: without a clean shutdown, every segment from the one holding the
   // recovery point on is scanned; the first one that loses bytes ends the log there.
@@ -161,12 +161,12 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   recovery_point_.store(recovery_point, std::memory_order_release);
   last_flush_ms_ = options.now;
 
-  // The epoch cache never names offsets the log does not hold.
+  // The epoch cache never names offsets the log does not hold. Written only when it changed
+  // (each write is an fsync).
   size_t keep = epochs_.size();
   while (keep > 0 && epochs_[keep - 1].start_offset >= leo) --keep;
-  bool epochs_changed = keep != epochs_.size() || !epochs.has_value();
   epochs_.resize(keep);
-  if (epochs_changed || !options.had_clean_shutdown) {
+  if (!epochs || *epochs != epochs_) {
     auto w = write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
     if (!w) return w;
   }

@@ -413,8 +413,15 @@ std::optional<broker_default> broker_default_for(const config_definition& def,
   for (const fallback& f : fallbacks_for(def)) {
     auto it = broker_props.find(f.key);
     if (it == broker_props.end()) continue;
-    if (f.multiplier == 1) return broker_default{std::string(trim(it->second)), std::string(f.key)};
     int64_t v = 0;
+    if (f.multiplier == 1) {
+      // KafkaConfig.logRetentionTimeMillis: any negative retention means unlimited (-1).
+      if (def.name == "retention.ms" && parse_java_integer(trim(it->second), INT64_MIN, INT64_MAX, v) &&
+          v < 0) {
+        return broker_default{"-1", std::string(f.key)};
+      }
+      return broker_default{std::string(trim(it->second)), std::string(f.key)};
+    }
     if (!parse_java_integer(trim(it->second), INT32_MIN, INT32_MAX, v)) {
       // Left for validation to reject with the broker key's name.
       return broker_default{std::string(trim(it->second)), std::string(f.key)};
