@@ -172,8 +172,8 @@ result<void, storage_error> write_clean_shutdown_marker(const fs::path& log_dir,
   std::string body = fmt::format("{{\"version\":0,\"brokerEpoch\":{}}}", broker_epoch);
   unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return fail(io_error("create", path, errno));
-  auto w = pwrite_all(fd.get(), std::span(reinterpret_cast<const uint8_t*>(body.data()), body.size()),
-                      0, path);
+  auto w = pwrite_all(
+      fd.get(), std::span(reinterpret_cast<const uint8_t*>(body.data()), body.size()), 0, path);
   if (!w) return w;
   if (::fsync(fd.get()) != 0) return fail(io_error("fsync", path, errno));
   return fsync_directory(log_dir);

@@ -1,7 +1,8 @@
 // Kafka's checkpoint text files (server-common CheckpointFile): a version line "0", a count line,
 // then one entry per line, each ending in '\n', replaced atomically through "<file>.tmp".
-//   <log.dir>/recovery-point-offset-checkpoint, log-start-offset-checkpoint: "<topic> <partition> <offset>"
-//   <log.dir>/<topic>-<partition>/leader-epoch-checkpoint:                   "<epoch> <start_offset>"
+//   <log.dir>/recovery-point-offset-checkpoint, log-start-offset-checkpoint: "<topic> <partition>
+//   <offset>" <log.dir>/<topic>-<partition>/leader-epoch-checkpoint:                   "<epoch>
+//   <start_offset>"
 // and the clean-shutdown marker <log.dir>/.kafka_cleanshutdown, {"version":0,"brokerEpoch":N}.
 #pragma once
 
@@ -16,7 +17,8 @@
 
 namespace tarn::storage {
 
-inline constexpr std::string_view recovery_point_checkpoint_name = "recovery-point-offset-checkpoint";
+inline constexpr std::string_view recovery_point_checkpoint_name =
+    "recovery-point-offset-checkpoint";
 inline constexpr std::string_view log_start_offset_checkpoint_name = "log-start-offset-checkpoint";
 inline constexpr std::string_view leader_epoch_checkpoint_name = "leader-epoch-checkpoint";
 inline constexpr std::string_view clean_shutdown_file_name = ".kafka_cleanshutdown";

@@ -22,8 +22,8 @@ std::string file_text(const fs::path& p) {
 
 TEST(Checkpoint, OffsetCheckpointBytesAndRoundTrip) {
   temp_dir dir;
-  std::vector<partition_offset> entries = {{{"orders", 0}, 42}, {{"orders", 1}, 0},
-                                           {{"a.b_c-d", 12}, 9007199254740993}};
+  std::vector<partition_offset> entries = {
+      {{"orders", 0}, 42}, {{"orders", 1}, 0}, {{"a.b_c-d", 12}, 9007199254740993}};
   fs::path path = dir.path() / "recovery-point-offset-checkpoint";
   ASSERT_TRUE(write_offset_checkpoint(path, entries));
   EXPECT_EQ(file_text(path), "0\n3\norders 0 42\norders 1 0\na.b_c-d 12 9007199254740993\n");
@@ -125,7 +125,8 @@ TEST(TopicMetadata, TopicNameRules) {
   EXPECT_EQ(validate_topic_name("").error().message,
             "Topic name is invalid: the empty string is not allowed");
   EXPECT_EQ(validate_topic_name(".").error().message, "Topic name is invalid: '.' is not allowed");
-  EXPECT_EQ(validate_topic_name("..").error().message, "Topic name is invalid: '..' is not allowed");
+  EXPECT_EQ(validate_topic_name("..").error().message,
+            "Topic name is invalid: '..' is not allowed");
   EXPECT_EQ(validate_topic_name("a b").error().message,
             "Topic name is invalid: 'a b' contains one or more characters other than ASCII "
             "alphanumerics, '.', '_' and '-'");

@@ -25,7 +25,8 @@ unique_fd::~unique_fd() {
 }
 
 storage_error io_error(std::string_view what, const fs::path& path, int err) {
-  return {storage_errc::io_error, fmt::format("{} {}: {}", what, path.string(), std::strerror(err))};
+  return {storage_errc::io_error,
+          fmt::format("{} {}: {}", what, path.string(), std::strerror(err))};
 }
 
 result<void, storage_error> pwrite_all(int fd, std::span<const uint8_t> data, int64_t offset,
@@ -72,13 +73,13 @@ result<std::string, storage_error> read_small_file(const fs::path& path, size_t 
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path, errno));
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return fail(storage_error{storage_errc::corrupt,
-                              fmt::format("{} is {} bytes, more than the {} allowed", path.string(),
-                                          st.st_size, max_bytes)});
+    return fail(
+        storage_error{storage_errc::corrupt, fmt::format("{} is {} bytes, more than the {} allowed",
+                                                         path.string(), st.st_size, max_bytes)});
   }
   std::string out(static_cast<size_t>(st.st_size), '\0');
-  auto r = pread_exact(fd.get(), std::span(reinterpret_cast<uint8_t*>(out.data()), out.size()), 0,
-                       path);
+  auto r =
+      pread_exact(fd.get(), std::span(reinterpret_cast<uint8_t*>(out.data()), out.size()), 0, path);
   if (!r) return fail(r.error());
   return out;
 }
@@ -97,8 +98,8 @@ result<void, storage_error> write_file_atomic(const fs::path& path, std::string_
     unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid()) return fail(io_error("create", tmp, errno));
     auto w = pwrite_all(
-        fd.get(),
-        std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()), 0, tmp);
+        fd.get(), std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()), 0,
+        tmp);
     if (!w) return w;
     if (::fsync(fd.get()) != 0) return fail(io_error("fsync", tmp, errno));
   }

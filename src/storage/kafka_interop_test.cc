@@ -82,8 +82,8 @@ TEST(KafkaInterop, DumpLogSegmentsReadsTarnsSegmentsAndIndexes) {
   }
   ASSERT_GT(index_entries.size(), 3u);
 
-  std::string out = run(script + " tool dump-log --files " + seg.string() + ".log," +
-                        seg.string() + ".index," + seg.string() + ".timeindex 2>&1");
+  std::string out = run(script + " tool dump-log --files " + seg.string() + ".log," + seg.string() +
+                        ".index," + seg.string() + ".timeindex 2>&1");
   ASSERT_NE(out.find("Dumping " + seg.string() + ".log"), std::string::npos) << out;
   for (const written& w : first_segment) {
     std::ostringstream want;

@@ -189,9 +189,9 @@ result<void, storage_error> log::append(std::span<const uint8_t> batches, timest
     int64_t size = h->size_in_bytes();
     if (h->batch_length < batch_header_size - log_overhead ||
         size > static_cast<int64_t>(batches.size())) {
-      return fail(storage_error{storage_errc::corrupt,
-                                fmt::format("batch of {} bytes in an append of {} bytes", size,
-                                            batches.size())});
+      return fail(storage_error{
+          storage_errc::corrupt,
+          fmt::format("batch of {} bytes in an append of {} bytes", size, batches.size())});
     }
     if (h->base_offset < expected || h->last_offset_delta < 0) {
       return fail(storage_error{
@@ -269,9 +269,7 @@ result<std::optional<batch_position>, storage_error> log::find_batch_by_timestam
   return std::optional<batch_position>{};
 }
 
-result<void, storage_error> log::roll(timestamp_ms now) {
-  return roll_at(log_end_offset(), now);
-}
+result<void, storage_error> log::roll(timestamp_ms now) { return roll_at(log_end_offset(), now); }
 
 result<void, storage_error> log::roll_at(offset_t new_base_offset, timestamp_ms now) {
   new_base_offset = std::max(new_base_offset, log_end_offset());

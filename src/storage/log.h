@@ -42,11 +42,11 @@ struct log_options {
 // What opening a log found and changed; the broker logs it.
 struct recovery_report {
   topic_partition tp;
-  bool ran_recovery = false;      // unclean shutdown: segments after the recovery point scanned
+  bool ran_recovery = false;  // unclean shutdown: segments after the recovery point scanned
   int32_t segments_recovered = 0;
-  std::vector<std::string> indexes_rebuilt;  // "<segment>: <reason>" for missing/corrupt indexes
-  int64_t truncated_bytes = 0;               // cut from the segment where corruption was found
-  std::optional<offset_t> truncated_segment; // base offset of that segment
+  std::vector<std::string> indexes_rebuilt;   // "<segment>: <reason>" for missing/corrupt indexes
+  int64_t truncated_bytes = 0;                // cut from the segment where corruption was found
+  std::optional<offset_t> truncated_segment;  // base offset of that segment
   std::string truncation_reason;
   std::vector<offset_t> deleted_segments;  // later segments removed after a truncation
   offset_t log_end_offset = 0;

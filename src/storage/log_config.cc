@@ -17,8 +17,8 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kCleanupPolicies = {"compact", "delete"};
 // BrokerCompressionType names, in Kafka's order (its error message lists them so).
-constexpr std::array<std::string_view, 6> kCompressionTypes = {"uncompressed", "zstd",   "lz4",
-                                                               "snappy",       "gzip",   "producer"};
+constexpr std::array<std::string_view, 6> kCompressionTypes = {"uncompressed", "zstd", "lz4",
+                                                               "snappy",       "gzip", "producer"};
 constexpr std::array<std::string_view, 2> kTimestampTypes = {"CreateTime", "LogAppendTime"};
 
 constexpr double kLongMax = 9223372036854775807.0;
@@ -69,15 +69,13 @@ const config_definition kTopicConfigs[] = {
      "Replicas throttled on the leader side: [partitionId]:[brokerId],... or *.", false,
      throttled_replicas},
     {"local.retention.bytes", int64, "-2", "log.local.retention.bytes",
-     "Local size limit with tiered storage; -2 means retention.bytes.", false, range, -2,
-     kLongMax},
+     "Local size limit with tiered storage; -2 means retention.bytes.", false, range, -2, kLongMax},
     {"local.retention.ms", int64, "-2", "log.local.retention.ms",
      "Local time limit with tiered storage; -2 means retention.ms.", false, range, -2, kLongMax},
     {"max.compaction.lag.ms", int64, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
      "Longest time a message stays ineligible for compaction.", false, range, 1, kLongMax},
     {"max.decompressed.message.bytes", int32, "2147483639", "max.decompressed.message.bytes",
-     "Largest decompressed size of one record the broker accepts.", false, range, 1,
-     2147483639},
+     "Largest decompressed size of one record the broker accepts.", false, range, 1, 2147483639},
     {"max.message.bytes", int32, "1048588", "message.max.bytes",
      "Largest record batch size allowed, after compression.", false, range, 0, kIntMax},
     {"message.timestamp.after.max.ms", int64, "3600000", "log.message.timestamp.after.max.ms",
@@ -85,11 +83,11 @@ const config_definition kTopicConfigs[] = {
      range, 0, kLongMax},
     {"message.timestamp.before.max.ms", int64, "9223372036854775807",
      "log.message.timestamp.before.max.ms",
-     "With CreateTime, how far a message timestamp may be behind the broker's clock.", false,
-     range, 0, kLongMax},
+     "With CreateTime, how far a message timestamp may be behind the broker's clock.", false, range,
+     0, kLongMax},
     {"message.timestamp.type", string, "CreateTime", "log.message.timestamp.type",
-     "Whether batch timestamps are the producer's create time or the broker's append time.",
-     false, one_of, 0, 0, kTimestampTypes},
+     "Whether batch timestamps are the producer's create time or the broker's append time.", false,
+     one_of, 0, 0, kTimestampTypes},
     {"min.cleanable.dirty.ratio", float64, "0.5", "log.cleaner.min.cleanable.ratio",
      "Share of uncompacted log that makes a log eligible for compaction.", false, range, 0, 1},
     {"min.compaction.lag.ms", int64, "0", "log.cleaner.min.compaction.lag.ms",
@@ -102,12 +100,12 @@ const config_definition kTopicConfigs[] = {
      "Size-based upload eligibility for tiered storage.", false, range, -1, kLongMax},
     {"remote.copy.lag.ms", int64, "0", "log.remote.copy.lag.ms",
      "Time-based upload eligibility for tiered storage.", false, range, -1, kLongMax},
-    {"remote.log.copy.disable", boolean, "false", "",
-     "Make the topic's tiered data read-only.", false, none},
+    {"remote.log.copy.disable", boolean, "false", "", "Make the topic's tiered data read-only.",
+     false, none},
     {"remote.log.delete.on.disable", boolean, "false", "",
      "Delete tiered data when tiered storage is disabled on the topic.", false, none},
-    {"remote.storage.enable", boolean, "false", "", "Enable tiered storage for the topic.",
-     false, none},
+    {"remote.storage.enable", boolean, "false", "", "Enable tiered storage for the topic.", false,
+     none},
     {"retention.bytes", int64, "-1", "log.retention.bytes",
      "Largest size of a partition before old segments are deleted; -1 means no limit.", false,
      none},
@@ -117,8 +115,7 @@ const config_definition kTopicConfigs[] = {
     {"segment.bytes", int32, "1073741824", "log.segment.bytes",
      "Size at which the active segment is rolled.", false, range, 1048576, kIntMax},
     {"segment.index.bytes", int32, "10485760", "log.index.size.max.bytes",
-     "Size preallocated for a segment's offset and time index files.", false, range, 4,
-     kIntMax},
+     "Size preallocated for a segment's offset and time index files.", false, range, 4, kIntMax},
     {"segment.jitter.ms", int64, "0", "log.roll.jitter.ms",
      "Largest random jitter subtracted from segment.ms.", false, range, 0, kLongMax},
     {"segment.ms", int64, "604800000", "log.roll.ms",
@@ -216,10 +213,9 @@ std::span<const config_definition> topic_config_definitions() { return kTopicCon
 
 const config_definition* find_topic_config(std::string_view name) {
   auto defs = topic_config_definitions();
-  auto it = std::lower_bound(defs.begin(), defs.end(), name,
-                             [](const config_definition& d, std::string_view n) {
-                               return d.name < n;
-                             });
+  auto it =
+      std::lower_bound(defs.begin(), defs.end(), name,
+                       [](const config_definition& d, std::string_view n) { return d.name < n; });
   if (it == defs.end() || it->name != name) return nullptr;
   return &*it;
 }
@@ -258,25 +254,27 @@ result<config_value, storage_error> parse_config_value(const config_definition& 
       bool ok = def.type == int32 ? parse_java_integer(t, INT32_MIN, INT32_MAX, v)
                                   : parse_java_integer(t, INT64_MIN, INT64_MAX, v);
       if (!ok) {
-        return fail(invalid(def.name, text,
-                            def.type == int32 ? "Not a number of type INT" : "Not a number of type LONG"));
+        return fail(
+            invalid(def.name, text,
+                    def.type == int32 ? "Not a number of type INT" : "Not a number of type LONG"));
       }
       std::string shown = std::to_string(v);
       if (def.check == range) {
         // Compare in the integer domain where the double bound is exact enough.
         if (static_cast<double>(v) < def.min) {
-          return fail(invalid(def.name, shown, "Value must be at least " + bound_text(def, def.min)));
+          return fail(
+              invalid(def.name, shown, "Value must be at least " + bound_text(def, def.min)));
         }
-        if (def.max < kLongMax && static_cast<double>(v) > def.max) {
+        if (def.max<kLongMax&& static_cast<double>(v)> def.max) {
           return fail(
               invalid(def.name, shown, "Value must be no more than " + bound_text(def, def.max)));
         }
       } else if (def.check == level_or_minus_one) {
         if (v > def.max || (v < def.min && v != -1)) {
-          return fail(invalid(def.name, shown,
-                              fmt::format("Value must be between {} and {} or equal to -1",
-                                          static_cast<int64_t>(def.min),
-                                          static_cast<int64_t>(def.max))));
+          return fail(
+              invalid(def.name, shown,
+                      fmt::format("Value must be between {} and {} or equal to -1",
+                                  static_cast<int64_t>(def.min), static_cast<int64_t>(def.max))));
         }
       }
       return config_value(v);
@@ -296,9 +294,8 @@ result<config_value, storage_error> parse_config_value(const config_definition& 
       return config_value(v);
     }
     case string: {
-      if (def.check == one_of &&
-          std::find(def.valid_values.begin(), def.valid_values.end(), t) ==
-              def.valid_values.end()) {
+      if (def.check == one_of && std::find(def.valid_values.begin(), def.valid_values.end(), t) ==
+                                     def.valid_values.end()) {
         std::string allowed;
         for (std::string_view v : def.valid_values) {
           if (!allowed.empty()) allowed += ", ";
@@ -365,16 +362,16 @@ result<void, storage_error> validate_topic_configs(const config_map& overrides) 
   auto min_lag = overrides.find("min.compaction.lag.ms");
   auto max_lag = overrides.find("max.compaction.lag.ms");
   if (min_lag != overrides.end() && max_lag != overrides.end()) {
-    int64_t lo = std::get<int64_t>(*parse_config_value(*find_topic_config(min_lag->first),
-                                                       min_lag->second));
-    int64_t hi = std::get<int64_t>(*parse_config_value(*find_topic_config(max_lag->first),
-                                                       max_lag->second));
+    int64_t lo =
+        std::get<int64_t>(*parse_config_value(*find_topic_config(min_lag->first), min_lag->second));
+    int64_t hi =
+        std::get<int64_t>(*parse_config_value(*find_topic_config(max_lag->first), max_lag->second));
     if (lo > hi) {
-      return fail(storage_error{
-          storage_errc::invalid_config,
-          fmt::format("conflict topic config setting min.compaction.lag.ms ({}) > "
-                      "max.compaction.lag.ms ({})",
-                      lo, hi)});
+      return fail(
+          storage_error{storage_errc::invalid_config,
+                        fmt::format("conflict topic config setting min.compaction.lag.ms ({}) > "
+                                    "max.compaction.lag.ms ({})",
+                                    lo, hi)});
     }
   }
   return {};
@@ -390,7 +387,8 @@ struct fallback {
 
 // Kafka's chains of broker keys for the topic configs that have more than one.
 std::vector<fallback> fallbacks_for(const config_definition& def) {
-  if (def.name == "segment.ms") return {{"log.roll.ms", 1, false}, {"log.roll.hours", 3600000, true}};
+  if (def.name == "segment.ms")
+    return {{"log.roll.ms", 1, false}, {"log.roll.hours", 3600000, true}};
   if (def.name == "segment.jitter.ms") {
     return {{"log.roll.jitter.ms", 1, false}, {"log.roll.jitter.hours", 3600000, true}};
   }
@@ -416,8 +414,8 @@ std::optional<broker_default> broker_default_for(const config_definition& def,
     int64_t v = 0;
     if (f.multiplier == 1) {
       // KafkaConfig.logRetentionTimeMillis: any negative retention means unlimited (-1).
-      if (def.name == "retention.ms" && parse_java_integer(trim(it->second), INT64_MIN, INT64_MAX, v) &&
-          v < 0) {
+      if (def.name == "retention.ms" &&
+          parse_java_integer(trim(it->second), INT64_MIN, INT64_MAX, v) && v < 0) {
         return broker_default{"-1", std::string(f.key)};
       }
       return broker_default{std::string(trim(it->second)), std::string(f.key)};

@@ -28,9 +28,9 @@ std::string_view config_type_name(config_type type);
 // How a value is checked after it parses.
 enum class config_check : uint8_t {
   none,
-  range,          // min <= v <= max (Kafka's Range.atLeast / Range.between)
-  one_of,         // string in `valid_values` (ValidString.in)
-  list_of,        // every list element in `valid_values` (ValidList.in)
+  range,               // min <= v <= max (Kafka's Range.atLeast / Range.between)
+  one_of,              // string in `valid_values` (ValidString.in)
+  list_of,             // every list element in `valid_values` (ValidList.in)
   level_or_minus_one,  // gzip level: min..max or -1
   throttled_replicas,  // "*" or "p:b,p:b,..."
 };
@@ -38,7 +38,7 @@ enum class config_check : uint8_t {
 struct config_definition {
   std::string_view name;
   config_type type;
-  std::string_view default_value;  // Kafka's default, as DescribeConfigs prints it
+  std::string_view default_value;            // Kafka's default, as DescribeConfigs prints it
   std::string_view server_default_property;  // the broker key it falls back to; "" if none
   std::string_view documentation;
   bool sensitive = false;  // no topic config is sensitive; kept for DescribeConfigs

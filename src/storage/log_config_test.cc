@@ -42,13 +42,11 @@ TEST(LogConfig, KafkaDefaults) {
 }
 
 TEST(LogConfig, TopicOverridesBeatBrokerPropsWhichBeatDefaults) {
-  config_map broker = {{"log.segment.bytes", "2097152"},
-                       {"log.retention.hours", "1"},
-                       {"log.roll.ms", "5000"},
-                       {"log.roll.hours", "9"},
-                       {"message.max.bytes", "2000000"},
-                       {"log.message.timestamp.type", "LogAppendTime"},
-                       {"log.cleanup.policy", "compact"}};
+  config_map broker = {
+      {"log.segment.bytes", "2097152"}, {"log.retention.hours", "1"},
+      {"log.roll.ms", "5000"},          {"log.roll.hours", "9"},
+      {"message.max.bytes", "2000000"}, {"log.message.timestamp.type", "LogAppendTime"},
+      {"log.cleanup.policy", "compact"}};
   auto c = resolve_log_config({{"segment.bytes", "3145728"}, {"compression.type", "zstd"}}, broker);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->segment_bytes, 3145728);
@@ -60,7 +58,8 @@ TEST(LogConfig, TopicOverridesBeatBrokerPropsWhichBeatDefaults) {
   EXPECT_FALSE(c->cleanup_delete);
   EXPECT_EQ(c->compression_type, broker_compression::zstd);
 
-  auto minutes = resolve_log_config({}, {{"log.retention.minutes", "2"}, {"log.retention.hours", "5"}});
+  auto minutes =
+      resolve_log_config({}, {{"log.retention.minutes", "2"}, {"log.retention.hours", "5"}});
   ASSERT_TRUE(minutes);
   EXPECT_EQ(minutes->retention_ms, 120000);
   auto unlimited = resolve_log_config({}, {{"log.retention.ms", "-5"}});
@@ -125,7 +124,8 @@ TEST(LogConfig, ValidationMessagesUseKafkasWording) {
 }
 
 TEST(LogConfig, CrossChecks) {
-  auto r = validate_topic_configs({{"min.compaction.lag.ms", "10"}, {"max.compaction.lag.ms", "5"}});
+  auto r =
+      validate_topic_configs({{"min.compaction.lag.ms", "10"}, {"max.compaction.lag.ms", "5"}});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
             "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)");
@@ -134,8 +134,8 @@ TEST(LogConfig, CrossChecks) {
 }
 
 TEST(LogConfig, DescribeReportsSourcesAndSynonyms) {
-  auto described = describe_topic_configs({{"retention.ms", "1000"}},
-                                          {{"log.retention.hours", "2"}, {"log.segment.bytes", "2097152"}});
+  auto described = describe_topic_configs(
+      {{"retention.ms", "1000"}}, {{"log.retention.hours", "2"}, {"log.segment.bytes", "2097152"}});
   auto find = [&](std::string_view name) -> const described_config& {
     for (const auto& d : described) {
       if (d.definition->name == name) return d;

@@ -34,8 +34,7 @@ storage_error corrupt(std::string message) { return {storage_errc::corrupt, std:
 
 }  // namespace
 
-index_file::index_file(fs::path path, offset_t base_offset, int32_t max_index_bytes,
-                       int entry_size)
+index_file::index_file(fs::path path, offset_t base_offset, int32_t max_index_bytes, int entry_size)
     : path_(std::move(path)),
       base_offset_(base_offset),
       max_index_bytes_(max_index_bytes),
@@ -121,7 +120,8 @@ result<void, storage_error> index_file::close() {
 result<void, storage_error> index_file::remove() {
   unmap();
   fd_ = unique_fd();
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) return fail(io_error("unlink", path_, errno));
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
+    return fail(io_error("unlink", path_, errno));
   return {};
 }
 
@@ -154,8 +154,9 @@ bool offset_index::can_append_offset(offset_t offset) const {
 
 result<void, storage_error> offset_index::append(offset_t offset, int32_t position) {
   if (full()) {
-    return fail(storage_error{storage_errc::invalid_argument,
-                              fmt::format("Attempt to append to a full index (size = {}).", entries_)});
+    return fail(
+        storage_error{storage_errc::invalid_argument,
+                      fmt::format("Attempt to append to a full index (size = {}).", entries_)});
   }
   if (entries_ != 0 && offset <= last_offset()) {
     return fail(storage_error{
@@ -165,9 +166,9 @@ result<void, storage_error> offset_index::append(offset_t offset, int32_t positi
                     offset, entries_, last_offset(), path_.string())});
   }
   if (!can_append_offset(offset)) {
-    return fail(storage_error{storage_errc::invalid_argument,
-                              fmt::format("Offset {} does not fit the index of segment {}", offset,
-                                          base_offset_)});
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Offset {} does not fit the index of segment {}", offset, base_offset_)});
   }
   uint8_t* p = entry(entries_);
   store32(p, static_cast<uint32_t>(offset - base_offset_));

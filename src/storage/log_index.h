@@ -46,7 +46,9 @@ class index_file {
   // Sets the file length to `new_size` rounded down to whole entries, keeping the entries.
   result<void, storage_error> resize(int64_t new_size);
   // Drops any preallocated space: the file then holds exactly its entries.
-  result<void, storage_error> trim_to_valid_size() { return resize(int64_t{entries_} * entry_size_); }
+  result<void, storage_error> trim_to_valid_size() {
+    return resize(int64_t{entries_} * entry_size_);
+  }
   // Forgets every entry and re-preallocates, for an index being rebuilt.
   result<void, storage_error> reset();
   // msync of the entries written so far.

@@ -26,8 +26,7 @@ std::optional<topic_partition> parse_partition_dir(std::string_view name) {
 }
 
 storage_error not_found(std::string_view topic) {
-  return {storage_errc::not_found,
-          fmt::format("This server does not host this topic: {}", topic)};
+  return {storage_errc::not_found, fmt::format("This server does not host this topic: {}", topic)};
 }
 
 }  // namespace
@@ -234,7 +233,8 @@ result<void, storage_error> log_manager::delete_topic(std::string_view name) {
         log_dir_ / fmt::format("{}.{}-delete", partition_dir_name(tp), uuid::random().to_hex());
     std::error_code ec;
     fs::rename(dir, target, ec);
-    if (ec && ec != std::errc::no_such_file_or_directory) return fail(io_error("rename", dir, ec.value()));
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      return fail(io_error("rename", dir, ec.value()));
     if (!ec) doomed.push_back(target);
   }
   auto s = fsync_directory(log_dir_);
@@ -272,8 +272,8 @@ result<void, storage_error> log_manager::set_topic_config(std::string_view name,
   return {};
 }
 
-result<void, storage_error> log_manager::create_partitions(std::string_view name,
-                                                           int32_t new_count, timestamp_ms now) {
+result<void, storage_error> log_manager::create_partitions(std::string_view name, int32_t new_count,
+                                                           timestamp_ms now) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));
   topic_info& t = *it->second;

@@ -47,7 +47,8 @@ TEST(LogManager, TopicsConfigsAndDataSurviveACleanRestart) {
     log* l = (*m)->get_log("orders", 1);
     ASSERT_NE(l, nullptr);
     ASSERT_TRUE(l->append(make_batch(0, 5, 2000), 2000));
-    ASSERT_TRUE((*m)->set_topic_config("orders", {{"retention.ms", "120000"}, {"cleanup.policy", "compact"}}));
+    ASSERT_TRUE((*m)->set_topic_config(
+        "orders", {{"retention.ms", "120000"}, {"cleanup.policy", "compact"}}));
     ASSERT_TRUE((*m)->shutdown(3, 3000));
   }
   EXPECT_EQ(file_text(dir.path() / ".kafka_cleanshutdown"), R"({"version":0,"brokerEpoch":3})");

@@ -382,7 +382,8 @@ result<segment_recovery, storage_error> log_segment::recover() {
   out.valid_bytes = valid;
   out.truncated_bytes = size_ - valid;
   if (out.truncated_bytes > 0) {
-    if (::ftruncate(file_->fd.get(), valid) != 0) return fail(io_error("truncate", file_->path, errno));
+    if (::ftruncate(file_->fd.get(), valid) != 0)
+      return fail(io_error("truncate", file_->path, errno));
     size_ = valid;
   }
   next_offset_ = next;

@@ -225,12 +225,14 @@ TEST(LogRecovery, FlippedByteInAMiddleBatchTruncatesFromThereAndDropsLaterSegmen
   fs::path seg_file = part / segment_file_name(seg_base, ".log");
   auto bytes = file_bytes(seg_file);
   size_t pos = 0;
-  for (int i = 0; i < 2; ++i) pos += static_cast<size_t>(read_batch_header(std::span(bytes).subspan(pos))->size_in_bytes());
+  for (int i = 0; i < 2; ++i)
+    pos += static_cast<size_t>(read_batch_header(std::span(bytes).subspan(pos))->size_in_bytes());
   offset_t bad_base = read_batch_header(std::span(bytes).subspan(pos))->base_offset;
   bytes[pos + 100] ^= 0x01;
   {
     std::ofstream out(seg_file, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
   recovery_report report;
   auto l = log::open(options_in(dir.path(), c, /*clean=*/false), &report);

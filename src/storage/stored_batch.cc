@@ -17,8 +17,8 @@ storage_error corrupt(std::string message) { return {storage_errc::corrupt, std:
 
 result<stored_batch_header, storage_error> read_batch_header(std::span<const uint8_t> bytes) {
   if (bytes.size() < static_cast<size_t>(batch_header_size)) {
-    return fail(corrupt(fmt::format("batch header needs {} bytes, {} present", batch_header_size,
-                                    bytes.size())));
+    return fail(corrupt(
+        fmt::format("batch header needs {} bytes, {} present", batch_header_size, bytes.size())));
   }
   const uint8_t* p = bytes.data();
   stored_batch_header h;

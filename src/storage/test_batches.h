@@ -44,13 +44,13 @@ inline std::vector<uint8_t> make_batch(offset_t base_offset, int32_t count,
   std::vector<uint8_t> b(61, 0);
   for (int32_t i = 0; i < count; ++i) {
     std::vector<uint8_t> r;
-    r.push_back(0);                     // attributes
-    detail::put_varlong(r, i);          // timestampDelta
-    detail::put_varlong(r, i);          // offsetDelta
-    detail::put_varlong(r, -1);         // null key
+    r.push_back(0);              // attributes
+    detail::put_varlong(r, i);   // timestampDelta
+    detail::put_varlong(r, i);   // offsetDelta
+    detail::put_varlong(r, -1);  // null key
     detail::put_varlong(r, static_cast<int64_t>(value_bytes));
     for (size_t k = 0; k < value_bytes; ++k) r.push_back(static_cast<uint8_t>('a' + (i + k) % 26));
-    detail::put_varlong(r, 0);          // no headers
+    detail::put_varlong(r, 0);  // no headers
     detail::put_varlong(b, static_cast<int64_t>(r.size()));
     b.insert(b.end(), r.begin(), r.end());
   }

@@ -150,7 +150,8 @@ result<uuid, storage_error> decode_partition_metadata(std::string_view text,
                                                       std::string_view location) {
   // PartitionMetadataReadBuffer: "version: N" (N >= 0), then "topic_id: <uuid>", split on ":\s+".
   auto lines = split_lines(text);
-  auto value_of = [](std::string_view line, std::string_view key) -> std::optional<std::string_view> {
+  auto value_of = [](std::string_view line,
+                     std::string_view key) -> std::optional<std::string_view> {
     if (!line.starts_with(key) || line.size() <= key.size() + 1 || line[key.size()] != ':') {
       return std::nullopt;
     }
