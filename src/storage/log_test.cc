@@ -325,3 +325,83 @@ TEST(LogRecovery, ActiveSegmentIndexesArePreallocatedAndTrimmedOnClose) {
 
 }  // namespace
 }  // namespace tarn::storage
+
+namespace tarn::storage {
+namespace {
+
+// A segment Apache Kafka 4.4.0 wrote (testdata/README.md): tarn reads it, and recovery rebuilds
+// Kafka's own .index and .timeindex byte for byte.
+TEST(LogRecovery, RebuildsKafkasOwnIndexesByteForByte) {
+  temp_dir dir;
+  fs::path fixture = fs::path(TARN_SOURCE_DIR) / "src/storage/testdata/kafka-4.4.0-fx-0";
+  fs::path part = dir.path() / "t-0";
+  fs::create_directories(part);
+  for (const char* suffix : {".log", ".index", ".timeindex"}) {
+    fs::copy_file(fixture / (std::string("00000000000000000000") + suffix),
+                  part / (std::string("00000000000000000000") + suffix));
+  }
+  auto kafka_index = file_bytes(part / "00000000000000000000.index");
+  auto kafka_time_index = file_bytes(part / "00000000000000000000.timeindex");
+  ASSERT_EQ(kafka_index.size(), 72u);
+
+  log_config c;  // Kafka's defaults, as the fixture was written with
+  {
+    recovery_report report;
+    auto l = log::open(options_in(dir.path(), c, /*clean=*/true), &report);
+    ASSERT_TRUE(l);
+    EXPECT_TRUE(report.indexes_rebuilt.empty());  // Kafka's indexes pass tarn's checks
+    EXPECT_EQ((*l)->log_end_offset(), 400);
+    auto r = (*l)->read(137, 1 << 20, true);
+    ASSERT_TRUE(r && r->slice);
+    EXPECT_EQ(r->slice->position + r->slice->length, 46040);
+    ASSERT_TRUE((*l)->close());
+  }
+  recovery_report report;
+  auto l = log::open(options_in(dir.path(), c, /*clean=*/false), &report);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(report.segments_recovered, 1);
+  EXPECT_EQ(report.truncated_bytes, 0);
+  EXPECT_EQ((*l)->log_end_offset(), 400);
+  ASSERT_TRUE((*l)->close());
+  EXPECT_EQ(file_bytes(part / "00000000000000000000.index"), kafka_index);
+  EXPECT_EQ(file_bytes(part / "00000000000000000000.timeindex"), kafka_time_index);
+}
+
+}  // namespace
+}  // namespace tarn::storage
+
+namespace tarn::storage {
+namespace {
+
+// Appending Kafka's batches one by one produces Kafka's .log, .index and .timeindex exactly.
+TEST(Log, AppendPathWritesKafkasFilesForKafkasBatches) {
+  fs::path fixture = fs::path(TARN_SOURCE_DIR) / "src/storage/testdata/kafka-4.4.0-fx-0";
+  auto kafka_log = file_bytes(fixture / "00000000000000000000.log");
+  ASSERT_EQ(kafka_log.size(), 46040u);
+  temp_dir dir;
+  {
+    auto l = log::open(options_in(dir.path(), log_config{}));
+    ASSERT_TRUE(l);
+    size_t pos = 0;
+    int batches = 0;
+    while (pos < kafka_log.size()) {
+      auto h = read_batch_header(std::span(kafka_log).subspan(pos));
+      ASSERT_TRUE(h);
+      auto size = static_cast<size_t>(h->size_in_bytes());
+      ASSERT_TRUE((*l)->append(std::span(kafka_log).subspan(pos, size), 0));
+      pos += size;
+      ++batches;
+    }
+    EXPECT_GT(batches, 30);
+    ASSERT_TRUE((*l)->close());
+  }
+  fs::path part = dir.path() / "t-0";
+  EXPECT_EQ(file_bytes(part / "00000000000000000000.log"), kafka_log);
+  EXPECT_EQ(file_bytes(part / "00000000000000000000.index"),
+            file_bytes(fixture / "00000000000000000000.index"));
+  EXPECT_EQ(file_bytes(part / "00000000000000000000.timeindex"),
+            file_bytes(fixture / "00000000000000000000.timeindex"));
+}
+
+}  // namespace
+}  // namespace tarn::storage
