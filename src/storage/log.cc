@@ -78,7 +78,7 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
 
   segment_options seg_options = options_for(config_);
   for (offset_t base : bases) {
-    auto seg = log_segment::open(dir_, base, seg_options, options.now);
+    auto seg = log_segment::open(dir_, base, seg_options, options.now, base == bases.back());
     if (!seg) return fail(seg.error());
     if ((*seg)->index_rebuild_needed()) {
       report.indexes_rebuilt.push_back(

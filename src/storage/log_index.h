@@ -102,8 +102,9 @@ class offset_index : public index_file {
   // Whether offset - base fits the 4-byte relative offset.
   bool can_append_offset(offset_t offset) const;
   // Entries strictly increasing in offset and position, positions inside a log of `log_size`
-  // bytes. Stricter than Kafka's sanityCheck so a garbled file is rebuilt.
-  result<void, storage_error> sanity_check(int64_t log_size) const;
+  // bytes: every entry when `thorough`, else the first and last (Kafka checks only the last).
+  // Stricter than Kafka's sanityCheck so a garbled file is rebuilt.
+  result<void, storage_error> sanity_check(int64_t log_size, bool thorough) const;
 
  private:
   using index_file::index_file;
@@ -127,7 +128,8 @@ class time_index : public index_file {
   timestamp_offset last_entry() const;  // (no_timestamp, base_offset) when empty
   // Removes entries with offset >= `offset`.
   void truncate_to(offset_t offset);
-  result<void, storage_error> sanity_check() const;
+  // Same as offset_index::sanity_check for (timestamp, offset) entries.
+  result<void, storage_error> sanity_check(bool thorough) const;
 
  private:
   using index_file::index_file;

@@ -76,15 +76,16 @@ log_segment::~log_segment() {
 result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
     const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now) {
   std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now));
-  auto r = seg->open_files(dir, /*create=*/true);
+  auto r = seg->open_files(dir, /*create=*/true, /*thorough=*/true);
   if (!r) return fail(r.error());
   return seg;
 }
 
 result<std::unique_ptr<log_segment>, storage_error> log_segment::open(
-    const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now) {
+    const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now,
+    bool thorough) {
   std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now));
-  auto r = seg->open_files(dir, /*create=*/false);
+  auto r = seg->open_files(dir, /*create=*/false, thorough);
   if (!r) return fail(r.error());
   if (!seg->index_rebuild_needed_) {
     auto l = seg->load_state();
@@ -93,7 +94,8 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::open(
   return seg;
 }
 
-result<void, storage_error> log_segment::open_files(const fs::path& dir, bool create) {
+result<void, storage_error> log_segment::open_files(const fs::path& dir, bool create,
+                                                    bool thorough) {
   auto file = std::make_shared<segment_file>();
   file->path = dir / segment_file_name(base_offset_, ".log");
   int flags = O_RDWR | O_CLOEXEC | O_CREAT | (create ? O_EXCL : 0);
@@ -114,8 +116,8 @@ result<void, storage_error> log_segment::open_files(const fs::path& dir, bool cr
   auto oi = offset_index::open(index_path, base_offset_, options_.max_index_bytes, create);
   auto ti = time_index::open(time_index_path, base_offset_, options_.max_index_bytes, create);
   if (oi && ti && !create && !index_rebuild_needed_) {
-    auto c1 = (*oi)->sanity_check(size_);
-    auto c2 = (*ti)->sanity_check();
+    auto c1 = (*oi)->sanity_check(size_, thorough);
+    auto c2 = (*ti)->sanity_check(thorough);
     if (!c1 || !c2) {
       index_rebuild_needed_ = true;
       index_problem_ = !c1 ? c1.error().message : c2.error().message;

@@ -90,11 +90,14 @@ class log_segment {
                                                                     timestamp_ms now);
   // Opens an existing segment. Index files that are missing, of a length that is not a whole
   // number of entries, or whose entries are out of order are recreated empty and reported by
-  // indexes_rebuilt_needed(); the caller then runs recover().
+  // index_rebuild_needed(); the caller then runs recover(). `thorough` checks every index
+  // entry (the active segment), otherwise only the first and last (older segments, so startup
+  // does not read every index page).
   static result<std::unique_ptr<log_segment>, storage_error> open(const fs::path& dir,
                                                                   offset_t base_offset,
                                                                   const segment_options& options,
-                                                                  timestamp_ms now);
+                                                                  timestamp_ms now,
+                                                                  bool thorough = true);
   log_segment(const log_segment&) = delete;
   log_segment& operator=(const log_segment&) = delete;
   ~log_segment();
@@ -159,7 +162,7 @@ class log_segment {
 
  private:
   log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now);
-  result<void, storage_error> open_files(const fs::path& dir, bool create);
+  result<void, storage_error> open_files(const fs::path& dir, bool create, bool thorough);
   result<std::optional<batch_position>, storage_error> header_at(int64_t position) const;
   result<void, storage_error> load_state();
   int64_t time_waited_for_roll(timestamp_ms now, timestamp_ms message_timestamp);
