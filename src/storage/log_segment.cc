@@ -205,6 +205,13 @@ result<std::optional<batch_position>, storage_error> log_segment::header_at(
   return std::optional<batch_position>(batch_position{*h, position});
 }
 
+timestamp_ms log_segment::largest_timestamp() const {
+  if (max_timestamp_so_far_ >= 0) return max_timestamp_so_far_;
+  struct stat st {};
+  if (!file_ || ::fstat(file_->fd.get(), &st) != 0) return 0;
+  return int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
 result<void, storage_error> log_segment::read_bytes(int64_t position,
                                                     std::span<uint8_t> out) const {
   return pread_exact(file_->fd.get(), out, position, file_->path);

@@ -107,6 +107,9 @@ class log_segment {
   // Offset after the last batch; base_offset() when empty.
   offset_t next_offset() const { return next_offset_; }
   timestamp_ms max_timestamp_so_far() const { return max_timestamp_so_far_; }
+  // Kafka's LogSegment.largestTimestamp: the max timestamp, or the .log file's modification time
+  // when no batch carries a timestamp. Used by retention.ms.
+  timestamp_ms largest_timestamp() const;
   const fs::path& log_path() const { return file_->path; }
   const offset_index& offset_idx() const { return *offset_index_; }
   const time_index& time_idx() const { return *time_index_; }
