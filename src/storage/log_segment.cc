@@ -62,6 +62,13 @@ std::optional<offset_t> parse_segment_file_name(std::string_view name, std::stri
   return v;
 }
 
+result<void, storage_error> read_slice(const file_slice& slice, std::span<uint8_t> out) {
+  if (!slice.file || out.size() != static_cast<size_t>(slice.length)) {
+    return fail(invalid_argument("read_slice: buffer size differs from the slice length"));
+  }
+  return pread_exact(slice.file->fd.get(), out, slice.position, slice.file->path);
+}
+
 log_segment::log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now)
     : base_offset_(base_offset),
       options_(options),

@@ -42,6 +42,10 @@ struct file_slice {
   int32_t length = 0;
 };
 
+// Copies a slice's bytes into `out` (out.size() must be slice.length), for callers that build a
+// response buffer instead of using sendfile.
+result<void, storage_error> read_slice(const file_slice& slice, std::span<uint8_t> out);
+
 // What the caller knows of a batch it appends (the broker assigned the offsets).
 struct batch_info {
   offset_t base_offset = 0;

@@ -58,8 +58,7 @@ std::vector<uint8_t> read_all(const log& l, offset_t from) {
     EXPECT_TRUE(r);
     if (!r || !r->slice || r->slice->length == 0) break;
     std::vector<uint8_t> chunk(static_cast<size_t>(r->slice->length));
-    EXPECT_EQ(::pread(r->slice->file->fd.get(), chunk.data(), chunk.size(), r->slice->position),
-              static_cast<ssize_t>(chunk.size()));
+    EXPECT_TRUE(read_slice(*r->slice, chunk));
     // Advance past the last batch of the chunk.
     size_t pos = 0;
     while (pos + 61 <= chunk.size()) {
