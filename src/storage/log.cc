@@ -80,53 +80,51 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   for (offset_t base : bases) {
     auto seg = log_segment::open(dir_, base, seg_options, options.now, base == bases.back());
     if (!seg) return fail(seg.error());
-    if ((*seg)->index_rebuild_needed()) {
-      report.indexes_rebuilt.push_back(
-          fmt::format("{}: {}", segment_file_name(base, ""), (*seg)->index_problem()));
-      // Kafka's loadSegmentFiles: a missing or corrupt index means recovering the segment,
-      // whatever the shutdown was.
-      auto rec = (*seg)->recover();
-      if (!rec) return fail(rec.error());
-      if (rec->truncated_bytes > 0) {
-        report.truncated_bytes += rec->truncated_bytes;
-        report.truncated_segment = base;
-        report.truncation_reason = rec->reason;
-      }
-    }
     segments_.push_back(std::move(*seg));
   }
-
   auto epochs = read_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name);
   if (epochs) epochs_ = *epochs;
 
   // LogLoader.recoverLog: without a clean shutdown, every segment from the one holding the
-  // recovery point on is scanned; the first one that loses bytes ends the log there.
+  // recovery point on is scanned, and the first one that loses bytes ends the log there.
+  // loadSegmentFiles: a segment with a missing or corrupt index is scanned whatever the
+  // shutdown was (its lost bytes, below the recovery point, do not end the log).
+  size_t first_unflushed = segments_.size();
   if (!options.had_clean_shutdown) {
     report.ran_recovery = true;
-    size_t first = 0;
-    while (first + 1 < segments_.size() &&
-           segments_[first + 1]->base_offset() <= options.recovery_point) {
-      ++first;
+    first_unflushed = 0;
+    while (first_unflushed + 1 < segments_.size() &&
+           segments_[first_unflushed + 1]->base_offset() <= options.recovery_point) {
+      ++first_unflushed;
     }
-    for (size_t i = first; i < segments_.size(); ++i) {
-      auto rec = segments_[i]->recover();
-      if (!rec) return fail(rec.error());
-      ++report.segments_recovered;
-      for (const epoch_entry& e : rec->epochs_seen) {
-        if (epochs_.empty() || e.epoch > epochs_.back().epoch) epochs_.push_back(e);
+  }
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    log_segment& seg = *segments_[i];
+    bool unflushed = i >= first_unflushed;
+    if (seg.index_rebuild_needed()) {
+      report.indexes_rebuilt.push_back(
+          fmt::format("{}: {}", segment_file_name(seg.base_offset(), ""), seg.index_problem()));
+    } else if (!unflushed) {
+      continue;
+    }
+    auto rec = seg.recover();
+    if (!rec) return fail(rec.error());
+    if (unflushed) ++report.segments_recovered;
+    for (const epoch_entry& e : rec->epochs_seen) {
+      if (epochs_.empty() || e.epoch > epochs_.back().epoch) epochs_.push_back(e);
+    }
+    if (rec->truncated_bytes == 0) continue;
+    report.truncated_bytes += rec->truncated_bytes;
+    report.truncated_segment = seg.base_offset();
+    report.truncation_reason = rec->reason;
+    if (unflushed) {
+      for (size_t j = i + 1; j < segments_.size(); ++j) {
+        report.deleted_segments.push_back(segments_[j]->base_offset());
+        auto rm = segments_[j]->remove();
+        if (!rm) return rm;
       }
-      if (rec->truncated_bytes > 0) {
-        report.truncated_bytes = rec->truncated_bytes;
-        report.truncated_segment = segments_[i]->base_offset();
-        report.truncation_reason = rec->reason;
-        for (size_t j = i + 1; j < segments_.size(); ++j) {
-          report.deleted_segments.push_back(segments_[j]->base_offset());
-          auto rm = segments_[j]->remove();
-          if (!rm) return rm;
-        }
-        segments_.resize(i + 1);
-        break;
-      }
+      segments_.resize(i + 1);
+      break;
     }
   }
 

@@ -533,3 +533,40 @@ TEST(LogRetention, RetentionMsBytesAndDeleteRecords) {
 
 }  // namespace
 }  // namespace tarn::storage
+
+namespace tarn::storage {
+namespace {
+
+// The files as a crash leaves them (copied while the log is open: preallocated, zero-padded
+// active indexes; no final time index entry) recover to what a clean close writes.
+TEST(LogRecovery, CrashStateWithPreallocatedIndexesRecovers) {
+  temp_dir dir;
+  temp_dir crashed;
+  log_config c = small_config();
+  c.segment_bytes = 1 << 20;
+  c.index_interval_bytes = 512;
+  auto l = log::open(options_in(dir.path(), c));
+  ASSERT_TRUE(l);
+  auto batches = append_batches(**l, 30);
+  fs::copy(dir.path(), crashed.path(), fs::copy_options::recursive);
+  fs::path index = crashed.path() / "t-0" / "00000000000000000000.index";
+  EXPECT_EQ(fs::file_size(index), 4096u);  // still preallocated
+  ASSERT_TRUE((*l)->close());
+  fs::path clean_part = dir.path() / "t-0";
+
+  recovery_report report;
+  auto r = log::open(options_in(crashed.path(), c, /*clean=*/false), &report);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(report.segments_recovered, 1);
+  EXPECT_EQ(report.truncated_bytes, 0);
+  EXPECT_EQ((*r)->log_end_offset(), 90);
+  EXPECT_EQ(read_all(**r, 0), concat(batches, batches.size()));
+  ASSERT_TRUE((*r)->close());
+  for (const char* name : {"00000000000000000000.index", "00000000000000000000.timeindex",
+                           "00000000000000000000.log", "leader-epoch-checkpoint"}) {
+    EXPECT_EQ(file_bytes(crashed.path() / "t-0" / name), file_bytes(clean_part / name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tarn::storage
