@@ -43,6 +43,10 @@ fuzz: deps
 bench: deps build
 	scripts/run-benchmarks $(BUILD)
 
+# Every scenario against Apache Kafka 4.4.0 and tarn, diffed (scripts/interop; docs/compatibility.md).
+interop: deps build
+	/usr/bin/python3 scripts/interop --tarn $(BUILD)/tarn
+
 format:
 	find src tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
 

@@ -1,0 +1,118 @@
+# The two brokers of `make interop`: Apache Kafka 4.4.0 through scripts/kafka-ref and tarn's
+# `tarn serve`, each on a free loopback port with its own data directory. Both are stopped by
+# stop_all(), which the driver runs on every exit path.
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from . import wire
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_ready(port, alive, timeout_s):
+    """Until a Metadata request is answered on 127.0.0.1:port."""
+    deadline = time.time() + timeout_s
+    last = None
+    while time.time() < deadline:
+        if not alive():
+            raise RuntimeError("broker exited during startup")
+        try:
+            c = wire.Connection(port, timeout_s=2)
+            try:
+                c.metadata([], version=1)
+                return
+            finally:
+                c.close()
+        except (OSError, ConnectionError, Exception) as e:  # not up yet
+            last = e
+            time.sleep(0.2)
+    raise RuntimeError("broker on port %d not ready within %ds (%s)" % (port, timeout_s, last))
+
+
+class KafkaBroker:
+    name = "kafka"
+
+    def __init__(self, repo, work_dir):
+        self.repo = repo
+        self.dir = os.path.join(work_dir, "kafka")
+        self.port = None
+        self.started = False
+
+    def start(self):
+        self.port = free_port()
+        r = subprocess.run([os.path.join(self.repo, "scripts/kafka-ref"), "start", "--port",
+                            str(self.port), "--dir", self.dir, "--timeout", "120"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("kafka-ref start failed: " + r.stderr[-2000:])
+        self.started = True
+
+    def data_dir(self):
+        return os.path.join(self.dir, "data")
+
+    def stop(self):
+        if not self.started:
+            return
+        self.started = False
+        subprocess.run([os.path.join(self.repo, "scripts/kafka-ref"), "stop", "--dir", self.dir,
+                        "--keep"], capture_output=True, text=True)
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+
+class TarnBroker:
+    name = "tarn"
+
+    def __init__(self, binary, work_dir):
+        self.binary = binary
+        self.dir = os.path.join(work_dir, "tarn")
+        self.port = None
+        self.proc = None
+
+    def start(self):
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.port = free_port()
+        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
+             "--override", "advertised.listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
+             "--override", "log.dirs=" + self.data_dir(), "--override", "node.id=1"],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True)
+        wait_ready(self.port, lambda: self.proc.poll() is None, 30)
+
+    def data_dir(self):
+        return os.path.join(self.dir, "data")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.log.close()
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""

@@ -1,0 +1,431 @@
+# A small blocking Kafka wire client for the interop suite: request framing, a schema-driven
+# encoder/decoder (classic and flexible versions), and record batch v2 building with CRC-32C.
+# Only the requests the suite sends by hand are described here.
+import gzip
+import io
+import socket
+import struct
+import zlib
+
+# --- CRC-32C (Castagnoli), table driven; batches here are small -----------------------------
+
+_CRC32C_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+# --- varints --------------------------------------------------------------------------------
+
+
+def uvarint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def varint(n):  # zigzag, 64-bit
+    return uvarint((n << 1) ^ (n >> 63))
+
+
+def read_uvarint(buf, pos):
+    shift = result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+# --- record batch v2 ------------------------------------------------------------------------
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def encode_record(offset_delta, timestamp_delta, key, value, headers=()):
+    body = bytearray()
+    body += b"\x00"  # attributes
+    body += varint(timestamp_delta)
+    body += varint(offset_delta)
+    if key is None:
+        body += varint(-1)
+    else:
+        body += varint(len(key)) + key
+    if value is None:
+        body += varint(-1)
+    else:
+        body += varint(len(value)) + value
+    body += varint(len(headers))
+    for hk, hv in headers:
+        hk = hk.encode()
+        body += varint(len(hk)) + hk
+        if hv is None:
+            body += varint(-1)
+        else:
+            body += varint(len(hv)) + hv
+    return varint(len(body)) + bytes(body)
+
+
+def build_batch(records, base_timestamp, base_offset=0, codec="none", producer_id=-1,
+                producer_epoch=-1, base_sequence=-1, partition_leader_epoch=-1,
+                timestamp_deltas=None):
+    """records: list of (key bytes|None, value bytes|None, headers list). Fixed timestamps:
+    record i has base_timestamp + timestamp_deltas[i] (0 by default)."""
+    deltas = timestamp_deltas or [0] * len(records)
+    raw = b"".join(
+        encode_record(i, deltas[i], k, v, h) for i, (k, v, h) in enumerate(records))
+    if codec == "gzip":
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as g:  # mtime 0: same bytes each run
+            g.write(raw)
+        raw = out.getvalue()
+    elif codec != "none":
+        raise ValueError("hand-built batches support none and gzip only")
+    attributes = CODECS[codec]
+    max_ts = base_timestamp + max(deltas)
+    after_crc = struct.pack(">hiqqqhii", attributes, len(records) - 1, base_timestamp, max_ts,
+                            producer_id, producer_epoch, base_sequence, len(records)) + raw
+    crc = crc32c(after_crc)
+    after_length = struct.pack(">ibI", partition_leader_epoch, 2, crc) + after_crc
+    return struct.pack(">qi", base_offset, len(after_length)) + after_length
+
+
+def batch_crc(batch):
+    return struct.unpack_from(">I", batch, 17)[0]
+
+
+# --- schema-driven encoding -----------------------------------------------------------------
+# A schema is a list of (name, type, min_version, max_version). Types: int8 int16 int32 int64
+# bool string nstring bytes records uuid, or ("array", schema | scalar type) / ("narray", ...).
+
+
+class Codec:
+    def __init__(self, flexible):
+        self.flexible = flexible
+
+    # encoding
+    def enc(self, schema, obj, version):
+        out = bytearray()
+        for name, typ, lo, hi in schema:
+            if version < lo or version > hi:
+                continue
+            out += self.enc_value(typ, obj.get(name) if isinstance(obj, dict) else obj, version)
+        if self.flexible:
+            out += b"\x00"  # no tagged fields
+        return bytes(out)
+
+    def enc_value(self, typ, v, version):
+        f = self.flexible
+        if isinstance(typ, tuple):
+            kind, sub = typ
+            if v is None:
+                return uvarint(0) if f else struct.pack(">i", -1)
+            head = uvarint(len(v) + 1) if f else struct.pack(">i", len(v))
+            body = b"".join(
+                self.enc(sub, x, version) if isinstance(sub, list) else self.enc_value(sub, x, version)
+                for x in v)
+            return head + body
+        if typ == "int8":
+            return struct.pack(">b", v)
+        if typ == "int16":
+            return struct.pack(">h", v)
+        if typ == "int32":
+            return struct.pack(">i", v)
+        if typ == "int64":
+            return struct.pack(">q", v)
+        if typ == "bool":
+            return b"\x01" if v else b"\x00"
+        if typ == "uuid":
+            return v
+        if typ in ("string", "nstring"):
+            if v is None:
+                return uvarint(0) if f else struct.pack(">h", -1)
+            b = v.encode()
+            return (uvarint(len(b) + 1) if f else struct.pack(">h", len(b))) + b
+        if typ in ("bytes", "records"):
+            if v is None:
+                return uvarint(0) if f else struct.pack(">i", -1)
+            return (uvarint(len(v) + 1) if f else struct.pack(">i", len(v))) + v
+        raise ValueError(typ)
+
+    # decoding
+    def dec(self, schema, buf, pos, version):
+        obj = {}
+        for name, typ, lo, hi in schema:
+            if version < lo or version > hi:
+                continue
+            obj[name], pos = self.dec_value(typ, buf, pos, version)
+        if self.flexible:
+            pos = self.skip_tags(buf, pos)
+        return obj, pos
+
+    def skip_tags(self, buf, pos):
+        n, pos = read_uvarint(buf, pos)
+        for _ in range(n):
+            _, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            pos += size
+        return pos
+
+    def dec_value(self, typ, buf, pos, version):
+        f = self.flexible
+        if isinstance(typ, tuple):
+            kind, sub = typ
+            if f:
+                n, pos = read_uvarint(buf, pos)
+                n -= 1
+            else:
+                n = struct.unpack_from(">i", buf, pos)[0]
+                pos += 4
+            if n < 0:
+                return None, pos
+            out = []
+            for _ in range(n):
+                if isinstance(sub, list):
+                    x, pos = self.dec(sub, buf, pos, version)
+                else:
+                    x, pos = self.dec_value(sub, buf, pos, version)
+                out.append(x)
+            return out, pos
+        fixed = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q"}
+        if typ in fixed:
+            v = struct.unpack_from(fixed[typ], buf, pos)[0]
+            return v, pos + struct.calcsize(fixed[typ])
+        if typ == "bool":
+            return buf[pos] != 0, pos + 1
+        if typ == "uuid":
+            return bytes(buf[pos:pos + 16]), pos + 16
+        if typ in ("string", "nstring", "bytes", "records"):
+            if f:
+                n, pos = read_uvarint(buf, pos)
+                n -= 1
+            elif typ in ("string", "nstring"):
+                n = struct.unpack_from(">h", buf, pos)[0]
+                pos += 2
+            else:
+                n = struct.unpack_from(">i", buf, pos)[0]
+                pos += 4
+            if n < 0:
+                return None, pos
+            v = bytes(buf[pos:pos + n])
+            return (v.decode() if typ in ("string", "nstring") else v), pos + n
+        raise ValueError(typ)
+
+
+ALL = 99
+
+# Produce v3..v13 (flexible from 9; v13 names topics by TopicId).
+PRODUCE_REQ = [
+    ("transactional_id", "nstring", 3, ALL),
+    ("acks", "int16", 0, ALL),
+    ("timeout_ms", "int32", 0, ALL),
+    ("topics", ("array", [
+        ("name", "string", 0, 12),
+        ("topic_id", "uuid", 13, ALL),
+        ("partitions", ("array", [
+            ("index", "int32", 0, ALL),
+            ("records", "records", 0, ALL),
+        ]), 0, ALL),
+    ]), 0, ALL),
+]
+PRODUCE_RESP = [
+    ("topics", ("array", [
+        ("name", "string", 0, 12),
+        ("topic_id", "uuid", 13, ALL),
+        ("partitions", ("array", [
+            ("index", "int32", 0, ALL),
+            ("error_code", "int16", 0, ALL),
+            ("base_offset", "int64", 0, ALL),
+            ("log_append_time_ms", "int64", 2, ALL),
+            ("log_start_offset", "int64", 5, ALL),
+            ("record_errors", ("array", [
+                ("batch_index", "int32", 8, ALL),
+                ("batch_index_error_message", "nstring", 8, ALL),
+            ]), 8, ALL),
+            ("error_message", "nstring", 8, ALL),
+        ]), 0, ALL),
+    ]), 0, ALL),
+    ("throttle_time_ms", "int32", 1, ALL),
+]
+
+# Metadata v12 (flexible): topic ids for Produce v13.
+METADATA_REQ = [
+    ("topics", ("narray", [("topic_id", "uuid", 10, ALL), ("name", "nstring", 0, ALL)]), 0, ALL),
+    ("allow_auto_topic_creation", "bool", 4, ALL),
+    ("include_topic_authorized_operations", "bool", 8, ALL),
+]
+METADATA_RESP = [
+    ("throttle_time_ms", "int32", 3, ALL),
+    ("brokers", ("array", [("node_id", "int32", 0, ALL), ("host", "string", 0, ALL),
+                           ("port", "int32", 0, ALL), ("rack", "nstring", 1, ALL)]), 0, ALL),
+    ("cluster_id", "nstring", 2, ALL),
+    ("controller_id", "int32", 1, ALL),
+    ("topics", ("array", [
+        ("error_code", "int16", 0, ALL),
+        ("name", "nstring", 0, ALL),
+        ("topic_id", "uuid", 10, ALL),
+        ("is_internal", "bool", 1, ALL),
+        ("partitions", ("array", [
+            ("error_code", "int16", 0, ALL),
+            ("partition_index", "int32", 0, ALL),
+            ("leader_id", "int32", 0, ALL),
+            ("leader_epoch", "int32", 7, ALL),
+            ("replica_nodes", ("array", "int32"), 0, ALL),
+            ("isr_nodes", ("array", "int32"), 0, ALL),
+            ("offline_replicas", ("array", "int32"), 5, ALL),
+        ]), 0, ALL),
+        ("topic_authorized_operations", "int32", 8, ALL),
+    ]), 0, ALL),
+]
+
+# CreateTopics v4 (classic).
+CREATE_TOPICS_REQ = [
+    ("topics", ("array", [
+        ("name", "string", 0, ALL),
+        ("num_partitions", "int32", 0, ALL),
+        ("replication_factor", "int16", 0, ALL),
+        ("assignments", ("array", [("partition_index", "int32", 0, ALL),
+                                   ("broker_ids", ("array", "int32"), 0, ALL)]), 0, ALL),
+        ("configs", ("array", [("name", "string", 0, ALL), ("value", "nstring", 0, ALL)]), 0, ALL),
+    ]), 0, ALL),
+    ("timeout_ms", "int32", 0, ALL),
+    ("validate_only", "bool", 1, ALL),
+]
+CREATE_TOPICS_RESP = [
+    ("throttle_time_ms", "int32", 2, ALL),
+    ("topics", ("array", [("name", "string", 0, ALL), ("error_code", "int16", 0, ALL),
+                          ("error_message", "nstring", 1, ALL)]), 0, ALL),
+]
+
+# ListOffsets v1 (classic).
+LIST_OFFSETS_REQ = [
+    ("replica_id", "int32", 0, ALL),
+    ("topics", ("array", [("name", "string", 0, ALL), ("partitions", ("array", [
+        ("partition_index", "int32", 0, ALL), ("timestamp", "int64", 0, ALL)]), 0, ALL)]), 0, ALL),
+]
+LIST_OFFSETS_RESP = [
+    ("topics", ("array", [("name", "string", 0, ALL), ("partitions", ("array", [
+        ("partition_index", "int32", 0, ALL), ("error_code", "int16", 0, ALL),
+        ("timestamp", "int64", 1, ALL), ("offset", "int64", 1, ALL)]), 0, ALL)]), 0, ALL),
+]
+
+# InitProducerId v1 (classic).
+INIT_PID_REQ = [("transactional_id", "nstring", 0, ALL), ("transaction_timeout_ms", "int32", 0, ALL)]
+INIT_PID_RESP = [("throttle_time_ms", "int32", 0, ALL), ("error_code", "int16", 0, ALL),
+                 ("producer_id", "int64", 0, ALL), ("producer_epoch", "int16", 0, ALL)]
+
+PRODUCE, METADATA, CREATE_TOPICS, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 3, 19, 2, 22
+FLEXIBLE_FROM = {PRODUCE: 9, METADATA: 9, CREATE_TOPICS: 5, LIST_OFFSETS: 6, INIT_PRODUCER_ID: 2}
+
+
+class NoResponse(Exception):
+    pass
+
+
+class Connection:
+    def __init__(self, port, timeout_s=15.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self.correlation_id = 0
+
+    def close(self):
+        self.sock.close()
+
+    def _recv_exact(self, n):
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            out += chunk
+        return bytes(out)
+
+    def send(self, api_key, version, req_schema, body):
+        flexible = version >= FLEXIBLE_FROM[api_key]
+        self.correlation_id += 1
+        header = struct.pack(">hhi", api_key, version, self.correlation_id)
+        header += struct.pack(">h", len(b"interop")) + b"interop"
+        if flexible:
+            header += b"\x00"
+        payload = header + Codec(flexible).enc(req_schema, body, version)
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        return self.correlation_id
+
+    def receive(self, api_key, version, resp_schema, wait_s=None):
+        flexible = version >= FLEXIBLE_FROM[api_key]
+        old = self.sock.gettimeout()
+        if wait_s is not None:
+            self.sock.settimeout(wait_s)
+        try:
+            size = struct.unpack(">i", self._recv_exact(4))[0]
+        except socket.timeout:
+            raise NoResponse()
+        finally:
+            self.sock.settimeout(old)
+        buf = self._recv_exact(size)
+        correlation = struct.unpack_from(">i", buf, 0)[0]
+        pos = 4
+        codec = Codec(flexible)
+        if flexible:
+            pos = codec.skip_tags(buf, pos)
+        obj, _ = codec.dec(resp_schema, buf, pos, version)
+        obj["_correlation_id"] = correlation
+        return obj
+
+    def call(self, api_key, version, req_schema, resp_schema, body):
+        self.send(api_key, version, req_schema, body)
+        return self.receive(api_key, version, resp_schema)
+
+    # --- the requests -----------------------------------------------------------------------
+
+    def produce(self, version, topic, batch, acks=-1, partition=0, topic_id=None,
+                timeout_ms=30000, transactional_id=None):
+        body = {"transactional_id": transactional_id, "acks": acks, "timeout_ms": timeout_ms,
+                "topics": [{"name": topic, "topic_id": topic_id or b"\x00" * 16,
+                            "partitions": [{"index": partition, "records": batch}]}]}
+        self.send(PRODUCE, version, PRODUCE_REQ, body)
+        if acks == 0:
+            return None
+        resp = self.receive(PRODUCE, version, PRODUCE_RESP)
+        return resp["topics"][0]["partitions"][0]
+
+    def metadata(self, topics, version=12):
+        body = {"topics": [{"topic_id": b"\x00" * 16, "name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False}
+        return self.call(METADATA, version, METADATA_REQ, METADATA_RESP, body)
+
+    def create_topic(self, name, configs=None, partitions=1):
+        body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                            "assignments": [],
+                            "configs": [{"name": k, "value": v}
+                                        for k, v in (configs or {}).items()]}],
+                "timeout_ms": 30000, "validate_only": False}
+        return self.call(CREATE_TOPICS, 4, CREATE_TOPICS_REQ, CREATE_TOPICS_RESP, body)["topics"][0]
+
+    def list_offset(self, topic, timestamp, partition=0):
+        body = {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+            {"partition_index": partition, "timestamp": timestamp}]}]}
+        resp = self.call(LIST_OFFSETS, 1, LIST_OFFSETS_REQ, LIST_OFFSETS_RESP, body)
+        return resp["topics"][0]["partitions"][0]
+
+    def init_producer_id(self):
+        return self.call(INIT_PRODUCER_ID, 1, INIT_PID_REQ, INIT_PID_RESP,
+                         {"transactional_id": None, "transaction_timeout_ms": 60000})
