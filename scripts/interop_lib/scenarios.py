@@ -121,6 +121,8 @@ class Context:
         if r.returncode != 0:
             self.obs[prefix + ".exit"] = r.returncode
             self.obs[prefix + ".stderr"] = r.stderr.strip().splitlines()[-1:] if r.stderr else ""
+            raise RuntimeError("%s exited with %d: %s" % (
+                os.path.basename(r.args[0]), r.returncode, r.stderr.strip()[-300:]))
 
     def client_log_file(self, topic):
         files = segments.log_files(self.broker.data_dir(), topic)
@@ -157,11 +159,16 @@ def hand_produce(ctx, prefix, topic, batch, acks=1, version=12, topic_id=None):
 # --- the reference document's examples ------------------------------------------------------
 
 
-def java_produce(ctx, prefix, topic, groups="3,2", **kw):
+def java_produce(ctx, prefix, topic, groups="3,2", consume=None, **kw):
+    """Java producer; with consume=N the same JVM then reads N records back (obs `consumed`)."""
     args = ["produce", "bootstrap=" + ctx.bootstrap, "topic=" + topic, "groups=" + groups,
             "base_ts=%d" % BASE_TS] + ["%s=%s" % kv for kv in kw.items()]
-    r = ctx.run(ctx.tools.java("InteropClient") + args, timeout_s=90)
+    if consume is not None:
+        args.append("count=%d" % consume)
+    r = ctx.run(ctx.tools.java("InteropClient") + args, timeout_s=120)
     ctx.lines(prefix, r, r"acked: ")
+    if consume is not None:
+        ctx.lines("consumed", r, r"(record|end): ")
 
 
 def java_consume(ctx, prefix, topic, count):
@@ -177,8 +184,7 @@ def java_consume(ctx, prefix, topic, count):
                   "disk.ex1.b1.position": "119", "disk.ex1.b0.r0.headerKeys": "[trace]"})
 def ex1(ctx):
     ctx.create_topic("ex1")
-    java_produce(ctx, "produce", "ex1", groups="3,2")
-    java_consume(ctx, "consumed", "ex1", 5)
+    java_produce(ctx, "produce", "ex1", groups="3,2", consume=5)
     ctx.hw("ex1")
 
 
@@ -396,14 +402,14 @@ CLIENT_MASKS = {
 }
 
 
-def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2"):
+def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2", consume=None):
     lines = []
     i = 0
     if client == "java":
         kw = {"compression": codec, "acks": acks}
         if acks != "all":
             kw["idempotence"] = "false"
-        java_produce(ctx, "produce", topic, groups=groups, **kw)
+        java_produce(ctx, "produce", topic, groups=groups, consume=consume, **kw)
         return
     if client in ("confluent", "kafka-python"):
         r = ctx.run([ctx.tools.python, ctx.tools.pyclients, client, "produce",
@@ -426,6 +432,8 @@ def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2"):
         ctx.obs["produce.group%d.exit" % len(lines)] = r.returncode
         if r.returncode:
             ctx.obs["produce.group%d.stderr" % len(lines)] = r.stderr.strip()[-300:]
+            raise RuntimeError("%s produce exited with %d: %s" % (
+                client, r.returncode, r.stderr.strip()[-300:]))
         lines.append(g)
 
 
@@ -457,17 +465,25 @@ def make_client_scenarios():
             def run_codec(ctx, client=client, codec=codec):
                 t = "%s-%s" % (client, codec)
                 ctx.create_topic(t)
+                if client == "java":  # one JVM: produce, then consume
+                    client_produce(ctx, client, t, codec=codec, consume=5)
+                    ctx.hw(t)
+                    return
                 client_produce(ctx, client, t, codec=codec)
                 ctx.hw(t)
                 client_consume(ctx, client, t, 5)
-            scenario("client-%s-codec-%s" % (client, codec), masks=CLIENT_MASKS[client])(run_codec)
+            expect = {"%s-%s.high_watermark" % (client, codec): 5,
+                      "consumed.count": 6 if client == "java" else 5}  # java adds an `end:` line
+            scenario("client-%s-codec-%s" % (client, codec), masks=CLIENT_MASKS[client],
+                     expect=expect)(run_codec)
         for acks in ("0", "1", "all"):
             def run_acks(ctx, client=client, acks=acks):
                 t = "%s-acks-%s" % (client, acks)
                 ctx.create_topic(t)
                 client_produce(ctx, client, t, acks=acks)
                 ctx.hw(t)
-            scenario("client-%s-acks-%s" % (client, acks), masks=CLIENT_MASKS[client])(run_acks)
+            scenario("client-%s-acks-%s" % (client, acks), masks=CLIENT_MASKS[client],
+                     expect={"%s-acks-%s.high_watermark" % (client, acks): 5})(run_acks)
 
 
 make_client_scenarios()

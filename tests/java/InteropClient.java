@@ -7,7 +7,8 @@
 // produce keys: bootstrap, topic, groups (records per flush, e.g. 3,2), compression, acks,
 // idempotence (true/false), base_ts (fixed CreateTime of record 0; record i gets base_ts + i),
 // value (hello | json), header_first (true: record 0 carries trace=abc), batch_size, linger_ms.
-// It prints one `acked: partition P offset O` line per record, in send order.
+// It prints one `acked: partition P offset O` line per record, in send order; with count=N it
+// then consumes as `consume` does.
 // consume prints one `record: offset O key K value V ts T headers H` line per record.
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -44,6 +45,9 @@ public class InteropClient {
     }
     if (args[0].equals("produce")) {
       produce(a);
+      if (a.containsKey("count")) {
+        consume(a); // one JVM start for both halves of a round trip
+      }
     } else {
       consume(a);
     }
@@ -59,9 +63,10 @@ public class InteropClient {
     p.put("enable.idempotence", a.getOrDefault("idempotence", "true"));
     p.put("batch.size", a.getOrDefault("batch_size", "16384"));
     // flush() sends at once; a long linger keeps a flush group in one batch on both brokers.
-    p.put("linger.ms", a.getOrDefault("linger_ms", "60000"));
+    // (delivery.timeout.ms must be at least linger.ms + request.timeout.ms.)
+    p.put("linger.ms", a.getOrDefault("linger_ms", "10000"));
     p.put("max.request.size", "4194304");
-    p.put("delivery.timeout.ms", "20000");
+    p.put("delivery.timeout.ms", "30000");
     p.put("request.timeout.ms", "10000");
     long baseTs = Long.parseLong(a.get("base_ts"));
     String topic = a.get("topic");
