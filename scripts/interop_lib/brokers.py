@@ -73,6 +73,14 @@ class KafkaBroker:
         except OSError:
             return ""
 
+    def alive(self):
+        try:
+            with open(os.path.join(self.dir, "kafka.pid")) as f:
+                os.kill(int(f.read().strip()), 0)
+            return True
+        except (OSError, ValueError):
+            return False
+
 
 class TarnBroker:
     name = "tarn"
@@ -109,6 +117,9 @@ class TarnBroker:
                 proc.kill()
                 proc.wait()
         self.log.close()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
     def log_tail(self):
         try:

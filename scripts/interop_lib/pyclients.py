@@ -34,6 +34,7 @@ def confluent_produce(a):
                   "acks": acks, "enable.idempotence": a.get("idempotence", "false") == "true",
                   "linger.ms": 1000, "message.timeout.ms": 20000, "batch.size": int(a.get("batch_size", 16384)),
                   "message.max.bytes": 4194304})
+    p.list_topics(a["topic"], timeout=10)  # metadata first: no record waits for it alone
     acked = []
     for batch in records(a):
         for i, ts, k, v, h in batch:
@@ -44,7 +45,7 @@ def confluent_produce(a):
     for i, err, part, off in sorted(acked, key=lambda x: x[0]):
         if err is not None:
             print("error: %s" % err)
-        print("acked: partition %d offset %d" % (part, off))
+        print("acked: partition %d offset %d" % (part, -1 if off is None else off))
 
 
 def confluent_consume(a):
@@ -78,6 +79,7 @@ def kafka_python_produce(a):
                       compression_type=None if comp == "none" else comp, linger_ms=1000,
                       batch_size=int(a.get("batch_size", 16384)), max_request_size=4194304,
                       request_timeout_ms=10000)
+    p.partitions_for(a["topic"])  # metadata first: no record waits for it alone
     fs = []
     for batch in records(a):
         for i, ts, k, v, h in batch:
