@@ -5,6 +5,7 @@
 # `expect` holds the facts of the reference document the Kafka run must reproduce.
 import os
 import re
+import struct
 import subprocess
 import time
 
@@ -210,7 +211,6 @@ def ex2(ctx):
     java_produce(ctx, "produce", "ex2", groups="3,2")
     path = ctx.client_log_file("ex2")
     data = open(path, "rb").read() if path else b""
-    import struct
     if len(data) < 61:
         ctx.obs["header"] = "no batch on disk"
         return
@@ -418,7 +418,6 @@ CLIENT_MASKS = {
 
 
 def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2", consume=None):
-    lines = []
     i = 0
     if client == "java":
         kw = {"compression": codec, "acks": acks}
@@ -432,7 +431,8 @@ def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2", c
                      "base_ts=%d" % BASE_TS, "compression=" + codec, "acks=" + acks], timeout_s=60)
         ctx.lines("produce", r, r"(acked|error): ")
         return
-    for g in groups.split(","):  # kcat and tarn: one run per flush group, lines k<i>:hello-<i>
+    # kcat and tarn: one run per flush group, lines k<i>:hello-<i>
+    for n, g in enumerate(groups.split(",")):
         text = "".join("k%d:hello-%d\n" % (i + j, i + j) for j in range(int(g)))
         i += int(g)
         if client == "kcat":
@@ -444,12 +444,11 @@ def client_produce(ctx, client, topic, codec="none", acks="all", groups="3,2", c
                    "--compression-codec", codec, "--request-required-acks",
                    {"all": "-1"}.get(acks, acks), "--timeout", "1000"]
         r = ctx.run(cmd, stdin=text, timeout_s=60)
-        ctx.obs["produce.group%d.exit" % len(lines)] = r.returncode
+        ctx.obs["produce.group%d.exit" % n] = r.returncode
         if r.returncode:
-            ctx.obs["produce.group%d.stderr" % len(lines)] = r.stderr.strip()[-300:]
+            ctx.obs["produce.group%d.stderr" % n] = r.stderr.strip()[-300:]
             raise RuntimeError("%s produce exited with %d: %s" % (
                 client, r.returncode, r.stderr.strip()[-300:]))
-        lines.append(g)
 
 
 def client_consume(ctx, client, topic, count):
