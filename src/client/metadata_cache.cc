@@ -18,10 +18,14 @@ void metadata_cache::update(cluster_update update) {
       }
       std::string name = t.name;
       if (t.error_code != 0 && t.partitions.empty()) {
-        topics_.erase(name);  // unknown or being created: keep waiting
+        topics_.erase(name);  // unknown or being created: ask again (after the sender's backoff)
+        update_requested_ = true;
       } else {
         topics_[name] = std::make_shared<const topic_metadata>(std::move(t));
       }
+    }
+    for (const auto& name : wanted_) {
+      if (!topics_.contains(name)) update_requested_ = true;  // not in this response
     }
     ++version_;
   }

@@ -379,6 +379,23 @@ void record_accumulator::reset_sequences() {
   }
 }
 
+void record_accumulator::reset_producer_state(producer_identity identity) {
+  set_producer_identity(identity);
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    sequence_t sequence = 0;
+    q->in_flight_sequences.clear();
+    for (auto& batch : q->batches) {
+      if (!batch->built()) break;  // built ones (retries) are at the head
+      batch->rewrite_producer_state(identity, sequence);
+      q->in_flight_sequences.push_back(sequence);
+      sequence = increment_sequence(sequence, batch->record_count());
+    }
+    q->next_sequence = sequence;
+  }
+}
+
 sequence_t record_accumulator::next_sequence(const topic_partition& tp) const {
   auto* q = find_queue(tp);
   if (!q) return 0;

@@ -134,6 +134,10 @@ class record_accumulator {
   void set_producer_identity(producer_identity identity);
   producer_identity identity() const;
   void reset_sequences();
+  // A new producer id after a sequence gap: sets it, restarts every partition's sequences at 0
+  // and restamps the batches still queued that already had a sequence (retries), in order.
+  // Call only with nothing in flight. Thread: sender.
+  void reset_producer_state(producer_identity identity);
   sequence_t next_sequence(const topic_partition& tp) const;
 
   // flush(): every batch becomes ready; await_flush_completion() blocks until the batches that
