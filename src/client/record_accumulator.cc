@@ -86,7 +86,7 @@ uint64_t record_accumulator::start_batch_id() {
 result<append_outcome, producer_error> record_accumulator::append(
     const topic_partition& tp, timestamp_ms timestamp, std::optional<record::bytes_view> key,
     std::optional<record::bytes_view> value, std::span<const record::record_header> headers,
-    delivery_callback callback, steady_time now, bool abort_on_new_batch) {
+    delivery_callback&& callback, steady_time now, bool abort_on_new_batch) {
   if (closed_) {
     return fail(producer_error{producer_errc::producer_closed, 0, false,
                                "Cannot perform operation after producer has been closed"});

@@ -97,12 +97,13 @@ class record_accumulator {
   // Appends a record to its partition's open batch, starting a batch if needed. Blocks while
   // buffer.memory is exhausted, up to max.block.ms, then fails with buffer_exhausted. Fails at
   // once with record_too_large for a record that can never fit max.request.size or
-  // buffer.memory. Thread: any. Locks: queues_mutex_, the partition's mutex, the pool's.
+  // buffer.memory. `callback` is moved from only when the record was appended. Thread: any. Locks:
+  // queues_mutex_, the partition's mutex, the pool's.
   result<append_outcome, producer_error> append(const topic_partition& tp, timestamp_ms timestamp,
                                                 std::optional<record::bytes_view> key,
                                                 std::optional<record::bytes_view> value,
                                                 std::span<const record::record_header> headers,
-                                                delivery_callback callback, steady_time now,
+                                                delivery_callback&& callback, steady_time now,
                                                 bool abort_on_new_batch = false);
 
   // The brokers with something to send now. Thread: sender. Locks: each partition's in turn.

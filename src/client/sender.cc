@@ -376,17 +376,23 @@ void sender::send_produce(node_id node, std::vector<std::unique_ptr<producer_bat
       [this, node, version, owned, weak = std::weak_ptr<broker_connection>(c)](
           result<std::span<const uint8_t>, std::string> response) {
         --produce_in_flight_[node];
-        auto c = weak.lock();
-        if (c) handle_produce_response(*c, version, owned, std::move(response));
+        handle_produce_response(weak.lock(), node, version, owned, std::move(response));
         wakeup();
       });
 }
 
 void sender::handle_produce_response(
-    broker_connection& connection, int16_t version,
+    const std::shared_ptr<broker_connection>& connection, node_id node, int16_t version,
     std::shared_ptr<std::vector<std::unique_ptr<producer_batch>>> batches,
     result<std::span<const uint8_t>, std::string> response) {
   const auto now = clock::now();
+  if (forced_) {
+    for (auto& b : *batches) {
+      accumulator_.fail_batch(std::move(b), {producer_errc::producer_closed, 0, false,
+                                             "Producer is closed forcefully."});
+    }
+    return;
+  }
   if (!response) {
     // The connection failed: every batch of the request may or may not have been written.
     metadata_.request_update();
@@ -394,8 +400,7 @@ void sender::handle_produce_response(
       retry_or_fail(
           std::move(b),
           {producer_errc::broker_error, static_cast<int16_t>(error_code::network_exception), true,
-           fmt::format("Disconnected from node {} ({}:{}): {}", connection.node(),
-                       connection.address().host, connection.address().port, response.error())},
+           fmt::format("Disconnected from node {}: {}", node, response.error())},
           now);
     }
     return;
@@ -406,7 +411,7 @@ void sender::handle_produce_response(
   }
   auto body = decode_response<protocol::produce_response>(*response, version);
   if (!body) {
-    connection.close("malformed Produce response: " + body.error());
+    if (connection) connection->close("malformed Produce response: " + body.error());
     for (auto& b : *batches) {
       retry_or_fail(
           std::move(b),

@@ -58,7 +58,7 @@ class sender {
   void maybe_init_producer_id(clock::time_point now);
   void send_produce(node_id node, std::vector<std::unique_ptr<producer_batch>> batches);
   void handle_produce_response(
-      broker_connection& connection, int16_t version,
+      const std::shared_ptr<broker_connection>& connection, node_id node, int16_t version,
       std::shared_ptr<std::vector<std::unique_ptr<producer_batch>>> batches,
       result<std::span<const uint8_t>, std::string> response);
   void handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t error_code,
