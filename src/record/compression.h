@@ -27,12 +27,18 @@ struct codec_error {
 
 // Compresses `input` as Kafka's producers do: gzip as an RFC 1952 stream, snappy in xerial
 // framing (as the Java client), lz4 as an LZ4 frame with independent 64 KiB blocks, zstd as a
-// standard frame. `level` < 0 means the codec's Kafka default.
+// standard frame. `level` -1 means the codec's Kafka default (gzip zlib's 6, lz4 9, zstd 3, as
+// Kafka 4.4's compression.<codec>.level defaults); otherwise Kafka's ranges apply: gzip 1-9,
+// lz4 1-17, zstd -131072-22 (so zstd's own level -1 is not reachable), and snappy (no levels)
+// and none ignore it. A level outside the range is a codec_error.
 result<std::vector<uint8_t>, codec_error> compress(compression_type type,
                                                    std::span<const uint8_t> input, int level = -1);
 
 // Decompresses `input`; any output beyond `max_output_bytes` is an error, so a small bomb
-// cannot exhaust memory. Snappy accepts both xerial framing and one raw block.
+// cannot exhaust memory (no buffer ever grows past it). Snappy accepts both xerial framing and
+// one raw block; gzip reads concatenated members, zstd concatenated frames (and an empty input
+// as empty, like zstd-jni); lz4 reads one frame (as Kafka's reader does, bytes after its end mark
+// are ignored).
 result<std::vector<uint8_t>, codec_error> decompress(compression_type type,
                                                      std::span<const uint8_t> input,
                                                      size_t max_output_bytes);

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Checks schema/*.schema against Kafka 4.4.0's own message definitions (the JSON files inside
+kafka-clients-4.4.0.jar, common/message/*.json), and schema/errors.schema against Kafka's Errors
+enum. Run by ctest (protocol_schema_vs_kafka): schema_vs_kafka_test.py <source dir>.
+
+For every message and every version tarn parses it compares, field by field and in order: name,
+type, nested struct name, nullable, tagged and tag, flexible override and default; and the
+message's flexible versions. Kafka's valid versions must include ours. The jar comes from
+`scripts/kafka-ref libs` when that exists, else ${TARN_CACHE:-~/.cache/tarn}/kafka-4.4.0/libs,
+fetched with mvn when absent. Exit 77 (skipped) only if the jar cannot be had at all.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+KAFKA_VERSION = "4.4.0"
+SKIP = 77
+
+
+def libs_dir(root):
+    ref = os.path.join(root, "scripts", "kafka-ref")
+    if os.access(ref, os.X_OK):
+        try:
+            out = subprocess.run([ref, "libs"], capture_output=True, text=True, timeout=600)
+            d = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+            if out.returncode == 0 and os.path.exists(os.path.join(d, jar_name())):
+                return d
+        except (OSError, subprocess.SubprocessError):
+            pass
+    cache = os.environ.get("TARN_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tarn"))
+    d = os.path.join(cache, f"kafka-{KAFKA_VERSION}", "libs")
+    if not os.path.exists(os.path.join(d, jar_name())):
+        if shutil.which("mvn") is None:
+            return None
+        subprocess.run(["mvn", "-q", "dependency:copy",
+                        f"-Dartifact=org.apache.kafka:kafka-clients:{KAFKA_VERSION}",
+                        f"-DoutputDirectory={d}"], timeout=600, check=False)
+    return d if os.path.exists(os.path.join(d, jar_name())) else None
+
+
+def jar_name():
+    return f"kafka-clients-{KAFKA_VERSION}.jar"
+
+
+def strip_comments(text):
+    """Removes // comments outside JSON strings."""
+    out, i, in_str = [], 0, False
+    while i < len(text):
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\":
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif text.startswith("//", i):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def kafka_range(text):
+    return gen.parse_range(text, "kafka json") if text is not None else None
+
+
+def norm_default(field_type, value):
+    if value is None:
+        return None
+    v = str(value)
+    if field_type in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        return str(int(v, 0))
+    return v
+
+
+class Checker:
+    def __init__(self):
+        self.errors = []
+
+    def err(self, msg):
+        self.errors.append(msg)
+
+    def compare_fields(self, where, ours, theirs, common, v):
+        ours_v = [f for f in ours if gen.in_range(f.versions, v)]
+        theirs_v = [f for f in theirs if gen.in_range(kafka_range(f["versions"]), v)]
+        names_o = [f.name for f in ours_v]
+        names_t = [f["name"] for f in theirs_v]
+        if names_o != names_t:
+            self.err(f"{where} v{v}: fields {names_o} != Kafka's {names_t}")
+            return
+        for o, t in zip(ours_v, theirs_v):
+            w = f"{where}.{o.name} v{v}"
+            if o.type != t["type"]:
+                self.err(f"{w}: type {o.type} != Kafka's {t['type']}")
+                continue
+            checks = [
+                ("nullable", gen.in_range(o.nullable, v),
+                 gen.in_range(kafka_range(t.get("nullableVersions")), v)),
+                ("tagged", gen.in_range(o.tagged, v),
+                 gen.in_range(kafka_range(t.get("taggedVersions")), v)),
+            ]
+            if gen.in_range(o.tagged, v):
+                checks.append(("tag", o.tag, t.get("tag")))
+            if o.has_flexible_override or "flexibleVersions" in t:
+                checks.append(("flexible", gen.in_range(o.flexible_override, v),
+                               gen.in_range(kafka_range(t.get("flexibleVersions")), v)))
+            checks.append(("default", norm_default(o.type, o.default),
+                           norm_default(t["type"], t.get("default"))))
+            for what, a, b in checks:
+                if a != b:
+                    self.err(f"{w}: {what} {a!r} != Kafka's {b!r}")
+            sub_t = t.get("fields")
+            if sub_t is None and o.is_struct:
+                sub_t = common.get(o.elem_type)
+            if o.is_struct or sub_t:
+                self.compare_fields(f"{where}.{o.name}", o.fields, sub_t or [], common, v)
+
+
+def main():
+    root = sys.argv[1]
+    global gen
+    sys.path.insert(0, os.path.join(root, "scripts"))
+    import gen_protocol as gen  # noqa: E402
+
+    d = libs_dir(root)
+    if d is None:
+        print("SKIP: kafka-clients jar not available (no scripts/kafka-ref, no mvn)")
+        return SKIP
+    jar = zipfile.ZipFile(os.path.join(d, jar_name()))
+    messages, apis = gen.load_all(os.path.join(root, "schema"))
+    c = Checker()
+    checked_versions = 0
+    for m in messages:
+        path = f"common/message/{m.name}.json"
+        try:
+            j = json.loads(strip_comments(jar.read(path).decode("utf-8")))
+        except KeyError:
+            c.err(f"{m.name}: no {path} in the jar")
+            continue
+        if m.api_key is not None and j.get("apiKey") != m.api_key:
+            c.err(f"{m.name}: api key {m.api_key} != Kafka's {j.get('apiKey')}")
+        kv = kafka_range(j["validVersions"])
+        if not (kv[0] <= m.valid[0] and m.valid[1] <= kv[1]):
+            c.err(f"{m.name}: valid {gen.format_range(m.valid)} not within Kafka's "
+                  f"{j['validVersions']}")
+        kf = kafka_range(j["flexibleVersions"])
+        common = {s["name"]: s["fields"] for s in j.get("commonStructs", [])}
+        for v in range(m.valid[0], m.valid[1] + 1):
+            if gen.in_range(m.flexible, v) != gen.in_range(kf, v):
+                c.err(f"{m.name} v{v}: flexible differs from Kafka's {j['flexibleVersions']}")
+            c.compare_fields(m.name, m.fields, j["fields"], common, v)
+            checked_versions += 1
+
+    # The error table against org.apache.kafka.common.protocol.Errors, through the Java program.
+    java = shutil.which("java")
+    checked_errors = 0
+    if java is not None:
+        prog = os.path.join(root, "tests", "java", "GoldenMessages.java")
+        out = subprocess.run([java, "-cp", os.path.join(d, "*"), prog, "--errors"],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            c.err(f"GoldenMessages.java --errors failed: {out.stderr[-2000:]}")
+        else:
+            theirs = []
+            for line in out.stdout.splitlines():
+                code, name, retriable, msg = line.split("\t", 3)
+                theirs.append((int(code), name, retriable == "true", msg))
+            ours = gen.parse_errors(os.path.join(root, "schema", "errors.schema"))
+            if ours != theirs:
+                for a, b in zip(ours, theirs):
+                    if a != b:
+                        c.err(f"errors.schema: {a} != Kafka's {b}")
+                        break
+                if len(ours) != len(theirs):
+                    c.err(f"errors.schema: {len(ours)} errors, Kafka has {len(theirs)}")
+            checked_errors = len(theirs)
+    else:
+        c.err("java not found: cannot check errors.schema against Kafka's Errors enum")
+
+    for e in c.errors:
+        print("MISMATCH:", e)
+    print(f"checked {len(messages)} messages, {checked_versions} message versions, "
+          f"{checked_errors} error codes against kafka-clients-{KAFKA_VERSION}: "
+          f"{len(c.errors)} mismatches")
+    return 1 if c.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
