@@ -1,10 +1,8 @@
-// buffer.memory accounting: the bytes of records waiting in the producer. send() reserves the
-// bytes of its record before appending and blocks while the pool is exhausted, up to
-// max.block.ms; completed batches give their bytes back. Waiters are served first come, first
+// buffer.memory accounting. A send() that opens a batch reserves the batch's memory (batch.size,
+// or the record's size if larger: what record's batch builder allocates, and what Java's default
+// buffer.memory.allocation.strategy=full reserves) and blocks while the pool is exhausted, up to
+// max.block.ms; a completed batch gives its memory back. Waiters are served first come, first
 // served (as Java's BufferPool), so a large record is not starved by a stream of small ones.
-//
-// Unlike Java's default ("full" strategy: a whole batch.size per batch), tarn counts the bytes
-// actually encoded, as Java 4.4's buffer.memory.allocation.strategy=incremental does.
 #pragma once
 
 #include <chrono>

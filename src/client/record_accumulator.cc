@@ -83,6 +83,43 @@ uint64_t record_accumulator::start_batch_id() {
   return id;
 }
 
+namespace {
+
+producer_error too_large_to_encode(const topic_partition& tp) {
+  return producer_error{producer_errc::invalid_record, 0, false,
+                        fmt::format("A record for {} is too large to encode", name_of(tp))};
+}
+
+}  // namespace
+
+// Appends to the open batch of `q` if it has room. Returns false when a new batch is needed
+// (then the open batch, if any, has been sealed). Called with q.mutex held.
+bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timestamp,
+                                         std::optional<record::bytes_view> key,
+                                         std::optional<record::bytes_view> value,
+                                         std::span<const record::record_header> headers,
+                                         delivery_callback&& callback, append_outcome& outcome,
+                                         std::optional<producer_error>& error) {
+  if (q.batches.empty() || q.batches.back()->sealed()) return false;
+  producer_batch& open = *q.batches.back();
+  auto appended =
+      open.try_append(timestamp, key, value, headers, std::move(callback), outcome.appended_bytes);
+  if (appended == record::append_result::batch_full) {
+    open.seal();  // the size the batch would have is over batch.size
+    return false;
+  }
+  if (appended == record::append_result::too_large) error = too_large_to_encode(q.tp);
+  return true;
+}
+
+void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcome) const {
+  if (!q.batches.empty() && !q.batches.back()->sealed() &&
+      q.batches.back()->estimated_size_bytes() >= static_cast<size_t>(config_.batch_size)) {
+    q.batches.back()->seal();  // exactly full: no record can follow
+  }
+  outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
+}
+
 result<append_outcome, producer_error> record_accumulator::append(
     const topic_partition& tp, timestamp_ms timestamp, std::optional<record::bytes_view> key,
     std::optional<record::bytes_view> value, std::span<const record::record_header> headers,
@@ -91,8 +128,8 @@ result<append_outcome, producer_error> record_accumulator::append(
     return fail(producer_error{producer_errc::producer_closed, 0, false,
                                "Cannot perform operation after producer has been closed"});
   }
-  // An upper bound of what the record adds, whatever its deltas in the batch turn out to be
-  // (as Java's estimateSizeInBytesUpperBound): reserved first, the surplus given back after.
+  // An upper bound of the batch this record alone would make, whatever its deltas turn out to
+  // be (Java's estimateSizeInBytesUpperBound).
   const record::record_data bound{.timestamp_delta = std::numeric_limits<int64_t>::min(),
                                   .offset_delta = std::numeric_limits<int32_t>::max(),
                                   .key = key,
@@ -113,77 +150,67 @@ result<append_outcome, producer_error> record_accumulator::append(
                     "memory buffer you have configured with the buffer.memory configuration ({}).",
                     upper, config_.buffer_memory)});
   }
-  const auto reserved = static_cast<int64_t>(upper);
+
+  partition_queue& q = queue_for(tp);
+  append_outcome outcome;
+  std::optional<producer_error> error;
+  {
+    // Most records go into the open batch, which already holds its memory.
+    std::lock_guard lock(q.mutex);
+    if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
+      if (error) return fail(std::move(*error));
+      seal_if_full(q, outcome);
+      return outcome;
+    }
+  }
+  if (abort_on_new_batch) {
+    outcome.aborted_for_new_batch = true;
+    outcome.batch_full = true;
+    return outcome;
+  }
+
+  // A new batch takes batch.size of buffer.memory, or the record's size if larger (Java's
+  // default "full" allocation; the builder reserves that much), capped at buffer.memory.
+  // Reserved without any lock held: this is where send() blocks, up to max.block.ms.
+  const auto reserved = std::min<int64_t>(
+      std::max<int64_t>(config_.batch_size, static_cast<int64_t>(upper)), config_.buffer_memory);
   if (!pool_.reserve(reserved, std::chrono::steady_clock::now() + config_.max_block)) {
     return fail(producer_error{
         producer_errc::buffer_exhausted, 0, true,
         fmt::format("Failed to allocate {} bytes within the configured max blocking time {} ms "
                     "(buffer.memory {} bytes, {} available)",
-                    upper, config_.max_block.count(), pool_.total_bytes(),
+                    reserved, config_.max_block.count(), pool_.total_bytes(),
                     pool_.available_bytes())});
   }
-
-  partition_queue& q = queue_for(tp);
-  append_outcome outcome;
-  int64_t used = 0;
-  std::optional<producer_error> error;
   {
     std::lock_guard lock(q.mutex);
-    producer_batch* open =
-        !q.batches.empty() && !q.batches.back()->sealed() ? q.batches.back().get() : nullptr;
-    if (open) {
-      auto appended = open->try_append(timestamp, key, value, headers, std::move(callback),
-                                       outcome.appended_bytes);
-      if (appended == record::append_result::batch_full) {
-        open->seal();  // the size the batch would have is over batch.size
-        open = nullptr;
-      } else if (appended == record::append_result::too_large) {
-        error = producer_error{producer_errc::invalid_record, 0, false,
-                               fmt::format("A record for {} is too large to encode", name_of(tp))};
+    // Another thread may have opened a batch meanwhile: use it and give the memory back.
+    if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
+      seal_if_full(q, outcome);
+    } else {
+      record::batch_builder_config builder{.batch_size = static_cast<size_t>(config_.batch_size),
+                                           .compression = config_.compression,
+                                           .compression_level = config_.compression_level};
+      auto batch = std::make_unique<producer_batch>(tp, builder, now, start_batch_id());
+      // The first record of a batch always goes in, whatever batch.size says.
+      auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),
+                                        outcome.appended_bytes);
+      if (appended != record::append_result::appended) {
+        error = too_large_to_encode(tp);
+        std::lock_guard incomplete_lock(incomplete_mutex_);
+        incomplete_.erase(batch->id());
       } else {
-        used = static_cast<int64_t>(outcome.appended_bytes);
-        open->memory_bytes += used;
+        outcome.new_batch = true;
+        outcome.appended_bytes += record::record_batch_overhead;
+        batch->memory_bytes = reserved;
+        q.batches.push_back(std::move(batch));
+        seal_if_full(q, outcome);
+        return outcome;
       }
     }
-    if (!open && !error) {
-      if (abort_on_new_batch) {
-        outcome.aborted_for_new_batch = true;
-      } else {
-        record::batch_builder_config builder{.batch_size = static_cast<size_t>(config_.batch_size),
-                                             .compression = config_.compression,
-                                             .compression_level = config_.compression_level};
-        auto batch = std::make_unique<producer_batch>(tp, builder, now, start_batch_id());
-        // The first record of a batch always goes in, whatever batch.size says.
-        auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),
-                                          outcome.appended_bytes);
-        if (appended != record::append_result::appended) {
-          error =
-              producer_error{producer_errc::invalid_record, 0, false,
-                             fmt::format("A record for {} is too large to encode", name_of(tp))};
-          std::lock_guard incomplete_lock(incomplete_mutex_);
-          incomplete_.erase(batch->id());
-        } else {
-          outcome.new_batch = true;
-          outcome.appended_bytes += record::record_batch_overhead;
-          used = static_cast<int64_t>(outcome.appended_bytes);
-          batch->memory_bytes = used;
-          q.batches.push_back(std::move(batch));
-        }
-      }
-    }
-    if (!q.batches.empty() && !q.batches.back()->sealed() &&
-        q.batches.back()->estimated_size_bytes() >= static_cast<size_t>(config_.batch_size)) {
-      q.batches.back()->seal();  // exactly full: no record can follow
-    }
-    outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
   }
-  assert(used <= reserved);
-  pool_.release(reserved - used);
-  if (error) {
-    std::lock_guard lock(incomplete_mutex_);
-    incomplete_changed_.notify_all();
-    return fail(std::move(*error));
-  }
+  pool_.release(reserved);
+  if (error) return fail(std::move(*error));
   return outcome;
 }
 

@@ -94,8 +94,10 @@ class record_accumulator {
   explicit record_accumulator(const accumulator_config& config);
   ~record_accumulator();
 
-  // Appends a record to its partition's open batch, starting a batch if needed. Blocks while
-  // buffer.memory is exhausted, up to max.block.ms, then fails with buffer_exhausted. Fails at
+  // Appends a record to its partition's open batch, starting a batch if needed. A new batch
+  // takes max(batch.size, the record's size) of buffer.memory (capped at buffer.memory), as
+  // Java's default allocation does; while that is not free, blocks up to max.block.ms, then
+  // fails with buffer_exhausted. Fails at
   // once with record_too_large for a record that can never fit max.request.size or
   // buffer.memory. `callback` is moved from only when the record was appended. Thread: any. Locks:
   // queues_mutex_, the partition's mutex, the pool's.
@@ -167,6 +169,12 @@ class record_accumulator {
     bool muted = false;
   };
 
+  bool try_append_open(partition_queue& q, timestamp_ms timestamp,
+                       std::optional<record::bytes_view> key,
+                       std::optional<record::bytes_view> value,
+                       std::span<const record::record_header> headers, delivery_callback&& callback,
+                       append_outcome& outcome, std::optional<producer_error>& error);
+  void seal_if_full(partition_queue& q, append_outcome& outcome) const;
   partition_queue& queue_for(const topic_partition& tp);
   partition_queue* find_queue(const topic_partition& tp) const;
   std::chrono::nanoseconds retry_backoff_for(const producer_batch& batch) const;

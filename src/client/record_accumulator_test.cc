@@ -29,7 +29,7 @@ size_t record_size(size_t value_bytes, int32_t offset_delta = 0) {
   return record::encoded_record_size(r);
 }
 
-struct fixture : ::testing::Test {
+struct accumulator : ::testing::Test {
   steady_time t0 = steady_time{} + 1h;
   std::string value = std::string(10, 'v');  // a 17-byte record (see size_test)
 
@@ -66,12 +66,12 @@ struct fixture : ::testing::Test {
   }
 };
 
-TEST_F(fixture, size_test) {
+TEST_F(accumulator, size_test) {
   EXPECT_EQ(record_size(10), 17u);
   EXPECT_EQ(record_size(10, 2), 17u);
 }
 
-TEST_F(fixture, size_roll_counts_the_size_the_batch_would_have) {
+TEST_F(accumulator, size_roll_counts_the_size_the_batch_would_have) {
   // Exactly three 17-byte records fit 61 + 51 = 112 bytes.
   record_accumulator exact(config(112));
   auto l = leaders({{{"t", 0}, 1}});
@@ -99,7 +99,7 @@ TEST_F(fixture, size_roll_counts_the_size_the_batch_would_have) {
   EXPECT_EQ(first[0]->bytes().size(), 61u + 2 * 17);
 }
 
-TEST_F(fixture, first_record_always_goes_in) {
+TEST_F(accumulator, first_record_always_goes_in) {
   record_accumulator acc(config(10));  // smaller than any batch
   auto l = leaders({{{"t", 0}, 1}});
   std::string big(100, 'x');
@@ -120,7 +120,7 @@ TEST_F(fixture, first_record_always_goes_in) {
   EXPECT_EQ(rest[0]->record_count(), 1);
 }
 
-TEST_F(fixture, linger_from_the_first_record) {
+TEST_F(accumulator, linger_from_the_first_record) {
   record_accumulator acc(config(16384));
   auto l = leaders({{{"t", 0}, 1}});
   ASSERT_TRUE(add(acc, p0, value, t0));
@@ -136,7 +136,7 @@ TEST_F(fixture, linger_from_the_first_record) {
   EXPECT_EQ(acc.ready(l, t0 + 15ms).ready_nodes, std::set<node_id>{1});
 }
 
-TEST_F(fixture, unknown_leader_is_reported_not_ready) {
+TEST_F(accumulator, unknown_leader_is_reported_not_ready) {
   record_accumulator acc(config(16384));
   ASSERT_TRUE(add(acc, q0, value, t0));
   auto r = acc.ready(leaders({}), t0 + 1s);
@@ -144,7 +144,7 @@ TEST_F(fixture, unknown_leader_is_reported_not_ready) {
   EXPECT_EQ(r.unknown_leader_topics, std::set<std::string>{"u"});
 }
 
-TEST_F(fixture, drain_per_node_one_batch_per_partition_within_max_request_size) {
+TEST_F(accumulator, drain_per_node_one_batch_per_partition_within_max_request_size) {
   record_accumulator acc(config(112));
   auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"u", 0}, 2}});
   for (int i = 0; i < 6; ++i) ASSERT_TRUE(add(acc, p0, value, t0));  // two full batches
@@ -169,7 +169,7 @@ TEST_F(fixture, drain_per_node_one_batch_per_partition_within_max_request_size) 
   EXPECT_NE(next[0]->tp(), limited[0]->tp()) << "the next drain starts where the last stopped";
 }
 
-TEST_F(fixture, batches_carry_records_and_callbacks_get_offsets) {
+TEST_F(accumulator, batches_carry_records_and_callbacks_get_offsets) {
   record_accumulator acc(config(16384));
   auto l = leaders({{{"t", 0}, 1}});
   std::vector<record_metadata> delivered;
@@ -198,7 +198,7 @@ TEST_F(fixture, batches_carry_records_and_callbacks_get_offsets) {
   EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes());
 }
 
-TEST_F(fixture, sequences_per_partition_next_base_is_previous_plus_count) {
+TEST_F(accumulator, sequences_per_partition_next_base_is_previous_plus_count) {
   auto c = config(16384);
   c.idempotence = true;
   record_accumulator acc(c);
@@ -238,7 +238,7 @@ TEST(sequences, wrap_as_java_increment_sequence) {
   EXPECT_EQ(increment_sequence(INT32_MAX, INT32_MAX), INT32_MAX - 1);
 }
 
-TEST_F(fixture, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
+TEST_F(accumulator, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
   auto c = config(112);
   c.idempotence = true;
   c.retry_backoff = 100ms;
@@ -270,7 +270,7 @@ TEST_F(fixture, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
   EXPECT_EQ(acc.ready(l, t0 + 500ms).ready_nodes, std::set<node_id>{1});
 }
 
-TEST_F(fixture, reenqueued_batches_go_back_in_sequence_order) {
+TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
   auto c = config(112);
   c.idempotence = true;
   c.retry_backoff = 0ms;
@@ -297,7 +297,7 @@ TEST_F(fixture, reenqueued_batches_go_back_in_sequence_order) {
   EXPECT_EQ(order, (std::vector<sequence_t>{0, 3, 6, 9}));
 }
 
-TEST_F(fixture, max_in_flight_one_mutes_the_partition) {
+TEST_F(accumulator, max_in_flight_one_mutes_the_partition) {
   auto c = config(112);
   c.max_in_flight_requests_per_connection = 1;
   record_accumulator acc(c);
@@ -311,7 +311,7 @@ TEST_F(fixture, max_in_flight_one_mutes_the_partition) {
   EXPECT_EQ(drain_one(acc, l, 1, t0).size(), 1u);
 }
 
-TEST_F(fixture, record_too_large_fails_at_once) {
+TEST_F(accumulator, record_too_large_fails_at_once) {
   auto c = config(16384);
   c.max_request_size = 1000;
   c.buffer_memory = 2000;
@@ -328,53 +328,58 @@ TEST_F(fixture, record_too_large_fails_at_once) {
   EXPECT_NE(over_memory.error().message.find("buffer.memory"), std::string::npos);
 }
 
-TEST_F(fixture, buffer_exhaustion_blocks_for_max_block_then_fails) {
-  auto c = config(16384);
-  c.buffer_memory = 200;
+TEST_F(accumulator, buffer_exhaustion_blocks_for_max_block_then_fails) {
+  auto c = config(112);
+  c.buffer_memory = 300;
   c.max_block = 50ms;
   record_accumulator acc(c);
-  // A 10-byte-value record reserves its upper bound first, 61 + 30 (a 10-byte timestamp delta
-  // and a 5-byte offset delta at most), and gives back what it did not use: 78 for the first
-  // record of a batch, 17 for the next ones.
-  ASSERT_TRUE(add(acc, p0, value, t0));  // 200 - 78 = 122 left
-  ASSERT_TRUE(add(acc, p0, value, t0));  // 105 left
-  ASSERT_TRUE(add(acc, p0, value, t0));  // 88 left, below the 91 the next one reserves
-  EXPECT_EQ(acc.pool().available_bytes(), 88);
+  const topic_partition p2{"t", 2};
+  // Each new batch takes batch.size (112) of buffer.memory; appends to it take nothing more.
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  EXPECT_EQ(acc.pool().available_bytes(), 188);
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p1, value, t0));
+  EXPECT_EQ(acc.pool().available_bytes(), 76);
   const auto start = std::chrono::steady_clock::now();
-  auto blocked = add(acc, p0, value, t0);
+  auto blocked = add(acc, p2, value, t0);  // a third batch does not fit
   const auto waited = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(blocked);
   EXPECT_EQ(blocked.error().code, producer_errc::buffer_exhausted);
-  EXPECT_NE(blocked.error().message.find("max blocking time 50 ms"), std::string::npos)
-      << blocked.error().message;
+  EXPECT_EQ(blocked.error().message,
+            "Failed to allocate 112 bytes within the configured max blocking time 50 ms "
+            "(buffer.memory 300 bytes, 76 available)");
   EXPECT_GE(waited, 50ms);
-  EXPECT_EQ(acc.pool().available_bytes(), 88) << "a failed wait reserves nothing";
+  EXPECT_EQ(acc.pool().available_bytes(), 76) << "a failed wait reserves nothing";
+  // An open batch with room still takes records at once.
+  ASSERT_TRUE(add(acc, p1, value, t0));
 }
 
-TEST_F(fixture, buffer_exhaustion_unblocks_when_a_batch_completes) {
-  auto c = config(16384);
-  c.buffer_memory = 200;
+TEST_F(accumulator, buffer_exhaustion_unblocks_when_a_batch_completes) {
+  auto c = config(112);
+  c.buffer_memory = 300;
   c.max_block = 10s;  // far beyond the test: the wait must end by the release
   record_accumulator acc(c);
-  auto l = leaders({{{"t", 0}, 1}});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));  // 88 of 200 left
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"t", 2}, 1}});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p1, value, t0));
   std::atomic<bool> done{false};
   std::thread sender([&] {
-    // Exhausted memory makes the partition ready at once, linger or not.
+    // A send waiting for memory makes every partition ready at once, lingering or not.
     while (acc.ready(l, t0).ready_nodes.empty()) std::this_thread::yield();
     auto batches = drain_one(acc, l, 1, t0);
-    ASSERT_EQ(batches.size(), 1u);
+    ASSERT_EQ(batches.size(), 2u);
     EXPECT_FALSE(done.load());
-    acc.complete(std::move(batches[0]), 0, -1);
+    for (auto& b : batches) acc.complete(std::move(b), 0, -1);
   });
-  auto unblocked = add(acc, p0, value, t0);
+  auto unblocked = add(acc, {"t", 2}, value, t0);
   done = true;
   sender.join();
   ASSERT_TRUE(unblocked);
   EXPECT_TRUE(unblocked->new_batch);
+  EXPECT_EQ(acc.pool().available_bytes(), 300 - 112);
 }
 
-TEST_F(fixture, delivery_timeout_expires_queued_batches) {
+TEST_F(accumulator, delivery_timeout_expires_queued_batches) {
   auto c = config(112);
   c.delivery_timeout = 1000ms;
   record_accumulator acc(c);
@@ -400,7 +405,7 @@ TEST_F(fixture, delivery_timeout_expires_queued_batches) {
   EXPECT_EQ(got, producer_errc::delivery_timeout);
 }
 
-TEST_F(fixture, abort_on_new_batch_lets_the_sticky_partitioner_switch_first) {
+TEST_F(accumulator, abort_on_new_batch_lets_the_sticky_partitioner_switch_first) {
   record_accumulator acc(config(112));
   auto none = add(acc, p0, value, t0, {}, /*abort_on_new_batch=*/true);
   ASSERT_TRUE(none);
@@ -414,10 +419,10 @@ TEST_F(fixture, abort_on_new_batch_lets_the_sticky_partitioner_switch_first) {
   auto fourth = add(acc, p0, value, t0, {}, true);
   ASSERT_TRUE(fourth);
   EXPECT_TRUE(fourth->aborted_for_new_batch);
-  EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes() - (61 + 3 * 17));
+  EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes() - 112);
 }
 
-TEST_F(fixture, flush_makes_everything_ready_and_waits_for_completion) {
+TEST_F(accumulator, flush_makes_everything_ready_and_waits_for_completion) {
   record_accumulator acc(config(16384));
   auto l = leaders({{{"t", 0}, 1}});
   ASSERT_TRUE(add(acc, p0, value, t0));
@@ -435,7 +440,7 @@ TEST_F(fixture, flush_makes_everything_ready_and_waits_for_completion) {
   EXPECT_TRUE(acc.ready(l, t0).ready_nodes.empty());
 }
 
-TEST_F(fixture, close_refuses_appends_and_abort_fails_what_is_queued) {
+TEST_F(accumulator, close_refuses_appends_and_abort_fails_what_is_queued) {
   record_accumulator acc(config(16384));
   int failed = 0;
   ASSERT_TRUE(add(acc, p0, value, t0, [&](const record_metadata&, const producer_error* e) {
@@ -450,7 +455,7 @@ TEST_F(fixture, close_refuses_appends_and_abort_fails_what_is_queued) {
   EXPECT_EQ(acc.incomplete_batches(), 0u);
 }
 
-TEST_F(fixture, concurrent_appends_lose_nothing) {
+TEST_F(accumulator, concurrent_appends_lose_nothing) {
   auto c = config(1024);
   record_accumulator acc(c);
   auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"u", 0}, 2}});
