@@ -80,53 +80,51 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   for (offset_t base : bases) {
     auto seg = log_segment::open(dir_, base, seg_options, options.now, base == bases.back());
     if (!seg) return fail(seg.error());
-    if ((*seg)->index_rebuild_needed()) {
-      report.indexes_rebuilt.push_back(
-          fmt::format("{}: {}", segment_file_name(base, ""), (*seg)->index_problem()));
-      // Kafka's loadSegmentFiles: a missing or corrupt index means recovering the segment,
-      // whatever the shutdown was.
-      auto rec = (*seg)->recover();
-      if (!rec) return fail(rec.error());
-      if (rec->truncated_bytes > 0) {
-        report.truncated_bytes += rec->truncated_bytes;
-        report.truncated_segment = base;
-        report.truncation_reason = rec->reason;
-      }
-    }
     segments_.push_back(std::move(*seg));
   }
-
   auto epochs = read_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name);
   if (epochs) epochs_ = *epochs;
 
   // LogLoader.recoverLog: without a clean shutdown, every segment from the one holding the
-  // recovery point on is scanned; the first one that loses bytes ends the log there.
+  // recovery point on is scanned, and the first one that loses bytes ends the log there.
+  // loadSegmentFiles: a segment with a missing or corrupt index is scanned whatever the
+  // shutdown was (its lost bytes, below the recovery point, do not end the log).
+  size_t first_unflushed = segments_.size();
   if (!options.had_clean_shutdown) {
     report.ran_recovery = true;
-    size_t first = 0;
-    while (first + 1 < segments_.size() &&
-           segments_[first + 1]->base_offset() <= options.recovery_point) {
-      ++first;
+    first_unflushed = 0;
+    while (first_unflushed + 1 < segments_.size() &&
+           segments_[first_unflushed + 1]->base_offset() <= options.recovery_point) {
+      ++first_unflushed;
     }
-    for (size_t i = first; i < segments_.size(); ++i) {
-      auto rec = segments_[i]->recover();
-      if (!rec) return fail(rec.error());
-      ++report.segments_recovered;
-      for (const epoch_entry& e : rec->epochs_seen) {
-        if (epochs_.empty() || e.epoch > epochs_.back().epoch) epochs_.push_back(e);
+  }
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    log_segment& seg = *segments_[i];
+    bool unflushed = i >= first_unflushed;
+    if (seg.index_rebuild_needed()) {
+      report.indexes_rebuilt.push_back(
+          fmt::format("{}: {}", segment_file_name(seg.base_offset(), ""), seg.index_problem()));
+    } else if (!unflushed) {
+      continue;
+    }
+    auto rec = seg.recover();
+    if (!rec) return fail(rec.error());
+    if (unflushed) ++report.segments_recovered;
+    for (const epoch_entry& e : rec->epochs_seen) {
+      if (epochs_.empty() || e.epoch > epochs_.back().epoch) epochs_.push_back(e);
+    }
+    if (rec->truncated_bytes == 0) continue;
+    report.truncated_bytes += rec->truncated_bytes;
+    report.truncated_segment = seg.base_offset();
+    report.truncation_reason = rec->reason;
+    if (unflushed) {
+      for (size_t j = i + 1; j < segments_.size(); ++j) {
+        report.deleted_segments.push_back(segments_[j]->base_offset());
+        auto rm = segments_[j]->remove();
+        if (!rm) return rm;
       }
-      if (rec->truncated_bytes > 0) {
-        report.truncated_bytes = rec->truncated_bytes;
-        report.truncated_segment = segments_[i]->base_offset();
-        report.truncation_reason = rec->reason;
-        for (size_t j = i + 1; j < segments_.size(); ++j) {
-          report.deleted_segments.push_back(segments_[j]->base_offset());
-          auto rm = segments_[j]->remove();
-          if (!rm) return rm;
-        }
-        segments_.resize(i + 1);
-        break;
-      }
+      segments_.resize(i + 1);
+      break;
     }
   }
 
@@ -321,6 +319,90 @@ result<void, storage_error> log::maybe_flush(timestamp_ms now) {
     return flush(now);
   }
   return {};
+}
+
+result<void, storage_error> log::delete_first_segments(size_t count, timestamp_ms now) {
+  if (count == 0) return {};
+  if (count >= segments_.size()) {
+    // Everything expired: keep an empty active segment at the LEO (UnifiedLog.deleteSegments).
+    count = segments_.size();
+    if (active().size() > 0) {
+      auto r = roll_at(log_end_offset(), now);
+      if (!r) return r;
+    } else {
+      --count;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto rm = segments_[i]->remove();
+    if (!rm) return rm;
+  }
+  segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(count));
+  offset_t start = std::max(log_start_offset(), segments_.front()->base_offset());
+  log_start_offset_.store(start, std::memory_order_release);
+  if (recovery_point() < start) recovery_point_.store(start, std::memory_order_release);
+  // The epoch cache forgets epochs wholly before the new start (truncateFromStart).
+  size_t drop = 0;
+  while (drop + 1 < epochs_.size() && epochs_[drop + 1].start_offset <= start) ++drop;
+  if (drop > 0 || (!epochs_.empty() && epochs_.front().start_offset < start)) {
+    epochs_.erase(epochs_.begin(), epochs_.begin() + static_cast<std::ptrdiff_t>(drop));
+    if (!epochs_.empty()) epochs_.front().start_offset = start;
+    return write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+  }
+  return {};
+}
+
+result<int32_t, storage_error> log::delete_old_segments(timestamp_ms now) {
+  // LocalLog.deletableSegments: in order, while the predicate holds, never a segment reaching
+  // past the high watermark, never the empty active segment.
+  auto deletable = [&](auto predicate) {
+    size_t n = 0;
+    while (n < segments_.size()) {
+      const log_segment& seg = *segments_[n];
+      bool last = n + 1 == segments_.size();
+      offset_t upper = last ? log_end_offset() : segments_[n + 1]->base_offset();
+      if (high_watermark() < upper || (last && seg.size() == 0) || !predicate(seg, last)) break;
+      ++n;
+    }
+    return n;
+  };
+  size_t count = 0;
+  if (config_.cleanup_delete && config_.retention_ms >= 0) {
+    count = std::max(count, deletable([&](const log_segment& seg, bool) {
+                       return now - seg.largest_timestamp() > config_.retention_ms;
+                     }));
+  }
+  if (config_.cleanup_delete && config_.retention_bytes >= 0) {
+    int64_t diff = size_bytes() - config_.retention_bytes;
+    count = std::max(count, deletable([&](const log_segment& seg, bool) {
+                       if (diff - seg.size() < 0) return false;
+                       diff -= seg.size();
+                       return true;
+                     }));
+  }
+  offset_t start = log_start_offset();
+  // Segments wholly below the log start offset (after DeleteRecords).
+  size_t below = 0;
+  while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= start) ++below;
+  count = std::max(count, below);
+  auto r = delete_first_segments(count, now);
+  if (!r) return fail(r.error());
+  return static_cast<int32_t>(count);
+}
+
+result<void, storage_error> log::delete_records_before(offset_t offset, timestamp_ms now) {
+  if (offset > high_watermark()) {
+    return fail(storage_error{
+        storage_errc::offset_out_of_range,
+        fmt::format("Cannot increment the log start offset to {} of partition {} since it is "
+                    "larger than the high watermark {}",
+                    offset, partition_dir_name(tp_), high_watermark())});
+  }
+  if (offset <= log_start_offset()) return {};
+  log_start_offset_.store(offset, std::memory_order_release);
+  size_t below = 0;
+  while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= offset) ++below;
+  return delete_first_segments(below, now);
 }
 
 int64_t log::size_bytes() const {

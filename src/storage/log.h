@@ -112,6 +112,16 @@ class log {
   // flush() if flush.ms has passed since the last flush (log.flush.scheduler.interval.ms tick).
   result<void, storage_error> maybe_flush(timestamp_ms now);
 
+  // Retention (Kafka's deleteOldSegments), when cleanup.policy has "delete": removes the oldest
+  // segments while their largest timestamp is more than retention.ms old, or while the log
+  // minus them stays at or above retention.bytes; then segments wholly below the log start
+  // offset. The active segment goes too when all are expired (after rolling a fresh one).
+  // Advances the log start offset; returns how many segments were deleted. Owner thread only.
+  result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
+  // DeleteRecords: moves the log start offset up to `offset` (at most the high watermark) and
+  // deletes the segments now wholly below it.
+  result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
+
   // The leader epoch cache (leader-epoch-checkpoint), oldest first.
   const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
 
@@ -127,6 +137,8 @@ class log {
   result<void, storage_error> load(const log_options& options, recovery_report& report);
   result<void, storage_error> maybe_assign_epoch(leader_epoch_t epoch, offset_t start_offset);
   result<void, storage_error> roll_at(offset_t new_base_offset, timestamp_ms now);
+  // Deletes the first `count` segments (rolling first if that is all of them).
+  result<void, storage_error> delete_first_segments(size_t count, timestamp_ms now);
   log_segment& active() const { return *segments_.back(); }
   void set_log_end_offset(offset_t leo);
 

@@ -62,6 +62,13 @@ std::optional<offset_t> parse_segment_file_name(std::string_view name, std::stri
   return v;
 }
 
+result<void, storage_error> read_slice(const file_slice& slice, std::span<uint8_t> out) {
+  if (!slice.file || out.size() != static_cast<size_t>(slice.length)) {
+    return fail(invalid_argument("read_slice: buffer size differs from the slice length"));
+  }
+  return pread_exact(slice.file->fd.get(), out, slice.position, slice.file->path);
+}
+
 log_segment::log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now)
     : base_offset_(base_offset),
       options_(options),
@@ -203,6 +210,13 @@ result<std::optional<batch_position>, storage_error> log_segment::header_at(
   auto h = read_batch_header(buf);
   if (!h) return fail(h.error());
   return std::optional<batch_position>(batch_position{*h, position});
+}
+
+timestamp_ms log_segment::largest_timestamp() const {
+  if (max_timestamp_so_far_ >= 0) return max_timestamp_so_far_;
+  struct stat st {};
+  if (!file_ || ::fstat(file_->fd.get(), &st) != 0) return 0;
+  return int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 result<void, storage_error> log_segment::read_bytes(int64_t position,

@@ -42,6 +42,10 @@ struct file_slice {
   int32_t length = 0;
 };
 
+// Copies a slice's bytes into `out` (out.size() must be slice.length), for callers that build a
+// response buffer instead of using sendfile.
+result<void, storage_error> read_slice(const file_slice& slice, std::span<uint8_t> out);
+
 // What the caller knows of a batch it appends (the broker assigned the offsets).
 struct batch_info {
   offset_t base_offset = 0;
@@ -107,6 +111,9 @@ class log_segment {
   // Offset after the last batch; base_offset() when empty.
   offset_t next_offset() const { return next_offset_; }
   timestamp_ms max_timestamp_so_far() const { return max_timestamp_so_far_; }
+  // Kafka's LogSegment.largestTimestamp: the max timestamp, or the .log file's modification time
+  // when no batch carries a timestamp. Used by retention.ms.
+  timestamp_ms largest_timestamp() const;
   const fs::path& log_path() const { return file_->path; }
   const offset_index& offset_idx() const { return *offset_index_; }
   const time_index& time_idx() const { return *time_index_; }

@@ -58,8 +58,7 @@ std::vector<uint8_t> read_all(const log& l, offset_t from) {
     EXPECT_TRUE(r);
     if (!r || !r->slice || r->slice->length == 0) break;
     std::vector<uint8_t> chunk(static_cast<size_t>(r->slice->length));
-    EXPECT_EQ(::pread(r->slice->file->fd.get(), chunk.data(), chunk.size(), r->slice->position),
-              static_cast<ssize_t>(chunk.size()));
+    EXPECT_TRUE(read_slice(*r->slice, chunk));
     // Advance past the last batch of the chunk.
     size_t pos = 0;
     while (pos + 61 <= chunk.size()) {
@@ -465,6 +464,109 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+}  // namespace
+}  // namespace tarn::storage
+
+namespace tarn::storage {
+namespace {
+
+TEST(LogRetention, RetentionMsBytesAndDeleteRecords) {
+  temp_dir dir;
+  log_config c = small_config();
+  auto l = log::open(options_in(dir.path(), c));
+  ASSERT_TRUE(l);
+  // Batch timestamps are 1000 + base offset (append_batches); 60 batches over several segments.
+  append_batches(**l, 60);
+  auto bases = (*l)->segment_base_offsets();
+  ASSERT_GE(bases.size(), 4u);
+
+  // retention.ms: segments whose newest record is older than now - retention.ms go.
+  c.retention_ms = 1000;
+  (*l)->update_config(c);
+  timestamp_ms newest_in_first_two = 1000 + bases[2] - 1;
+  auto deleted = (*l)->delete_old_segments(newest_in_first_two + 1001);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_EQ((*l)->log_start_offset(), bases[2]);
+  EXPECT_FALSE(fs::exists((*l)->dir() / segment_file_name(bases[0], ".log")));
+  auto below = (*l)->read(bases[2] - 1, 1000, true);
+  ASSERT_FALSE(below);
+  EXPECT_EQ(below.error().code, storage_errc::offset_out_of_range);
+
+  // retention.bytes: the oldest segments go while the rest stays at or above the limit.
+  c.retention_ms = -1;
+  auto oldest_size =
+      static_cast<int64_t>(fs::file_size((*l)->dir() / segment_file_name(bases[2], ".log")));
+  c.retention_bytes = (*l)->size_bytes() - oldest_size - 1;  // not enough to drop two
+  (*l)->update_config(c);
+  deleted = (*l)->delete_old_segments(0);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(*deleted, 1);
+  EXPECT_EQ((*l)->log_start_offset(), bases[3]);
+
+  // DeleteRecords: the start moves inside a segment; the segment stays.
+  ASSERT_TRUE((*l)->delete_records_before(bases[3] + 2, 0));
+  EXPECT_EQ((*l)->log_start_offset(), bases[3] + 2);
+  EXPECT_FALSE((*l)->delete_records_before((*l)->high_watermark() + 1, 0));
+
+  // Everything expired: an empty active segment at the LEO remains.
+  c.retention_ms = 0;
+  c.retention_bytes = -1;
+  (*l)->update_config(c);
+  deleted = (*l)->delete_old_segments(1 << 30);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ((*l)->segment_count(), 1);
+  EXPECT_EQ((*l)->log_start_offset(), 180);
+  EXPECT_EQ((*l)->log_end_offset(), 180);
+  ASSERT_TRUE((*l)->append(make_batch(180, 2, 5), 0));
+  EXPECT_EQ((*l)->log_end_offset(), 182);
+  // compact-only topics keep their segments.
+  c.cleanup_delete = false;
+  c.cleanup_compact = true;
+  (*l)->update_config(c);
+  ASSERT_TRUE((*l)->roll(0));
+  deleted = (*l)->delete_old_segments(1 << 30);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(*deleted, 0);
+}
+
+}  // namespace
+}  // namespace tarn::storage
+
+namespace tarn::storage {
+namespace {
+
+// The files as a crash leaves them (copied while the log is open: preallocated, zero-padded
+// active indexes; no final time index entry) recover to what a clean close writes.
+TEST(LogRecovery, CrashStateWithPreallocatedIndexesRecovers) {
+  temp_dir dir;
+  temp_dir crashed;
+  log_config c = small_config();
+  c.segment_bytes = 1 << 20;
+  c.index_interval_bytes = 512;
+  auto l = log::open(options_in(dir.path(), c));
+  ASSERT_TRUE(l);
+  auto batches = append_batches(**l, 30);
+  fs::copy(dir.path(), crashed.path(), fs::copy_options::recursive);
+  fs::path index = crashed.path() / "t-0" / "00000000000000000000.index";
+  EXPECT_EQ(fs::file_size(index), 4096u);  // still preallocated
+  ASSERT_TRUE((*l)->close());
+  fs::path clean_part = dir.path() / "t-0";
+
+  recovery_report report;
+  auto r = log::open(options_in(crashed.path(), c, /*clean=*/false), &report);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(report.segments_recovered, 1);
+  EXPECT_EQ(report.truncated_bytes, 0);
+  EXPECT_EQ((*r)->log_end_offset(), 90);
+  EXPECT_EQ(read_all(**r, 0), concat(batches, batches.size()));
+  ASSERT_TRUE((*r)->close());
+  for (const char* name : {"00000000000000000000.index", "00000000000000000000.timeindex",
+                           "00000000000000000000.log", "leader-epoch-checkpoint"}) {
+    EXPECT_EQ(file_bytes(crashed.path() / "t-0" / name), file_bytes(clean_part / name)) << name;
+  }
+}
 
 }  // namespace
 }  // namespace tarn::storage
