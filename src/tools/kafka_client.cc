@@ -133,9 +133,9 @@ result<std::span<const uint8_t>, std::string> kafka_client::round_trip(
 
   uint8_t size_bytes[4];
   if (auto r = read_exact(size_bytes, 4); !r) return fail(r.error());
-  const int32_t response_size = static_cast<int32_t>(
-      (uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
-      (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
+  const int32_t response_size =
+      static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
+                           (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
   if (response_size < 4 || response_size > max_response_bytes) {
     return fail(fmt::format("bad response size {}", response_size));
   }

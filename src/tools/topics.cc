@@ -66,7 +66,8 @@ std::string error_text(int16_t code, std::optional<std::string_view> message) {
 result<std::pair<std::string, std::string>, command_error> parse_key_value(const std::string& kv) {
   size_t eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) {
-    return fail(error("Invalid config: all configs to be added must be in the format \"key=val\"."));
+    return fail(
+        error("Invalid config: all configs to be added must be in the format \"key=val\"."));
   }
   return std::pair{kv.substr(0, eq), kv.substr(eq + 1)};
 }
@@ -95,8 +96,9 @@ outcome run_create(kafka_client& client, const topics_options& o) {
   return {};
 }
 
-result<protocol::metadata_response, command_error> fetch_metadata(
-    kafka_client& client, std::optional<std::string> topic, std::vector<uint8_t>& buffer) {
+result<protocol::metadata_response, command_error> fetch_metadata(kafka_client& client,
+                                                                  std::optional<std::string> topic,
+                                                                  std::vector<uint8_t>& buffer) {
   protocol::metadata_request req;
   req.allow_auto_topic_creation = false;
   if (topic) {
@@ -165,15 +167,17 @@ outcome run_describe(kafka_client& client, const topics_options& o) {
     auto configs = non_default_configs(client, name);
     if (!configs) return fail(configs.error());
     size_t replication = t.partitions.empty() ? 0 : t.partitions.front().replica_nodes.size();
-    std::printf("Topic: %s\tTopicId: %s\tPartitionCount: %zu\tReplicationFactor: %zu\tConfigs: %s\n",
-                name.c_str(), to_storage(t.topic_id).to_string().c_str(), t.partitions.size(),
-                replication, configs->c_str());
+    std::printf(
+        "Topic: %s\tTopicId: %s\tPartitionCount: %zu\tReplicationFactor: %zu\tConfigs: %s\n",
+        name.c_str(), to_storage(t.topic_id).to_string().c_str(), t.partitions.size(), replication,
+        configs->c_str());
     for (const auto& p : t.partitions) {
-      std::printf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\tElr: \t"
-                  "LastKnownElr: \n",
-                  name.c_str(), p.partition_index,
-                  p.leader_id < 0 ? "none" : std::to_string(p.leader_id).c_str(),
-                  join_ints(p.replica_nodes).c_str(), join_ints(p.isr_nodes).c_str());
+      std::printf(
+          "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\tElr: \t"
+          "LastKnownElr: \n",
+          name.c_str(), p.partition_index,
+          p.leader_id < 0 ? "none" : std::to_string(p.leader_id).c_str(),
+          join_ints(p.replica_nodes).c_str(), join_ints(p.isr_nodes).c_str());
     }
   }
   return {};
@@ -252,8 +256,8 @@ outcome run_alter(kafka_client& client, const topics_options& o) {
   }
   req.resources.push_back(std::move(res));
   std::vector<uint8_t> buffer;
-  auto resp =
-      call<protocol::incremental_alter_configs_response>(client, req, alter_configs_version, buffer);
+  auto resp = call<protocol::incremental_alter_configs_response>(client, req, alter_configs_version,
+                                                                 buffer);
   if (!resp) return fail(error(resp.error()));
   for (const auto& r : resp->responses) {
     if (r.error_code == static_cast<int16_t>(protocol::error_code::unknown_topic_or_partition)) {
@@ -299,15 +303,15 @@ int run_topics(const topics_options& o) {
 void add_topics(CLI::App& app) {
   auto o = std::make_shared<topics_options>();
   auto* cmd = app.add_subcommand("topics", "Create, describe, alter, delete, list topics");
-  cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port of a broker")
-      ->required();
+  cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port of a broker")->required();
   cmd->add_flag("--create", o->create, "Create a new topic");
   cmd->add_flag("--describe", o->describe, "Describe the topic (all topics without --topic)");
   cmd->add_flag("--delete", o->remove, "Delete the topic");
   cmd->add_flag("--alter", o->alter, "Change the topic's configs");
   cmd->add_flag("--list", o->list, "List all topics");
   cmd->add_option("--topic", o->topic, "Topic name");
-  cmd->add_option("--partitions", o->partitions, "Partition count (create; default num.partitions)");
+  cmd->add_option("--partitions", o->partitions,
+                  "Partition count (create; default num.partitions)");
   cmd->add_option("--replication-factor", o->replication_factor,
                   "Replication factor (create; default default.replication.factor)");
   cmd->add_option("--config", o->configs, "Topic config key=value (create); repeatable")
