@@ -346,7 +346,7 @@ void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket sock
                                           connection_closed(loop, closed, ip);
                                         });
   loop.connections.emplace(id, c);
-  asio::co_spawn(loop.context, c->run(), asio::detached);
+  c->start();
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way
 }
 
