@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <regex>
 
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
