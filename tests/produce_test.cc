@@ -1,9 +1,8 @@
 // Produce and InitProducerId against the real broker with hand-built requests: every branch of
 // Kafka's produce path (the reference's Example 3 and more), checking the error code, that
 // nothing is written where nothing should be, and the bytes on disk.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 
@@ -89,8 +88,8 @@ class produce_test : public ::testing::Test {
     return *frame;
   }
 
-  void create_topic(const std::string& name, std::vector<std::pair<std::string, std::string>>
-                                                 configs = {}) {
+  void create_topic(const std::string& name,
+                    std::vector<std::pair<std::string, std::string>> configs = {}) {
     tarn::protocol::create_topics_request req;
     auto& t = req.topics.emplace_back();
     t.name = name;
@@ -126,9 +125,9 @@ class produce_test : public ::testing::Test {
   }
 
   // One partition's answer.
-  produce_response::partition_produce_response produce(
-      const std::string& topic, std::span<const uint8_t> records, int16_t acks = 1,
-      int16_t version = 8) {
+  produce_response::partition_produce_response produce(const std::string& topic,
+                                                       std::span<const uint8_t> records,
+                                                       int16_t acks = 1, int16_t version = 8) {
     auto body = produce_body(version, acks, topic, records);
     resp_bytes_ = call(0, version, body, version >= 9);
     tarn::protocol::reader r(resp_bytes_);
@@ -299,29 +298,29 @@ TEST_F(produce_test, idempotent_retries_gaps_and_stale_epochs) {
   EXPECT_EQ(segment("idem").size(), size);
 
   // A gap.
-  auto gap = produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                         .sequence = 7}));
+  auto gap =
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 7}));
   EXPECT_EQ(gap.error_code, err_out_of_order);
   EXPECT_EQ(gap.log_start_offset, 0);
   EXPECT_EQ(segment("idem").size(), size);
   // The rejected batch changed nothing: the next in sequence is 5.
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                        .sequence = 5}))
-                .base_offset,
-            5);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 5}))
+          .base_offset,
+      5);
   // A new epoch starts at sequence 0; the old epoch is then stale.
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1,
-                                        .sequence = 3}))
-                .error_code,
-            err_out_of_order);
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1,
-                                        .sequence = 0}))
-                .base_offset,
-            6);
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                        .sequence = 6}))
-                .error_code,
-            err_epoch);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1, .sequence = 3}))
+          .error_code,
+      err_out_of_order);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1, .sequence = 0}))
+          .base_offset,
+      6);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 6}))
+          .error_code,
+      err_epoch);
 }
 
 TEST_F(produce_test, codec_differing_from_topic_is_rebuilt_and_log_append_time_is_set) {
@@ -397,10 +396,10 @@ TEST_F(produce_test, producer_state_survives_clean_restart_and_sigkill) {
   ASSERT_NE(broker_->port(), 0) << broker_->output();
   client_ = std::make_unique<raw_client>(broker_->port());
   EXPECT_EQ(produce("durable", b1).base_offset, 4);
-  EXPECT_EQ(produce("durable", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                           .sequence = 6}))
-                .base_offset,
-            6);
+  EXPECT_EQ(
+      produce("durable", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 6}))
+          .base_offset,
+      6);
   EXPECT_EQ(produce("durable", make_batch({})).base_offset, 7);
 }
 
