@@ -22,6 +22,7 @@ std::vector<add_subcommand_fn> all_subcommands() {
   return {
       add_serve,
       add_version,
+      add_dump_log,
   };
 }
 
