@@ -138,7 +138,7 @@ result<records_walk, validation_error> walk_records(record_batch_view batch,
     if (config.cleanup_compact && !r.key) {
       walk.errors.push_back(
           {index, fmt::format("Compacted topic cannot accept message without key in topic "
-                              "partition {}.",
+                              "partition {}",
                               ctx.topic_partition)});
       continue;
     }
