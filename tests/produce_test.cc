@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "protocol/messages/create_topics_request.h"
@@ -420,13 +421,22 @@ TEST_F(produce_test, producer_state_survives_clean_restart_and_sigkill) {
   EXPECT_EQ(produce("durable", b1).base_offset, 4);
   EXPECT_NE(init_producer_id(), pid);  // ids are never handed out twice
 
-  // SIGKILL: no snapshot for b1; the state is replayed from the log.
+  // SIGKILL: no snapshot for b1; the state is replayed from the log. A torn write (half a
+  // batch) at the tail is cut at restart; every whole batch stays.
   client_.reset();
   broker_->process().send_signal(SIGKILL);
   broker_->process().wait_exit(10s);
+  const auto log_file = keep.path() / "data" / "durable-0" / "00000000000000000000.log";
+  const std::string whole = read_file(log_file);
+  {
+    auto torn = make_batch({.records = 5});
+    std::ofstream out(log_file, std::ios::binary | std::ios::app);
+    out.write(reinterpret_cast<const char*>(torn.data()), 40);
+  }
   broker_ = std::make_unique<broker_process>(std::vector<std::string>{}, keep.path() / "data");
   ASSERT_NE(broker_->port(), 0) << broker_->output();
   client_ = std::make_unique<raw_client>(broker_->port());
+  EXPECT_EQ(read_file(log_file), whole);
   EXPECT_EQ(produce("durable", b1).base_offset, 4);
   EXPECT_EQ(
       produce("durable", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 6}))
