@@ -510,7 +510,13 @@ void produce_test_access::create(const std::string& name,
 }
 produce_response::partition_produce_response produce_test_access::send(
     const std::string& topic, const std::vector<uint8_t>& batch, int16_t acks) {
-  return t_.produce(topic, batch, acks);
+  // Kafka creates a topic's partitions asynchronously after CreateTopics answers: a produce
+  // right after may see UNKNOWN_TOPIC_OR_PARTITION for a while (tarn: never).
+  for (int attempt = 0;; ++attempt) {
+    auto r = t_.produce(topic, batch, acks);
+    if (r.error_code != err_unknown_topic || topic == "nope" || attempt == 100) return r;
+    std::this_thread::sleep_for(100ms);
+  }
 }
 int64_t produce_test_access::pid() { return t_.init_producer_id(); }
 
