@@ -388,6 +388,38 @@ TEST_F(produce_test, codec_differing_from_topic_is_rebuilt_and_log_append_time_i
   EXPECT_TRUE(lv.crc_matches());
 }
 
+TEST_F(produce_test, version_rules_old_formats_and_compressed_log_append_time) {
+  create_topic("v");
+  create_topic("latz", {{"message.timestamp.type", "LogAppendTime"}});
+  // zstd needs Produce v7 (Kafka's validateRecords).
+  auto z = make_batch({.records = 3, .compression = record::compression_type::zstd});
+  EXPECT_EQ(produce("v", z, 1, 6).error_code, 76);  // UNSUPPORTED_COMPRESSION_TYPE
+  EXPECT_EQ(segment("v").size(), 0u);
+  EXPECT_EQ(produce("v", z, 1, 7).base_offset, 0);
+  // v3, the oldest version served, and v9 (flexible).
+  EXPECT_EQ(produce("v", make_batch({}), 1, 3).base_offset, 3);
+  EXPECT_EQ(produce("v", make_batch({}), 1, 9).base_offset, 6);
+  // A magic-1 message set (what librdkafka sends without Fetch v4): INVALID_RECORD.
+  auto legacy = make_batch({.records = 1});
+  legacy.resize(40);
+  legacy[8] = 0, legacy[9] = 0, legacy[10] = 0, legacy[11] = 28;  // length 28: offset+size+28
+  legacy[16] = 1;
+  EXPECT_EQ(produce("v", legacy).error_code, err_invalid_record);
+  // A compressed batch on a LogAppendTime topic: fixed in place (same codec), broker time set.
+  auto gz =
+      make_batch({.records = 4, .compression = record::compression_type::gzip, .timestamp = 1000});
+  auto r = produce("latz", gz);
+  EXPECT_EQ(r.error_code, err_none);
+  std::string disk = segment("latz");
+  ASSERT_EQ(disk.size(), gz.size());
+  record::record_batch_view d(record::as_bytes(disk));
+  EXPECT_EQ(d.timestamp_type(), record::timestamp_type::log_append_time);
+  EXPECT_EQ(d.max_timestamp(), r.log_append_time_ms);
+  EXPECT_TRUE(d.crc_matches());
+  EXPECT_EQ(disk.substr(61), std::string_view(reinterpret_cast<const char*>(gz.data()) + 61,
+                                              gz.size() - 61));  // records untouched
+}
+
 TEST_F(produce_test, v13_names_topics_by_id) {
   create_topic("byid");
   auto r = produce("byid", make_batch({}), 1, 13);
