@@ -25,6 +25,7 @@
 #include "storage/checkpoint_file.h"
 #include "storage/log_config.h"
 #include "storage/log_segment.h"
+#include "storage/producer_state.h"
 #include "storage/storage_error.h"
 
 namespace tarn::storage {
@@ -132,6 +133,12 @@ class log {
   // deletes the segments now wholly below it.
   result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
 
+  // Idempotent-producer state (producer_state.h), loaded at open from the newest
+  // `<offset>.snapshot` and the batches after it; snapshotted at every roll and at close.
+  // Owner thread only, like append().
+  producer_state_manager& producers() { return producers_; }
+  const producer_state_manager& producers() const { return producers_; }
+
   // The leader epoch cache (leader-epoch-checkpoint), oldest first.
   const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
 
@@ -151,12 +158,15 @@ class log {
   result<void, storage_error> delete_first_segments(size_t count, timestamp_ms now);
   log_segment& active() const { return *segments_.back(); }
   void set_log_end_offset(offset_t leo);
+  // Loads the newest producer snapshot at or below the LEO and replays the batches after it.
+  result<void, storage_error> load_producer_state();
 
   topic_partition tp_;
   fs::path dir_;
   log_config config_;
   std::vector<std::unique_ptr<log_segment>> segments_;  // ascending base offsets; never empty
   std::vector<epoch_entry> epochs_;
+  producer_state_manager producers_;
   std::atomic<offset_t> log_start_offset_{0};
   std::atomic<offset_t> log_end_offset_{0};
   std::atomic<offset_t> high_watermark_{0};
