@@ -9,7 +9,7 @@ JOBS        ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan test-tsan fuzz fuzz-long bench interop format clean
+.PHONY: all deps build run test test-unit test-asan test-tsan crash-test fuzz fuzz-long bench interop format clean
 
 all: build
 
@@ -47,6 +47,10 @@ fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_FUZZ=ON -DTARN_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The SIGKILL crash test in its long mode: 100 kills (make test runs 5).
+crash-test: deps build
+	cd $(BUILD) && TARN_CRASH_KILLS=100 ./tests/crash_test
 
 # Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
 fuzz-long:
