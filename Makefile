@@ -3,11 +3,13 @@
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
+TSAN_BUILD  ?= build-tsan
+FUZZ_LONG_SECONDS ?= 600
 JOBS        ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan fuzz bench interop format clean
+.PHONY: all deps build run test test-unit test-asan test-tsan crash-test fuzz fuzz-long bench interop format clean
 
 all: build
 
@@ -35,10 +37,24 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
+# The whole suite under ThreadSanitizer (called by .ci/run).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_TSAN=ON -DTARN_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 900
+
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_FUZZ=ON -DTARN_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The SIGKILL crash test in its long mode: 100 kills (make test runs 5).
+crash-test: deps build
+	cd $(BUILD) && TARN_CRASH_KILLS=100 ./tests/crash_test
+
+# Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
+fuzz-long:
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_LONG_SECONDS)
 
 bench: deps build
 	scripts/run-benchmarks $(BUILD)
@@ -51,4 +67,4 @@ format:
 	find src tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
