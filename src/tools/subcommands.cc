@@ -20,6 +20,7 @@ void add_version(CLI::App& app) {
 
 std::vector<add_subcommand_fn> all_subcommands() {
   return {
+      add_serve,
       add_version,
   };
 }

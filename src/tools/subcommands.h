@@ -15,6 +15,7 @@ namespace tarn::tools {
 using add_subcommand_fn = std::function<void(CLI::App&)>;
 
 void add_version(CLI::App& app);
+void add_serve(CLI::App& app);
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();
