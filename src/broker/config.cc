@@ -509,4 +509,36 @@ std::vector<std::string> known_broker_config_keys() {
   return out;
 }
 
+std::optional<broker_config_key_info> describe_broker_config_key(const std::string& key) {
+  const config_key* k = find_key(key);
+  if (k == nullptr) return std::nullopt;
+  broker_config_type type = broker_config_type::string;
+  switch (k->type) {
+    case config_type::boolean:
+      type = broker_config_type::boolean;
+      break;
+    case config_type::short_int:
+      type = broker_config_type::short_int;
+      break;
+    case config_type::int32:
+      type = broker_config_type::int32;
+      break;
+    case config_type::int64:
+      type = broker_config_type::int64;
+      break;
+    case config_type::float64:
+      type = broker_config_type::float64;
+      break;
+    case config_type::string:
+      type = broker_config_type::string;
+      break;
+    case config_type::list:
+      type = broker_config_type::list;
+      break;
+  }
+  std::optional<std::string> default_value;
+  if (k->default_value != nullptr) default_value = k->default_value;
+  return broker_config_key_info{type, std::move(default_value)};
+}
+
 }  // namespace tarn::broker

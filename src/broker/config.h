@@ -107,4 +107,13 @@ std::optional<std::string> config_value_to_string(const config_value& v);
 // Names of all broker keys tarn accepts, sorted.
 std::vector<std::string> known_broker_config_keys();
 
+// Kafka's ConfigDef type of a broker key and its default as text (nullopt: Kafka's null), for
+// DescribeConfigs on the broker resource. nullopt for an unknown key.
+enum class broker_config_type { boolean, short_int, int32, int64, float64, string, list };
+struct broker_config_key_info {
+  broker_config_type type;
+  std::optional<std::string> default_value;
+};
+std::optional<broker_config_key_info> describe_broker_config_key(const std::string& key);
+
 }  // namespace tarn::broker

@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/topic_config_defaults.h"
-
 namespace tarn::broker {
 namespace {
 
@@ -211,29 +209,6 @@ TEST(parse_override, key_value) {
   EXPECT_EQ(r->second, "/a=b");
   EXPECT_FALSE(parse_override("novalue").has_value());
   EXPECT_FALSE(parse_override("=x").has_value());
-}
-
-TEST(topic_config_defaults, synonyms_and_unit_conversion) {
-  auto c = make_ok({{"log.retention.hours", "2"},
-                    {"message.max.bytes", "2000000"},
-                    {"log.message.timestamp.type", "LogAppendTime"}});
-  EXPECT_EQ(topic_config_default(c, "retention.ms"), "7200000");
-  EXPECT_EQ(topic_config_default(c, "max.message.bytes"), "2000000");
-  EXPECT_EQ(topic_config_default(c, "message.timestamp.type"), "LogAppendTime");
-  EXPECT_EQ(topic_config_default(c, "segment.ms"), "604800000");
-  EXPECT_EQ(topic_config_default(c, "flush.ms"), "9223372036854775807");
-  EXPECT_EQ(topic_config_default(c, "segment.bytes"), "1073741824");
-  EXPECT_EQ(topic_config_default(c, "cleanup.policy"), "delete");
-  EXPECT_EQ(topic_config_default(c, "compression.type"), "producer");
-  EXPECT_EQ(topic_config_default(c, "message.timestamp.after.max.ms"), "3600000");
-  EXPECT_EQ(topic_config_default(c, "no.such.config"), std::nullopt);
-  // Every synonym must be a broker key tarn knows, or the default silently disappears.
-  for (const auto& t : topic_config_names()) {
-    for (const auto& s : t.synonyms) {
-      EXPECT_TRUE(c.values.count(s.broker_key)) << t.name << " <- " << s.broker_key;
-    }
-    EXPECT_TRUE(topic_config_default(c, t.name).has_value()) << t.name;
-  }
 }
 
 }  // namespace

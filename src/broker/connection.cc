@@ -58,7 +58,7 @@ connection::connection(asio::ip::tcp::socket socket, connection_info info,
       last_activity_(std::chrono::steady_clock::now()),
       read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(read_buffer_bytes)) {}
 
-asio::awaitable<void> connection::run() {
+void connection::start() {
   auto self = shared_from_this();
   auto executor = socket_.get_executor();
   asio::co_spawn(
@@ -67,12 +67,14 @@ asio::awaitable<void> connection::run() {
     asio::co_spawn(
         executor, [self]() { return self->idle_watchdog(self); }, asio::detached);
   }
-  co_await read_loop();
+  asio::co_spawn(
+      executor, [self]() { return self->read_loop(self); }, asio::detached);
 }
 
 void connection::stop_reading() {
   if (closed_ || reading_done_) return;
   reading_done_ = true;
+  draining_ = true;
   // Half-closing the receive side completes the pending read with end-of-stream, so the reader
   // stops without disturbing a write in progress.
   asio::error_code ec;
@@ -98,13 +100,19 @@ void connection::close(const std::string& reason) {
   if (on_closed_) on_closed_(*this);
 }
 
-asio::awaitable<void> connection::read_loop() {
+asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<connection> self) {
   const size_t max_in_flight = static_cast<size_t>(services_.config.queued_max_requests);
   while (!reading_done_) {
     // Backpressure: a client that pipelines more than queued.max.requests waits for answers.
     while (slots_.size() >= max_in_flight && !reading_done_) co_await reader_wakeup_.wait();
     if (reading_done_) break;
     auto frame = co_await read_frame();
+    if (!frame && !draining_) {
+      // The client closed (or reset) its side. Kafka clients never half-close, so like Kafka we
+      // drop what is in flight rather than keep handlers running for nobody.
+      close("end of stream");
+      co_return;
+    }
     if (!frame || reading_done_) break;
     dispatch(std::move(*frame));
   }

@@ -38,8 +38,9 @@ class connection : public std::enable_shared_from_this<connection> {
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  // Serves the connection until it closes; spawn it on the connection's loop.
-  asio::awaitable<void> run();
+  // Starts serving on the socket's executor. The connection's coroutines hold it alive until
+  // it closes, so the caller need not keep a reference.
+  void start();
 
   // Clean shutdown: read no further requests, answer those already read, then close.
   void stop_reading();
@@ -61,7 +62,7 @@ class connection : public std::enable_shared_from_this<connection> {
   };
 
   // Each coroutine holds `self` so the connection outlives it.
-  asio::awaitable<void> read_loop();
+  asio::awaitable<void> read_loop(std::shared_ptr<connection> self);
   asio::awaitable<void> write_loop(std::shared_ptr<connection> self);
   asio::awaitable<void> idle_watchdog(std::shared_ptr<connection> self);
   asio::awaitable<void> run_handler(std::shared_ptr<connection> self, const handler_entry* entry,
@@ -91,6 +92,7 @@ class connection : public std::enable_shared_from_this<connection> {
   size_t read_end_ = 0;
 
   bool reading_done_ = false;  // no more requests will be read
+  bool draining_ = false;      // stop_reading() was called: answer what was read, then close
   bool closed_ = false;
 };
 

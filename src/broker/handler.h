@@ -33,10 +33,12 @@ using handler_outcome = std::variant<response, no_response, close_connection>;
 
 // Broker-wide state a handler may read. Owned by the server; outlives every connection.
 class handler_registry;
+class topic_manager;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
   std::vector<listener_endpoint> advertised_listeners;  // with the ports actually bound
+  topic_manager* topics = nullptr;                      // the log directory's topics and logs
 };
 
 struct connection_info {
@@ -106,6 +108,11 @@ void register_all_handlers(handler_registry& registry);
 
 // Handlers, one per API file.
 void register_api_versions_handler(handler_registry& registry);
+void register_metadata_handler(handler_registry& registry);
+void register_create_topics_handler(handler_registry& registry);
+void register_delete_topics_handler(handler_registry& registry);
+void register_describe_configs_handler(handler_registry& registry);
+void register_incremental_alter_configs_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -27,6 +27,13 @@ std::vector<api_version_range> handler_registry::advertised() const {
   return out;
 }
 
-void register_all_handlers(handler_registry& registry) { register_api_versions_handler(registry); }
+void register_all_handlers(handler_registry& registry) {
+  register_api_versions_handler(registry);
+  register_metadata_handler(registry);
+  register_create_topics_handler(registry);
+  register_delete_topics_handler(registry);
+  register_describe_configs_handler(registry);
+  register_incremental_alter_configs_handler(registry);
+}
 
 }  // namespace tarn::broker

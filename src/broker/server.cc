@@ -25,6 +25,7 @@
 
 #include "broker/connection.h"
 #include "broker/log_dir.h"
+#include "broker/topic_manager.h"
 
 namespace tarn::broker {
 
@@ -86,6 +87,7 @@ struct server::impl {
   std::vector<listener_socket> acceptors;
   std::vector<listener_endpoint> bound;
   std::optional<log_dir> dir;
+  std::unique_ptr<topic_manager> topics;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -173,14 +175,15 @@ result<void, std::string> server::start() {
   auto dir = log_dir::open(s.config.log_dirs.front());
   if (!dir) return fail(dir.error());
   s.dir.emplace(std::move(*dir));
-  auto clean = s.dir->take_clean_shutdown_marker();
-  if (!clean) return fail(clean.error());
-  s.clean_shutdown = *clean;
+  // The log manager reads and removes the clean-shutdown marker while it loads the topics.
+  auto topics = topic_manager::open(s.config, s.dir->path());
+  if (!topics) return fail(topics.error());
+  s.topics = std::move(*topics);
+  s.clean_shutdown = s.topics->had_clean_shutdown();
   if (s.clean_shutdown) {
     spdlog::info("log directory {}: clean shutdown marker found, skipping recovery", s.dir->path());
   } else {
-    spdlog::info("log directory {}: no clean shutdown marker, logs would need recovery",
-                 s.dir->path());
+    spdlog::info("log directory {}: no clean shutdown marker, logs recovered", s.dir->path());
   }
 
   // Event loops: one per core unless num.network.threads says otherwise.
@@ -209,7 +212,7 @@ result<void, std::string> server::start() {
     if (advertised[i].host.empty()) advertised[i].host = asio::ip::host_name();
   }
   s.services = std::make_unique<broker_services>(
-      broker_services{s.config, s.registry, std::move(advertised)});
+      broker_services{s.config, s.registry, std::move(advertised), s.topics.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -250,7 +253,7 @@ int server::run() {
     if (loop->thread.joinable()) loop->thread.join();
   }
   // Everything that writes to the log directory has stopped: the marker can go down.
-  if (auto r = s.dir->write_clean_shutdown_marker(-1); !r) {
+  if (auto r = s.topics->shutdown(); !r) {
     spdlog::error("shutdown: {}", r.error());
     return 1;
   }
@@ -343,7 +346,7 @@ void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket sock
                                           connection_closed(loop, closed, ip);
                                         });
   loop.connections.emplace(id, c);
-  asio::co_spawn(loop.context, c->run(), asio::detached);
+  c->start();
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way
 }
 

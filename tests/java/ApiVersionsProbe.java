@@ -9,8 +9,8 @@ public class ApiVersionsProbe {
   public static void main(String[] args) throws Exception {
     Properties p = new Properties();
     p.put("bootstrap.servers", args[0]);
-    p.put("request.timeout.ms", "1500");
-    p.put("default.api.timeout.ms", "2000");
+    p.put("request.timeout.ms", "10000");
+    p.put("default.api.timeout.ms", "20000");
     try (Admin admin = Admin.create(p)) {
       admin.describeCluster().nodes().get();
       System.out.println("describeCluster: ok");

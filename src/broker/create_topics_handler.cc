@@ -1,0 +1,253 @@
+// CreateTopics (key 19): creates topics in the log directory.
+//
+// Versions served: 2-7 (Kafka 4.4 serves 2-7). The body is decoded with
+// protocol::create_topics_request.
+// Behaviour, per topic, checks in Kafka 4.4's order (ControllerApis, ReplicationControlManager),
+// with Kafka's error codes and messages:
+//   - a name given twice in one request: INVALID_REQUEST for every occurrence;
+//   - an illegal name: INVALID_TOPIC_EXCEPTION ("Topic name is invalid: ...");
+//   - an existing topic: TOPIC_ALREADY_EXISTS ("Topic 'x' already exists.");
+//   - manual assignments: accepted when every partition (0..n-1 in order) lists exactly
+//     [node.id]; NumPartitions and ReplicationFactor must then be -1 (INVALID_REQUEST); another
+//     broker id is INVALID_REPLICA_ASSIGNMENT ("... includes broker 2, but no such broker is
+//     registered."), as from a Kafka cluster of one broker;
+//   - NumPartitions -1 = num.partitions, 0 or below -1 INVALID_PARTITIONS;
+//     ReplicationFactor -1 = default.replication.factor, 0 or below -1 INVALID_REPLICATION_FACTOR,
+//     above 1 INVALID_REPLICATION_FACTOR with Kafka's "Unable to replicate the partition N
+//     time(s)..." message (there is one broker);
+//   - configs: each validated by storage/log_config (INVALID_CONFIG with Kafka's message: unknown
+//     name, bad value, a null value);
+//   - a '.'/'_' collision with an existing topic: INVALID_TOPIC_EXCEPTION.
+//   ValidateOnly runs every check and creates nothing. v5+ successful results carry the topic
+//   id (v7), partition count, replication factor 1 and every topic config with its value and
+//   source (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG), none read-only or
+//   sensitive. Failed results carry -1 / -1 and no configs.
+//   - A body that does not decode closes the connection.
+// Not supported: create-topic policies (create.topic.policy.class.name), quotas, timeout_ms
+// (creation is synchronous: the partition directories exist when the answer is sent).
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <map>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/create_topics_request.h"
+#include "protocol/messages/create_topics_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using request_topic = protocol::create_topics_request::creatable_topic;
+using topic_result = protocol::create_topics_response::creatable_topic_result;
+
+struct topic_error {
+  error_code code;
+  std::string message;
+};
+
+// The wire error of a storage failure while creating a topic.
+error_code create_topics_error(const storage::storage_error& e) {
+  switch (e.code) {
+    case storage::storage_errc::invalid_topic:
+      return error_code::invalid_topic_exception;
+    case storage::storage_errc::already_exists:
+      return error_code::topic_already_exists;
+    case storage::storage_errc::invalid_config:
+      return error_code::invalid_config;
+    case storage::storage_errc::invalid_partitions:
+      return error_code::invalid_partitions;
+    case storage::storage_errc::io_error:
+    case storage::storage_errc::corrupt:
+      return error_code::kafka_storage_error;
+    default:
+      return error_code::unknown_server_error;
+  }
+}
+
+topic_error from_storage(const storage::storage_error& e) {
+  return {create_topics_error(e), e.message};
+}
+
+// Resolves partitions and replication factor; fills `partitions`.
+std::optional<topic_error> check_layout(const request_topic& t, const broker_config& config,
+                                        int32_t& partitions) {
+  const int32_t node_id = config.node_id;
+  if (!t.assignments.empty()) {
+    if (t.num_partitions != -1) {
+      return topic_error{error_code::invalid_request,
+                         "A manual partition assignment was specified, but numPartitions was not "
+                         "set to -1."};
+    }
+    if (t.replication_factor != -1) {
+      return topic_error{error_code::invalid_request,
+                         "A manual partition assignment was specified, but replicationFactor was "
+                         "not set to -1."};
+    }
+    int32_t expected = 0;
+    for (const auto& a : t.assignments) {
+      if (a.partition_index != expected) {
+        return topic_error{error_code::invalid_replica_assignment,
+                           "partitions should be a consecutive 0-based integer sequence"};
+      }
+      ++expected;
+      if (a.broker_ids.empty()) {
+        return topic_error{error_code::invalid_replica_assignment,
+                           "The manual partition assignment includes an empty replica list."};
+      }
+      for (int32_t b : a.broker_ids) {
+        if (b != node_id) {
+          return topic_error{error_code::invalid_replica_assignment,
+                             fmt::format("The manual partition assignment includes broker {}, "
+                                         "but no such broker is registered.",
+                                         b)};
+        }
+      }
+      if (a.broker_ids.size() > 1) {
+        return topic_error{error_code::invalid_replica_assignment,
+                           fmt::format("The manual partition assignment includes the broker {} "
+                                       "more than once.",
+                                       node_id)};
+      }
+    }
+    partitions = expected;
+    return std::nullopt;
+  }
+  int32_t rf = t.replication_factor == -1 ? config.default_replication_factor
+                                          : int32_t{t.replication_factor};
+  if (rf <= 0) {
+    return topic_error{error_code::invalid_replication_factor,
+                       "Replication factor must be larger than 0, or -1 to use the default "
+                       "value."};
+  }
+  partitions = t.num_partitions == -1 ? config.num_partitions : t.num_partitions;
+  if (partitions <= 0) {
+    return topic_error{error_code::invalid_partitions,
+                       "Number of partitions was set to an invalid non-positive value."};
+  }
+  if (rf > 1) {
+    return topic_error{
+        error_code::invalid_replication_factor,
+        fmt::format("Unable to replicate the partition {} time(s): The target replication factor "
+                    "of {} cannot be reached because only 1 broker(s) are registered or some "
+                    "brokers have all their log directories cordoned.",
+                    rf, rf)};
+  }
+  return std::nullopt;
+}
+
+// Every check CreateTopics makes, in Kafka's order, without creating anything.
+std::optional<topic_error> check_topic(const request_topic& t, const broker_config& config,
+                                       const storage::log_manager& logs,
+                                       storage::config_map& overrides, int32_t& partitions) {
+  if (auto v = storage::validate_topic_name(t.name); !v) return from_storage(v.error());
+  if (logs.find_topic(t.name) != nullptr) {
+    return topic_error{error_code::topic_already_exists,
+                       fmt::format("Topic '{}' already exists.", t.name)};
+  }
+  if (auto e = check_layout(t, config, partitions)) return e;
+  for (const auto& c : t.configs) {
+    if (!c.value.has_value()) {
+      return topic_error{error_code::invalid_config,
+                         fmt::format("Null value not supported for topic configs: {}", c.name)};
+    }
+    overrides[std::string(c.name)] = std::string(*c.value);
+  }
+  if (auto v = storage::validate_topic_configs(overrides); !v) return from_storage(v.error());
+  if (auto v = storage::resolve_log_config(overrides, logs.broker_props()); !v) {
+    return from_storage(v.error());
+  }
+  for (const storage::topic_info* existing : logs.topics()) {
+    if (storage::topics_collide(existing->name, t.name)) {
+      return topic_error{
+          error_code::invalid_topic_exception,
+          fmt::format("Topic '{}' collides with existing topic: {}", t.name, existing->name)};
+    }
+  }
+  return std::nullopt;
+}
+
+asio::awaitable<handler_outcome> handle_create_topics(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::create_topics_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: CreateTopics v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad CreateTopics request"};
+  }
+  const broker_config& config = request.services.config;
+  topic_manager& topics = *request.services.topics;
+
+  std::map<std::string_view, int> occurrences;
+  for (const auto& t : decoded->topics) ++occurrences[t.name];
+
+  protocol::create_topics_response reply;
+  std::deque<std::string> strings;  // backing store of the views in `reply`
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  for (const auto& t : decoded->topics) {
+    topic_result result;
+    result.name = t.name;
+    auto set_error = [&](const topic_error& e) {
+      result.error_code = static_cast<int16_t>(e.code);
+      result.error_message = strings.emplace_back(e.message);
+      result.configs = std::vector<protocol::create_topics_response::creatable_topic_configs>{};
+    };
+    storage::config_map overrides;
+    int32_t partitions = 0;
+    std::optional<topic_error> error;
+    if (occurrences[t.name] > 1) {
+      error = topic_error{error_code::invalid_request, "Duplicate topic name."};
+    } else {
+      error = check_topic(t, config, logs, overrides, partitions);
+    }
+    storage::uuid topic_id = storage::uuid::random();
+    if (!error && !decoded->validate_only) {
+      auto created = logs.create_topic(t.name, partitions, overrides, wall_clock_ms());
+      if (created) {
+        topic_id = (*created)->topic_id;
+        spdlog::info("created topic {} ({} partition(s), id {}) for {}", t.name, partitions,
+                     topic_id.to_string(), request.connection.peer);
+      } else {
+        error = from_storage(created.error());
+      }
+    }
+    if (error) {
+      set_error(*error);
+      reply.topics.push_back(std::move(result));
+      continue;
+    }
+    result.error_message = std::nullopt;
+    result.topic_id = to_wire(topic_id);
+    result.num_partitions = partitions;
+    result.replication_factor = 1;
+    auto& configs = result.configs.emplace();
+    for (const auto& d : storage::describe_topic_configs(overrides, logs.broker_props())) {
+      protocol::create_topics_response::creatable_topic_configs c;
+      c.name = d.definition->name;
+      c.value = strings.emplace_back(d.value);
+      c.read_only = false;
+      c.config_source = static_cast<int8_t>(d.source);
+      c.is_sensitive = d.definition->sensitive;
+      configs.push_back(c);
+    }
+    reply.topics.push_back(std::move(result));
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_create_topics_handler(handler_registry& registry) {
+  registry.register_handler(protocol::create_topics_request::api_key,
+                            protocol::create_topics_request::min_version,
+                            protocol::create_topics_request::max_version, handle_create_topics);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,204 @@
+// DescribeConfigs (key 32): the configuration of topics and of this broker.
+//
+// Versions served: 1-4 (Kafka 4.4 serves 1-4). The body is decoded with
+// protocol::describe_configs_request.
+// Behaviour:
+//   - Topic (resource type 2): every topic config of storage/log_config.h (Kafka 4.4's list),
+//     with its effective value, ConfigSource DYNAMIC_TOPIC_CONFIG (1) when set on the topic,
+//     STATIC_BROKER_CONFIG (4) when server.properties sets its broker synonym, else
+//     DEFAULT_CONFIG (5); never read-only or sensitive. Synonyms (when IncludeSynonyms) most
+//     specific first: the topic override, the broker key, Kafka's default. ConfigType (v3+) and
+//     Documentation (when IncludeDocumentation; tarn's one-line summaries) from the same table.
+//     An illegal name is INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
+//   - Broker (resource type 4) named node.id: every server.properties key tarn knows, its
+//     effective value, STATIC_BROKER_CONFIG when set else DEFAULT_CONFIG, read-only (tarn has no
+//     dynamic broker configs, see IncrementalAlterConfigs), synonyms = the key itself (set value,
+//     then default). The empty name (cluster-wide dynamic defaults) has no configs. Another id is
+//     INVALID_REQUEST, as Kafka answers.
+//   - ConfigurationKeys filters by name (unknown names are left out); null means all.
+//   - Other resource types (broker loggers, client metrics, groups): INVALID_REQUEST.
+//   - A body that does not decode closes the connection.
+// Not supported: sensitive broker values (tarn has no password configs), quotas.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using resource_request = protocol::describe_configs_request::describe_configs_resource;
+using resource_result = protocol::describe_configs_response::describe_configs_result;
+using config_entry = protocol::describe_configs_response::describe_configs_resource_result;
+
+constexpr int8_t source_static_broker = 4;
+constexpr int8_t source_default = 5;
+
+// The wire error of a storage failure while describing a topic.
+error_code describe_configs_error(const storage::storage_error& e) {
+  switch (e.code) {
+    case storage::storage_errc::invalid_topic:
+      return error_code::invalid_topic_exception;
+    case storage::storage_errc::not_found:
+      return error_code::unknown_topic_or_partition;
+    default:
+      return error_code::unknown_server_error;
+  }
+}
+
+int8_t wire_broker_config_type(broker_config_type t) {
+  switch (t) {
+    case broker_config_type::boolean:
+      return 1;
+    case broker_config_type::string:
+      return 2;
+    case broker_config_type::int32:
+      return 3;
+    case broker_config_type::short_int:
+      return 4;
+    case broker_config_type::int64:
+      return 5;
+    case broker_config_type::float64:
+      return 6;
+    case broker_config_type::list:
+      return 7;
+  }
+  return 0;
+}
+
+bool wanted(const resource_request& res, std::string_view name) {
+  if (!res.configuration_keys) return true;
+  const auto& keys = *res.configuration_keys;
+  return std::find(keys.begin(), keys.end(), name) != keys.end();
+}
+
+struct describe_options {
+  int16_t version;
+  bool synonyms;
+  bool documentation;
+};
+
+void describe_topic(const resource_request& res, const storage::topic_info& topic,
+                    const storage::config_map& broker_props, const describe_options& o,
+                    std::deque<std::string>& strings, resource_result& out) {
+  for (const auto& d : storage::describe_topic_configs(topic.overrides, broker_props)) {
+    if (!wanted(res, d.definition->name)) continue;
+    config_entry e;
+    e.name = d.definition->name;
+    e.value = strings.emplace_back(d.value);
+    e.read_only = false;
+    e.config_source = static_cast<int8_t>(d.source);
+    e.is_sensitive = d.definition->sensitive;
+    if (o.synonyms) {
+      for (const auto& s : d.synonyms) {
+        e.synonyms.push_back({strings.emplace_back(s.name), strings.emplace_back(s.value),
+                              static_cast<int8_t>(s.source)});
+      }
+    }
+    e.config_type = wire_config_type(d.definition->type);
+    e.documentation = o.documentation ? std::optional(d.definition->documentation) : std::nullopt;
+    out.configs.push_back(std::move(e));
+  }
+}
+
+void describe_broker(const resource_request& res, const broker_config& config,
+                     const describe_options& o, std::deque<std::string>& strings,
+                     resource_result& out) {
+  for (const auto& [name, value] : config.values) {
+    if (!wanted(res, name)) continue;
+    auto info = describe_broker_config_key(name);
+    if (!info) continue;
+    const bool set = config.explicitly_set.count(name) != 0;
+    config_entry e;
+    e.name = name;
+    auto text = config_value_to_string(value);
+    e.value = text ? std::optional<std::string_view>(strings.emplace_back(*text)) : std::nullopt;
+    e.read_only = true;
+    e.config_source = set ? source_static_broker : source_default;
+    e.is_sensitive = false;
+    if (o.synonyms) {
+      if (set) e.synonyms.push_back({name, e.value, source_static_broker});
+      std::optional<std::string_view> default_text;
+      if (info->default_value) default_text = strings.emplace_back(*info->default_value);
+      e.synonyms.push_back({name, default_text, source_default});
+    }
+    e.config_type = wire_broker_config_type(info->type);
+    e.documentation = std::nullopt;
+    out.configs.push_back(std::move(e));
+  }
+}
+
+asio::awaitable<handler_outcome> handle_describe_configs(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::describe_configs_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: DescribeConfigs v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad DescribeConfigs request"};
+  }
+  const broker_config& config = request.services.config;
+  topic_manager& topics = *request.services.topics;
+  const describe_options options{version, decoded->include_synonyms,
+                                 version >= 3 && decoded->include_documentation};
+
+  protocol::describe_configs_response reply;
+  std::deque<std::string> strings;  // backing store of the views in `reply`
+  auto guard = topics.lock();
+  for (const auto& res : decoded->resources) {
+    resource_result result;
+    result.resource_type = res.resource_type;
+    result.resource_name = res.resource_name;
+    result.error_message = std::nullopt;
+    auto set_error = [&](error_code code, std::string message) {
+      result.error_code = static_cast<int16_t>(code);
+      result.error_message = strings.emplace_back(std::move(message));
+    };
+    if (res.resource_type == resource_type_topic) {
+      if (auto v = storage::validate_topic_name(res.resource_name); !v) {
+        set_error(describe_configs_error(v.error()), v.error().message);
+      } else if (const auto* t = topics.logs().find_topic(res.resource_name)) {
+        describe_topic(res, *t, topics.logs().broker_props(), options, strings, result);
+      } else {
+        storage::storage_error missing{storage::storage_errc::not_found,
+                                       fmt::format("Topic {} does not exist.", res.resource_name)};
+        set_error(describe_configs_error(missing), missing.message);
+      }
+    } else if (res.resource_type == resource_type_broker) {
+      if (res.resource_name == std::to_string(config.node_id)) {
+        describe_broker(res, config, options, strings, result);
+      } else if (!res.resource_name.empty()) {
+        set_error(error_code::invalid_request,
+                  fmt::format("Unexpected broker id, expected {} or empty string, but received {}",
+                              config.node_id, res.resource_name));
+      }
+    } else {
+      set_error(error_code::invalid_request,
+                fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "
+                            "(supported: 2 = topic, 4 = broker)",
+                            res.resource_type));
+    }
+    reply.results.push_back(std::move(result));
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_describe_configs_handler(handler_registry& registry) {
+  registry.register_handler(
+      protocol::describe_configs_request::api_key, protocol::describe_configs_request::min_version,
+      protocol::describe_configs_request::max_version, handle_describe_configs);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,213 @@
+// IncrementalAlterConfigs (key 44): changes topic configs one key at a time.
+//
+// Versions served: 0-1 (Kafka 4.4 serves 0-1). The body is decoded with
+// protocol::incremental_alter_configs_request.
+// Behaviour:
+//   - Topic (resource type 2): the operations SET (0), DELETE (1), APPEND (2) and SUBTRACT (3)
+//     are applied in order to the topic's overrides. APPEND and SUBTRACT only apply to list
+//     configs (cleanup.policy, *.replication.throttled.replicas) and start from the effective
+//     value (override, else broker default, else Kafka's default); APPEND adds the items not
+//     present yet, SUBTRACT removes items. The resulting overrides are validated as a whole
+//     (storage/log_config.h: INVALID_CONFIG with Kafka's message), then persisted in the topic
+//     metadata file (they survive restarts) and applied to the topic's open logs. ValidateOnly
+//     checks and changes nothing.
+//   - Errors per resource, with messages: an illegal name INVALID_TOPIC_EXCEPTION, an unknown
+//     topic UNKNOWN_TOPIC_OR_PARTITION, a key given twice INVALID_REQUEST, a null value for SET,
+//     APPEND or SUBTRACT INVALID_REQUEST, an unknown operation INVALID_REQUEST, an unknown key or
+//     APPEND/SUBTRACT on a non-list key INVALID_CONFIG.
+//   - Broker (resource type 4) and every other type: INVALID_REQUEST. tarn has no dynamic broker
+//     configuration (Kafka's DYNAMIC_BROKER_CONFIG): broker settings come from server.properties
+//     and --override at start; the message says so.
+//   - A body that does not decode closes the connection.
+// Not supported: dynamic broker and broker-logger configs, alter-config policies, quotas.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using alter_resource = protocol::incremental_alter_configs_request::alter_configs_resource;
+
+enum class op_type : int8_t { set = 0, remove = 1, append = 2, subtract = 3 };
+
+struct alter_error {
+  error_code code;
+  std::string message;
+};
+
+// The wire error of a storage failure while altering a topic's configs.
+error_code incremental_alter_configs_error(const storage::storage_error& e) {
+  switch (e.code) {
+    case storage::storage_errc::invalid_topic:
+      return error_code::invalid_topic_exception;
+    case storage::storage_errc::not_found:
+      return error_code::unknown_topic_or_partition;
+    case storage::storage_errc::invalid_config:
+      return error_code::invalid_config;
+    case storage::storage_errc::io_error:
+    case storage::storage_errc::corrupt:
+      return error_code::kafka_storage_error;
+    default:
+      return error_code::unknown_server_error;
+  }
+}
+
+alter_error from_storage(const storage::storage_error& e) {
+  return {incremental_alter_configs_error(e), e.message};
+}
+
+// The topic's effective value of `def` as text: override, broker default, Kafka default.
+std::string effective_value(const storage::config_definition& def,
+                            const storage::config_map& overrides,
+                            const storage::config_map& broker_props) {
+  if (auto it = overrides.find(def.name); it != overrides.end()) return it->second;
+  if (auto b = storage::broker_default_for(def, broker_props)) return b->value;
+  return std::string(def.default_value);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ',';
+    out += s;
+  }
+  return out;
+}
+
+// Applies the operations of `res` to the topic's overrides.
+result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
+                                                   const storage::topic_info& topic,
+                                                   const storage::config_map& broker_props) {
+  std::set<std::string_view> keys;
+  for (const auto& c : res.configs) {
+    if (!keys.insert(c.name).second) {
+      return fail(alter_error{error_code::invalid_request, "Error due to duplicate config keys"});
+    }
+  }
+  storage::config_map overrides = topic.overrides;
+  for (const auto& c : res.configs) {
+    const auto op = static_cast<op_type>(c.config_operation);
+    if (c.config_operation < 0 || c.config_operation > 3) {
+      return fail(alter_error{
+          error_code::invalid_request,
+          fmt::format("Unknown config operation {} for key {}", c.config_operation, c.name)});
+    }
+    const storage::config_definition* def = storage::find_topic_config(c.name);
+    if (def == nullptr) {
+      return fail(alter_error{error_code::invalid_config,
+                              fmt::format("Unknown topic config name: {}", c.name)});
+    }
+    if (op != op_type::remove && !c.value.has_value()) {
+      return fail(alter_error{error_code::invalid_request,
+                              fmt::format("Null value not supported for : {}", c.name)});
+    }
+    std::string key(c.name);
+    switch (op) {
+      case op_type::set:
+        overrides[key] = std::string(*c.value);
+        break;
+      case op_type::remove:
+        overrides.erase(key);
+        break;
+      case op_type::append:
+      case op_type::subtract: {
+        if (def->type != storage::config_type::list) {
+          return fail(
+              alter_error{error_code::invalid_config,
+                          fmt::format("Can't {} to key {} because its type is not LIST.",
+                                      op == op_type::append ? "APPEND" : "SUBTRACT", c.name)});
+        }
+        auto items = storage::split_config_list(effective_value(*def, overrides, broker_props));
+        for (const auto& item : storage::split_config_list(*c.value)) {
+          auto it = std::find(items.begin(), items.end(), item);
+          if (op == op_type::append && it == items.end()) items.push_back(item);
+          if (op == op_type::subtract)
+            items.erase(std::remove(items.begin(), items.end(), item), items.end());
+        }
+        overrides[key] = join(items);
+        break;
+      }
+    }
+  }
+  if (auto v = storage::validate_topic_configs(overrides); !v) return fail(from_storage(v.error()));
+  if (auto v = storage::resolve_log_config(overrides, broker_props); !v) {
+    return fail(from_storage(v.error()));
+  }
+  return overrides;
+}
+
+asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::incremental_alter_configs_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: IncrementalAlterConfigs v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad IncrementalAlterConfigs request"};
+  }
+  topic_manager& topics = *request.services.topics;
+  protocol::incremental_alter_configs_response reply;
+  std::deque<std::string> strings;  // backing store of the views in `reply`
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  for (const auto& res : decoded->resources) {
+    protocol::incremental_alter_configs_response::alter_configs_resource_response result;
+    result.resource_type = res.resource_type;
+    result.resource_name = res.resource_name;
+    result.error_message = std::nullopt;
+    std::optional<alter_error> error;
+    if (res.resource_type == resource_type_broker) {
+      error = alter_error{error_code::invalid_request,
+                          "tarn has no dynamic broker configuration: set broker configs in "
+                          "server.properties (or --override) and restart the broker"};
+    } else if (res.resource_type != resource_type_topic) {
+      error = alter_error{error_code::invalid_request,
+                          fmt::format("Unsupported resource type {} for IncrementalAlterConfigs "
+                                      "in tarn (supported: 2 = topic)",
+                                      res.resource_type)};
+    } else if (auto v = storage::validate_topic_name(res.resource_name); !v) {
+      error = from_storage(v.error());
+    } else if (const storage::topic_info* t = logs.find_topic(res.resource_name); t == nullptr) {
+      error = alter_error{error_code::unknown_topic_or_partition,
+                          fmt::format("Topic {} does not exist.", res.resource_name)};
+    } else if (auto overrides = apply_ops(res, *t, logs.broker_props()); !overrides) {
+      error = overrides.error();
+    } else if (!decoded->validate_only) {
+      if (auto s = logs.set_topic_config(res.resource_name, *overrides); !s) {
+        error = from_storage(s.error());
+      } else {
+        spdlog::info("topic {}: configs altered by {}", res.resource_name, request.connection.peer);
+      }
+    }
+    if (error) {
+      result.error_code = static_cast<int16_t>(error->code);
+      result.error_message = strings.emplace_back(std::move(error->message));
+    }
+    reply.responses.push_back(std::move(result));
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_incremental_alter_configs_handler(handler_registry& registry) {
+  registry.register_handler(protocol::incremental_alter_configs_request::api_key,
+                            protocol::incremental_alter_configs_request::min_version,
+                            protocol::incremental_alter_configs_request::max_version,
+                            handle_incremental_alter_configs);
+}
+
+}  // namespace tarn::broker

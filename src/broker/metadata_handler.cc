@@ -1,0 +1,179 @@
+// Metadata (key 3): the brokers, the cluster id and controller, and the topics with their
+// partitions. tarn is a single node, so it leads every partition.
+//
+// Versions served: 0-13 (kafka-python uses v0/v1, librdkafka v4, kafkajs v6, Java and franz-go
+// v12+). The body is decoded with protocol::metadata_request.
+// Behaviour:
+//   - Brokers: this node (node.id) once, with the host and bound port of the advertised listener
+//     of the listener the request arrived on; rack null. ControllerId = node.id, ClusterId = the
+//     id kept in the log directory's meta.properties.
+//   - Topics: a null list (v1+) or an empty one (v0) means every topic, sorted by name. Each
+//     partition: leader node.id, leader epoch 0, replicas = isr = [node.id], no offline replicas.
+//     Topic ids from v10. A name asked twice is answered once (Kafka uses a set).
+//   - A topic that does not exist: INVALID_TOPIC_EXCEPTION if its name is not a legal topic name;
+//     else, when auto.create.topics.enable and the request allow it (v0-v3 always allow, v4+ read
+//     AllowAutoTopicCreation), it is created with num.partitions partitions and answered
+//     LEADER_NOT_AVAILABLE without partitions, exactly as Kafka 4.4 answers the request that
+//     triggers the creation (the client retries and then sees it); otherwise
+//     UNKNOWN_TOPIC_OR_PARTITION. A creation that fails (a '.'/'_' collision) is
+//     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR.
+//   - v10+ topics asked by id (null name): the topic with that id, else UNKNOWN_TOPIC_ID with a
+//     null name.
+//   - IncludeTopicAuthorizedOperations (v8+): tarn has no authorizer, so as Kafka without one it
+//     reports every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+//     DESCRIBE_CONFIGS, ALTER_CONFIGS); otherwise INT32_MIN. Cluster operations (v8-10) are
+//     always INT32_MIN ("not requested") — tarn does not report them.
+//   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
+// Not supported: racks, internal topics (tarn has no __consumer_offsets yet), quotas
+// (ThrottleTimeMs 0).
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <set>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using topic_result = protocol::metadata_response::metadata_response_topic;
+
+// The wire error for a failed auto-creation.
+error_code metadata_error(const storage::storage_error& e) {
+  switch (e.code) {
+    case storage::storage_errc::invalid_topic:
+      return error_code::invalid_topic_exception;
+    case storage::storage_errc::already_exists:
+      return error_code::leader_not_available;  // created by a concurrent request just now
+    case storage::storage_errc::io_error:
+    case storage::storage_errc::corrupt:
+      return error_code::kafka_storage_error;
+    default:
+      return error_code::unknown_server_error;
+  }
+}
+
+topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool include_ops) {
+  topic_result r;
+  r.name = t.name;
+  r.topic_id = to_wire(t.topic_id);
+  r.partitions.reserve(static_cast<size_t>(t.partitions));
+  for (int32_t p = 0; p < t.partitions; ++p) {
+    protocol::metadata_response::metadata_response_partition part;
+    part.partition_index = p;
+    part.leader_id = node_id;
+    part.leader_epoch = 0;
+    part.replica_nodes = {node_id};
+    part.isr_nodes = {node_id};
+    r.partitions.push_back(std::move(part));
+  }
+  if (include_ops) r.topic_authorized_operations = all_topic_operations;
+  return r;
+}
+
+topic_result topic_error(error_code code, std::optional<std::string_view> name) {
+  topic_result r;
+  r.error_code = static_cast<int16_t>(code);
+  r.name = name;
+  return r;
+}
+
+asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::metadata_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: Metadata v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad Metadata request"};
+  }
+  const broker_config& config = request.services.config;
+  const int32_t node_id = config.node_id;
+  topic_manager& topics = *request.services.topics;
+
+  protocol::metadata_response reply;
+  const listener_endpoint* advertised = &request.services.advertised_listeners.front();
+  for (const auto& l : request.services.advertised_listeners) {
+    if (l.name == request.connection.listener) advertised = &l;
+  }
+  reply.brokers.push_back({node_id, advertised->host, advertised->port, std::nullopt});
+  reply.cluster_id = topics.cluster_id();
+  reply.controller_id = node_id;
+
+  const bool include_ops = decoded->include_topic_authorized_operations;
+  const bool all_topics =
+      !decoded->topics.has_value() || (version == 0 && decoded->topics->empty());
+  const bool may_create =
+      config.auto_create_topics_enable && (version < 4 || decoded->allow_auto_topic_creation);
+
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  if (all_topics) {
+    for (const storage::topic_info* t : logs.topics()) {
+      reply.topics.push_back(describe_topic(*t, node_id, include_ops));
+    }
+    co_return encode_response(reply, version);
+  }
+
+  std::set<std::string_view> seen_names;
+  std::deque<std::string> created_names;
+  for (const auto& want : *decoded->topics) {
+    if (!want.name.has_value()) {
+      storage::uuid id = from_wire(want.topic_id);
+      const storage::topic_info* found = nullptr;
+      for (const storage::topic_info* t : logs.topics()) {
+        if (t->topic_id == id) found = t;
+      }
+      if (found != nullptr) {
+        reply.topics.push_back(describe_topic(*found, node_id, include_ops));
+      } else {
+        topic_result missing = topic_error(error_code::unknown_topic_id, std::nullopt);
+        missing.topic_id = want.topic_id;
+        reply.topics.push_back(std::move(missing));
+      }
+      continue;
+    }
+    std::string_view name = *want.name;
+    if (!seen_names.insert(name).second) continue;
+    if (const storage::topic_info* t = logs.find_topic(name)) {
+      reply.topics.push_back(describe_topic(*t, node_id, include_ops));
+      continue;
+    }
+    if (!storage::validate_topic_name(name)) {
+      reply.topics.push_back(topic_error(error_code::invalid_topic_exception, name));
+      continue;
+    }
+    if (!may_create) {
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+      continue;
+    }
+    auto created = logs.create_topic(name, config.num_partitions, {}, wall_clock_ms());
+    if (created) {
+      spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", name,
+                   config.num_partitions, request.connection.peer);
+      reply.topics.push_back(topic_error(error_code::leader_not_available, name));
+    } else {
+      spdlog::warn("auto-creation of topic {} failed: {}", name, created.error().message);
+      reply.topics.push_back(topic_error(metadata_error(created.error()), name));
+    }
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_metadata_handler(handler_registry& registry) {
+  registry.register_handler(protocol::metadata_request::api_key,
+                            protocol::metadata_request::min_version,
+                            protocol::metadata_request::max_version, handle_metadata);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,76 @@
+// Small pieces the topic-management handlers share: encoding a response body, converting topic
+// ids between storage's and the wire's representation, and the wire code of a config type.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "broker/handler.h"
+#include "protocol/reader.h"
+#include "protocol/writer.h"
+#include "storage/log_config.h"
+#include "storage/topic_metadata.h"
+
+namespace tarn::broker {
+
+template <class Message>
+response encode_response(const Message& m, int16_t version) {
+  response out;
+  out.body.reserve(m.encoded_size(version));
+  protocol::writer w(out.body);
+  m.encode(w, version);
+  return out;
+}
+
+inline protocol::uuid to_wire(const storage::uuid& id) {
+  protocol::uuid out;
+  for (int i = 0; i < 8; ++i) {
+    out.bytes[static_cast<size_t>(i)] =
+        static_cast<uint8_t>(id.most_significant_bits >> (56 - 8 * i));
+    out.bytes[static_cast<size_t>(8 + i)] =
+        static_cast<uint8_t>(id.least_significant_bits >> (56 - 8 * i));
+  }
+  return out;
+}
+
+inline storage::uuid from_wire(const protocol::uuid& id) {
+  storage::uuid out;
+  for (size_t i = 0; i < 8; ++i) {
+    out.most_significant_bits = (out.most_significant_bits << 8) | id.bytes[i];
+    out.least_significant_bits = (out.least_significant_bits << 8) | id.bytes[8 + i];
+  }
+  return out;
+}
+
+// DescribeConfigsResponse.ConfigType: UNKNOWN 0, BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5,
+// DOUBLE 6, LIST 7, CLASS 8, PASSWORD 9.
+inline int8_t wire_config_type(storage::config_type t) {
+  switch (t) {
+    case storage::config_type::boolean:
+      return 1;
+    case storage::config_type::string:
+      return 2;
+    case storage::config_type::int32:
+      return 3;
+    case storage::config_type::int64:
+      return 5;
+    case storage::config_type::float64:
+      return 6;
+    case storage::config_type::list:
+      return 7;
+  }
+  return 0;
+}
+
+// Kafka's resource types (org.apache.kafka.common.resource.ResourceType / ConfigResource.Type).
+inline constexpr int8_t resource_type_topic = 2;
+inline constexpr int8_t resource_type_broker = 4;
+inline constexpr int8_t resource_type_broker_logger = 8;
+
+// Topic-level AclOperations a client may perform when no authorizer is configured (Kafka reports
+// every operation the resource type supports): READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
+// DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+inline constexpr int32_t all_topic_operations =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+
+}  // namespace tarn::broker

@@ -1,0 +1,96 @@
+// The broker's topics: log manager, cluster id, topic-config defaults (see topic_manager.h).
+#include "broker/topic_manager.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "broker/properties.h"
+#include "storage/io.h"
+#include "storage/topic_metadata.h"
+
+namespace tarn::broker {
+
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+storage::config_map topic_defaults_from(const broker_config& config) {
+  storage::config_map out;
+  for (const auto& [key, value] : config.explicitly_set) out.emplace(key, value);
+  return out;
+}
+
+result<std::string, std::string> load_or_create_meta_properties(const std::string& log_dir,
+                                                                int32_t node_id) {
+  const std::string path = log_dir + "/" + meta_properties_file_name;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    auto props = load_properties_file(path);
+    if (!props) return fail(props.error());
+    std::string cluster_id, stored_node;
+    for (const auto& [k, v] : *props) {
+      if (k == "cluster.id") cluster_id = v;
+      if (k == "node.id") stored_node = v;
+    }
+    if (cluster_id.empty()) return fail(fmt::format("{} has no cluster.id", path));
+    if (!stored_node.empty() && stored_node != std::to_string(node_id)) {
+      return fail(fmt::format(
+          "Stored node id {} doesn't match previous node id {} in {}. If you moved your data, "
+          "make sure your configured node id matches. If you intend to create a new node, you "
+          "should remove all data in your data directories.",
+          node_id, stored_node, path));
+    }
+    return cluster_id;
+  }
+  std::string cluster_id = storage::uuid::random().to_string();
+  std::time_t t = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof(when), "%a %b %d %H:%M:%S UTC %Y", std::gmtime(&t));
+  std::string text = fmt::format("#\n#{}\nnode.id={}\ndirectory.id={}\nversion=1\ncluster.id={}\n",
+                                 when, node_id, storage::uuid::random().to_string(), cluster_id);
+  if (auto w = storage::write_file_atomic(path, text); !w) return fail(w.error().message);
+  return cluster_id;
+}
+
+result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
+    const broker_config& config, const std::string& log_dir) {
+  std::unique_ptr<topic_manager> m(new topic_manager());
+  auto cluster = load_or_create_meta_properties(log_dir, config.node_id);
+  if (!cluster) return fail(cluster.error());
+  m->cluster_id_ = std::move(*cluster);
+
+  storage::log_manager_options options;
+  options.log_dir = log_dir;
+  options.broker_props = topic_defaults_from(config);
+  options.now = wall_clock_ms();
+  storage::startup_report report;
+  auto logs = storage::log_manager::open(options, &report);
+  if (!logs) {
+    return fail(fmt::format("cannot load log directory {}: {}", log_dir, logs.error().message));
+  }
+  m->logs_ = std::move(*logs);
+  m->had_clean_shutdown_ = report.had_clean_shutdown;
+  for (const auto& d : report.removed_delete_dirs) {
+    spdlog::info("log directory {}: removed {} left by an interrupted deletion", log_dir, d);
+  }
+  for (const auto& d : report.stray_dirs) {
+    spdlog::warn("log directory {}: {} belongs to no known topic; set aside", log_dir, d);
+  }
+  spdlog::info("log directory {}: cluster id {}, {} topic(s), {} partition log(s) loaded{}",
+               log_dir, m->cluster_id_, m->logs_->topics().size(), report.logs.size(),
+               report.had_clean_shutdown ? "" : " (no clean-shutdown marker: recovered)");
+  return m;
+}
+
+result<void, std::string> topic_manager::shutdown() {
+  auto guard = lock();
+  if (auto r = logs_->shutdown(-1, wall_clock_ms()); !r) return fail(r.error().message);
+  return {};
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,60 @@
+// The broker's view of its topics: storage's log_manager for the one log directory, the cluster
+// id (Kafka's meta.properties), and the mapping of the broker configuration onto the topic-config
+// defaults (storage/log_config.h is the one definition of topic configs; the broker only hands it
+// the server.properties keys that were set). Handlers on every event loop share one instance, so
+// every access to the log manager holds lock().
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/result.h"
+#include "broker/config.h"
+#include "storage/log_manager.h"
+
+namespace tarn::broker {
+
+inline constexpr const char* meta_properties_file_name = "meta.properties";
+
+// The server.properties keys that were set, as storage's config_map: the broker-level defaults
+// (and their DescribeConfigs synonyms) of the topic configs. Keys left at Kafka's default are not
+// passed, so a topic config falls back to Kafka's topic default with source DEFAULT_CONFIG.
+storage::config_map topic_defaults_from(const broker_config& config);
+
+// meta.properties in the log directory (Kafka's MetaProperties v1: version, cluster.id, node.id,
+// directory.id). Written on first start with a fresh cluster id; a node.id that differs from the
+// configuration refuses the start, as Kafka does. Returns the cluster id.
+result<std::string, std::string> load_or_create_meta_properties(const std::string& log_dir,
+                                                                int32_t node_id);
+
+class topic_manager {
+ public:
+  // Loads every topic from the log directory (recovering after an unclean shutdown).
+  static result<std::unique_ptr<topic_manager>, std::string> open(const broker_config& config,
+                                                                  const std::string& log_dir);
+
+  const std::string& cluster_id() const { return cluster_id_; }
+  bool had_clean_shutdown() const { return had_clean_shutdown_; }
+
+  // Hold while using logs(). Create/delete/alter are short metadata operations plus a few
+  // directory syscalls, so handlers take it on their event loop.
+  std::unique_lock<std::mutex> lock() const { return std::unique_lock(mu_); }
+  storage::log_manager& logs() { return *logs_; }
+
+  // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
+  result<void, std::string> shutdown();
+
+ private:
+  topic_manager() = default;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<storage::log_manager> logs_;
+  std::string cluster_id_;
+  bool had_clean_shutdown_ = false;
+};
+
+// Milliseconds since the Unix epoch, for storage calls that take `now`.
+int64_t wall_clock_ms();
+
+}  // namespace tarn::broker
