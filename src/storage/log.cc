@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <random>
 
 #include "fmt/format.h"
+#include "record/record_batch.h"
 
 namespace tarn::storage {
 namespace {
@@ -170,6 +172,34 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   }
   report.log_end_offset = leo;
   report.recovery_point = recovery_point;
+  return load_producer_state();
+}
+
+result<void, storage_error> log::load_producer_state() {
+  producers_ = producer_state_manager(partition_dir_name(tp_));
+  auto loaded = producers_.load_latest(dir_, log_end_offset());
+  if (!loaded) return fail(loaded.error());
+  const offset_t from = loaded->value_or(log_start_offset());
+  // Kafka's UnifiedLog.rebuildProducerState: every data batch with a producer id after the
+  // snapshot updates the state, as its append did.
+  std::array<uint8_t, batch_header_size> header{};
+  for (const auto& seg : segments_) {
+    if (seg->next_offset() <= from) continue;
+    int64_t position = 0;
+    while (position + batch_header_size <= seg->size()) {
+      auto r = seg->read_bytes(position, header);
+      if (!r) return r;
+      record::record_batch_view batch(header);
+      const int64_t size = int64_t{batch.batch_length()} + log_overhead;
+      if (size < batch_header_size) break;
+      if (batch.last_offset() >= from && batch.has_producer_id() && !batch.is_control()) {
+        producer_append a{batch.producer_id(), batch.producer_epoch(), batch.base_sequence(),
+                          batch.last_sequence()};
+        producers_.update(a, batch.base_offset(), batch.last_offset(), batch.max_timestamp());
+      }
+      position += size;
+    }
+  }
   return {};
 }
 
@@ -293,7 +323,8 @@ result<void, storage_error> log::roll_at(offset_t new_base_offset, timestamp_ms 
   auto seg = log_segment::create(dir_, new_base_offset, options_for(config_), now);
   if (!seg) return fail(seg.error());
   segments_.push_back(std::move(*seg));
-  return {};
+  // Kafka snapshots producer state at every roll, named by the new segment's base offset.
+  return producers_.take_snapshot(dir_, new_base_offset);
 }
 
 result<void, storage_error> log::flush(timestamp_ms now) {
@@ -436,7 +467,7 @@ std::vector<offset_t> log::segment_base_offsets() const {
 result<void, storage_error> log::close() {
   if (closed_) return {};
   closed_ = true;
-  result<void, storage_error> first;
+  result<void, storage_error> first = producers_.take_snapshot(dir_, log_end_offset());
   for (auto& seg : segments_) {
     auto c = seg->close();
     if (!c && first) first = c;

@@ -26,6 +26,7 @@
 #include "storage/checkpoint_file.h"
 #include "storage/log_config.h"
 #include "storage/log_segment.h"
+#include "storage/producer_state.h"
 #include "storage/storage_error.h"
 
 namespace tarn::storage {
@@ -133,6 +134,12 @@ class log {
 
   void set_append_listener(append_listener listener) { append_listener_ = std::move(listener); }
 
+  // Idempotent-producer state (producer_state.h), loaded at open from the newest
+  // `<offset>.snapshot` and the batches after it; snapshotted at every roll and at close.
+  // Owner thread only, like append().
+  producer_state_manager& producers() { return producers_; }
+  const producer_state_manager& producers() const { return producers_; }
+
   // The leader epoch cache (leader-epoch-checkpoint), oldest first.
   const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
 
@@ -153,12 +160,15 @@ class log {
   result<void, storage_error> delete_first_segments(size_t count, timestamp_ms now);
   log_segment& active() const { return *segments_.back(); }
   void set_log_end_offset(offset_t leo);
+  // Loads the newest producer snapshot at or below the LEO and replays the batches after it.
+  result<void, storage_error> load_producer_state();
 
   topic_partition tp_;
   fs::path dir_;
   log_config config_;
   std::vector<std::unique_ptr<log_segment>> segments_;  // ascending base offsets; never empty
   std::vector<epoch_entry> epochs_;
+  producer_state_manager producers_;
   std::atomic<offset_t> log_start_offset_{0};
   std::atomic<offset_t> log_end_offset_{0};
   std::atomic<offset_t> high_watermark_{0};

@@ -1,0 +1,378 @@
+// Produce (key 0): validates each partition's batch, assigns offsets from the log end offset and
+// appends it to the partition's log, in the order of Kafka 4.4's produce path.
+//
+// Versions served: 3-13 (advertised from 0, KAFKA-18659). v13 names topics by id.
+// Per partition, in Kafka's order (KafkaApis, ReplicaManager, Partition, UnifiedLog, LogValidator):
+//   1. the topic and partition exist: UNKNOWN_TOPIC_OR_PARTITION (v13 by id: UNKNOWN_TOPIC_ID).
+//      Produce never creates topics.
+//   2. the records hold exactly one v2 batch (ProduceRequest.validateRecords): none, a magic other
+//      than 2, or two batches: INVALID_RECORD; zstd below v7: UNSUPPORTED_COMPRESSION_TYPE; a
+//      batch length below the v2 header: CORRUPT_MESSAGE.
+//   3. acks is -1, 0 or 1, else every partition that got this far: INVALID_REQUIRED_ACKS.
+//   4. this broker leads the partition (always: tarn is one node) else NOT_LEADER_OR_FOLLOWER;
+//      acks=-1: ISR size (1) >= min(min.insync.replicas, replica count 1), else
+//      NOT_ENOUGH_REPLICAS.
+//   5. storage::validate_batch: baseOffset 0 (INVALID_RECORD), max.message.bytes
+//      (MESSAGE_TOO_LARGE), CRC (CORRUPT_MESSAGE), batch shape (INVALID_RECORD), keys on compacted
+//      topics (INVALID_RECORD + RecordErrors), timestamps (INVALID_TIMESTAMP + RecordErrors).
+//      ErrorMessage is set only with RecordErrors, as Kafka does.
+//   6. under the partition lock: offsets from the log end offset, leader epoch 0 (what Metadata
+//      reports); then the idempotence check (producer_state.h): a retried batch is answered with
+//      its first offset and not written; a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER; a stale
+//      epoch INVALID_PRODUCER_EPOCH; then one write of the batch (the request's own bytes on the
+//      in-place path) and the producer state update. A failed partition changes nothing.
+// Responses: BaseOffset, LogAppendTimeMs (now on LogAppendTime topics, else -1; a retried batch
+// gets its batch timestamp, as Kafka), LogStartOffset (-1 where Kafka leaves it unknown: errors of
+// steps 1-3 and unknown topic, leadership, size and CRC errors).
+// acks=0: no response; if any partition failed, the connection is closed (Kafka does the same).
+// acks=1 and acks=-1: answered after the append; with one replica the high watermark covers the
+// batch at once, so acks=-1 never waits and never gets REQUEST_TIMED_OUT.
+// A body that does not decode closes the connection.
+//
+// Locking: topic_manager's mutex guards the log manager and every log (docs/storage.md: a log is
+// single-threaded). The handler holds it only to look a topic up and for step 6; the checks of
+// steps 2-5 (CRC, decompression, record walk, recompression) run without it, on the request's
+// own bytes.
+//
+// Not supported: transactions (a transactional batch is INVALID_TXN_STATE), quotas (throttle 0).
+#include <spdlog/spdlog.h>
+
+#include <variant>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/produce_request.h"
+#include "protocol/messages/produce_response.h"
+#include "record/record_batch.h"
+#include "storage/log_validator.h"
+#include "storage/producer_state.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+// Every partition written through this broker has this leader epoch (Metadata reports it).
+constexpr leader_epoch_t leader_epoch = 0;
+
+// A partition that failed before or during its append.
+struct append_failure {
+  error_code code = error_code::none;
+  std::string reason;                                // for the log
+  std::vector<storage::record_error> record_errors;  // RecordErrors; non-empty => ErrorMessage
+  bool log_start_offset_known = false;               // Kafka fills LogStartOffset for this error
+};
+
+// Step 1-2 errors (KafkaApis) and the request-wide acks error.
+struct request_error {
+  error_code code;
+  std::string reason;
+};
+
+// The one place that decides a failed partition's wire error.
+append_failure to_failure(
+    std::variant<request_error, storage::validation_error, storage::producer_error,
+                 storage::storage_error>
+        source) {
+  append_failure f;
+  if (auto* r = std::get_if<request_error>(&source)) {
+    f.code = r->code;
+    f.reason = std::move(r->reason);
+    // NOT_ENOUGH_REPLICAS is thrown inside Partition and goes through processFailedRecord.
+    f.log_start_offset_known = r->code == error_code::not_enough_replicas;
+  } else if (auto* v = std::get_if<storage::validation_error>(&source)) {
+    switch (v->code) {
+      case storage::validation_errc::invalid_record:
+        f.code = error_code::invalid_record;
+        f.log_start_offset_known = true;
+        break;
+      case storage::validation_errc::record_too_large:
+        f.code = error_code::message_too_large;
+        break;
+      case storage::validation_errc::corrupt_record:
+        f.code = error_code::corrupt_message;
+        break;
+      case storage::validation_errc::invalid_timestamp:
+        f.code = error_code::invalid_timestamp;
+        f.log_start_offset_known = true;
+        break;
+    }
+    f.reason = std::move(v->message);
+    f.record_errors = std::move(v->record_errors);
+  } else if (auto* p = std::get_if<storage::producer_error>(&source)) {
+    f.code = p->code == storage::producer_errc::out_of_order_sequence
+                 ? error_code::out_of_order_sequence_number
+                 : error_code::invalid_producer_epoch;
+    f.reason = std::move(p->message);
+    f.log_start_offset_known = true;
+  } else {
+    auto& s = std::get<storage::storage_error>(source);
+    switch (s.code) {
+      case storage::storage_errc::record_too_large:
+        f.code = error_code::record_list_too_large;  // RecordBatchTooLargeException
+        break;
+      case storage::storage_errc::not_found:
+        f.code = error_code::unknown_topic_or_partition;
+        break;
+      default:
+        f.code = error_code::kafka_storage_error;
+        break;
+    }
+    f.reason = std::move(s.message);
+  }
+  return f;
+}
+
+struct partition_work {
+  int32_t index = 0;
+  std::span<uint8_t> batch;  // the one batch, inside the request frame
+  std::optional<append_failure> failure;
+  storage::validated_batch validated;
+  int64_t base_offset = -1;
+  int64_t log_append_time_ms = -1;
+  int64_t log_start_offset = -1;
+};
+
+struct topic_work {
+  std::string name;
+  protocol::uuid topic_id;
+  bool known = false;
+  int32_t partitions = 0;
+  storage::log_config config;
+  std::vector<partition_work> parts;
+};
+
+// ProduceRequest.validateRecords: exactly one v2 batch; sets `out.batch`.
+std::optional<append_failure> check_records(std::optional<protocol::bytes_view> records,
+                                            uint8_t* frame, int16_t version,
+                                            partition_work& out) {
+  auto fail_with = [](error_code code, std::string reason) {
+    return to_failure(request_error{code, std::move(reason)});
+  };
+  const std::string none_msg = fmt::format(
+      "Produce requests with version {} must have at least one record batch per partition",
+      version);
+  if (!records || records->empty()) return fail_with(error_code::invalid_record, none_msg);
+  record::batch_reader reader(*records);
+  record::record_batch_view first;
+  if (!reader.next(first)) {
+    if (reader.stop() == record::batch_stop::invalid_length) {
+      return fail_with(error_code::corrupt_message, "Record batch length below the v2 header");
+    }
+    return fail_with(error_code::invalid_record, none_msg);
+  }
+  if (first.magic() != record::magic_v2) {
+    return fail_with(error_code::invalid_record,
+                     fmt::format("Produce requests with version {} are only allowed to contain "
+                                 "record batches with magic version 2",
+                                 version));
+  }
+  if (version < 7 && first.compression() == record::compression_type::zstd) {
+    return fail_with(error_code::unsupported_compression_type,
+                     fmt::format("Produce requests with version {} are not allowed to use ZStandard "
+                                 "compression",
+                                 version));
+  }
+  record::record_batch_view second;
+  if (reader.next(second) || reader.stop() == record::batch_stop::invalid_length) {
+    return fail_with(error_code::invalid_record,
+                     fmt::format("Produce requests with version {} are only allowed to contain "
+                                 "exactly one record batch per partition",
+                                 version));
+  }
+  // Trailing bytes too short to be a batch are ignored, as Kafka's iterator ignores them.
+  const auto* start = const_cast<uint8_t*>(first.bytes().data());
+  out.batch = std::span<uint8_t>(frame + (start - frame), first.size_bytes());
+  return std::nullopt;
+}
+
+asio::awaitable<handler_outcome> handle_produce(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::produce_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: Produce v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad Produce request"};
+  }
+  const protocol::produce_request& req = *decoded;
+  topic_manager& topics = *request.services.topics;
+  const int64_t now = wall_clock_ms();
+  const bool valid_acks = req.acks == -1 || req.acks == 0 || req.acks == 1;
+
+  // Steps 1-3.
+  std::vector<topic_work> work;
+  work.reserve(req.topic_data.size());
+  {
+    auto guard = topics.lock();
+    const auto& logs = topics.logs();
+    for (const auto& t : req.topic_data) {
+      topic_work& tw = work.emplace_back();
+      const storage::topic_info* info = nullptr;
+      if (version >= 13) {
+        tw.topic_id = t.topic_id;
+        const storage::uuid id = from_wire(t.topic_id);
+        for (const auto* candidate : logs.topics()) {
+          if (candidate->topic_id == id) info = candidate;
+        }
+      } else {
+        tw.name = std::string(t.name);
+        info = logs.find_topic(t.name);
+      }
+      if (info != nullptr) {
+        tw.known = true;
+        tw.name = info->name;
+        tw.partitions = info->partitions;
+        tw.config = info->config;
+      }
+    }
+  }
+  for (size_t i = 0; i < req.topic_data.size(); ++i) {
+    topic_work& tw = work[i];
+    for (const auto& p : req.topic_data[i].partition_data) {
+      partition_work& pw = tw.parts.emplace_back();
+      pw.index = p.index;
+      if (!tw.known || p.index < 0 || p.index >= tw.partitions) {
+        const bool by_id = version >= 13 && !tw.known;
+        pw.failure = to_failure(request_error{
+            by_id ? error_code::unknown_topic_id : error_code::unknown_topic_or_partition,
+            "unknown topic or partition"});
+        continue;
+      }
+      pw.failure = check_records(p.records, request.frame.data.get(), version, pw);
+      if (pw.failure) continue;
+      if (!valid_acks) {
+        pw.failure = to_failure(request_error{error_code::invalid_required_acks,
+                                              fmt::format("acks {} is not -1, 0 or 1", req.acks)});
+      }
+    }
+  }
+
+  // Steps 4-5, without the lock.
+  for (auto& tw : work) {
+    for (auto& pw : tw.parts) {
+      if (pw.failure) continue;
+      const int32_t replicas = 1, isr = 1;
+      if (req.acks == -1 && isr < std::min(tw.config.min_insync_replicas, replicas)) {
+        pw.failure = to_failure(request_error{error_code::not_enough_replicas,
+                                              "ISR below the effective min.insync.replicas"});
+        continue;
+      }
+      const std::string tp = fmt::format("{}-{}", tw.name, pw.index);
+      storage::validation_context ctx{tp, &tw.config, now};
+      auto v = storage::validate_batch(pw.batch, ctx);
+      if (!v) {
+        pw.failure = to_failure(std::move(v.error()));
+        continue;
+      }
+      pw.validated = std::move(*v);
+      if (pw.validated.transactional) {
+        pw.failure = to_failure(request_error{error_code::invalid_txn_state,
+                                              "transactions are not supported by tarn"});
+      }
+    }
+  }
+
+  // Step 6, per partition under the lock.
+  for (auto& tw : work) {
+    for (auto& pw : tw.parts) {
+      if (pw.failure) continue;
+      auto guard = topics.lock();
+      storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
+      if (log == nullptr) {  // deleted since step 1
+        pw.failure =
+            to_failure(request_error{error_code::unknown_topic_or_partition, "topic deleted"});
+        continue;
+      }
+      storage::validated_batch& vb = pw.validated;
+      const offset_t first = log->log_end_offset();
+      const offset_t last = storage::assign_offsets(vb, first, leader_epoch);
+      const bool idempotent = vb.producer_id != record::no_producer_id;
+      storage::producer_append pa;
+      if (idempotent) {
+        record::record_batch_view view(vb.bytes);
+        pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, view.last_sequence()};
+        auto check = log->producers().check(pa, first);
+        if (!check) {
+          pw.failure = to_failure(std::move(check.error()));
+          pw.log_start_offset = log->log_start_offset();
+          continue;
+        }
+        if (*check) {  // a retry: answered with the original offsets, not written again
+          pw.base_offset = (*check)->first_offset();
+          pw.log_append_time_ms = (*check)->timestamp;
+          pw.log_start_offset = log->log_start_offset();
+          continue;
+        }
+      }
+      if (auto a = log->append(vb.bytes, now); !a) {
+        pw.failure = to_failure(std::move(a.error()));
+        continue;
+      }
+      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+      pw.base_offset = first;
+      pw.log_append_time_ms = vb.log_append_time ? now : -1;
+      pw.log_start_offset = log->log_start_offset();
+    }
+  }
+
+  // Kafka reports the log start offset with these errors.
+  for (auto& tw : work) {
+    for (auto& pw : tw.parts) {
+      if (!pw.failure || !pw.failure->log_start_offset_known || pw.log_start_offset >= 0) continue;
+      auto guard = topics.lock();
+      if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
+        pw.log_start_offset = log->log_start_offset();
+      }
+    }
+  }
+
+  // The response.
+  protocol::produce_response reply;
+  bool any_error = false;
+  for (auto& tw : work) {
+    auto& tr = reply.responses.emplace_back();
+    tr.name = tw.name;
+    tr.topic_id = tw.topic_id;
+    for (auto& pw : tw.parts) {
+      auto& pr = tr.partition_responses.emplace_back();
+      pr.index = pw.index;
+      if (!pw.failure) {
+        pr.base_offset = pw.base_offset;
+        pr.log_append_time_ms = pw.log_append_time_ms;
+        pr.log_start_offset = pw.log_start_offset;
+        continue;
+      }
+      any_error = true;
+      const append_failure& f = *pw.failure;
+      spdlog::debug("connection {}: Produce to {}-{} failed with {}: {}", request.connection.id,
+                    tw.name, pw.index, protocol::describe(f.code).name, f.reason);
+      pr.error_code = static_cast<int16_t>(f.code);
+      pr.base_offset = -1;
+      pr.log_start_offset = f.log_start_offset_known ? pw.log_start_offset : -1;
+      for (const auto& e : f.record_errors) {
+        pr.record_errors.push_back({e.batch_index, std::string_view(e.message)});
+      }
+      if (!f.record_errors.empty()) pr.error_message = std::string_view(f.reason);
+    }
+  }
+  if (req.acks == 0) {
+    if (any_error) co_return close_connection{"Produce with acks=0 failed"};
+    co_return no_response{};
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_produce_handler(handler_registry& registry) {
+  registry.register_handler(protocol::produce_request::api_key,
+                            protocol::produce_request::min_version,
+                            protocol::produce_request::max_version, handle_produce);
+}
+
+}  // namespace tarn::broker
