@@ -3,6 +3,7 @@
 #include "broker/connection.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/sendfile.h>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
@@ -11,8 +12,6 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <cstring>
-
-#include <sys/sendfile.h>
 
 namespace tarn::broker {
 

@@ -229,9 +229,9 @@ std::optional<response> encode_with_regions(
 
 // Builds the response from the reads and the session's verdict.
 result<response, std::string> build_response(const fetch_context& ctx,
-                                              const std::vector<partition_read>& reads,
-                                              const fetch_session_reply& verdict,
-                                              const fetch_params& params) {
+                                             const std::vector<partition_read>& reads,
+                                             const fetch_session_reply& verdict,
+                                             const fetch_params& params) {
   protocol::fetch_response reply;
   reply.error_code = verdict.error_code;
   reply.session_id = verdict.session_id;
@@ -244,7 +244,8 @@ result<response, std::string> build_response(const fetch_context& ctx,
     bool same_topic = false;
     if (!reply.responses.empty()) {
       const auto& last = reply.responses.back();
-      same_topic = ctx.uses_topic_ids ? last.topic_id.bytes == key.topic_id : last.topic == key.topic;
+      same_topic =
+          ctx.uses_topic_ids ? last.topic_id.bytes == key.topic_id : last.topic == key.topic;
     }
     if (!same_topic) {
       auto& t = reply.responses.emplace_back();
@@ -290,9 +291,8 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   protocol::reader r(request.body());
   auto decoded = protocol::fetch_request::decode(r, version);
   if (!decoded) {
-    spdlog::warn("connection {} from {}: Fetch v{} body does not decode: {}",
-                 request.connection.id, request.connection.peer, version,
-                 protocol::describe(decoded.error().code));
+    spdlog::warn("connection {} from {}: Fetch v{} body does not decode: {}", request.connection.id,
+                 request.connection.peer, version, protocol::describe(decoded.error().code));
     co_return close_connection{"bad Fetch request"};
   }
   const auto& req = *decoded;

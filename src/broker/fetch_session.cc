@@ -108,9 +108,9 @@ fetch_context fetch_session_cache::new_context(int16_t version, int32_t session_
   return ctx;
 }
 
-fetch_session_reply fetch_session_cache::finish(const fetch_context& ctx,
-                                                const std::vector<fetch_partition_outcome>& outcomes,
-                                                int64_t now_ms) {
+fetch_session_reply fetch_session_cache::finish(
+    const fetch_context& ctx, const std::vector<fetch_partition_outcome>& outcomes,
+    int64_t now_ms) {
   fetch_session_reply reply;
   switch (ctx.type) {
     case fetch_context::kind::session_error:

@@ -74,8 +74,8 @@ class fetch_session;
 struct fetch_context {
   enum class kind { session_error, sessionless, full, incremental };
   kind type = kind::sessionless;
-  int16_t error_code = 0;  // session_error: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
-                           // FETCH_SESSION_TOPIC_ID_ERROR
+  int16_t error_code = 0;  // session_error: FETCH_SESSION_ID_NOT_FOUND,
+                           // INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR
   int32_t request_epoch = 0;
   bool uses_topic_ids = false;
   // The partitions to read, in order: the request's (sessionless, full) or the whole session's

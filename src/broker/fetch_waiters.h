@@ -38,7 +38,8 @@ class fetch_waiter : public std::enable_shared_from_this<fetch_waiter> {
 
 class fetch_waiters {
  public:
-  void add(const std::shared_ptr<fetch_waiter>& w, const std::vector<storage::topic_partition>& tps);
+  void add(const std::shared_ptr<fetch_waiter>& w,
+           const std::vector<storage::topic_partition>& tps);
   void remove(const std::shared_ptr<fetch_waiter>& w,
               const std::vector<storage::topic_partition>& tps);
   // An append to `tp` happened: wake everyone waiting on it. Called from the appending thread.

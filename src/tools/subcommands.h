@@ -16,6 +16,7 @@ using add_subcommand_fn = std::function<void(CLI::App&)>;
 
 void add_version(CLI::App& app);
 void add_serve(CLI::App& app);
+void add_consume(CLI::App& app);
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();
