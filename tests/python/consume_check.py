@@ -8,6 +8,7 @@ tests/consume_clients_test.cc.
 CLIENT: kcat | confluent | kafka-python | tarn. Exits 0 when all records match, 1 with the first
 difference otherwise. Bounded: every client run has a timeout of a few seconds."""
 import base64
+import os
 import json
 import subprocess
 import sys
@@ -90,20 +91,19 @@ def via_kafka_python(bootstrap, topic, n):
 
 
 def via_tarn(bootstrap, topic, n, binary):
-    # tarn consume prints text lines; keys and values with newlines cannot be told apart from
-    # the next record, so compare with print.offset and a separator unlikely in the fixtures, and
-    # only records whose key and value are newline-free text.
+    # tarn consume prints text: separate fields and records with doubled control bytes, which no
+    # fixture key, value or header holds (their binary values are ascending byte runs).
     p = subprocess.run([binary, "consume", "--bootstrap-server", bootstrap, "--topic", topic,
                         "--from-beginning", "--max-messages", str(n), "--timeout-ms", "10000",
                         "--property", "print.offset=true", "--property", "print.timestamp=true",
                         "--property", "print.key=true", "--property", "print.headers=true",
-                        "--property", "key.separator=\x1f", "--property", "line.separator=\x1e"],
+                        "--property", "key.separator=\x1f\x1f", "--property", "line.separator=\x1e\x1e"],
                        capture_output=True, timeout=30)
     if p.returncode != 0:
         raise SystemExit("tarn consume failed: " + p.stderr.decode(errors="replace"))
     out = []
-    for line in p.stdout.split(b"\x1e")[:-1]:
-        ts, off, hdrs, key, value = line.split(b"\x1f")
+    for line in p.stdout.split(b"\x1e\x1e")[:-1]:
+        ts, off, hdrs, key, value = line.split(b"\x1f\x1f")
         hs = []
         if hdrs != b"NO_HEADERS":
             for h in hdrs.split(b","):
@@ -133,13 +133,8 @@ def main():
     for g, w in zip(got, want):
         g_off, g_ts, g_key, g_value, g_headers = g
         w_off, w_ts, w_key, w_value, w_headers = w
-        if client == "tarn":
-            # null keys/values and the literal "null" print alike; the null-literal clash and
-            # header values containing ',' or ':' cannot appear in these fixtures' text records.
-            if w_key is not None and (b"\x1f" in w_key or b"\x1e" in w_key or b"," in w_key):
-                continue
-            if w_value is not None and (b"\x1f" in w_value or b"\x1e" in w_value):
-                continue
+        if client == "tarn" and any(h[1] is not None and (b"," in h[1]) for h in w_headers):
+            g_headers = None  # header values holding the headers separator print ambiguously
         checks = [("offset", g_off, w_off), ("timestamp", g_ts, w_ts), ("key", g_key, w_key),
                   ("value", g_value, w_value)]
         if g_headers is not None:
@@ -153,4 +148,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    # confluent-kafka 1.7 drops one reference too many for each None header value it returned,
+    # which aborts the interpreter at exit ("none_dealloc"); skip the finalization.
+    os._exit(rc)
