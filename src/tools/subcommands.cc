@@ -23,6 +23,7 @@ std::vector<add_subcommand_fn> all_subcommands() {
       add_serve,
       add_consume,
       add_version,
+      add_dump_log,
   };
 }
 
