@@ -10,6 +10,7 @@
 #include <random>
 
 #include "fmt/format.h"
+#include "record/record.h"
 #include "record/record_batch.h"
 
 namespace tarn::storage {
@@ -295,15 +296,85 @@ result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_by
   return out;
 }
 
-result<std::optional<batch_position>, storage_error> log::find_batch_by_timestamp(
+namespace {
+
+// Decodes the records of the batch at `where` and returns the first one `match` accepts.
+template <typename Match>
+result<std::optional<timestamp_and_offset>, storage_error> search_batch(const log_segment& seg,
+                                                                        const batch_position& where,
+                                                                        size_t max_uncompressed,
+                                                                        Match match) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(where.header.size_in_bytes()));
+  auto r = seg.read_bytes(where.position, bytes);
+  if (!r) return fail(r.error());
+  record::record_batch_view batch(bytes);
+  auto records = record::batch_records::open(batch, max_uncompressed);
+  if (!records) {
+    return fail(storage_error{storage_errc::corrupt,
+                              fmt::format("{} at position {}: {}", seg.log_path().string(),
+                                          where.position, records.error().message)});
+  }
+  bool log_append_time = batch.timestamp_type() == record::timestamp_type::log_append_time;
+  record::record_reader reader = records->reader();
+  record::record_view rec;
+  while (reader.next(rec)) {
+    // Kafka's DefaultRecordBatch: with LogAppendTime every record reports the batch's time.
+    timestamp_ms ts =
+        log_append_time ? batch.max_timestamp() : batch.base_timestamp() + rec.timestamp_delta;
+    offset_t offset = batch.base_offset() + rec.offset_delta;
+    if (match(ts, offset)) {
+      timestamp_and_offset out{ts, offset, std::nullopt};
+      if (batch.partition_leader_epoch() >= 0) out.leader_epoch = batch.partition_leader_epoch();
+      return std::optional<timestamp_and_offset>(out);
+    }
+  }
+  return std::optional<timestamp_and_offset>{};
+}
+
+}  // namespace
+
+result<std::optional<timestamp_and_offset>, storage_error> log::find_offset_by_timestamp(
     timestamp_ms timestamp, offset_t starting_offset) const {
+  starting_offset = std::max(starting_offset, log_start_offset());
+  auto match = [&](timestamp_ms ts, offset_t offset) {
+    return ts >= timestamp && offset >= starting_offset;
+  };
   for (const auto& seg : segments_) {
     if (seg->next_offset() <= starting_offset || seg->size() == 0) continue;
     if (seg->max_timestamp_so_far() < timestamp) continue;
-    auto found = seg->find_batch_by_timestamp(timestamp, starting_offset);
-    if (!found || *found) return found;
+    // FileRecords.searchForTimestamp: batch after batch whose max timestamp reaches the target.
+    offset_t from = starting_offset;
+    while (true) {
+      auto batch = seg->find_batch_by_timestamp(timestamp, from);
+      if (!batch) return fail(batch.error());
+      if (!*batch) break;
+      auto found = search_batch(*seg, **batch,
+                                static_cast<size_t>(config_.max_decompressed_message_bytes), match);
+      if (!found || *found) return found;
+      from = (*batch)->header.next_offset();
+    }
   }
-  return std::optional<batch_position>{};
+  return std::optional<timestamp_and_offset>{};
+}
+
+result<std::optional<timestamp_and_offset>, storage_error> log::max_timestamp_offset() const {
+  // UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP): the segment with the largest timestamp,
+  // then the first record there carrying it.
+  const log_segment* best = nullptr;
+  for (const auto& seg : segments_) {
+    if (seg->size() > 0 &&
+        (best == nullptr || seg->max_timestamp_so_far() > best->max_timestamp_so_far())) {
+      best = seg.get();
+    }
+  }
+  if (best == nullptr || best->max_timestamp_so_far() < 0)
+    return std::optional<timestamp_and_offset>{};
+  timestamp_ms max_ts = best->max_timestamp_so_far();
+  auto batch = best->translate_offset(best->offset_of_max_timestamp_so_far());
+  if (!batch) return fail(batch.error());
+  if (!*batch) return std::optional<timestamp_and_offset>{};
+  return search_batch(*best, **batch, static_cast<size_t>(config_.max_decompressed_message_bytes),
+                      [&](timestamp_ms ts, offset_t) { return ts == max_ts; });
 }
 
 result<void, storage_error> log::roll(timestamp_ms now) { return roll_at(log_end_offset(), now); }

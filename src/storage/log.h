@@ -55,6 +55,13 @@ struct recovery_report {
   offset_t recovery_point = 0;
 };
 
+// A record found by timestamp (Kafka's FileRecords.TimestampAndOffset).
+struct timestamp_and_offset {
+  timestamp_ms timestamp = -1;
+  offset_t offset = -1;
+  std::optional<leader_epoch_t> leader_epoch;  // the batch's partitionLeaderEpoch, if >= 0
+};
+
 // Bytes to serve for a fetch: whole batches, empty when there is nothing to return yet.
 struct log_read_result {
   std::optional<file_slice> slice;
@@ -102,10 +109,13 @@ class log {
   result<log_read_result, storage_error> read(offset_t offset, int32_t max_bytes,
                                               bool min_one_batch) const;
 
-  // The first batch, from `starting_offset` on, whose max timestamp is >= `timestamp`
-  // (ListOffsets by time); nullopt when there is none.
-  result<std::optional<batch_position>, storage_error> find_batch_by_timestamp(
-      timestamp_ms timestamp, offset_t starting_offset) const;
+  // ListOffsets by time: the first record at or after max(starting_offset, log start) whose
+  // timestamp is >= `timestamp`, found through the time index then by decoding that batch's
+  // records (decompressing if needed); nullopt when there is none.
+  result<std::optional<timestamp_and_offset>, storage_error> find_offset_by_timestamp(
+      timestamp_ms timestamp, offset_t starting_offset = 0) const;
+  // ListOffsets MAX_TIMESTAMP (-3): the first record carrying the log's largest timestamp.
+  result<std::optional<timestamp_and_offset>, storage_error> max_timestamp_offset() const;
 
   // Starts a new active segment at the LEO (no-op when the active segment is empty).
   result<void, storage_error> roll(timestamp_ms now);

@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "fmt/format.h"
+#include "record/record_batch.h"
 
 namespace tarn::storage {
 namespace {
@@ -349,26 +350,12 @@ result<segment_recovery, storage_error> log_segment::recover() {
   timestamp_ms max_ts = no_timestamp;
   offset_t offset_of_max_ts = base_offset_;
   offset_t next = base_offset_;
-  while (valid < size_) {
-    int64_t left = size_ - valid;
-    if (left < batch_header_size) {
-      out.reason = fmt::format("{} bytes at position {} are less than a batch header", left, valid);
-      break;
-    }
-    auto h = read_batch_header(bytes.subspan(static_cast<size_t>(valid)));
+  record::batch_reader reader(bytes);
+  record::record_batch_view view;
+  while (reader.next(view)) {
+    auto h = validate_stored_batch(view.bytes());
     if (!h) {
-      out.reason = h.error().message;
-      break;
-    }
-    if (h->batch_length < batch_header_size - log_overhead || h->size_in_bytes() > left) {
-      out.reason = fmt::format("batch at position {} claims {} bytes, {} present", valid,
-                               h->size_in_bytes(), left);
-      break;
-    }
-    auto batch = bytes.subspan(static_cast<size_t>(valid), static_cast<size_t>(h->size_in_bytes()));
-    auto v = validate_stored_batch(batch);
-    if (!v) {
-      out.reason = fmt::format("batch at position {}: {}", valid, v.error().message);
+      out.reason = fmt::format("batch at position {}: {}", valid, h.error().message);
       break;
     }
     if (h->base_offset < next || !offset_index_->can_append_offset(h->last_offset())) {
@@ -394,6 +381,10 @@ result<segment_recovery, storage_error> log_segment::recover() {
     valid += h->size_in_bytes();
     next = h->next_offset();
     ++out.valid_batches;
+  }
+  if (out.reason.empty() && reader.stop() != record::batch_stop::end) {
+    out.reason = fmt::format("{} bytes at position {}: {}", size_ - valid, valid,
+                             record::to_string(reader.stop()));
   }
   out.valid_bytes = valid;
   out.truncated_bytes = size_ - valid;

@@ -111,6 +111,8 @@ class log_segment {
   // Offset after the last batch; base_offset() when empty.
   offset_t next_offset() const { return next_offset_; }
   timestamp_ms max_timestamp_so_far() const { return max_timestamp_so_far_; }
+  // The last offset of the (first) batch holding max_timestamp_so_far().
+  offset_t offset_of_max_timestamp_so_far() const { return offset_of_max_timestamp_so_far_; }
   // Kafka's LogSegment.largestTimestamp: the max timestamp, or the .log file's modification time
   // when no batch carries a timestamp. Used by retention.ms.
   timestamp_ms largest_timestamp() const;

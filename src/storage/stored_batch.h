@@ -1,6 +1,7 @@
 // The few batch-header fields storage reads back from its own files (offsets, sizes, max
-// timestamp) and the validity check recovery applies to every batch it keeps. Storage never
-// decodes records; the v2 layout is docs/record-batch.md's.
+// timestamp), copied out of tarn::record's batch view so they outlive the read buffer, and the
+// validity check recovery applies to every batch it keeps (tarn::record's validate_batch). The
+// v2 layout is docs/record-batch.md's.
 #pragma once
 
 #include <cstdint>
