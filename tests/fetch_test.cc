@@ -36,7 +36,7 @@ class served {
   ~served() { broker_->stop(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(broker_->port()); }
   std::unique_ptr<tools::kafka_client> client() const {
-    auto c = tools::kafka_client::connect(address(), "fetch-test");
+    auto c = tools::kafka_client::connect(address());
     if (!c) throw std::runtime_error(c.error());
     return std::move(*c);
   }
@@ -100,14 +100,9 @@ fetched do_fetch(tools::kafka_client& c, const fetch_args& a) {
     t.topic_id.bytes = p.topic_id;
     t.partitions.push_back(0);
   }
-  auto body = c.call(req, a.version);
-  if (!body) throw std::runtime_error(body.error());
   fetched out;
-  out.raw.assign(body->begin(), body->end());
-  protocol::reader r(out.raw);
-  auto d = fetch_response::decode(r, a.version);
-  if (!d) throw std::runtime_error("fetch response does not decode");
-  EXPECT_EQ(r.remaining(), 0u);
+  auto d = tools::call<fetch_response>(c, req, a.version, out.raw);
+  if (!d) throw std::runtime_error(d.error());
   out.resp = std::move(*d);
   return out;
 }
@@ -127,11 +122,9 @@ listed list_offsets(tools::kafka_client& c, const std::string& topic, int64_t ts
   auto& p = t.partitions.emplace_back();
   p.partition_index = partition;
   p.timestamp = ts;
-  auto body = c.call(req, version);
-  if (!body) throw std::runtime_error(body.error());
-  protocol::reader r(*body);
-  auto d = list_offsets_response::decode(r, version);
-  if (!d) throw std::runtime_error("list offsets response does not decode");
+  std::vector<uint8_t> buffer;
+  auto d = tools::call<list_offsets_response>(c, req, version, buffer);
+  if (!d) throw std::runtime_error(d.error());
   const auto& pr = d->topics.at(0).partitions.at(0);
   return {pr.error_code, pr.timestamp, pr.offset, pr.leader_epoch};
 }

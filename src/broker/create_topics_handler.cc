@@ -7,7 +7,7 @@
 //   - a name given twice in one request: INVALID_REQUEST for every occurrence;
 //   - an illegal name: INVALID_TOPIC_EXCEPTION ("Topic name is invalid: ...");
 //   - an existing topic: TOPIC_ALREADY_EXISTS ("Topic 'x' already exists.");
-//   - manual assignments: accepted when every partition (0..n-1 in order) lists exactly
+//   - manual assignments: accepted when every partition (0..n-1, any order) lists exactly
 //     [node.id]; NumPartitions and ReplicationFactor must then be -1 (INVALID_REQUEST); another
 //     broker id is INVALID_REPLICA_ASSIGNMENT ("... includes broker 2, but no such broker is
 //     registered."), as from a Kafka cluster of one broker;
@@ -29,6 +29,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -88,13 +89,14 @@ std::optional<topic_error> check_layout(const request_topic& t, const broker_con
                          "A manual partition assignment was specified, but replicationFactor was "
                          "not set to -1."};
     }
-    int32_t expected = 0;
+    std::set<int32_t> indexes;
     for (const auto& a : t.assignments) {
-      if (a.partition_index != expected) {
+      if (!indexes.insert(a.partition_index).second) {
         return topic_error{error_code::invalid_replica_assignment,
-                           "partitions should be a consecutive 0-based integer sequence"};
+                           fmt::format("Found multiple manual partition assignments for "
+                                       "partition {}",
+                                       a.partition_index)};
       }
-      ++expected;
       if (a.broker_ids.empty()) {
         return topic_error{error_code::invalid_replica_assignment,
                            "The manual partition assignment includes an empty replica list."};
@@ -114,7 +116,12 @@ std::optional<topic_error> check_layout(const request_topic& t, const broker_con
                                        node_id)};
       }
     }
-    partitions = expected;
+    // Any order, but exactly the partitions 0..n-1.
+    partitions = static_cast<int32_t>(indexes.size());
+    if (*indexes.begin() != 0 || *indexes.rbegin() != partitions - 1) {
+      return topic_error{error_code::invalid_replica_assignment,
+                         "partitions should be a consecutive 0-based integer sequence"};
+    }
     return std::nullopt;
   }
   int32_t rf = t.replication_factor == -1 ? config.default_replication_factor

@@ -7,7 +7,8 @@
 //     with its effective value, ConfigSource DYNAMIC_TOPIC_CONFIG (1) when set on the topic,
 //     STATIC_BROKER_CONFIG (4) when server.properties sets its broker synonym, else
 //     DEFAULT_CONFIG (5); never read-only or sensitive. Synonyms (when IncludeSynonyms) most
-//     specific first: the topic override, the broker key, Kafka's default. ConfigType (v3+) and
+//     specific first: the topic override, the broker key, Kafka's default under the broker
+//     key's name when that key has one (as Kafka lists them). ConfigType (v3+) and
 //     Documentation (when IncludeDocumentation; tarn's one-line summaries) from the same table.
 //     An illegal name is INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker (resource type 4) named node.id: every server.properties key tarn knows, its
@@ -81,6 +82,14 @@ bool wanted(const resource_request& res, std::string_view name) {
   return std::find(keys.begin(), keys.end(), name) != keys.end();
 }
 
+// Kafka lists a DEFAULT_CONFIG synonym under the broker key only when that key has a default
+// (log.segment.bytes=1073741824 for segment.bytes; nothing for retention.ms, whose first broker
+// key log.retention.ms defaults to null). Keys the broker does not know keep storage's entry.
+bool has_default(const std::string& broker_key) {
+  auto info = describe_broker_config_key(broker_key);
+  return !info || info->default_value.has_value();
+}
+
 struct describe_options {
   int16_t version;
   bool synonyms;
@@ -100,6 +109,7 @@ void describe_topic(const resource_request& res, const storage::topic_info& topi
     e.is_sensitive = d.definition->sensitive;
     if (o.synonyms) {
       for (const auto& s : d.synonyms) {
+        if (s.source == storage::config_source::default_config && !has_default(s.name)) continue;
         e.synonyms.push_back({strings.emplace_back(s.name), strings.emplace_back(s.value),
                               static_cast<int8_t>(s.source)});
       }
@@ -170,8 +180,8 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       } else if (const auto* t = topics.logs().find_topic(res.resource_name)) {
         describe_topic(res, *t, topics.logs().broker_props(), options, strings, result);
       } else {
-        storage::storage_error missing{storage::storage_errc::not_found,
-                                       fmt::format("Topic {} does not exist.", res.resource_name)};
+        // Kafka 4.4 answers an empty message here (checked with the reference broker).
+        storage::storage_error missing{storage::storage_errc::not_found, ""};
         set_error(describe_configs_error(missing), missing.message);
       }
     } else if (res.resource_type == resource_type_broker) {

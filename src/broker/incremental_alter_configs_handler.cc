@@ -182,7 +182,7 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
       error = from_storage(v.error());
     } else if (const storage::topic_info* t = logs.find_topic(res.resource_name); t == nullptr) {
       error = alter_error{error_code::unknown_topic_or_partition,
-                          fmt::format("Topic {} does not exist.", res.resource_name)};
+                          fmt::format("The topic '{}' does not exist.", res.resource_name)};
     } else if (auto overrides = apply_ops(res, *t, logs.broker_props()); !overrides) {
       error = overrides.error();
     } else if (!decoded->validate_only) {

@@ -16,7 +16,7 @@
 //   - A negative target unknown or above the request version: UNSUPPORTED_VERSION. A partition
 //     listed twice: INVALID_REQUEST. Unknown topic or partition index: UNKNOWN_TOPIC_OR_PARTITION;
 //     a partition of a known topic without a loaded log: NOT_LEADER_OR_FOLLOWER. CurrentLeaderEpoch
-//     (v4+) below 0's epoch... i.e. below ours: FENCED_LEADER_EPOCH, above: UNKNOWN_LEADER_EPOCH.
+//     (v4+) below ours (0): FENCED_LEADER_EPOCH, above: UNKNOWN_LEADER_EPOCH.
 //   - LeaderEpoch in the response only from v4.
 // A body that does not decode closes the connection.
 #include <spdlog/spdlog.h>
@@ -30,7 +30,6 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/list_offsets_request.h"
 #include "protocol/messages/list_offsets_response.h"
-#include "record/record_batch.h"
 
 namespace tarn::broker {
 
@@ -48,8 +47,6 @@ constexpr int64_t earliest_pending_upload_timestamp = -6;
 constexpr int32_t debugging_replica_id = -2;
 // Every partition's leader epoch: tarn is a single leader that never changes (Metadata says 0).
 constexpr int32_t partition_leader_epoch = 0;
-// Bound on a batch decompressed to find a record by timestamp.
-constexpr size_t max_uncompressed_batch_bytes = 256u << 20;
 
 int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
@@ -78,45 +75,6 @@ struct found_offset {
   int64_t offset = -1;
   int32_t leader_epoch = -1;
 };
-
-// FileRecords.searchForTimestamp from the batch that the time index points to: the first record
-// with timestamp >= target and offset >= starting_offset.
-result<std::optional<found_offset>, std::string> search_timestamp(const storage::log& log,
-                                                                  int64_t target) {
-  int64_t starting = log.log_start_offset();
-  for (;;) {
-    auto batch = log.find_batch_by_timestamp(target, starting);
-    if (!batch) return fail(batch.error().message);
-    if (!*batch) return std::optional<found_offset>{};
-    const storage::batch_position& pos = **batch;
-    auto slice = log.read(std::max(pos.header.base_offset, starting), 1, true);
-    if (!slice) return fail(slice.error().message);
-    if (!slice->slice) return std::optional<found_offset>{};
-    std::vector<uint8_t> bytes(static_cast<size_t>(slice->slice->length));
-    auto r = storage::read_slice(*slice->slice, bytes);
-    if (!r) return fail(r.error().message);
-    record::batch_reader reader(bytes);
-    record::record_batch_view view;
-    if (!reader.next(view)) return fail(std::string("no batch where the time index points"));
-    auto records = record::batch_records::open(view, max_uncompressed_batch_bytes);
-    if (!records) return fail(std::string("batch records do not decode"));
-    const bool log_append_time = view.timestamp_type() == record::timestamp_type::log_append_time;
-    auto rr = records->reader();
-    record::record_view rec;
-    while (rr.next(rec)) {
-      const int64_t ts =
-          log_append_time ? view.max_timestamp() : view.base_timestamp() + rec.timestamp_delta;
-      const int64_t offset = view.base_offset() + rec.offset_delta;
-      if (ts >= target && offset >= starting) {
-        const int32_t epoch = view.partition_leader_epoch();
-        return std::optional<found_offset>{found_offset{ts, offset, epoch >= 0 ? epoch : -1}};
-      }
-    }
-    // Nothing in this batch qualified (records before the start offset): go on after it.
-    starting = view.next_offset();
-    if (starting >= log.log_end_offset()) return std::optional<found_offset>{};
-  }
-}
 
 partition_response error_response(int32_t partition, error_code e) {
   partition_response p;
@@ -152,19 +110,16 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
       break;  // -1, -1, -1: nothing is tiered
     default: {
       check_fetchable = true;
-      int64_t target = timestamp;
-      if (timestamp == max_timestamp) {
-        target = log.max_timestamp();
-        if (target == storage::no_timestamp) return p;  // empty log: -1, -1
-      }
-      auto s = search_timestamp(log, target);
+      auto s = timestamp == max_timestamp
+                   ? log.max_timestamp_offset()
+                   : log.find_offset_by_timestamp(timestamp, log.log_start_offset());
       if (!s) {
         spdlog::error("ListOffsets {}-{} timestamp {}: {}", log.tp().topic, partition, timestamp,
-                      s.error());
+                      s.error().message);
         return error_response(partition, error_code::kafka_storage_error);
       }
       if (!*s) return p;
-      found = **s;
+      found = {(*s)->timestamp, (*s)->offset, (*s)->leader_epoch.value_or(-1)};
     }
   }
   if (check_fetchable && found.offset >= last_fetchable) return p;

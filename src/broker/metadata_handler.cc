@@ -13,9 +13,10 @@
 //   - A topic that does not exist: INVALID_TOPIC_EXCEPTION if its name is not a legal topic name;
 //     else, when auto.create.topics.enable and the request allow it (v0-v3 always allow, v4+ read
 //     AllowAutoTopicCreation), it is created with num.partitions partitions and answered
-//     LEADER_NOT_AVAILABLE without partitions, exactly as Kafka 4.4 answers the request that
-//     triggers the creation (the client retries and then sees it); otherwise
-//     UNKNOWN_TOPIC_OR_PARTITION. A creation that fails (a '.'/'_' collision) is
+//     UNKNOWN_TOPIC_OR_PARTITION without partitions: Kafka 4.4 answers so (checked against the
+//     reference broker with Metadata v0, v1; older Kafka said LEADER_NOT_AVAILABLE) and the
+//     client retries; tarn creates synchronously, so the retry already sees the topic. Without
+//     auto-creation: UNKNOWN_TOPIC_OR_PARTITION. A creation that fails (a '.'/'_' collision) is
 //     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR.
 //   - v10+ topics asked by id (null name): the topic with that id, else UNKNOWN_TOPIC_ID with a
 //     null name.
@@ -51,7 +52,7 @@ error_code metadata_error(const storage::storage_error& e) {
     case storage::storage_errc::invalid_topic:
       return error_code::invalid_topic_exception;
     case storage::storage_errc::already_exists:
-      return error_code::leader_not_available;  // created by a concurrent request just now
+      return error_code::unknown_topic_or_partition;  // created by another request just now
     case storage::storage_errc::io_error:
     case storage::storage_errc::corrupt:
       return error_code::kafka_storage_error;
@@ -159,7 +160,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     if (created) {
       spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", name,
                    config.num_partitions, request.connection.peer);
-      reply.topics.push_back(topic_error(error_code::leader_not_available, name));
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
     } else {
       spdlog::warn("auto-creation of topic {} failed: {}", name, created.error().message);
       reply.topics.push_back(topic_error(metadata_error(created.error()), name));

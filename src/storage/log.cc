@@ -516,12 +516,6 @@ result<void, storage_error> log::delete_records_before(offset_t offset, timestam
   return delete_first_segments(below, now);
 }
 
-timestamp_ms log::max_timestamp() const {
-  timestamp_ms out = no_timestamp;
-  for (const auto& seg : segments_) out = std::max(out, seg->max_timestamp_so_far());
-  return out;
-}
-
 int64_t log::size_bytes() const {
   int64_t total = 0;
   for (const auto& seg : segments_) total += seg->size();

@@ -138,10 +138,6 @@ class log {
   // deletes the segments now wholly below it.
   result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
 
-  // The largest batch max timestamp in the log (ListOffsets MAX_TIMESTAMP), no_timestamp when
-  // empty.
-  timestamp_ms max_timestamp() const;
-
   void set_append_listener(append_listener listener) { append_listener_ = std::move(listener); }
 
   // Idempotent-producer state (producer_state.h), loaded at open from the newest

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "protocol/error_codes.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
 #include "protocol/messages/list_offsets_request.h"
@@ -132,14 +134,49 @@ void format_record(std::string& out, const formatter& f, int32_t partition, int6
   out += f.line_separator;
 }
 
+// The broker's version range per API key, from ApiVersions (v3, else v0).
+using version_map = std::map<int16_t, std::pair<int16_t, int16_t>>;
+
+result<version_map, std::string> api_versions(kafka_client& client) {
+  protocol::api_versions_request req;
+  req.client_software_name = "tarn";
+  req.client_software_version = "0.1.0";
+  std::vector<uint8_t> buffer;
+  for (int16_t version : {int16_t{3}, int16_t{0}}) {
+    auto resp = call<protocol::api_versions_response>(client, req, version, buffer);
+    if (!resp) return fail(resp.error());
+    if (resp->error_code == static_cast<int16_t>(protocol::error_code::unsupported_version)) {
+      continue;
+    }
+    if (resp->error_code != 0) {
+      return fail("ApiVersions failed with error " + std::to_string(resp->error_code));
+    }
+    version_map out;
+    for (const auto& k : resp->api_keys) out[k.api_key] = {k.min_version, k.max_version};
+    return out;
+  }
+  return fail(std::string("the broker refused ApiVersions v0"));
+}
+
+// The highest version of Req both sides serve, or -1.
+template <typename Req>
+int16_t version_for(const version_map& versions) {
+  auto it = versions.find(Req::api_key);
+  if (it == versions.end()) return -1;
+  const int16_t hi = std::min<int16_t>(it->second.second, Req::max_version);
+  const int16_t lo = std::max<int16_t>(it->second.first, Req::min_version);
+  return hi >= lo ? hi : -1;
+}
+
 std::string error_name(int16_t code) {
   if (const auto* e = protocol::find_error(code)) return std::string(e->name);
   return "error " + std::to_string(code);
 }
 
-result<int64_t, std::string> list_offset(kafka_client& client, const consume_options& o,
-                                         int64_t timestamp, int8_t isolation) {
-  const int16_t v = client.version_for<protocol::list_offsets_request>();
+result<int64_t, std::string> list_offset(kafka_client& client, const version_map& versions,
+                                         const consume_options& o, int64_t timestamp,
+                                         int8_t isolation) {
+  const int16_t v = version_for<protocol::list_offsets_request>(versions);
   if (v < 0) return fail(std::string("the broker serves no ListOffsets version we speak"));
   protocol::list_offsets_request req;
   req.replica_id = -1;
@@ -149,11 +186,10 @@ result<int64_t, std::string> list_offset(kafka_client& client, const consume_opt
   auto& p = t.partitions.emplace_back();
   p.partition_index = o.partition;
   p.timestamp = timestamp;
-  auto body = client.call(req, v);
-  if (!body) return fail(body.error());
-  protocol::reader r(*body);
-  auto resp = protocol::list_offsets_response::decode(r, v);
-  if (!resp || resp->topics.size() != 1 || resp->topics[0].partitions.size() != 1) {
+  std::vector<uint8_t> buffer;
+  auto resp = call<protocol::list_offsets_response>(client, req, v, buffer);
+  if (!resp) return fail(resp.error());
+  if (resp->topics.size() != 1 || resp->topics[0].partitions.size() != 1) {
     return fail(std::string("ListOffsets response does not decode"));
   }
   const auto& pr = resp->topics[0].partitions[0];
@@ -171,14 +207,20 @@ int run_consume(const consume_options& o) {
     return 1;
   }
   const int8_t isolation = o.isolation_level == "read_committed" ? 1 : 0;
-  auto client = kafka_client::connect(o.bootstrap_server, "tarn-console-consumer");
+  auto client = kafka_client::connect(o.bootstrap_server);
   if (!client) {
     std::fprintf(stderr, "%s\n", client.error().c_str());
     return 1;
   }
   kafka_client& c = **client;
+  auto versions = api_versions(c);
+  if (!versions) {
+    std::fprintf(stderr, "%s\n", versions.error().c_str());
+    return 1;
+  }
   // Fetch by topic name: v12 at most (v13+ needs the topic ID from Metadata).
-  const int16_t fetch_version = std::min<int16_t>(c.version_for<protocol::fetch_request>(), 12);
+  const int16_t fetch_version =
+      std::min<int16_t>(version_for<protocol::fetch_request>(*versions), 12);
   if (fetch_version < 0) {
     std::fprintf(stderr, "the broker serves no Fetch version we speak\n");
     return 1;
@@ -188,7 +230,7 @@ int run_consume(const consume_options& o) {
   int64_t position = 0;
   std::string start = o.from_beginning ? "earliest" : o.offset;
   if (start == "earliest" || start == "latest") {
-    auto off = list_offset(c, o, start == "earliest" ? -2 : -1, isolation);
+    auto off = list_offset(c, *versions, o, start == "earliest" ? -2 : -1, isolation);
     if (!off) {
       std::fprintf(stderr, "%s\n", off.error().c_str());
       return 1;
@@ -210,6 +252,7 @@ int run_consume(const consume_options& o) {
   int64_t processed = 0;
   auto last_progress = std::chrono::steady_clock::now();
   std::string out;
+  std::vector<uint8_t> fetch_buffer;
   int exit_code = 0;
   while (o.max_messages < 0 || processed < o.max_messages) {
     if (o.timeout_ms >= 0 && std::chrono::steady_clock::now() - last_progress >=
@@ -234,16 +277,9 @@ int run_consume(const consume_options& o) {
     p.partition = o.partition;
     p.fetch_offset = position;
     p.partition_max_bytes = 1048576;
-    auto body = c.call(req, fetch_version);
-    if (!body) {
-      std::fprintf(stderr, "%s\n", body.error().c_str());
-      exit_code = 1;
-      break;
-    }
-    protocol::reader r(*body);
-    auto resp = protocol::fetch_response::decode(r, fetch_version);
+    auto resp = call<protocol::fetch_response>(c, req, fetch_version, fetch_buffer);
     if (!resp) {
-      std::fprintf(stderr, "Fetch response does not decode\n");
+      std::fprintf(stderr, "%s\n", resp.error().c_str());
       exit_code = 1;
       break;
     }
@@ -255,7 +291,7 @@ int run_consume(const consume_options& o) {
     if (resp->responses.size() != 1 || resp->responses[0].partitions.size() != 1) continue;
     const auto& pd = resp->responses[0].partitions[0];
     if (pd.error_code == static_cast<int16_t>(protocol::error_code::offset_out_of_range)) {
-      auto off = list_offset(c, o, reset_to, isolation);
+      auto off = list_offset(c, *versions, o, reset_to, isolation);
       if (!off) {
         std::fprintf(stderr, "%s\n", off.error().c_str());
         exit_code = 1;

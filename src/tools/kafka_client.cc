@@ -1,86 +1,155 @@
-// The console tools' blocking client: connect, ApiVersions, request/response over one socket.
+// Blocking Kafka request client (see kafka_client.h): POSIX sockets with a poll() deadline per
+// read and write, so a silent broker ends in an error rather than a hang.
 #include "tools/kafka_client.h"
 
-#include <asio/connect.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "protocol/messages/api_versions_request.h"
-#include "protocol/messages/api_versions_response.h"
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "protocol/messages/request_header.h"
+#include "protocol/messages/response_header.h"
 
 namespace tarn::tools {
 
 namespace {
-// Responses larger than this are refused (a Fetch is bounded by its MaxBytes, far below).
-constexpr uint32_t max_response_bytes = 512u << 20;
-}  // namespace
 
-result<std::unique_ptr<kafka_client>, std::string> kafka_client::connect(const std::string& address,
-                                                                         std::string client_id) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) return fail("bootstrap server must be host:port: " + address);
-  std::unique_ptr<kafka_client> c(new kafka_client());
-  c->client_id_ = std::move(client_id);
-  asio::error_code ec;
-  asio::ip::tcp::resolver resolver(c->io_);
-  auto endpoints = resolver.resolve(address.substr(0, colon), address.substr(colon + 1), ec);
-  if (ec) return fail("cannot resolve " + address + ": " + ec.message());
-  asio::connect(c->socket_, endpoints, ec);
-  if (ec) return fail("cannot connect to " + address + ": " + ec.message());
-  c->socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+constexpr int32_t max_response_bytes = 256 << 20;
 
-  protocol::api_versions_request req;
-  req.client_software_name = "tarn";
-  req.client_software_version = "0.1.0";
-  for (int16_t version : {int16_t{3}, int16_t{0}}) {
-    auto body = c->call(req, version);
-    if (!body) return fail(body.error());
-    protocol::reader r(*body);
-    auto resp = protocol::api_versions_response::decode(r, version);
-    if (!resp) return fail(std::string("ApiVersions response does not decode"));
-    if (resp->error_code == 35) continue;  // UNSUPPORTED_VERSION: retry with v0
-    if (resp->error_code != 0) {
-      return fail("ApiVersions failed with error " + std::to_string(resp->error_code));
-    }
-    for (const auto& k : resp->api_keys) c->versions_[k.api_key] = {k.min_version, k.max_version};
-    return c;
+int connect_one(const std::string& host, const std::string& port, std::string& error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    error = fmt::format("cannot resolve {}: {}", host, ::gai_strerror(rc));
+    return -1;
   }
-  return fail(std::string("broker refused ApiVersions v0"));
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      error = fmt::format("cannot connect to {}:{}: {}", host, port, std::strerror(errno));
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd >= 0) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  return fd;
 }
 
-result<std::span<const uint8_t>, std::string> kafka_client::exchange(
-    std::vector<uint8_t>& frame, int16_t response_header_version) {
-  const auto size = static_cast<uint32_t>(frame.size() - 4);
-  for (int i = 0; i < 4; ++i)
-    frame[static_cast<size_t>(i)] = static_cast<uint8_t>(size >> (24 - 8 * i));
-  asio::error_code ec;
-  asio::write(socket_, asio::buffer(frame), ec);
-  if (ec) return fail("write failed: " + ec.message());
-  uint8_t head[4];
-  asio::read(socket_, asio::buffer(head), ec);
-  if (ec) return fail("read failed: " + ec.message());
-  const uint32_t n = (uint32_t{head[0]} << 24) | (uint32_t{head[1]} << 16) |
-                     (uint32_t{head[2]} << 8) | uint32_t{head[3]};
-  if (n < 4 || n > max_response_bytes) return fail("bad response size " + std::to_string(n));
-  response_.resize(n);
-  asio::read(socket_, asio::buffer(response_), ec);
-  if (ec) return fail("read failed: " + ec.message());
-  protocol::reader r(response_);
-  const int32_t correlation = r.read_int32();
-  if (correlation != correlation_id_) {
-    return fail("response correlation id " + std::to_string(correlation) + ", expected " +
-                std::to_string(correlation_id_));
-  }
-  if (response_header_version >= 1) {
-    // The tagged-field section of response header v1.
-    const uint32_t count = r.read_unsigned_varint();
-    for (uint32_t i = 0; i < count && r.ok(); ++i) {
-      r.read_unsigned_varint();
-      r.skip(r.read_unsigned_varint());
+}  // namespace
+
+result<std::unique_ptr<kafka_client>, std::string> kafka_client::connect(
+    const std::string& bootstrap, std::chrono::milliseconds timeout) {
+  std::string error = "empty bootstrap server list";
+  std::stringstream list(bootstrap);
+  std::string server;
+  while (std::getline(list, server, ',')) {
+    size_t colon = server.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == server.size()) {
+      error = fmt::format("bootstrap server {} is not host:port", server);
+      continue;
     }
+    std::string host = server.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    int fd = connect_one(host, server.substr(colon + 1), error);
+    if (fd >= 0) return std::unique_ptr<kafka_client>(new kafka_client(fd, timeout));
   }
-  if (!r.ok()) return fail(std::string("response header does not decode"));
-  return std::span<const uint8_t>(response_).subspan(r.position());
+  return fail(error);
+}
+
+kafka_client::~kafka_client() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+result<void, std::string> kafka_client::write_all(std::span<const uint8_t> bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    pollfd p{fd_, POLLOUT, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+    if (ready == 0) return fail(std::string("timed out sending the request"));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return fail(fmt::format("poll: {}", std::strerror(errno)));
+    }
+    ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(fmt::format("send: {}", std::strerror(errno)));
+    sent += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+result<void, std::string> kafka_client::read_exact(uint8_t* out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    pollfd p{fd_, POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+    if (ready == 0) return fail(std::string("timed out waiting for the response"));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return fail(fmt::format("poll: {}", std::strerror(errno)));
+    }
+    ssize_t r = ::recv(fd_, out + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) return fail(std::string("the broker closed the connection"));
+    if (r < 0) return fail(fmt::format("recv: {}", std::strerror(errno)));
+    got += static_cast<size_t>(r);
+  }
+  return {};
+}
+
+result<std::span<const uint8_t>, std::string> kafka_client::round_trip(
+    int16_t api_key, int16_t api_version, std::span<const uint8_t> body,
+    std::vector<uint8_t>& buffer) {
+  protocol::request_header header;
+  header.request_api_key = api_key;
+  header.request_api_version = api_version;
+  header.correlation_id = next_correlation_id_++;
+  header.client_id = "tarn-tools";
+  const int16_t header_version = protocol::request_header_version(api_key, api_version);
+  std::vector<uint8_t> frame(4);
+  protocol::writer w(frame);
+  header.encode(w, header_version);
+  frame.insert(frame.end(), body.begin(), body.end());
+  const uint32_t size = static_cast<uint32_t>(frame.size() - 4);
+  for (size_t i = 0; i < 4; ++i) frame[i] = static_cast<uint8_t>(size >> (24 - 8 * i));
+  if (auto s = write_all(frame); !s) return fail(s.error());
+
+  uint8_t size_bytes[4];
+  if (auto r = read_exact(size_bytes, 4); !r) return fail(r.error());
+  const int32_t response_size =
+      static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
+                           (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
+  if (response_size < 4 || response_size > max_response_bytes) {
+    return fail(fmt::format("bad response size {}", response_size));
+  }
+  buffer.resize(static_cast<size_t>(response_size));
+  if (auto r = read_exact(buffer.data(), buffer.size()); !r) return fail(r.error());
+  protocol::reader r(buffer);
+  auto response_header =
+      protocol::response_header::decode(r, protocol::response_header_version(api_key, api_version));
+  if (!response_header) return fail(std::string("cannot decode the response header"));
+  if (response_header->correlation_id != header.correlation_id) {
+    return fail(fmt::format("response correlation id {} does not match request {}",
+                            response_header->correlation_id, header.correlation_id));
+  }
+  return std::span<const uint8_t>(buffer).subspan(buffer.size() - r.remaining());
 }
 
 }  // namespace tarn::tools

@@ -1,19 +1,16 @@
-// A small blocking Kafka client over one socket, for the console tools (`tarn consume`): frames
-// a request with the tarn::protocol codecs, writes it, reads the one response. It negotiates
-// versions with ApiVersions on connect. Not for the data path of a producer (src/client is).
+// A minimal blocking Kafka request client for the command-line tools: one TCP connection,
+// one request at a time, the generated protocol codecs for bodies and headers. Not a producer
+// or consumer (that is src/client); just enough for admin requests such as `tarn topics`.
 #pragma once
 
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "protocol/headers.h"
-#include "protocol/messages/request_header.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
 
@@ -21,48 +18,46 @@ namespace tarn::tools {
 
 class kafka_client {
  public:
-  // Connects to "host:port" and exchanges ApiVersions (v3, falling back to v0).
-  static result<std::unique_ptr<kafka_client>, std::string> connect(const std::string& address,
-                                                                    std::string client_id);
+  // Connects to the first reachable "host:port" of a comma-separated bootstrap list.
+  static result<std::unique_ptr<kafka_client>, std::string> connect(
+      const std::string& bootstrap, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  ~kafka_client();
+  kafka_client(const kafka_client&) = delete;
+  kafka_client& operator=(const kafka_client&) = delete;
 
-  // The highest version of `Req` both sides serve, or -1.
-  template <typename Req>
-  int16_t version_for() const {
-    auto it = versions_.find(Req::api_key);
-    if (it == versions_.end()) return -1;
-    const int16_t hi = std::min<int16_t>(it->second.second, Req::max_version);
-    const int16_t lo = std::max<int16_t>(it->second.first, Req::min_version);
-    return hi >= lo ? hi : -1;
-  }
-
-  // Sends `request` at `version` and returns the response body bytes (after the header);
-  // decode them with Resp::decode. The buffer is valid until the next call.
-  template <typename Req>
-  result<std::span<const uint8_t>, std::string> call(const Req& request, int16_t version) {
-    std::vector<uint8_t> frame;
-    protocol::writer w(frame);
-    w.write_int32(0);
-    protocol::request_header header;
-    header.request_api_key = Req::api_key;
-    header.request_api_version = version;
-    header.correlation_id = ++correlation_id_;
-    header.client_id = client_id_;
-    header.encode(w, protocol::request_header_version(Req::api_key, version));
-    request.encode(w, version);
-    return exchange(frame, protocol::response_header_version(Req::api_key, version));
-  }
+  // Sends one request (header + body) and returns the response body (after the header).
+  result<std::span<const uint8_t>, std::string> round_trip(int16_t api_key, int16_t api_version,
+                                                           std::span<const uint8_t> body,
+                                                           std::vector<uint8_t>& buffer);
 
  private:
-  kafka_client() : socket_(io_) {}
-  result<std::span<const uint8_t>, std::string> exchange(std::vector<uint8_t>& frame,
-                                                         int16_t response_header_version);
+  explicit kafka_client(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
+  result<void, std::string> write_all(std::span<const uint8_t> bytes);
+  result<void, std::string> read_exact(uint8_t* out, size_t n);
 
-  asio::io_context io_;
-  asio::ip::tcp::socket socket_;
-  std::string client_id_;
-  int32_t correlation_id_ = 0;
-  std::vector<uint8_t> response_;
-  std::map<int16_t, std::pair<int16_t, int16_t>> versions_;
+  int fd_ = -1;
+  std::chrono::milliseconds timeout_;
+  int32_t next_correlation_id_ = 1;
 };
+
+// Sends `request` at `version` and decodes the response, which borrows `buffer` (keep it alive
+// as long as the response).
+template <class Response, class Request>
+result<Response, std::string> call(kafka_client& client, const Request& request, int16_t version,
+                                   std::vector<uint8_t>& buffer) {
+  std::vector<uint8_t> body;
+  body.reserve(request.encoded_size(version));
+  protocol::writer w(body);
+  request.encode(w, version);
+  auto bytes = client.round_trip(Request::api_key, version, body, buffer);
+  if (!bytes) return fail(bytes.error());
+  protocol::reader r(*bytes);
+  auto decoded = Response::decode(r, version);
+  if (!decoded) {
+    return fail(std::string("cannot decode ") + std::string(Response::kafka_name) + ": " +
+                std::string(protocol::describe(decoded.error().code)));
+  }
+  return std::move(*decoded);
+}
 
 }  // namespace tarn::tools
