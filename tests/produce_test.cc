@@ -1,11 +1,12 @@
 // Produce and InitProducerId against the real broker with hand-built requests: every branch of
 // Kafka's produce path (the reference's Example 3 and more), checking the error code, that
 // nothing is written where nothing should be, and the bytes on disk.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -68,7 +69,10 @@ std::vector<uint8_t> make_batch(const batch_spec& s) {
   return *b.build();
 }
 
+struct produce_test_access;
 class produce_test : public ::testing::Test {
+  friend struct produce_test_access;
+
  protected:
   void SetUp() override {
     broker_ = std::make_unique<broker_process>();
@@ -89,8 +93,8 @@ class produce_test : public ::testing::Test {
     return *frame;
   }
 
-  void create_topic(const std::string& name, std::vector<std::pair<std::string, std::string>>
-                                                 configs = {}) {
+  void create_topic(const std::string& name,
+                    std::vector<std::pair<std::string, std::string>> configs = {}) {
     tarn::protocol::create_topics_request req;
     auto& t = req.topics.emplace_back();
     t.name = name;
@@ -126,9 +130,9 @@ class produce_test : public ::testing::Test {
   }
 
   // One partition's answer.
-  produce_response::partition_produce_response produce(
-      const std::string& topic, std::span<const uint8_t> records, int16_t acks = 1,
-      int16_t version = 8) {
+  produce_response::partition_produce_response produce(const std::string& topic,
+                                                       std::span<const uint8_t> records,
+                                                       int16_t acks = 1, int16_t version = 8) {
     auto body = produce_body(version, acks, topic, records);
     resp_bytes_ = call(0, version, body, version >= 9);
     tarn::protocol::reader r(resp_bytes_);
@@ -140,6 +144,21 @@ class produce_test : public ::testing::Test {
   }
 
   int64_t init_producer_id() {
+    // Kafka answers COORDINATOR_LOAD_IN_PROGRESS (14) until its transaction state is loaded;
+    // clients retry. tarn never does.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto [code, id] = try_init_producer_id();
+      if (code != 14 && code != 15) {
+        EXPECT_EQ(code, 0);
+        return id;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    ADD_FAILURE() << "InitProducerId kept failing";
+    return -1;
+  }
+
+  std::pair<int16_t, int64_t> try_init_producer_id() {
     tarn::protocol::init_producer_id_request req;
     req.transactional_id = std::nullopt;
     req.transaction_timeout_ms = 60000;
@@ -150,9 +169,11 @@ class produce_test : public ::testing::Test {
     tarn::protocol::reader r(resp);
     auto decoded = tarn::protocol::init_producer_id_response::decode(r, 4);
     EXPECT_TRUE(decoded.has_value());
-    EXPECT_EQ(decoded->error_code, 0);
-    EXPECT_EQ(decoded->producer_epoch, 0);
-    return decoded->producer_id;
+    if (!decoded) return {-2, -1};
+    if (decoded->error_code == 0) {
+      EXPECT_EQ(decoded->producer_epoch, 0);
+    }
+    return {decoded->error_code, decoded->producer_id};
   }
 
   std::string segment(const std::string& topic) {
@@ -165,6 +186,17 @@ class produce_test : public ::testing::Test {
   std::map<std::string, tarn::protocol::uuid> topic_ids_;
   std::vector<uint8_t> resp_bytes_;
   produce_response last_response_;
+};
+
+// Lets free functions drive a produce_test's requests (against tarn or the reference broker).
+struct produce_test_access {
+  explicit produce_test_access(produce_test& t) : t_(t) {}
+  void create(const std::string& name, std::vector<std::pair<std::string, std::string>> configs);
+  produce_response::partition_produce_response send(const std::string& topic,
+                                                    const std::vector<uint8_t>& batch,
+                                                    int16_t acks);
+  int64_t pid();
+  produce_test& t_;
 };
 
 // The on-disk batch equals the client's except baseOffset (0-7) and partitionLeaderEpoch
@@ -299,29 +331,29 @@ TEST_F(produce_test, idempotent_retries_gaps_and_stale_epochs) {
   EXPECT_EQ(segment("idem").size(), size);
 
   // A gap.
-  auto gap = produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                         .sequence = 7}));
+  auto gap =
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 7}));
   EXPECT_EQ(gap.error_code, err_out_of_order);
   EXPECT_EQ(gap.log_start_offset, 0);
   EXPECT_EQ(segment("idem").size(), size);
   // The rejected batch changed nothing: the next in sequence is 5.
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                        .sequence = 5}))
-                .base_offset,
-            5);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 5}))
+          .base_offset,
+      5);
   // A new epoch starts at sequence 0; the old epoch is then stale.
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1,
-                                        .sequence = 3}))
-                .error_code,
-            err_out_of_order);
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1,
-                                        .sequence = 0}))
-                .base_offset,
-            6);
-  EXPECT_EQ(produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                        .sequence = 6}))
-                .error_code,
-            err_epoch);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1, .sequence = 3}))
+          .error_code,
+      err_out_of_order);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 1, .sequence = 0}))
+          .base_offset,
+      6);
+  EXPECT_EQ(
+      produce("idem", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 6}))
+          .error_code,
+      err_epoch);
 }
 
 TEST_F(produce_test, codec_differing_from_topic_is_rebuilt_and_log_append_time_is_set) {
@@ -354,6 +386,38 @@ TEST_F(produce_test, codec_differing_from_topic_is_rebuilt_and_log_append_time_i
   EXPECT_EQ(lv.timestamp_type(), record::timestamp_type::log_append_time);
   EXPECT_EQ(lv.max_timestamp(), lat.log_append_time_ms);
   EXPECT_TRUE(lv.crc_matches());
+}
+
+TEST_F(produce_test, version_rules_old_formats_and_compressed_log_append_time) {
+  create_topic("v");
+  create_topic("latz", {{"message.timestamp.type", "LogAppendTime"}});
+  // zstd needs Produce v7 (Kafka's validateRecords).
+  auto z = make_batch({.records = 3, .compression = record::compression_type::zstd});
+  EXPECT_EQ(produce("v", z, 1, 6).error_code, 76);  // UNSUPPORTED_COMPRESSION_TYPE
+  EXPECT_EQ(segment("v").size(), 0u);
+  EXPECT_EQ(produce("v", z, 1, 7).base_offset, 0);
+  // v3, the oldest version served, and v9 (flexible).
+  EXPECT_EQ(produce("v", make_batch({}), 1, 3).base_offset, 3);
+  EXPECT_EQ(produce("v", make_batch({}), 1, 9).base_offset, 6);
+  // A magic-1 message set (what librdkafka sends without Fetch v4): INVALID_RECORD.
+  auto legacy = make_batch({.records = 1});
+  legacy.resize(40);
+  legacy[8] = 0, legacy[9] = 0, legacy[10] = 0, legacy[11] = 28;  // length 28: offset+size+28
+  legacy[16] = 1;
+  EXPECT_EQ(produce("v", legacy).error_code, err_invalid_record);
+  // A compressed batch on a LogAppendTime topic: fixed in place (same codec), broker time set.
+  auto gz =
+      make_batch({.records = 4, .compression = record::compression_type::gzip, .timestamp = 1000});
+  auto r = produce("latz", gz);
+  EXPECT_EQ(r.error_code, err_none);
+  std::string disk = segment("latz");
+  ASSERT_EQ(disk.size(), gz.size());
+  record::record_batch_view d(record::as_bytes(disk));
+  EXPECT_EQ(d.timestamp_type(), record::timestamp_type::log_append_time);
+  EXPECT_EQ(d.max_timestamp(), r.log_append_time_ms);
+  EXPECT_TRUE(d.crc_matches());
+  EXPECT_EQ(disk.substr(61), std::string_view(reinterpret_cast<const char*>(gz.data()) + 61,
+                                              gz.size() - 61));  // records untouched
 }
 
 TEST_F(produce_test, v13_names_topics_by_id) {
@@ -389,19 +453,127 @@ TEST_F(produce_test, producer_state_survives_clean_restart_and_sigkill) {
   EXPECT_EQ(produce("durable", b1).base_offset, 4);
   EXPECT_NE(init_producer_id(), pid);  // ids are never handed out twice
 
-  // SIGKILL: no snapshot for b1; the state is replayed from the log.
+  // SIGKILL: no snapshot for b1; the state is replayed from the log. A torn write (half a
+  // batch) at the tail is cut at restart; every whole batch stays.
   client_.reset();
   broker_->process().send_signal(SIGKILL);
   broker_->process().wait_exit(10s);
+  const auto log_file = keep.path() / "data" / "durable-0" / "00000000000000000000.log";
+  const std::string whole = read_file(log_file);
+  {
+    auto torn = make_batch({.records = 5});
+    std::ofstream out(log_file, std::ios::binary | std::ios::app);
+    out.write(reinterpret_cast<const char*>(torn.data()), 40);
+  }
   broker_ = std::make_unique<broker_process>(std::vector<std::string>{}, keep.path() / "data");
   ASSERT_NE(broker_->port(), 0) << broker_->output();
   client_ = std::make_unique<raw_client>(broker_->port());
+  EXPECT_EQ(read_file(log_file), whole);
   EXPECT_EQ(produce("durable", b1).base_offset, 4);
-  EXPECT_EQ(produce("durable", make_batch({.records = 1, .producer_id = pid, .epoch = 0,
-                                           .sequence = 6}))
-                .base_offset,
-            6);
+  EXPECT_EQ(
+      produce("durable", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 6}))
+          .base_offset,
+      6);
   EXPECT_EQ(produce("durable", make_batch({})).base_offset, 7);
 }
 
 }  // namespace
+
+namespace {
+
+// Runs the error cases against whichever broker client_ talks to; one line per answer.
+std::vector<std::string> run_error_cases(produce_test_access& t) {
+  std::vector<std::string> out;
+  auto summary = [&](const std::string& what,
+                     const produce_response::partition_produce_response& r) {
+    std::string s =
+        fmt::format("{}: error={} base={} lso={} msg={}", what, r.error_code, r.base_offset,
+                    r.log_start_offset, r.error_message ? std::string(*r.error_message) : "null");
+    for (const auto& e : r.record_errors) {
+      std::string m =
+          e.batch_index_error_message ? std::string(*e.batch_index_error_message) : "null";
+      // Timestamp bounds depend on the broker's clock.
+      if (auto p = m.find(" is out of range"); p != std::string::npos) {
+        m = m.substr(p, m.find('[', p) - p);
+      }
+      s += fmt::format(" [{}:{}]", e.batch_index, m);
+    }
+    out.push_back(s);
+  };
+  t.create("bad", {});
+  t.create("small", {{"max.message.bytes", "1000"}});
+  t.create("compacted", {{"cleanup.policy", "compact"}});
+  t.create("recent", {{"message.timestamp.before.max.ms", "60000"}});
+  summary("ok", t.send("bad", make_batch({.records = 3}), 1));
+  summary("acks2", t.send("bad", make_batch({.records = 1}), 2));
+  summary("base5", t.send("bad", make_batch({.records = 1, .base_offset = 5}), 1));
+  auto two = make_batch({.records = 1});
+  auto second = make_batch({.records = 1});
+  two.insert(two.end(), second.begin(), second.end());
+  summary("two", t.send("bad", two, 1));
+  auto corrupt = make_batch({.records = 2});
+  corrupt.back() ^= 0x01;
+  summary("crc", t.send("small", corrupt, 1));
+  summary("big", t.send("small", make_batch({.records = 2, .value_size = 2000}), 1));
+  summary("unknown", t.send("nope", make_batch({}), 1));
+  summary("keyless", t.send("compacted", make_batch({.records = 2, .keys = false}), 1));
+  summary("old", t.send("recent", make_batch({.records = 1, .timestamp = now_ms() - 3600000}), 1));
+  const int64_t pid = t.pid();
+  auto b0 = make_batch({.records = 3, .producer_id = pid, .epoch = 0, .sequence = 0});
+  summary("seq0", t.send("bad", b0, -1));
+  summary("retry", t.send("bad", b0, -1));
+  summary(
+      "gap",
+      t.send("bad", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 9}), -1));
+  summary(
+      "epoch1",
+      t.send("bad", make_batch({.records = 1, .producer_id = pid, .epoch = 1, .sequence = 0}), -1));
+  summary(
+      "stale",
+      t.send("bad", make_batch({.records = 1, .producer_id = pid, .epoch = 0, .sequence = 3}), -1));
+  return out;
+}
+
+}  // namespace
+
+void produce_test_access::create(const std::string& name,
+                                 std::vector<std::pair<std::string, std::string>> configs) {
+  t_.create_topic(name, std::move(configs));
+}
+produce_response::partition_produce_response produce_test_access::send(
+    const std::string& topic, const std::vector<uint8_t>& batch, int16_t acks) {
+  // Kafka creates a topic's partitions asynchronously after CreateTopics answers: a produce
+  // right after may see UNKNOWN_TOPIC_OR_PARTITION for a while (tarn: never).
+  for (int attempt = 0;; ++attempt) {
+    auto r = t_.produce(topic, batch, acks);
+    if (r.error_code != err_unknown_topic || topic == "nope" || attempt == 100) return r;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+int64_t produce_test_access::pid() { return t_.init_producer_id(); }
+
+TEST_F(produce_test, kafka_4_4_answers_the_same) {
+  auto [libs_rc, libs] = run_command(std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref libs");
+  if (libs_rc != 0 || run_command("command -v java").first != 0) {
+    GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  }
+  produce_test_access tarn_side(*this);
+  const auto ours = run_error_cases(tarn_side);
+
+  temp_dir kdir;
+  const std::string script = std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref";
+  const uint16_t port = 29000 + static_cast<uint16_t>(::getpid() % 900);
+  auto [rc, out] = run_command("timeout 90 " + script + " start --port " + std::to_string(port) +
+                               " --dir " + (kdir.path() / "k").string());
+  struct stopper {
+    std::string cmd;
+    ~stopper() { run_command(cmd); }
+  } stop{"timeout 60 " + script + " stop --dir " + (kdir.path() / "k").string()};
+  ASSERT_EQ(rc, 0) << out;
+  client_ = std::make_unique<raw_client>(port);
+  ASSERT_TRUE(client_->connected());
+  topic_ids_.clear();
+  const auto theirs = run_error_cases(tarn_side);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_EQ(ours[i], theirs[i]);
+}

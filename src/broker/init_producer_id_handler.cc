@@ -128,10 +128,9 @@ asio::awaitable<handler_outcome> handle_init_producer_id(request_context& reques
 }  // namespace
 
 void register_init_producer_id_handler(handler_registry& registry) {
-  registry.register_handler(protocol::init_producer_id_request::api_key,
-                            protocol::init_producer_id_request::min_version,
-                            protocol::init_producer_id_request::max_version,
-                            handle_init_producer_id);
+  registry.register_handler(
+      protocol::init_producer_id_request::api_key, protocol::init_producer_id_request::min_version,
+      protocol::init_producer_id_request::max_version, handle_init_producer_id);
 }
 
 }  // namespace tarn::broker

@@ -73,10 +73,9 @@ struct request_error {
 };
 
 // The one place that decides a failed partition's wire error.
-append_failure to_failure(
-    std::variant<request_error, storage::validation_error, storage::producer_error,
-                 storage::storage_error>
-        source) {
+append_failure to_failure(std::variant<request_error, storage::validation_error,
+                                       storage::producer_error, storage::storage_error>
+                              source) {
   append_failure f;
   if (auto* r = std::get_if<request_error>(&source)) {
     f.code = r->code;
@@ -147,8 +146,7 @@ struct topic_work {
 
 // ProduceRequest.validateRecords: exactly one v2 batch; sets `out.batch`.
 std::optional<append_failure> check_records(std::optional<protocol::bytes_view> records,
-                                            uint8_t* frame, int16_t version,
-                                            partition_work& out) {
+                                            uint8_t* frame, int16_t version, partition_work& out) {
   auto fail_with = [](error_code code, std::string reason) {
     return to_failure(request_error{code, std::move(reason)});
   };
@@ -160,7 +158,19 @@ std::optional<append_failure> check_records(std::optional<protocol::bytes_view> 
   record::record_batch_view first;
   if (!reader.next(first)) {
     if (reader.stop() == record::batch_stop::invalid_length) {
-      return fail_with(error_code::corrupt_message, "Record batch length below the v2 header");
+      // Kafka reads the magic of anything of at least 14 bytes (RECORD_OVERHEAD_V0): an old
+      // message set (magic 0/1) is INVALID_RECORD below; a short v2 header is corrupt.
+      const int32_t length =
+          static_cast<int32_t>((uint32_t{(*records)[8]} << 24) | (uint32_t{(*records)[9]} << 16) |
+                               (uint32_t{(*records)[10]} << 8) | (*records)[11]);
+      if (length < 14 - 12 || records->size() <= record::batch_layout::magic ||
+          (*records)[record::batch_layout::magic] == record::magic_v2) {
+        return fail_with(error_code::corrupt_message, "Record batch length below the v2 header");
+      }
+      return fail_with(error_code::invalid_record,
+                       fmt::format("Produce requests with version {} are only allowed to contain "
+                                   "record batches with magic version 2",
+                                   version));
     }
     return fail_with(error_code::invalid_record, none_msg);
   }
@@ -171,10 +181,11 @@ std::optional<append_failure> check_records(std::optional<protocol::bytes_view> 
                                  version));
   }
   if (version < 7 && first.compression() == record::compression_type::zstd) {
-    return fail_with(error_code::unsupported_compression_type,
-                     fmt::format("Produce requests with version {} are not allowed to use ZStandard "
-                                 "compression",
-                                 version));
+    return fail_with(
+        error_code::unsupported_compression_type,
+        fmt::format("Produce requests with version {} are not allowed to use ZStandard "
+                    "compression",
+                    version));
   }
   record::record_batch_view second;
   if (reader.next(second) || reader.stop() == record::batch_stop::invalid_length) {
@@ -271,8 +282,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       pw.validated = std::move(*v);
       if (pw.validated.transactional) {
-        pw.failure = to_failure(request_error{error_code::invalid_txn_state,
-                                              "transactions are not supported by tarn"});
+        pw.failure = to_failure(
+            request_error{error_code::invalid_txn_state, "transactions are not supported by tarn"});
       }
     }
   }

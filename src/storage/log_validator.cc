@@ -67,23 +67,22 @@ int compression_level(const log_config& config, record::compression_type type) {
 }
 
 // LogValidator.validateBatch for a client's v2 batch.
-result<void, validation_error> validate_batch_shape(record_batch_view batch,
-                                                    std::string_view tp) {
+result<void, validation_error> validate_batch_shape(record_batch_view batch, std::string_view tp) {
   const int64_t base = batch.base_offset();
   const int64_t last = batch.last_offset();
   const int64_t count_from_offsets = record::wrapping_add(record::wrapping_sub(last, base), 1);
   if (count_from_offsets <= 0) {
-    return fail(make_error(
-        validation_errc::invalid_record,
-        fmt::format("Batch has an invalid offset range: [{}, {}] in topic partition {}.", base,
-                    last, tp)));
+    return fail(
+        make_error(validation_errc::invalid_record,
+                   fmt::format("Batch has an invalid offset range: [{}, {}] in topic partition {}.",
+                               base, last, tp)));
   }
   const int32_t count = batch.records_count();
   if (count <= 0) {
-    return fail(make_error(
-        validation_errc::invalid_record,
-        fmt::format("Invalid reported count for record batch: {} in topic partition {}.", count,
-                    tp)));
+    return fail(
+        make_error(validation_errc::invalid_record,
+                   fmt::format("Invalid reported count for record batch: {} in topic partition {}.",
+                               count, tp)));
   }
   if (count_from_offsets != count) {
     return fail(make_error(validation_errc::invalid_record,
@@ -139,7 +138,7 @@ result<records_walk, validation_error> walk_records(record_batch_view batch,
     if (config.cleanup_compact && !r.key) {
       walk.errors.push_back(
           {index, fmt::format("Compacted topic cannot accept message without key in topic "
-                              "partition {}.",
+                              "partition {}",
                               ctx.topic_partition)});
       continue;
     }
@@ -165,10 +164,10 @@ result<records_walk, validation_error> walk_records(record_batch_view batch,
                                        ctx.topic_partition, record::describe(*reader.error()))));
   }
   if (walk.count != batch.records_count()) {
-    return fail(make_error(
-        validation_errc::invalid_record,
-        fmt::format("Incorrect declared batch size, expected {} records but found {}",
-                    batch.records_count(), walk.count)));
+    return fail(
+        make_error(validation_errc::invalid_record,
+                   fmt::format("Incorrect declared batch size, expected {} records but found {}",
+                               batch.records_count(), walk.count)));
   }
   return walk;
 }
@@ -223,9 +222,9 @@ result<std::vector<uint8_t>, validation_error> rebuild(record_batch_view batch,
     for (auto it = r.headers().begin(); it != r.headers().end(); ++it) headers.push_back(*it);
     const int64_t ts = record::wrapping_add(batch.base_timestamp(), r.timestamp_delta);
     if (builder.try_append(ts, r.key, r.value, headers) != record::append_result::appended) {
-      return fail(make_error(validation_errc::record_too_large,
-                             fmt::format("A record of the batch to {} cannot be re-encoded",
-                                         ctx.topic_partition)));
+      return fail(make_error(
+          validation_errc::record_too_large,
+          fmt::format("A record of the batch to {} cannot be re-encoded", ctx.topic_partition)));
     }
   }
   auto built = builder.build();
@@ -277,9 +276,9 @@ result<validated_batch, validation_error> validate_batch(std::span<uint8_t> byte
       static_cast<size_t>(std::max(config.max_decompressed_message_bytes, 0));
   auto records = batch_records::open(batch, max_uncompressed);
   if (!records) {
-    return fail(make_error(validation_errc::invalid_record,
-                           fmt::format("Invalid records in topic partition {}: {}", tp,
-                                       records.error().message)));
+    return fail(make_error(
+        validation_errc::invalid_record,
+        fmt::format("Invalid records in topic partition {}: {}", tp, records.error().message)));
   }
   auto walk = walk_records(batch, records->bytes(), ctx);
   if (!walk) return fail(std::move(walk.error()));
@@ -295,8 +294,8 @@ result<validated_batch, validation_error> validate_batch(std::span<uint8_t> byte
   out.transactional = batch.is_transactional();
 
   // In place when nothing changes codec and (compressed) the inner offsets are 0, 1, 2, ...
-  const bool in_place = source == target && (source == record::compression_type::none ||
-                                             walk->offsets_in_order);
+  const bool in_place =
+      source == target && (source == record::compression_type::none || walk->offsets_in_order);
   if (in_place) {
     out.max_timestamp = log_append_time ? ctx.now : walk->max_timestamp;
     batch.set_max_timestamp(log_append_time ? record::timestamp_type::log_append_time

@@ -140,8 +140,7 @@ std::vector<uint8_t> producer_state_manager::encode_snapshot() const {
     put32(out, static_cast<uint32_t>(e->coordinator_epoch));
     put64(out, static_cast<uint64_t>(e->current_txn_first_offset));
   }
-  const uint32_t crc =
-      record::crc32c(std::span<const uint8_t>(out).subspan(entries_offset));
+  const uint32_t crc = record::crc32c(std::span<const uint8_t>(out).subspan(entries_offset));
   for (int i = 0; i < 4; ++i) out[2 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
   return out;
 }
@@ -182,8 +181,8 @@ result<void, storage_error> producer_state_manager::decode_snapshot(
     e.last_timestamp = b.timestamp;
     // BatchMetadata.firstSeq: lastSeq - offsetDelta, wrapping below 0 as sequences do.
     const int64_t first = int64_t{b.last_seq} - b.offset_delta;
-    b.first_seq = static_cast<int32_t>(first < 0 ? first + std::numeric_limits<int32_t>::max() + 1
-                                                 : first);
+    b.first_seq =
+        static_cast<int32_t>(first < 0 ? first + std::numeric_limits<int32_t>::max() + 1 : first);
     if (b.last_offset >= 0) e.batches.push_back(b);
     loaded[e.producer_id] = std::move(e);
   }
@@ -236,8 +235,8 @@ result<std::optional<offset_t>, storage_error> producer_state_manager::load_late
     }
     auto text = read_small_file(path, 64 << 20);
     if (text) {
-      auto ok = decode_snapshot(std::span<const uint8_t>(
-          reinterpret_cast<const uint8_t*>(text->data()), text->size()));
+      auto ok = decode_snapshot(
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text->data()), text->size()));
       if (ok) return std::optional<offset_t>{*it};
     }
     fs::remove(path, ec);  // unreadable: fall back to an older one (or a full replay)
