@@ -20,11 +20,7 @@ void add_version(CLI::App& app) {
 
 std::vector<add_subcommand_fn> all_subcommands() {
   return {
-      add_serve,
-      add_topics,
-      add_consume,
-      add_version,
-      add_dump_log,
+      add_serve, add_topics, add_consume, add_version, add_dump_log,
   };
 }
 

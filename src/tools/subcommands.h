@@ -18,7 +18,7 @@ void add_version(CLI::App& app);
 void add_serve(CLI::App& app);     // tools/serve.cc
 void add_dump_log(CLI::App& app);  // tools/dump_log.cc
 void add_topics(CLI::App& app);    // tools/topics.cc
-void add_consume(CLI::App& app);  // tools/consume.cc
+void add_consume(CLI::App& app);   // tools/consume.cc
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();
