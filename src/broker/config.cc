@@ -94,6 +94,9 @@ const std::vector<config_key>& config_keys() {
       {"connections.max.idle.ms", config_type::int64, "600000", nullptr},
       {"queued.max.requests", config_type::int32, "500", at_least(1)},
       {"queued.max.request.bytes", config_type::int64, "-1", nullptr, false},
+      // Fetch.
+      {"fetch.max.bytes", config_type::int32, "57671680", at_least(0)},
+      {"max.incremental.fetch.session.cache.slots", config_type::int32, "1000", at_least(0)},
       // Log directories. Kafka's log.dir default is /tmp/kafka-logs; tarn's is ./data.
       {"log.dir", config_type::list, "./data", nullptr},
       {"log.dirs", config_type::list, nullptr, nullptr},
@@ -381,6 +384,8 @@ result<void, std::string> finish(broker_config& c) {
   }
   c.connections_max_idle_ms = as_int(c, "connections.max.idle.ms");
   c.queued_max_requests = i32("queued.max.requests");
+  c.fetch_max_bytes = i32("fetch.max.bytes");
+  c.max_incremental_fetch_session_cache_slots = i32("max.incremental.fetch.session.cache.slots");
 
   c.log_dirs = is_null(c, "log.dirs") ? list("log.dir") : list("log.dirs");
   const char* dirs_key = is_null(c, "log.dirs") ? "log.dir" : "log.dirs";

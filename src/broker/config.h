@@ -47,7 +47,9 @@ struct broker_config {
   int32_t max_connections_per_ip = INT32_MAX;
   std::map<std::string, int32_t> max_connections_per_ip_overrides;
   int64_t connections_max_idle_ms = 600000;
-  int32_t queued_max_requests = 500;  // per connection: requests read but not yet answered
+  int32_t queued_max_requests = 500;   // per connection: requests read but not yet answered
+  int32_t fetch_max_bytes = 57671680;  // caps a Fetch's MaxBytes
+  int32_t max_incremental_fetch_session_cache_slots = 1000;
 
   // Identity and storage.
   int32_t node_id = 1;

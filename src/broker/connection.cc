@@ -3,6 +3,7 @@
 #include "broker/connection.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/sendfile.h>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
@@ -286,12 +287,13 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
     size_t ready = 0;
     size_t bytes = 0;
     const close_connection* close_after = nullptr;
+    slot* with_regions = nullptr;  // a response with file regions goes out on its own
     for (auto& s : slots_) {
       if (!s->done) break;
-      ++ready;
       if (auto* r = std::get_if<response>(&s->outcome)) {
+        if (!r->file_regions.empty() && ready > 0) break;  // next round
         const size_t head_size = s->response_header_version == 1 ? 9 : 8;
-        const size_t frame_size = head_size - 4 + r->body.size();
+        const size_t frame_size = head_size - 4 + r->size();
         if (frame_size > INT32_MAX) {
           spdlog::error("connection {} from {}: response of {} bytes is too large", info_.id,
                         info_.peer, frame_size);
@@ -301,12 +303,19 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
         put_be32(s->head.data(), static_cast<uint32_t>(frame_size));
         put_be32(s->head.data() + 4, static_cast<uint32_t>(s->correlation_id));
         s->head[8] = 0;  // response header v1: no tagged fields
+        ++ready;
+        if (!r->file_regions.empty()) {
+          with_regions = s.get();
+          break;
+        }
         buffers.push_back(asio::buffer(s->head.data(), head_size));
         if (!r->body.empty()) buffers.push_back(asio::buffer(r->body));
         bytes += head_size + r->body.size();
       } else if (auto* c = std::get_if<close_connection>(&s->outcome)) {
         close_after = c;
         break;
+      } else {
+        ++ready;
       }
       if (buffers.size() >= max_buffers_per_write || bytes >= max_bytes_per_write) break;
     }
@@ -318,6 +327,13 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
           spdlog::debug("connection {} from {}: write failed: {}", info_.id, info_.peer,
                         ec.message());
         }
+        close("write failed");
+        co_return;
+      }
+      last_activity_ = std::chrono::steady_clock::now();
+    }
+    if (with_regions != nullptr) {
+      if (!co_await write_with_regions(*with_regions)) {
         close("write failed");
         co_return;
       }
@@ -338,6 +354,57 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
     }
     co_await writer_wakeup_.wait();
   }
+}
+
+asio::awaitable<bool> connection::write_with_regions(slot& s) {
+  const auto& r = std::get<response>(s.outcome);
+  const size_t head_size = s.response_header_version == 1 ? 9 : 8;
+  asio::error_code ec;
+  size_t from = 0;
+  bool head_sent = false;
+  for (const file_region& region : r.file_regions) {
+    std::array<asio::const_buffer, 2> parts{
+        asio::buffer(s.head.data(), head_sent ? 0 : head_size),
+        asio::buffer(r.body.data() + from, region.body_offset - from)};
+    co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return false;
+    head_sent = true;
+    from = region.body_offset;
+    if (!co_await send_file_region(region)) co_return false;
+  }
+  std::array<asio::const_buffer, 2> parts{asio::buffer(s.head.data(), head_sent ? 0 : head_size),
+                                          asio::buffer(r.body.data() + from, r.body.size() - from)};
+  co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+asio::awaitable<bool> connection::send_file_region(const file_region& region) {
+  // sendfile(2) from the page cache straight to the socket; the socket is non-blocking, so a
+  // full send buffer means waiting for writability and continuing.
+  asio::error_code ec;
+  if (!socket_.native_non_blocking()) socket_.native_non_blocking(true, ec);
+  if (ec) co_return false;
+  off_t offset = static_cast<off_t>(region.position);
+  size_t left = region.length;
+  while (left > 0) {
+    const ssize_t n = ::sendfile(socket_.native_handle(), region.fd, &offset, left);
+    if (n > 0) {
+      left -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      co_await socket_.async_wait(asio::ip::tcp::socket::wait_write,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return false;
+      continue;
+    }
+    // n == 0: the file is shorter than the region (it cannot be, segments only grow); an error.
+    spdlog::warn("connection {} from {}: sendfile stopped with {} bytes left: {}", info_.id,
+                 info_.peer, left, n == 0 ? "end of file" : std::strerror(errno));
+    co_return false;
+  }
+  co_return true;
 }
 
 asio::awaitable<void> connection::idle_watchdog([[maybe_unused]] std::shared_ptr<connection> self) {

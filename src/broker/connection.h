@@ -65,6 +65,10 @@ class connection : public std::enable_shared_from_this<connection> {
   asio::awaitable<void> read_loop(std::shared_ptr<connection> self);
   asio::awaitable<void> write_loop(std::shared_ptr<connection> self);
   asio::awaitable<void> idle_watchdog(std::shared_ptr<connection> self);
+  // Writes a response with file regions: header and body bytes with writev, regions with
+  // sendfile. False when the connection failed.
+  asio::awaitable<bool> write_with_regions(slot& s);
+  asio::awaitable<bool> send_file_region(const file_region& region);
   asio::awaitable<void> run_handler(std::shared_ptr<connection> self, const handler_entry* entry,
                                     request_context request, slot* s);
   // Reads the next frame; nullopt at end of stream or on an error (the connection is then

@@ -19,9 +19,31 @@
 
 namespace tarn::broker {
 
-// The encoded response body (no size prefix, no response header: the connection adds both).
+// Bytes of an open file sent as part of a response body (with sendfile: stored record batches go
+// from the page cache to the socket without a copy). The region goes out just before
+// body[body_offset]; `owner` keeps the descriptor open until the response is written.
+struct file_region {
+  std::shared_ptr<const void> owner;
+  int fd = -1;
+  int64_t position = 0;
+  size_t length = 0;
+  size_t body_offset = 0;
+};
+
+// The encoded response body (no size prefix, no response header: the connection adds both),
+// with file regions spliced in at ascending body offsets (Fetch; empty for every other API).
 struct response {
+  response() = default;
+  response(std::vector<uint8_t> b) : body(std::move(b)) {}  // NOLINT: implicit on purpose
+
   std::vector<uint8_t> body;
+  std::vector<file_region> file_regions;
+
+  size_t size() const {
+    size_t n = body.size();
+    for (const auto& r : file_regions) n += r.length;
+    return n;
+  }
 };
 // The request gets no answer (Produce with acks=0).
 struct no_response {};
@@ -34,11 +56,15 @@ using handler_outcome = std::variant<response, no_response, close_connection>;
 // Broker-wide state a handler may read. Owned by the server; outlives every connection.
 class handler_registry;
 class topic_manager;
+class fetch_session_cache;
+class fetch_waiters;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
   std::vector<listener_endpoint> advertised_listeners;  // with the ports actually bound
   topic_manager* topics = nullptr;                      // the log directory's topics and logs
+  fetch_session_cache* fetch_sessions = nullptr;        // KIP-227 incremental fetch sessions
+  fetch_waiters* waiters = nullptr;                     // fetches waiting for appends (long polls)
 };
 
 struct connection_info {
@@ -108,6 +134,8 @@ void register_all_handlers(handler_registry& registry);
 
 // Handlers, one per API file.
 void register_api_versions_handler(handler_registry& registry);
+void register_list_offsets_handler(handler_registry& registry);
+void register_fetch_handler(handler_registry& registry);
 void register_metadata_handler(handler_registry& registry);
 void register_create_topics_handler(handler_registry& registry);
 void register_delete_topics_handler(handler_registry& registry);

@@ -34,6 +34,8 @@ void register_all_handlers(handler_registry& registry) {
   register_delete_topics_handler(registry);
   register_describe_configs_handler(registry);
   register_incremental_alter_configs_handler(registry);
+  register_list_offsets_handler(registry);
+  register_fetch_handler(registry);
   register_produce_handler(registry);
   register_init_producer_id_handler(registry);
 }

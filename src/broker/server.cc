@@ -24,6 +24,8 @@
 #include <unordered_map>
 
 #include "broker/connection.h"
+#include "broker/fetch_session.h"
+#include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
 #include "broker/topic_manager.h"
 
@@ -88,6 +90,8 @@ struct server::impl {
   std::vector<listener_endpoint> bound;
   std::optional<log_dir> dir;
   std::unique_ptr<topic_manager> topics;
+  std::unique_ptr<fetch_session_cache> fetch_sessions;
+  std::unique_ptr<fetch_waiters> waiters;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -211,8 +215,18 @@ result<void, std::string> server::start() {
     if (advertised[i].port == 0) advertised[i].port = s.bound[i].port;
     if (advertised[i].host.empty()) advertised[i].host = asio::ip::host_name();
   }
+  // Kafka's FetchSessionCache: min.incremental.fetch.session.eviction.ms is fixed at 120000.
+  s.fetch_sessions = std::make_unique<fetch_session_cache>(
+      s.config.max_incremental_fetch_session_cache_slots, 120000);
+  s.waiters = std::make_unique<fetch_waiters>();
+  {
+    auto guard = s.topics->lock();
+    s.topics->logs().set_append_listener(
+        [w = s.waiters.get()](const storage::topic_partition& tp) { w->notify(tp); });
+  }
   s.services = std::make_unique<broker_services>(
-      broker_services{s.config, s.registry, std::move(advertised), s.topics.get()});
+      broker_services{s.config, s.registry, std::move(advertised), s.topics.get(),
+                      s.fetch_sessions.get(), s.waiters.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {

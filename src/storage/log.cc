@@ -211,6 +211,15 @@ result<void, storage_error> log::maybe_assign_epoch(leader_epoch_t epoch, offset
 }
 
 result<void, storage_error> log::append(std::span<const uint8_t> batches, timestamp_ms now) {
+  const offset_t leo_before = log_end_offset();
+  auto r = append_batches(batches, now);
+  // Partial appends (a later batch refused) still woke nobody otherwise; notify on any growth.
+  if (append_listener_ && log_end_offset() != leo_before) append_listener_(tp_);
+  return r;
+}
+
+result<void, storage_error> log::append_batches(std::span<const uint8_t> batches,
+                                                timestamp_ms now) {
   offset_t expected = log_end_offset();
   while (!batches.empty()) {
     auto h = read_batch_header(batches);

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,10 @@ struct log_read_result {
   offset_t high_watermark = 0;
   offset_t log_start_offset = 0;
 };
+
+// Called after every successful append, on the appending thread (the broker wakes fetches waiting
+// for data on the partition, see src/broker/fetch_waiters.h).
+using append_listener = std::function<void(const topic_partition&)>;
 
 class log {
  public:
@@ -133,6 +138,8 @@ class log {
   // deletes the segments now wholly below it.
   result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
 
+  void set_append_listener(append_listener listener) { append_listener_ = std::move(listener); }
+
   // Idempotent-producer state (producer_state.h), loaded at open from the newest
   // `<offset>.snapshot` and the batches after it; snapshotted at every roll and at close.
   // Owner thread only, like append().
@@ -152,6 +159,7 @@ class log {
  private:
   explicit log(const log_options& options);
   result<void, storage_error> load(const log_options& options, recovery_report& report);
+  result<void, storage_error> append_batches(std::span<const uint8_t> batches, timestamp_ms now);
   result<void, storage_error> maybe_assign_epoch(leader_epoch_t epoch, offset_t start_offset);
   result<void, storage_error> roll_at(offset_t new_base_offset, timestamp_ms now);
   // Deletes the first `count` segments (rolling first if that is all of them).
@@ -172,6 +180,7 @@ class log {
   std::atomic<offset_t> high_watermark_{0};
   std::atomic<offset_t> recovery_point_{0};
   timestamp_ms last_flush_ms_ = 0;
+  append_listener append_listener_;
   bool closed_ = false;
 };
 

@@ -49,6 +49,11 @@ result<std::unique_ptr<log_manager>, storage_error> log_manager::open(
   return m;
 }
 
+void log_manager::set_append_listener(append_listener listener) {
+  append_listener_ = std::move(listener);
+  for (auto& [tp, l] : logs_) l->set_append_listener(append_listener_);
+}
+
 result<std::unique_ptr<storage::log>, storage_error> log_manager::open_partition(
     const topic_info& topic, partition_id partition, offset_t recovery_point,
     offset_t log_start_offset, bool clean, timestamp_ms now, recovery_report* report) {
@@ -64,6 +69,7 @@ result<std::unique_ptr<storage::log>, storage_error> log_manager::open_partition
   bool existed = fs::exists(o.dir, ec);
   auto l = log::open(o, report);
   if (!l) return l;
+  if (append_listener_) (*l)->set_append_listener(append_listener_);
   auto id = read_partition_metadata(o.dir);
   if (!id || *id != topic.topic_id) {
     auto w = write_partition_metadata(o.dir, topic.topic_id);

@@ -71,6 +71,9 @@ class log_manager {
 
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;
+  // Installs `listener` on every log, present and future (see storage::append_listener).
+  void set_append_listener(append_listener listener);
+
   // nullptr when the partition does not exist.
   storage::log* get_log(std::string_view topic, partition_id partition) const;
 
@@ -92,6 +95,7 @@ class log_manager {
   config_map broker_props_;
   std::map<std::string, std::unique_ptr<topic_info>, std::less<>> topics_;
   std::map<topic_partition, std::unique_ptr<storage::log>> logs_;
+  append_listener append_listener_;
   bool shut_down_ = false;
 };
 

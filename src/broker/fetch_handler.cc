@@ -1,0 +1,404 @@
+// Fetch (key 1): record batches from partition logs, byte for byte as stored.
+//
+// Versions served: 4-18 (Kafka 4.4's range; flexible from 12, topic IDs from 13). Behaviour, as
+// Kafka 4.4's KafkaApis.handleFetchRequest and ReplicaManager.fetchMessages/readFromLog answer:
+//   - Sessions (v7+, KIP-227): fetch_session.h. Session errors answer with the top-level error
+//     and no partitions.
+//   - Partitions are read in order with a budget of min(MaxBytes, fetch.max.bytes); each gets at
+//     most min(PartitionMaxBytes, what is left). Until one partition returned bytes, the first
+//     batch is returned whole however large (KIP-74). Reads are whole batches from the one that
+//     contains FetchOffset (so a fetch inside a batch returns the whole batch) up to the high
+//     watermark, from one segment; the next fetch continues in the next segment.
+//   - Every partition carries the high watermark, last stable offset (= high watermark: no
+//     transactions) and log start offset. AbortedTransactions: null for READ_UNCOMMITTED, empty
+//     for READ_COMMITTED.
+//   - Errors per partition: UNKNOWN_TOPIC_ID (v13+ id not known; records null),
+//     UNKNOWN_TOPIC_OR_PARTITION (records null), NOT_LEADER_OR_FOLLOWER (a known partition
+//     without a log), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (CurrentLeaderEpoch v9+ below /
+//     above 0), OFFSET_OUT_OF_RANGE (outside [log start, high watermark]), KAFKA_STORAGE_ERROR
+//     (NOT_LEADER_OR_FOLLOWER below v6), UNSUPPORTED_COMPRESSION_TYPE (zstd topic below v10);
+//     all with high watermark, LSO and log start offset -1.
+//   - Long polling: when fewer than MinBytes are readable and nothing failed, the fetch waits up
+//     to MaxWaitMs in the waiting room (fetch_waiters.h); an append to any of its partitions
+//     wakes it to read again.
+//   - The stored bytes go out with sendfile: the response body is encoded around them and each
+//     partition's records are a file region (handler.h), never copied through user space.
+// Not supported: follower fetches (ReplicaId/ReplicaState are ignored), preferred read replicas
+// (always -1), diverging-epoch detection (single leader, epoch 0), quotas (throttle 0).
+// A body that does not decode closes the connection.
+#include <spdlog/spdlog.h>
+
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <chrono>
+#include <map>
+
+#include "broker/fetch_session.h"
+#include "broker/fetch_waiters.h"
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/fetch_request.h"
+#include "protocol/messages/fetch_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+constexpr int32_t partition_leader_epoch = 0;  // as Metadata and ListOffsets say
+constexpr int8_t read_committed = 1;
+
+int16_t code(error_code e) { return static_cast<int16_t>(e); }
+
+// One partition's read.
+struct partition_read {
+  int16_t error_code = 0;
+  bool records_null = false;  // an unresolved topic: Kafka's partitionResponse has null records
+  int64_t high_watermark = -1;
+  int64_t last_stable_offset = -1;
+  int64_t log_start_offset = -1;
+  std::optional<storage::file_slice> slice;
+  size_t bytes() const { return slice ? static_cast<size_t>(slice->length) : 0; }
+};
+
+struct fetch_params {
+  int16_t version = 0;
+  int32_t max_bytes = 0;
+  int32_t min_bytes = 0;
+  int8_t isolation_level = 0;
+};
+
+std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
+
+// Reads every partition of the context in order (ReplicaManager.readFromLog).
+std::vector<partition_read> read_all(topic_manager& topics, fetch_context& ctx,
+                                     const fetch_params& params, size_t& total_bytes,
+                                     bool& any_error) {
+  std::vector<partition_read> out(ctx.partitions.size());
+  total_bytes = 0;
+  any_error = false;
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  std::map<std::array<uint8_t, 16>, const storage::topic_info*> by_id;
+  if (ctx.uses_topic_ids) {
+    for (const storage::topic_info* t : logs.topics()) by_id[id_bytes(to_wire(t->topic_id))] = t;
+  }
+  int64_t limit = params.max_bytes;
+  bool min_one = true;
+  for (size_t i = 0; i < ctx.partitions.size(); ++i) {
+    auto& entry = ctx.partitions[i];
+    partition_read& pr = out[i];
+    const storage::topic_info* info = nullptr;
+    if (ctx.uses_topic_ids) {
+      auto it = by_id.find(entry.key.topic_id);
+      if (it != by_id.end()) {
+        info = it->second;
+        entry.key.topic = info->name;
+      }
+      if (info == nullptr) {
+        pr.error_code = code(error_code::unknown_topic_id);
+        pr.records_null = true;
+        any_error = true;
+        continue;
+      }
+    } else {
+      info = logs.find_topic(entry.key.topic);
+    }
+    const int32_t index = entry.key.partition;
+    if (info == nullptr || index < 0 || index >= info->partitions) {
+      pr.error_code = code(error_code::unknown_topic_or_partition);
+      pr.records_null = true;
+      any_error = true;
+      continue;
+    }
+    const storage::log* log = logs.get_log(info->name, index);
+    const int32_t epoch = entry.request.current_leader_epoch;
+    if (log == nullptr) {
+      pr.error_code = code(error_code::not_leader_or_follower);
+    } else if (epoch >= 0 && epoch < partition_leader_epoch) {
+      pr.error_code = code(error_code::fenced_leader_epoch);
+    } else if (epoch > partition_leader_epoch) {
+      pr.error_code = code(error_code::unknown_leader_epoch);
+    } else if (params.version < 10 &&
+               info->config.compression_type == storage::broker_compression::zstd) {
+      pr.error_code = code(error_code::unsupported_compression_type);
+    }
+    if (pr.error_code != 0) {
+      any_error = true;
+      continue;
+    }
+    const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
+    auto read = log->read(entry.request.fetch_offset,
+                          static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one);
+    if (!read) {
+      any_error = true;
+      if (read.error().code == storage::storage_errc::offset_out_of_range) {
+        pr.error_code = code(error_code::offset_out_of_range);
+      } else {
+        spdlog::error("Fetch {}-{} at {}: {}", info->name, index, entry.request.fetch_offset,
+                      read.error().message);
+        pr.error_code = code(params.version <= 5 ? error_code::not_leader_or_follower
+                                                 : error_code::kafka_storage_error);
+      }
+      continue;
+    }
+    pr.high_watermark = read->high_watermark;
+    pr.last_stable_offset = read->high_watermark;
+    pr.log_start_offset = read->log_start_offset;
+    pr.slice = std::move(read->slice);
+    if (pr.bytes() > 0) min_one = false;
+    limit = std::max<int64_t>(0, limit - static_cast<int64_t>(pr.bytes()));
+    total_bytes += pr.bytes();
+  }
+  return out;
+}
+
+void put_be32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(v >> s));
+}
+
+void put_uvarint(std::vector<uint8_t>& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+// Encodes `reply` (whose partitions with a slice have empty, non-null records) and splices each
+// slice in as a file region where its records go. The generated encoder writes records last in a
+// partition, before the partition's tagged fields (none set when records are present), so each
+// position follows from the generated size functions; the empty-records bytes found there are
+// checked. Returns nullopt if the layout is not as expected (the caller then copies instead).
+std::optional<response> encode_with_regions(
+    const protocol::fetch_response& reply, int16_t version,
+    const std::vector<std::vector<const storage::file_slice*>>& slices) {
+  response plain = encode_response(reply, version);
+  const bool flexible = version >= 12;
+  const size_t empty_len = flexible ? 1 : 4;
+  const size_t tagged_len = flexible ? 1 : 0;
+  struct splice {
+    size_t at;
+    const storage::file_slice* slice;
+  };
+  std::vector<splice> splices;
+  size_t pos = 4 + (version >= 7 ? 6 : 0);
+  pos += protocol::array_count_size(static_cast<int64_t>(reply.responses.size()), flexible);
+  for (size_t t = 0; t < reply.responses.size(); ++t) {
+    const auto& topic = reply.responses[t];
+    pos += version >= 13 ? 16 : protocol::string_size(topic.topic, flexible);
+    pos += protocol::array_count_size(static_cast<int64_t>(topic.partitions.size()), flexible);
+    for (size_t p = 0; p < topic.partitions.size(); ++p) {
+      const size_t size = topic.partitions[p].size(version);
+      if (const storage::file_slice* s = slices[t][p]) {
+        splices.push_back({pos + size - tagged_len - empty_len, s});
+      }
+      pos += size;
+    }
+    pos += tagged_len;
+  }
+  if (pos > plain.body.size()) return std::nullopt;
+  for (const auto& s : splices) {
+    const uint8_t* b = plain.body.data() + s.at;
+    const bool ok = flexible ? b[0] == 1 : (b[0] | b[1] | b[2] | b[3]) == 0;
+    if (!ok) return std::nullopt;
+  }
+  response out;
+  out.body.reserve(plain.body.size() + splices.size() * 4);
+  size_t from = 0;
+  for (const auto& s : splices) {
+    out.body.insert(out.body.end(), plain.body.begin() + static_cast<std::ptrdiff_t>(from),
+                    plain.body.begin() + static_cast<std::ptrdiff_t>(s.at));
+    const auto length = static_cast<uint32_t>(s.slice->length);
+    if (flexible) {
+      put_uvarint(out.body, uint64_t{length} + 1);
+    } else {
+      put_be32(out.body, length);
+    }
+    out.file_regions.push_back({s.slice->file, s.slice->file->fd.get(), s.slice->position,
+                                static_cast<size_t>(s.slice->length), out.body.size()});
+    from = s.at + empty_len;
+  }
+  out.body.insert(out.body.end(), plain.body.begin() + static_cast<std::ptrdiff_t>(from),
+                  plain.body.end());
+  return out;
+}
+
+// Builds the response from the reads and the session's verdict.
+result<response, std::string> build_response(const fetch_context& ctx,
+                                             const std::vector<partition_read>& reads,
+                                             const fetch_session_reply& verdict,
+                                             const fetch_params& params) {
+  protocol::fetch_response reply;
+  reply.error_code = verdict.error_code;
+  reply.session_id = verdict.session_id;
+  std::vector<std::vector<const storage::file_slice*>> slices;
+  static const uint8_t no_bytes = 0;
+  for (size_t i : verdict.include) {
+    const fetch_partition_key& key = ctx.partitions[i].key;
+    const partition_read& pr = reads[i];
+    // Consecutive partitions of one topic share its entry (FetchResponse.toMessage).
+    bool same_topic = false;
+    if (!reply.responses.empty()) {
+      const auto& last = reply.responses.back();
+      same_topic =
+          ctx.uses_topic_ids ? last.topic_id.bytes == key.topic_id : last.topic == key.topic;
+    }
+    if (!same_topic) {
+      auto& t = reply.responses.emplace_back();
+      t.topic = key.topic;
+      t.topic_id.bytes = key.topic_id;
+      slices.emplace_back();
+    }
+    auto& p = reply.responses.back().partitions.emplace_back();
+    p.partition_index = key.partition;
+    p.error_code = pr.error_code;
+    p.high_watermark = pr.high_watermark;
+    p.last_stable_offset = pr.last_stable_offset;
+    p.log_start_offset = pr.log_start_offset;
+    if (pr.records_null) {
+      p.aborted_transactions.emplace();
+    } else if (params.isolation_level == read_committed && pr.error_code == 0) {
+      p.aborted_transactions.emplace();
+    }
+    if (!pr.records_null) p.records = protocol::bytes_view(&no_bytes, 0);
+    slices.back().push_back(pr.bytes() > 0 ? &*pr.slice : nullptr);
+  }
+  if (auto spliced = encode_with_regions(reply, params.version, slices)) return std::move(*spliced);
+  // Not expected; copying is always correct.
+  spdlog::warn("Fetch v{}: response layout not as expected, copying records", params.version);
+  std::vector<std::vector<uint8_t>> owned;
+  size_t ti = 0;
+  for (auto& t : reply.responses) {
+    for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
+      if (const storage::file_slice* s = slices[ti][pi]) {
+        auto& buf = owned.emplace_back(static_cast<size_t>(s->length));
+        auto r = storage::read_slice(*s, buf);
+        if (!r) return fail(r.error().message);
+        t.partitions[pi].records = protocol::bytes_view(buf);
+      }
+    }
+    ++ti;
+  }
+  return encode_response(reply, params.version);
+}
+
+asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::fetch_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: Fetch v{} body does not decode: {}", request.connection.id,
+                 request.connection.peer, version, protocol::describe(decoded.error().code));
+    co_return close_connection{"bad Fetch request"};
+  }
+  const auto& req = *decoded;
+  broker_services& services = request.services;
+  const int64_t now_ms = wall_clock_ms();
+
+  // The request's partitions, in order; a partition named twice keeps its first place and its
+  // last request (Kafka collects them in a LinkedHashMap).
+  std::vector<fetch_partition_entry> fetch_data;
+  std::map<fetch_partition_key, size_t> seen;
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) {
+      fetch_partition_entry e;
+      if (version >= 13) {
+        e.key.topic_id = t.topic_id.bytes;
+      } else {
+        e.key.topic = std::string(t.topic);
+      }
+      e.key.partition = p.partition;
+      e.request = {p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                   p.log_start_offset, p.last_fetched_epoch};
+      if (auto it = seen.find(e.key); it != seen.end()) {
+        fetch_data[it->second].request = e.request;
+      } else {
+        seen.emplace(e.key, fetch_data.size());
+        fetch_data.push_back(std::move(e));
+      }
+    }
+  }
+  std::vector<fetch_partition_key> forgotten;
+  for (const auto& t : req.forgotten_topics_data) {
+    for (int32_t p : t.partitions) {
+      fetch_partition_key k;
+      if (version >= 13) {
+        k.topic_id = t.topic_id.bytes;
+      } else {
+        k.topic = std::string(t.topic);
+      }
+      k.partition = p;
+      forgotten.push_back(std::move(k));
+    }
+  }
+
+  fetch_context ctx = services.fetch_sessions->new_context(
+      version, req.session_id, req.session_epoch, std::move(fetch_data), forgotten, now_ms);
+
+  fetch_params params;
+  params.version = version;
+  params.max_bytes = std::min(req.max_bytes, services.config.fetch_max_bytes);
+  params.min_bytes = std::min(req.min_bytes, params.max_bytes);
+  params.isolation_level = req.isolation_level;
+
+  size_t total = 0;
+  bool any_error = false;
+  std::vector<partition_read> reads;
+  if (ctx.type != fetch_context::kind::session_error) {
+    topic_manager& topics = *services.topics;
+    reads = read_all(topics, ctx, params, total, any_error);
+    if (req.max_wait_ms > 0 && !ctx.partitions.empty() &&
+        static_cast<int64_t>(total) < params.min_bytes && !any_error) {
+      // Long poll: wait for appends to these partitions, up to max_wait_ms.
+      auto executor = co_await asio::this_coro::executor;
+      auto waiter = std::make_shared<fetch_waiter>(executor);
+      std::vector<storage::topic_partition> tps;
+      for (const auto& e : ctx.partitions) tps.push_back({e.key.topic, e.key.partition});
+      fetch_waiter_registration registration(*services.waiters, waiter, std::move(tps));
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
+      for (;;) {
+        // Read again once registered, so an append just before registering is not missed.
+        reads = read_all(topics, ctx, params, total, any_error);
+        if (static_cast<int64_t>(total) >= params.min_bytes || any_error) break;
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        if (!waiter->take_pending()) {
+          waiter->timer().expires_at(deadline);
+          asio::error_code ec;
+          co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          auto cs = co_await asio::this_coro::cancellation_state;
+          if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return close_connection{"connection closed during a fetch wait"};
+          }
+          waiter->take_pending();
+        }
+      }
+    }
+  }
+
+  std::vector<fetch_partition_outcome> outcomes(reads.size());
+  for (size_t i = 0; i < reads.size(); ++i) {
+    outcomes[i] = {reads[i].error_code, reads[i].high_watermark, reads[i].log_start_offset,
+                   reads[i].bytes()};
+  }
+  fetch_session_reply verdict = services.fetch_sessions->finish(ctx, outcomes, wall_clock_ms());
+  auto built = build_response(ctx, reads, verdict, params);
+  if (!built) {
+    spdlog::error("Fetch: {}", built.error());
+    co_return close_connection{"fetch read failed"};
+  }
+  co_return std::move(*built);
+}
+
+}  // namespace
+
+void register_fetch_handler(handler_registry& registry) {
+  registry.register_handler(protocol::fetch_request::api_key, protocol::fetch_request::min_version,
+                            protocol::fetch_request::max_version, handle_fetch);
+}
+
+}  // namespace tarn::broker
