@@ -162,6 +162,12 @@ TEST(connection, close_outcome_answers_earlier_requests_then_closes) {
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->first, 0);
   EXPECT_FALSE(h.read_response().has_value()) << "request 2 must not be answered";
+  // The client can see end-of-stream a moment before the connection's close callback has run on
+  // the server's thread: wait for it, bounded.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!h.closed_ && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_TRUE(h.closed_);
 }
 
