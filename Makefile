@@ -7,7 +7,7 @@ JOBS        ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit test-asan fuzz bench interop format clean
+.PHONY: all deps build run test test-unit test-asan fuzz bench bench-quick interop format clean
 
 all: build
 
@@ -40,8 +40,15 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# The micro-benchmarks, then tarn beside Apache Kafka 4.4.0 and librdkafka (scripts/bench, under
+# 30 minutes; it rewrites the generated part of docs/benchmarks.md and docs/bench-results.png).
 bench: deps build
 	scripts/run-benchmarks $(BUILD)
+	scripts/bench --build $(BUILD)
+
+# The same comparison with small runs, under 3 minutes on an idle machine, for development.
+bench-quick: deps build
+	scripts/bench --quick --build $(BUILD)
 
 format:
 	find src tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
