@@ -29,11 +29,13 @@ int32_t record_batch_view::last_sequence() const {
   const int32_t base = base_sequence();
   if (base == no_sequence) return no_sequence;
   const int32_t delta = last_offset_delta();
-  // Kafka's DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0.
-  if (base > std::numeric_limits<int32_t>::max() - delta) {
-    return delta - (std::numeric_limits<int32_t>::max() - base) - 1;
-  }
-  return base + delta;
+  // Kafka's DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0. Its int
+  // arithmetic wraps on corrupt values (a negative delta); so does this, without overflowing.
+  const auto wrap = [](uint32_t v) { return static_cast<int32_t>(v); };
+  const uint32_t max = std::numeric_limits<int32_t>::max();
+  const auto u = [](int32_t v) { return static_cast<uint32_t>(v); };
+  if (base > wrap(max - u(delta))) return wrap(u(delta) - (max - u(base)) - 1);
+  return wrap(u(base) + u(delta));
 }
 
 uint32_t record_batch_view::compute_crc() const {
@@ -157,6 +159,11 @@ result<records_summary, batch_error> walk_records(record_batch_view batch, bytes
   records_summary summary;
   summary.uncompressed_bytes = records.size();
   const int32_t expected = batch.records_count();
+  // Kafka's record iterator refuses a negative count before reading anything.
+  if (expected < 0) {
+    return batch_fail(batch_errc::invalid_record_count,
+                      fmt::format("invalid recordsCount {}", expected));
+  }
   const int64_t base_timestamp = batch.base_timestamp();
   int64_t max_delta = std::numeric_limits<int64_t>::min();
   record_reader reader(records);

@@ -20,7 +20,7 @@ void add_version(CLI::App& app) {
 
 std::vector<add_subcommand_fn> all_subcommands() {
   return {
-      add_version,
+      add_serve, add_version, add_dump_log, add_produce, add_perf,
   };
 }
 

@@ -15,6 +15,10 @@ namespace tarn::tools {
 using add_subcommand_fn = std::function<void(CLI::App&)>;
 
 void add_version(CLI::App& app);
+void add_serve(CLI::App& app);     // tools/serve.cc
+void add_dump_log(CLI::App& app);  // tools/dump_log.cc
+void add_produce(CLI::App& app);   // tools/produce.cc
+void add_perf(CLI::App& app);      // tools/perf.cc
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();

@@ -1,0 +1,94 @@
+// ApiVersions (key 18): which APIs and versions this broker serves.
+//
+// Versions served: 0-4. The body is decoded with protocol::api_versions_request.
+// Behaviour:
+//   - The ApiKeys list is exactly the handler registry: every registered API with the versions
+//     its handler serves, by key. Produce is listed from v0 (KAFKA-18659; see handler.h).
+//   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's pattern
+//     [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?, else INVALID_REQUEST (42) with no ApiKeys,
+//     as Kafka answers.
+//   - A version above 4 never reaches this handler: the connection answers it in the v0 layout
+//     with UNSUPPORTED_VERSION (35) and [{18, 0, 4}] (KIP-511), see
+//     unsupported_api_versions_outcome below.
+//   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
+// Not supported: quotas (ThrottleTimeMs is always 0); the feature fields (SupportedFeatures,
+// FinalizedFeatures, epoch -1): tarn has no KRaft features, so clients use their defaults.
+#include <spdlog/spdlog.h>
+
+#include "broker/handler.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+constexpr int16_t api_versions_key = protocol::api_versions_request::api_key;
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// Kafka's ApiVersionsRequest.isValid pattern for the client software name and version.
+bool valid_software_field(std::string_view s) {
+  if (s.empty() || !is_alnum(s.front()) || !is_alnum(s.back())) return false;
+  for (char c : s) {
+    if (!is_alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+response encode(const protocol::api_versions_response& r, int16_t version) {
+  response out;
+  out.body.reserve(r.encoded_size(version));
+  protocol::writer w(out.body);
+  r.encode(w, version);
+  return out;
+}
+
+protocol::api_versions_response::api_version own_range(const handler_registry& registry) {
+  const handler_entry* e = registry.find(api_versions_key);
+  return {api_versions_key, e ? e->min_version : int16_t{0}, e ? e->max_version : int16_t{0}};
+}
+
+asio::awaitable<handler_outcome> handle_api_versions(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::api_versions_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: ApiVersions v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad ApiVersions request"};
+  }
+  protocol::api_versions_response reply;
+  if (version >= 3 && (!valid_software_field(decoded->client_software_name) ||
+                       !valid_software_field(decoded->client_software_version))) {
+    spdlog::info("connection {} from {}: ApiVersions with invalid client software '{}' '{}'",
+                 request.connection.id, request.connection.peer, decoded->client_software_name,
+                 decoded->client_software_version);
+    reply.error_code = static_cast<int16_t>(protocol::error_code::invalid_request);
+    co_return encode(reply, version);
+  }
+  for (const auto& range : request.services.handlers.advertised()) {
+    reply.api_keys.push_back({range.api_key, range.min_version, range.max_version});
+  }
+  co_return encode(reply, version);
+}
+
+}  // namespace
+
+handler_outcome unsupported_api_versions_outcome(const handler_registry& registry) {
+  protocol::api_versions_response reply;
+  reply.error_code = static_cast<int16_t>(protocol::error_code::unsupported_version);
+  reply.api_keys.push_back(own_range(registry));
+  return encode(reply, 0);
+}
+
+void register_api_versions_handler(handler_registry& registry) {
+  registry.register_handler(api_versions_key, protocol::api_versions_request::min_version,
+                            protocol::api_versions_request::max_version, handle_api_versions);
+}
+
+}  // namespace tarn::broker

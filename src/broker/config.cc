@@ -1,0 +1,512 @@
+// The broker configuration table: every key with its Kafka 4.4 type, default and validator
+// (read from Kafka 4.4.0's KafkaConfig.configDef()), then the derived values (retention and roll
+// in ms, listeners, log directories) and the cross-key checks.
+#include "broker/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <thread>
+
+namespace tarn::broker {
+
+namespace {
+
+enum class config_type { boolean, short_int, int32, int64, float64, string, list };
+
+// A validator returns an error reason for a parsed (non-null) value, or nothing.
+using validator = std::function<std::optional<std::string>(const config_value&)>;
+
+struct config_key {
+  const char* name;
+  config_type type;
+  const char* default_value;  // nullptr = Kafka's null
+  validator validate;
+  bool used_by_tarn = true;  // false: accepted for server.properties compatibility only
+};
+
+validator at_least(int64_t min) {
+  return [min](const config_value& v) -> std::optional<std::string> {
+    if (std::get<int64_t>(v) < min) return fmt::format("Value must be at least {}", min);
+    return std::nullopt;
+  };
+}
+
+validator between(int64_t min, int64_t max) {
+  return [min, max](const config_value& v) -> std::optional<std::string> {
+    int64_t x = std::get<int64_t>(v);
+    if (x < min || x > max) return fmt::format("Value must be in [{}, {}]", min, max);
+    return std::nullopt;
+  };
+}
+
+validator one_of(std::vector<std::string> allowed) {
+  return [allowed](const config_value& v) -> std::optional<std::string> {
+    auto check = [&](const std::string& s) -> std::optional<std::string> {
+      if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return std::nullopt;
+      return fmt::format("String must be one of: {}", fmt::join(allowed, ", "));
+    };
+    if (auto* s = std::get_if<std::string>(&v)) return check(*s);
+    for (const auto& s : std::get<std::vector<std::string>>(v)) {
+      if (auto e = check(s)) return e;
+    }
+    return std::nullopt;
+  };
+}
+
+validator gzip_level() {
+  return [](const config_value& v) -> std::optional<std::string> {
+    int64_t x = std::get<int64_t>(v);
+    if (x == -1 || (x >= 1 && x <= 9)) return std::nullopt;
+    return std::string("Value must be in [1, 9] or -1");
+  };
+}
+
+// Kafka 4.4's defaults except where noted. Keys marked `false` in the last column are accepted
+// so that a Kafka server.properties starts unchanged, but do nothing in a single-node tarn.
+const std::vector<config_key>& config_keys() {
+  static const std::vector<config_key> keys = {
+      // Listeners. Kafka's listeners default is PLAINTEXT://:9092 (every interface); tarn binds
+      // loopback unless told otherwise.
+      {"listeners", config_type::list, "PLAINTEXT://127.0.0.1:9092", nullptr},
+      {"advertised.listeners", config_type::list, nullptr, nullptr},
+      {"listener.security.protocol.map", config_type::string,
+       "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", nullptr},
+      {"controller.listener.names", config_type::list, "", nullptr},
+      {"inter.broker.listener.name", config_type::string, nullptr, nullptr, false},
+      {"process.roles", config_type::list, "broker,controller", one_of({"broker", "controller"})},
+      {"controller.quorum.voters", config_type::list, "", nullptr, false},
+      {"controller.quorum.bootstrap.servers", config_type::list, "", nullptr, false},
+      // Kafka requires node.id; tarn defaults it to 1 so that `tarn serve` starts bare.
+      {"node.id", config_type::int32, "1", at_least(0)},
+      {"broker.id", config_type::int32, "-1", nullptr},
+      // Threads, sockets, connections.
+      {"num.network.threads", config_type::int32, nullptr, at_least(1)},
+      {"num.io.threads", config_type::int32, "8", at_least(1)},
+      {"socket.send.buffer.bytes", config_type::int32, "102400", nullptr},
+      {"socket.receive.buffer.bytes", config_type::int32, "102400", nullptr},
+      {"socket.request.max.bytes", config_type::int32, "104857600", at_least(1)},
+      {"max.connections", config_type::int32, "2147483647", at_least(0)},
+      {"max.connections.per.ip", config_type::int32, "2147483647", at_least(0)},
+      {"max.connections.per.ip.overrides", config_type::string, "", nullptr},
+      {"connections.max.idle.ms", config_type::int64, "600000", nullptr},
+      {"queued.max.requests", config_type::int32, "500", at_least(1)},
+      {"queued.max.request.bytes", config_type::int64, "-1", nullptr, false},
+      // Log directories. Kafka's log.dir default is /tmp/kafka-logs; tarn's is ./data.
+      {"log.dir", config_type::list, "./data", nullptr},
+      {"log.dirs", config_type::list, nullptr, nullptr},
+      {"num.recovery.threads.per.data.dir", config_type::int32, "2", at_least(1), false},
+      // Topic defaults.
+      {"num.partitions", config_type::int32, "1", at_least(1)},
+      {"default.replication.factor", config_type::int32, "1", nullptr},
+      {"auto.create.topics.enable", config_type::boolean, "true", nullptr},
+      {"delete.topic.enable", config_type::boolean, "true", nullptr},
+      {"message.max.bytes", config_type::int32, "1048588", at_least(0)},
+      {"max.decompressed.message.bytes", config_type::int32, "2147483639", between(1, 2147483639)},
+      {"compression.type", config_type::string, "producer",
+       one_of({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})},
+      {"compression.gzip.level", config_type::int32, "-1", gzip_level()},
+      {"compression.lz4.level", config_type::int32, "9", between(1, 17)},
+      {"compression.zstd.level", config_type::int32, "3", between(-131072, 22)},
+      {"min.insync.replicas", config_type::int32, "1", at_least(1)},
+      {"unclean.leader.election.enable", config_type::boolean, "false", nullptr, false},
+      {"log.message.timestamp.type", config_type::string, "CreateTime",
+       one_of({"CreateTime", "LogAppendTime"})},
+      {"log.message.timestamp.before.max.ms", config_type::int64, "9223372036854775807",
+       at_least(0)},
+      {"log.message.timestamp.after.max.ms", config_type::int64, "3600000", at_least(0)},
+      // The log.
+      {"log.segment.bytes", config_type::int32, "1073741824", at_least(1048576)},
+      {"log.roll.ms", config_type::int64, nullptr, nullptr},
+      {"log.roll.hours", config_type::int32, "168", at_least(1)},
+      {"log.roll.jitter.ms", config_type::int64, nullptr, nullptr},
+      {"log.roll.jitter.hours", config_type::int32, "0", at_least(0)},
+      {"log.index.interval.bytes", config_type::int32, "4096", at_least(0)},
+      {"log.index.size.max.bytes", config_type::int32, "10485760", at_least(4)},
+      {"log.retention.ms", config_type::int64, nullptr, nullptr},
+      {"log.retention.minutes", config_type::int32, nullptr, nullptr},
+      {"log.retention.hours", config_type::int32, "168", nullptr},
+      {"log.retention.bytes", config_type::int64, "-1", nullptr},
+      {"log.retention.check.interval.ms", config_type::int64, "300000", at_least(1)},
+      {"log.segment.delete.delay.ms", config_type::int64, "60000", at_least(0)},
+      {"log.cleanup.policy", config_type::list, "delete", one_of({"compact", "delete"})},
+      {"log.preallocate", config_type::boolean, "false", nullptr},
+      {"log.flush.interval.messages", config_type::int64, "9223372036854775807", at_least(1)},
+      {"log.flush.interval.ms", config_type::int64, nullptr, nullptr},
+      {"log.flush.scheduler.interval.ms", config_type::int64, "9223372036854775807", nullptr},
+      {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0), false},
+      {"log.flush.start.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0),
+       false},
+      {"log.cleaner.delete.retention.ms", config_type::int64, "86400000", at_least(0), false},
+      {"log.cleaner.min.compaction.lag.ms", config_type::int64, "0", at_least(0), false},
+      {"log.cleaner.max.compaction.lag.ms", config_type::int64, "9223372036854775807", at_least(1),
+       false},
+      {"log.cleaner.min.cleanable.ratio", config_type::float64, "0.5", nullptr, false},
+      // Internal topics and coordinators of a Kafka cluster: replication settings that have no
+      // meaning on a single node.
+      {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
+      {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1), false},
+      {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
+      {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
+      {"transaction.state.log.num.partitions", config_type::int32, "50", at_least(1), false},
+      {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
+       false},
+      {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
+      {"group.initial.rebalance.delay.ms", config_type::int32, "3000", nullptr, false},
+  };
+  return keys;
+}
+
+const config_key* find_key(const std::string& name) {
+  for (const auto& k : config_keys()) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  s = trim(s);
+  if (s.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = s.find(',', start);
+    auto item = trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start));
+    out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Java's Integer.parseInt / Long.parseLong: optional sign, decimal digits, nothing else.
+std::optional<int64_t> parse_integer(std::string_view s, int64_t min, int64_t max) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  if (s.empty() || s[0] == '+') return std::nullopt;
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+std::string invalid(const std::string& key, const std::string& value, const std::string& why) {
+  return fmt::format("Invalid value {} for configuration {}: {}", value, key, why);
+}
+
+// Parses a raw value as ConfigDef.parseType does (values trimmed first).
+result<config_value, std::string> parse_value(const config_key& key, const std::string& raw) {
+  std::string_view t = trim(raw);
+  switch (key.type) {
+    case config_type::boolean: {
+      std::string lower(t);
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      if (lower == "true") return config_value(true);
+      if (lower == "false") return config_value(false);
+      return fail(invalid(key.name, raw, "Expected value to be either true or false"));
+    }
+    case config_type::short_int:
+      if (auto v = parse_integer(t, INT16_MIN, INT16_MAX)) return config_value(*v);
+      return fail(invalid(key.name, raw, "Not a number of type SHORT"));
+    case config_type::int32:
+      if (auto v = parse_integer(t, INT32_MIN, INT32_MAX)) return config_value(*v);
+      return fail(invalid(key.name, raw, "Not a number of type INT"));
+    case config_type::int64:
+      if (auto v = parse_integer(t, INT64_MIN, INT64_MAX)) return config_value(*v);
+      return fail(invalid(key.name, raw, "Not a number of type LONG"));
+    case config_type::float64: {
+      std::string s(t);
+      char* end = nullptr;
+      double d = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+      if (s.empty() || end != s.c_str() + s.size()) {
+        return fail(invalid(key.name, raw, "Not a number of type DOUBLE"));
+      }
+      return config_value(d);
+    }
+    case config_type::string:
+      return config_value(std::string(t));
+    case config_type::list:
+      return config_value(split_list(t));
+  }
+  return fail(invalid(key.name, raw, "unknown type"));
+}
+
+int64_t as_int(const broker_config& c, const char* key) {
+  return std::get<int64_t>(c.values.at(key));
+}
+bool is_null(const broker_config& c, const char* key) {
+  return std::holds_alternative<std::monostate>(c.values.at(key));
+}
+
+// Kafka's rule for a duration given in ms, minutes or hours: the first one set wins, in that
+// order of precedence (a default counts), saturating instead of overflowing.
+int64_t first_duration_ms(const broker_config& c, const char* ms_key, const char* minutes_key,
+                          const char* hours_key) {
+  if (!is_null(c, ms_key)) return as_int(c, ms_key);
+  if (minutes_key && !is_null(c, minutes_key)) return as_int(c, minutes_key) * 60'000;
+  return as_int(c, hours_key) * 3'600'000;
+}
+
+// NAME://host:port, host possibly empty or a bracketed IPv6 address.
+result<listener_endpoint, std::string> parse_listener(const std::string& key,
+                                                      const std::string& text) {
+  auto bad = [&](const char* why) { return fail(invalid(key, text, why)); };
+  size_t sep = text.find("://");
+  if (sep == std::string::npos || sep == 0) return bad("Expected NAME://host:port");
+  listener_endpoint l;
+  l.name = text.substr(0, sep);
+  std::string rest = text.substr(sep + 3);
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return bad("Expected NAME://host:port");
+  l.host = rest.substr(0, colon);
+  if (l.host.size() >= 2 && l.host.front() == '[' && l.host.back() == ']') {
+    l.host = l.host.substr(1, l.host.size() - 2);
+  }
+  auto port = parse_integer(rest.substr(colon + 1), 0, 65535);
+  if (!port) return bad("port must be a number in [0, 65535]");
+  l.port = static_cast<uint16_t>(*port);
+  return l;
+}
+
+result<std::map<std::string, std::string>, std::string> parse_protocol_map(
+    const std::string& key, const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : split_list(text)) {
+    size_t colon = entry.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
+      return fail(invalid(key, text, "Expected NAME:PROTOCOL pairs"));
+    }
+    out[entry.substr(0, colon)] = entry.substr(colon + 1);
+  }
+  return out;
+}
+
+// The derived fields and the checks that span several keys.
+result<void, std::string> finish(broker_config& c) {
+  auto str = [&](const char* k) { return std::get<std::string>(c.values.at(k)); };
+  auto list = [&](const char* k) { return std::get<std::vector<std::string>>(c.values.at(k)); };
+  auto i32 = [&](const char* k) { return static_cast<int32_t>(as_int(c, k)); };
+
+  c.node_id = i32("node.id");
+  if (c.explicitly_set.count("broker.id") && i32("broker.id") != c.node_id) {
+    return fail(fmt::format(
+        "Invalid value {} for configuration broker.id: must equal node.id ({}) when both are set",
+        i32("broker.id"), c.node_id));
+  }
+  auto roles = list("process.roles");
+  if (std::find(roles.begin(), roles.end(), "broker") == roles.end()) {
+    return fail(invalid("process.roles", c.explicitly_set["process.roles"],
+                        "tarn is a broker; process.roles must include broker"));
+  }
+
+  // Listeners: bind the PLAINTEXT ones, skip controller listeners, refuse TLS/SASL.
+  auto protocols =
+      parse_protocol_map("listener.security.protocol.map", str("listener.security.protocol.map"));
+  if (!protocols) return fail(protocols.error());
+  auto controller_names = list("controller.listener.names");
+  std::string listeners_text = fmt::format("{}", fmt::join(list("listeners"), ","));
+  for (const auto& text : list("listeners")) {
+    auto l = parse_listener("listeners", text);
+    if (!l) return fail(l.error());
+    if (std::find(controller_names.begin(), controller_names.end(), l->name) !=
+        controller_names.end()) {
+      continue;
+    }
+    auto proto = protocols->find(l->name);
+    if (proto == protocols->end()) {
+      return fail(
+          invalid("listeners", listeners_text,
+                  fmt::format("listener {} is not in listener.security.protocol.map", l->name)));
+    }
+    if (proto->second != "PLAINTEXT") {
+      return fail(invalid("listeners", listeners_text,
+                          fmt::format("listener {} uses {}; tarn supports only PLAINTEXT", l->name,
+                                      proto->second)));
+    }
+    for (const auto& other : c.listeners) {
+      if (other.name == l->name) {
+        return fail(invalid("listeners", listeners_text, "each listener name must be unique"));
+      }
+    }
+    c.listeners.push_back(*l);
+  }
+  if (c.listeners.empty()) {
+    return fail(invalid("listeners", listeners_text, "no PLAINTEXT listener to bind"));
+  }
+  // Advertised listeners default to the listeners; one given for a name replaces it.
+  c.advertised_listeners = c.listeners;
+  if (!is_null(c, "advertised.listeners")) {
+    std::string text = fmt::format("{}", fmt::join(list("advertised.listeners"), ","));
+    for (const auto& item : list("advertised.listeners")) {
+      auto a = parse_listener("advertised.listeners", item);
+      if (!a) return fail(a.error());
+      if (std::find(controller_names.begin(), controller_names.end(), a->name) !=
+          controller_names.end()) {
+        continue;
+      }
+      auto it = std::find_if(c.advertised_listeners.begin(), c.advertised_listeners.end(),
+                             [&](const listener_endpoint& x) { return x.name == a->name; });
+      if (it == c.advertised_listeners.end()) {
+        return fail(invalid("advertised.listeners", text,
+                            fmt::format("{} is not one of the listeners", a->name)));
+      }
+      *it = *a;
+    }
+  }
+
+  c.num_network_threads = is_null(c, "num.network.threads") ? 0 : i32("num.network.threads");
+  c.num_io_threads = i32("num.io.threads");
+  c.socket_request_max_bytes = i32("socket.request.max.bytes");
+  c.socket_send_buffer_bytes = i32("socket.send.buffer.bytes");
+  c.socket_receive_buffer_bytes = i32("socket.receive.buffer.bytes");
+  c.max_connections = i32("max.connections");
+  c.max_connections_per_ip = i32("max.connections.per.ip");
+  for (const auto& entry : split_list(str("max.connections.per.ip.overrides"))) {
+    size_t colon = entry.rfind(':');
+    auto n = colon == std::string::npos ? std::nullopt
+                                        : parse_integer(entry.substr(colon + 1), 0, INT32_MAX);
+    if (!n || colon == 0) {
+      return fail(invalid("max.connections.per.ip.overrides",
+                          str("max.connections.per.ip.overrides"), "Expected host:count pairs"));
+    }
+    c.max_connections_per_ip_overrides[entry.substr(0, colon)] = static_cast<int32_t>(*n);
+  }
+  c.connections_max_idle_ms = as_int(c, "connections.max.idle.ms");
+  c.queued_max_requests = i32("queued.max.requests");
+
+  c.log_dirs = is_null(c, "log.dirs") ? list("log.dir") : list("log.dirs");
+  const char* dirs_key = is_null(c, "log.dirs") ? "log.dir" : "log.dirs";
+  if (c.log_dirs.size() != 1) {
+    return fail(invalid(dirs_key, fmt::format("{}", fmt::join(c.log_dirs, ",")),
+                        "tarn keeps its data in exactly one log directory"));
+  }
+
+  c.num_partitions = i32("num.partitions");
+  c.default_replication_factor = i32("default.replication.factor");
+  c.auto_create_topics_enable = std::get<bool>(c.values.at("auto.create.topics.enable"));
+  c.delete_topic_enable = std::get<bool>(c.values.at("delete.topic.enable"));
+  c.message_max_bytes = i32("message.max.bytes");
+  c.compression_type = str("compression.type");
+  c.compression_gzip_level = i32("compression.gzip.level");
+  c.compression_lz4_level = i32("compression.lz4.level");
+  c.compression_zstd_level = i32("compression.zstd.level");
+  c.min_insync_replicas = i32("min.insync.replicas");
+  c.log_message_timestamp_type = str("log.message.timestamp.type") == "LogAppendTime"
+                                     ? timestamp_type::log_append_time
+                                     : timestamp_type::create_time;
+  c.log_message_timestamp_before_max_ms = as_int(c, "log.message.timestamp.before.max.ms");
+  c.log_message_timestamp_after_max_ms = as_int(c, "log.message.timestamp.after.max.ms");
+
+  c.log_segment_bytes = i32("log.segment.bytes");
+  c.log_roll_ms = first_duration_ms(c, "log.roll.ms", nullptr, "log.roll.hours");
+  if (c.log_roll_ms < 1) {
+    return fail(invalid("log.roll.ms", std::to_string(c.log_roll_ms), "Value must be at least 1"));
+  }
+  c.log_roll_jitter_ms =
+      first_duration_ms(c, "log.roll.jitter.ms", nullptr, "log.roll.jitter.hours");
+  c.log_index_interval_bytes = i32("log.index.interval.bytes");
+  c.log_index_size_max_bytes = i32("log.index.size.max.bytes");
+  c.log_retention_ms =
+      first_duration_ms(c, "log.retention.ms", "log.retention.minutes", "log.retention.hours");
+  if (c.log_retention_ms < 0) c.log_retention_ms = -1;  // Kafka: any negative means unlimited
+  c.log_retention_bytes = as_int(c, "log.retention.bytes");
+  c.log_retention_check_interval_ms = as_int(c, "log.retention.check.interval.ms");
+  c.log_segment_delete_delay_ms = as_int(c, "log.segment.delete.delay.ms");
+  c.log_flush_interval_messages = as_int(c, "log.flush.interval.messages");
+  c.log_flush_interval_ms = is_null(c, "log.flush.interval.ms")
+                                ? as_int(c, "log.flush.scheduler.interval.ms")
+                                : as_int(c, "log.flush.interval.ms");
+  if (c.log_flush_interval_ms < 0) {
+    return fail(invalid("log.flush.interval.ms", std::to_string(c.log_flush_interval_ms),
+                        "Value must be at least 0"));
+  }
+  c.log_cleanup_policy = list("log.cleanup.policy");
+  c.log_preallocate = std::get<bool>(c.values.at("log.preallocate"));
+  return {};
+}
+
+}  // namespace
+
+std::string listener_endpoint::to_string() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", name, v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+result<broker_config, std::string> make_broker_config(const properties& file,
+                                                      const properties& overrides) {
+  broker_config c;
+  for (const auto& key : config_keys()) {
+    if (key.default_value == nullptr) {
+      c.values[key.name] = std::monostate{};
+      continue;
+    }
+    auto v = parse_value(key, key.default_value);
+    if (!v) return fail(v.error());  // a bad default is a tarn bug, but say so rather than crash
+    c.values[key.name] = std::move(*v);
+  }
+  auto apply = [&](const properties& props) -> result<void, std::string> {
+    for (const auto& [name, raw] : props) {
+      const config_key* key = find_key(name);
+      if (key == nullptr) {
+        return fail(
+            fmt::format("Unknown configuration {} (value {}): not a broker setting "
+                        "tarn knows; see docs/broker.md",
+                        name, raw));
+      }
+      auto v = parse_value(*key, raw);
+      if (!v) return fail(v.error());
+      if (key->validate) {
+        if (auto why = key->validate(*v)) return fail(invalid(name, raw, *why));
+      }
+      c.values[name] = std::move(*v);
+      c.explicitly_set[name] = raw;
+    }
+    return {};
+  };
+  if (auto r = apply(file); !r) return fail(r.error());
+  if (auto r = apply(overrides); !r) return fail(r.error());
+  for (const auto& [name, raw] : c.explicitly_set) {
+    if (!find_key(name)->used_by_tarn) c.ignored_keys.push_back(name);
+  }
+  if (auto r = finish(c); !r) return fail(r.error());
+  return c;
+}
+
+result<std::pair<std::string, std::string>, std::string> parse_override(const std::string& arg) {
+  size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return fail(fmt::format("Invalid override {}: expected key=value", arg));
+  }
+  return std::pair{arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+std::optional<std::string> config_value_to_string(const config_value& v) {
+  struct visitor {
+    std::optional<std::string> operator()(std::monostate) const { return std::nullopt; }
+    std::optional<std::string> operator()(bool b) const { return b ? "true" : "false"; }
+    std::optional<std::string> operator()(int64_t i) const { return std::to_string(i); }
+    std::optional<std::string> operator()(double d) const { return fmt::format("{}", d); }
+    std::optional<std::string> operator()(const std::string& s) const { return s; }
+    std::optional<std::string> operator()(const std::vector<std::string>& l) const {
+      return fmt::format("{}", fmt::join(l, ","));
+    }
+  };
+  return std::visit(visitor{}, v);
+}
+
+std::vector<std::string> known_broker_config_keys() {
+  std::vector<std::string> out;
+  for (const auto& k : config_keys()) out.emplace_back(k.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,110 @@
+// The broker's configuration: Kafka's server.properties keys with Kafka 4.4's defaults and
+// validation, typed. Built from a .properties file plus `--override key=value` pairs; an unknown
+// key or a bad value is an error naming the key and the value. docs/broker.md lists every key
+// and what it means for tarn.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "broker/properties.h"
+
+namespace tarn::broker {
+
+enum class timestamp_type { create_time, log_append_time };
+
+// One entry of `listeners` / `advertised.listeners`: NAME://host:port. An empty host means every
+// interface (when binding) or "not given" (when advertising).
+struct listener_endpoint {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+
+  std::string to_string() const;
+  bool operator==(const listener_endpoint&) const = default;
+};
+
+// A configuration value as Kafka's ConfigDef types it; monostate is Kafka's null.
+using config_value =
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<std::string>>;
+
+struct broker_config {
+  // Network and threading (see docs/broker.md for what the thread counts mean in tarn).
+  std::vector<listener_endpoint> listeners;             // the ones tarn binds (PLAINTEXT only)
+  std::vector<listener_endpoint> advertised_listeners;  // same order as listeners
+  int32_t num_network_threads = 0;                      // event loops; 0 = one per available core
+  int32_t num_io_threads = 8;                           // blocking-work pool (fsync, file deletion)
+  int32_t socket_request_max_bytes = 104857600;
+  int32_t socket_send_buffer_bytes = 102400;  // -1 = OS default
+  int32_t socket_receive_buffer_bytes = 102400;
+  int32_t max_connections = INT32_MAX;
+  int32_t max_connections_per_ip = INT32_MAX;
+  std::map<std::string, int32_t> max_connections_per_ip_overrides;
+  int64_t connections_max_idle_ms = 600000;
+  int32_t queued_max_requests = 500;  // per connection: requests read but not yet answered
+
+  // Identity and storage.
+  int32_t node_id = 1;
+  std::vector<std::string> log_dirs;
+
+  // Topic creation and produce validation (broker-wide defaults of the topic configs).
+  int32_t num_partitions = 1;
+  int32_t default_replication_factor = 1;
+  bool auto_create_topics_enable = true;
+  bool delete_topic_enable = true;
+  int32_t message_max_bytes = 1048588;
+  std::string compression_type = "producer";
+  int32_t compression_gzip_level = -1;
+  int32_t compression_lz4_level = 9;
+  int32_t compression_zstd_level = 3;
+  int32_t min_insync_replicas = 1;
+  timestamp_type log_message_timestamp_type = timestamp_type::create_time;
+  int64_t log_message_timestamp_before_max_ms = INT64_MAX;
+  int64_t log_message_timestamp_after_max_ms = 3600000;
+
+  // The log. The *_ms fields are the effective values after Kafka's ms/minutes/hours rules.
+  int32_t log_segment_bytes = 1073741824;
+  int64_t log_roll_ms = 604800000;
+  int64_t log_roll_jitter_ms = 0;
+  int32_t log_index_interval_bytes = 4096;
+  int32_t log_index_size_max_bytes = 10485760;
+  int64_t log_retention_ms = 604800000;  // -1 = unlimited
+  int64_t log_retention_bytes = -1;
+  int64_t log_retention_check_interval_ms = 300000;
+  int64_t log_segment_delete_delay_ms = 60000;
+  int64_t log_flush_interval_messages = INT64_MAX;
+  int64_t log_flush_interval_ms = INT64_MAX;
+  std::vector<std::string> log_cleanup_policy = {"delete"};
+  bool log_preallocate = false;
+
+  // Every key tarn knows, with its effective value (default or set) and whether it was set
+  // explicitly. DescribeConfigs and the topic-config defaults read this.
+  std::map<std::string, config_value> values;
+  std::map<std::string, std::string> explicitly_set;  // key -> value as written
+  // Keys that were set but have no effect in tarn (a single-node broker without a controller
+  // quorum); the server logs them at startup.
+  std::vector<std::string> ignored_keys;
+};
+
+// Builds the configuration from file properties and overrides (overrides win). Every key is
+// checked; the first error is returned, naming the key and the value.
+result<broker_config, std::string> make_broker_config(const properties& file,
+                                                      const properties& overrides);
+
+// Parses `key=value` as given to --override.
+result<std::pair<std::string, std::string>, std::string> parse_override(const std::string& arg);
+
+// The text form of a value as Kafka prints it in DescribeConfigs (null -> nullopt, lists
+// comma-separated).
+std::optional<std::string> config_value_to_string(const config_value& v);
+
+// Names of all broker keys tarn accepts, sorted.
+std::vector<std::string> known_broker_config_keys();
+
+}  // namespace tarn::broker

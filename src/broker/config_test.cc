@@ -1,0 +1,240 @@
+// Broker configuration: Kafka 4.4's defaults, types, ranges, enums and the derived values.
+#include "broker/config.h"
+
+#include <gtest/gtest.h>
+
+#include "broker/topic_config_defaults.h"
+
+namespace tarn::broker {
+namespace {
+
+broker_config make_ok(const properties& file, const properties& overrides = {}) {
+  auto r = make_broker_config(file, overrides);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error());
+  return r ? *r : broker_config{};
+}
+
+std::string make_error(const properties& file) {
+  auto r = make_broker_config(file, {});
+  EXPECT_FALSE(r.has_value());
+  return r ? "" : r.error();
+}
+
+TEST(broker_config, defaults_are_kafkas_except_listener_and_data_dir) {
+  auto c = make_ok({});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0], (listener_endpoint{"PLAINTEXT", "127.0.0.1", 9092}));
+  EXPECT_EQ(c.advertised_listeners, c.listeners);
+  EXPECT_EQ(c.log_dirs, std::vector<std::string>{"./data"});
+  EXPECT_EQ(c.node_id, 1);
+  EXPECT_EQ(c.num_partitions, 1);
+  EXPECT_EQ(c.default_replication_factor, 1);
+  EXPECT_TRUE(c.auto_create_topics_enable);
+  EXPECT_EQ(c.log_segment_bytes, 1073741824);
+  EXPECT_EQ(c.log_index_interval_bytes, 4096);
+  EXPECT_EQ(c.log_index_size_max_bytes, 10485760);
+  EXPECT_EQ(c.message_max_bytes, 1048588);
+  EXPECT_EQ(c.socket_request_max_bytes, 104857600);
+  EXPECT_EQ(c.compression_type, "producer");
+  EXPECT_EQ(c.min_insync_replicas, 1);
+  EXPECT_EQ(c.log_message_timestamp_type, timestamp_type::create_time);
+  EXPECT_EQ(c.log_message_timestamp_before_max_ms, INT64_MAX);
+  EXPECT_EQ(c.log_message_timestamp_after_max_ms, 3600000);
+  EXPECT_EQ(c.log_flush_interval_messages, INT64_MAX);
+  EXPECT_EQ(c.log_flush_interval_ms, INT64_MAX);
+  EXPECT_EQ(c.log_retention_ms, 168LL * 3600000);
+  EXPECT_EQ(c.log_roll_ms, 168LL * 3600000);
+  EXPECT_EQ(c.num_network_threads, 0);
+  EXPECT_EQ(c.num_io_threads, 8);
+  EXPECT_EQ(c.max_connections, INT32_MAX);
+  EXPECT_EQ(c.max_connections_per_ip, INT32_MAX);
+  EXPECT_EQ(c.queued_max_requests, 500);
+  EXPECT_EQ(c.connections_max_idle_ms, 600000);
+  EXPECT_TRUE(c.explicitly_set.empty());
+  EXPECT_TRUE(c.ignored_keys.empty());
+}
+
+TEST(broker_config, typed_values_and_overrides_win) {
+  auto c = make_ok({{"num.partitions", " 3 "},
+                    {"auto.create.topics.enable", "FALSE"},
+                    {"log.message.timestamp.type", "LogAppendTime"},
+                    {"compression.type", "zstd"},
+                    {"log.dirs", "/tmp/x"},
+                    {"node.id", "7"}},
+                   {{"num.partitions", "5"}, {"compression.type", "uncompressed"}});
+  EXPECT_EQ(c.num_partitions, 5);
+  EXPECT_FALSE(c.auto_create_topics_enable);
+  EXPECT_EQ(c.log_message_timestamp_type, timestamp_type::log_append_time);
+  EXPECT_EQ(c.compression_type, "uncompressed");
+  EXPECT_EQ(c.log_dirs, std::vector<std::string>{"/tmp/x"});
+  EXPECT_EQ(c.node_id, 7);
+  EXPECT_EQ(c.explicitly_set.at("num.partitions"), "5");
+}
+
+TEST(broker_config, every_compression_type_kafka_accepts) {
+  for (const char* t : {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}) {
+    EXPECT_EQ(make_ok({{"compression.type", t}}).compression_type, t);
+  }
+  auto e = make_error({{"compression.type", "brotli"}});
+  EXPECT_NE(e.find("compression.type"), std::string::npos) << e;
+  EXPECT_NE(e.find("brotli"), std::string::npos) << e;
+}
+
+TEST(broker_config, errors_name_key_and_value) {
+  struct bad_case {
+    const char* key;
+    const char* value;
+  };
+  for (auto [key, value] : std::initializer_list<bad_case>{
+           {"num.partitions", "0"},
+           {"num.partitions", "many"},
+           {"num.partitions", "2147483648"},
+           {"log.segment.bytes", "1048575"},
+           {"message.max.bytes", "-1"},
+           {"socket.request.max.bytes", "0"},
+           {"auto.create.topics.enable", "yes"},
+           {"log.message.timestamp.type", "createtime"},
+           {"log.message.timestamp.after.max.ms", "-5"},
+           {"log.flush.interval.messages", "0"},
+           {"compression.gzip.level", "0"},
+           {"compression.lz4.level", "18"},
+           {"compression.zstd.level", "23"},
+           {"min.insync.replicas", "0"},
+           {"num.network.threads", "0"},
+           {"queued.max.requests", "0"},
+           {"log.cleanup.policy", "delete,shred"},
+           {"listeners", "localhost:9092"},
+           {"listeners", "PLAINTEXT://localhost:70000"},
+           {"listeners", "SSL://localhost:9093"},
+           {"listeners", "OTHER://localhost:9093"},
+           {"node.id", "-1"},
+           {"log.dirs", "/a,/b"},
+           {"max.connections.per.ip.overrides", "hostonly"},
+       }) {
+    auto e = make_error({{key, value}});
+    EXPECT_NE(e.find(key), std::string::npos) << key << "=" << value << ": " << e;
+    EXPECT_NE(e.find(value), std::string::npos) << key << "=" << value << ": " << e;
+  }
+}
+
+TEST(broker_config, unknown_key_is_refused) {
+  auto e = make_error({{"num.partition", "3"}});
+  EXPECT_NE(e.find("Unknown configuration num.partition"), std::string::npos) << e;
+  EXPECT_NE(e.find("3"), std::string::npos) << e;
+  auto r = make_broker_config({}, {{"no.such.key", "x"}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().find("no.such.key"), std::string::npos);
+}
+
+TEST(broker_config, retention_and_roll_precedence) {
+  EXPECT_EQ(make_ok({{"log.retention.hours", "1"}}).log_retention_ms, 3600000);
+  EXPECT_EQ(
+      make_ok({{"log.retention.hours", "1"}, {"log.retention.minutes", "2"}}).log_retention_ms,
+      120000);
+  EXPECT_EQ(make_ok({{"log.retention.minutes", "2"}, {"log.retention.ms", "5"}}).log_retention_ms,
+            5);
+  EXPECT_EQ(make_ok({{"log.retention.ms", "-1"}}).log_retention_ms, -1);
+  EXPECT_EQ(make_ok({{"log.retention.hours", "-1"}}).log_retention_ms, -1);
+  EXPECT_EQ(make_ok({{"log.roll.hours", "2"}}).log_roll_ms, 7200000);
+  EXPECT_EQ(make_ok({{"log.roll.hours", "2"}, {"log.roll.ms", "10"}}).log_roll_ms, 10);
+  EXPECT_EQ(make_ok({{"log.flush.scheduler.interval.ms", "100"}}).log_flush_interval_ms, 100);
+  EXPECT_EQ(make_ok({{"log.flush.interval.ms", "7"}}).log_flush_interval_ms, 7);
+}
+
+TEST(broker_config, listeners_and_advertised_listeners) {
+  auto c = make_ok({{"listeners", "PLAINTEXT://:0,CONTROLLER://127.0.0.1:9093"},
+                    {"controller.listener.names", "CONTROLLER"},
+                    {"listener.security.protocol.map", "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"},
+                    {"advertised.listeners", "PLAINTEXT://broker.example:19092"}});
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0], (listener_endpoint{"PLAINTEXT", "", 0}));
+  EXPECT_EQ(c.advertised_listeners[0], (listener_endpoint{"PLAINTEXT", "broker.example", 19092}));
+
+  auto v6 = make_ok({{"listeners", "PLAINTEXT://[::1]:9092"}});
+  EXPECT_EQ(v6.listeners[0].host, "::1");
+  EXPECT_EQ(v6.listeners[0].to_string(), "PLAINTEXT://[::1]:9092");
+
+  auto e = make_error({{"advertised.listeners", "OTHER://h:1"}});
+  EXPECT_NE(e.find("advertised.listeners"), std::string::npos) << e;
+}
+
+TEST(broker_config, kafka_sample_server_properties_is_accepted) {
+  // Kafka 4.x's config/server.properties, trimmed of comments.
+  auto c =
+      make_ok({{"process.roles", "broker,controller"},
+               {"node.id", "1"},
+               {"controller.quorum.bootstrap.servers", "localhost:9093"},
+               {"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093"},
+               {"inter.broker.listener.name", "PLAINTEXT"},
+               {"advertised.listeners", "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"},
+               {"controller.listener.names", "CONTROLLER"},
+               {"listener.security.protocol.map",
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                "SASL_SSL:SASL_SSL"},
+               {"num.network.threads", "3"},
+               {"num.io.threads", "8"},
+               {"socket.send.buffer.bytes", "102400"},
+               {"socket.receive.buffer.bytes", "102400"},
+               {"socket.request.max.bytes", "104857600"},
+               {"log.dirs", "/tmp/kraft-combined-logs"},
+               {"num.partitions", "1"},
+               {"num.recovery.threads.per.data.dir", "1"},
+               {"offsets.topic.replication.factor", "1"},
+               {"share.coordinator.state.topic.replication.factor", "1"},
+               {"share.coordinator.state.topic.min.isr", "1"},
+               {"transaction.state.log.replication.factor", "1"},
+               {"transaction.state.log.min.isr", "1"},
+               {"log.retention.hours", "168"},
+               {"log.segment.bytes", "1073741824"},
+               {"log.retention.check.interval.ms", "300000"}});
+  EXPECT_EQ(c.num_network_threads, 3);
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.advertised_listeners[0].host, "localhost");
+  EXPECT_FALSE(c.ignored_keys.empty());
+}
+
+TEST(broker_config, process_roles_must_include_broker) {
+  auto e = make_error({{"process.roles", "controller"}});
+  EXPECT_NE(e.find("process.roles"), std::string::npos) << e;
+}
+
+TEST(broker_config, broker_id_must_match_node_id) {
+  make_ok({{"broker.id", "1"}});
+  auto e = make_error({{"broker.id", "2"}});
+  EXPECT_NE(e.find("broker.id"), std::string::npos) << e;
+}
+
+TEST(parse_override, key_value) {
+  auto r = parse_override("log.dirs=/a=b");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->first, "log.dirs");
+  EXPECT_EQ(r->second, "/a=b");
+  EXPECT_FALSE(parse_override("novalue").has_value());
+  EXPECT_FALSE(parse_override("=x").has_value());
+}
+
+TEST(topic_config_defaults, synonyms_and_unit_conversion) {
+  auto c = make_ok({{"log.retention.hours", "2"},
+                    {"message.max.bytes", "2000000"},
+                    {"log.message.timestamp.type", "LogAppendTime"}});
+  EXPECT_EQ(topic_config_default(c, "retention.ms"), "7200000");
+  EXPECT_EQ(topic_config_default(c, "max.message.bytes"), "2000000");
+  EXPECT_EQ(topic_config_default(c, "message.timestamp.type"), "LogAppendTime");
+  EXPECT_EQ(topic_config_default(c, "segment.ms"), "604800000");
+  EXPECT_EQ(topic_config_default(c, "flush.ms"), "9223372036854775807");
+  EXPECT_EQ(topic_config_default(c, "segment.bytes"), "1073741824");
+  EXPECT_EQ(topic_config_default(c, "cleanup.policy"), "delete");
+  EXPECT_EQ(topic_config_default(c, "compression.type"), "producer");
+  EXPECT_EQ(topic_config_default(c, "message.timestamp.after.max.ms"), "3600000");
+  EXPECT_EQ(topic_config_default(c, "no.such.config"), std::nullopt);
+  // Every synonym must be a broker key tarn knows, or the default silently disappears.
+  for (const auto& t : topic_config_names()) {
+    for (const auto& s : t.synonyms) {
+      EXPECT_TRUE(c.values.count(s.broker_key)) << t.name << " <- " << s.broker_key;
+    }
+    EXPECT_TRUE(topic_config_default(c, t.name).has_value()) << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace tarn::broker

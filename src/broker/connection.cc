@@ -1,0 +1,364 @@
+// Connection: frame reading with the size check before any allocation, in-order response
+// writing, idle timeout and the two ways to end (stop_reading for a clean shutdown, close).
+#include "broker/connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+namespace tarn::broker {
+
+namespace {
+
+// Bytes read from the socket at a time; frames up to this size cost one allocation each.
+constexpr size_t read_buffer_bytes = 64 * 1024;
+// Responses gathered into one write.
+constexpr size_t max_buffers_per_write = 128;
+constexpr size_t max_bytes_per_write = 4 * 1024 * 1024;
+
+void put_be32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+int32_t get_be32(const uint8_t* p) {
+  return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                              (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+}
+
+}  // namespace
+
+wakeup::wakeup(const asio::any_io_executor& executor)
+    : timer_(executor, asio::steady_timer::time_point::max()) {}
+
+asio::awaitable<void> wakeup::wait() {
+  asio::error_code ec;  // operation_aborted is the notification itself
+  co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void wakeup::notify() { timer_.cancel(); }
+
+connection::connection(asio::ip::tcp::socket socket, connection_info info,
+                       broker_services& services, std::function<void(connection&)> on_closed)
+    : socket_(std::move(socket)),
+      info_(std::move(info)),
+      services_(services),
+      on_closed_(std::move(on_closed)),
+      writer_wakeup_(socket_.get_executor()),
+      reader_wakeup_(socket_.get_executor()),
+      idle_timer_(socket_.get_executor()),
+      last_activity_(std::chrono::steady_clock::now()),
+      read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(read_buffer_bytes)) {}
+
+void connection::start() {
+  auto self = shared_from_this();
+  auto executor = socket_.get_executor();
+  asio::co_spawn(
+      executor, [self]() { return self->write_loop(self); }, asio::detached);
+  if (services_.config.connections_max_idle_ms > 0) {
+    asio::co_spawn(
+        executor, [self]() { return self->idle_watchdog(self); }, asio::detached);
+  }
+  asio::co_spawn(
+      executor, [self]() { return self->read_loop(self); }, asio::detached);
+}
+
+void connection::stop_reading() {
+  if (closed_ || reading_done_) return;
+  reading_done_ = true;
+  draining_ = true;
+  // Half-closing the receive side completes the pending read with end-of-stream, so the reader
+  // stops without disturbing a write in progress.
+  asio::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
+  reader_wakeup_.notify();
+  writer_wakeup_.notify();
+}
+
+void connection::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  reading_done_ = true;
+  spdlog::debug("connection {} from {} closed: {}", info_.id, info_.peer, reason);
+  asio::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  idle_timer_.cancel();
+  for (auto& s : slots_) {
+    if (!s->done) s->cancel.emit(asio::cancellation_type::terminal);
+  }
+  writer_wakeup_.notify();
+  reader_wakeup_.notify();
+  if (on_closed_) on_closed_(*this);
+}
+
+asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<connection> self) {
+  const size_t max_in_flight = static_cast<size_t>(services_.config.queued_max_requests);
+  while (!reading_done_) {
+    // Backpressure: a client that pipelines more than queued.max.requests waits for answers.
+    while (slots_.size() >= max_in_flight && !reading_done_) co_await reader_wakeup_.wait();
+    if (reading_done_) break;
+    auto frame = co_await read_frame();
+    if (!frame && !draining_) {
+      // The client closed (or reset) its side. Kafka clients never half-close, so like Kafka we
+      // drop what is in flight rather than keep handlers running for nobody.
+      close("end of stream");
+      co_return;
+    }
+    if (!frame || reading_done_) break;
+    dispatch(std::move(*frame));
+  }
+  reading_done_ = true;
+  writer_wakeup_.notify();
+}
+
+asio::awaitable<bool> connection::fill(size_t min_bytes) {
+  while (read_end_ - read_begin_ < min_bytes) {
+    if (read_begin_ == read_end_) {
+      read_begin_ = read_end_ = 0;
+    } else if (read_buffer_bytes - read_begin_ < min_bytes) {
+      std::memmove(read_buffer_.get(), read_buffer_.get() + read_begin_, read_end_ - read_begin_);
+      read_end_ -= read_begin_;
+      read_begin_ = 0;
+    }
+    asio::error_code ec;
+    size_t n = co_await socket_.async_read_some(
+        asio::buffer(read_buffer_.get() + read_end_, read_buffer_bytes - read_end_),
+        asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec != asio::error::eof && !closed_) {
+        spdlog::debug("connection {} from {}: read failed: {}", info_.id, info_.peer, ec.message());
+      }
+      co_return false;
+    }
+    read_end_ += n;
+    last_activity_ = std::chrono::steady_clock::now();
+  }
+  co_return true;
+}
+
+asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
+  if (!co_await fill(4)) co_return std::nullopt;
+  const int32_t size = get_be32(read_buffer_.get() + read_begin_);
+  const int32_t max_size = services_.config.socket_request_max_bytes;
+  if (size < 0 || size > max_size) {
+    // Checked before anything is allocated for the frame; Kafka closes the connection too.
+    spdlog::warn(
+        "closing connection {} from {}: request size {} is outside [0, {}] "
+        "(socket.request.max.bytes)",
+        info_.id, info_.peer, size, max_size);
+    close("request size out of range");
+    co_return std::nullopt;
+  }
+  read_begin_ += 4;
+  frame_buffer frame;
+  frame.size = static_cast<size_t>(size);
+  const size_t buffered = read_end_ - read_begin_;
+  if (buffered >= frame.size) {
+    frame.data = std::make_unique_for_overwrite<uint8_t[]>(frame.size);
+    std::memcpy(frame.data.get(), read_buffer_.get() + read_begin_, frame.size);
+    read_begin_ += frame.size;
+    co_return frame;
+  }
+  // The frame is not all here: grow its buffer as bytes arrive, so that a peer announcing a
+  // large frame and sending little makes us hold little.
+  size_t capacity = std::min(frame.size, std::max(read_buffer_bytes, buffered));
+  frame.data = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+  std::memcpy(frame.data.get(), read_buffer_.get() + read_begin_, buffered);
+  read_begin_ = read_end_ = 0;
+  size_t filled = buffered;
+  while (filled < frame.size) {
+    if (filled == capacity) {
+      capacity = std::min(frame.size, capacity * 2);
+      auto bigger = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+      std::memcpy(bigger.get(), frame.data.get(), filled);
+      frame.data = std::move(bigger);
+    }
+    asio::error_code ec;
+    size_t n =
+        co_await socket_.async_read_some(asio::buffer(frame.data.get() + filled, capacity - filled),
+                                         asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (!closed_) {
+        spdlog::debug("connection {} from {}: stream ended inside a {}-byte request: {}", info_.id,
+                      info_.peer, frame.size, ec.message());
+      }
+      co_return std::nullopt;
+    }
+    filled += n;
+    last_activity_ = std::chrono::steady_clock::now();
+  }
+  co_return frame;
+}
+
+void connection::push_done(int32_t correlation_id, uint8_t header_version,
+                           handler_outcome outcome) {
+  auto s = std::make_unique<slot>();
+  s->correlation_id = correlation_id;
+  s->response_header_version = header_version;
+  s->done = true;
+  s->outcome = std::move(outcome);
+  slots_.push_back(std::move(s));
+  writer_wakeup_.notify();
+}
+
+void connection::dispatch(frame_buffer frame) {
+  auto prefix = peek_request_prefix(frame.bytes());
+  if (!prefix) {
+    spdlog::warn("closing connection {} from {}: {}-byte request is too short for a header",
+                 info_.id, info_.peer, frame.size);
+    reading_done_ = true;
+    push_done(0, 0, close_connection{"truncated request header"});
+    return;
+  }
+  const handler_entry* entry = services_.handlers.find(prefix->api_key);
+  if (entry == nullptr || prefix->api_version < entry->min_version ||
+      prefix->api_version > entry->max_version) {
+    constexpr int16_t api_versions_key = 18;
+    if (entry != nullptr && prefix->api_key == api_versions_key &&
+        prefix->api_version > entry->max_version) {
+      // KIP-511: answer in the v0 layout with error 35 and our ApiVersions range, so the client
+      // retries with a version we serve. The body is not parsed.
+      spdlog::info(
+          "connection {} from {}: ApiVersions v{} is above our v{}; answering v0 with "
+          "UNSUPPORTED_VERSION",
+          info_.id, info_.peer, prefix->api_version, entry->max_version);
+      push_done(prefix->correlation_id, 0, unsupported_api_versions_outcome(services_.handlers));
+      return;
+    }
+    spdlog::warn("closing connection {} from {}: {} (api key {} version {})", info_.id, info_.peer,
+                 entry == nullptr ? "unsupported API" : "unsupported version", prefix->api_key,
+                 prefix->api_version);
+    reading_done_ = true;
+    push_done(prefix->correlation_id, 0, close_connection{"unsupported API or version"});
+    return;
+  }
+  auto header = parse_request_header(frame.bytes());
+  if (!header) {
+    spdlog::warn("closing connection {} from {}: bad request header (api key {} version {}): {}",
+                 info_.id, info_.peer, prefix->api_key, prefix->api_version, header.error());
+    reading_done_ = true;
+    push_done(prefix->correlation_id, 0, close_connection{"bad request header"});
+    return;
+  }
+  auto s = std::make_unique<slot>();
+  s->correlation_id = header->correlation_id;
+  s->response_header_version = response_header_version(header->api_key, header->api_version);
+  slot* raw = s.get();
+  slots_.push_back(std::move(s));
+  request_context request{std::move(*header), std::move(frame), info_, services_};
+  asio::co_spawn(socket_.get_executor(),
+                 run_handler(shared_from_this(), entry, std::move(request), raw),
+                 asio::bind_cancellation_slot(raw->cancel.slot(), asio::detached));
+}
+
+asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
+                                              const handler_entry* entry, request_context request,
+                                              slot* s) {
+  handler_outcome outcome;
+  try {
+    outcome = co_await entry->handle(request);
+  } catch (const std::exception& e) {
+    // Handlers return errors as values; an exception here is a bug or a cancellation on close.
+    if (!self->closed_) {
+      spdlog::error("connection {} from {}: handler for api key {} v{} failed: {}", info_.id,
+                    info_.peer, request.header.api_key, request.header.api_version, e.what());
+    }
+    outcome = close_connection{"handler failed"};
+  }
+  s->outcome = std::move(outcome);
+  s->done = true;
+  writer_wakeup_.notify();
+}
+
+asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<connection> self) {
+  std::vector<asio::const_buffer> buffers;
+  while (!closed_) {
+    buffers.clear();
+    size_t ready = 0;
+    size_t bytes = 0;
+    const close_connection* close_after = nullptr;
+    for (auto& s : slots_) {
+      if (!s->done) break;
+      ++ready;
+      if (auto* r = std::get_if<response>(&s->outcome)) {
+        const size_t head_size = s->response_header_version == 1 ? 9 : 8;
+        const size_t frame_size = head_size - 4 + r->body.size();
+        if (frame_size > INT32_MAX) {
+          spdlog::error("connection {} from {}: response of {} bytes is too large", info_.id,
+                        info_.peer, frame_size);
+          close("response too large");
+          co_return;
+        }
+        put_be32(s->head.data(), static_cast<uint32_t>(frame_size));
+        put_be32(s->head.data() + 4, static_cast<uint32_t>(s->correlation_id));
+        s->head[8] = 0;  // response header v1: no tagged fields
+        buffers.push_back(asio::buffer(s->head.data(), head_size));
+        if (!r->body.empty()) buffers.push_back(asio::buffer(r->body));
+        bytes += head_size + r->body.size();
+      } else if (auto* c = std::get_if<close_connection>(&s->outcome)) {
+        close_after = c;
+        break;
+      }
+      if (buffers.size() >= max_buffers_per_write || bytes >= max_bytes_per_write) break;
+    }
+    if (!buffers.empty()) {
+      asio::error_code ec;
+      co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (!closed_) {
+          spdlog::debug("connection {} from {}: write failed: {}", info_.id, info_.peer,
+                        ec.message());
+        }
+        close("write failed");
+        co_return;
+      }
+      last_activity_ = std::chrono::steady_clock::now();
+    }
+    if (close_after != nullptr) {
+      close(close_after->reason);
+      co_return;
+    }
+    if (ready > 0) {
+      slots_.erase(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(ready));
+      reader_wakeup_.notify();
+      continue;
+    }
+    if (reading_done_ && slots_.empty()) {
+      close("no more requests");
+      co_return;
+    }
+    co_await writer_wakeup_.wait();
+  }
+}
+
+asio::awaitable<void> connection::idle_watchdog([[maybe_unused]] std::shared_ptr<connection> self) {
+  const auto idle = std::chrono::milliseconds(services_.config.connections_max_idle_ms);
+  while (!closed_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_activity_ < idle) {
+      idle_timer_.expires_at(last_activity_ + idle);
+    } else if (!slots_.empty()) {
+      idle_timer_.expires_after(idle);  // a request in progress is not idleness
+    } else {
+      spdlog::info(
+          "closing connection {} from {}: idle for more than {} ms "
+          "(connections.max.idle.ms)",
+          info_.id, info_.peer, idle.count());
+      close("idle");
+      co_return;
+    }
+    asio::error_code ec;
+    co_await idle_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+}  // namespace tarn::broker

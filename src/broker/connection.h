@@ -1,0 +1,99 @@
+// One client connection, owned by one event loop (all of its coroutines run on that loop's
+// thread, so its state needs no locks). It reads 4-byte length-prefixed request frames, starts
+// a handler coroutine per request, and writes the responses back in request order however the
+// handlers finish. See docs/broker.md for the flow.
+#pragma once
+
+#include <array>
+#include <asio/awaitable.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "broker/handler.h"
+
+namespace tarn::broker {
+
+// A one-shot-per-wait wake-up for coroutines on one thread: wait() suspends until notify().
+// A notify() with nobody waiting is dropped, so waiters re-check their condition in a loop.
+class wakeup {
+ public:
+  explicit wakeup(const asio::any_io_executor& executor);
+  asio::awaitable<void> wait();
+  void notify();
+
+ private:
+  asio::steady_timer timer_;
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  connection(asio::ip::tcp::socket socket, connection_info info, broker_services& services,
+             std::function<void(connection&)> on_closed);
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // Starts serving on the socket's executor. The connection's coroutines hold it alive until
+  // it closes, so the caller need not keep a reference.
+  void start();
+
+  // Clean shutdown: read no further requests, answer those already read, then close.
+  void stop_reading();
+  // Closes now; requests in flight are cancelled and their responses dropped.
+  void close(const std::string& reason);
+
+  const connection_info& info() const { return info_; }
+  bool closed() const { return closed_; }
+
+ private:
+  // A request read but not yet answered. Slots leave the queue only once done and written.
+  struct slot {
+    int32_t correlation_id = 0;
+    uint8_t response_header_version = 0;
+    bool done = false;
+    handler_outcome outcome;
+    std::array<uint8_t, 9> head{};  // size prefix + response header, filled when written
+    asio::cancellation_signal cancel;
+  };
+
+  // Each coroutine holds `self` so the connection outlives it.
+  asio::awaitable<void> read_loop(std::shared_ptr<connection> self);
+  asio::awaitable<void> write_loop(std::shared_ptr<connection> self);
+  asio::awaitable<void> idle_watchdog(std::shared_ptr<connection> self);
+  asio::awaitable<void> run_handler(std::shared_ptr<connection> self, const handler_entry* entry,
+                                    request_context request, slot* s);
+  // Reads the next frame; nullopt at end of stream or on an error (the connection is then
+  // closed or half-closed).
+  asio::awaitable<std::optional<frame_buffer>> read_frame();
+  asio::awaitable<bool> fill(size_t min_bytes);
+  // Queues an answer that needs no handler (the ApiVersions version fallback, a close).
+  void push_done(int32_t correlation_id, uint8_t header_version, handler_outcome outcome);
+  void dispatch(frame_buffer frame);
+
+  asio::ip::tcp::socket socket_;
+  connection_info info_;
+  broker_services& services_;
+  std::function<void(connection&)> on_closed_;
+
+  std::deque<std::unique_ptr<slot>> slots_;
+  wakeup writer_wakeup_;
+  wakeup reader_wakeup_;
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point last_activity_;
+
+  // Bytes read from the socket but not yet consumed: [read_begin_, read_end_).
+  std::unique_ptr<uint8_t[]> read_buffer_;
+  size_t read_begin_ = 0;
+  size_t read_end_ = 0;
+
+  bool reading_done_ = false;  // no more requests will be read
+  bool draining_ = false;      // stop_reading() was called: answer what was read, then close
+  bool closed_ = false;
+};
+
+}  // namespace tarn::broker

@@ -1,0 +1,114 @@
+// What a request handler sees and returns, and the registry that maps an API key to the handler
+// and the versions it serves. The registry is the single source of the ApiVersions response: an
+// API is advertised exactly when a handler is registered for it.
+#pragma once
+
+#include <array>
+#include <asio/awaitable.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "broker/config.h"
+#include "broker/request_header.h"
+
+namespace tarn::broker {
+
+// The encoded response body (no size prefix, no response header: the connection adds both).
+struct response {
+  std::vector<uint8_t> body;
+};
+// The request gets no answer (Produce with acks=0).
+struct no_response {};
+// Answer nothing and close the connection once the earlier responses are written.
+struct close_connection {
+  std::string reason;
+};
+using handler_outcome = std::variant<response, no_response, close_connection>;
+
+// Broker-wide state a handler may read. Owned by the server; outlives every connection.
+class handler_registry;
+struct broker_services {
+  const broker_config& config;
+  const handler_registry& handlers;
+  std::vector<listener_endpoint> advertised_listeners;  // with the ports actually bound
+};
+
+struct connection_info {
+  uint64_t id = 0;
+  std::string peer;      // "ip:port"
+  std::string listener;  // listener name, e.g. PLAINTEXT
+};
+
+// The bytes of one request frame (without its 4-byte size). Not zero-initialised: it is filled
+// from the socket.
+struct frame_buffer {
+  std::unique_ptr<uint8_t[]> data;
+  size_t size = 0;
+  std::span<const uint8_t> bytes() const { return {data.get(), size}; }
+};
+
+// One request as a handler sees it. It lives until the handler's coroutine completes.
+struct request_context {
+  request_header header;
+  frame_buffer frame;
+  const connection_info& connection;
+  broker_services& services;
+
+  std::span<const uint8_t> body() const { return frame.bytes().subspan(header.size); }
+};
+
+// A handler may suspend (co_await) as long as it needs: a later request on the same connection
+// may complete first, and the connection still writes responses in request order. A handler is
+// started in request order and runs up to its first suspension before the next one starts.
+// When the connection closes, a handler still running is cancelled (terminal cancellation).
+using handler_fn = std::function<asio::awaitable<handler_outcome>(request_context&)>;
+
+struct handler_entry {
+  int16_t api_key = -1;
+  int16_t min_version = 0;
+  int16_t max_version = -1;
+  handler_fn handle;
+};
+
+struct api_version_range {
+  int16_t api_key;
+  int16_t min_version;
+  int16_t max_version;
+};
+
+class handler_registry {
+ public:
+  static constexpr int16_t max_api_key = 127;
+
+  // Serves api_key for versions [min_version, max_version]. Registering a key twice replaces it.
+  void register_handler(int16_t api_key, int16_t min_version, int16_t max_version,
+                        handler_fn handle);
+
+  // The handler for api_key, or nullptr.
+  const handler_entry* find(int16_t api_key) const;
+
+  // What ApiVersions advertises, by api key. Produce is advertised from v0 although only v3+ is
+  // served: librdkafka disables compression unless Produce v0 is in range (KAFKA-18659).
+  std::vector<api_version_range> advertised() const;
+
+ private:
+  std::array<handler_entry, max_api_key + 1> entries_{};
+};
+
+// Registers every API tarn serves (one handler file per API adds itself here).
+void register_all_handlers(handler_registry& registry);
+
+// Handlers, one per API file.
+void register_api_versions_handler(handler_registry& registry);
+
+// The answer to an ApiVersions request above our max version: the v0 layout with error 35
+// (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.
+handler_outcome unsupported_api_versions_outcome(const handler_registry& registry);
+
+}  // namespace tarn::broker

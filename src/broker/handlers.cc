@@ -1,0 +1,32 @@
+// The handler registry and the list of APIs tarn serves.
+#include <cassert>
+
+#include "broker/handler.h"
+
+namespace tarn::broker {
+
+void handler_registry::register_handler(int16_t api_key, int16_t min_version, int16_t max_version,
+                                        handler_fn handle) {
+  assert(api_key >= 0 && api_key <= max_api_key && min_version <= max_version);
+  entries_[static_cast<size_t>(api_key)] = {api_key, min_version, max_version, std::move(handle)};
+}
+
+const handler_entry* handler_registry::find(int16_t api_key) const {
+  if (api_key < 0 || api_key > max_api_key) return nullptr;
+  const handler_entry& e = entries_[static_cast<size_t>(api_key)];
+  return e.handle ? &e : nullptr;
+}
+
+std::vector<api_version_range> handler_registry::advertised() const {
+  constexpr int16_t produce = 0;
+  std::vector<api_version_range> out;
+  for (const auto& e : entries_) {
+    if (!e.handle) continue;
+    out.push_back({e.api_key, e.api_key == produce ? int16_t{0} : e.min_version, e.max_version});
+  }
+  return out;
+}
+
+void register_all_handlers(handler_registry& registry) { register_api_versions_handler(registry); }
+
+}  // namespace tarn::broker

@@ -1,0 +1,406 @@
+// Event loops, acceptors, connection bookkeeping (max.connections, max.connections.per.ip) and
+// the clean shutdown sequence.
+#include "broker/server.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/host_name.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <csignal>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "broker/connection.h"
+#include "broker/log_dir.h"
+
+namespace tarn::broker {
+
+namespace {
+
+// How long a clean shutdown waits for requests in flight before closing what is left.
+constexpr auto shutdown_drain_timeout = std::chrono::seconds(10);
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+    }
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+void pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    spdlog::debug("could not pin thread to cpu {}", cpu);
+  }
+}
+
+}  // namespace
+
+// One event loop: its io_context, the thread that runs it and the connections it owns. Only that
+// thread touches `connections`; the counter is read by the acceptor on loop 0.
+struct event_loop {
+  int index = 0;
+  asio::io_context context{1};  // concurrency hint 1: one thread, no internal locking needed
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::thread thread;
+  std::atomic<int> connection_count{0};
+  std::unordered_map<uint64_t, std::shared_ptr<connection>> connections;
+  bool draining = false;
+};
+
+struct server::impl {
+  explicit impl(broker_config c) : config(std::move(c)) {}
+
+  broker_config config;
+  handler_registry registry;
+  std::unique_ptr<broker_services> services;
+  std::vector<std::unique_ptr<event_loop>> loops;
+  std::vector<int> cpus;
+  bool pin_threads = false;
+
+  struct listener_socket {
+    listener_endpoint endpoint;
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+  };
+  std::vector<listener_socket> acceptors;
+  std::vector<listener_endpoint> bound;
+  std::optional<log_dir> dir;
+  bool clean_shutdown = false;
+
+  // Loop 0 only.
+  std::unordered_map<std::string, int> connections_per_ip;
+  std::unique_ptr<wakeup> accept_wakeup;
+  std::unique_ptr<asio::signal_set> signals;
+  bool stopping = false;
+
+  std::atomic<int> total_connections{0};
+  std::atomic<uint64_t> next_connection_id{0};
+  size_t next_loop = 0;
+
+  event_loop& loop0() { return *loops[0]; }
+
+  result<void, std::string> bind_listeners();
+  event_loop& pick_loop();
+  asio::awaitable<void> accept_loop(listener_socket& listener);
+  void start_connection(event_loop& loop, asio::ip::tcp::socket socket, connection_info info,
+                        std::string ip);
+  void connection_closed(event_loop& loop, connection& c, const std::string& ip);
+  asio::awaitable<void> shutdown(std::string reason);
+  int connection_limit_for(const std::string& ip) const;
+};
+
+server::server(broker_config config) : impl_(std::make_unique<impl>(std::move(config))) {}
+
+server::~server() {
+  if (!impl_) return;
+  for (auto& loop : impl_->loops) {
+    if (loop->thread.joinable()) {
+      loop->context.stop();
+      loop->thread.join();
+    }
+  }
+}
+
+const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
+bool server::had_clean_shutdown() const { return impl_->clean_shutdown; }
+
+result<void, std::string> server::impl::bind_listeners() {
+  for (const auto& l : config.listeners) {
+    asio::error_code ec;
+    asio::ip::address address;
+    if (l.host.empty()) {
+      address = asio::ip::address_v4::any();
+    } else {
+      address = asio::ip::make_address(l.host, ec);
+      if (ec) {
+        asio::ip::tcp::resolver resolver(loop0().context);
+        auto results = resolver.resolve(l.host, std::to_string(l.port), ec);
+        if (ec || results.empty()) {
+          return fail(fmt::format("cannot resolve host {} of listener {}: {}", l.host,
+                                  l.to_string(), ec.message()));
+        }
+        address = results.begin()->endpoint().address();
+      }
+    }
+    asio::ip::tcp::endpoint endpoint(address, l.port);
+    auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(loop0().context);
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec && config.socket_receive_buffer_bytes != -1) {
+      // Set on the listening socket so accepted sockets inherit it (as Kafka does).
+      acceptor->set_option(
+          asio::socket_base::receive_buffer_size(config.socket_receive_buffer_bytes), ec);
+    }
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return fail(fmt::format("cannot listen on {} ({}): {}", l.to_string(),
+                              endpoint.address().to_string(), ec.message()));
+    }
+    listener_endpoint actual = l;
+    actual.port = acceptor->local_endpoint().port();
+    bound.push_back(actual);
+    acceptors.push_back({actual, std::move(acceptor)});
+  }
+  return {};
+}
+
+result<void, std::string> server::start() {
+  auto& s = *impl_;
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto dir = log_dir::open(s.config.log_dirs.front());
+  if (!dir) return fail(dir.error());
+  s.dir.emplace(std::move(*dir));
+  auto clean = s.dir->take_clean_shutdown_marker();
+  if (!clean) return fail(clean.error());
+  s.clean_shutdown = *clean;
+  if (s.clean_shutdown) {
+    spdlog::info("log directory {}: clean shutdown marker found, skipping recovery", s.dir->path());
+  } else {
+    spdlog::info("log directory {}: no clean shutdown marker, logs would need recovery",
+                 s.dir->path());
+  }
+
+  // Event loops: one per core unless num.network.threads says otherwise.
+  s.cpus = allowed_cpus();
+  int loop_count = s.config.num_network_threads > 0 ? s.config.num_network_threads
+                                                    : static_cast<int>(s.cpus.size());
+  s.pin_threads = loop_count <= static_cast<int>(s.cpus.size());
+  if (!s.pin_threads) {
+    spdlog::warn("num.network.threads={} is more than the {} cores available; loops not pinned",
+                 loop_count, s.cpus.size());
+  }
+  for (int i = 0; i < loop_count; ++i) {
+    auto loop = std::make_unique<event_loop>();
+    loop->index = i;
+    loop->work.emplace(loop->context.get_executor());
+    s.loops.push_back(std::move(loop));
+  }
+
+  register_all_handlers(s.registry);
+  if (auto r = s.bind_listeners(); !r) return fail(r.error());
+
+  // Advertise what was bound: port 0 becomes the real port, an empty host this machine's name.
+  std::vector<listener_endpoint> advertised = s.config.advertised_listeners;
+  for (size_t i = 0; i < advertised.size(); ++i) {
+    if (advertised[i].port == 0) advertised[i].port = s.bound[i].port;
+    if (advertised[i].host.empty()) advertised[i].host = asio::ip::host_name();
+  }
+  s.services = std::make_unique<broker_services>(
+      broker_services{s.config, s.registry, std::move(advertised)});
+  s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
+
+  for (const auto& key : s.config.ignored_keys) {
+    spdlog::info(
+        "configuration {}={} is accepted for Kafka compatibility and has no effect in "
+        "tarn",
+        key, s.config.explicitly_set.at(key));
+  }
+  for (auto& loop : s.loops) {
+    if (loop->index == 0) continue;
+    int cpu = s.cpus[static_cast<size_t>(loop->index) % s.cpus.size()];
+    bool pin = s.pin_threads;
+    loop->thread = std::thread([l = loop.get(), cpu, pin] {
+      if (pin) pin_current_thread(cpu);
+      l->context.run();
+    });
+  }
+  for (auto& listener : s.acceptors) {
+    asio::co_spawn(s.loop0().context, s.accept_loop(listener), asio::detached);
+  }
+  s.signals = std::make_unique<asio::signal_set>(s.loop0().context, SIGTERM, SIGINT);
+  s.signals->async_wait([&s](const asio::error_code& ec, int signal_number) {
+    if (ec) return;
+    asio::co_spawn(s.loop0().context, s.shutdown(signal_number == SIGTERM ? "SIGTERM" : "SIGINT"),
+                   asio::detached);
+  });
+  for (const auto& b : s.bound) spdlog::info("listening on {}", b.to_string());
+  spdlog::info("broker {} started: {} event loop(s), advertising {}", s.config.node_id,
+               s.loops.size(), s.services->advertised_listeners.front().to_string());
+  return {};
+}
+
+int server::run() {
+  auto& s = *impl_;
+  if (s.pin_threads) pin_current_thread(s.cpus.front());
+  s.loop0().context.run();
+  for (auto& loop : s.loops) {
+    if (loop->thread.joinable()) loop->thread.join();
+  }
+  // Everything that writes to the log directory has stopped: the marker can go down.
+  if (auto r = s.dir->write_clean_shutdown_marker(-1); !r) {
+    spdlog::error("shutdown: {}", r.error());
+    return 1;
+  }
+  spdlog::info("shut down cleanly");
+  return 0;
+}
+
+void server::request_shutdown() {
+  auto& s = *impl_;
+  asio::post(s.loop0().context,
+             [&s] { asio::co_spawn(s.loop0().context, s.shutdown("requested"), asio::detached); });
+}
+
+event_loop& server::impl::pick_loop() {
+  // The loop with the fewest connections; ties go round-robin so a burst spreads evenly.
+  size_t best = next_loop % loops.size();
+  for (size_t k = 1; k < loops.size(); ++k) {
+    size_t i = (next_loop + k) % loops.size();
+    if (loops[i]->connection_count.load(std::memory_order_relaxed) <
+        loops[best]->connection_count.load(std::memory_order_relaxed)) {
+      best = i;
+    }
+  }
+  next_loop = best + 1;
+  return *loops[best];
+}
+
+int server::impl::connection_limit_for(const std::string& ip) const {
+  auto it = config.max_connections_per_ip_overrides.find(ip);
+  return it != config.max_connections_per_ip_overrides.end() ? it->second
+                                                             : config.max_connections_per_ip;
+}
+
+asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
+  asio::steady_timer backoff(loop0().context);
+  while (!stopping) {
+    // max.connections: like Kafka, stop accepting (the kernel backlog holds new clients) until
+    // a connection closes.
+    while (total_connections.load() >= config.max_connections && !stopping) {
+      co_await accept_wakeup->wait();
+    }
+    if (stopping) break;
+    event_loop& target = pick_loop();
+    asio::error_code ec;
+    asio::ip::tcp::socket socket = co_await listener.acceptor->async_accept(
+        target.context, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (stopping) break;
+      // Out of file descriptors and the like: say so and retry shortly instead of spinning.
+      spdlog::warn("accept on {} failed: {}", listener.endpoint.to_string(), ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    auto peer = socket.remote_endpoint(ec);
+    if (ec) continue;  // the client already went away
+    std::string ip = peer.address().to_string();
+    int& count = connections_per_ip[ip];
+    if (count >= connection_limit_for(ip)) {
+      spdlog::info(
+          "rejected connection from {}: it already has {} connection(s) "
+          "(max.connections.per.ip)",
+          ip, count);
+      if (count == 0) connections_per_ip.erase(ip);
+      continue;  // the socket closes as it goes out of scope
+    }
+    ++count;
+    total_connections.fetch_add(1);
+    target.connection_count.fetch_add(1, std::memory_order_relaxed);
+    socket.set_option(asio::ip::tcp::no_delay(true), ec);
+    if (config.socket_send_buffer_bytes != -1) {
+      socket.set_option(asio::socket_base::send_buffer_size(config.socket_send_buffer_bytes), ec);
+    }
+    connection_info info{next_connection_id.fetch_add(1) + 1, fmt::format("{}:{}", ip, peer.port()),
+                         listener.endpoint.name};
+    asio::post(target.context, [this, &target, socket = std::move(socket), info = std::move(info),
+                                ip = std::move(ip)]() mutable {
+      start_connection(target, std::move(socket), std::move(info), std::move(ip));
+    });
+  }
+}
+
+void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket socket,
+                                    connection_info info, std::string ip) {
+  spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer, info.listener,
+                loop.index);
+  uint64_t id = info.id;
+  auto c = std::make_shared<connection>(std::move(socket), std::move(info), *services,
+                                        [this, &loop, ip = std::move(ip)](connection& closed) {
+                                          connection_closed(loop, closed, ip);
+                                        });
+  loop.connections.emplace(id, c);
+  c->start();
+  if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way
+}
+
+void server::impl::connection_closed(event_loop& loop, connection& c, const std::string& ip) {
+  loop.connections.erase(c.info().id);
+  loop.connection_count.fetch_sub(1, std::memory_order_relaxed);
+  asio::post(loop0().context, [this, ip] {
+    if (--connections_per_ip[ip] <= 0) connections_per_ip.erase(ip);
+    total_connections.fetch_sub(1);
+    accept_wakeup->notify();
+  });
+}
+
+asio::awaitable<void> server::impl::shutdown(std::string reason) {
+  if (stopping) co_return;
+  stopping = true;
+  spdlog::info("shutting down ({}): closing listeners, answering requests in flight", reason);
+  signals->cancel();
+  for (auto& l : acceptors) {
+    asio::error_code ec;
+    l.acceptor->close(ec);
+  }
+  accept_wakeup->notify();
+  for (auto& loop : loops) {
+    asio::post(loop->context, [l = loop.get()] {
+      l->draining = true;
+      std::vector<std::shared_ptr<connection>> open;
+      for (auto& [id, c] : l->connections) open.push_back(c);
+      for (auto& c : open) c->stop_reading();
+    });
+  }
+  // Wait for the connections to finish what they read. Polling is fine here: it runs once.
+  asio::steady_timer timer(loop0().context);
+  const auto deadline = std::chrono::steady_clock::now() + shutdown_drain_timeout;
+  while (total_connections.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(2));
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  if (int left = total_connections.load(); left > 0) {
+    spdlog::warn("shutdown: {} connection(s) still busy after {} s; closing them", left,
+                 shutdown_drain_timeout.count());
+    for (auto& loop : loops) {
+      asio::post(loop->context, [l = loop.get()] {
+        std::vector<std::shared_ptr<connection>> open;
+        for (auto& [id, c] : l->connections) open.push_back(c);
+        for (auto& c : open) c->close("shutdown timeout");
+      });
+    }
+  }
+  // Stop every loop; loop 0 (this one) returns from run() and run() finishes the shutdown.
+  for (auto& loop : loops) {
+    event_loop* l = loop.get();
+    asio::post(l->context, [l] {
+      l->work.reset();
+      l->context.stop();
+    });
+  }
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,48 @@
+// The broker process: one event loop per core (an asio::io_context run by one pinned thread),
+// each owning the connections handed to it; one acceptor per listener on loop 0 handing each
+// new socket to the loop with the fewest connections; clean shutdown on SIGTERM/SIGINT.
+// docs/broker.md explains the choices.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "broker/config.h"
+#include "broker/handler.h"
+
+namespace tarn::broker {
+
+class server {
+ public:
+  explicit server(broker_config config);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Locks the log directory, reads the clean-shutdown marker, binds every listener and starts
+  // the event loops. An error is a sentence for the operator (the address in use, the locked
+  // directory, ...).
+  result<void, std::string> start();
+
+  // Serves until SIGTERM or SIGINT (or request_shutdown), then stops accepting, answers the
+  // requests already read, closes every connection, flushes, writes the clean-shutdown marker.
+  // Returns the process exit code. Runs loop 0 on the calling thread.
+  int run();
+
+  // Starts the clean shutdown from any thread.
+  void request_shutdown();
+
+  // The listeners with the ports actually bound (port 0 in the config means "any free port").
+  const std::vector<listener_endpoint>& bound_listeners() const;
+
+  // Whether the previous run shut down cleanly (valid after start()).
+  bool had_clean_shutdown() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace tarn::broker

@@ -1,0 +1,41 @@
+// buffer.memory accounting. A send() that opens a batch reserves the batch's memory (batch.size,
+// or the record's size if larger: what record's batch builder allocates, and what Java's default
+// buffer.memory.allocation.strategy=full reserves) and blocks while the pool is exhausted, up to
+// max.block.ms; a completed batch gives its memory back. Waiters are served first come, first
+// served (as Java's BufferPool), so a large record is not starved by a stream of small ones.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+namespace tarn::client {
+
+class buffer_pool {
+ public:
+  explicit buffer_pool(int64_t total_bytes) : total_bytes_(total_bytes), free_bytes_(total_bytes) {}
+
+  // Reserves `bytes` (at most total_bytes()), waiting until `deadline` for them to be freed.
+  // False when the deadline passed first (nothing is reserved then).
+  // Thread: any. Locks: mutex_.
+  bool reserve(int64_t bytes, std::chrono::steady_clock::time_point deadline);
+
+  // Gives back bytes reserved earlier. Thread: any. Locks: mutex_.
+  void release(int64_t bytes);
+
+  int64_t total_bytes() const { return total_bytes_; }
+  int64_t available_bytes() const;
+  // True while some send() is waiting for memory: the accumulator then sends every batch it
+  // can, lingering or not, to free memory sooner (Java's "exhausted").
+  bool has_waiters() const;
+
+ private:
+  const int64_t total_bytes_;
+  mutable std::mutex mutex_;
+  int64_t free_bytes_;
+  std::deque<std::condition_variable*> waiters_;  // FIFO; only the front may take bytes
+};
+
+}  // namespace tarn::client

@@ -1,0 +1,245 @@
+// A broker connection: connect with a deadline, ApiVersions, in-order request/response
+// pipelining, request timeouts.
+#include "client/connection.h"
+
+#include <fmt/format.h>
+
+#include "client/wire.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
+
+namespace tarn::client {
+namespace {
+
+// A response larger than this is refused rather than allocated (Metadata for a huge cluster
+// stays far below it).
+constexpr uint32_t max_response_bytes = 256u << 20;
+constexpr int16_t unsupported_version = 35;
+
+}  // namespace
+
+broker_connection::broker_connection(asio::io_context& io, int32_t node, broker_address address,
+                                     std::string client_id,
+                                     std::chrono::milliseconds request_timeout,
+                                     std::chrono::milliseconds connect_timeout)
+    : io_(io),
+      node_(node),
+      address_(std::move(address)),
+      client_id_(std::move(client_id)),
+      request_timeout_(request_timeout),
+      connect_timeout_(connect_timeout),
+      socket_(io),
+      resolver_(io),
+      timer_(io) {}
+
+broker_connection::~broker_connection() = default;
+
+void broker_connection::connect(std::function<void(const std::string* error)> done) {
+  state_ = state::connecting;
+  auto self = shared_from_this();
+  timer_.expires_after(connect_timeout_);
+  timer_.async_wait([self](const std::error_code& ec) {
+    if (!ec && self->state_ == state::connecting) {
+      self->close(fmt::format("connection to {}:{} not established within {} ms",
+                              self->address_.host, self->address_.port,
+                              self->connect_timeout_.count()));
+    }
+  });
+  resolver_.async_resolve(
+      address_.host, std::to_string(address_.port),
+      [self, done](const std::error_code& ec, asio::ip::tcp::resolver::results_type results) {
+        if (self->state_ != state::connecting) {
+          std::string why = "connection closed while resolving";
+          return done(&why);
+        }
+        if (ec) {
+          std::string why = fmt::format("cannot resolve {}: {}", self->address_.host, ec.message());
+          self->close(why);
+          return done(&why);
+        }
+        asio::async_connect(
+            self->socket_, results,
+            [self, done](const std::error_code& ec, const asio::ip::tcp::endpoint&) {
+              if (self->state_ != state::connecting) {
+                std::string why = fmt::format("cannot connect to {}:{}: timed out",
+                                              self->address_.host, self->address_.port);
+                return done(&why);
+              }
+              if (ec) {
+                std::string why = fmt::format("cannot connect to {}:{}: {}", self->address_.host,
+                                              self->address_.port, ec.message());
+                self->close(why);
+                return done(&why);
+              }
+              std::error_code ignored;
+              self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+              self->read_size();
+              self->send_api_versions(done);
+            });
+      });
+}
+
+void broker_connection::send_api_versions(std::function<void(const std::string* error)> done) {
+  // v3 first (as librdkafka); a broker that does not know it answers v0 with its own range.
+  auto attempt = std::make_shared<std::function<void(int16_t)>>();
+  auto self = shared_from_this();
+  *attempt = [self, done, attempt](int16_t version) {
+    protocol::api_versions_request request;
+    request.client_software_name = "tarn";
+    request.client_software_version = "0.1.0";
+    self->send(
+        [request, version, self](int32_t correlation_id) {
+          return frame_request(request, version, correlation_id, self->client_id_);
+        },
+        true,
+        [self, done, attempt, version](result<std::span<const uint8_t>, std::string> response) {
+          if (!response) return done(&response.error());
+          auto body = decode_response<protocol::api_versions_response>(*response, version);
+          if (!body) {
+            self->close(body.error());
+            return done(&body.error());
+          }
+          if (body->error_code == unsupported_version && version > 0) {
+            int16_t next = 0;
+            for (const auto& api : body->api_keys) {
+              if (api.api_key == api_versions_versions.api_key) {
+                next = std::min<int16_t>(api.max_version, version - 1);
+              }
+            }
+            return (*attempt)(std::max<int16_t>(next, 0));
+          }
+          if (body->error_code != 0) {
+            std::string why = fmt::format("ApiVersions failed with error {}", body->error_code);
+            self->close(why);
+            return done(&why);
+          }
+          for (const auto& api : body->api_keys) {
+            self->broker_versions_[api.api_key] = {api.min_version, api.max_version};
+          }
+          self->state_ = state::ready;
+          self->timer_.cancel();
+          self->arm_timer();
+          done(nullptr);
+          *attempt = nullptr;  // break the self-reference
+        });
+  };
+  (*attempt)(api_versions_versions.max_version);
+}
+
+int16_t broker_connection::version_for(int16_t api_key, int16_t our_min, int16_t our_max) const {
+  auto it = broker_versions_.find(api_key);
+  if (it == broker_versions_.end()) return -1;
+  return negotiate_version({api_key, our_min, our_max}, it->second.first, it->second.second);
+}
+
+void broker_connection::send(std::function<std::vector<uint8_t>(int32_t)> build,
+                             bool expect_response, response_handler handler) {
+  if (state_ == state::closed || state_ == state::idle) {
+    handler(fail(std::string("connection is not open")));
+    return;
+  }
+  const int32_t correlation_id = next_correlation_id_++;
+  if (next_correlation_id_ < 0) next_correlation_id_ = 0;
+  if (expect_response) {
+    write_queue_.push_back({build(correlation_id), nullptr});
+    in_flight_.push_back(
+        {correlation_id, std::chrono::steady_clock::now() + request_timeout_, std::move(handler)});
+    if (in_flight_.size() == 1) arm_timer();
+  } else {
+    write_queue_.push_back({build(correlation_id), std::move(handler)});
+    ++unanswered_writes_;
+  }
+  write_next();
+}
+
+void broker_connection::write_next() {
+  if (writing_ || write_queue_.empty() || state_ == state::closed) return;
+  writing_ = true;
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(write_queue_.front().bytes),
+                    [self](const std::error_code& ec, size_t) {
+                      self->writing_ = false;
+                      if (self->state_ == state::closed) return;
+                      if (ec) return self->close("write failed: " + ec.message());
+                      auto done = std::move(self->write_queue_.front().on_written);
+                      self->write_queue_.pop_front();
+                      if (done) {
+                        --self->unanswered_writes_;
+                        done(std::span<const uint8_t>());
+                      }
+                      self->write_next();
+                    });
+}
+
+void broker_connection::read_size() {
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(size_bytes_), [self](const std::error_code& ec, size_t) {
+    if (self->state_ == state::closed) return;
+    if (ec) return self->close("read failed: " + ec.message());
+    const uint32_t size = uint32_t{self->size_bytes_[0]} << 24 |
+                          uint32_t{self->size_bytes_[1]} << 16 |
+                          uint32_t{self->size_bytes_[2]} << 8 | uint32_t{self->size_bytes_[3]};
+    if (size < 4 || size > max_response_bytes) {
+      return self->close(fmt::format("invalid response size {}", size));
+    }
+    self->read_body(size);
+  });
+}
+
+void broker_connection::read_body(uint32_t size) {
+  body_.resize(size);
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(body_), [self](const std::error_code& ec, size_t) {
+    if (self->state_ == state::closed) return;
+    if (ec) return self->close("read failed: " + ec.message());
+    auto correlation_id = peek_correlation_id(self->body_);
+    if (self->in_flight_.empty() || !correlation_id ||
+        self->in_flight_.front().correlation_id != *correlation_id) {
+      return self->close("response with an unexpected correlation id");
+    }
+    auto handler = std::move(self->in_flight_.front().handler);
+    self->in_flight_.pop_front();
+    self->arm_timer();
+    handler(std::span<const uint8_t>(self->body_));
+    if (self->state_ != state::closed) self->read_size();
+  });
+}
+
+void broker_connection::arm_timer() {
+  if (state_ != state::ready) return;
+  if (in_flight_.empty()) {
+    timer_.cancel();
+    return;
+  }
+  auto oldest = in_flight_.begin();
+  timer_.expires_at(oldest->deadline);
+  auto self = shared_from_this();
+  const int32_t watched = oldest->correlation_id;
+  timer_.async_wait([self, watched](const std::error_code& ec) {
+    if (ec || self->state_ == state::closed) return;
+    if (!self->in_flight_.empty() && self->in_flight_.front().correlation_id == watched) {
+      self->close(fmt::format("request timed out after {} ms (request.timeout.ms)",
+                              self->request_timeout_.count()));
+    }
+  });
+}
+
+void broker_connection::close(const std::string& reason) {
+  if (state_ == state::closed) return;
+  state_ = state::closed;
+  std::error_code ignored;
+  socket_.close(ignored);
+  resolver_.cancel();
+  timer_.cancel();
+  auto failed = std::move(in_flight_);
+  in_flight_.clear();
+  auto unwritten = std::move(write_queue_);
+  write_queue_.clear();
+  unanswered_writes_ = 0;
+  for (auto& p : failed) p.handler(fail(reason));
+  for (auto& w : unwritten) {
+    if (w.on_written) w.on_written(fail(reason));
+  }
+}
+
+}  // namespace tarn::client

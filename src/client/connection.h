@@ -1,0 +1,96 @@
+// One TCP connection from the producer to one broker (librdkafka's rd_kafka_broker_t, reduced):
+// connect, learn the broker's API versions, then pipeline requests and match responses in order
+// (Kafka answers the requests of a connection in the order they were sent). A request not
+// answered within request.timeout.ms closes the connection, failing everything in flight, as
+// Java's NetworkClient does.
+//
+// Thread: every member runs on the sender's io_context thread; nothing here is locked.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "client/producer_config.h"
+
+namespace tarn::client {
+
+// The body of a response (after the size), or why there is none.
+using response_handler =
+    std::function<void(result<std::span<const uint8_t>, std::string> response)>;
+
+class broker_connection : public std::enable_shared_from_this<broker_connection> {
+ public:
+  broker_connection(asio::io_context& io, int32_t node, broker_address address,
+                    std::string client_id, std::chrono::milliseconds request_timeout,
+                    std::chrono::milliseconds connect_timeout);
+  ~broker_connection();
+
+  // Resolves, connects and exchanges ApiVersions; `done` gets the error, if any.
+  void connect(std::function<void(const std::string* error)> done);
+
+  // Queues a request built by `build(correlation_id)`. With expect_response false (Produce
+  // with acks=0) the handler runs once the bytes are written, with an empty response.
+  void send(std::function<std::vector<uint8_t>(int32_t correlation_id)> build, bool expect_response,
+            response_handler handler);
+
+  // Closes the socket and fails every request in flight with `reason`.
+  void close(const std::string& reason);
+
+  bool ready() const { return state_ == state::ready; }
+  bool connecting() const { return state_ == state::connecting; }
+  bool closed() const { return state_ == state::closed; }
+  size_t in_flight() const { return in_flight_.size() + unanswered_writes_; }
+  int32_t node() const { return node_; }
+  const broker_address& address() const { return address_; }
+
+  // The version to use for an API, or -1 when the broker shares none with the producer.
+  int16_t version_for(int16_t api_key, int16_t our_min, int16_t our_max) const;
+
+ private:
+  enum class state { idle, connecting, ready, closed };
+  struct pending {
+    int32_t correlation_id;
+    std::chrono::steady_clock::time_point deadline;
+    response_handler handler;
+  };
+  struct outgoing {
+    std::vector<uint8_t> bytes;
+    response_handler on_written;  // set for a request without a response
+  };
+
+  void send_api_versions(std::function<void(const std::string* error)> done);
+  void write_next();
+  void read_size();
+  void read_body(uint32_t size);
+  void arm_timer();
+
+  asio::io_context& io_;
+  const int32_t node_;
+  const broker_address address_;
+  const std::string client_id_;
+  const std::chrono::milliseconds request_timeout_;
+  const std::chrono::milliseconds connect_timeout_;
+  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  state state_ = state::idle;
+  int32_t next_correlation_id_ = 0;
+  std::deque<outgoing> write_queue_;
+  bool writing_ = false;
+  size_t unanswered_writes_ = 0;   // queued requests without a response
+  std::deque<pending> in_flight_;  // awaiting a response, oldest first
+  uint8_t size_bytes_[4] = {};
+  std::vector<uint8_t> body_;
+  std::map<int16_t, std::pair<int16_t, int16_t>> broker_versions_;
+};
+
+}  // namespace tarn::client

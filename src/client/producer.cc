@@ -1,0 +1,194 @@
+// The producer front end: picks the partition (explicit, murmur2 of the key, or sticky),
+// appends to the accumulator, and wakes the sender when a batch is ready to go.
+#include "tarn/producer.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "client/metadata_cache.h"
+#include "client/partitioner.h"
+#include "client/producer_config.h"
+#include "client/record_accumulator.h"
+#include "client/sender.h"
+
+namespace tarn::client {
+
+struct producer::impl {
+  explicit impl(const producer_config& c)
+      : config(c),
+        accumulator(accumulator_config::from(c)),
+        io(c, accumulator, metadata),
+        seed(std::random_device{}()) {}
+
+  sticky_partitioner& sticky_for(std::string_view topic) {
+    std::lock_guard lock(sticky_mutex);
+    auto it = sticky.find(topic);
+    if (it == sticky.end()) {
+      it = sticky
+               .emplace(std::string(topic),
+                        std::make_unique<sticky_partitioner>(config.batch_size, seed++))
+               .first;
+    }
+    return *it->second;
+  }
+
+  result<void, producer_error> append(const producer_record& record, delivery_callback callback);
+
+  producer_config config;
+  metadata_cache metadata;
+  record_accumulator accumulator;
+  sender io;
+  std::mutex sticky_mutex;
+  std::map<std::string, std::unique_ptr<sticky_partitioner>, std::less<>> sticky;
+  uint64_t seed;
+  std::mutex close_mutex;
+  bool closed = false;
+};
+
+result<std::unique_ptr<producer>, config_error> producer::create(
+    const std::vector<std::pair<std::string, std::string>>& properties) {
+  auto config = parse_producer_config(properties);
+  if (!config) return fail(config.error());
+  auto p = std::unique_ptr<producer>(new producer(std::make_unique<impl>(*config)));
+  p->impl_->io.start();
+  return p;
+}
+
+producer::producer(std::unique_ptr<impl> impl) : impl_(std::move(impl)) {}
+
+producer::~producer() { close(); }
+
+result<void, producer_error> producer::impl::append(const producer_record& record,
+                                                    delivery_callback callback) {
+  using clock = std::chrono::steady_clock;
+  if (accumulator.closed()) {
+    return fail(producer_error{producer_errc::producer_closed, 0, false,
+                               "Cannot perform operation after producer has been closed"});
+  }
+  const auto start = clock::now();
+  const auto max_block = std::chrono::milliseconds(config.max_block_ms);
+  auto topic = metadata.topic(record.topic);
+  const bool enough =
+      topic && !topic->partitions.empty() &&
+      (!record.partition || *record.partition < static_cast<int32_t>(topic->partitions.size()));
+  if (!enough) {
+    io.wakeup();
+    auto waited =
+        metadata.wait_for_topic(record.topic, record.partition, start + max_block, max_block);
+    if (!waited) return fail(waited.error());
+    topic = *waited;
+  }
+  const auto count = static_cast<int32_t>(topic->partitions.size());
+  const timestamp_ms timestamp =
+      record.timestamp_ms.value_or(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+  std::optional<record::bytes_view> key, value;
+  if (record.key) key = record::as_bytes(*record.key);
+  if (record.value) value = record::as_bytes(*record.value);
+  std::vector<record::record_header> headers;
+  headers.reserve(record.headers.size());
+  for (const auto& h : record.headers) {
+    record::record_header header{record::as_bytes(h.key), std::nullopt};
+    if (h.value) header.value = record::as_bytes(*h.value);
+    headers.push_back(header);
+  }
+
+  std::optional<partition_id> partition;
+  if (record.partition) {
+    if (*record.partition < 0) {
+      return fail(producer_error{
+          producer_errc::invalid_record, 0, false,
+          fmt::format("Invalid partition given with record: {} is not in the range [0...{}).",
+                      *record.partition, count)});
+    }
+    partition = *record.partition;
+  } else if (key && !config.partitioner_ignore_keys) {
+    partition = partition_for_key(*key, count);
+  }
+  const auto now = clock::now();
+  if (partition) {
+    auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
+                                       value, headers, std::move(callback), now);
+    if (!appended) return fail(appended.error());
+    if (appended->new_batch || appended->batch_full) io.wakeup();
+    return {};
+  }
+  // Keyless: the sticky partitioner, switching before a record would open a new batch when the
+  // current partition has had its batch.size (Java's abortOnNewBatch / partitionChanged).
+  sticky_partitioner& sticky = sticky_for(record.topic);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const partition_id p = sticky.current(count, topic->available);
+    auto appended =
+        accumulator.append({std::string(record.topic), p}, timestamp, key, value, headers,
+                           std::move(callback), now, /*abort_on_new_batch=*/attempt == 0);
+    if (!appended) return fail(appended.error());
+    if (appended->aborted_for_new_batch) {
+      sticky.update(p, 0, /*enable_switch=*/true, count, topic->available);
+      continue;
+    }
+    sticky.update(p, static_cast<int32_t>(appended->appended_bytes), appended->batch_full, count,
+                  topic->available);
+    if (appended->new_batch || appended->batch_full) io.wakeup();
+    return {};
+  }
+  return {};  // unreachable: the second attempt never aborts
+}
+
+result<void, producer_error> producer::send_async(const producer_record& record,
+                                                  delivery_callback callback) {
+  auto shared = std::make_shared<delivery_callback>(std::move(callback));
+  auto appended =
+      impl_->append(record, [shared](const record_metadata& m, const producer_error* e) {
+        if (*shared) (*shared)(m, e);
+      });
+  if (!appended) {
+    record_metadata m{std::string(record.topic), record.partition.value_or(-1), -1, -1};
+    if (*shared) (*shared)(m, &appended.error());
+  }
+  return appended;
+}
+
+std::future<delivery_result> producer::send(const producer_record& record,
+                                            delivery_callback callback) {
+  auto promise = std::make_shared<std::promise<delivery_result>>();
+  auto future = promise->get_future();
+  auto shared = std::make_shared<delivery_callback>(std::move(callback));
+  auto report = [promise, shared](const record_metadata& m, const producer_error* e) {
+    if (*shared) (*shared)(m, e);
+    if (e) {
+      promise->set_value(fail(*e));
+    } else {
+      promise->set_value(m);
+    }
+  };
+  auto appended = impl_->append(record, report);
+  if (!appended) {
+    record_metadata m{std::string(record.topic), record.partition.value_or(-1), -1, -1};
+    report(m, &appended.error());
+  }
+  return future;
+}
+
+void producer::flush() {
+  const uint64_t flush = impl_->accumulator.begin_flush();
+  impl_->io.wakeup();
+  impl_->accumulator.await_flush_completion(flush);
+}
+
+void producer::close(std::chrono::milliseconds timeout) {
+  std::lock_guard lock(impl_->close_mutex);
+  if (impl_->closed) return;
+  impl_->closed = true;
+  impl_->accumulator.close();
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline = timeout >= std::chrono::hours(24 * 365)
+                            ? std::chrono::steady_clock::time_point::max()
+                            : now + timeout;
+  impl_->io.close(deadline);
+}
+
+}  // namespace tarn::client

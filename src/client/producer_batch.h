@@ -1,0 +1,114 @@
+// One batch on its way from send() to the broker: the records encoded so far (record's batch
+// builder), the delivery callbacks of its records, and its identity for idempotence (producer
+// id, epoch, base sequence: librdkafka's rd_kafka_msgbatch_t pid/first_seq). Owned by its
+// partition's queue in the accumulator until drained, then by the sender until completed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/strong_types.h"
+#include "record/batch_builder.h"
+#include "tarn/producer_record.h"
+
+namespace tarn::client {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+struct topic_partition {
+  std::string topic;
+  partition_id partition = -1;
+
+  bool operator==(const topic_partition&) const = default;
+};
+
+// The producer id and epoch InitProducerId gave; -1/-1 when the producer is not idempotent.
+struct producer_identity {
+  producer_id_t producer_id = record::no_producer_id;
+  producer_epoch_t epoch = record::no_producer_epoch;
+
+  bool valid() const { return producer_id >= 0 && epoch >= 0; }
+  bool operator==(const producer_identity&) const = default;
+};
+
+// Kafka's DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0.
+constexpr sequence_t increment_sequence(sequence_t sequence, int32_t increment) {
+  if (sequence > INT32_MAX - increment) return increment - (INT32_MAX - sequence) - 1;
+  return sequence + increment;
+}
+
+class producer_batch {
+ public:
+  producer_batch(topic_partition tp, const record::batch_builder_config& config,
+                 steady_time created, uint64_t id);
+
+  // Appends a record (the first always fits); appended_bytes is what the batch grew by.
+  // Thread: any, under the partition queue's lock.
+  record::append_result try_append(timestamp_ms timestamp, std::optional<record::bytes_view> key,
+                                   std::optional<record::bytes_view> value,
+                                   std::span<const record::record_header> headers,
+                                   delivery_callback&& callback, size_t& appended_bytes);
+
+  // Ends appends (the batch is full or is being sent).
+  void seal() { sealed_ = true; }
+  bool sealed() const { return sealed_; }
+  bool built() const { return !bytes_.empty(); }
+
+  // Encodes the header, compresses and checksums: the bytes a Produce request carries. With
+  // idempotence, stamps the identity and base sequence first. Called once, when first drained.
+  result<void, producer_error> build(producer_identity identity, sequence_t base_sequence);
+  // Rewrites identity and base sequence in built bytes (a retry after the epoch was bumped or
+  // the sequences reset) and re-checksums.
+  void rewrite_producer_state(producer_identity identity, sequence_t base_sequence);
+
+  // Runs every record's callback: offsets base_offset + i (-1 stays -1, for acks=0);
+  // log_append_time replaces the record timestamps when not -1. Thread: the sender's.
+  void complete(offset_t base_offset, timestamp_ms log_append_time);
+  void fail(const producer_error& error);
+
+  const topic_partition& tp() const { return tp_; }
+  uint64_t id() const { return id_; }
+  int32_t record_count() const { return builder_ ? builder_->record_count() : record_count_; }
+  size_t estimated_size_bytes() const;
+  std::span<const uint8_t> bytes() const { return bytes_; }
+  steady_time created() const { return created_; }
+
+  bool has_sequence() const { return base_sequence_ != record::no_sequence; }
+  sequence_t base_sequence() const { return base_sequence_; }
+  producer_identity identity() const { return identity_; }
+
+  // Retry bookkeeping (Java's ProducerBatch.attempts / lastAttemptMs).
+  int32_t attempts = 0;
+  steady_time last_attempt{};
+  // buffer.memory bytes this batch holds; given back when it completes.
+  int64_t memory_bytes = 0;
+
+ private:
+  struct thunk {
+    delivery_callback callback;
+    timestamp_ms timestamp;
+    int32_t offset_delta;
+  };
+  void run_callbacks(offset_t base_offset, timestamp_ms log_append_time,
+                     const producer_error* error);
+
+  topic_partition tp_;
+  uint64_t id_;
+  steady_time created_;
+  std::optional<record::batch_builder> builder_;  // until built
+  std::vector<uint8_t> bytes_;                    // once built
+  std::vector<thunk> thunks_;                     // only records with a callback
+  int32_t record_count_ = 0;                      // once built
+  producer_identity identity_;
+  sequence_t base_sequence_ = record::no_sequence;
+  bool sealed_ = false;
+  bool completed_ = false;
+};
+
+}  // namespace tarn::client

@@ -1,0 +1,451 @@
+// End-to-end tests of the producer over real loopback sockets against a small in-process broker
+// that speaks ApiVersions, Metadata, InitProducerId and Produce with tarn's protocol codecs,
+// checks sequences as Kafka does, and can inject errors. (Kafka itself is the oracle for the
+// bytes; these tests pin down retries, recovery and timeouts, which Kafka cannot be made to
+// trigger on demand.)
+#include "tarn/producer.h"
+
+#include <gtest/gtest.h>
+
+#include <asio.hpp>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "client/partitioner.h"
+#include "client/producer_config.h"
+#include "protocol/headers.h"
+#include "protocol/messages.h"
+#include "record/record_batch.h"
+
+namespace tarn::client {
+namespace {
+
+using namespace std::chrono_literals;
+namespace proto = tarn::protocol;
+
+struct stored_batch {
+  int64_t producer_id;
+  int16_t epoch;
+  int32_t base_sequence;
+  int32_t count;
+  int64_t base_offset;
+};
+
+class fake_broker {
+ public:
+  explicit fake_broker(std::map<std::string, int32_t> topics)
+      : topics_(std::move(topics)), acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~fake_broker() {
+    io_.stop();
+    thread_.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port()); }
+
+  // Error codes answered, in order, to the next produced partitions instead of appending.
+  void inject(std::vector<int16_t> errors) {
+    std::lock_guard lock(mutex_);
+    inject_.insert(inject_.end(), errors.begin(), errors.end());
+  }
+  void drop_produce(bool drop) { drop_produce_ = drop; }
+
+  std::map<int32_t, std::vector<stored_batch>> batches(const std::string& topic) {
+    std::lock_guard lock(mutex_);
+    return log_[topic];
+  }
+  int metadata_requests() const { return metadata_requests_; }
+  int init_producer_id_requests() const { return init_producer_id_requests_; }
+
+ private:
+  struct session : std::enable_shared_from_this<session> {
+    session(fake_broker& b, asio::ip::tcp::socket s) : broker(b), socket(std::move(s)) {}
+    fake_broker& broker;
+    asio::ip::tcp::socket socket;
+    uint8_t size[4];
+    std::vector<uint8_t> body;
+
+    void read() {
+      auto self = shared_from_this();
+      asio::async_read(socket, asio::buffer(size), [self](std::error_code ec, size_t) {
+        if (ec) return;
+        uint32_t n = uint32_t{self->size[0]} << 24 | uint32_t{self->size[1]} << 16 |
+                     uint32_t{self->size[2]} << 8 | self->size[3];
+        self->body.resize(n);
+        asio::async_read(self->socket, asio::buffer(self->body),
+                         [self](std::error_code ec, size_t) {
+                           if (ec) return;
+                           self->broker.handle(*self);
+                           self->read();
+                         });
+      });
+    }
+  };
+
+  void accept() {
+    acceptor_.async_accept([this](std::error_code ec, asio::ip::tcp::socket s) {
+      if (ec) return;
+      std::make_shared<session>(*this, std::move(s))->read();
+      accept();
+    });
+  }
+
+  template <typename Body>
+  void respond(session& s, int32_t correlation_id, int16_t version, const Body& body) {
+    std::vector<uint8_t> out(4);
+    proto::writer w(out);
+    proto::response_header header;
+    header.correlation_id = correlation_id;
+    header.encode(w, proto::response_header_version(Body::api_key, version));
+    body.encode(w, version);
+    const auto n = static_cast<uint32_t>(out.size() - 4);
+    for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(n >> (24 - 8 * i));
+    asio::write(s.socket, asio::buffer(out));
+  }
+
+  void handle(session& s) {
+    proto::reader r(s.body);
+    auto header = proto::decode_request_header(r);
+    ASSERT_TRUE(header);
+    const int16_t version = header->request_api_version;
+    const int32_t correlation_id = header->correlation_id;
+    switch (header->request_api_key) {
+      case 18: {
+        proto::api_versions_response response;
+        for (auto [key, min, max] : std::vector<std::tuple<int16_t, int16_t, int16_t>>{
+                 {0, 0, 12}, {3, 0, 12}, {18, 0, 3}, {22, 0, 5}}) {
+          proto::api_versions_response::api_version v;
+          v.api_key = key;
+          v.min_version = min;
+          v.max_version = max;
+          response.api_keys.push_back(v);
+        }
+        return respond(s, correlation_id, version, response);
+      }
+      case 3: {
+        ++metadata_requests_;
+        auto request = proto::metadata_request::decode(r, version);
+        ASSERT_TRUE(request);
+        proto::metadata_response response;
+        proto::metadata_response::metadata_response_broker broker;
+        broker.node_id = 1;
+        broker.host = "127.0.0.1";
+        broker.port = port();
+        response.brokers.push_back(broker);
+        for (const auto& t : request->topics.value_or(
+                 std::vector<proto::metadata_request::metadata_request_topic>{})) {
+          proto::metadata_response::metadata_response_topic topic;
+          topic.name = t.name;
+          auto it = topics_.find(std::string(t.name.value_or("")));
+          if (it == topics_.end()) {
+            topic.error_code = 3;
+          } else {
+            for (int32_t p = 0; p < it->second; ++p) {
+              proto::metadata_response::metadata_response_partition partition;
+              partition.partition_index = p;
+              partition.leader_id = 1;
+              partition.leader_epoch = 0;
+              partition.replica_nodes = {1};
+              partition.isr_nodes = {1};
+              topic.partitions.push_back(partition);
+            }
+          }
+          response.topics.push_back(topic);
+        }
+        return respond(s, correlation_id, version, response);
+      }
+      case 22: {
+        ++init_producer_id_requests_;
+        proto::init_producer_id_response response;
+        response.producer_id = next_producer_id_++;
+        response.producer_epoch = 0;
+        return respond(s, correlation_id, version, response);
+      }
+      case 0: {
+        auto request = proto::produce_request::decode(r, version);
+        ASSERT_TRUE(request);
+        if (drop_produce_) return;
+        proto::produce_response response;
+        std::lock_guard lock(mutex_);
+        for (const auto& t : request->topic_data) {
+          proto::produce_response::topic_produce_response topic;
+          topic.name = t.name;
+          for (const auto& p : t.partition_data) {
+            proto::produce_response::partition_produce_response partition;
+            partition.index = p.index;
+            partition.error_code =
+                append(std::string(t.name), p.index, *p.records, partition.base_offset);
+            topic.partition_responses.push_back(partition);
+          }
+          response.responses.push_back(topic);
+        }
+        if (request->acks == 0) return;
+        return respond(s, correlation_id, version, response);
+      }
+      default:
+        FAIL() << "unexpected api key " << header->request_api_key;
+    }
+  }
+
+  // Appends like a leader: validates the batch, checks the idempotent sequence.
+  int16_t append(const std::string& topic, int32_t partition, std::span<const uint8_t> bytes,
+                 int64_t& base_offset) {
+    if (!inject_.empty()) {
+      const int16_t error = inject_.front();
+      inject_.pop_front();
+      base_offset = -1;
+      return error;
+    }
+    record::record_batch_view batch(bytes);
+    if (!record::validate_batch(batch, record::offset_rule::producer)) return 2;  // CORRUPT
+    auto& stored = log_[topic][partition];
+    if (batch.producer_id() >= 0) {
+      auto& next = next_sequence_[{topic, partition, batch.producer_id()}];
+      for (const auto& b : stored) {
+        if (b.producer_id == batch.producer_id() && b.base_sequence == batch.base_sequence()) {
+          base_offset = b.base_offset;  // a duplicate: answer the original's offset
+          return 0;
+        }
+      }
+      if (batch.base_sequence() != next) return 45;  // OUT_OF_ORDER_SEQUENCE_NUMBER
+      next = batch.base_sequence() + batch.records_count();
+    }
+    int64_t end = stored.empty() ? 0 : stored.back().base_offset + stored.back().count;
+    stored.push_back({batch.producer_id(), batch.producer_epoch(), batch.base_sequence(),
+                      batch.records_count(), end});
+    base_offset = end;
+    return 0;
+  }
+
+  std::map<std::string, int32_t> topics_;
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::deque<int16_t> inject_;
+  std::map<std::string, std::map<int32_t, std::vector<stored_batch>>> log_;
+  std::map<std::tuple<std::string, int32_t, int64_t>, int32_t> next_sequence_;
+  std::atomic<bool> drop_produce_{false};
+  std::atomic<int> metadata_requests_{0};
+  std::atomic<int> init_producer_id_requests_{0};
+  int64_t next_producer_id_ = 1000;
+};
+
+std::unique_ptr<producer> make(const fake_broker& broker, std::vector<property> extra = {}) {
+  std::vector<property> props = {{"bootstrap.servers", broker.bootstrap()},
+                                 {"linger.ms", "1"},
+                                 {"retry.backoff.ms", "10"},
+                                 {"retry.backoff.max.ms", "20"}};
+  props.insert(props.end(), extra.begin(), extra.end());
+  auto p = producer::create(props);
+  EXPECT_TRUE(p);
+  return p ? std::move(*p) : nullptr;
+}
+
+producer_record rec(std::string_view topic, std::optional<std::string_view> key,
+                    std::string_view value) {
+  producer_record r;
+  r.topic = topic;
+  r.key = key;
+  r.value = value;
+  return r;
+}
+
+TEST(producer, delivers_keyed_and_keyless_records_with_offsets) {
+  fake_broker broker({{"t", 3}});
+  auto p = make(broker);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back("key-" + std::to_string(i));
+  std::vector<std::future<delivery_result>> keyed, keyless;
+  for (const auto& k : keys) keyed.push_back(p->send(rec("t", k, "v")));
+  for (int i = 0; i < 50; ++i) keyless.push_back(p->send(rec("t", std::nullopt, "v")));
+  p->flush();
+  std::map<int32_t, std::set<int64_t>> offsets;
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    auto r = keyed[i].get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->topic, "t");
+    EXPECT_EQ(r->partition, partition_for_key(record::as_bytes(keys[i]), 3)) << keys[i];
+    offsets[r->partition].insert(r->offset);
+  }
+  for (auto& f : keyless) {
+    auto r = f.get();
+    ASSERT_TRUE(r) << r.error().message;
+    offsets[r->partition].insert(r->offset);
+  }
+  size_t total = 0;
+  for (auto& [partition, set] : offsets) {
+    EXPECT_EQ(*set.begin(), 0);
+    EXPECT_EQ(*set.rbegin(), static_cast<int64_t>(set.size()) - 1) << "contiguous offsets";
+    total += set.size();
+  }
+  EXPECT_EQ(total, 100u);
+  // Idempotent by default: one producer id, sequences contiguous per partition.
+  for (auto& [partition, batches] : broker.batches("t")) {
+    int32_t next = 0;
+    for (const auto& b : batches) {
+      EXPECT_EQ(b.producer_id, 1000);
+      EXPECT_EQ(b.base_sequence, next);
+      next += b.count;
+    }
+  }
+  EXPECT_EQ(broker.init_producer_id_requests(), 1);
+  p->close();
+}
+
+TEST(producer, callback_and_future_both_report) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker);
+  std::atomic<int64_t> seen{-2};
+  auto f =
+      p->send(rec("t", std::nullopt, "x"), [&](const record_metadata& m, const producer_error* e) {
+        EXPECT_EQ(e, nullptr);
+        seen = m.offset;
+      });
+  auto r = f.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(seen.load(), r->offset);
+  EXPECT_GT(r->timestamp_ms, 0);
+}
+
+TEST(producer, retriable_error_is_retried_after_a_metadata_refresh) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker);
+  ASSERT_TRUE(p->send(rec("t", std::nullopt, "warm-up")).get());
+  const int before = broker.metadata_requests();
+  broker.inject({6, 6});  // NOT_LEADER_OR_FOLLOWER twice
+  auto r = p->send(rec("t", std::nullopt, "x")).get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->offset, 1);
+  EXPECT_GT(broker.metadata_requests(), before);
+}
+
+TEST(producer, non_retriable_error_fails_the_record) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"enable.idempotence", "false"}});
+  broker.inject({10});  // MESSAGE_TOO_LARGE
+  auto r = p->send(rec("t", std::nullopt, "x")).get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, producer_errc::broker_error);
+  EXPECT_EQ(r.error().kafka_error_code, 10);
+  EXPECT_NE(r.error().message.find("t-0: MESSAGE_TOO_LARGE"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(producer, retries_zero_fails_a_retriable_error) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"retries", "0"}});  // turns idempotence off (not set explicitly)
+  broker.inject({6});
+  auto r = p->send(rec("t", std::nullopt, "x")).get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kafka_error_code, 6);
+  EXPECT_TRUE(r.error().retriable);
+}
+
+TEST(producer, out_of_order_sequence_restarts_under_a_new_producer_id) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker);
+  ASSERT_TRUE(p->send(rec("t", std::nullopt, "a")).get());
+  broker.inject({45});  // OUT_OF_ORDER_SEQUENCE_NUMBER
+  auto r = p->send(rec("t", std::nullopt, "b")).get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->offset, 1);
+  EXPECT_EQ(broker.init_producer_id_requests(), 2);
+  auto batches = broker.batches("t")[0];
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].producer_id, 1001);
+  EXPECT_EQ(batches[1].base_sequence, 0);
+}
+
+TEST(producer, unknown_topic_fails_after_max_block_ms) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"max.block.ms", "200"}});
+  auto r = p->send(rec("missing", std::nullopt, "x")).get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, producer_errc::unknown_topic);
+  EXPECT_EQ(r.error().message, "Topic missing not present in metadata after 200 ms.");
+}
+
+TEST(producer, unanswered_requests_time_out_and_expire) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(
+      broker, {{"request.timeout.ms", "100"}, {"delivery.timeout.ms", "300"}, {"linger.ms", "0"}});
+  ASSERT_TRUE(p->send(rec("t", std::nullopt, "ok")).get());
+  broker.drop_produce(true);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = p->send(rec("t", std::nullopt, "x")).get();
+  ASSERT_FALSE(r);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 100ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_TRUE(r.error().code == producer_errc::delivery_timeout || r.error().kafka_error_code == 13)
+      << r.error().message;
+}
+
+TEST(producer, acks_zero_reports_offset_minus_one) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"acks", "0"}});
+  auto r = p->send(rec("t", std::nullopt, "x")).get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->offset, -1);
+}
+
+TEST(producer, close_with_zero_timeout_fails_what_is_left) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"linger.ms", "10000"}});
+  auto pending = p->send(rec("t", std::nullopt, "x"));  // lingers
+  p->close(0ms);
+  auto r = pending.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, producer_errc::producer_closed);
+  EXPECT_EQ(r.error().message, "Producer is closed forcefully.");
+  auto after = p->send(rec("t", std::nullopt, "y")).get();
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code, producer_errc::producer_closed);
+}
+
+TEST(producer, close_waits_for_lingering_records) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"linger.ms", "10000"}});
+  auto pending = p->send(rec("t", std::nullopt, "x"));
+  p->close();  // closing makes every batch ready at once
+  auto r = pending.get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->offset, 0);
+}
+
+TEST(producer, sends_from_many_threads) {
+  fake_broker broker({{"t", 4}});
+  auto p = make(broker, {{"batch.size", "512"}});
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        std::string key = std::to_string(t * 1000 + i);
+        auto sent = p->send_async(
+            rec("t", i % 2 ? std::optional<std::string_view>(key) : std::nullopt, "value"),
+            [&](const record_metadata&, const producer_error* e) {
+              if (!e) ok.fetch_add(1);
+            });
+        EXPECT_TRUE(sent);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  p->flush();
+  EXPECT_EQ(ok.load(), 2000);
+  size_t stored = 0;
+  for (auto& [partition, batches] : broker.batches("t")) {
+    for (const auto& b : batches) stored += static_cast<size_t>(b.count);
+  }
+  EXPECT_EQ(stored, 2000u);
+}
+
+}  // namespace
+}  // namespace tarn::client

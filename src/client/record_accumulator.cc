@@ -1,0 +1,476 @@
+// The record accumulator: per-partition batch queues, readiness, draining per broker, sequence
+// numbers, buffer.memory and delivery timeouts. See record_accumulator.h for the rules and the
+// lock order.
+#include "client/record_accumulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <mutex>
+
+namespace tarn::client {
+namespace {
+
+std::string name_of(const topic_partition& tp) {
+  return fmt::format("{}-{}", tp.topic, tp.partition);
+}
+
+int32_t level_for(const producer_config& c) {
+  switch (c.compression_type) {
+    case record::compression_type::gzip:
+      return c.compression_gzip_level;
+    case record::compression_type::lz4:
+      return c.compression_lz4_level;
+    case record::compression_type::zstd:
+      return c.compression_zstd_level;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+accumulator_config accumulator_config::from(const producer_config& c) {
+  return accumulator_config{
+      .batch_size = c.batch_size,
+      .linger = milliseconds(c.linger_ms),
+      .buffer_memory = c.buffer_memory,
+      .max_block = milliseconds(c.max_block_ms),
+      .delivery_timeout = milliseconds(c.delivery_timeout_ms),
+      .retry_backoff = milliseconds(c.retry_backoff_ms),
+      .retry_backoff_max = milliseconds(c.retry_backoff_max_ms),
+      .max_request_size = c.max_request_size,
+      .compression = c.compression_type,
+      .compression_level = level_for(c),
+      .idempotence = c.enable_idempotence,
+      .max_in_flight_requests_per_connection = c.max_in_flight_requests_per_connection,
+  };
+}
+
+size_t record_accumulator::tp_hash::operator()(const topic_partition& tp) const {
+  return std::hash<std::string>()(tp.topic) * 31 + static_cast<size_t>(tp.partition);
+}
+
+record_accumulator::record_accumulator(const accumulator_config& config)
+    : config_(config), pool_(config.buffer_memory) {}
+
+record_accumulator::~record_accumulator() = default;
+
+record_accumulator::partition_queue* record_accumulator::find_queue(
+    const topic_partition& tp) const {
+  std::shared_lock lock(queues_mutex_);
+  auto it = queues_.find(tp);
+  return it == queues_.end() ? nullptr : it->second.get();
+}
+
+record_accumulator::partition_queue& record_accumulator::queue_for(const topic_partition& tp) {
+  if (auto* q = find_queue(tp)) return *q;
+  std::unique_lock lock(queues_mutex_);
+  auto& slot = queues_[tp];
+  if (!slot) {
+    slot = std::make_unique<partition_queue>(tp);
+    queue_order_.push_back(slot.get());
+  }
+  return *slot;
+}
+
+uint64_t record_accumulator::start_batch_id() {
+  const uint64_t id = next_batch_id_.fetch_add(1);
+  std::lock_guard lock(incomplete_mutex_);
+  incomplete_.insert(id);
+  return id;
+}
+
+namespace {
+
+producer_error too_large_to_encode(const topic_partition& tp) {
+  return producer_error{producer_errc::invalid_record, 0, false,
+                        fmt::format("A record for {} is too large to encode", name_of(tp))};
+}
+
+}  // namespace
+
+// Appends to the open batch of `q` if it has room. Returns false when a new batch is needed
+// (then the open batch, if any, has been sealed). Called with q.mutex held.
+bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timestamp,
+                                         std::optional<record::bytes_view> key,
+                                         std::optional<record::bytes_view> value,
+                                         std::span<const record::record_header> headers,
+                                         delivery_callback&& callback, append_outcome& outcome,
+                                         std::optional<producer_error>& error) {
+  if (q.batches.empty() || q.batches.back()->sealed()) return false;
+  producer_batch& open = *q.batches.back();
+  auto appended =
+      open.try_append(timestamp, key, value, headers, std::move(callback), outcome.appended_bytes);
+  if (appended == record::append_result::batch_full) {
+    open.seal();  // the size the batch would have is over batch.size
+    return false;
+  }
+  if (appended == record::append_result::too_large) error = too_large_to_encode(q.tp);
+  return true;
+}
+
+void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcome) const {
+  if (!q.batches.empty() && !q.batches.back()->sealed() &&
+      q.batches.back()->estimated_size_bytes() >= static_cast<size_t>(config_.batch_size)) {
+    q.batches.back()->seal();  // exactly full: no record can follow
+  }
+  outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
+}
+
+result<append_outcome, producer_error> record_accumulator::append(
+    const topic_partition& tp, timestamp_ms timestamp, std::optional<record::bytes_view> key,
+    std::optional<record::bytes_view> value, std::span<const record::record_header> headers,
+    delivery_callback&& callback, steady_time now, bool abort_on_new_batch) {
+  if (closed_) {
+    return fail(producer_error{producer_errc::producer_closed, 0, false,
+                               "Cannot perform operation after producer has been closed"});
+  }
+  // An upper bound of the batch this record alone would make, whatever its deltas turn out to
+  // be (Java's estimateSizeInBytesUpperBound).
+  const record::record_data bound{.timestamp_delta = std::numeric_limits<int64_t>::min(),
+                                  .offset_delta = std::numeric_limits<int32_t>::max(),
+                                  .key = key,
+                                  .value = value,
+                                  .headers = headers};
+  const size_t upper = record::record_batch_overhead + record::encoded_record_size(bound);
+  if (upper > static_cast<size_t>(config_.max_request_size)) {
+    return fail(producer_error{
+        producer_errc::record_too_large, 0, false,
+        fmt::format("The message is {} bytes when serialized which is larger than {}, which is "
+                    "the value of the max.request.size configuration.",
+                    upper, config_.max_request_size)});
+  }
+  if (upper > static_cast<size_t>(config_.buffer_memory)) {
+    return fail(producer_error{
+        producer_errc::record_too_large, 0, false,
+        fmt::format("The message is {} bytes when serialized which is larger than the total "
+                    "memory buffer you have configured with the buffer.memory configuration ({}).",
+                    upper, config_.buffer_memory)});
+  }
+
+  partition_queue& q = queue_for(tp);
+  append_outcome outcome;
+  std::optional<producer_error> error;
+  {
+    // Most records go into the open batch, which already holds its memory.
+    std::lock_guard lock(q.mutex);
+    if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
+      if (error) return fail(std::move(*error));
+      seal_if_full(q, outcome);
+      return outcome;
+    }
+  }
+  if (abort_on_new_batch) {
+    outcome.aborted_for_new_batch = true;
+    outcome.batch_full = true;
+    return outcome;
+  }
+
+  // A new batch takes batch.size of buffer.memory, or the record's size if larger (Java's
+  // default "full" allocation; the builder reserves that much), capped at buffer.memory.
+  // Reserved without any lock held: this is where send() blocks, up to max.block.ms.
+  const auto reserved = std::min<int64_t>(
+      std::max<int64_t>(config_.batch_size, static_cast<int64_t>(upper)), config_.buffer_memory);
+  if (!pool_.reserve(reserved, std::chrono::steady_clock::now() + config_.max_block)) {
+    return fail(producer_error{
+        producer_errc::buffer_exhausted, 0, true,
+        fmt::format("Failed to allocate {} bytes within the configured max blocking time {} ms "
+                    "(buffer.memory {} bytes, {} available)",
+                    reserved, config_.max_block.count(), pool_.total_bytes(),
+                    pool_.available_bytes())});
+  }
+  {
+    std::lock_guard lock(q.mutex);
+    // Another thread may have opened a batch meanwhile: use it and give the memory back.
+    if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
+      seal_if_full(q, outcome);
+    } else {
+      record::batch_builder_config builder{.batch_size = static_cast<size_t>(config_.batch_size),
+                                           .compression = config_.compression,
+                                           .compression_level = config_.compression_level};
+      auto batch = std::make_unique<producer_batch>(tp, builder, now, start_batch_id());
+      // The first record of a batch always goes in, whatever batch.size says.
+      auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),
+                                        outcome.appended_bytes);
+      if (appended != record::append_result::appended) {
+        error = too_large_to_encode(tp);
+        std::lock_guard incomplete_lock(incomplete_mutex_);
+        incomplete_.erase(batch->id());
+      } else {
+        outcome.new_batch = true;
+        outcome.appended_bytes += record::record_batch_overhead;
+        batch->memory_bytes = reserved;
+        q.batches.push_back(std::move(batch));
+        seal_if_full(q, outcome);
+        return outcome;
+      }
+    }
+  }
+  pool_.release(reserved);
+  if (error) return fail(std::move(*error));
+  return outcome;
+}
+
+std::chrono::nanoseconds record_accumulator::retry_backoff_for(const producer_batch& batch) const {
+  // Java 4.x: retry.backoff.ms * 2^(attempts-1), capped at retry.backoff.max.ms. (Java adds
+  // +-20% jitter; tarn leaves it out so retries stay reproducible.)
+  if (batch.attempts <= 0) return std::chrono::nanoseconds(0);
+  auto backoff = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.retry_backoff);
+  const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::max(config_.retry_backoff_max, config_.retry_backoff));
+  for (int32_t i = 1; i < batch.attempts && backoff < cap; ++i) backoff *= 2;
+  return std::min(backoff, cap);
+}
+
+ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_time now) {
+  ready_result out;
+  const bool exhausted = pool_.has_waiters();
+  const bool send_all = exhausted || closed_ || flushes_in_progress_ > 0;
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    if (q->batches.empty() || q->muted) continue;
+    auto leader = leader_of(q->tp);
+    if (!leader) {
+      out.unknown_leader_topics.insert(q->tp.topic);
+      continue;
+    }
+    if (out.ready_nodes.contains(*leader)) continue;
+    const producer_batch& first = *q->batches.front();
+    const auto backoff = retry_backoff_for(first);
+    const bool backing_off = first.attempts > 0 && now < first.last_attempt + backoff;
+    const auto waited = now - (first.attempts > 0 ? first.last_attempt : first.created());
+    const std::chrono::nanoseconds time_to_wait =
+        backing_off ? backoff : std::chrono::nanoseconds(config_.linger);
+    const bool full = q->batches.size() > 1 || first.sealed();
+    const bool expired = waited >= time_to_wait;
+    if ((full || expired || send_all) && !backing_off) {
+      out.ready_nodes.insert(*leader);
+    } else {
+      auto left = std::chrono::ceil<milliseconds>(time_to_wait - waited);
+      if (!out.next_ready_check || left < *out.next_ready_check) out.next_ready_check = left;
+    }
+  }
+  return out;
+}
+
+std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulator::drain(
+    const leader_lookup& leader_of, const std::set<node_id>& nodes, int32_t max_request_size,
+    steady_time now) {
+  std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> out;
+  const producer_identity identity = this->identity();
+  if (config_.idempotence && !identity.valid()) return out;  // InitProducerId first
+  std::vector<std::pair<std::unique_ptr<producer_batch>, producer_error>> failed;
+  {
+    std::shared_lock queues_lock(queues_mutex_);
+    const size_t n = queue_order_.size();
+    for (node_id node : nodes) {
+      if (n == 0) break;
+      auto& batches = out[node];
+      size_t size = 0;
+      const size_t start = drain_index_[node] % n;
+      size_t next_start = start;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t index = (start + i) % n;
+        partition_queue* q = queue_order_[index];
+        auto leader = leader_of(q->tp);
+        if (!leader || *leader != node) continue;
+        std::lock_guard lock(q->mutex);
+        if (q->batches.empty() || q->muted) continue;
+        producer_batch& first = *q->batches.front();
+        if (first.attempts > 0 && now < first.last_attempt + retry_backoff_for(first)) continue;
+        if (!batches.empty() &&
+            size + first.estimated_size_bytes() > static_cast<size_t>(max_request_size)) {
+          next_start = index;  // this partition goes first next time
+          break;
+        }
+        // A retried batch waits until it is the first in flight of its partition, so the
+        // broker sees sequences in order.
+        if (config_.idempotence && first.has_sequence() && !q->in_flight_sequences.empty() &&
+            q->in_flight_sequences.front() != first.base_sequence()) {
+          continue;
+        }
+        auto batch = std::move(q->batches.front());
+        q->batches.pop_front();
+        if (!batch->built()) {
+          const sequence_t sequence = config_.idempotence ? q->next_sequence : record::no_sequence;
+          auto built = batch->build(config_.idempotence ? identity : producer_identity{}, sequence);
+          if (!built) {
+            failed.emplace_back(std::move(batch), built.error());
+            continue;
+          }
+          if (config_.idempotence) {
+            q->next_sequence = increment_sequence(q->next_sequence, batch->record_count());
+            q->in_flight_sequences.push_back(sequence);
+          }
+        }
+        if (config_.max_in_flight_requests_per_connection == 1) q->muted = true;
+        size += batch->bytes().size();
+        batches.push_back(std::move(batch));
+        next_start = index + 1;
+      }
+      drain_index_[node] = next_start % n;
+      if (batches.empty()) out.erase(node);
+    }
+  }
+  for (auto& [batch, error] : failed) fail_batch(std::move(batch), error);
+  return out;
+}
+
+void record_accumulator::reenqueue(std::unique_ptr<producer_batch> batch, steady_time now) {
+  batch->attempts += 1;
+  batch->last_attempt = now;
+  partition_queue& q = queue_for(batch->tp());
+  std::lock_guard lock(q.mutex);
+  q.muted = false;
+  if (config_.idempotence && batch->has_sequence()) {
+    // Java's insertInSequenceOrder: retried batches sit at the head ordered by sequence; the
+    // order is the drain order kept in in_flight_sequences (robust to the INT32_MAX wrap).
+    auto rank = [&](sequence_t s) {
+      auto it = std::find(q.in_flight_sequences.begin(), q.in_flight_sequences.end(), s);
+      return std::distance(q.in_flight_sequences.begin(), it);
+    };
+    const auto mine = rank(batch->base_sequence());
+    auto at = q.batches.begin();
+    while (at != q.batches.end() && (*at)->has_sequence() && rank((*at)->base_sequence()) < mine) {
+      ++at;
+    }
+    q.batches.insert(at, std::move(batch));
+  } else {
+    q.batches.push_front(std::move(batch));
+  }
+}
+
+void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
+  if (auto* q = find_queue(batch->tp())) {
+    std::lock_guard lock(q->mutex);
+    q->muted = false;
+    if (batch->has_sequence()) {
+      auto it = std::find(q->in_flight_sequences.begin(), q->in_flight_sequences.end(),
+                          batch->base_sequence());
+      if (it != q->in_flight_sequences.end()) q->in_flight_sequences.erase(it);
+    }
+  }
+  pool_.release(batch->memory_bytes);
+  const uint64_t id = batch->id();
+  batch.reset();
+  std::lock_guard lock(incomplete_mutex_);
+  incomplete_.erase(id);
+  incomplete_changed_.notify_all();
+}
+
+void record_accumulator::complete(std::unique_ptr<producer_batch> batch, offset_t base_offset,
+                                  timestamp_ms log_append_time) {
+  batch->complete(base_offset, log_append_time);
+  finish(std::move(batch));
+}
+
+void record_accumulator::fail_batch(std::unique_ptr<producer_batch> batch,
+                                    const producer_error& error) {
+  batch->fail(error);
+  finish(std::move(batch));
+}
+
+std::vector<std::unique_ptr<producer_batch>> record_accumulator::expired_batches(steady_time now) {
+  std::vector<std::unique_ptr<producer_batch>> out;
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    while (!q->batches.empty() && now - q->batches.front()->created() >= config_.delivery_timeout) {
+      q->batches.front()->seal();
+      out.push_back(std::move(q->batches.front()));
+      q->batches.pop_front();
+    }
+  }
+  return out;
+}
+
+void record_accumulator::set_producer_identity(producer_identity identity) {
+  std::lock_guard lock(identity_mutex_);
+  identity_ = identity;
+}
+
+producer_identity record_accumulator::identity() const {
+  std::lock_guard lock(identity_mutex_);
+  return identity_;
+}
+
+void record_accumulator::reset_sequences() {
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    q->next_sequence = 0;
+  }
+}
+
+void record_accumulator::reset_producer_state(producer_identity identity) {
+  set_producer_identity(identity);
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    sequence_t sequence = 0;
+    q->in_flight_sequences.clear();
+    for (auto& batch : q->batches) {
+      if (!batch->built()) break;  // built ones (retries) are at the head
+      batch->rewrite_producer_state(identity, sequence);
+      q->in_flight_sequences.push_back(sequence);
+      sequence = increment_sequence(sequence, batch->record_count());
+    }
+    q->next_sequence = sequence;
+  }
+}
+
+sequence_t record_accumulator::next_sequence(const topic_partition& tp) const {
+  auto* q = find_queue(tp);
+  if (!q) return 0;
+  std::lock_guard lock(q->mutex);
+  return q->next_sequence;
+}
+
+uint64_t record_accumulator::begin_flush() {
+  flushes_in_progress_.fetch_add(1);
+  return next_batch_id_.load() - 1;  // every batch started so far
+}
+
+void record_accumulator::await_flush_completion(uint64_t flush) {
+  {
+    std::unique_lock lock(incomplete_mutex_);
+    incomplete_changed_.wait(lock,
+                             [&] { return incomplete_.empty() || *incomplete_.begin() > flush; });
+  }
+  flushes_in_progress_.fetch_sub(1);
+}
+
+void record_accumulator::close() { closed_ = true; }
+
+void record_accumulator::abort_undrained(const producer_error& error) {
+  std::vector<std::unique_ptr<producer_batch>> aborted;
+  {
+    std::shared_lock queues_lock(queues_mutex_);
+    for (partition_queue* q : queue_order_) {
+      std::lock_guard lock(q->mutex);
+      for (auto& batch : q->batches) aborted.push_back(std::move(batch));
+      q->batches.clear();
+    }
+  }
+  for (auto& batch : aborted) fail_batch(std::move(batch), error);
+}
+
+bool record_accumulator::has_undrained() const {
+  std::shared_lock queues_lock(queues_mutex_);
+  for (partition_queue* q : queue_order_) {
+    std::lock_guard lock(q->mutex);
+    if (!q->batches.empty()) return true;
+  }
+  return false;
+}
+
+size_t record_accumulator::incomplete_batches() const {
+  std::lock_guard lock(incomplete_mutex_);
+  return incomplete_.size();
+}
+
+}  // namespace tarn::client

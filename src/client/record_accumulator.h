@@ -1,0 +1,208 @@
+// The record accumulator: one queue of batches per partition (librdkafka's per-partition queue),
+// the rules that make a batch ready, and the drain that hands ready batches to the sender per
+// broker. Mirrors Kafka's RecordAccumulator:
+//  - one open batch per partition, at the back of its queue; a record that would take the batch
+//    over batch.size (counting the size the batch WOULD have) seals it and starts a new one;
+//    the first record of a batch always goes in;
+//  - a partition is ready when its oldest batch is sealed (full), or has waited linger.ms since
+//    its first record (retry.backoff after a failed attempt), or memory is exhausted, or a
+//    flush or close is in progress;
+//  - a broker is ready when one of the partitions it leads is; draining it takes the oldest
+//    batch of each of its partitions (one batch per partition per request) up to
+//    max.request.size, starting where the previous drain of that broker stopped (fairness);
+//  - with idempotence, base sequences are assigned at drain, in drain order per partition
+//    (next base sequence = previous base + record count, wrapping at INT32_MAX as Java does), and
+//    a retried batch goes out again only when it is the first in flight of its partition.
+//
+// Time is passed in (`now`), so tests drive linger and backoff without sleeping; only the wait
+// for buffer.memory blocks for real (it is a real wait for another thread).
+//
+// Threads and locks: append() is called by any application thread; ready(), drain(),
+// reenqueue(), complete(), fail_batch() and expired_batches() by the one sender thread.
+// Lock order: queues_mutex_ (shared for lookups) -> one partition_queue::mutex -> the pool's
+// mutex. Callbacks run with no accumulator lock held.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "client/buffer_pool.h"
+#include "client/producer_batch.h"
+#include "client/producer_config.h"
+
+namespace tarn::client {
+
+using node_id = int32_t;
+using std::chrono::milliseconds;
+
+struct accumulator_config {
+  int32_t batch_size = 16384;
+  milliseconds linger{5};
+  int64_t buffer_memory = 33554432;
+  milliseconds max_block{60000};
+  milliseconds delivery_timeout{120000};
+  milliseconds retry_backoff{100};
+  milliseconds retry_backoff_max{1000};
+  int32_t max_request_size = 1048576;
+  record::compression_type compression = record::compression_type::none;
+  int32_t compression_level = -1;
+  bool idempotence = true;
+  // 1 means strict ordering without idempotence: a partition is muted while a batch of it is in
+  // flight (Java's guaranteeMessageOrder).
+  int32_t max_in_flight_requests_per_connection = 5;
+
+  static accumulator_config from(const producer_config& config);
+};
+
+struct append_outcome {
+  // abort_on_new_batch was set and the record needs a new batch: nothing was appended (the
+  // sticky partitioner may switch partitions first, Java's abortOnNewBatch).
+  bool aborted_for_new_batch = false;
+  bool new_batch = false;  // the record started a batch
+  // After the append the partition has no open batch with room: the sticky partitioner may
+  // switch (Java's allBatchesFull).
+  bool batch_full = false;
+  size_t appended_bytes = 0;
+};
+
+struct ready_result {
+  std::set<node_id> ready_nodes;
+  // Partitions with batches whose leader is unknown: their topics need a metadata refresh.
+  std::set<std::string> unknown_leader_topics;
+  // When ready() should be called again even if nothing else happens.
+  std::optional<milliseconds> next_ready_check;
+};
+
+// The sender's view of the cluster: the leader of a partition, if known.
+using leader_lookup = std::function<std::optional<node_id>(const topic_partition&)>;
+
+class record_accumulator {
+ public:
+  explicit record_accumulator(const accumulator_config& config);
+  ~record_accumulator();
+
+  // Appends a record to its partition's open batch, starting a batch if needed. A new batch
+  // takes max(batch.size, the record's size) of buffer.memory (capped at buffer.memory), as
+  // Java's default allocation does; while that is not free, blocks up to max.block.ms, then
+  // fails with buffer_exhausted. Fails at
+  // once with record_too_large for a record that can never fit max.request.size or
+  // buffer.memory. `callback` is moved from only when the record was appended. Thread: any. Locks:
+  // queues_mutex_, the partition's mutex, the pool's.
+  result<append_outcome, producer_error> append(const topic_partition& tp, timestamp_ms timestamp,
+                                                std::optional<record::bytes_view> key,
+                                                std::optional<record::bytes_view> value,
+                                                std::span<const record::record_header> headers,
+                                                delivery_callback&& callback, steady_time now,
+                                                bool abort_on_new_batch = false);
+
+  // The brokers with something to send now. Thread: sender. Locks: each partition's in turn.
+  ready_result ready(const leader_lookup& leader_of, steady_time now);
+
+  // Takes the batches to send to each of `nodes`: at most one per partition, in total at most
+  // max_request_size bytes per node (the first batch always). Builds each batch, assigning its
+  // base sequence when idempotent. Batches that fail to build are failed here. Thread: sender.
+  std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> drain(
+      const leader_lookup& leader_of, const std::set<node_id>& nodes, int32_t max_request_size,
+      steady_time now);
+
+  // Puts a batch that failed with a retriable error back at the head of its partition, in
+  // sequence order, to be sent again after the retry backoff. Thread: sender.
+  void reenqueue(std::unique_ptr<producer_batch> batch, steady_time now);
+
+  // Completes a drained batch: runs its callbacks, frees its memory, unmutes its partition.
+  void complete(std::unique_ptr<producer_batch> batch, offset_t base_offset,
+                timestamp_ms log_append_time);
+  void fail_batch(std::unique_ptr<producer_batch> batch, const producer_error& error);
+
+  // Removes batches still queued (not in flight) that reached delivery.timeout.ms; the sender
+  // fails them. Thread: sender.
+  std::vector<std::unique_ptr<producer_batch>> expired_batches(steady_time now);
+
+  // The idempotent producer's identity, set after InitProducerId and on epoch bumps; batches
+  // are not drained while it is invalid. reset_sequences restarts every partition at 0 (Java
+  // does so after bumping the epoch).
+  void set_producer_identity(producer_identity identity);
+  producer_identity identity() const;
+  void reset_sequences();
+  // A new producer id after a sequence gap: sets it, restarts every partition's sequences at 0
+  // and restamps the batches still queued that already had a sequence (retries), in order.
+  // Call only with nothing in flight. Thread: sender.
+  void reset_producer_state(producer_identity identity);
+  sequence_t next_sequence(const topic_partition& tp) const;
+
+  // flush(): every batch becomes ready; await_flush_completion() blocks until the batches that
+  // existed when the flush began have completed. Thread: any.
+  uint64_t begin_flush();
+  void await_flush_completion(uint64_t flush);
+  // close(): no more appends; everything left is ready at once.
+  void close();
+  bool closed() const { return closed_.load(); }
+  // Fails every batch still queued (close with a zero timeout). Thread: sender.
+  void abort_undrained(const producer_error& error);
+
+  bool has_undrained() const;
+  size_t incomplete_batches() const;
+  const buffer_pool& pool() const { return pool_; }
+
+ private:
+  struct partition_queue {
+    explicit partition_queue(topic_partition tp) : tp(std::move(tp)) {}
+    const topic_partition tp;
+    mutable std::mutex mutex;
+    // Oldest first; the back one is open for appends unless sealed.
+    std::deque<std::unique_ptr<producer_batch>> batches;
+    sequence_t next_sequence = 0;
+    std::deque<sequence_t> in_flight_sequences;  // drained, not completed, in drain order
+    bool muted = false;
+  };
+
+  bool try_append_open(partition_queue& q, timestamp_ms timestamp,
+                       std::optional<record::bytes_view> key,
+                       std::optional<record::bytes_view> value,
+                       std::span<const record::record_header> headers, delivery_callback&& callback,
+                       append_outcome& outcome, std::optional<producer_error>& error);
+  void seal_if_full(partition_queue& q, append_outcome& outcome) const;
+  partition_queue& queue_for(const topic_partition& tp);
+  partition_queue* find_queue(const topic_partition& tp) const;
+  std::chrono::nanoseconds retry_backoff_for(const producer_batch& batch) const;
+  void finish(std::unique_ptr<producer_batch> batch);
+  uint64_t start_batch_id();
+
+  const accumulator_config config_;
+  buffer_pool pool_;
+
+  mutable std::shared_mutex queues_mutex_;
+  struct tp_hash {
+    size_t operator()(const topic_partition& tp) const;
+  };
+  std::unordered_map<topic_partition, std::unique_ptr<partition_queue>, tp_hash> queues_;
+  std::vector<partition_queue*> queue_order_;  // creation order, for fair draining
+  std::map<node_id, size_t> drain_index_;      // sender only
+
+  std::atomic<bool> closed_{false};
+  std::atomic<int32_t> flushes_in_progress_{0};
+  std::atomic<uint64_t> next_batch_id_{1};
+
+  mutable std::mutex identity_mutex_;
+  producer_identity identity_;
+
+  // Incomplete batches by id, for flush.
+  mutable std::mutex incomplete_mutex_;
+  std::condition_variable incomplete_changed_;
+  std::set<uint64_t> incomplete_;
+};
+
+}  // namespace tarn::client

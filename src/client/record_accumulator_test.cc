@@ -1,0 +1,502 @@
+// Tests of the record accumulator with an injected clock (times are passed in): the size roll,
+// linger, the first-record rule, buffer.memory blocking, draining per broker and the
+// idempotent producer's sequence numbers.
+#include "client/record_accumulator.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "record/record.h"
+#include "record/record_batch.h"
+
+namespace tarn::client {
+namespace {
+
+using namespace std::chrono_literals;
+
+const topic_partition p0{"t", 0};
+const topic_partition p1{"t", 1};
+const topic_partition q0{"u", 0};
+
+// Size of one record with a null key, no headers, `value_bytes` of value, deltas < 64.
+size_t record_size(size_t value_bytes, int32_t offset_delta = 0) {
+  std::string value(value_bytes, 'v');
+  record::record_data r;
+  r.offset_delta = offset_delta;
+  r.value = record::as_bytes(value);
+  return record::encoded_record_size(r);
+}
+
+struct accumulator : ::testing::Test {
+  steady_time t0 = steady_time{} + 1h;
+  std::string value = std::string(10, 'v');  // a 17-byte record (see size_test)
+
+  accumulator_config config(int32_t batch_size) {
+    accumulator_config c;
+    c.batch_size = batch_size;
+    c.linger = 5ms;
+    c.idempotence = false;
+    return c;
+  }
+
+  static result<append_outcome, producer_error> add(record_accumulator& acc,
+                                                    const topic_partition& tp, std::string_view v,
+                                                    steady_time now, delivery_callback cb = {},
+                                                    bool abort_on_new_batch = false) {
+    return acc.append(tp, 1000, std::nullopt, record::as_bytes(v), {}, std::move(cb), now,
+                      abort_on_new_batch);
+  }
+
+  static leader_lookup leaders(std::map<std::pair<std::string, int32_t>, node_id> map) {
+    return [map = std::move(map)](const topic_partition& tp) -> std::optional<node_id> {
+      auto it = map.find({tp.topic, tp.partition});
+      if (it == map.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+
+  static std::vector<std::unique_ptr<producer_batch>> drain_one(record_accumulator& acc,
+                                                                const leader_lookup& leader,
+                                                                node_id node, steady_time now,
+                                                                int32_t max_request = 1 << 20) {
+    auto drained = acc.drain(leader, {node}, max_request, now);
+    return std::move(drained[node]);
+  }
+};
+
+TEST_F(accumulator, size_test) {
+  EXPECT_EQ(record_size(10), 17u);
+  EXPECT_EQ(record_size(10, 2), 17u);
+}
+
+TEST_F(accumulator, size_roll_counts_the_size_the_batch_would_have) {
+  // Exactly three 17-byte records fit 61 + 51 = 112 bytes.
+  record_accumulator exact(config(112));
+  auto l = leaders({{{"t", 0}, 1}});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(exact, p0, value, t0));
+  // Full to the byte: sealed at once, so the partition is ready without lingering.
+  EXPECT_EQ(exact.ready(l, t0).ready_nodes, std::set<node_id>{1});
+  auto fourth = add(exact, p0, value, t0);
+  ASSERT_TRUE(fourth);
+  EXPECT_TRUE(fourth->new_batch);
+  auto batches = drain_one(exact, l, 1, t0);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0]->record_count(), 3);
+  EXPECT_EQ(batches[0]->bytes().size(), 112u);
+
+  // One byte less: the third record would make it 112 > 111, so it starts the next batch.
+  record_accumulator tight(config(111));
+  ASSERT_FALSE(add(tight, p0, value, t0)->new_batch == false);
+  EXPECT_FALSE(add(tight, p0, value, t0)->new_batch);
+  auto third = add(tight, p0, value, t0);
+  ASSERT_TRUE(third);
+  EXPECT_TRUE(third->new_batch);
+  auto first = drain_one(tight, l, 1, t0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0]->record_count(), 2);
+  EXPECT_EQ(first[0]->bytes().size(), 61u + 2 * 17);
+}
+
+TEST_F(accumulator, first_record_always_goes_in) {
+  record_accumulator acc(config(10));  // smaller than any batch
+  auto l = leaders({{{"t", 0}, 1}});
+  std::string big(100, 'x');
+  auto first = add(acc, p0, big, t0);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->new_batch);
+  EXPECT_TRUE(first->batch_full);  // nothing can follow it
+  EXPECT_EQ(first->appended_bytes, 61u + record_size(100));
+  auto second = add(acc, p0, value, t0);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->new_batch);
+  auto batches = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(batches.size(), 1u);  // one batch per partition per request
+  EXPECT_EQ(batches[0]->record_count(), 1);
+  EXPECT_EQ(batches[0]->bytes().size(), 61u + record_size(100));
+  auto rest = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0]->record_count(), 1);
+}
+
+TEST_F(accumulator, linger_from_the_first_record) {
+  record_accumulator acc(config(16384));
+  auto l = leaders({{{"t", 0}, 1}});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p0, value, t0 + 3ms));  // a later record does not restart the linger
+  auto early = acc.ready(l, t0 + 4ms);
+  EXPECT_TRUE(early.ready_nodes.empty());
+  ASSERT_TRUE(early.next_ready_check);
+  EXPECT_EQ(*early.next_ready_check, 1ms);
+  EXPECT_TRUE(drain_one(acc, l, 1, t0 + 4ms).size() == 1)
+      << "a ready broker drains every partition it leads, lingering or not (as Java)";
+  ASSERT_TRUE(add(acc, p0, value, t0 + 10ms));
+  EXPECT_TRUE(acc.ready(l, t0 + 14ms).ready_nodes.empty());
+  EXPECT_EQ(acc.ready(l, t0 + 15ms).ready_nodes, std::set<node_id>{1});
+}
+
+TEST_F(accumulator, unknown_leader_is_reported_not_ready) {
+  record_accumulator acc(config(16384));
+  ASSERT_TRUE(add(acc, q0, value, t0));
+  auto r = acc.ready(leaders({}), t0 + 1s);
+  EXPECT_TRUE(r.ready_nodes.empty());
+  EXPECT_EQ(r.unknown_leader_topics, std::set<std::string>{"u"});
+}
+
+TEST_F(accumulator, drain_per_node_one_batch_per_partition_within_max_request_size) {
+  record_accumulator acc(config(112));
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"u", 0}, 2}});
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(add(acc, p0, value, t0));  // two full batches
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p1, value, t0));
+  ASSERT_TRUE(add(acc, q0, value, t0));
+  auto ready = acc.ready(l, t0);
+  EXPECT_EQ(ready.ready_nodes, std::set<node_id>{1});  // u-0 still lingers
+
+  auto drained = acc.drain(l, {1, 2}, 1 << 20, t0);
+  ASSERT_EQ(drained[1].size(), 2u);
+  EXPECT_EQ(drained[1][0]->tp(), p0);
+  EXPECT_EQ(drained[1][1]->tp(), p1);
+  ASSERT_EQ(drained[2].size(), 1u);
+  EXPECT_EQ(drained[2][0]->tp(), q0);
+
+  // A limit of one batch's bytes: the first batch always goes; p0's second one is left.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p1, value, t0));
+  auto limited = drain_one(acc, l, 1, t0, 112);
+  ASSERT_EQ(limited.size(), 1u);
+  auto next = drain_one(acc, l, 1, t0, 112);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0]->tp(), limited[0]->tp()) << "the next drain starts where the last stopped";
+}
+
+TEST_F(accumulator, batches_carry_records_and_callbacks_get_offsets) {
+  record_accumulator acc(config(16384));
+  auto l = leaders({{{"t", 0}, 1}});
+  std::vector<record_metadata> delivered;
+  auto cb = [&](const record_metadata& m, const producer_error* e) {
+    EXPECT_EQ(e, nullptr);
+    delivered.push_back(m);
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0, cb));
+  auto batches = drain_one(acc, l, 1, t0 + 5ms);
+  ASSERT_EQ(batches.size(), 1u);
+  record::record_batch_view view(batches[0]->bytes());
+  ASSERT_TRUE(record::validate_batch_full(view, record::offset_rule::producer, 1 << 20));
+  EXPECT_EQ(view.records_count(), 3);
+  EXPECT_EQ(view.producer_id(), -1);
+  EXPECT_EQ(view.base_sequence(), -1);
+  EXPECT_EQ(acc.incomplete_batches(), 1u);
+  acc.complete(std::move(batches[0]), 100, -1);
+  ASSERT_EQ(delivered.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(delivered[i].topic, "t");
+    EXPECT_EQ(delivered[i].partition, 0);
+    EXPECT_EQ(delivered[i].offset, 100 + i);
+    EXPECT_EQ(delivered[i].timestamp_ms, 1000);
+  }
+  EXPECT_EQ(acc.incomplete_batches(), 0u);
+  EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes());
+}
+
+TEST_F(accumulator, sequences_per_partition_next_base_is_previous_plus_count) {
+  auto c = config(16384);
+  c.idempotence = true;
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  EXPECT_TRUE(drain_one(acc, l, 1, t0 + 1s).empty()) << "no drain before InitProducerId";
+  acc.set_producer_identity({.producer_id = 4000, .epoch = 7});
+
+  std::vector<std::unique_ptr<producer_batch>> all;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 3 + round; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+    ASSERT_TRUE(add(acc, p1, value, t0));
+    for (auto& b : drain_one(acc, l, 1, t0 + 1s)) all.push_back(std::move(b));
+  }
+  // p0: 1+3 records, then 4, then 5: bases 0, 4, 8; p1: 0, 1, 2.
+  std::vector<sequence_t> p0_bases, p1_bases;
+  for (auto& b : all) {
+    record::record_batch_view view(b->bytes());
+    ASSERT_TRUE(record::validate_batch(view, record::offset_rule::producer));
+    EXPECT_EQ(view.producer_id(), 4000);
+    EXPECT_EQ(view.producer_epoch(), 7);
+    EXPECT_EQ(view.base_sequence(), b->base_sequence());
+    (b->tp() == p0 ? p0_bases : p1_bases).push_back(view.base_sequence());
+  }
+  EXPECT_EQ(p0_bases, (std::vector<sequence_t>{0, 4, 8}));
+  EXPECT_EQ(p1_bases, (std::vector<sequence_t>{0, 1, 2}));
+  EXPECT_EQ(acc.next_sequence(p0), 13);
+  EXPECT_EQ(acc.next_sequence(p1), 3);
+}
+
+TEST(sequences, wrap_as_java_increment_sequence) {
+  // DefaultRecordBatch.incrementSequence.
+  EXPECT_EQ(increment_sequence(0, 5), 5);
+  EXPECT_EQ(increment_sequence(INT32_MAX - 5, 5), INT32_MAX);
+  EXPECT_EQ(increment_sequence(INT32_MAX - 1, 3), 1);  // MAX-1, MAX, 0 then 1
+  EXPECT_EQ(increment_sequence(INT32_MAX, 1), 0);
+  EXPECT_EQ(increment_sequence(INT32_MAX, INT32_MAX), INT32_MAX - 1);
+}
+
+TEST_F(accumulator, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
+  auto c = config(112);
+  c.idempotence = true;
+  c.retry_backoff = 100ms;
+  c.retry_backoff_max = 1000ms;
+  record_accumulator acc(c);
+  acc.set_producer_identity({.producer_id = 1, .epoch = 0});
+  auto l = leaders({{{"t", 0}, 1}});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto a = drain_one(acc, l, 1, t0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto b = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0]->base_sequence(), 0);
+  EXPECT_EQ(b[0]->base_sequence(), 3);
+
+  // b fails retriably while a is still in flight.
+  acc.reenqueue(std::move(b[0]), t0 + 10ms);
+  EXPECT_TRUE(acc.ready(l, t0 + 50ms).ready_nodes.empty()) << "in retry backoff";
+  EXPECT_TRUE(drain_one(acc, l, 1, t0 + 200ms).empty()) << "a (sequence 0) is still in flight";
+  acc.complete(std::move(a[0]), 0, -1);
+  auto retry = drain_one(acc, l, 1, t0 + 200ms);
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0]->base_sequence(), 3) << "a retry keeps its sequence";
+  EXPECT_EQ(retry[0]->attempts, 1);
+  // A second failure backs off twice as long.
+  acc.reenqueue(std::move(retry[0]), t0 + 300ms);
+  EXPECT_TRUE(acc.ready(l, t0 + 450ms).ready_nodes.empty());
+  EXPECT_EQ(acc.ready(l, t0 + 500ms).ready_nodes, std::set<node_id>{1});
+}
+
+TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
+  auto c = config(112);
+  c.idempotence = true;
+  c.retry_backoff = 0ms;
+  record_accumulator acc(c);
+  acc.set_producer_identity({.producer_id = 1, .epoch = 0});
+  auto l = leaders({{{"t", 0}, 1}});
+  std::vector<std::unique_ptr<producer_batch>> flying;
+  for (int n = 0; n < 3; ++n) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+    flying.push_back(std::move(drain_one(acc, l, 1, t0)[0]));
+  }
+  ASSERT_TRUE(add(acc, p0, value, t0));  // a new, unsequenced batch behind them
+  // All three fail; the responses arrive out of order.
+  acc.reenqueue(std::move(flying[2]), t0);
+  acc.reenqueue(std::move(flying[0]), t0);
+  acc.reenqueue(std::move(flying[1]), t0);
+  std::vector<sequence_t> order;
+  for (int i = 0; i < 4; ++i) {
+    auto batches = drain_one(acc, l, 1, t0 + 1ms);
+    ASSERT_EQ(batches.size(), 1u);
+    order.push_back(batches[0]->base_sequence());
+    acc.complete(std::move(batches[0]), 0, -1);
+  }
+  EXPECT_EQ(order, (std::vector<sequence_t>{0, 3, 6, 9}));
+}
+
+TEST_F(accumulator, max_in_flight_one_mutes_the_partition) {
+  auto c = config(112);
+  c.max_in_flight_requests_per_connection = 1;
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}});
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto first = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(acc.ready(l, t0).ready_nodes.empty());
+  EXPECT_TRUE(drain_one(acc, l, 1, t0).empty());
+  acc.complete(std::move(first[0]), 0, -1);
+  EXPECT_EQ(drain_one(acc, l, 1, t0).size(), 1u);
+}
+
+TEST_F(accumulator, record_too_large_fails_at_once) {
+  auto c = config(16384);
+  c.max_request_size = 1000;
+  c.buffer_memory = 2000;
+  record_accumulator acc(c);
+  auto over_request = add(acc, p0, std::string(1000, 'x'), t0);
+  ASSERT_FALSE(over_request);
+  EXPECT_EQ(over_request.error().code, producer_errc::record_too_large);
+  EXPECT_NE(over_request.error().message.find("max.request.size"), std::string::npos);
+  c.max_request_size = 1 << 20;
+  record_accumulator small_memory(c);
+  auto over_memory = add(small_memory, p0, std::string(2000, 'x'), t0);
+  ASSERT_FALSE(over_memory);
+  EXPECT_EQ(over_memory.error().code, producer_errc::record_too_large);
+  EXPECT_NE(over_memory.error().message.find("buffer.memory"), std::string::npos);
+}
+
+TEST_F(accumulator, buffer_exhaustion_blocks_for_max_block_then_fails) {
+  auto c = config(112);
+  c.buffer_memory = 300;
+  c.max_block = 50ms;
+  record_accumulator acc(c);
+  const topic_partition p2{"t", 2};
+  // Each new batch takes batch.size (112) of buffer.memory; appends to it take nothing more.
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  EXPECT_EQ(acc.pool().available_bytes(), 188);
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p1, value, t0));
+  EXPECT_EQ(acc.pool().available_bytes(), 76);
+  const auto start = std::chrono::steady_clock::now();
+  auto blocked = add(acc, p2, value, t0);  // a third batch does not fit
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(blocked);
+  EXPECT_EQ(blocked.error().code, producer_errc::buffer_exhausted);
+  EXPECT_EQ(blocked.error().message,
+            "Failed to allocate 112 bytes within the configured max blocking time 50 ms "
+            "(buffer.memory 300 bytes, 76 available)");
+  EXPECT_GE(waited, 50ms);
+  EXPECT_EQ(acc.pool().available_bytes(), 76) << "a failed wait reserves nothing";
+  // An open batch with room still takes records at once.
+  ASSERT_TRUE(add(acc, p1, value, t0));
+}
+
+TEST_F(accumulator, buffer_exhaustion_unblocks_when_a_batch_completes) {
+  auto c = config(112);
+  c.buffer_memory = 300;
+  c.max_block = 10s;  // far beyond the test: the wait must end by the release
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"t", 2}, 1}});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p1, value, t0));
+  std::atomic<bool> done{false};
+  std::thread sender([&] {
+    // A send waiting for memory makes every partition ready at once, lingering or not.
+    while (acc.ready(l, t0).ready_nodes.empty()) std::this_thread::yield();
+    auto batches = drain_one(acc, l, 1, t0);
+    ASSERT_EQ(batches.size(), 2u);
+    EXPECT_FALSE(done.load());
+    for (auto& b : batches) acc.complete(std::move(b), 0, -1);
+  });
+  auto unblocked = add(acc, {"t", 2}, value, t0);
+  done = true;
+  sender.join();
+  ASSERT_TRUE(unblocked);
+  EXPECT_TRUE(unblocked->new_batch);
+  EXPECT_EQ(acc.pool().available_bytes(), 300 - 112);
+}
+
+TEST_F(accumulator, delivery_timeout_expires_queued_batches) {
+  auto c = config(112);
+  c.delivery_timeout = 1000ms;
+  record_accumulator acc(c);
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  ASSERT_TRUE(add(acc, p0, value, t0 + 500ms));  // same batch: expiry counts from creation
+  EXPECT_TRUE(acc.expired_batches(t0 + 999ms).empty());
+  auto expired = acc.expired_batches(t0 + 1000ms);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0]->record_count(), 2);
+  EXPECT_FALSE(acc.has_undrained());
+  producer_errc got{};
+  int calls = 0;
+  ASSERT_TRUE(add(acc, p1, value, t0, [&](const record_metadata& m, const producer_error* e) {
+    ++calls;
+    ASSERT_NE(e, nullptr);
+    got = e->code;
+    EXPECT_EQ(m.offset, -1);
+  }));
+  for (auto& b : acc.expired_batches(t0 + 2s)) {
+    acc.fail_batch(std::move(b), {producer_errc::delivery_timeout, 0, false, "expired"});
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(got, producer_errc::delivery_timeout);
+}
+
+TEST_F(accumulator, abort_on_new_batch_lets_the_sticky_partitioner_switch_first) {
+  record_accumulator acc(config(112));
+  auto none = add(acc, p0, value, t0, {}, /*abort_on_new_batch=*/true);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->aborted_for_new_batch);
+  EXPECT_FALSE(acc.has_undrained());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto third = add(acc, p0, value, t0, {}, true);  // fits the open batch: appended
+  ASSERT_TRUE(third);
+  EXPECT_FALSE(third->aborted_for_new_batch);
+  EXPECT_TRUE(third->batch_full);
+  auto fourth = add(acc, p0, value, t0, {}, true);
+  ASSERT_TRUE(fourth);
+  EXPECT_TRUE(fourth->aborted_for_new_batch);
+  EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes() - 112);
+}
+
+TEST_F(accumulator, flush_makes_everything_ready_and_waits_for_completion) {
+  record_accumulator acc(config(16384));
+  auto l = leaders({{{"t", 0}, 1}});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  EXPECT_TRUE(acc.ready(l, t0).ready_nodes.empty());
+  const uint64_t flush = acc.begin_flush();
+  EXPECT_EQ(acc.ready(l, t0).ready_nodes, std::set<node_id>{1});
+  std::thread sender([&] {
+    auto batches = drain_one(acc, l, 1, t0);
+    ASSERT_EQ(batches.size(), 1u);
+    acc.complete(std::move(batches[0]), 0, -1);
+  });
+  acc.await_flush_completion(flush);
+  sender.join();
+  EXPECT_EQ(acc.incomplete_batches(), 0u);
+  EXPECT_TRUE(acc.ready(l, t0).ready_nodes.empty());
+}
+
+TEST_F(accumulator, close_refuses_appends_and_abort_fails_what_is_queued) {
+  record_accumulator acc(config(16384));
+  int failed = 0;
+  ASSERT_TRUE(add(acc, p0, value, t0, [&](const record_metadata&, const producer_error* e) {
+    failed += e && e->code == producer_errc::producer_closed;
+  }));
+  acc.close();
+  auto refused = add(acc, p0, value, t0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, producer_errc::producer_closed);
+  acc.abort_undrained({producer_errc::producer_closed, 0, false, "closed"});
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(acc.incomplete_batches(), 0u);
+}
+
+TEST_F(accumulator, concurrent_appends_lose_nothing) {
+  auto c = config(1024);
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"u", 0}, 2}});
+  constexpr int threads = 4;
+  constexpr int per_thread = 2000;
+  std::atomic<int> delivered{0};
+  std::atomic<bool> appending{true};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < threads; ++t) {
+    producers.emplace_back([&, t] {
+      const topic_partition* tps[] = {&p0, &p1, &q0};
+      for (int i = 0; i < per_thread; ++i) {
+        auto r = add(acc, *tps[(t + i) % 3], value, t0,
+                     [&](const record_metadata&, const producer_error* e) {
+                       if (!e) delivered.fetch_add(1);
+                     });
+        ASSERT_TRUE(r);
+      }
+    });
+  }
+  int32_t records = 0;
+  std::thread sender([&] {
+    while (appending || acc.has_undrained()) {
+      auto ready = acc.ready(l, t0 + 1s);
+      for (auto& [node, batches] : acc.drain(l, ready.ready_nodes, 1 << 20, t0 + 1s)) {
+        for (auto& b : batches) {
+          record::record_batch_view view(b->bytes());
+          EXPECT_TRUE(record::validate_batch(view, record::offset_rule::producer));
+          records += b->record_count();
+          acc.complete(std::move(b), 0, -1);
+        }
+      }
+    }
+  });
+  for (auto& p : producers) p.join();
+  appending = false;
+  sender.join();
+  EXPECT_EQ(records, threads * per_thread);
+  EXPECT_EQ(delivered.load(), threads * per_thread);
+  EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes());
+}
+
+}  // namespace
+}  // namespace tarn::client

@@ -1,0 +1,486 @@
+// The producer's I/O thread: metadata, InitProducerId, Produce requests and their responses.
+#include "client/sender.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "client/wire.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/init_producer_id_request.h"
+#include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
+#include "protocol/messages/produce_request.h"
+#include "protocol/messages/produce_response.h"
+
+namespace tarn::client {
+namespace {
+
+using protocol::error_code;
+
+// The errors whose Java exception is an InvalidMetadataException: the metadata is stale.
+bool means_stale_metadata(int16_t code) {
+  switch (static_cast<error_code>(code)) {
+    case error_code::unknown_topic_or_partition:
+    case error_code::leader_not_available:
+    case error_code::not_leader_or_follower:
+    case error_code::kafka_storage_error:
+    case error_code::fenced_leader_epoch:
+    case error_code::unknown_leader_epoch:
+    case error_code::network_exception:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string error_name(int16_t code) {
+  const auto* info = protocol::find_error(code);
+  return info ? std::string(info->name) : fmt::format("error code {}", code);
+}
+
+// The longest the loop sleeps without being woken: bounds how late a waiter on buffer.memory
+// or an expired batch is noticed.
+constexpr std::chrono::milliseconds max_poll{50};
+
+}  // namespace
+
+sender::sender(const producer_config& config, record_accumulator& accumulator,
+               metadata_cache& metadata)
+    : config_(config), accumulator_(accumulator), metadata_(metadata), timer_(io_) {}
+
+sender::~sender() {
+  if (thread_.joinable()) close(clock::now());
+}
+
+void sender::start() {
+  asio::post(io_, [this] { run_once(); });
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+void sender::wakeup() {
+  if (wakeup_pending_.exchange(true)) return;
+  asio::post(io_, [this] {
+    wakeup_pending_ = false;
+    run_once();
+  });
+}
+
+void sender::close(clock::time_point deadline) {
+  asio::post(io_, [this, deadline] {
+    close_deadline_ = deadline;
+    closing_ = true;
+    run_once();
+  });
+  if (thread_.joinable()) thread_.join();
+}
+
+void sender::schedule(std::chrono::milliseconds delay) {
+  timer_.expires_after(std::min(delay, max_poll));
+  timer_.async_wait([this](const std::error_code& ec) {
+    if (!ec) run_once();
+  });
+}
+
+size_t sender::produce_in_flight() const {
+  size_t n = 0;
+  for (const auto& [_, count] : produce_in_flight_) n += count;
+  return n;
+}
+
+void sender::finish_close() {
+  // Forced: fail what is queued, then drop the connections (their in-flight requests fail).
+  forced_ = true;
+  accumulator_.abort_undrained(
+      {producer_errc::producer_closed, 0, false, "Producer is closed forcefully."});
+  auto connections = std::move(connections_);
+  connections_.clear();
+  for (auto& [_, c] : connections) c->close("Producer is closed forcefully.");
+  timer_.cancel();
+  io_.stop();
+}
+
+void sender::run_once() {
+  const auto now = clock::now();
+  if (closing_) {
+    const bool done = accumulator_.incomplete_batches() == 0;
+    if (done || now >= close_deadline_ || fatal_) {
+      if (!done) finish_close();
+      timer_.cancel();
+      for (auto& [_, c] : connections_) c->close("producer closed");
+      connections_.clear();
+      io_.stop();
+      return;
+    }
+  }
+  if (fatal_) {
+    accumulator_.abort_undrained(*fatal_);
+    schedule(max_poll);
+    return;
+  }
+
+  fail_expired(now);
+  maybe_update_metadata(now);
+  maybe_init_producer_id(now);
+
+  auto leader_of = [this](const topic_partition& tp) { return metadata_.leader_of(tp); };
+  auto ready = accumulator_.ready(leader_of, now);
+  if (!ready.unknown_leader_topics.empty()) metadata_.request_update();
+
+  std::set<node_id> sendable;
+  for (node_id node : ready.ready_nodes) {
+    auto c = connection_to(node, now);
+    if (c && c->ready() &&
+        c->in_flight() < static_cast<size_t>(config_.max_in_flight_requests_per_connection)) {
+      sendable.insert(node);
+    }
+  }
+  if (!sendable.empty() && !reset_producer_id_) {
+    auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);
+    for (auto& [node, batches] : drained) send_produce(node, std::move(batches));
+  }
+  schedule(ready.next_ready_check.value_or(max_poll));
+}
+
+void sender::fail_expired(clock::time_point now) {
+  for (auto& batch : accumulator_.expired_batches(now)) {
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - batch->created()).count();
+    std::string message =
+        fmt::format("Expiring {} record(s) for {}-{}:{} ms has passed since batch creation",
+                    batch->record_count(), batch->tp().topic, batch->tp().partition, waited);
+    if (config_.enable_idempotence && batch->has_sequence()) reset_producer_id_ = true;
+    accumulator_.fail_batch(std::move(batch),
+                            {producer_errc::delivery_timeout, 0, false, std::move(message)});
+  }
+}
+
+std::shared_ptr<broker_connection> sender::connection_to(node_id node, clock::time_point now) {
+  auto it = connections_.find(node);
+  if (it != connections_.end()) {
+    if (!it->second->closed()) return it->second->ready() ? it->second : nullptr;
+    connections_.erase(it);
+  }
+  if (auto back = reconnect_after_.find(node); back != reconnect_after_.end() && now < back->second)
+    return nullptr;
+  std::optional<broker_address> address;
+  if (node < 0) {
+    const size_t index = static_cast<size_t>(-node - 1);
+    if (index < config_.bootstrap_servers.size()) address = config_.bootstrap_servers[index];
+  } else {
+    address = metadata_.broker(node);
+  }
+  if (!address) return nullptr;
+  auto c = std::make_shared<broker_connection>(
+      io_, node, *address, config_.client_id, std::chrono::milliseconds(config_.request_timeout_ms),
+      std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms));
+  connections_[node] = c;
+  c->connect([this, node](const std::string* error) {
+    if (error) {
+      reconnect_after_[node] =
+          clock::now() + std::chrono::milliseconds(config_.reconnect_backoff_ms);
+      metadata_.request_update();
+    } else {
+      reconnect_after_.erase(node);
+    }
+    wakeup();
+  });
+  return nullptr;
+}
+
+std::shared_ptr<broker_connection> sender::any_connection(clock::time_point now) {
+  std::shared_ptr<broker_connection> best;
+  for (auto& [_, c] : connections_) {
+    if (c->ready() && (!best || c->in_flight() < best->in_flight())) best = c;
+  }
+  if (best) return best;
+  for (auto& [_, c] : connections_) {
+    if (c->connecting()) return nullptr;  // wait for it
+  }
+  // Known brokers first, then the bootstrap servers.
+  for (node_id node : metadata_.brokers()) {
+    if (connection_to(node, now) || connections_.contains(node)) return nullptr;
+  }
+  for (size_t i = 0; i < config_.bootstrap_servers.size(); ++i) {
+    const node_id node = -static_cast<node_id>(i) - 1;
+    if (connection_to(node, now) || connections_.contains(node)) return nullptr;
+  }
+  return nullptr;
+}
+
+void sender::maybe_update_metadata(clock::time_point now) {
+  if (metadata_in_flight_ || now < metadata_after_) return;
+  const bool stale = !have_metadata_ ||
+                     now - last_metadata_ >= std::chrono::milliseconds(config_.metadata_max_age_ms);
+  if (!stale && !metadata_.take_update_request()) return;
+  auto c = any_connection(now);
+  if (!c) {
+    metadata_.request_update();  // keep asking until a connection is up
+    return;
+  }
+  const int16_t version = c->version_for(metadata_versions.api_key, metadata_versions.min_version,
+                                         metadata_versions.max_version);
+  if (version < 0) {
+    c->close("the broker shares no Metadata version with tarn's producer");
+    return;
+  }
+  auto topics = std::make_shared<std::vector<std::string>>(metadata_.topics_to_fetch());
+  protocol::metadata_request request;
+  request.topics.emplace();
+  for (const auto& t : *topics) {
+    protocol::metadata_request::metadata_request_topic topic;
+    topic.name = t;
+    request.topics->push_back(topic);
+  }
+  request.allow_auto_topic_creation = true;  // as Java's producer
+  metadata_in_flight_ = true;
+  metadata_after_ = now + std::chrono::milliseconds(config_.retry_backoff_ms);
+  c->send(
+      [request, version, this](int32_t correlation_id) {
+        return frame_request(request, version, correlation_id, config_.client_id);
+      },
+      true,
+      [this, version, topics](result<std::span<const uint8_t>, std::string> response) {
+        metadata_in_flight_ = false;
+        if (!response) {
+          metadata_.request_update();
+          return wakeup();
+        }
+        auto body = decode_response<protocol::metadata_response>(*response, version);
+        if (!body) {
+          metadata_.request_update();
+          return wakeup();
+        }
+        cluster_update update;
+        for (const auto& b : body->brokers) {
+          update.brokers[b.node_id] = {std::string(b.host), static_cast<uint16_t>(b.port)};
+        }
+        for (const auto& t : body->topics) {
+          if (!t.name) continue;
+          topic_metadata topic;
+          topic.name = std::string(*t.name);
+          topic.error_code = t.error_code;
+          int32_t count = 0;
+          for (const auto& p : t.partitions) count = std::max(count, p.partition_index + 1);
+          topic.partitions.resize(static_cast<size_t>(count));
+          for (const auto& p : t.partitions) {
+            if (p.partition_index < 0) continue;
+            auto& slot = topic.partitions[static_cast<size_t>(p.partition_index)];
+            slot.leader_epoch = p.leader_epoch;
+            if (p.leader_id >= 0) slot.leader = p.leader_id;
+          }
+          update.topics.push_back(std::move(topic));
+        }
+        metadata_.update(std::move(update));
+        have_metadata_ = true;
+        last_metadata_ = clock::now();
+        wakeup();
+      });
+}
+
+void sender::maybe_init_producer_id(clock::time_point now) {
+  if (!config_.enable_idempotence || init_producer_id_in_flight_) return;
+  if (reset_producer_id_) {
+    // Wait until nothing is in flight, so no response can still refer to the old id.
+    if (produce_in_flight() > 0) return;
+    accumulator_.set_producer_identity({});
+  }
+  if (accumulator_.identity().valid() || now < init_producer_id_after_) return;
+  auto c = any_connection(now);
+  if (!c) return;
+  const int16_t version =
+      c->version_for(init_producer_id_versions.api_key, init_producer_id_versions.min_version,
+                     init_producer_id_versions.max_version);
+  if (version < 0) {
+    fatal_ = producer_error{producer_errc::fatal, 0, false,
+                            "The broker does not support InitProducerId, which the idempotent "
+                            "producer needs (set enable.idempotence=false)"};
+    return;
+  }
+  protocol::init_producer_id_request request;
+  request.transactional_id = std::nullopt;
+  request.transaction_timeout_ms = INT32_MAX;  // as Java's idempotent (non-transactional) producer
+  init_producer_id_in_flight_ = true;
+  c->send(
+      [request, version, this](int32_t correlation_id) {
+        return frame_request(request, version, correlation_id, config_.client_id);
+      },
+      true,
+      [this, version](result<std::span<const uint8_t>, std::string> response) {
+        init_producer_id_in_flight_ = false;
+        auto retry_later = [this] {
+          init_producer_id_after_ =
+              clock::now() + std::chrono::milliseconds(config_.retry_backoff_ms);
+          wakeup();
+        };
+        if (!response) return retry_later();
+        auto body = decode_response<protocol::init_producer_id_response>(*response, version);
+        if (!body) return retry_later();
+        if (body->error_code != 0) {
+          const auto* info = protocol::find_error(body->error_code);
+          if (info && info->retriable) return retry_later();
+          fatal_ = producer_error{
+              producer_errc::fatal, body->error_code, false,
+              fmt::format("InitProducerId failed: {}", error_name(body->error_code))};
+          return wakeup();
+        }
+        producer_identity identity{body->producer_id, body->producer_epoch};
+        if (reset_producer_id_) {
+          accumulator_.reset_producer_state(identity);
+          reset_producer_id_ = false;
+        } else {
+          accumulator_.set_producer_identity(identity);
+        }
+        wakeup();
+      });
+}
+
+void sender::send_produce(node_id node, std::vector<std::unique_ptr<producer_batch>> batches) {
+  auto c = connections_.at(node);
+  const int16_t version = c->version_for(produce_versions.api_key, produce_versions.min_version,
+                                         produce_versions.max_version);
+  auto owned = std::make_shared<std::vector<std::unique_ptr<producer_batch>>>(std::move(batches));
+  if (version < 0) {
+    for (auto& b : *owned) {
+      accumulator_.fail_batch(std::move(b), {producer_errc::fatal, 0, false,
+                                             "The broker shares no Produce version (3-12) with "
+                                             "tarn's producer"});
+    }
+    return;
+  }
+  protocol::produce_request request;
+  request.transactional_id = std::nullopt;
+  request.acks = config_.acks;
+  request.timeout_ms = config_.request_timeout_ms;
+  for (const auto& b : *owned) {
+    auto topic = std::find_if(request.topic_data.begin(), request.topic_data.end(),
+                              [&](const auto& t) { return t.name == b->tp().topic; });
+    if (topic == request.topic_data.end()) {
+      request.topic_data.emplace_back();
+      topic = std::prev(request.topic_data.end());
+      topic->name = b->tp().topic;
+    }
+    protocol::produce_request::partition_produce_data partition;
+    partition.index = b->tp().partition;
+    partition.records = b->bytes();
+    topic->partition_data.push_back(partition);
+  }
+  ++produce_in_flight_[node];
+  const bool expect_response = config_.acks != 0;
+  c->send(
+      [&request, version, this](int32_t correlation_id) {
+        return frame_request(request, version, correlation_id, config_.client_id);
+      },
+      expect_response,
+      [this, node, version, owned, weak = std::weak_ptr<broker_connection>(c)](
+          result<std::span<const uint8_t>, std::string> response) {
+        --produce_in_flight_[node];
+        handle_produce_response(weak.lock(), node, version, owned, std::move(response));
+        wakeup();
+      });
+}
+
+void sender::handle_produce_response(
+    const std::shared_ptr<broker_connection>& connection, node_id node, int16_t version,
+    std::shared_ptr<std::vector<std::unique_ptr<producer_batch>>> batches,
+    result<std::span<const uint8_t>, std::string> response) {
+  const auto now = clock::now();
+  if (forced_) {
+    for (auto& b : *batches) {
+      accumulator_.fail_batch(std::move(b), {producer_errc::producer_closed, 0, false,
+                                             "Producer is closed forcefully."});
+    }
+    return;
+  }
+  if (!response) {
+    // The connection failed: every batch of the request may or may not have been written.
+    metadata_.request_update();
+    for (auto& b : *batches) {
+      retry_or_fail(
+          std::move(b),
+          {producer_errc::broker_error, static_cast<int16_t>(error_code::network_exception), true,
+           fmt::format("Disconnected from node {}: {}", node, response.error())},
+          now);
+    }
+    return;
+  }
+  if (config_.acks == 0) {
+    for (auto& b : *batches) accumulator_.complete(std::move(b), -1, -1);
+    return;
+  }
+  auto body = decode_response<protocol::produce_response>(*response, version);
+  if (!body) {
+    if (connection) connection->close("malformed Produce response: " + body.error());
+    for (auto& b : *batches) {
+      retry_or_fail(
+          std::move(b),
+          {producer_errc::broker_error, static_cast<int16_t>(error_code::network_exception), true,
+           "malformed Produce response: " + body.error()},
+          now);
+    }
+    return;
+  }
+  for (auto& b : *batches) {
+    const protocol::produce_response::partition_produce_response* found = nullptr;
+    for (const auto& t : body->responses) {
+      if (t.name != b->tp().topic) continue;
+      for (const auto& p : t.partition_responses) {
+        if (p.index == b->tp().partition) found = &p;
+      }
+    }
+    if (!found) {
+      retry_or_fail(std::move(b),
+                    {producer_errc::broker_error,
+                     static_cast<int16_t>(error_code::unknown_server_error), false,
+                     fmt::format("The Produce response has no result for {}-{}", b->tp().topic,
+                                 b->tp().partition)},
+                    now);
+      continue;
+    }
+    if (found->error_code == 0 ||
+        found->error_code == static_cast<int16_t>(error_code::duplicate_sequence_number)) {
+      accumulator_.complete(std::move(b), found->base_offset, found->log_append_time_ms);
+      continue;
+    }
+    handle_batch_error(std::move(b), found->error_code, found->error_message.value_or(""), now);
+  }
+}
+
+void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t code,
+                                std::string_view error_message, clock::time_point now) {
+  if (means_stale_metadata(code)) metadata_.request_update();
+  const auto* info = protocol::find_error(code);
+  std::string message =
+      fmt::format("{}-{}: {}: {}", batch->tp().topic, batch->tp().partition, error_name(code),
+                  error_message.empty() && info ? info->message : error_message);
+  const bool sequence_error =
+      code == static_cast<int16_t>(error_code::out_of_order_sequence_number) ||
+      code == static_cast<int16_t>(error_code::unknown_producer_id) ||
+      code == static_cast<int16_t>(error_code::invalid_producer_epoch);
+  if (config_.enable_idempotence && sequence_error) {
+    // The broker lost or never saw an earlier sequence of this partition: restart the sequence
+    // stream under a new producer id and send the batch again (pre-KIP-360 recovery).
+    reset_producer_id_ = true;
+    retry_or_fail(std::move(batch), {producer_errc::broker_error, code, true, std::move(message)},
+                  now);
+    return;
+  }
+  retry_or_fail(std::move(batch),
+                {producer_errc::broker_error, code, info && info->retriable, std::move(message)},
+                now);
+}
+
+void sender::retry_or_fail(std::unique_ptr<producer_batch> batch, const producer_error& error,
+                           clock::time_point now) {
+  const bool in_time =
+      now - batch->created() < std::chrono::milliseconds(config_.delivery_timeout_ms);
+  if (error.retriable && !forced_ && batch->attempts < config_.retries && in_time) {
+    accumulator_.reenqueue(std::move(batch), now);
+    return;
+  }
+  if (config_.enable_idempotence && batch->has_sequence()) reset_producer_id_ = true;
+  accumulator_.fail_batch(std::move(batch), error);
+}
+
+}  // namespace tarn::client

@@ -1,0 +1,103 @@
+// The sender: the producer's one I/O thread (Java's Sender, librdkafka's broker threads folded
+// into one). It keeps the metadata fresh, gets a producer id (InitProducerId) when idempotent,
+// drains ready batches per broker into Produce requests (one batch per partition per request,
+// at most max.in.flight.requests.per.connection requests in flight per broker), and completes,
+// retries or fails each batch from the response.
+//
+// Retries: a retriable error (by Kafka's error table) is retried until retries or
+// delivery.timeout.ms run out; errors meaning stale metadata (NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, ...) and lost connections also refresh the metadata.
+//
+// Idempotence recovery is the pre-KIP-360 one: when a batch that carried a sequence fails for
+// good (or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID for the first
+// batch in flight), the sequence stream has a gap, so the sender waits for its requests in
+// flight, gets a new producer id and restarts every partition's sequences at 0, restamping the
+// batches still queued. Java 4.x instead bumps the epoch of the same producer id (KIP-360).
+//
+// Thread: run() owns the io_context; wakeup() and begin_close() may be called from any thread.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/connection.h"
+#include "client/metadata_cache.h"
+#include "client/producer_config.h"
+#include "client/record_accumulator.h"
+
+namespace tarn::client {
+
+class sender {
+ public:
+  sender(const producer_config& config, record_accumulator& accumulator, metadata_cache& metadata);
+  ~sender();
+
+  // Starts the I/O thread.
+  void start();
+  // Makes the I/O thread look at the accumulator now (a batch filled, a flush began).
+  // Thread: any.
+  void wakeup();
+  // Stops once every batch is complete, or at `deadline`: then whatever is left fails with
+  // "Producer is closed forcefully.". Joins the I/O thread. Thread: any but the I/O thread.
+  void close(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  using clock = std::chrono::steady_clock;
+
+  void run_once();
+  void schedule(std::chrono::milliseconds delay);
+  void fail_expired(clock::time_point now);
+  void maybe_update_metadata(clock::time_point now);
+  void maybe_init_producer_id(clock::time_point now);
+  void send_produce(node_id node, std::vector<std::unique_ptr<producer_batch>> batches);
+  void handle_produce_response(
+      const std::shared_ptr<broker_connection>& connection, node_id node, int16_t version,
+      std::shared_ptr<std::vector<std::unique_ptr<producer_batch>>> batches,
+      result<std::span<const uint8_t>, std::string> response);
+  void handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t error_code,
+                          std::string_view error_message, clock::time_point now);
+  void retry_or_fail(std::unique_ptr<producer_batch> batch, const producer_error& error,
+                     clock::time_point now);
+
+  // A usable connection to `node` (a broker id, or a negative bootstrap index), connecting it
+  // if needed; nullptr while connecting or backing off after a failure.
+  std::shared_ptr<broker_connection> connection_to(node_id node, clock::time_point now);
+  // Any ready connection, or one being set up to a known or bootstrap broker.
+  std::shared_ptr<broker_connection> any_connection(clock::time_point now);
+  size_t produce_in_flight() const;
+  void finish_close();
+
+  const producer_config config_;
+  record_accumulator& accumulator_;
+  metadata_cache& metadata_;
+
+  asio::io_context io_;
+  asio::steady_timer timer_;
+  std::thread thread_;
+  std::atomic<bool> wakeup_pending_{false};
+  std::atomic<bool> closing_{false};
+  clock::time_point close_deadline_{};
+  bool forced_ = false;
+
+  // I/O thread only.
+  std::map<node_id, std::shared_ptr<broker_connection>> connections_;
+  std::map<node_id, clock::time_point> reconnect_after_;
+  std::map<node_id, size_t> produce_in_flight_;
+  bool metadata_in_flight_ = false;
+  clock::time_point last_metadata_{};
+  clock::time_point metadata_after_{};  // retry.backoff.ms after the last Metadata request
+  bool have_metadata_ = false;
+  bool init_producer_id_in_flight_ = false;
+  clock::time_point init_producer_id_after_{};
+  bool reset_producer_id_ = false;  // a sequence gap: get a new producer id
+  std::optional<producer_error> fatal_;
+};
+
+}  // namespace tarn::client

@@ -1,0 +1,504 @@
+// A partition log: see log.h. Kafka's UnifiedLog, LocalLog and LogLoader are the models.
+#include "storage/log.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+
+#include "fmt/format.h"
+#include "record/record.h"
+#include "record/record_batch.h"
+
+namespace tarn::storage {
+namespace {
+
+segment_options options_for(const log_config& c) {
+  segment_options o;
+  o.index_interval_bytes = c.index_interval_bytes;
+  o.max_index_bytes = c.segment_index_bytes;
+  // LogConfig.randomSegmentJitter: drawn per segment from [0, min(jitter, segment.ms)).
+  if (c.segment_jitter_ms > 0) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    o.roll_jitter_ms = static_cast<int64_t>(
+        rng() % static_cast<uint64_t>(std::min(c.segment_jitter_ms, c.max_segment_ms())));
+  }
+  return o;
+}
+
+}  // namespace
+
+log::log(const log_options& options)
+    : tp_(options.tp), dir_(options.dir), config_(options.config) {}
+
+log::~log() {
+  if (!closed_) (void)close();
+}
+
+result<std::unique_ptr<log>, storage_error> log::open(const log_options& options,
+                                                      recovery_report* report) {
+  std::unique_ptr<log> l(new log(options));
+  recovery_report local;
+  recovery_report& r = report != nullptr ? *report : local;
+  r = recovery_report{};
+  r.tp = options.tp;
+  auto loaded = l->load(options, r);
+  if (!loaded) return fail(loaded.error());
+  return l;
+}
+
+void log::set_log_end_offset(offset_t leo) {
+  log_end_offset_.store(leo, std::memory_order_release);
+  // One replica: everything appended is replicated to the whole ISR at once.
+  high_watermark_.store(leo, std::memory_order_release);
+}
+
+result<void, storage_error> log::load(const log_options& options, recovery_report& report) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return fail(io_error("create directory", dir_, ec.value()));
+
+  // Segment files present, and index files without a .log (Kafka deletes those).
+  std::vector<offset_t> bases;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (!entry.is_regular_file()) continue;
+    std::string name = entry.path().filename().string();
+    if (auto base = parse_segment_file_name(name, ".log")) {
+      bases.push_back(*base);
+    } else if (name.ends_with(".index") || name.ends_with(".timeindex")) {
+      std::string_view suffix = name.ends_with(".index") ? ".index" : ".timeindex";
+      auto base = parse_segment_file_name(name, suffix);
+      if (base && !fs::exists(dir_ / segment_file_name(*base, ".log"), ec)) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+  }
+  if (ec) return fail(io_error("list directory", dir_, ec.value()));
+  std::sort(bases.begin(), bases.end());
+
+  segment_options seg_options = options_for(config_);
+  for (offset_t base : bases) {
+    auto seg = log_segment::open(dir_, base, seg_options, options.now, base == bases.back());
+    if (!seg) return fail(seg.error());
+    segments_.push_back(std::move(*seg));
+  }
+  auto epochs = read_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name);
+  if (epochs) epochs_ = *epochs;
+
+  // LogLoader.recoverLog: without a clean shutdown, every segment from the one holding the
+  // recovery point on is scanned, and the first one that loses bytes ends the log there.
+  // loadSegmentFiles: a segment with a missing or corrupt index is scanned whatever the
+  // shutdown was (its lost bytes, below the recovery point, do not end the log).
+  size_t first_unflushed = segments_.size();
+  if (!options.had_clean_shutdown) {
+    report.ran_recovery = true;
+    first_unflushed = 0;
+    while (first_unflushed + 1 < segments_.size() &&
+           segments_[first_unflushed + 1]->base_offset() <= options.recovery_point) {
+      ++first_unflushed;
+    }
+  }
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    log_segment& seg = *segments_[i];
+    bool unflushed = i >= first_unflushed;
+    if (seg.index_rebuild_needed()) {
+      report.indexes_rebuilt.push_back(
+          fmt::format("{}: {}", segment_file_name(seg.base_offset(), ""), seg.index_problem()));
+    } else if (!unflushed) {
+      continue;
+    }
+    auto rec = seg.recover();
+    if (!rec) return fail(rec.error());
+    if (unflushed) ++report.segments_recovered;
+    for (const epoch_entry& e : rec->epochs_seen) {
+      if (epochs_.empty() || e.epoch > epochs_.back().epoch) epochs_.push_back(e);
+    }
+    if (rec->truncated_bytes == 0) continue;
+    report.truncated_bytes += rec->truncated_bytes;
+    report.truncated_segment = seg.base_offset();
+    report.truncation_reason = rec->reason;
+    if (unflushed) {
+      for (size_t j = i + 1; j < segments_.size(); ++j) {
+        report.deleted_segments.push_back(segments_[j]->base_offset());
+        auto rm = segments_[j]->remove();
+        if (!rm) return rm;
+      }
+      segments_.resize(i + 1);
+      break;
+    }
+  }
+
+  offset_t log_start = options.log_start_offset;
+  // deleteSegmentsIfLogStartGreaterThanLogEnd: files were lost; start over at the log start.
+  if (!segments_.empty() && segments_.back()->next_offset() < log_start) {
+    for (auto& seg : segments_) {
+      report.deleted_segments.push_back(seg->base_offset());
+      auto rm = seg->remove();
+      if (!rm) return rm;
+    }
+    segments_.clear();
+  }
+  if (segments_.empty()) {
+    auto seg = log_segment::create(dir_, log_start, seg_options, options.now);
+    if (!seg) return fail(seg.error());
+    segments_.push_back(std::move(*seg));
+  }
+  for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+    auto t = segments_[i]->on_become_inactive();
+    if (!t) return t;
+  }
+  auto a = active().make_active();
+  if (!a) return a;
+
+  offset_t leo = active().next_offset();
+  log_start = std::max(log_start, segments_.front()->base_offset());
+  log_start_offset_.store(log_start, std::memory_order_release);
+  set_log_end_offset(leo);
+  offset_t recovery_point =
+      options.had_clean_shutdown ? leo : std::min(options.recovery_point, leo);
+  recovery_point_.store(recovery_point, std::memory_order_release);
+  last_flush_ms_ = options.now;
+
+  // The epoch cache never names offsets the log does not hold. Written only when it changed
+  // (each write is an fsync).
+  size_t keep = epochs_.size();
+  while (keep > 0 && epochs_[keep - 1].start_offset >= leo) --keep;
+  epochs_.resize(keep);
+  if (!epochs || *epochs != epochs_) {
+    auto w = write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+    if (!w) return w;
+  }
+  report.log_end_offset = leo;
+  report.recovery_point = recovery_point;
+  return {};
+}
+
+result<void, storage_error> log::maybe_assign_epoch(leader_epoch_t epoch, offset_t start_offset) {
+  if (epoch < 0 || (!epochs_.empty() && epoch <= epochs_.back().epoch)) return {};
+  epochs_.push_back({epoch, start_offset});
+  return write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+}
+
+result<void, storage_error> log::append(std::span<const uint8_t> batches, timestamp_ms now) {
+  offset_t expected = log_end_offset();
+  while (!batches.empty()) {
+    auto h = read_batch_header(batches);
+    if (!h) return fail(storage_error{storage_errc::corrupt, h.error().message});
+    int64_t size = h->size_in_bytes();
+    if (h->batch_length < batch_header_size - log_overhead ||
+        size > static_cast<int64_t>(batches.size())) {
+      return fail(storage_error{
+          storage_errc::corrupt,
+          fmt::format("batch of {} bytes in an append of {} bytes", size, batches.size())});
+    }
+    if (h->base_offset < expected || h->last_offset_delta < 0) {
+      return fail(storage_error{
+          storage_errc::invalid_argument,
+          fmt::format("Out of order offsets: batch [{}, {}] appended to {} at log end offset {}",
+                      h->base_offset, h->last_offset(), partition_dir_name(tp_), expected)});
+    }
+    if (size > config_.segment_bytes) {
+      return fail(storage_error{
+          storage_errc::record_too_large,
+          fmt::format("The size of this batch ({}) is larger than the configured segment size ({})",
+                      size, config_.segment_bytes)});
+    }
+    roll_params params;
+    params.max_segment_ms = config_.max_segment_ms();
+    params.max_segment_bytes = config_.segment_bytes;
+    params.max_timestamp_in_messages = h->max_timestamp;
+    params.max_offset_in_messages = h->last_offset();
+    params.messages_size = static_cast<int32_t>(size);
+    params.now = now;
+    if (active().should_roll(params)) {
+      auto r = roll_at(h->base_offset, now);
+      if (!r) return r;
+    }
+    auto e = maybe_assign_epoch(h->partition_leader_epoch, h->base_offset);
+    if (!e) return e;
+    auto w = active().append(batches.first(static_cast<size_t>(size)),
+                             batch_info{h->base_offset, h->last_offset(), h->max_timestamp});
+    if (!w) return w;
+    expected = h->next_offset();
+    set_log_end_offset(expected);
+    batches = batches.subspan(static_cast<size_t>(size));
+  }
+  if (log_end_offset() - recovery_point() >= config_.flush_messages) return flush(now);
+  return {};
+}
+
+result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_bytes,
+                                                 bool min_one_batch) const {
+  log_read_result out;
+  out.log_end_offset = log_end_offset();
+  out.high_watermark = high_watermark();
+  out.log_start_offset = log_start_offset();
+  if (offset < out.log_start_offset || offset > out.high_watermark) {
+    return fail(storage_error{
+        storage_errc::offset_out_of_range,
+        fmt::format("Received request for offset {} for partition {}, but we only have log "
+                    "segments from offset {} up to {}.",
+                    offset, partition_dir_name(tp_), out.log_start_offset, out.high_watermark)});
+  }
+  if (offset == out.high_watermark) return out;
+  // The segment holding `offset`, then later ones if it holds nothing at or after it.
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                             [](offset_t o, const auto& seg) { return o < seg->base_offset(); });
+  if (it != segments_.begin()) --it;
+  for (; it != segments_.end(); ++it) {
+    auto slice = (*it)->read(offset, max_bytes, (*it)->size(), min_one_batch);
+    if (!slice) return fail(slice.error());
+    if (*slice) {
+      out.slice = std::move(*slice);
+      return out;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Decodes the records of the batch at `where` and returns the first one `match` accepts.
+template <typename Match>
+result<std::optional<timestamp_and_offset>, storage_error> search_batch(const log_segment& seg,
+                                                                        const batch_position& where,
+                                                                        size_t max_uncompressed,
+                                                                        Match match) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(where.header.size_in_bytes()));
+  auto r = seg.read_bytes(where.position, bytes);
+  if (!r) return fail(r.error());
+  record::record_batch_view batch(bytes);
+  auto records = record::batch_records::open(batch, max_uncompressed);
+  if (!records) {
+    return fail(storage_error{storage_errc::corrupt,
+                              fmt::format("{} at position {}: {}", seg.log_path().string(),
+                                          where.position, records.error().message)});
+  }
+  bool log_append_time = batch.timestamp_type() == record::timestamp_type::log_append_time;
+  record::record_reader reader = records->reader();
+  record::record_view rec;
+  while (reader.next(rec)) {
+    // Kafka's DefaultRecordBatch: with LogAppendTime every record reports the batch's time.
+    timestamp_ms ts =
+        log_append_time ? batch.max_timestamp() : batch.base_timestamp() + rec.timestamp_delta;
+    offset_t offset = batch.base_offset() + rec.offset_delta;
+    if (match(ts, offset)) {
+      timestamp_and_offset out{ts, offset, std::nullopt};
+      if (batch.partition_leader_epoch() >= 0) out.leader_epoch = batch.partition_leader_epoch();
+      return std::optional<timestamp_and_offset>(out);
+    }
+  }
+  return std::optional<timestamp_and_offset>{};
+}
+
+}  // namespace
+
+result<std::optional<timestamp_and_offset>, storage_error> log::find_offset_by_timestamp(
+    timestamp_ms timestamp, offset_t starting_offset) const {
+  starting_offset = std::max(starting_offset, log_start_offset());
+  auto match = [&](timestamp_ms ts, offset_t offset) {
+    return ts >= timestamp && offset >= starting_offset;
+  };
+  for (const auto& seg : segments_) {
+    if (seg->next_offset() <= starting_offset || seg->size() == 0) continue;
+    if (seg->max_timestamp_so_far() < timestamp) continue;
+    // FileRecords.searchForTimestamp: batch after batch whose max timestamp reaches the target.
+    offset_t from = starting_offset;
+    while (true) {
+      auto batch = seg->find_batch_by_timestamp(timestamp, from);
+      if (!batch) return fail(batch.error());
+      if (!*batch) break;
+      auto found = search_batch(*seg, **batch,
+                                static_cast<size_t>(config_.max_decompressed_message_bytes), match);
+      if (!found || *found) return found;
+      from = (*batch)->header.next_offset();
+    }
+  }
+  return std::optional<timestamp_and_offset>{};
+}
+
+result<std::optional<timestamp_and_offset>, storage_error> log::max_timestamp_offset() const {
+  // UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP): the segment with the largest timestamp,
+  // then the first record there carrying it.
+  const log_segment* best = nullptr;
+  for (const auto& seg : segments_) {
+    if (seg->size() > 0 &&
+        (best == nullptr || seg->max_timestamp_so_far() > best->max_timestamp_so_far())) {
+      best = seg.get();
+    }
+  }
+  if (best == nullptr || best->max_timestamp_so_far() < 0)
+    return std::optional<timestamp_and_offset>{};
+  timestamp_ms max_ts = best->max_timestamp_so_far();
+  auto batch = best->translate_offset(best->offset_of_max_timestamp_so_far());
+  if (!batch) return fail(batch.error());
+  if (!*batch) return std::optional<timestamp_and_offset>{};
+  return search_batch(*best, **batch, static_cast<size_t>(config_.max_decompressed_message_bytes),
+                      [&](timestamp_ms ts, offset_t) { return ts == max_ts; });
+}
+
+result<void, storage_error> log::roll(timestamp_ms now) { return roll_at(log_end_offset(), now); }
+
+result<void, storage_error> log::roll_at(offset_t new_base_offset, timestamp_ms now) {
+  new_base_offset = std::max(new_base_offset, log_end_offset());
+  if (active().size() == 0 && active().base_offset() == new_base_offset) return {};
+  if (active().size() == 0) {
+    // An empty active segment at a lower offset is replaced (LocalLog.roll does the same).
+    auto rm = active().remove();
+    if (!rm) return rm;
+    segments_.pop_back();
+  } else {
+    auto t = active().on_become_inactive();
+    if (!t) return t;
+  }
+  auto seg = log_segment::create(dir_, new_base_offset, options_for(config_), now);
+  if (!seg) return fail(seg.error());
+  segments_.push_back(std::move(*seg));
+  return {};
+}
+
+result<void, storage_error> log::flush(timestamp_ms now) {
+  offset_t leo = log_end_offset();
+  offset_t rp = recovery_point();
+  for (auto& seg : segments_) {
+    if (seg->next_offset() <= rp && seg.get() != &active()) continue;
+    auto f = seg->flush();
+    if (!f) return f;
+  }
+  recovery_point_.store(leo, std::memory_order_release);
+  last_flush_ms_ = now;
+  return {};
+}
+
+result<void, storage_error> log::flush_inactive_segments(timestamp_ms now) {
+  offset_t rp = recovery_point();
+  offset_t upto = active().base_offset();
+  if (upto <= rp) return {};
+  for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+    if (segments_[i]->next_offset() <= rp) continue;
+    auto f = segments_[i]->flush();
+    if (!f) return f;
+  }
+  recovery_point_.store(upto, std::memory_order_release);
+  last_flush_ms_ = now;
+  return {};
+}
+
+result<void, storage_error> log::maybe_flush(timestamp_ms now) {
+  if (log_end_offset() > recovery_point() && now - last_flush_ms_ >= config_.flush_ms) {
+    return flush(now);
+  }
+  return {};
+}
+
+result<void, storage_error> log::delete_first_segments(size_t count, timestamp_ms now) {
+  if (count == 0) return {};
+  if (count >= segments_.size()) {
+    // Everything expired: keep an empty active segment at the LEO (UnifiedLog.deleteSegments).
+    count = segments_.size();
+    if (active().size() > 0) {
+      auto r = roll_at(log_end_offset(), now);
+      if (!r) return r;
+    } else {
+      --count;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto rm = segments_[i]->remove();
+    if (!rm) return rm;
+  }
+  segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(count));
+  offset_t start = std::max(log_start_offset(), segments_.front()->base_offset());
+  log_start_offset_.store(start, std::memory_order_release);
+  if (recovery_point() < start) recovery_point_.store(start, std::memory_order_release);
+  // The epoch cache forgets epochs wholly before the new start (truncateFromStart).
+  size_t drop = 0;
+  while (drop + 1 < epochs_.size() && epochs_[drop + 1].start_offset <= start) ++drop;
+  if (drop > 0 || (!epochs_.empty() && epochs_.front().start_offset < start)) {
+    epochs_.erase(epochs_.begin(), epochs_.begin() + static_cast<std::ptrdiff_t>(drop));
+    if (!epochs_.empty()) epochs_.front().start_offset = start;
+    return write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+  }
+  return {};
+}
+
+result<int32_t, storage_error> log::delete_old_segments(timestamp_ms now) {
+  // LocalLog.deletableSegments: in order, while the predicate holds, never a segment reaching
+  // past the high watermark, never the empty active segment.
+  auto deletable = [&](auto predicate) {
+    size_t n = 0;
+    while (n < segments_.size()) {
+      const log_segment& seg = *segments_[n];
+      bool last = n + 1 == segments_.size();
+      offset_t upper = last ? log_end_offset() : segments_[n + 1]->base_offset();
+      if (high_watermark() < upper || (last && seg.size() == 0) || !predicate(seg, last)) break;
+      ++n;
+    }
+    return n;
+  };
+  size_t count = 0;
+  if (config_.cleanup_delete && config_.retention_ms >= 0) {
+    count = std::max(count, deletable([&](const log_segment& seg, bool) {
+                       return now - seg.largest_timestamp() > config_.retention_ms;
+                     }));
+  }
+  if (config_.cleanup_delete && config_.retention_bytes >= 0) {
+    int64_t diff = size_bytes() - config_.retention_bytes;
+    count = std::max(count, deletable([&](const log_segment& seg, bool) {
+                       if (diff - seg.size() < 0) return false;
+                       diff -= seg.size();
+                       return true;
+                     }));
+  }
+  offset_t start = log_start_offset();
+  // Segments wholly below the log start offset (after DeleteRecords).
+  size_t below = 0;
+  while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= start) ++below;
+  count = std::max(count, below);
+  auto r = delete_first_segments(count, now);
+  if (!r) return fail(r.error());
+  return static_cast<int32_t>(count);
+}
+
+result<void, storage_error> log::delete_records_before(offset_t offset, timestamp_ms now) {
+  if (offset > high_watermark()) {
+    return fail(storage_error{
+        storage_errc::offset_out_of_range,
+        fmt::format("Cannot increment the log start offset to {} of partition {} since it is "
+                    "larger than the high watermark {}",
+                    offset, partition_dir_name(tp_), high_watermark())});
+  }
+  if (offset <= log_start_offset()) return {};
+  log_start_offset_.store(offset, std::memory_order_release);
+  size_t below = 0;
+  while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= offset) ++below;
+  return delete_first_segments(below, now);
+}
+
+int64_t log::size_bytes() const {
+  int64_t total = 0;
+  for (const auto& seg : segments_) total += seg->size();
+  return total;
+}
+
+std::vector<offset_t> log::segment_base_offsets() const {
+  std::vector<offset_t> out;
+  out.reserve(segments_.size());
+  for (const auto& seg : segments_) out.push_back(seg->base_offset());
+  return out;
+}
+
+result<void, storage_error> log::close() {
+  if (closed_) return {};
+  closed_ = true;
+  result<void, storage_error> first;
+  for (auto& seg : segments_) {
+    auto c = seg->close();
+    if (!c && first) first = c;
+  }
+  return first;
+}
+
+}  // namespace tarn::storage

@@ -1,0 +1,168 @@
+// A partition's log: its segments in offset order, the log start offset, log end offset (LEO),
+// high watermark (= LEO: tarn keeps one replica), recovery point and leader epoch cache. The
+// roles of Kafka's UnifiedLog and LocalLog without replication, producer state or transactions.
+//
+// The caller (the broker's produce path) validates batches and assigns offsets; append() stores
+// batches whose offsets are already assigned. read() returns file slices for sendfile.
+//
+// Threading (docs/storage.md#threading): the broker runs one event loop per core and each
+// partition belongs to exactly one loop, so a log is used by one thread at a time and takes no
+// lock; Kafka's per-log `synchronized (lock)` exists because any request thread may append.
+// The four offsets are also published through atomics so other threads (checkpointing,
+// metrics) may read them at any time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/strong_types.h"
+#include "storage/checkpoint_file.h"
+#include "storage/log_config.h"
+#include "storage/log_segment.h"
+#include "storage/storage_error.h"
+
+namespace tarn::storage {
+
+struct log_options {
+  fs::path dir;  // <log.dir>/<topic>-<partition>
+  topic_partition tp;
+  log_config config;
+  offset_t recovery_point = 0;    // from recovery-point-offset-checkpoint
+  offset_t log_start_offset = 0;  // from log-start-offset-checkpoint
+  bool had_clean_shutdown = false;
+  timestamp_ms now = 0;
+};
+
+// What opening a log found and changed; the broker logs it.
+struct recovery_report {
+  topic_partition tp;
+  bool ran_recovery = false;  // unclean shutdown: segments after the recovery point scanned
+  int32_t segments_recovered = 0;
+  std::vector<std::string> indexes_rebuilt;   // "<segment>: <reason>" for missing/corrupt indexes
+  int64_t truncated_bytes = 0;                // cut from the segment where corruption was found
+  std::optional<offset_t> truncated_segment;  // base offset of that segment
+  std::string truncation_reason;
+  std::vector<offset_t> deleted_segments;  // later segments removed after a truncation
+  offset_t log_end_offset = 0;
+  offset_t recovery_point = 0;
+};
+
+// A record found by timestamp (Kafka's FileRecords.TimestampAndOffset).
+struct timestamp_and_offset {
+  timestamp_ms timestamp = -1;
+  offset_t offset = -1;
+  std::optional<leader_epoch_t> leader_epoch;  // the batch's partitionLeaderEpoch, if >= 0
+};
+
+// Bytes to serve for a fetch: whole batches, empty when there is nothing to return yet.
+struct log_read_result {
+  std::optional<file_slice> slice;
+  offset_t log_end_offset = 0;
+  offset_t high_watermark = 0;
+  offset_t log_start_offset = 0;
+};
+
+class log {
+ public:
+  // Loads (or creates) the partition directory's segments, recovering after an unclean
+  // shutdown as Kafka's LogLoader does. `report` receives what recovery did.
+  static result<std::unique_ptr<log>, storage_error> open(const log_options& options,
+                                                          recovery_report* report = nullptr);
+  log(const log&) = delete;
+  log& operator=(const log&) = delete;
+  ~log();
+
+  const topic_partition& tp() const { return tp_; }
+  const fs::path& dir() const { return dir_; }
+  const log_config& config() const { return config_; }
+  // A new effective config (after IncrementalAlterConfigs); applies to the next append/roll.
+  void update_config(const log_config& config) { config_ = config; }
+
+  // Safe from any thread.
+  offset_t log_start_offset() const { return log_start_offset_.load(std::memory_order_acquire); }
+  offset_t log_end_offset() const { return log_end_offset_.load(std::memory_order_acquire); }
+  offset_t high_watermark() const { return high_watermark_.load(std::memory_order_acquire); }
+  offset_t recovery_point() const { return recovery_point_.load(std::memory_order_acquire); }
+
+  // Appends one or more concatenated v2 batches whose offsets are assigned: the first batch's
+  // base offset must be >= the LEO and each batch must start after the previous one ends.
+  // Rolls the active segment first when Kafka would (segment.bytes, segment.ms, full index,
+  // relative offset overflow); fsyncs only when flush.messages says so. A batch larger than
+  // segment.bytes is record_too_large. Owner thread only.
+  result<void, storage_error> append(std::span<const uint8_t> batches, timestamp_ms now);
+
+  // Whole batches starting with the batch that contains `offset`, at most `max_bytes` (or the
+  // whole first batch if `min_one_batch`), never past the high watermark. offset == HW returns
+  // no bytes; an offset outside [log start, HW] is offset_out_of_range with Kafka's message.
+  result<log_read_result, storage_error> read(offset_t offset, int32_t max_bytes,
+                                              bool min_one_batch) const;
+
+  // ListOffsets by time: the first record at or after max(starting_offset, log start) whose
+  // timestamp is >= `timestamp`, found through the time index then by decoding that batch's
+  // records (decompressing if needed); nullopt when there is none.
+  result<std::optional<timestamp_and_offset>, storage_error> find_offset_by_timestamp(
+      timestamp_ms timestamp, offset_t starting_offset = 0) const;
+  // ListOffsets MAX_TIMESTAMP (-3): the first record carrying the log's largest timestamp.
+  result<std::optional<timestamp_and_offset>, storage_error> max_timestamp_offset() const;
+
+  // Starts a new active segment at the LEO (no-op when the active segment is empty).
+  result<void, storage_error> roll(timestamp_ms now);
+  // fsyncs every segment and advances the recovery point to the LEO.
+  result<void, storage_error> flush(timestamp_ms now);
+  // fsyncs the rolled (inactive) segments not yet flushed and advances the recovery point to the
+  // active segment's base offset (what Kafka schedules after each roll). Blocking: the broker
+  // runs it off the hot path.
+  result<void, storage_error> flush_inactive_segments(timestamp_ms now);
+  // flush() if flush.ms has passed since the last flush (log.flush.scheduler.interval.ms tick).
+  result<void, storage_error> maybe_flush(timestamp_ms now);
+
+  // Retention (Kafka's deleteOldSegments), when cleanup.policy has "delete": removes the oldest
+  // segments while their largest timestamp is more than retention.ms old, or while the log
+  // minus them stays at or above retention.bytes; then segments wholly below the log start
+  // offset. The active segment goes too when all are expired (after rolling a fresh one).
+  // Advances the log start offset; returns how many segments were deleted. Owner thread only.
+  result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
+  // DeleteRecords: moves the log start offset up to `offset` (at most the high watermark) and
+  // deletes the segments now wholly below it.
+  result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
+
+  // The leader epoch cache (leader-epoch-checkpoint), oldest first.
+  const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
+
+  int32_t segment_count() const { return static_cast<int32_t>(segments_.size()); }
+  int64_t size_bytes() const;
+  std::vector<offset_t> segment_base_offsets() const;
+
+  // Closes every segment (final time index entries, trimmed indexes). Does not fsync.
+  result<void, storage_error> close();
+
+ private:
+  explicit log(const log_options& options);
+  result<void, storage_error> load(const log_options& options, recovery_report& report);
+  result<void, storage_error> maybe_assign_epoch(leader_epoch_t epoch, offset_t start_offset);
+  result<void, storage_error> roll_at(offset_t new_base_offset, timestamp_ms now);
+  // Deletes the first `count` segments (rolling first if that is all of them).
+  result<void, storage_error> delete_first_segments(size_t count, timestamp_ms now);
+  log_segment& active() const { return *segments_.back(); }
+  void set_log_end_offset(offset_t leo);
+
+  topic_partition tp_;
+  fs::path dir_;
+  log_config config_;
+  std::vector<std::unique_ptr<log_segment>> segments_;  // ascending base offsets; never empty
+  std::vector<epoch_entry> epochs_;
+  std::atomic<offset_t> log_start_offset_{0};
+  std::atomic<offset_t> log_end_offset_{0};
+  std::atomic<offset_t> high_watermark_{0};
+  std::atomic<offset_t> recovery_point_{0};
+  timestamp_ms last_flush_ms_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace tarn::storage

@@ -1,0 +1,332 @@
+// Memory-mapped offset and time indexes: see log_index.h.
+#include "storage/log_index.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "fmt/format.h"
+
+namespace tarn::storage {
+namespace {
+
+uint32_t load32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+uint64_t load64(const uint8_t* p) { return (uint64_t{load32(p)} << 32) | load32(p + 4); }
+void store32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+void store64(uint8_t* p, uint64_t v) {
+  store32(p, static_cast<uint32_t>(v >> 32));
+  store32(p + 4, static_cast<uint32_t>(v));
+}
+
+storage_error corrupt(std::string message) { return {storage_errc::corrupt, std::move(message)}; }
+
+}  // namespace
+
+index_file::index_file(fs::path path, offset_t base_offset, int32_t max_index_bytes, int entry_size)
+    : path_(std::move(path)),
+      base_offset_(base_offset),
+      max_index_bytes_(max_index_bytes),
+      entry_size_(entry_size) {}
+
+index_file::~index_file() { unmap(); }
+
+void index_file::unmap() {
+  if (map_ != nullptr) ::munmap(map_, static_cast<size_t>(length_));
+  map_ = nullptr;
+}
+
+result<void, storage_error> index_file::map(int64_t length) {
+  unmap();
+  length_ = length;
+  max_entries_ = static_cast<int32_t>(length / entry_size_);
+  if (length == 0) return {};
+  void* p = ::mmap(nullptr, static_cast<size_t>(length), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   fd_.get(), 0);
+  if (p == MAP_FAILED) {
+    length_ = 0;
+    max_entries_ = 0;
+    return fail(io_error("mmap", path_, errno));
+  }
+  map_ = static_cast<uint8_t*>(p);
+  return {};
+}
+
+result<void, storage_error> index_file::open(bool writable) {
+  fd_ = unique_fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd_.valid()) return fail(io_error("open", path_, errno));
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) != 0) return fail(io_error("stat", path_, errno));
+  if (st.st_size % entry_size_ != 0) {
+    return fail(corrupt(fmt::format(
+        "Index file {} is corrupt, found {} bytes which is neither positive nor a multiple of {}",
+        path_.string(), st.st_size, entry_size_)));
+  }
+  if (st.st_size > INT32_MAX) {
+    return fail(corrupt(fmt::format("Index file {} is {} bytes, larger than an index can be",
+                                    path_.string(), st.st_size)));
+  }
+  auto m = map(st.st_size);
+  if (!m) return m;
+  entries_ = static_cast<int32_t>(st.st_size / entry_size_);
+  if (writable) return resize(max_index_bytes_);
+  return {};
+}
+
+result<void, storage_error> index_file::resize(int64_t new_size) {
+  int64_t rounded = new_size - new_size % entry_size_;
+  if (rounded < int64_t{entries_} * entry_size_) rounded = int64_t{entries_} * entry_size_;
+  if (rounded == length_) return {};
+  unmap();
+  if (::ftruncate(fd_.get(), rounded) != 0) return fail(io_error("truncate", path_, errno));
+  return map(rounded);
+}
+
+result<void, storage_error> index_file::reset() {
+  entries_ = 0;
+  if (::ftruncate(fd_.get(), 0) != 0) return fail(io_error("truncate", path_, errno));
+  unmap();
+  length_ = 0;
+  return resize(max_index_bytes_);
+}
+
+result<void, storage_error> index_file::flush() {
+  if (map_ != nullptr && entries_ > 0 &&
+      ::msync(map_, static_cast<size_t>(entries_) * entry_size_, MS_SYNC) != 0) {
+    return fail(io_error("msync", path_, errno));
+  }
+  return {};
+}
+
+result<void, storage_error> index_file::close() {
+  if (!fd_.valid()) return {};
+  auto t = trim_to_valid_size();
+  unmap();
+  fd_ = unique_fd();
+  return t;
+}
+
+result<void, storage_error> index_file::remove() {
+  unmap();
+  fd_ = unique_fd();
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
+    return fail(io_error("unlink", path_, errno));
+  return {};
+}
+
+// ---- offset index ----
+
+result<std::unique_ptr<offset_index>, storage_error> offset_index::open(const fs::path& path,
+                                                                        offset_t base_offset,
+                                                                        int32_t max_index_bytes,
+                                                                        bool writable) {
+  std::unique_ptr<offset_index> idx(
+      new offset_index(path, base_offset, max_index_bytes, entry_size));
+  auto r = idx->index_file::open(writable);
+  if (!r) return fail(r.error());
+  return idx;
+}
+
+offset_position offset_index::entry_at(int32_t n) const {
+  const uint8_t* p = entry(n);
+  return {base_offset_ + static_cast<int32_t>(load32(p)), static_cast<int32_t>(load32(p + 4))};
+}
+
+offset_t offset_index::last_offset() const {
+  return entries_ == 0 ? base_offset_ : entry_at(entries_ - 1).offset;
+}
+
+bool offset_index::can_append_offset(offset_t offset) const {
+  offset_t relative = offset - base_offset_;
+  return relative >= 0 && relative <= INT32_MAX;
+}
+
+result<void, storage_error> offset_index::append(offset_t offset, int32_t position) {
+  if (full()) {
+    return fail(
+        storage_error{storage_errc::invalid_argument,
+                      fmt::format("Attempt to append to a full index (size = {}).", entries_)});
+  }
+  if (entries_ != 0 && offset <= last_offset()) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Attempt to append an offset {} to position {} no larger than the last offset "
+                    "appended ({}) to {}.",
+                    offset, entries_, last_offset(), path_.string())});
+  }
+  if (!can_append_offset(offset)) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Offset {} does not fit the index of segment {}", offset, base_offset_)});
+  }
+  uint8_t* p = entry(entries_);
+  store32(p, static_cast<uint32_t>(offset - base_offset_));
+  store32(p + 4, static_cast<uint32_t>(position));
+  add_entry();
+  return {};
+}
+
+offset_position offset_index::lookup(offset_t target) const {
+  // Largest slot whose offset <= target.
+  int32_t lo = 0, hi = entries_ - 1, slot = -1;
+  while (lo <= hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (entry_at(mid).offset <= target) {
+      slot = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (slot < 0) return {base_offset_, 0};
+  return entry_at(slot);
+}
+
+offset_position offset_index::lookup_by_position(int64_t position) const {
+  int32_t lo = 0, hi = entries_ - 1, slot = -1;
+  while (lo <= hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (entry_at(mid).position <= position) {
+      slot = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (slot < 0) return {base_offset_, 0};
+  return entry_at(slot);
+}
+
+void offset_index::truncate_to(offset_t offset) {
+  int32_t keep = 0;
+  while (keep < entries_ && entry_at(keep).offset < offset) ++keep;
+  truncate_entries(keep);
+}
+
+result<void, storage_error> offset_index::sanity_check(int64_t log_size, bool thorough) const {
+  for (int32_t i = 0; i < entries_; ++i) {
+    if (!thorough && i > 0 && i < entries_ - 1) i = entries_ - 1;
+    offset_position e = entry_at(i);
+    bool bad = e.offset < base_offset_ || e.position < 0 || e.position >= log_size;
+    if (i > 0) {
+      offset_position prev = entry_at(thorough ? i - 1 : 0);
+      bad = bad || e.offset <= prev.offset || e.position <= prev.position;
+    }
+    if (bad) {
+      return fail(corrupt(fmt::format(
+          "Corrupt index found, index file {} has entry {} (offset {}, position {}) out of order "
+          "or outside the log of {} bytes",
+          path_.string(), i, e.offset, e.position, log_size)));
+    }
+  }
+  return {};
+}
+
+// ---- time index ----
+
+result<std::unique_ptr<time_index>, storage_error> time_index::open(const fs::path& path,
+                                                                    offset_t base_offset,
+                                                                    int32_t max_index_bytes,
+                                                                    bool writable) {
+  std::unique_ptr<time_index> idx(new time_index(path, base_offset, max_index_bytes, entry_size));
+  auto r = idx->index_file::open(writable);
+  if (!r) return fail(r.error());
+  return idx;
+}
+
+timestamp_offset time_index::entry_at(int32_t n) const {
+  const uint8_t* p = entry(n);
+  return {static_cast<int64_t>(load64(p)), base_offset_ + static_cast<int32_t>(load32(p + 8))};
+}
+
+timestamp_offset time_index::last_entry() const {
+  return entries_ == 0 ? timestamp_offset{no_timestamp, base_offset_} : entry_at(entries_ - 1);
+}
+
+result<void, storage_error> time_index::maybe_append(timestamp_ms timestamp, offset_t offset,
+                                                     bool skip_full_check) {
+  if (!skip_full_check && full()) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Attempt to append to a full time index (size = {}).", entries_)});
+  }
+  timestamp_offset last = last_entry();
+  if (entries_ != 0 && offset < last.offset) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Attempt to append an offset ({}) to slot {} no larger than the last offset "
+                    "appended ({}) to {}",
+                    offset, entries_, last.offset, path_.string())});
+  }
+  if (entries_ != 0 && timestamp < last.timestamp) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("Attempt to append a timestamp ({}) to slot {} no larger than the last "
+                    "timestamp appended ({}) to {}",
+                    timestamp, entries_, last.timestamp, path_.string())});
+  }
+  if (timestamp <= last.timestamp) return {};
+  if (entries_ >= max_entries_) {
+    // Only reachable with skip_full_check: grow by one entry for the closing entry.
+    auto r = resize(int64_t{entries_ + 1} * entry_size_);
+    if (!r) return r;
+  }
+  uint8_t* p = entry(entries_);
+  store64(p, static_cast<uint64_t>(timestamp));
+  store32(p + 8, static_cast<uint32_t>(offset - base_offset_));
+  add_entry();
+  return {};
+}
+
+timestamp_offset time_index::lookup(timestamp_ms target) const {
+  int32_t lo = 0, hi = entries_ - 1, slot = -1;
+  while (lo <= hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (entry_at(mid).timestamp <= target) {
+      slot = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (slot < 0) return {no_timestamp, base_offset_};
+  return entry_at(slot);
+}
+
+void time_index::truncate_to(offset_t offset) {
+  int32_t keep = 0;
+  while (keep < entries_ && entry_at(keep).offset < offset) ++keep;
+  truncate_entries(keep);
+}
+
+result<void, storage_error> time_index::sanity_check(bool thorough) const {
+  for (int32_t i = 0; i < entries_; ++i) {
+    if (!thorough && i > 0 && i < entries_ - 1) i = entries_ - 1;
+    timestamp_offset e = entry_at(i);
+    bool bad = e.offset < base_offset_ || e.timestamp < 0;
+    if (i > 0) {
+      timestamp_offset prev = entry_at(thorough ? i - 1 : 0);
+      bad = bad || e.offset < prev.offset || e.timestamp <= prev.timestamp;
+    }
+    if (bad) {
+      return fail(corrupt(fmt::format(
+          "Corrupt time index found, time index file {} has entry {} (timestamp {}, offset {}) "
+          "out of order",
+          path_.string(), i, e.timestamp, e.offset)));
+    }
+  }
+  return {};
+}
+
+}  // namespace tarn::storage

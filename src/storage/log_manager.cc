@@ -1,0 +1,349 @@
+// The logs of one log directory: see log_manager.h. Kafka's LogManager is the model.
+#include "storage/log_manager.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include "fmt/format.h"
+
+namespace tarn::storage {
+namespace {
+
+constexpr std::string_view kReplicationCheckpoint = "replication-offset-checkpoint";
+
+// "<topic>-<partition>" -> (topic, partition); nullopt for other names.
+std::optional<topic_partition> parse_partition_dir(std::string_view name) {
+  size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) return std::nullopt;
+  partition_id p = 0;
+  std::string_view digits = name.substr(dash + 1);
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), p);
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || p < 0) return std::nullopt;
+  return topic_partition{std::string(name.substr(0, dash)), p};
+}
+
+storage_error not_found(std::string_view topic) {
+  return {storage_errc::not_found, fmt::format("This server does not host this topic: {}", topic)};
+}
+
+}  // namespace
+
+log_manager::log_manager(const log_manager_options& options)
+    : log_dir_(options.log_dir), broker_props_(options.broker_props) {}
+
+log_manager::~log_manager() {
+  for (auto& [tp, l] : logs_) (void)l->close();
+}
+
+result<std::unique_ptr<log_manager>, storage_error> log_manager::open(
+    const log_manager_options& options, startup_report* report) {
+  std::unique_ptr<log_manager> m(new log_manager(options));
+  startup_report local;
+  startup_report& r = report != nullptr ? *report : local;
+  r = startup_report{};
+  auto loaded = m->load(options, r);
+  if (!loaded) return fail(loaded.error());
+  return m;
+}
+
+result<std::unique_ptr<storage::log>, storage_error> log_manager::open_partition(
+    const topic_info& topic, partition_id partition, offset_t recovery_point,
+    offset_t log_start_offset, bool clean, timestamp_ms now, recovery_report* report) {
+  log_options o;
+  o.tp = {topic.name, partition};
+  o.dir = log_dir_ / partition_dir_name(o.tp);
+  o.config = topic.config;
+  o.recovery_point = recovery_point;
+  o.log_start_offset = log_start_offset;
+  o.had_clean_shutdown = clean;
+  o.now = now;
+  std::error_code ec;
+  bool existed = fs::exists(o.dir, ec);
+  auto l = log::open(o, report);
+  if (!l) return l;
+  auto id = read_partition_metadata(o.dir);
+  if (!id || *id != topic.topic_id) {
+    auto w = write_partition_metadata(o.dir, topic.topic_id);
+    if (!w) return fail(w.error());
+  }
+  if (!existed) {
+    auto s = fsync_directory(log_dir_);
+    if (!s) return fail(s.error());
+  }
+  return l;
+}
+
+result<void, storage_error> log_manager::load(const log_manager_options& options,
+                                              startup_report& report) {
+  std::error_code ec;
+  fs::create_directories(log_dir_, ec);
+  if (ec) return fail(io_error("create directory", log_dir_, ec.value()));
+  report.had_clean_shutdown = has_clean_shutdown_marker(log_dir_);
+
+  auto records = read_topic_records(log_dir_);
+  if (!records) return fail(records.error());
+  for (topic_record& rec : *records) {
+    auto config = resolve_log_config(rec.overrides, broker_props_);
+    if (!config) return fail(config.error());
+    auto info = std::make_unique<topic_info>();
+    info->name = rec.name;
+    info->topic_id = rec.topic_id;
+    info->partitions = rec.partitions;
+    info->overrides = std::move(rec.overrides);
+    info->config = *config;
+    topics_.emplace(info->name, std::move(info));
+  }
+
+  auto recovery_points = read_offset_checkpoint(log_dir_ / recovery_point_checkpoint_name);
+  if (!recovery_points) return fail(recovery_points.error());
+  auto log_starts = read_offset_checkpoint(log_dir_ / log_start_offset_checkpoint_name);
+  if (!log_starts) return fail(log_starts.error());
+  std::map<topic_partition, offset_t> rp, ls;
+  for (auto& e : *recovery_points) rp[e.tp] = e.offset;
+  for (auto& e : *log_starts) ls[e.tp] = e.offset;
+
+  // Leftovers: finish interrupted deletions; set aside directories of unknown topics.
+  std::vector<fs::directory_entry> entries;
+  for (const auto& entry : fs::directory_iterator(log_dir_, ec)) {
+    if (entry.is_directory()) entries.push_back(entry);
+  }
+  if (ec) return fail(io_error("list directory", log_dir_, ec.value()));
+  for (const auto& entry : entries) {
+    std::string name = entry.path().filename().string();
+    if (name.ends_with("-delete")) {
+      fs::remove_all(entry.path(), ec);
+      report.removed_delete_dirs.push_back(name);
+      continue;
+    }
+    if (name.ends_with("-stray") || name.ends_with("-future")) continue;
+    auto tp = parse_partition_dir(name);
+    if (!tp) continue;
+    auto it = topics_.find(tp->topic);
+    bool known = it != topics_.end() && tp->partition < it->second->partitions;
+    if (known) {
+      auto id = read_partition_metadata(entry.path());
+      if (id && *id != it->second->topic_id) known = false;
+    }
+    if (!known) {
+      fs::path target = log_dir_ / fmt::format("{}.{}-stray", name, uuid::random().to_hex());
+      fs::rename(entry.path(), target, ec);
+      if (ec) return fail(io_error("rename", entry.path(), ec.value()));
+      report.stray_dirs.push_back(target.filename().string());
+    }
+  }
+
+  for (const auto& [name, topic] : topics_) {
+    for (partition_id p = 0; p < topic->partitions; ++p) {
+      topic_partition tp{name, p};
+      recovery_report rr;
+      auto l = open_partition(*topic, p, rp.count(tp) ? rp[tp] : 0, ls.count(tp) ? ls[tp] : 0,
+                              report.had_clean_shutdown, options.now, &rr);
+      if (!l) return fail(l.error());
+      report.logs.push_back(std::move(rr));
+      logs_.emplace(tp, std::move(*l));
+    }
+  }
+  // From here on a crash is an unclean shutdown (LogManager deletes the marker after loading).
+  if (report.had_clean_shutdown) {
+    auto r = remove_clean_shutdown_marker(log_dir_);
+    if (!r) return r;
+  }
+  return checkpoint();
+}
+
+result<void, storage_error> log_manager::persist_topics() const {
+  std::vector<topic_record> records;
+  records.reserve(topics_.size());
+  for (const auto& [name, t] : topics_) {
+    records.push_back(topic_record{t->name, t->topic_id, t->partitions, t->overrides});
+  }
+  return write_topic_records(log_dir_, records);
+}
+
+result<const topic_info*, storage_error> log_manager::create_topic(std::string_view name,
+                                                                   int32_t partitions,
+                                                                   const config_map& overrides,
+                                                                   timestamp_ms now) {
+  auto valid = validate_topic_name(name);
+  if (!valid) return fail(valid.error());
+  if (topics_.count(name) != 0) {
+    return fail(storage_error{storage_errc::already_exists,
+                              fmt::format("Topic '{}' already exists.", name)});
+  }
+  for (const auto& [existing, t] : topics_) {
+    if (topics_collide(existing, name)) {
+      return fail(storage_error{
+          storage_errc::invalid_topic,
+          fmt::format("Topic '{}' collides with existing topic: {}", name, existing)});
+    }
+  }
+  if (partitions <= 0) {
+    return fail(storage_error{storage_errc::invalid_partitions,
+                              "Number of partitions was set to an invalid non-positive value."});
+  }
+  auto checked = validate_topic_configs(overrides);
+  if (!checked) return fail(checked.error());
+  auto config = resolve_log_config(overrides, broker_props_);
+  if (!config) return fail(config.error());
+
+  auto info = std::make_unique<topic_info>();
+  info->name = std::string(name);
+  info->topic_id = uuid::random();
+  info->partitions = partitions;
+  info->overrides = overrides;
+  info->config = *config;
+  topic_info* raw = info.get();
+  topics_.emplace(info->name, std::move(info));
+  auto p = persist_topics();
+  if (!p) {
+    topics_.erase(topics_.find(name));
+    return fail(p.error());
+  }
+  for (partition_id i = 0; i < partitions; ++i) {
+    auto l = open_partition(*raw, i, 0, 0, true, now, nullptr);
+    if (!l) return fail(l.error());
+    logs_.emplace(topic_partition{raw->name, i}, std::move(*l));
+  }
+  return raw;
+}
+
+result<void, storage_error> log_manager::delete_topic(std::string_view name) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  std::unique_ptr<topic_info> topic = std::move(it->second);
+  topics_.erase(it);
+  auto p = persist_topics();
+  if (!p) {
+    topics_.emplace(topic->name, std::move(topic));
+    return p;
+  }
+  std::vector<fs::path> doomed;
+  for (partition_id i = 0; i < topic->partitions; ++i) {
+    topic_partition tp{topic->name, i};
+    auto l = logs_.find(tp);
+    if (l != logs_.end()) {
+      (void)l->second->close();
+      logs_.erase(l);
+    }
+    fs::path dir = log_dir_ / partition_dir_name(tp);
+    fs::path target =
+        log_dir_ / fmt::format("{}.{}-delete", partition_dir_name(tp), uuid::random().to_hex());
+    std::error_code ec;
+    fs::rename(dir, target, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      return fail(io_error("rename", dir, ec.value()));
+    if (!ec) doomed.push_back(target);
+  }
+  auto s = fsync_directory(log_dir_);
+  if (!s) return s;
+  for (const fs::path& dir : doomed) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (ec) return fail(io_error("remove", dir, ec.value()));
+  }
+  return checkpoint();
+}
+
+result<void, storage_error> log_manager::set_topic_config(std::string_view name,
+                                                          const config_map& overrides) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  auto checked = validate_topic_configs(overrides);
+  if (!checked) return fail(checked.error());
+  auto config = resolve_log_config(overrides, broker_props_);
+  if (!config) return fail(config.error());
+  topic_info& t = *it->second;
+  config_map old_overrides = t.overrides;
+  log_config old_config = t.config;
+  t.overrides = overrides;
+  t.config = *config;
+  auto p = persist_topics();
+  if (!p) {
+    t.overrides = std::move(old_overrides);
+    t.config = old_config;
+    return p;
+  }
+  for (partition_id i = 0; i < t.partitions; ++i) {
+    if (storage::log* l = get_log(t.name, i)) l->update_config(t.config);
+  }
+  return {};
+}
+
+result<void, storage_error> log_manager::create_partitions(std::string_view name, int32_t new_count,
+                                                           timestamp_ms now) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  topic_info& t = *it->second;
+  if (new_count <= t.partitions) {
+    return fail(storage_error{
+        storage_errc::invalid_partitions,
+        fmt::format("Topic currently has {} partitions, which is higher than the requested {}.",
+                    t.partitions, new_count)});
+  }
+  int32_t old_count = t.partitions;
+  t.partitions = new_count;
+  auto p = persist_topics();
+  if (!p) {
+    t.partitions = old_count;
+    return p;
+  }
+  for (partition_id i = old_count; i < new_count; ++i) {
+    auto l = open_partition(t, i, 0, 0, true, now, nullptr);
+    if (!l) return fail(l.error());
+    logs_.emplace(topic_partition{t.name, i}, std::move(*l));
+  }
+  return {};
+}
+
+const topic_info* log_manager::find_topic(std::string_view name) const {
+  auto it = topics_.find(name);
+  return it == topics_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const topic_info*> log_manager::topics() const {
+  std::vector<const topic_info*> out;
+  out.reserve(topics_.size());
+  for (const auto& [name, t] : topics_) out.push_back(t.get());
+  return out;
+}
+
+storage::log* log_manager::get_log(std::string_view topic, partition_id partition) const {
+  auto it = logs_.find(topic_partition{std::string(topic), partition});
+  return it == logs_.end() ? nullptr : it->second.get();
+}
+
+result<void, storage_error> log_manager::checkpoint() {
+  std::vector<partition_offset> rp, ls, hw;
+  rp.reserve(logs_.size());
+  ls.reserve(logs_.size());
+  hw.reserve(logs_.size());
+  for (const auto& [tp, l] : logs_) {
+    rp.push_back({tp, l->recovery_point()});
+    ls.push_back({tp, l->log_start_offset()});
+    hw.push_back({tp, l->high_watermark()});
+  }
+  auto a = write_offset_checkpoint(log_dir_ / recovery_point_checkpoint_name, rp);
+  if (!a) return a;
+  auto b = write_offset_checkpoint(log_dir_ / log_start_offset_checkpoint_name, ls);
+  if (!b) return b;
+  return write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
+}
+
+result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestamp_ms now) {
+  if (shut_down_) return {};
+  for (auto& [tp, l] : logs_) {
+    auto f = l->flush(now);
+    if (!f) return f;
+    auto c = l->close();
+    if (!c) return c;
+  }
+  auto cp = checkpoint();
+  if (!cp) return cp;
+  shut_down_ = true;
+  return write_clean_shutdown_marker(log_dir_, broker_epoch);
+}
+
+}  // namespace tarn::storage

@@ -1,0 +1,98 @@
+// All partition logs of one log directory (Kafka's LogManager for one log.dir): loads topics
+// and partitions at startup (recovering after an unclean shutdown), creates and deletes topics,
+// stores topic configs, writes the log-dir checkpoints and the clean-shutdown marker.
+//
+// Threading (docs/storage.md#threading): the broker calls create/delete/config operations from
+// one control context, never concurrently; each log is then used by the thread that owns its
+// partition. checkpoint() only reads the logs' atomic offsets, so it may run from the control
+// context while owners append.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "storage/checkpoint_file.h"
+#include "storage/log.h"
+#include "storage/log_config.h"
+#include "storage/topic_metadata.h"
+
+namespace tarn::storage {
+
+struct log_manager_options {
+  fs::path log_dir;
+  config_map broker_props;  // server.properties: the broker defaults of topic configs
+  timestamp_ms now = 0;
+};
+
+struct startup_report {
+  bool had_clean_shutdown = false;
+  std::vector<recovery_report> logs;
+  std::vector<std::string> removed_delete_dirs;  // "<topic>-<p>.<id>-delete" leftovers removed
+  std::vector<std::string> stray_dirs;  // partition dirs of no known topic, renamed "-stray"
+};
+
+struct topic_info {
+  std::string name;
+  uuid topic_id;
+  int32_t partitions = 0;
+  config_map overrides;
+  log_config config;  // effective: overrides, then broker properties, then Kafka's defaults
+};
+
+class log_manager {
+ public:
+  static result<std::unique_ptr<log_manager>, storage_error> open(
+      const log_manager_options& options, startup_report* report = nullptr);
+  log_manager(const log_manager&) = delete;
+  log_manager& operator=(const log_manager&) = delete;
+  ~log_manager();
+
+  const fs::path& log_dir() const { return log_dir_; }
+  const config_map& broker_props() const { return broker_props_; }
+
+  // CreateTopics: validates the name (invalid_topic, including '.'/'_' collisions), the
+  // partition count (invalid_partitions) and the overrides (invalid_config); records the topic
+  // (the commit point), then creates its partition directories. already_exists if present.
+  result<const topic_info*, storage_error> create_topic(std::string_view name, int32_t partitions,
+                                                        const config_map& overrides,
+                                                        timestamp_ms now);
+  // DeleteTopics: forgets the topic (commit point), renames each partition directory to
+  // "<dir>.<uuid>-delete" as Kafka does, then removes it synchronously.
+  result<void, storage_error> delete_topic(std::string_view name);
+  // Replaces the topic's overrides (the broker computes them from IncrementalAlterConfigs ops);
+  // validated, persisted, and applied to the topic's logs.
+  result<void, storage_error> set_topic_config(std::string_view name, const config_map& overrides);
+  // CreatePartitions: grows the partition count.
+  result<void, storage_error> create_partitions(std::string_view name, int32_t new_count,
+                                                timestamp_ms now);
+
+  const topic_info* find_topic(std::string_view name) const;
+  std::vector<const topic_info*> topics() const;
+  // nullptr when the partition does not exist.
+  storage::log* get_log(std::string_view topic, partition_id partition) const;
+
+  // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+  // replication-offset-checkpoint (high watermarks) for every log.
+  result<void, storage_error> checkpoint();
+  // Clean shutdown: flush and close every log, checkpoint, then write .kafka_cleanshutdown.
+  result<void, storage_error> shutdown(int64_t broker_epoch, timestamp_ms now);
+
+ private:
+  explicit log_manager(const log_manager_options& options);
+  result<void, storage_error> load(const log_manager_options& options, startup_report& report);
+  result<void, storage_error> persist_topics() const;
+  result<std::unique_ptr<storage::log>, storage_error> open_partition(
+      const topic_info& topic, partition_id partition, offset_t recovery_point,
+      offset_t log_start_offset, bool clean, timestamp_ms now, recovery_report* report);
+
+  fs::path log_dir_;
+  config_map broker_props_;
+  std::map<std::string, std::unique_ptr<topic_info>, std::less<>> topics_;
+  std::map<topic_partition, std::unique_ptr<storage::log>> logs_;
+  bool shut_down_ = false;
+};
+
+}  // namespace tarn::storage

@@ -1,0 +1,89 @@
+// `tarn serve [--config server.properties] [--override key=value]...`: runs the broker.
+// Configuration errors are printed with the key and value at fault and exit with status 1.
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/config.h"
+#include "broker/server.h"
+#include "tools/subcommands.h"
+
+namespace tarn::tools {
+
+namespace {
+
+struct serve_options {
+  std::string config_file;
+  std::string positional_config_file;  // Kafka's kafka-server-start.sh style
+  std::vector<std::string> overrides;
+};
+
+void setup_logging() {
+  auto logger = spdlog::stderr_logger_mt("tarn");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %l %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for per-connection detail
+}
+
+int run_serve(const serve_options& options) {
+  setup_logging();
+  std::string file = options.config_file;
+  if (!options.positional_config_file.empty()) {
+    if (!file.empty()) {
+      spdlog::error("give the configuration file once (--config or positional), not both");
+      return 1;
+    }
+    file = options.positional_config_file;
+  }
+  broker::properties file_props;
+  if (!file.empty()) {
+    auto loaded = broker::load_properties_file(file);
+    if (!loaded) {
+      spdlog::error("refusing to start: {}", loaded.error());
+      return 1;
+    }
+    file_props = std::move(*loaded);
+  }
+  broker::properties override_props;
+  for (const auto& o : options.overrides) {
+    auto kv = broker::parse_override(o);
+    if (!kv) {
+      spdlog::error("refusing to start: {}", kv.error());
+      return 1;
+    }
+    override_props.push_back(std::move(*kv));
+  }
+  auto config = broker::make_broker_config(file_props, override_props);
+  if (!config) {
+    spdlog::error("refusing to start: {}", config.error());
+    return 1;
+  }
+  broker::server server(std::move(*config));
+  if (auto started = server.start(); !started) {
+    spdlog::error("refusing to start: {}", started.error());
+    return 1;
+  }
+  return server.run();
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app) {
+  auto options = std::make_shared<serve_options>();
+  auto* cmd = app.add_subcommand("serve", "Run the broker (Kafka protocol, PLAINTEXT)");
+  cmd->add_option("--config", options->config_file, "server.properties file (Kafka's keys)");
+  cmd->add_option("config_file", options->positional_config_file,
+                  "server.properties file, as kafka-server-start.sh takes it");
+  cmd->add_option("--override", options->overrides, "key=value, wins over the file; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->callback([options] { set_subcommand_exit_code(run_serve(*options)); });
+}
+
+}  // namespace tarn::tools
