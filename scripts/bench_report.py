@@ -152,12 +152,14 @@ def render(b):
                 continue
             rate = b.latency_rate.get(f"{ld.key} {gen}")
             reached = []
-            for broker in ("Kafka", "tarn"):
+            for broker, figures in (("Kafka", ks), ("tarn", ts)):
                 got = b.select("rec_s", section="latency", broker=broker, gen=gen, load=ld.key)
-                short = got and rate and got["median"] < 0.9 * rate
-                slow = slow or bool(short)
-                reached.append(f"{num(got['median'])} *" if short else
-                               ("yes" if got else ("yes" if section == "e2e" else "n/a")))
+                short = bool(got and rate and got["median"] < 0.9 * rate)
+                slow = slow or short
+                if not any(figures):
+                    reached.append("n/a")
+                else:
+                    reached.append(f"{num(got['median'])} *" if short else "yes")
             what = GEN_NAMES[gen] + (": end to end, produce to consume" if section == "e2e"
                                      else ": send to acknowledgement")
             rows.append([ld.label, what, num(rate)] + reached + [cell(x) for x in ks + ts]
