@@ -1,0 +1,412 @@
+"""The report of scripts/bench: statistics, the markdown tables and goals, the plot, and the
+generated section of docs/benchmarks.md. Kept apart from the runner so each file reads on its own.
+"""
+import os
+import statistics
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+PLOT = ROOT / "docs" / "bench-results.png"
+BEGIN_MARK = "<!-- scripts/bench: generated from here to the end marker; do not edit by hand -->"
+END_MARK = "<!-- scripts/bench: end of generated section -->"
+MIB = 1024 * 1024
+
+
+# ---- statistics and formatting -----------------------------------------------------------------
+
+
+def stat(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def num(v):
+    if v is None:
+        return "n/a"
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 0.1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def cell(s):
+    """median (min–max), or n/a."""
+    if s is None:
+        return "n/a"
+    if s["n"] == 1:
+        return f"{num(s['median'])} (n=1)"
+    return f"{num(s['median'])} ({num(s['min'])}–{num(s['max'])})"
+
+
+def ratio(a, b):
+    if a is None or b is None or not b["median"]:
+        return None
+    return a["median"] / b["median"]
+
+
+def rtext(r, digits=2):
+    return "n/a" if r is None else f"{r:.{digits}f}x"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    librdkafka = "?"
+    try:
+        import confluent_kafka
+        librdkafka = confluent_kafka.libversion()[0]
+    except ImportError:
+        pass
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {"cores": os.cpu_count(), "cpu": cpu, "memory_gib": mem_kib / 1024 / 1024,
+            "kernel": os.uname().release, "librdkafka": librdkafka,
+            "java": (java.splitlines() or ["?"])[0]}
+
+
+def tarn_revision():
+    r = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
+
+
+GEN_NAMES = {"java": "kafka-producer-perf-test (Java)", "tarn": "tarn perf produce",
+             "librdkafka": "librdkafka (rdkafka_perf)"}
+
+
+def best(b, field, **match):
+    """The generator that gets the most out of a broker, and its figures."""
+    found = [(s["median"], s, g) for g in GEN_NAMES if (s := b.select(field, gen=g, **match))]
+    return (max(found, key=lambda t: t[0])[1:]) if found else (None, None)
+
+
+def render(b):
+    """The report: run facts, method, six tables and the goals, as markdown."""
+    m = b.machine
+    out = []
+    mode = "scripts/bench --quick" if b.quick else "scripts/bench (make bench)"
+    out.append(
+        f"Run: `{mode}`, {b.started_at}, tarn {b.revision}, Apache Kafka 4.4.0 ({m['java']}), "
+        f"librdkafka {m['librdkafka']}. Machine: {m['cores']} cores ({m['cpu']}), "
+        f"{m['memory_gib']:.1f} GiB memory, Linux {m['kernel']}. Load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.1f}' for x in b.load_start)} at the start, "
+        f"{'/'.join(f'{x:.1f}' for x in b.load_end)} at the end: other jobs share these cores, "
+        f"so compare the two brokers side by side rather than with other runs. Every figure is "
+        f"the median of {b.reps} repetitions (min–max in brackets) unless marked n=1. "
+        "MB/s is MiB/s, as kafka-producer-perf-test counts it.")
+    out.append("")
+
+    # 1. produce
+    out.append(f"### 1. Produce throughput, unthrottled ({b.volume // MIB} MiB a run)")
+    out.append("")
+    rows = []
+    for ld in b.produce_loads:
+        for gen in b.generators:
+            k = {"section": "produce", "load": ld.key, "gen": gen}
+            km, kr = b.select("mib_s", broker="Kafka", **k), b.select("rec_s", broker="Kafka", **k)
+            tm, tr = b.select("mib_s", broker="tarn", **k), b.select("rec_s", broker="tarn", **k)
+            if km or tm:
+                rows.append([ld.label, GEN_NAMES[gen], cell(km), cell(kr), cell(tm), cell(tr),
+                             rtext(ratio(tm, km))])
+    out.append(table(["load", "generator", "Kafka MB/s", "Kafka records/s", "tarn MB/s",
+                      "tarn records/s", "tarn / Kafka"], rows))
+    out.append("")
+
+    # 2. latency
+    out.append("### 2. Produce latency at a fixed rate (half Kafka's peak, linger.ms=0)")
+    out.append("")
+    rows = []
+    slow = False
+    for ld in b.latency_loads:
+        for gen, section in (("java", "latency"), ("tarn", "latency"), ("librdkafka", "latency"),
+                             ("librdkafka", "e2e")):
+            k = {"section": section, "load": ld.key, "gen": gen}
+            ks = [b.select(p, broker="Kafka", **k) for p in ("p50", "p99", "p999")]
+            ts = [b.select(p, broker="tarn", **k) for p in ("p50", "p99", "p999")]
+            if not any(ks + ts):
+                continue
+            rate = b.latency_rate.get(f"{ld.key} {gen}")
+            reached = []
+            for broker, figures in (("Kafka", ks), ("tarn", ts)):
+                got = b.select("rec_s", section="latency", broker=broker, gen=gen, load=ld.key)
+                short = bool(got and rate and got["median"] < 0.9 * rate)
+                slow = slow or short
+                if not any(figures):
+                    reached.append("n/a")
+                else:
+                    reached.append(f"{num(got['median'])} *" if short else "yes")
+            what = GEN_NAMES[gen] + (": end to end, produce to consume" if section == "e2e"
+                                     else ": send to acknowledgement")
+            rows.append([ld.label, what, num(rate)] + reached + [cell(x) for x in ks + ts]
+                        + [rtext(ratio(ks[1], ts[1]))])
+    out.append(table(["load", "generator: latency", "records/s", "Kafka reached it",
+                      "tarn reached it", "Kafka p50 ms", "Kafka p99 ms", "Kafka p99.9 ms",
+                      "tarn p50 ms", "tarn p99 ms", "tarn p99.9 ms", "Kafka p99 / tarn p99"],
+                     rows))
+    out.append("")
+    if slow:
+        out.append("\\* the generator reached only this many records/s (median), under 90% of the "
+                   "target: its latency is mostly queueing in the client.")
+        out.append("")
+
+    # 3. consume
+    out.append(f"### 3. Consume throughput, one partition of {b.consume_bytes // MIB} MiB "
+               "(1 KiB records) from the page cache")
+    out.append("")
+    rows = []
+    for gen, name in (("librdkafka", "librdkafka 2.0.2 (rdkafka_perf consume)"),
+                      ("java", "Java consumer 4.4.0 (bench/ConsumePerf.java)")):
+        k = {"section": "consume", "gen": gen}
+        ks, ts = b.select("mib_s", broker="Kafka", **k), b.select("mib_s", broker="tarn", **k)
+        rows.append([name, cell(ks), cell(ts), rtext(ratio(ts, ks))])
+    out.append(table(["consumer", "Kafka MB/s", "tarn MB/s", "tarn / Kafka"], rows))
+    out.append("")
+
+    # 4. libraries
+    lib_broker = getattr(b, "library_broker", None)
+    out.append(f"### 4. Producer libraries against the same {lib_broker or 'tarn'} broker "
+               "(linger.ms=5, batch.size=16384, acks=1, no idempotence)")
+    out.append("")
+    rows = []
+    for ld in getattr(b, "library_loads", []):
+        for gen in b.generators:
+            k = {"section": "library", "load": ld.key, "gen": gen}
+            r = b.select("rec_s", **k)
+            if r:
+                rows.append([ld.label, GEN_NAMES[gen], cell(r), cell(b.select("mib_s", **k)),
+                             cell(b.select("client_cpu_s_per_m", **k))])
+    out.append(table(["load", "client", "records/s", "MB/s", "client CPU s per M records"], rows))
+    out.append("")
+
+    # 5. footprint
+    out.append("### 5. Footprint")
+    out.append("")
+    hk = {"section": "produce", "load": b.headline.key}
+    foot = [
+        ("idle RSS after start, MiB", "idle_rss_mib", {"section": "start"}, True),
+        ("peak RSS under produce load, MiB", "broker_peak_rss_mib", {"section": "produce"}, True),
+        ("exec to first answered ApiVersions, ms", "start_ms", {"section": "start"}, True),
+        (f"broker CPU s per GB produced ({b.headline.label})", "broker_cpu_s_per_gb", hk, True),
+    ]
+    rows = []
+    for name, field, k, _ in foot:
+        ks, ts = b.select(field, broker="Kafka", **k), b.select(field, broker="tarn", **k)
+        rows.append([name, cell(ks), cell(ts), rtext(ratio(ks, ts), 1)])
+    out.append(table(["", "Kafka", "tarn", "Kafka / tarn"], rows))
+    out.append("")
+
+    # 6. limits
+    out.append("### 6. Physical limits of this machine, measured in the same run")
+    out.append("")
+    names = {"memcpy": "memcpy of 1 MiB (record_bench)", "crc32c": "CRC-32C of 1 MiB (ISA-L)",
+             "tcp": "single-stream loopback TCP", "pagecache": "buffered page-cache write"}
+    limits = {k: b.select("mib_s", section="limits", limit=k) for k in names}
+    out.append(table(["limit", "MB/s"], [[names[k], cell(v)] for k, v in limits.items()]))
+    known = [(v["median"], names[k]) for k, v in limits.items() if v]
+    smallest = min(known) if known else None
+    tarn_best, tarn_gen = best(b, "mib_s", section="produce", broker="tarn", load=b.headline.key)
+    kafka_best, kafka_gen = best(b, "mib_s", section="produce", broker="Kafka",
+                                 load=b.headline.key)
+    out.append("")
+    if smallest:
+        frac = f"{tarn_best['median'] / smallest[0]:.0%}" if tarn_best else "n/a"
+        out.append(f"The smallest is {smallest[1]} ({num(smallest[0])} MB/s). tarn's produce "
+                   f"throughput ({b.headline.label}, best generator) is {frac} of it.")
+        out.append("")
+
+    # goals
+    out.append("### Goals")
+    out.append("")
+    goals = []
+
+    def goal(name, tarn_v, ref_v, r, target, ok_if):
+        met = "n/a" if r is None else ("yes" if ok_if(r) else "**no**")
+        goals.append([name, tarn_v, ref_v, rtext(r), target, met])
+
+    r = ratio(tarn_best, kafka_best)
+    goal(f"produce throughput, {b.headline.label} (best generator each)",
+         f"{cell(tarn_best)} MB/s" + (f" ({GEN_NAMES[tarn_gen]})" if tarn_gen else ""),
+         f"Kafka {cell(kafka_best)} MB/s" + (f" ({GEN_NAMES[kafka_gen]})" if kafka_gen else ""),
+         r, ">= 2x", lambda x: x >= 2)
+    pairs = []
+    for ld in b.produce_loads:
+        for gen in b.generators:
+            k = {"section": "produce", "load": ld.key, "gen": gen}
+            pr = ratio(b.select("mib_s", broker="tarn", **k),
+                       b.select("mib_s", broker="Kafka", **k))
+            if pr:
+                pairs.append(pr)
+    gm = statistics.geometric_mean(pairs) if pairs else None
+    goal(f"produce throughput, geometric mean over {len(pairs)} load x generator cells",
+         "", "", gm, ">= 2x", lambda x: x >= 2)
+    r = tarn_best["median"] / smallest[0] if tarn_best and smallest else None
+    goal("produce throughput / smallest physical limit", f"{cell(tarn_best)} MB/s",
+         f"{smallest[1]} {num(smallest[0])} MB/s" if smallest else "n/a", r, ">= 0.70",
+         lambda x: x >= 0.7)
+    lk = {"section": "latency", "load": b.latency_loads[0].key, "gen": "librdkafka"}
+    kp, tp = b.select("p99", broker="Kafka", **lk), b.select("p99", broker="tarn", **lk)
+    goal(f"p99 produce latency, {b.latency_loads[0].label} (librdkafka)", f"{cell(tp)} ms",
+         f"Kafka {cell(kp)} ms", ratio(kp, tp), "Kafka / tarn >= 5", lambda x: x >= 5)
+    ck = {"section": "consume", "gen": "librdkafka"}
+    kc, tc = b.select("mib_s", broker="Kafka", **ck), b.select("mib_s", broker="tarn", **ck)
+    goal("consume throughput (librdkafka)", f"{cell(tc)} MB/s", f"Kafka {cell(kc)} MB/s",
+         ratio(tc, kc), ">= 2x", lambda x: x >= 2)
+    for name, field, target in (("idle RSS", "idle_rss_mib", 20), ("start", "start_ms", 20)):
+        ks = b.select(field, broker="Kafka", section="start")
+        ts = b.select(field, broker="tarn", section="start")
+        unit = "MiB" if field == "idle_rss_mib" else "ms"
+        goal(name, f"{cell(ts)} {unit}", f"Kafka {cell(ks)} {unit}", ratio(ks, ts),
+             f"Kafka / tarn >= {target}", lambda x, t=target: x >= t)
+    if getattr(b, "library_loads", None):
+        k = {"section": "library", "load": b.library_loads[0].key}
+        tr, lr = b.select("rec_s", gen="tarn", **k), b.select("rec_s", gen="librdkafka", **k)
+        tc_, lc_ = (b.select("client_cpu_s_per_m", gen=g, **k) for g in ("tarn", "librdkafka"))
+        goal(f"tarn perf produce records/s, {b.library_loads[0].label}", f"{cell(tr)}",
+             f"librdkafka {cell(lr)}", ratio(tr, lr), ">= 1.5x", lambda x: x >= 1.5)
+        goal("tarn perf produce CPU per record", f"{cell(tc_)} s/M", f"librdkafka {cell(lc_)} s/M",
+             ratio(tc_, lc_), "<= 1x", lambda x: x <= 1)
+    out.append(table(["goal", "tarn", "reference", "ratio", "target", "met"], goals))
+    out.append("")
+    if b.notes:
+        out.append("Notes from this run:")
+        out.extend(f"- {n}" for n in b.notes)
+        out.append("")
+    failed = [r for r in b.results if not r.get("ok")]
+    if failed:
+        out.append(f"{len(failed)} repetitions failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} {r.get('section')} {r.get('gen', '')} "
+                       f"{r.get('load', '')}: `{r.get('error', '')[:300]}`")
+        out.append("")
+    for title, rows in getattr(b, "profiles", {}).items():
+        out.append(f"perf profile, {title} (self time, symbols over 1.5%):")
+        out.append("")
+        out.append("```")
+        out.extend(rows)
+        out.append("```")
+        out.append("")
+    return "\n".join(out)
+
+
+METHOD = """\
+Method. `scripts/bench` starts Apache Kafka 4.4.0 through `scripts/kafka-ref` (the Maven Central
+jars, default settings except listeners and log dir, the heap kafka-server-start.sh sets: 1 GiB)
+and `tarn serve` (only `listeners` and `log.dirs` set). It runs them one at a time, with both log
+directories on the same disk. The same load generators drive both:
+- kafka-producer-perf-test (`org.apache.kafka.tools.ProducerPerformance`, heap 512 MiB as in its
+  script);
+- `tarn perf produce`;
+- `bench/rdkafka_perf` (librdkafka 2.0.2's C API with Java's defaults: linger.ms=5,
+  batch.size=16384, murmur2 partitioner).
+
+The producers keep their defaults except the settings a row names. The Java tool skips its first
+fifth of records (--warmup-records) so the JIT's warm-up is not timed as the broker's, except in
+the library comparison, which charges each client all its CPU. Topics are created (and deleted
+after each run) through librdkafka's admin API. Latency runs throttle to half Kafka's best median
+unthrottled records/s on the same load, with linger.ms=0, so a record's latency is the broker's
+and the network's rather than the batching delay. End-to-end latency is
+`rdkafka_perf e2e`: records stamped with their send time, read back by a consumer in the same
+process. Consume runs read a single-partition topic from its start to its end. The topic is
+written just before, so it is in the page cache. They use librdkafka's simple consumer and the
+Java consumer (`bench/ConsumePerf.java`, `assign()`, no group), timing the first record to the
+last. Client CPU is the generator process's user + system time from wait4. Broker CPU and RSS
+come from /proc, sampled every 100 ms. Start time runs from the broker process's exec to the first
+ApiVersions answer, polled every 2 ms. The physical limits use Google Benchmark
+(`bench/record_bench`) for memcpy and CRC-32C, a 1 MiB-chunk loopback TCP stream in Python, and
+1 MiB buffered writes to a file beside the log directories."""
+
+
+def plot(b, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 6), gridspec_kw={"width_ratios": [3, 2]})
+    series = [(br, g) for br in ("Kafka", "tarn") for g in b.generators
+              if any(b.select("mib_s", section="produce", broker=br, gen=g, load=ld.key)
+                     for ld in b.produce_loads)]
+    width = 0.8 / max(1, len(series))
+    colors = {"Kafka": ["#c0504d", "#e6a19f", "#7a2320"], "tarn": ["#1f5f9f", "#7fb0e0", "#0b3055"]}
+    for i, (br, g) in enumerate(series):
+        meds, errs = [], [[], []]
+        for ld in b.produce_loads:
+            s = b.select("mib_s", section="produce", broker=br, gen=g, load=ld.key)
+            med = s["median"] if s else 0
+            meds.append(med)
+            errs[0].append(med - s["min"] if s else 0)
+            errs[1].append(s["max"] - med if s else 0)
+        xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(b.produce_loads))]
+        ax1.bar(xs, meds, width, yerr=errs, capsize=2, label=f"{br}, {GEN_NAMES[g]}",
+                color=colors[br][b.generators.index(g)])
+    ax1.set_xticks(range(len(b.produce_loads)))
+    ax1.set_xticklabels([ld.label.replace(", ", "\n", 3) for ld in b.produce_loads],
+                        fontsize=6)
+    ax1.set_ylabel("MB/s (median, min-max)")
+    ax1.set_title("Produce throughput, unthrottled")
+    ax1.legend(fontsize=7)
+    labels, kafka_v, tarn_v = [], [], []
+    ld = b.latency_loads[0]
+    for gen, section, short in (("java", "latency", "Java"), ("tarn", "latency", "tarn perf"),
+                                ("librdkafka", "latency", "rdkafka"),
+                                ("librdkafka", "e2e", "rdkafka\ne2e")):
+        for p in ("p50", "p99", "p999"):
+            k = {"section": section, "load": ld.key, "gen": gen}
+            ks, ts = b.select(p, broker="Kafka", **k), b.select(p, broker="tarn", **k)
+            if ks or ts:
+                labels.append(f"{short}\n{p.replace('p999', 'p99.9')}")
+                kafka_v.append(ks["median"] if ks else 0)
+                tarn_v.append(ts["median"] if ts else 0)
+    xs = range(len(labels))
+    ax2.bar([x - 0.2 for x in xs], kafka_v, 0.4, label="Kafka", color=colors["Kafka"][0])
+    ax2.bar([x + 0.2 for x in xs], tarn_v, 0.4, label="tarn", color=colors["tarn"][0])
+    ax2.set_xticks(list(xs))
+    ax2.set_xticklabels(labels, fontsize=6)
+    ax2.set_yscale("log")
+    ax2.set_ylabel("ms (median of runs)")
+    ax2.set_title(f"Latency, {ld.label}, half Kafka's peak rate")
+    ax2.legend(fontsize=7)
+    fig.suptitle(f"tarn {b.revision} vs Apache Kafka 4.4.0, {b.machine['cores']} cores, "
+                 f"load avg {b.load_start[0]:.1f} ({'quick' if b.quick else 'full'} run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_docs(b, report):
+    section = "\n".join([BEGIN_MARK, "", METHOD, "", report,
+                         f"![throughput and latency](bench-results.png)", "", END_MARK])
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    if BEGIN_MARK in text and END_MARK in text:
+        head, rest = text.split(BEGIN_MARK, 1)
+        tail = rest.split(END_MARK, 1)[1]
+        text = head + section + tail
+    else:
+        text = (text.rstrip("\n") + "\n\n## tarn beside Apache Kafka 4.4.0 and librdkafka "
+                "(`make bench`, `scripts/bench`)\n\n" + section + "\n")
+    DOC.write_text(text)
