@@ -29,6 +29,7 @@ run: deps build
 # The whole suite: unit and integration tests of the release build, then the fuzz targets for
 # a bounded time each.
 test: deps build
+	scripts/kafka-ref fetch  # once, before tests run in parallel (they share the jar cache)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	$(MAKE) fuzz
 
