@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/text.h"
+
 namespace tarn::broker {
 
 namespace {
@@ -88,17 +90,8 @@ bool continues(std::string_view line) {
 }  // namespace
 
 result<properties, std::string> parse_properties(std::string_view text) {
-  // Split into natural lines on \n, \r or \r\n.
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') {
-      lines.push_back(text.substr(start, i - start));
-      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      start = i + 1;
-    }
-  }
-  if (start < text.size()) lines.push_back(text.substr(start));
+  // Natural lines, split on \n, \r or \r\n as Java's Properties.load does.
+  const std::vector<std::string_view> lines = split_lines(text);
 
   properties out;
   for (size_t n = 0; n < lines.size(); ++n) {

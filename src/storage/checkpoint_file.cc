@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 
+#include "base/text.h"
 #include "fmt/format.h"
 
 namespace tarn::storage {
@@ -17,21 +18,6 @@ constexpr int kCheckpointVersion = 0;
 storage_error malformed(std::string_view location, std::string_view line) {
   return {storage_errc::corrupt,
           fmt::format("Malformed line in checkpoint file [{}]: {}", location, line)};
-}
-
-// Lines as Java's BufferedReader.readLine splits them ('\n', '\r\n' or '\r').
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') {
-      lines.push_back(text.substr(start, i - start));
-      if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      start = i + 1;
-    }
-  }
-  if (start < text.size()) lines.push_back(text.substr(start));
-  return lines;
 }
 
 // Whitespace-separated fields (Kafka splits entries on "\\s+").
