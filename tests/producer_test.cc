@@ -30,7 +30,7 @@ using client::producer_record;
 using client::record_metadata;
 
 std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR) + "/" + rel; }
-std::string address(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+std::string address(uint16_t port) { return std::string("127.0.0.1:") + std::to_string(port); }
 
 // "" when Java or the Kafka jars are missing.
 std::string kafka_libs() {
@@ -143,12 +143,12 @@ std::vector<sent_record> send_sweep(uint16_t port, const std::string& topic, con
                                  60'000;
   sent.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    sent_record s{
-        "k" + std::to_string(i),
-        topic + "-value-" + std::to_string(i) + std::string(static_cast<size_t>(i % 50), 'x'),
-        base_timestamp + i,
-        {},
-        {}};
+    sent_record s{std::string("k") + std::to_string(i),
+                  topic + std::string("-value-") + std::to_string(i) +
+                      std::string(static_cast<size_t>(i % 50), 'x'),
+                  base_timestamp + i,
+                  {},
+                  {}};
     const std::string header_value = std::to_string(i);
     const client::header_view header{"h", header_value};
     producer_record r;
@@ -184,7 +184,8 @@ void check_sweep(uint16_t port, const std::string& topic, const char* acks,
     auto lines = kcat_read(port, topic);
     ASSERT_EQ(lines.size(), sent.size()) << topic;
     for (size_t i = 0; i < sent.size(); ++i) {
-      EXPECT_EQ(lines[i], "0 " + std::to_string(i) + " " + sent[i].key + " " + sent[i].value)
+      EXPECT_EQ(lines[i],
+                std::string("0 ") + std::to_string(i) + " " + sent[i].key + " " + sent[i].value)
           << topic;
     }
   }
@@ -215,8 +216,9 @@ void java_consume_check(uint16_t port, const std::vector<std::pair<std::string, 
                   " " + address(port) + args + " 2>/dev/null");
   EXPECT_EQ(rc, 0) << out;
   for (const auto& [topic, json] : t) {
-    EXPECT_NE(out.find("java: " + topic + ": " + std::to_string(count) + " records match"),
-              std::string::npos)
+    EXPECT_NE(
+        out.find("java: " + topic + std::string(": ") + std::to_string(count) + " records match"),
+        std::string::npos)
         << out;
   }
 }
@@ -256,11 +258,11 @@ TEST(producer_against_tarn, keys_land_where_the_java_producer_puts_them) {
   ASSERT_TRUE(p);
   std::vector<std::future<delivery_result>> futures;
   for (int i = 0; i < count; ++i) {
-    const std::string key = "key-" + std::to_string(i);
+    const std::string key = std::string("key-") + std::to_string(i);
     producer_record r;
     r.topic = "keys-tarn";
     r.key = key;
-    r.value = "tarn-" + std::to_string(i);
+    r.value = std::string("tarn-") + std::to_string(i);
     futures.push_back(p->send(r));
   }
   p->flush();
@@ -268,7 +270,7 @@ TEST(producer_against_tarn, keys_land_where_the_java_producer_puts_them) {
   for (int i = 0; i < count; ++i) {
     auto r = futures[static_cast<size_t>(i)].get();
     ASSERT_TRUE(r) << r.error().message;
-    tarn_partition["key-" + std::to_string(i)] = r->partition;
+    tarn_partition[std::string("key-") + std::to_string(i)] = r->partition;
   }
   p->close();
   std::set<int32_t> used;
@@ -288,7 +290,7 @@ TEST(producer_against_tarn, keys_land_where_the_java_producer_puts_them) {
   create_topic(broker.port(), "keys-java", 7);
   auto [rc, out] = run_command(
       "timeout 60 java -cp '" + libs + "/*' " + source("tests/java/KeyPartitions.java") + " " +
-      address(broker.port()) + " keys-java " + std::to_string(count) + " 2>/dev/null");
+      address(broker.port()) + std::string(" keys-java ") + std::to_string(count) + " 2>/dev/null");
   ASSERT_EQ(rc, 0) << out;
   auto lines = split_lines(out);
   ASSERT_EQ(lines.size(), static_cast<size_t>(count)) << out;
@@ -324,7 +326,7 @@ TEST(producer_against_tarn, batches_too_large_for_the_topic_are_split) {
         x = x * 1103515245u + 12345u;
         c = static_cast<char>('a' + (x >> 16) % 26);
       }
-      values.push_back(std::string(codec) + "-" + std::to_string(i) + "-" + value);
+      values.push_back(std::string(codec) + std::string("-") + std::to_string(i) + "-" + value);
       producer_record r;
       r.topic = "small";
       r.value = values.back();
@@ -371,13 +373,14 @@ class restartable_broker {
   explicit restartable_broker(std::filesystem::path data_dir) : data_dir_(std::move(data_dir)) {}
 
   bool start() {
-    std::vector<std::string> args = {"serve",
-                                     "--override",
-                                     "listeners=PLAINTEXT://127.0.0.1:" + std::to_string(port_),
-                                     "--override",
-                                     "log.dirs=" + data_dir_.string(),
-                                     "--override",
-                                     "num.partitions=3"};
+    std::vector<std::string> args = {
+        "serve",
+        "--override",
+        std::string("listeners=PLAINTEXT://127.0.0.1:") + std::to_string(port_),
+        "--override",
+        "log.dirs=" + data_dir_.string(),
+        "--override",
+        "num.partitions=3"};
     process_ = run_tarn(args);
     auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", 20s);
     if (!port) return false;
@@ -434,8 +437,8 @@ TEST(producer_against_tarn, idempotent_producer_survives_broker_restarts) {
   std::atomic<int> sent_count{0};
   std::thread sender([&] {
     for (int i = 0; !stop; ++i) {
-      const std::string value = "v" + std::to_string(i);
-      const std::string key = "k" + std::to_string(i % 64);
+      const std::string value = std::string("v") + std::to_string(i);
+      const std::string key = std::string("k") + std::to_string(i % 64);
       {
         std::lock_guard lock(mutex);
         outcomes.push_back({std::chrono::steady_clock::now(), {}, false, false, {}, {}});
@@ -488,7 +491,7 @@ TEST(producer_against_tarn, idempotent_producer_survives_broker_restarts) {
   for (size_t i = 0; i < total; ++i) {
     const auto& o = outcomes[i];
     ASSERT_TRUE(o.completed) << "record " << i << " never completed";
-    index_of_value["v" + std::to_string(i)] = i;
+    index_of_value[std::string("v") + std::to_string(i)] = i;
     if (o.ok) {
       ++ok;
       continue;
@@ -537,7 +540,8 @@ TEST(producer_against_tarn, idempotent_producer_survives_broker_restarts) {
   }
   for (size_t i = 0; i < total; ++i) {
     if (outcomes[i].ok) {
-      EXPECT_EQ(seen["v" + std::to_string(i)], 1) << "acknowledged record " << i << " lost";
+      EXPECT_EQ(seen[std::string("v") + std::to_string(i)], 1)
+          << "acknowledged record " << i << " lost";
     }
   }
   broker.kill(SIGTERM);
@@ -557,7 +561,8 @@ TEST(producer_against_kafka, every_codec_and_acks_arrive_once_in_order) {
   struct stopper {
     uint16_t port;
     ~stopper() {
-      run_command(source("scripts/kafka-ref") + " stop --port " + std::to_string(port));
+      run_command(source("scripts/kafka-ref") + std::string(" stop --port ") +
+                  std::to_string(port));
     }
   } stop_kafka{port};
   temp_dir tmp;

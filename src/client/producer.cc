@@ -70,7 +70,10 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     return fail(producer_error{producer_errc::producer_closed, 0, false,
                                "Cannot perform operation after producer has been closed"});
   }
-  const auto start = clock::now();
+  // One steady-clock read per record unless send() had to wait (clock reads were a fifth of
+  // `tarn perf produce`'s profile).
+  auto now = clock::now();
+  const auto start = now;
   const auto max_block = std::chrono::milliseconds(config.max_block_ms);
   auto topic = metadata.topic(record.topic);
   const bool enough =
@@ -82,6 +85,7 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
         metadata.wait_for_topic(record.topic, record.partition, start + max_block, max_block);
     if (!waited) return fail(waited.error());
     topic = *waited;
+    now = clock::now();
   }
   const auto count = static_cast<int32_t>(topic->partitions.size());
   const timestamp_ms timestamp =
@@ -111,7 +115,6 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
   } else if (key && !config.partitioner_ignore_keys) {
     partition = partition_for_key(*key, count);
   }
-  const auto now = clock::now();
   if (partition) {
     auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
                                        value, headers, std::move(callback), now);
