@@ -367,6 +367,61 @@ TEST(producer_against_tarn, batches_too_large_for_the_topic_are_split) {
   broker.stop();
 }
 
+// `tarn perf produce` prints kafka-producer-perf-test's lines, the steady-state summary after
+// --warmup-records, and sends keys (--key-distribution range), monotonic payloads and payloads
+// from a file as Kafka 4.4's ProducerPerformance does.
+TEST(producer_against_tarn, perf_produce_options) {
+  broker_process broker;
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  temp_dir tmp;
+  const std::string perf = std::string(TARN_BINARY) + " perf produce --bootstrap-server " +
+                           address(broker.port()) + " --throughput -1";
+  create_topic(broker.port(), "perf-keys", 3);
+  auto [rc, out] =
+      run_command(std::string("timeout 60 ") + perf +
+                  " --topic perf-keys --num-records 2000 --record-size 50 --warmup-records 500"
+                  " --key-distribution range --record-key-range 10 --producer-props linger.ms=1");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\n2000 records sent, "), std::string::npos) << out;
+  EXPECT_NE(out.find("\n1500 steady state records sent, "), std::string::npos) << out;
+  EXPECT_NE(out.find(" ms 99.9th.\n"), std::string::npos) << out;
+
+  create_topic(broker.port(), "perf-mono", 1);
+  auto [mrc, mout] = run_command(std::string("timeout 60 ") + perf +
+                                 " --topic perf-mono --num-records 100 --payload-monotonic");
+  ASSERT_EQ(mrc, 0) << mout;
+
+  create_topic(broker.port(), "perf-file", 1);
+  const auto file = tmp.write_file("payloads", "alpha|beta|gamma");
+  auto [frc, fout] = run_command(std::string("timeout 60 ") + perf +
+                                 " --topic perf-file --num-records 60 --payload-delimiter '|'"
+                                 " --payload-file " +
+                                 file.string());
+  ASSERT_EQ(frc, 0) << fout;
+  EXPECT_NE(fout.find("Number of messages read: 3"), std::string::npos) << fout;
+
+  auto [brc, bout] = run_command(std::string("timeout 60 ") + perf +
+                                 " --topic perf-file --num-records 1");  // no payload
+  EXPECT_NE(brc, 0);
+  EXPECT_NE(bout.find("exactly one of --record-size, --payload-file or --payload-monotonic"),
+            std::string::npos)
+      << bout;
+
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat not installed";
+  std::map<std::string, int> per_key;
+  for (const auto& key : kcat_read(broker.port(), "perf-keys", "%k")) ++per_key[key];
+  ASSERT_EQ(per_key.size(), 10u);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(per_key[std::to_string(k)], 200) << k;
+  auto mono = kcat_read(broker.port(), "perf-mono", "%s");
+  ASSERT_EQ(mono.size(), 100u);
+  for (size_t i = 0; i < mono.size(); ++i) EXPECT_EQ(mono[i], std::to_string(i));
+  auto files = kcat_read(broker.port(), "perf-file", "%s");
+  ASSERT_EQ(files.size(), 60u);
+  std::set<std::string> distinct(files.begin(), files.end());
+  EXPECT_EQ(distinct, (std::set<std::string>{"alpha", "beta", "gamma"}));
+  broker.stop();
+}
+
 // Restarts: a tarn broker on a fixed port and log directory.
 class restartable_broker {
  public:
