@@ -382,8 +382,8 @@ TEST(producer_against_tarn, perf_produce_options) {
                   " --topic perf-keys --num-records 2000 --record-size 50 --warmup-records 500"
                   " --key-distribution range --record-key-range 10 --producer-props linger.ms=1");
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("\n2000 records sent, "), std::string::npos) << out;
-  EXPECT_NE(out.find("\n1500 steady state records sent, "), std::string::npos) << out;
+  EXPECT_NE(("\n" + out).find("\n2000 records sent, "), std::string::npos) << out;
+  EXPECT_NE(("\n" + out).find("\n1500 steady state records sent, "), std::string::npos) << out;
   EXPECT_NE(out.find(" ms 99.9th.\n"), std::string::npos) << out;
 
   create_topic(broker.port(), "perf-mono", 1);
