@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -42,5 +44,37 @@ result<std::vector<uint8_t>, codec_error> compress(compression_type type,
 result<std::vector<uint8_t>, codec_error> decompress(compression_type type,
                                                      std::span<const uint8_t> input,
                                                      size_t max_output_bytes);
+
+// Reads the decompressed bytes of `input` piece by piece, with the same framing rules as
+// decompress(), holding only the codec's own state: zlib's 32 KiB window, one lz4 block
+// (64 KiB-4 MiB), zstd's window (at most 128 MiB, libzstd's default limit and zstd-jni's), or
+// one snappy chunk (a chunk, or a raw block, may expand at most 22 times, so its output is
+// bounded by the bytes present). `input` must outlive the stream.
+//
+//   auto s = decompress_stream::open(type, input);
+//   while (true) { auto n = s->read(buffer); if (!n) error; if (*n == 0) break; ... }
+class decompress_stream {
+ public:
+  static result<decompress_stream, codec_error> open(compression_type type,
+                                                     std::span<const uint8_t> input);
+
+  decompress_stream(decompress_stream&&) noexcept;
+  decompress_stream& operator=(decompress_stream&&) noexcept;
+  ~decompress_stream();
+
+  // Up to out.size() (> 0) next bytes; 0 only at the end of the stream. After an error the stream
+  // stays failed.
+  result<size_t, codec_error> read(std::span<uint8_t> out);
+  // Decompressed bytes returned so far.
+  size_t position() const { return position_; }
+
+  class codec;  // one per compression_type, in compression.cc
+
+ private:
+  explicit decompress_stream(std::unique_ptr<codec> c);
+  std::unique_ptr<codec> codec_;
+  size_t position_ = 0;
+  std::optional<codec_error> error_;
+};
 
 }  // namespace tarn::record
