@@ -4,10 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
-#include <string>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +35,36 @@ struct codec_error {
 // and none ignore it. A level outside the range is a codec_error.
 result<std::vector<uint8_t>, codec_error> compress(compression_type type,
                                                    std::span<const uint8_t> input, int level = -1);
+
+// Compresses piece by piece: write() the input in any pieces, then finish(); the bytes appended
+// to `out` are exactly compress()'s for the whole input (compress() is this stream). Only the
+// codec's state is held (zlib's window, one 32 KiB snappy or 64 KiB lz4 block, zstd's window),
+// so memory follows the compressed output. Once max_kept_bytes of output are in `out`, further
+// output is counted but dropped: a caller bounding its output still learns the whole size.
+class compress_stream {
+ public:
+  static result<compress_stream, codec_error> open(compression_type type, int level,
+                                                   std::vector<uint8_t>& out,
+                                                   size_t max_kept_bytes = SIZE_MAX);
+
+  compress_stream(compress_stream&&) noexcept;
+  compress_stream& operator=(compress_stream&&) noexcept;
+  ~compress_stream();
+
+  result<void, codec_error> write(std::span<const uint8_t> input);
+  // Ends the stream (the codec's trailer). Nothing may be written afterwards.
+  result<void, codec_error> finish();
+  // Compressed bytes produced so far, kept in `out` or not.
+  size_t compressed_bytes() const;
+  // Whether output was dropped at max_kept_bytes.
+  bool dropped_output() const;
+
+  class codec;  // one per compression_type, in compression.cc
+
+ private:
+  explicit compress_stream(std::unique_ptr<codec> c);
+  std::unique_ptr<codec> codec_;
+};
 
 // Decompresses `input`; any output beyond `max_output_bytes` is an error, so a small bomb
 // cannot exhaust memory (no buffer ever grows past it). Snappy accepts both xerial framing and
