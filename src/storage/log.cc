@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "record/record.h"
 #include "record/record_batch.h"
+#include "record/record_stream.h"
 
 namespace tarn::storage {
 namespace {
@@ -308,16 +309,13 @@ result<std::optional<timestamp_and_offset>, storage_error> search_batch(const lo
   auto r = seg.read_bytes(where.position, bytes);
   if (!r) return fail(r.error());
   record::record_batch_view batch(bytes);
-  auto records = record::batch_records::open(batch, max_uncompressed);
-  if (!records) {
-    return fail(storage_error{storage_errc::corrupt,
-                              fmt::format("{} at position {}: {}", seg.log_path().string(),
-                                          where.position, records.error().message)});
-  }
+  // Streamed with keys and values skipped, as Kafka's iterator: a stored compressed batch (a
+  // valid one may inflate ~1000x) is never inflated whole; max.decompressed.message.bytes bounds
+  // each record, as in Kafka.
+  record::record_stream records(batch.compression(), batch.records_bytes(), max_uncompressed);
   bool log_append_time = batch.timestamp_type() == record::timestamp_type::log_append_time;
-  record::record_reader reader = records->reader();
-  record::record_view rec;
-  while (reader.next(rec)) {
+  record::partial_record rec;
+  while (records.next(rec)) {
     // Kafka's DefaultRecordBatch: with LogAppendTime every record reports the batch's time.
     timestamp_ms ts =
         log_append_time ? batch.max_timestamp() : batch.base_timestamp() + rec.timestamp_delta;
@@ -327,6 +325,13 @@ result<std::optional<timestamp_and_offset>, storage_error> search_batch(const lo
       if (batch.partition_leader_epoch() >= 0) out.leader_epoch = batch.partition_leader_epoch();
       return std::optional<timestamp_and_offset>(out);
     }
+  }
+  // A record that does not decode ends the search (as before); a codec failure or an oversized
+  // record is corruption.
+  if (records.error() && records.error()->code != record::batch_errc::bad_record) {
+    return fail(storage_error{storage_errc::corrupt,
+                              fmt::format("{} at position {}: {}", seg.log_path().string(),
+                                          where.position, records.error()->message)});
   }
   return std::optional<timestamp_and_offset>{};
 }
