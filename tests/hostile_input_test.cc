@@ -351,7 +351,7 @@ TEST_F(hostile_input, malformed_frames_and_headers_close_the_connection) {
 }
 
 TEST_F(hostile_input, api_versions_above_our_range_gets_unsupported_version) {
-  for (int16_t version : {int16_t{5}, int16_t{99}, int16_t{32767}}) {
+  for (int16_t version : {int16_t{6}, int16_t{99}, int16_t{32767}}) {
     raw_client c(broker_->port());
     auto o = send_on(c, request_frame(api_versions_key, version, 31, {}, false));
     ASSERT_TRUE(o.response.has_value()) << version;
