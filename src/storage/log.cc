@@ -387,18 +387,27 @@ result<void, storage_error> log::roll(timestamp_ms now) { return roll_at(log_end
 result<void, storage_error> log::roll_at(offset_t new_base_offset, timestamp_ms now) {
   new_base_offset = std::max(new_base_offset, log_end_offset());
   if (active().size() == 0 && active().base_offset() == new_base_offset) return {};
-  if (active().size() == 0) {
-    // An empty active segment at a lower offset is replaced (LocalLog.roll does the same).
-    auto rm = active().remove();
-    if (!rm) return rm;
-    segments_.pop_back();
-  } else {
+  // An empty active segment at a lower offset is replaced (LocalLog.roll does the same).
+  const bool replace_empty = active().size() == 0;
+  if (!replace_empty) {
     auto t = active().on_become_inactive();
     if (!t) return t;
   }
   auto seg = log_segment::create(dir_, new_base_offset, options_for(config_), now);
-  if (!seg) return fail(seg.error());
+  if (!seg) {
+    // The old segment stays active (its indexes grown back) and the append fails; the next
+    // one tries the roll again.
+    if (!replace_empty) (void)active().make_active();
+    return fail(seg.error());
+  }
+  result<void, storage_error> removed{};
+  if (replace_empty) {
+    removed = active().remove();
+    segments_.pop_back();
+  }
   segments_.push_back(std::move(*seg));
+  segments_created_ = true;
+  if (!removed) return removed;
   // Kafka snapshots producer state at every roll, named by the new segment's base offset.
   return producers_.take_snapshot(dir_, new_base_offset);
 }
@@ -410,6 +419,13 @@ result<void, storage_error> log::flush(timestamp_ms now) {
     if (seg->next_offset() <= rp && seg.get() != &active()) continue;
     auto f = seg->flush();
     if (!f) return f;
+  }
+  // LocalLog.flush: a segment created since the last flush is durable only once the directory
+  // entry is.
+  if (segments_created_) {
+    auto d = fsync_directory(dir_);
+    if (!d) return d;
+    segments_created_ = false;
   }
   recovery_point_.store(leo, std::memory_order_release);
   last_flush_ms_ = now;
