@@ -119,8 +119,8 @@ TEST(server, oversize_frame_closes_that_connection_only) {
   // the few bytes received (memory_growth_bound_kib in test_util.h).
   const long peak = broker.process().peak_rss_kib();
   EXPECT_GT(baseline_peak_kib, 0);
-  EXPECT_LT(peak, baseline_peak_kib + memory_growth_bound_kib(claim_2gib.size() +
-                                                              claim_negative.size() + 64))
+  EXPECT_LT(peak, baseline_peak_kib +
+                      memory_growth_bound_kib(claim_2gib.size() + claim_negative.size() + 64))
       << "the 2 GiB claim must not have been allocated (baseline " << baseline_peak_kib << " KiB)";
 }
 
