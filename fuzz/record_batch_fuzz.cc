@@ -2,7 +2,9 @@
 // produce request's records). Each batch is validated (header, CRC, records with decompression
 // bounded at 1 MiB), opened and iterated record by record with every header read. Checks the
 // decoder's own invariants: a batch whose records validate yields exactly recordsCount records
-// that use every byte; every decoded field lies inside the bytes it was decoded from.
+// that use every byte; every decoded field lies inside the bytes it was decoded from; the
+// streaming reader (record_stream, skipping and whole) yields the same records as the in-memory
+// one, or fails where it fails.
 // Seeds: fuzz/corpus/record_batch_fuzz.
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <span>
 
 #include "record/record_batch.h"
+#include "record/record_stream.h"
 
 namespace {
 
@@ -73,6 +76,35 @@ void walk_batch(tarn::record::record_batch_view batch) {
     require(headers == r.header_count, "headers() yields header_count headers");
   }
   require(reader.position() <= records->bytes().size(), "the record reader stays in bounds");
+
+  // The streams agree with the in-memory reader over the same decompressed bytes.
+  record_stream skipping(batch.compression(), batch.records_bytes(), SIZE_MAX);
+  record_stream whole(batch.compression(), batch.records_bytes(), SIZE_MAX);
+  record_reader again = records->reader();
+  partial_record p;
+  record_view w;
+  int64_t streamed = 0;
+  while (again.next(r)) {
+    require(skipping.next(p) && whole.next(w), "a record that decodes in memory streams");
+    require(p.offset_delta == r.offset_delta && p.timestamp_delta == r.timestamp_delta &&
+                p.size_bytes == r.size_bytes && p.header_count == r.header_count,
+            "a skipped record has the decoded record's fields");
+    require(w.size_bytes == r.size_bytes && w.key.has_value() == r.key.has_value() &&
+                w.value.has_value() == r.value.has_value(),
+            "a streamed whole record is the decoded record");
+    ++streamed;
+  }
+  if (again.error()) {
+    require(!skipping.next(p) && skipping.error().has_value(),
+            "a record that does not decode fails the skipping stream");
+    require(!whole.next(w) && whole.error().has_value(),
+            "a record that does not decode fails the whole-record stream");
+  } else {
+    require(!skipping.next(p) && !skipping.error() && !skipping.has_more(),
+            "the skipping stream ends where the records do");
+    require(skipping.position() == records->bytes().size(), "the stream reads every byte");
+  }
+  require(streamed == count || again.error(), "the streams yield every record");
   if (summary) {
     require(summary->count == batch.records_count(), "validated count is recordsCount");
     require(count == summary->count, "a validated batch iterates recordsCount records");

@@ -3,6 +3,10 @@
 // real clients (kcat, kafka-python).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
+#include <string>
+
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
 #include "test_util.h"
@@ -24,14 +28,28 @@ protocol::api_versions_response decode_api_versions(const std::vector<uint8_t>& 
 }
 
 std::vector<uint8_t> api_versions_body(int16_t version, std::string_view name = "tarn-test",
-                                       std::string_view software_version = "1.0") {
+                                       std::string_view software_version = "1.0",
+                                       std::optional<std::string> cluster_id = std::nullopt,
+                                       int32_t node_id = -1) {
   std::vector<uint8_t> body;
   protocol::writer w(body);
   protocol::api_versions_request req;
   req.client_software_name = name;
   req.client_software_version = software_version;
+  if (cluster_id) req.cluster_id = *cluster_id;  // a view of the caller's string
+  req.node_id = node_id;
   req.encode(w, version);
   return body;
+}
+
+// The cluster.id the broker wrote into <log.dirs>/meta.properties.
+std::string cluster_id_of(const broker_process& broker) {
+  std::ifstream in(broker.data_dir() / "meta.properties");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("cluster.id=")) return line.substr(11);
+  }
+  return {};
 }
 
 bool send_api_versions(raw_client& c, int16_t version, int32_t correlation_id) {
@@ -256,11 +274,11 @@ TEST(server, sigterm_answers_requests_already_read) {
   EXPECT_TRUE(std::filesystem::exists(broker.data_dir() / ".kafka_cleanshutdown"));
 }
 
-TEST(server, api_versions_v0_to_v4) {
+TEST(server, api_versions_v0_to_v5) {
   broker_process broker;
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client c(broker.port());
-  for (int16_t v = 0; v <= 4; ++v) {
+  for (int16_t v = 0; v <= 5; ++v) {
     ASSERT_TRUE(send_api_versions(c, v, 100 + v));
     auto frame = c.read_frame();
     ASSERT_TRUE(frame.has_value()) << "v" << v;
@@ -272,17 +290,60 @@ TEST(server, api_versions_v0_to_v4) {
       if (k.api_key == api_versions_key) {
         found = true;
         EXPECT_EQ(k.min_version, 0);
-        EXPECT_EQ(k.max_version, 4);
+        EXPECT_EQ(k.max_version, 5);
       }
     }
     EXPECT_TRUE(found) << "v" << v;
   }
 }
 
+// KIP-1242 as Kafka 4.4.0 answers each case (same requests sent to scripts/kafka-ref): ClusterId
+// and NodeId both or neither (else 42), and both must name this broker (else 129). Errors carry
+// no ApiKeys.
+TEST(server, api_versions_v5_checks_cluster_and_node_id) {
+  broker_process broker({"--override", "node.id=3"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const std::string cluster_id = cluster_id_of(broker);
+  ASSERT_EQ(cluster_id.size(), 22u) << "meta.properties has no cluster.id";
+  struct check {
+    const char* what;
+    std::optional<std::string> cluster_id;
+    int32_t node_id;
+    int16_t error_code;
+  };
+  const check checks[] = {
+      {"both match", cluster_id, 3, 0},
+      {"neither", std::nullopt, -1, 0},
+      {"another cluster", "AAAAAAAAAAAAAAAAAAAAAA", 3, 129},
+      {"another node", cluster_id, 1, 129},
+      {"empty cluster id", "", 3, 129},
+      {"negative node id", cluster_id, -2, 129},
+      {"cluster id without node id", cluster_id, -1, 42},
+      {"node id without cluster id", std::nullopt, 3, 42},
+      {"other node id without cluster id", std::nullopt, 7, 42},
+      {"another cluster without node id", "x", -1, 42},
+  };
+  raw_client c(broker.port());  // errors keep the connection open, as in Kafka
+  int32_t correlation_id = 500;
+  for (const auto& k : checks) {
+    auto body = api_versions_body(5, "tarn-test", "1.0", k.cluster_id, k.node_id);
+    ASSERT_TRUE(c.send_request(api_versions_key, 5, ++correlation_id, body, true)) << k.what;
+    auto frame = c.read_frame();
+    ASSERT_TRUE(frame.has_value()) << k.what;
+    EXPECT_EQ(get_int32(*frame, 0), correlation_id) << k.what;
+    auto r = decode_api_versions(*frame, 5);
+    EXPECT_EQ(r.error_code, k.error_code) << k.what;
+    EXPECT_EQ(r.api_keys.empty(), k.error_code != 0) << k.what;
+    EXPECT_EQ(r.throttle_time_ms, 0) << k.what;
+  }
+  EXPECT_TRUE(
+      broker.process().wait_for_output("ApiVersions for cluster 'AAAAAAAAAAAAAAAAAAAAAA'", 5s));
+}
+
 TEST(server, api_versions_above_max_gets_error_35_in_v0_layout) {
   broker_process broker;
   ASSERT_NE(broker.port(), 0) << broker.output();
-  for (int16_t v : {int16_t{5}, int16_t{127}}) {
+  for (int16_t v : {int16_t{6}, int16_t{127}}) {
     raw_client c(broker.port());
     // A newer client's body that we cannot parse: the broker must not try.
     std::vector<uint8_t> body = {0x05, 'j', 'a', 'v', 'a', 0x02, '9', 0x00, 0x7f};
@@ -295,12 +356,12 @@ TEST(server, api_versions_above_max_gets_error_35_in_v0_layout) {
     ASSERT_EQ(r.api_keys.size(), 1u);
     EXPECT_EQ(r.api_keys[0].api_key, 18);
     EXPECT_EQ(r.api_keys[0].min_version, 0);
-    EXPECT_EQ(r.api_keys[0].max_version, 4);
+    EXPECT_EQ(r.api_keys[0].max_version, 5);
     // The connection stays open for the retry.
-    ASSERT_TRUE(send_api_versions(c, 4, 43));
+    ASSERT_TRUE(send_api_versions(c, 5, 43));
     auto retry = c.read_frame();
     ASSERT_TRUE(retry.has_value());
-    EXPECT_EQ(decode_api_versions(*retry, 4).error_code, 0);
+    EXPECT_EQ(decode_api_versions(*retry, 5).error_code, 0);
   }
 }
 
@@ -441,12 +502,14 @@ TEST(server, kafka_python_gets_api_versions_v0) {
   auto [code, out] = run_command("timeout 20 " + python + " " + path.string());
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("error 0"), std::string::npos) << out;
-  EXPECT_NE(out.find("(18, 0, 4)"), std::string::npos) << out;
+  EXPECT_NE(out.find("(18, 0, 5)"), std::string::npos) << out;
 }
 
-TEST(server, java_client_negotiates_api_versions_v4) {
-  // Kafka 4.4.0's Java client sends ApiVersions v5; the broker's error 35 names v4 as its max and
-  // the client retries with v4. Needs Java and the jars scripts/kafka-ref caches.
+TEST(server, java_client_gets_api_versions_v5_with_cluster_check) {
+  // Kafka 4.4.0's Java producer sends ApiVersions v5 and gets its answer without a retry: to the
+  // bootstrap address with no ids, then to node 1 with the cluster id and node id Metadata gave
+  // (metadata.cluster.check.enable=true), which the broker accepts. Needs Java and the jars
+  // scripts/kafka-ref caches.
   auto [libs_rc, libs] = run_command(std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref libs");
   while (!libs.empty() && (libs.back() == '\n' || libs.back() == ' ')) libs.pop_back();
   libs = libs.substr(libs.rfind('\n') + 1);
@@ -465,21 +528,41 @@ TEST(server, java_client_negotiates_api_versions_v4) {
                                    "appender.o.name=OUT\n"
                                    "appender.o.layout.type=PatternLayout\n"
                                    "appender.o.layout.pattern=%p %m%n\n");
+  const std::string cluster_id = cluster_id_of(broker);
+  ASSERT_EQ(cluster_id.size(), 22u);
   auto [code, out] =
       run_command("timeout 60 java -Dlog4j2.configurationFile=" + log_config.string() + " -cp '" +
                   libs + "/*' " + TARN_SOURCE_DIR +
                   "/tests/java/ApiVersionsProbe.java 127.0.0.1:" + std::to_string(broker.port()));
-  EXPECT_NE(out.find("errorCode=35, apiKeys=[ApiVersion(apiKey=18, minVersion=0, maxVersion=4)]"),
+  EXPECT_NE(out.find("produced: offset 0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("errorCode=35"), std::string::npos) << out;
+  EXPECT_EQ(out.find("RequestHeader(apiKey=API_VERSIONS, apiVersion=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("to node -1: ApiVersionsRequestData(clientSoftwareName='apache-kafka-java', "
+                     "clientSoftwareVersion='4.4.0', clusterId=null, nodeId=-1)"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("RequestHeader(apiKey=API_VERSIONS, apiVersion=4"), std::string::npos) << out;
-  // The v4 answer lists every API served (Metadata etc. come before ApiVersions by key).
-  const size_t v4_answer = out.find("ApiVersionsResponseData(errorCode=0, apiKeys=[");
-  ASSERT_NE(v4_answer, std::string::npos) << out;
-  EXPECT_NE(out.find("ApiVersion(apiKey=18, minVersion=0, maxVersion=4)", v4_answer),
+  // The v5 answer lists every API served (Metadata etc. come before ApiVersions by key).
+  const size_t v5_answer = out.find("Received API_VERSIONS response from node -1");
+  ASSERT_NE(v5_answer, std::string::npos) << out;
+  EXPECT_NE(out.find("apiVersion=5", v5_answer), std::string::npos) << out;
+  EXPECT_NE(out.find("ApiVersionsResponseData(errorCode=0, apiKeys=[", v5_answer),
             std::string::npos)
       << out;
-  EXPECT_TRUE(broker.process().wait_for_output("ApiVersions v5 is above our v4", 5s));
+  EXPECT_NE(out.find("ApiVersion(apiKey=18, minVersion=0, maxVersion=5)", v5_answer),
+            std::string::npos)
+      << out;
+  // The connection to node 1 carries the ids, and the broker accepts them.
+  EXPECT_NE(out.find("to node 1: ApiVersionsRequestData(clientSoftwareName='apache-kafka-java', "
+                     "clientSoftwareVersion='4.4.0', clusterId='" +
+                     cluster_id + "', nodeId=1)"),
+            std::string::npos)
+      << out;
+  const size_t node_1_answer = out.find("Received API_VERSIONS response from node 1");
+  ASSERT_NE(node_1_answer, std::string::npos) << out;
+  EXPECT_NE(out.find("ApiVersionsResponseData(errorCode=0, apiKeys=[", node_1_answer),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(broker.output().find("is above our"), std::string::npos) << broker.output();
 }
 
 }  // namespace

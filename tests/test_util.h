@@ -299,8 +299,19 @@ inline std::vector<uint8_t> request_frame(int16_t api_key, int16_t api_version,
 // A blocking TCP client to 127.0.0.1 that sends raw bytes and reads length-prefixed frames.
 class raw_client {
  public:
-  explicit raw_client(uint16_t port) {
+  // `source_ip` binds the local end first (e.g. 127.0.0.2, to look like another client host).
+  explicit raw_client(uint16_t port, const char* source_ip = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source_ip != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source_ip, &local.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -320,6 +331,14 @@ class raw_client {
   raw_client& operator=(const raw_client&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // The local port of the connection (0 if not connected).
+  uint16_t local_port() const {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    if (fd_ < 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+    return ntohs(local.sin_port);
+  }
 
   bool send_bytes(std::span<const uint8_t> bytes) {
     size_t sent = 0;

@@ -26,7 +26,6 @@
 
 namespace tarn::client {
 
-struct config_error;
 using delivery_result = result<record_metadata, producer_error>;
 
 class producer {

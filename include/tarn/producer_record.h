@@ -1,5 +1,6 @@
 // The values an application hands to tarn's producer and gets back: a record to send, the
-// metadata of a delivered record, and the error of one that was not delivered.
+// metadata of a delivered record, the error of one that was not delivered, and the error of a
+// configuration producer::create refused.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,15 @@ struct producer_error {
   int16_t kafka_error_code = 0;  // set with broker_error
   bool retriable = false;
   std::string message;  // a full sentence naming topic, partition or setting where it applies
+};
+
+// A property producer::create refused.
+struct config_error {
+  std::string key;
+  std::string value;
+  // The whole sentence, naming key and value, e.g. "Invalid value 2 for configuration acks:
+  // String must be one of: all, -1, 0, 1" (Java's wording where Java has one).
+  std::string message;
 };
 
 // Called once per record, on the producer's I/O thread, with the metadata on success or the

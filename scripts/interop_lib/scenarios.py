@@ -299,6 +299,44 @@ def acks_paths(ctx):
     ctx.hw("acks")
 
 
+# --- ApiVersions v5 (KIP-1242) -------------------------------------------------------------
+
+
+@scenario("api-versions-v5-cluster-check",
+          expect={"v5.both-match.error_code": 0, "v5.neither.error_code": 0,
+                  "v5.other-cluster.error_code": 129, "v5.other-node.error_code": 129,
+                  "v5.cluster-without-node.error_code": 42,
+                  "v5.node-without-cluster.error_code": 42, "v6.error_code": 35})
+def api_versions_v5(ctx):
+    """ApiVersions v5 with the broker's own cluster and node id, with others, with one of the two,
+    and with neither, on one connection; then v6, which neither broker serves. The ApiKeys list
+    itself differs (tarn serves fewer APIs): only ApiVersions' own entry and the count on errors
+    are compared."""
+    c = ctx.conn()
+    try:
+        md = c.metadata([])
+        cluster_id, node_id = md["cluster_id"], md["brokers"][0]["node_id"]
+        cases = [("both-match", cluster_id, node_id), ("neither", None, -1),
+                 ("other-cluster", "AAAAAAAAAAAAAAAAAAAAAA", node_id),
+                 ("other-node", cluster_id, node_id + 1), ("empty-cluster", "", node_id),
+                 ("cluster-without-node", cluster_id, -1), ("node-without-cluster", None, node_id),
+                 ("other-cluster-without-node", "x", -1)]
+        for name, cid, nid in cases:
+            r = c.api_versions(5, cid, nid)
+            ctx.obs["v5.%s.error_code" % name] = r["error_code"]
+            own = [k for k in r["api_keys"] if k["api_key"] == wire.API_VERSIONS]
+            ctx.obs["v5.%s.api_versions_range" % name] = (
+                "%d-%d" % (own[0]["min_version"], own[0]["max_version"]) if own else "none")
+            ctx.obs["v5.%s.api_keys_empty" % name] = not r["api_keys"]
+            ctx.obs["v5.%s.throttle_time_ms" % name] = r["throttle_time_ms"]
+        r = c.api_versions(6, cluster_id, node_id, answer_version=0)
+        ctx.obs["v6.error_code"] = r["error_code"]
+        ctx.obs["v6.api_keys"] = ["%d:%d-%d" % (k["api_key"], k["min_version"], k["max_version"])
+                                  for k in r["api_keys"]]
+    finally:
+        c.close()
+
+
 # --- produce-path edge cases ----------------------------------------------------------------
 
 

@@ -296,6 +296,21 @@ METADATA_RESP = [
     ]), 0, ALL),
 ]
 
+# ApiVersions v0-v5 (flexible from 3; v5 adds KIP-1242's ClusterId and NodeId). The response
+# header is always v0, and a version the broker does not serve is answered in the v0 layout.
+API_VERSIONS_REQ = [
+    ("client_software_name", "string", 3, ALL),
+    ("client_software_version", "string", 3, ALL),
+    ("cluster_id", "nstring", 5, ALL),
+    ("node_id", "int32", 5, ALL),
+]
+API_VERSIONS_RESP = [
+    ("error_code", "int16", 0, ALL),
+    ("api_keys", ("array", [("api_key", "int16", 0, ALL), ("min_version", "int16", 0, ALL),
+                            ("max_version", "int16", 0, ALL)]), 0, ALL),
+    ("throttle_time_ms", "int32", 1, ALL),
+]
+
 # CreateTopics v4 (classic).
 CREATE_TOPICS_REQ = [
     ("topics", ("array", [
@@ -333,7 +348,9 @@ INIT_PID_RESP = [("throttle_time_ms", "int32", 0, ALL), ("error_code", "int16", 
                  ("producer_id", "int64", 0, ALL), ("producer_epoch", "int16", 0, ALL)]
 
 PRODUCE, METADATA, CREATE_TOPICS, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 3, 19, 2, 22
-FLEXIBLE_FROM = {PRODUCE: 9, METADATA: 9, CREATE_TOPICS: 5, LIST_OFFSETS: 6, INIT_PRODUCER_ID: 2}
+API_VERSIONS = 18
+FLEXIBLE_FROM = {PRODUCE: 9, METADATA: 9, CREATE_TOPICS: 5, LIST_OFFSETS: 6, INIT_PRODUCER_ID: 2,
+                 API_VERSIONS: 3}
 
 
 class NoResponse(Exception):
@@ -383,7 +400,7 @@ class Connection:
         correlation = struct.unpack_from(">i", buf, 0)[0]
         pos = 4
         codec = Codec(flexible)
-        if flexible:
+        if flexible and api_key != API_VERSIONS:  # ApiVersions answers with header v0
             pos = codec.skip_tags(buf, pos)
         obj, _ = codec.dec(resp_schema, buf, pos, version)
         obj["_correlation_id"] = correlation
@@ -425,6 +442,15 @@ class Connection:
             {"partition_index": partition, "timestamp": timestamp}]}]}
         resp = self.call(LIST_OFFSETS, 1, LIST_OFFSETS_REQ, LIST_OFFSETS_RESP, body)
         return resp["topics"][0]["partitions"][0]
+
+    def api_versions(self, version, cluster_id=None, node_id=-1, answer_version=None):
+        """answer_version: the layout to read the answer in (0 for a version the broker does not
+        serve, KIP-511)."""
+        body = {"client_software_name": "interop", "client_software_version": "1.0",
+                "cluster_id": cluster_id, "node_id": node_id}
+        self.send(API_VERSIONS, version, API_VERSIONS_REQ, body)
+        return self.receive(API_VERSIONS, version if answer_version is None else answer_version,
+                            API_VERSIONS_RESP)
 
     def init_producer_id(self):
         return self.call(INIT_PRODUCER_ID, 1, INIT_PID_REQ, INIT_PID_RESP,

@@ -1,14 +1,20 @@
 // ApiVersions (key 18): which APIs and versions this broker serves.
 //
-// Versions served: 0-4. The body is decoded with protocol::api_versions_request.
+// Versions served: 0-5. The body is decoded with protocol::api_versions_request.
 // Behaviour:
 //   - The ApiKeys list is exactly the handler registry: every registered API with the versions
 //     its handler serves, by key. Produce is listed from v0 (KAFKA-18659; see handler.h).
 //   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's pattern
 //     [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?, else INVALID_REQUEST (42) with no ApiKeys,
 //     as Kafka answers.
-//   - A version above 4 never reaches this handler: the connection answers it in the v0 layout
-//     with UNSUPPORTED_VERSION (35) and [{18, 0, 4}] (KIP-511), see
+//   - v5 (KIP-1242), as Kafka 4.4's ApiVersionsRequest.isValid and
+//     KafkaApis.handleApiVersionsRequest: ClusterId and NodeId come together or not at all, so a
+//     null ClusterId with a NodeId other than -1, or a ClusterId with NodeId -1, is
+//     INVALID_REQUEST (42) with no ApiKeys. Then a ClusterId that is not ours, or a NodeId that is
+//     not our node.id, is REBOOTSTRAP_REQUIRED (129) with no ApiKeys: the client is talking to
+//     another broker than the one its metadata names. With neither (null, -1) nothing is checked.
+//   - A version above 5 never reaches this handler: the connection answers it in the v0 layout
+//     with UNSUPPORTED_VERSION (35) and [{18, 0, 5}] (KIP-511), see
 //     unsupported_api_versions_outcome below.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
 // Not supported: quotas (ThrottleTimeMs is always 0); the feature fields (SupportedFeatures,
@@ -16,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/handler.h"
+#include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
@@ -52,6 +59,11 @@ protocol::api_versions_response::api_version own_range(const handler_registry& r
   return {api_versions_key, e ? e->min_version : int16_t{0}, e ? e->max_version : int16_t{0}};
 }
 
+std::string_view own_cluster_id(const broker_services& services) {
+  return services.topics != nullptr ? std::string_view(services.topics->cluster_id())
+                                    : std::string_view();
+}
+
 asio::awaitable<handler_outcome> handle_api_versions(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
@@ -63,12 +75,28 @@ asio::awaitable<handler_outcome> handle_api_versions(request_context& request) {
     co_return close_connection{"bad ApiVersions request"};
   }
   protocol::api_versions_response reply;
-  if (version >= 3 && (!valid_software_field(decoded->client_software_name) ||
-                       !valid_software_field(decoded->client_software_version))) {
-    spdlog::info("connection {} from {}: ApiVersions with invalid client software '{}' '{}'",
-                 request.connection.id, request.connection.peer, decoded->client_software_name,
-                 decoded->client_software_version);
+  const bool ids_paired = !decoded->cluster_id.has_value() == (decoded->node_id == -1);
+  if ((version >= 5 && !ids_paired) ||
+      (version >= 3 && (!valid_software_field(decoded->client_software_name) ||
+                        !valid_software_field(decoded->client_software_version)))) {
+    spdlog::info(
+        "connection {} from {}: invalid ApiVersions v{}: client software '{}' '{}', cluster id "
+        "{}, node id {}",
+        request.connection.id, request.connection.peer, version, decoded->client_software_name,
+        decoded->client_software_version,
+        decoded->cluster_id ? fmt::format("'{}'", *decoded->cluster_id) : std::string("null"),
+        decoded->node_id);
     reply.error_code = static_cast<int16_t>(protocol::error_code::invalid_request);
+    co_return encode(reply, version);
+  }
+  if (version >= 5 && decoded->cluster_id.has_value() &&
+      (*decoded->cluster_id != own_cluster_id(request.services) ||
+       decoded->node_id != request.services.config.node_id)) {
+    spdlog::info(
+        "connection {} from {}: ApiVersions for cluster '{}' node {}, this is '{}' node {}",
+        request.connection.id, request.connection.peer, *decoded->cluster_id, decoded->node_id,
+        own_cluster_id(request.services), request.services.config.node_id);
+    reply.error_code = static_cast<int16_t>(protocol::error_code::rebootstrap_required);
     co_return encode(reply, version);
   }
   for (const auto& range : request.services.handlers.advertised()) {

@@ -93,7 +93,7 @@ const std::vector<config_key>& config_keys() {
       {"max.connections.per.ip.overrides", config_type::string, "", nullptr},
       {"connections.max.idle.ms", config_type::int64, "600000", nullptr},
       {"queued.max.requests", config_type::int32, "500", at_least(1)},
-      {"queued.max.request.bytes", config_type::int64, "-1", nullptr, false},
+      {"queued.max.request.bytes", config_type::int64, "-1", nullptr},
       // Fetch.
       {"fetch.max.bytes", config_type::int32, "57671680", at_least(0)},
       {"max.incremental.fetch.session.cache.slots", config_type::int32, "1000", at_least(0)},
@@ -384,6 +384,13 @@ result<void, std::string> finish(broker_config& c) {
   }
   c.connections_max_idle_ms = as_int(c, "connections.max.idle.ms");
   c.queued_max_requests = i32("queued.max.requests");
+  c.queued_max_request_bytes = as_int(c, "queued.max.request.bytes");
+  if (c.queued_max_request_bytes > 0 && c.queued_max_request_bytes < c.socket_request_max_bytes) {
+    // KafkaConfig.validateValues: a budget smaller than one request could never admit it.
+    return fail(invalid("queued.max.request.bytes", std::to_string(c.queued_max_request_bytes),
+                        "queued.max.request.bytes must be larger or equal to "
+                        "socket.request.max.bytes"));
+  }
   c.fetch_max_bytes = i32("fetch.max.bytes");
   c.max_incremental_fetch_session_cache_slots = i32("max.incremental.fetch.session.cache.slots");
 
@@ -426,6 +433,7 @@ result<void, std::string> finish(broker_config& c) {
   c.log_retention_check_interval_ms = as_int(c, "log.retention.check.interval.ms");
   c.log_segment_delete_delay_ms = as_int(c, "log.segment.delete.delay.ms");
   c.log_flush_interval_messages = as_int(c, "log.flush.interval.messages");
+  c.log_flush_scheduler_interval_ms = as_int(c, "log.flush.scheduler.interval.ms");
   c.log_flush_interval_ms = is_null(c, "log.flush.interval.ms")
                                 ? as_int(c, "log.flush.scheduler.interval.ms")
                                 : as_int(c, "log.flush.interval.ms");

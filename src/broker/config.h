@@ -47,8 +47,9 @@ struct broker_config {
   int32_t max_connections_per_ip = INT32_MAX;
   std::map<std::string, int32_t> max_connections_per_ip_overrides;
   int64_t connections_max_idle_ms = 600000;
-  int32_t queued_max_requests = 500;   // per connection: requests read but not yet answered
-  int32_t fetch_max_bytes = 57671680;  // caps a Fetch's MaxBytes
+  int32_t queued_max_requests = 500;      // per connection: requests read but not yet answered
+  int64_t queued_max_request_bytes = -1;  // broker-wide bytes of such requests; <= 0 unbounded
+  int32_t fetch_max_bytes = 57671680;     // caps a Fetch's MaxBytes
   int32_t max_incremental_fetch_session_cache_slots = 1000;
 
   // Identity and storage.
@@ -82,6 +83,7 @@ struct broker_config {
   int64_t log_segment_delete_delay_ms = 60000;
   int64_t log_flush_interval_messages = INT64_MAX;
   int64_t log_flush_interval_ms = INT64_MAX;
+  int64_t log_flush_scheduler_interval_ms = INT64_MAX;  // how often flush.ms is checked
   std::vector<std::string> log_cleanup_policy = {"delete"};
   bool log_preallocate = false;
 

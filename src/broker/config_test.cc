@@ -202,6 +202,30 @@ TEST(broker_config, broker_id_must_match_node_id) {
   EXPECT_NE(e.find("broker.id"), std::string::npos) << e;
 }
 
+TEST(broker_config, queued_max_request_bytes_is_unbounded_or_at_least_one_request) {
+  EXPECT_EQ(make_ok({}).queued_max_request_bytes, -1);
+  EXPECT_EQ(make_ok({{"queued.max.request.bytes", "104857600"}}).queued_max_request_bytes,
+            104857600);
+  EXPECT_EQ(make_ok({{"queued.max.request.bytes", "0"}}).queued_max_request_bytes, 0);
+  // KafkaConfig: it must be larger or equal to socket.request.max.bytes.
+  std::string e = make_error({{"queued.max.request.bytes", "104857599"}});
+  EXPECT_NE(e.find("queued.max.request.bytes must be larger or equal to socket.request.max.bytes"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(make_ok({{"queued.max.request.bytes", "1000"}, {"socket.request.max.bytes", "1000"}})
+                .queued_max_request_bytes,
+            1000);
+}
+
+TEST(broker_config, flush_scheduler_interval_is_kept) {
+  broker_config c = make_ok({{"log.flush.scheduler.interval.ms", "2000"}});
+  EXPECT_EQ(c.log_flush_scheduler_interval_ms, 2000);
+  EXPECT_EQ(c.log_flush_interval_ms, 2000);  // log.flush.interval.ms is null: the scheduler's
+  c = make_ok({{"log.flush.interval.ms", "300"}});
+  EXPECT_EQ(c.log_flush_interval_ms, 300);
+  EXPECT_EQ(c.log_flush_scheduler_interval_ms, INT64_MAX);
+}
+
 TEST(parse_override, key_value) {
   auto r = parse_override("log.dirs=/a=b");
   ASSERT_TRUE(r.has_value());

@@ -8,6 +8,7 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
@@ -146,6 +147,26 @@ asio::awaitable<bool> connection::fill(size_t min_bytes) {
   co_return true;
 }
 
+asio::awaitable<bool> connection::reserve_request_memory(int64_t bytes) {
+  request_memory* pool = services_.request_memory_pool;
+  if (pool == nullptr || !pool->bounded()) co_return true;
+  // Kafka mutes the channel when its memory pool is empty; here the reader waits, so the
+  // socket's receive buffer fills and TCP flow control holds the client back.
+  std::weak_ptr<connection> weak = weak_from_this();
+  auto executor = socket_.get_executor();
+  auto wake = [weak, executor] {
+    asio::post(executor, [weak] {
+      if (auto c = weak.lock()) c->reader_wakeup_.notify();
+    });
+  };
+  while (!pool->try_reserve(bytes, wake)) {
+    co_await reader_wakeup_.wait();
+    if (reading_done_ || closed_) co_return false;
+  }
+  next_lease_ = request_memory_lease(pool, bytes);
+  co_return true;
+}
+
 asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
   if (!co_await fill(4)) co_return std::nullopt;
   const int32_t size = get_be32(read_buffer_.get() + read_begin_);
@@ -160,6 +181,7 @@ asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
     co_return std::nullopt;
   }
   read_begin_ += 4;
+  if (!co_await reserve_request_memory(size)) co_return std::nullopt;
   frame_buffer frame;
   frame.size = static_cast<size_t>(size);
   const size_t buffered = read_end_ - read_begin_;
@@ -212,6 +234,9 @@ void connection::push_done(int32_t correlation_id, uint8_t header_version,
 }
 
 void connection::dispatch(frame_buffer frame) {
+  // Requests answered without a handler give their bytes back at once (the frame is dropped
+  // here); handled ones keep them in their slot until the answer is written.
+  request_memory_lease lease = std::move(next_lease_);
   auto prefix = peek_request_prefix(frame.bytes());
   if (!prefix) {
     spdlog::warn("closing connection {} from {}: {}-byte request is too short for a header",
@@ -253,6 +278,7 @@ void connection::dispatch(frame_buffer frame) {
   auto s = std::make_unique<slot>();
   s->correlation_id = header->correlation_id;
   s->response_header_version = response_header_version(header->api_key, header->api_version);
+  s->memory = std::move(lease);
   slot* raw = s.get();
   slots_.push_back(std::move(s));
   request_context request{std::move(*header), std::move(frame), info_, services_};

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "broker/handler.h"
+#include "broker/request_memory.h"
 
 namespace tarn::broker {
 
@@ -59,6 +60,7 @@ class connection : public std::enable_shared_from_this<connection> {
     handler_outcome outcome;
     std::array<uint8_t, 9> head{};  // size prefix + response header, filled when written
     asio::cancellation_signal cancel;
+    request_memory_lease memory;  // the request's bytes, given back once answered
   };
 
   // Each coroutine holds `self` so the connection outlives it.
@@ -75,6 +77,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // closed or half-closed).
   asio::awaitable<std::optional<frame_buffer>> read_frame();
   asio::awaitable<bool> fill(size_t min_bytes);
+  // Waits until queued.max.request.bytes admits a request of `bytes` and takes them into
+  // next_lease_; false when the connection stopped reading meanwhile.
+  asio::awaitable<bool> reserve_request_memory(int64_t bytes);
   // Queues an answer that needs no handler (the ApiVersions version fallback, a close).
   void push_done(int32_t correlation_id, uint8_t header_version, handler_outcome outcome);
   void dispatch(frame_buffer frame);
@@ -94,6 +99,8 @@ class connection : public std::enable_shared_from_this<connection> {
   std::unique_ptr<uint8_t[]> read_buffer_;
   size_t read_begin_ = 0;
   size_t read_end_ = 0;
+
+  request_memory_lease next_lease_;  // taken by read_frame, handed to the request's slot
 
   bool reading_done_ = false;  // no more requests will be read
   bool draining_ = false;      // stop_reading() was called: answer what was read, then close

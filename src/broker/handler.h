@@ -58,6 +58,7 @@ class handler_registry;
 class topic_manager;
 class fetch_session_cache;
 class fetch_waiters;
+class request_memory;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -65,6 +66,7 @@ struct broker_services {
   topic_manager* topics = nullptr;                      // the log directory's topics and logs
   fetch_session_cache* fetch_sessions = nullptr;        // KIP-227 incremental fetch sessions
   fetch_waiters* waiters = nullptr;                     // fetches waiting for appends (long polls)
+  request_memory* request_memory_pool = nullptr;        // queued.max.request.bytes (may be null)
 };
 
 struct connection_info {

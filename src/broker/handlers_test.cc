@@ -36,7 +36,7 @@ TEST(handler_registry, all_handlers_include_api_versions) {
   const handler_entry* e = r.find(18);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->min_version, 0);
-  EXPECT_EQ(e->max_version, 4);
+  EXPECT_EQ(e->max_version, 5);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 // Not supported: transactions (a transactional batch is INVALID_TXN_STATE), quotas (throttle 0).
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <variant>
 
 #include "broker/handler.h"
@@ -57,6 +58,22 @@ using protocol::error_code;
 
 // Every partition written through this broker has this leader epoch (Metadata reports it).
 constexpr leader_epoch_t leader_epoch = 0;
+
+// A failed write (a full disk, an I/O error) is the operator's to fix: logged as an error, at
+// most once a second so that producers retrying against a full disk do not flood the log.
+// Unlike Kafka, tarn keeps the log directory online: the next append tries again.
+void log_storage_error(std::string_view topic, int32_t partition, const storage::storage_error& e) {
+  static std::atomic<int64_t> last_logged_ms{0};
+  static std::atomic<int64_t> suppressed{0};
+  const int64_t now = wall_clock_ms();
+  int64_t last = last_logged_ms.load(std::memory_order_relaxed);
+  if (now - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now)) {
+    suppressed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  spdlog::error("append to {}-{} failed, answering KAFKA_STORAGE_ERROR: {} ({} more since)", topic,
+                partition, e.message, suppressed.exchange(0));
+}
 
 // A partition that failed before or during its append.
 struct append_failure {
@@ -325,6 +342,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         }
       }
       if (auto a = log->append(vb.bytes, now); !a) {
+        if (a.error().code == storage::storage_errc::io_error)
+          log_storage_error(tw.name, pw.index, a.error());
         pw.failure = to_failure(std::move(a.error()));
         continue;
       }

@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -26,6 +27,7 @@
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
+#include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 
 namespace tarn::broker {
@@ -46,6 +48,20 @@ std::vector<int> allowed_cpus() {
   }
   if (cpus.empty()) cpus.push_back(0);
   return cpus;
+}
+
+// Each connection is a descriptor, and the soft RLIMIT_NOFILE is often 1024 while the hard
+// limit is far higher: like any server expecting thousands of clients, raise soft to hard.
+void raise_open_files_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    spdlog::warn("could not raise the open files limit from {} to {}", before, limit.rlim_max);
+    return;
+  }
+  spdlog::info("open files limit raised from {} to {}", before, limit.rlim_max);
 }
 
 }  // namespace
@@ -81,6 +97,7 @@ struct server::impl {
   std::unique_ptr<topic_manager> topics;
   std::unique_ptr<fetch_session_cache> fetch_sessions;
   std::unique_ptr<fetch_waiters> waiters;
+  std::unique_ptr<request_memory> memory;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -102,6 +119,7 @@ struct server::impl {
                         std::string ip);
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
+  asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
   int connection_limit_for(const std::string& ip) const;
 };
 
@@ -164,6 +182,7 @@ result<void, std::string> server::impl::bind_listeners() {
 result<void, std::string> server::start() {
   auto& s = *impl_;
   std::signal(SIGPIPE, SIG_IGN);
+  raise_open_files_limit();
 
   auto dir = log_dir::open(s.config.log_dirs.front());
   if (!dir) return fail(dir.error());
@@ -214,9 +233,10 @@ result<void, std::string> server::start() {
     s.topics->logs().set_append_listener(
         [w = s.waiters.get()](const storage::topic_partition& tp) { w->notify(tp); });
   }
+  s.memory = std::make_unique<request_memory>(s.config.queued_max_request_bytes);
   s.services = std::make_unique<broker_services>(
       broker_services{s.config, s.registry, std::move(advertised), s.topics.get(),
-                      s.fetch_sessions.get(), s.waiters.get()});
+                      s.fetch_sessions.get(), s.waiters.get(), s.memory.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -231,6 +251,15 @@ result<void, std::string> server::start() {
   }
   for (auto& listener : s.acceptors) {
     asio::co_spawn(s.loop0().context, s.accept_loop(listener), asio::detached);
+  }
+  // Kafka's kafka-log-flusher task runs every log.flush.scheduler.interval.ms; tarn also runs
+  // it every log.flush.interval.ms when only that is set, so that setting alone takes effect.
+  const int64_t flush_tick_ms =
+      std::min(s.config.log_flush_scheduler_interval_ms, s.config.log_flush_interval_ms);
+  if (flush_tick_ms < INT64_MAX) {
+    asio::co_spawn(s.loop0().context,
+                   s.log_flusher(std::chrono::milliseconds(std::max<int64_t>(flush_tick_ms, 1))),
+                   asio::detached);
   }
   s.signals = std::make_unique<asio::signal_set>(s.loop0().context, SIGTERM, SIGINT);
   s.signals->async_wait([&s](const asio::error_code& ec, int signal_number) {
@@ -356,6 +385,20 @@ void server::impl::connection_closed(event_loop& loop, connection& c, const std:
     total_connections.fetch_sub(1);
     accept_wakeup->notify();
   });
+}
+
+asio::awaitable<void> server::impl::log_flusher(std::chrono::milliseconds interval) {
+  asio::steady_timer timer(loop0().context);
+  while (!stopping) {
+    timer.expires_after(interval);
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping) break;
+    auto guard = topics->lock();
+    if (auto r = topics->logs().flush_dirty_logs(wall_clock_ms()); !r) {
+      spdlog::error("log flush failed: {}", r.error().message);
+    }
+  }
 }
 
 asio::awaitable<void> server::impl::shutdown(std::string reason) {

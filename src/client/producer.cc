@@ -35,7 +35,9 @@ struct producer::impl {
     return *it->second;
   }
 
-  result<void, producer_error> append(const producer_record& record, delivery_callback callback);
+  // `callback` is moved from only when the record was appended; on an error the caller still
+  // has it to report the error.
+  result<void, producer_error> append(const producer_record& record, delivery_callback&& callback);
 
   producer_config config;
   metadata_cache metadata;
@@ -62,13 +64,16 @@ producer::producer(std::unique_ptr<impl> impl) : impl_(std::move(impl)) {}
 producer::~producer() { close(); }
 
 result<void, producer_error> producer::impl::append(const producer_record& record,
-                                                    delivery_callback callback) {
+                                                    delivery_callback&& callback) {
   using clock = std::chrono::steady_clock;
   if (accumulator.closed()) {
     return fail(producer_error{producer_errc::producer_closed, 0, false,
                                "Cannot perform operation after producer has been closed"});
   }
-  const auto start = clock::now();
+  // One steady-clock read per record unless send() had to wait (clock reads were a fifth of
+  // `tarn perf produce`'s profile).
+  auto now = clock::now();
+  const auto start = now;
   const auto max_block = std::chrono::milliseconds(config.max_block_ms);
   auto topic = metadata.topic(record.topic);
   const bool enough =
@@ -80,6 +85,7 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
         metadata.wait_for_topic(record.topic, record.partition, start + max_block, max_block);
     if (!waited) return fail(waited.error());
     topic = *waited;
+    now = clock::now();
   }
   const auto count = static_cast<int32_t>(topic->partitions.size());
   const timestamp_ms timestamp =
@@ -109,7 +115,6 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
   } else if (key && !config.partitioner_ignore_keys) {
     partition = partition_for_key(*key, count);
   }
-  const auto now = clock::now();
   if (partition) {
     auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
                                        value, headers, std::move(callback), now);
@@ -140,14 +145,10 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
 
 result<void, producer_error> producer::send_async(const producer_record& record,
                                                   delivery_callback callback) {
-  auto shared = std::make_shared<delivery_callback>(std::move(callback));
-  auto appended =
-      impl_->append(record, [shared](const record_metadata& m, const producer_error* e) {
-        if (*shared) (*shared)(m, e);
-      });
-  if (!appended) {
+  auto appended = impl_->append(record, std::move(callback));
+  if (!appended && callback) {
     record_metadata m{std::string(record.topic), record.partition.value_or(-1), -1, -1};
-    if (*shared) (*shared)(m, &appended.error());
+    callback(m, &appended.error());  // not moved from: the record was not appended
   }
   return appended;
 }
@@ -156,19 +157,19 @@ std::future<delivery_result> producer::send(const producer_record& record,
                                             delivery_callback callback) {
   auto promise = std::make_shared<std::promise<delivery_result>>();
   auto future = promise->get_future();
-  auto shared = std::make_shared<delivery_callback>(std::move(callback));
-  auto report = [promise, shared](const record_metadata& m, const producer_error* e) {
-    if (*shared) (*shared)(m, e);
+  delivery_callback report = [promise, callback = std::move(callback)](const record_metadata& m,
+                                                                       const producer_error* e) {
+    if (callback) callback(m, e);
     if (e) {
       promise->set_value(fail(*e));
     } else {
       promise->set_value(m);
     }
   };
-  auto appended = impl_->append(record, report);
+  auto appended = impl_->append(record, std::move(report));
   if (!appended) {
     record_metadata m{std::string(record.topic), record.partition.value_or(-1), -1, -1};
-    report(m, &appended.error());
+    report(m, &appended.error());  // not moved from: the record was not appended
   }
   return future;
 }

@@ -2,6 +2,9 @@
 // completes every record's callback exactly once.
 #include "client/producer_batch.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cassert>
 
 #include "record/record_batch.h"
@@ -10,7 +13,11 @@ namespace tarn::client {
 
 producer_batch::producer_batch(topic_partition tp, const record::batch_builder_config& config,
                                steady_time created, uint64_t id)
-    : tp_(std::move(tp)), id_(id), created_(created), builder_(std::in_place, config) {}
+    : tp_(std::move(tp)),
+      builder_config_(config),
+      id_(id),
+      created_(created),
+      builder_(std::in_place, config) {}
 
 record::append_result producer_batch::try_append(timestamp_ms timestamp,
                                                  std::optional<record::bytes_view> key,
@@ -37,6 +44,7 @@ result<void, producer_error> producer_batch::build(producer_identity identity,
   assert(builder_);
   sealed_ = true;
   record_count_ = builder_->record_count();
+  uncompressed_records_bytes_ = builder_->uncompressed_size_bytes();
   auto built = builder_->build();
   builder_.reset();
   if (!built) {
@@ -60,6 +68,61 @@ void producer_batch::rewrite_producer_state(producer_identity identity, sequence
   record::store16(h + record::batch_layout::producer_epoch, static_cast<uint16_t>(identity.epoch));
   record::store32(h + record::batch_layout::base_sequence, static_cast<uint32_t>(base_sequence));
   record::mutable_record_batch_view(std::span<uint8_t>(bytes_)).update_crc();
+}
+
+result<std::vector<std::unique_ptr<producer_batch>>, producer_error> producer_batch::split(
+    size_t target_bytes) {
+  assert(built());
+  auto failed = [&](std::string why) {
+    return tarn::fail(producer_error{
+        producer_errc::invalid_record, 0, false,
+        fmt::format("Cannot split a batch of {}-{}: {}", tp_.topic, tp_.partition, why)});
+  };
+  const record::record_batch_view view(bytes_);
+  // The records were ours; the bound only guards against a broken codec.
+  auto records = record::batch_records::open(view, 2 * uncompressed_records_bytes_ + 1024);
+  if (!records) return failed(records.error().message);
+  record::batch_builder_config config = builder_config_;
+  config.batch_size = std::max<size_t>(target_bytes, 1);
+  std::vector<std::unique_ptr<producer_batch>> parts;
+  std::vector<int32_t> first_index;  // the original offset delta of each part's first record
+  auto reader = records->reader();
+  record::record_view r;
+  std::vector<record::record_header> headers;
+  for (int32_t index = 0; reader.next(r); ++index) {
+    headers.clear();
+    for (const auto& h : r.headers()) headers.push_back(h);
+    const timestamp_ms timestamp = record::wrapping_add(view.base_timestamp(), r.timestamp_delta);
+    size_t ignored = 0;
+    auto appended = parts.empty() ? record::append_result::batch_full
+                                  : parts.back()->try_append(timestamp, r.key, r.value, headers,
+                                                             delivery_callback{}, ignored);
+    if (appended == record::append_result::batch_full) {
+      parts.push_back(std::make_unique<producer_batch>(tp_, config, created_, id_));
+      first_index.push_back(index);
+      appended = parts.back()->try_append(timestamp, r.key, r.value, headers, delivery_callback{},
+                                          ignored);
+    }
+    if (appended != record::append_result::appended) return failed("a record does not re-encode");
+  }
+  if (reader.error()) return failed(record::describe(*reader.error()));
+  sequence_t sequence = base_sequence_;
+  for (auto& part : parts) {
+    part->memory_bytes = 0;
+    auto built = part->build(identity_, has_sequence() ? sequence : record::no_sequence);
+    if (!built) return tarn::fail(built.error());
+    if (has_sequence()) sequence = increment_sequence(sequence, part->record_count());
+  }
+  // Each callback goes with its record, at the record's place in its part.
+  for (auto& t : thunks_) {
+    const auto part = static_cast<size_t>(
+        std::upper_bound(first_index.begin(), first_index.end(), t.offset_delta) -
+        first_index.begin() - 1);
+    t.offset_delta -= first_index[part];
+    parts[part]->thunks_.push_back(std::move(t));
+  }
+  thunks_.clear();
+  return parts;
 }
 
 void producer_batch::run_callbacks(offset_t base_offset, timestamp_ms log_append_time,

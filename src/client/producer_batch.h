@@ -67,6 +67,15 @@ class producer_batch {
   // the sequences reset) and re-checksums.
   void rewrite_producer_state(producer_identity identity, sequence_t base_sequence);
 
+  // Splits a built batch the broker refused as too large (MESSAGE_TOO_LARGE) into batches of at
+  // most `target_bytes` each (the first record of each always goes in), keeping the records, their
+  // order, timestamps and callbacks (Java's ProducerBatch.split). The parts share this batch's id
+  // and creation time and are built at once; when this batch had a sequence, the parts take the
+  // next ones from its base sequence, under its identity. This batch is left empty of callbacks.
+  result<std::vector<std::unique_ptr<producer_batch>>, producer_error> split(size_t target_bytes);
+  // The size of the records section before compression (built batches decompress to learn it).
+  size_t uncompressed_records_bytes() const { return uncompressed_records_bytes_; }
+
   // Runs every record's callback: offsets base_offset + i (-1 stays -1, for acks=0);
   // log_append_time replaces the record timestamps when not -1. Thread: the sender's.
   void complete(offset_t base_offset, timestamp_ms log_append_time);
@@ -99,12 +108,14 @@ class producer_batch {
                      const producer_error* error);
 
   topic_partition tp_;
+  record::batch_builder_config builder_config_;
   uint64_t id_;
   steady_time created_;
   std::optional<record::batch_builder> builder_;  // until built
   std::vector<uint8_t> bytes_;                    // once built
   std::vector<thunk> thunks_;                     // only records with a callback
   int32_t record_count_ = 0;                      // once built
+  size_t uncompressed_records_bytes_ = 0;         // once built
   producer_identity identity_;
   sequence_t base_sequence_ = record::no_sequence;
   bool sealed_ = false;

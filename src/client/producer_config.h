@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "record/compression.h"
+#include "tarn/producer_record.h"
 
 namespace tarn::client {
 
@@ -54,13 +55,7 @@ struct producer_config {
   int64_t partitioner_availability_timeout_ms = 0;
 };
 
-struct config_error {
-  std::string key;
-  std::string value;
-  // The whole sentence, naming key and value, e.g. "Invalid value 2 for configuration acks:
-  // String must be one of: all, -1, 0, 1" (Java's wording where Java has one).
-  std::string message;
-};
+// config_error is public: include/tarn/producer_record.h.
 
 using property = std::pair<std::string, std::string>;
 

@@ -54,6 +54,18 @@ class fake_broker {
     inject_.insert(inject_.end(), errors.begin(), errors.end());
   }
   void drop_produce(bool drop) { drop_produce_ = drop; }
+  // Batches bigger than this are refused with MESSAGE_TOO_LARGE (a topic's max.message.bytes).
+  void set_max_batch_bytes(size_t n) {
+    std::lock_guard lock(mutex_);
+    max_batch_bytes_ = n;
+  }
+  // Forgets every producer's state (as a broker whose log was truncated): the next batch of a
+  // known producer id that does not start a new epoch gets UNKNOWN_PRODUCER_ID.
+  void lose_producer_state() {
+    std::lock_guard lock(mutex_);
+    producers_.clear();
+    lose_producer_state_ = true;
+  }
 
   std::map<int32_t, std::vector<stored_batch>> batches(const std::string& topic) {
     std::lock_guard lock(mutex_);
@@ -203,11 +215,26 @@ class fake_broker {
     }
     record::record_batch_view batch(bytes);
     if (!record::validate_batch(batch, record::offset_rule::producer)) return 2;  // CORRUPT
+    if (max_batch_bytes_ > 0 && bytes.size() > max_batch_bytes_) return 10;  // MESSAGE_TOO_LARGE
     auto& stored = log_[topic][partition];
     if (batch.producer_id() >= 0) {
-      auto& next = next_sequence_[{topic, partition, batch.producer_id()}];
+      // Kafka's ProducerStateManager, reduced: per producer id, the epoch and the next sequence.
+      const auto key = std::make_tuple(topic, partition, batch.producer_id());
+      auto state = producers_.find(key);
+      if (state == producers_.end()) {
+        if (batch.base_sequence() != 0) return lose_producer_state_ ? 59 : 45;
+        state =
+            producers_.emplace(key, std::pair<int16_t, int32_t>{batch.producer_epoch(), 0}).first;
+      } else if (batch.producer_epoch() < state->second.first) {
+        return 47;  // INVALID_PRODUCER_EPOCH
+      } else if (batch.producer_epoch() > state->second.first) {
+        if (batch.base_sequence() != 0) return 45;  // a new epoch starts at sequence 0
+        state->second = {batch.producer_epoch(), 0};
+      }
+      auto& next = state->second.second;
       for (const auto& b : stored) {
-        if (b.producer_id == batch.producer_id() && b.base_sequence == batch.base_sequence()) {
+        if (b.producer_id == batch.producer_id() && b.epoch == batch.producer_epoch() &&
+            b.base_sequence == batch.base_sequence()) {
           base_offset = b.base_offset;  // a duplicate: answer the original's offset
           return 0;
         }
@@ -229,7 +256,10 @@ class fake_broker {
   std::mutex mutex_;
   std::deque<int16_t> inject_;
   std::map<std::string, std::map<int32_t, std::vector<stored_batch>>> log_;
-  std::map<std::tuple<std::string, int32_t, int64_t>, int32_t> next_sequence_;
+  // (topic, partition, producer id) -> (epoch, next sequence)
+  std::map<std::tuple<std::string, int32_t, int64_t>, std::pair<int16_t, int32_t>> producers_;
+  size_t max_batch_bytes_ = 0;
+  bool lose_producer_state_ = false;
   std::atomic<bool> drop_produce_{false};
   std::atomic<int> metadata_requests_{0};
   std::atomic<int> init_producer_id_requests_{0};
@@ -328,13 +358,12 @@ TEST(producer, retriable_error_is_retried_after_a_metadata_refresh) {
 TEST(producer, non_retriable_error_fails_the_record) {
   fake_broker broker({{"t", 1}});
   auto p = make(broker, {{"enable.idempotence", "false"}});
-  broker.inject({10});  // MESSAGE_TOO_LARGE
+  broker.inject({87});  // INVALID_RECORD
   auto r = p->send(rec("t", std::nullopt, "x")).get();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, producer_errc::broker_error);
-  EXPECT_EQ(r.error().kafka_error_code, 10);
-  EXPECT_NE(r.error().message.find("t-0: MESSAGE_TOO_LARGE"), std::string::npos)
-      << r.error().message;
+  EXPECT_EQ(r.error().kafka_error_code, 87);
+  EXPECT_NE(r.error().message.find("t-0: INVALID_RECORD"), std::string::npos) << r.error().message;
 }
 
 TEST(producer, retries_zero_fails_a_retriable_error) {
@@ -347,19 +376,146 @@ TEST(producer, retries_zero_fails_a_retriable_error) {
   EXPECT_TRUE(r.error().retriable);
 }
 
-TEST(producer, out_of_order_sequence_restarts_under_a_new_producer_id) {
+// KIP-360 as Java's idempotent producer: a real sequence gap bumps the epoch of the same
+// producer id on the client (no InitProducerId) and restarts the partition at sequence 0.
+TEST(producer, out_of_order_sequence_bumps_the_epoch) {
+  fake_broker broker({{"t", 2}});
+  auto p = make(broker);
+  const int32_t partition = partition_for_key(record::as_bytes(std::string_view("k")), 2);
+  const std::string other_key = [&] {
+    for (int i = 0;; ++i) {
+      std::string k = "o";  // (not "o" + ...: GCC 12 warns falsely there)
+      k += std::to_string(i);
+      if (partition_for_key(record::as_bytes(k), 2) != partition) return k;
+    }
+  }();
+  ASSERT_TRUE(p->send(rec("t", "k", "a")).get());
+  ASSERT_TRUE(p->send(rec("t", other_key, "o")).get());
+  broker.inject({45});  // OUT_OF_ORDER_SEQUENCE_NUMBER for the next batch: a gap
+  auto r = p->send(rec("t", "k", "b")).get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->offset, 1);
+  EXPECT_EQ(broker.init_producer_id_requests(), 1);
+  auto batches = broker.batches("t")[partition];
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].producer_id, 1000);
+  EXPECT_EQ(batches[1].epoch, 1);
+  EXPECT_EQ(batches[1].base_sequence, 0);
+  // The other partition was not affected: it moves to epoch 1 at sequence 0 with its next batch.
+  ASSERT_TRUE(p->send(rec("t", other_key, "c")).get());
+  ASSERT_TRUE(p->send(rec("t", "k", "d")).get());
+  for (auto& [part, stored] : broker.batches("t")) {
+    EXPECT_EQ(stored.back().epoch, 1) << part;
+    EXPECT_EQ(stored.back().base_sequence, part == partition ? 1 : 0) << part;
+  }
+}
+
+TEST(producer, unknown_producer_id_bumps_the_epoch) {
   fake_broker broker({{"t", 1}});
   auto p = make(broker);
   ASSERT_TRUE(p->send(rec("t", std::nullopt, "a")).get());
-  broker.inject({45});  // OUT_OF_ORDER_SEQUENCE_NUMBER
-  auto r = p->send(rec("t", std::nullopt, "b")).get();
+  ASSERT_TRUE(p->send(rec("t", std::nullopt, "b")).get());
+  broker.lose_producer_state();  // the next batch (sequence 2) gets UNKNOWN_PRODUCER_ID
+  auto r = p->send(rec("t", std::nullopt, "c")).get();
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->offset, 1);
-  EXPECT_EQ(broker.init_producer_id_requests(), 2);
+  EXPECT_EQ(r->offset, 2);
+  EXPECT_EQ(broker.init_producer_id_requests(), 1);
   auto batches = broker.batches("t")[0];
-  ASSERT_EQ(batches.size(), 2u);
-  EXPECT_EQ(batches[1].producer_id, 1001);
-  EXPECT_EQ(batches[1].base_sequence, 0);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[2].producer_id, 1000);
+  EXPECT_EQ(batches[2].epoch, 1);
+  EXPECT_EQ(batches[2].base_sequence, 0);
+}
+
+// An earlier batch failing retriably makes the broker answer OUT_OF_ORDER_SEQUENCE_NUMBER to
+// the batches behind it: those are retried in order, with no epoch bump.
+TEST(producer, out_of_order_behind_a_retried_batch_does_not_bump) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"batch.size", "100"}, {"linger.ms", "0"}});
+  ASSERT_TRUE(p->send(rec("t", std::nullopt, "warm-up")).get());
+  broker.inject({6});  // NOT_LEADER_OR_FOLLOWER for the next batch
+  std::vector<std::future<delivery_result>> futures;
+  const std::string value(80, 'v');  // one record per batch
+  for (int i = 0; i < 5; ++i) futures.push_back(p->send(rec("t", std::nullopt, value)));
+  p->flush();
+  int64_t offset = 0;
+  for (auto& f : futures) {
+    auto r = f.get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->offset, ++offset);
+  }
+  int32_t next = 0;
+  const auto stored = broker.batches("t")[0];
+  for (const auto& b : stored) {
+    EXPECT_EQ(b.epoch, 0);
+    EXPECT_EQ(b.base_sequence, next);
+    next += b.count;
+  }
+}
+
+// A batch of many records refused as too large is split (Java's splitAndReenqueue) until the
+// parts fit; the records keep their order and their sequences stay contiguous. A single record
+// too large fails with record_too_large, and the epoch bump that follows keeps the partition
+// usable.
+TEST(producer, message_too_large_splits_the_batch) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"linger.ms", "100"}});
+  broker.set_max_batch_bytes(700);
+  std::vector<std::future<delivery_result>> futures;
+  std::atomic<int> callbacks{0};
+  for (int i = 0; i < 40; ++i) {
+    futures.push_back(p->send(rec("t", std::nullopt, std::string(90, 'a' + i % 26)),
+                              [&](const record_metadata&, const producer_error*) { ++callbacks; }));
+  }
+  p->flush();
+  for (size_t i = 0; i < futures.size(); ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->offset, static_cast<int64_t>(i));
+  }
+  EXPECT_EQ(callbacks.load(), 40);
+  auto batches = broker.batches("t")[0];
+  EXPECT_GT(batches.size(), 5u);
+  int32_t next = 0;
+  for (const auto& b : batches) {
+    EXPECT_EQ(b.epoch, 0);
+    EXPECT_EQ(b.base_sequence, next);
+    next += b.count;
+  }
+  EXPECT_EQ(next, 40);
+
+  auto too_large = p->send(rec("t", std::nullopt, std::string(1000, 'x'))).get();
+  ASSERT_FALSE(too_large);
+  EXPECT_EQ(too_large.error().code, producer_errc::record_too_large);
+  EXPECT_EQ(too_large.error().kafka_error_code, 10);
+  EXPECT_NE(too_large.error().message.find("MESSAGE_TOO_LARGE"), std::string::npos);
+  auto after = p->send(rec("t", std::nullopt, "small")).get();
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->offset, 40);
+  EXPECT_EQ(broker.batches("t")[0].back().epoch, 1);
+  EXPECT_EQ(broker.batches("t")[0].back().base_sequence, 0);
+}
+
+TEST(producer, message_too_large_splits_without_idempotence_and_with_compression) {
+  fake_broker broker({{"t", 1}});
+  auto p = make(broker, {{"linger.ms", "100"},
+                         {"enable.idempotence", "false"},
+                         {"acks", "1"},
+                         {"compression.type", "zstd"}});
+  broker.set_max_batch_bytes(300);
+  std::vector<std::future<delivery_result>> futures;
+  for (int i = 0; i < 30; ++i) {
+    std::string value;
+    for (int j = 0; j < 40; ++j) value += static_cast<char>('a' + (i * 7 + j * 13) % 26);
+    futures.push_back(p->send(rec("t", std::nullopt, value)));
+  }
+  p->flush();
+  for (size_t i = 0; i < futures.size(); ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->offset, static_cast<int64_t>(i));
+  }
+  EXPECT_GT(broker.batches("t")[0].size(), 1u);
 }
 
 TEST(producer, unknown_topic_fails_after_max_block_ms) {

@@ -198,7 +198,7 @@ result<append_outcome, producer_error> record_accumulator::append(
       if (appended != record::append_result::appended) {
         error = too_large_to_encode(tp);
         std::lock_guard incomplete_lock(incomplete_mutex_);
-        incomplete_.erase(batch->id());
+        incomplete_.erase(incomplete_.find(batch->id()));
       } else {
         outcome.new_batch = true;
         outcome.appended_bytes += record::record_batch_overhead;
@@ -293,6 +293,14 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
             q->in_flight_sequences.front() != first.base_sequence()) {
           continue;
         }
+        if (config_.idempotence && !first.built() && q->identity != identity) {
+          // After an epoch bump: the old identity's batches finish first, then the partition
+          // starts over at sequence 0.
+          if (!q->in_flight_sequences.empty()) continue;
+          q->identity = identity;
+          q->next_sequence = 0;
+          q->last_acked = record::no_sequence;
+        }
         auto batch = std::move(q->batches.front());
         q->batches.pop_front();
         if (!batch->built()) {
@@ -326,6 +334,12 @@ void record_accumulator::reenqueue(std::unique_ptr<producer_batch> batch, steady
   partition_queue& q = queue_for(batch->tp());
   std::lock_guard lock(q.mutex);
   q.muted = false;
+  insert_in_sequence_order(q, std::move(batch));
+}
+
+// Called with q.mutex held.
+void record_accumulator::insert_in_sequence_order(partition_queue& q,
+                                                  std::unique_ptr<producer_batch> batch) {
   if (config_.idempotence && batch->has_sequence()) {
     // Java's insertInSequenceOrder: retried batches sit at the head ordered by sequence; the
     // order is the drain order kept in in_flight_sequences (robust to the INT32_MAX wrap).
@@ -344,6 +358,38 @@ void record_accumulator::reenqueue(std::unique_ptr<producer_batch> batch, steady
   }
 }
 
+void record_accumulator::split_and_reenqueue(std::unique_ptr<producer_batch> batch) {
+  const size_t half = (record::record_batch_overhead + batch->uncompressed_records_bytes()) / 2;
+  auto parts = batch->split(std::min(static_cast<size_t>(config_.batch_size), half));
+  if (!parts) return fail_batch(std::move(batch), parts.error());
+  {
+    std::lock_guard lock(incomplete_mutex_);
+    for (size_t i = 0; i < parts->size(); ++i) incomplete_.insert(batch->id());
+  }
+  (*parts)[0]->memory_bytes = batch->memory_bytes;
+  batch->memory_bytes = 0;
+  partition_queue& q = queue_for(batch->tp());
+  {
+    std::lock_guard lock(q.mutex);
+    q.muted = false;
+    if (batch->has_sequence()) {
+      // The parts take the batch's place in the drain order.
+      auto at = std::find(q.in_flight_sequences.begin(), q.in_flight_sequences.end(),
+                          batch->base_sequence());
+      if (at != q.in_flight_sequences.end()) at = q.in_flight_sequences.erase(at);
+      for (const auto& part : *parts) {
+        at = std::next(q.in_flight_sequences.insert(at, part->base_sequence()));
+      }
+    }
+    for (auto it = parts->rbegin(); it != parts->rend(); ++it) {
+      insert_in_sequence_order(q, std::move(*it));
+    }
+  }
+  // The batch itself is gone; its parts hold its callbacks and its place in incomplete_.
+  std::lock_guard lock(incomplete_mutex_);
+  incomplete_.erase(incomplete_.find(batch->id()));
+}
+
 void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
   if (auto* q = find_queue(batch->tp())) {
     std::lock_guard lock(q->mutex);
@@ -358,12 +404,20 @@ void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
   const uint64_t id = batch->id();
   batch.reset();
   std::lock_guard lock(incomplete_mutex_);
-  incomplete_.erase(id);
+  if (auto it = incomplete_.find(id); it != incomplete_.end()) incomplete_.erase(it);
   incomplete_changed_.notify_all();
 }
 
 void record_accumulator::complete(std::unique_ptr<producer_batch> batch, offset_t base_offset,
                                   timestamp_ms log_append_time) {
+  if (batch->has_sequence()) {
+    if (auto* q = find_queue(batch->tp())) {
+      std::lock_guard lock(q->mutex);
+      if (q->identity == batch->identity()) {
+        q->last_acked = increment_sequence(batch->base_sequence(), batch->record_count() - 1);
+      }
+    }
+  }
   batch->complete(base_offset, log_append_time);
   finish(std::move(batch));
 }
@@ -398,11 +452,29 @@ producer_identity record_accumulator::identity() const {
   return identity_;
 }
 
-void record_accumulator::reset_sequences() {
-  std::shared_lock queues_lock(queues_mutex_);
-  for (partition_queue* q : queue_order_) {
-    std::lock_guard lock(q->mutex);
-    q->next_sequence = 0;
+// Called with q.mutex held and nothing of q in flight.
+void record_accumulator::restamp_from_zero(partition_queue& q, producer_identity identity) {
+  sequence_t sequence = 0;
+  q.in_flight_sequences.clear();
+  for (auto& batch : q.batches) {
+    if (!batch->built()) break;  // built ones (retries) are at the head
+    batch->rewrite_producer_state(identity, sequence);
+    q.in_flight_sequences.push_back(sequence);
+    sequence = increment_sequence(sequence, batch->record_count());
+  }
+  q.identity = identity;
+  q.next_sequence = sequence;
+  q.last_acked = record::no_sequence;
+}
+
+void record_accumulator::bump_epoch(producer_identity identity,
+                                    const std::vector<topic_partition>& partitions) {
+  set_producer_identity(identity);
+  for (const auto& tp : partitions) {
+    if (auto* q = find_queue(tp)) {
+      std::lock_guard lock(q->mutex);
+      restamp_from_zero(*q, identity);
+    }
   }
 }
 
@@ -411,16 +483,18 @@ void record_accumulator::reset_producer_state(producer_identity identity) {
   std::shared_lock queues_lock(queues_mutex_);
   for (partition_queue* q : queue_order_) {
     std::lock_guard lock(q->mutex);
-    sequence_t sequence = 0;
-    q->in_flight_sequences.clear();
-    for (auto& batch : q->batches) {
-      if (!batch->built()) break;  // built ones (retries) are at the head
-      batch->rewrite_producer_state(identity, sequence);
-      q->in_flight_sequences.push_back(sequence);
-      sequence = increment_sequence(sequence, batch->record_count());
-    }
-    q->next_sequence = sequence;
+    restamp_from_zero(*q, identity);
   }
+}
+
+bool record_accumulator::is_next_sequence(const producer_batch& batch) const {
+  auto* q = find_queue(batch.tp());
+  if (!q) return false;
+  std::lock_guard lock(q->mutex);
+  if (q->identity != batch.identity()) return false;
+  const sequence_t next =
+      q->last_acked == record::no_sequence ? 0 : increment_sequence(q->last_acked, 1);
+  return batch.base_sequence() == next;
 }
 
 sequence_t record_accumulator::next_sequence(const topic_partition& tp) const {

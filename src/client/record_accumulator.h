@@ -131,17 +131,35 @@ class record_accumulator {
   // fails them. Thread: sender.
   std::vector<std::unique_ptr<producer_batch>> expired_batches(steady_time now);
 
+  // Java's splitAndReenqueue: a batch of several records the broker refused with
+  // MESSAGE_TOO_LARGE goes back to the head of its partition as batches of at most batch.size
+  // and at most half its size (so every round makes progress even when batch.size is over the
+  // topic's max.message.bytes), with the sequences it had (the parts take consecutive ones from
+  // its base sequence). They count as never tried. Fails the batch if it cannot be split.
+  // Thread: sender.
+  void split_and_reenqueue(std::unique_ptr<producer_batch> batch);
+
   // The idempotent producer's identity, set after InitProducerId and on epoch bumps; batches
-  // are not drained while it is invalid. reset_sequences restarts every partition at 0 (Java
-  // does so after bumping the epoch).
+  // are not drained while it is invalid. Each partition keeps the identity its sequences belong
+  // to: after an epoch bump, a partition not named in bump_epoch finishes the batches it has in
+  // flight under the old identity and then starts the new one at sequence 0 (Java's
+  // maybeUpdateProducerIdAndEpoch).
   void set_producer_identity(producer_identity identity);
   producer_identity identity() const;
-  void reset_sequences();
-  // A new producer id after a sequence gap: sets it, restarts every partition's sequences at 0
-  // and restamps the batches still queued that already had a sequence (retries), in order.
-  // Call only with nothing in flight. Thread: sender.
+  // KIP-360, as Java's idempotent producer (bumpIdempotentProducerEpoch): `identity` is the
+  // same producer id with the next epoch; the `partitions` that saw a sequence gap restart at
+  // sequence 0 under it, restamping their queued retries in order. Call only with nothing in
+  // flight. Thread: sender.
+  void bump_epoch(producer_identity identity, const std::vector<topic_partition>& partitions);
+  // A new producer id (the epoch cannot be bumped past INT16_MAX): every partition restarts at
+  // sequence 0 and the queued retries are restamped, in order. Call only with nothing in flight.
+  // Thread: sender.
   void reset_producer_state(producer_identity identity);
   sequence_t next_sequence(const topic_partition& tp) const;
+  // Whether the batch is the next the broker expects: its base sequence follows the last one
+  // acknowledged in its partition under its identity (Java's isNextSequence). An
+  // OUT_OF_ORDER_SEQUENCE_NUMBER for any other batch only means an earlier one failed in flight.
+  bool is_next_sequence(const producer_batch& batch) const;
 
   // flush(): every batch becomes ready; await_flush_completion() blocks until the batches that
   // existed when the flush began have completed. Thread: any.
@@ -164,8 +182,10 @@ class record_accumulator {
     mutable std::mutex mutex;
     // Oldest first; the back one is open for appends unless sealed.
     std::deque<std::unique_ptr<producer_batch>> batches;
+    producer_identity identity;  // the identity next_sequence counts under
     sequence_t next_sequence = 0;
-    std::deque<sequence_t> in_flight_sequences;  // drained, not completed, in drain order
+    sequence_t last_acked = record::no_sequence;  // the last sequence acknowledged
+    std::deque<sequence_t> in_flight_sequences;   // drained, not completed, in drain order
     bool muted = false;
   };
 
@@ -179,6 +199,8 @@ class record_accumulator {
   partition_queue* find_queue(const topic_partition& tp) const;
   std::chrono::nanoseconds retry_backoff_for(const producer_batch& batch) const;
   void finish(std::unique_ptr<producer_batch> batch);
+  void insert_in_sequence_order(partition_queue& q, std::unique_ptr<producer_batch> batch);
+  void restamp_from_zero(partition_queue& q, producer_identity identity);
   uint64_t start_batch_id();
 
   const accumulator_config config_;
@@ -199,10 +221,10 @@ class record_accumulator {
   mutable std::mutex identity_mutex_;
   producer_identity identity_;
 
-  // Incomplete batches by id, for flush.
+  // Incomplete batches by id, for flush (the parts of a split batch share its id).
   mutable std::mutex incomplete_mutex_;
   std::condition_variable incomplete_changed_;
-  std::set<uint64_t> incomplete_;
+  std::multiset<uint64_t> incomplete_;
 };
 
 }  // namespace tarn::client

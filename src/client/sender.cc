@@ -136,7 +136,7 @@ void sender::run_once() {
       sendable.insert(node);
     }
   }
-  if (!sendable.empty() && !reset_producer_id_) {
+  if (!sendable.empty() && !epoch_bump_required_) {
     auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);
     for (auto& [node, batches] : drained) send_produce(node, std::move(batches));
   }
@@ -150,7 +150,7 @@ void sender::fail_expired(clock::time_point now) {
     std::string message =
         fmt::format("Expiring {} record(s) for {}-{}:{} ms has passed since batch creation",
                     batch->record_count(), batch->tp().topic, batch->tp().partition, waited);
-    if (config_.enable_idempotence && batch->has_sequence()) reset_producer_id_ = true;
+    if (config_.enable_idempotence && batch->has_sequence()) request_epoch_bump(batch->tp());
     accumulator_.fail_batch(std::move(batch),
                             {producer_errc::delivery_timeout, 0, false, std::move(message)});
   }
@@ -279,12 +279,29 @@ void sender::maybe_update_metadata(clock::time_point now) {
       });
 }
 
+void sender::request_epoch_bump(const topic_partition& tp) {
+  epoch_bump_required_ = true;
+  if (std::find(partitions_to_rewrite_.begin(), partitions_to_rewrite_.end(), tp) ==
+      partitions_to_rewrite_.end()) {
+    partitions_to_rewrite_.push_back(tp);
+  }
+}
+
 void sender::maybe_init_producer_id(clock::time_point now) {
   if (!config_.enable_idempotence || init_producer_id_in_flight_) return;
-  if (reset_producer_id_) {
-    // Wait until nothing is in flight, so no response can still refer to the old id.
+  if (epoch_bump_required_) {
+    // Wait until nothing is in flight, so no response can still refer to the old epoch.
     if (produce_in_flight() > 0) return;
-    accumulator_.set_producer_identity({});
+    const producer_identity current = accumulator_.identity();
+    if (current.valid() && current.epoch < INT16_MAX) {
+      accumulator_.bump_epoch(
+          {current.producer_id, static_cast<producer_epoch_t>(current.epoch + 1)},
+          partitions_to_rewrite_);
+      partitions_to_rewrite_.clear();
+      epoch_bump_required_ = false;
+      return;
+    }
+    accumulator_.set_producer_identity({});  // a new producer id, below
   }
   if (accumulator_.identity().valid() || now < init_producer_id_after_) return;
   auto c = any_connection(now);
@@ -326,9 +343,10 @@ void sender::maybe_init_producer_id(clock::time_point now) {
           return wakeup();
         }
         producer_identity identity{body->producer_id, body->producer_epoch};
-        if (reset_producer_id_) {
+        if (epoch_bump_required_) {
           accumulator_.reset_producer_state(identity);
-          reset_producer_id_ = false;
+          partitions_to_rewrite_.clear();
+          epoch_bump_required_ = false;
         } else {
           accumulator_.set_producer_identity(identity);
         }
@@ -454,14 +472,21 @@ void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t c
   std::string message =
       fmt::format("{}-{}: {}: {}", batch->tp().topic, batch->tp().partition, error_name(code),
                   error_message.empty() && info ? info->message : error_message);
-  const bool sequence_error =
-      code == static_cast<int16_t>(error_code::out_of_order_sequence_number) ||
-      code == static_cast<int16_t>(error_code::unknown_producer_id) ||
-      code == static_cast<int16_t>(error_code::invalid_producer_epoch);
-  if (config_.enable_idempotence && sequence_error) {
-    // The broker lost or never saw an earlier sequence of this partition: restart the sequence
-    // stream under a new producer id and send the batch again (pre-KIP-360 recovery).
-    reset_producer_id_ = true;
+  if (code == static_cast<int16_t>(error_code::message_too_large)) {
+    if (batch->record_count() > 1) return accumulator_.split_and_reenqueue(std::move(batch));
+    return retry_or_fail(std::move(batch),
+                         {producer_errc::record_too_large, code, false, std::move(message)}, now);
+  }
+  const bool out_of_order = code == static_cast<int16_t>(error_code::out_of_order_sequence_number);
+  const bool sequence_error = out_of_order ||
+                              code == static_cast<int16_t>(error_code::unknown_producer_id) ||
+                              code == static_cast<int16_t>(error_code::invalid_producer_epoch);
+  if (config_.enable_idempotence && sequence_error && batch->has_sequence()) {
+    // Java's TransactionManager.canRetry for the idempotent producer: an out-of-order batch that
+    // is not the next expected one waits for the earlier batch's outcome; a real gap, a broker
+    // that lost the producer's state or a fenced epoch bumps the epoch. Either way the batch is
+    // sent again.
+    if (!out_of_order || accumulator_.is_next_sequence(*batch)) request_epoch_bump(batch->tp());
     retry_or_fail(std::move(batch), {producer_errc::broker_error, code, true, std::move(message)},
                   now);
     return;
@@ -479,7 +504,19 @@ void sender::retry_or_fail(std::unique_ptr<producer_batch> batch, const producer
     accumulator_.reenqueue(std::move(batch), now);
     return;
   }
-  if (config_.enable_idempotence && batch->has_sequence()) reset_producer_id_ = true;
+  if (config_.enable_idempotence && batch->has_sequence()) request_epoch_bump(batch->tp());
+  if (error.retriable && !forced_ && !in_time) {
+    // Out of time rather than out of luck: say so, as Java's expiry does, naming the last error.
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - batch->created()).count();
+    producer_error expired{producer_errc::delivery_timeout, error.kafka_error_code, false,
+                           fmt::format("Expiring {} record(s) for {}-{}:{} ms has passed since "
+                                       "batch creation (last error: {})",
+                                       batch->record_count(), batch->tp().topic,
+                                       batch->tp().partition, waited, error.message)};
+    accumulator_.fail_batch(std::move(batch), expired);
+    return;
+  }
   accumulator_.fail_batch(std::move(batch), error);
 }
 

@@ -8,11 +8,17 @@
 // delivery.timeout.ms run out; errors meaning stale metadata (NOT_LEADER_OR_FOLLOWER,
 // UNKNOWN_TOPIC_OR_PARTITION, ...) and lost connections also refresh the metadata.
 //
-// Idempotence recovery is the pre-KIP-360 one: when a batch that carried a sequence fails for
-// good (or the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID for the first
-// batch in flight), the sequence stream has a gap, so the sender waits for its requests in
-// flight, gets a new producer id and restarts every partition's sequences at 0, restamping the
-// batches still queued. Java 4.x instead bumps the epoch of the same producer id (KIP-360).
+// Idempotence recovery is KIP-360's, as Java's idempotent producer does it: when a batch that
+// carried a sequence fails for good, or the broker answers UNKNOWN_PRODUCER_ID, or
+// OUT_OF_ORDER_SEQUENCE_NUMBER for the batch that follows the last acknowledged one (a real gap),
+// the sender stops draining, waits for its requests in flight, bumps the epoch of the same
+// producer id on the client side and restarts the affected partitions at sequence 0, restamping
+// their queued retries; the other partitions move to the new epoch once their batches in flight
+// are done. Only at epoch INT16_MAX does it get a new producer id (InitProducerId).
+// OUT_OF_ORDER_SEQUENCE_NUMBER for a later batch is retried as is: an earlier one failed.
+//
+// MESSAGE_TOO_LARGE for a batch of several records splits it (Java's splitAndReenqueue); for a
+// single record it fails that record with record_too_large.
 //
 // Thread: run() owns the io_context; wakeup() and begin_close() may be called from any thread.
 #pragma once
@@ -96,7 +102,10 @@ class sender {
   bool have_metadata_ = false;
   bool init_producer_id_in_flight_ = false;
   clock::time_point init_producer_id_after_{};
-  bool reset_producer_id_ = false;  // a sequence gap: get a new producer id
+  // A sequence gap in these partitions: bump the epoch once nothing is in flight.
+  void request_epoch_bump(const topic_partition& tp);
+  bool epoch_bump_required_ = false;
+  std::vector<topic_partition> partitions_to_rewrite_;
   std::optional<producer_error> fatal_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "record/varint.h"
 
@@ -25,10 +26,25 @@ batch_builder::batch_builder(const batch_builder_config& config) : config_(confi
 
 void batch_builder::reset() {
   buffer_.clear();
-  buffer_.reserve(std::min(config_.batch_size, max_reserve_bytes));
+  buffer_.reserve(std::min({config_.batch_size, config_.max_output_bytes, max_reserve_bytes}));
   buffer_.resize(record_batch_overhead);
   count_ = 0;
   base_timestamp_ = max_timestamp_ = no_timestamp;
+  stream_.reset();
+  stream_error_.reset();
+  streamed_bytes_ = 0;
+  if (config_.compress_as_appended) {
+    const size_t keep = config_.max_output_bytes > record_batch_overhead
+                            ? config_.max_output_bytes - record_batch_overhead
+                            : 0;
+    auto opened =
+        compress_stream::open(config_.compression, config_.compression_level, buffer_, keep);
+    if (opened) {
+      stream_.emplace(std::move(*opened));
+    } else {
+      stream_error_ = opened.error();
+    }
+  }
 }
 
 size_t batch_builder::estimate(size_t uncompressed_bytes) const {
@@ -38,7 +54,7 @@ size_t batch_builder::estimate(size_t uncompressed_bytes) const {
                                                      compression_rate_estimation_factor);
 }
 
-size_t batch_builder::estimated_size_bytes() const { return estimate(buffer_.size()); }
+size_t batch_builder::estimated_size_bytes() const { return estimate(uncompressed_size_bytes()); }
 
 append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<bytes_view> key,
                                         std::optional<bytes_view> value,
@@ -52,15 +68,24 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
   const size_t body = record_body_size(r);
   if (body > max_record_body_bytes) return append_result::too_large;
   const size_t size = varint_size(static_cast<int32_t>(body)) + body;
-  if (size > max_batch_bytes - buffer_.size()) return append_result::too_large;
+  if (size > max_batch_bytes - uncompressed_size_bytes()) return append_result::too_large;
   // As Kafka, the new record counts uncompressed: only what is already in is scaled.
   if (count_ > 0 && estimated_size_bytes() + size > config_.batch_size) {
     return append_result::batch_full;
   }
 
-  const size_t at = buffer_.size();
-  buffer_.resize(at + size);
-  encode_record(r, body, buffer_.data() + at);
+  if (config_.compress_as_appended) {
+    scratch_.resize(size);
+    encode_record(r, body, scratch_.data());
+    if (stream_) {
+      if (auto w = stream_->write(scratch_); !w) stream_error_ = w.error();
+    }
+    streamed_bytes_ += size;
+  } else {
+    const size_t at = buffer_.size();
+    buffer_.resize(at + size);
+    encode_record(r, body, buffer_.data() + at);
+  }
   if (count_ == 0) base_timestamp_ = timestamp;
   max_timestamp_ = count_ == 0 ? timestamp : std::max(max_timestamp_, timestamp);
   ++count_;
@@ -69,8 +94,28 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
 
 result<std::vector<uint8_t>, codec_error> batch_builder::build() {
   std::vector<uint8_t> out;
+  last_built_size_ = 0;
   if (count_ == 0) return out;  // as Kafka's builder: no records, no batch
-  if (config_.compression == compression_type::none) {
+  if (config_.compress_as_appended) {
+    if (stream_ && !stream_error_) {
+      if (auto f = stream_->finish(); !f) stream_error_ = f.error();
+    }
+    if (stream_error_) {
+      codec_error e = *stream_error_;
+      reset();
+      return fail(std::move(e));
+    }
+    last_built_size_ = record_batch_overhead + stream_->compressed_bytes();
+    if (stream_->dropped_output()) {
+      const size_t size = last_built_size_;
+      reset();
+      last_built_size_ = size;
+      return fail(codec_error{"batch of " + std::to_string(size) + " bytes exceeds the limit of " +
+                              std::to_string(config_.max_output_bytes)});
+    }
+    stream_.reset();
+    out = std::move(buffer_);
+  } else if (config_.compression == compression_type::none) {
     out = std::move(buffer_);
   } else {
     auto compressed = compress(config_.compression,
@@ -106,6 +151,7 @@ result<std::vector<uint8_t>, codec_error> batch_builder::build() {
   store32(h + batch_layout::base_sequence, static_cast<uint32_t>(config_.base_sequence));
   store32(h + batch_layout::records_count, static_cast<uint32_t>(count_));
   mutable_record_batch_view(out).update_crc();  // last, over the finished bytes
+  last_built_size_ = out.size();
 
   reset();
   return out;

@@ -39,6 +39,14 @@ struct batch_builder_config {
   bool control = false;
   record::timestamp_type timestamp_type = record::timestamp_type::create_time;
   timestamp_ms log_append_time = no_timestamp;  // maxTimestamp of a log_append_time batch
+  // Compress each record as it is appended (compress_stream) rather than all at build(), so the
+  // builder holds the compressed batch, not the records: the broker's rebuild of a batch in the
+  // topic's codec. The size rule still counts the uncompressed records.
+  bool compress_as_appended = false;
+  // With compress_as_appended: the batch's bytes past this many are counted, not kept, and build()
+  // fails; last_built_size_bytes() then gives the whole size. (The stream writes into the
+  // builder's buffer: a builder in this mode must not be moved.)
+  size_t max_output_bytes = SIZE_MAX;
 };
 
 enum class append_result : uint8_t {
@@ -62,7 +70,12 @@ class batch_builder {
   // What try_append compares with batch_size (exact when uncompressed).
   size_t estimated_size_bytes() const;
   // 61 + the records before compression.
-  size_t uncompressed_size_bytes() const { return buffer_.size(); }
+  size_t uncompressed_size_bytes() const {
+    return stream_ ? record_batch_overhead + streamed_bytes_ : buffer_.size();
+  }
+  // The size of the batch the last build() made (or, with compress_as_appended, would have made
+  // had it fit in max_output_bytes).
+  size_t last_built_size_bytes() const { return last_built_size_; }
 
   // Compresses the records if configured, writes the header, computes the CRC last over the
   // finished bytes and returns the batch (no bytes at all when no record was appended). The builder
@@ -76,6 +89,12 @@ class batch_builder {
 
   batch_builder_config config_;
   std::vector<uint8_t> buffer_;  // 61 bytes reserved for the header, then the encoded records
+                                 // (compress_as_appended: the compressed records)
+  std::optional<compress_stream> stream_;  // compress_as_appended only
+  std::optional<codec_error> stream_error_;
+  std::vector<uint8_t> scratch_;  // one encoded record on its way into stream_
+  size_t streamed_bytes_ = 0;     // encoded records written to stream_
+  size_t last_built_size_ = 0;
   int32_t count_ = 0;
   timestamp_ms base_timestamp_ = no_timestamp;
   timestamp_ms max_timestamp_ = no_timestamp;

@@ -1,11 +1,12 @@
 // Kafka's four codecs over the records section of a v2 batch, built on zlib, libsnappy, liblz4
-// and libzstd. Writers frame their output as the Java client (kafka-clients 4.4) does; readers
-// accept what the Java client's readers accept, plus librdkafka's raw snappy.
+// and libzstd, as streams (compress_stream, decompress_stream) with the one-shot compress() and
+// decompress() on top. Writers frame their output as the Java client (kafka-clients 4.4) does;
+// readers accept what the Java client's readers accept, plus librdkafka's raw snappy.
 //
-// Every reader writes into a bounded_output, which grows by doubling and never past the caller's
-// max_output_bytes; when the buffer is full the decoder gets a one-byte probe buffer, and any
+// decompress() writes into a bounded_output, which grows by doubling and never past the caller's
+// max_output_bytes; when the buffer is full the stream gets a one-byte probe buffer, and any
 // byte landing there means the input expands past the bound. Sizes declared inside the input are
-// never trusted for an allocation beyond that bound.
+// never trusted for an allocation beyond what the bytes present can expand to.
 #include "record/compression.h"
 
 #include <lz4.h>
@@ -25,6 +26,7 @@ namespace {
 
 using bytes = std::vector<uint8_t>;
 using codec_result = result<bytes, codec_error>;
+using codec_result_size = result<size_t, codec_error>;
 
 failure<codec_error> codec_fail(std::string_view codec, std::string_view what) {
   return fail(codec_error{std::string(codec) + ": " + std::string(what)});
@@ -52,13 +54,6 @@ class bounded_output {
     }
     return std::span<uint8_t>(buf_).subspan(size_);
   }
-  // Room for exactly n more bytes, or false if that would pass the bound.
-  bool reserve_exact(size_t n) {
-    if (n > max_ - size_) return false;
-    if (buf_.size() - size_ < n) buf_.resize(size_ + n);
-    return true;
-  }
-  uint8_t* end() { return buf_.data() + size_; }
   void commit(size_t n) { size_ += n; }
   size_t size() const { return size_; }
 
@@ -84,223 +79,14 @@ void write_u32_be(uint8_t* p, uint32_t v) {
   p[3] = static_cast<uint8_t>(v);
 }
 
-// ---------------------------------------------------------------------------------------------
-// gzip: zlib with a gzip wrapper. Kafka's default level is -1, zlib's Z_DEFAULT_COMPRESSION (6).
-
-constexpr int gzip_window_bits = 15 + 16;  // 32 KiB window, gzip header and trailer
-
-codec_result gzip_compress(std::span<const uint8_t> input, int level) {
-  if (level != -1 && (level < 1 || level > 9)) {
-    return codec_fail("gzip", "level " + std::to_string(level) + " is outside 1-9");
-  }
-  z_stream zs{};
-  if (deflateInit2(&zs, level == -1 ? Z_DEFAULT_COMPRESSION : level, Z_DEFLATED, gzip_window_bits,
-                   8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return codec_fail("gzip", "deflateInit2 failed");
-  }
-  // Java 17's GZIPOutputStream writes no name or time and OS 255 ("unknown"); so do we.
-  gz_header header{};
-  header.os = 255;
-  deflateSetHeader(&zs, &header);
-  bytes out(deflateBound(&zs, input.size()));
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size(), UINT_MAX));
-  size_t pos = 0;
-  int ret;
-  do {
-    size_t chunk = std::min<size_t>(input.size() - pos, UINT_MAX);
-    zs.next_in = const_cast<Bytef*>(input.data() + pos);
-    zs.avail_in = static_cast<uInt>(chunk);
-    bool last = pos + chunk == input.size();
-    ret = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
-    pos += chunk - zs.avail_in;
-  } while (ret == Z_OK);
-  size_t written = zs.total_out;
-  deflateEnd(&zs);
-  if (ret != Z_STREAM_END) return codec_fail("gzip", "deflate failed");
-  out.resize(written);
-  return out;
-}
-
-// Reads gzip members as java.util.zip.GZIPInputStream does: after a member, bytes that start
-// another gzip header are the next member; anything else after a member is ignored.
-codec_result gzip_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
-  z_stream zs{};
-  if (inflateInit2(&zs, gzip_window_bits) != Z_OK) return codec_fail("gzip", "inflateInit2 failed");
-  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
-  bounded_output out(max_output_bytes, input.size());
-  size_t pos = 0;
-  while (true) {
-    std::span<uint8_t> dst = out.free_space();
-    uint8_t probe;
-    bool probing = dst.empty();
-    if (probing) dst = {&probe, 1};
-    zs.next_in = const_cast<Bytef*>(input.data() + pos);
-    zs.avail_in = static_cast<uInt>(std::min<size_t>(input.size() - pos, UINT_MAX));
-    zs.next_out = dst.data();
-    zs.avail_out = static_cast<uInt>(std::min<size_t>(dst.size(), UINT_MAX));
-    uInt in_before = zs.avail_in;
-    uInt out_before = zs.avail_out;
-    int ret = inflate(&zs, Z_NO_FLUSH);
-    size_t consumed = in_before - zs.avail_in;
-    size_t produced = out_before - zs.avail_out;
-    pos += consumed;
-    if (probing && produced > 0) return bound_exceeded("gzip", max_output_bytes);
-    out.commit(produced);
-    switch (ret) {
-      case Z_STREAM_END: {
-        std::span<const uint8_t> rest = input.subspan(pos);
-        bool next_member = rest.size() >= 10 && rest[0] == 0x1f && rest[1] == 0x8b && rest[2] == 8;
-        if (!next_member) return std::move(out).take();
-        inflateReset(&zs);
-        break;
-      }
-      case Z_OK:
-        break;
-      case Z_BUF_ERROR:
-        if (pos == input.size()) {
-          return codec_fail("gzip", "truncated stream after " + std::to_string(out.size()) +
-                                        " decompressed bytes");
-        }
-        break;
-      case Z_NEED_DICT:
-        return codec_fail("gzip", "stream needs a preset dictionary");
-      case Z_MEM_ERROR:
-        return codec_fail("gzip", "out of memory");
-      default:
-        return codec_fail("gzip", std::string("corrupt stream at input byte ") +
-                                      std::to_string(pos) + ": " +
-                                      (zs.msg != nullptr ? zs.msg : "data error"));
-    }
-    if (consumed == 0 && produced == 0 && ret != Z_STREAM_END) {
-      // No progress with input and output space left: zlib needs bytes that are not there.
-      return codec_fail(
-          "gzip", "truncated stream after " + std::to_string(out.size()) + " decompressed bytes");
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// snappy: the xerial snappy-java stream (SnappyOutputStream, 32 KiB input per block), or one raw
-// block as librdkafka writes it.
-
+// Framing constants. gzip: a 32 KiB window with gzip header and trailer. snappy: the xerial
+// snappy-java stream (SnappyOutputStream, 32 KiB input per block), or one raw block as librdkafka
+// writes it. lz4: a frame as Kafka's Lz4BlockOutputStream writes it.
+constexpr int gzip_window_bits = 15 + 16;
 constexpr std::array<uint8_t, 8> xerial_magic = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 constexpr size_t xerial_header_size = 16;  // magic, int32 version, int32 compatible version
 constexpr size_t xerial_block_size = 32 * 1024;
-
-codec_result snappy_compress(std::span<const uint8_t> input, int level) {
-  (void)level;  // snappy has no levels; Kafka has no compression.snappy.level either
-  size_t blocks = (input.size() + xerial_block_size - 1) / xerial_block_size;
-  bytes out(xerial_header_size + blocks * (4 + snappy::MaxCompressedLength(xerial_block_size)));
-  std::memcpy(out.data(), xerial_magic.data(), xerial_magic.size());
-  write_u32_be(out.data() + 8, 1);   // version
-  write_u32_be(out.data() + 12, 1);  // minimum compatible version
-  size_t written = xerial_header_size;
-  for (size_t pos = 0; pos < input.size(); pos += xerial_block_size) {
-    size_t n = std::min(xerial_block_size, input.size() - pos);
-    size_t compressed = 0;
-    snappy::RawCompress(reinterpret_cast<const char*>(input.data() + pos), n,
-                        reinterpret_cast<char*>(out.data() + written + 4), &compressed);
-    write_u32_be(out.data() + written, static_cast<uint32_t>(compressed));
-    written += 4 + compressed;
-  }
-  out.resize(written);
-  return out;
-}
-
-// Appends one raw snappy block to `out`, checking its declared length against the bound first.
-result<void, codec_error> snappy_raw_block(std::span<const uint8_t> block, bounded_output& out,
-                                           size_t max_output_bytes) {
-  const char* data = reinterpret_cast<const char*>(block.data());
-  size_t length = 0;
-  if (!snappy::GetUncompressedLength(data, block.size(), &length)) {
-    return codec_fail("snappy", "corrupt block: bad uncompressed length");
-  }
-  if (!out.reserve_exact(length)) return bound_exceeded("snappy", max_output_bytes);
-  if (!snappy::RawUncompress(data, block.size(), reinterpret_cast<char*>(out.end()))) {
-    return codec_fail("snappy", "corrupt block of " + std::to_string(block.size()) + " bytes");
-  }
-  out.commit(length);
-  return {};
-}
-
-bool is_xerial_header(std::span<const uint8_t> input) {
-  return input.size() >= xerial_header_size &&
-         std::equal(xerial_magic.begin(), xerial_magic.end(), input.begin());
-}
-
-// Mirrors snappy-java 1.1.10's SnappyInputStream: input without the full 16-byte xerial header is
-// one raw block; after the header come [int32 BE length][raw block] chunks, possibly followed
-// by another xerial header (concatenated streams). Fewer than 4 trailing bytes end the stream.
-codec_result snappy_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
-  if (input.empty()) return codec_fail("snappy", "empty input");
-  bounded_output out(max_output_bytes, input.size());
-  if (!is_xerial_header(input)) {
-    auto r = snappy_raw_block(input, out, max_output_bytes);
-    if (!r) return fail(r.error());
-    return std::move(out).take();
-  }
-  size_t pos = xerial_header_size;
-  if (int32_t version = static_cast<int32_t>(read_u32_be(input.data() + 8)); version < 1) {
-    return codec_fail("snappy", "xerial stream version " + std::to_string(version) +
-                                    " is older than the minimum of 1");
-  }
-  while (input.size() - pos >= 4) {
-    uint32_t word = read_u32_be(input.data() + pos);
-    if (word == read_u32_be(xerial_magic.data())) {
-      // Another stream's header; snappy-java ends the stream quietly if it is not a valid one.
-      if (input.size() - pos < xerial_header_size) {
-        return codec_fail("snappy", "truncated xerial header at input byte " + std::to_string(pos));
-      }
-      if (!is_xerial_header(input.subspan(pos)) ||
-          static_cast<int32_t>(read_u32_be(input.data() + pos + 8)) < 1) {
-        break;
-      }
-      pos += xerial_header_size;
-      continue;
-    }
-    auto length = static_cast<int32_t>(word);
-    pos += 4;
-    if (length < 0) {
-      return codec_fail("snappy", "negative chunk length " + std::to_string(length));
-    }
-    if (static_cast<size_t>(length) > input.size() - pos) {
-      return codec_fail("snappy", "chunk of " + std::to_string(length) + " bytes at input byte " +
-                                      std::to_string(pos - 4) + " passes the end of the input");
-    }
-    auto r =
-        snappy_raw_block(input.subspan(pos, static_cast<size_t>(length)), out, max_output_bytes);
-    if (!r) return fail(r.error());
-    pos += static_cast<size_t>(length);
-  }
-  return std::move(out).take();
-}
-
-// ---------------------------------------------------------------------------------------------
-// lz4: an LZ4 frame as Kafka's Lz4BlockOutputStream writes it: independent 64 KiB blocks, no
-// checksums, no content size. Kafka's default level 9 selects lz4-java's fast compressor; other
-// levels its high-compression one.
-
-constexpr int lz4_kafka_default_level = 9;
 constexpr uint32_t lz4_frame_magic = 0x184D2204;
-
-codec_result lz4_compress(std::span<const uint8_t> input, int level) {
-  if (level != -1 && (level < 1 || level > 17)) {
-    return codec_fail("lz4", "level " + std::to_string(level) + " is outside 1-17");
-  }
-  LZ4F_preferences_t prefs{};
-  prefs.frameInfo.blockSizeID = LZ4F_max64KB;
-  prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-  prefs.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
-  prefs.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
-  prefs.frameInfo.contentSize = 0;
-  prefs.compressionLevel = (level == -1 || level == lz4_kafka_default_level) ? 0 : level;
-  bytes out(LZ4F_compressFrameBound(input.size(), &prefs));
-  size_t n = LZ4F_compressFrame(out.data(), out.size(), input.data(), input.size(), &prefs);
-  if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
-  out.resize(n);
-  return out;
-}
 
 // The frame descriptor checks of Kafka's Lz4BlockInputStream, which liblz4 does not make: version
 // 01, block independence, no dictionary id, reserved bits clear, block size 64 KiB-4 MiB.
@@ -320,115 +106,595 @@ result<void, codec_error> lz4_check_descriptor(std::span<const uint8_t> input) {
   return {};
 }
 
+// ---------------------------------------------------------------------------------------------
+// The writers behind compress_stream, one per codec.
+
+}  // namespace
+
+class compress_stream::codec {
+ public:
+  codec(bytes& out, size_t max_kept) : out_(out), max_kept_(max_kept) {}
+  virtual ~codec() = default;
+  virtual result<void, codec_error> write(std::span<const uint8_t> input) = 0;
+  virtual result<void, codec_error> finish() = 0;
+  size_t produced() const { return produced_; }
+  bool dropped() const { return produced_ > kept_; }
+
+ protected:
+  void emit(const uint8_t* p, size_t n) {
+    const size_t keep = std::min(n, max_kept_ - kept_);
+    out_.insert(out_.end(), p, p + keep);
+    kept_ += keep;
+    produced_ += n;
+  }
+
+ private:
+  bytes& out_;
+  size_t max_kept_;
+  size_t kept_ = 0;
+  size_t produced_ = 0;
+};
+
+namespace {
+
+using writer_codec = compress_stream::codec;
+constexpr size_t writer_chunk_bytes = 64 * 1024;
+
+class plain_writer final : public writer_codec {
+ public:
+  using writer_codec::writer_codec;
+  result<void, codec_error> init(int) { return {}; }
+  result<void, codec_error> write(std::span<const uint8_t> input) override {
+    emit(input.data(), input.size());
+    return {};
+  }
+  result<void, codec_error> finish() override { return {}; }
+};
+
+// gzip: zlib with a gzip wrapper. Kafka's default level is -1, zlib's Z_DEFAULT_COMPRESSION (6).
+class gzip_writer final : public writer_codec {
+ public:
+  using writer_codec::writer_codec;
+  ~gzip_writer() override {
+    if (initialized_) deflateEnd(&zs_);
+  }
+  result<void, codec_error> init(int level) {
+    if (level != -1 && (level < 1 || level > 9)) {
+      return codec_fail("gzip", "level " + std::to_string(level) + " is outside 1-9");
+    }
+    if (deflateInit2(&zs_, level == -1 ? Z_DEFAULT_COMPRESSION : level, Z_DEFLATED,
+                     gzip_window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      return codec_fail("gzip", "deflateInit2 failed");
+    }
+    initialized_ = true;
+    // Java 17's GZIPOutputStream writes no name or time and OS 255 ("unknown"); so do we.
+    header_.os = 255;
+    deflateSetHeader(&zs_, &header_);
+    return {};
+  }
+  result<void, codec_error> write(std::span<const uint8_t> input) override {
+    while (!input.empty()) {
+      const size_t chunk = std::min<size_t>(input.size(), UINT_MAX);
+      zs_.next_in = const_cast<Bytef*>(input.data());
+      zs_.avail_in = static_cast<uInt>(chunk);
+      do {
+        if (auto r = run(Z_NO_FLUSH); !r) return fail(r.error());
+      } while (zs_.avail_in > 0 || zs_.avail_out == 0);
+      input = input.subspan(chunk);
+    }
+    return {};
+  }
+  result<void, codec_error> finish() override {
+    zs_.next_in = nullptr;
+    zs_.avail_in = 0;
+    int ret;
+    do {
+      auto r = run(Z_FINISH);
+      if (!r) return fail(r.error());
+      ret = *r;
+    } while (ret != Z_STREAM_END);
+    return {};
+  }
+
+ private:
+  result<int, codec_error> run(int flush) {
+    zs_.next_out = scratch_.data();
+    zs_.avail_out = static_cast<uInt>(scratch_.size());
+    const int ret = deflate(&zs_, flush);
+    if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
+      return codec_fail("gzip", "deflate failed");
+    }
+    emit(scratch_.data(), scratch_.size() - zs_.avail_out);
+    return ret;
+  }
+
+  z_stream zs_{};
+  gz_header header_{};
+  bool initialized_ = false;
+  std::array<uint8_t, writer_chunk_bytes> scratch_;
+};
+
+// snappy: the xerial snappy-java stream (SnappyOutputStream, 32 KiB input per block).
+class snappy_writer final : public writer_codec {
+ public:
+  using writer_codec::writer_codec;
+  result<void, codec_error> init(int) {  // snappy has no levels; Kafka has no snappy level
+    std::array<uint8_t, xerial_header_size> header{};
+    std::memcpy(header.data(), xerial_magic.data(), xerial_magic.size());
+    write_u32_be(header.data() + 8, 1);   // version
+    write_u32_be(header.data() + 12, 1);  // minimum compatible version
+    emit(header.data(), header.size());
+    block_.reserve(xerial_block_size);
+    scratch_.resize(4 + snappy::MaxCompressedLength(xerial_block_size));
+    return {};
+  }
+  result<void, codec_error> write(std::span<const uint8_t> input) override {
+    while (!input.empty()) {
+      const size_t n = std::min(input.size(), xerial_block_size - block_.size());
+      block_.insert(block_.end(), input.begin(), input.begin() + static_cast<ptrdiff_t>(n));
+      input = input.subspan(n);
+      if (block_.size() == xerial_block_size) flush_block();
+    }
+    return {};
+  }
+  result<void, codec_error> finish() override {
+    if (!block_.empty()) flush_block();
+    return {};
+  }
+
+ private:
+  void flush_block() {
+    size_t compressed = 0;
+    snappy::RawCompress(reinterpret_cast<const char*>(block_.data()), block_.size(),
+                        reinterpret_cast<char*>(scratch_.data() + 4), &compressed);
+    write_u32_be(scratch_.data(), static_cast<uint32_t>(compressed));
+    emit(scratch_.data(), 4 + compressed);
+    block_.clear();
+  }
+
+  bytes block_;
+  bytes scratch_;
+};
+
+// lz4: an LZ4 frame as Kafka's Lz4BlockOutputStream writes it: independent 64 KiB blocks, no
+// checksums, no content size. Kafka's default level 9 selects lz4-java's fast compressor; other
+// levels its high-compression one.
+constexpr int lz4_kafka_default_level = 9;
+
+class lz4_writer final : public writer_codec {
+ public:
+  using writer_codec::writer_codec;
+  ~lz4_writer() override {
+    if (cctx_ != nullptr) LZ4F_freeCompressionContext(cctx_);
+  }
+  result<void, codec_error> init(int level) {
+    if (level != -1 && (level < 1 || level > 17)) {
+      return codec_fail("lz4", "level " + std::to_string(level) + " is outside 1-17");
+    }
+    prefs_.frameInfo.blockSizeID = LZ4F_max64KB;
+    prefs_.frameInfo.blockMode = LZ4F_blockIndependent;
+    prefs_.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
+    prefs_.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
+    prefs_.frameInfo.contentSize = 0;
+    prefs_.compressionLevel = (level == -1 || level == lz4_kafka_default_level) ? 0 : level;
+    if (LZ4F_isError(LZ4F_createCompressionContext(&cctx_, LZ4F_VERSION))) {
+      cctx_ = nullptr;
+      return codec_fail("lz4", "cannot create a compression context");
+    }
+    scratch_.resize(LZ4F_compressBound(writer_chunk_bytes, &prefs_) + LZ4F_HEADER_SIZE_MAX);
+    const size_t n = LZ4F_compressBegin(cctx_, scratch_.data(), scratch_.size(), &prefs_);
+    if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
+    emit(scratch_.data(), n);
+    return {};
+  }
+  result<void, codec_error> write(std::span<const uint8_t> input) override {
+    while (!input.empty()) {
+      const size_t piece = std::min(input.size(), writer_chunk_bytes);
+      const size_t n = LZ4F_compressUpdate(cctx_, scratch_.data(), scratch_.size(), input.data(),
+                                           piece, nullptr);
+      if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
+      emit(scratch_.data(), n);
+      input = input.subspan(piece);
+    }
+    return {};
+  }
+  result<void, codec_error> finish() override {
+    const size_t n = LZ4F_compressEnd(cctx_, scratch_.data(), scratch_.size(), nullptr);
+    if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
+    emit(scratch_.data(), n);
+    return {};
+  }
+
+ private:
+  LZ4F_cctx* cctx_ = nullptr;
+  LZ4F_preferences_t prefs_{};
+  bytes scratch_;
+};
+
+// zstd: standard frames. Kafka's default level is 3; zstd-jni's stream writes no content size and
+// no checksum, so neither do we.
+constexpr int zstd_kafka_default_level = 3;
+
+class zstd_writer final : public writer_codec {
+ public:
+  using writer_codec::writer_codec;
+  ~zstd_writer() override { ZSTD_freeCCtx(cctx_); }
+  result<void, codec_error> init(int level) {
+    if (level != -1 && (level < -131072 || level > 22)) {
+      return codec_fail("zstd", "level " + std::to_string(level) + " is outside -131072-22");
+    }
+    cctx_ = ZSTD_createCCtx();
+    if (cctx_ == nullptr) return codec_fail("zstd", "cannot create a compression context");
+    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel,
+                           level == -1 ? zstd_kafka_default_level : level);
+    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);
+    return {};
+  }
+  // As zstd-jni's stream under Kafka's BufferedOutputStream: the records go in with
+  // ZSTD_e_continue, so the frame is sized for an unknown length (no content size; level 3 gets
+  // a 2 MiB window); close() flushes (ZSTD_e_flush) and then ends the frame (ZSTD_e_end, an
+  // empty last block). An empty input is only ended, which records a content size of 0.
+  result<void, codec_error> write(std::span<const uint8_t> input) override {
+    ZSTD_inBuffer in{input.data(), input.size(), 0};
+    while (in.pos < in.size) {
+      if (auto r = run(in, ZSTD_e_continue); !r) return fail(r.error());
+    }
+    any_input_ = any_input_ || !input.empty();
+    return {};
+  }
+  result<void, codec_error> finish() override {
+    ZSTD_inBuffer none{nullptr, 0, 0};
+    if (any_input_) {
+      while (true) {
+        auto left = run(none, ZSTD_e_flush);
+        if (!left) return fail(left.error());
+        if (*left == 0) break;
+      }
+    }
+    while (true) {
+      auto left = run(none, ZSTD_e_end);
+      if (!left) return fail(left.error());
+      if (*left == 0) return {};
+    }
+  }
+
+ private:
+  result<size_t, codec_error> run(ZSTD_inBuffer& in, ZSTD_EndDirective mode) {
+    ZSTD_outBuffer out{scratch_.data(), scratch_.size(), 0};
+    const size_t r = ZSTD_compressStream2(cctx_, &out, &in, mode);
+    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
+    emit(scratch_.data(), out.pos);
+    return r;
+  }
+
+  ZSTD_CCtx* cctx_ = nullptr;
+  bool any_input_ = false;
+  std::array<uint8_t, writer_chunk_bytes> scratch_;
+};
+
+template <typename Writer>
+result<std::unique_ptr<writer_codec>, codec_error> make_writer(bytes& out, size_t max_kept,
+                                                               int level) {
+  auto writer = std::make_unique<Writer>(out, max_kept);
+  if (auto r = writer->init(level); !r) return fail(r.error());
+  return std::unique_ptr<writer_codec>(std::move(writer));
+}
+
+}  // namespace
+
+class decompress_stream::codec {
+ public:
+  virtual ~codec() = default;
+  // Up to out.size() (> 0) bytes; 0 only at the end of the stream.
+  virtual codec_result_size read(std::span<uint8_t> out) = 0;
+};
+
+namespace {
+
+using stream_codec = decompress_stream::codec;
+
+failure<codec_error> truncated(std::string_view codec, size_t produced) {
+  return codec_fail(codec,
+                    "truncated stream after " + std::to_string(produced) + " decompressed bytes");
+}
+
+class plain_reader final : public stream_codec {
+ public:
+  explicit plain_reader(std::span<const uint8_t> input) : input_(input) {}
+  codec_result_size read(std::span<uint8_t> out) override {
+    const size_t n = std::min(out.size(), input_.size() - pos_);
+    if (n > 0) std::memcpy(out.data(), input_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  std::span<const uint8_t> input_;
+  size_t pos_ = 0;
+};
+
+// Reads gzip members as java.util.zip.GZIPInputStream does: after a member, bytes that start
+// another gzip header are the next member; anything else after a member is ignored.
+class gzip_reader final : public stream_codec {
+ public:
+  explicit gzip_reader(std::span<const uint8_t> input) : input_(input) {}
+  ~gzip_reader() override {
+    if (initialized_) inflateEnd(&zs_);
+  }
+  result<void, codec_error> init() {
+    if (inflateInit2(&zs_, gzip_window_bits) != Z_OK) {
+      return codec_fail("gzip", "inflateInit2 failed");
+    }
+    initialized_ = true;
+    return {};
+  }
+
+  codec_result_size read(std::span<uint8_t> out) override {
+    if (done_) return size_t{0};
+    while (true) {
+      zs_.next_in = const_cast<Bytef*>(input_.data() + pos_);
+      zs_.avail_in = static_cast<uInt>(std::min<size_t>(input_.size() - pos_, UINT_MAX));
+      zs_.next_out = out.data();
+      zs_.avail_out = static_cast<uInt>(std::min<size_t>(out.size(), UINT_MAX));
+      const uInt in_before = zs_.avail_in;
+      const uInt out_before = zs_.avail_out;
+      const int ret = inflate(&zs_, Z_NO_FLUSH);
+      const size_t consumed = in_before - zs_.avail_in;
+      const size_t produced = out_before - zs_.avail_out;
+      pos_ += consumed;
+      produced_ += produced;
+      switch (ret) {
+        case Z_STREAM_END: {
+          std::span<const uint8_t> rest = input_.subspan(pos_);
+          const bool next_member =
+              rest.size() >= 10 && rest[0] == 0x1f && rest[1] == 0x8b && rest[2] == 8;
+          if (!next_member) {
+            done_ = true;
+            return produced;
+          }
+          inflateReset(&zs_);
+          if (produced > 0) return produced;
+          continue;
+        }
+        case Z_OK:
+          break;
+        case Z_BUF_ERROR:
+          if (pos_ == input_.size()) return truncated("gzip", produced_);
+          break;
+        case Z_NEED_DICT:
+          return codec_fail("gzip", "stream needs a preset dictionary");
+        case Z_MEM_ERROR:
+          return codec_fail("gzip", "out of memory");
+        default:
+          return codec_fail("gzip", std::string("corrupt stream at input byte ") +
+                                        std::to_string(pos_) + ": " +
+                                        (zs_.msg != nullptr ? zs_.msg : "data error"));
+      }
+      if (produced > 0) return produced;
+      // No progress with input and output space left: zlib needs bytes that are not there.
+      if (consumed == 0) return truncated("gzip", produced_);
+    }
+  }
+
+ private:
+  std::span<const uint8_t> input_;
+  z_stream zs_{};
+  bool initialized_ = false;
+  bool done_ = false;
+  size_t pos_ = 0;
+  size_t produced_ = 0;
+};
+
+// A snappy element expands at most 64 bytes from 3 (a 2-byte-offset copy), so a valid raw block
+// never declares more than 22 times its size; a larger claim is refused before any allocation.
+constexpr size_t snappy_max_expansion = 22;
+
+bool is_xerial_header(std::span<const uint8_t> input) {
+  return input.size() >= xerial_header_size &&
+         std::equal(xerial_magic.begin(), xerial_magic.end(), input.begin());
+}
+
+// Mirrors snappy-java 1.1.10's SnappyInputStream: input without the full 16-byte xerial header is
+// one raw block; after the header come [int32 BE length][raw block] chunks, possibly followed
+// by another xerial header (concatenated streams). Fewer than 4 trailing bytes end the stream.
+// One chunk (or the raw block) is decompressed at a time.
+class snappy_reader final : public stream_codec {
+ public:
+  explicit snappy_reader(std::span<const uint8_t> input) : input_(input) {}
+
+  result<void, codec_error> init() {
+    if (input_.empty()) return codec_fail("snappy", "empty input");
+    if (!is_xerial_header(input_)) return {};
+    xerial_ = true;
+    pos_ = xerial_header_size;
+    if (auto version = static_cast<int32_t>(read_u32_be(input_.data() + 8)); version < 1) {
+      return codec_fail("snappy", "xerial stream version " + std::to_string(version) +
+                                      " is older than the minimum of 1");
+    }
+    return {};
+  }
+
+  codec_result_size read(std::span<uint8_t> out) override {
+    while (block_pos_ == block_.size()) {
+      if (done_) return size_t{0};
+      if (auto r = next_block(); !r) return fail(r.error());
+    }
+    const size_t n = std::min(out.size(), block_.size() - block_pos_);
+    std::memcpy(out.data(), block_.data() + block_pos_, n);
+    block_pos_ += n;
+    return n;
+  }
+
+ private:
+  result<void, codec_error> decode_block(std::span<const uint8_t> block) {
+    const char* data = reinterpret_cast<const char*>(block.data());
+    size_t length = 0;
+    if (!snappy::GetUncompressedLength(data, block.size(), &length)) {
+      return codec_fail("snappy", "corrupt block: bad uncompressed length");
+    }
+    if (length / snappy_max_expansion > block.size()) {
+      return codec_fail("snappy", "corrupt block: " + std::to_string(block.size()) +
+                                      " bytes cannot expand to the " + std::to_string(length) +
+                                      " they declare");
+    }
+    block_.resize(length);
+    block_pos_ = 0;
+    if (!snappy::RawUncompress(data, block.size(), reinterpret_cast<char*>(block_.data()))) {
+      block_.clear();
+      return codec_fail("snappy", "corrupt block of " + std::to_string(block.size()) + " bytes");
+    }
+    return {};
+  }
+
+  // Decodes the next chunk into block_ (possibly empty), or sets done_.
+  result<void, codec_error> next_block() {
+    if (!xerial_) {
+      done_ = true;
+      return decode_block(input_);
+    }
+    while (input_.size() - pos_ >= 4) {
+      const uint32_t word = read_u32_be(input_.data() + pos_);
+      if (word == read_u32_be(xerial_magic.data())) {
+        // Another stream's header; snappy-java ends the stream quietly if it is not a valid one.
+        if (input_.size() - pos_ < xerial_header_size) {
+          return codec_fail("snappy",
+                            "truncated xerial header at input byte " + std::to_string(pos_));
+        }
+        if (!is_xerial_header(input_.subspan(pos_)) ||
+            static_cast<int32_t>(read_u32_be(input_.data() + pos_ + 8)) < 1) {
+          break;
+        }
+        pos_ += xerial_header_size;
+        continue;
+      }
+      const auto length = static_cast<int32_t>(word);
+      pos_ += 4;
+      if (length < 0) {
+        return codec_fail("snappy", "negative chunk length " + std::to_string(length));
+      }
+      if (static_cast<size_t>(length) > input_.size() - pos_) {
+        return codec_fail("snappy", "chunk of " + std::to_string(length) + " bytes at input byte " +
+                                        std::to_string(pos_ - 4) + " passes the end of the input");
+      }
+      const size_t at = pos_;
+      pos_ += static_cast<size_t>(length);
+      return decode_block(input_.subspan(at, static_cast<size_t>(length)));
+    }
+    done_ = true;
+    block_.clear();
+    block_pos_ = 0;
+    return {};
+  }
+
+  std::span<const uint8_t> input_;
+  bool xerial_ = false;
+  bool done_ = false;
+  size_t pos_ = 0;
+  std::vector<uint8_t> block_;
+  size_t block_pos_ = 0;
+};
+
 // One frame, as Kafka's reader does: bytes after the end mark are ignored. Kafka verifies block
 // checksums but never the content checksum; liblz4 can only skip both or neither, so checksums
 // are skipped unless blocks carry them (then a bad content checksum is an error here only).
-codec_result lz4_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
-  if (auto r = lz4_check_descriptor(input); !r) return fail(r.error());
-  LZ4F_dctx* raw_dctx = nullptr;
-  if (LZ4F_isError(LZ4F_createDecompressionContext(&raw_dctx, LZ4F_VERSION))) {
-    return codec_fail("lz4", "cannot create a decompression context");
+class lz4_reader final : public stream_codec {
+ public:
+  explicit lz4_reader(std::span<const uint8_t> input) : input_(input) {}
+  ~lz4_reader() override {
+    if (dctx_ != nullptr) LZ4F_freeDecompressionContext(dctx_);
   }
-  std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> dctx(raw_dctx,
-                                                                    LZ4F_freeDecompressionContext);
-  LZ4F_decompressOptions_t options{};
-  options.skipChecksums = (input[4] & 0x10) == 0;  // FLG bit 4: blocks carry checksums
-  bounded_output out(max_output_bytes, input.size());
-  size_t pos = 0;
-  while (true) {
-    std::span<uint8_t> dst = out.free_space();
-    uint8_t probe;
-    bool probing = dst.empty();
-    if (probing) dst = {&probe, 1};
-    size_t produced = dst.size();
-    size_t consumed = input.size() - pos;
-    size_t hint =
-        LZ4F_decompress(dctx.get(), dst.data(), &produced, input.data() + pos, &consumed, &options);
-    if (LZ4F_isError(hint)) {
-      return codec_fail("lz4", std::string("corrupt frame near input byte ") + std::to_string(pos) +
-                                   ": " + LZ4F_getErrorName(hint));
+
+  result<void, codec_error> init() {
+    if (auto r = lz4_check_descriptor(input_); !r) return fail(r.error());
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx_, LZ4F_VERSION))) {
+      dctx_ = nullptr;
+      return codec_fail("lz4", "cannot create a decompression context");
     }
-    pos += consumed;
-    if (probing && produced > 0) return bound_exceeded("lz4", max_output_bytes);
-    out.commit(produced);
-    if (hint == 0) return std::move(out).take();  // end mark (and checksum) read
-    if (consumed == 0 && produced == 0 && pos == input.size()) {
-      return codec_fail(
-          "lz4", "truncated frame after " + std::to_string(out.size()) + " decompressed bytes");
-    }
+    options_.skipChecksums = (input_[4] & 0x10) == 0;  // FLG bit 4: blocks carry checksums
+    return {};
   }
-}
 
-// ---------------------------------------------------------------------------------------------
-// zstd: standard frames. Kafka's default level is 3; zstd-jni's stream writes no content size and
-// no checksum, so neither do we.
-
-constexpr int zstd_kafka_default_level = 3;
-
-codec_result zstd_compress(std::span<const uint8_t> input, int level) {
-  if (level != -1 && (level < -131072 || level > 22)) {
-    return codec_fail("zstd", "level " + std::to_string(level) + " is outside -131072-22");
-  }
-  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  if (!cctx) return codec_fail("zstd", "cannot create a compression context");
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel,
-                         level == -1 ? zstd_kafka_default_level : level);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 0);
-  // As zstd-jni's stream under Kafka's BufferedOutputStream: the records go in with
-  // ZSTD_e_continue, so the frame is sized for an unknown length (no content size; level 3 gets a
-  // 2 MiB window); close() flushes (ZSTD_e_flush) and then ends the frame (ZSTD_e_end, an empty
-  // last block). An empty input is only ended, which records a content size of 0.
-  bytes out(ZSTD_compressBound(input.size()) + 32);
-  ZSTD_inBuffer in{input.data(), input.size(), 0};
-  ZSTD_outBuffer dst{out.data(), out.size(), 0};
-  while (in.pos < in.size) {
-    size_t r = ZSTD_compressStream2(cctx.get(), &dst, &in, ZSTD_e_continue);
-    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
-  }
-  if (!input.empty()) {
-    size_t r = ZSTD_compressStream2(cctx.get(), &dst, &in, ZSTD_e_flush);
-    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
-  }
-  ZSTD_inBuffer none{nullptr, 0, 0};
-  size_t left = ZSTD_compressStream2(cctx.get(), &dst, &none, ZSTD_e_end);
-  if (ZSTD_isError(left)) return codec_fail("zstd", ZSTD_getErrorName(left));
-  if (left != 0) return codec_fail("zstd", "output larger than ZSTD_compressBound");
-  out.resize(dst.pos);
-  return out;
-}
-
-// Any sequence of frames (skippable ones included), with or without a content size.
-// Empty input is an empty output, as zstd-jni's stream reads it.
-codec_result zstd_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
-  if (input.empty()) return bytes{};
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  if (!dctx) return codec_fail("zstd", "cannot create a decompression context");
-  bounded_output out(max_output_bytes, input.size());
-  ZSTD_inBuffer in{input.data(), input.size(), 0};
-  size_t hint = 1;
-  while (true) {
-    std::span<uint8_t> span = out.free_space();
-    uint8_t probe;
-    bool probing = span.empty();
-    if (probing) span = {&probe, 1};
-    ZSTD_outBuffer dst{span.data(), span.size(), 0};
-    size_t in_before = in.pos;
-    hint = ZSTD_decompressStream(dctx.get(), &dst, &in);
-    if (ZSTD_isError(hint)) {
-      return codec_fail("zstd", std::string("corrupt frame near input byte ") +
-                                    std::to_string(in_before) + ": " + ZSTD_getErrorName(hint));
-    }
-    if (probing && dst.pos > 0) return bound_exceeded("zstd", max_output_bytes);
-    out.commit(dst.pos);
-    if (in.pos == in.size) {
-      // hint 0: the last frame is complete and flushed. Calling again would start a new frame.
-      if (hint == 0) return std::move(out).take();
-      if (dst.pos < dst.size) {
-        return codec_fail(
-            "zstd", "truncated frame after " + std::to_string(out.size()) + " decompressed bytes");
+  codec_result_size read(std::span<uint8_t> out) override {
+    if (done_) return size_t{0};
+    while (true) {
+      size_t produced = out.size();
+      size_t consumed = input_.size() - pos_;
+      const size_t hint =
+          LZ4F_decompress(dctx_, out.data(), &produced, input_.data() + pos_, &consumed, &options_);
+      if (LZ4F_isError(hint)) {
+        return codec_fail("lz4", std::string("corrupt frame near input byte ") +
+                                     std::to_string(pos_) + ": " + LZ4F_getErrorName(hint));
       }
+      pos_ += consumed;
+      produced_ += produced;
+      if (hint == 0) {  // end mark (and checksum) read
+        done_ = true;
+        return produced;
+      }
+      if (produced > 0) return produced;
+      if (consumed == 0) return truncated("lz4", produced_);
     }
   }
+
+ private:
+  std::span<const uint8_t> input_;
+  LZ4F_dctx* dctx_ = nullptr;
+  LZ4F_decompressOptions_t options_{};
+  bool done_ = false;
+  size_t pos_ = 0;
+  size_t produced_ = 0;
+};
+
+// Any sequence of frames (skippable ones included), with or without a content size. Empty input
+// is an empty output, as zstd-jni's stream reads it. libzstd's default window limit (2^27) is
+// zstd-jni's too.
+class zstd_reader final : public stream_codec {
+ public:
+  explicit zstd_reader(std::span<const uint8_t> input)
+      : in_{input.data(), input.size(), 0}, done_(input.empty()) {}
+  ~zstd_reader() override { ZSTD_freeDCtx(dctx_); }
+
+  result<void, codec_error> init() {
+    dctx_ = ZSTD_createDCtx();
+    if (dctx_ == nullptr) return codec_fail("zstd", "cannot create a decompression context");
+    return {};
+  }
+
+  codec_result_size read(std::span<uint8_t> out) override {
+    if (done_) return size_t{0};
+    while (true) {
+      ZSTD_outBuffer dst{out.data(), out.size(), 0};
+      const size_t in_before = in_.pos;
+      const size_t hint = ZSTD_decompressStream(dctx_, &dst, &in_);
+      if (ZSTD_isError(hint)) {
+        return codec_fail("zstd", std::string("corrupt frame near input byte ") +
+                                      std::to_string(in_before) + ": " + ZSTD_getErrorName(hint));
+      }
+      produced_ += dst.pos;
+      // hint 0 at the end of the input: the last frame is complete and flushed. Calling again
+      // would start a new frame.
+      if (in_.pos == in_.size && hint == 0) {
+        done_ = true;
+        return dst.pos;
+      }
+      if (dst.pos > 0) return dst.pos;
+      if (in_.pos == in_.size) return truncated("zstd", produced_);
+      if (in_.pos == in_before) return codec_fail("zstd", "no progress");
+    }
+  }
+
+ private:
+  ZSTD_inBuffer in_;
+  ZSTD_DCtx* dctx_ = nullptr;
+  bool done_;
+  size_t produced_ = 0;
+};
+
+template <typename Reader>
+result<std::unique_ptr<stream_codec>, codec_error> make_reader(std::span<const uint8_t> input) {
+  auto reader = std::make_unique<Reader>(input);
+  if (auto r = reader->init(); !r) return fail(r.error());
+  return std::unique_ptr<stream_codec>(std::move(reader));
 }
 
 }  // namespace
@@ -460,40 +726,115 @@ bool parse_compression_name(std::string_view name, compression_type& out) {
   return false;
 }
 
-result<std::vector<uint8_t>, codec_error> compress(compression_type type,
-                                                   std::span<const uint8_t> input, int level) {
+compress_stream::compress_stream(std::unique_ptr<codec> c) : codec_(std::move(c)) {}
+compress_stream::compress_stream(compress_stream&&) noexcept = default;
+compress_stream& compress_stream::operator=(compress_stream&&) noexcept = default;
+compress_stream::~compress_stream() = default;
+
+result<compress_stream, codec_error> compress_stream::open(compression_type type, int level,
+                                                           std::vector<uint8_t>& out,
+                                                           size_t max_kept_bytes) {
+  result<std::unique_ptr<codec>, codec_error> c =
+      fail(codec_error{"unknown compression type " + std::to_string(static_cast<int>(type))});
   switch (type) {
     case compression_type::none:
-      return bytes(input.begin(), input.end());
+      c = make_writer<plain_writer>(out, max_kept_bytes, level);
+      break;
     case compression_type::gzip:
-      return gzip_compress(input, level);
+      c = make_writer<gzip_writer>(out, max_kept_bytes, level);
+      break;
     case compression_type::snappy:
-      return snappy_compress(input, level);
+      c = make_writer<snappy_writer>(out, max_kept_bytes, level);
+      break;
     case compression_type::lz4:
-      return lz4_compress(input, level);
+      c = make_writer<lz4_writer>(out, max_kept_bytes, level);
+      break;
     case compression_type::zstd:
-      return zstd_compress(input, level);
+      c = make_writer<zstd_writer>(out, max_kept_bytes, level);
+      break;
   }
-  return fail(codec_error{"unknown compression type " + std::to_string(static_cast<int>(type))});
+  if (!c) return fail(c.error());
+  return compress_stream(std::move(*c));
+}
+
+result<void, codec_error> compress_stream::write(std::span<const uint8_t> input) {
+  return codec_->write(input);
+}
+result<void, codec_error> compress_stream::finish() { return codec_->finish(); }
+size_t compress_stream::compressed_bytes() const { return codec_->produced(); }
+bool compress_stream::dropped_output() const { return codec_->dropped(); }
+
+result<std::vector<uint8_t>, codec_error> compress(compression_type type,
+                                                   std::span<const uint8_t> input, int level) {
+  bytes out;
+  out.reserve(input.size() / 2 + 64);
+  auto stream = compress_stream::open(type, level, out);
+  if (!stream) return fail(stream.error());
+  if (auto r = stream->write(input); !r) return fail(r.error());
+  if (auto r = stream->finish(); !r) return fail(r.error());
+  return out;
+}
+
+decompress_stream::decompress_stream(std::unique_ptr<codec> c) : codec_(std::move(c)) {}
+decompress_stream::decompress_stream(decompress_stream&&) noexcept = default;
+decompress_stream& decompress_stream::operator=(decompress_stream&&) noexcept = default;
+decompress_stream::~decompress_stream() = default;
+
+result<decompress_stream, codec_error> decompress_stream::open(compression_type type,
+                                                               std::span<const uint8_t> input) {
+  result<std::unique_ptr<codec>, codec_error> c =
+      fail(codec_error{"unknown compression type " + std::to_string(static_cast<int>(type))});
+  switch (type) {
+    case compression_type::none:
+      c = std::unique_ptr<codec>(std::make_unique<plain_reader>(input));
+      break;
+    case compression_type::gzip:
+      c = make_reader<gzip_reader>(input);
+      break;
+    case compression_type::snappy:
+      c = make_reader<snappy_reader>(input);
+      break;
+    case compression_type::lz4:
+      c = make_reader<lz4_reader>(input);
+      break;
+    case compression_type::zstd:
+      c = make_reader<zstd_reader>(input);
+      break;
+  }
+  if (!c) return fail(c.error());
+  return decompress_stream(std::move(*c));
+}
+
+result<size_t, codec_error> decompress_stream::read(std::span<uint8_t> out) {
+  if (error_) return fail(*error_);
+  if (out.empty()) return size_t{0};
+  auto n = codec_->read(out);
+  if (!n) {
+    error_ = n.error();
+    return n;
+  }
+  position_ += *n;
+  return n;
 }
 
 result<std::vector<uint8_t>, codec_error> decompress(compression_type type,
                                                      std::span<const uint8_t> input,
                                                      size_t max_output_bytes) {
-  switch (type) {
-    case compression_type::none:
-      if (input.size() > max_output_bytes) return bound_exceeded("none", max_output_bytes);
-      return bytes(input.begin(), input.end());
-    case compression_type::gzip:
-      return gzip_decompress(input, max_output_bytes);
-    case compression_type::snappy:
-      return snappy_decompress(input, max_output_bytes);
-    case compression_type::lz4:
-      return lz4_decompress(input, max_output_bytes);
-    case compression_type::zstd:
-      return zstd_decompress(input, max_output_bytes);
+  auto stream = decompress_stream::open(type, input);
+  if (!stream) return fail(stream.error());
+  bounded_output out(max_output_bytes, input.size());
+  while (true) {
+    // When the buffer is full, a one-byte probe tells whether the stream goes on past the bound.
+    std::span<uint8_t> dst = out.free_space();
+    uint8_t probe;
+    const bool probing = dst.empty();
+    if (probing) dst = {&probe, 1};
+    auto n = stream->read(dst);
+    if (!n) return fail(n.error());
+    if (*n == 0) return std::move(out).take();
+    if (probing) return bound_exceeded(compression_name(type), max_output_bytes);
+    out.commit(*n);
   }
-  return fail(codec_error{"unknown compression type " + std::to_string(static_cast<int>(type))});
 }
 
 }  // namespace tarn::record

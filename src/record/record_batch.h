@@ -190,6 +190,7 @@ enum class batch_errc : uint8_t {
   record_count_mismatch,       // the records present are not recordsCount records
   bad_record,                  // a record does not decode (the message says how)
   decompression_failed,        // the codec failed or the output exceeds the caller's bound
+  record_too_large,            // a record's length exceeds the caller's per-record bound
 };
 std::string_view to_string(batch_errc code);
 
@@ -222,10 +223,11 @@ struct records_summary {
   size_t uncompressed_bytes = 0;         // the records section after decompression
 };
 
-// Walks the records (decompressing a compressed batch into at most `max_uncompressed_bytes`):
-// each must decode, and there must be exactly recordsCount of them. Meant for a batch whose
-// header validated (a view shorter than the header is refused as too_small). Allocation-free for
-// an uncompressed batch.
+// Walks the records: each must decode, and there must be exactly recordsCount of them. A
+// compressed batch is streamed (record_stream: keys, values and headers skipped, a 64 KiB window
+// held, stopping at the first bad record); decompressing past `max_uncompressed_bytes` in all is
+// an error. Meant for a batch whose header validated (a view shorter than the header is refused
+// as too_small). Allocation-free for an uncompressed batch.
 result<records_summary, batch_error> validate_records(record_batch_view batch,
                                                       size_t max_uncompressed_bytes);
 // validate_batch and then validate_records.

@@ -100,10 +100,18 @@ result<void, storage_error> write_file_atomic(const fs::path& path, std::string_
     auto w = pwrite_all(
         fd.get(), std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()), 0,
         tmp);
-    if (!w) return w;
-    if (::fsync(fd.get()) != 0) return fail(io_error("fsync", tmp, errno));
+    if (w && ::fsync(fd.get()) != 0) w = fail(io_error("fsync", tmp, errno));
+    if (!w) {
+      // A full disk: the old file stays as it was, and the partial temp file goes.
+      ::unlink(tmp.c_str());
+      return w;
+    }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(io_error("rename", tmp, errno));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto e = io_error("rename", tmp, errno);
+    ::unlink(tmp.c_str());
+    return fail(std::move(e));
+  }
   return fsync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
 }
 

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "record/record.h"
 #include "record/record_batch.h"
+#include "record/record_stream.h"
 
 namespace tarn::storage {
 namespace {
@@ -308,16 +309,13 @@ result<std::optional<timestamp_and_offset>, storage_error> search_batch(const lo
   auto r = seg.read_bytes(where.position, bytes);
   if (!r) return fail(r.error());
   record::record_batch_view batch(bytes);
-  auto records = record::batch_records::open(batch, max_uncompressed);
-  if (!records) {
-    return fail(storage_error{storage_errc::corrupt,
-                              fmt::format("{} at position {}: {}", seg.log_path().string(),
-                                          where.position, records.error().message)});
-  }
+  // Streamed with keys and values skipped, as Kafka's iterator: a stored compressed batch (a
+  // valid one may inflate ~1000x) is never inflated whole; max.decompressed.message.bytes bounds
+  // each record, as in Kafka.
+  record::record_stream records(batch.compression(), batch.records_bytes(), max_uncompressed);
   bool log_append_time = batch.timestamp_type() == record::timestamp_type::log_append_time;
-  record::record_reader reader = records->reader();
-  record::record_view rec;
-  while (reader.next(rec)) {
+  record::partial_record rec;
+  while (records.next(rec)) {
     // Kafka's DefaultRecordBatch: with LogAppendTime every record reports the batch's time.
     timestamp_ms ts =
         log_append_time ? batch.max_timestamp() : batch.base_timestamp() + rec.timestamp_delta;
@@ -327,6 +325,13 @@ result<std::optional<timestamp_and_offset>, storage_error> search_batch(const lo
       if (batch.partition_leader_epoch() >= 0) out.leader_epoch = batch.partition_leader_epoch();
       return std::optional<timestamp_and_offset>(out);
     }
+  }
+  // A record that does not decode ends the search (as before); a codec failure or an oversized
+  // record is corruption.
+  if (records.error() && records.error()->code != record::batch_errc::bad_record) {
+    return fail(storage_error{storage_errc::corrupt,
+                              fmt::format("{} at position {}: {}", seg.log_path().string(),
+                                          where.position, records.error()->message)});
   }
   return std::optional<timestamp_and_offset>{};
 }
@@ -382,18 +387,27 @@ result<void, storage_error> log::roll(timestamp_ms now) { return roll_at(log_end
 result<void, storage_error> log::roll_at(offset_t new_base_offset, timestamp_ms now) {
   new_base_offset = std::max(new_base_offset, log_end_offset());
   if (active().size() == 0 && active().base_offset() == new_base_offset) return {};
-  if (active().size() == 0) {
-    // An empty active segment at a lower offset is replaced (LocalLog.roll does the same).
-    auto rm = active().remove();
-    if (!rm) return rm;
-    segments_.pop_back();
-  } else {
+  // An empty active segment at a lower offset is replaced (LocalLog.roll does the same).
+  const bool replace_empty = active().size() == 0;
+  if (!replace_empty) {
     auto t = active().on_become_inactive();
     if (!t) return t;
   }
   auto seg = log_segment::create(dir_, new_base_offset, options_for(config_), now);
-  if (!seg) return fail(seg.error());
+  if (!seg) {
+    // The old segment stays active (its indexes grown back) and the append fails; the next
+    // one tries the roll again.
+    if (!replace_empty) (void)active().make_active();
+    return fail(seg.error());
+  }
+  result<void, storage_error> removed{};
+  if (replace_empty) {
+    removed = active().remove();
+    segments_.pop_back();
+  }
   segments_.push_back(std::move(*seg));
+  segments_created_ = true;
+  if (!removed) return removed;
   // Kafka snapshots producer state at every roll, named by the new segment's base offset.
   return producers_.take_snapshot(dir_, new_base_offset);
 }
@@ -405,6 +419,13 @@ result<void, storage_error> log::flush(timestamp_ms now) {
     if (seg->next_offset() <= rp && seg.get() != &active()) continue;
     auto f = seg->flush();
     if (!f) return f;
+  }
+  // LocalLog.flush: a segment created since the last flush is durable only once the directory
+  // entry is.
+  if (segments_created_) {
+    auto d = fsync_directory(dir_);
+    if (!d) return d;
+    segments_created_ = false;
   }
   recovery_point_.store(leo, std::memory_order_release);
   last_flush_ms_ = now;

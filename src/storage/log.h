@@ -180,6 +180,7 @@ class log {
   std::atomic<offset_t> high_watermark_{0};
   std::atomic<offset_t> recovery_point_{0};
   timestamp_ms last_flush_ms_ = 0;
+  bool segments_created_ = true;  // a segment file was created since the directory was fsynced
   append_listener append_listener_;
   bool closed_ = false;
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -31,6 +32,10 @@ void store64(uint8_t* p, uint64_t v) {
 }
 
 storage_error corrupt(std::string message) { return {storage_errc::corrupt, std::move(message)}; }
+
+constexpr int64_t reserve_unit_bytes = 4096;
+
+int64_t round_up(int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit; }
 
 }  // namespace
 
@@ -80,6 +85,9 @@ result<void, storage_error> index_file::open(bool writable) {
   auto m = map(st.st_size);
   if (!m) return m;
   entries_ = static_cast<int32_t>(st.st_size / entry_size_);
+  // Unknown which pages have blocks (a crash can leave a sparse tail): the first reservation
+  // covers the entries too; fallocate over allocated blocks changes nothing.
+  reserved_bytes_ = 0;
   if (writable) return resize(max_index_bytes_);
   return {};
 }
@@ -90,7 +98,24 @@ result<void, storage_error> index_file::resize(int64_t new_size) {
   if (rounded == length_) return {};
   unmap();
   if (::ftruncate(fd_.get(), rounded) != 0) return fail(io_error("truncate", path_, errno));
+  // Shrinking frees the blocks past the new end (all but the partial last page).
+  reserved_bytes_ = std::min(reserved_bytes_, round_up(rounded, reserve_unit_bytes));
   return map(rounded);
+}
+
+result<void, storage_error> index_file::reserve_through(int64_t end_byte) {
+  if (fallocate_unsupported_ || end_byte <= reserved_bytes_) return {};
+  const int64_t to = std::min(length_, round_up(end_byte, reserve_unit_bytes));
+  if (to <= reserved_bytes_) return {};
+  if (::fallocate(fd_.get(), 0, reserved_bytes_, to - reserved_bytes_) != 0) {
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      fallocate_unsupported_ = true;  // nothing to do but store and hope, as Kafka does
+      return {};
+    }
+    return fail(io_error("allocate index space in", path_, errno));
+  }
+  reserved_bytes_ = to;
+  return {};
 }
 
 result<void, storage_error> index_file::reset() {
@@ -98,6 +123,7 @@ result<void, storage_error> index_file::reset() {
   if (::ftruncate(fd_.get(), 0) != 0) return fail(io_error("truncate", path_, errno));
   unmap();
   length_ = 0;
+  reserved_bytes_ = 0;
   return resize(max_index_bytes_);
 }
 
@@ -170,6 +196,7 @@ result<void, storage_error> offset_index::append(offset_t offset, int32_t positi
         storage_errc::invalid_argument,
         fmt::format("Offset {} does not fit the index of segment {}", offset, base_offset_)});
   }
+  if (auto r = reserve_next_entry(); !r) return r;
   uint8_t* p = entry(entries_);
   store32(p, static_cast<uint32_t>(offset - base_offset_));
   store32(p + 4, static_cast<uint32_t>(position));
@@ -282,6 +309,7 @@ result<void, storage_error> time_index::maybe_append(timestamp_ms timestamp, off
     auto r = resize(int64_t{entries_ + 1} * entry_size_);
     if (!r) return r;
   }
+  if (auto r = reserve_next_entry(); !r) return r;
   uint8_t* p = entry(entries_);
   store64(p, static_cast<uint64_t>(timestamp));
   store32(p + 8, static_cast<uint32_t>(offset - base_offset_));

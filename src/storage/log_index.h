@@ -53,6 +53,13 @@ class index_file {
   result<void, storage_error> reset();
   // msync of the entries written so far.
   result<void, storage_error> flush();
+  // Makes sure the file's blocks for the next entry exist (fallocate), so that storing it into
+  // the mapping cannot fault with SIGBUS on a full disk: the preallocated length is sparse.
+  // ENOSPC here is an io_error, returned before anything is written.
+  result<void, storage_error> reserve_next_entry() {
+    const int64_t end = int64_t{entries_ + 1} * entry_size_;
+    return end <= reserved_bytes_ ? result<void, storage_error>{} : reserve_through(end);
+  }
   // Trims and unmaps; the object is unusable afterwards.
   result<void, storage_error> close();
   // Removes the file (after close or without it).
@@ -68,6 +75,7 @@ class index_file {
   const uint8_t* entry(int32_t n) const { return map_ + static_cast<size_t>(n) * entry_size_; }
   uint8_t* entry(int32_t n) { return map_ + static_cast<size_t>(n) * entry_size_; }
   void truncate_entries(int32_t n) { entries_ = n; }
+  result<void, storage_error> reserve_through(int64_t end_byte);
   void add_entry() { ++entries_; }
 
   fs::path path_;
@@ -79,6 +87,10 @@ class index_file {
   int64_t length_ = 0;
   int32_t entries_ = 0;
   int32_t max_entries_ = 0;
+  // Bytes from the start known to have blocks (written entries, or fallocated); 0 with a
+  // file system without fallocate, where reserving is skipped.
+  int64_t reserved_bytes_ = 0;
+  bool fallocate_unsupported_ = false;
 };
 
 class offset_index : public index_file {

@@ -338,6 +338,15 @@ result<void, storage_error> log_manager::checkpoint() {
   return write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
 }
 
+result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
+  result<void, storage_error> first{};
+  for (auto& [tp, l] : logs_) {
+    auto f = l->maybe_flush(now);
+    if (!f && first) first = std::move(f);
+  }
+  return first;
+}
+
 result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestamp_ms now) {
   if (shut_down_) return {};
   for (auto& [tp, l] : logs_) {

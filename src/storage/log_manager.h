@@ -80,6 +80,9 @@ class log_manager {
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
   // replication-offset-checkpoint (high watermarks) for every log.
   result<void, storage_error> checkpoint();
+  // Kafka's LogManager.flushDirtyLogs: flushes every log whose flush.ms has passed since its
+  // last flush. Every log is tried; the first error is returned.
+  result<void, storage_error> flush_dirty_logs(timestamp_ms now);
   // Clean shutdown: flush and close every log, checkpoint, then write .kafka_cleanshutdown.
   result<void, storage_error> shutdown(int64_t broker_epoch, timestamp_ms now);
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstring>
 
 #include "fmt/format.h"
 #include "record/record_batch.h"
@@ -85,7 +86,21 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
     const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now) {
   std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now));
   auto r = seg->open_files(dir, /*create=*/true, /*thorough=*/true);
-  if (!r) return fail(r.error());
+  if (!r) {
+    // Out of space or inodes after the .log was created (by us: O_EXCL): leave nothing
+    // behind, so that a retry can create the segment again.
+    seg->closed_ = true;
+    const bool created = seg->file_ != nullptr;
+    seg->offset_index_.reset();
+    seg->time_index_.reset();
+    seg->file_.reset();
+    if (created) {
+      for (const char* suffix : {".log", ".index", ".timeindex"}) {
+        ::unlink((dir / segment_file_name(base_offset, suffix)).c_str());
+      }
+    }
+    return fail(r.error());
+  }
   return seg;
 }
 
@@ -239,8 +254,24 @@ result<void, storage_error> log_segment::append(std::span<const uint8_t> batch,
         fmt::format("segment {} is full; the log must roll before appending", base_offset_)));
   }
   const int64_t physical_position = size_;
+  // Every way this append can fail on a full disk fails before the segment changes: index
+  // blocks are allocated first, and a short write is cut back to the last whole batch.
+  if (bytes_since_last_index_entry_ > options_.index_interval_bytes) {
+    auto r1 = offset_index_->reserve_next_entry();
+    if (!r1) return r1;
+    auto r2 = time_index_->reserve_next_entry();
+    if (!r2) return r2;
+  }
   auto w = pwrite_all(file_->fd.get(), batch, size_, file_->path);
-  if (!w) return w;
+  if (!w) {
+    if (::ftruncate(file_->fd.get(), physical_position) != 0) {
+      // The bytes past size_ are overwritten by the next append, or cut by recovery.
+      return fail(storage_error{
+          w.error().code, fmt::format("{}; truncating back to {} failed: {}", w.error().message,
+                                      physical_position, std::strerror(errno))});
+    }
+    return w;
+  }
   size_ += static_cast<int64_t>(batch.size());
   if (physical_position == 0) rolling_based_timestamp_ = info.max_timestamp;
   if (info.max_timestamp > max_timestamp_so_far_) {

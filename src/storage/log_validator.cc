@@ -5,15 +5,17 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "record/batch_builder.h"
 #include "record/record.h"
+#include "record/record_stream.h"
 
 namespace tarn::storage {
 
 namespace {
 
-using record::batch_records;
 using record::mutable_record_batch_view;
 using record::record_batch_view;
 
@@ -113,29 +115,93 @@ struct records_walk {
   bool any_timestamp_error = false;
 };
 
-// Walks the (decompressed) records: each must decode and there must be recordsCount of them;
-// per record, Kafka's validateKey then validateTimestamp (at most one error per record).
-result<records_walk, validation_error> walk_records(record_batch_view batch,
-                                                    record::bytes_view records,
+// What the per-record checks need of a record (a partial record is enough: no key or value
+// bytes).
+struct record_fields {
+  int64_t timestamp_delta = 0;
+  int32_t offset_delta = 0;
+  bool has_key = false;
+};
+
+// A record_stream's error as Kafka reports it (InvalidRecordException: INVALID_RECORD).
+validation_error stream_error(const record::record_stream& stream, std::string_view tp) {
+  const record::batch_error& e = *stream.error();
+  switch (e.code) {
+    case record::batch_errc::bad_record:
+      return make_error(validation_errc::invalid_record,
+                        fmt::format("Found invalid record structure in topic partition {}: {}", tp,
+                                    record::describe(*stream.record_fault())));
+    case record::batch_errc::record_too_large:
+      return make_error(validation_errc::invalid_record, e.message);
+    default:
+      return make_error(validation_errc::invalid_record,
+                        fmt::format("Invalid records in topic partition {}: {}", tp, e.message));
+  }
+}
+
+// The records of an uncompressed batch, read in place.
+class plain_records {
+ public:
+  explicit plain_records(record::bytes_view bytes) : reader_(bytes) {}
+  bool next(record_fields& out) {
+    if (!reader_.next(r_)) return false;
+    out = {r_.timestamp_delta, r_.offset_delta, r_.key.has_value()};
+    return true;
+  }
+  bool has_more() const { return !reader_.error() && !reader_.at_end(); }
+  std::optional<validation_error> error(std::string_view tp) const {
+    if (!reader_.error()) return std::nullopt;
+    return make_error(validation_errc::invalid_record,
+                      fmt::format("Found invalid record structure in topic partition {}: {}", tp,
+                                  record::describe(*reader_.error())));
+  }
+
+ private:
+  record::record_reader reader_;
+  record::record_view r_;
+};
+
+// The records of a compressed batch, streamed with keys, values and headers skipped (Kafka's
+// skipKeyValueIterator): a window of the decompressed bytes is held, never the whole batch.
+class streamed_records {
+ public:
+  streamed_records(record_batch_view batch, size_t max_record_bytes)
+      : stream_(batch.compression(), batch.records_bytes(), max_record_bytes) {}
+  bool next(record_fields& out) {
+    if (!stream_.next(r_)) return false;
+    out = {r_.timestamp_delta, r_.offset_delta, r_.key_size >= 0};
+    return true;
+  }
+  bool has_more() { return stream_.has_more(); }
+  std::optional<validation_error> error(std::string_view tp) const {
+    if (!stream_.error()) return std::nullopt;
+    return stream_error(stream_, tp);
+  }
+
+ private:
+  record::record_stream stream_;
+  record::partial_record r_;
+};
+
+// Walks the records: each must decode and there must be recordsCount of them (Kafka reads one
+// more byte to see that nothing follows); per record, Kafka's validateKey then validateTimestamp
+// (at most one error per record).
+template <typename Records>
+result<records_walk, validation_error> walk_records(record_batch_view batch, Records& records,
                                                     const validation_context& ctx) {
   const log_config& config = *ctx.config;
   const bool create_time = config.message_timestamp_type == timestamp_type::create_time;
   const int64_t lower = saturating_add(ctx.now, -config.message_timestamp_before_max_ms);
   const int64_t upper = saturating_add(ctx.now, config.message_timestamp_after_max_ms);
   records_walk walk;
-  record::record_reader reader(records);
-  record::record_view r;
-  while (reader.next(r)) {
-    if (walk.count == batch.records_count()) {
-      return fail(make_error(validation_errc::invalid_record,
-                             "Incorrect declared batch size, records still remaining in file"));
-    }
+  record_fields r;
+  while (walk.count < batch.records_count() && records.next(r)) {
     const int32_t index = walk.count++;
     if (r.offset_delta != index) walk.offsets_in_order = false;
     const int64_t ts = record::wrapping_add(batch.base_timestamp(), r.timestamp_delta);
     walk.max_timestamp = std::max(walk.max_timestamp, ts);
     const int64_t offset = record::wrapping_add(batch.base_offset(), r.offset_delta);
-    if (config.cleanup_compact && !r.key) {
+    if (config.cleanup_compact && !r.has_key) {
       walk.errors.push_back(
           {index, fmt::format("Compacted topic cannot accept message without key in topic "
                               "partition {}",
@@ -158,11 +224,12 @@ result<records_walk, validation_error> walk_records(record_batch_view batch,
                                                 offset)});
     }
   }
-  if (reader.error()) {
+  if (auto e = records.error(ctx.topic_partition)) return fail(std::move(*e));
+  if (walk.count == batch.records_count() && records.has_more()) {
     return fail(make_error(validation_errc::invalid_record,
-                           fmt::format("Found invalid record structure in topic partition {}: {}",
-                                       ctx.topic_partition, record::describe(*reader.error()))));
+                           "Incorrect declared batch size, records still remaining in file"));
   }
+  if (auto e = records.error(ctx.topic_partition)) return fail(std::move(*e));
   if (walk.count != batch.records_count()) {
     return fail(
         make_error(validation_errc::invalid_record,
@@ -196,8 +263,9 @@ validation_error record_errors_to_error(records_walk& walk) {
 }
 
 // Kafka's buildRecordsAndAssignOffsets: the records again, in the target codec, base offset 0.
-result<std::vector<uint8_t>, validation_error> rebuild(record_batch_view batch,
-                                                       record::bytes_view records,
+// `Records` yields whole records (record_view); the batch was validated, so it yields them all.
+template <typename Records>
+result<std::vector<uint8_t>, validation_error> rebuild(record_batch_view batch, Records& records,
                                                        record::compression_type target,
                                                        const validation_context& ctx) {
   const log_config& config = *ctx.config;
@@ -213,11 +281,14 @@ result<std::vector<uint8_t>, validation_error> rebuild(record_batch_view batch,
     bc.timestamp_type = record::timestamp_type::log_append_time;
     bc.log_append_time = ctx.now;
   }
+  // Each record goes into the compressor as it is read, and at most max.message.bytes of the
+  // result are kept: memory follows the output, not the decompressed records.
+  bc.compress_as_appended = true;
+  bc.max_output_bytes = static_cast<size_t>(std::max(config.max_message_bytes, 0));
   record::batch_builder builder(bc);
-  record::record_reader reader(records);
   record::record_view r;
   std::vector<record::record_header> headers;
-  while (reader.next(r)) {
+  for (int32_t i = 0; i < batch.records_count() && records.next(r); ++i) {
     headers.clear();
     for (auto it = r.headers().begin(); it != r.headers().end(); ++it) headers.push_back(*it);
     const int64_t ts = record::wrapping_add(batch.base_timestamp(), r.timestamp_delta);
@@ -227,7 +298,19 @@ result<std::vector<uint8_t>, validation_error> rebuild(record_batch_view batch,
           fmt::format("A record of the batch to {} cannot be re-encoded", ctx.topic_partition)));
     }
   }
+  if constexpr (std::is_same_v<Records, record::record_stream>) {
+    // The validation pass read the same stream to its end, so this is not expected.
+    if (records.error()) return fail(stream_error(records, ctx.topic_partition));
+  }
   auto built = builder.build();
+  if (!built && builder.last_built_size_bytes() > bc.max_output_bytes) {
+    // UnifiedLog's check of a rebuilt batch against max.message.bytes, with the whole size.
+    return fail(make_error(validation_errc::record_too_large,
+                           fmt::format("Message batch size is {} bytes in append topartition {} "
+                                       "which exceeds the maximum configured size of {}.",
+                                       builder.last_built_size_bytes(), ctx.topic_partition,
+                                       config.max_message_bytes)));
+  }
   if (!built) {
     return fail(make_error(validation_errc::invalid_record,
                            fmt::format("Recompressing the batch for {} failed: {}",
@@ -272,15 +355,17 @@ result<validated_batch, validation_error> validate_batch(std::span<uint8_t> byte
 
   const record::compression_type source = batch.compression();
   const record::compression_type target = target_compression(config.compression_type, source);
-  const size_t max_uncompressed =
+  // Kafka's max.decompressed.message.bytes bounds each record (its length), not the batch.
+  const size_t max_record_bytes =
       static_cast<size_t>(std::max(config.max_decompressed_message_bytes, 0));
-  auto records = batch_records::open(batch, max_uncompressed);
-  if (!records) {
-    return fail(make_error(
-        validation_errc::invalid_record,
-        fmt::format("Invalid records in topic partition {}: {}", tp, records.error().message)));
+  result<records_walk, validation_error> walk = fail(validation_error{});
+  if (batch.is_compressed()) {
+    streamed_records records(batch, max_record_bytes);
+    walk = walk_records(batch, records, ctx);
+  } else {
+    plain_records records(batch.records_bytes());
+    walk = walk_records(batch, records, ctx);
   }
-  auto walk = walk_records(batch, records->bytes(), ctx);
   if (!walk) return fail(std::move(walk.error()));
   if (!walk->errors.empty()) return fail(record_errors_to_error(*walk));
 
@@ -305,7 +390,16 @@ result<validated_batch, validation_error> validate_batch(std::span<uint8_t> byte
     out.in_place = true;
     return out;
   }
-  auto built = rebuild(batch, records->bytes(), target, ctx);
+  result<std::vector<uint8_t>, validation_error> built = fail(validation_error{});
+  if (batch.is_compressed()) {
+    // A second pass, whole records this time (each within max.decompressed.message.bytes, as
+    // Kafka's streaming iterator reads them), one at a time.
+    record::record_stream records(source, batch.records_bytes(), max_record_bytes);
+    built = rebuild(batch, records, target, ctx);
+  } else {
+    record::record_reader records(batch.records_bytes());
+    built = rebuild(batch, records, target, ctx);
+  }
   if (!built) return fail(std::move(built.error()));
   out.rebuilt = std::move(*built);
   out.bytes = out.rebuilt;

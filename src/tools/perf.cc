@@ -30,14 +30,22 @@ struct perf_options {
   std::vector<std::string> producer_props;
   std::string producer_config_file;
   int64_t reporting_interval_ms = 5000;
+  int64_t warmup_records = 0;
+  std::string payload_file;
+  std::string payload_delimiter = "\\n";
+  bool payload_monotonic = false;
+  std::string key_distribution = "none";
+  int32_t record_key_range = 0;
+  int64_t random_seed = 0;
 };
 
 // Kafka's ProducerPerformance.Stats: a window line every reporting interval, then the total
 // with percentiles of sampled latencies. Called only on the producer's I/O thread.
 class stats {
  public:
-  stats(int64_t num_records, int64_t reporting_interval_ms)
-      : sampling_(num_records / std::min<int64_t>(std::max<int64_t>(num_records, 1), 500000)),
+  stats(int64_t num_records, int64_t reporting_interval_ms, bool steady_state = false)
+      : steady_state_(steady_state),
+        sampling_(num_records / std::min<int64_t>(std::max<int64_t>(num_records, 1), 500000)),
         reporting_interval_ms_(reporting_interval_ms),
         start_(clock_type::now()),
         window_start_(start_) {
@@ -55,11 +63,15 @@ class stats {
     window_max_latency_ = std::max(window_max_latency_, latency_ms);
     if (iteration_++ % std::max<int64_t>(sampling_, 1) == 0) latencies_.push_back(latency_ms);
     if (now - window_start_ >= std::chrono::milliseconds(reporting_interval_ms_)) {
-      print_window(now);
+      if (steady_state_ && count_ == window_count_) std::printf("In steady state.\n");
+      if (!suppress_print_) print_window(now);
       window_start_ = now;
       window_count_ = window_bytes_ = window_total_latency_ = window_max_latency_ = 0;
     }
   }
+
+  // After warm-up the steady-state stats print the windows (Kafka's suppressPrinting).
+  void suppress_printing() { suppress_print_ = true; }
 
   void print_total() {
     const double elapsed_ms = std::max<double>(
@@ -72,9 +84,10 @@ class stats {
       return latencies_[static_cast<size_t>(p * static_cast<double>(latencies_.size()))];
     };
     std::printf(
-        "%lld records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max "
+        "%lld%s records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max "
         "latency, %lld ms 50th, %lld ms 95th, %lld ms 99th, %lld ms 99.9th.\n",
-        static_cast<long long>(count_), records_per_sec, mb_per_sec,
+        static_cast<long long>(count_), steady_state_ ? " steady state" : "", records_per_sec,
+        mb_per_sec,
         count_ ? static_cast<double>(total_latency_) / static_cast<double>(count_) : 0.0,
         static_cast<double>(max_latency_), percentile(0.5), percentile(0.95), percentile(0.99),
         percentile(0.999));
@@ -97,6 +110,8 @@ class stats {
     std::fflush(stdout);
   }
 
+  const bool steady_state_;
+  bool suppress_print_ = false;
   const int64_t sampling_;
   const int64_t reporting_interval_ms_;
   const clock_type::time_point start_;
@@ -138,29 +153,89 @@ int run_perf_produce(const perf_options& o) {
     std::fprintf(stderr, "%s\n", producer.error().message.c_str());
     return 1;
   }
-  // Kafka's payload: random uppercase letters.
-  std::string payload(static_cast<size_t>(o.record_size), 'A');
-  std::mt19937 random(12345);
+  // Kafka's payloads: one of random uppercase letters (--record-size), lines of a file picked
+  // at random (--payload-file), or the record's index (--payload-monotonic).
+  std::mt19937_64 random(static_cast<uint64_t>(o.random_seed));
+  std::string payload(static_cast<size_t>(std::max(o.record_size, 0)), 'A');
   for (auto& ch : payload) ch = static_cast<char>('A' + random() % 26);
+  std::vector<std::string> payloads;
+  if (!o.payload_file.empty()) {
+    std::ifstream in(o.payload_file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string delimiter = o.payload_delimiter == "\\n" ? "\n" : o.payload_delimiter;
+    const std::string all = text.str();
+    for (size_t at = 0; at < all.size() && !delimiter.empty();) {
+      size_t end = all.find(delimiter, at);
+      if (end == std::string::npos) end = all.size();
+      if (end > at) payloads.push_back(all.substr(at, end - at));
+      at = end + delimiter.size();
+    }
+    if (payloads.empty()) {
+      std::fprintf(stderr, "File does not exist or empty file provided.\n");
+      return 1;
+    }
+    std::printf("Number of messages read: %zu\n", payloads.size());
+  }
+  enum class key_distribution { none, range, random } keys = key_distribution::none;
+  if (o.key_distribution == "range") keys = key_distribution::range;
+  if (o.key_distribution == "random") keys = key_distribution::random;
 
   stats s(o.num_records, o.reporting_interval_ms);
-  int64_t failures = 0;
+  std::unique_ptr<stats> steady;
   client::producer_record record;
   record.topic = o.topic;
   record.value = payload;
+  std::string key, monotonic;
   const auto start = clock_type::now();
+  struct callback_context {
+    clock_type::time_point start;
+    stats* total;
+    stats* steady = nullptr;
+    int64_t failures = 0;  // the I/O thread's; read after close()
+  } context{start, &s};
   for (int64_t i = 0; i < o.num_records; ++i) {
-    const auto sent_at = clock_type::now();
+    if (!payloads.empty()) {
+      record.value = payloads[random() % payloads.size()];
+    } else if (o.payload_monotonic) {
+      monotonic = std::to_string(i);
+      record.value = monotonic;
+    }
+    if (keys != key_distribution::none) {
+      const auto k =
+          keys == key_distribution::range
+              ? i % o.record_key_range
+              : static_cast<int64_t>(random() % static_cast<uint64_t>(o.record_key_range));
+      key = std::to_string(k);
+      record.key = key;
+    }
+    if (o.warmup_records > 0 && i == o.warmup_records) {
+      steady =
+          std::make_unique<stats>(o.num_records - o.warmup_records, o.reporting_interval_ms, true);
+      s.suppress_printing();
+      context.steady = steady.get();
+    }
+    // The callback captures 16 trivially copyable bytes, so std::function keeps it inline
+    // (no allocation per record): the context, and the send time, steady-state flag and size
+    // packed in one word.
+    const auto sent_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count());
+    const uint64_t packed = sent_us << 25 | uint64_t{steady != nullptr} << 24 |
+                            std::min<uint64_t>(record.value->size(), (1u << 24) - 1);
     auto sent = (*producer)->send_async(
-        record, [&s, &failures, sent_at, bytes = o.record_size](const client::record_metadata&,
-                                                                const client::producer_error* e) {
-          const auto now = clock_type::now();
+        record, [context = &context, packed](const client::record_metadata&,
+                                             const client::producer_error* e) {
           if (e) {
-            ++failures;
+            ++context->failures;
             return;
           }
-          s.record(std::chrono::duration_cast<std::chrono::milliseconds>(now - sent_at).count(),
-                   bytes, now);
+          const auto now = clock_type::now();
+          const auto sent_at = context->start + std::chrono::microseconds(packed >> 25);
+          const auto latency =
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - sent_at).count();
+          const auto bytes = static_cast<int64_t>(packed & ((1u << 24) - 1));
+          context->total->record(latency, bytes, now);
+          if (packed >> 24 & 1) context->steady->record(latency, bytes, now);
         });
     if (!sent) {
       std::fprintf(stderr, "%s\n", sent.error().message.c_str());
@@ -175,8 +250,11 @@ int run_perf_produce(const perf_options& o) {
   (*producer)->flush();
   (*producer)->close();
   s.print_total();
-  if (failures) std::fprintf(stderr, "%lld records failed\n", static_cast<long long>(failures));
-  return failures ? 1 : 0;
+  if (steady) steady->print_total();
+  if (context.failures) {
+    std::fprintf(stderr, "%lld records failed\n", static_cast<long long>(context.failures));
+  }
+  return context.failures ? 1 : 0;
 }
 
 }  // namespace
@@ -189,7 +267,15 @@ void add_perf(CLI::App& app) {
   cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port[,host:port...]");
   cmd->add_option("--topic", o->topic, "Produce records to this topic.")->required();
   cmd->add_option("--num-records", o->num_records, "Number of records to produce.")->required();
-  cmd->add_option("--record-size", o->record_size, "Record size in bytes.")->required();
+  auto* size = cmd->add_option("--record-size", o->record_size, "Record size in bytes.");
+  auto* file = cmd->add_option("--payload-file", o->payload_file,
+                               "File of payloads (split at --payload-delimiter), picked at random");
+  auto* monotonic = cmd->add_flag("--payload-monotonic", o->payload_monotonic,
+                                  "Payload is the record's index as a decimal string");
+  size->excludes(file, monotonic);
+  file->excludes(monotonic);
+  cmd->add_option("--payload-delimiter", o->payload_delimiter,
+                  "Delimiter of --payload-file (default \\n, a new line)");
   cmd->add_option("--throughput", o->throughput,
                   "Throttle to about THROUGHPUT records/sec; -1 disables throttling.")
       ->required();
@@ -199,7 +285,30 @@ void add_perf(CLI::App& app) {
                   "A Java .properties file of producer settings");
   cmd->add_option("--reporting-interval", o->reporting_interval_ms,
                   "Milliseconds between window reports (default 5000)");
-  cmd->callback([o] { set_subcommand_exit_code(run_perf_produce(*o)); });
+  cmd->add_option("--warmup-records", o->warmup_records,
+                  "Records not counted in the steady-state summary printed last (default 0)");
+  cmd->add_option("--key-distribution", o->key_distribution,
+                  "none (null keys), range (keys 0..KEY-RANGE-1 in turn) or random")
+      ->check(CLI::IsMember({"none", "range", "random"}));
+  cmd->add_option("--record-key-range", o->record_key_range,
+                  "Keys are decimal integers in [0, KEY-RANGE) (range and random)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--random-seed", o->random_seed,
+                  "Seed of the keys and payloads drawn at random (default 0)");
+  cmd->callback([o] {
+    if (o->record_size <= 0 && o->payload_file.empty() && !o->payload_monotonic) {
+      std::fprintf(stderr,
+                   "Note that you must provide exactly one of --record-size, --payload-file or "
+                   "--payload-monotonic.\n");
+      return set_subcommand_exit_code(1);
+    }
+    if (o->key_distribution != "none" && o->record_key_range <= 0) {
+      std::fprintf(stderr, "--record-key-range is required with --key-distribution %s\n",
+                   o->key_distribution.c_str());
+      return set_subcommand_exit_code(1);
+    }
+    set_subcommand_exit_code(run_perf_produce(*o));
+  });
 }
 
 }  // namespace tarn::tools
