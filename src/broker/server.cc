@@ -2,7 +2,6 @@
 // the clean shutdown sequence.
 #include "broker/server.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -51,15 +50,6 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-void pin_current_thread(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-    spdlog::debug("could not pin thread to cpu {}", cpu);
-  }
-}
-
 // Each connection is a descriptor, and the soft RLIMIT_NOFILE is often 1024 while the hard
 // limit is far higher: like any server expecting thousands of clients, raise soft to hard.
 void raise_open_files_limit() {
@@ -96,7 +86,6 @@ struct server::impl {
   std::unique_ptr<broker_services> services;
   std::vector<std::unique_ptr<event_loop>> loops;
   std::vector<int> cpus;
-  bool pin_threads = false;
 
   struct listener_socket {
     listener_endpoint endpoint;
@@ -209,14 +198,15 @@ result<void, std::string> server::start() {
     spdlog::info("log directory {}: no clean shutdown marker, logs recovered", s.dir->path());
   }
 
-  // Event loops: one per core unless num.network.threads says otherwise.
+  // Event loops: one per core unless num.network.threads says otherwise. The threads are not
+  // pinned: on a machine shared with other work a pinned loop waits for its one core while the
+  // other may be free, which raised tarn's p99 produce latency (docs/broker.md).
   s.cpus = allowed_cpus();
   int loop_count = s.config.num_network_threads > 0 ? s.config.num_network_threads
                                                     : static_cast<int>(s.cpus.size());
-  s.pin_threads = loop_count <= static_cast<int>(s.cpus.size());
-  if (!s.pin_threads) {
-    spdlog::warn("num.network.threads={} is more than the {} cores available; loops not pinned",
-                 loop_count, s.cpus.size());
+  if (loop_count > static_cast<int>(s.cpus.size())) {
+    spdlog::info("num.network.threads={} is more than the {} cores available", loop_count,
+                 s.cpus.size());
   }
   for (int i = 0; i < loop_count; ++i) {
     auto loop = std::make_unique<event_loop>();
@@ -257,12 +247,7 @@ result<void, std::string> server::start() {
   }
   for (auto& loop : s.loops) {
     if (loop->index == 0) continue;
-    int cpu = s.cpus[static_cast<size_t>(loop->index) % s.cpus.size()];
-    bool pin = s.pin_threads;
-    loop->thread = std::thread([l = loop.get(), cpu, pin] {
-      if (pin) pin_current_thread(cpu);
-      l->context.run();
-    });
+    loop->thread = std::thread([l = loop.get()] { l->context.run(); });
   }
   for (auto& listener : s.acceptors) {
     asio::co_spawn(s.loop0().context, s.accept_loop(listener), asio::detached);
@@ -290,7 +275,6 @@ result<void, std::string> server::start() {
 
 int server::run() {
   auto& s = *impl_;
-  if (s.pin_threads) pin_current_thread(s.cpus.front());
   s.loop0().context.run();
   for (auto& loop : s.loops) {
     if (loop->thread.joinable()) loop->thread.join();

@@ -1,4 +1,4 @@
-// The broker process: one event loop per core (an asio::io_context run by one pinned thread),
+// The broker process: one event loop per core (an asio::io_context run by one thread, not pinned),
 // each owning the connections handed to it; one acceptor per listener on loop 0 handing each
 // new socket to the loop with the fewest connections; clean shutdown on SIGTERM/SIGINT.
 // docs/broker.md explains the choices.
