@@ -671,6 +671,23 @@ class zstd_reader final : public stream_codec {
                                       std::to_string(in_before) + ": " + ZSTD_getErrorName(hint));
       }
       produced_ += dst.pos;
+      frame_produced_ += dst.pos;
+      if (hint == 0) {
+        // A frame ended. libzstd checks a declared content size only when it decodes the frame in
+        // one pass (an output buffer at least that large), so a frame that lies about its size
+        // would decode or fail depending on the caller's buffer: check it here, for every size.
+        const unsigned long long declared = ZSTD_getFrameContentSize(
+            in_.src == nullptr ? nullptr : static_cast<const uint8_t*>(in_.src) + frame_start_,
+            in_.size - frame_start_);
+        if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR &&
+            declared != frame_produced_) {
+          return codec_fail("zstd", "frame at input byte " + std::to_string(frame_start_) +
+                                        " declares " + std::to_string(declared) +
+                                        " bytes but holds " + std::to_string(frame_produced_));
+        }
+        frame_start_ = in_.pos;
+        frame_produced_ = 0;
+      }
       // hint 0 at the end of the input: the last frame is complete and flushed. Calling again
       // would start a new frame.
       if (in_.pos == in_.size && hint == 0) {
@@ -688,6 +705,8 @@ class zstd_reader final : public stream_codec {
   ZSTD_DCtx* dctx_ = nullptr;
   bool done_;
   size_t produced_ = 0;
+  size_t frame_start_ = 0;     // input position where the current frame began
+  size_t frame_produced_ = 0;  // bytes the current frame has given so far
 };
 
 template <typename Reader>

@@ -371,6 +371,36 @@ TEST(compression, corrupt_input_gets_a_precise_error) {
 }
 
 // Every one-byte change to a compressed stream decodes or fails cleanly, never crashes.
+// Found by decompress_fuzz: libzstd checks a frame's declared content size only when it decodes
+// the frame in one pass, so a lying frame used to decode with small reads and fail with large ones.
+TEST(compression, zstd_frame_lying_about_its_content_size_fails_for_every_read_size) {
+  bytes data(32, 'z');
+  bytes frame(ZSTD_compressBound(data.size()));
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), data.data(), data.size(), 3));
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), 32u);
+  // Single-segment frame with a 1-byte content size right after the 1-byte frame header.
+  ASSERT_EQ(frame[4] & 0xc0, 0x00);
+  ASSERT_NE(frame[4] & 0x20, 0);
+  frame[5] = 33;
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), 33u);
+
+  EXPECT_FALSE(decompress(compression_type::zstd, frame, 1 << 20));
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, size_t{1} << 20}) {
+    auto stream = decompress_stream::open(compression_type::zstd, frame);
+    ASSERT_TRUE(stream);
+    bytes buf(piece);
+    bool failed = false;
+    for (int i = 0; i < 100 && !failed; ++i) {
+      auto n = stream->read(buf);
+      if (!n)
+        failed = true;
+      else if (*n == 0)
+        break;
+    }
+    EXPECT_TRUE(failed) << "read size " << piece;
+  }
+}
+
 TEST(compression, single_byte_corruptions_never_crash) {
   for (auto type : all_codecs) {
     bytes c = compressed(type, json_records(3000));
