@@ -190,7 +190,7 @@ fetch_answer fetch_then_produce(int32_t queued_max_requests, int64_t* produce_ba
   both.insert(both.end(), produce.begin(), produce.end());
   EXPECT_TRUE(c.send_bytes(both));
   auto fetch_response = c.read_frame(10s);
-  EXPECT_TRUE(fetch_response && get_int32(*fetch_response, 0) == 1);
+  EXPECT_TRUE(fetch_response && get_int32(*fetch_response, 0) == 1) << broker.output();
   produce_answer p = decode_produce(c.read_frame(10s));
   EXPECT_EQ(p.correlation_id, 2);
   EXPECT_EQ(p.error_code, 0);

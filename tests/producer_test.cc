@@ -259,10 +259,11 @@ TEST(producer_against_tarn, keys_land_where_the_java_producer_puts_them) {
   std::vector<std::future<delivery_result>> futures;
   for (int i = 0; i < count; ++i) {
     const std::string key = std::string("key-") + std::to_string(i);
+    const std::string value = std::string("tarn-") + std::to_string(i);
     producer_record r;
     r.topic = "keys-tarn";
     r.key = key;
-    r.value = std::string("tarn-") + std::to_string(i);
+    r.value = value;  // producer_record holds views: the strings must outlive send()
     futures.push_back(p->send(r));
   }
   p->flush();
