@@ -93,9 +93,15 @@ void broker_connection::send_api_versions(std::function<void(const std::string* 
         },
         true,
         [self, done, attempt, version](result<std::span<const uint8_t>, std::string> response) {
-          if (!response) return done(&response.error());
+          // `attempt` refers to itself (for the retry at a lower version): every way out but the
+          // retry must break that cycle, or the connection it holds is never freed.
+          if (!response) {
+            *attempt = nullptr;
+            return done(&response.error());
+          }
           auto body = decode_response<protocol::api_versions_response>(*response, version);
           if (!body) {
+            *attempt = nullptr;
             self->close(body.error());
             return done(&body.error());
           }
@@ -109,6 +115,7 @@ void broker_connection::send_api_versions(std::function<void(const std::string* 
             return (*attempt)(std::max<int16_t>(next, 0));
           }
           if (body->error_code != 0) {
+            *attempt = nullptr;
             std::string why = fmt::format("ApiVersions failed with error {}", body->error_code);
             self->close(why);
             return done(&why);
