@@ -84,7 +84,7 @@ TEST(overload, thousand_concurrent_producers_all_answered_and_read_back) {
     }
     EXPECT_EQ(stored.size(), expected) << "partition " << p;
   }
-  const long peak_kib = peak_rss_kib(broker.process().pid());
+  const long peak_kib = broker.process().peak_rss_kib();
   std::cout << "broker peak RSS (VmHWM) with " << connections << " connections: " << peak_kib
             << " KiB\n";
   RecordProperty("broker_peak_rss_kib", std::to_string(peak_kib));

@@ -193,14 +193,4 @@ inline bool same_batch(std::span<const uint8_t> stored, std::span<const uint8_t>
          std::equal(stored.begin() + 16, stored.end(), sent.begin() + 16);
 }
 
-// VmHWM (peak resident set) of a process in KiB, or -1.
-inline long peak_rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 }  // namespace tarn::test
