@@ -15,6 +15,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 
 namespace tarn::record {
 namespace {
@@ -128,6 +129,63 @@ TEST(compression, every_kafka_level_range_round_trips) {
             compressed(compression_type::zstd, input));
   EXPECT_EQ(compressed(compression_type::gzip, input, 6),
             compressed(compression_type::gzip, input));
+}
+
+// Each thread reuses its codec contexts from stream to stream: a stream's bytes must be exactly
+// those of a new context, which a new thread (with nothing cached yet) gets.
+bytes compressed_on_new_thread(compression_type type, const bytes& input, int level = -1) {
+  bytes out;
+  std::thread([&] { out = compressed(type, input, level); }).join();
+  return out;
+}
+
+TEST(compression, a_reused_context_compresses_exactly_as_a_new_one) {
+  const bytes inputs[] = {json_records(300 * 1024), random_bytes(5000), json_records(16 * 1024),
+                          bytes(70000, 'A'),         {},                json_records(1000)};
+  struct codec_level {
+    compression_type type;
+    int level;
+  };
+  const codec_level cases[] = {
+      {compression_type::gzip, -1}, {compression_type::gzip, 1},    {compression_type::gzip, 9},
+      {compression_type::snappy, -1}, {compression_type::lz4, -1},  {compression_type::lz4, 1},
+      {compression_type::lz4, 12},  {compression_type::zstd, -1},   {compression_type::zstd, 1},
+      {compression_type::zstd, 19}, {compression_type::zstd, -5},
+  };
+  // This thread runs every case on every input in turn, so each stream starts from the context
+  // the previous one left: another level, a larger or a smaller input.
+  for (const auto& input : inputs) {
+    for (const auto [type, level] : cases) {
+      SCOPED_TRACE(std::string(compression_name(type)) + " level " + std::to_string(level) +
+                   " of " + std::to_string(input.size()) + " bytes");
+      EXPECT_EQ(compressed(type, input, level), compressed_on_new_thread(type, input, level));
+    }
+  }
+}
+
+TEST(compression, streams_open_together_or_abandoned_do_not_disturb_each_other) {
+  const bytes input = json_records(100 * 1024);
+  for (auto type : all_codecs) {
+    SCOPED_TRACE(compression_name(type));
+    const bytes fresh = compressed_on_new_thread(type, input);
+    {
+      bytes partial;
+      auto abandoned = compress_stream::open(type, -1, partial);
+      ASSERT_TRUE(abandoned.has_value());
+      ASSERT_TRUE(abandoned->write(std::span<const uint8_t>(input).first(50000)));
+      bytes second;  // a second stream while the first is open
+      auto other = compress_stream::open(type, -1, second);
+      ASSERT_TRUE(other.has_value());
+      ASSERT_TRUE(other->write(input));
+      ASSERT_TRUE(other->finish());
+      EXPECT_EQ(second, fresh);
+    }  // the first stream ends unfinished
+    EXPECT_EQ(compressed(type, input), fresh);
+    // A level the codec refuses fails the stream, not the next one.
+    EXPECT_FALSE(compress(type == compression_type::snappy ? compression_type::gzip : type, input,
+                          100));
+    EXPECT_EQ(compressed(type, input), fresh);
+  }
 }
 
 TEST(compression, levels_outside_kafkas_ranges_are_errors) {
