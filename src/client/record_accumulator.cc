@@ -331,7 +331,7 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
         partition_queue* q = queue_order_[index];
         auto leader = leader_of(q->tp);
         if (!leader || *leader != node) continue;
-        std::lock_guard lock(q->mutex);
+        std::unique_lock lock(q->mutex);
         if (q->batches.empty() || q->muted) continue;
         producer_batch& first = *q->batches.front();
         if (first.attempts > 0 && now < first.last_attempt + retry_backoff_for(first)) continue;
@@ -358,7 +358,11 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
         q->batches.pop_front();
         if (!batch->built()) {
           const sequence_t sequence = config_.idempotence ? q->next_sequence : record::no_sequence;
+          // Compressing takes a while: appends to the partition go on meanwhile. The batch is out
+          // of the queue, and only this (the sender) thread changes the sequence state.
+          lock.unlock();
           auto built = batch->build(config_.idempotence ? identity : producer_identity{}, sequence);
+          lock.lock();
           if (!built) {
             failed.emplace_back(std::move(batch), built.error());
             continue;
@@ -458,7 +462,12 @@ void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
   batch.reset();
   std::lock_guard lock(incomplete_mutex_);
   if (auto it = incomplete_.find(id); it != incomplete_.end()) incomplete_.erase(it);
-  incomplete_changed_.notify_all();
+  // Wake flush() only when the oldest flush waiting can return: a flush waiting on thousands of
+  // queued batches is not woken once per batch.
+  if (!flush_waits_.empty() &&
+      (incomplete_.empty() || *incomplete_.begin() > *flush_waits_.begin())) {
+    incomplete_changed_.notify_all();
+  }
 }
 
 void record_accumulator::complete(std::unique_ptr<producer_batch> batch, offset_t base_offset,
@@ -565,8 +574,10 @@ uint64_t record_accumulator::begin_flush() {
 void record_accumulator::await_flush_completion(uint64_t flush) {
   {
     std::unique_lock lock(incomplete_mutex_);
+    const auto wait = flush_waits_.insert(flush);
     incomplete_changed_.wait(lock,
                              [&] { return incomplete_.empty() || *incomplete_.begin() > flush; });
+    flush_waits_.erase(wait);
   }
   flushes_in_progress_.fetch_sub(1);
 }

@@ -253,6 +253,7 @@ class record_accumulator {
   // Incomplete batches by id, for flush (the parts of a split batch share its id).
   mutable std::mutex incomplete_mutex_;
   std::condition_variable incomplete_changed_;
+  std::multiset<uint64_t> flush_waits_;  // the flushes await_flush_completion() is waiting on
   std::multiset<uint64_t> incomplete_;
 };
 

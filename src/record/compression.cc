@@ -360,6 +360,10 @@ struct lz4_context {
 class lz4_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
+  // For compress(), before init(): the input comes in one write(), so each 64 KiB of it is
+  // compressed where it lies instead of first being copied into liblz4's block buffer. The blocks,
+  // and so the bytes, are the same.
+  void set_single_write() { prefs_.autoFlush = 1; }
   result<void, codec_error> init(int level) {
     if (level != -1 && (level < 1 || level > 17)) {
       return codec_fail("lz4", "level " + std::to_string(level) + " is outside 1-17");
@@ -902,6 +906,14 @@ result<std::vector<uint8_t>, codec_error> compress(compression_type type,
                                                    std::span<const uint8_t> input, int level) {
   bytes out;
   out.reserve(input.size() / 2 + 64);
+  if (type == compression_type::lz4) {
+    lz4_writer writer(out, SIZE_MAX);
+    writer.set_single_write();
+    if (auto r = writer.init(level); !r) return fail(r.error());
+    if (auto r = writer.write(input); !r) return fail(r.error());
+    if (auto r = writer.finish(); !r) return fail(r.error());
+    return out;
+  }
   auto stream = compress_stream::open(type, level, out);
   if (!stream) return fail(stream.error());
   if (auto r = stream->write(input); !r) return fail(r.error());

@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -140,17 +141,18 @@ bytes compressed_on_new_thread(compression_type type, const bytes& input, int le
 }
 
 TEST(compression, a_reused_context_compresses_exactly_as_a_new_one) {
-  const bytes inputs[] = {json_records(300 * 1024), random_bytes(5000), json_records(16 * 1024),
-                          bytes(70000, 'A'),         {},                json_records(1000)};
+  const bytes inputs[] = {
+      json_records(300 * 1024), random_bytes(5000), json_records(16 * 1024), bytes(70000, 'A'), {},
+      json_records(1000)};
   struct codec_level {
     compression_type type;
     int level;
   };
   const codec_level cases[] = {
-      {compression_type::gzip, -1}, {compression_type::gzip, 1},    {compression_type::gzip, 9},
+      {compression_type::gzip, -1},   {compression_type::gzip, 1},  {compression_type::gzip, 9},
       {compression_type::snappy, -1}, {compression_type::lz4, -1},  {compression_type::lz4, 1},
-      {compression_type::lz4, 12},  {compression_type::zstd, -1},   {compression_type::zstd, 1},
-      {compression_type::zstd, 19}, {compression_type::zstd, -5},
+      {compression_type::lz4, 12},    {compression_type::zstd, -1}, {compression_type::zstd, 1},
+      {compression_type::zstd, 19},   {compression_type::zstd, -5},
   };
   // This thread runs every case on every input in turn, so each stream starts from the context
   // the previous one left: another level, a larger or a smaller input.
@@ -182,9 +184,34 @@ TEST(compression, streams_open_together_or_abandoned_do_not_disturb_each_other) 
     }  // the first stream ends unfinished
     EXPECT_EQ(compressed(type, input), fresh);
     // A level the codec refuses fails the stream, not the next one.
-    EXPECT_FALSE(compress(type == compression_type::snappy ? compression_type::gzip : type, input,
-                          100));
+    EXPECT_FALSE(
+        compress(type == compression_type::snappy ? compression_type::gzip : type, input, 100));
     EXPECT_EQ(compressed(type, input), fresh);
+  }
+}
+
+// compress() hands lz4 the whole input at once (liblz4's autoFlush); a stream fed in small pieces
+// buffers 64 KiB blocks. Both must cut the same blocks.
+TEST(compression, one_shot_and_piecewise_lz4_write_the_same_frame) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537},
+                      size_t{200000}, size_t{4 * 65536}}) {
+    SCOPED_TRACE(size);
+    const bytes input = json_records(size);
+    bytes piecewise;
+    auto stream = compress_stream::open(compression_type::lz4, -1, piecewise);
+    ASSERT_TRUE(stream.has_value());
+    for (size_t at = 0; at < input.size(); at += 1000) {
+      const size_t n = std::min<size_t>(1000, input.size() - at);
+      ASSERT_TRUE(stream->write(std::span<const uint8_t>(input).subspan(at, n)));
+    }
+    ASSERT_TRUE(stream->finish());
+    EXPECT_EQ(compressed(compression_type::lz4, input), piecewise);
+    EXPECT_EQ(compressed(compression_type::lz4, input, 12), [&] {
+      bytes hc;
+      auto s = compress_stream::open(compression_type::lz4, 12, hc);
+      EXPECT_TRUE(s.has_value() && s->write(input) && s->finish());
+      return hc;
+    }());
   }
 }
 
