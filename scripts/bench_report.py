@@ -213,9 +213,10 @@ def render(b):
                "(1 KiB records) from the page cache")
     out.append("")
     if passes:
-        out.append("librdkafka reads the partition "
-                   + " and ".join(f"{v} times a run from {k}" for k, v in passes.items())
-                   + f" (about {b.run_s:g} s); the Java consumer reads it once.")
+        out.append("librdkafka reads the partition several times a run, to last about "
+                   f"{b.run_s:g} s (" + "; ".join(f"from {k}: {', '.join(map(str, v))}"
+                                                  for k, v in passes.items() if v)
+                   + f" times); the Java consumer reads it once.")
         out.append("")
     rows = []
     for gen, name in (("librdkafka", "librdkafka 2.0.2 (rdkafka_perf consume)"),
@@ -438,20 +439,21 @@ linger.ms=0, so a record's latency is the broker's and the network's rather than
 End-to-end latency is `rdkafka_perf e2e`: records stamped with their send time, read back by a
 consumer in the same process. Consume runs read a single-partition topic from its start to its end.
 The topic is written just before, so it is in the page cache. librdkafka's simple consumer reads it
-several times a run (`rdkafka_perf consume --passes K`, K from one calibration pass so a run lasts
-about the target), timed from the first record to the last of each pass, with fetch.wait.max.ms=10
-so the restart between passes does not wait out a 500 ms Fetch long-poll at the end of the log
-(while there are records to read, the broker answers at once either way). The Java consumer
-(`bench/ConsumePerf.java`, `assign()`, no group) reads it once, timed from the first record to the
-last. Client CPU is the generator's or consumer's user + system time from wait4. Broker CPU and RSS
-come from /proc, sampled every 100 ms; broker and client CPU are also given per GB consumed. Start
-time runs from the broker process's exec to the first ApiVersions answer, polled every 2 ms. Every
-run records the 1-minute load average when it ends; the report gives each broker's median, so an
-unequal share of the machine shows. The physical limits use Google Benchmark (`bench/record_bench`)
-for memcpy and CRC-32C, a 1 MiB-chunk loopback TCP stream in Python, and 1 MiB buffered writes to a
-file beside the log directories. The perf profiles (`perf record -g`, 999 Hz) are of the tarn broker
-and its client under the headline produce load and while librdkafka consumes from it; at 999 Hz a
-profile's sample count is about its process's CPU milliseconds."""
+several times a run (`rdkafka_perf consume --passes K`, K such that a run lasts about the target at
+the rate of one calibration pass, then of the run before), timed from the first record to the last
+of each pass, with fetch.wait.max.ms=10 so the restart between passes does not wait out a 500 ms
+Fetch long-poll at the end of the log (while there are records to read, the broker answers at once
+either way). The Java consumer (`bench/ConsumePerf.java`, `assign()`, no group) reads it once, timed
+from the first record to the last. Client CPU is the generator's or consumer's user + system time
+from wait4. Broker CPU and RSS come from /proc, sampled every 100 ms; broker and client CPU are also
+given per GB consumed. Start time runs from the broker process's exec to the first ApiVersions
+answer, polled every 2 ms. Every run records the 1-minute load average when it ends; the report
+gives each broker's median, so an unequal share of the machine shows. The physical limits use Google
+Benchmark (`bench/record_bench`) for memcpy and CRC-32C, a 1 MiB-chunk loopback TCP stream in
+Python, and 1 MiB buffered writes to a file beside the log directories. The perf profiles (`perf
+record -g`, 999 Hz) are of the tarn broker and its client under the headline produce load and while
+librdkafka consumes from it; at 999 Hz a profile's sample count is about its process's CPU
+milliseconds."""
 
 
 def plot(b, path):
