@@ -232,20 +232,21 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
   ready_result out;
   const bool exhausted = pool_.has_waiters();
   const bool send_all = exhausted || closed_ || flushes_in_progress_ > 0;
-  // Per topic, Java's queueSizes/partitionIds arrays: one slot per queue, the first `length`
-  // holding the partitions with a leader that were not excluded for unavailability.
-  struct topic_load {
-    std::vector<int32_t> queue_sizes;
-    std::vector<partition_id> partition_ids;
-    size_t length = 0;
-  };
-  std::map<std::string_view, topic_load> loads;
   const bool adaptive = config_.adaptive_partitioning && partitions_of && load_listener_;
+  for (auto& [topic, load] : topic_loads_) {
+    load.queue_sizes.clear();
+    load.partition_ids.clear();
+    load.length = 0;
+  }
   std::shared_lock queues_lock(queues_mutex_);
   for (partition_queue* q : queue_order_) {
     auto leader = leader_of(q->tp);
     topic_load* load = nullptr;
-    if (adaptive) load = &loads[q->tp.topic];
+    if (adaptive) {
+      auto it = topic_loads_.find(q->tp.topic);
+      if (it == topic_loads_.end()) it = topic_loads_.emplace(q->tp.topic, topic_load{}).first;
+      load = &it->second;
+    }
     std::lock_guard lock(q->mutex);
     const auto queue_size = static_cast<int32_t>(q->batches.size());
     if (load && leader) {
@@ -286,20 +287,25 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
       if (!out.next_ready_check || left < *out.next_ready_check) out.next_ready_check = left;
     }
   }
-  std::vector<std::pair<std::string, std::optional<partition_load>>> reports;
-  for (auto& [topic, load] : loads) {
-    const std::string name(topic);
-    // Java starts adaptive partitioning only once every partition of the topic has a queue: a
-    // partition without one would never be drawn.
-    const int32_t count = partitions_of(name);
-    std::optional<partition_load> computed;
-    if (count > 0 && load.queue_sizes.size() >= static_cast<size_t>(count)) {
-      computed = partition_load_from_queue_sizes(load.queue_sizes, load.partition_ids, load.length);
-    }
-    reports.emplace_back(name, std::move(computed));
-  }
   queues_lock.unlock();
-  for (auto& [topic, load] : reports) load_listener_(topic, std::move(load));
+  if (!adaptive) return out;
+  for (auto& [topic, load] : topic_loads_) {
+    // Java starts adaptive partitioning only once every partition of the topic has a queue (a
+    // partition without one would never be drawn), and never for a single partition.
+    std::optional<partition_load> computed;
+    if (load.queue_sizes.size() >= 2) {
+      const int32_t count = partitions_of(topic);
+      if (count > 0 && load.queue_sizes.size() >= static_cast<size_t>(count)) {
+        computed =
+            partition_load_from_queue_sizes(load.queue_sizes, load.partition_ids, load.length);
+      }
+    }
+    // The partitioner hears only of changes: most passes find the same queue sizes.
+    if (load.reported && load.last == computed) continue;
+    load.reported = true;
+    load.last = computed;
+    load_listener_(topic, std::move(computed));
+  }
   return out;
 }
 
