@@ -565,6 +565,20 @@ bool record_accumulator::is_next_sequence(const producer_batch& batch) const {
   return batch.base_sequence() == next;
 }
 
+bool record_accumulator::acknowledged_past(const producer_batch& batch) const {
+  auto* q = find_queue(batch.tp());
+  if (!q) return false;
+  std::lock_guard lock(q->mutex);
+  if (q->identity != batch.identity() || q->last_acked == record::no_sequence) return false;
+  // Sequences wrap from INT32_MAX to 0, so compare on the circle of 2^31: the batch is behind
+  // when its distance from the next expected sequence is more than half way round (the
+  // sequences of one partition in flight span at most a few thousand).
+  constexpr int64_t circle = int64_t{INT32_MAX} + 1;
+  const int64_t next = increment_sequence(q->last_acked, 1);
+  const int64_t ahead = ((int64_t{batch.base_sequence()} - next) % circle + circle) % circle;
+  return ahead >= circle / 2;
+}
+
 sequence_t record_accumulator::next_sequence(const topic_partition& tp) const {
   auto* q = find_queue(tp);
   if (!q) return 0;

@@ -184,6 +184,14 @@ class record_accumulator {
   // acknowledged in its partition under its identity (Java's isNextSequence). An
   // OUT_OF_ORDER_SEQUENCE_NUMBER for any other batch only means an earlier one failed in flight.
   bool is_next_sequence(const producer_batch& batch) const;
+  // Whether the broker already acknowledged a later batch of the batch's partition under its
+  // identity: its base sequence lies behind the next one the broker expects. Kafka accepts any
+  // sequence from a producer it has no state for (a partition's first write, e.g. just after the
+  // topic was created), so when a partition's first batch fails retriably the batches pipelined
+  // behind it can be written first. An OUT_OF_ORDER_SEQUENCE_NUMBER for such a batch is a gap
+  // that no retry under this identity closes: the batch was never written (a retry of a written
+  // batch is answered DUPLICATE_SEQUENCE_NUMBER).
+  bool acknowledged_past(const producer_batch& batch) const;
 
   // flush(): every batch becomes ready; await_flush_completion() blocks until the batches that
   // existed when the flush began have completed. Thread: any.

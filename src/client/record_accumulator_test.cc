@@ -271,6 +271,55 @@ TEST_F(accumulator, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
   EXPECT_EQ(acc.ready(l, t0 + 500ms).ready_nodes, std::set<node_id>{1});
 }
 
+// Kafka writes later batches of a partition it has no producer state for even when the first
+// one failed: the failed one then lies behind the acknowledged sequence, which no retry under the
+// same identity can fill (the sender bumps the epoch for it).
+TEST_F(accumulator, a_batch_behind_an_acknowledged_one_is_told_apart_from_one_ahead) {
+  auto c = config(112);
+  c.idempotence = true;
+  c.retry_backoff = 0ms;
+  record_accumulator acc(c);
+  const producer_identity identity{.producer_id = 1, .epoch = 0};
+  acc.set_producer_identity(identity);
+  auto l = leaders({{{"t", 0}, 1}});
+  std::vector<std::unique_ptr<producer_batch>> flying;
+  for (int n = 0; n < 3; ++n) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+    flying.push_back(std::move(drain_one(acc, l, 1, t0)[0]));
+  }
+  // Nothing acknowledged yet: the first batch is the next one, the others are ahead of it.
+  EXPECT_TRUE(acc.is_next_sequence(*flying[0]));
+  EXPECT_FALSE(acc.acknowledged_past(*flying[0]));
+  EXPECT_FALSE(acc.acknowledged_past(*flying[2]));
+  // Sequences 0-2 fail retriably, 3-5 are written: 6-8 is next, 0-2 is behind.
+  auto first = std::move(flying[0]);
+  acc.complete(std::move(flying[1]), 0, -1);
+  EXPECT_FALSE(acc.is_next_sequence(*first));
+  EXPECT_TRUE(acc.acknowledged_past(*first));
+  EXPECT_TRUE(acc.is_next_sequence(*flying[2]));
+  EXPECT_FALSE(acc.acknowledged_past(*flying[2]));
+  // A batch of another identity (after an epoch bump) is neither.
+  first->rewrite_producer_state({.producer_id = 1, .epoch = 1}, 0);
+  EXPECT_FALSE(acc.acknowledged_past(*first));
+
+  // Across the wrap from INT32_MAX to 0.
+  flying[2]->rewrite_producer_state(identity, INT32_MAX - 2);  // 3 records: up to INT32_MAX
+  acc.complete(std::move(flying[2]), 0, -1);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto probe = std::move(drain_one(acc, l, 1, t0)[0]);
+  probe->rewrite_producer_state(identity, 0);
+  EXPECT_TRUE(acc.is_next_sequence(*probe));
+  EXPECT_FALSE(acc.acknowledged_past(*probe));
+  probe->rewrite_producer_state(identity, 3);  // ahead: an earlier batch is outstanding
+  EXPECT_FALSE(acc.acknowledged_past(*probe));
+  probe->rewrite_producer_state(identity, INT32_MAX - 5);  // behind
+  EXPECT_TRUE(acc.acknowledged_past(*probe));
+  probe->rewrite_producer_state(identity, INT32_MAX);  // behind
+  EXPECT_TRUE(acc.acknowledged_past(*probe));
+  acc.fail_batch(std::move(first), {producer_errc::producer_closed, 0, false, "test over"});
+  acc.fail_batch(std::move(probe), {producer_errc::producer_closed, 0, false, "test over"});
+}
+
 TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
   auto c = config(112);
   c.idempotence = true;

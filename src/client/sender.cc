@@ -487,11 +487,16 @@ void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t c
                               code == static_cast<int16_t>(error_code::unknown_producer_id) ||
                               code == static_cast<int16_t>(error_code::invalid_producer_epoch);
   if (config_.enable_idempotence && sequence_error && batch->has_sequence()) {
-    // Java's TransactionManager.canRetry for the idempotent producer: an out-of-order batch that
-    // is not the next expected one waits for the earlier batch's outcome; a real gap, a broker
-    // that lost the producer's state or a fenced epoch bumps the epoch. Either way the batch is
-    // sent again.
-    if (!out_of_order || accumulator_.is_next_sequence(*batch)) request_epoch_bump(batch->tp());
+    // Java's TransactionManager.canRetry for the idempotent producer: an out-of-order batch
+    // ahead of the next expected one waits for the earlier batch's outcome; a real gap, a broker
+    // that lost the producer's state or a fenced epoch bumps the epoch. So does an out-of-order
+    // batch behind a sequence the broker already acknowledged (Kafka wrote later batches of a
+    // partition it had no producer state for while this one failed): retried as is, it would be
+    // refused until delivery.timeout.ms. Either way the batch is sent again.
+    if (!out_of_order || accumulator_.is_next_sequence(*batch) ||
+        accumulator_.acknowledged_past(*batch)) {
+      request_epoch_bump(batch->tp());
+    }
     retry_or_fail(std::move(batch), {producer_errc::broker_error, code, true, std::move(message)},
                   now);
     return;

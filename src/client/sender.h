@@ -15,7 +15,11 @@
 // producer id on the client side and restarts the affected partitions at sequence 0, restamping
 // their queued retries; the other partitions move to the new epoch once their batches in flight
 // are done. Only at epoch INT16_MAX does it get a new producer id (InitProducerId).
-// OUT_OF_ORDER_SEQUENCE_NUMBER for a later batch is retried as is: an earlier one failed.
+// OUT_OF_ORDER_SEQUENCE_NUMBER for a later batch is retried as is: an earlier one failed. For a
+// batch behind the last acknowledged sequence it bumps the epoch too: Kafka accepts any sequence
+// from a producer it has no state for, so when a partition's first batch fails retriably (a
+// partition of a topic just created, not yet hosted) the batches pipelined behind it are written
+// first and the failed one can never follow them under the same epoch.
 //
 // MESSAGE_TOO_LARGE for a batch of several records splits it (Java's splitAndReenqueue); for a
 // single record it fails that record with record_too_large.
