@@ -360,6 +360,16 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
           q->next_sequence = 0;
           q->last_acked = record::no_sequence;
         }
+        // A partition's first batch under an identity goes alone: a broker with no state for
+        // the producer accepts any sequence (Kafka's checkSequence), so batches pipelined
+        // behind a first batch that fails (NOT_LEADER_OR_FOLLOWER from a leader still creating
+        // the partition) would be written ahead of it. Once one is acknowledged the broker
+        // checks every sequence and the pipeline opens to max.in.flight.
+        if (config_.idempotence && q->last_acked == record::no_sequence &&
+            !q->in_flight_sequences.empty() &&
+            !(first.has_sequence() && q->in_flight_sequences.front() == first.base_sequence())) {
+          continue;  // (the first batch's own retry may go)
+        }
         auto batch = std::move(q->batches.front());
         q->batches.pop_front();
         if (!batch->built()) {

@@ -208,22 +208,22 @@ TEST_F(accumulator, sequences_per_partition_next_base_is_previous_plus_count) {
   EXPECT_TRUE(drain_one(acc, l, 1, t0 + 1s).empty()) << "no drain before InitProducerId";
   acc.set_producer_identity({.producer_id = 4000, .epoch = 7});
 
-  std::vector<std::unique_ptr<producer_batch>> all;
+  std::vector<sequence_t> p0_bases, p1_bases;
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 3 + round; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
     ASSERT_TRUE(add(acc, p1, value, t0));
-    for (auto& b : drain_one(acc, l, 1, t0 + 1s)) all.push_back(std::move(b));
+    for (auto& b : drain_one(acc, l, 1, t0 + 1s)) {
+      record::record_batch_view view(b->bytes());
+      ASSERT_TRUE(record::validate_batch(view, record::offset_rule::producer));
+      EXPECT_EQ(view.producer_id(), 4000);
+      EXPECT_EQ(view.producer_epoch(), 7);
+      EXPECT_EQ(view.base_sequence(), b->base_sequence());
+      (b->tp() == p0 ? p0_bases : p1_bases).push_back(view.base_sequence());
+      // The first batch of a partition goes alone until it is acknowledged.
+      if (round == 0) acc.complete(std::move(b), 0, -1);
+    }
   }
   // p0: 1+3 records, then 4, then 5: bases 0, 4, 8; p1: 0, 1, 2.
-  std::vector<sequence_t> p0_bases, p1_bases;
-  for (auto& b : all) {
-    record::record_batch_view view(b->bytes());
-    ASSERT_TRUE(record::validate_batch(view, record::offset_rule::producer));
-    EXPECT_EQ(view.producer_id(), 4000);
-    EXPECT_EQ(view.producer_epoch(), 7);
-    EXPECT_EQ(view.base_sequence(), b->base_sequence());
-    (b->tp() == p0 ? p0_bases : p1_bases).push_back(view.base_sequence());
-  }
   EXPECT_EQ(p0_bases, (std::vector<sequence_t>{0, 4, 8}));
   EXPECT_EQ(p1_bases, (std::vector<sequence_t>{0, 1, 2}));
   EXPECT_EQ(acc.next_sequence(p0), 13);
@@ -247,23 +247,29 @@ TEST_F(accumulator, retried_batch_waits_to_be_first_in_flight_and_for_backoff) {
   record_accumulator acc(c);
   acc.set_producer_identity({.producer_id = 1, .epoch = 0});
   auto l = leaders({{{"t", 0}, 1}});
+  // An acknowledged first batch (sequences 0-2) opens the partition's pipeline.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto first = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(first.size(), 1u);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  EXPECT_TRUE(drain_one(acc, l, 1, t0).empty()) << "the first batch goes alone";
+  acc.complete(std::move(first[0]), 0, -1);
   auto a = drain_one(acc, l, 1, t0);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
   auto b = drain_one(acc, l, 1, t0);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
-  EXPECT_EQ(a[0]->base_sequence(), 0);
-  EXPECT_EQ(b[0]->base_sequence(), 3);
+  EXPECT_EQ(a[0]->base_sequence(), 3);
+  EXPECT_EQ(b[0]->base_sequence(), 6);
 
   // b fails retriably while a is still in flight.
   acc.reenqueue(std::move(b[0]), t0 + 10ms);
   EXPECT_TRUE(acc.ready(l, t0 + 50ms).ready_nodes.empty()) << "in retry backoff";
-  EXPECT_TRUE(drain_one(acc, l, 1, t0 + 200ms).empty()) << "a (sequence 0) is still in flight";
-  acc.complete(std::move(a[0]), 0, -1);
+  EXPECT_TRUE(drain_one(acc, l, 1, t0 + 200ms).empty()) << "a (sequence 3) is still in flight";
+  acc.complete(std::move(a[0]), 3, -1);
   auto retry = drain_one(acc, l, 1, t0 + 200ms);
   ASSERT_EQ(retry.size(), 1u);
-  EXPECT_EQ(retry[0]->base_sequence(), 3) << "a retry keeps its sequence";
+  EXPECT_EQ(retry[0]->base_sequence(), 6) << "a retry keeps its sequence";
   EXPECT_EQ(retry[0]->attempts, 1);
   // A second failure backs off twice as long.
   acc.reenqueue(std::move(retry[0]), t0 + 300ms);
@@ -282,16 +288,24 @@ TEST_F(accumulator, a_batch_behind_an_acknowledged_one_is_told_apart_from_one_ah
   const producer_identity identity{.producer_id = 1, .epoch = 0};
   acc.set_producer_identity(identity);
   auto l = leaders({{{"t", 0}, 1}});
+  // Sequences 0-2 acknowledged: the partition's pipeline is open.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto opening = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(opening.size(), 1u);
+  acc.complete(std::move(opening[0]), 0, -1);
   std::vector<std::unique_ptr<producer_batch>> flying;
   for (int n = 0; n < 3; ++n) {
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-    flying.push_back(std::move(drain_one(acc, l, 1, t0)[0]));
+    auto drained = drain_one(acc, l, 1, t0);
+    ASSERT_EQ(drained.size(), 1u);
+    flying.push_back(std::move(drained[0]));
   }
-  // Nothing acknowledged yet: the first batch is the next one, the others are ahead of it.
+  // Sequences 3-11 in flight: the first is the next one, the others are ahead of it.
   EXPECT_TRUE(acc.is_next_sequence(*flying[0]));
   EXPECT_FALSE(acc.acknowledged_past(*flying[0]));
   EXPECT_FALSE(acc.acknowledged_past(*flying[2]));
-  // Sequences 0-2 fail retriably, 3-5 are written: 6-8 is next, 0-2 is behind.
+  // Sequences 3-5 fail retriably, 6-8 are written (a broker that lost the producer's state
+  // takes any sequence): 9-11 is next, 3-5 is behind.
   auto first = std::move(flying[0]);
   acc.complete(std::move(flying[1]), 0, -1);
   EXPECT_FALSE(acc.is_next_sequence(*first));
@@ -306,7 +320,9 @@ TEST_F(accumulator, a_batch_behind_an_acknowledged_one_is_told_apart_from_one_ah
   flying[2]->rewrite_producer_state(identity, INT32_MAX - 2);  // 3 records: up to INT32_MAX
   acc.complete(std::move(flying[2]), 0, -1);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-  auto probe = std::move(drain_one(acc, l, 1, t0)[0]);
+  auto probes = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(probes.size(), 1u);
+  auto probe = std::move(probes[0]);
   probe->rewrite_producer_state(identity, 0);
   EXPECT_TRUE(acc.is_next_sequence(*probe));
   EXPECT_FALSE(acc.acknowledged_past(*probe));
@@ -327,10 +343,17 @@ TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
   record_accumulator acc(c);
   acc.set_producer_identity({.producer_id = 1, .epoch = 0});
   auto l = leaders({{{"t", 0}, 1}});
+  // Sequences 0-2 acknowledged: the partition's pipeline is open.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  auto opening = drain_one(acc, l, 1, t0);
+  ASSERT_EQ(opening.size(), 1u);
+  acc.complete(std::move(opening[0]), 0, -1);
   std::vector<std::unique_ptr<producer_batch>> flying;
   for (int n = 0; n < 3; ++n) {
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-    flying.push_back(std::move(drain_one(acc, l, 1, t0)[0]));
+    auto drained = drain_one(acc, l, 1, t0);
+    ASSERT_EQ(drained.size(), 1u);
+    flying.push_back(std::move(drained[0]));
   }
   ASSERT_TRUE(add(acc, p0, value, t0));  // a new, unsequenced batch behind them
   // All three fail; the responses arrive out of order.
@@ -344,7 +367,7 @@ TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
     order.push_back(batches[0]->base_sequence());
     acc.complete(std::move(batches[0]), 0, -1);
   }
-  EXPECT_EQ(order, (std::vector<sequence_t>{0, 3, 6, 9}));
+  EXPECT_EQ(order, (std::vector<sequence_t>{3, 6, 9, 12}));
 }
 
 TEST_F(accumulator, max_in_flight_one_mutes_the_partition) {
