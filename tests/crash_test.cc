@@ -15,8 +15,7 @@
 #include <random>
 #include <set>
 
-#include "protocol/messages/create_topics_request.h"
-#include "protocol/messages/create_topics_response.h"
+#include "produce_util.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/produce_request.h"
@@ -192,21 +191,7 @@ TEST(crash, sigkill_while_idempotent_producers_write) {
         static_cast<long long>(totals.acked_batches_verified));
     if (round == kills) break;
     if (round == 0) {
-      protocol::create_topics_request req;
-      auto& t = req.topics.emplace_back();
-      t.name = "crash";
-      t.num_partitions = partitions;
-      t.replication_factor = 1;
-      std::vector<uint8_t> body;
-      protocol::writer w(body);
-      req.encode(w, 7);
-      raw_client c(broker.port());
-      auto resp = call(c, 19, 7, body, 1);
-      ASSERT_TRUE(resp.has_value());
-      protocol::reader r(*resp);
-      auto decoded = protocol::create_topics_response::decode(r, 7);
-      ASSERT_TRUE(decoded.has_value());
-      ASSERT_EQ(decoded->topics.at(0).error_code, 0);
+      ASSERT_EQ(create_topic(broker.port(), "crash", partitions), 0);
     }
     auto pid = init_producer_id(broker.port());
     ASSERT_TRUE(pid.has_value());

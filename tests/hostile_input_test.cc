@@ -10,9 +10,8 @@
 
 #include <random>
 
+#include "produce_util.h"
 #include "protocol/messages/api_versions_response.h"
-#include "protocol/messages/create_topics_request.h"
-#include "protocol/messages/create_topics_response.h"
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
 #include "protocol/reader.h"
@@ -25,7 +24,7 @@
 namespace tarn::test {
 namespace {
 
-constexpr int16_t produce_key = 0, api_versions_key = 18, create_topics_key = 19;
+constexpr int16_t produce_key = 0, api_versions_key = 18;
 constexpr int16_t err_corrupt_message = 2, err_message_too_large = 10, err_unsupported_version = 35,
                   err_invalid_record = 87;
 
@@ -247,22 +246,7 @@ class hostile_input : public ::testing::Test {
   }
 
   void create_topic(const std::string& name) {
-    protocol::create_topics_request req;
-    auto& t = req.topics.emplace_back();
-    t.name = name;
-    t.num_partitions = 1;
-    t.replication_factor = 1;
-    std::vector<uint8_t> body;
-    protocol::writer w(body);
-    req.encode(w, 7);
-    raw_client c(broker_->port());
-    ASSERT_TRUE(c.send_request(create_topics_key, 7, 1, body, true));
-    auto frame = c.read_frame();
-    ASSERT_TRUE(frame.has_value());
-    protocol::reader r(std::span<const uint8_t>(*frame).subspan(5));
-    auto decoded = protocol::create_topics_response::decode(r, 7);
-    ASSERT_TRUE(decoded.has_value());
-    ASSERT_EQ(decoded->topics.at(0).error_code, 0);
+    ASSERT_EQ(test::create_topic(broker_->port(), name, 1), 0);
   }
 
   // Produce v9 (flexible) of `records` to partition 0 of `topic`; the partition's error code, or

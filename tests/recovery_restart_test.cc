@@ -6,8 +6,7 @@
 
 #include <filesystem>
 
-#include "protocol/messages/create_topics_request.h"
-#include "protocol/messages/create_topics_response.h"
+#include "produce_util.h"
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
 #include "protocol/reader.h"
@@ -54,25 +53,6 @@ std::pair<int16_t, int64_t> produce(uint16_t port, const std::vector<uint8_t>& b
   return {pr.error_code, pr.base_offset};
 }
 
-void create_topic(uint16_t port) {
-  protocol::create_topics_request req;
-  auto& t = req.topics.emplace_back();
-  t.name = "t";
-  t.num_partitions = 1;
-  t.replication_factor = 1;
-  std::vector<uint8_t> body;
-  protocol::writer w(body);
-  req.encode(w, 7);
-  raw_client c(port);
-  ASSERT_TRUE(c.send_request(19, 7, 1, body, true));
-  auto frame = c.read_frame();
-  ASSERT_TRUE(frame.has_value());
-  protocol::reader r(std::span<const uint8_t>(*frame).subspan(5));
-  auto decoded = protocol::create_topics_response::decode(r, 7);
-  ASSERT_TRUE(decoded.has_value());
-  ASSERT_EQ(decoded->topics.at(0).error_code, 0);
-}
-
 void write_bytes(const fs::path& p, std::string_view bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -84,7 +64,7 @@ class recovery_restart : public ::testing::Test {
     data_ = dir_.path() / "data";
     broker_process b({}, data_);
     ASSERT_NE(b.port(), 0) << b.output();
-    create_topic(b.port());
+    ASSERT_EQ(test::create_topic(b.port(), "t", 1), 0);
     for (int i = 0; i < n_; ++i) {
       auto batch = one_batch(i);
       auto [err, base] = produce(b.port(), batch);

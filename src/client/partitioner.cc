@@ -56,6 +56,18 @@ partition_id sticky_partitioner::draw_locked(int32_t num_partitions,
   const auto random = static_cast<uint32_t>(random_());
   produced_bytes_ = 0;
   num_partitions_ = num_partitions;
+  if (load_ && !load_->partition_ids.empty()) {
+    // The first entry of the cumulative table strictly greater than a uniform draw below the
+    // total weight (Java: Arrays.binarySearch, then the insertion point past equal values).
+    const auto& table = load_->cumulative_frequency;
+    const auto weighted = static_cast<int32_t>(random % static_cast<uint32_t>(table.back()));
+    const auto index = std::ranges::upper_bound(table, weighted) - table.begin();
+    const partition_id chosen = load_->partition_ids[static_cast<size_t>(index)];
+    if (chosen < num_partitions) {  // stale stats after the partition count grew or shrank
+      partition_ = chosen;
+      return partition_;
+    }
+  }
   if (!available.empty()) {
     partition_ = available[random % available.size()];
   } else {
@@ -84,6 +96,38 @@ void sticky_partitioner::update(partition_id partition, int32_t appended_bytes, 
   if ((produced >= batch && enable_switch) || produced >= 2 * batch) {
     draw_locked(num_partitions, available);
   }
+}
+
+void sticky_partitioner::set_load(std::optional<partition_load> load) {
+  std::lock_guard lock(mutex_);
+  load_ = std::move(load);
+}
+
+std::optional<partition_load> partition_load_from_queue_sizes(
+    std::span<const int32_t> queue_sizes, std::span<const partition_id> partition_ids,
+    size_t length) {
+  if (length < 1 || length > queue_sizes.size() || queue_sizes.size() < 2 ||
+      partition_ids.size() != queue_sizes.size()) {
+    return std::nullopt;
+  }
+  int32_t max_size_plus_1 = queue_sizes[0];
+  bool all_equal = true;
+  for (size_t i = 1; i < length; ++i) {
+    if (queue_sizes[i] != max_size_plus_1) all_equal = false;
+    max_size_plus_1 = std::max(max_size_plus_1, queue_sizes[i]);
+  }
+  ++max_size_plus_1;
+  if (all_equal && length == queue_sizes.size()) return std::nullopt;
+  // Invert each size (the longest queue weighs 1) and fold into a running sum.
+  partition_load load;
+  load.cumulative_frequency.reserve(length);
+  load.partition_ids.assign(partition_ids.begin(), partition_ids.begin() + length);
+  int32_t sum = 0;
+  for (size_t i = 0; i < length; ++i) {
+    sum += max_size_plus_1 - queue_sizes[i];
+    load.cumulative_frequency.push_back(sum);
+  }
+  return load;
 }
 
 int32_t sticky_partitioner::produced_bytes() const {

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <span>
+#include <vector>
 
 #include "base/strong_types.h"
 
@@ -21,14 +23,27 @@ constexpr int32_t to_positive(int32_t n) { return n & 0x7fffffff; }
 // BuiltInPartitioner.partitionForKey. num_partitions must be > 0.
 partition_id partition_for_key(std::span<const uint8_t> key, int32_t num_partitions);
 
+// KIP-794's adaptive partitioning (BuiltInPartitioner.updatePartitionLoadStats): from the queue
+// sizes (batches waiting) of a topic's partitions, a cumulative frequency table in which each
+// partition weighs (largest queue + 1 - its queue), so partitions whose brokers drain slowly are
+// drawn less often. `queue_sizes` and `partition_ids` hold the partitions with a leader, of which
+// the first `length` are still available (the rest were excluded by
+// partitioner.availability.timeout.ms). nullopt, meaning "draw uniformly", when there are fewer
+// than two partitions, none available, or every queue has the same size and none was excluded.
+struct partition_load {
+  std::vector<int32_t> cumulative_frequency;  // ascending; the last entry is the total weight
+  std::vector<partition_id> partition_ids;    // same length
+};
+std::optional<partition_load> partition_load_from_queue_sizes(
+    std::span<const int32_t> queue_sizes, std::span<const partition_id> partition_ids,
+    size_t length);
+
 // The sticky half of Kafka's BuiltInPartitioner for one topic: every keyless record goes to the
 // current partition; after batch.size bytes were produced to it, the next time a new batch
-// would be started there (enable_switch) a new partition is drawn uniformly at random from the
+// would be started there (enable_switch) a new partition is drawn at random: weighted by the
+// partition load when the accumulator reported one (set_load), else uniformly from the
 // available ones. At twice batch.size the switch happens regardless, bounding the skew when
 // batches never fill (e.g. linger.ms sends them early).
-//
-// Not implemented: the adaptive part (weighting partitions by their brokers' queue sizes) and
-// partitioner.availability.timeout.ms; tarn always draws uniformly.
 //
 // Thread-safe: a mutex guards the state; callers may race, and an update naming a partition
 // that is no longer current is ignored (as Java ignores a stale StickyPartitionInfo).
@@ -48,6 +63,9 @@ class sticky_partitioner {
 
   int32_t produced_bytes() const;
 
+  // The latest load of the topic's partitions (nullopt: draw uniformly). Thread: the sender.
+  void set_load(std::optional<partition_load> load);
+
  private:
   partition_id draw_locked(int32_t num_partitions, std::span<const partition_id> available);
 
@@ -57,6 +75,7 @@ class sticky_partitioner {
   partition_id partition_ = -1;
   int32_t num_partitions_ = 0;
   int32_t produced_bytes_ = 0;
+  std::optional<partition_load> load_;
 };
 
 }  // namespace tarn::client

@@ -124,5 +124,67 @@ TEST(sticky_partitioner, redraws_when_the_partition_count_changes) {
   }
 }
 
+// KIP-794 adaptive partitioning: the cumulative frequency table of Java's
+// BuiltInPartitioner.updatePartitionLoadStats, with the example from its comments.
+TEST(partition_load, inverts_queue_sizes_into_a_cumulative_table) {
+  const std::vector<int32_t> sizes{0, 3, 1};
+  const std::vector<partition_id> ids{5, 6, 7};
+  auto load = partition_load_from_queue_sizes(sizes, ids, 3);
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(load->cumulative_frequency, (std::vector<int32_t>{4, 5, 8}));
+  EXPECT_EQ(load->partition_ids, ids);
+}
+
+TEST(partition_load, uniform_when_equal_single_or_empty) {
+  const std::vector<int32_t> equal{2, 2, 2};
+  const std::vector<partition_id> ids{0, 1, 2};
+  EXPECT_FALSE(partition_load_from_queue_sizes(equal, ids, 3).has_value());
+  // Equal, but one partition was left out for unavailability: still weighted, over the rest.
+  auto excluded = partition_load_from_queue_sizes(equal, ids, 2);
+  ASSERT_TRUE(excluded.has_value());
+  EXPECT_EQ(excluded->cumulative_frequency, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(excluded->partition_ids, (std::vector<partition_id>{0, 1}));
+  const std::vector<int32_t> one{4};
+  const std::vector<partition_id> one_id{0};
+  EXPECT_FALSE(partition_load_from_queue_sizes(one, one_id, 1).has_value());
+  EXPECT_FALSE(partition_load_from_queue_sizes(equal, ids, 0).has_value());
+}
+
+TEST(sticky_partitioner, draws_in_proportion_to_the_partition_load) {
+  sticky_partitioner sticky(/*batch_size=*/1, /*seed=*/99);
+  // Queue sizes 0, 3, 1 -> weights 4, 1, 3 of 8.
+  sticky.set_load(partition_load{{4, 5, 8}, {0, 1, 2}});
+  std::map<partition_id, int> counts;
+  constexpr int draws = 80'000;
+  for (int i = 0; i < draws; ++i) {
+    const partition_id p = sticky.current(3);
+    ++counts[p];
+    sticky.update(p, 1, /*enable_switch=*/true, 3);  // batch.size reached: draw again
+  }
+  // Expected 40,000 / 10,000 / 30,000; a 5% band is ~20 standard deviations.
+  EXPECT_NEAR(counts[0], draws * 4 / 8, draws / 20);
+  EXPECT_NEAR(counts[1], draws * 1 / 8, draws / 20);
+  EXPECT_NEAR(counts[2], draws * 3 / 8, draws / 20);
+  // Back to uniform once the load is gone.
+  sticky.set_load(std::nullopt);
+  counts.clear();
+  for (int i = 0; i < draws; ++i) {
+    const partition_id p = sticky.current(3);
+    ++counts[p];
+    sticky.update(p, 1, true, 3);
+  }
+  for (partition_id p = 0; p < 3; ++p) EXPECT_NEAR(counts[p], draws / 3, draws / 20);
+}
+
+TEST(sticky_partitioner, ignores_a_load_naming_partitions_beyond_the_count) {
+  sticky_partitioner sticky(1, 5);
+  sticky.set_load(partition_load{{1, 2}, {7, 8}});  // stale: the topic now has 2 partitions
+  for (int i = 0; i < 100; ++i) {
+    const partition_id p = sticky.current(2);
+    ASSERT_LT(p, 2);
+    sticky.update(p, 1, true, 2);
+  }
+}
+
 }  // namespace
 }  // namespace tarn::client

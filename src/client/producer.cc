@@ -21,7 +21,14 @@ struct producer::impl {
       : config(c),
         accumulator(accumulator_config::from(c)),
         io(c, accumulator, metadata),
-        seed(std::random_device{}()) {}
+        seed(std::random_device{}()) {
+    // KIP-794: the sender's ready() reports each topic's partition load; keyless records then
+    // switch to lightly loaded partitions more often.
+    accumulator.set_partition_load_listener(
+        [this](const std::string& topic, std::optional<partition_load> load) {
+          sticky_for(topic).set_load(std::move(load));
+        });
+  }
 
   sticky_partitioner& sticky_for(std::string_view topic) {
     std::lock_guard lock(sticky_mutex);

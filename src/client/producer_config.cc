@@ -327,16 +327,6 @@ result<producer_config, config_error> parse_producer_config(
                              "default value."});
   }
 
-  if (config.partitioner_availability_timeout_ms != 0) {
-    return fail(config_error{
-        "partitioner.availability.timeout.ms",
-        std::to_string(config.partitioner_availability_timeout_ms),
-        fmt::format("Unsupported value {} for configuration partitioner.availability.timeout.ms: "
-                    "tarn's partitioner does not track partition availability; only 0 is "
-                    "supported",
-                    config.partitioner_availability_timeout_ms)});
-  }
-
   // Idempotence, in the order ProducerConfig.postProcessAndValidateIdempotenceConfigs checks it.
   const bool idempotence_explicit = explicitly_set.contains("enable.idempotence");
   if (config.enable_idempotence) {

@@ -139,7 +139,10 @@ TEST(producer_config, unknown_and_unsupported_keys_are_refused) {
   EXPECT_EQ(bad({{"ssl.keystore.location", "/x"}}).key, "ssl.keystore.location");
   EXPECT_TRUE(ok({{"security.protocol", "plaintext"}}).bootstrap_servers.size() == 1);
   EXPECT_EQ(bad({{"security.protocol", "SSL"}}).key, "security.protocol");
-  EXPECT_EQ(bad({{"partitioner.availability.timeout.ms", "100"}}).key,
+  EXPECT_EQ(
+      ok({{"partitioner.availability.timeout.ms", "100"}}).partitioner_availability_timeout_ms,
+      100);
+  EXPECT_EQ(bad({{"partitioner.availability.timeout.ms", "-1"}}).key,
             "partitioner.availability.timeout.ms");
 }
 

@@ -46,6 +46,8 @@ accumulator_config accumulator_config::from(const producer_config& c) {
       .compression_level = level_for(c),
       .idempotence = c.enable_idempotence,
       .max_in_flight_requests_per_connection = c.max_in_flight_requests_per_connection,
+      .adaptive_partitioning = c.partitioner_adaptive_partitioning_enable,
+      .partitioner_availability_timeout = milliseconds(c.partitioner_availability_timeout_ms),
   };
 }
 
@@ -225,20 +227,50 @@ std::chrono::nanoseconds record_accumulator::retry_backoff_for(const producer_ba
   return std::min(backoff, cap);
 }
 
-ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_time now) {
+ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_time now,
+                                       const partition_count_lookup& partitions_of) {
   ready_result out;
   const bool exhausted = pool_.has_waiters();
   const bool send_all = exhausted || closed_ || flushes_in_progress_ > 0;
+  // Per topic, Java's queueSizes/partitionIds arrays: one slot per queue, the first `length`
+  // holding the partitions with a leader that were not excluded for unavailability.
+  struct topic_load {
+    std::vector<int32_t> queue_sizes;
+    std::vector<partition_id> partition_ids;
+    size_t length = 0;
+  };
+  std::map<std::string_view, topic_load> loads;
+  const bool adaptive = config_.adaptive_partitioning && partitions_of && load_listener_;
   std::shared_lock queues_lock(queues_mutex_);
   for (partition_queue* q : queue_order_) {
-    std::lock_guard lock(q->mutex);
-    if (q->batches.empty() || q->muted) continue;
     auto leader = leader_of(q->tp);
+    topic_load* load = nullptr;
+    if (adaptive) load = &loads[q->tp.topic];
+    std::lock_guard lock(q->mutex);
+    const auto queue_size = static_cast<int32_t>(q->batches.size());
+    if (load && leader) {
+      load->queue_sizes.push_back(0);
+      load->partition_ids.push_back(0);
+      load->queue_sizes[load->length] = queue_size;
+      load->partition_ids[load->length] = q->tp.partition;
+      ++load->length;
+    } else if (load) {
+      load->queue_sizes.push_back(0);  // a queue without a leader: counted, never drawn
+      load->partition_ids.push_back(-1);
+    }
+    if (q->batches.empty()) continue;
     if (!leader) {
       out.unknown_leader_topics.insert(q->tp.topic);
       continue;
     }
-    if (out.ready_nodes.contains(*leader)) continue;
+    if (load && config_.partitioner_availability_timeout.count() > 0) {
+      auto stats = node_latency_.find(*leader);
+      if (stats != node_latency_.end() && stats->second.ready_time - stats->second.drain_time >
+                                              config_.partitioner_availability_timeout) {
+        --load->length;  // the broker has not taken data for too long: leave the partition out
+      }
+    }
+    if (q->muted || out.ready_nodes.contains(*leader)) continue;
     const producer_batch& first = *q->batches.front();
     const auto backoff = retry_backoff_for(first);
     const bool backing_off = first.attempts > 0 && now < first.last_attempt + backoff;
@@ -254,7 +286,28 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
       if (!out.next_ready_check || left < *out.next_ready_check) out.next_ready_check = left;
     }
   }
+  std::vector<std::pair<std::string, std::optional<partition_load>>> reports;
+  for (auto& [topic, load] : loads) {
+    const std::string name(topic);
+    // Java starts adaptive partitioning only once every partition of the topic has a queue: a
+    // partition without one would never be drawn.
+    const int32_t count = partitions_of(name);
+    std::optional<partition_load> computed;
+    if (count > 0 && load.queue_sizes.size() >= static_cast<size_t>(count)) {
+      computed = partition_load_from_queue_sizes(load.queue_sizes, load.partition_ids, load.length);
+    }
+    reports.emplace_back(name, std::move(computed));
+  }
+  queues_lock.unlock();
+  for (auto& [topic, load] : reports) load_listener_(topic, std::move(load));
   return out;
+}
+
+void record_accumulator::update_node_latency(node_id node, steady_time now, bool can_drain) {
+  if (config_.partitioner_availability_timeout.count() <= 0) return;
+  auto [it, inserted] = node_latency_.try_emplace(node, node_latency{now, now});
+  it->second.ready_time = now;
+  if (can_drain) it->second.drain_time = now;
 }
 
 std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulator::drain(

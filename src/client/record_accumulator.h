@@ -40,6 +40,7 @@
 
 #include "base/result.h"
 #include "client/buffer_pool.h"
+#include "client/partitioner.h"
 #include "client/producer_batch.h"
 #include "client/producer_config.h"
 
@@ -63,6 +64,11 @@ struct accumulator_config {
   // 1 means strict ordering without idempotence: a partition is muted while a batch of it is in
   // flight (Java's guaranteeMessageOrder).
   int32_t max_in_flight_requests_per_connection = 5;
+  // KIP-794: ready() reports each topic's partition load to the partitioner
+  // (partitioner.adaptive.partitioning.enable), leaving out partitions whose broker has had
+  // data ready but not drainable for longer than partitioner.availability.timeout.ms (0: never).
+  bool adaptive_partitioning = true;
+  milliseconds partitioner_availability_timeout{0};
 
   static accumulator_config from(const producer_config& config);
 };
@@ -88,6 +94,11 @@ struct ready_result {
 
 // The sender's view of the cluster: the leader of a partition, if known.
 using leader_lookup = std::function<std::optional<node_id>(const topic_partition&)>;
+// The number of partitions of a topic, 0 if unknown.
+using partition_count_lookup = std::function<int32_t(const std::string& topic)>;
+// Receives a topic's partition load from ready() (nullopt: draw uniformly).
+using partition_load_listener =
+    std::function<void(const std::string& topic, std::optional<partition_load> load)>;
 
 class record_accumulator {
  public:
@@ -109,7 +120,20 @@ class record_accumulator {
                                                 bool abort_on_new_batch = false);
 
   // The brokers with something to send now. Thread: sender. Locks: each partition's in turn.
-  ready_result ready(const leader_lookup& leader_of, steady_time now);
+  // With adaptive partitioning, also computes each topic's partition load from its queue sizes
+  // (Java's partitionReady) once every partition of the topic has had a batch, and hands it to
+  // the listener after the locks are released.
+  ready_result ready(const leader_lookup& leader_of, steady_time now,
+                     const partition_count_lookup& partitions_of = {});
+
+  // Java's updateNodeLatencyStats: the sender found `node` ready in ready() and could
+  // (`can_drain`) or could not send to it. Feeds partitioner.availability.timeout.ms.
+  // Thread: sender.
+  void update_node_latency(node_id node, steady_time now, bool can_drain);
+  // Set once before the sender starts.
+  void set_partition_load_listener(partition_load_listener listener) {
+    load_listener_ = std::move(listener);
+  }
 
   // Takes the batches to send to each of `nodes`: at most one per partition, in total at most
   // max_request_size bytes per node (the first batch always). Builds each batch, assigning its
@@ -213,6 +237,11 @@ class record_accumulator {
   std::unordered_map<topic_partition, std::unique_ptr<partition_queue>, tp_hash> queues_;
   std::vector<partition_queue*> queue_order_;  // creation order, for fair draining
   std::map<node_id, size_t> drain_index_;      // sender only
+  struct node_latency {
+    steady_time ready_time, drain_time;
+  };
+  std::map<node_id, node_latency> node_latency_;  // sender only
+  partition_load_listener load_listener_;
 
   std::atomic<bool> closed_{false};
   std::atomic<int32_t> flushes_in_progress_{0};

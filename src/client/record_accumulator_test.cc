@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "record/record.h"
@@ -496,6 +497,76 @@ TEST_F(accumulator, concurrent_appends_lose_nothing) {
   EXPECT_EQ(records, threads * per_thread);
   EXPECT_EQ(delivered.load(), threads * per_thread);
   EXPECT_EQ(acc.pool().available_bytes(), acc.pool().total_bytes());
+}
+
+// KIP-794: ready() hands each topic's partition load to the partitioner (Java's
+// partitionReady + updatePartitionLoadStats).
+TEST_F(accumulator, ready_reports_partition_load_once_every_partition_has_a_queue) {
+  record_accumulator acc(config(112));  // three 17-byte records a batch
+  std::map<std::string, std::optional<partition_load>> reported;
+  acc.set_partition_load_listener(
+      [&](const std::string& topic, std::optional<partition_load> load) {
+        reported[topic] = std::move(load);
+      });
+  const topic_partition p2{"t", 2};
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"t", 2}, 2}});
+  auto three = [](const std::string& topic) { return topic == "t" ? 3 : 0; };
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  acc.ready(l, t0, three);
+  ASSERT_TRUE(reported.contains("t"));
+  EXPECT_FALSE(reported["t"].has_value());  // one queue of three partitions: uniform
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(add(acc, p1, value, t0));  // 3 batches
+  ASSERT_TRUE(add(acc, p2, value, t0));
+  reported.clear();
+  acc.ready(l, t0, three);
+  // Queues 1, 3, 1 -> weights 3, 1, 3.
+  ASSERT_TRUE(reported["t"].has_value());
+  EXPECT_EQ(reported["t"]->cumulative_frequency, (std::vector<int32_t>{3, 4, 7}));
+  EXPECT_EQ(reported["t"]->partition_ids, (std::vector<partition_id>{0, 1, 2}));
+  // Without the partition count (metadata unknown) there is no load.
+  reported.clear();
+  acc.ready(l, t0, [](const std::string&) { return 0; });
+  EXPECT_FALSE(reported["t"].has_value());
+}
+
+TEST_F(accumulator, availability_timeout_leaves_out_a_broker_that_does_not_drain) {
+  auto c = config(112);
+  c.partitioner_availability_timeout = 100ms;
+  record_accumulator acc(c);
+  std::optional<partition_load> reported;
+  acc.set_partition_load_listener(
+      [&](const std::string&, std::optional<partition_load> load) { reported = std::move(load); });
+  const topic_partition p2{"t", 2};
+  auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"t", 2}, 2}});
+  auto three = [](const std::string&) { return 3; };
+  for (const auto& tp : {p0, p1, p2}) ASSERT_TRUE(add(acc, tp, value, t0));
+  acc.update_node_latency(1, t0, true);
+  acc.update_node_latency(2, t0, true);
+  acc.ready(l, t0, three);
+  EXPECT_FALSE(reported.has_value());  // equal queues, nobody left out: uniform
+  // Broker 2 had data ready for 200 ms but could never be sent to; broker 1 drained.
+  acc.update_node_latency(1, t0 + 200ms, true);
+  acc.update_node_latency(2, t0 + 200ms, false);
+  acc.ready(l, t0 + 200ms, three);
+  ASSERT_TRUE(reported.has_value());
+  EXPECT_EQ(reported->partition_ids, (std::vector<partition_id>{0, 1}));
+  EXPECT_EQ(reported->cumulative_frequency, (std::vector<int32_t>{1, 2}));
+  // Once broker 2 drains again it is back in, and equal queues mean uniform.
+  acc.update_node_latency(2, t0 + 250ms, true);
+  acc.ready(l, t0 + 250ms, three);
+  EXPECT_FALSE(reported.has_value());
+}
+
+TEST_F(accumulator, no_load_reports_when_adaptive_partitioning_is_off) {
+  auto c = config(112);
+  c.adaptive_partitioning = false;
+  record_accumulator acc(c);
+  int reports = 0;
+  acc.set_partition_load_listener(
+      [&](const std::string&, std::optional<partition_load>) { ++reports; });
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  acc.ready(leaders({{{"t", 0}, 1}}), t0, [](const std::string&) { return 1; });
+  EXPECT_EQ(reports, 0);
 }
 
 }  // namespace

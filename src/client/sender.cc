@@ -125,16 +125,21 @@ void sender::run_once() {
   maybe_init_producer_id(now);
 
   auto leader_of = [this](const topic_partition& tp) { return metadata_.leader_of(tp); };
-  auto ready = accumulator_.ready(leader_of, now);
+  auto partitions_of = [this](const std::string& topic) {
+    auto t = metadata_.topic(topic);
+    return t ? static_cast<int32_t>(t->partitions.size()) : 0;
+  };
+  auto ready = accumulator_.ready(leader_of, now, partitions_of);
   if (!ready.unknown_leader_topics.empty()) metadata_.request_update();
 
   std::set<node_id> sendable;
   for (node_id node : ready.ready_nodes) {
     auto c = connection_to(node, now);
-    if (c && c->ready() &&
-        c->in_flight() < static_cast<size_t>(config_.max_in_flight_requests_per_connection)) {
-      sendable.insert(node);
-    }
+    const bool can_send =
+        c && c->ready() &&
+        c->in_flight() < static_cast<size_t>(config_.max_in_flight_requests_per_connection);
+    accumulator_.update_node_latency(node, now, can_send);
+    if (can_send) sendable.insert(node);
   }
   if (!sendable.empty() && !epoch_bump_required_) {
     auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);

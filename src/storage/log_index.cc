@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <ranges>
 
 #include "fmt/format.h"
 
@@ -36,6 +37,14 @@ storage_error corrupt(std::string message) { return {storage_errc::corrupt, std:
 constexpr int64_t reserve_unit_bytes = 4096;
 
 int64_t round_up(int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit; }
+
+// The last of `entries` slots whose entry satisfies `at_most_target` (entries are sorted, so the
+// predicate holds for a prefix), or -1 when none does: the one binary search of both indexes.
+template <typename predicate>
+int32_t last_slot_where(int32_t entries, predicate at_most_target) {
+  auto slots = std::views::iota(int32_t{0}, entries);
+  return *std::ranges::partition_point(slots, at_most_target) - 1;
+}
 
 }  // namespace
 
@@ -205,32 +214,15 @@ result<void, storage_error> offset_index::append(offset_t offset, int32_t positi
 }
 
 offset_position offset_index::lookup(offset_t target) const {
-  // Largest slot whose offset <= target.
-  int32_t lo = 0, hi = entries_ - 1, slot = -1;
-  while (lo <= hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (entry_at(mid).offset <= target) {
-      slot = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
+  const int32_t slot =
+      last_slot_where(entries_, [&](int32_t n) { return entry_at(n).offset <= target; });
   if (slot < 0) return {base_offset_, 0};
   return entry_at(slot);
 }
 
 offset_position offset_index::lookup_by_position(int64_t position) const {
-  int32_t lo = 0, hi = entries_ - 1, slot = -1;
-  while (lo <= hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (entry_at(mid).position <= position) {
-      slot = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
+  const int32_t slot =
+      last_slot_where(entries_, [&](int32_t n) { return entry_at(n).position <= position; });
   if (slot < 0) return {base_offset_, 0};
   return entry_at(slot);
 }
@@ -318,16 +310,8 @@ result<void, storage_error> time_index::maybe_append(timestamp_ms timestamp, off
 }
 
 timestamp_offset time_index::lookup(timestamp_ms target) const {
-  int32_t lo = 0, hi = entries_ - 1, slot = -1;
-  while (lo <= hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (entry_at(mid).timestamp <= target) {
-      slot = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
+  const int32_t slot =
+      last_slot_where(entries_, [&](int32_t n) { return entry_at(n).timestamp <= target; });
   if (slot < 0) return {no_timestamp, base_offset_};
   return entry_at(slot);
 }
