@@ -33,6 +33,7 @@ partition_id partition_for_key(std::span<const uint8_t> key, int32_t num_partiti
 struct partition_load {
   std::vector<int32_t> cumulative_frequency;  // ascending; the last entry is the total weight
   std::vector<partition_id> partition_ids;    // same length
+  bool operator==(const partition_load&) const = default;
 };
 std::optional<partition_load> partition_load_from_queue_sizes(
     std::span<const int32_t> queue_sizes, std::span<const partition_id> partition_ids,

@@ -31,7 +31,15 @@ record::append_result producer_batch::try_append(timestamp_ms timestamp,
   auto appended = builder_->try_append(timestamp, key, value, headers);
   if (appended != record::append_result::appended) return appended;
   appended_bytes = builder_->uncompressed_size_bytes() - before;
-  if (callback) thunks_.push_back({std::move(callback), timestamp, offset_delta});
+  if (callback) {
+    // Room for as many callbacks as records of this size fit in batch.size (at most 256), so the
+    // vector is not regrown (and its std::functions moved) several times per batch.
+    if (thunks_.empty()) {
+      thunks_.reserve(std::clamp<size_t>(
+          builder_config_.batch_size / std::max<size_t>(appended_bytes, 1), 1, 256));
+    }
+    thunks_.push_back({std::move(callback), timestamp, offset_delta});
+  }
   return appended;
 }
 

@@ -232,20 +232,21 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
   ready_result out;
   const bool exhausted = pool_.has_waiters();
   const bool send_all = exhausted || closed_ || flushes_in_progress_ > 0;
-  // Per topic, Java's queueSizes/partitionIds arrays: one slot per queue, the first `length`
-  // holding the partitions with a leader that were not excluded for unavailability.
-  struct topic_load {
-    std::vector<int32_t> queue_sizes;
-    std::vector<partition_id> partition_ids;
-    size_t length = 0;
-  };
-  std::map<std::string_view, topic_load> loads;
   const bool adaptive = config_.adaptive_partitioning && partitions_of && load_listener_;
+  for (auto& [topic, load] : topic_loads_) {
+    load.queue_sizes.clear();
+    load.partition_ids.clear();
+    load.length = 0;
+  }
   std::shared_lock queues_lock(queues_mutex_);
   for (partition_queue* q : queue_order_) {
     auto leader = leader_of(q->tp);
     topic_load* load = nullptr;
-    if (adaptive) load = &loads[q->tp.topic];
+    if (adaptive) {
+      auto it = topic_loads_.find(q->tp.topic);
+      if (it == topic_loads_.end()) it = topic_loads_.emplace(q->tp.topic, topic_load{}).first;
+      load = &it->second;
+    }
     std::lock_guard lock(q->mutex);
     const auto queue_size = static_cast<int32_t>(q->batches.size());
     if (load && leader) {
@@ -286,20 +287,25 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
       if (!out.next_ready_check || left < *out.next_ready_check) out.next_ready_check = left;
     }
   }
-  std::vector<std::pair<std::string, std::optional<partition_load>>> reports;
-  for (auto& [topic, load] : loads) {
-    const std::string name(topic);
-    // Java starts adaptive partitioning only once every partition of the topic has a queue: a
-    // partition without one would never be drawn.
-    const int32_t count = partitions_of(name);
-    std::optional<partition_load> computed;
-    if (count > 0 && load.queue_sizes.size() >= static_cast<size_t>(count)) {
-      computed = partition_load_from_queue_sizes(load.queue_sizes, load.partition_ids, load.length);
-    }
-    reports.emplace_back(name, std::move(computed));
-  }
   queues_lock.unlock();
-  for (auto& [topic, load] : reports) load_listener_(topic, std::move(load));
+  if (!adaptive) return out;
+  for (auto& [topic, load] : topic_loads_) {
+    // Java starts adaptive partitioning only once every partition of the topic has a queue (a
+    // partition without one would never be drawn), and never for a single partition.
+    std::optional<partition_load> computed;
+    if (load.queue_sizes.size() >= 2) {
+      const int32_t count = partitions_of(topic);
+      if (count > 0 && load.queue_sizes.size() >= static_cast<size_t>(count)) {
+        computed =
+            partition_load_from_queue_sizes(load.queue_sizes, load.partition_ids, load.length);
+      }
+    }
+    // The partitioner hears only of changes: most passes find the same queue sizes.
+    if (load.reported && load.last == computed) continue;
+    load.reported = true;
+    load.last = computed;
+    load_listener_(topic, std::move(computed));
+  }
   return out;
 }
 
@@ -331,7 +337,7 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
         partition_queue* q = queue_order_[index];
         auto leader = leader_of(q->tp);
         if (!leader || *leader != node) continue;
-        std::lock_guard lock(q->mutex);
+        std::unique_lock lock(q->mutex);
         if (q->batches.empty() || q->muted) continue;
         producer_batch& first = *q->batches.front();
         if (first.attempts > 0 && now < first.last_attempt + retry_backoff_for(first)) continue;
@@ -358,7 +364,11 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
         q->batches.pop_front();
         if (!batch->built()) {
           const sequence_t sequence = config_.idempotence ? q->next_sequence : record::no_sequence;
+          // Compressing takes a while: appends to the partition go on meanwhile. The batch is out
+          // of the queue, and only this (the sender) thread changes the sequence state.
+          lock.unlock();
           auto built = batch->build(config_.idempotence ? identity : producer_identity{}, sequence);
+          lock.lock();
           if (!built) {
             failed.emplace_back(std::move(batch), built.error());
             continue;
@@ -458,7 +468,12 @@ void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
   batch.reset();
   std::lock_guard lock(incomplete_mutex_);
   if (auto it = incomplete_.find(id); it != incomplete_.end()) incomplete_.erase(it);
-  incomplete_changed_.notify_all();
+  // Wake flush() only when the oldest flush waiting can return: a flush waiting on thousands of
+  // queued batches is not woken once per batch.
+  if (!flush_waits_.empty() &&
+      (incomplete_.empty() || *incomplete_.begin() > *flush_waits_.begin())) {
+    incomplete_changed_.notify_all();
+  }
 }
 
 void record_accumulator::complete(std::unique_ptr<producer_batch> batch, offset_t base_offset,
@@ -565,8 +580,10 @@ uint64_t record_accumulator::begin_flush() {
 void record_accumulator::await_flush_completion(uint64_t flush) {
   {
     std::unique_lock lock(incomplete_mutex_);
+    const auto wait = flush_waits_.insert(flush);
     incomplete_changed_.wait(lock,
                              [&] { return incomplete_.empty() || *incomplete_.begin() > flush; });
+    flush_waits_.erase(wait);
   }
   flushes_in_progress_.fetch_sub(1);
 }

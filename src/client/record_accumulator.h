@@ -242,6 +242,17 @@ class record_accumulator {
   };
   std::map<node_id, node_latency> node_latency_;  // sender only
   partition_load_listener load_listener_;
+  // Per topic, Java's queueSizes/partitionIds arrays (one slot per queue, the first `length`
+  // the partitions with a leader not left out for unavailability), kept between passes so
+  // ready() does not allocate, and the load last reported. Sender only.
+  struct topic_load {
+    std::vector<int32_t> queue_sizes;
+    std::vector<partition_id> partition_ids;
+    size_t length = 0;
+    bool reported = false;
+    std::optional<partition_load> last;
+  };
+  std::map<std::string, topic_load, std::less<>> topic_loads_;
 
   std::atomic<bool> closed_{false};
   std::atomic<int32_t> flushes_in_progress_{0};
@@ -253,6 +264,7 @@ class record_accumulator {
   // Incomplete batches by id, for flush (the parts of a split batch share its id).
   mutable std::mutex incomplete_mutex_;
   std::condition_variable incomplete_changed_;
+  std::multiset<uint64_t> flush_waits_;  // the flushes await_flush_completion() is waiting on
   std::multiset<uint64_t> incomplete_;
 };
 

@@ -140,6 +140,64 @@ namespace {
 using writer_codec = compress_stream::codec;
 constexpr size_t writer_chunk_bytes = 64 * 1024;
 
+// Each thread keeps the last context it used of each codec, and every stream starts from that
+// context reset rather than from a new one: a producer's sender or a broker thread compresses
+// batch after batch, and creating a context costs more than compressing a 16 KiB batch (lz4: a
+// zeroed 64 KiB block buffer and 16 KiB hash table; zlib: about 256 KiB; zstd: its window and
+// tables). Freeing such blocks per batch also made glibc trim its heap and fault the pages back
+// in. The codecs' resets give exactly a new context's output (compression_test compares them).
+template <typename Context>
+class thread_cache {
+ public:
+  // This thread's cached context, or nullptr.
+  static std::unique_ptr<Context> take() {
+    if (exited()) return nullptr;
+    return std::move(slot().context_);
+  }
+  // Keeps `context` for this thread's next stream (replacing, and freeing, any kept one).
+  static void give_back(std::unique_ptr<Context> context) {
+    if (exited()) return;  // the thread is ending: `context` is freed
+    slot().context_ = std::move(context);
+  }
+
+ private:
+  ~thread_cache() { exited() = true; }
+  // Trivially destructible, so it is still readable after the slot is destroyed at thread exit.
+  static bool& exited() {
+    thread_local bool flag = false;
+    return flag;
+  }
+  static thread_cache& slot() {
+    thread_local thread_cache cache;
+    return cache;
+  }
+  std::unique_ptr<Context> context_;
+};
+
+// A context held by one stream: the thread's cached one or a new one, given back to the cache of
+// the thread that ends the stream unless a codec call failed on it.
+template <typename Context>
+class stream_context {
+ public:
+  stream_context() : context_(thread_cache<Context>::take()) {
+    if (!context_) context_ = std::make_unique<Context>();
+  }
+  ~stream_context() {
+    if (keep_) thread_cache<Context>::give_back(std::move(context_));
+  }
+  stream_context(const stream_context&) = delete;
+  stream_context& operator=(const stream_context&) = delete;
+
+  Context& operator*() { return *context_; }
+  Context* operator->() { return context_.get(); }
+  // A codec call failed on the context: free it at the end of the stream rather than keep it.
+  void discard() { keep_ = false; }
+
+ private:
+  std::unique_ptr<Context> context_;
+  bool keep_ = true;
+};
+
 class plain_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
@@ -152,41 +210,63 @@ class plain_writer final : public writer_codec {
 };
 
 // gzip: zlib with a gzip wrapper. Kafka's default level is -1, zlib's Z_DEFAULT_COMPRESSION (6).
+struct gzip_context {
+  z_stream zs{};  // zlib's state points back to it: never moved
+  gz_header header{};
+  int level = 0;  // the level zs was initialized with
+  bool initialized = false;
+  std::array<uint8_t, writer_chunk_bytes> scratch;
+
+  ~gzip_context() {
+    if (initialized) deflateEnd(&zs);
+  }
+};
+
 class gzip_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
-  ~gzip_writer() override {
-    if (initialized_) deflateEnd(&zs_);
-  }
   result<void, codec_error> init(int level) {
     if (level != -1 && (level < 1 || level > 9)) {
       return codec_fail("gzip", "level " + std::to_string(level) + " is outside 1-9");
     }
-    if (deflateInit2(&zs_, level == -1 ? Z_DEFAULT_COMPRESSION : level, Z_DEFLATED,
-                     gzip_window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-      return codec_fail("gzip", "deflateInit2 failed");
+    const int zlib_level = level == -1 ? Z_DEFAULT_COMPRESSION : level;
+    gzip_context& c = *context_;
+    // deflateReset keeps the level, window and memory sizes deflateInit2 was given.
+    if (c.initialized && (c.level != zlib_level || deflateReset(&c.zs) != Z_OK)) {
+      deflateEnd(&c.zs);
+      c.initialized = false;
     }
-    initialized_ = true;
+    if (!c.initialized) {
+      c.zs = z_stream{};
+      if (deflateInit2(&c.zs, zlib_level, Z_DEFLATED, gzip_window_bits, 8, Z_DEFAULT_STRATEGY) !=
+          Z_OK) {
+        return codec_fail("gzip", "deflateInit2 failed");
+      }
+      c.initialized = true;
+      c.level = zlib_level;
+    }
     // Java 17's GZIPOutputStream writes no name or time and OS 255 ("unknown"); so do we.
-    header_.os = 255;
-    deflateSetHeader(&zs_, &header_);
+    c.header = gz_header{};
+    c.header.os = 255;
+    deflateSetHeader(&c.zs, &c.header);
     return {};
   }
   result<void, codec_error> write(std::span<const uint8_t> input) override {
+    z_stream& zs = context_->zs;
     while (!input.empty()) {
       const size_t chunk = std::min<size_t>(input.size(), UINT_MAX);
-      zs_.next_in = const_cast<Bytef*>(input.data());
-      zs_.avail_in = static_cast<uInt>(chunk);
+      zs.next_in = const_cast<Bytef*>(input.data());
+      zs.avail_in = static_cast<uInt>(chunk);
       do {
         if (auto r = run(Z_NO_FLUSH); !r) return fail(r.error());
-      } while (zs_.avail_in > 0 || zs_.avail_out == 0);
+      } while (zs.avail_in > 0 || zs.avail_out == 0);
       input = input.subspan(chunk);
     }
     return {};
   }
   result<void, codec_error> finish() override {
-    zs_.next_in = nullptr;
-    zs_.avail_in = 0;
+    context_->zs.next_in = nullptr;
+    context_->zs.avail_in = 0;
     int ret;
     do {
       auto r = run(Z_FINISH);
@@ -198,23 +278,28 @@ class gzip_writer final : public writer_codec {
 
  private:
   result<int, codec_error> run(int flush) {
-    zs_.next_out = scratch_.data();
-    zs_.avail_out = static_cast<uInt>(scratch_.size());
-    const int ret = deflate(&zs_, flush);
+    z_stream& zs = context_->zs;
+    auto& scratch = context_->scratch;
+    zs.next_out = scratch.data();
+    zs.avail_out = static_cast<uInt>(scratch.size());
+    const int ret = deflate(&zs, flush);
     if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
+      context_.discard();
       return codec_fail("gzip", "deflate failed");
     }
-    emit(scratch_.data(), scratch_.size() - zs_.avail_out);
+    emit(scratch.data(), scratch.size() - zs.avail_out);
     return ret;
   }
 
-  z_stream zs_{};
-  gz_header header_{};
-  bool initialized_ = false;
-  std::array<uint8_t, writer_chunk_bytes> scratch_;
+  stream_context<gzip_context> context_;
 };
 
 // snappy: the xerial snappy-java stream (SnappyOutputStream, 32 KiB input per block).
+struct snappy_context {
+  bytes block;    // the input of the block being filled
+  bytes scratch;  // [int32 BE length][compressed block]
+};
+
 class snappy_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
@@ -224,36 +309,39 @@ class snappy_writer final : public writer_codec {
     write_u32_be(header.data() + 8, 1);   // version
     write_u32_be(header.data() + 12, 1);  // minimum compatible version
     emit(header.data(), header.size());
-    block_.reserve(xerial_block_size);
-    scratch_.resize(4 + snappy::MaxCompressedLength(xerial_block_size));
+    context_->block.clear();
+    context_->block.reserve(xerial_block_size);
+    context_->scratch.resize(4 + snappy::MaxCompressedLength(xerial_block_size));
     return {};
   }
   result<void, codec_error> write(std::span<const uint8_t> input) override {
+    bytes& block = context_->block;
     while (!input.empty()) {
-      const size_t n = std::min(input.size(), xerial_block_size - block_.size());
-      block_.insert(block_.end(), input.begin(), input.begin() + static_cast<ptrdiff_t>(n));
+      const size_t n = std::min(input.size(), xerial_block_size - block.size());
+      block.insert(block.end(), input.begin(), input.begin() + static_cast<ptrdiff_t>(n));
       input = input.subspan(n);
-      if (block_.size() == xerial_block_size) flush_block();
+      if (block.size() == xerial_block_size) flush_block();
     }
     return {};
   }
   result<void, codec_error> finish() override {
-    if (!block_.empty()) flush_block();
+    if (!context_->block.empty()) flush_block();
     return {};
   }
 
  private:
   void flush_block() {
+    bytes& block = context_->block;
+    bytes& scratch = context_->scratch;
     size_t compressed = 0;
-    snappy::RawCompress(reinterpret_cast<const char*>(block_.data()), block_.size(),
-                        reinterpret_cast<char*>(scratch_.data() + 4), &compressed);
-    write_u32_be(scratch_.data(), static_cast<uint32_t>(compressed));
-    emit(scratch_.data(), 4 + compressed);
-    block_.clear();
+    snappy::RawCompress(reinterpret_cast<const char*>(block.data()), block.size(),
+                        reinterpret_cast<char*>(scratch.data() + 4), &compressed);
+    write_u32_be(scratch.data(), static_cast<uint32_t>(compressed));
+    emit(scratch.data(), 4 + compressed);
+    block.clear();
   }
 
-  bytes block_;
-  bytes scratch_;
+  stream_context<snappy_context> context_;
 };
 
 // lz4: an LZ4 frame as Kafka's Lz4BlockOutputStream writes it: independent 64 KiB blocks, no
@@ -261,12 +349,21 @@ class snappy_writer final : public writer_codec {
 // levels its high-compression one.
 constexpr int lz4_kafka_default_level = 9;
 
+struct lz4_context {
+  // LZ4F_compressBegin starts each frame afresh, keeping the buffers of the previous one.
+  LZ4F_cctx* cctx = nullptr;
+  bytes scratch;  // one compressed block, or the frame header or end mark
+
+  ~lz4_context() { LZ4F_freeCompressionContext(cctx); }  // accepts nullptr
+};
+
 class lz4_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
-  ~lz4_writer() override {
-    if (cctx_ != nullptr) LZ4F_freeCompressionContext(cctx_);
-  }
+  // For compress(), before init(): the input comes in one write(), so each 64 KiB of it is
+  // compressed where it lies instead of first being copied into liblz4's block buffer. The blocks,
+  // and so the bytes, are the same.
+  void set_single_write() { prefs_.autoFlush = 1; }
   result<void, codec_error> init(int level) {
     if (level != -1 && (level < 1 || level > 17)) {
       return codec_fail("lz4", "level " + std::to_string(level) + " is outside 1-17");
@@ -277,57 +374,76 @@ class lz4_writer final : public writer_codec {
     prefs_.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
     prefs_.frameInfo.contentSize = 0;
     prefs_.compressionLevel = (level == -1 || level == lz4_kafka_default_level) ? 0 : level;
-    if (LZ4F_isError(LZ4F_createCompressionContext(&cctx_, LZ4F_VERSION))) {
-      cctx_ = nullptr;
+    lz4_context& c = *context_;
+    if (c.cctx == nullptr && LZ4F_isError(LZ4F_createCompressionContext(&c.cctx, LZ4F_VERSION))) {
+      c.cctx = nullptr;
       return codec_fail("lz4", "cannot create a compression context");
     }
-    scratch_.resize(LZ4F_compressBound(writer_chunk_bytes, &prefs_) + LZ4F_HEADER_SIZE_MAX);
-    const size_t n = LZ4F_compressBegin(cctx_, scratch_.data(), scratch_.size(), &prefs_);
-    if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
-    emit(scratch_.data(), n);
-    return {};
+    c.scratch.resize(LZ4F_compressBound(writer_chunk_bytes, &prefs_) + LZ4F_HEADER_SIZE_MAX);
+    return check(LZ4F_compressBegin(c.cctx, c.scratch.data(), c.scratch.size(), &prefs_));
   }
   result<void, codec_error> write(std::span<const uint8_t> input) override {
+    lz4_context& c = *context_;
     while (!input.empty()) {
       const size_t piece = std::min(input.size(), writer_chunk_bytes);
-      const size_t n = LZ4F_compressUpdate(cctx_, scratch_.data(), scratch_.size(), input.data(),
-                                           piece, nullptr);
-      if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
-      emit(scratch_.data(), n);
+      if (auto r = check(LZ4F_compressUpdate(c.cctx, c.scratch.data(), c.scratch.size(),
+                                             input.data(), piece, nullptr));
+          !r) {
+        return r;
+      }
       input = input.subspan(piece);
     }
     return {};
   }
   result<void, codec_error> finish() override {
-    const size_t n = LZ4F_compressEnd(cctx_, scratch_.data(), scratch_.size(), nullptr);
-    if (LZ4F_isError(n)) return codec_fail("lz4", LZ4F_getErrorName(n));
-    emit(scratch_.data(), n);
-    return {};
+    lz4_context& c = *context_;
+    return check(LZ4F_compressEnd(c.cctx, c.scratch.data(), c.scratch.size(), nullptr));
   }
 
  private:
-  LZ4F_cctx* cctx_ = nullptr;
+  // Emits the `n` bytes an LZ4F call left in the scratch buffer, or fails with its error.
+  result<void, codec_error> check(size_t n) {
+    if (LZ4F_isError(n)) {
+      context_.discard();
+      return codec_fail("lz4", LZ4F_getErrorName(n));
+    }
+    emit(context_->scratch.data(), n);
+    return {};
+  }
+
+  stream_context<lz4_context> context_;
   LZ4F_preferences_t prefs_{};
-  bytes scratch_;
 };
 
 // zstd: standard frames. Kafka's default level is 3; zstd-jni's stream writes no content size and
 // no checksum, so neither do we.
 constexpr int zstd_kafka_default_level = 3;
 
+struct zstd_context {
+  ZSTD_CCtx* cctx = nullptr;
+  std::array<uint8_t, writer_chunk_bytes> scratch;
+
+  ~zstd_context() { ZSTD_freeCCtx(cctx); }  // accepts nullptr
+};
+
 class zstd_writer final : public writer_codec {
  public:
   using writer_codec::writer_codec;
-  ~zstd_writer() override { ZSTD_freeCCtx(cctx_); }
   result<void, codec_error> init(int level) {
     if (level != -1 && (level < -131072 || level > 22)) {
       return codec_fail("zstd", "level " + std::to_string(level) + " is outside -131072-22");
     }
-    cctx_ = ZSTD_createCCtx();
-    if (cctx_ == nullptr) return codec_fail("zstd", "cannot create a compression context");
-    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel,
+    zstd_context& c = *context_;
+    if (c.cctx == nullptr) {
+      c.cctx = ZSTD_createCCtx();
+      if (c.cctx == nullptr) return codec_fail("zstd", "cannot create a compression context");
+    } else {
+      // Back to a new context's parameters; the tables and window buffers stay allocated.
+      ZSTD_CCtx_reset(c.cctx, ZSTD_reset_session_and_parameters);
+    }
+    ZSTD_CCtx_setParameter(c.cctx, ZSTD_c_compressionLevel,
                            level == -1 ? zstd_kafka_default_level : level);
-    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);
+    ZSTD_CCtx_setParameter(c.cctx, ZSTD_c_checksumFlag, 0);
     return {};
   }
   // As zstd-jni's stream under Kafka's BufferedOutputStream: the records go in with
@@ -360,16 +476,19 @@ class zstd_writer final : public writer_codec {
 
  private:
   result<size_t, codec_error> run(ZSTD_inBuffer& in, ZSTD_EndDirective mode) {
-    ZSTD_outBuffer out{scratch_.data(), scratch_.size(), 0};
-    const size_t r = ZSTD_compressStream2(cctx_, &out, &in, mode);
-    if (ZSTD_isError(r)) return codec_fail("zstd", ZSTD_getErrorName(r));
-    emit(scratch_.data(), out.pos);
+    auto& scratch = context_->scratch;
+    ZSTD_outBuffer out{scratch.data(), scratch.size(), 0};
+    const size_t r = ZSTD_compressStream2(context_->cctx, &out, &in, mode);
+    if (ZSTD_isError(r)) {
+      context_.discard();
+      return codec_fail("zstd", ZSTD_getErrorName(r));
+    }
+    emit(scratch.data(), out.pos);
     return r;
   }
 
-  ZSTD_CCtx* cctx_ = nullptr;
+  stream_context<zstd_context> context_;
   bool any_input_ = false;
-  std::array<uint8_t, writer_chunk_bytes> scratch_;
 };
 
 template <typename Writer>
@@ -787,6 +906,14 @@ result<std::vector<uint8_t>, codec_error> compress(compression_type type,
                                                    std::span<const uint8_t> input, int level) {
   bytes out;
   out.reserve(input.size() / 2 + 64);
+  if (type == compression_type::lz4) {
+    lz4_writer writer(out, SIZE_MAX);
+    writer.set_single_write();
+    if (auto r = writer.init(level); !r) return fail(r.error());
+    if (auto r = writer.write(input); !r) return fail(r.error());
+    if (auto r = writer.finish(); !r) return fail(r.error());
+    return out;
+  }
   auto stream = compress_stream::open(type, level, out);
   if (!stream) return fail(stream.error());
   if (auto r = stream->write(input); !r) return fail(r.error());

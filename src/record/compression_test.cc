@@ -11,10 +11,12 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 
 namespace tarn::record {
 namespace {
@@ -128,6 +130,89 @@ TEST(compression, every_kafka_level_range_round_trips) {
             compressed(compression_type::zstd, input));
   EXPECT_EQ(compressed(compression_type::gzip, input, 6),
             compressed(compression_type::gzip, input));
+}
+
+// Each thread reuses its codec contexts from stream to stream: a stream's bytes must be exactly
+// those of a new context, which a new thread (with nothing cached yet) gets.
+bytes compressed_on_new_thread(compression_type type, const bytes& input, int level = -1) {
+  bytes out;
+  std::thread([&] { out = compressed(type, input, level); }).join();
+  return out;
+}
+
+TEST(compression, a_reused_context_compresses_exactly_as_a_new_one) {
+  const bytes inputs[] = {
+      json_records(300 * 1024), random_bytes(5000), json_records(16 * 1024), bytes(70000, 'A'), {},
+      json_records(1000)};
+  struct codec_level {
+    compression_type type;
+    int level;
+  };
+  const codec_level cases[] = {
+      {compression_type::gzip, -1},   {compression_type::gzip, 1},  {compression_type::gzip, 9},
+      {compression_type::snappy, -1}, {compression_type::lz4, -1},  {compression_type::lz4, 1},
+      {compression_type::lz4, 12},    {compression_type::zstd, -1}, {compression_type::zstd, 1},
+      {compression_type::zstd, 19},   {compression_type::zstd, -5},
+  };
+  // This thread runs every case on every input in turn, so each stream starts from the context
+  // the previous one left: another level, a larger or a smaller input.
+  for (const auto& input : inputs) {
+    for (const auto [type, level] : cases) {
+      SCOPED_TRACE(std::string(compression_name(type)) + " level " + std::to_string(level) +
+                   " of " + std::to_string(input.size()) + " bytes");
+      EXPECT_EQ(compressed(type, input, level), compressed_on_new_thread(type, input, level));
+    }
+  }
+}
+
+TEST(compression, streams_open_together_or_abandoned_do_not_disturb_each_other) {
+  const bytes input = json_records(100 * 1024);
+  for (auto type : all_codecs) {
+    SCOPED_TRACE(compression_name(type));
+    const bytes fresh = compressed_on_new_thread(type, input);
+    {
+      bytes partial;
+      auto abandoned = compress_stream::open(type, -1, partial);
+      ASSERT_TRUE(abandoned.has_value());
+      ASSERT_TRUE(abandoned->write(std::span<const uint8_t>(input).first(50000)));
+      bytes second;  // a second stream while the first is open
+      auto other = compress_stream::open(type, -1, second);
+      ASSERT_TRUE(other.has_value());
+      ASSERT_TRUE(other->write(input));
+      ASSERT_TRUE(other->finish());
+      EXPECT_EQ(second, fresh);
+    }  // the first stream ends unfinished
+    EXPECT_EQ(compressed(type, input), fresh);
+    // A level the codec refuses fails the stream, not the next one.
+    EXPECT_FALSE(
+        compress(type == compression_type::snappy ? compression_type::gzip : type, input, 100));
+    EXPECT_EQ(compressed(type, input), fresh);
+  }
+}
+
+// compress() hands lz4 the whole input at once (liblz4's autoFlush); a stream fed in small pieces
+// buffers 64 KiB blocks. Both must cut the same blocks.
+TEST(compression, one_shot_and_piecewise_lz4_write_the_same_frame) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537},
+                      size_t{200000}, size_t{4 * 65536}}) {
+    SCOPED_TRACE(size);
+    const bytes input = json_records(size);
+    bytes piecewise;
+    auto stream = compress_stream::open(compression_type::lz4, -1, piecewise);
+    ASSERT_TRUE(stream.has_value());
+    for (size_t at = 0; at < input.size(); at += 1000) {
+      const size_t n = std::min<size_t>(1000, input.size() - at);
+      ASSERT_TRUE(stream->write(std::span<const uint8_t>(input).subspan(at, n)));
+    }
+    ASSERT_TRUE(stream->finish());
+    EXPECT_EQ(compressed(compression_type::lz4, input), piecewise);
+    EXPECT_EQ(compressed(compression_type::lz4, input, 12), [&] {
+      bytes hc;
+      auto s = compress_stream::open(compression_type::lz4, 12, hc);
+      EXPECT_TRUE(s.has_value() && s->write(input) && s->finish());
+      return hc;
+    }());
+  }
 }
 
 TEST(compression, levels_outside_kafkas_ranges_are_errors) {
