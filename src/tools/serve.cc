@@ -1,5 +1,6 @@
 // `tarn serve [--config server.properties] [--override key=value]...`: runs the broker.
 // Configuration errors are printed with the key and value at fault and exit with status 1.
+#include <malloc.h>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -64,6 +65,14 @@ int run_serve(const serve_options& options) {
     spdlog::error("refusing to start: {}", config.error());
     return 1;
   }
+  // Request frames of a few hundred KiB to a few MiB (a Produce of 1 MiB batches grows its
+  // buffer 64 KiB, 128 KiB, ... 1 MiB) must come back from the heap already mapped. With glibc's
+  // sliding thresholds, one event loop's frames were mmap'd or trimmed and faulted in again on
+  // every request: 476,000 minor faults and twice the system time per GiB ingested
+  // (docs/benchmarks.md, broker ingest ceiling). Fixed thresholds keep them: frames up to
+  // 4 MiB from the heap, and at most 16 MiB of free heap kept beyond what is in use.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
   broker::server server(std::move(*config));
   if (auto started = server.start(); !started) {
     spdlog::error("refusing to start: {}", started.error());
