@@ -61,7 +61,7 @@ partition_id sticky_partitioner::draw_locked(int32_t num_partitions,
     // total weight (Java: Arrays.binarySearch, then the insertion point past equal values).
     const auto& table = load_->cumulative_frequency;
     const auto weighted = static_cast<int32_t>(random % static_cast<uint32_t>(table.back()));
-    const auto index = std::ranges::upper_bound(table, weighted) - table.begin();
+    const auto index = std::upper_bound(table.begin(), table.end(), weighted) - table.begin();
     const partition_id chosen = load_->partition_ids[static_cast<size_t>(index)];
     if (chosen < num_partitions) {  // stale stats after the partition count grew or shrank
       partition_ = chosen;

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <ranges>
 
 #include "fmt/format.h"
 
@@ -40,10 +39,20 @@ int64_t round_up(int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit;
 
 // The last of `entries` slots whose entry satisfies `at_most_target` (entries are sorted, so the
 // predicate holds for a prefix), or -1 when none does: the one binary search of both indexes.
+// (Not std::ranges::partition_point over an iota view: clang before 16 cannot compile
+// libstdc++'s ranges, and the fuzzers build with clang.)
 template <typename predicate>
 int32_t last_slot_where(int32_t entries, predicate at_most_target) {
-  auto slots = std::views::iota(int32_t{0}, entries);
-  return *std::ranges::partition_point(slots, at_most_target) - 1;
+  int32_t lo = 0, hi = entries;  // the first slot failing the predicate lies in [lo, hi]
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (at_most_target(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo - 1;
 }
 
 }  // namespace
