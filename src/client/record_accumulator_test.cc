@@ -58,6 +58,22 @@ struct accumulator : ::testing::Test {
     };
   }
 
+  // Acknowledges a first batch of p0 (sequences 0-2), which opens the partition's pipeline (a
+  // partition's first batch goes alone), then drains `n` batches of three records into `flying`.
+  void open_pipeline_and_drain(record_accumulator& acc, const leader_lookup& l, int n,
+                               std::vector<std::unique_ptr<producer_batch>>& flying) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+    auto opening = drain_one(acc, l, 1, t0);
+    ASSERT_EQ(opening.size(), 1u);
+    acc.complete(std::move(opening[0]), 0, -1);
+    for (int b = 0; b < n; ++b) {
+      for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+      auto drained = drain_one(acc, l, 1, t0);
+      ASSERT_EQ(drained.size(), 1u);
+      flying.push_back(std::move(drained[0]));
+    }
+  }
+
   static std::vector<std::unique_ptr<producer_batch>> drain_one(record_accumulator& acc,
                                                                 const leader_lookup& leader,
                                                                 node_id node, steady_time now,
@@ -288,18 +304,8 @@ TEST_F(accumulator, a_batch_behind_an_acknowledged_one_is_told_apart_from_one_ah
   const producer_identity identity{.producer_id = 1, .epoch = 0};
   acc.set_producer_identity(identity);
   auto l = leaders({{{"t", 0}, 1}});
-  // Sequences 0-2 acknowledged: the partition's pipeline is open.
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-  auto opening = drain_one(acc, l, 1, t0);
-  ASSERT_EQ(opening.size(), 1u);
-  acc.complete(std::move(opening[0]), 0, -1);
   std::vector<std::unique_ptr<producer_batch>> flying;
-  for (int n = 0; n < 3; ++n) {
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-    auto drained = drain_one(acc, l, 1, t0);
-    ASSERT_EQ(drained.size(), 1u);
-    flying.push_back(std::move(drained[0]));
-  }
+  ASSERT_NO_FATAL_FAILURE(open_pipeline_and_drain(acc, l, 3, flying));
   // Sequences 3-11 in flight: the first is the next one, the others are ahead of it.
   EXPECT_TRUE(acc.is_next_sequence(*flying[0]));
   EXPECT_FALSE(acc.acknowledged_past(*flying[0]));
@@ -343,18 +349,8 @@ TEST_F(accumulator, reenqueued_batches_go_back_in_sequence_order) {
   record_accumulator acc(c);
   acc.set_producer_identity({.producer_id = 1, .epoch = 0});
   auto l = leaders({{{"t", 0}, 1}});
-  // Sequences 0-2 acknowledged: the partition's pipeline is open.
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-  auto opening = drain_one(acc, l, 1, t0);
-  ASSERT_EQ(opening.size(), 1u);
-  acc.complete(std::move(opening[0]), 0, -1);
   std::vector<std::unique_ptr<producer_batch>> flying;
-  for (int n = 0; n < 3; ++n) {
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
-    auto drained = drain_one(acc, l, 1, t0);
-    ASSERT_EQ(drained.size(), 1u);
-    flying.push_back(std::move(drained[0]));
-  }
+  ASSERT_NO_FATAL_FAILURE(open_pipeline_and_drain(acc, l, 3, flying));
   ASSERT_TRUE(add(acc, p0, value, t0));  // a new, unsequenced batch behind them
   // All three fail; the responses arrive out of order.
   acc.reenqueue(std::move(flying[2]), t0);
