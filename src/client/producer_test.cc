@@ -335,6 +335,27 @@ std::unique_ptr<producer> make(const fake_broker& broker, std::vector<property> 
   return p ? std::move(*p) : nullptr;
 }
 
+// Every future succeeded, at offsets first_offset, first_offset + 1, ... in send order.
+void expect_offsets_in_send_order(std::vector<std::future<delivery_result>>& futures,
+                                  int64_t first_offset = 0) {
+  for (size_t i = 0; i < futures.size(); ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->offset, first_offset + static_cast<int64_t>(i)) << "record " << i;
+  }
+}
+
+// The stored batches carry `epoch` and contiguous sequences from 0; returns the records counted.
+int32_t expect_contiguous_sequences(const std::vector<stored_batch>& batches, int16_t epoch = 0) {
+  int32_t next = 0;
+  for (const auto& b : batches) {
+    EXPECT_EQ(b.epoch, epoch);
+    EXPECT_EQ(b.base_sequence, next);
+    next += b.count;
+  }
+  return next;
+}
+
 producer_record rec(std::string_view topic, std::optional<std::string_view> key,
                     std::string_view value) {
   producer_record r;
@@ -496,19 +517,8 @@ TEST(producer, out_of_order_behind_a_retried_batch_does_not_bump) {
   const std::string value(80, 'v');  // one record per batch
   for (int i = 0; i < 5; ++i) futures.push_back(p->send(rec("t", std::nullopt, value)));
   p->flush();
-  int64_t offset = 0;
-  for (auto& f : futures) {
-    auto r = f.get();
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->offset, ++offset);
-  }
-  int32_t next = 0;
-  const auto stored = broker.batches("t")[0];
-  for (const auto& b : stored) {
-    EXPECT_EQ(b.epoch, 0);
-    EXPECT_EQ(b.base_sequence, next);
-    next += b.count;
-  }
+  expect_offsets_in_send_order(futures, 1);
+  expect_contiguous_sequences(broker.batches("t")[0]);
 }
 
 // Kafka accepts any sequence from a producer it has no state for in a partition. If a
@@ -529,20 +539,11 @@ TEST(producer, a_partitions_first_batch_goes_alone_so_nothing_overtakes_it) {
   const std::string value(80, 'v');  // one record per batch
   for (int i = 0; i < 5; ++i) futures.push_back(p->send(rec("t", std::nullopt, value)));
   p->flush();
-  for (size_t i = 0; i < futures.size(); ++i) {
-    auto r = futures[i].get();
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->offset, static_cast<int64_t>(i)) << "records land in send order";
-  }
+  expect_offsets_in_send_order(futures);
   EXPECT_EQ(broker.init_producer_id_requests(), 1);
   const auto stored = broker.batches("t")[0];
   ASSERT_EQ(stored.size(), 5u);
-  int32_t next = 0;
-  for (const auto& b : stored) {
-    EXPECT_EQ(b.epoch, 0);
-    EXPECT_EQ(b.base_sequence, next);
-    next += b.count;
-  }
+  expect_contiguous_sequences(stored);
 }
 
 // A batch of many records refused as too large is split (Java's splitAndReenqueue) until the
@@ -560,21 +561,11 @@ TEST(producer, message_too_large_splits_the_batch) {
                               [&](const record_metadata&, const producer_error*) { ++callbacks; }));
   }
   p->flush();
-  for (size_t i = 0; i < futures.size(); ++i) {
-    auto r = futures[i].get();
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->offset, static_cast<int64_t>(i));
-  }
+  expect_offsets_in_send_order(futures);
   EXPECT_EQ(callbacks.load(), 40);
   auto batches = broker.batches("t")[0];
   EXPECT_GT(batches.size(), 5u);
-  int32_t next = 0;
-  for (const auto& b : batches) {
-    EXPECT_EQ(b.epoch, 0);
-    EXPECT_EQ(b.base_sequence, next);
-    next += b.count;
-  }
-  EXPECT_EQ(next, 40);
+  EXPECT_EQ(expect_contiguous_sequences(batches), 40);
 
   auto too_large = p->send(rec("t", std::nullopt, std::string(1000, 'x'))).get();
   ASSERT_FALSE(too_large);
@@ -602,11 +593,7 @@ TEST(producer, message_too_large_splits_without_idempotence_and_with_compression
     futures.push_back(p->send(rec("t", std::nullopt, value)));
   }
   p->flush();
-  for (size_t i = 0; i < futures.size(); ++i) {
-    auto r = futures[i].get();
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->offset, static_cast<int64_t>(i));
-  }
+  expect_offsets_in_send_order(futures);
   EXPECT_GT(broker.batches("t")[0].size(), 1u);
 }
 
