@@ -145,6 +145,7 @@ void register_describe_configs_handler(handler_registry& registry);
 void register_incremental_alter_configs_handler(handler_registry& registry);
 void register_produce_handler(handler_registry& registry);
 void register_init_producer_id_handler(handler_registry& registry);
+void register_find_coordinator_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -38,6 +38,7 @@ void register_all_handlers(handler_registry& registry) {
   register_fetch_handler(registry);
   register_produce_handler(registry);
   register_init_producer_id_handler(registry);
+  register_find_coordinator_handler(registry);
 }
 
 }  // namespace tarn::broker
