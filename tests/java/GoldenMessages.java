@@ -47,6 +47,7 @@ public class GoldenMessages {
     CreateTopicsRequestData.class, CreateTopicsResponseData.class,
     DeleteTopicsRequestData.class, DeleteTopicsResponseData.class,
     InitProducerIdRequestData.class, InitProducerIdResponseData.class,
+    FindCoordinatorRequestData.class, FindCoordinatorResponseData.class,
     DescribeConfigsRequestData.class, DescribeConfigsResponseData.class,
     IncrementalAlterConfigsRequestData.class, IncrementalAlterConfigsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
