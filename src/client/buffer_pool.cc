@@ -13,22 +13,26 @@ bool buffer_pool::reserve(int64_t bytes, std::chrono::steady_clock::time_point d
     return true;
   }
   std::condition_variable turn;
-  waiters_.push_back(&turn);
+  waiters_.push_back({&turn, bytes});
   bool reserved = false;
   while (true) {
-    if (waiters_.front() == &turn && free_bytes_ >= bytes) {
+    if (waiters_.front().turn == &turn && free_bytes_ >= bytes) {
       free_bytes_ -= bytes;
       reserved = true;
       break;
     }
     if (turn.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (waiters_.front() == &turn && free_bytes_ >= bytes) continue;  // freed just in time
+      if (waiters_.front().turn == &turn && free_bytes_ >= bytes) continue;  // freed just in time
       break;
     }
   }
-  waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &turn));
-  // The next waiter may be able to proceed with what is left (or now heads the queue).
-  if (!waiters_.empty()) waiters_.front()->notify_one();
+  waiters_.erase(std::find_if(waiters_.begin(), waiters_.end(),
+                              [&](const waiter& w) { return w.turn == &turn; }));
+  // The next waiter may be able to proceed with what is left (or now heads the queue): no
+  // release may come to wake it, so it looks for itself.
+  if (!waiters_.empty() && free_bytes_ >= waiters_.front().bytes) {
+    waiters_.front().turn->notify_one();
+  }
   return reserved;
 }
 
@@ -36,12 +40,21 @@ void buffer_pool::release(int64_t bytes) {
   std::lock_guard lock(mutex_);
   free_bytes_ += bytes;
   assert(free_bytes_ <= total_bytes_ && "released more than was reserved");
-  if (!waiters_.empty()) waiters_.front()->notify_one();
+  if (!waiters_.empty() && free_bytes_ >= wake_bytes(waiters_.front().bytes) &&
+      free_bytes_ - bytes < wake_bytes(waiters_.front().bytes)) {
+    ++wakeups_;
+    waiters_.front().turn->notify_one();
+  }
 }
 
 int64_t buffer_pool::available_bytes() const {
   std::lock_guard lock(mutex_);
   return free_bytes_;
+}
+
+int64_t buffer_pool::wakeups() const {
+  std::lock_guard lock(mutex_);
+  return wakeups_;
 }
 
 bool buffer_pool::has_waiters() const {

@@ -3,8 +3,12 @@
 // buffer.memory.allocation.strategy=full reserves) and blocks while the pool is exhausted, up to
 // max.block.ms; a completed batch gives its memory back. Waiters are served first come, first
 // served (as Java's BufferPool), so a large record is not starved by a stream of small ones.
+// A blocked send() is woken only once a useful amount is free (its bytes and at least an eighth
+// of buffer.memory): woken per released batch, a producer that outruns the network would wake
+// its thread once per completed batch and append one batch's records per wakeup.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -30,12 +34,22 @@ class buffer_pool {
   // True while some send() is waiting for memory: the accumulator then sends every batch it
   // can, lingering or not, to free memory sooner (Java's "exhausted").
   bool has_waiters() const;
+  // How many times release() woke a waiting reserve() (for tests and statistics).
+  int64_t wakeups() const;
 
  private:
   const int64_t total_bytes_;
   mutable std::mutex mutex_;
+  struct waiter {
+    std::condition_variable* turn;
+    int64_t bytes;
+  };
+  // What must be free before release() wakes a waiter that needs `bytes`.
+  int64_t wake_bytes(int64_t bytes) const { return std::max(bytes, total_bytes_ / 8); }
+
   int64_t free_bytes_;
-  std::deque<std::condition_variable*> waiters_;  // FIFO; only the front may take bytes
+  std::deque<waiter> waiters_;  // FIFO; only the front may take bytes
+  int64_t wakeups_ = 0;
 };
 
 }  // namespace tarn::client
