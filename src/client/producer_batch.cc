@@ -47,8 +47,7 @@ size_t producer_batch::estimated_size_bytes() const {
   return builder_ ? builder_->estimated_size_bytes() : bytes_.size();
 }
 
-result<void, producer_error> producer_batch::build(producer_identity identity,
-                                                   sequence_t base_sequence) {
+void producer_batch::build_records() {
   assert(builder_);
   sealed_ = true;
   record_count_ = builder_->record_count();
@@ -56,12 +55,19 @@ result<void, producer_error> producer_batch::build(producer_identity identity,
   auto built = builder_->build();
   builder_.reset();
   if (!built) {
-    return tarn::fail(producer_error{producer_errc::compression_failed, 0, false,
-                                     "Failed to compress a batch for " + tp_.topic + "-" +
-                                         std::to_string(tp_.partition) + ": " +
-                                         built.error().message});
+    build_error_ = producer_error{producer_errc::compression_failed, 0, false,
+                                  "Failed to compress a batch for " + tp_.topic + "-" +
+                                      std::to_string(tp_.partition) + ": " + built.error().message};
+    return;
   }
   bytes_ = std::move(*built);
+}
+
+result<void, producer_error> producer_batch::stamp(producer_identity identity,
+                                                   sequence_t base_sequence) {
+  drained_ = true;
+  if (builder_) build_records();
+  if (build_error_) return tarn::fail(*build_error_);
   if (identity.valid()) rewrite_producer_state(identity, base_sequence);
   return {};
 }
@@ -117,7 +123,7 @@ result<std::vector<std::unique_ptr<producer_batch>>, producer_error> producer_ba
   sequence_t sequence = base_sequence_;
   for (auto& part : parts) {
     part->memory_bytes = 0;
-    auto built = part->build(identity_, has_sequence() ? sequence : record::no_sequence);
+    auto built = part->stamp(identity_, has_sequence() ? sequence : record::no_sequence);
     if (!built) return tarn::fail(built.error());
     if (has_sequence()) sequence = increment_sequence(sequence, part->record_count());
   }

@@ -60,9 +60,17 @@ class producer_batch {
   bool sealed() const { return sealed_; }
   bool built() const { return !bytes_.empty(); }
 
-  // Encodes the header, compresses and checksums: the bytes a Produce request carries. With
-  // idempotence, stamps the identity and base sequence first. Called once, when first drained.
-  result<void, producer_error> build(producer_identity identity, sequence_t base_sequence);
+  // Compresses the records, encodes the header (no producer identity yet) and checksums: the
+  // bytes a Produce request carries. Called by the appending thread once the batch is sealed, as
+  // Java's producer compresses in closeForRecordAppends, so a producer whose sender thread is
+  // busy spreads the compression over the threads that call send(). A failure is kept and
+  // returned by stamp().
+  void build_records();
+  // Called once, when first drained: builds the batch if build_records() was not called, then
+  // with idempotence stamps the identity and base sequence (and checksums again).
+  result<void, producer_error> stamp(producer_identity identity, sequence_t base_sequence);
+  // Left the accumulator once, so its sequence (if any) is assigned.
+  bool drained() const { return drained_; }
   // Rewrites identity and base sequence in built bytes (a retry after the epoch was bumped or
   // the sequences reset) and re-checksums.
   void rewrite_producer_state(producer_identity identity, sequence_t base_sequence);
@@ -119,7 +127,9 @@ class producer_batch {
   producer_identity identity_;
   sequence_t base_sequence_ = record::no_sequence;
   bool sealed_ = false;
+  bool drained_ = false;
   bool completed_ = false;
+  std::optional<producer_error> build_error_;  // build_records() failed
 };
 
 }  // namespace tarn::client

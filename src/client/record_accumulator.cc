@@ -108,6 +108,7 @@ bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timest
       open.try_append(timestamp, key, value, headers, std::move(callback), outcome.appended_bytes);
   if (appended == record::append_result::batch_full) {
     open.seal();  // the size the batch would have is over batch.size
+    build_sealed(q);
     return false;
   }
   if (appended == record::append_result::too_large) error = too_large_to_encode(q.tp);
@@ -120,6 +121,18 @@ void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcom
     q.batches.back()->seal();  // exactly full: no record can follow
   }
   outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
+  build_sealed(q);
+}
+
+// Batches sealed by an append are built by the appending thread (producer_batch::build_records),
+// under the partition's lock as Java's closeForRecordAppends: the sender then only stamps them.
+// Called with q.mutex held.
+void record_accumulator::build_sealed(partition_queue& q) const {
+  for (auto it = q.batches.rbegin(); it != q.batches.rend(); ++it) {
+    producer_batch& b = **it;
+    if (b.drained() || b.built()) break;
+    if (b.sealed()) b.build_records();
+  }
 }
 
 result<append_outcome, producer_error> record_accumulator::append(
@@ -352,7 +365,7 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
             q->in_flight_sequences.front() != first.base_sequence()) {
           continue;
         }
-        if (config_.idempotence && !first.built() && q->identity != identity) {
+        if (config_.idempotence && !first.drained() && q->identity != identity) {
           // After an epoch bump: the old identity's batches finish first, then the partition
           // starts over at sequence 0.
           if (!q->in_flight_sequences.empty()) continue;
@@ -372,12 +385,13 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
         }
         auto batch = std::move(q->batches.front());
         q->batches.pop_front();
-        if (!batch->built()) {
+        if (!batch->drained()) {
           const sequence_t sequence = config_.idempotence ? q->next_sequence : record::no_sequence;
-          // Compressing takes a while: appends to the partition go on meanwhile. The batch is out
-          // of the queue, and only this (the sender) thread changes the sequence state.
+          // Compressing (a batch drained before it filled) takes a while: appends to the
+          // partition go on meanwhile. The batch is out of the queue, and only this (the sender)
+          // thread changes the sequence state.
           lock.unlock();
-          auto built = batch->build(config_.idempotence ? identity : producer_identity{}, sequence);
+          auto built = batch->stamp(config_.idempotence ? identity : producer_identity{}, sequence);
           lock.lock();
           if (!built) {
             failed.emplace_back(std::move(batch), built.error());
@@ -535,7 +549,7 @@ void record_accumulator::restamp_from_zero(partition_queue& q, producer_identity
   sequence_t sequence = 0;
   q.in_flight_sequences.clear();
   for (auto& batch : q.batches) {
-    if (!batch->built()) break;  // built ones (retries) are at the head
+    if (!batch->drained()) break;  // drained ones (retries) are at the head
     batch->rewrite_producer_state(identity, sequence);
     q.in_flight_sequences.push_back(sequence);
     sequence = increment_sequence(sequence, batch->record_count());

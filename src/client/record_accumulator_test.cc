@@ -246,6 +246,69 @@ TEST_F(accumulator, sequences_per_partition_next_base_is_previous_plus_count) {
   EXPECT_EQ(acc.next_sequence(p1), 3);
 }
 
+// Full batches are compressed by the appending thread when they seal (as Java's
+// closeForRecordAppends); the sender only stamps identity and sequence, so the bytes must be the
+// same as a batch built and stamped in one go, and valid with the right sequences.
+TEST_F(accumulator, sealed_batches_are_built_on_append_and_stamped_on_drain) {
+  auto c = config(200);
+  c.idempotence = true;
+  c.compression = record::compression_type::lz4;
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}});
+  acc.set_producer_identity({.producer_id = 77, .epoch = 3});
+  // About 11 records of 17 bytes seal a 200-byte batch; 40 records make three sealed + one open.
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(add(acc, p0, value, t0));
+  std::vector<sequence_t> bases;
+  int32_t records = 0;
+  for (int round = 0; round < 6 && records < 40; ++round) {
+    for (auto& b : drain_one(acc, l, 1, t0 + 1s)) {
+      record::record_batch_view view(b->bytes());
+      auto summary = record::validate_batch_full(view, record::offset_rule::producer, 1 << 20);
+      ASSERT_TRUE(summary) << "round " << round;
+      EXPECT_EQ(view.compression(), record::compression_type::lz4);
+      EXPECT_EQ(view.producer_id(), 77);
+      EXPECT_EQ(view.producer_epoch(), 3);
+      EXPECT_EQ(view.base_sequence(), b->base_sequence());
+      EXPECT_EQ(summary->count, b->record_count());
+      bases.push_back(view.base_sequence());
+      records += b->record_count();
+      acc.complete(std::move(b), records, -1);  // also opens the pipeline after the first
+    }
+  }
+  EXPECT_EQ(records, 40);
+  ASSERT_GE(bases.size(), 4u);
+  EXPECT_EQ(bases.front(), 0);
+  EXPECT_EQ(acc.next_sequence(p0), 40);
+}
+
+TEST(producer_batch, built_on_seal_then_stamped_equals_built_and_stamped_at_once) {
+  const record::batch_builder_config config{.batch_size = 16384,
+                                            .compression = record::compression_type::zstd};
+  std::string value(300, 'x');
+  auto fill = [&](producer_batch& b) {
+    size_t grew = 0;
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_EQ(b.try_append(1000 + i, std::nullopt, record::as_bytes(value), {}, {}, grew),
+                record::append_result::appended);
+    }
+    b.seal();
+  };
+  producer_batch early(p0, config, steady_time{}, 1);
+  producer_batch late(p0, config, steady_time{}, 2);
+  fill(early);
+  fill(late);
+  early.build_records();  // on the appending thread
+  EXPECT_TRUE(early.built());
+  EXPECT_FALSE(early.drained());
+  ASSERT_TRUE(early.stamp({.producer_id = 5, .epoch = 1}, 42));
+  ASSERT_TRUE(late.stamp({.producer_id = 5, .epoch = 1}, 42));
+  EXPECT_TRUE(early.drained());
+  EXPECT_TRUE(std::equal(early.bytes().begin(), early.bytes().end(), late.bytes().begin(),
+                         late.bytes().end()));
+  EXPECT_TRUE(record::validate_batch(record::record_batch_view(early.bytes()),
+                                     record::offset_rule::producer));
+}
+
 TEST(sequences, wrap_as_java_increment_sequence) {
   // DefaultRecordBatch.incrementSequence.
   EXPECT_EQ(increment_sequence(0, 5), 5);
