@@ -541,17 +541,6 @@ def make_client_scenarios():
 make_client_scenarios()
 
 
-def stored_codecs(path):
-    """The compression ids (attributes & 7) of the record batches in one segment file."""
-    raw = open(path, "rb").read() if path else b""
-    codecs, pos = [], 0
-    while pos + 61 <= len(raw):
-        length = struct.unpack_from(">i", raw, pos + 8)[0]
-        codecs.append(struct.unpack_from(">h", raw, pos + 21)[0] & 7)
-        pos += 12 + length
-    return codecs
-
-
 @scenario("kcat-lz4-is-stored-compressed",
           masks=CLIENT_MASKS["kcat"] + [Mask("disk.kcat-lz4-many.*",
                                              "batch boundaries follow librdkafka's timing")],
@@ -567,4 +556,6 @@ def kcat_lz4_stored(ctx):
                  "-X", "linger.ms=200"], stdin=text, timeout_s=60)
     ctx.obs["produce.exit"] = r.returncode
     ctx.hw(t)
-    ctx.obs["lz4_batches_present"] = 3 in stored_codecs(ctx.client_log_file(t))
+    path = ctx.client_log_file(t)
+    codecs = [b["attributes"] & 7 for b in segments.raw_batches(path)] if path else []
+    ctx.obs["lz4_batches_present"] = 3 in codecs
