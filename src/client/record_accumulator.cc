@@ -96,6 +96,8 @@ producer_error too_large_to_encode(const topic_partition& tp) {
 
 // Appends to the open batch of `q` if it has room. Returns false when a new batch is needed
 // (then the open batch, if any, has been sealed). Called with q.mutex held.
+// A batch an append seals is built right there, on the appending thread under the partition's
+// lock (Java's closeForRecordAppends): the sender then only stamps it (producer_batch::stamp).
 bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timestamp,
                                          std::optional<record::bytes_view> key,
                                          std::optional<record::bytes_view> value,
@@ -108,7 +110,7 @@ bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timest
       open.try_append(timestamp, key, value, headers, std::move(callback), outcome.appended_bytes);
   if (appended == record::append_result::batch_full) {
     open.seal();  // the size the batch would have is over batch.size
-    build_sealed(q);
+    open.build_records();
     return false;
   }
   if (appended == record::append_result::too_large) error = too_large_to_encode(q.tp);
@@ -119,20 +121,9 @@ void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcom
   if (!q.batches.empty() && !q.batches.back()->sealed() &&
       q.batches.back()->estimated_size_bytes() >= static_cast<size_t>(config_.batch_size)) {
     q.batches.back()->seal();  // exactly full: no record can follow
+    q.batches.back()->build_records();
   }
   outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
-  build_sealed(q);
-}
-
-// Batches sealed by an append are built by the appending thread (producer_batch::build_records),
-// under the partition's lock as Java's closeForRecordAppends: the sender then only stamps them.
-// Called with q.mutex held.
-void record_accumulator::build_sealed(partition_queue& q) const {
-  for (auto it = q.batches.rbegin(); it != q.batches.rend(); ++it) {
-    producer_batch& b = **it;
-    if (b.drained() || b.built()) break;
-    if (b.sealed()) b.build_records();
-  }
 }
 
 result<append_outcome, producer_error> record_accumulator::append(

@@ -226,7 +226,6 @@ class record_accumulator {
                        std::optional<record::bytes_view> value,
                        std::span<const record::record_header> headers, delivery_callback&& callback,
                        append_outcome& outcome, std::optional<producer_error>& error);
-  void build_sealed(partition_queue& q) const;
   void seal_if_full(partition_queue& q, append_outcome& outcome) const;
   partition_queue& queue_for(const topic_partition& tp);
   partition_queue* find_queue(const topic_partition& tp) const;
