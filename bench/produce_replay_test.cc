@@ -60,7 +60,9 @@ TEST(produce_replay, a_broker_error_fails_the_run) {
   broker_process broker;
   ASSERT_NE(broker.port(), 0) << broker.output();
   // No such topic and no --create-topic: the warm-up retries until the timeout, then fails.
-  auto replay = run_replay(broker.port(), {"--topic", "missing", "--timeout-ms", "1000"});
+  // The timeout bounds the whole run (connect, building the batches, the warm-up): 1 s was too
+  // short on a loaded machine (a sanitizer build beside it), the first answer not yet in.
+  auto replay = run_replay(broker.port(), {"--topic", "missing", "--timeout-ms", "5000"});
   auto status = replay->wait_exit(30s);
   ASSERT_TRUE(status && status->exited) << replay->output();
   EXPECT_NE(status->code, 0);
