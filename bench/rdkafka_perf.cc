@@ -10,16 +10,17 @@
 //   rdkafka_perf e2e     --bootstrap-server H:P --topic T --num-records N --record-size S
 //                        --throughput R [--producer-props k=v ...]
 //
-// `produce` mirrors org.apache.kafka.tools.ProducerPerformance: one random A-Z payload reused for
-// every record, a throttle to R records/s (-1: none), the latency of a record from its send call to
-// its delivery report, and the same final summary line (percentiles with fractional ms).
-// Producer properties take Java's names; librdkafka accepts linger.ms, batch.size, acks,
-// compression.type and enable.idempotence under those names. The partitioner is murmur2_random,
-// Java's for keyed records (librdkafka's default hashes with CRC32); null keys are sticky in both.
-// `consume` reads one partition from its start to its end with the legacy simple consumer (no
-// group), K times over so that a run from the page cache lasts long enough to time. `e2e`
-// produces records stamped with the send time to partition 0 at a fixed rate while a consumer in
-// the same process reads them: produce-to-consume latency.
+// `produce` mirrors org.apache.kafka.tools.ProducerPerformance: a random A-Z payload drawn anew
+// for every record (tools/perf_payload.h, as tarn perf produce) and copied into librdkafka, a
+// throttle to R records/s (-1: none), the latency of a record from its send call to its delivery
+// report, and the same final summary line (percentiles with fractional ms). Producer properties
+// take Java's names; librdkafka accepts linger.ms, batch.size, acks, compression.type and
+// enable.idempotence under those names. The partitioner is murmur2_random, Java's for keyed records
+// (librdkafka's default hashes with CRC32); null keys are sticky in both. `consume` reads one
+// partition from its start to its end with the legacy simple consumer (no group), K times over so
+// that a run from the page cache lasts long enough to time. `e2e` produces records stamped with the
+// send time to partition 0 at a fixed rate while a consumer in the same process reads them:
+// produce-to-consume latency.
 #include <librdkafka/rdkafka.h>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +35,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tools/perf_payload.h"
 
 namespace {
 
@@ -207,7 +210,10 @@ int run_produce(const options& o) {
   rd_kafka_t* rk = make_client(RD_KAFKA_PRODUCER, conf);
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
 
-  std::vector<char> payload = random_payload(o.record_size);
+  // Kafka 4.4's ProducerPerformance draws every record's payload anew; tarn perf produce does
+  // the same with the same generator, so both tools send the same kind of records.
+  std::vector<char> payload(static_cast<size_t>(o.record_size));
+  tarn::tools::payload_letters letters(0);
   const bool keyed = o.key_distribution != "none";
   char key[24];
   int64_t start = now_ns();
@@ -220,9 +226,10 @@ int run_produce(const options& o) {
       key_len =
           static_cast<size_t>(std::snprintf(key, sizeof key, "%" PRId64, i % o.record_key_range));
     }
+    letters.fill(payload);
     int64_t sent = now_ns();
-    while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, 0, payload.data(), payload.size(),
-                            keyed ? key : nullptr, key_len,
+    while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, payload.data(),
+                            payload.size(), keyed ? key : nullptr, key_len,
                             reinterpret_cast<void*>(static_cast<intptr_t>(sent))) != 0) {
       rd_kafka_resp_err_t err = rd_kafka_last_error();
       if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) die(rd_kafka_err2str(err));

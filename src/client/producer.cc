@@ -126,7 +126,7 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
                                        value, headers, std::move(callback), now);
     if (!appended) return fail(appended.error());
-    if (appended->new_batch || appended->batch_full) io.wakeup();
+    if (appended->new_batch || appended->batch_full) io.wakeup_for_data();
     return {};
   }
   // Keyless: the sticky partitioner, switching before a record would open a new batch when the
@@ -144,7 +144,7 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     }
     sticky.update(p, static_cast<int32_t>(appended->appended_bytes), appended->batch_full, count,
                   topic->available);
-    if (appended->new_batch || appended->batch_full) io.wakeup();
+    if (appended->new_batch || appended->batch_full) io.wakeup_for_data();
     return {};
   }
   return {};  // unreachable: the second attempt never aborts

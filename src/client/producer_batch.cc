@@ -61,6 +61,16 @@ void producer_batch::build_records() {
     return;
   }
   bytes_ = std::move(*built);
+  if (ratio_estimator_ && builder_config_.compression != record::compression_type::none) {
+    ratio_estimator_->update(compression_ratio());
+  }
+}
+
+float producer_batch::compression_ratio() const {
+  if (!built() || uncompressed_records_bytes_ <= record::record_batch_overhead) return 1.0f;
+  // Java's MemoryRecordsBuilder.compressionRatio: the records section, without the header.
+  return static_cast<float>(bytes_.size() - record::record_batch_overhead) /
+         static_cast<float>(uncompressed_records_bytes_ - record::record_batch_overhead);
 }
 
 result<void, producer_error> producer_batch::stamp(producer_identity identity,
@@ -98,6 +108,12 @@ result<std::vector<std::unique_ptr<producer_batch>>, producer_error> producer_ba
   if (!records) return failed(records.error().message);
   record::batch_builder_config config = builder_config_;
   config.batch_size = std::max<size_t>(target_bytes, 1);
+  // As Java after a split: the parts count their records at no better than 1.0, the
+  // conservative estimate, so they do not come out too large again.
+  config.estimated_compression_ratio = std::max(1.0, config.estimated_compression_ratio);
+  if (ratio_estimator_ && config.compression != record::compression_type::none) {
+    ratio_estimator_->set(std::max(1.0f, compression_ratio()));
+  }
   std::vector<std::unique_ptr<producer_batch>> parts;
   std::vector<int32_t> first_index;  // the original offset delta of each part's first record
   auto reader = records->reader();
@@ -113,6 +129,7 @@ result<std::vector<std::unique_ptr<producer_batch>>, producer_error> producer_ba
                                                              delivery_callback{}, ignored);
     if (appended == record::append_result::batch_full) {
       parts.push_back(std::make_unique<producer_batch>(tp_, config, created_, id_));
+      parts.back()->set_ratio_estimator(ratio_estimator_);
       first_index.push_back(index);
       appended = parts.back()->try_append(timestamp, r.key, r.value, headers, delivery_callback{},
                                           ignored);

@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "base/strong_types.h"
+#include "client/compression_ratio_estimator.h"
 #include "record/batch_builder.h"
 #include "tarn/producer_record.h"
 
@@ -54,6 +55,12 @@ class producer_batch {
                                    std::optional<record::bytes_view> value,
                                    std::span<const record::record_header> headers,
                                    delivery_callback&& callback, size_t& appended_bytes);
+
+  // The topic's estimate that build_records() feeds with the ratio this batch compressed to
+  // (Java's ProducerBatch.close). Set before the batch is shared; outlives it.
+  void set_ratio_estimator(compression_ratio_estimator* estimator) { ratio_estimator_ = estimator; }
+  // compressed / uncompressed records bytes of the built batch (1.0 when uncompressed).
+  float compression_ratio() const;
 
   // Ends appends (the batch is full or is being sent).
   void seal() { sealed_ = true; }
@@ -130,6 +137,7 @@ class producer_batch {
   bool drained_ = false;
   bool completed_ = false;
   std::optional<producer_error> build_error_;  // build_records() failed
+  compression_ratio_estimator* ratio_estimator_ = nullptr;
 };
 
 }  // namespace tarn::client

@@ -73,6 +73,9 @@ record_accumulator::partition_queue& record_accumulator::queue_for(const topic_p
   auto& slot = queues_[tp];
   if (!slot) {
     slot = std::make_unique<partition_queue>(tp);
+    auto& ratio = ratio_estimates_[tp.topic];
+    if (!ratio) ratio = std::make_unique<compression_ratio_estimator>();
+    slot->ratio = ratio.get();
     queue_order_.push_back(slot.get());
   }
   return *slot;
@@ -175,11 +178,26 @@ result<append_outcome, producer_error> record_accumulator::append(
     return outcome;
   }
 
-  // A new batch takes batch.size of buffer.memory, or the record's size if larger (Java's
-  // default "full" allocation; the builder reserves that much), capped at buffer.memory.
-  // Reserved without any lock held: this is where send() blocks, up to max.block.ms.
+  // A compressed batch counts its records at the topic's estimated ratio (Java's
+  // CompressionRatioEstimator), so it holds more than batch.size of records before the codec
+  // runs; at most max.request.size of them.
+  const bool compressed = config_.compression != record::compression_type::none;
+  const record::batch_builder_config builder{
+      .batch_size = static_cast<size_t>(config_.batch_size),
+      .compression = config_.compression,
+      .compression_level = config_.compression_level,
+      .estimated_compression_ratio = compressed ? q.ratio->estimation() : 1.0,
+      .max_uncompressed_bytes =
+          compressed ? static_cast<size_t>(config_.max_request_size) : SIZE_MAX};
+  // A new batch takes what its builder will hold of buffer.memory: batch.size (Java's default
+  // "full" allocation), more when its records compress well, or the record's size if larger;
+  // capped at buffer.memory. Reserved without any lock held: this is where send() blocks, up to
+  // max.block.ms.
+  const auto capacity =
+      static_cast<int64_t>(record::batch_builder::expected_capacity_bytes(builder));
   const auto reserved = std::min<int64_t>(
-      std::max<int64_t>(config_.batch_size, static_cast<int64_t>(upper)), config_.buffer_memory);
+      std::max({static_cast<int64_t>(config_.batch_size), capacity, static_cast<int64_t>(upper)}),
+      config_.buffer_memory);
   if (!pool_.reserve(reserved, std::chrono::steady_clock::now() + config_.max_block)) {
     return fail(producer_error{
         producer_errc::buffer_exhausted, 0, true,
@@ -194,10 +212,8 @@ result<append_outcome, producer_error> record_accumulator::append(
     if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
       seal_if_full(q, outcome);
     } else {
-      record::batch_builder_config builder{.batch_size = static_cast<size_t>(config_.batch_size),
-                                           .compression = config_.compression,
-                                           .compression_level = config_.compression_level};
       auto batch = std::make_unique<producer_batch>(tp, builder, now, start_batch_id());
+      batch->set_ratio_estimator(q.ratio);
       // The first record of a batch always goes in, whatever batch.size says.
       auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),
                                         outcome.appended_bytes);

@@ -219,6 +219,7 @@ class record_accumulator {
     sequence_t last_acked = record::no_sequence;  // the last sequence acknowledged
     std::deque<sequence_t> in_flight_sequences;   // drained, not completed, in drain order
     bool muted = false;
+    compression_ratio_estimator* ratio = nullptr;  // the topic's, in ratio_estimates_
   };
 
   bool try_append_open(partition_queue& q, timestamp_ms timestamp,
@@ -244,7 +245,10 @@ class record_accumulator {
   };
   std::unordered_map<topic_partition, std::unique_ptr<partition_queue>, tp_hash> queues_;
   std::vector<partition_queue*> queue_order_;  // creation order, for fair draining
-  std::map<node_id, size_t> drain_index_;      // sender only
+  // Per topic: how well its batches compress (Java's CompressionRatioEstimator). Under
+  // queues_mutex_; an estimator is never removed, so queues and batches keep pointers to it.
+  std::unordered_map<std::string, std::unique_ptr<compression_ratio_estimator>> ratio_estimates_;
+  std::map<node_id, size_t> drain_index_;  // sender only
   struct node_latency {
     steady_time ready_time, drain_time;
   };

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <thread>
@@ -279,6 +280,49 @@ TEST_F(accumulator, sealed_batches_are_built_on_append_and_stamped_on_drain) {
   ASSERT_GE(bases.size(), 4u);
   EXPECT_EQ(bases.front(), 0);
   EXPECT_EQ(acc.next_sequence(p0), 40);
+}
+
+TEST(compression_ratio_estimator, moves_as_javas_compression_ratio_estimator) {
+  compression_ratio_estimator e;
+  EXPECT_FLOAT_EQ(e.estimation(), 1.0f);  // Java's initial estimate
+  // Better than estimated: down by at most 0.005 a batch.
+  EXPECT_FLOAT_EQ(e.update(0.2f), 0.995f);
+  EXPECT_FLOAT_EQ(e.update(0.2f), 0.99f);
+  EXPECT_FLOAT_EQ(e.update(0.9899f), 0.9899f);  // ... and never below what was observed
+  // Worse than estimated: up by at least 0.05, or at once to what was observed.
+  EXPECT_FLOAT_EQ(e.update(0.99f), 0.9899f + 0.05f);
+  EXPECT_FLOAT_EQ(e.update(1.8f), 1.8f);
+  EXPECT_FLOAT_EQ(e.update(1.8f), 1.8f);  // equal: unchanged
+  e.set(1.0f);
+  EXPECT_FLOAT_EQ(e.estimation(), 1.0f);
+}
+
+// Java's CompressionRatioEstimator in the accumulator: batches of records that compress well
+// teach the topic's estimate, and later batches hold more records (so fewer, fuller requests).
+// Uncompressed topics are not touched.
+TEST_F(accumulator, batches_grow_as_the_topics_compression_ratio_is_learnt) {
+  auto c = config(1024);
+  c.compression = record::compression_type::zstd;
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}});
+  const std::string same(100, 'a');  // identical records compress to a few bytes each
+  std::vector<int32_t> counts;
+  for (int batch = 0; batch < 120; ++batch) {
+    for (int i = 0; i < 400 && acc.incomplete_batches() < 2; ++i)
+      ASSERT_TRUE(add(acc, p0, same, t0));
+    auto drained = drain_one(acc, l, 1, t0 + 1s);
+    ASSERT_EQ(drained.size(), 1u);
+    counts.push_back(drained[0]->record_count());
+    const auto compressed = drained[0]->bytes().size();
+    EXPECT_LE(compressed, 1024u) << "batch " << batch;  // still within batch.size once compressed
+    acc.complete(std::move(drained[0]), 0, -1);
+  }
+  // At 1.0 a 1 KiB batch holds 8 of these 107-byte records. The last batch opened after 119 had
+  // sealed, at 1 - 119 * 0.005 = 0.405: 61 + 18 * 107 * 0.405 * 1.05 = 880, + 107 <= 1024, while
+  // a 20th record would make 925 + 107 > 1024.
+  EXPECT_EQ(counts.front(), 8);
+  EXPECT_EQ(counts.back(), 19);
+  EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
 }
 
 TEST(producer_batch, built_on_seal_then_stamped_equals_built_and_stamped_at_once) {

@@ -77,9 +77,17 @@ void sender::close(clock::time_point deadline) {
 }
 
 void sender::schedule(std::chrono::milliseconds delay) {
-  timer_.expires_after(std::min(delay, max_poll));
+  // A pass runs per response and per wakeup; re-arming the timer each time costs a cancelled
+  // handler and a timerfd_settime. A wait already due no later is kept: firing early only runs
+  // a pass, which schedules again.
+  const auto expiry = clock::now() + std::min(delay, max_poll);
+  if (timer_expiry_ <= expiry) return;
+  timer_expiry_ = expiry;
+  timer_.expires_at(expiry);
   timer_.async_wait([this](const std::error_code& ec) {
-    if (!ec) run_once();
+    if (ec) return;  // re-armed or cancelled: the new wait owns timer_expiry_
+    timer_expiry_ = clock::time_point::max();
+    run_once();
   });
 }
 
@@ -133,6 +141,8 @@ void sender::run_once() {
   if (!ready.unknown_leader_topics.empty()) metadata_.request_update();
 
   std::set<node_id> sendable;
+  // Every ready broker has max.in.flight requests awaiting a response: see wakeup_for_data().
+  bool saturated = !ready.ready_nodes.empty() && config_.acks != 0;
   for (node_id node : ready.ready_nodes) {
     auto c = connection_to(node, now);
     const bool can_send =
@@ -140,7 +150,9 @@ void sender::run_once() {
         c->in_flight() < static_cast<size_t>(config_.max_in_flight_requests_per_connection);
     accumulator_.update_node_latency(node, now, can_send);
     if (can_send) sendable.insert(node);
+    if (can_send || !c || !c->ready() || c->in_flight() == 0) saturated = false;
   }
+  saturated_.store(saturated, std::memory_order_relaxed);
   if (!sendable.empty() && !epoch_bump_required_) {
     auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);
     for (auto& [node, batches] : drained) send_produce(node, std::move(batches));

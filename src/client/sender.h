@@ -54,6 +54,14 @@ class sender {
   // Makes the I/O thread look at the accumulator now (a batch filled, a flush began).
   // Thread: any.
   void wakeup();
+  // The same for a send() that opened or filled a batch, but only when the sender could act on
+  // it: while every broker the last pass found ready had max.in.flight requests outstanding, the
+  // next response runs the pass anyway (and the pass's timer bounds the wait: at most 50 ms), so
+  // the application thread skips waking the I/O thread (a wakeup per batch costs both threads a
+  // context switch). Thread: any.
+  void wakeup_for_data() {
+    if (!saturated_.load(std::memory_order_relaxed)) wakeup();
+  }
   // Stops once every batch is complete, or at `deadline`: then whatever is left fails with
   // "Producer is closed forcefully.". Joins the I/O thread. Thread: any but the I/O thread.
   void close(std::chrono::steady_clock::time_point deadline);
@@ -92,6 +100,8 @@ class sender {
   asio::steady_timer timer_;
   std::thread thread_;
   std::atomic<bool> wakeup_pending_{false};
+  std::atomic<bool> saturated_{false};  // see wakeup_for_data(); written by the I/O thread
+  clock::time_point timer_expiry_ = clock::time_point::max();  // the pending timer_ wait's
   std::atomic<bool> closing_{false};
   clock::time_point close_deadline_{};
   bool forced_ = false;

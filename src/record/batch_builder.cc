@@ -19,14 +19,32 @@ constexpr size_t max_reserve_bytes = size_t{16} << 20;
 }  // namespace
 
 batch_builder::batch_builder(const batch_builder_config& config) : config_(config) {
-  // Room for a full batch up front (as Kafka's producer takes batch.size from its pool), so
-  // appends do not reallocate; bounded, as batch_size is caller-supplied.
+  // The first record reserves room for a full batch (as Kafka's producer takes batch.size from its
+  // pool), so appends do not reallocate; bounded, as batch_size is caller-supplied.
   reset();
+}
+
+size_t batch_builder::expected_capacity_bytes(const batch_builder_config& config) {
+  size_t capacity = config.batch_size;
+  if (config.compression != compression_type::none && config.batch_size > record_batch_overhead &&
+      config.estimated_compression_ratio > 0) {
+    // overhead + records * ratio * 1.05 reaches batch_size at this many uncompressed bytes.
+    const double records =
+        static_cast<double>(config.batch_size - record_batch_overhead) /
+        (config.estimated_compression_ratio * compression_rate_estimation_factor);
+    capacity =
+        std::max(capacity, record_batch_overhead + static_cast<size_t>(std::min(records, 1e15)));
+  }
+  return std::min(capacity, config.max_uncompressed_bytes);
 }
 
 void batch_builder::reset() {
   buffer_.clear();
-  buffer_.reserve(std::min({config_.batch_size, config_.max_output_bytes, max_reserve_bytes}));
+  // compress_as_appended keeps compressed bytes only, in room for batch_size; otherwise the first
+  // record reserves room for a full batch (so a builder emptied by build() holds no memory).
+  if (config_.compress_as_appended) {
+    buffer_.reserve(std::min({config_.batch_size, config_.max_output_bytes, max_reserve_bytes}));
+  }
   buffer_.resize(record_batch_overhead);
   count_ = 0;
   base_timestamp_ = max_timestamp_ = no_timestamp;
@@ -70,7 +88,10 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
   const size_t size = varint_size(static_cast<int32_t>(body)) + body;
   if (size > max_batch_bytes - uncompressed_size_bytes()) return append_result::too_large;
   // As Kafka, the new record counts uncompressed: only what is already in is scaled.
-  if (count_ > 0 && estimated_size_bytes() + size > config_.batch_size) {
+  if (count_ > 0 &&
+      (estimated_size_bytes() + size > config_.batch_size ||
+       size > config_.max_uncompressed_bytes -
+                  std::min(config_.max_uncompressed_bytes, uncompressed_size_bytes()))) {
     return append_result::batch_full;
   }
 
@@ -82,6 +103,10 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
     }
     streamed_bytes_ += size;
   } else {
+    if (count_ == 0) {
+      buffer_.reserve(std::min(
+          {expected_capacity_bytes(config_), config_.max_output_bytes, max_reserve_bytes}));
+    }
     const size_t at = buffer_.size();
     buffer_.resize(at + size);
     encode_record(r, body, buffer_.data() + at);

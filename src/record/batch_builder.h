@@ -47,6 +47,11 @@ struct batch_builder_config {
   // fails; last_built_size_bytes() then gives the whole size. (The stream writes into the
   // builder's buffer: a builder in this mode must not be moved.)
   size_t max_output_bytes = SIZE_MAX;
+  // A compressed batch whose records compress well holds many times batch_size before the codec
+  // runs (the size rule scales them by the ratio): a record that would take the uncompressed
+  // batch over this many bytes is refused (batch_full) however well they compress. The producer
+  // sets max.request.size, bounding the memory a batch holds.
+  size_t max_uncompressed_bytes = SIZE_MAX;
 };
 
 enum class append_result : uint8_t {
@@ -76,6 +81,10 @@ class batch_builder {
   // The size of the batch the last build() made (or, with compress_as_appended, would have made
   // had it fit in max_output_bytes).
   size_t last_built_size_bytes() const { return last_built_size_; }
+  // The uncompressed bytes a full batch holds under the size rule and the estimated ratio
+  // (batch_size when uncompressed), bounded by max_uncompressed_bytes: what the builder reserves up
+  // front.
+  static size_t expected_capacity_bytes(const batch_builder_config& config);
 
   // Compresses the records if configured, writes the header, computes the CRC last over the
   // finished bytes and returns the batch (no bytes at all when no record was appended). The builder

@@ -114,6 +114,38 @@ TEST(batch_builder, compressed_size_estimate_follows_kafka) {
   EXPECT_EQ(b.uncompressed_size_bytes(), 61u + 48u);
 }
 
+TEST(batch_builder, max_uncompressed_bytes_bounds_a_well_compressing_batch) {
+  // At ratio 0.01 a 1000-byte batch.size would hold ~90 KB of records; the cap holds it at 400.
+  const batch_builder_config config{.batch_size = 1000,
+                                    .compression = compression_type::lz4,
+                                    .estimated_compression_ratio = 0.01,
+                                    .max_uncompressed_bytes = 400};
+  EXPECT_EQ(batch_builder::expected_capacity_bytes(config), 400u);
+  batch_builder b(config);
+  const std::string value(80, 'v');  // 86-byte records
+  int appended = 0;
+  while (b.try_append(0, std::nullopt, as_bytes(value)) == append_result::appended) ++appended;
+  EXPECT_EQ(appended, 3);  // 61 + 3 * 86 = 319; a fourth would make 405 > 400
+  EXPECT_LE(b.uncompressed_size_bytes(), 400u);
+  // The first record always goes in, whatever the cap.
+  batch_builder alone(
+      {.batch_size = 1000, .compression = compression_type::lz4, .max_uncompressed_bytes = 10});
+  EXPECT_EQ(alone.try_append(0, std::nullopt, as_bytes(value)), append_result::appended);
+}
+
+TEST(batch_builder, expected_capacity_scales_batch_size_by_the_estimate) {
+  // Uncompressed, or at ratio 1.0, a batch holds batch.size; at 0.1 about 1 / (0.1 * 1.05) times
+  // the records section.
+  EXPECT_EQ(batch_builder::expected_capacity_bytes({.batch_size = 16384}), 16384u);
+  EXPECT_EQ(batch_builder::expected_capacity_bytes(
+                {.batch_size = 16384, .compression = compression_type::zstd}),
+            16384u);
+  EXPECT_EQ(batch_builder::expected_capacity_bytes({.batch_size = 16384,
+                                                    .compression = compression_type::zstd,
+                                                    .estimated_compression_ratio = 0.1}),
+            61u + static_cast<size_t>((16384 - 61) / (0.1 * 1.05)));
+}
+
 TEST(batch_builder, header_fields) {
   batch_builder b({.base_offset = 0,
                    .producer_id = 77,

@@ -14,6 +14,7 @@
 
 #include "client/producer_config.h"
 #include "tarn/producer.h"
+#include "tools/perf_payload.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -153,11 +154,12 @@ int run_perf_produce(const perf_options& o) {
     std::fprintf(stderr, "%s\n", producer.error().message.c_str());
     return 1;
   }
-  // Kafka's payloads: one of random uppercase letters (--record-size), lines of a file picked
-  // at random (--payload-file), or the record's index (--payload-monotonic).
+  // Kafka's payloads: random uppercase letters drawn anew for every record (--record-size),
+  // lines of a file picked at random (--payload-file), or the record's index
+  // (--payload-monotonic).
   std::mt19937_64 random(static_cast<uint64_t>(o.random_seed));
+  payload_letters letters(static_cast<uint64_t>(o.random_seed));
   std::string payload(static_cast<size_t>(std::max(o.record_size, 0)), 'A');
-  for (auto& ch : payload) ch = static_cast<char>('A' + random() % 26);
   std::vector<std::string> payloads;
   if (!o.payload_file.empty()) {
     std::ifstream in(o.payload_file, std::ios::binary);
@@ -197,6 +199,8 @@ int run_perf_produce(const perf_options& o) {
   for (int64_t i = 0; i < o.num_records; ++i) {
     if (!payloads.empty()) {
       record.value = payloads[random() % payloads.size()];
+    } else if (o.record_size > 0) {
+      letters.fill(payload);  // send() copies the bytes, so the buffer is reused
     } else if (o.payload_monotonic) {
       monotonic = std::to_string(i);
       record.value = monotonic;
