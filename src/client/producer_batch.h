@@ -68,10 +68,9 @@ class producer_batch {
   bool built() const { return !bytes_.empty(); }
 
   // Compresses the records, encodes the header (no producer identity yet) and checksums: the
-  // bytes a Produce request carries. Called by the appending thread once the batch is sealed, as
-  // Java's producer compresses in closeForRecordAppends, so a producer whose sender thread is
-  // busy spreads the compression over the threads that call send(). A failure is kept and
-  // returned by stamp().
+  // bytes a Produce request carries. stamp() calls it on the sender thread, with no lock held
+  // (record_accumulator::drain); the tests call it directly. A failure is kept and returned by
+  // stamp().
   void build_records();
   // Called once, when first drained: builds the batch if build_records() was not called, then
   // with idempotence stamps the identity and base sequence (and checksums again).

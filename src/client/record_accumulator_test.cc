@@ -247,10 +247,9 @@ TEST_F(accumulator, sequences_per_partition_next_base_is_previous_plus_count) {
   EXPECT_EQ(acc.next_sequence(p1), 3);
 }
 
-// Full batches are compressed by the appending thread when they seal (as Java's
-// closeForRecordAppends); the sender only stamps identity and sequence, so the bytes must be the
-// same as a batch built and stamped in one go, and valid with the right sequences.
-TEST_F(accumulator, sealed_batches_are_built_on_append_and_stamped_on_drain) {
+// Sealed batches are compressed and stamped with identity and sequence when drained: valid,
+// compressed, with the right sequences.
+TEST_F(accumulator, sealed_batches_are_built_and_stamped_on_drain) {
   auto c = config(200);
   c.idempotence = true;
   c.compression = record::compression_type::lz4;
@@ -317,9 +316,10 @@ TEST_F(accumulator, batches_grow_as_the_topics_compression_ratio_is_learnt) {
     EXPECT_LE(compressed, 1024u) << "batch " << batch;  // still within batch.size once compressed
     acc.complete(std::move(drained[0]), 0, -1);
   }
-  // At 1.0 a 1 KiB batch holds 8 of these 107-byte records. The last batch opened after 119 had
-  // sealed, at 1 - 119 * 0.005 = 0.405: 61 + 18 * 107 * 0.405 * 1.05 = 880, + 107 <= 1024, while
-  // a 20th record would make 925 + 107 > 1024.
+  // At 1.0 a 1 KiB batch holds 8 of these 107-byte records. A batch learns its ratio when built,
+  // at drain, so the last one opened after 118 were built, at 1 - 118 * 0.005 = 0.41:
+  // 61 + 18 * 107 * 0.41 * 1.05 = 890, + 107 <= 1024, while a 20th record would make
+  // 936 + 107 > 1024.
   EXPECT_EQ(counts.front(), 8);
   EXPECT_EQ(counts.back(), 19);
   EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
