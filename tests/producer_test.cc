@@ -413,6 +413,14 @@ TEST(producer_against_tarn, perf_produce_options) {
   for (const auto& key : kcat_read(broker.port(), "perf-keys", "%k")) ++per_key[key];
   ASSERT_EQ(per_key.size(), 10u);
   for (int k = 0; k < 10; ++k) EXPECT_EQ(per_key[std::to_string(k)], 200) << k;
+  // --record-size: as Kafka 4.4's tool, every record's payload is drawn anew, A-Z only.
+  auto values = kcat_read(broker.port(), "perf-keys", "%s");
+  ASSERT_EQ(values.size(), 2000u);
+  for (const auto& v : values) {
+    ASSERT_EQ(v.size(), 50u);
+    ASSERT_EQ(v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), std::string::npos) << v;
+  }
+  EXPECT_EQ(std::set<std::string>(values.begin(), values.end()).size(), 2000u);
   auto mono = kcat_read(broker.port(), "perf-mono", "%s");
   ASSERT_EQ(mono.size(), 100u);
   for (size_t i = 0; i < mono.size(); ++i) EXPECT_EQ(mono[i], std::to_string(i));

@@ -52,9 +52,16 @@ sticky_partitioner::sticky_partitioner(int32_t batch_size, uint64_t seed)
 
 partition_id sticky_partitioner::draw_locked(int32_t num_partitions,
                                              std::span<const partition_id> available) {
+  const partition_id chosen = choose_locked(num_partitions, available);
+  current_.store(pack(num_partitions, chosen), std::memory_order_release);
+  return chosen;
+}
+
+partition_id sticky_partitioner::choose_locked(int32_t num_partitions,
+                                               std::span<const partition_id> available) {
   // Java: toPositive(random int) % count, over the available partitions when there are any.
   const auto random = static_cast<uint32_t>(random_());
-  produced_bytes_ = 0;
+  produced_bytes_.store(0, std::memory_order_relaxed);
   num_partitions_ = num_partitions;
   if (load_ && !load_->partition_ids.empty()) {
     // The first entry of the cumulative table strictly greater than a uniform draw below the
@@ -78,6 +85,11 @@ partition_id sticky_partitioner::draw_locked(int32_t num_partitions,
 
 partition_id sticky_partitioner::current(int32_t num_partitions,
                                          std::span<const partition_id> available) {
+  // Every record asks: no lock unless a partition must be drawn.
+  const uint64_t now = current_.load(std::memory_order_acquire);
+  if (now != no_current && static_cast<int32_t>(now >> 32) == num_partitions) {
+    return static_cast<partition_id>(static_cast<uint32_t>(now));
+  }
   std::lock_guard lock(mutex_);
   if (partition_ < 0 || num_partitions != num_partitions_) {
     return draw_locked(num_partitions, available);
@@ -87,15 +99,21 @@ partition_id sticky_partitioner::current(int32_t num_partitions,
 
 void sticky_partitioner::update(partition_id partition, int32_t appended_bytes, bool enable_switch,
                                 int32_t num_partitions, std::span<const partition_id> available) {
-  std::lock_guard lock(mutex_);
-  if (partition != partition_) return;  // another thread switched already
-  // Widened: batch.size may be near INT32_MAX and produced bytes could exceed 2x of it.
-  const int64_t produced = static_cast<int64_t>(produced_bytes_) + appended_bytes;
-  produced_bytes_ = static_cast<int32_t>(std::min<int64_t>(produced, INT32_MAX));
-  const int64_t batch = batch_size_;
-  if ((produced >= batch && enable_switch) || produced >= 2 * batch) {
-    draw_locked(num_partitions, available);
+  // Every record counts its bytes: no lock unless the partition switches. (A record counted
+  // while another thread switches may count towards the new partition: its next switch comes
+  // at most that record's bytes early.)
+  const uint64_t now = current_.load(std::memory_order_acquire);
+  if (now == no_current || static_cast<partition_id>(static_cast<uint32_t>(now)) != partition) {
+    return;  // another thread switched already
   }
+  // 64 bits: batch.size may be near INT32_MAX and produced bytes could exceed 2x of it.
+  const int64_t produced =
+      produced_bytes_.fetch_add(appended_bytes, std::memory_order_relaxed) + appended_bytes;
+  const int64_t batch = batch_size_;
+  if (!((produced >= batch && enable_switch) || produced >= 2 * batch)) return;
+  std::lock_guard lock(mutex_);
+  if (partition != partition_) return;  // another thread switched first
+  draw_locked(num_partitions, available);
 }
 
 void sticky_partitioner::set_load(std::optional<partition_load> load) {
@@ -131,8 +149,8 @@ std::optional<partition_load> partition_load_from_queue_sizes(
 }
 
 int32_t sticky_partitioner::produced_bytes() const {
-  std::lock_guard lock(mutex_);
-  return produced_bytes_;
+  return static_cast<int32_t>(
+      std::min<int64_t>(produced_bytes_.load(std::memory_order_relaxed), INT32_MAX));
 }
 
 }  // namespace tarn::client

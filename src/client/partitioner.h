@@ -2,6 +2,7 @@
 // computes it, keyless records stick to one partition until batch.size bytes went to it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -68,15 +69,23 @@ class sticky_partitioner {
   void set_load(std::optional<partition_load> load);
 
  private:
+  // Draws a partition and publishes it in current_.
   partition_id draw_locked(int32_t num_partitions, std::span<const partition_id> available);
+  partition_id choose_locked(int32_t num_partitions, std::span<const partition_id> available);
+  static constexpr uint64_t pack(int32_t num_partitions, partition_id partition) {
+    return uint64_t{static_cast<uint32_t>(num_partitions)} << 32 | static_cast<uint32_t>(partition);
+  }
+  static constexpr uint64_t no_current = ~uint64_t{0};
 
   const int32_t batch_size_;
+  // Draws and the load under the mutex; what every record reads and counts in atomics.
   mutable std::mutex mutex_;
   std::minstd_rand random_;
   partition_id partition_ = -1;
   int32_t num_partitions_ = 0;
-  int32_t produced_bytes_ = 0;
   std::optional<partition_load> load_;
+  std::atomic<uint64_t> current_{no_current};  // pack(num_partitions_, partition_) once drawn
+  std::atomic<int64_t> produced_bytes_{0};
 };
 
 }  // namespace tarn::client

@@ -133,7 +133,7 @@ void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcom
 result<append_outcome, producer_error> record_accumulator::append(
     const topic_partition& tp, timestamp_ms timestamp, std::optional<record::bytes_view> key,
     std::optional<record::bytes_view> value, std::span<const record::record_header> headers,
-    delivery_callback&& callback, steady_time now, bool abort_on_new_batch) {
+    delivery_callback&& callback, append_time now, bool abort_on_new_batch) {
   if (closed_) {
     return fail(producer_error{producer_errc::producer_closed, 0, false,
                                "Cannot perform operation after producer has been closed"});
@@ -213,7 +213,7 @@ result<append_outcome, producer_error> record_accumulator::append(
     if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
       seal_if_full(q, outcome);
     } else {
-      auto batch = std::make_unique<producer_batch>(tp, builder, now, start_batch_id());
+      auto batch = std::make_unique<producer_batch>(tp, builder, now.get(), start_batch_id());
       batch->set_ratio_estimator(q.ratio);
       // The first record of a batch always goes in, whatever batch.size says.
       auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),

@@ -73,6 +73,19 @@ struct accumulator_config {
   static accumulator_config from(const producer_config& config);
 };
 
+// The time an append happens at: tests pass one; send() passes none, and the clock is read only
+// when the record opens a batch (its creation time, for linger.ms and delivery.timeout.ms), as a
+// clock read per record cost the application thread a tenth of its time at 100 B.
+class append_time {
+ public:
+  append_time() = default;
+  append_time(steady_time at) : at_(at) {}  // NOLINT: implicit, so tests pass a time
+  steady_time get() const { return at_ ? *at_ : std::chrono::steady_clock::now(); }
+
+ private:
+  std::optional<steady_time> at_;
+};
+
 struct append_outcome {
   // abort_on_new_batch was set and the record needs a new batch: nothing was appended (the
   // sticky partitioner may switch partitions first, Java's abortOnNewBatch).
@@ -116,7 +129,7 @@ class record_accumulator {
                                                 std::optional<record::bytes_view> key,
                                                 std::optional<record::bytes_view> value,
                                                 std::span<const record::record_header> headers,
-                                                delivery_callback&& callback, steady_time now,
+                                                delivery_callback&& callback, append_time now,
                                                 bool abort_on_new_batch = false);
 
   // The brokers with something to send now. Thread: sender. Locks: each partition's in turn.

@@ -40,6 +40,12 @@ struct perf_options {
   int64_t random_seed = 0;
 };
 
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Kafka's ProducerPerformance.Stats: a window line every reporting interval, then the total
 // with percentiles of sampled latencies. Called only on the producer's I/O thread.
 class stats {
@@ -49,11 +55,12 @@ class stats {
         sampling_(num_records / std::min<int64_t>(std::max<int64_t>(num_records, 1), 500000)),
         reporting_interval_ms_(reporting_interval_ms),
         start_(clock_type::now()),
-        window_start_(start_) {
+        window_start_ms_(wall_clock_ms()) {
     latencies_.reserve(static_cast<size_t>(std::min<int64_t>(num_records, 500000)));
   }
 
-  void record(int64_t latency_ms, int64_t bytes, clock_type::time_point now) {
+  // now_ms: the wall clock, as Kafka's Stats.record takes System.currentTimeMillis().
+  void record(int64_t latency_ms, int64_t bytes, int64_t now_ms) {
     ++count_;
     bytes_ += bytes;
     total_latency_ += latency_ms;
@@ -63,10 +70,10 @@ class stats {
     window_total_latency_ += latency_ms;
     window_max_latency_ = std::max(window_max_latency_, latency_ms);
     if (iteration_++ % std::max<int64_t>(sampling_, 1) == 0) latencies_.push_back(latency_ms);
-    if (now - window_start_ >= std::chrono::milliseconds(reporting_interval_ms_)) {
+    if (now_ms - window_start_ms_ >= reporting_interval_ms_) {
       if (steady_state_ && count_ == window_count_) std::printf("In steady state.\n");
-      if (!suppress_print_) print_window(now);
-      window_start_ = now;
+      if (!suppress_print_) print_window(now_ms);
+      window_start_ms_ = now_ms;
       window_count_ = window_bytes_ = window_total_latency_ = window_max_latency_ = 0;
     }
   }
@@ -95,9 +102,8 @@ class stats {
   }
 
  private:
-  void print_window(clock_type::time_point now) {
-    const double elapsed_ms =
-        std::chrono::duration<double, std::milli>(now - window_start_).count();
+  void print_window(int64_t now_ms) {
+    const auto elapsed_ms = static_cast<double>(std::max<int64_t>(now_ms - window_start_ms_, 1));
     std::printf(
         "%lld records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max "
         "latency.\n",
@@ -116,7 +122,7 @@ class stats {
   const int64_t sampling_;
   const int64_t reporting_interval_ms_;
   const clock_type::time_point start_;
-  clock_type::time_point window_start_;
+  int64_t window_start_ms_;
   int64_t iteration_ = 0;
   int64_t count_ = 0, bytes_ = 0, total_latency_ = 0, max_latency_ = 0;
   int64_t window_count_ = 0, window_bytes_ = 0, window_total_latency_ = 0, window_max_latency_ = 0;
@@ -190,12 +196,13 @@ int run_perf_produce(const perf_options& o) {
   record.value = payload;
   std::string key, monotonic;
   const auto start = clock_type::now();
+  const int64_t start_ms = wall_clock_ms();
   struct callback_context {
-    clock_type::time_point start;
+    int64_t start_ms;
     stats* total;
     stats* steady = nullptr;
     int64_t failures = 0;  // the I/O thread's; read after close()
-  } context{start, &s};
+  } context{start_ms, &s};
   for (int64_t i = 0; i < o.num_records; ++i) {
     if (!payloads.empty()) {
       record.value = payloads[random() % payloads.size()];
@@ -219,12 +226,15 @@ int run_perf_produce(const perf_options& o) {
       s.suppress_printing();
       context.steady = steady.get();
     }
+    // As Kafka's tool, the send time is the wall clock in ms (System.currentTimeMillis), read
+    // once: it is also the record's timestamp, so send() reads no clock of its own for it.
     // The callback captures 16 trivially copyable bytes, so std::function keeps it inline
-    // (no allocation per record): the context, and the send time, steady-state flag and size
-    // packed in one word.
-    const auto sent_us = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count());
-    const uint64_t packed = sent_us << 25 | uint64_t{steady != nullptr} << 24 |
+    // (no allocation per record): the context, and the send time since the start, the
+    // steady-state flag and the size packed in one word.
+    record.timestamp_ms = wall_clock_ms();
+    const auto sent_ms =
+        static_cast<uint64_t>(std::max<int64_t>(*record.timestamp_ms - start_ms, 0));
+    const uint64_t packed = sent_ms << 25 | uint64_t{steady != nullptr} << 24 |
                             std::min<uint64_t>(record.value->size(), (1u << 24) - 1);
     auto sent = (*producer)->send_async(
         record, [context = &context, packed](const client::record_metadata&,
@@ -233,10 +243,9 @@ int run_perf_produce(const perf_options& o) {
             ++context->failures;
             return;
           }
-          const auto now = clock_type::now();
-          const auto sent_at = context->start + std::chrono::microseconds(packed >> 25);
-          const auto latency =
-              std::chrono::duration_cast<std::chrono::milliseconds>(now - sent_at).count();
+          const int64_t now = wall_clock_ms();  // one clock read per record
+          const int64_t latency =
+              std::max<int64_t>(now - context->start_ms - static_cast<int64_t>(packed >> 25), 0);
           const auto bytes = static_cast<int64_t>(packed & ((1u << 24) - 1));
           context->total->record(latency, bytes, now);
           if (packed >> 24 & 1) context->steady->record(latency, bytes, now);
