@@ -27,7 +27,7 @@ void metadata_cache::update(cluster_update update) {
     for (const auto& name : wanted_) {
       if (!topics_.contains(name)) update_requested_ = true;  // not in this response
     }
-    ++version_;
+    version_.fetch_add(1, std::memory_order_release);
   }
   updated_.notify_all();
 }
@@ -114,11 +114,6 @@ void metadata_cache::request_update() {
 bool metadata_cache::take_update_request() {
   std::unique_lock lock(mutex_);
   return std::exchange(update_requested_, false);
-}
-
-uint64_t metadata_cache::version() const {
-  std::shared_lock lock(mutex_);
-  return version_;
 }
 
 }  // namespace tarn::client

@@ -4,6 +4,7 @@
 // KafkaProducer.waitOnMetadata does.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -71,8 +72,9 @@ class metadata_cache {
   void request_update();
   // True once per request_update(), for the sender. Thread: sender.
   bool take_update_request();
-  // Incremented by every update().
-  uint64_t version() const;
+  // Incremented by every update(), after the new metadata is in: metadata read from topic()
+  // after seeing version v is at least as new as v. Thread: any, lock-free.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
   mutable std::shared_mutex mutex_;
@@ -80,7 +82,7 @@ class metadata_cache {
   std::map<node_id, broker_address> brokers_;
   std::map<std::string, std::shared_ptr<const topic_metadata>, std::less<>> topics_;
   std::set<std::string, std::less<>> wanted_;  // topics send() asked for
-  uint64_t version_ = 0;
+  std::atomic<uint64_t> version_{0};           // written under mutex_
   bool update_requested_ = false;
 };
 

@@ -407,6 +407,42 @@ TEST(producer, delivers_keyed_and_keyless_records_with_offsets) {
   p->close();
 }
 
+// send() keeps the thread's last topic and its metadata (topic_hint): two producers used in turn
+// from one thread, each to a topic "t" of its own cluster (3 and 5 partitions; each cache has had
+// one update, so their versions are equal), must each partition by their own metadata, and so must
+// a producer switching between two topics.
+TEST(producer, producers_in_turn_on_one_thread_keep_their_own_metadata) {
+  fake_broker three({{"t", 3}, {"u", 2}});
+  fake_broker five({{"t", 5}});
+  auto a = make(three, {{"metadata.max.age.ms", "600000"}});
+  auto b = make(five, {{"metadata.max.age.ms", "600000"}});
+  ASSERT_TRUE(a->send(rec("t", "warm", "v")).get());
+  ASSERT_TRUE(b->send(rec("t", "warm", "v")).get());
+  std::vector<std::pair<std::string, std::future<delivery_result>>> from_a, from_b, to_u;
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = "key-" + std::to_string(i);
+    from_a.emplace_back(key, a->send(rec("t", key, "v")));
+    from_b.emplace_back(key, b->send(rec("t", key, "v")));
+  }
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = "key-" + std::to_string(i);
+    from_a.emplace_back(key, a->send(rec("t", key, "v")));
+    to_u.emplace_back(key, a->send(rec("u", key, "v")));
+  }
+  auto expect_partitions = [](auto& futures, int32_t partitions) {
+    for (auto& [key, f] : futures) {
+      auto r = f.get();
+      ASSERT_TRUE(r) << r.error().message;
+      EXPECT_EQ(r->partition, partition_for_key(record::as_bytes(key), partitions)) << key;
+    }
+  };
+  expect_partitions(from_a, 3);
+  expect_partitions(from_b, 5);
+  expect_partitions(to_u, 2);
+  a->close();
+  b->close();
+}
+
 TEST(producer, callback_and_future_both_report) {
   fake_broker broker({{"t", 1}});
   auto p = make(broker);
