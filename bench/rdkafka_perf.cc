@@ -31,7 +31,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -180,14 +179,6 @@ void delivery_report(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     s->window_sum_ms = 0;
     s->window_max_ms = 0;
   }
-}
-
-std::vector<char> random_payload(int size) {
-  std::mt19937 rng(0);
-  std::uniform_int_distribution<int> letter(0, 25);
-  std::vector<char> payload(static_cast<size_t>(size));
-  for (auto& c : payload) c = static_cast<char>('A' + letter(rng));
-  return payload;
 }
 
 int run_produce(const options& o) {
@@ -393,12 +384,14 @@ int run_e2e(const options& o) {
   rd_kafka_conf_set_dr_msg_cb(pconf, delivery_report);
   rd_kafka_t* producer = make_client(RD_KAFKA_PRODUCER, pconf);
   rd_kafka_topic_t* pkt = rd_kafka_topic_new(producer, o.topic.c_str(), nullptr);
-  std::vector<char> payload = random_payload(o.record_size);
+  std::vector<char> payload(static_cast<size_t>(o.record_size));
+  tarn::tools::payload_letters letters(0);  // as `produce`: every record's payload drawn anew
   int64_t start = now_ns();
   state.window_start_ns = start;
   throttler pace(o.throughput, start);
   for (int64_t i = 0; i < o.num_records; ++i) {
     pace.wait_for(i, producer);
+    letters.fill(payload);
     int64_t sent = now_ns();
     std::memcpy(payload.data(), &sent, sizeof sent);
     while (rd_kafka_produce(pkt, o.partition, RD_KAFKA_MSG_F_COPY, payload.data(), payload.size(),
