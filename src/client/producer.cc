@@ -52,11 +52,13 @@ struct producer::impl {
   }
 
   // The topic's metadata (nullptr while unknown), through the thread's hint.
+  bool hint_names(std::string_view topic) const {
+    return hint.producer == id && hint.topic == topic;
+  }
+
   const topic_metadata* known_topic(std::string_view name) {
     const uint64_t version = metadata.version();  // before the read: the hint is at least this new
-    if (hint.producer == id && hint.version == version && hint.topic == name) {
-      return hint.metadata.get();
-    }
+    if (hint.version == version && hint_names(name)) return hint.metadata.get();
     auto found = metadata.topic(name);
     if (!found) return nullptr;
     hint.producer = id;
@@ -69,7 +71,7 @@ struct producer::impl {
 
   // The topic's sticky partitioner, through the thread's hint when it names this topic.
   sticky_partitioner& sticky_through_hint(std::string_view topic) {
-    if (hint.producer == id && hint.topic == topic) {
+    if (hint_names(topic)) {
       if (!hint.sticky) hint.sticky = &sticky_for(topic);
       return *hint.sticky;
     }

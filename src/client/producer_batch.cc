@@ -12,12 +12,14 @@
 namespace tarn::client {
 
 producer_batch::producer_batch(topic_partition tp, const record::batch_builder_config& config,
-                               steady_time created, uint64_t id)
+                               steady_time created, uint64_t id,
+                               compression_ratio_estimator* ratio_estimator)
     : tp_(std::move(tp)),
       builder_config_(config),
       id_(id),
       created_(created),
-      builder_(std::in_place, config) {}
+      builder_(std::in_place, config),
+      ratio_estimator_(ratio_estimator) {}
 
 record::append_result producer_batch::try_append(timestamp_ms timestamp,
                                                  std::optional<record::bytes_view> key,
@@ -128,8 +130,8 @@ result<std::vector<std::unique_ptr<producer_batch>>, producer_error> producer_ba
                                   : parts.back()->try_append(timestamp, r.key, r.value, headers,
                                                              delivery_callback{}, ignored);
     if (appended == record::append_result::batch_full) {
-      parts.push_back(std::make_unique<producer_batch>(tp_, config, created_, id_));
-      parts.back()->set_ratio_estimator(ratio_estimator_);
+      parts.push_back(
+          std::make_unique<producer_batch>(tp_, config, created_, id_, ratio_estimator_));
       first_index.push_back(index);
       appended = parts.back()->try_append(timestamp, r.key, r.value, headers, delivery_callback{},
                                           ignored);

@@ -46,8 +46,11 @@ constexpr sequence_t increment_sequence(sequence_t sequence, int32_t increment) 
 
 class producer_batch {
  public:
+  // `ratio_estimator`: the topic's estimate, which build_records() feeds with the ratio this
+  // batch compressed to (Java's ProducerBatch.close); it outlives the batch. nullptr: none.
   producer_batch(topic_partition tp, const record::batch_builder_config& config,
-                 steady_time created, uint64_t id);
+                 steady_time created, uint64_t id,
+                 compression_ratio_estimator* ratio_estimator = nullptr);
 
   // Appends a record (the first always fits); appended_bytes is what the batch grew by.
   // Thread: any, under the partition queue's lock.
@@ -56,9 +59,6 @@ class producer_batch {
                                    std::span<const record::record_header> headers,
                                    delivery_callback&& callback, size_t& appended_bytes);
 
-  // The topic's estimate that build_records() feeds with the ratio this batch compressed to
-  // (Java's ProducerBatch.close). Set before the batch is shared; outlives it.
-  void set_ratio_estimator(compression_ratio_estimator* estimator) { ratio_estimator_ = estimator; }
   // compressed / uncompressed records bytes of the built batch (1.0 when uncompressed).
   float compression_ratio() const;
 
@@ -136,7 +136,7 @@ class producer_batch {
   bool drained_ = false;
   bool completed_ = false;
   std::optional<producer_error> build_error_;  // build_records() failed
-  compression_ratio_estimator* ratio_estimator_ = nullptr;
+  compression_ratio_estimator* ratio_estimator_;
 };
 
 }  // namespace tarn::client

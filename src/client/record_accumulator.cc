@@ -213,8 +213,8 @@ result<append_outcome, producer_error> record_accumulator::append(
     if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
       seal_if_full(q, outcome);
     } else {
-      auto batch = std::make_unique<producer_batch>(tp, builder, now.get(), start_batch_id());
-      batch->set_ratio_estimator(q.ratio);
+      auto batch =
+          std::make_unique<producer_batch>(tp, builder, now.get(), start_batch_id(), q.ratio);
       // The first record of a batch always goes in, whatever batch.size says.
       auto appended = batch->try_append(timestamp, key, value, headers, std::move(callback),
                                         outcome.appended_bytes);

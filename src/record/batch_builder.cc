@@ -88,10 +88,9 @@ append_result batch_builder::try_append(timestamp_ms timestamp, std::optional<by
   const size_t size = varint_size(static_cast<int32_t>(body)) + body;
   if (size > max_batch_bytes - uncompressed_size_bytes()) return append_result::too_large;
   // As Kafka, the new record counts uncompressed: only what is already in is scaled.
-  if (count_ > 0 &&
-      (estimated_size_bytes() + size > config_.batch_size ||
-       size > config_.max_uncompressed_bytes -
-                  std::min(config_.max_uncompressed_bytes, uncompressed_size_bytes()))) {
+  // (No overflow: size <= max_batch_bytes - uncompressed_size_bytes(), checked above.)
+  if (count_ > 0 && (estimated_size_bytes() + size > config_.batch_size ||
+                     uncompressed_size_bytes() + size > config_.max_uncompressed_bytes)) {
     return append_result::batch_full;
   }
 
