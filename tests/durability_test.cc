@@ -41,7 +41,8 @@ class traced_broker {
       args.push_back(o);
     }
     process_ = std::make_unique<child_process>(std::move(args));
-    if (auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", 30s)) {
+    if (auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:",
+                                                    startup_timeout)) {
       port_ = static_cast<uint16_t>(std::stoi(*port));
     }
   }

@@ -446,7 +446,8 @@ class restartable_broker {
         "--override",
         "num.partitions=3"};
     process_ = run_tarn(args);
-    auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", 20s);
+    auto port =
+        process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", startup_timeout);
     if (!port) return false;
     port_ = static_cast<uint16_t>(std::stoi(*port));
     return true;

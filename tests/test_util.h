@@ -37,6 +37,11 @@ namespace tarn::test {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
+// How long a broker may take to print "listening on": it starts in well under a second, but
+// CI runs the suite under ASan and TSan on a loaded 2-core machine, where a start can stall for
+// many seconds. The wait returns as soon as the line is there, so a generous bound costs nothing.
+constexpr std::chrono::milliseconds startup_timeout = 60s;
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class temp_dir {
  public:
@@ -254,7 +259,8 @@ class broker_process {
                                      "--override", "log.dirs=" + data_dir_.string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     process_ = run_tarn(std::move(args));
-    if (auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", 10s)) {
+    if (auto port = process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:",
+                                                    startup_timeout)) {
       port_ = static_cast<uint16_t>(std::stoi(*port));
     }
   }
