@@ -105,7 +105,7 @@ TEST(find_coordinator, a_truncated_body_closes_only_that_connection) {
   raw_client bad(broker.port());
   const std::vector<uint8_t> truncated = {0x00, 0x10, 'g'};  // Key claims 16 bytes, has 1
   ASSERT_TRUE(bad.send_request(find_coordinator_key, 1, 1, truncated));
-  EXPECT_TRUE(bad.wait_closed(5s));
+  EXPECT_TRUE(bad.wait_closed(event_timeout));
   raw_client good(broker.port());
   EXPECT_EQ(ask(good, 1, 0, {"g"}).r.error_code, coordinator_not_available);
 }

@@ -129,7 +129,8 @@ TEST(full_disk, storage_error_then_recovery_when_space_returns) {
       }
     }
     expect_whole_batches(logs / "d-0");
-    EXPECT_TRUE(broker.process().wait_for_output("No space left on device", 5s)) << broker.output();
+    EXPECT_TRUE(broker.process().wait_for_output("No space left on device", event_timeout))
+        << broker.output();
 
     // Space returns: producing continues at the next offset.
     fs::remove(filler);

@@ -152,7 +152,8 @@ TEST(overload, max_connections_per_ip_closes_the_excess_connection_with_override
   ASSERT_TRUE(api_versions_round_trip(b, 2));
   raw_client excess(broker.port());
   ASSERT_TRUE(excess.connected());
-  EXPECT_TRUE(excess.wait_closed(5s)) << "the third connection from 127.0.0.1 stays open";
+  EXPECT_TRUE(excess.wait_closed(event_timeout))
+      << "the third connection from 127.0.0.1 stays open";
   // 127.0.0.2: its override of 4.
   std::vector<std::unique_ptr<raw_client>> other;
   for (int i = 0; i < 4; ++i) {
@@ -162,7 +163,8 @@ TEST(overload, max_connections_per_ip_closes_the_excess_connection_with_override
   }
   raw_client excess2(broker.port(), "127.0.0.2");
   ASSERT_TRUE(excess2.connected());
-  EXPECT_TRUE(excess2.wait_closed(5s)) << "the fifth connection from 127.0.0.2 stays open";
+  EXPECT_TRUE(excess2.wait_closed(event_timeout))
+      << "the fifth connection from 127.0.0.2 stays open";
   // Closing one from 127.0.0.1 makes room for another.
   a.reset();
   bool served = false;
@@ -172,7 +174,8 @@ TEST(overload, max_connections_per_ip_closes_the_excess_connection_with_override
     if (!served) std::this_thread::sleep_for(20ms);  // the close is counted asynchronously
   }
   EXPECT_TRUE(served);
-  EXPECT_TRUE(broker.process().wait_for_output("(max.connections.per.ip)", 5s)) << broker.output();
+  EXPECT_TRUE(broker.process().wait_for_output("(max.connections.per.ip)", event_timeout))
+      << broker.output();
 }
 
 // A Fetch that long-polls an empty partition, pipelined with a Produce to that partition on the

@@ -268,7 +268,7 @@ TEST_F(produce_test, example3_refusals_write_nothing) {
   // acks=0 with an error: the connection is closed, nothing written.
   auto bad0 = produce_body(8, 0, "bad", make_batch({.records = 1, .base_offset = 5}));
   ASSERT_TRUE(client_->send_request(0, 8, 778, bad0));
-  EXPECT_TRUE(client_->wait_closed(5s));
+  EXPECT_TRUE(client_->wait_closed(event_timeout));
   EXPECT_EQ(segment("bad").size(), disk.size());
 }
 

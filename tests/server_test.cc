@@ -122,11 +122,12 @@ TEST(server, oversize_frame_closes_that_connection_only) {
   const std::vector<uint8_t> claim_negative = {0x80, 0x00, 0x00, 0x00};
   ASSERT_TRUE(huge.send_bytes(claim_2gib));
   ASSERT_TRUE(negative.send_bytes(claim_negative));
-  EXPECT_TRUE(huge.wait_closed(5s));
-  EXPECT_TRUE(negative.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("request size 2147483647 is outside", 5s))
+  EXPECT_TRUE(huge.wait_closed(event_timeout));
+  EXPECT_TRUE(negative.wait_closed(event_timeout));
+  EXPECT_TRUE(broker.process().wait_for_output("request size 2147483647 is outside", event_timeout))
       << broker.output();
-  EXPECT_TRUE(broker.process().wait_for_output("request size -2147483648 is outside", 5s));
+  EXPECT_TRUE(
+      broker.process().wait_for_output("request size -2147483648 is outside", event_timeout));
 
   ASSERT_TRUE(send_api_versions(good, 3, 7));
   auto frame = good.read_frame();
@@ -148,8 +149,8 @@ TEST(server, frame_over_socket_request_max_bytes_closes_connection) {
   raw_client c(broker.port());
   std::vector<uint8_t> body(200, 0);
   ASSERT_TRUE(c.send_request(api_versions_key, 0, 1, body));
-  EXPECT_TRUE(c.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("(socket.request.max.bytes)", 5s));
+  EXPECT_TRUE(c.wait_closed(event_timeout));
+  EXPECT_TRUE(broker.process().wait_for_output("(socket.request.max.bytes)", event_timeout));
 }
 
 TEST(server, pipelined_requests_are_answered_in_order) {
@@ -212,14 +213,15 @@ TEST(server, unknown_api_key_closes_the_connection_after_earlier_answers) {
   auto frame = c.read_frame();
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(get_int32(*frame, 0), 1);
-  EXPECT_TRUE(c.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("unsupported API (api key 999 version 0)", 5s))
+  EXPECT_TRUE(c.wait_closed(event_timeout));
+  EXPECT_TRUE(
+      broker.process().wait_for_output("unsupported API (api key 999 version 0)", event_timeout))
       << broker.output();
 
   // A known key tarn does not serve yet (or no longer: v-1) closes too.
   raw_client d(broker.port());
   ASSERT_TRUE(d.send_request(api_versions_key, -1, 3));
-  EXPECT_TRUE(d.wait_closed(5s));
+  EXPECT_TRUE(d.wait_closed(event_timeout));
 }
 
 TEST(server, sigterm_exits_zero_and_writes_the_clean_shutdown_marker) {
@@ -236,7 +238,7 @@ TEST(server, sigterm_exits_zero_and_writes_the_clean_shutdown_marker) {
     ASSERT_TRUE(st.has_value()) << "no exit after SIGTERM";
     EXPECT_TRUE(st->exited);
     EXPECT_EQ(st->code, 0) << broker.output();
-    EXPECT_TRUE(idle.wait_closed(1s));
+    EXPECT_TRUE(idle.wait_closed(event_timeout));
   }
   EXPECT_EQ(read_file(data / ".kafka_cleanshutdown"), R"({"version":0,"brokerEpoch":-1})");
   {
@@ -268,7 +270,7 @@ TEST(server, sigterm_answers_requests_already_read) {
   // The 50 frames (1 KiB) arrived in one segment and were all read before the first answer was
   // written, so all 50 are answered, in order, and then the connection closes.
   int answered = 1;
-  while (auto next = c.read_frame(5s)) {
+  while (auto next = c.read_frame(event_timeout)) {
     EXPECT_EQ(get_int32(*next, 0), answered);
     ++answered;
   }
@@ -341,8 +343,8 @@ TEST(server, api_versions_v5_checks_cluster_and_node_id) {
     EXPECT_EQ(r.api_keys.empty(), k.error_code != 0) << k.what;
     EXPECT_EQ(r.throttle_time_ms, 0) << k.what;
   }
-  EXPECT_TRUE(
-      broker.process().wait_for_output("ApiVersions for cluster 'AAAAAAAAAAAAAAAAAAAAAA'", 5s));
+  EXPECT_TRUE(broker.process().wait_for_output("ApiVersions for cluster 'AAAAAAAAAAAAAAAAAAAAAA'",
+                                               event_timeout));
 }
 
 TEST(server, api_versions_above_max_gets_error_35_in_v0_layout) {
@@ -389,8 +391,8 @@ TEST(server, idle_connections_are_closed) {
   raw_client c(broker.port());
   ASSERT_TRUE(send_api_versions(c, 0, 1));
   ASSERT_TRUE(c.read_frame().has_value());
-  EXPECT_TRUE(c.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("(connections.max.idle.ms)", 5s));
+  EXPECT_TRUE(c.wait_closed(event_timeout));
+  EXPECT_TRUE(broker.process().wait_for_output("(connections.max.idle.ms)", event_timeout));
 }
 
 TEST(server, max_connections_per_ip_rejects_the_extra_connection) {
@@ -403,8 +405,8 @@ TEST(server, max_connections_per_ip_rejects_the_extra_connection) {
   ASSERT_TRUE(send_api_versions(b, 0, 1));
   ASSERT_TRUE(b.read_frame().has_value());
   raw_client extra(broker.port());
-  EXPECT_TRUE(extra.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("(max.connections.per.ip)", 5s));
+  EXPECT_TRUE(extra.wait_closed(event_timeout));
+  EXPECT_TRUE(broker.process().wait_for_output("(max.connections.per.ip)", event_timeout));
   ASSERT_TRUE(send_api_versions(a, 0, 2));
   EXPECT_TRUE(a.read_frame().has_value());
 }
@@ -424,7 +426,7 @@ TEST(server, max_connections_holds_new_clients_until_one_closes) {
   EXPECT_FALSE(c.read_frame(300ms).has_value());
   // ...until a connection closes.
   a.reset();
-  auto frame = c.read_frame(5s);
+  auto frame = c.read_frame(event_timeout);
   ASSERT_TRUE(frame.has_value());
   EXPECT_EQ(get_int32(*frame, 0), 3);
 }
@@ -434,20 +436,22 @@ TEST(server, malformed_request_header_closes_the_connection) {
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client short_frame(broker.port());
   ASSERT_TRUE(short_frame.send_bytes(std::vector<uint8_t>{0, 0, 0, 3, 0, 18, 0}));
-  EXPECT_TRUE(short_frame.wait_closed(5s));
+  EXPECT_TRUE(short_frame.wait_closed(event_timeout));
   // ApiVersions v0 whose client_id claims 100 bytes with 2 present.
   raw_client bad_client_id(broker.port());
   ASSERT_TRUE(bad_client_id.send_bytes(
       std::vector<uint8_t>{0, 0, 0, 12, 0, 18, 0, 0, 0, 0, 0, 1, 0, 100, 'a', 'b'}));
-  EXPECT_TRUE(bad_client_id.wait_closed(5s));
-  EXPECT_TRUE(broker.process().wait_for_output("bad request header (api key 18 version 0)", 5s))
+  EXPECT_TRUE(bad_client_id.wait_closed(event_timeout));
+  EXPECT_TRUE(
+      broker.process().wait_for_output("bad request header (api key 18 version 0)", event_timeout))
       << broker.output();
 }
 
 TEST(server, many_connections_across_event_loops) {
   broker_process broker({"--override", "num.network.threads=3"});
   ASSERT_NE(broker.port(), 0) << broker.output();
-  EXPECT_TRUE(broker.process().wait_for_output("3 event loop(s)", 5s)) << broker.output();
+  EXPECT_TRUE(broker.process().wait_for_output("3 event loop(s)", event_timeout))
+      << broker.output();
   std::vector<std::unique_ptr<raw_client>> clients;
   for (int i = 0; i < 60; ++i) {
     clients.push_back(std::make_unique<raw_client>(broker.port()));

@@ -41,6 +41,10 @@ using clock_type = std::chrono::steady_clock;
 // CI runs the suite under ASan and TSan on a loaded 2-core machine, where a start can stall for
 // many seconds. The wait returns as soon as the line is there, so a generous bound costs nothing.
 constexpr std::chrono::milliseconds startup_timeout = 60s;
+// How long a test waits for something that must happen (a connection closed, a log line, an
+// answer the test is sure of). Such a wait returns when the event comes, so only a failing test
+// pays for the bound; 5 s was too little for ASan or TSan on a loaded 2-core CI machine.
+constexpr std::chrono::milliseconds event_timeout = 30s;
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class temp_dir {
