@@ -193,7 +193,7 @@ TEST(server, slow_and_broken_clients_do_not_stall_others) {
   raw_client good(broker.port());
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(send_api_versions(good, 4, i));
-    auto frame = good.read_frame(5s);
+    auto frame = good.read_frame(event_timeout);
     ASSERT_TRUE(frame.has_value()) << "round trip " << i << " stalled";
     EXPECT_EQ(get_int32(*frame, 0), i);
   }
