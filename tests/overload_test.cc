@@ -180,23 +180,24 @@ TEST(overload, max_connections_per_ip_closes_the_excess_connection_with_override
       << broker.output();
 }
 
-// A Fetch that long-polls an empty partition, pipelined with a Produce to that partition on the
-// same connection. With queued.max.requests=1 the Produce is not read until the Fetch is
-// answered, so the Fetch times out empty; with the default the Produce is read at once and its
-// append completes the Fetch with the record. Either way both are answered, in order.
-fetch_answer fetch_then_produce(int32_t queued_max_requests, int64_t* produce_base_offset) {
+// A Fetch that long-polls an empty partition for `max_wait_ms`, pipelined with a Produce to that
+// partition on the same connection. With queued.max.requests=1 the Produce is not read until the
+// Fetch is answered, so the Fetch times out empty; with the default the Produce is read at once
+// and its append completes the Fetch with the record. Either way both are answered, in order.
+fetch_answer fetch_then_produce(int32_t queued_max_requests, int32_t max_wait_ms,
+                                int64_t* produce_base_offset) {
   broker_process broker({"--override", fmt::format("queued.max.requests={}", queued_max_requests)});
   EXPECT_NE(broker.port(), 0) << broker.output();
   EXPECT_EQ(create_topic(broker.port(), "q", 1), 0);
   raw_client c(broker.port());
   auto batch = value_batch("pipelined");
-  std::vector<uint8_t> both = fetch_frame(1, "q", 0, 0, 1500, 1);
+  std::vector<uint8_t> both = fetch_frame(1, "q", 0, 0, max_wait_ms, 1);
   auto produce = produce_frame(2, "q", 0, batch, 1);
   both.insert(both.end(), produce.begin(), produce.end());
   EXPECT_TRUE(c.send_bytes(both));
-  auto fetch_response = c.read_frame(10s);
+  auto fetch_response = c.read_frame(std::chrono::milliseconds(max_wait_ms) + event_timeout);
   EXPECT_TRUE(fetch_response && get_int32(*fetch_response, 0) == 1) << broker.output();
-  produce_answer p = decode_produce(c.read_frame(10s));
+  produce_answer p = decode_produce(c.read_frame(event_timeout));
   EXPECT_EQ(p.correlation_id, 2);
   EXPECT_EQ(p.error_code, 0);
   *produce_base_offset = p.base_offset;
@@ -205,12 +206,15 @@ fetch_answer fetch_then_produce(int32_t queued_max_requests, int64_t* produce_ba
 
 TEST(overload, queued_max_requests_holds_pipelined_requests_until_answers_go_out) {
   int64_t base = -1;
-  fetch_answer limited = fetch_then_produce(1, &base);
+  // 1.5 s: the limited Fetch is answered only when its wait runs out.
+  fetch_answer limited = fetch_then_produce(1, 1500, &base);
   EXPECT_EQ(limited.error_code, 0);
   EXPECT_TRUE(limited.records.empty()) << "the Produce was read while the Fetch was in flight";
   EXPECT_EQ(base, 0);
-  // The control: the same exchange without the limit answers the Fetch with the record.
-  fetch_answer unlimited = fetch_then_produce(500, &base);
+  // The control: the same exchange without the limit answers the Fetch with the record. The
+  // append ends the wait, so the wait can be long (30 s): a slow machine then cannot make the
+  // Fetch time out empty before the Produce behind it is read.
+  fetch_answer unlimited = fetch_then_produce(500, 30000, &base);
   EXPECT_EQ(unlimited.error_code, 0);
   EXPECT_FALSE(unlimited.records.empty());
   EXPECT_EQ(base, 0);
