@@ -262,47 +262,104 @@ TEST(overload, queued_max_request_bytes_below_socket_request_max_bytes_is_refuse
 }
 
 // Four long-polling Fetches, each carrying a 30,000-byte client id, hold 120,000 bytes of
-// requests for 2 s. With queued.max.request.bytes=102400 the broker stops reading sockets once
-// that is spent, so a fifth connection's ApiVersions waits for the Fetches' answers; without
-// the bound it is answered at once. Nothing is lost either way.
-void long_polls_then_api_versions(bool bounded) {
+// requests while they wait. With queued.max.request.bytes=102400 the broker stops reading
+// sockets once that is spent, so a fifth connection's ApiVersions waits for the Fetches'
+// answers; without the bound it is answered at once. Nothing is lost either way.
+struct long_polls {
+  std::unique_ptr<broker_process> broker;
+  std::vector<std::unique_ptr<raw_client>> pollers;
+  clock_type::time_point sent_at;
+};
+
+long_polls start_long_polls(bool bounded, int32_t max_wait_ms) {
   std::vector<std::string> args = {"--override", "socket.request.max.bytes=102400"};
   if (bounded) {
     args.insert(args.end(), {"--override", "queued.max.request.bytes=102400"});
   }
-  broker_process broker(args);
-  ASSERT_NE(broker.port(), 0) << broker.output();
-  ASSERT_EQ(create_topic(broker.port(), "m", 1), 0);
-  std::vector<std::unique_ptr<raw_client>> pollers;
-  const auto sent_at = clock_type::now();
+  long_polls l;
+  // The broker names a connection it stops reading for want of request memory in a debug line.
+  ::setenv("SPDLOG_LEVEL", "debug", 1);
+  l.broker = std::make_unique<broker_process>(args);
+  ::unsetenv("SPDLOG_LEVEL");  // the broker has its environment; later ones keep the default
+  EXPECT_NE(l.broker->port(), 0) << l.broker->output();
+  EXPECT_EQ(create_topic(l.broker->port(), "m", 1), 0);
+  l.sent_at = clock_type::now();
   for (int i = 0; i < 4; ++i) {
-    pollers.push_back(std::make_unique<raw_client>(broker.port()));
-    ASSERT_TRUE(
-        pollers.back()->send_bytes(fetch_frame(i, "m", 0, 0, 2000, 1, std::string(30000, 'x'))));
+    l.pollers.push_back(std::make_unique<raw_client>(l.broker->port()));
+    EXPECT_TRUE(l.pollers.back()->send_bytes(
+        fetch_frame(i, "m", 0, 0, max_wait_ms, 1, std::string(30000, 'x'))));
   }
-  std::this_thread::sleep_for(300ms);  // the four are read and waiting
-  raw_client late(broker.port());
-  ASSERT_TRUE(late.send_request(api_versions_key, 0, 77));
-  if (bounded) {
-    EXPECT_FALSE(answered(late, 77, 1000ms)) << "read while the budget was spent";
-    EXPECT_TRUE(answered(late, 77, 10s));
-    EXPECT_GE(clock_type::now() - sent_at, 1900ms);
-  } else {
-    EXPECT_TRUE(answered(late, 77, 1000ms));
-  }
-  for (int i = 0; i < 4; ++i) {
-    fetch_answer f = decode_fetch(pollers[static_cast<size_t>(i)]->read_frame(10s));
-    EXPECT_EQ(f.error_code, 0) << "poller " << i;
-  }
-  EXPECT_TRUE(api_versions_round_trip(late, 78));
+  return l;
 }
 
 TEST(overload, queued_max_request_bytes_stops_reading_until_memory_returns) {
-  long_polls_then_api_versions(true);
+  // The Fetches' wait is what returns the memory here. It must outlast the setup below (reading
+  // four connections and finding one held), which takes milliseconds; 5 s leaves room for a
+  // sanitizer build on a loaded machine.
+  constexpr auto max_wait = 5000ms;
+  long_polls l = start_long_polls(true, static_cast<int32_t>(max_wait.count()));
+  ASSERT_NE(l.broker->port(), 0);
+  broker_process& broker = *l.broker;
+  // The late connection's ApiVersions must find the budget spent by the four Fetches. The
+  // broker reads the pollers' sockets in its own order, so a connection made now may still be
+  // read before the last of them; it is answered at once then, and another one is tried, until
+  // one is held back (the broker's debug line names it). A held one proves the four Fetches
+  // hold the budget: three of them and one ApiVersions stay below it.
+  std::unique_ptr<raw_client> late;
+  bool held = false;
+  const auto deadline = clock_type::now() + event_timeout;
+  while (!held && clock_type::now() < deadline) {
+    late = std::make_unique<raw_client>(broker.port());
+    ASSERT_TRUE(late->send_request(api_versions_key, 0, 77));
+    const std::string line =
+        fmt::format("from 127.0.0.1:{}: waiting for request memory", late->local_port());
+    while (clock_type::now() < deadline) {
+      if (broker.process().wait_for_output(line, 10ms)) {
+        held = true;
+        break;
+      }
+      pollfd p{late->fd(), POLLIN, 0};
+      if (::poll(&p, 1, 10) > 0) {
+        ASSERT_TRUE(answered(*late, 77, event_timeout));  // read before the budget was spent
+        break;
+      }
+    }
+  }
+  ASSERT_TRUE(held) << "no connection was held back by the spent budget\n" << broker.output();
+  // Memory returns only once a poller's answer has been written, and the pollers are answered
+  // when their wait runs out (nothing is produced): the late request is read, and answered,
+  // only after that.
+  EXPECT_TRUE(answered(*late, 77, max_wait + event_timeout));
+  EXPECT_GE(clock_type::now() - l.sent_at, max_wait - 100ms) << "answered before memory returned";
+  for (int i = 0; i < 4; ++i) {
+    fetch_answer f = decode_fetch(l.pollers[static_cast<size_t>(i)]->read_frame(event_timeout));
+    EXPECT_EQ(f.error_code, 0) << "poller " << i;
+  }
+  EXPECT_TRUE(api_versions_round_trip(*late, 78));
 }
 
 TEST(overload, without_queued_max_request_bytes_reading_goes_on) {
-  long_polls_then_api_versions(false);
+  // The Fetches wait up to 30 s: a record produced after the late connection's answer ends
+  // their wait, and finding it in their answers proves they were still waiting then.
+  long_polls l = start_long_polls(false, 30000);
+  ASSERT_NE(l.broker->port(), 0);
+  broker_process& broker = *l.broker;
+  // Not needed for the test to pass: gives the broker time to read the four, so that the
+  // ApiVersions below is read while they hold their 120,000 bytes (with no bound, nothing
+  // tells when they are).
+  std::this_thread::sleep_for(300ms);
+  raw_client late(broker.port());
+  ASSERT_TRUE(late.send_request(api_versions_key, 0, 77));
+  EXPECT_TRUE(answered(late, 77, event_timeout));
+  raw_client producer(broker.port());
+  produce_answer p = produce_one(producer, 1, "m", 0, value_batch("wake up"));
+  EXPECT_EQ(p.error_code, 0);
+  for (int i = 0; i < 4; ++i) {
+    fetch_answer f = decode_fetch(l.pollers[static_cast<size_t>(i)]->read_frame(event_timeout));
+    EXPECT_EQ(f.error_code, 0) << "poller " << i;
+    EXPECT_FALSE(f.records.empty()) << "poller " << i << " was answered before the record came";
+  }
+  EXPECT_TRUE(api_versions_round_trip(late, 78));
 }
 
 }  // namespace

@@ -159,7 +159,18 @@ asio::awaitable<bool> connection::reserve_request_memory(int64_t bytes) {
       if (auto c = weak.lock()) c->reader_wakeup_.notify();
     });
   };
+  bool waiting = false;
   while (!pool->try_reserve(bytes, wake)) {
+    if (!waiting) {
+      // Once per held request, not per wake-up that finds the budget spent again: it is how an
+      // operator (and the overload test) sees that this client's socket is no longer read.
+      spdlog::debug(
+          "connection {} from {}: waiting for request memory before reading a {}-byte request "
+          "({} of queued.max.request.bytes={} in use)",
+          info_.id, info_.peer, bytes, pool->used_bytes(),
+          services_.config.queued_max_request_bytes);
+      waiting = true;
+    }
     co_await reader_wakeup_.wait();
     if (reading_done_ || closed_) co_return false;
   }
