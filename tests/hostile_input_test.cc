@@ -583,7 +583,6 @@ TEST_F(hostile_input, slow_clients_holding_half_a_frame) {
   broker_ = std::make_unique<broker_process>(
       std::vector<std::string>{"--override", "connections.max.idle.ms=3000"});
   ASSERT_NE(broker_->port(), 0);
-  bystander_ = std::make_unique<raw_client>(broker_->port());
   baseline_peak_kib_ = broker_->process().peak_rss_kib();
   std::vector<std::unique_ptr<raw_client>> slow;
   for (int i = 0; i < 200; ++i) {
@@ -602,6 +601,10 @@ TEST_F(hostile_input, slow_clients_holding_half_a_frame) {
     ASSERT_TRUE(c->send_bytes(half));
     slow.push_back(std::move(c));
   }
+  // Connected only now: made before the 200, it could sit idle past connections.max.idle.ms
+  // while they connect on a slow machine, and be closed before its first request.
+  bystander_ = std::make_unique<raw_client>(broker_->port());
+  ASSERT_TRUE(bystander_->connected());
   for (int i = 0; i < 20; ++i) expect_bystander_served();
   // The idle timeout counts from the last byte: the slow clients are closed, the bystander
   // (which keeps talking) is not.
