@@ -562,7 +562,8 @@ TEST_F(produce_test, kafka_4_4_answers_the_same) {
 
   temp_dir kdir;
   const std::string script = std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref";
-  const uint16_t port = 29000 + static_cast<uint16_t>(::getpid() % 900);
+  const uint16_t port = free_port();
+  ASSERT_NE(port, 0);
   auto [rc, out] = run_command("timeout 90 " + script + " start --port " + std::to_string(port) +
                                " --dir " + (kdir.path() / "k").string());
   struct stopper {

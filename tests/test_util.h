@@ -452,6 +452,25 @@ inline std::pair<int, std::string> run_command(const std::string& command) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
+// A TCP port on 127.0.0.1 that the OS had free just now, for a server the test starts itself
+// (Kafka): the port is released before returning, so another process could take it in between,
+// but unlike a port derived from the pid it does not collide with one already in use.
+inline uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
 inline bool have_program(const std::string& name) {
   return run_command("command -v " + name + " >/dev/null").first == 0;
 }
