@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "offsets_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -180,6 +181,12 @@ void check_sweep(uint16_t port, const std::string& topic, const char* acks,
         << topic << " record " << i;
     EXPECT_EQ(sent[i].metadata.timestamp_ms, sent[i].timestamp_ms) << topic;
   }
+  // With acks=0 a send is done once its bytes are written: the broker may not have appended the
+  // last of them yet when the readers below reach what was then the end. Wait until it has (the
+  // readers still check that nothing beyond the records sent is there).
+  ASSERT_GE(wait_for_latest_offset(port, topic, 0, static_cast<int64_t>(sent.size())),
+            static_cast<int64_t>(sent.size()))
+      << topic << ": records missing";
   if (have_program("kcat")) {
     auto lines = kcat_read(port, topic);
     ASSERT_EQ(lines.size(), sent.size()) << topic;
