@@ -646,7 +646,16 @@ TEST(producer, unanswered_requests_time_out_and_expire) {
   fake_broker broker({{"t", 1}});
   auto p = make(
       broker, {{"request.timeout.ms", "100"}, {"delivery.timeout.ms", "300"}, {"linger.ms", "0"}});
-  ASSERT_TRUE(p->send(rec("t", std::nullopt, "ok")).get());
+  // The warm-up puts metadata, the connection and the producer id in place, so that the timed
+  // send below waits only for its unanswered Produce. Under these short timeouts one try can
+  // expire on a loaded machine (a sanitizer build, a busy CI): it is tried again until one
+  // succeeds.
+  bool warm = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 30s;
+       !warm && std::chrono::steady_clock::now() < deadline;) {
+    warm = p->send(rec("t", std::nullopt, "ok")).get().has_value();
+  }
+  ASSERT_TRUE(warm);
   broker.drop_produce(true);
   const auto start = std::chrono::steady_clock::now();
   auto r = p->send(rec("t", std::nullopt, "x")).get();
