@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "produce_util.h"
 
@@ -55,6 +56,12 @@ class traced_broker {
     children >> tarn;
     if (tarn > 0) ::kill(tarn, SIGTERM);
     EXPECT_TRUE(process_->wait_exit(30s).has_value());
+    return trace();
+  }
+
+  // The trace so far: strace writes each line as the call returns (or is interrupted by another
+  // thread's), so a call the broker made before answering is in it once the answer is read.
+  std::vector<std::string> trace() const {
     std::vector<std::string> lines;
     std::ifstream in(trace_);
     std::string line;
@@ -101,16 +108,17 @@ std::vector<bool> flushed_before_each_answer(const std::vector<std::string>& tra
 }
 
 // Produces `count` one-record batches of `value_bytes` one at a time (each answered before the
-// next is sent) on one connection; returns that connection's local port.
+// next is sent) on one connection, calling `after_each(i)` once Produce i is answered; returns
+// that connection's local port.
 uint16_t produce_sequentially(uint16_t port, int count, size_t value_bytes,
-                              std::chrono::milliseconds pause = 0ms) {
+                              const std::function<void(int)>& after_each = {}) {
   raw_client c(port);
   for (int i = 0; i < count; ++i) {
     auto batch = value_batch(std::string(value_bytes, static_cast<char>('a' + i % 26)));
     produce_answer a = produce_one(c, i, "t", 0, batch);
     EXPECT_EQ(a.error_code, 0);
     EXPECT_EQ(a.base_offset, i);
-    if (pause > 0ms) std::this_thread::sleep_for(pause);
+    if (after_each) after_each(i);
   }
   return c.local_port();
 }
@@ -184,31 +192,40 @@ TEST_F(durability, without_flush_settings_answers_go_out_unsynced) {
 }
 
 TEST_F(durability, flush_interval_ms_flushes_on_a_timer) {
-  // flush.ms=100: with a 600 ms pause after each Produce, the flusher syncs each append to the
-  // .log before the next one (appends themselves never flush here). Checked against the appends'
-  // own writes, not the answers: the timer may fire between an append and its answer, and then
-  // that append's flush comes before its own answer.
+  // flush.ms=100: the flusher syncs each append to the .log before the next one is sent (appends
+  // themselves never flush here). Checked against the appends' own writes, not the answers: the
+  // timer may fire between an append and its answer, and then that append's flush comes before
+  // its own answer. The next Produce waits until the trace shows the flush (or event_timeout
+  // passes), not a fixed pause that a stall of the traced, sanitized broker could outlast.
   traced_broker broker({"log.flush.interval.ms=100"});
   ASSERT_NE(broker.port(), 0) << broker.output();
   ASSERT_EQ(create_topic(broker.port(), "t", 1), 0);
-  produce_sequentially(broker.port(), 4, 100, 600ms);
+  produce_sequentially(broker.port(), 4, 100, [&](int i) {
+    const auto deadline = clock_type::now() + event_timeout;
+    while (clock_type::now() < deadline) {
+      auto synced = flushed_after_each_write(broker.trace(), "fdatasync", ".log>");
+      if (synced.size() > static_cast<size_t>(i) && synced[static_cast<size_t>(i)]) return;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
   auto trace = broker.stop();
   auto data_synced = flushed_after_each_write(trace, "fdatasync", ".log>");
   ASSERT_EQ(data_synced.size(), 4u) << "one .log write per Produce expected";
   // The last append may be synced by the shutdown rather than the timer: only the first three
   // tell.
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_TRUE(data_synced[i]) << "append " << i << " not flushed in the 600 ms after it";
+    EXPECT_TRUE(data_synced[i]) << "append " << i << " not flushed before the next one";
   }
 }
 
 TEST_F(durability, without_flush_settings_appends_stay_unsynced) {
   // The control for the timer test: the same check on a default broker finds no fdatasync after
-  // the appends (until the shutdown's flush of the last one).
+  // the appends (until the shutdown's flush of the last one), though each is given 600 ms, six
+  // times the timer test's flush.ms, before the next.
   traced_broker broker({});
   ASSERT_NE(broker.port(), 0) << broker.output();
   ASSERT_EQ(create_topic(broker.port(), "t", 1), 0);
-  produce_sequentially(broker.port(), 4, 100, 200ms);
+  produce_sequentially(broker.port(), 4, 100, [](int) { std::this_thread::sleep_for(600ms); });
   auto trace = broker.stop();
   auto data_synced = flushed_after_each_write(trace, "fdatasync", ".log>");
   ASSERT_EQ(data_synced.size(), 4u) << "one .log write per Produce expected";
