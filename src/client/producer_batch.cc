@@ -21,6 +21,8 @@ producer_batch::producer_batch(topic_partition tp, const record::batch_builder_c
       builder_(std::in_place, config),
       ratio_estimator_(ratio_estimator) {}
 
+producer_batch::~producer_batch() { std::lock_guard wait_for_claimed_build(build_mutex_); }
+
 record::append_result producer_batch::try_append(timestamp_ms timestamp,
                                                  std::optional<record::bytes_view> key,
                                                  std::optional<record::bytes_view> value,
@@ -46,13 +48,27 @@ record::append_result producer_batch::try_append(timestamp_ms timestamp,
 }
 
 size_t producer_batch::estimated_size_bytes() const {
-  return builder_ ? builder_->estimated_size_bytes() : bytes_.size();
+  // A sealed batch may be being built by an appending thread: its builder is not to be read.
+  if (drained_) return bytes_.size();
+  return sealed_ ? sealed_size_bytes_ : builder_->estimated_size_bytes();
+}
+
+void producer_batch::seal() {
+  if (sealed_) return;
+  sealed_ = true;
+  record_count_ = builder_->record_count();
+  sealed_size_bytes_ = builder_->estimated_size_bytes();
+}
+
+std::unique_lock<std::mutex> producer_batch::claim_build() {
+  if (build_claimed_ || !builder_) return {};
+  build_claimed_ = true;
+  return std::unique_lock(build_mutex_);
 }
 
 void producer_batch::build_records() {
   assert(builder_);
-  sealed_ = true;
-  record_count_ = builder_->record_count();
+  seal();
   uncompressed_records_bytes_ = builder_->uncompressed_size_bytes();
   auto built = builder_->build();
   builder_.reset();
@@ -77,8 +93,11 @@ float producer_batch::compression_ratio() const {
 
 result<void, producer_error> producer_batch::stamp(producer_identity identity,
                                                    sequence_t base_sequence) {
+  {
+    std::lock_guard wait_for_claimed_build(build_mutex_);
+    if (builder_) build_records();
+  }
   drained_ = true;
-  if (builder_) build_records();
   if (build_error_) return tarn::fail(*build_error_);
   if (identity.valid()) rewrite_producer_state(identity, base_sequence);
   return {};

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,10 @@ class producer_batch {
   producer_batch(topic_partition tp, const record::batch_builder_config& config,
                  steady_time created, uint64_t id,
                  compression_ratio_estimator* ratio_estimator = nullptr);
+  // Waits for a build another thread claimed (claim_build) to finish.
+  ~producer_batch();
+  producer_batch(const producer_batch&) = delete;
+  producer_batch& operator=(const producer_batch&) = delete;
 
   // Appends a record (the first always fits); appended_bytes is what the batch grew by.
   // Thread: any, under the partition queue's lock.
@@ -62,18 +67,24 @@ class producer_batch {
   // compressed / uncompressed records bytes of the built batch (1.0 when uncompressed).
   float compression_ratio() const;
 
-  // Ends appends (the batch is full or is being sent).
-  void seal() { sealed_ = true; }
+  // Ends appends (the batch is full or is being sent). Its record count and estimated size are
+  // fixed from here on, so the sender may read them while another thread builds it.
+  void seal();
   bool sealed() const { return sealed_; }
   bool built() const { return !bytes_.empty(); }
 
   // Compresses the records, encodes the header (no producer identity yet) and checksums: the
   // bytes a Produce request carries. stamp() calls it on the sender thread, with no lock held
-  // (record_accumulator::drain); the tests call it directly. A failure is kept and returned by
-  // stamp().
+  // (record_accumulator::drain), unless an appending thread claimed the build first; the tests
+  // call it directly. A failure is kept and returned by stamp().
   void build_records();
-  // Called once, when first drained: builds the batch if build_records() was not called, then
-  // with idempotence stamps the identity and base sequence (and checksums again).
+  // For an appending thread that sealed this batch while the sender is behind (batches queued
+  // ahead of it): the build is this thread's, done with the returned lock held and the queue's
+  // released; stamp() and the destructor wait for it. An empty lock when the batch is built or
+  // its build already claimed. Thread: any, under the partition queue's lock.
+  std::unique_lock<std::mutex> claim_build();
+  // Called once, when first drained: builds the batch if nobody did, then with idempotence stamps
+  // the identity and base sequence (and checksums again).
   result<void, producer_error> stamp(producer_identity identity, sequence_t base_sequence);
   // Left the accumulator once, so its sequence (if any) is assigned.
   bool drained() const { return drained_; }
@@ -97,7 +108,7 @@ class producer_batch {
 
   const topic_partition& tp() const { return tp_; }
   uint64_t id() const { return id_; }
-  int32_t record_count() const { return builder_ ? builder_->record_count() : record_count_; }
+  int32_t record_count() const { return sealed_ ? record_count_ : builder_->record_count(); }
   size_t estimated_size_bytes() const;
   std::span<const uint8_t> bytes() const { return bytes_; }
   steady_time created() const { return created_; }
@@ -128,15 +139,18 @@ class producer_batch {
   std::optional<record::batch_builder> builder_;  // until built
   std::vector<uint8_t> bytes_;                    // once built
   std::vector<thunk> thunks_;                     // only records with a callback
-  int32_t record_count_ = 0;                      // once built
+  int32_t record_count_ = 0;                      // once sealed
+  size_t sealed_size_bytes_ = 0;                  // the builder's estimate when sealed
   size_t uncompressed_records_bytes_ = 0;         // once built
   producer_identity identity_;
   sequence_t base_sequence_ = record::no_sequence;
   bool sealed_ = false;
+  bool build_claimed_ = false;  // claim_build() gave the build to an appending thread
   bool drained_ = false;
   bool completed_ = false;
   std::optional<producer_error> build_error_;  // build_records() failed
   compression_ratio_estimator* ratio_estimator_;
+  std::mutex build_mutex_;  // held by a claimed build; taken by stamp() and the destructor
 };
 
 }  // namespace tarn::client

@@ -101,9 +101,10 @@ producer_error too_large_to_encode(const topic_partition& tp) {
 // (then the open batch, if any, has been sealed). Called with q.mutex held.
 // A sealed batch is built (compressed, checksummed) by the drain on the sender thread, outside
 // the partition's lock, not by the append that sealed it as Java's closeForRecordAppends does:
-// on the 2-core machine, with kafka-producer-perf-test's random payloads, compressing on the
-// application thread made it the bottleneck (1 KiB lz4, acks=1: 380-430k records/s and
-// 1.9-2.2 us of CPU a record, against 480-530k and 1.7-1.85 us built on drain).
+// on the 2-core machine, with kafka-producer-perf-test's random payloads, compressing every
+// batch on the application thread made it the bottleneck (1 KiB lz4, acks=1: 380-430k
+// records/s and 1.9-2.2 us of CPU a record, against 480-530k and 1.7-1.85 us built on drain).
+// Only when the sender is behind does the appending thread build (claim_build_if_behind).
 bool record_accumulator::try_append_open(partition_queue& q, timestamp_ms timestamp,
                                          std::optional<record::bytes_view> key,
                                          std::optional<record::bytes_view> value,
@@ -128,6 +129,27 @@ void record_accumulator::seal_if_full(partition_queue& q, append_outcome& outcom
     q.batches.back()->seal();  // exactly full: no record can follow
   }
   outcome.batch_full = q.batches.empty() || q.batches.back()->sealed();
+}
+
+// The sender builds the batches it drains, but when an append seals a batch with another queued
+// ahead of it the sender is behind (at max.in.flight, or busy building): the appending thread
+// builds the sealed batch itself, after releasing the queue's lock, so the compression runs on
+// the application's core alongside the sender's instead of after it. On the 2-core machine the
+// sender and the broker's event loop share one core (each wakes the other), so what the sender
+// does not do is what lets that core take the next request sooner.
+record_accumulator::claimed_build record_accumulator::claim_build_if_behind(
+    partition_queue& q) const {
+  if (config_.compression == record::compression_type::none) return {};
+  if (q.batches.size() < 2 || !q.batches.back()->sealed()) return {};
+  producer_batch* batch = q.batches.back().get();
+  return {batch, batch->claim_build()};
+}
+
+bool record_accumulator::claimed_build::run() {
+  if (!lock) return false;
+  batch->build_records();
+  lock.unlock();  // the batch may be drained, sent and freed from here on
+  return true;
 }
 
 result<append_outcome, producer_error> record_accumulator::append(
@@ -164,14 +186,18 @@ result<append_outcome, producer_error> record_accumulator::append(
   partition_queue& q = queue_for(tp);
   append_outcome outcome;
   std::optional<producer_error> error;
+  claimed_build claim;
   {
     // Most records go into the open batch, which already holds its memory.
-    std::lock_guard lock(q.mutex);
-    if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
-      if (error) return fail(std::move(*error));
-      seal_if_full(q, outcome);
-      return outcome;
-    }
+    std::unique_lock lock(q.mutex);
+    const bool appended =
+        try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error);
+    if (appended && error) return fail(std::move(*error));
+    if (appended) seal_if_full(q, outcome);
+    claim = claim_build_if_behind(q);
+    lock.unlock();
+    outcome.built_sealed_batch = claim.run();
+    if (appended) return outcome;
   }
   if (abort_on_new_batch) {
     outcome.aborted_for_new_batch = true;
@@ -208,7 +234,7 @@ result<append_outcome, producer_error> record_accumulator::append(
                     pool_.available_bytes())});
   }
   {
-    std::lock_guard lock(q.mutex);
+    std::unique_lock lock(q.mutex);
     // Another thread may have opened a batch meanwhile: use it and give the memory back.
     if (try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error)) {
       seal_if_full(q, outcome);
@@ -228,6 +254,9 @@ result<append_outcome, producer_error> record_accumulator::append(
         batch->memory_bytes = reserved;
         q.batches.push_back(std::move(batch));
         seal_if_full(q, outcome);
+        claim = claim_build_if_behind(q);
+        lock.unlock();
+        outcome.built_sealed_batch = outcome.built_sealed_batch || claim.run();
         return outcome;
       }
     }

@@ -94,6 +94,9 @@ struct append_outcome {
   // After the append the partition has no open batch with room: the sticky partitioner may
   // switch (Java's allBatchesFull).
   bool batch_full = false;
+  // This append sealed a compressed batch with another queued ahead of it, and built it
+  // (claim_build_if_behind).
+  bool built_sealed_batch = false;
   size_t appended_bytes = 0;
 };
 
@@ -241,6 +244,13 @@ class record_accumulator {
                        std::span<const record::record_header> headers, delivery_callback&& callback,
                        append_outcome& outcome, std::optional<producer_error>& error);
   void seal_if_full(partition_queue& q, append_outcome& outcome) const;
+  // The build of the batch an append just sealed, when the appending thread is to do it.
+  struct claimed_build {
+    producer_batch* batch = nullptr;
+    std::unique_lock<std::mutex> lock;
+    bool run();  // after the queue's lock is released; whether there was a build to do
+  };
+  claimed_build claim_build_if_behind(partition_queue& q) const;
   partition_queue& queue_for(const topic_partition& tp);
   partition_queue* find_queue(const topic_partition& tp) const;
   std::chrono::nanoseconds retry_backoff_for(const producer_batch& batch) const;

@@ -281,6 +281,80 @@ TEST_F(accumulator, sealed_batches_are_built_and_stamped_on_drain) {
   EXPECT_EQ(acc.next_sequence(p0), 40);
 }
 
+TEST_F(accumulator, the_appending_thread_builds_a_compressed_batch_sealed_behind_another) {
+  // 200-byte batches of 17-byte records, nothing drained: the first batch seals alone (the sender
+  // builds it); every later one seals with another still queued, so its append builds it.
+  for (auto codec : {record::compression_type::lz4, record::compression_type::none}) {
+    auto c = config(200);
+    c.compression = codec;
+    record_accumulator acc(c);
+    // A record that opens a batch is the one whose append sealed the batch before it: the second
+    // batch's opening sealed the first alone; each later opening sealed one with another ahead.
+    int new_batches = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto outcome = add(acc, p0, value, t0);
+      ASSERT_TRUE(outcome);
+      if (outcome->new_batch) ++new_batches;
+      const bool sealed_behind_another = outcome->new_batch && new_batches >= 3;
+      EXPECT_EQ(outcome->built_sealed_batch,
+                sealed_behind_another && codec != record::compression_type::none)
+          << "record " << i << ", batch " << new_batches;
+    }
+    ASSERT_GE(new_batches, 3);
+    int32_t records = 0;
+    auto l = leaders({{{"t", 0}, 1}});
+    for (int round = 0; round < 6 && records < 40; ++round) {
+      for (auto& b : drain_one(acc, l, 1, t0 + 1s)) {
+        auto summary = record::validate_batch_full(record::record_batch_view(b->bytes()),
+                                                   record::offset_rule::producer, 1 << 20);
+        ASSERT_TRUE(summary);
+        EXPECT_EQ(summary->count, b->record_count());
+        records += b->record_count();
+        acc.complete(std::move(b), records, -1);
+      }
+    }
+    EXPECT_EQ(records, 40);
+  }
+}
+
+TEST(producer_batch, a_claimed_build_makes_the_drain_wait_for_it) {
+  const record::batch_builder_config config{.batch_size = 1 << 20,
+                                            .compression = record::compression_type::lz4};
+  producer_batch batch(p0, config, steady_time{}, 1);
+  std::string value(300, 'x');
+  size_t grew = 0;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(batch.try_append(1000 + i, std::nullopt, record::as_bytes(value), {}, {}, grew),
+              record::append_result::appended);
+  }
+  batch.seal();
+  EXPECT_EQ(batch.record_count(), 20);
+  auto claim = batch.claim_build();
+  ASSERT_TRUE(claim.owns_lock());
+  EXPECT_FALSE(batch.claim_build().owns_lock());  // one claim only
+  // The sender drains the batch while the appending thread still holds the claim: stamp() waits
+  // for that build instead of building too. (The sleep only gives a wrong stamp() the chance
+  // to run ahead; a right one passes whatever it is.)
+  std::atomic<bool> built_by_claimer = false;
+  bool stamped_after_build = false;
+  std::thread sender([&] {
+    ASSERT_TRUE(batch.stamp({.producer_id = 5, .epoch = 1}, 42));
+    stamped_after_build = built_by_claimer.load();
+  });
+  std::this_thread::sleep_for(50ms);
+  batch.build_records();
+  built_by_claimer = true;
+  claim.unlock();
+  sender.join();
+  EXPECT_TRUE(stamped_after_build);
+  record::record_batch_view view(batch.bytes());
+  auto summary = record::validate_batch_full(view, record::offset_rule::producer, 1 << 20);
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->count, 20);
+  EXPECT_EQ(view.base_sequence(), 42);
+  EXPECT_EQ(view.compression(), record::compression_type::lz4);
+}
+
 TEST(compression_ratio_estimator, moves_as_javas_compression_ratio_estimator) {
   compression_ratio_estimator e;
   EXPECT_FLOAT_EQ(e.estimation(), 1.0f);  // Java's initial estimate
