@@ -151,7 +151,7 @@ void broker_connection::send(std::function<std::vector<uint8_t>(int32_t)> build,
     write_queue_.push_back({build(correlation_id), nullptr});
     in_flight_.push_back(
         {correlation_id, std::chrono::steady_clock::now() + request_timeout_, std::move(handler)});
-    if (in_flight_.size() == 1) arm_timer();
+    arm_timer();
   } else {
     write_queue_.push_back({build(correlation_id), std::move(handler)});
     ++unanswered_writes_;
@@ -160,22 +160,29 @@ void broker_connection::send(std::function<std::vector<uint8_t>(int32_t)> build,
 }
 
 void broker_connection::write_next() {
-  if (writing_ || write_queue_.empty() || state_ == state::closed) return;
+  if (writing_ || corked_ > 0 || write_queue_.empty() || state_ == state::closed) return;
   writing_ = true;
+  // Everything queued goes in one write (a gather of the requests, in order).
+  write_buffers_.clear();
+  for (const auto& w : write_queue_) write_buffers_.push_back(asio::buffer(w.bytes));
+  writes_in_progress_ = write_queue_.size();
+  ++writes_;
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(write_queue_.front().bytes),
-                    [self](const std::error_code& ec, size_t) {
-                      self->writing_ = false;
-                      if (self->state_ == state::closed) return;
-                      if (ec) return self->close("write failed: " + ec.message());
-                      auto done = std::move(self->write_queue_.front().on_written);
-                      self->write_queue_.pop_front();
-                      if (done) {
-                        --self->unanswered_writes_;
-                        done(std::span<const uint8_t>());
-                      }
-                      self->write_next();
-                    });
+  asio::async_write(socket_, write_buffers_, [self](const std::error_code& ec, size_t) {
+    self->writing_ = false;
+    if (self->state_ == state::closed) return;
+    if (ec) return self->close("write failed: " + ec.message());
+    // The written entries leave the queue before any handler runs: a handler may send again.
+    std::vector<response_handler> written;
+    for (size_t i = 0; i < self->writes_in_progress_; ++i) {
+      if (auto& done = self->write_queue_.front().on_written) written.push_back(std::move(done));
+      self->write_queue_.pop_front();
+    }
+    self->writes_in_progress_ = 0;
+    self->unanswered_writes_ -= written.size();
+    for (auto& done : written) done(std::span<const uint8_t>());
+    self->write_next();
+  });
 }
 
 void broker_connection::read_size() {
@@ -206,28 +213,28 @@ void broker_connection::read_body(uint32_t size) {
     }
     auto handler = std::move(self->in_flight_.front().handler);
     self->in_flight_.pop_front();
-    self->arm_timer();
     handler(std::span<const uint8_t>(self->body_));
     if (self->state_ != state::closed) self->read_size();
   });
 }
 
 void broker_connection::arm_timer() {
-  if (state_ != state::ready) return;
-  if (in_flight_.empty()) {
-    timer_.cancel();
-    return;
-  }
-  auto oldest = in_flight_.begin();
-  timer_.expires_at(oldest->deadline);
+  // One wait at a time, for the oldest request's deadline. Deadlines grow in the order requests
+  // are sent, so a wait that fires after its request was answered re-arms for the new oldest:
+  // re-arming on every response would cost a cancelled handler and a timer update each.
+  if (state_ != state::ready || timer_armed_ || in_flight_.empty()) return;
+  timer_armed_ = true;
+  timer_.expires_at(in_flight_.front().deadline);
   auto self = shared_from_this();
-  const int32_t watched = oldest->correlation_id;
-  timer_.async_wait([self, watched](const std::error_code& ec) {
+  timer_.async_wait([self](const std::error_code& ec) {
+    self->timer_armed_ = false;
     if (ec || self->state_ == state::closed) return;
-    if (!self->in_flight_.empty() && self->in_flight_.front().correlation_id == watched) {
-      self->close(fmt::format("request timed out after {} ms (request.timeout.ms)",
-                              self->request_timeout_.count()));
+    if (!self->in_flight_.empty() &&
+        self->in_flight_.front().deadline <= std::chrono::steady_clock::now()) {
+      return self->close(fmt::format("request timed out after {} ms (request.timeout.ms)",
+                                     self->request_timeout_.count()));
     }
+    self->arm_timer();
   });
 }
 

@@ -42,6 +42,13 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
   void send(std::function<std::vector<uint8_t>(int32_t correlation_id)> build, bool expect_response,
             response_handler handler);
 
+  // While corked, queued requests are not written; uncork() writes them, all in one write (the
+  // sender corks a connection for the requests of one pass). Writes already under way go on.
+  void cork() { ++corked_; }
+  void uncork() {
+    if (--corked_ == 0) write_next();
+  }
+
   // Closes the socket and fails every request in flight with `reason`.
   void close(const std::string& reason);
 
@@ -50,6 +57,8 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
   bool closed() const { return state_ == state::closed; }
   size_t in_flight() const { return in_flight_.size() + unanswered_writes_; }
   int32_t node() const { return node_; }
+  // Writes started on the socket so far (each carries every request queued when it starts).
+  uint64_t writes() const { return writes_; }
   const broker_address& address() const { return address_; }
 
   // The version to use for an API, or -1 when the broker shares none with the producer.
@@ -86,8 +95,17 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
   int32_t next_correlation_id_ = 0;
   std::deque<outgoing> write_queue_;
   bool writing_ = false;
+  bool timer_armed_ = false;  // a request-timeout wait is pending (arm_timer)
+  int corked_ = 0;
+  uint64_t writes_ = 0;
+  size_t writes_in_progress_ = 0;  // entries of write_queue_ the current write carries
+  std::vector<asio::const_buffer> write_buffers_;
   size_t unanswered_writes_ = 0;   // queued requests without a response
   std::deque<pending> in_flight_;  // awaiting a response, oldest first
+  // Each response is read on its own (its size, then its body): reading all that is waiting at
+  // once hands the sender several answers per pass, and a pass that then refills the pipeline in
+  // one burst leaves the broker and the sender taking turns instead of overlapping (1 KiB
+  // records: 565k against 700k records/s).
   uint8_t size_bytes_[4] = {};
   std::vector<uint8_t> body_;
   std::map<int16_t, std::pair<int16_t, int16_t>> broker_versions_;
