@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "record/compression.h"
 #include "record/record.h"
 #include "record/record_batch.h"
 
@@ -32,6 +33,7 @@ size_t record_size(size_t value_bytes, int32_t offset_delta = 0) {
 }
 
 struct accumulator : ::testing::Test {
+  void concurrent_appends(record::compression_type codec);
   steady_time t0 = steady_time{} + 1h;
   std::string value = std::string(10, 'v');  // a 17-byte record (see size_test)
 
@@ -706,7 +708,16 @@ TEST_F(accumulator, close_refuses_appends_and_abort_fails_what_is_queued) {
 }
 
 TEST_F(accumulator, concurrent_appends_lose_nothing) {
+  // lz4 too: appends then claim builds of sealed batches while the drain stamps others.
+  for (auto codec : {record::compression_type::none, record::compression_type::lz4}) {
+    SCOPED_TRACE(std::string(record::compression_name(codec)));
+    concurrent_appends(codec);
+  }
+}
+
+void accumulator::concurrent_appends(record::compression_type codec) {
   auto c = config(1024);
+  c.compression = codec;
   record_accumulator acc(c);
   auto l = leaders({{{"t", 0}, 1}, {{"t", 1}, 1}, {{"u", 0}, 2}});
   constexpr int threads = 4;
