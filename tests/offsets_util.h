@@ -4,6 +4,8 @@
 // Kafka alike (ListOffsets v7, which both serve).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,7 +20,7 @@ namespace tarn::test {
 // The latest offset (the next one to be written) of topic-partition, or -1 without an answer or
 // with an error.
 inline int64_t latest_offset(uint16_t port, const std::string& topic, int32_t partition = 0) {
-  auto c = tools::kafka_client::connect("127.0.0.1:" + std::to_string(port), 10s);
+  auto c = tools::kafka_client::connect(fmt::format("127.0.0.1:{}", port), 10s);
   if (!c) return -1;
   protocol::list_offsets_request req;
   req.replica_id = -1;
