@@ -194,7 +194,7 @@ result<append_outcome, producer_error> record_accumulator::append(
         try_append_open(q, timestamp, key, value, headers, std::move(callback), outcome, error);
     if (appended && error) return fail(std::move(*error));
     if (appended) seal_if_full(q, outcome);
-    claim = claim_build_if_behind(q);
+    if (outcome.batch_full || !appended) claim = claim_build_if_behind(q);  // it sealed one
     lock.unlock();
     outcome.built_sealed_batch = claim.run();
     if (appended) return outcome;
@@ -254,7 +254,7 @@ result<append_outcome, producer_error> record_accumulator::append(
         batch->memory_bytes = reserved;
         q.batches.push_back(std::move(batch));
         seal_if_full(q, outcome);
-        claim = claim_build_if_behind(q);
+        if (outcome.batch_full) claim = claim_build_if_behind(q);
         lock.unlock();
         outcome.built_sealed_batch = outcome.built_sealed_batch || claim.run();
         return outcome;

@@ -144,6 +144,18 @@ void sender::run_once() {
   // the other), so every wakeup saved is a context switch pair on the busy core.
   std::vector<std::shared_ptr<broker_connection>> corked;
   std::optional<std::chrono::milliseconds> next_ready_check;
+  const auto limit = static_cast<size_t>(config_.max_in_flight_requests_per_connection);
+  // Every ready broker has max.in.flight requests awaiting a response: see wakeup_for_data().
+  auto all_at_limit = [&](const std::set<node_id>& nodes) {
+    if (nodes.empty() || config_.acks == 0) return false;
+    for (node_id node : nodes) {
+      auto it = connections_.find(node);
+      if (it == connections_.end() || !it->second->ready() || it->second->in_flight() < limit) {
+        return false;
+      }
+    }
+    return true;
+  };
   bool saturated = false;
   for (int32_t round = 0; round < config_.max_in_flight_requests_per_connection; ++round) {
     auto ready = accumulator_.ready(leader_of, now, partitions_of);
@@ -151,20 +163,17 @@ void sender::run_once() {
     next_ready_check = ready.next_ready_check;
 
     std::set<node_id> sendable;
-    // Every ready broker has max.in.flight requests awaiting a response: see wakeup_for_data().
-    saturated = !ready.ready_nodes.empty() && config_.acks != 0;
     for (node_id node : ready.ready_nodes) {
       auto c = connection_to(node, now);
-      const bool can_send =
-          c && c->ready() &&
-          c->in_flight() < static_cast<size_t>(config_.max_in_flight_requests_per_connection);
+      const bool can_send = c && c->ready() && c->in_flight() < limit;
       accumulator_.update_node_latency(node, now, can_send);
       if (can_send) sendable.insert(node);
-      if (can_send || !c || !c->ready() || c->in_flight() == 0) saturated = false;
     }
+    saturated = all_at_limit(ready.ready_nodes);
     if (sendable.empty() || epoch_bump_required_) break;
     auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);
     if (drained.empty()) break;
+    bool room_left = false;  // another round only when a broker just drained can take more
     for (auto& [node, batches] : drained) {
       auto& c = connections_.at(node);
       if (std::find(corked.begin(), corked.end(), c) == corked.end()) {
@@ -172,6 +181,11 @@ void sender::run_once() {
         corked.push_back(c);
       }
       send_produce(node, std::move(batches));
+      if (c->ready() && c->in_flight() < limit) room_left = true;
+    }
+    if (!room_left) {
+      saturated = all_at_limit(ready.ready_nodes);
+      break;
     }
   }
   saturated_.store(saturated, std::memory_order_relaxed);
