@@ -480,7 +480,8 @@ of the library cells, none with `--quick`: at 5-30 MB/s and a JVM start per run 
 client more than either broker, and the whole matrix would take it past the 30-minute budget. The
 library comparison (section 4) runs every cell of the producer's speed goal against the tarn broker:
 100 B and 1 KiB, acks=1 and all, none and lz4, one partition, linger.ms=5, batch.size=16384,
-enable.idempotence=false. Topics are created (and deleted after each run) through librdkafka's admin
+enable.idempotence=false; in each cell the generators' counted runs alternate (tarn, librdkafka,
+tarn, ...), so a drift of the machine's speed reaches both. Topics are created (and deleted after each run) through librdkafka's admin
 API. Latency runs throttle to half Kafka's best median unthrottled records/s on the same load, with
 linger.ms=0, so a record's latency is the broker's and the network's rather than the batching delay.
 End-to-end latency is `rdkafka_perf e2e`: records stamped with their send time, read back by a
