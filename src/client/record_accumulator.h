@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "client/adaptive_mutex.h"
 #include "client/buffer_pool.h"
 #include "client/partitioner.h"
 #include "client/producer_batch.h"
@@ -227,7 +228,7 @@ class record_accumulator {
   struct partition_queue {
     explicit partition_queue(topic_partition tp) : tp(std::move(tp)) {}
     const topic_partition tp;
-    mutable std::mutex mutex;
+    mutable adaptive_mutex mutex;
     // Oldest first; the back one is open for appends unless sealed.
     std::deque<std::unique_ptr<producer_batch>> batches;
     producer_identity identity;  // the identity next_sequence counts under
