@@ -481,8 +481,8 @@ client more than either broker, and the whole matrix would take it past the 30-m
 library comparison (section 4) runs every cell of the producer's speed goal against the tarn broker:
 100 B and 1 KiB, acks=1 and all, none and lz4, one partition, linger.ms=5, batch.size=16384,
 enable.idempotence=false; in each cell the generators' counted runs alternate (tarn, librdkafka,
-tarn, ...), so a drift of the machine's speed reaches both. Topics are created (and deleted after each run) through librdkafka's admin
-API. Latency runs throttle to half Kafka's best median unthrottled records/s on the same load, with
+tarn, ...), so a drift of the machine's speed reaches both. Topics are created (and deleted after
+each run) through librdkafka's admin API. Latency runs throttle to half Kafka's best median unthrottled records/s on the same load, with
 linger.ms=0, so a record's latency is the broker's and the network's rather than the batching delay.
 End-to-end latency is `rdkafka_perf e2e`: records stamped with their send time, read back by a
 consumer in the same process. Consume runs read a single-partition topic from its start to its end.
