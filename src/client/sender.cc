@@ -156,20 +156,20 @@ void sender::run_once() {
     }
     return true;
   };
-  bool saturated = false;
+  std::set<node_id> ready_nodes;  // the last round's
   for (int32_t round = 0; round < config_.max_in_flight_requests_per_connection; ++round) {
     auto ready = accumulator_.ready(leader_of, now, partitions_of);
     if (!ready.unknown_leader_topics.empty()) metadata_.request_update();
     next_ready_check = ready.next_ready_check;
+    ready_nodes = std::move(ready.ready_nodes);
 
     std::set<node_id> sendable;
-    for (node_id node : ready.ready_nodes) {
+    for (node_id node : ready_nodes) {
       auto c = connection_to(node, now);
       const bool can_send = c && c->ready() && c->in_flight() < limit;
       accumulator_.update_node_latency(node, now, can_send);
       if (can_send) sendable.insert(node);
     }
-    saturated = all_at_limit(ready.ready_nodes);
     if (sendable.empty() || epoch_bump_required_) break;
     auto drained = accumulator_.drain(leader_of, sendable, config_.max_request_size, now);
     if (drained.empty()) break;
@@ -183,12 +183,9 @@ void sender::run_once() {
       send_produce(node, std::move(batches));
       if (c->ready() && c->in_flight() < limit) room_left = true;
     }
-    if (!room_left) {
-      saturated = all_at_limit(ready.ready_nodes);
-      break;
-    }
+    if (!room_left) break;
   }
-  saturated_.store(saturated, std::memory_order_relaxed);
+  saturated_.store(all_at_limit(ready_nodes), std::memory_order_relaxed);
   for (auto& c : corked) c->uncork();
   schedule(next_ready_check.value_or(max_poll));
 }
