@@ -4,14 +4,16 @@
 //
 //   produce_replay --bootstrap-server H:P --topic T [--bytes B] [--batch-bytes S]
 //                  [--record-size R] [--acks A] [--partitions N] [--in-flight K]
-//                  [--distinct-batches D] [--create-topic] [--timeout-ms MS]
+//                  [--distinct-batches D] [--compression-type C] [--create-topic]
+//                  [--timeout-ms MS]
 //
-// The batches: uncompressed, no producer id (-1, no idempotence, so any broker accepts repeats),
-// records of R bytes (1 KiB) with random A-Z values and no key, as kafka-producer-perf-test
-// sends them, as many as fit in S bytes (1 MiB, the producer's batch.size rule). Request i
-// carries batch i mod D to partition i mod N, one batch per request; at most K requests (5, as
-// max.in.flight.requests.per.connection) are outstanding. ApiVersions comes first and Produce
-// uses the highest version both sides speak (up to 12, as tarn's producer). One request per
+// The batches: in codec C (none by default), no producer id (-1, no idempotence, so any broker
+// accepts repeats), records of R bytes (1 KiB) with random A-Z values and no key, as
+// kafka-producer-perf-test sends them, as many as fit in S bytes (1 MiB, the producer's batch.size
+// rule; compressed, at the producer's first estimate of the ratio, 1.0, which random letters keep).
+// Request i carries batch i mod D to partition i mod N, one batch per request; at most K requests
+// (5, as max.in.flight.requests.per.connection) are outstanding. ApiVersions comes first and
+// Produce uses the highest version both sides speak (up to 12, as tarn's producer). One request per
 // partition is sent before timing, retried while the partition is not ready yet; after that,
 // any non-zero error code in a response is a failure. The run ends when B bytes of record
 // batches are acknowledged (acks=0: written to the socket).
@@ -45,6 +47,7 @@
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
 #include "record/batch_builder.h"
+#include "record/compression.h"
 
 namespace {
 
@@ -68,6 +71,7 @@ struct options {
   int partitions = 1;
   int in_flight = 5;
   int distinct_batches = 4;
+  record::compression_type compression = record::compression_type::none;
   bool create_topic = false;
   int64_t timeout_ms = 300'000;
 };
@@ -218,7 +222,8 @@ result<std::vector<batch>, std::string> build_batches(const options& o) {
                           .count();
   std::vector<batch> out;
   for (int i = 0; i < o.distinct_batches; ++i) {
-    record::batch_builder builder({.batch_size = static_cast<size_t>(o.batch_bytes)});
+    record::batch_builder builder(
+        {.batch_size = static_cast<size_t>(o.batch_bytes), .compression = o.compression});
     for (;;) {
       for (auto& c : value) c = static_cast<char>(letter(rng));
       const auto appended = builder.try_append(now_ms, std::nullopt, record::as_bytes(value));
@@ -228,7 +233,7 @@ result<std::vector<batch>, std::string> build_batches(const options& o) {
     batch b;
     b.records = builder.record_count();
     auto built = builder.build();
-    if (!built) return fail(std::string("building a batch failed"));
+    if (!built) return fail("building a batch failed: " + built.error().message);
     b.bytes = std::move(*built);
     out.push_back(std::move(b));
   }
@@ -494,10 +499,11 @@ int run(const options& o) {
               percentile(lat, 0.99), percentile(lat, 0.999));
   std::printf("batch_bytes=%" PRId64 " requests=%" PRId64
               " elapsed_s=%.6f batch_mib_s=%.2f records_per_batch=%d produce_version=%d "
-              "acks=%d partitions=%d in_flight=%d\n",
+              "acks=%d partitions=%d in_flight=%d compression_type=%s\n",
               totals->batch_bytes, totals->requests, secs,
               static_cast<double>(totals->batch_bytes) / (1 << 20) / secs, (*batches)[0].records,
-              version, o.acks, o.partitions, o.in_flight);
+              version, o.acks, o.partitions, o.in_flight,
+              std::string(record::compression_name(o.compression)).c_str());
   return 0;
 }
 
@@ -517,8 +523,16 @@ int main(int argc, char** argv) {
   app.add_option("--partitions", o.partitions)->check(CLI::Range(1, 10000));
   app.add_option("--in-flight", o.in_flight)->check(CLI::Range(1, 1000));
   app.add_option("--distinct-batches", o.distinct_batches)->check(CLI::Range(1, 64));
+  std::string codec = "none";
+  app.add_option("--compression-type", codec, "none, gzip, snappy, lz4 or zstd")
+      ->check([](const std::string& name) {
+        record::compression_type ignored;
+        return record::parse_compression_name(name, ignored) ? std::string()
+                                                             : "not a compression.type: " + name;
+      });
   app.add_flag("--create-topic", o.create_topic, "create the topic (already existing is fine)");
   app.add_option("--timeout-ms", o.timeout_ms)->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
   CLI11_PARSE(app, argc, argv);
+  record::parse_compression_name(codec, o.compression);
   return run(o);
 }

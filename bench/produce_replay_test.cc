@@ -56,6 +56,37 @@ TEST(produce_replay, every_acknowledged_batch_is_in_the_log) {
   EXPECT_EQ(stored_records, records + 2 * per_batch);
 }
 
+TEST(produce_replay, batches_in_the_codec_asked_for) {
+  broker_process broker;
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  // The shape of the producer's speed cells: 16 KiB batches of 1 KiB records, lz4, acks=all.
+  auto replay =
+      run_replay(broker.port(), {"--topic", "replay_lz4", "--create-topic", "--batch-bytes",
+                                 "16384", "--compression-type", "lz4", "--acks", "-1", "--bytes",
+                                 "262144", "--timeout-ms", "30000"});
+  auto status = replay->wait_exit(60s);
+  ASSERT_TRUE(status && status->exited && status->code == 0) << replay->output();
+  const std::string out = replay->output();
+  std::smatch figures;
+  ASSERT_TRUE(std::regex_search(
+      out, figures,
+      std::regex(R"(requests=(\d+) .*records_per_batch=(\d+) .*compression_type=lz4)")))
+      << out;
+  const int64_t requests = std::stoll(figures[1]);
+  const int64_t per_batch = std::stoll(figures[2]);
+  // Random letters barely shrink, so the size rule at ratio 1.0 fills a batch as uncompressed.
+  EXPECT_GE(per_batch, 14);
+  EXPECT_LE(per_batch, 16);
+
+  int64_t stored_batches = 0;
+  for (const auto& [base, batch] : fetch_all(broker.port(), "replay_lz4", 0)) {
+    ++stored_batches;
+    EXPECT_EQ(get_int16(batch, 21) & 0x7, 3) << "batch at offset " << base << " is not lz4";
+    EXPECT_EQ(1 + get_int32(batch, 23), per_batch);
+  }
+  EXPECT_EQ(stored_batches, requests + 1);  // the timed requests and the warm-up one
+}
+
 TEST(produce_replay, a_broker_error_fails_the_run) {
   broker_process broker;
   ASSERT_NE(broker.port(), 0) << broker.output();
