@@ -3,9 +3,12 @@
 // buffer.memory.allocation.strategy=full reserves) and blocks while the pool is exhausted, up to
 // max.block.ms; a completed batch gives its memory back. Waiters are served first come, first
 // served (as Java's BufferPool), so a large record is not starved by a stream of small ones.
-// A blocked send() is woken only once a useful amount is free (its bytes and at least an eighth
-// of buffer.memory): woken per released batch, a producer that outruns the network would wake
-// its thread once per completed batch and append one batch's records per wakeup.
+// A blocked send() is woken only once a useful amount is free: its bytes and four batches' worth
+// (4 x batch.size, at most an eighth of buffer.memory). Woken per released batch, as Java's pool
+// does, a producer that outruns the network wakes its thread once per completed batch and appends
+// one batch's records per wakeup; woken per eighth (4 MiB by default), it appends in bursts of
+// hundreds of batches while the sender and the broker share the other core, and at 1 KiB records
+// the machine idled a quarter of the time (docs/producer.md, "Memory").
 #pragma once
 
 #include <algorithm>
@@ -19,7 +22,11 @@ namespace tarn::client {
 
 class buffer_pool {
  public:
-  explicit buffer_pool(int64_t total_bytes) : total_bytes_(total_bytes), free_bytes_(total_bytes) {}
+  // `batch_bytes` is batch.size: it sets the wake threshold above.
+  buffer_pool(int64_t total_bytes, int64_t batch_bytes)
+      : total_bytes_(total_bytes),
+        wake_floor_bytes_(std::min(4 * batch_bytes, total_bytes / 8)),
+        free_bytes_(total_bytes) {}
 
   // Reserves `bytes` (at most total_bytes()), waiting until `deadline` for them to be freed.
   // False when the deadline passed first (nothing is reserved then).
@@ -39,13 +46,14 @@ class buffer_pool {
 
  private:
   const int64_t total_bytes_;
+  const int64_t wake_floor_bytes_;
   mutable std::mutex mutex_;
   struct waiter {
     std::condition_variable* turn;
     int64_t bytes;
   };
   // What must be free before release() wakes a waiter that needs `bytes`.
-  int64_t wake_bytes(int64_t bytes) const { return std::max(bytes, total_bytes_ / 8); }
+  int64_t wake_bytes(int64_t bytes) const { return std::max(bytes, wake_floor_bytes_); }
 
   int64_t free_bytes_;
   std::deque<waiter> waiters_;  // FIFO; only the front may take bytes

@@ -1,5 +1,6 @@
 // buffer_pool: FIFO waiters, deadlines, and the wake threshold (a blocked reserve() is woken once
-// its bytes and an eighth of the pool are free, not by every release).
+// its bytes and four batches' worth, at most an eighth of the pool, are free, not by every
+// release).
 #include "client/buffer_pool.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ void wait_for_waiter(const buffer_pool& pool) {
 }
 
 TEST(buffer_pool, reserves_and_releases_without_waiting) {
-  buffer_pool pool(1000);
+  buffer_pool pool(1000, 100);
   ASSERT_TRUE(pool.reserve(600, far_deadline()));
   EXPECT_EQ(pool.available_bytes(), 400);
   pool.release(600);
@@ -32,26 +33,40 @@ TEST(buffer_pool, reserves_and_releases_without_waiting) {
   EXPECT_EQ(pool.wakeups(), 0);
 }
 
-TEST(buffer_pool, a_waiter_is_woken_once_an_eighth_is_free_not_per_release) {
-  buffer_pool pool(8000);  // an eighth: 1000 bytes
-  for (int i = 0; i < 80; ++i) ASSERT_TRUE(pool.reserve(100, far_deadline()));
+TEST(buffer_pool, a_waiter_is_woken_once_four_batches_are_free_not_per_release) {
+  buffer_pool pool(64000, 1000);  // four batches: 4000 bytes, under the eighth (8000)
+  for (int i = 0; i < 640; ++i) ASSERT_TRUE(pool.reserve(100, far_deadline()));
   EXPECT_EQ(pool.available_bytes(), 0);
   std::atomic<bool> got{false};
   std::thread blocked([&] { got = pool.reserve(100, far_deadline()); });
   wait_for_waiter(pool);
-  // Nine releases free 900 bytes: enough for the waiter's 100, but short of the eighth.
-  for (int i = 0; i < 9; ++i) pool.release(100);
+  // 39 releases free 3900 bytes: enough for the waiter's 100, but short of four batches.
+  for (int i = 0; i < 39; ++i) pool.release(100);
   EXPECT_EQ(pool.wakeups(), 0);
   EXPECT_TRUE(pool.has_waiters());
+  pool.release(100);  // 4000 free: one wakeup
+  blocked.join();
+  EXPECT_TRUE(got);
+  EXPECT_EQ(pool.wakeups(), 1);
+  EXPECT_EQ(pool.available_bytes(), 3900);
+}
+
+TEST(buffer_pool, the_threshold_is_at_most_an_eighth_of_the_pool) {
+  buffer_pool pool(8000, 1000);  // four batches (4000) would be half the pool: an eighth, 1000
+  for (int i = 0; i < 80; ++i) ASSERT_TRUE(pool.reserve(100, far_deadline()));
+  std::atomic<bool> got{false};
+  std::thread blocked([&] { got = pool.reserve(100, far_deadline()); });
+  wait_for_waiter(pool);
+  for (int i = 0; i < 9; ++i) pool.release(100);
+  EXPECT_EQ(pool.wakeups(), 0);
   pool.release(100);  // 1000 free: one wakeup
   blocked.join();
   EXPECT_TRUE(got);
   EXPECT_EQ(pool.wakeups(), 1);
-  EXPECT_EQ(pool.available_bytes(), 900);
 }
 
-TEST(buffer_pool, a_waiter_needing_more_than_an_eighth_is_woken_when_its_bytes_are_free) {
-  buffer_pool pool(8000);
+TEST(buffer_pool, a_waiter_needing_more_than_the_threshold_is_woken_when_its_bytes_are_free) {
+  buffer_pool pool(8000, 1000);
   ASSERT_TRUE(pool.reserve(8000, far_deadline()));
   std::atomic<bool> got{false};
   std::thread blocked([&] { got = pool.reserve(3000, far_deadline()); });
@@ -65,7 +80,7 @@ TEST(buffer_pool, a_waiter_needing_more_than_an_eighth_is_woken_when_its_bytes_a
 }
 
 TEST(buffer_pool, the_deadline_ends_the_wait_and_reserves_nothing) {
-  buffer_pool pool(800);
+  buffer_pool pool(800, 100);
   ASSERT_TRUE(pool.reserve(800, far_deadline()));
   pool.release(50);  // free, but less than asked
   EXPECT_FALSE(pool.reserve(100, std::chrono::steady_clock::now() + 20ms));
@@ -74,7 +89,7 @@ TEST(buffer_pool, the_deadline_ends_the_wait_and_reserves_nothing) {
 }
 
 TEST(buffer_pool, waiters_are_served_first_come_first_served) {
-  buffer_pool pool(800);
+  buffer_pool pool(800, 100);
   ASSERT_TRUE(pool.reserve(800, far_deadline()));
   std::atomic<int> served{0};
   std::thread big([&] {

@@ -56,7 +56,7 @@ size_t record_accumulator::tp_hash::operator()(const topic_partition& tp) const 
 }
 
 record_accumulator::record_accumulator(const accumulator_config& config)
-    : config_(config), pool_(config.buffer_memory) {}
+    : config_(config), pool_(config.buffer_memory, config.batch_size) {}
 
 record_accumulator::~record_accumulator() = default;
 
