@@ -63,6 +63,7 @@ TEST(buffer_pool, the_threshold_is_at_most_an_eighth_of_the_pool) {
   blocked.join();
   EXPECT_TRUE(got);
   EXPECT_EQ(pool.wakeups(), 1);
+  EXPECT_EQ(pool.available_bytes(), 900);
 }
 
 TEST(buffer_pool, a_waiter_needing_more_than_the_threshold_is_woken_when_its_bytes_are_free) {
