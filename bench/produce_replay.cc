@@ -523,16 +523,16 @@ int main(int argc, char** argv) {
   app.add_option("--partitions", o.partitions)->check(CLI::Range(1, 10000));
   app.add_option("--in-flight", o.in_flight)->check(CLI::Range(1, 1000));
   app.add_option("--distinct-batches", o.distinct_batches)->check(CLI::Range(1, 64));
-  std::string codec = "none";
-  app.add_option("--compression-type", codec, "none, gzip, snappy, lz4 or zstd")
-      ->check([](const std::string& name) {
-        record::compression_type ignored;
-        return record::parse_compression_name(name, ignored) ? std::string()
-                                                             : "not a compression.type: " + name;
-      });
+  app.add_option_function<std::string>(
+      "--compression-type",
+      [&o](const std::string& name) {
+        if (!record::parse_compression_name(name, o.compression)) {
+          throw CLI::ValidationError("--compression-type", "not a compression.type: " + name);
+        }
+      },
+      "none (default), gzip, snappy, lz4 or zstd");
   app.add_flag("--create-topic", o.create_topic, "create the topic (already existing is fine)");
   app.add_option("--timeout-ms", o.timeout_ms)->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
   CLI11_PARSE(app, argc, argv);
-  record::parse_compression_name(codec, o.compression);
   return run(o);
 }
