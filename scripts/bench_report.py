@@ -53,6 +53,11 @@ def ratio(a, b):
     return a["median"] / b["median"]
 
 
+def scaled(a, k):
+    """A figure's median times k, as ratio() takes it."""
+    return None if a is None else {"median": a["median"] * k}
+
+
 def rtext(r, digits=2):
     return "n/a" if r is None else f"{r:.{digits}f}x"
 
@@ -115,13 +120,11 @@ def library_cells(b):
         c["rec_ratio"] = ratio(c["tarn_rec"], c["lib_rec"])
         c["cpu_ratio"] = ratio(c["tarn_cpu"], c["lib_cpu"])
         # What the goal asks (1.5x librdkafka) against what the broker takes from a client that
-        # does no per-record work: above 1.0, no client can meet the goal on this broker here.
-        c["goal_vs_ceiling"] = (1.5 * c["lib_rec"]["median"] / c["ceiling_rec"]["median"]
-                                if c["lib_rec"] and c["ceiling_rec"] else None)
-        # ... and against what tarn's client and the broker could do at the CPU per record they
-        # spent, had they kept both cores busy: above 1.0, the goal needs less CPU per record.
-        c["goal_vs_bound"] = (1.5 * c["lib_rec"]["median"] / c["tarn_bound"]["median"]
-                              if c["lib_rec"] and c["tarn_bound"] else None)
+        # does no per-record work (above 1.0, no client can meet the goal on this broker here),
+        # and against what tarn's client and the broker could do at the CPU per record they
+        # spent, had they kept both cores busy (above 1.0, the goal needs less CPU per record).
+        c["goal_vs_ceiling"] = ratio(scaled(c["lib_rec"], 1.5), c["ceiling_rec"])
+        c["goal_vs_bound"] = ratio(scaled(c["lib_rec"], 1.5), c["tarn_bound"])
         if any(c[f] for f in ("tarn_rec", "lib_rec", "java_rec")):
             cells.append(c)
     return cells
