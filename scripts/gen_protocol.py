@@ -221,8 +221,9 @@ def check_fields(msg, fields, top=True):
             raise SchemaError(f"{f.where}: struct type {f.elem_type} needs nested fields")
         if not f.is_struct and f.fields:
             raise SchemaError(f"{f.where}: {f.type} cannot have nested fields")
-        if f.nullable and not (f.is_array or f.type in ("string", "bytes", "records")):
-            raise SchemaError(f"{f.where}: only strings, bytes, records and arrays may be nullable")
+        if f.nullable and not (f.is_array or f.is_struct or f.type in ("string", "bytes", "records")):
+            raise SchemaError(f"{f.where}: only strings, bytes, records, arrays and structs may be "
+                              "nullable")
         if f.tagged is not None:
             if f.tag in tags:
                 raise SchemaError(f"{f.where}: duplicate tag {f.tag}")
@@ -260,6 +261,12 @@ def cpp_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def struct_shape(fields):
+    """Everything of a struct's fields that reaches the wire or the C++ type (not the docs)."""
+    return [(f.name, f.type, f.versions, f.nullable, f.tag, f.tagged, f.flexible_override,
+             f.default, struct_shape(f.fields)) for f in fields]
+
+
 class Gen:
     """Generates one message (top-level struct plus its nested structs)."""
 
@@ -284,7 +291,12 @@ class Gen:
             if n in field_names or n == self.top:
                 n += "_data"
             if f.elem_type in self.type_names:
-                raise SchemaError(f"{f.where}: struct {f.elem_type} defined twice")
+                # A struct used by several fields (Kafka's commonStructs) is one C++ type; each
+                # use repeats its fields, which must be the same.
+                first = next(g for g in structs if g.elem_type == f.elem_type)
+                if struct_shape(first.fields) != struct_shape(f.fields):
+                    raise SchemaError(f"{f.where}: struct {f.elem_type} defined twice, differently")
+                continue
             self.type_names[f.elem_type] = n
         self.structs = structs
 
@@ -337,6 +349,8 @@ class Gen:
         d = f.default
         if f.is_array:
             return " = std::nullopt" if d == "null" else ""
+        if f.is_struct and self.nullable_type(f):
+            return " = std::nullopt" if d == "null" else f" = {self.elem_cpp(f)}{{}}"
         t = f.type
         if t in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
             v = int(d, 0) if d is not None else 0
@@ -369,6 +383,9 @@ class Gen:
                 return f"!{x}.has_value()"
             return f"({x}.has_value() && {x}->empty())" if nullable else f"{x}.empty()"
         if f.is_struct:
+            if nullable:
+                return f"!{x}.has_value()" if d == "null" else \
+                    f"({x}.has_value() && {x}->is_default())"
             return f"{x}.is_default()"
         if t in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
             return f"{x} == {int(d, 0) if d is not None else 0}" if t != "int64" else \
@@ -391,11 +408,14 @@ class Gen:
         return f"({x}.has_value() && {x}->empty())" if nullable else f"{x}.empty()"
 
     # --- per-field code; c = compact expression, n = nullable-in-this-version expression
-    def min_size_expr(self, f, c):
+    def min_size_expr(self, f, c, n="false"):
         if f.is_array:
             return f"({c} ? 1 : 4)"
         if f.is_struct:
-            return f"{self.type_names[f.elem_type]}::min_size(version)"
+            e = f"{self.type_names[f.elem_type]}::min_size(version)"
+            if not self.nullable_type(f) or n == "false":
+                return e
+            return "1" if n == "true" else f"(({n}) ? 1 : {e})"  # 1: the null marker
         if f.type == "string":
             return f"({c} ? 1 : 2)"
         if f.type in ("bytes", "records"):
@@ -448,6 +468,15 @@ class Gen:
                            f"items.push_back({self.read_scalar(f.elem_type, c, rd)});")
             out.append(f"{p}  }}")
             out.append(f"{p}}}")
+        elif f.is_struct and nullable:
+            # Kafka's nullable struct: an int8 marker (negative: null) before the struct, in the
+            # versions where it is nullable.
+            body = [f"if ({rd}.read_int8() < 0) {{", f"  {x}.reset();", "} else {",
+                    f"  {x}.emplace().read({rd}, version);", "}"]
+            if n != "true":
+                body = [f"if ({n}) {{"] + ["  " + b for b in body] + \
+                    ["} else {", f"  {x}.emplace().read({rd}, version);", "}"]
+            out += [p + b for b in body]
         elif f.is_struct:
             out.append(f"{p}{x}.read({rd}, version);")
         elif f.type == "string" and nullable and n == "true":
@@ -495,6 +524,14 @@ class Gen:
                 out.append(f"{p}  for (const auto& item : {items}) "
                            f"{self.write_scalar(f.elem_type, 'item', c)}")
             out.append(f"{p}}}")
+        elif f.is_struct and nullable:
+            t = self.elem_cpp(f)
+            body = [f"if (!{x}.has_value()) {{", "  w.write_int8(-1);", "} else {",
+                    "  w.write_int8(1);", f"  {x}->write(w, version);", "}"]
+            if n != "true":
+                body = [f"if ({n}) {{"] + ["  " + b for b in body] + \
+                    ["} else {", f"  {x}.value_or({t}{{}}).write(w, version);", "}"]
+            out += [p + b for b in body]
         elif f.is_struct:
             out.append(f"{p}{x}.write(w, version);")
         elif f.type == "string" and nullable and n == "true":
@@ -546,6 +583,12 @@ class Gen:
                 out.append(f"{p}  for (const auto& item : {items}) "
                            f"{acc} += {self.scalar_size(f.elem_type, 'item', c)};")
             out.append(f"{p}}}")
+        elif f.is_struct and nullable:
+            t = self.elem_cpp(f)
+            e = f"({x}.has_value() ? 1 + {x}->size(version) : 1)"
+            if n != "true":
+                e = f"(({n}) ? {e} : {x}.value_or({t}{{}}).size(version))"
+            out.append(f"{p}{acc} += {e};")
         elif f.is_struct:
             out.append(f"{p}{acc} += {x}.size(version);")
         elif f.type == "string" and nullable and n == "true":
@@ -718,7 +761,7 @@ class Gen:
         body = []
         for f in regular:
             cond = self.regular_cond(f)
-            e = self.min_size_expr(f, self.compact_cond(f))
+            e = self.min_size_expr(f, self.compact_cond(f), self.cond(f.nullable))
             body.append(f"  n += {e};" if cond == "true" else f"  if ({cond}) n += {e};")
         if flex != "false":
             body.append("  n += 1;" if flex == "true" else f"  if ({flex}) n += 1;")
@@ -803,12 +846,16 @@ class Gen:
                f'#include "protocol/messages/{header_name}"', "",
                "namespace tarn::protocol {", ""]
 
+        defined = set()
+
         def walk(fields):
             for f in fields:
                 if f.is_struct:
                     walk(f.fields)
                     n = self.type_names[f.elem_type]
-                    self.struct_defs(f"{self.top}::{n}", f.fields, out)
+                    if n not in defined:
+                        defined.add(n)
+                        self.struct_defs(f"{self.top}::{n}", f.fields, out)
         walk(m.fields)
         self.struct_defs(self.top, m.fields, out)
         out.append(f"result<{self.top}, decode_error> {self.top}::decode(reader& r, "
