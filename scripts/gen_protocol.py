@@ -7,6 +7,9 @@ For every schema/NNN_<api>.schema it writes OUT_DIR/protocol/messages/<api>_requ
 <api>_response.{h,cc}; for request_header.schema and response_header.schema one pair each; plus
 OUT_DIR/protocol/api_table.h (from the api lines), OUT_DIR/protocol/error_codes.h (from
 schema/errors.schema) and OUT_DIR/protocol/messages.h (includes everything, visit_api()).
+For every schema/records/<record>.schema (a coordinator record's key or value, e.g. of
+__consumer_offsets) it writes OUT_DIR/protocol/records/<record>.{h,cc}, plus
+OUT_DIR/protocol/records.h (includes them all, visit_record(), the record framing).
 The schema format and the generated C++ API are described in docs/schema-format.md. Files are
 only rewritten when their content changes, so an unchanged schema does not rebuild dependants.
 """
@@ -33,6 +36,10 @@ PRIMITIVES = {
 }
 CPP_KEYWORDS = {"default", "operator", "class", "namespace", "new", "delete", "template",
                 "this", "union", "register", "int", "char", "long", "short", "bool"}
+# Parameters and locals of the generated member functions: a field of that name would be shadowed
+# (ConsumerGroupRegularExpressionValue's Version), so it gets a trailing underscore like a keyword.
+GENERATED_LOCALS = {"version", "r", "w", "n", "sub", "tag", "tag_size", "tagged_count",
+                    "field_size", "count", "items", "item", "i", "message"}
 
 
 class SchemaError(Exception):
@@ -124,7 +131,9 @@ class Field:
 
 class Message:
     def __init__(self, kind, name, api_key, api_name, valid, flexible, path):
-        self.kind = kind  # request, response or header
+        self.kind = kind  # request, response, header; key or value (a coordinator record)
+        self.record_type = None  # a coordinator record's type (its key's version prefix)
+        self.subdir = "messages"  # protocol/<subdir>/ of the generated files; "records" for records
         self.name = name
         self.api_key = api_key
         self.api_name = api_name
@@ -162,6 +171,17 @@ def parse_schema(path):
                 valid = parse_range(words[1], where)
             elif key == "flexible":
                 flexible = parse_range(words[1], where)
+            elif key == "record":
+                # record <type> <Name>: a coordinator record's key (Name ends in Key) or value.
+                if len(words) != 3 or not re.fullmatch(r"\d+", words[1]) or \
+                        not re.fullmatch(r"\w+(Key|Value)", words[2]):
+                    raise SchemaError(f"{where}: expected 'record <type> <Name>Key|Value'")
+                current = Message("key" if words[2].endswith("Key") else "value", words[2], None,
+                                  None, None, None, path)
+                current.record_type = int(words[1])
+                current.subdir = "records"
+                messages.append(current)
+                stack = []
             elif key in ("request", "response", "header"):
                 if valid is None and key != "header":
                     raise SchemaError(f"{where}: 'valid' must come before '{key}'")
@@ -195,9 +215,9 @@ def parse_schema(path):
                 raise SchemaError(f"{where}: indented without a parent struct")
             stack[-1][1].fields.append(field)
         stack.append((depth, field))
-    # Headers carry their own valid/flexible lines after the header line.
+    # Headers and records carry their own valid/flexible lines after the header/record line.
     for m in messages:
-        if m.kind == "header":
+        if m.kind in ("header", "key", "value"):
             m.valid, m.flexible = valid, flexible
     if api is not None:
         api = (api[0], api[1], valid, flexible)
@@ -208,7 +228,7 @@ def parse_schema(path):
 
 RESERVED_MEMBERS = {"read", "write", "size", "is_default", "min_size", "decode", "encode",
                     "encoded_size", "api_key", "min_version", "max_version", "flexible_from",
-                    "kafka_name", "type_name"}
+                    "kafka_name", "type_name", "record_type", "is_key"}
 
 
 def check_fields(msg, fields, top=True):
@@ -254,7 +274,12 @@ def snake(name):
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
     s = s.lower()
-    return s + "_" if s in CPP_KEYWORDS else s
+    return s + "_" if s in CPP_KEYWORDS or s in GENERATED_LOCALS else s
+
+
+def mentions_version(code):
+    """Whether generated code uses the version parameter (not a field named version_)."""
+    return re.search(r"\bversion\b", code) is not None
 
 
 def cpp_string(s):
@@ -348,7 +373,13 @@ class Gen:
     def default_init(self, f):
         d = f.default
         if f.is_array:
-            return " = std::nullopt" if d == "null" else ""
+            if d == "null":
+                return " = std::nullopt"
+            # A tagged nullable array starts as Kafka's default, the empty array: an absent tag
+            # decodes to it, and it is not written (a null one is).
+            if f.tagged is not None and self.nullable_type(f):
+                return f" = std::vector<{self.elem_cpp(f)}>{{}}"
+            return ""
         if f.is_struct and self.nullable_type(f):
             return " = std::nullopt" if d == "null" else f" = {self.elem_cpp(f)}{{}}"
         t = f.type
@@ -604,6 +635,29 @@ class Gen:
         else:
             out.append(f"{p}{acc} += {self.scalar_size(f.type, x, c)};")
 
+    # --- a tagged field's value (always the flexible encoding). A nullable struct's marker there is
+    # an unsigned varint, 0 for null and 1 before the struct (Kafka's generator; outside tagged
+    # fields it is an int8, -1 or 1). Everything else is encoded as an ordinary field.
+    def tagged_read(self, f, x, out):
+        if f.is_struct and self.nullable_type(f):
+            out += ["if (sub.read_unsigned_varint() == 0) {", f"  {x}.reset();", "} else {",
+                    f"  {x}.emplace().read(sub, version);", "}"]
+        else:
+            self.read_field(f, x, "true", self.cond(f.nullable), out, 0, rd="sub")
+
+    def tagged_write(self, f, x, out):
+        if f.is_struct and self.nullable_type(f):
+            out += [f"    w.write_unsigned_varint({x}.has_value() ? 1 : 0);",
+                    f"    if ({x}.has_value()) {x}->write(w, version);"]
+        else:
+            self.write_field(f, x, "true", self.cond(f.nullable), out, 2)
+
+    def tagged_size(self, f, x, out):
+        if f.is_struct and self.nullable_type(f):
+            out.append(f"    field_size += {x}.has_value() ? 1 + {x}->size(version) : 1;")
+        else:
+            self.size_field(f, x, "true", self.cond(f.nullable), "field_size", out, 2)
+
     # --- struct bodies
     def struct_decl(self, name, fields, out, ind, top=False):
         p = "  " * ind
@@ -654,8 +708,7 @@ class Gen:
                 tb.append("    switch (tag) {")
                 for f in tagged:
                     fb = []
-                    self.read_field(f, snake(f.name), "true", self.cond(f.nullable), fb, 0,
-                                    rd="sub")
+                    self.tagged_read(f, snake(f.name), fb)
                     tb.append(f"      case {f.tag}:")
                     tb.append(f"        if ({self.cond(f.tagged)}) {{")
                     tb += ["          " + b for b in fb]
@@ -671,7 +724,7 @@ class Gen:
             tb.append("  }")
             body += guard(flex, tb)
         text = "\n".join(body)
-        uses_version = "version" in text
+        uses_version = mentions_version(text)
         out.append(f"void {qual}::read(reader& r, int16_t version) {{")
         if not uses_version:
             out.append("  (void)version;")
@@ -700,17 +753,17 @@ class Gen:
                 tb.append(f"    w.write_unsigned_varint({f.tag});")
                 tb.append("    size_t field_size = 0;")
                 sb = []
-                self.size_field(f, x, "true", self.cond(f.nullable), "field_size", sb, 2)
+                self.tagged_size(f, x, sb)
                 tb += sb
                 tb.append("    w.write_unsigned_varint(static_cast<uint32_t>(field_size));")
                 wb = []
-                self.write_field(f, x, "true", self.cond(f.nullable), wb, 2)
+                self.tagged_write(f, x, wb)
                 tb += wb
                 tb.append("  }")
             body += guard(flex, tb)
         text = "\n".join(body)
         out.append(f"void {qual}::write(writer& w, int16_t version) const {{")
-        if "version" not in text:
+        if not mentions_version(text):
             out.append("  (void)version;")
         if not body:
             out.append("  (void)w;")
@@ -733,7 +786,7 @@ class Gen:
                 tb.append("    ++tagged_count;")
                 tb.append("    size_t field_size = 0;")
                 sb = []
-                self.size_field(f, x, "true", self.cond(f.nullable), "field_size", sb, 2)
+                self.tagged_size(f, x, sb)
                 tb += sb
                 tb.append(f"    n += unsigned_varint_size({f.tag}) + "
                           "unsigned_varint_size(field_size) + field_size;")
@@ -742,7 +795,7 @@ class Gen:
             body += guard(flex, tb)
         text = "\n".join(body)
         out.append(f"size_t {qual}::size(int16_t version) const {{")
-        if "version" not in text:
+        if not mentions_version(text):
             out.append("  (void)version;")
         out.append("  size_t n = 0;")
         out += body
@@ -767,7 +820,7 @@ class Gen:
             body.append("  n += 1;" if flex == "true" else f"  if ({flex}) n += 1;")
         text = "\n".join(body)
         out.append(f"size_t {qual}::min_size(int16_t version) {{")
-        if "version" not in text:
+        if not mentions_version(text):
             out.append("  (void)version;")
         out.append("  size_t n = 0;")
         out += body
@@ -778,9 +831,10 @@ class Gen:
     def header(self):
         m = self.msg
         out = []
-        title = {"request": "request", "response": "response", "header": "header"}[m.kind]
-        out.append(f"// GENERATED by scripts/gen_protocol.py from schema/{os.path.basename(m.path)}"
-                   " -- do not edit.")
+        title = {"request": "request", "response": "response", "header": "header",
+                 "key": f"the key of coordinator record type {m.record_type}",
+                 "value": f"the value of coordinator record type {m.record_type}"}[m.kind]
+        out.append(f"// GENERATED by scripts/gen_protocol.py from {schema_path(m)} -- do not edit.")
         out.append(f"// Kafka's {m.name} ({title}); the API is described in docs/schema-format.md."
                    " A decoded")
         out.append("// message borrows the buffer it was decoded from (strings, bytes and records"
@@ -799,6 +853,9 @@ class Gen:
         out.append(f"struct {self.top} {{")
         if m.api_key is not None:
             out.append(f"  static constexpr int16_t api_key = {m.api_key};")
+        if m.record_type is not None:
+            out.append(f"  static constexpr int16_t record_type = {m.record_type};  // docs/groups.md")
+            out.append(f"  static constexpr bool is_key = {'true' if m.kind == 'key' else 'false'};")
         out.append(f"  static constexpr int16_t min_version = {m.valid[0]};")
         out.append(f"  static constexpr int16_t max_version = {m.valid[1]};")
         flex_from = m.flexible[0] if m.flexible else -1
@@ -841,9 +898,8 @@ class Gen:
 
     def source(self, header_name):
         m = self.msg
-        out = [f"// GENERATED by scripts/gen_protocol.py from schema/{os.path.basename(m.path)}"
-               " -- do not edit.",
-               f'#include "protocol/messages/{header_name}"', "",
+        out = [f"// GENERATED by scripts/gen_protocol.py from {schema_path(m)} -- do not edit.",
+               f'#include "protocol/{m.subdir}/{header_name}"', "",
                "namespace tarn::protocol {", ""]
 
         defined = set()
@@ -872,6 +928,12 @@ class Gen:
         out.append("")
         out.append("}  // namespace tarn::protocol")
         return "\n".join(out) + "\n"
+
+
+def schema_path(m):
+    """The schema file of a message as the generated files name it (schema/..., schema/records/...)."""
+    sub = "records/" if m.subdir == "records" else ""
+    return f"schema/{sub}{os.path.basename(m.path)}"
 
 
 def write_if_changed(path, text):
@@ -904,6 +966,88 @@ def load_all(schema_dir):
             apis.append(api)
     apis.sort()
     return messages, apis
+
+
+def load_records(schema_dir):
+    """Every coordinator record in SCHEMA_DIR/records/ (none if the folder is absent), sorted by
+    record type, key before value. Each file holds one key or value and is named after it."""
+    records = []
+    d = os.path.join(schema_dir, "records")
+    if not os.path.isdir(d):
+        return records
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".schema"):
+            continue
+        msgs, api = parse_schema(os.path.join(d, name))
+        if api is not None or len(msgs) != 1 or msgs[0].record_type is None:
+            raise SchemaError(f"records/{name}: expected one 'record' and nothing else")
+        if snake(msgs[0].name) != name[:-len(".schema")]:
+            raise SchemaError(f"records/{name}: record {msgs[0].name} does not match the file name")
+        records += msgs
+    types = {}
+    for m in records:
+        if m.kind in types.setdefault(m.record_type, {}):
+            raise SchemaError(f"records: two {m.kind}s for record type {m.record_type}")
+        types[m.record_type][m.kind] = m
+    for t, kinds in types.items():
+        if len(kinds) != 2:
+            raise SchemaError(f"records: record type {t} has a {next(iter(kinds))} only")
+        key = kinds["key"]
+        if key.name[:-len("Key")] + "Value" != kinds["value"].name:
+            raise SchemaError(f"records: record type {t}: {key.name} and {kinds['value'].name}")
+        if key.valid != (0, 0):
+            # Kafka writes and reads every key at version 0 (the prefix is the record type).
+            raise SchemaError(f"records: {key.name} must be valid in version 0 only")
+    records.sort(key=lambda m: (m.record_type, m.kind != "key"))
+    return records
+
+
+def records_umbrella(records):
+    out = ["// GENERATED by scripts/gen_protocol.py from schema/records/ -- do not edit.",
+           "// Every coordinator record (docs/groups.md), visit_record(), and the framing Kafka's",
+           "// CoordinatorRecordSerde gives them in a record batch: the key is the record type",
+           "// (int16) and then the key at version 0; the value is its version (int16) and then the",
+           "// value at that version; a tombstone's value is null.",
+           "#pragma once", "", "#include <cstdint>", "#include <vector>", ""]
+    for m in records:
+        out.append(f'#include "protocol/records/{snake(m.name)}.h"')
+    out += ["", "namespace tarn::protocol {", "",
+            "// Calls f.template operator()<key_type, value_type>() for a record type; returns false",
+            "// (and calls nothing) if tarn has no schema for it.",
+            "template <typename F>",
+            "bool visit_record(int16_t record_type, F&& f) {",
+            "  switch (record_type) {"]
+    for m in records:
+        if m.kind == "key":
+            value = snake(m.name[:-len("Key")] + "Value")
+            out += [f"    case {m.record_type}:",
+                    f"      f.template operator()<{snake(m.name)}, {value}>();",
+                    "      return true;"]
+    out += ["    default:", "      return false;", "  }", "}", "",
+            "// The bytes of a record's key: the record type, then the key at version 0.",
+            "template <typename Key>",
+            "  requires(Key::is_key)",
+            "std::vector<uint8_t> encode_record_key(const Key& key) {",
+            "  std::vector<uint8_t> out;",
+            "  out.reserve(2 + key.encoded_size(0));",
+            "  writer w(out);",
+            "  w.write_int16(Key::record_type);",
+            "  key.encode(w, 0);",
+            "  return out;",
+            "}", "",
+            "// The bytes of a record's value: the version, then the value at that version.",
+            "template <typename Value>",
+            "  requires(!Value::is_key)",
+            "std::vector<uint8_t> encode_record_value(const Value& value, int16_t version) {",
+            "  std::vector<uint8_t> out;",
+            "  out.reserve(2 + value.encoded_size(version));",
+            "  writer w(out);",
+            "  w.write_int16(version);",
+            "  value.encode(w, version);",
+            "  return out;",
+            "}", "",
+            "}  // namespace tarn::protocol"]
+    return "\n".join(out) + "\n"
 
 
 def api_table(apis):
@@ -1019,6 +1163,14 @@ def main(argv):
         write_if_changed(os.path.join(out_dir, "protocol", "error_codes.h"), error_table(errors))
         write_if_changed(os.path.join(out_dir, "protocol", "messages.h"),
                          umbrella(messages, apis))
+        records = load_records(schema_dir)
+        for rec in records:
+            g = Gen(rec)
+            base = snake(rec.name)
+            write_if_changed(os.path.join(out_dir, "protocol", "records", base + ".h"), g.header())
+            write_if_changed(os.path.join(out_dir, "protocol", "records", base + ".cc"),
+                             g.source(base + ".h"))
+        write_if_changed(os.path.join(out_dir, "protocol", "records.h"), records_umbrella(records))
     except SchemaError as e:
         print(f"gen_protocol: {e}", file=sys.stderr)
         return 1
