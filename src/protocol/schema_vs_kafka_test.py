@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Checks schema/*.schema against Kafka 4.4.0's own message definitions (the JSON files inside
-kafka-clients-4.4.0.jar, common/message/*.json), and schema/errors.schema against Kafka's Errors
-enum. Run by ctest (protocol_schema_vs_kafka): schema_vs_kafka_test.py <source dir>.
+kafka-clients-4.4.0.jar, common/message/*.json), schema/records/*.schema against the coordinator
+records of kafka-group-coordinator-4.4.0.jar (common/message/*.json there, "type"
+coordinator-key / coordinator-value, "apiKey" the record type), and schema/errors.schema against
+Kafka's Errors enum. Run by ctest (protocol_schema_vs_kafka): schema_vs_kafka_test.py <source dir>.
 
 For every message and every version tarn parses it compares, field by field and in order: name,
 type, nested struct name, nullable, tagged and tag, flexible override and default; and the
-message's flexible versions. Kafka's valid versions must include ours. The jar comes from
-`scripts/kafka-ref libs` when that exists, else ${TARN_CACHE:-~/.cache/tarn}/kafka-4.4.0/libs,
-fetched with mvn when absent. Exit 77 (skipped) only if the jar cannot be had at all.
+message's flexible versions. Kafka's valid versions must include ours. For records also the
+record type and key/value kind, and that every __consumer_offsets record of the group coordinator
+(offset commits, classic groups, consumer groups; not share or streams groups) has a schema. The
+jars come from `scripts/kafka-ref libs` when that exists (kafka-group-coordinator is a dependency
+of the broker jar it fetches), else ${TARN_CACHE:-~/.cache/tarn}/kafka-4.4.0/libs, fetched with
+mvn when absent. Exit 77 (skipped) only if the jars cannot be had at all.
 """
 
 import json
@@ -20,6 +25,14 @@ import zipfile
 
 KAFKA_VERSION = "4.4.0"
 SKIP = 77
+# The jars the test reads: the wire messages, and the group coordinator's records.
+ARTIFACTS = ("kafka-clients", "kafka-group-coordinator")
+# What GoldenMessages.java --errors also needs on the class path (kafka-clients logs through it),
+# fetched beside them when there is no scripts/kafka-ref.
+SLF4J = "org.slf4j:slf4j-api:2.0.17"
+# The group coordinator's records that tarn must carry: everything but share and streams groups.
+OFFSETS_RECORDS = re.compile(r"(LegacyOffsetCommit|OffsetCommit|GroupMetadata|ConsumerGroup\w*)"
+                             r"(Key|Value)")
 
 
 def libs_dir(root):
@@ -28,23 +41,27 @@ def libs_dir(root):
         try:
             out = subprocess.run([ref, "libs"], capture_output=True, text=True, timeout=600)
             d = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
-            if out.returncode == 0 and os.path.exists(os.path.join(d, jar_name())):
+            if out.returncode == 0 and have_jars(d):
                 return d
         except (OSError, subprocess.SubprocessError):
             pass
     cache = os.environ.get("TARN_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tarn"))
     d = os.path.join(cache, f"kafka-{KAFKA_VERSION}", "libs")
-    if not os.path.exists(os.path.join(d, jar_name())):
+    if not have_jars(d):
         if shutil.which("mvn") is None:
             return None
-        subprocess.run(["mvn", "-q", "dependency:copy",
-                        f"-Dartifact=org.apache.kafka:kafka-clients:{KAFKA_VERSION}",
-                        f"-DoutputDirectory={d}"], timeout=600, check=False)
-    return d if os.path.exists(os.path.join(d, jar_name())) else None
+        for artifact in [f"org.apache.kafka:{a}:{KAFKA_VERSION}" for a in ARTIFACTS] + [SLF4J]:
+            subprocess.run(["mvn", "-q", "dependency:copy", f"-Dartifact={artifact}",
+                            f"-DoutputDirectory={d}"], timeout=600, check=False)
+    return d if have_jars(d) else None
 
 
-def jar_name():
-    return f"kafka-clients-{KAFKA_VERSION}.jar"
+def jar_name(artifact="kafka-clients"):
+    return f"{artifact}-{KAFKA_VERSION}.jar"
+
+
+def have_jars(d):
+    return all(os.path.exists(os.path.join(d, jar_name(a))) for a in ARTIFACTS)
 
 
 def strip_comments(text):
@@ -136,21 +153,30 @@ def main():
 
     d = libs_dir(root)
     if d is None:
-        print("SKIP: kafka-clients jar not available (no scripts/kafka-ref, no mvn)")
+        print("SKIP: kafka-clients / kafka-group-coordinator jars not available (no "
+              "scripts/kafka-ref, no mvn)")
         return SKIP
     jar = zipfile.ZipFile(os.path.join(d, jar_name()))
+    group_jar = zipfile.ZipFile(os.path.join(d, jar_name("kafka-group-coordinator")))
     messages, apis = gen.load_all(os.path.join(root, "schema"))
+    records = gen.load_records(os.path.join(root, "schema"))
     c = Checker()
     checked_versions = 0
-    for m in messages:
+    for m in messages + records:
         path = f"common/message/{m.name}.json"
+        source = group_jar if m.record_type is not None else jar
         try:
-            j = json.loads(strip_comments(jar.read(path).decode("utf-8")))
+            j = json.loads(strip_comments(source.read(path).decode("utf-8")))
         except KeyError:
-            c.err(f"{m.name}: no {path} in the jar")
+            c.err(f"{m.name}: no {path} in {os.path.basename(source.filename)}")
             continue
         if m.api_key is not None and j.get("apiKey") != m.api_key:
             c.err(f"{m.name}: api key {m.api_key} != Kafka's {j.get('apiKey')}")
+        if m.record_type is not None:
+            if j.get("apiKey") != m.record_type:
+                c.err(f"{m.name}: record type {m.record_type} != Kafka's apiKey {j.get('apiKey')}")
+            if j.get("type") != f"coordinator-{m.kind}":
+                c.err(f"{m.name}: a record {m.kind}, Kafka's type is {j.get('type')}")
         kv = kafka_range(j["validVersions"])
         if not (kv[0] <= m.valid[0] and m.valid[1] <= kv[1]):
             c.err(f"{m.name}: valid {gen.format_range(m.valid)} not within Kafka's "
@@ -162,6 +188,13 @@ def main():
                 c.err(f"{m.name} v{v}: flexible differs from Kafka's {j['flexibleVersions']}")
             c.compare_fields(m.name, m.fields, j["fields"], common, v)
             checked_versions += 1
+
+    # Every __consumer_offsets record Kafka's group coordinator defines has a schema.
+    ours = {m.name for m in records}
+    for path in sorted(group_jar.namelist()):
+        name = re.fullmatch(r"common/message/(\w+)\.json", path)
+        if name and OFFSETS_RECORDS.fullmatch(name.group(1)) and name.group(1) not in ours:
+            c.err(f"{name.group(1)}: Kafka's group coordinator defines it, schema/records/ lacks it")
 
     # The error table against org.apache.kafka.common.protocol.Errors, through the Java program.
     java = shutil.which("java")
@@ -191,9 +224,9 @@ def main():
 
     for e in c.errors:
         print("MISMATCH:", e)
-    print(f"checked {len(messages)} messages, {checked_versions} message versions, "
-          f"{checked_errors} error codes against kafka-clients-{KAFKA_VERSION}: "
-          f"{len(c.errors)} mismatches")
+    print(f"checked {len(messages)} messages, {len(records)} coordinator records, "
+          f"{checked_versions} message and record versions, {checked_errors} error codes against "
+          f"kafka-clients and kafka-group-coordinator {KAFKA_VERSION}: {len(c.errors)} mismatches")
     return 1 if c.errors else 0
 
 
