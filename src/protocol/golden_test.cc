@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "protocol/headers.h"
@@ -88,8 +89,12 @@ TEST(golden, every_api_every_version_round_trips_byte_for_byte) {
   }
   int versions = 0;
   for (const api_info& api : all_apis) versions += api.max_version - api.min_version + 1;
-  // the ranges of the task, plus FindCoordinator 0-6
-  EXPECT_EQ(versions, 11 + 15 + 11 + 14 + 6 + 6 + 6 + 6 + 4 + 2 + 7);
+  // the ranges of the task, plus FindCoordinator 0-6, plus the consumer-group APIs (OffsetCommit
+  // 2-10, OffsetFetch 1-10, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
+  // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-3, OffsetDelete 0,
+  // ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1)
+  EXPECT_EQ(versions, 11 + 15 + 11 + 14 + 6 + 6 + 6 + 6 + 4 + 2 + 7 + 9 + 10 + 10 + 5 + 6 + 6 + 7 +
+                          6 + 4 + 1 + 2 + 2);
   EXPECT_EQ(files, 2 * 2 * versions + 2 * (2 + 2));
 }
 
@@ -140,6 +145,40 @@ TEST(golden, metadata_response_v12_fields) {
   EXPECT_EQ(m.topics[0].partitions[0].replica_nodes.size(), 2u);
 }
 
+// A nullable struct: an int8 marker (-1 null, 1 present) before the struct.
+TEST(golden, consumer_group_heartbeat_response_nullable_assignment) {
+  auto bytes = read_golden("consumer_group_heartbeat_response_v1.bin");
+  auto m = round_trip<consumer_group_heartbeat_response>(bytes, 1, "v1");
+  ASSERT_TRUE(m.member_id.has_value());
+  EXPECT_EQ(*m.member_id, "s4");
+  EXPECT_EQ(m.heartbeat_interval_ms, 1000 + 6);
+  ASSERT_TRUE(m.assignment.has_value());
+  ASSERT_EQ(m.assignment->topic_partitions.size(), 2u);
+  EXPECT_FALSE(m.assignment->topic_partitions[0].topic_id.is_zero());
+  EXPECT_EQ(m.assignment->topic_partitions[0].partitions.size(), 2u);
+
+  auto empty = read_golden("consumer_group_heartbeat_response_v1_default.bin");
+  auto d = round_trip<consumer_group_heartbeat_response>(empty, 1, "v1 default");
+  EXPECT_FALSE(d.assignment.has_value());
+  EXPECT_EQ(empty[empty.size() - 2], 0xff);  // the null marker, then the tagged-field count
+}
+
+// Assignment and TargetAssignment share one struct type (Kafka's commonStructs).
+TEST(golden, consumer_group_describe_response_shared_struct) {
+  using member = consumer_group_describe_response::member;
+  static_assert(std::is_same_v<decltype(member::assignment), decltype(member::target_assignment)>);
+  auto bytes = read_golden("consumer_group_describe_response_v1.bin");
+  auto m = round_trip<consumer_group_describe_response>(bytes, 1, "v1");
+  ASSERT_EQ(m.groups.size(), 2u);
+  ASSERT_EQ(m.groups[0].members.size(), 2u);
+  const member& first = m.groups[0].members[0];
+  ASSERT_EQ(first.assignment.topic_partitions.size(), 2u);
+  ASSERT_EQ(first.target_assignment.topic_partitions.size(), 2u);
+  EXPECT_NE(first.assignment.topic_partitions[0].topic_name,
+            first.target_assignment.topic_partitions[0].topic_name);
+  EXPECT_NE(first.member_type, -1);
+}
+
 TEST(golden, request_header_v2_and_header_rules) {
   auto bytes = read_golden("request_header_v2.bin");
   reader r(bytes);
@@ -170,7 +209,8 @@ TEST(tables, api_and_error_tables) {
   EXPECT_EQ(produce->max_version, 13);
   EXPECT_EQ(produce->flexible_from, 9);
   EXPECT_EQ(find_api(18)->max_version, 5);
-  EXPECT_EQ(find_api(8), nullptr);
+  EXPECT_EQ(find_api(8)->min_version, 2);  // OffsetCommit: Kafka 4.0 removed 0-1
+  EXPECT_EQ(find_api(4), nullptr);         // LeaderAndIsr: removed in Kafka 4.0
   EXPECT_EQ(describe(error_code::not_leader_or_follower).name, "NOT_LEADER_OR_FOLLOWER");
   EXPECT_TRUE(is_retriable(error_code::not_leader_or_follower));
   EXPECT_FALSE(is_retriable(error_code::unsupported_version));

@@ -50,6 +50,18 @@ public class GoldenMessages {
     FindCoordinatorRequestData.class, FindCoordinatorResponseData.class,
     DescribeConfigsRequestData.class, DescribeConfigsResponseData.class,
     IncrementalAlterConfigsRequestData.class, IncrementalAlterConfigsResponseData.class,
+    OffsetCommitRequestData.class, OffsetCommitResponseData.class,
+    OffsetFetchRequestData.class, OffsetFetchResponseData.class,
+    JoinGroupRequestData.class, JoinGroupResponseData.class,
+    HeartbeatRequestData.class, HeartbeatResponseData.class,
+    LeaveGroupRequestData.class, LeaveGroupResponseData.class,
+    SyncGroupRequestData.class, SyncGroupResponseData.class,
+    DescribeGroupsRequestData.class, DescribeGroupsResponseData.class,
+    ListGroupsRequestData.class, ListGroupsResponseData.class,
+    DeleteGroupsRequestData.class, DeleteGroupsResponseData.class,
+    OffsetDeleteRequestData.class, OffsetDeleteResponseData.class,
+    ConsumerGroupHeartbeatRequestData.class, ConsumerGroupHeartbeatResponseData.class,
+    ConsumerGroupDescribeRequestData.class, ConsumerGroupDescribeResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
