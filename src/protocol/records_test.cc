@@ -278,6 +278,8 @@ TEST(offsets_records, group_metadata_fields) {
   golden_record empty = read_record("group_metadata_empty");
   ASSERT_EQ(prefix(*empty.value), 3);  // the version Kafka 4.4 writes
   auto e = decode_value<group_metadata_value>(*empty.value, 3, "empty");
+  EXPECT_EQ(e.protocol_type, "");
+  EXPECT_EQ(e.generation, 0);
   EXPECT_EQ(e.protocol, std::nullopt);
   EXPECT_EQ(e.leader, std::nullopt);
   EXPECT_TRUE(e.members.empty());

@@ -194,7 +194,8 @@ def main():
     for path in sorted(group_jar.namelist()):
         name = re.fullmatch(r"common/message/(\w+)\.json", path)
         if name and OFFSETS_RECORDS.fullmatch(name.group(1)) and name.group(1) not in ours:
-            c.err(f"{name.group(1)}: Kafka's group coordinator defines it, schema/records/ lacks it")
+            c.err(f"{name.group(1)}: Kafka's group coordinator defines it, schema/records/ "
+                  "lacks it")
 
     # The error table against org.apache.kafka.common.protocol.Errors, through the Java program.
     java = shutil.which("java")

@@ -103,9 +103,10 @@ public class OffsetsRecordsGolden {
       write("group_metadata_v" + v, CoordinatorRecord.record(
           new GroupMetadataKey().setGroup("group-a"), new ApiMessageAndVersion(stable, v)));
     }
-    // An empty group: no protocol, no leader, no members (newEmptyGroupMetadataRecord).
+    // An empty group as newEmptyGroupMetadataRecord writes it: protocol type "", generation 0,
+    // no protocol, no leader, no members.
     write("group_metadata_empty", CoordinatorRecord.record(new GroupMetadataKey().setGroup("g2"),
-        new ApiMessageAndVersion(new GroupMetadataValue().setProtocolType("consumer")
+        new ApiMessageAndVersion(new GroupMetadataValue().setProtocolType("")
             .setGeneration(0).setProtocol(null).setLeader(null).setCurrentStateTimestamp(NOW)
             .setMembers(List.of()), (short) 3)));
     write("group_metadata_tombstone",
