@@ -58,7 +58,7 @@ public class OffsetsRecordsGolden {
 
   static void offsetCommits() {
     // What the coordinator writes for an OffsetCommit: version 4 without an expire timestamp,
-    // version 1 with one (a v1 OffsetCommit request's retention), the topic id tagged in v4.
+    // version 1 with one (OffsetCommit v2-v4's RetentionTimeMs), the topic id tagged in v4.
     write("offset_commit", GroupCoordinatorRecordHelpers.newOffsetCommitRecord("group-a", "orders",
         3, new OffsetAndMetadata(1234L, OptionalInt.of(7), "meta", NOW, OptionalLong.empty(),
             TOPIC_A)));
