@@ -1,0 +1,863 @@
+// The group coordinator's shards, request dispatch, offsets, persistence and load
+// (group_coordinator.h). The classic rebalance protocol lives in classic_group.cc.
+#include "coordinator/group_coordinator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "coordinator/classic_group.h"
+#include "coordinator/group_records.h"
+#include "record/batch_builder.h"
+
+namespace tarn::coordinator {
+
+using protocol::error_code;
+
+int32_t partition_for(std::string_view group_id, int32_t partitions) {
+  // Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, in int32 arithmetic.
+  uint32_t h = 0;
+  auto add = [&](uint32_t unit) { h = h * 31u + unit; };
+  for (size_t i = 0; i < group_id.size();) {
+    const auto c = static_cast<uint8_t>(group_id[i]);
+    uint32_t cp = c;
+    size_t len = 1;
+    if (c >= 0xf0 && i + 3 < group_id.size()) {
+      cp = ((c & 0x07u) << 18) | ((static_cast<uint8_t>(group_id[i + 1]) & 0x3fu) << 12) |
+           ((static_cast<uint8_t>(group_id[i + 2]) & 0x3fu) << 6) |
+           (static_cast<uint8_t>(group_id[i + 3]) & 0x3fu);
+      len = 4;
+    } else if (c >= 0xe0 && i + 2 < group_id.size()) {
+      cp = ((c & 0x0fu) << 12) | ((static_cast<uint8_t>(group_id[i + 1]) & 0x3fu) << 6) |
+           (static_cast<uint8_t>(group_id[i + 2]) & 0x3fu);
+      len = 3;
+    } else if (c >= 0xc0 && i + 1 < group_id.size()) {
+      cp = ((c & 0x1fu) << 6) | (static_cast<uint8_t>(group_id[i + 1]) & 0x3fu);
+      len = 2;
+    }
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      add(0xd800u + (cp >> 10));
+      add(0xdc00u + (cp & 0x3ffu));
+    } else {
+      add(cp);
+    }
+    i += len;
+  }
+  const auto hash = static_cast<int32_t>(h);
+  // Kafka's Utils.abs: Integer.MIN_VALUE maps to 0.
+  const int32_t abs = hash == INT32_MIN ? 0 : (hash < 0 ? -hash : hash);
+  return abs % partitions;
+}
+
+using topic_offsets = std::map<std::pair<std::string, int32_t>, offset_and_metadata>;
+
+struct shard {
+  int32_t partition = 0;
+  std::mutex mu;
+  bool loaded = false;
+  std::map<std::string, std::unique_ptr<classic_group>, std::less<>> classic;
+  std::map<std::string, topic_offsets, std::less<>> offsets;
+};
+
+namespace {
+
+// Runs f(shard, ctx) under the shard's lock, then the callbacks it deferred.
+template <class F>
+auto run_in_shard(shard& s, const group_config& config, const metadata_view& metadata,
+                  offsets_log& log, int64_t now_ms, F&& f) {
+  std::vector<std::function<void()>> deferred;
+  group_context ctx{now_ms, config, metadata, nullptr, deferred};
+  ctx.write = [&log, &s, now_ms](std::vector<coordinator_record> records) -> error_code {
+    if (records.empty()) return error_code::none;
+    if (!log.partitions()) {
+      auto created = log.ensure_topic();
+      if (!created) return created.error();
+    }
+    record::batch_builder_config bc;
+    bc.batch_size = SIZE_MAX;
+    record::batch_builder builder(bc);
+    for (const auto& r : records) {
+      std::optional<record::bytes_view> value;
+      if (r.value) value = record::bytes_view(*r.value);
+      if (builder.try_append(now_ms, record::bytes_view(r.key), value) !=
+          record::append_result::appended) {
+        return error_code::record_list_too_large;
+      }
+    }
+    auto batch = builder.build();
+    if (!batch) return error_code::unknown_server_error;
+    auto appended = log.append(s.partition, std::move(*batch));
+    if (!appended) return appended.error();
+    return error_code::none;
+  };
+  using R = decltype(f(s, ctx));
+  if constexpr (std::is_void_v<R>) {
+    {
+      std::lock_guard lock(s.mu);
+      f(s, ctx);
+    }
+    for (auto& d : deferred) d();
+  } else {
+    std::optional<R> out;
+    {
+      std::lock_guard lock(s.mu);
+      out.emplace(f(s, ctx));
+    }
+    for (auto& d : deferred) d();
+    return std::move(*out);
+  }
+}
+
+std::optional<std::string_view> opt(const std::optional<std::string_view>& v) { return v; }
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+group_coordinator::group_coordinator(group_config config, offsets_log& log,
+                                     const metadata_view& metadata)
+    : config_(std::move(config)), log_(log), metadata_(metadata) {
+  const int32_t n = log_.partitions().value_or(config_.offsets_topic_num_partitions);
+  for (int32_t p = 0; p < n; ++p) {
+    auto s = std::make_unique<shard>();
+    s->partition = p;
+    shards_.push_back(std::move(s));
+  }
+}
+
+group_coordinator::~group_coordinator() = default;
+
+shard* group_coordinator::shard_for(std::string_view group_id) {
+  return shards_[static_cast<size_t>(partition_for(group_id, static_cast<int32_t>(shards_.size())))]
+      .get();
+}
+
+// --- Load --------------------------------------------------------------------------------------
+
+void group_coordinator::load(int64_t now_ms) {
+  const bool exists = log_.partitions().has_value();
+  for (auto& sp : shards_) {
+    shard& s = *sp;
+    std::lock_guard lock(s.mu);
+    if (exists) {
+      std::map<std::string, std::optional<classic_group_snapshot>> groups;
+      auto replayed = log_.replay(s.partition, [&](const offsets_record& r) {
+        auto decoded = decode_record(r.key, r.value);
+        if (!decoded) return;  // unknown or corrupt record: skipped, as Kafka skips unknown types
+        if (auto* oc = std::get_if<loaded_offset_commit>(&*decoded)) {
+          auto& offsets = s.offsets[oc->group_id];
+          if (oc->value) {
+            offsets[{oc->topic, oc->partition}] = *oc->value;
+          } else {
+            offsets.erase({oc->topic, oc->partition});
+            if (offsets.empty()) s.offsets.erase(oc->group_id);
+          }
+          if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
+        } else if (auto* gm = std::get_if<loaded_group_metadata>(&*decoded)) {
+          if (gm->value) {
+            groups[gm->group_id] = std::move(gm->value);
+          } else {
+            groups.erase(gm->group_id);
+          }
+        }
+      });
+      (void)replayed;
+      for (auto& [id, snapshot] : groups) {
+        if (!snapshot && !s.offsets.count(id)) continue;
+        auto g = std::make_unique<classic_group>(id, now_ms);
+        if (snapshot) g->restore(std::move(*snapshot), now_ms);
+        s.classic[id] = std::move(g);
+      }
+    }
+    s.loaded = true;
+  }
+  last_expiry_check_ms_ = now_ms;
+  loaded_.store(true, std::memory_order_release);
+}
+
+error_code group_coordinator::find_coordinator(std::string_view group_id) {
+  (void)group_id;
+  if (!log_.partitions()) {
+    auto created = log_.ensure_topic();
+    if (!created) return error_code::coordinator_not_available;
+  }
+  return error_code::none;
+}
+
+// --- Classic protocol -------------------------------------------------------------------------
+
+namespace {
+
+bool valid_group_id(std::string_view id) { return !id.empty(); }
+
+owned_message<protocol::join_group_response> join_failure(std::string_view member_id,
+                                                          error_code e) {
+  owned_message<protocol::join_group_response> out;
+  out.message.error_code = static_cast<int16_t>(e);
+  out.message.generation_id = -1;
+  out.message.member_id = out.arena.keep(member_id);
+  out.message.leader = "";
+  out.message.protocol_type = std::nullopt;
+  out.message.protocol_name = std::nullopt;
+  return out;
+}
+
+owned_message<protocol::sync_group_response> sync_failure(error_code e) {
+  owned_message<protocol::sync_group_response> out;
+  out.message.error_code = static_cast<int16_t>(e);
+  out.message.protocol_type = std::nullopt;
+  out.message.protocol_name = std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+void group_coordinator::join_group(const protocol::join_group_request& request, int16_t version,
+                                   const client_info& client, int64_t now_ms, join_callback done) {
+  if (!valid_group_id(request.group_id)) {
+    done(join_failure(request.member_id, error_code::invalid_group_id));
+    return;
+  }
+  if (request.session_timeout_ms < config_.group_min_session_timeout_ms ||
+      request.session_timeout_ms > config_.group_max_session_timeout_ms) {
+    done(join_failure(request.member_id, error_code::invalid_session_timeout));
+    return;
+  }
+  // v0 has no rebalance timeout: the session timeout serves as both.
+  protocol::join_group_request req = request;
+  if (version == 0 || req.rebalance_timeout_ms < 0)
+    req.rebalance_timeout_ms = req.session_timeout_ms;
+  shard& s = *shard_for(request.group_id);
+  run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+    if (!sh.loaded) {
+      ctx.deferred.push_back([done, m = std::string(request.member_id)] {
+        done(join_failure(m, error_code::coordinator_load_in_progress));
+      });
+      return;
+    }
+    auto it = sh.classic.find(request.group_id);
+    if (it == sh.classic.end()) {
+      if (!req.member_id.empty()) {
+        ctx.deferred.push_back([done, m = std::string(request.member_id)] {
+          done(join_failure(m, error_code::unknown_member_id));
+        });
+        return;
+      }
+      it = sh.classic
+               .emplace(std::string(request.group_id),
+                        std::make_unique<classic_group>(std::string(request.group_id), now_ms))
+               .first;
+    }
+    it->second->join(req, version, client.client_id, client.client_host, ctx, done);
+  });
+}
+
+void group_coordinator::sync_group(const protocol::sync_group_request& request, int16_t version,
+                                   int64_t now_ms, sync_callback done) {
+  if (!valid_group_id(request.group_id)) {
+    done(sync_failure(error_code::invalid_group_id));
+    return;
+  }
+  shard& s = *shard_for(request.group_id);
+  run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+    error_code early = error_code::none;
+    auto it = sh.classic.find(request.group_id);
+    if (!sh.loaded) {
+      early = error_code::coordinator_load_in_progress;
+    } else if (it == sh.classic.end()) {
+      early = error_code::unknown_member_id;
+    }
+    if (early != error_code::none) {
+      ctx.deferred.push_back([done, early] { done(sync_failure(early)); });
+      return;
+    }
+    it->second->sync(request, version, ctx, done);
+  });
+}
+
+owned_message<protocol::heartbeat_response> group_coordinator::heartbeat(
+    const protocol::heartbeat_request& request, int16_t version, int64_t now_ms) {
+  (void)version;
+  owned_message<protocol::heartbeat_response> out;
+  if (!valid_group_id(request.group_id)) {
+    out.message.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+    return out;
+  }
+  shard& s = *shard_for(request.group_id);
+  const error_code e =
+      run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        auto it = sh.classic.find(request.group_id);
+        if (it == sh.classic.end()) return error_code::unknown_member_id;
+        return it->second->heartbeat(request, ctx);
+      });
+  out.message.error_code = static_cast<int16_t>(e);
+  return out;
+}
+
+owned_message<protocol::leave_group_response> group_coordinator::leave_group(
+    const protocol::leave_group_request& request, int16_t version, int64_t now_ms) {
+  owned_message<protocol::leave_group_response> out;
+  if (!valid_group_id(request.group_id)) {
+    out.message.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+    return out;
+  }
+  shard& s = *shard_for(request.group_id);
+  const error_code e =
+      run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        auto it = sh.classic.find(request.group_id);
+        if (it == sh.classic.end()) {
+          // Every member named is unknown.
+          if (version >= 3) {
+            for (const auto& m : request.members) {
+              protocol::leave_group_response::member_response r;
+              r.member_id = out.arena.keep(m.member_id);
+              if (m.group_instance_id) r.group_instance_id = out.arena.keep(*m.group_instance_id);
+              r.error_code = static_cast<int16_t>(error_code::unknown_member_id);
+              out.message.members.push_back(r);
+            }
+            return error_code::none;
+          }
+          return error_code::unknown_member_id;
+        }
+        return it->second->leave(request, version, ctx, out);
+      });
+  out.message.error_code = static_cast<int16_t>(e);
+  return out;
+}
+
+// --- Offsets -----------------------------------------------------------------------------------
+
+owned_message<protocol::offset_commit_response> group_coordinator::offset_commit(
+    const protocol::offset_commit_request& request, int16_t version, int64_t now_ms) {
+  using resp = protocol::offset_commit_response;
+  owned_message<resp> out;
+  // The response mirrors the request; errors are filled per partition.
+  struct part {
+    size_t topic_index;
+    size_t partition_index;
+    std::string topic;
+    topic_uuid topic_id;
+    const protocol::offset_commit_request::offset_commit_request_partition* request;
+  };
+  std::vector<part> candidates;
+  for (const auto& t : request.topics) {
+    resp::offset_commit_response_topic rt;
+    std::optional<topic_description> desc;
+    if (version >= 10) {
+      rt.topic_id = t.topic_id;
+      topic_uuid id;
+      std::copy(std::begin(t.topic_id.bytes), std::end(t.topic_id.bytes), id.begin());
+      desc = metadata_.topic_by_id(id);
+    } else {
+      rt.name = out.arena.keep(t.name);
+      desc = metadata_.topic(t.name);
+    }
+    for (const auto& p : t.partitions) {
+      resp::offset_commit_response_partition rp;
+      rp.partition_index = p.partition_index;
+      if (!desc || p.partition_index < 0 || p.partition_index >= desc->partitions) {
+        rp.error_code = static_cast<int16_t>(
+            version >= 10 ? error_code::unknown_topic_id : error_code::unknown_topic_or_partition);
+      } else {
+        candidates.push_back(
+            {out.message.topics.size(), rt.partitions.size(), desc->name, desc->id, &p});
+      }
+      rt.partitions.push_back(rp);
+    }
+    out.message.topics.push_back(std::move(rt));
+  }
+  auto set_error = [&](const part& c, error_code e) {
+    out.message.topics[c.topic_index].partitions[c.partition_index].error_code =
+        static_cast<int16_t>(e);
+  };
+  auto fail_all = [&](error_code e) {
+    for (const auto& c : candidates) set_error(c, e);
+  };
+  if (!valid_group_id(request.group_id)) {
+    fail_all(error_code::invalid_group_id);
+    return out;
+  }
+  if (candidates.empty()) return out;
+
+  shard& s = *shard_for(request.group_id);
+  run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+    if (!sh.loaded) {
+      fail_all(error_code::coordinator_load_in_progress);
+      return;
+    }
+    const std::string group_id(request.group_id);
+    auto it = sh.classic.find(group_id);
+    classic_group* group = it == sh.classic.end() ? nullptr : it->second.get();
+    bool created = false;
+    if (group == nullptr) {
+      if (request.generation_id_or_member_epoch < 0) {
+        // The admin client or a consumer without group management: a "simple" group.
+        auto g = std::make_unique<classic_group>(group_id, now_ms);
+        group = g.get();
+        sh.classic.emplace(group_id, std::move(g));
+        created = true;
+      } else {
+        fail_all(version >= 9 ? error_code::group_id_not_found : error_code::illegal_generation);
+        return;
+      }
+    }
+    if (auto e = group->validate_offset_commit(request.member_id, opt(request.group_instance_id),
+                                               request.generation_id_or_member_epoch, false);
+        e != error_code::none) {
+      fail_all(e);
+      return;
+    }
+    if (group->state() == classic_group_state::stable ||
+        group->state() == classic_group_state::preparing_rebalance) {
+      group->touch_member(request.member_id, ctx);
+    }
+    std::optional<int64_t> expire;
+    if (version >= 2 && version <= 4 && request.retention_time_ms != -1) {
+      expire = now_ms + request.retention_time_ms;
+    }
+    std::vector<coordinator_record> records;
+    std::vector<std::pair<const part*, offset_and_metadata>> accepted;
+    for (const auto& c : candidates) {
+      const auto& p = *c.request;
+      const std::string_view metadata = p.committed_metadata.value_or("");
+      if (p.committed_metadata &&
+          metadata.size() > static_cast<size_t>(config_.offset_metadata_max_bytes)) {
+        set_error(c, error_code::offset_metadata_too_large);
+        continue;
+      }
+      offset_and_metadata om;
+      om.committed_offset = p.committed_offset;
+      om.leader_epoch = p.committed_leader_epoch;
+      om.metadata = std::string(metadata);
+      om.commit_timestamp_ms = now_ms;
+      om.expire_timestamp_ms = expire;
+      if (version >= 10) om.topic_id = c.topic_id;
+      records.push_back(offset_commit_record(group_id, c.topic, p.partition_index, om));
+      accepted.emplace_back(&c, std::move(om));
+    }
+    if (accepted.empty()) return;
+    if (auto e = ctx.write(std::move(records)); e != error_code::none) {
+      const error_code mapped = append_error_to_commit_error(e);
+      for (const auto& [c, om] : accepted) set_error(*c, mapped);
+      if (created && !sh.offsets.count(group_id)) sh.classic.erase(group_id);
+      return;
+    }
+    auto& offsets = sh.offsets[group_id];
+    for (auto& [c, om] : accepted) offsets[{c->topic, c->request->partition_index}] = std::move(om);
+  });
+  return out;
+}
+
+owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
+    const protocol::offset_fetch_request& request, int16_t version, int64_t now_ms) {
+  using resp = protocol::offset_fetch_response;
+  owned_message<resp> out;
+  struct topic_ask {
+    std::string name;
+    protocol::uuid id{};
+    std::vector<int32_t> partitions;
+  };
+  struct group_ask {
+    std::string group_id;
+    std::optional<std::vector<topic_ask>> topics;  // nullopt: all
+  };
+  std::vector<group_ask> asks;
+  if (version < 8) {
+    group_ask g{std::string(request.group_id), std::nullopt};
+    if (request.topics) {
+      g.topics.emplace();
+      for (const auto& t : *request.topics) {
+        g.topics->push_back(
+            {std::string(t.name), {}, {t.partition_indexes.begin(), t.partition_indexes.end()}});
+      }
+    }
+    asks.push_back(std::move(g));
+  } else {
+    for (const auto& rg : request.groups) {
+      group_ask g{std::string(rg.group_id), std::nullopt};
+      if (rg.topics) {
+        g.topics.emplace();
+        for (const auto& t : *rg.topics) {
+          topic_ask ta{std::string(t.name),
+                       t.topic_id,
+                       {t.partition_indexes.begin(), t.partition_indexes.end()}};
+          if (version >= 10) {
+            topic_uuid id;
+            std::copy(std::begin(t.topic_id.bytes), std::end(t.topic_id.bytes), id.begin());
+            auto desc = metadata_.topic_by_id(id);
+            ta.name = desc ? desc->name : std::string();
+          }
+          g.topics->push_back(std::move(ta));
+        }
+      }
+      asks.push_back(std::move(g));
+    }
+  }
+
+  for (const auto& ask : asks) {
+    resp::offset_fetch_response_group rg;
+    rg.group_id = out.arena.keep(ask.group_id);
+    error_code group_error = error_code::none;
+    if (!valid_group_id(ask.group_id)) {
+      group_error = error_code::invalid_group_id;
+    } else {
+      shard& s = *shard_for(ask.group_id);
+      group_error = run_in_shard(
+          s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context&) -> error_code {
+            if (!sh.loaded) return error_code::coordinator_load_in_progress;
+            auto offsets_it = sh.offsets.find(ask.group_id);
+            const topic_offsets* offsets =
+                offsets_it == sh.offsets.end() ? nullptr : &offsets_it->second;
+            auto add_partition = [&](resp::offset_fetch_response_topics& t, int32_t partition,
+                                     const offset_and_metadata* om) {
+              resp::offset_fetch_response_partitions p;
+              p.partition_index = partition;
+              p.committed_offset = om ? om->committed_offset : -1;
+              p.committed_leader_epoch = om ? om->leader_epoch : -1;
+              p.metadata = out.arena.keep(om ? om->metadata : std::string());
+              p.error_code = 0;
+              t.partitions.push_back(p);
+            };
+            if (!ask.topics) {
+              if (offsets == nullptr) return error_code::none;
+              const std::string* current = nullptr;
+              for (const auto& [tp, om] : *offsets) {
+                if (current == nullptr || *current != tp.first) {
+                  resp::offset_fetch_response_topics t;
+                  t.name = out.arena.keep(tp.first);
+                  if (version >= 10) {
+                    if (auto desc = metadata_.topic(tp.first)) {
+                      std::copy(desc->id.begin(), desc->id.end(), std::begin(t.topic_id.bytes));
+                    }
+                  }
+                  rg.topics.push_back(std::move(t));
+                  current = &tp.first;
+                }
+                add_partition(rg.topics.back(), tp.second, &om);
+              }
+              return error_code::none;
+            }
+            for (const auto& ta : *ask.topics) {
+              resp::offset_fetch_response_topics t;
+              t.name = out.arena.keep(ta.name);
+              t.topic_id = ta.id;
+              for (int32_t p : ta.partitions) {
+                const offset_and_metadata* om = nullptr;
+                if (offsets != nullptr) {
+                  auto f = offsets->find({ta.name, p});
+                  if (f != offsets->end()) om = &f->second;
+                }
+                add_partition(t, p, om);
+              }
+              rg.topics.push_back(std::move(t));
+            }
+            return error_code::none;
+          });
+    }
+    rg.error_code = static_cast<int16_t>(group_error);
+    out.message.groups.push_back(std::move(rg));
+  }
+
+  if (version < 8) {
+    // The single-group layout: topics and partitions at the top, the group error beside them
+    // (v2+) or in every partition (v0-1).
+    auto& g = out.message.groups.front();
+    out.message.error_code = g.error_code;
+    for (auto& t : g.topics) {
+      resp::offset_fetch_response_topic ot;
+      ot.name = t.name;
+      for (auto& p : t.partitions) {
+        resp::offset_fetch_response_partition op;
+        op.partition_index = p.partition_index;
+        op.committed_offset = p.committed_offset;
+        op.committed_leader_epoch = p.committed_leader_epoch;
+        op.metadata = p.metadata;
+        op.error_code = version < 2 && g.error_code != 0 ? g.error_code : p.error_code;
+        ot.partitions.push_back(op);
+      }
+      out.message.topics.push_back(std::move(ot));
+    }
+    out.message.groups.clear();
+  }
+  return out;
+}
+
+owned_message<protocol::offset_delete_response> group_coordinator::offset_delete(
+    const protocol::offset_delete_request& request, int16_t version, int64_t now_ms) {
+  (void)version;
+  using resp = protocol::offset_delete_response;
+  owned_message<resp> out;
+  if (!valid_group_id(request.group_id)) {
+    out.message.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+    return out;
+  }
+  shard& s = *shard_for(request.group_id);
+  const error_code e =
+      run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        const std::string group_id(request.group_id);
+        auto it = sh.classic.find(group_id);
+        if (it == sh.classic.end()) return error_code::group_id_not_found;
+        classic_group& g = *it->second;
+        if (auto v = g.validate_offset_delete(); v != error_code::none) return v;
+        auto& offsets = sh.offsets[group_id];
+        std::vector<coordinator_record> records;
+        std::vector<std::pair<std::string, int32_t>> deleted;
+        for (const auto& t : request.topics) {
+          resp::offset_delete_response_topic rt;
+          rt.name = out.arena.keep(t.name);
+          const bool subscribed = g.is_subscribed_to(t.name);
+          for (const auto& p : t.partitions) {
+            resp::offset_delete_response_partition rp;
+            rp.partition_index = p.partition_index;
+            rp.error_code = static_cast<int16_t>(subscribed ? error_code::group_subscribed_to_topic
+                                                            : error_code::none);
+            if (!subscribed && offsets.count({std::string(t.name), p.partition_index})) {
+              records.push_back(offset_commit_tombstone(group_id, t.name, p.partition_index));
+              deleted.emplace_back(std::string(t.name), p.partition_index);
+            }
+            rt.partitions.push_back(rp);
+          }
+          out.message.topics.push_back(std::move(rt));
+        }
+        if (auto w = ctx.write(std::move(records)); w != error_code::none) {
+          out.message.topics.clear();
+          return append_error_to_commit_error(w);
+        }
+        for (const auto& d : deleted) offsets.erase(d);
+        if (offsets.empty()) sh.offsets.erase(group_id);
+        return error_code::none;
+      });
+  out.message.error_code = static_cast<int16_t>(e);
+  return out;
+}
+
+// --- Administration ----------------------------------------------------------------------------
+
+owned_message<protocol::describe_groups_response> group_coordinator::describe_groups(
+    const protocol::describe_groups_request& request, int16_t version) {
+  using resp = protocol::describe_groups_response;
+  owned_message<resp> out;
+  for (std::string_view id : request.groups) {
+    resp::described_group d;
+    d.group_id = out.arena.keep(id);
+    d.group_state = "Dead";
+    d.protocol_type = "";
+    d.protocol_data = "";
+    if (request.include_authorized_operations) {
+      // Without an authorizer every operation a group supports: READ 3, DELETE 6, DESCRIBE 8.
+      d.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+    }
+    if (!valid_group_id(id)) {
+      d.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+      out.message.groups.push_back(std::move(d));
+      continue;
+    }
+    shard& s = *shard_for(id);
+    std::lock_guard lock(s.mu);
+    if (!s.loaded) {
+      d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
+    } else if (auto it = s.classic.find(id); it != s.classic.end()) {
+      const int32_t ops = d.authorized_operations;
+      it->second->describe(d, out.arena, version);
+      d.authorized_operations = ops;
+    } else if (version >= 6) {
+      d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+      d.error_message = out.arena.keep("Group " + std::string(id) + " not found.");
+    }
+    out.message.groups.push_back(std::move(d));
+  }
+  return out;
+}
+
+owned_message<protocol::list_groups_response> group_coordinator::list_groups(
+    const protocol::list_groups_request& request, int16_t version) {
+  using resp = protocol::list_groups_response;
+  owned_message<resp> out;
+  std::set<std::string> states;
+  std::set<std::string> types;
+  if (version >= 4) {
+    for (auto st : request.states_filter) states.insert(to_lower(st));
+  }
+  if (version >= 5) {
+    for (auto t : request.types_filter) types.insert(to_lower(t));
+  }
+  for (auto& sp : shards_) {
+    shard& s = *sp;
+    std::lock_guard lock(s.mu);
+    if (!s.loaded) {
+      out.message.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
+      continue;
+    }
+    for (const auto& [id, g] : s.classic) {
+      if (g->state() == classic_group_state::dead) continue;
+      const std::string_view state = state_name(g->state());
+      if (!states.empty() && !states.count(to_lower(state))) continue;
+      if (!types.empty() && !types.count("classic")) continue;
+      resp::listed_group lg;
+      lg.group_id = out.arena.keep(id);
+      lg.protocol_type = out.arena.keep(g->protocol_type().value_or(""));
+      lg.group_state = state;
+      lg.group_type = "classic";
+      out.message.groups.push_back(lg);
+    }
+  }
+  return out;
+}
+
+owned_message<protocol::delete_groups_response> group_coordinator::delete_groups(
+    const protocol::delete_groups_request& request, int16_t version, int64_t now_ms) {
+  (void)version;
+  using resp = protocol::delete_groups_response;
+  owned_message<resp> out;
+  for (std::string_view id : request.groups_names) {
+    resp::deletable_group_result r;
+    r.group_id = out.arena.keep(id);
+    error_code e = error_code::none;
+    if (!valid_group_id(id)) {
+      e = error_code::invalid_group_id;
+    } else {
+      shard& s = *shard_for(id);
+      e = run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        auto it = sh.classic.find(id);
+        if (it == sh.classic.end()) return error_code::group_id_not_found;
+        if (auto v = it->second->validate_delete_group(); v != error_code::none) return v;
+        const std::string group_id(id);
+        std::vector<coordinator_record> records;
+        if (auto o = sh.offsets.find(group_id); o != sh.offsets.end()) {
+          for (const auto& [tp, om] : o->second) {
+            records.push_back(offset_commit_tombstone(group_id, tp.first, tp.second));
+          }
+        }
+        records.push_back(group_metadata_tombstone(group_id));
+        if (auto w = ctx.write(std::move(records)); w != error_code::none) {
+          return append_error_to_response_error(w);
+        }
+        it->second->mark_dead(ctx);
+        sh.classic.erase(it);
+        sh.offsets.erase(group_id);
+        return error_code::none;
+      });
+    }
+    r.error_code = static_cast<int16_t>(e);
+    out.message.results.push_back(r);
+  }
+  return out;
+}
+
+// --- KIP-848 -----------------------------------------------------------------------------------
+
+owned_message<protocol::consumer_group_heartbeat_response>
+group_coordinator::consumer_group_heartbeat(
+    const protocol::consumer_group_heartbeat_request& request, int16_t version,
+    const client_info& client, int64_t now_ms) {
+  (void)request;
+  (void)version;
+  (void)client;
+  (void)now_ms;
+  owned_message<protocol::consumer_group_heartbeat_response> out;
+  out.message.error_code = static_cast<int16_t>(error_code::unsupported_version);
+  return out;
+}
+
+owned_message<protocol::consumer_group_describe_response>
+group_coordinator::consumer_group_describe(const protocol::consumer_group_describe_request& request,
+                                           int16_t version) {
+  (void)version;
+  using resp = protocol::consumer_group_describe_response;
+  owned_message<resp> out;
+  for (std::string_view id : request.group_ids) {
+    resp::described_group d;
+    d.group_id = out.arena.keep(id);
+    d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+    out.message.groups.push_back(std::move(d));
+  }
+  return out;
+}
+
+// --- Timers --------------------------------------------------------------------------------------
+
+void group_coordinator::poll(int64_t now_ms) {
+  if (!loaded()) return;
+  const bool expire = now_ms - last_expiry_check_ms_ >= config_.offsets_retention_check_interval_ms;
+  if (expire) last_expiry_check_ms_ = now_ms;
+  const int64_t retention_ms = config_.offsets_retention_minutes * 60 * 1000;
+  for (auto& sp : shards_) {
+    run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+      for (auto& [id, g] : sh.classic) g->poll(ctx);
+      if (!expire) return;
+      // Offset expiry (Kafka's cleanupGroupMetadata): offsets of topics the group does not
+      // subscribe to, once retention has passed since the group emptied (or since the commit).
+      std::vector<std::string> empty_groups;
+      for (auto& [id, g] : sh.classic) {
+        auto o = sh.offsets.find(id);
+        bool all_expired = true;
+        std::vector<coordinator_record> records;
+        std::vector<std::pair<std::string, int32_t>> gone;
+        if (o != sh.offsets.end()) {
+          for (const auto& [tp, om] : o->second) {
+            auto base = g->is_subscribed_to(tp.first)
+                            ? std::nullopt
+                            : g->offset_expiry_base(om.commit_timestamp_ms);
+            const bool expired = base && (om.expire_timestamp_ms ? now_ms >= *om.expire_timestamp_ms
+                                                                 : now_ms - *base >= retention_ms);
+            if (expired) {
+              records.push_back(offset_commit_tombstone(id, tp.first, tp.second));
+              gone.push_back(tp);
+            } else {
+              all_expired = false;
+            }
+          }
+        }
+        if (all_expired && g->is_empty()) {
+          records.push_back(group_metadata_tombstone(id));
+          empty_groups.push_back(id);
+        }
+        if (records.empty()) continue;
+        if (ctx.write(std::move(records)) != error_code::none) {
+          if (all_expired && g->is_empty()) empty_groups.pop_back();
+          continue;
+        }
+        if (o != sh.offsets.end()) {
+          for (const auto& tp : gone) o->second.erase(tp);
+          if (o->second.empty()) sh.offsets.erase(o);
+        }
+      }
+      for (const auto& id : empty_groups) {
+        sh.classic[id]->mark_dead(ctx);
+        sh.classic.erase(id);
+      }
+    });
+  }
+}
+
+void group_coordinator::on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms) {
+  const std::set<std::string> deleted(topics.begin(), topics.end());
+  for (auto& sp : shards_) {
+    run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+      std::vector<coordinator_record> records;
+      for (auto& [group_id, offsets] : sh.offsets) {
+        for (const auto& [tp, om] : offsets) {
+          if (deleted.count(tp.first))
+            records.push_back(offset_commit_tombstone(group_id, tp.first, tp.second));
+        }
+      }
+      if (records.empty()) return;
+      (void)ctx.write(std::move(records));
+      for (auto& [group_id, offsets] : sh.offsets) {
+        std::erase_if(offsets, [&](const auto& kv) { return deleted.count(kv.first.first) > 0; });
+      }
+      std::erase_if(sh.offsets, [](const auto& kv) { return kv.second.empty(); });
+    });
+  }
+}
+
+}  // namespace tarn::coordinator

@@ -1,0 +1,149 @@
+// The group coordinator: every consumer group of this broker, classic (JoinGroup/SyncGroup) and
+// KIP-848 (ConsumerGroupHeartbeat), their committed offsets, and their persistence as records of
+// __consumer_offsets. Kafka 4.4's GroupCoordinatorService + GroupMetadataManager +
+// OffsetMetadataManager, without the replication runtime: one node owns every partition.
+//
+// Handlers call it with the decoded request (views into the request frame, valid for the call)
+// and the API version; it answers with an owned_message (safe to encode after it returns).
+// JoinGroup and SyncGroup answer through a callback, possibly much later (when the rebalance
+// completes); the callback runs on whatever thread completes it, never under the coordinator's
+// locks, and at most once.
+//
+// Sharding: a group lives in the shard of its __consumer_offsets partition (Kafka's
+// abs(groupId.hashCode()) % offsets.topic.num.partitions), each shard with its own mutex, so
+// groups of different partitions never wait on each other. A shard's records are appended to
+// its partition synchronously under the shard's lock (the commit point of a state change).
+//
+// Time is passed in (now_ms) and timers (session timeouts, rebalance deadlines, the initial
+// rebalance delay, offset expiry) fire from poll(now_ms), which the broker calls periodically:
+// the state machines run without a clock or threads in unit tests.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/classic_group.h"
+#include "coordinator/group_config.h"
+#include "coordinator/metadata_view.h"
+#include "coordinator/offsets_log.h"
+#include "coordinator/owned_message.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/consumer_group_describe_request.h"
+#include "protocol/messages/consumer_group_describe_response.h"
+#include "protocol/messages/consumer_group_heartbeat_request.h"
+#include "protocol/messages/consumer_group_heartbeat_response.h"
+#include "protocol/messages/delete_groups_request.h"
+#include "protocol/messages/delete_groups_response.h"
+#include "protocol/messages/describe_groups_request.h"
+#include "protocol/messages/describe_groups_response.h"
+#include "protocol/messages/heartbeat_request.h"
+#include "protocol/messages/heartbeat_response.h"
+#include "protocol/messages/join_group_request.h"
+#include "protocol/messages/join_group_response.h"
+#include "protocol/messages/leave_group_request.h"
+#include "protocol/messages/leave_group_response.h"
+#include "protocol/messages/list_groups_request.h"
+#include "protocol/messages/list_groups_response.h"
+#include "protocol/messages/offset_commit_request.h"
+#include "protocol/messages/offset_commit_response.h"
+#include "protocol/messages/offset_delete_request.h"
+#include "protocol/messages/offset_delete_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/sync_group_request.h"
+#include "protocol/messages/sync_group_response.h"
+
+namespace tarn::coordinator {
+
+// Who sent the request (JoinGroup records them; DescribeGroups reports them).
+struct client_info {
+  std::string client_id;
+  std::string client_host;  // "/ip" as Kafka reports it
+};
+
+// Kafka's Utils.abs(groupId.hashCode()) % partitions, with Java's String.hashCode over the
+// UTF-16 code units of the id.
+int32_t partition_for(std::string_view group_id, int32_t partitions);
+
+struct shard;
+
+class group_coordinator {
+ public:
+  group_coordinator(group_config config, offsets_log& log, const metadata_view& metadata);
+  ~group_coordinator();
+  group_coordinator(const group_coordinator&) = delete;
+  group_coordinator& operator=(const group_coordinator&) = delete;
+
+  const group_config& config() const { return config_; }
+
+  // Loads every partition of __consumer_offsets that exists (replaying its records); until a
+  // partition is loaded its groups answer COORDINATOR_LOAD_IN_PROGRESS. Blocking: the broker
+  // runs it once at start, on a thread of its own.
+  void load(int64_t now_ms);
+  bool loaded() const { return loaded_.load(std::memory_order_acquire); }
+
+  // FindCoordinator for a group id: creates __consumer_offsets on first use. NONE when this
+  // broker coordinates the group (always, once the topic exists), else the error to answer
+  // (COORDINATOR_NOT_AVAILABLE while the topic cannot be created).
+  protocol::error_code find_coordinator(std::string_view group_id);
+
+  // The classic protocol.
+  void join_group(const protocol::join_group_request& request, int16_t version,
+                  const client_info& client, int64_t now_ms, join_callback done);
+  void sync_group(const protocol::sync_group_request& request, int16_t version, int64_t now_ms,
+                  sync_callback done);
+  owned_message<protocol::heartbeat_response> heartbeat(const protocol::heartbeat_request& request,
+                                                        int16_t version, int64_t now_ms);
+  owned_message<protocol::leave_group_response> leave_group(
+      const protocol::leave_group_request& request, int16_t version, int64_t now_ms);
+
+  // Offsets.
+  owned_message<protocol::offset_commit_response> offset_commit(
+      const protocol::offset_commit_request& request, int16_t version, int64_t now_ms);
+  owned_message<protocol::offset_fetch_response> offset_fetch(
+      const protocol::offset_fetch_request& request, int16_t version, int64_t now_ms);
+  owned_message<protocol::offset_delete_response> offset_delete(
+      const protocol::offset_delete_request& request, int16_t version, int64_t now_ms);
+
+  // Group administration.
+  owned_message<protocol::describe_groups_response> describe_groups(
+      const protocol::describe_groups_request& request, int16_t version);
+  owned_message<protocol::list_groups_response> list_groups(
+      const protocol::list_groups_request& request, int16_t version);
+  owned_message<protocol::delete_groups_response> delete_groups(
+      const protocol::delete_groups_request& request, int16_t version, int64_t now_ms);
+
+  // The KIP-848 consumer group protocol.
+  owned_message<protocol::consumer_group_heartbeat_response> consumer_group_heartbeat(
+      const protocol::consumer_group_heartbeat_request& request, int16_t version,
+      const client_info& client, int64_t now_ms);
+  owned_message<protocol::consumer_group_describe_response> consumer_group_describe(
+      const protocol::consumer_group_describe_request& request, int16_t version);
+
+  // Fires the timers that are due: member session timeouts, join and sync deadlines, the
+  // initial rebalance delay, and (every offsets.retention.check.interval.ms) offset expiry.
+  void poll(int64_t now_ms);
+
+  // Topics were deleted: their committed offsets are deleted too (Kafka's onPartitionsDeleted).
+  void on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms);
+
+ private:
+  shard* shard_for(std::string_view group_id);
+
+  group_config config_;
+  offsets_log& log_;
+  const metadata_view& metadata_;
+  std::vector<std::unique_ptr<shard>> shards_;
+  std::atomic<bool> loaded_{false};
+  int64_t last_expiry_check_ms_ = 0;
+};
+
+}  // namespace tarn::coordinator

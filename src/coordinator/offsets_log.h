@@ -1,0 +1,54 @@
+// The seam between the group coordinator and the partitions of __consumer_offsets. The broker
+// implements it over its logs (the same offset assignment and append as Produce); unit tests
+// implement it in memory. The coordinator builds whole record batches itself (record/), so the
+// log only assigns offsets, appends and replays.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/strong_types.h"
+#include "protocol/error_codes.h"
+
+namespace tarn::coordinator {
+
+inline constexpr std::string_view offsets_topic_name = "__consumer_offsets";
+
+// One record of __consumer_offsets as the replay sees it: its key and its value (nullopt for a
+// tombstone), both borrowed for the duration of the callback.
+struct offsets_record {
+  offset_t offset = -1;
+  std::span<const uint8_t> key;
+  std::optional<std::span<const uint8_t>> value;
+};
+
+class offsets_log {
+ public:
+  virtual ~offsets_log() = default;
+
+  // Creates __consumer_offsets (offsets.topic.num.partitions, cleanup.policy=compact,
+  // segment.bytes=offsets.topic.segment.bytes) if it does not exist. The number of partitions
+  // the topic has, or an error code (what FindCoordinator answers while it cannot be created).
+  virtual result<int32_t, protocol::error_code> ensure_topic() = 0;
+  // The partition count if the topic exists.
+  virtual std::optional<int32_t> partitions() const = 0;
+
+  // Appends one v2 batch (built with base offset 0) to `partition`: the log assigns the offsets
+  // from its end and appends, as the produce path does. Returns the last offset written, or the
+  // Kafka error of the produce path (e.g. KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE,
+  // UNKNOWN_TOPIC_OR_PARTITION).
+  virtual result<offset_t, protocol::error_code> append(int32_t partition,
+                                                        std::vector<uint8_t> batch) = 0;
+
+  // Calls `fn` for every record of `partition` from its log start to its end, in offset order
+  // (control batches skipped). An error stops the replay.
+  virtual result<void, std::string> replay(
+      int32_t partition, const std::function<void(const offsets_record&)>& fn) = 0;
+};
+
+}  // namespace tarn::coordinator
