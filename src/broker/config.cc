@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <thread>
@@ -61,6 +62,56 @@ validator gzip_level() {
     int64_t x = std::get<int64_t>(v);
     if (x == -1 || (x >= 1 && x <= 9)) return std::nullopt;
     return std::string("Value must be in [1, 9] or -1");
+  };
+}
+
+std::string lower_case(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// ConfigDef.CaseInsensitiveValidString: `allowed` in lower case.
+validator one_of_ignoring_case(std::vector<std::string> allowed) {
+  return [allowed](const config_value& v) -> std::optional<std::string> {
+    const std::string s = lower_case(std::get<std::string>(v));
+    if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return std::nullopt;
+    return fmt::format("String must be one of (case insensitive): {}", fmt::join(allowed, ", "));
+  };
+}
+
+// The server-side assignors of KIP-848 groups, by the names Kafka accepts for its built-in ones:
+// the short name or the class name. Kafka would also load any other class name; tarn has no
+// plugins, so another name is an error, as Kafka's for a class it cannot find.
+std::optional<std::string> builtin_assignor(std::string_view name) {
+  if (name == "uniform" || name == "org.apache.kafka.coordinator.group.assignor.UniformAssignor") {
+    return "uniform";
+  }
+  if (name == "range" || name == "org.apache.kafka.coordinator.group.assignor.RangeAssignor") {
+    return "range";
+  }
+  return std::nullopt;
+}
+
+// ConfigDef.ValidList.anyNonDuplicateValues(false, false) (at least one, no duplicates, none
+// empty), then every entry a built-in assignor.
+validator assignor_list() {
+  return [](const config_value& v) -> std::optional<std::string> {
+    const auto& names = std::get<std::vector<std::string>>(v);
+    if (names.empty()) return std::string("Configuration must not be empty");
+    std::vector<std::string> seen;
+    for (const auto& n : names) {
+      if (n.empty()) return std::string("Configuration must not contain empty values");
+      if (std::find(seen.begin(), seen.end(), n) != seen.end()) {
+        return std::string("Configuration values must not be duplicated");
+      }
+      seen.push_back(n);
+      if (!builtin_assignor(n)) {
+        return fmt::format("Class {} cannot be found (tarn's assignors are uniform and range)", n);
+      }
+    }
+    return std::nullopt;
   };
 }
 
@@ -150,14 +201,36 @@ const std::vector<config_key>& config_keys() {
       // Internal topics and coordinators of a Kafka cluster: replication settings that have no
       // meaning on a single node.
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
-      {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1), false},
       {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
       {"transaction.state.log.num.partitions", config_type::int32, "50", at_least(1), false},
       {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
        false},
       {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
-      {"group.initial.rebalance.delay.ms", config_type::int32, "3000", nullptr, false},
+      // The group coordinator (Kafka 4.4's GroupCoordinatorConfig; coordinator/group_config.h).
+      // Classic groups.
+      {"group.min.session.timeout.ms", config_type::int32, "6000", nullptr},
+      {"group.max.session.timeout.ms", config_type::int32, "1800000", nullptr},
+      {"group.initial.rebalance.delay.ms", config_type::int32, "3000", nullptr},
+      {"group.max.size", config_type::int32, "2147483647", at_least(1)},
+      // KIP-848 consumer groups.
+      {"group.consumer.session.timeout.ms", config_type::int32, "45000", at_least(1)},
+      {"group.consumer.min.session.timeout.ms", config_type::int32, "45000", at_least(1)},
+      {"group.consumer.max.session.timeout.ms", config_type::int32, "60000", at_least(1)},
+      {"group.consumer.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
+      {"group.consumer.min.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
+      {"group.consumer.max.heartbeat.interval.ms", config_type::int32, "15000", at_least(1)},
+      {"group.consumer.max.size", config_type::int32, "2147483647", at_least(1)},
+      {"group.consumer.assignors", config_type::list, "uniform,range", assignor_list()},
+      {"group.consumer.migration.policy", config_type::string, "bidirectional",
+       one_of_ignoring_case({"disabled", "downgrade", "upgrade", "bidirectional"})},
+      // Committed offsets and __consumer_offsets.
+      {"offset.metadata.max.bytes", config_type::int32, "4096", nullptr},
+      {"offsets.retention.minutes", config_type::int32, "10080", at_least(1)},
+      {"offsets.retention.check.interval.ms", config_type::int64, "600000", at_least(1)},
+      {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1)},
+      {"offsets.topic.segment.bytes", config_type::int32, "104857600", at_least(1)},
+      {"offsets.commit.timeout.ms", config_type::int32, "5000", at_least(1)},
   };
   return keys;
 }
@@ -290,6 +363,71 @@ result<std::map<std::string, std::string>, std::string> parse_protocol_map(
     out[entry.substr(0, colon)] = entry.substr(colon + 1);
   }
   return out;
+}
+
+// The group coordinator's keys into coordinator::group_config, with the checks Kafka's
+// GroupCoordinatorConfig constructor makes across them (its messages; Kafka refuses to start).
+result<void, std::string> finish_group_config(broker_config& c) {
+  auto i32 = [&](const char* k) { return static_cast<int32_t>(as_int(c, k)); };
+  coordinator::group_config& g = c.group;
+  g.group_min_session_timeout_ms = i32("group.min.session.timeout.ms");
+  g.group_max_session_timeout_ms = i32("group.max.session.timeout.ms");
+  g.group_initial_rebalance_delay_ms = i32("group.initial.rebalance.delay.ms");
+  g.group_max_size = i32("group.max.size");
+  g.group_consumer_session_timeout_ms = i32("group.consumer.session.timeout.ms");
+  g.group_consumer_min_session_timeout_ms = i32("group.consumer.min.session.timeout.ms");
+  g.group_consumer_max_session_timeout_ms = i32("group.consumer.max.session.timeout.ms");
+  g.group_consumer_heartbeat_interval_ms = i32("group.consumer.heartbeat.interval.ms");
+  g.group_consumer_min_heartbeat_interval_ms = i32("group.consumer.min.heartbeat.interval.ms");
+  g.group_consumer_max_heartbeat_interval_ms = i32("group.consumer.max.heartbeat.interval.ms");
+  g.group_consumer_max_size = i32("group.consumer.max.size");
+  g.group_consumer_assignors.clear();
+  for (const auto& name :
+       std::get<std::vector<std::string>>(c.values.at("group.consumer.assignors"))) {
+    g.group_consumer_assignors.push_back(*builtin_assignor(name));  // the validator checked it
+  }
+  g.group_consumer_migration_policy =
+      lower_case(std::get<std::string>(c.values.at("group.consumer.migration.policy")));
+  g.offset_metadata_max_bytes = i32("offset.metadata.max.bytes");
+  g.offsets_retention_minutes = as_int(c, "offsets.retention.minutes");
+  g.offsets_retention_check_interval_ms = as_int(c, "offsets.retention.check.interval.ms");
+  g.offsets_topic_num_partitions = i32("offsets.topic.num.partitions");
+  g.offsets_topic_segment_bytes = i32("offsets.topic.segment.bytes");
+  g.offsets_commit_timeout_ms = i32("offsets.commit.timeout.ms");
+
+  struct bound {
+    int32_t value;
+    const char* key;
+  };
+  auto at_least_other = [](bound a, bound b) -> result<void, std::string> {
+    if (a.value >= b.value) return {};
+    return fail(fmt::format("{} must be greater than or equal to {}", a.key, b.key));
+  };
+  auto at_most_other = [](bound a, bound b) -> result<void, std::string> {
+    if (a.value <= b.value) return {};
+    return fail(fmt::format("{} must be less than or equal to {}", a.key, b.key));
+  };
+  const bound heartbeat{g.group_consumer_heartbeat_interval_ms,
+                        "group.consumer.heartbeat.interval.ms"};
+  const bound min_heartbeat{g.group_consumer_min_heartbeat_interval_ms,
+                            "group.consumer.min.heartbeat.interval.ms"};
+  const bound max_heartbeat{g.group_consumer_max_heartbeat_interval_ms,
+                            "group.consumer.max.heartbeat.interval.ms"};
+  const bound session{g.group_consumer_session_timeout_ms, "group.consumer.session.timeout.ms"};
+  const bound min_session{g.group_consumer_min_session_timeout_ms,
+                          "group.consumer.min.session.timeout.ms"};
+  const bound max_session{g.group_consumer_max_session_timeout_ms,
+                          "group.consumer.max.session.timeout.ms"};
+  for (auto r :
+       {at_least_other(max_heartbeat, min_heartbeat), at_least_other(heartbeat, min_heartbeat),
+        at_most_other(heartbeat, max_heartbeat), at_least_other(max_session, min_session),
+        at_least_other(session, min_session), at_most_other(session, max_session)}) {
+    if (!r) return r;
+  }
+  if (heartbeat.value >= session.value) {
+    return fail(fmt::format("{} must be less than {}", heartbeat.key, session.key));
+  }
+  return {};
 }
 
 // The derived fields and the checks that span several keys.
@@ -443,7 +581,7 @@ result<void, std::string> finish(broker_config& c) {
   }
   c.log_cleanup_policy = list("log.cleanup.policy");
   c.log_preallocate = std::get<bool>(c.values.at("log.preallocate"));
-  return {};
+  return finish_group_config(c);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "broker/properties.h"
+#include "coordinator/group_config.h"
 
 namespace tarn::broker {
 
@@ -86,6 +87,10 @@ struct broker_config {
   int64_t log_flush_scheduler_interval_ms = INT64_MAX;  // how often flush.ms is checked
   std::vector<std::string> log_cleanup_policy = {"delete"};
   bool log_preallocate = false;
+
+  // The group coordinator: group.*, offset.metadata.max.bytes, offsets.* (the replication
+  // factor aside).
+  coordinator::group_config group;
 
   // Every key tarn knows, with its effective value (default or set) and whether it was set
   // explicitly. DescribeConfigs and the topic-config defaults read this.

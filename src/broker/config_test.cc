@@ -226,6 +226,120 @@ TEST(broker_config, flush_scheduler_interval_is_kept) {
   EXPECT_EQ(c.log_flush_scheduler_interval_ms, INT64_MAX);
 }
 
+TEST(broker_config, group_coordinator_keys_default_to_kafkas) {
+  const coordinator::group_config g = make_ok({}).group;
+  const coordinator::group_config kafka;  // the header's defaults are Kafka 4.4's
+  EXPECT_EQ(g.group_min_session_timeout_ms, 6000);
+  EXPECT_EQ(g.group_max_session_timeout_ms, 1800000);
+  EXPECT_EQ(g.group_initial_rebalance_delay_ms, 3000);
+  EXPECT_EQ(g.group_max_size, INT32_MAX);
+  EXPECT_EQ(g.group_consumer_session_timeout_ms, 45000);
+  EXPECT_EQ(g.group_consumer_min_session_timeout_ms, 45000);
+  EXPECT_EQ(g.group_consumer_max_session_timeout_ms, 60000);
+  EXPECT_EQ(g.group_consumer_heartbeat_interval_ms, 5000);
+  EXPECT_EQ(g.group_consumer_min_heartbeat_interval_ms, 5000);
+  EXPECT_EQ(g.group_consumer_max_heartbeat_interval_ms, 15000);
+  EXPECT_EQ(g.group_consumer_max_size, INT32_MAX);
+  EXPECT_EQ(g.group_consumer_assignors, (std::vector<std::string>{"uniform", "range"}));
+  EXPECT_EQ(g.group_consumer_migration_policy, "bidirectional");
+  EXPECT_EQ(g.offset_metadata_max_bytes, 4096);
+  EXPECT_EQ(g.offsets_retention_minutes, 10080);
+  EXPECT_EQ(g.offsets_retention_check_interval_ms, 600000);
+  EXPECT_EQ(g.offsets_topic_num_partitions, 50);
+  EXPECT_EQ(g.offsets_topic_segment_bytes, 104857600);
+  EXPECT_EQ(g.offsets_commit_timeout_ms, 5000);
+  EXPECT_EQ(g.group_consumer_assignors, kafka.group_consumer_assignors);
+  EXPECT_EQ(g.offsets_topic_num_partitions, kafka.offsets_topic_num_partitions);
+}
+
+TEST(broker_config, group_coordinator_keys_are_parsed_and_used) {
+  broker_config c = make_ok({{"group.initial.rebalance.delay.ms", "0"},
+                             {"group.min.session.timeout.ms", "10"},
+                             {"group.max.size", "7"},
+                             {"group.consumer.session.timeout.ms", "50000"},
+                             {"group.consumer.assignors", "range"},
+                             {"group.consumer.migration.policy", "UpGrade"},
+                             {"offsets.topic.num.partitions", "3"},
+                             {"offsets.retention.minutes", "1"},
+                             {"offsets.retention.check.interval.ms", "1000"},
+                             {"offset.metadata.max.bytes", "10"},
+                             {"offsets.topic.segment.bytes", "2097152"},
+                             {"offsets.commit.timeout.ms", "100"}});
+  EXPECT_EQ(c.group.group_initial_rebalance_delay_ms, 0);
+  EXPECT_EQ(c.group.group_min_session_timeout_ms, 10);
+  EXPECT_EQ(c.group.group_max_size, 7);
+  EXPECT_EQ(c.group.group_consumer_session_timeout_ms, 50000);
+  EXPECT_EQ(c.group.group_consumer_assignors, std::vector<std::string>{"range"});
+  EXPECT_EQ(c.group.group_consumer_migration_policy, "upgrade");
+  EXPECT_EQ(c.group.offsets_topic_num_partitions, 3);
+  EXPECT_EQ(c.group.offsets_retention_minutes, 1);
+  EXPECT_EQ(c.group.offsets_retention_check_interval_ms, 1000);
+  EXPECT_EQ(c.group.offset_metadata_max_bytes, 10);
+  EXPECT_EQ(c.group.offsets_topic_segment_bytes, 2097152);
+  EXPECT_EQ(c.group.offsets_commit_timeout_ms, 100);
+  // They take effect now: not logged as ignored.
+  EXPECT_TRUE(c.ignored_keys.empty());
+  // Kafka's class names of its built-in assignors name the same assignors.
+  c = make_ok({{"group.consumer.assignors",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor, uniform"}});
+  EXPECT_EQ(c.group.group_consumer_assignors, (std::vector<std::string>{"range", "uniform"}));
+}
+
+TEST(broker_config, group_coordinator_keys_are_validated_as_kafka_does) {
+  auto has = [](const std::string& e, const std::string& part) {
+    return e.find(part) != std::string::npos;
+  };
+  std::string e = make_error({{"offsets.topic.num.partitions", "0"}});
+  EXPECT_TRUE(has(e,
+                  "Invalid value 0 for configuration offsets.topic.num.partitions: Value must "
+                  "be at least 1"))
+      << e;
+  e = make_error({{"group.max.size", "0"}});
+  EXPECT_TRUE(has(e, "group.max.size")) << e;
+  e = make_error({{"offsets.retention.check.interval.ms", "0"}});
+  EXPECT_TRUE(has(e, "offsets.retention.check.interval.ms")) << e;
+  e = make_error({{"offsets.commit.timeout.ms", "x"}});
+  EXPECT_TRUE(has(e, "Not a number of type INT")) << e;
+  // Unchecked in Kafka too: any INT.
+  EXPECT_EQ(make_ok({{"group.min.session.timeout.ms", "-5"}}).group.group_min_session_timeout_ms,
+            -5);
+  e = make_error({{"group.consumer.migration.policy", "sideways"}});
+  EXPECT_TRUE(has(e, "group.consumer.migration.policy")) << e;
+  e = make_error({{"group.consumer.assignors", ""}});
+  EXPECT_TRUE(has(e, "must not be empty")) << e;
+  e = make_error({{"group.consumer.assignors", "range,range"}});
+  EXPECT_TRUE(has(e, "must not be duplicated")) << e;
+  e = make_error({{"group.consumer.assignors", "com.example.MyAssignor"}});
+  EXPECT_TRUE(has(e, "Class com.example.MyAssignor cannot be found")) << e;
+  // GroupCoordinatorConfig's checks across keys.
+  e = make_error({{"group.consumer.min.heartbeat.interval.ms", "20000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.max.heartbeat.interval.ms must be greater than or equal to "
+                  "group.consumer.min.heartbeat.interval.ms"))
+      << e;
+  e = make_error({{"group.consumer.heartbeat.interval.ms", "16000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.heartbeat.interval.ms must be less than or equal to "
+                  "group.consumer.max.heartbeat.interval.ms"))
+      << e;
+  e = make_error({{"group.consumer.session.timeout.ms", "70000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.session.timeout.ms must be less than or equal to "
+                  "group.consumer.max.session.timeout.ms"))
+      << e;
+  e = make_error({{"group.consumer.session.timeout.ms", "10000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.session.timeout.ms must be greater than or equal to "
+                  "group.consumer.min.session.timeout.ms"))
+      << e;
+  e = make_error({{"group.consumer.min.session.timeout.ms", "5000"},
+                  {"group.consumer.session.timeout.ms", "5000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.heartbeat.interval.ms must be less than "
+                  "group.consumer.session.timeout.ms"))
+      << e;
+}
+
 TEST(parse_override, key_value) {
   auto r = parse_override("log.dirs=/a=b");
   ASSERT_TRUE(r.has_value());
