@@ -1,0 +1,265 @@
+// __consumer_offsets over the topic manager's logs, and the topic map as the coordinator sees it
+// (see offsets_topic.h).
+#include "broker/offsets_topic.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+
+#include "broker/topic_handler_util.h"
+#include "record/record_batch.h"
+#include "storage/log_validator.h"
+#include "storage/producer_state.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+// Every partition written through this broker has this leader epoch (Metadata reports it).
+constexpr leader_epoch_t leader_epoch = 0;
+
+// At most one line a second, as produce_handler.cc logs storage failures: a coordinator retrying
+// against a full disk must not flood the log.
+void log_rate_limited(std::string_view what, std::string_view detail) {
+  static std::atomic<int64_t> last_logged_ms{0};
+  static std::atomic<int64_t> suppressed{0};
+  const int64_t now = wall_clock_ms();
+  int64_t last = last_logged_ms.load(std::memory_order_relaxed);
+  if (now - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now)) {
+    suppressed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  spdlog::error("{}: {} ({} more since)", what, detail, suppressed.exchange(0));
+}
+
+// The produce path's wire errors (produce_handler.cc's to_failure).
+error_code append_error(const storage::validation_error& e) {
+  switch (e.code) {
+    case storage::validation_errc::invalid_record:
+      return error_code::invalid_record;
+    case storage::validation_errc::record_too_large:
+      return error_code::message_too_large;
+    case storage::validation_errc::corrupt_record:
+      return error_code::corrupt_message;
+    case storage::validation_errc::invalid_timestamp:
+      return error_code::invalid_timestamp;
+  }
+  return error_code::invalid_record;
+}
+
+error_code append_error(const storage::producer_error& e) {
+  return e.code == storage::producer_errc::out_of_order_sequence
+             ? error_code::out_of_order_sequence_number
+             : error_code::invalid_producer_epoch;
+}
+
+error_code append_error(const storage::storage_error& e) {
+  switch (e.code) {
+    case storage::storage_errc::record_too_large:
+      return error_code::record_list_too_large;
+    case storage::storage_errc::not_found:
+      return error_code::unknown_topic_or_partition;
+    default:
+      return error_code::kafka_storage_error;
+  }
+}
+
+coordinator::topic_description describe(const storage::topic_info& t) {
+  return {t.name, to_wire(t.topic_id).bytes, t.partitions};
+}
+
+}  // namespace
+
+bool is_internal_topic(std::string_view name) { return name == coordinator::offsets_topic_name; }
+
+storage::config_map offsets_topic_overrides(const coordinator::group_config& config) {
+  return {{"cleanup.policy", "compact"},
+          {"compression.type", "producer"},
+          {"segment.bytes", std::to_string(config.offsets_topic_segment_bytes)}};
+}
+
+result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
+    storage::log_manager& logs, const coordinator::group_config& config, int64_t now_ms) {
+  auto created =
+      logs.create_topic(coordinator::offsets_topic_name, config.offsets_topic_num_partitions,
+                        offsets_topic_overrides(config), now_ms);
+  if (created) {
+    spdlog::info("created {} with {} partition(s)", coordinator::offsets_topic_name,
+                 config.offsets_topic_num_partitions);
+  }
+  return created;
+}
+
+result<int32_t, error_code> offsets_topic::ensure_topic() {
+  auto guard = topics_.lock();
+  storage::log_manager& logs = topics_.logs();
+  if (const storage::topic_info* t = logs.find_topic(coordinator::offsets_topic_name)) {
+    return t->partitions;
+  }
+  auto created = create_offsets_topic(logs, config_, wall_clock_ms());
+  if (!created) {
+    // Kafka answers FindCoordinator COORDINATOR_NOT_AVAILABLE while its internal topic cannot be
+    // created (a retriable error: the client keeps asking).
+    log_rate_limited(fmt::format("cannot create {}", coordinator::offsets_topic_name),
+                     created.error().message);
+    return fail(error_code::coordinator_not_available);
+  }
+  return (*created)->partitions;
+}
+
+std::optional<int32_t> offsets_topic::partitions() const {
+  auto guard = topics_.lock();
+  if (const storage::topic_info* t = topics_.logs().find_topic(coordinator::offsets_topic_name)) {
+    return t->partitions;
+  }
+  return std::nullopt;
+}
+
+result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vector<uint8_t> batch) {
+  const std::string topic(coordinator::offsets_topic_name);
+  storage::log_config config;
+  {
+    auto guard = topics_.lock();
+    const storage::topic_info* t = topics_.logs().find_topic(topic);
+    if (t == nullptr || partition < 0 || partition >= t->partitions) {
+      return fail(error_code::unknown_topic_or_partition);
+    }
+    config = t->config;
+  }
+  // Exactly one batch: validate_batch reads the first 12 + batchLength bytes as the batch.
+  record::batch_reader reader(batch);
+  record::record_batch_view view;
+  if (!reader.next(view) || reader.position() != batch.size()) {
+    return fail(error_code::corrupt_message);
+  }
+  const int64_t now = wall_clock_ms();
+  const std::string tp = fmt::format("{}-{}", topic, partition);
+  auto validated = storage::validate_batch(batch, {tp, &config, now});
+  if (!validated) return fail(append_error(validated.error()));
+  storage::validated_batch& vb = *validated;
+
+  auto guard = topics_.lock();
+  storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
+  if (log == nullptr) return fail(error_code::unknown_topic_or_partition);  // deleted since
+  const offset_t first = log->log_end_offset();
+  const offset_t last = storage::assign_offsets(vb, first, leader_epoch);
+  const bool idempotent = vb.producer_id != record::no_producer_id;
+  storage::producer_append pa;
+  if (idempotent) {
+    record::record_batch_view v(vb.bytes);
+    pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, v.last_sequence()};
+    auto check = log->producers().check(pa, first);
+    if (!check) return fail(append_error(check.error()));
+    if (*check) return (*check)->last_offset;  // a retry: already written
+  }
+  if (auto a = log->append(vb.bytes, now); !a) {
+    if (a.error().code == storage::storage_errc::io_error) {
+      log_rate_limited(fmt::format("append to {} failed", tp), a.error().message);
+    }
+    return fail(append_error(a.error()));
+  }
+  if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+  return last;
+}
+
+result<void, std::string> offsets_topic::replay(
+    int32_t partition, const std::function<void(const coordinator::offsets_record&)>& fn) {
+  const std::string topic(coordinator::offsets_topic_name);
+  offset_t next = 0;
+  offset_t end = 0;
+  size_t max_uncompressed = 0;
+  {
+    auto guard = topics_.lock();
+    const storage::topic_info* t = topics_.logs().find_topic(topic);
+    const storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
+    if (t == nullptr || log == nullptr) {
+      return fail(fmt::format("{}-{} does not exist", topic, partition));
+    }
+    next = log->log_start_offset();
+    end = log->log_end_offset();
+    max_uncompressed = static_cast<size_t>(t->config.max_decompressed_message_bytes);
+  }
+  std::vector<uint8_t> buffer;
+  while (next < end) {
+    std::optional<storage::file_slice> slice;
+    {
+      auto guard = topics_.lock();
+      const storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
+      if (log == nullptr) return fail(fmt::format("{}-{} was deleted", topic, partition));
+      auto read = log->read(next, load_buffer_bytes_, true);
+      if (!read) return fail(read.error().message);
+      slice = std::move(read->slice);
+    }
+    if (!slice || slice->length <= 0) {
+      return fail(fmt::format("{}-{}: nothing to read at offset {} below the end {}", topic,
+                              partition, next, end));
+    }
+    // The bytes of a slice are immutable once appended, so they are read without the lock.
+    buffer.resize(static_cast<size_t>(slice->length));
+    if (auto r = storage::read_slice(*slice, buffer); !r) return fail(r.error().message);
+
+    record::batch_reader batches(buffer);
+    record::record_batch_view batch;
+    const offset_t chunk_start = next;
+    while (batches.next(batch)) {
+      if (auto h = record::validate_batch_header(batch, record::offset_rule::stored); !h) {
+        return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,
+                                batch.base_offset(), h.error().message));
+      }
+      next = batch.next_offset();
+      if (batch.is_control()) continue;
+      auto records = record::batch_records::open(batch, max_uncompressed);
+      if (!records) {
+        return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,
+                                batch.base_offset(), records.error().message));
+      }
+      record::record_reader reader = records->reader();
+      record::record_view r;
+      while (reader.next(r)) {
+        const offset_t offset = record::wrapping_add(batch.base_offset(), r.offset_delta);
+        if (!r.key) {
+          return fail(
+              fmt::format("{}-{}: the record at offset {} has no key", topic, partition, offset));
+        }
+        fn(coordinator::offsets_record{offset, *r.key, r.value});
+      }
+      if (reader.error()) {
+        return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,
+                                batch.base_offset(), record::describe(*reader.error())));
+      }
+    }
+    if (next <= chunk_start) {
+      return fail(fmt::format("{}-{}: no whole batch at offset {}", topic, partition, chunk_start));
+    }
+  }
+  return {};
+}
+
+std::optional<coordinator::topic_description> topic_metadata_view::topic(
+    std::string_view name) const {
+  auto guard = topics_.lock();
+  if (const storage::topic_info* t = topics_.logs().find_topic(name)) return describe(*t);
+  return std::nullopt;
+}
+
+std::optional<coordinator::topic_description> topic_metadata_view::topic_by_id(
+    const coordinator::topic_uuid& id) const {
+  const storage::uuid wanted = from_wire(protocol::uuid{id});
+  auto guard = topics_.lock();
+  for (const storage::topic_info* t : topics_.logs().topics()) {
+    if (t->topic_id == wanted) return describe(*t);
+  }
+  return std::nullopt;
+}
+
+std::vector<coordinator::topic_description> topic_metadata_view::topics() const {
+  std::vector<coordinator::topic_description> out;
+  auto guard = topics_.lock();
+  for (const storage::topic_info* t : topics_.logs().topics()) out.push_back(describe(*t));
+  return out;
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,85 @@
+// The broker's side of the group coordinator's two seams: __consumer_offsets over the topic
+// manager's logs (coordinator::offsets_log) and the topic map (coordinator::metadata_view).
+//
+// Locking: every call takes topic_manager's mutex for the log or topic-map access only, never
+// while it calls back into the coordinator (replay() reads a chunk under the lock, then hands
+// its records to `fn` without it). The coordinator calls in with its shard locks held, so the
+// order is always shard -> topics; a broker path holding topics.lock() must therefore never call
+// the coordinator (DeleteTopics calls on_topics_deleted after releasing it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "broker/topic_manager.h"
+#include "coordinator/group_config.h"
+#include "coordinator/metadata_view.h"
+#include "coordinator/offsets_log.h"
+#include "storage/log_config.h"
+#include "storage/log_manager.h"
+
+namespace tarn::broker {
+
+// Kafka's internal topics (Topic.isInternal): what Metadata reports with IsInternal.
+bool is_internal_topic(std::string_view name);
+
+// The topic configs Kafka gives __consumer_offsets (GroupCoordinatorService's
+// groupMetadataTopicConfigs): cleanup.policy=compact, compression.type=producer,
+// segment.bytes=offsets.topic.segment.bytes.
+storage::config_map offsets_topic_overrides(const coordinator::group_config& config);
+
+// Creates __consumer_offsets with offsets.topic.num.partitions partitions and those overrides.
+// The caller holds topics.lock() (Metadata's auto-creation of the topic uses this too, as Kafka's
+// AutoTopicCreationManager creates internal topics with their own configs).
+result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
+    storage::log_manager& logs, const coordinator::group_config& config, int64_t now_ms);
+
+class offsets_topic final : public coordinator::offsets_log {
+ public:
+  // Kafka's offsets.load.buffer.size default: how much of a partition one replay read takes.
+  static constexpr int32_t default_load_buffer_bytes = 5 * 1024 * 1024;
+
+  offsets_topic(topic_manager& topics, const coordinator::group_config& config,
+                int32_t load_buffer_bytes = default_load_buffer_bytes)
+      : topics_(topics), config_(config), load_buffer_bytes_(load_buffer_bytes) {}
+
+  result<int32_t, protocol::error_code> ensure_topic() override;
+  std::optional<int32_t> partitions() const override;
+  // Produce's step 6 (produce_handler.cc): storage's validation of the batch (base offset 0,
+  // max.message.bytes, CRC, keys on a compacted topic), then under the lock offsets from the log
+  // end offset, leader epoch 0, the idempotence check if the batch has a producer id, one
+  // append. The log's append listener wakes fetches waiting on the partition.
+  result<offset_t, protocol::error_code> append(int32_t partition,
+                                                std::vector<uint8_t> batch) override;
+  // Reads the partition from its log start to the log end offset it has when the replay starts,
+  // in chunks of load_buffer_bytes (at least one batch each), with
+  // storage's reader; compressed batches are decompressed (record/). A record without a key is
+  // an error (a compacted topic's records all have keys).
+  result<void, std::string> replay(
+      int32_t partition,
+      const std::function<void(const coordinator::offsets_record&)>& fn) override;
+
+ private:
+  topic_manager& topics_;
+  coordinator::group_config config_;
+  int32_t load_buffer_bytes_;
+};
+
+// Topic ids are storage's uuid in the topic map and 16 bytes for the coordinator (the wire's
+// order, as topic_handler_util.h converts them for the handlers).
+class topic_metadata_view final : public coordinator::metadata_view {
+ public:
+  explicit topic_metadata_view(topic_manager& topics) : topics_(topics) {}
+
+  std::optional<coordinator::topic_description> topic(std::string_view name) const override;
+  std::optional<coordinator::topic_description> topic_by_id(
+      const coordinator::topic_uuid& id) const override;
+  std::vector<coordinator::topic_description> topics() const override;
+
+ private:
+  topic_manager& topics_;
+};
+
+}  // namespace tarn::broker
