@@ -1,0 +1,1493 @@
+// A KIP-848 consumer group (consumer_group.h): the heartbeat, reconciliation, timers, records.
+#include "coordinator/consumer_group.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <random>
+#include <regex>
+#include <utility>
+
+#include "coordinator/group_coordinator.h"
+#include "protocol/records.h"
+
+namespace tarn::coordinator {
+
+using protocol::error_code;
+using heartbeat_request = protocol::consumer_group_heartbeat_request;
+using heartbeat_response = protocol::consumer_group_heartbeat_response;
+using owned_topic_partitions = std::vector<heartbeat_request::topic_partitions_data>;
+using regex_map = std::map<std::string, resolved_regex, std::less<>>;
+
+namespace {
+
+constexpr int32_t leave_group_member_epoch = -1;
+constexpr int32_t leave_group_static_member_epoch = -2;
+// ConsumerGroupHeartbeat v1 (KIP-1082): the consumer generates its member id.
+constexpr int16_t consumer_generated_member_id_required_version = 1;
+// Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: regexes are re-resolved at most this often.
+constexpr int64_t regex_refresh_min_interval_ms = 10000;
+// group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3+; default 1000): a new target
+// assignment is computed at most this often; in between, members reconcile to the last one.
+// TODO(config): read it from group_config once it carries the key.
+constexpr int32_t consumer_assignment_interval_ms = 1000;
+
+constexpr int16_t type_group_metadata = 3;
+constexpr int16_t type_partition_metadata = 4;
+constexpr int16_t type_member_metadata = 5;
+constexpr int16_t type_target_assignment_metadata = 6;
+constexpr int16_t type_target_assignment_member = 7;
+constexpr int16_t type_current_assignment = 8;
+constexpr int16_t type_regular_expression = 16;
+
+protocol::uuid to_wire(const topic_uuid& id) { return protocol::uuid{id}; }
+topic_uuid from_wire(const protocol::uuid& id) { return id.bytes; }
+
+std::optional<std::string> owned_copy(const std::optional<std::string_view>& s) {
+  if (!s) return std::nullopt;
+  return std::string(*s);
+}
+std::optional<std::string_view> to_view(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  return std::string_view(*s);
+}
+
+// Java's value.trim().isEmpty(): trim drops every char up to ' ' at both ends.
+bool blank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) <= ' '; });
+}
+
+// Kafka's Uuid.randomUuid().toString(): 16 random bytes in unpadded URL-safe base64.
+std::string random_member_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::array<uint8_t, 16> b{};
+  for (size_t i = 0; i < b.size(); i += 8) {
+    const uint64_t r = rng();
+    for (size_t j = 0; j < 8; ++j) b[i + j] = static_cast<uint8_t>(r >> (8 * j));
+  }
+  static constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t byte : b) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(alphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 0x3f]);
+  return out;
+}
+
+// Kafka's CoordinatorOperationExceptionHelper: what a heartbeat answers when its records could
+// not be appended.
+error_code write_error_to_response(error_code e) {
+  switch (e) {
+    case error_code::network_exception:
+      return error_code::coordinator_load_in_progress;
+    case error_code::unknown_topic_or_partition:
+    case error_code::not_enough_replicas:
+    case error_code::request_timed_out:
+      return error_code::coordinator_not_available;
+    case error_code::not_leader_or_follower:
+    case error_code::kafka_storage_error:
+      return error_code::not_coordinator;
+    case error_code::message_too_large:
+    case error_code::record_list_too_large:
+    case error_code::invalid_fetch_size:
+      return error_code::unknown_server_error;
+    default:
+      return e;
+  }
+}
+
+// Compiles a subscription regex. Kafka uses RE2 (re2j) and a full match of the topic name;
+// tarn uses std::regex's ECMAScript grammar with std::regex_match. They agree on the syntax
+// consumers use (literals, ., *, +, ?, classes, groups, alternation, anchors). They differ on:
+// lookahead and backreferences, which ECMAScript accepts and RE2 rejects (Kafka answers
+// INVALID_REGULAR_EXPRESSION; tarn matches); RE2's (?i) flags, \pN classes and (?P<name>)
+// groups, which ECMAScript rejects; and time: RE2 matches in linear time, std::regex
+// backtracks (topic names are at most 249 characters, which bounds it).
+std::optional<std::regex> compile_regex(const std::string& pattern, std::string* error) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    if (error) *error = e.what();
+    return std::nullopt;
+  }
+}
+
+resolved_regex resolve(const std::string& pattern, const metadata_view& metadata, int64_t now_ms) {
+  resolved_regex out;
+  out.timestamp_ms = now_ms;
+  auto re = compile_regex(pattern, nullptr);
+  if (!re) return out;  // Kafka logs and ignores a regex that stopped compiling
+  for (const auto& t : metadata.topics()) {
+    if (std::regex_match(t.name, *re)) out.topics.insert(t.name);
+  }
+  return out;
+}
+
+// The names a member subscribes to: its topic names and its regex's topics once resolved.
+template <class F>
+void for_each_subscribed_name(const consumer_group_member& m, const regex_map& regexes, F&& f) {
+  for (const auto& n : m.subscribed_topic_names) f(n);
+  if (m.subscribed_topic_regex.empty()) return;
+  auto it = regexes.find(m.subscribed_topic_regex);
+  if (it == regexes.end()) return;  // unresolved: no topics, to be conservative
+  for (const auto& n : it->second.topics) f(n);
+}
+
+// The existing topics a member subscribes to, by id, with their partition counts.
+std::set<topic_uuid> subscribed_ids(const consumer_group_member& m, const regex_map& regexes,
+                                    const metadata_view& metadata,
+                                    std::map<topic_uuid, int32_t>* partitions = nullptr) {
+  std::set<topic_uuid> out;
+  for_each_subscribed_name(m, regexes, [&](const std::string& name) {
+    if (auto t = metadata.topic(name)) {
+      out.insert(t->id);
+      if (partitions) (*partitions)[t->id] = t->partitions;
+    }
+  });
+  return out;
+}
+
+// tarn's MetadataHash: FNV-1a over the subscribed topics that exist (name, id, partition
+// count), in name order; 0 for none. It changes when a subscribed topic is created, deleted or
+// grows, which is all Kafka's XXH3-based hash is used for.
+int64_t topics_hash(const std::set<std::string>& names, const metadata_view& metadata) {
+  uint64_t h = 14695981039346656037ull;
+  bool any = false;
+  auto mix = [&](uint8_t b) { h = (h ^ b) * 1099511628211ull; };
+  for (const auto& name : names) {
+    auto t = metadata.topic(name);
+    if (!t) continue;
+    any = true;
+    for (char c : name) mix(static_cast<uint8_t>(c));
+    mix(0);
+    for (uint8_t b : t->id) mix(b);
+    for (int i = 3; i >= 0; --i)
+      mix(static_cast<uint8_t>(static_cast<uint32_t>(t->partitions) >> (8 * i)));
+  }
+  return any ? static_cast<int64_t>(h) : 0;
+}
+
+// --- Records -------------------------------------------------------------------------------------
+
+template <class K>
+coordinator_record tombstone(const K& key) {
+  return {protocol::encode_record_key(key), std::nullopt};
+}
+template <class K, class V>
+coordinator_record make_record(const K& key, const V& value) {
+  return {protocol::encode_record_key(key), protocol::encode_record_value(value, 0)};
+}
+
+coordinator_record group_epoch_record(std::string_view group, int32_t epoch, int64_t hash) {
+  protocol::consumer_group_metadata_key k;
+  k.group_id = group;
+  protocol::consumer_group_metadata_value v;
+  v.epoch = epoch;
+  v.metadata_hash = hash;
+  return make_record(k, v);
+}
+
+coordinator_record member_metadata_record(std::string_view group, const consumer_group_member& m) {
+  protocol::consumer_group_member_metadata_key k;
+  k.group_id = group;
+  k.member_id = m.member_id;
+  protocol::consumer_group_member_metadata_value v;
+  v.instance_id = to_view(m.instance_id);
+  v.rack_id = to_view(m.rack_id);
+  v.client_id = m.client_id;
+  v.client_host = m.client_host;
+  for (const auto& n : m.subscribed_topic_names) v.subscribed_topic_names.push_back(n);
+  v.subscribed_topic_regex = std::string_view(m.subscribed_topic_regex);
+  v.rebalance_timeout_ms = m.rebalance_timeout_ms;
+  v.server_assignor = to_view(m.server_assignor);
+  v.classic_member_metadata = std::nullopt;
+  return make_record(k, v);
+}
+
+coordinator_record member_metadata_tombstone(std::string_view group, std::string_view member) {
+  protocol::consumer_group_member_metadata_key k;
+  k.group_id = group;
+  k.member_id = member;
+  return tombstone(k);
+}
+
+coordinator_record target_member_record(std::string_view group, std::string_view member,
+                                        const topic_assignment& a) {
+  protocol::consumer_group_target_assignment_member_key k;
+  k.group_id = group;
+  k.member_id = member;
+  protocol::consumer_group_target_assignment_member_value v;
+  for (const auto& [t, parts] : a) {
+    auto& tp = v.topic_partitions.emplace_back();
+    tp.topic_id = to_wire(t);
+    tp.partitions.assign(parts.begin(), parts.end());
+  }
+  return make_record(k, v);
+}
+
+coordinator_record target_member_tombstone(std::string_view group, std::string_view member) {
+  protocol::consumer_group_target_assignment_member_key k;
+  k.group_id = group;
+  k.member_id = member;
+  return tombstone(k);
+}
+
+coordinator_record target_metadata_record(std::string_view group, int32_t epoch, int64_t ts) {
+  protocol::consumer_group_target_assignment_metadata_key k;
+  k.group_id = group;
+  protocol::consumer_group_target_assignment_metadata_value v;
+  v.assignment_epoch = epoch;
+  v.assignment_timestamp = ts;
+  return make_record(k, v);
+}
+
+void add_topic_partitions(
+    std::vector<protocol::consumer_group_current_member_assignment_value::topic_partitions>& out,
+    const epoch_assignment& a) {
+  for (const auto& [t, parts] : a) {
+    auto& tp = out.emplace_back();
+    tp.topic_id = to_wire(t);
+    std::vector<int32_t> epochs;
+    for (const auto& [p, e] : parts) {
+      tp.partitions.push_back(p);
+      epochs.push_back(e);
+    }
+    tp.assignment_epochs = std::move(epochs);
+  }
+}
+
+coordinator_record current_assignment_record(std::string_view group,
+                                             const consumer_group_member& m) {
+  protocol::consumer_group_current_member_assignment_key k;
+  k.group_id = group;
+  k.member_id = m.member_id;
+  protocol::consumer_group_current_member_assignment_value v;
+  v.member_epoch = m.member_epoch;
+  v.previous_member_epoch = m.previous_member_epoch;
+  v.state = static_cast<int8_t>(m.state);
+  add_topic_partitions(v.assigned_partitions, m.assigned_partitions);
+  add_topic_partitions(v.partitions_pending_revocation, m.partitions_pending_revocation);
+  return make_record(k, v);
+}
+
+coordinator_record current_assignment_tombstone(std::string_view group, std::string_view member) {
+  protocol::consumer_group_current_member_assignment_key k;
+  k.group_id = group;
+  k.member_id = member;
+  return tombstone(k);
+}
+
+coordinator_record regex_record(std::string_view group, std::string_view regex,
+                                const resolved_regex& r) {
+  protocol::consumer_group_regular_expression_key k;
+  k.group_id = group;
+  k.regular_expression = regex;
+  protocol::consumer_group_regular_expression_value v;
+  for (const auto& t : r.topics) v.topics.push_back(t);
+  v.version_ = r.version;
+  v.timestamp = r.timestamp_ms;
+  return make_record(k, v);
+}
+
+coordinator_record regex_tombstone(std::string_view group, std::string_view regex) {
+  protocol::consumer_group_regular_expression_key k;
+  k.group_id = group;
+  k.regular_expression = regex;
+  return tombstone(k);
+}
+
+// Kafka's removeMember: the member's three tombstones, in this order.
+void remove_member_records(std::string_view group, std::string_view member,
+                           std::vector<coordinator_record>& out) {
+  out.push_back(current_assignment_tombstone(group, member));
+  out.push_back(target_member_tombstone(group, member));
+  out.push_back(member_metadata_tombstone(group, member));
+}
+
+template <class K>
+std::optional<K> decode_key(std::span<const uint8_t> bytes, int16_t type) {
+  protocol::reader r(bytes);
+  if (r.read_int16() != type || !r.ok()) return std::nullopt;
+  auto k = K::decode(r, 0);
+  if (!k) return std::nullopt;
+  return std::move(*k);
+}
+
+template <class V>
+std::optional<V> decode_value(std::span<const uint8_t> bytes) {
+  protocol::reader r(bytes);
+  const int16_t version = r.read_int16();
+  if (!r.ok()) return std::nullopt;
+  auto v = V::decode(r, version);
+  if (!v) return std::nullopt;
+  return std::move(*v);
+}
+
+epoch_assignment from_record(
+    const std::vector<protocol::consumer_group_current_member_assignment_value::topic_partitions>&
+        tps,
+    int32_t member_epoch) {
+  epoch_assignment out;
+  for (const auto& tp : tps) {
+    auto& parts = out[from_wire(tp.topic_id)];
+    const bool epochs =
+        tp.assignment_epochs && tp.assignment_epochs->size() == tp.partitions.size();
+    for (size_t i = 0; i < tp.partitions.size(); ++i) {
+      // Records written before KIP-1251 carry no epochs: the member epoch stands in.
+      parts[tp.partitions[i]] = epochs ? (*tp.assignment_epochs)[i] : member_epoch;
+    }
+    if (parts.empty()) out.erase(from_wire(tp.topic_id));
+  }
+  return out;
+}
+
+// --- Reconciliation (Kafka's CurrentAssignmentBuilder) -------------------------------------------
+
+bool owns_any(const owned_topic_partitions* owned, const epoch_assignment& partitions) {
+  if (!owned) return true;  // not sent since the last heartbeat: assume it still owns them
+  for (const auto& tp : *owned) {
+    auto it = partitions.find(from_wire(tp.topic_id));
+    if (it == partitions.end()) continue;
+    for (int32_t p : tp.partitions) {
+      if (it->second.contains(p)) return true;
+    }
+  }
+  return false;
+}
+
+bool is_subset(const owned_topic_partitions* owned, const epoch_assignment& assigned) {
+  if (!owned) return false;
+  for (const auto& tp : *owned) {
+    auto it = assigned.find(from_wire(tp.topic_id));
+    if (it == assigned.end()) return false;
+    for (int32_t p : tp.partitions) {
+      if (!it->second.contains(p)) return false;
+    }
+  }
+  return true;
+}
+
+void update_member_epoch(consumer_group_member& m, int32_t epoch) {
+  m.previous_member_epoch = m.member_epoch;
+  m.member_epoch = epoch;
+}
+
+bool is_reconciled_to(const consumer_group_member& m, int32_t epoch) {
+  return m.state == member_state::stable && m.member_epoch == epoch;
+}
+
+struct reconcile_input {
+  int32_t target_epoch = 0;
+  const topic_assignment* target = nullptr;
+  std::set<topic_uuid> subscribed;  // the member's subscribed topic ids
+  bool subscription_changed = false;
+  const owned_topic_partitions* owned = nullptr;
+  std::function<int32_t(const topic_uuid&, int32_t)> partition_epoch;  // -1: nobody owns it
+};
+
+// Drops the topics the member no longer subscribes to (their partitions must be revoked).
+consumer_group_member drop_unsubscribed(const consumer_group_member& m, int32_t epoch,
+                                        const reconcile_input& in) {
+  epoch_assignment assigned = m.assigned_partitions;
+  epoch_assignment pending = m.partitions_pending_revocation;
+  if (in.subscribed.empty() && m.partitions_pending_revocation.empty()) {
+    pending = std::move(assigned);
+    assigned.clear();
+  } else {
+    for (auto it = assigned.begin(); it != assigned.end();) {
+      if (in.subscribed.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      for (const auto& [p, e] : it->second) pending[it->first][p] = e;
+      it = assigned.erase(it);
+    }
+  }
+  if (assigned == m.assigned_partitions) return m;
+  consumer_group_member out = m;
+  update_member_epoch(out, epoch);
+  out.assigned_partitions = std::move(assigned);
+  if (!pending.empty() && owns_any(in.owned, pending)) {
+    out.state = member_state::unrevoked_partitions;
+    out.partitions_pending_revocation = std::move(pending);
+  }
+  return out;
+}
+
+consumer_group_member next_assignment(const consumer_group_member& m, int32_t epoch,
+                                      const reconcile_input& in) {
+  static const std::map<int32_t, int32_t> none_assigned;
+  static const partition_set none_targeted;
+  bool unreleased = false;
+  epoch_assignment assigned, revoking;
+  std::map<topic_uuid, std::vector<int32_t>> assigning;
+  std::set<topic_uuid> topics;
+  for (const auto& [t, p] : *in.target) topics.insert(t);
+  for (const auto& [t, p] : m.assigned_partitions) topics.insert(t);
+  for (const auto& t : topics) {
+    auto ti = in.target->find(t);
+    const partition_set& target =
+        ti == in.target->end() || !in.subscribed.contains(t) ? none_targeted : ti->second;
+    auto ci = m.assigned_partitions.find(t);
+    const auto& current = ci == m.assigned_partitions.end() ? none_assigned : ci->second;
+    auto pi = m.partitions_pending_revocation.find(t);
+    for (const auto& [p, e] : current) (target.contains(p) ? assigned : revoking)[t][p] = e;
+    for (int32_t p : target) {
+      if (current.contains(p)) continue;
+      // A partition another member still owns is not given yet; one this member itself is
+      // revoking can be given back at once.
+      const bool own_revoking =
+          pi != m.partitions_pending_revocation.end() && pi->second.contains(p);
+      if (in.partition_epoch(t, p) != -1 && !own_revoking) {
+        unreleased = true;
+      } else {
+        assigning[t].push_back(p);
+      }
+    }
+  }
+  consumer_group_member out = m;
+  if (!revoking.empty() && owns_any(in.owned, revoking)) {
+    out.state = member_state::unrevoked_partitions;
+    update_member_epoch(out, epoch);
+    out.assigned_partitions = std::move(assigned);
+    out.partitions_pending_revocation = std::move(revoking);
+    return out;
+  }
+  for (const auto& [t, parts] : assigning) {
+    for (int32_t p : parts) assigned[t][p] = in.target_epoch;
+  }
+  out.state = unreleased ? member_state::unreleased_partitions : member_state::stable;
+  update_member_epoch(out, in.target_epoch);
+  out.assigned_partitions = std::move(assigned);
+  out.partitions_pending_revocation.clear();
+  return out;
+}
+
+result<consumer_group_member, group_error> reconcile(const consumer_group_member& m,
+                                                     const reconcile_input& in) {
+  switch (m.state) {
+    case member_state::stable:
+      if (m.member_epoch != in.target_epoch) return next_assignment(m, m.member_epoch, in);
+      if (in.subscription_changed) return drop_unsubscribed(m, m.member_epoch, in);
+      return m;
+    case member_state::unrevoked_partitions:
+      if (owns_any(in.owned, m.partitions_pending_revocation)) {
+        return in.subscription_changed ? drop_unsubscribed(m, m.member_epoch, in) : m;
+      }
+      return next_assignment(m, m.member_epoch, in);
+    case member_state::unreleased_partitions:
+      return next_assignment(m, m.member_epoch, in);
+    case member_state::unknown:
+      break;
+  }
+  if (!in.owned || !in.owned->empty()) {
+    return fail(group_error{error_code::fenced_member_epoch,
+                            "The consumer group member is in a unknown state. The member must "
+                            "abandon all its partitions and rejoin."});
+  }
+  return next_assignment(m, in.target_epoch, in);
+}
+
+bool same_metadata(const consumer_group_member& a, const consumer_group_member& b) {
+  return a.instance_id == b.instance_id && a.rack_id == b.rack_id &&
+         a.rebalance_timeout_ms == b.rebalance_timeout_ms && a.client_id == b.client_id &&
+         a.client_host == b.client_host && a.subscribed_topic_names == b.subscribed_topic_names &&
+         a.subscribed_topic_regex == b.subscribed_topic_regex &&
+         a.server_assignor == b.server_assignor;
+}
+
+bool same_assignment(const consumer_group_member& a, const consumer_group_member& b) {
+  return a.member_epoch == b.member_epoch && a.previous_member_epoch == b.previous_member_epoch &&
+         a.state == b.state && a.assigned_partitions == b.assigned_partitions &&
+         a.partitions_pending_revocation == b.partitions_pending_revocation;
+}
+
+group_error invalid_request(std::string message) {
+  return {error_code::invalid_request, std::move(message)};
+}
+
+}  // namespace
+
+// What a request changes: the records to write and, once they are written, the timers.
+struct consumer_group::change {
+  std::vector<coordinator_record> records;
+  std::vector<std::pair<std::string, int64_t>> sessions;
+  std::vector<std::pair<std::string, std::optional<rebalance_timer>>> rebalances;
+  std::optional<int64_t> regex_refresh_ms;
+};
+
+consumer_group::consumer_group(std::string group_id) : group_id_(std::move(group_id)) {}
+
+// --- Heartbeat -----------------------------------------------------------------------------------
+
+group_error consumer_group::validate_heartbeat(const heartbeat_request& r, int16_t version,
+                                               const group_config& config) {
+  if (version >= consumer_generated_member_id_required_version || r.member_epoch > 0 ||
+      r.member_epoch == leave_group_member_epoch) {
+    if (blank(r.member_id)) return invalid_request("MemberId can't be empty.");
+  }
+  if (blank(r.group_id)) return invalid_request("GroupId can't be empty.");
+  if (r.instance_id && blank(*r.instance_id)) return invalid_request("InstanceId can't be empty.");
+  if (r.rack_id && blank(*r.rack_id)) return invalid_request("RackId can't be empty.");
+  if (r.member_epoch == 0) {
+    if (r.rebalance_timeout_ms == -1) {
+      return invalid_request("RebalanceTimeoutMs must be provided in first request.");
+    }
+    if (!r.topic_partitions || !r.topic_partitions->empty()) {
+      return invalid_request("TopicPartitions must be empty when (re-)joining.");
+    }
+    if (!r.subscribed_topic_names && !r.subscribed_topic_regex) {
+      return invalid_request(
+          "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+          "(re-)joining.");
+    }
+  } else if (r.member_epoch == leave_group_static_member_epoch) {
+    if (!r.instance_id) return invalid_request("InstanceId can't be null.");
+  } else if (r.member_epoch < leave_group_static_member_epoch) {
+    return invalid_request("MemberEpoch is invalid.");
+  }
+  if (r.server_assignor) {
+    const auto& names = config.group_consumer_assignors;
+    const bool known = find_assignor(*r.server_assignor) != nullptr &&
+                       std::find(names.begin(), names.end(), *r.server_assignor) != names.end();
+    if (!known) {
+      return {error_code::unsupported_assignor,
+              fmt::format("ServerAssignor {} is not supported. Supported assignors: {}.",
+                          *r.server_assignor, fmt::join(names, ", "))};
+    }
+  }
+  return {};
+}
+
+group_error consumer_group::not_found_error(std::string_view group_id) {
+  return {error_code::group_id_not_found, fmt::format("Consumer group {} not found.", group_id)};
+}
+
+owned_message<heartbeat_response> consumer_group::error_response(const group_error& error) {
+  owned_message<heartbeat_response> out;
+  out.message.error_code = static_cast<int16_t>(error.code);
+  if (!error.message.empty()) out.message.error_message = out.arena.keep(error.message);
+  return out;
+}
+
+owned_message<heartbeat_response> consumer_group::heartbeat(const heartbeat_request& request,
+                                                            int16_t version,
+                                                            const client_info& client,
+                                                            group_context& ctx) {
+  if (auto e = validate_heartbeat(request, version, ctx.config)) return error_response(e);
+  if (dead_) return error_response(not_found_error(group_id_));
+  if (request.member_epoch == leave_group_member_epoch ||
+      request.member_epoch == leave_group_static_member_epoch) {
+    return leave(request, ctx);
+  }
+  return join_or_heartbeat(request, client, ctx);
+}
+
+owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartbeat_request& req,
+                                                                    const client_info& client,
+                                                                    group_context& ctx) {
+  const int64_t now = ctx.now_ms;
+  const metadata_view& metadata = ctx.metadata;
+  const owned_topic_partitions* owned = req.topic_partitions ? &*req.topic_partitions : nullptr;
+  const bool joining = req.member_epoch == 0;
+  std::string member_id(req.member_id);
+  const auto instance_id = owned_copy(req.instance_id);
+  change c;
+
+  // The group's capacity (a static member coming back does not count).
+  const bool returning_static = instance_id && static_members_.contains(*instance_id);
+  const auto max_size = static_cast<size_t>(std::max(ctx.config.group_consumer_max_size, 0));
+  if (!returning_static && members_.size() >= max_size &&
+      (member_id.empty() || !members_.contains(member_id))) {
+    return error_response({error_code::group_max_size_reached,
+                           fmt::format("The consumer group has reached its maximum capacity of "
+                                       "{} members.",
+                                       ctx.config.group_consumer_max_size)});
+  }
+  if (member_id.empty()) member_id = random_member_id();  // v0 only
+
+  auto check_epoch = [&](const consumer_group_member& m) -> group_error {
+    if (req.member_epoch > m.member_epoch) {
+      return {error_code::fenced_member_epoch,
+              fmt::format("The consumer group member has a greater member epoch ({}) than the one "
+                          "known by the group coordinator ({}). The member must abandon all its "
+                          "partitions and rejoin.",
+                          req.member_epoch, m.member_epoch)};
+    }
+    // The previous epoch with a subset of the assignment: the response that bumped the epoch
+    // was lost.
+    if (req.member_epoch < m.member_epoch &&
+        (req.member_epoch != m.previous_member_epoch || !is_subset(owned, m.assigned_partitions))) {
+      return {error_code::fenced_member_epoch,
+              fmt::format("The consumer group member has a smaller member epoch ({}) than the one "
+                          "known by the group coordinator ({}). The member must abandon all its "
+                          "partitions and rejoin.",
+                          req.member_epoch, m.member_epoch)};
+    }
+    return {};
+  };
+
+  // The member as it is, or a new one.
+  consumer_group_member member;
+  auto existing_or_new = [&]() {
+    if (auto it = members_.find(member_id); it != members_.end()) return it->second;
+    consumer_group_member m;
+    m.member_id = member_id;
+    return m;
+  };
+  std::optional<std::string> replaced;  // the static member this one takes over from
+  if (!instance_id) {
+    if (!joining && !members_.contains(member_id)) {
+      return error_response(
+          {error_code::unknown_member_id,
+           fmt::format("Member {} is not a member of group {}.", member_id, group_id_)});
+    }
+    member = existing_or_new();
+    if (auto e = check_epoch(member)) return error_response(e);
+  } else {
+    const consumer_group_member* previous = static_member(*instance_id);
+    if (joining) {
+      if (!previous) {
+        member = existing_or_new();
+      } else {
+        if (previous->member_epoch != leave_group_static_member_epoch) {
+          return error_response(
+              {error_code::unreleased_instance_id,
+               fmt::format("Static member {} with instance id {} cannot join the group because "
+                           "the instance id is owned by {} member.",
+                           member_id, *instance_id, previous->member_id)});
+        }
+        // The new member takes over the previous one's assignment, at epoch 0.
+        member = *previous;
+        member.member_id = member_id;
+        member.member_epoch = 0;
+        member.previous_member_epoch = 0;
+        replaced = previous->member_id;
+        remove_member_records(group_id_, previous->member_id, c.records);
+        c.records.push_back(member_metadata_record(group_id_, member));
+        auto t = target_.find(previous->member_id);
+        c.records.push_back(target_member_record(
+            group_id_, member_id, t == target_.end() ? topic_assignment{} : t->second));
+        c.records.push_back(current_assignment_record(group_id_, member));
+      }
+    } else {
+      if (!previous) {
+        return error_response({error_code::unknown_member_id,
+                               fmt::format("Instance id {} is unknown.", *instance_id)});
+      }
+      if (previous->member_id != member_id) {
+        return error_response({error_code::fenced_instance_id,
+                               fmt::format("Static member {} with instance id {} was fenced by "
+                                           "member {}.",
+                                           member_id, *instance_id, previous->member_id)});
+      }
+      if (auto e = check_epoch(*previous)) return error_response(e);
+      member = *previous;
+    }
+  }
+
+  // 1. The member's new metadata and subscription.
+  consumer_group_member updated = member;
+  if (instance_id) updated.instance_id = instance_id;
+  if (req.rack_id) updated.rack_id = std::string(*req.rack_id);
+  if (req.rebalance_timeout_ms != -1) updated.rebalance_timeout_ms = req.rebalance_timeout_ms;
+  if (req.server_assignor) updated.server_assignor = std::string(*req.server_assignor);
+  if (req.subscribed_topic_names) {
+    updated.subscribed_topic_names = {req.subscribed_topic_names->begin(),
+                                      req.subscribed_topic_names->end()};
+  }
+  if (req.subscribed_topic_regex) updated.subscribed_topic_regex = *req.subscribed_topic_regex;
+  updated.client_id = client.client_id;
+  updated.client_host = client.client_host;
+
+  bool names_changed = false;
+  if (!same_metadata(member, updated)) {
+    c.records.push_back(member_metadata_record(group_id_, updated));
+    names_changed = member.subscribed_topic_names != updated.subscribed_topic_names;
+  }
+
+  // Regular expressions: a new one is checked and resolved now; the group's are refreshed at
+  // most every 10 s.
+  regex_map regexes = regexes_;
+  auto subscribers = [&](const std::string& regex) {
+    return std::count_if(members_.begin(), members_.end(),
+                         [&](const auto& kv) { return kv.second.subscribed_topic_regex == regex; });
+  };
+  bool regex_updated = false, regex_resolved = false;
+  const std::string& old_regex = member.subscribed_topic_regex;
+  const std::string& new_regex = updated.subscribed_topic_regex;
+  if (old_regex != new_regex) {
+    regex_updated = true;
+    if (!old_regex.empty() && subscribers(old_regex) == 1) {
+      c.records.push_back(regex_tombstone(group_id_, old_regex));
+      regexes.erase(old_regex);
+    }
+    if (!new_regex.empty()) {
+      if (!regexes.contains(new_regex)) {
+        std::string why;
+        if (!compile_regex(new_regex, &why)) {
+          return error_response({error_code::invalid_regular_expression,
+                                 fmt::format("SubscribedTopicRegex `{}` is not a valid regular "
+                                             "expression: {}.",
+                                             new_regex, why)});
+        }
+        auto r = resolve(new_regex, metadata, now);
+        c.records.push_back(regex_record(group_id_, new_regex, r));
+        regexes[new_regex] = std::move(r);
+      }
+      regex_resolved = true;
+    } else if (!old_regex.empty()) {
+      regex_resolved = true;
+    }
+  }
+  bool regexes_refreshed = false;
+  if (!regexes.empty() && now >= last_regex_refresh_ms_ + regex_refresh_min_interval_ms) {
+    c.regex_refresh_ms = now;
+    for (auto& [pattern, r] : regexes) {
+      auto fresh = resolve(pattern, metadata, now);
+      if (fresh.topics == r.topics) continue;
+      c.records.push_back(regex_record(group_id_, pattern, fresh));
+      r = std::move(fresh);
+      regexes_refreshed = true;
+    }
+  }
+
+  // The preferred server assignor: the one most members name.
+  const std::string default_assignor = ctx.config.group_consumer_assignors.empty()
+                                           ? std::string(uniform_assignor::assignor_name)
+                                           : ctx.config.group_consumer_assignors.front();
+  auto preferred = [&](bool with_update) {
+    std::map<std::string, int> counts;
+    for (const auto& [id, m] : members_) {
+      if (m.server_assignor) ++counts[*m.server_assignor];
+    }
+    if (with_update) {
+      if (member.server_assignor && members_.contains(member.member_id)) {
+        --counts[*member.server_assignor];
+      }
+      if (updated.server_assignor) ++counts[*updated.server_assignor];
+    }
+    std::string best = default_assignor;
+    int most = 0;
+    for (const auto& [name, n] : counts) {
+      if (n > most) {
+        most = n;
+        best = name;
+      }
+    }
+    return best;
+  };
+  const std::string assignor_name = preferred(true);
+  const bool assignor_changed = assignor_name != preferred(false);
+
+  const bool subscription_changed = names_changed || regex_updated;
+  bool bump =
+      names_changed || (regex_updated && regex_resolved) || regexes_refreshed || assignor_changed;
+
+  // The subscribed topics of the group with the updated member, and their hash.
+  std::set<std::string> group_topics;
+  for (const auto& [id, m] : members_) {
+    if (id == member.member_id) continue;
+    for_each_subscribed_name(m, regexes, [&](const std::string& n) { group_topics.insert(n); });
+  }
+  for_each_subscribed_name(updated, regexes, [&](const std::string& n) { group_topics.insert(n); });
+  const int64_t hash = topics_hash(group_topics, metadata);
+  if (hash != metadata_hash_) bump = true;
+  int32_t epoch = group_epoch_;
+  if (bump) {
+    ++epoch;
+    c.records.push_back(group_epoch_record(group_id_, epoch, hash));
+    if (has_partition_metadata_record_) {
+      protocol::consumer_group_partition_metadata_key k;
+      k.group_id = group_id_;
+      c.records.push_back(tombstone(k));
+    }
+  }
+
+  // 2. A new target assignment, if the group epoch moved and the last one is old enough.
+  int32_t target_epoch = assignment_epoch_;
+  topic_assignment target;
+  auto target_of = [&](const std::string& id) {
+    auto it = target_.find(id);
+    return it == target_.end() ? topic_assignment{} : it->second;
+  };
+  const bool can_assign = assignment_timestamp_ms_ == 0 || consumer_assignment_interval_ms == 0 ||
+                          now >= assignment_timestamp_ms_ + consumer_assignment_interval_ms;
+  if (epoch > assignment_epoch_ && can_assign) {
+    group_spec spec;
+    auto add = [&](const consumer_group_member& m, topic_assignment current) {
+      assignor_member& a = spec.members.emplace_back();
+      a.member_id = m.member_id;
+      a.instance_id = m.instance_id;
+      a.rack_id = m.rack_id;
+      a.subscribed_topics = subscribed_ids(m, regexes, metadata, &spec.partitions);
+      a.assignment = std::move(current);
+    };
+    for (const auto& [id, m] : members_) {
+      if (id != updated.member_id && id != replaced) add(m, target_of(id));
+    }
+    add(updated, target_of(replaced ? *replaced : updated.member_id));
+    const partition_assignor* assignor = find_assignor(assignor_name);
+    if (!assignor) assignor = find_assignor(default_assignor);
+    if (!assignor) assignor = find_assignor(uniform_assignor::assignor_name);
+    group_assignment result = assignor->assign(spec);
+    for (const auto& a : spec.members) {
+      auto it = target_.find(a.member_id);
+      if (it == target_.end() || it->second != result[a.member_id]) {
+        c.records.push_back(target_member_record(group_id_, a.member_id, result[a.member_id]));
+      }
+    }
+    c.records.push_back(target_metadata_record(group_id_, epoch, now));
+    target_epoch = epoch;
+    target = result[updated.member_id];
+  } else {
+    // Kafka's targetAssignment(memberId, instanceId): a static member's by its instance id.
+    std::string id = updated.member_id;
+    if (updated.instance_id) {
+      if (auto s = static_members_.find(*updated.instance_id); s != static_members_.end()) {
+        id = s->second;
+      }
+    }
+    target = target_of(id);
+  }
+
+  // 3. Reconcile the member towards its target.
+  consumer_group_member reconciled = updated;
+  if (subscription_changed || !is_reconciled_to(updated, target_epoch)) {
+    reconcile_input in;
+    in.target_epoch = target_epoch;
+    in.target = &target;
+    in.subscribed = subscribed_ids(updated, regexes, metadata);
+    in.subscription_changed = subscription_changed;
+    in.owned = owned;
+    in.partition_epoch = [this](const topic_uuid& t, int32_t p) {
+      return current_partition_epoch(t, p);
+    };
+    auto next = reconcile(updated, in);
+    if (!next) return error_response(next.error());
+    reconciled = std::move(*next);
+    if (!same_assignment(reconciled, updated)) {
+      c.records.push_back(current_assignment_record(group_id_, reconciled));
+      if (reconciled.state == member_state::unrevoked_partitions) {
+        c.rebalances.emplace_back(
+            reconciled.member_id,
+            rebalance_timer{now + reconciled.rebalance_timeout_ms, reconciled.member_epoch});
+      } else {
+        c.rebalances.emplace_back(reconciled.member_id, std::nullopt);
+      }
+    }
+  }
+  c.sessions.emplace_back(reconciled.member_id, now + ctx.config.group_consumer_session_timeout_ms);
+
+  if (auto e = commit(c, ctx)) return error_response(e);
+
+  owned_message<heartbeat_response> out;
+  out.message.member_id = out.arena.keep(reconciled.member_id);
+  out.message.member_epoch = reconciled.member_epoch;
+  out.message.heartbeat_interval_ms = ctx.config.group_consumer_heartbeat_interval_ms;
+  // The assignment goes to a member that joins, that sent a full request (as it does after an
+  // error), or whose assignment changed.
+  const bool full_request = req.rebalance_timeout_ms != -1 &&
+                            (req.subscribed_topic_names || req.subscribed_topic_regex) && owned;
+  if (joining || full_request || member.assigned_partitions != reconciled.assigned_partitions) {
+    auto& a = out.message.assignment.emplace();
+    for (const auto& [t, parts] : reconciled.assigned_partitions) {
+      auto& tp = a.topic_partitions.emplace_back();
+      tp.topic_id = to_wire(t);
+      for (const auto& [p, e] : parts) tp.partitions.push_back(p);
+    }
+  }
+  return out;
+}
+
+owned_message<heartbeat_response> consumer_group::leave(const heartbeat_request& req,
+                                                        group_context& ctx) {
+  const std::string member_id(req.member_id);
+  change c;
+  owned_message<heartbeat_response> out;
+  if (!req.instance_id) {
+    if (!members_.contains(member_id)) {
+      return error_response(
+          {error_code::unknown_member_id,
+           fmt::format("Member {} is not a member of group {}.", member_id, group_id_)});
+    }
+    fence({member_id}, ctx.metadata, c);
+    out.message.member_id = out.arena.keep(member_id);
+  } else {
+    const std::string instance_id(*req.instance_id);
+    const consumer_group_member* m = static_member(instance_id);
+    if (!m) {
+      return error_response(
+          {error_code::unknown_member_id, fmt::format("Instance id {} is unknown.", instance_id)});
+    }
+    if (m->member_id != member_id) {
+      return error_response({error_code::fenced_instance_id,
+                             fmt::format("Static member {} with instance id {} was fenced by "
+                                         "member {}.",
+                                         member_id, instance_id, m->member_id)});
+    }
+    out.message.member_id = out.arena.keep(m->member_id);
+    if (req.member_epoch == leave_group_static_member_epoch) {
+      // Away, not gone: it keeps its assignment until its session times out.
+      consumer_group_member away = *m;
+      away.member_epoch = leave_group_static_member_epoch;
+      away.partitions_pending_revocation.clear();
+      c.records.push_back(current_assignment_record(group_id_, away));
+    } else {
+      fence({member_id}, ctx.metadata, c);
+    }
+  }
+  if (auto e = commit(c, ctx)) return error_response(e);
+  out.message.member_epoch = req.member_epoch;
+  return out;
+}
+
+void consumer_group::fence(const std::vector<std::string>& member_ids,
+                           const metadata_view& metadata, change& c) const {
+  std::map<std::string, int> leaving_regexes;
+  for (const auto& id : member_ids) {
+    remove_member_records(group_id_, id, c.records);
+    auto it = members_.find(id);
+    if (it != members_.end() && !it->second.subscribed_topic_regex.empty()) {
+      ++leaving_regexes[it->second.subscribed_topic_regex];
+    }
+  }
+  regex_map regexes = regexes_;
+  for (const auto& [regex, n] : leaving_regexes) {
+    const auto subscribed = std::count_if(members_.begin(), members_.end(), [&](const auto& kv) {
+      return kv.second.subscribed_topic_regex == regex;
+    });
+    if (subscribed == n) {
+      c.records.push_back(regex_tombstone(group_id_, regex));
+      regexes.erase(regex);
+    }
+  }
+  std::set<std::string> topics;
+  for (const auto& [id, m] : members_) {
+    if (std::find(member_ids.begin(), member_ids.end(), id) != member_ids.end()) continue;
+    for_each_subscribed_name(m, regexes, [&](const std::string& n) { topics.insert(n); });
+  }
+  c.records.push_back(
+      group_epoch_record(group_id_, group_epoch_ + 1, topics_hash(topics, metadata)));
+}
+
+group_error consumer_group::commit(change& c, group_context& ctx) {
+  if (!c.records.empty()) {
+    const error_code e = ctx.write(c.records);
+    if (e != error_code::none) return {write_error_to_response(e), ""};
+    for (const auto& r : c.records) {
+      protocol::reader rd(r.key);
+      const int16_t type = rd.read_int16();
+      std::optional<std::span<const uint8_t>> value;
+      if (r.value) value = std::span<const uint8_t>(*r.value);
+      replay(type, r.key, value);
+    }
+  }
+  for (const auto& [id, deadline] : c.sessions) session_deadline_ms_[id] = deadline;
+  for (const auto& [id, timer] : c.rebalances) {
+    if (timer) {
+      rebalance_timers_[id] = *timer;
+    } else {
+      rebalance_timers_.erase(id);
+    }
+  }
+  if (c.regex_refresh_ms) last_regex_refresh_ms_ = *c.regex_refresh_ms;
+  // Members that are gone (fenced, left, replaced) have no timers.
+  std::erase_if(session_deadline_ms_, [&](const auto& kv) { return !members_.contains(kv.first); });
+  std::erase_if(rebalance_timers_, [&](const auto& kv) { return !members_.contains(kv.first); });
+  return {};
+}
+
+// --- Timers --------------------------------------------------------------------------------------
+
+void consumer_group::poll(group_context& ctx) {
+  if (dead_) return;
+  const int64_t now = ctx.now_ms;
+  std::vector<std::string> expired;
+  for (const auto& [id, m] : members_) {
+    auto [it, fresh] = session_deadline_ms_.try_emplace(
+        id, now + ctx.config.group_consumer_session_timeout_ms);  // after a load: a new session
+    if (!fresh && it->second <= now) {
+      expired.push_back(id);
+      continue;
+    }
+    auto r = rebalance_timers_.find(id);
+    if (r == rebalance_timers_.end() || r->second.deadline_ms > now) continue;
+    if (m.member_epoch == r->second.member_epoch) {
+      expired.push_back(id);  // it did not revoke within its rebalance timeout
+    } else {
+      rebalance_timers_.erase(r);
+    }
+  }
+  // One write per member, as Kafka's timers each run their own operation; a failed write is
+  // retried at the next poll.
+  for (const auto& id : expired) {
+    if (!members_.contains(id)) continue;
+    change c;
+    fence({id}, ctx.metadata, c);
+    (void)commit(c, ctx);
+  }
+}
+
+std::optional<int64_t> consumer_group::next_deadline_ms() const {
+  std::optional<int64_t> next;
+  auto consider = [&](int64_t t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const auto& [id, t] : session_deadline_ms_) consider(t);
+  for (const auto& [id, t] : rebalance_timers_) consider(t.deadline_ms);
+  return next;
+}
+
+// --- Describe, list, delete ----------------------------------------------------------------------
+
+std::string_view consumer_group::state_name() const {
+  if (dead_) return "Dead";
+  if (members_.empty()) return "Empty";
+  if (group_epoch_ > assignment_epoch_) return "Assigning";
+  for (const auto& [id, m] : members_) {
+    if (!is_reconciled_to(m, assignment_epoch_)) return "Reconciling";
+  }
+  return "Stable";
+}
+
+void consumer_group::describe(protocol::consumer_group_describe_response::described_group& out,
+                              message_arena& arena, int16_t version, const group_config& config,
+                              const metadata_view& metadata) const {
+  using described = protocol::consumer_group_describe_response;
+  out.group_id = arena.keep(group_id_);
+  out.group_state = arena.keep(state_name());
+  out.group_epoch = group_epoch_;
+  out.assignment_epoch = assignment_epoch_;
+  std::map<std::string, int> counts;
+  for (const auto& [id, m] : members_) {
+    if (m.server_assignor) ++counts[*m.server_assignor];
+  }
+  std::string assignor = config.group_consumer_assignors.empty()
+                             ? std::string(uniform_assignor::assignor_name)
+                             : config.group_consumer_assignors.front();
+  int most = 0;
+  for (const auto& [name, n] : counts) {
+    if (n > most) {
+      most = n;
+      assignor = name;
+    }
+  }
+  out.assignor_name = arena.keep(assignor);
+
+  auto topic_partitions = [&](const std::map<topic_uuid, partition_set>& a) {
+    std::vector<described::topic_partitions_data> tps;
+    for (const auto& [t, parts] : a) {
+      auto desc = metadata.topic_by_id(t);
+      if (!desc) continue;  // deleted
+      auto& tp = tps.emplace_back();
+      tp.topic_id = to_wire(t);
+      tp.topic_name = arena.keep(desc->name);
+      tp.partitions.assign(parts.begin(), parts.end());
+    }
+    return tps;
+  };
+  for (const auto& [id, m] : members_) {
+    auto& d = out.members.emplace_back();
+    d.member_id = arena.keep(m.member_id);
+    if (m.instance_id) d.instance_id = arena.keep(*m.instance_id);
+    if (m.rack_id) d.rack_id = arena.keep(*m.rack_id);
+    d.member_epoch = m.member_epoch;
+    d.client_id = arena.keep(m.client_id);
+    d.client_host = arena.keep(m.client_host);
+    for (const auto& n : m.subscribed_topic_names)
+      d.subscribed_topic_names.push_back(arena.keep(n));
+    if (!m.subscribed_topic_regex.empty()) {
+      d.subscribed_topic_regex = arena.keep(m.subscribed_topic_regex);
+    }
+    // The current assignment is what the member owns: assigned and pending revocation.
+    std::map<topic_uuid, partition_set> current;
+    for (const auto* a : {&m.assigned_partitions, &m.partitions_pending_revocation}) {
+      for (const auto& [t, parts] : *a) {
+        for (const auto& [p, e] : parts) current[t].insert(p);
+      }
+    }
+    d.assignment.topic_partitions = topic_partitions(current);
+    auto t = target_.find(id);
+    if (t != target_.end()) d.target_assignment.topic_partitions = topic_partitions(t->second);
+    if (version >= 1) d.member_type = 1;  // a consumer-protocol member (classic members: 0)
+  }
+}
+
+group_error consumer_group::validate_delete() const {
+  if (members_.empty() && !dead_) return {};
+  return {error_code::non_empty_group, ""};
+}
+
+void consumer_group::delete_records(std::vector<coordinator_record>& out) const {
+  for (const auto& [id, m] : members_) out.push_back(current_assignment_tombstone(group_id_, id));
+  for (const auto& [id, m] : members_) out.push_back(target_member_tombstone(group_id_, id));
+  protocol::consumer_group_target_assignment_metadata_key tk;
+  tk.group_id = group_id_;
+  out.push_back(tombstone(tk));
+  for (const auto& [id, m] : members_) out.push_back(member_metadata_tombstone(group_id_, id));
+  for (const auto& [regex, r] : regexes_) out.push_back(regex_tombstone(group_id_, regex));
+  protocol::consumer_group_partition_metadata_key pk;
+  pk.group_id = group_id_;
+  out.push_back(tombstone(pk));
+  protocol::consumer_group_metadata_key gk;
+  gk.group_id = group_id_;
+  out.push_back(tombstone(gk));
+}
+
+// --- Offsets -------------------------------------------------------------------------------------
+
+offset_commit_check consumer_group::validate_offset_commit(
+    std::string_view member_id, std::optional<std::string_view> instance_id, int32_t member_epoch,
+    bool is_transactional, int16_t api_version) const {
+  // A commit from outside the group protocol (the admin client, manual assignment) is accepted
+  // by an empty group; a transactional one without member fields too.
+  if (member_epoch < 0 && members_.empty()) return {};
+  if (is_transactional && member_epoch == -1 && member_id.empty() && !instance_id) return {};
+  auto it = members_.find(member_id);
+  if (it == members_.end()) {
+    return {{error_code::unknown_member_id,
+             fmt::format("Member {} is not a member of group {}.", member_id, group_id_)}};
+  }
+  const consumer_group_member& m = it->second;
+  if (!is_transactional && api_version < 9) {
+    return {{error_code::unsupported_version,
+             "OffsetCommit version 9 or above must be used by members using the consumer group "
+             "protocol"}};
+  }
+  if (member_epoch == m.member_epoch) return {};
+  if (member_epoch > m.member_epoch) {
+    return {{error_code::stale_member_epoch,
+             fmt::format("Received member epoch {} is newer than current member epoch {}.",
+                         member_epoch, m.member_epoch)}};
+  }
+  return {{}, true};
+}
+
+group_error consumer_group::validate_offset_commit_partition(std::string_view member_id,
+                                                             int32_t member_epoch,
+                                                             std::string_view topic_name,
+                                                             const topic_uuid& topic_id,
+                                                             int32_t partition) const {
+  auto it = members_.find(member_id);
+  if (it == members_.end()) {
+    return {error_code::unknown_member_id,
+            fmt::format("Member {} is not a member of group {}.", member_id, group_id_)};
+  }
+  const consumer_group_member& m = it->second;
+  std::optional<int32_t> assigned_at;
+  for (const auto* a : {&m.assigned_partitions, &m.partitions_pending_revocation}) {
+    auto t = a->find(topic_id);
+    if (t == a->end()) continue;
+    if (auto p = t->second.find(partition); p != t->second.end()) {
+      assigned_at = p->second;
+      break;
+    }
+  }
+  if (!assigned_at) {
+    return {error_code::stale_member_epoch,
+            fmt::format("Partition {}-{} is not assigned or pending revocation for member.",
+                        topic_name, partition)};
+  }
+  if (member_epoch < *assigned_at) {
+    return {error_code::stale_member_epoch,
+            fmt::format("Received member epoch {} is older than assignment epoch {} for partition "
+                        "{}-{}.",
+                        member_epoch, *assigned_at, topic_name, partition)};
+  }
+  return {};
+}
+
+error_code consumer_group::validate_offset_commit(std::string_view member_id,
+                                                  int32_t member_epoch) const {
+  if (member_epoch < 0 && members_.empty()) return error_code::none;
+  auto it = members_.find(member_id);
+  if (it == members_.end()) return error_code::unknown_member_id;
+  return member_epoch == it->second.member_epoch ? error_code::none
+                                                 : error_code::stale_member_epoch;
+}
+
+group_error consumer_group::validate_offset_fetch(std::optional<std::string_view> member_id,
+                                                  int32_t member_epoch) const {
+  if (!member_id && member_epoch < 0) return {};
+  const std::string_view id = member_id.value_or("");
+  auto it = members_.find(id);
+  if (it == members_.end()) {
+    return {error_code::unknown_member_id,
+            fmt::format("Member {} is not a member of group {}.", id, group_id_)};
+  }
+  if (member_epoch != it->second.member_epoch) {
+    return {error_code::stale_member_epoch,
+            fmt::format("The received member epoch {} does not match the expected member epoch "
+                        "{}.",
+                        member_epoch, it->second.member_epoch)};
+  }
+  return {};
+}
+
+std::vector<std::string> consumer_group::subscribed_topics() const {
+  std::set<std::string> topics;
+  for (const auto& [id, m] : members_) {
+    for_each_subscribed_name(m, regexes_, [&](const std::string& n) { topics.insert(n); });
+  }
+  return {topics.begin(), topics.end()};
+}
+
+bool consumer_group::is_subscribed_to(std::string_view topic) const {
+  for (const auto& [id, m] : members_) {
+    bool found = false;
+    for_each_subscribed_name(m, regexes_,
+                             [&](const std::string& n) { found = found || n == topic; });
+    if (found) return true;
+  }
+  return false;
+}
+
+// --- State ---------------------------------------------------------------------------------------
+
+const consumer_group_member* consumer_group::static_member(std::string_view instance_id) const {
+  auto s = static_members_.find(instance_id);
+  if (s == static_members_.end()) return nullptr;
+  auto m = members_.find(s->second);
+  return m == members_.end() ? nullptr : &m->second;
+}
+
+int32_t consumer_group::current_partition_epoch(const topic_uuid& topic, int32_t partition) const {
+  auto t = owners_.find(topic);
+  if (t == owners_.end()) return -1;
+  auto p = t->second.find(partition);
+  return p == t->second.end() ? -1 : p->second.second;
+}
+
+void consumer_group::index_member_partitions(const consumer_group_member& m, bool add) {
+  for (const auto* a : {&m.assigned_partitions, &m.partitions_pending_revocation}) {
+    for (const auto& [t, parts] : *a) {
+      auto& owners = owners_[t];
+      for (const auto& [p, e] : parts) {
+        if (add) {
+          owners[p] = {m.member_id, m.member_epoch};
+        } else if (auto o = owners.find(p); o != owners.end() && o->second.first == m.member_id) {
+          owners.erase(o);
+        }
+      }
+      if (owners.empty()) owners_.erase(t);
+    }
+  }
+}
+
+bool consumer_group::same_state(const consumer_group& o) const {
+  return group_id_ == o.group_id_ && group_epoch_ == o.group_epoch_ &&
+         metadata_hash_ == o.metadata_hash_ && assignment_epoch_ == o.assignment_epoch_ &&
+         assignment_timestamp_ms_ == o.assignment_timestamp_ms_ && members_ == o.members_ &&
+         target_ == o.target_ && regexes_ == o.regexes_ && dead_ == o.dead_ &&
+         has_partition_metadata_record_ == o.has_partition_metadata_record_ &&
+         static_members_ == o.static_members_ && owners_ == o.owners_;
+}
+
+// --- Replay --------------------------------------------------------------------------------------
+
+void consumer_group::apply_group_metadata(const std::optional<std::pair<int32_t, int64_t>>& value) {
+  if (value) {
+    group_epoch_ = value->first;
+    metadata_hash_ = value->second;
+    dead_ = false;
+  } else {
+    dead_ = true;  // Kafka removes the group
+  }
+}
+
+void consumer_group::apply_member_metadata(const std::string& member_id,
+                                           const std::optional<consumer_group_member>& md) {
+  auto it = members_.find(member_id);
+  if (it != members_.end() && it->second.instance_id) {
+    auto s = static_members_.find(*it->second.instance_id);
+    if (s != static_members_.end() && s->second == member_id) static_members_.erase(s);
+  }
+  if (!md) {
+    if (it == members_.end()) return;
+    index_member_partitions(it->second, false);
+    members_.erase(it);
+    return;
+  }
+  if (it == members_.end()) {
+    it = members_.emplace(member_id, consumer_group_member{}).first;
+    it->second.member_id = member_id;
+  }
+  consumer_group_member& m = it->second;
+  m.instance_id = md->instance_id;
+  m.rack_id = md->rack_id;
+  m.rebalance_timeout_ms = md->rebalance_timeout_ms;
+  m.client_id = md->client_id;
+  m.client_host = md->client_host;
+  m.subscribed_topic_names = md->subscribed_topic_names;
+  m.subscribed_topic_regex = md->subscribed_topic_regex;
+  m.server_assignor = md->server_assignor;
+  if (m.instance_id) static_members_[*m.instance_id] = member_id;
+}
+
+void consumer_group::apply_current_assignment(const std::string& member_id,
+                                              const std::optional<consumer_group_member>& a) {
+  auto it = members_.find(member_id);
+  if (it == members_.end()) {
+    if (!a) return;
+    it = members_.emplace(member_id, consumer_group_member{}).first;
+    it->second.member_id = member_id;
+  }
+  consumer_group_member& m = it->second;
+  index_member_partitions(m, false);
+  if (a) {
+    m.member_epoch = a->member_epoch;
+    m.previous_member_epoch = a->previous_member_epoch;
+    m.state = a->state;
+    m.assigned_partitions = a->assigned_partitions;
+    m.partitions_pending_revocation = a->partitions_pending_revocation;
+  } else {
+    m.member_epoch = leave_group_member_epoch;
+    m.previous_member_epoch = leave_group_member_epoch;
+    m.assigned_partitions.clear();
+    m.partitions_pending_revocation.clear();
+  }
+  index_member_partitions(m, true);
+}
+
+bool consumer_group::replay(int16_t record_type, std::span<const uint8_t> key,
+                            std::optional<std::span<const uint8_t>> value) {
+  namespace p = protocol;
+  auto group_matches = [&](const auto& k) { return k && k->group_id == group_id_; };
+  switch (record_type) {
+    case type_group_metadata: {
+      auto k = decode_key<p::consumer_group_metadata_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      if (!value) {
+        apply_group_metadata(std::nullopt);
+        break;
+      }
+      auto v = decode_value<p::consumer_group_metadata_value>(*value);
+      if (!v) return false;
+      apply_group_metadata(std::pair{v->epoch, v->metadata_hash});
+      break;
+    }
+    case type_partition_metadata: {
+      auto k = decode_key<p::consumer_group_partition_metadata_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      has_partition_metadata_record_ = value.has_value();  // superseded by MetadataHash (4.1)
+      break;
+    }
+    case type_member_metadata: {
+      auto k = decode_key<p::consumer_group_member_metadata_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      const std::string id(k->member_id);
+      if (!value) {
+        apply_member_metadata(id, std::nullopt);
+        break;
+      }
+      auto v = decode_value<p::consumer_group_member_metadata_value>(*value);
+      if (!v) return false;
+      consumer_group_member md;
+      md.instance_id = owned_copy(v->instance_id);
+      md.rack_id = owned_copy(v->rack_id);
+      md.rebalance_timeout_ms = v->rebalance_timeout_ms;
+      md.client_id = v->client_id;
+      md.client_host = v->client_host;
+      md.subscribed_topic_names = {v->subscribed_topic_names.begin(),
+                                   v->subscribed_topic_names.end()};
+      md.subscribed_topic_regex = v->subscribed_topic_regex.value_or("");
+      md.server_assignor = owned_copy(v->server_assignor);
+      apply_member_metadata(id, md);
+      break;
+    }
+    case type_target_assignment_metadata: {
+      auto k = decode_key<p::consumer_group_target_assignment_metadata_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      if (!value) {
+        assignment_epoch_ = -1;
+        assignment_timestamp_ms_ = 0;
+        break;
+      }
+      auto v = decode_value<p::consumer_group_target_assignment_metadata_value>(*value);
+      if (!v) return false;
+      assignment_epoch_ = v->assignment_epoch;
+      assignment_timestamp_ms_ = v->assignment_timestamp;
+      break;
+    }
+    case type_target_assignment_member: {
+      auto k = decode_key<p::consumer_group_target_assignment_member_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      const std::string id(k->member_id);
+      if (!value) {
+        target_.erase(id);
+        break;
+      }
+      auto v = decode_value<p::consumer_group_target_assignment_member_value>(*value);
+      if (!v) return false;
+      topic_assignment a;
+      for (const auto& tp : v->topic_partitions) {
+        if (!tp.partitions.empty())
+          a[from_wire(tp.topic_id)].insert(tp.partitions.begin(), tp.partitions.end());
+      }
+      target_[id] = std::move(a);
+      break;
+    }
+    case type_current_assignment: {
+      auto k = decode_key<p::consumer_group_current_member_assignment_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      const std::string id(k->member_id);
+      if (!value) {
+        apply_current_assignment(id, std::nullopt);
+        break;
+      }
+      auto v = decode_value<p::consumer_group_current_member_assignment_value>(*value);
+      if (!v) return false;
+      consumer_group_member a;
+      a.member_epoch = v->member_epoch;
+      a.previous_member_epoch = v->previous_member_epoch;
+      switch (v->state) {
+        case 0:
+        case 1:
+        case 2:
+          a.state = static_cast<member_state>(v->state);
+          break;
+        default:
+          a.state = member_state::unknown;  // a state of a newer Kafka: the member is fenced
+      }
+      a.assigned_partitions = from_record(v->assigned_partitions, v->member_epoch);
+      a.partitions_pending_revocation =
+          from_record(v->partitions_pending_revocation, v->member_epoch);
+      apply_current_assignment(id, a);
+      break;
+    }
+    case type_regular_expression: {
+      auto k = decode_key<p::consumer_group_regular_expression_key>(key, record_type);
+      if (!group_matches(k)) return false;
+      const std::string regex(k->regular_expression);
+      if (!value) {
+        regexes_.erase(regex);
+        break;
+      }
+      auto v = decode_value<p::consumer_group_regular_expression_value>(*value);
+      if (!v) return false;
+      resolved_regex r;
+      r.topics = {v->topics.begin(), v->topics.end()};
+      r.version = v->version_;
+      r.timestamp_ms = v->timestamp;
+      regexes_[regex] = std::move(r);
+      break;
+    }
+    default:
+      return false;
+  }
+  pristine_ = false;
+  return true;
+}
+
+}  // namespace tarn::coordinator
