@@ -1,6 +1,6 @@
-// Blocking Kafka request client (see kafka_client.h): POSIX sockets with a poll() deadline per
+// Blocking Kafka request client (see blocking_client.h): POSIX sockets with a poll() deadline per
 // read and write, so a silent broker ends in an error rather than a hang.
-#include "tools/kafka_client.h"
+#include "client/blocking_client.h"
 
 #include <fmt/format.h>
 #include <netdb.h>
@@ -10,14 +10,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
+#include "protocol/error_codes.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/request_header.h"
 #include "protocol/messages/response_header.h"
 
-namespace tarn::tools {
+namespace tarn::client {
 
 namespace {
 
@@ -52,8 +57,18 @@ int connect_one(const std::string& host, const std::string& port, std::string& e
 
 }  // namespace
 
-result<std::unique_ptr<kafka_client>, std::string> kafka_client::connect(
-    const std::string& bootstrap, std::chrono::milliseconds timeout) {
+result<std::unique_ptr<blocking_client>, std::string> blocking_client::connect(
+    const std::string& host, int32_t port, std::chrono::milliseconds timeout,
+    std::string client_id) {
+  std::string error;
+  int fd = connect_one(host, std::to_string(port), error);
+  if (fd < 0) return fail(error);
+  return std::unique_ptr<blocking_client>(
+      new blocking_client(fd, host, port, timeout, std::move(client_id)));
+}
+
+result<std::unique_ptr<blocking_client>, std::string> blocking_client::connect(
+    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id) {
   std::string error = "empty bootstrap server list";
   std::stringstream list(bootstrap);
   std::string server;
@@ -67,21 +82,26 @@ result<std::unique_ptr<kafka_client>, std::string> kafka_client::connect(
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
     }
-    int fd = connect_one(host, server.substr(colon + 1), error);
-    if (fd >= 0) return std::unique_ptr<kafka_client>(new kafka_client(fd, timeout));
+    const std::string port = server.substr(colon + 1);
+    int fd = connect_one(host, port, error);
+    if (fd >= 0) {
+      return std::unique_ptr<blocking_client>(
+          new blocking_client(fd, host, std::atoi(port.c_str()), timeout, client_id));
+    }
   }
   return fail(error);
 }
 
-kafka_client::~kafka_client() {
+blocking_client::~blocking_client() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-result<void, std::string> kafka_client::write_all(std::span<const uint8_t> bytes) {
+result<void, std::string> blocking_client::write_all(std::span<const uint8_t> bytes,
+                                                     std::chrono::milliseconds timeout) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     pollfd p{fd_, POLLOUT, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+    int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (ready == 0) return fail(std::string("timed out sending the request"));
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -95,11 +115,12 @@ result<void, std::string> kafka_client::write_all(std::span<const uint8_t> bytes
   return {};
 }
 
-result<void, std::string> kafka_client::read_exact(uint8_t* out, size_t n) {
+result<void, std::string> blocking_client::read_exact(uint8_t* out, size_t n,
+                                                      std::chrono::milliseconds timeout) {
   size_t got = 0;
   while (got < n) {
     pollfd p{fd_, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+    int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (ready == 0) return fail(std::string("timed out waiting for the response"));
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -114,14 +135,16 @@ result<void, std::string> kafka_client::read_exact(uint8_t* out, size_t n) {
   return {};
 }
 
-result<std::span<const uint8_t>, std::string> kafka_client::round_trip(
+result<std::span<const uint8_t>, std::string> blocking_client::round_trip(
     int16_t api_key, int16_t api_version, std::span<const uint8_t> body,
-    std::vector<uint8_t>& buffer) {
+    std::vector<uint8_t>& buffer, std::chrono::milliseconds timeout) {
+  if (fd_ < 0) return fail(std::string("the connection is closed after an earlier error"));
+  if (timeout.count() <= 0) timeout = timeout_;
   protocol::request_header header;
   header.request_api_key = api_key;
   header.request_api_version = api_version;
   header.correlation_id = next_correlation_id_++;
-  header.client_id = "tarn-tools";
+  header.client_id = client_id_;
   const int16_t header_version = protocol::request_header_version(api_key, api_version);
   std::vector<uint8_t> frame(4);
   protocol::writer w(frame);
@@ -129,27 +152,63 @@ result<std::span<const uint8_t>, std::string> kafka_client::round_trip(
   frame.insert(frame.end(), body.begin(), body.end());
   const uint32_t size = static_cast<uint32_t>(frame.size() - 4);
   for (size_t i = 0; i < 4; ++i) frame[i] = static_cast<uint8_t>(size >> (24 - 8 * i));
-  if (auto s = write_all(frame); !s) return fail(s.error());
+  // Any failure past this point leaves the stream at an unknown position: the connection is closed
+  // so that a later request cannot read this one's late response.
+  auto broken = [this](std::string why) {
+    ::close(fd_);
+    fd_ = -1;
+    return fail(std::move(why));
+  };
+  if (auto s = write_all(frame, timeout); !s) return broken(s.error());
 
   uint8_t size_bytes[4];
-  if (auto r = read_exact(size_bytes, 4); !r) return fail(r.error());
+  if (auto r = read_exact(size_bytes, 4, timeout); !r) return broken(r.error());
   const int32_t response_size =
       static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
                            (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
   if (response_size < 4 || response_size > max_response_bytes) {
-    return fail(fmt::format("bad response size {}", response_size));
+    return broken(fmt::format("bad response size {}", response_size));
   }
   buffer.resize(static_cast<size_t>(response_size));
-  if (auto r = read_exact(buffer.data(), buffer.size()); !r) return fail(r.error());
+  if (auto r = read_exact(buffer.data(), buffer.size(), timeout); !r) return broken(r.error());
   protocol::reader r(buffer);
   auto response_header =
       protocol::response_header::decode(r, protocol::response_header_version(api_key, api_version));
-  if (!response_header) return fail(std::string("cannot decode the response header"));
+  if (!response_header) return broken("cannot decode the response header");
   if (response_header->correlation_id != header.correlation_id) {
-    return fail(fmt::format("response correlation id {} does not match request {}",
-                            response_header->correlation_id, header.correlation_id));
+    return broken(fmt::format("response correlation id {} does not match request {}",
+                              response_header->correlation_id, header.correlation_id));
   }
   return std::span<const uint8_t>(buffer).subspan(buffer.size() - r.remaining());
 }
 
-}  // namespace tarn::tools
+result<void, std::string> blocking_client::negotiate_versions() {
+  protocol::api_versions_request req;
+  req.client_software_name = "tarn";
+  req.client_software_version = "0.1.0";
+  std::vector<uint8_t> buffer;
+  for (int16_t version : {int16_t{3}, int16_t{0}}) {
+    auto resp = call<protocol::api_versions_response>(*this, req, version, buffer);
+    if (!resp) return fail(resp.error());
+    if (resp->error_code == static_cast<int16_t>(protocol::error_code::unsupported_version)) {
+      continue;
+    }
+    if (resp->error_code != 0) {
+      return fail("ApiVersions failed with error " + std::to_string(resp->error_code));
+    }
+    versions_.clear();
+    for (const auto& k : resp->api_keys) versions_[k.api_key] = {k.min_version, k.max_version};
+    return {};
+  }
+  return fail(std::string("the broker refused ApiVersions v0"));
+}
+
+int16_t blocking_client::version_for(int16_t api_key, int16_t our_min, int16_t our_max) const {
+  auto it = versions_.find(api_key);
+  if (it == versions_.end()) return -1;
+  const int16_t hi = std::min(it->second.second, our_max);
+  const int16_t lo = std::max(it->second.first, our_min);
+  return hi >= lo ? hi : -1;
+}
+
+}  // namespace tarn::client
