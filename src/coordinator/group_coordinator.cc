@@ -7,6 +7,7 @@
 #include <set>
 
 #include "coordinator/classic_group.h"
+#include "coordinator/consumer_group.h"
 #include "coordinator/group_records.h"
 #include "record/batch_builder.h"
 
@@ -56,7 +57,9 @@ struct shard {
   int32_t partition = 0;
   std::mutex mu;
   bool loaded = false;
+  // A group id names a classic group or a KIP-848 consumer group, never both.
   std::map<std::string, std::unique_ptr<classic_group>, std::less<>> classic;
+  std::map<std::string, std::unique_ptr<consumer_group>, std::less<>> consumer;
   std::map<std::string, topic_offsets, std::less<>> offsets;
 };
 
@@ -161,14 +164,22 @@ void group_coordinator::load(int64_t now_ms) {
         } else if (auto* gm = std::get_if<loaded_group_metadata>(&*decoded)) {
           if (gm->value) {
             groups[gm->group_id] = std::move(gm->value);
+            s.consumer.erase(gm->group_id);  // the id became a classic group again
           } else {
             groups.erase(gm->group_id);
           }
+        } else if (auto* cg = std::get_if<loaded_consumer_group_record>(&*decoded)) {
+          auto& g = s.consumer[cg->group_id];
+          if (!g) g = std::make_unique<consumer_group>(cg->group_id);
+          (void)g->replay(cg->record_type, r.key, r.value);
+          if (r.value) groups.erase(cg->group_id);  // the id became a consumer group
+          if (g->dead()) s.consumer.erase(cg->group_id);
         }
       });
       (void)replayed;
       for (auto& [id, snapshot] : groups) {
         if (!snapshot && !s.offsets.count(id)) continue;
+        if (s.consumer.count(id)) continue;  // offsets of a consumer group
         auto g = std::make_unique<classic_group>(id, now_ms);
         if (snapshot) g->restore(std::move(*snapshot), now_ms);
         s.classic[id] = std::move(g);
@@ -239,6 +250,25 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
         done(join_failure(m, error_code::coordinator_load_in_progress));
       });
       return;
+    }
+    if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
+      if (!cg->second->empty()) {
+        // Classic members in a consumer group (KIP-848's online migration) are not served.
+        ctx.deferred.push_back([done, m = std::string(request.member_id)] {
+          done(join_failure(m, error_code::inconsistent_group_protocol));
+        });
+        return;
+      }
+      // An empty consumer group becomes a classic group (Kafka's maybeDeleteEmptyConsumerGroup).
+      std::vector<coordinator_record> records;
+      cg->second->delete_records(records);
+      if (auto e = ctx.write(std::move(records)); e != error_code::none) {
+        ctx.deferred.push_back([done, m = std::string(request.member_id), e] {
+          done(join_failure(m, append_error_to_response_error(e)));
+        });
+        return;
+      }
+      sh.consumer.erase(cg);
     }
     auto it = sh.classic.find(request.group_id);
     if (it == sh.classic.end()) {
@@ -393,10 +423,26 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
       return;
     }
     const std::string group_id(request.group_id);
+    bool created = false;
+    // A KIP-848 member's commit: its epoch, and with an older epoch each partition (KIP-1251).
+    const consumer_group* consumer = nullptr;
+    bool check_partitions = false;
+    if (auto cg = sh.consumer.find(group_id); cg != sh.consumer.end()) {
+      consumer = cg->second.get();
+      auto check =
+          consumer->validate_offset_commit(request.member_id, opt(request.group_instance_id),
+                                           request.generation_id_or_member_epoch, false, version);
+      if (check.error) {
+        fail_all(check.error.code);
+        return;
+      }
+      check_partitions = check.check_partitions;
+    }
     auto it = sh.classic.find(group_id);
     classic_group* group = it == sh.classic.end() ? nullptr : it->second.get();
-    bool created = false;
-    if (group == nullptr) {
+    if (consumer != nullptr) {
+      // validated above
+    } else if (group == nullptr) {
       if (request.generation_id_or_member_epoch < 0) {
         // The admin client or a consumer without group management: a "simple" group.
         auto g = std::make_unique<classic_group>(group_id, now_ms);
@@ -408,15 +454,17 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
         return;
       }
     }
-    if (auto e = group->validate_offset_commit(request.member_id, opt(request.group_instance_id),
-                                               request.generation_id_or_member_epoch, false);
-        e != error_code::none) {
-      fail_all(e);
-      return;
-    }
-    if (group->state() == classic_group_state::stable ||
-        group->state() == classic_group_state::preparing_rebalance) {
-      group->touch_member(request.member_id, ctx);
+    if (group != nullptr) {
+      if (auto e = group->validate_offset_commit(request.member_id, opt(request.group_instance_id),
+                                                 request.generation_id_or_member_epoch, false);
+          e != error_code::none) {
+        fail_all(e);
+        return;
+      }
+      if (group->state() == classic_group_state::stable ||
+          group->state() == classic_group_state::preparing_rebalance) {
+        group->touch_member(request.member_id, ctx);
+      }
     }
     std::optional<int64_t> expire;
     if (version >= 2 && version <= 4 && request.retention_time_ms != -1) {
@@ -431,6 +479,14 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
           metadata.size() > static_cast<size_t>(config_.offset_metadata_max_bytes)) {
         set_error(c, error_code::offset_metadata_too_large);
         continue;
+      }
+      if (check_partitions) {
+        if (auto e = consumer->validate_offset_commit_partition(
+                request.member_id, request.generation_id_or_member_epoch, c.topic, c.topic_id,
+                p.partition_index)) {
+          set_error(c, e.code);
+          continue;
+        }
       }
       offset_and_metadata om;
       om.committed_offset = p.committed_offset;
@@ -467,10 +523,12 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
   struct group_ask {
     std::string group_id;
     std::optional<std::vector<topic_ask>> topics;  // nullopt: all
+    std::optional<std::string_view> member_id;     // v9+, KIP-848 members
+    int32_t member_epoch = -1;
   };
   std::vector<group_ask> asks;
   if (version < 8) {
-    group_ask g{std::string(request.group_id), std::nullopt};
+    group_ask g{std::string(request.group_id), std::nullopt, std::nullopt, -1};
     if (request.topics) {
       g.topics.emplace();
       for (const auto& t : *request.topics) {
@@ -481,7 +539,11 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
     asks.push_back(std::move(g));
   } else {
     for (const auto& rg : request.groups) {
-      group_ask g{std::string(rg.group_id), std::nullopt};
+      group_ask g{std::string(rg.group_id), std::nullopt, std::nullopt, -1};
+      if (version >= 9) {
+        g.member_id = rg.member_id;
+        g.member_epoch = rg.member_epoch;
+      }
       if (rg.topics) {
         g.topics.emplace();
         for (const auto& t : *rg.topics) {
@@ -512,6 +574,11 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
       group_error = run_in_shard(
           s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context&) -> error_code {
             if (!sh.loaded) return error_code::coordinator_load_in_progress;
+            if (auto cg = sh.consumer.find(ask.group_id); cg != sh.consumer.end()) {
+              if (auto e = cg->second->validate_offset_fetch(ask.member_id, ask.member_epoch)) {
+                return e.code;
+              }
+            }
             auto offsets_it = sh.offsets.find(ask.group_id);
             const topic_offsets* offsets =
                 offsets_it == sh.offsets.end() ? nullptr : &offsets_it->second;
@@ -604,16 +671,24 @@ owned_message<protocol::offset_delete_response> group_coordinator::offset_delete
         if (!sh.loaded) return error_code::coordinator_load_in_progress;
         const std::string group_id(request.group_id);
         auto it = sh.classic.find(group_id);
-        if (it == sh.classic.end()) return error_code::group_id_not_found;
-        classic_group& g = *it->second;
-        if (auto v = g.validate_offset_delete(); v != error_code::none) return v;
+        auto cg = sh.consumer.find(group_id);
+        classic_group* classic = it == sh.classic.end() ? nullptr : it->second.get();
+        const consumer_group* consumer = cg == sh.consumer.end() ? nullptr : cg->second.get();
+        if (classic == nullptr && consumer == nullptr) return error_code::group_id_not_found;
+        if (classic != nullptr) {
+          if (auto v = classic->validate_offset_delete(); v != error_code::none) return v;
+        }
+        auto subscribed_to = [&](std::string_view topic) {
+          return classic != nullptr ? classic->is_subscribed_to(topic)
+                                    : consumer->is_subscribed_to(topic);
+        };
         auto& offsets = sh.offsets[group_id];
         std::vector<coordinator_record> records;
         std::vector<std::pair<std::string, int32_t>> deleted;
         for (const auto& t : request.topics) {
           resp::offset_delete_response_topic rt;
           rt.name = out.arena.keep(t.name);
-          const bool subscribed = g.is_subscribed_to(t.name);
+          const bool subscribed = subscribed_to(t.name);
           for (const auto& p : t.partitions) {
             resp::offset_delete_response_partition rp;
             rp.partition_index = p.partition_index;
@@ -668,6 +743,9 @@ owned_message<protocol::describe_groups_response> group_coordinator::describe_gr
       const int32_t ops = d.authorized_operations;
       it->second->describe(d, out.arena, version);
       d.authorized_operations = ops;
+    } else if (s.consumer.count(id) && version >= 6) {
+      d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+      d.error_message = out.arena.keep("Group " + std::string(id) + " is not a classic group.");
     } else if (version >= 6) {
       d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
       d.error_message = out.arena.keep("Group " + std::string(id) + " not found.");
@@ -708,6 +786,17 @@ owned_message<protocol::list_groups_response> group_coordinator::list_groups(
       lg.group_type = "classic";
       out.message.groups.push_back(lg);
     }
+    for (const auto& [id, g] : s.consumer) {
+      const std::string_view state = g->state_name();
+      if (!states.empty() && !states.count(to_lower(state))) continue;
+      if (!types.empty() && !types.count("consumer")) continue;
+      resp::listed_group lg;
+      lg.group_id = out.arena.keep(id);
+      lg.protocol_type = "consumer";
+      lg.group_state = state;
+      lg.group_type = "consumer";
+      out.message.groups.push_back(lg);
+    }
   }
   return out;
 }
@@ -728,8 +817,15 @@ owned_message<protocol::delete_groups_response> group_coordinator::delete_groups
       e = run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
         if (!sh.loaded) return error_code::coordinator_load_in_progress;
         auto it = sh.classic.find(id);
-        if (it == sh.classic.end()) return error_code::group_id_not_found;
-        if (auto v = it->second->validate_delete_group(); v != error_code::none) return v;
+        auto cg = sh.consumer.find(id);
+        if (it == sh.classic.end() && cg == sh.consumer.end()) {
+          return error_code::group_id_not_found;
+        }
+        if (it != sh.classic.end()) {
+          if (auto v = it->second->validate_delete_group(); v != error_code::none) return v;
+        } else if (auto v = cg->second->validate_delete()) {
+          return v.code;
+        }
         const std::string group_id(id);
         std::vector<coordinator_record> records;
         if (auto o = sh.offsets.find(group_id); o != sh.offsets.end()) {
@@ -737,12 +833,20 @@ owned_message<protocol::delete_groups_response> group_coordinator::delete_groups
             records.push_back(offset_commit_tombstone(group_id, tp.first, tp.second));
           }
         }
-        records.push_back(group_metadata_tombstone(group_id));
+        if (it != sh.classic.end()) {
+          records.push_back(group_metadata_tombstone(group_id));
+        } else {
+          cg->second->delete_records(records);
+        }
         if (auto w = ctx.write(std::move(records)); w != error_code::none) {
           return append_error_to_response_error(w);
         }
-        it->second->mark_dead(ctx);
-        sh.classic.erase(it);
+        if (it != sh.classic.end()) {
+          it->second->mark_dead(ctx);
+          sh.classic.erase(it);
+        } else {
+          sh.consumer.erase(cg);
+        }
         sh.offsets.erase(group_id);
         return error_code::none;
       });
@@ -759,25 +863,82 @@ owned_message<protocol::consumer_group_heartbeat_response>
 group_coordinator::consumer_group_heartbeat(
     const protocol::consumer_group_heartbeat_request& request, int16_t version,
     const client_info& client, int64_t now_ms) {
-  (void)request;
-  (void)version;
-  (void)client;
-  (void)now_ms;
-  owned_message<protocol::consumer_group_heartbeat_response> out;
-  out.message.error_code = static_cast<int16_t>(error_code::unsupported_version);
-  return out;
+  if (auto e = consumer_group::validate_heartbeat(request, version, config_)) {
+    return consumer_group::error_response(e);
+  }
+  shard& s = *shard_for(request.group_id);
+  return run_in_shard(
+      s, config_, metadata_, log_, now_ms,
+      [&](shard& sh,
+          group_context& ctx) -> owned_message<protocol::consumer_group_heartbeat_response> {
+        if (!sh.loaded)
+          return consumer_group::error_response({error_code::coordinator_load_in_progress, ""});
+        const std::string group_id(request.group_id);
+        if (auto it = sh.classic.find(group_id); it != sh.classic.end()) {
+          if (!it->second->is_empty()) {
+            // A classic group with members is not upgraded (online migration is not served).
+            return consumer_group::error_response(
+                {error_code::group_id_not_found,
+                 "Group " + group_id + " is not a consumer group."});
+          }
+          // An empty classic group becomes a consumer group (Kafka's
+          // maybeDeleteEmptyClassicGroup); its committed offsets stay.
+          if (request.member_epoch == 0) {
+            if (auto e = ctx.write({group_metadata_tombstone(group_id)}); e != error_code::none) {
+              return consumer_group::error_response({append_error_to_response_error(e), ""});
+            }
+            it->second->mark_dead(ctx);
+            sh.classic.erase(it);
+          } else {
+            return consumer_group::error_response(consumer_group::not_found_error(group_id));
+          }
+        }
+        auto cg = sh.consumer.find(group_id);
+        if (cg == sh.consumer.end()) {
+          if (request.member_epoch != 0) {
+            return consumer_group::error_response(consumer_group::not_found_error(group_id));
+          }
+          cg = sh.consumer.emplace(group_id, std::make_unique<consumer_group>(group_id)).first;
+        }
+        auto out = cg->second->heartbeat(request, version, client, ctx);
+        // A group whose first heartbeat failed was never created; a deleted one is gone.
+        if (cg->second->pristine() || cg->second->dead()) sh.consumer.erase(cg);
+        return out;
+      });
 }
 
 owned_message<protocol::consumer_group_describe_response>
 group_coordinator::consumer_group_describe(const protocol::consumer_group_describe_request& request,
                                            int16_t version) {
-  (void)version;
   using resp = protocol::consumer_group_describe_response;
   owned_message<resp> out;
   for (std::string_view id : request.group_ids) {
     resp::described_group d;
     d.group_id = out.arena.keep(id);
-    d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+    if (request.include_authorized_operations) {
+      // Without an authorizer every operation a group supports: READ 3, DELETE 6, DESCRIBE 8.
+      d.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+    }
+    if (!valid_group_id(id)) {
+      d.error_code = static_cast<int16_t>(error_code::invalid_group_id);
+      out.message.groups.push_back(std::move(d));
+      continue;
+    }
+    shard& s = *shard_for(id);
+    std::lock_guard lock(s.mu);
+    if (!s.loaded) {
+      d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
+    } else if (auto cg = s.consumer.find(id); cg != s.consumer.end()) {
+      const int32_t ops = d.authorized_operations;
+      cg->second->describe(d, out.arena, version, config_, metadata_);
+      d.authorized_operations = ops;
+    } else if (s.classic.count(id)) {
+      d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+      d.error_message = out.arena.keep("Group " + std::string(id) + " is not a consumer group.");
+    } else {
+      d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
+      d.error_message = out.arena.keep("Group " + std::string(id) + " not found.");
+    }
     out.message.groups.push_back(std::move(d));
   }
   return out;
@@ -793,7 +954,42 @@ void group_coordinator::poll(int64_t now_ms) {
   for (auto& sp : shards_) {
     run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
       for (auto& [id, g] : sh.classic) g->poll(ctx);
+      for (auto& [id, g] : sh.consumer) g->poll(ctx);
       if (!expire) return;
+      // A consumer group's offsets expire by their commit time, for topics it does not
+      // subscribe to (Kafka's ConsumerGroup.offsetExpirationCondition); an empty group with no
+      // offsets left is deleted.
+      std::vector<std::string> empty_consumers;
+      for (auto& [id, g] : sh.consumer) {
+        auto o = sh.offsets.find(id);
+        std::vector<coordinator_record> records;
+        std::vector<std::pair<std::string, int32_t>> gone;
+        bool all_expired = true;
+        if (o != sh.offsets.end()) {
+          for (const auto& [tp, om] : o->second) {
+            const bool expired =
+                !g->is_subscribed_to(tp.first) &&
+                (om.expire_timestamp_ms ? now_ms >= *om.expire_timestamp_ms
+                                        : now_ms - om.commit_timestamp_ms >= retention_ms);
+            if (expired) {
+              records.push_back(offset_commit_tombstone(id, tp.first, tp.second));
+              gone.push_back(tp);
+            } else {
+              all_expired = false;
+            }
+          }
+        }
+        const bool remove = all_expired && g->empty();
+        if (remove) g->delete_records(records);
+        if (records.empty()) continue;
+        if (ctx.write(std::move(records)) != error_code::none) continue;
+        if (o != sh.offsets.end()) {
+          for (const auto& tp : gone) o->second.erase(tp);
+          if (o->second.empty()) sh.offsets.erase(o);
+        }
+        if (remove) empty_consumers.push_back(id);
+      }
+      for (const auto& id : empty_consumers) sh.consumer.erase(id);
       // Offset expiry (Kafka's cleanupGroupMetadata): offsets of topics the group does not
       // subscribe to, once retention has passed since the group emptied (or since the commit).
       std::vector<std::string> empty_groups;

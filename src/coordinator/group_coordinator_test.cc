@@ -664,3 +664,114 @@ TEST(group_records, kafkas_older_value_versions_are_read) {
 
 }  // namespace
 }  // namespace tarn::coordinator
+
+namespace tarn::coordinator {
+namespace {
+
+// KIP-848 groups through the facade: heartbeats, commits with member epochs, listing, deletion,
+// conversion of empty groups between the protocols, reload.
+struct consumer_fixture : fixture {
+  struct beat {
+    int16_t error = -1;
+    std::string message;
+    int32_t epoch = -1;
+    size_t partitions = 0;
+  };
+  beat heartbeat848(const std::string& group, const std::string& member, int32_t epoch,
+                    bool subscribe = true) {
+    protocol::consumer_group_heartbeat_request r;
+    r.group_id = group;
+    r.member_id = member;
+    r.member_epoch = epoch;
+    r.rebalance_timeout_ms = 30000;
+    std::vector<std::string_view> topics{"t"};
+    std::vector<protocol::consumer_group_heartbeat_request::topic_partitions_data> owned;
+    if (subscribe) {
+      r.subscribed_topic_names = topics;
+      r.topic_partitions = owned;
+    }
+    auto resp = c->consumer_group_heartbeat(r, 1, {"client", "/127.0.0.1"}, now);
+    beat b;
+    b.error = resp.message.error_code;
+    b.message = std::string(resp.message.error_message.value_or(""));
+    b.epoch = resp.message.member_epoch;
+    if (resp.message.assignment) {
+      for (const auto& tp : resp.message.assignment->topic_partitions)
+        b.partitions += tp.partitions.size();
+    }
+    return b;
+  }
+};
+
+TEST_F(consumer_fixture, a_member_joins_gets_every_partition_and_commits_with_its_epoch) {
+  auto b = heartbeat848("cg", "member-1", 0);
+  ASSERT_EQ(b.error, 0) << b.message;
+  EXPECT_EQ(b.epoch, 1);
+  EXPECT_EQ(b.partitions, 4u);
+  EXPECT_EQ(commit("cg", 0, 10, 1, "member-1"), 0);
+  EXPECT_EQ(commit("cg", 0, 10, 1, "stranger"), code(error_code::unknown_member_id));
+  EXPECT_EQ(commit("cg", 0, 10, 7, "member-1"), code(error_code::stale_member_epoch));
+  EXPECT_EQ(fetch("cg", 0), 10);
+
+  protocol::list_groups_request l;
+  auto listed = c->list_groups(l, 5);
+  ASSERT_EQ(listed.message.groups.size(), 1u);
+  EXPECT_EQ(listed.message.groups[0].group_type, "consumer");
+  std::vector<std::string_view> classic_only{"classic"};
+  l.types_filter = classic_only;
+  EXPECT_TRUE(c->list_groups(l, 5).message.groups.empty());
+
+  protocol::consumer_group_describe_request d;
+  d.group_ids = {"cg", "nope"};
+  auto described = c->consumer_group_describe(d, 1);
+  ASSERT_EQ(described.message.groups.size(), 2u);
+  EXPECT_EQ(described.message.groups[0].error_code, 0);
+  EXPECT_EQ(described.message.groups[0].members.size(), 1u);
+  EXPECT_EQ(described.message.groups[1].error_code, code(error_code::group_id_not_found));
+
+  protocol::delete_groups_request del;
+  del.groups_names = {"cg"};
+  EXPECT_EQ(c->delete_groups(del, 2, now).message.results[0].error_code,
+            code(error_code::non_empty_group));
+
+  // A classic member cannot join the consumer group while it has members.
+  auto j = join("cg", "");
+  ASSERT_TRUE(j->done);
+  EXPECT_EQ(j->error, code(error_code::inconsistent_group_protocol));
+
+  // Reload: the group and its offsets come back from the records.
+  start();
+  EXPECT_EQ(fetch("cg", 0), 10);
+  auto again = heartbeat848("cg", "member-1", 1);
+  EXPECT_EQ(again.error, 0) << again.message;
+  EXPECT_EQ(again.epoch, 1);
+
+  // The member leaves; the empty group is deleted with its offsets.
+  EXPECT_EQ(heartbeat848("cg", "member-1", -1, false).error, 0);
+  EXPECT_EQ(c->delete_groups(del, 2, now).message.results[0].error_code, 0);
+  EXPECT_EQ(fetch("cg", 0), -1);
+  start();
+  EXPECT_EQ(fetch("cg", 0), -1);
+  EXPECT_TRUE(c->list_groups(protocol::list_groups_request{}, 5).message.groups.empty());
+}
+
+TEST_F(consumer_fixture, empty_groups_change_protocol_and_busy_ones_do_not) {
+  // A simple (offsets-only) classic group becomes a consumer group at the first heartbeat.
+  ASSERT_EQ(commit("g", 0, 5), 0);
+  auto b = heartbeat848("g", "m", 0);
+  ASSERT_EQ(b.error, 0) << b.message;
+  EXPECT_EQ(fetch("g", 0), 5) << "its offsets stay";
+  EXPECT_EQ(heartbeat848("g", "m", -1, false).error, 0);
+  // The empty consumer group becomes a classic group at the first JoinGroup.
+  auto j = join_dynamic("g");
+  c->poll(now);
+  ASSERT_TRUE(j->done);
+  EXPECT_EQ(j->error, 0);
+  // A classic group with members refuses KIP-848 members.
+  auto refused = heartbeat848("g", "m2", 0);
+  EXPECT_EQ(refused.error, code(error_code::group_id_not_found));
+  EXPECT_EQ(heartbeat848("unknown", "m", 3).error, code(error_code::group_id_not_found));
+}
+
+}  // namespace
+}  // namespace tarn::coordinator
