@@ -108,17 +108,52 @@ error_code write_error_to_response(error_code e) {
 
 // Compiles a subscription regex. Kafka uses RE2 (re2j) and a full match of the topic name;
 // tarn uses std::regex's ECMAScript grammar with std::regex_match. They agree on the syntax
-// consumers use (literals, ., *, +, ?, classes, groups, alternation, anchors). They differ on:
-// lookahead and backreferences, which ECMAScript accepts and RE2 rejects (Kafka answers
-// INVALID_REGULAR_EXPRESSION; tarn matches); RE2's (?i) flags, \pN classes and (?P<name>)
-// groups, which ECMAScript rejects; and time: RE2 matches in linear time, std::regex
-// backtracks (topic names are at most 249 characters, which bounds it).
-std::optional<std::regex> compile_regex(const std::string& pattern, std::string* error) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    if (error) *error = e.what();
+// consumers use (literals, ., *, +, ?, {n,m}, classes, groups, alternation, anchors, \d \w \s).
+// tarn refuses what RE2 refuses and ECMAScript would take (lookaround, backreferences: RE2's
+// "invalid or unsupported Perl syntax", "invalid escape sequence") and accepts a leading (?i)
+// as RE2 does. Still different: RE2's other flags and (?P<name>) groups, \pN classes and
+// [[:alpha:]] inside classes are refused here, and std::regex backtracks where RE2 is linear
+// (topic names are at most 249 characters, which bounds it). Error texts follow RE2's for the
+// common mistakes.
+std::optional<std::regex> compile_regex(std::string_view pattern, std::string* error) {
+  auto refuse = [&](std::string_view why) -> std::optional<std::regex> {
+    if (error) *error = why;
     return std::nullopt;
+  };
+  auto flags = std::regex::ECMAScript;
+  if (pattern.starts_with("(?i)")) {
+    flags |= std::regex::icase;
+    pattern.remove_prefix(4);
+  }
+  for (size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] == '\\') {
+      if (pattern[i + 1] >= '1' && pattern[i + 1] <= '9') return refuse("invalid escape sequence");
+      ++i;
+    } else if (pattern.substr(i, 3) == "(?=" || pattern.substr(i, 3) == "(?!" ||
+               pattern.substr(i, 3) == "(?<") {
+      return refuse("invalid or unsupported Perl syntax");
+    }
+  }
+  try {
+    return std::regex(pattern.begin(), pattern.end(), flags);
+  } catch (const std::regex_error& e) {
+    switch (e.code()) {
+      case std::regex_constants::error_paren:
+        return refuse("missing closing )");
+      case std::regex_constants::error_brack:
+        return refuse("missing closing ]");
+      case std::regex_constants::error_badrepeat:
+        return refuse("missing argument to repetition operator");
+      case std::regex_constants::error_escape:
+        return refuse("invalid escape sequence");
+      case std::regex_constants::error_range:
+        return refuse("invalid character class range");
+      case std::regex_constants::error_brace:
+      case std::regex_constants::error_badbrace:
+        return refuse("invalid repeat count");
+      default:
+        return refuse(e.what());
+    }
   }
 }
 
@@ -617,6 +652,8 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
   if (member_id.empty()) member_id = random_member_id();  // v0 only
 
   auto check_epoch = [&](const consumer_group_member& m) -> group_error {
+    // Epoch 0 (re)joins under the member's own id (KIP-1082) and is never fenced.
+    if (req.member_epoch == 0) return {};
     if (req.member_epoch > m.member_epoch) {
       return {error_code::fenced_member_epoch,
               fmt::format("The consumer group member has a greater member epoch ({}) than the one "
@@ -979,6 +1016,10 @@ void consumer_group::fence(const std::vector<std::string>& member_ids,
   }
   c.records.push_back(
       group_epoch_record(group_id_, group_epoch_ + 1, topics_hash(topics, metadata)));
+  // The last members gone: the (empty) target assignment is at the new epoch too.
+  if (member_ids.size() >= members_.size()) {
+    c.records.push_back(target_metadata_record(group_id_, group_epoch_ + 1, 0));
+  }
 }
 
 group_error consumer_group::commit(change& c, group_context& ctx) {
@@ -1107,9 +1148,7 @@ void consumer_group::describe(protocol::consumer_group_describe_response::descri
     d.client_host = arena.keep(m.client_host);
     for (const auto& n : m.subscribed_topic_names)
       d.subscribed_topic_names.push_back(arena.keep(n));
-    if (!m.subscribed_topic_regex.empty()) {
-      d.subscribed_topic_regex = arena.keep(m.subscribed_topic_regex);
-    }
+    d.subscribed_topic_regex = arena.keep(m.subscribed_topic_regex);  // "" for none, as Kafka
     // The current assignment is what the member owns: assigned and pending revocation.
     std::map<topic_uuid, partition_set> current;
     for (const auto* a : {&m.assigned_partitions, &m.partitions_pending_revocation}) {

@@ -241,10 +241,11 @@ class consumer_group {
                                 const std::optional<consumer_group_member>& assignment);
 
   std::string group_id_;
-  // Persisted state.
-  int32_t group_epoch_ = 0;
+  // Persisted state. A new group starts at group and assignment epoch 1 (Kafka 4.4's ModernGroup
+  // and TargetAssignmentMetadata.INITIAL), so its first member gets epoch 2.
+  int32_t group_epoch_ = 1;
   int64_t metadata_hash_ = 0;
-  int32_t assignment_epoch_ = 0;
+  int32_t assignment_epoch_ = 1;
   int64_t assignment_timestamp_ms_ = 0;
   std::map<std::string, consumer_group_member, std::less<>> members_;
   std::map<std::string, topic_assignment, std::less<>> target_;
