@@ -608,6 +608,13 @@ group_error consumer_group::not_found_error(std::string_view group_id) {
   return {error_code::group_id_not_found, fmt::format("Consumer group {} not found.", group_id)};
 }
 
+group_error consumer_group::not_found_error(std::string_view group_id, int32_t member_epoch) {
+  if (member_epoch == leave_group_member_epoch || member_epoch == leave_group_static_member_epoch) {
+    return {error_code::group_id_not_found, fmt::format("Group {} not found.", group_id)};
+  }
+  return not_found_error(group_id);
+}
+
 owned_message<heartbeat_response> consumer_group::error_response(const group_error& error) {
   owned_message<heartbeat_response> out;
   out.message.error_code = static_cast<int16_t>(error.code);
@@ -620,7 +627,7 @@ owned_message<heartbeat_response> consumer_group::heartbeat(const heartbeat_requ
                                                             const client_info& client,
                                                             group_context& ctx) {
   if (auto e = validate_heartbeat(request, version, ctx.config)) return error_response(e);
-  if (dead_) return error_response(not_found_error(group_id_));
+  if (dead_) return error_response(not_found_error(group_id_, request.member_epoch));
   if (request.member_epoch == leave_group_member_epoch ||
       request.member_epoch == leave_group_static_member_epoch) {
     return leave(request, ctx);

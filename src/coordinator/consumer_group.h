@@ -125,6 +125,9 @@ class consumer_group {
   static group_error validate_heartbeat(const protocol::consumer_group_heartbeat_request& request,
                                         int16_t version, const group_config& config);
   static group_error not_found_error(std::string_view group_id);
+  // The same with Kafka's wording for the request's epoch: "Consumer group X not found." for a
+  // heartbeat, "Group X not found." for a leave (-1, -2), as the 4.4 broker answers.
+  static group_error not_found_error(std::string_view group_id, int32_t member_epoch);
   static owned_message<protocol::consumer_group_heartbeat_response> error_response(
       const group_error& error);
 

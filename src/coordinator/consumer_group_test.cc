@@ -562,6 +562,12 @@ TEST_F(ConsumerGroupTest, RequestValidationAsKafka) {
   EXPECT_TRUE(group_.pristine());
 }
 
+TEST_F(ConsumerGroupTest, NotFoundWordsDependOnTheEpoch) {
+  EXPECT_EQ(consumer_group::not_found_error("g", 5).message, "Consumer group g not found.");
+  EXPECT_EQ(consumer_group::not_found_error("g", -1).message, "Group g not found.");
+  EXPECT_EQ(consumer_group::not_found_error("g", -2).code, error_code::group_id_not_found);
+}
+
 TEST_F(ConsumerGroupTest, VersionZeroGeneratesTheMemberId) {
   beat b;
   b.rebalance_timeout_ms = 30000;
