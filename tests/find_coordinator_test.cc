@@ -1,7 +1,8 @@
-// FindCoordinator against the real `tarn serve`: every version answers COORDINATOR_NOT_AVAILABLE
-// with no node (tarn has no group or transaction coordinator), a bad key type is INVALID_REQUEST,
-// and the API is advertised, which is what makes librdkafka compress with LZ4
-// (tests/produce_clients_test.cc checks the stored codec).
+// FindCoordinator against the real `tarn serve`: a group key is answered with this broker (node
+// id, the listener's host and port) at every version, creating __consumer_offsets (internal in
+// Metadata); a transaction key COORDINATOR_NOT_AVAILABLE with no node (tarn has no transaction
+// coordinator); a bad key type is INVALID_REQUEST; and the API is advertised, which is what makes
+// librdkafka compress with LZ4 (tests/produce_clients_test.cc checks the stored codec).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,12 +10,15 @@
 
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "test_util.h"
 
 namespace tarn::test {
 namespace {
 
 constexpr int16_t find_coordinator_key = 10;
+constexpr int16_t metadata_key = 3;
 constexpr int16_t coordinator_not_available = 15;
 constexpr int16_t invalid_request = 42;
 
@@ -49,22 +53,24 @@ answer ask(raw_client& c, int16_t version, int8_t key_type, std::vector<std::str
   return out;
 }
 
-TEST(find_coordinator, every_version_answers_coordinator_not_available_with_no_node) {
-  broker_process broker;
+// A few partitions keep the broker's creation of __consumer_offsets quick.
+std::vector<std::string> small_offsets_topic() {
+  return {"--override", "offsets.topic.num.partitions=3"};
+}
+
+TEST(find_coordinator, a_group_key_is_answered_with_this_broker_at_every_version) {
+  broker_process broker(small_offsets_topic());
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client c(broker.port());
   for (int16_t v = 0; v <= 3; ++v) {
-    for (int8_t type : {int8_t{0}, int8_t{1}}) {
-      if (v == 0 && type != 0) continue;  // v0 has no KeyType: always a group
-      const answer a = ask(c, v, type, {"my-group"});
-      const auto& r = a.r;
-      EXPECT_EQ(r.error_code, coordinator_not_available) << "v" << v;
-      EXPECT_EQ(r.node_id, -1);
-      EXPECT_EQ(r.host, "");
-      EXPECT_EQ(r.port, -1);
-      if (v >= 1) {
-        EXPECT_EQ(r.error_message, "The coordinator is not available.");
-      }
+    const answer a = ask(c, v, 0, {"my-group"});
+    const auto& r = a.r;
+    EXPECT_EQ(r.error_code, 0) << "v" << v;
+    EXPECT_EQ(r.node_id, 1) << "v" << v;
+    EXPECT_EQ(r.host, "127.0.0.1");
+    EXPECT_EQ(r.port, broker.port());
+    if (v >= 1) {
+      EXPECT_EQ(r.error_message, "NONE") << "Kafka's Errors.NONE.message()";
     }
   }
   for (int16_t v = 4; v <= 6; ++v) {
@@ -74,16 +80,70 @@ TEST(find_coordinator, every_version_answers_coordinator_not_available_with_no_n
     const char* keys[] = {"g1", "g2", "g3"};
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_EQ(r.coordinators[i].key, keys[i]);
-      EXPECT_EQ(r.coordinators[i].error_code, coordinator_not_available);
-      EXPECT_EQ(r.coordinators[i].node_id, -1);
-      EXPECT_EQ(r.coordinators[i].port, -1);
-      EXPECT_EQ(r.coordinators[i].error_message, "The coordinator is not available.");
+      EXPECT_EQ(r.coordinators[i].error_code, 0);
+      EXPECT_EQ(r.coordinators[i].node_id, 1);
+      EXPECT_EQ(r.coordinators[i].host, "127.0.0.1");
+      EXPECT_EQ(r.coordinators[i].port, broker.port());
+      EXPECT_EQ(r.coordinators[i].error_message, "NONE");
     }
   }
 }
 
+TEST(find_coordinator, a_transaction_key_answers_coordinator_not_available_with_no_node) {
+  broker_process broker(small_offsets_topic());
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  raw_client c(broker.port());
+  for (int16_t v = 1; v <= 3; ++v) {
+    const answer a = ask(c, v, 1, {"my-txn"});
+    const auto& r = a.r;
+    EXPECT_EQ(r.error_code, coordinator_not_available) << "v" << v;
+    EXPECT_EQ(r.node_id, -1);
+    EXPECT_EQ(r.host, "");
+    EXPECT_EQ(r.port, -1);
+    EXPECT_EQ(r.error_message, "The coordinator is not available.");
+  }
+  for (int16_t v = 4; v <= 6; ++v) {
+    const answer a = ask(c, v, 1, {"t1", "t2"});
+    const auto& r = a.r;
+    ASSERT_EQ(r.coordinators.size(), 2u) << "v" << v;
+    for (const auto& co : r.coordinators) {
+      EXPECT_EQ(co.error_code, coordinator_not_available);
+      EXPECT_EQ(co.node_id, -1);
+      EXPECT_EQ(co.port, -1);
+      EXPECT_EQ(co.error_message, "The coordinator is not available.");
+    }
+  }
+}
+
+TEST(find_coordinator, the_first_group_key_creates_consumer_offsets_internal_in_metadata) {
+  broker_process broker(small_offsets_topic());
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  raw_client c(broker.port());
+  EXPECT_EQ(ask(c, 3, 0, {"g"}).r.error_code, 0);
+  // Metadata v1 for every topic: __consumer_offsets is listed, with IsInternal, as Kafka lists it.
+  protocol::metadata_request req;
+  req.topics = std::nullopt;
+  std::vector<uint8_t> body;
+  protocol::writer w(body);
+  req.encode(w, 1);
+  ASSERT_TRUE(c.send_request(metadata_key, 1, 99, body));
+  auto frame = c.read_frame();
+  ASSERT_TRUE(frame.has_value());
+  protocol::reader r(std::span<const uint8_t>(*frame).subspan(4));
+  auto decoded = protocol::metadata_response::decode(r, 1);
+  ASSERT_TRUE(decoded.has_value());
+  bool found = false;
+  for (const auto& t : decoded->topics) {
+    if (t.name != "__consumer_offsets") continue;
+    found = true;
+    EXPECT_TRUE(t.is_internal);
+    EXPECT_EQ(t.partitions.size(), 3u);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(find_coordinator, an_unknown_key_type_is_invalid_request) {
-  broker_process broker;
+  broker_process broker(small_offsets_topic());
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client c(broker.port());
   EXPECT_EQ(ask(c, 1, 7, {"g"}).r.error_code, invalid_request);
@@ -100,14 +160,14 @@ TEST(find_coordinator, an_unknown_key_type_is_invalid_request) {
 }
 
 TEST(find_coordinator, a_truncated_body_closes_only_that_connection) {
-  broker_process broker;
+  broker_process broker(small_offsets_topic());
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client bad(broker.port());
   const std::vector<uint8_t> truncated = {0x00, 0x10, 'g'};  // Key claims 16 bytes, has 1
   ASSERT_TRUE(bad.send_request(find_coordinator_key, 1, 1, truncated));
   EXPECT_TRUE(bad.wait_closed(event_timeout));
   raw_client good(broker.port());
-  EXPECT_EQ(ask(good, 1, 0, {"g"}).r.error_code, coordinator_not_available);
+  EXPECT_EQ(ask(good, 1, 0, {"g"}).r.error_code, 0);
 }
 
 }  // namespace

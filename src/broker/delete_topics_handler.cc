@@ -11,6 +11,8 @@
 //     TOPIC_DELETION_DISABLED; a name or id given twice INVALID_REQUEST; v6 with both a name and
 //     an id INVALID_REQUEST; an unknown name UNKNOWN_TOPIC_OR_PARTITION; an unknown id
 //     UNKNOWN_TOPIC_ID; a failed file operation KAFKA_STORAGE_ERROR.
+//   - The group coordinator is told the deleted topics once they are gone, and deletes the
+//     groups' committed offsets of them (Kafka's onPartitionsDeleted), before the answer.
 //   - A body that does not decode closes the connection.
 // Not supported: quotas; timeout_ms (deletion is synchronous).
 #include <spdlog/spdlog.h>
@@ -21,6 +23,7 @@
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
@@ -76,6 +79,7 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   topic_manager& topics = *request.services.topics;
   protocol::delete_topics_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
+  std::vector<std::string> deleted;
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& w : asked) {
@@ -116,6 +120,7 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
       result.topic_id = to_wire(topic->topic_id);
       if (auto d = logs.delete_topic(name); d) {
         spdlog::info("deleted topic {} for {}", name, request.connection.peer);
+        deleted.push_back(name);
         result.error_message = std::nullopt;
       } else {
         spdlog::error("deleting topic {} failed: {}", name, d.error().message);
@@ -123,6 +128,12 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
       }
     }
     reply.responses.push_back(std::move(result));
+  }
+  guard.unlock();
+  // The deleted topics' committed offsets go too (Kafka's onPartitionsDeleted). After the lock:
+  // the coordinator appends the tombstones to __consumer_offsets, which takes it again.
+  if (!deleted.empty() && request.services.groups != nullptr) {
+    request.services.groups->on_topics_deleted(deleted, wall_clock_ms());
   }
   co_return encode_response(reply, version);
 }

@@ -1,27 +1,36 @@
 // FindCoordinator (key 10): where a group's or a transaction's coordinator lives.
 //
 // Versions served: 0-6, as Kafka 4.4. The body is decoded with protocol::find_coordinator_request.
-// tarn has no group, transaction or share coordinator (no consumer groups, no transactions), so
-// every key is answered COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode (id -1,
-// host "", port -1): what Kafka answers while it cannot place a coordinator (its internal topic
-// is missing), and retriable, so a client asking keeps waiting rather than failing on a
-// non-retriable error.
-// Why serve it at all: librdkafka (kcat, confluent-kafka) enables LZ4 compression only when the
-// broker advertises FindCoordinator v0 (rdkafka_feature.c, RD_KAFKA_FEATURE_LZ4: "GroupCoordinator
-// was released in 0.8.2"); without it `compression.type=lz4` silently sends uncompressed batches.
 // Behaviour:
+//   - KeyType 0 (GROUP): the group coordinator (coordinator/group_coordinator.h) is asked
+//     (find_coordinator, which creates __consumer_offsets on first use). NONE: this broker, with
+//     its node.id and the host and port of the advertised listener of the listener the request
+//     came on (as Metadata reports the broker), and ErrorMessage "NONE" (Kafka's Errors.NONE
+//     message). Any other error (COORDINATOR_NOT_AVAILABLE while the topic cannot be created):
+//     that error with its message and Node.noNode (id -1, host "", port -1).
+//   - KeyType 1 (TRANSACTION) and 2 (SHARE): tarn has no transaction or share coordinator, so
+//     they are answered COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode: what
+//     Kafka answers while it cannot place a coordinator (its internal topic is missing), and
+//     retriable, so a client asking keeps waiting rather than failing on a non-retriable error.
 //   - v0-3 ask for one Key (KeyType from v1), v4+ for a list (CoordinatorKeys): one Coordinators
 //     entry per key, in the order asked.
 //   - A KeyType other than 0 (group), 1 (transaction) or 2 (share) is INVALID_REQUEST for every
 //     key, as Kafka's CoordinatorType.forId rejection; SHARE below v6 likewise.
 //   - A body that does not decode closes the connection.
-// Not supported: quotas (ThrottleTimeMs 0).
+// Why it was served before tarn had groups: librdkafka (kcat, confluent-kafka) enables LZ4
+// compression only when the broker advertises FindCoordinator v0 (rdkafka_feature.c,
+// RD_KAFKA_FEATURE_LZ4: "GroupCoordinator was released in 0.8.2"); without it
+// `compression.type=lz4` silently sends uncompressed batches.
+// Not supported: quotas (ThrottleTimeMs 0), authorization.
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
+#include "coordinator/group_coordinator.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
@@ -35,12 +44,23 @@ using protocol::error_code;
 constexpr int8_t key_type_group = 0;
 constexpr int8_t key_type_share = 2;
 
-// The one place that decides the wire error of this API.
-error_code find_coordinator_error(int8_t key_type, int16_t version) {
+// The one place that decides the wire error of this API, for one key.
+error_code find_coordinator_error(const broker_services& services, int8_t key_type,
+                                  std::string_view key, int16_t version) {
   if (key_type < key_type_group || key_type > key_type_share) return error_code::invalid_request;
   if (key_type == key_type_share && version < 6) return error_code::invalid_request;
+  if (key_type == key_type_group && services.groups != nullptr) {
+    return services.groups->find_coordinator(key);
+  }
   return error_code::coordinator_not_available;
 }
+
+// This broker as a coordinator, or Node.noNode.
+struct node {
+  int32_t id = -1;
+  std::string_view host;
+  int32_t port = -1;
+};
 
 asio::awaitable<handler_outcome> handle_find_coordinator(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -52,24 +72,31 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad FindCoordinator request"};
   }
-  const error_code code = find_coordinator_error(decoded->key_type, version);
-  const std::string message(protocol::describe(code).message);
+  const broker_services& services = request.services;
+  const listener_endpoint& advertised = advertised_listener_for(services, request.connection);
+  auto answer = [&](std::string_view key) -> std::pair<error_code, node> {
+    const error_code code = find_coordinator_error(services, decoded->key_type, key, version);
+    if (code != error_code::none) return {code, node{}};
+    return {code, node{services.config.node_id, advertised.host, advertised.port}};
+  };
   protocol::find_coordinator_response reply;
   if (version < 4) {
+    const auto [code, n] = answer(decoded->key);
     reply.error_code = static_cast<int16_t>(code);
-    reply.error_message = message;
-    reply.node_id = -1;
-    reply.host = "";
-    reply.port = -1;
+    reply.error_message = protocol::describe(code).message;
+    reply.node_id = n.id;
+    reply.host = n.host;
+    reply.port = n.port;
   } else {
     for (std::string_view key : decoded->coordinator_keys) {
+      const auto [code, n] = answer(key);
       protocol::find_coordinator_response::coordinator c;
       c.key = key;
-      c.node_id = -1;
-      c.host = "";
-      c.port = -1;
+      c.node_id = n.id;
+      c.host = n.host;
+      c.port = n.port;
       c.error_code = static_cast<int16_t>(code);
-      c.error_message = message;
+      c.error_message = protocol::describe(code).message;
       reply.coordinators.push_back(c);
     }
   }

@@ -17,6 +17,10 @@
 #include "broker/config.h"
 #include "broker/request_header.h"
 
+namespace tarn::coordinator {
+class group_coordinator;
+}
+
 namespace tarn::broker {
 
 // Bytes of an open file sent as part of a response body (with sendfile: stored record batches go
@@ -67,6 +71,7 @@ struct broker_services {
   fetch_session_cache* fetch_sessions = nullptr;        // KIP-227 incremental fetch sessions
   fetch_waiters* waiters = nullptr;                     // fetches waiting for appends (long polls)
   request_memory* request_memory_pool = nullptr;        // queued.max.request.bytes (may be null)
+  coordinator::group_coordinator* groups = nullptr;     // consumer groups and committed offsets
 };
 
 struct connection_info {
@@ -146,6 +151,18 @@ void register_incremental_alter_configs_handler(handler_registry& registry);
 void register_produce_handler(handler_registry& registry);
 void register_init_producer_id_handler(handler_registry& registry);
 void register_find_coordinator_handler(handler_registry& registry);
+void register_offset_commit_handler(handler_registry& registry);
+void register_offset_fetch_handler(handler_registry& registry);
+void register_join_group_handler(handler_registry& registry);
+void register_heartbeat_handler(handler_registry& registry);
+void register_leave_group_handler(handler_registry& registry);
+void register_sync_group_handler(handler_registry& registry);
+void register_describe_groups_handler(handler_registry& registry);
+void register_list_groups_handler(handler_registry& registry);
+void register_delete_groups_handler(handler_registry& registry);
+void register_offset_delete_handler(handler_registry& registry);
+void register_consumer_group_heartbeat_handler(handler_registry& registry);
+void register_consumer_group_describe_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -25,14 +25,19 @@
 //     DESCRIBE_CONFIGS, ALTER_CONFIGS); otherwise INT32_MIN. Cluster operations (v8-10) are
 //     always INT32_MIN ("not requested") — tarn does not report them.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
-// Not supported: racks, internal topics (tarn has no __consumer_offsets yet), quotas
-// (ThrottleTimeMs 0).
+//   - IsInternal (v1+): true for __consumer_offsets (Kafka's Topic.isInternal). Internal topics
+//     are listed like any other in an all-topics request, as Kafka 4.4 lists them (clients
+//     filter them, e.g. the Java consumer's exclude.internal.topics). Auto-creating
+//     __consumer_offsets by name gives it offsets.topic.num.partitions partitions and its
+//     compacted configs (offsets_topic.h), as Kafka's AutoTopicCreationManager does.
+// Not supported: racks, quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <deque>
 #include <set>
 
 #include "broker/handler.h"
+#include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -65,6 +70,7 @@ topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool 
   topic_result r;
   r.name = t.name;
   r.topic_id = to_wire(t.topic_id);
+  r.is_internal = is_internal_topic(t.name);
   r.partitions.reserve(static_cast<size_t>(t.partitions));
   for (int32_t p = 0; p < t.partitions; ++p) {
     protocol::metadata_response::metadata_response_partition part;
@@ -101,11 +107,9 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   topic_manager& topics = *request.services.topics;
 
   protocol::metadata_response reply;
-  const listener_endpoint* advertised = &request.services.advertised_listeners.front();
-  for (const auto& l : request.services.advertised_listeners) {
-    if (l.name == request.connection.listener) advertised = &l;
-  }
-  reply.brokers.push_back({node_id, advertised->host, advertised->port, std::nullopt});
+  const listener_endpoint& advertised =
+      advertised_listener_for(request.services, request.connection);
+  reply.brokers.push_back({node_id, advertised.host, advertised.port, std::nullopt});
   reply.cluster_id = topics.cluster_id();
   reply.controller_id = node_id;
 
@@ -156,10 +160,14 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
       continue;
     }
-    auto created = logs.create_topic(name, config.num_partitions, {}, wall_clock_ms());
+    // __consumer_offsets gets its own partition count and configs (Kafka's
+    // AutoTopicCreationManager creates internal topics as their coordinator would).
+    const bool offsets = name == coordinator::offsets_topic_name;
+    auto created = offsets ? create_offsets_topic(logs, config.group, wall_clock_ms())
+                           : logs.create_topic(name, config.num_partitions, {}, wall_clock_ms());
     if (created) {
       spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", name,
-                   config.num_partitions, request.connection.peer);
+                   (*created)->partitions, request.connection.peer);
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
     } else {
       spdlog::warn("auto-creation of topic {} failed: {}", name, created.error().message);

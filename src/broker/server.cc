@@ -27,8 +27,10 @@
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
+#include "broker/offsets_topic.h"
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
 
 namespace tarn::broker {
 
@@ -36,6 +38,8 @@ namespace {
 
 // How long a clean shutdown waits for requests in flight before closing what is left.
 constexpr auto shutdown_drain_timeout = std::chrono::seconds(10);
+// How often the group coordinator's timers are fired (coordinator::group_coordinator::poll).
+constexpr auto group_poll_interval = std::chrono::milliseconds(100);
 
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
@@ -98,6 +102,12 @@ struct server::impl {
   std::unique_ptr<fetch_session_cache> fetch_sessions;
   std::unique_ptr<fetch_waiters> waiters;
   std::unique_ptr<request_memory> memory;
+  // The group coordinator and its two seams. Declared after the loops so they go first: a
+  // JoinGroup callback the coordinator still holds owns a timer of a loop's io_context.
+  std::unique_ptr<offsets_topic> offsets;
+  std::unique_ptr<topic_metadata_view> topic_view;
+  std::unique_ptr<coordinator::group_coordinator> groups;
+  std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -120,6 +130,8 @@ struct server::impl {
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
   asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
+  asio::awaitable<void> group_poller();
+  void join_groups_loader();
   int connection_limit_for(const std::string& ip) const;
 };
 
@@ -133,6 +145,7 @@ server::~server() {
       loop->thread.join();
     }
   }
+  impl_->join_groups_loader();
 }
 
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
@@ -234,9 +247,13 @@ result<void, std::string> server::start() {
         [w = s.waiters.get()](const storage::topic_partition& tp) { w->notify(tp); });
   }
   s.memory = std::make_unique<request_memory>(s.config.queued_max_request_bytes);
+  s.offsets = std::make_unique<offsets_topic>(*s.topics, s.config.group);
+  s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
+  s.groups =
+      std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
   s.services = std::make_unique<broker_services>(
       broker_services{s.config, s.registry, std::move(advertised), s.topics.get(),
-                      s.fetch_sessions.get(), s.waiters.get(), s.memory.get()});
+                      s.fetch_sessions.get(), s.waiters.get(), s.memory.get(), s.groups.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -249,6 +266,18 @@ result<void, std::string> server::start() {
     if (loop->index == 0) continue;
     loop->thread = std::thread([l = loop.get()] { l->context.run(); });
   }
+  // The groups of __consumer_offsets load on a thread of their own, so the listeners open at
+  // once; until a partition is loaded the coordinator answers its groups'
+  // COORDINATOR_LOAD_IN_PROGRESS.
+  s.groups_loader = std::thread([g = s.groups.get()] {
+    const auto start = std::chrono::steady_clock::now();
+    g->load(wall_clock_ms());
+    spdlog::info("group coordinator loaded in {} ms",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  });
+  asio::co_spawn(s.loop0().context, s.group_poller(), asio::detached);
   for (auto& listener : s.acceptors) {
     asio::co_spawn(s.loop0().context, s.accept_loop(listener), asio::detached);
   }
@@ -279,6 +308,7 @@ int server::run() {
   for (auto& loop : s.loops) {
     if (loop->thread.joinable()) loop->thread.join();
   }
+  s.join_groups_loader();
   // Everything that writes to the log directory has stopped: the marker can go down.
   if (auto r = s.topics->shutdown(); !r) {
     spdlog::error("shutdown: {}", r.error());
@@ -399,6 +429,24 @@ asio::awaitable<void> server::impl::log_flusher(std::chrono::milliseconds interv
       spdlog::error("log flush failed: {}", r.error().message);
     }
   }
+}
+
+// The group coordinator's timers (session timeouts, rebalance deadlines, offset expiry), on loop
+// 0. Appends they make take the topic manager's lock like any handler's. It keeps running during
+// a clean shutdown's drain, so a JoinGroup in flight can still complete and be answered; it ends
+// with loop 0, before the logs close.
+asio::awaitable<void> server::impl::group_poller() {
+  asio::steady_timer timer(loop0().context);
+  for (;;) {
+    timer.expires_after(group_poll_interval);
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    groups->poll(wall_clock_ms());
+  }
+}
+
+void server::impl::join_groups_loader() {
+  if (groups_loader.joinable()) groups_loader.join();
 }
 
 asio::awaitable<void> server::impl::shutdown(std::string reason) {

@@ -1,5 +1,6 @@
-// Small pieces the topic-management handlers share: encoding a response body, converting topic
-// ids between storage's and the wire's representation, and the wire code of a config type.
+// Small pieces the handlers share: encoding a response body, this broker's advertised listener
+// for a connection, converting topic ids between storage's and the wire's representation, and
+// the wire code of a config type.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,16 @@
 #include "storage/topic_metadata.h"
 
 namespace tarn::broker {
+
+// The advertised listener of the listener a request came on (the first one if none matches):
+// the host and port Metadata and FindCoordinator report for this broker.
+inline const listener_endpoint& advertised_listener_for(const broker_services& services,
+                                                        const connection_info& connection) {
+  for (const auto& l : services.advertised_listeners) {
+    if (l.name == connection.listener) return l;
+  }
+  return services.advertised_listeners.front();
+}
 
 template <class Message>
 response encode_response(const Message& m, int16_t version) {
