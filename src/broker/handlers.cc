@@ -39,6 +39,18 @@ void register_all_handlers(handler_registry& registry) {
   register_produce_handler(registry);
   register_init_producer_id_handler(registry);
   register_find_coordinator_handler(registry);
+  register_offset_commit_handler(registry);
+  register_offset_fetch_handler(registry);
+  register_join_group_handler(registry);
+  register_heartbeat_handler(registry);
+  register_leave_group_handler(registry);
+  register_sync_group_handler(registry);
+  register_describe_groups_handler(registry);
+  register_list_groups_handler(registry);
+  register_delete_groups_handler(registry);
+  register_offset_delete_handler(registry);
+  register_consumer_group_heartbeat_handler(registry);
+  register_consumer_group_describe_handler(registry);
 }
 
 }  // namespace tarn::broker

@@ -1,0 +1,42 @@
+// ConsumerGroupHeartbeat (key 68): the KIP-848 consumer group protocol (join, heartbeat, leave;
+// the coordinator assigns the partitions with its server-side assignors).
+//
+// Versions served: the schema's, 0-1 (as Kafka 4.4). Advertised unconditionally, as Kafka 4.4
+// does: its ApiVersions lists every API of the broker listener whatever the group.version
+// feature (DefaultApiVersionManager), and it is the handler that answers UNSUPPORTED_VERSION
+// when group.version is 0 or group.coordinator.rebalance.protocols leaves out "consumer". tarn
+// has neither switch: the protocol is on, as in a fresh Kafka 4.4 cluster (group.version=1).
+// The body is decoded with protocol::consumer_group_heartbeat_request and handed to the group
+// coordinator with the member's client id and host (client_of, group_handler_util.h); its answer
+// is encoded at the request's version.
+// A body that does not decode closes the connection.
+// Not supported: quotas; authorization.
+#include "broker/group_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/messages/consumer_group_heartbeat_request.h"
+#include "protocol/messages/consumer_group_heartbeat_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+asio::awaitable<handler_outcome> handle_consumer_group_heartbeat(request_context& request) {
+  coordinator::group_coordinator& groups = *request.services.groups;
+  const coordinator::client_info client = client_of(request);
+  co_return co_await serve_group_request<protocol::consumer_group_heartbeat_request>(
+      request, "ConsumerGroupHeartbeat",
+      [&](const protocol::consumer_group_heartbeat_request& req, int16_t version) {
+        return groups.consumer_group_heartbeat(req, version, client, wall_clock_ms());
+      });
+}
+
+}  // namespace
+
+void register_consumer_group_heartbeat_handler(handler_registry& registry) {
+  registry.register_handler(protocol::consumer_group_heartbeat_request::api_key,
+                            protocol::consumer_group_heartbeat_request::min_version,
+                            protocol::consumer_group_heartbeat_request::max_version,
+                            handle_consumer_group_heartbeat);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,131 @@
+// What the group handlers (join_group_handler.cc ... consumer_group_describe_handler.cc) share:
+// decoding a request or closing the connection, encoding the coordinator's answer at the
+// request's version, who sent the request, and the wait for a JoinGroup/SyncGroup answer that
+// the coordinator gives through a callback, possibly later and on another thread.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "coordinator/group_coordinator.h"
+#include "coordinator/owned_message.h"
+#include "protocol/error_codes.h"
+
+namespace tarn::broker {
+
+// The request's client as the coordinator records it: the header's client id ("" when null) and
+// "/" + the peer's address, as Kafka prints an InetAddress.
+inline coordinator::client_info client_of(const request_context& request) {
+  const std::string& peer = request.connection.peer;  // "ip:port"
+  const size_t colon = peer.rfind(':');
+  return {request.header.client_id.value_or(""),
+          "/" + (colon == std::string::npos ? peer : peer.substr(0, colon))};
+}
+
+// Decodes the body as `Request` at the request's version, or says why not (the handler then
+// closes the connection, as Kafka does with an InvalidRequestException).
+template <class Request>
+std::optional<Request> decode_group_request(const request_context& request,
+                                            std::string_view api_name) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = Request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: {} v{} body does not decode: {}", request.connection.id,
+                 request.connection.peer, api_name, version,
+                 protocol::describe(decoded.error().code));
+    return std::nullopt;
+  }
+  return std::move(*decoded);
+}
+
+// The whole of a handler whose coordinator call answers at once: decode (or close), call,
+// encode. `call(request, version)` returns the coordinator's owned_message.
+template <class Request, class Call>
+asio::awaitable<handler_outcome> serve_group_request(request_context& request,
+                                                     std::string_view api_name, Call call) {
+  auto decoded = decode_group_request<Request>(request, api_name);
+  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
+  const int16_t version = request.header.api_version;
+  auto reply = call(*decoded, version);
+  co_return encode_response(reply.message, version);
+}
+
+// The answer to a JoinGroup or SyncGroup, which the coordinator gives through a callback on
+// whatever thread completes the rebalance. The handler's coroutine suspends on a timer of its own
+// loop; deliver() (any thread, at most once) posts the message to that loop and cancels the
+// timer, as fetch_waiters.h wakes a long-polling Fetch. The callback holds the state by
+// shared_ptr, so a connection closed while the handler waits leaves nothing dangling: the answer
+// then lands in a state nobody reads and goes with it.
+template <class Message>
+class pending_group_reply : public std::enable_shared_from_this<pending_group_reply<Message>> {
+ public:
+  explicit pending_group_reply(const asio::any_io_executor& executor)
+      : timer_(executor, asio::steady_timer::time_point::max()) {}
+
+  // The coordinator's callback: safe from any thread.
+  std::function<void(coordinator::owned_message<Message>)> callback() {
+    return [self = this->shared_from_this()](coordinator::owned_message<Message> m) {
+      asio::post(self->timer_.get_executor(), [self, m = std::move(m)]() mutable {
+        self->reply_.emplace(std::move(m));
+        self->timer_.cancel();
+      });
+    };
+  }
+
+  // On the handler's loop: true once the answer is there, false if the handler was cancelled
+  // (its connection closed) first.
+  asio::awaitable<bool> wait() {
+    while (!reply_) {
+      asio::error_code ec;  // operation_aborted is the wake-up itself
+      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none) co_return false;
+    }
+    co_return true;
+  }
+
+  const Message& message() const { return reply_->message; }
+
+ private:
+  asio::steady_timer timer_;
+  std::optional<coordinator::owned_message<Message>> reply_;  // touched only on the loop
+};
+
+// The whole of a JoinGroup or SyncGroup handler: decode (or close), start the coordinator's call
+// with the callback, wait for it, encode. `start(request, version, callback)` calls the
+// coordinator.
+template <class Request, class Response, class Start>
+asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& request,
+                                                              std::string_view api_name,
+                                                              Start start) {
+  auto decoded = decode_group_request<Request>(request, api_name);
+  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
+  const int16_t version = request.header.api_version;
+  auto pending =
+      std::make_shared<pending_group_reply<Response>>(co_await asio::this_coro::executor);
+  // The coordinator copies what it keeps of the request during the call: the decoded views into
+  // the frame are not used after it returns.
+  start(*decoded, version, pending->callback());
+  if (!co_await pending->wait()) {
+    co_return close_connection{fmt::format("connection closed during a {} wait", api_name)};
+  }
+  co_return encode_response(pending->message(), version);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,33 @@
+// ListGroups (key 16): every group of this broker, filtered by state (v4+) and type (v5+).
+//
+// Versions served: the schema's, 0-5 (as Kafka 4.4). The body is decoded with
+// protocol::list_groups_request and handed to the group coordinator; its answer is encoded at
+// the request's version.
+// A body that does not decode closes the connection.
+// Not supported: quotas; authorization.
+#include "broker/group_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/messages/list_groups_request.h"
+#include "protocol/messages/list_groups_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+asio::awaitable<handler_outcome> handle_list_groups(request_context& request) {
+  coordinator::group_coordinator& groups = *request.services.groups;
+  co_return co_await serve_group_request<protocol::list_groups_request>(
+      request, "ListGroups", [&](const protocol::list_groups_request& req, int16_t version) {
+        return groups.list_groups(req, version);
+      });
+}
+
+}  // namespace
+
+void register_list_groups_handler(handler_registry& registry) {
+  registry.register_handler(protocol::list_groups_request::api_key,
+                            protocol::list_groups_request::min_version,
+                            protocol::list_groups_request::max_version, handle_list_groups);
+}
+
+}  // namespace tarn::broker
