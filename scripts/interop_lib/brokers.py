@@ -9,6 +9,17 @@ import time
 
 from . import wire
 
+# Broker properties both brokers get (Kafka's server.properties through kafka-ref start
+# --property, tarn's --override): the group scenarios need a group's first join answered at
+# once (Kafka's default waits 3 s for more members; kafka-ref sets 0 too, stated here so the
+# suite does not depend on it), and no offsets-expiry pass during the run (Kafka's first comes
+# 10 minutes after it loaded __consumer_offsets and deletes the empty groups without offsets,
+# writing tombstones on one broker and not, or later, on the other).
+PROPERTIES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.retention.check.interval.ms": "3600000",
+}
+
 
 def free_port():
     s = socket.socket()
@@ -50,7 +61,8 @@ class KafkaBroker:
     def start(self):
         self.port = free_port()
         r = subprocess.run([os.path.join(self.repo, "scripts/kafka-ref"), "start", "--port",
-                            str(self.port), "--dir", self.dir, "--timeout", "120"],
+                            str(self.port), "--dir", self.dir, "--timeout", "120"] +
+                           [a for kv in PROPERTIES.items() for a in ("--property", "%s=%s" % kv)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError("kafka-ref start failed: " + r.stderr[-2000:])
@@ -98,7 +110,8 @@ class TarnBroker:
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
              "--override", "advertised.listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
-             "--override", "log.dirs=" + self.data_dir(), "--override", "node.id=1"],
+             "--override", "log.dirs=" + self.data_dir(), "--override", "node.id=1"] +
+            [a for kv in PROPERTIES.items() for a in ("--override", "%s=%s" % kv)],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True)
         wait_ready(self.port, lambda: self.proc.poll() is None, 30)
 

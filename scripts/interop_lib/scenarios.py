@@ -559,3 +559,7 @@ def kcat_lz4_stored(ctx):
     path = ctx.client_log_file(t)
     codecs = [b["attributes"] & 7 for b in segments.raw_batches(path)] if path else []
     ctx.obs["lz4_batches_present"] = 3 in codecs
+
+
+# The consumer-group scenarios register themselves after these (group_scenarios.py).
+from . import group_scenarios  # noqa: E402,F401

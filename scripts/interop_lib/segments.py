@@ -1,6 +1,8 @@
 # Segment comparison for `make interop`: runs Kafka's DumpLogSegments (and `tarn dump-log`) over
 # the partition .log files of both brokers, parses batch and record lines into fields, and reads
 # the files directly for what the dump does not show (the CRC with producerId normalised).
+import base64
+import json
 import os
 import re
 import struct
@@ -11,18 +13,18 @@ from . import wire
 FIELD = re.compile(r"(\w+): (.*?)(?= \w+: |$)")
 
 
-def log_files(data_dir, topic):
-    d = os.path.join(data_dir, topic + "-0")
+def log_files(data_dir, topic, partition=0):
+    d = os.path.join(data_dir, "%s-%d" % (topic, partition))
     if not os.path.isdir(d):
         return []
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
 
 
-def run_dump(cmd, files, timeout_s=300):
+def run_dump(cmd, files, timeout_s=300, options=("--deep-iteration", "--print-data-log")):
     """Runs a dump tool over files; returns {path: [lines]} (stdout split at `Dumping`)."""
     if not files:
         return {}, ""
-    r = subprocess.run(cmd + ["--deep-iteration", "--print-data-log", "--files", ",".join(files)],
+    r = subprocess.run(cmd + list(options) + ["--files", ",".join(files)],
                        capture_output=True, text=True, timeout=timeout_s)
     out, current = {}, None
     for line in r.stdout.splitlines():
@@ -68,3 +70,124 @@ def raw_batches(path):
                     "crc_norm": wire.crc32c(bytes(body))})
         pos = end
     return out
+
+
+
+# --- __consumer_offsets (DumpLogSegments --offsets-decoder) -----------------------------------
+
+OFFSETS_RECORD = re.compile(r"^(?P<head>offset: .*?) key: (?P<key>\{.*?\}) payload: (?P<payload>.*)$")
+TIME_FIELDS = re.compile(r"(?i).*timestamp$")
+
+
+def kafka_uuid(raw):
+    """A topic id as Kafka prints it (Uuid.toString: URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def parse_offsets_dump(lines):
+    """(batch fields, [record: (head fields, key JSON, payload JSON or None for <DELETE>)])
+    per batch of a --offsets-decoder dump."""
+    batches = []
+    for line in lines:
+        s = line.rstrip()
+        if s.startswith("baseOffset:"):
+            batches.append((dict(FIELD.findall(s)), []))
+        elif s.startswith("| offset:") and batches:
+            m = OFFSETS_RECORD.match(s[2:])
+            if not m:
+                batches[-1][1].append(({"unparsed": s}, None, None))
+                continue
+            payload = m.group("payload")
+            batches[-1][1].append((dict(FIELD.findall(m.group("head"))), json.loads(m.group("key")),
+                                   None if payload == "<DELETE>" else json.loads(payload)))
+    return batches
+
+
+def _key_group(key):
+    data = key.get("data", {}) if isinstance(key, dict) else {}
+    return data.get("group", data.get("groupId"))
+
+
+def _normalise(v, field, aliases, topic_ids, commit_ts):
+    if isinstance(v, dict):
+        commit = v.get("commitTimestamp")
+        return {k: _normalise(x, k, aliases, topic_ids, commit) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_normalise(x, field, aliases, topic_ids, commit_ts) for x in v]
+    if isinstance(v, str):
+        if field == "topicId":
+            return topic_ids.get(v, "<unknown topic id>")
+        return aliases.get(v, v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        if field == "expireTimestamp" and commit_ts is not None and v >= 0:
+            return "commitTimestamp + %d" % (v - commit_ts)
+        if TIME_FIELDS.match(field) and v > 0:
+            return "<time>"
+        if field == "metadataHash" and v != 0:
+            # A hash over the subscribed topics' metadata, topic ids included (which differ
+            # between brokers); tarn's own function (coordinator/consumer_group.h). Only
+            # whether it is written is compared.
+            return "<hash>"
+    return v
+
+
+# The field naming an entry of a list inside a record: the lists Kafka writes from hash maps
+# (a classic group's members, a member's topics) are compared sorted by it.
+ENTRY_NAME = ("memberId", "topicId", "topic")
+
+
+def _entry_name(x):
+    return next((str(x[k]) for k in ENTRY_NAME if k in x), "")
+
+
+def _flatten(obs, prefix, v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _flatten(obs, prefix + "." + k, x)
+    elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+        obs[prefix + ".count"] = len(v)
+        for i, x in enumerate(sorted(v, key=_entry_name)):
+            _flatten(obs, "%s[%d]" % (prefix, i), x)
+    else:
+        obs[prefix] = v
+
+
+BATCH_FIELDS = ("baseOffset", "lastOffset", "count", "baseSequence", "lastSequence", "producerId",
+                "producerEpoch", "partitionLeaderEpoch", "isTransactional", "isControl",
+                "deleteHorizonMs", "position", "CreateTime", "size", "magic", "compresscodec",
+                "crc", "isvalid")
+
+
+def offsets_observations(lines, group, aliases, raw_topic_ids):
+    """disk.offsets.<group>.* observations of one group's records in its __consumer_offsets
+    partition (the batches that hold any of them, then each record: its offset, sizes, batch,
+    and key and payload field by field), with member ids aliased as the scenario saw them, topic
+    ids named, timestamps as <time> (an expire timestamp as commitTimestamp + retention)."""
+    topic_ids = {kafka_uuid(k): v for k, v in raw_topic_ids.items()}
+    prefix = "disk.offsets.%s" % group
+    obs, n_batches, n_records = {}, 0, 0
+    for fields, records in parse_offsets_dump(lines):
+        mine = [r for r in records if r[1] is not None and _key_group(r[1]) == group]
+        if not mine:
+            continue
+        b = "%s.b%d" % (prefix, n_batches)
+        for k in BATCH_FIELDS:
+            if k in fields:
+                obs["%s.batch.%s" % (b, k)] = fields[k]
+        obs[b + ".batch.other_groups_records"] = len(records) - len(mine)
+        for head, key, payload in mine:
+            r = "%s.r%d" % (prefix, n_records)
+            obs[r + ".batch"] = n_batches
+            for k in ("offset", "CreateTime", "keySize", "valueSize", "sequence", "headerKeys"):
+                if k in head:
+                    obs["%s.%s" % (r, "createTime" if k == "CreateTime" else k)] = head[k]
+            _flatten(obs, r + ".key", _normalise(key, "", aliases, topic_ids, None))
+            if payload is None:
+                obs[r + ".payload"] = "<DELETE>"
+            else:
+                _flatten(obs, r + ".payload", _normalise(payload, "", aliases, topic_ids, None))
+            n_records += 1
+        n_batches += 1
+    obs[prefix + ".records"] = n_records
+    obs[prefix + ".batches"] = n_batches
+    return obs

@@ -114,7 +114,9 @@ def batch_crc(batch):
 
 # --- schema-driven encoding -----------------------------------------------------------------
 # A schema is a list of (name, type, min_version, max_version). Types: int8 int16 int32 int64
-# bool string nstring bytes records uuid, or ("array", schema | scalar type) / ("narray", ...).
+# bool string nstring bytes records uuid, or ("array", schema | scalar type) / ("narray", ...),
+# ("struct", schema) for a nested struct and ("nstruct", schema) for a nullable one (int8 marker:
+# -1 null, 1 then the struct; docs/schema-format.md).
 
 
 class Codec:
@@ -136,6 +138,12 @@ class Codec:
         f = self.flexible
         if isinstance(typ, tuple):
             kind, sub = typ
+            if kind == "struct":  # a nested struct: its fields (and, flexible, its tags)
+                return self.enc(sub, v or {}, version)
+            if kind == "nstruct":  # a nullable struct outside tagged fields: int8 marker
+                if v is None:
+                    return struct.pack(">b", -1)
+                return b"\x01" + self.enc(sub, v, version)
             if v is None:
                 return uvarint(0) if f else struct.pack(">i", -1)
             head = uvarint(len(v) + 1) if f else struct.pack(">i", len(v))
@@ -189,6 +197,13 @@ class Codec:
         f = self.flexible
         if isinstance(typ, tuple):
             kind, sub = typ
+            if kind == "struct":
+                return self.dec(sub, buf, pos, version)
+            if kind == "nstruct":
+                marker = struct.unpack_from(">b", buf, pos)[0]
+                if marker < 0:
+                    return None, pos + 1
+                return self.dec(sub, buf, pos + 1, version)
             if f:
                 n, pos = read_uvarint(buf, pos)
                 n -= 1
@@ -347,10 +362,388 @@ INIT_PID_REQ = [("transactional_id", "nstring", 0, ALL), ("transaction_timeout_m
 INIT_PID_RESP = [("throttle_time_ms", "int32", 0, ALL), ("error_code", "int16", 0, ALL),
                  ("producer_id", "int64", 0, ALL), ("producer_epoch", "int16", 0, ALL)]
 
+
+# --- the consumer-group APIs ----------------------------------------------------------------
+# Transcribed from schema/008_offset_commit.schema ... schema/069_consumer_group_describe.schema
+# (Kafka 4.4's message definitions), every version Kafka 4.4 serves. None of these messages has
+# a tagged field in those versions, so the codec's empty tag sections are exact.
+
+# FindCoordinator v0-6 (flexible from 3; batched CoordinatorKeys from 4).
+FIND_COORDINATOR_REQ = [
+    ("key", "string", 0, 3),
+    ("key_type", "int8", 1, ALL),
+    ("coordinator_keys", ("array", "string"), 4, ALL),
+]
+FIND_COORDINATOR_RESP = [
+    ("throttle_time_ms", "int32", 1, ALL),
+    ("error_code", "int16", 0, 3),
+    ("error_message", "nstring", 1, 3),
+    ("node_id", "int32", 0, 3),
+    ("host", "string", 0, 3),
+    ("port", "int32", 0, 3),
+    ("coordinators", ("array", [
+        ("key", "string", 4, ALL),
+        ("node_id", "int32", 4, ALL),
+        ("host", "string", 4, ALL),
+        ("port", "int32", 4, ALL),
+        ("error_code", "int16", 4, ALL),
+        ("error_message", "nstring", 4, ALL),
+    ]), 4, ALL),
+]
+
+# JoinGroup v0-9 (flexible from 6).
+JOIN_GROUP_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("session_timeout_ms", "int32", 0, ALL),
+    ("rebalance_timeout_ms", "int32", 1, ALL),
+    ("member_id", "string", 0, ALL),
+    ("group_instance_id", "nstring", 5, ALL),
+    ("protocol_type", "string", 0, ALL),
+    ("protocols", ("array", [("name", "string", 0, ALL), ("metadata", "bytes", 0, ALL)]), 0, ALL),
+    ("reason", "nstring", 8, ALL),
+]
+JOIN_GROUP_RESP = [
+    ("throttle_time_ms", "int32", 2, ALL),
+    ("error_code", "int16", 0, ALL),
+    ("generation_id", "int32", 0, ALL),
+    ("protocol_type", "nstring", 7, ALL),
+    ("protocol_name", "nstring", 0, ALL),
+    ("leader", "string", 0, ALL),
+    ("skip_assignment", "bool", 9, ALL),
+    ("member_id", "string", 0, ALL),
+    ("members", ("array", [
+        ("member_id", "string", 0, ALL),
+        ("group_instance_id", "nstring", 5, ALL),
+        ("metadata", "bytes", 0, ALL),
+    ]), 0, ALL),
+]
+
+# Heartbeat v0-4 (flexible from 4).
+HEARTBEAT_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("generation_id", "int32", 0, ALL),
+    ("member_id", "string", 0, ALL),
+    ("group_instance_id", "nstring", 3, ALL),
+]
+HEARTBEAT_RESP = [("throttle_time_ms", "int32", 1, ALL), ("error_code", "int16", 0, ALL)]
+
+# LeaveGroup v0-5 (flexible from 4; a batch of members from 3).
+LEAVE_GROUP_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("member_id", "string", 0, 2),
+    ("members", ("array", [
+        ("member_id", "string", 3, ALL),
+        ("group_instance_id", "nstring", 3, ALL),
+        ("reason", "nstring", 5, ALL),
+    ]), 3, ALL),
+]
+LEAVE_GROUP_RESP = [
+    ("throttle_time_ms", "int32", 1, ALL),
+    ("error_code", "int16", 0, ALL),
+    ("members", ("array", [
+        ("member_id", "string", 3, ALL),
+        ("group_instance_id", "nstring", 3, ALL),
+        ("error_code", "int16", 3, ALL),
+    ]), 3, ALL),
+]
+
+# SyncGroup v0-5 (flexible from 4).
+SYNC_GROUP_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("generation_id", "int32", 0, ALL),
+    ("member_id", "string", 0, ALL),
+    ("group_instance_id", "nstring", 3, ALL),
+    ("protocol_type", "nstring", 5, ALL),
+    ("protocol_name", "nstring", 5, ALL),
+    ("assignments", ("array", [("member_id", "string", 0, ALL),
+                               ("assignment", "bytes", 0, ALL)]), 0, ALL),
+]
+SYNC_GROUP_RESP = [
+    ("throttle_time_ms", "int32", 1, ALL),
+    ("error_code", "int16", 0, ALL),
+    ("protocol_type", "nstring", 5, ALL),
+    ("protocol_name", "nstring", 5, ALL),
+    ("assignment", "bytes", 0, ALL),
+]
+
+# OffsetCommit v2-10 (flexible from 8; topic ids instead of names from 10).
+OFFSET_COMMIT_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("generation_id_or_member_epoch", "int32", 1, ALL),
+    ("member_id", "string", 1, ALL),
+    ("group_instance_id", "nstring", 7, ALL),
+    ("retention_time_ms", "int64", 2, 4),
+    ("topics", ("array", [
+        ("name", "string", 0, 9),
+        ("topic_id", "uuid", 10, ALL),
+        ("partitions", ("array", [
+            ("partition_index", "int32", 0, ALL),
+            ("committed_offset", "int64", 0, ALL),
+            ("committed_leader_epoch", "int32", 6, ALL),
+            ("committed_metadata", "nstring", 0, ALL),
+        ]), 0, ALL),
+    ]), 0, ALL),
+]
+OFFSET_COMMIT_RESP = [
+    ("throttle_time_ms", "int32", 3, ALL),
+    ("topics", ("array", [
+        ("name", "string", 0, 9),
+        ("topic_id", "uuid", 10, ALL),
+        ("partitions", ("array", [("partition_index", "int32", 0, ALL),
+                                  ("error_code", "int16", 0, ALL)]), 0, ALL),
+    ]), 0, ALL),
+]
+
+# OffsetFetch v1-10 (flexible from 6; one group up to 7, a list of groups from 8; topic ids
+# from 10).
+OFFSET_FETCH_REQ = [
+    ("group_id", "string", 0, 7),
+    ("topics", ("narray", [("name", "string", 0, 7),
+                           ("partition_indexes", ("array", "int32"), 0, 7)]), 0, 7),
+    ("groups", ("array", [
+        ("group_id", "string", 8, ALL),
+        ("member_id", "nstring", 9, ALL),
+        ("member_epoch", "int32", 9, ALL),
+        ("topics", ("narray", [
+            ("name", "string", 8, 9),
+            ("topic_id", "uuid", 10, ALL),
+            ("partition_indexes", ("array", "int32"), 8, ALL),
+        ]), 8, ALL),
+    ]), 8, ALL),
+    ("require_stable", "bool", 7, ALL),
+]
+_OFFSET_FETCH_PARTITION_V8 = [
+    ("partition_index", "int32", 8, ALL),
+    ("committed_offset", "int64", 8, ALL),
+    ("committed_leader_epoch", "int32", 8, ALL),
+    ("metadata", "nstring", 8, ALL),
+    ("error_code", "int16", 8, ALL),
+]
+OFFSET_FETCH_RESP = [
+    ("throttle_time_ms", "int32", 3, ALL),
+    ("topics", ("array", [
+        ("name", "string", 0, 7),
+        ("partitions", ("array", [
+            ("partition_index", "int32", 0, 7),
+            ("committed_offset", "int64", 0, 7),
+            ("committed_leader_epoch", "int32", 5, 7),
+            ("metadata", "nstring", 0, 7),
+            ("error_code", "int16", 0, 7),
+        ]), 0, 7),
+    ]), 0, 7),
+    ("error_code", "int16", 2, 7),
+    ("groups", ("array", [
+        ("group_id", "string", 8, ALL),
+        ("topics", ("array", [
+            ("name", "string", 8, 9),
+            ("topic_id", "uuid", 10, ALL),
+            ("partitions", ("array", _OFFSET_FETCH_PARTITION_V8), 8, ALL),
+        ]), 8, ALL),
+        ("error_code", "int16", 8, ALL),
+    ]), 8, ALL),
+]
+
+# DescribeGroups v0-6 (flexible from 5).
+DESCRIBE_GROUPS_REQ = [
+    ("groups", ("array", "string"), 0, ALL),
+    ("include_authorized_operations", "bool", 3, ALL),
+]
+DESCRIBE_GROUPS_RESP = [
+    ("throttle_time_ms", "int32", 1, ALL),
+    ("groups", ("array", [
+        ("error_code", "int16", 0, ALL),
+        ("error_message", "nstring", 6, ALL),
+        ("group_id", "string", 0, ALL),
+        ("group_state", "string", 0, ALL),
+        ("protocol_type", "string", 0, ALL),
+        ("protocol_data", "string", 0, ALL),
+        ("members", ("array", [
+            ("member_id", "string", 0, ALL),
+            ("group_instance_id", "nstring", 4, ALL),
+            ("client_id", "string", 0, ALL),
+            ("client_host", "string", 0, ALL),
+            ("member_metadata", "bytes", 0, ALL),
+            ("member_assignment", "bytes", 0, ALL),
+        ]), 0, ALL),
+        ("authorized_operations", "int32", 3, ALL),
+    ]), 0, ALL),
+]
+
+# ListGroups v0-5 (flexible from 3; states filter from 4, types filter from 5).
+LIST_GROUPS_REQ = [
+    ("states_filter", ("array", "string"), 4, ALL),
+    ("types_filter", ("array", "string"), 5, ALL),
+]
+LIST_GROUPS_RESP = [
+    ("throttle_time_ms", "int32", 1, ALL),
+    ("error_code", "int16", 0, ALL),
+    ("groups", ("array", [
+        ("group_id", "string", 0, ALL),
+        ("protocol_type", "string", 0, ALL),
+        ("group_state", "string", 4, ALL),
+        ("group_type", "string", 5, ALL),
+    ]), 0, ALL),
+]
+
+# DeleteGroups v0-3 (flexible from 2).
+DELETE_GROUPS_REQ = [("groups_names", ("array", "string"), 0, ALL)]
+DELETE_GROUPS_RESP = [
+    ("throttle_time_ms", "int32", 0, ALL),
+    ("results", ("array", [
+        ("group_id", "string", 0, ALL),
+        ("error_code", "int16", 0, ALL),
+        ("error_message", "nstring", 3, ALL),
+    ]), 0, ALL),
+]
+
+# OffsetDelete v0 (never flexible).
+OFFSET_DELETE_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("topics", ("array", [("name", "string", 0, ALL),
+                          ("partitions", ("array", [("partition_index", "int32", 0, ALL)]),
+                           0, ALL)]), 0, ALL),
+]
+OFFSET_DELETE_RESP = [
+    ("error_code", "int16", 0, ALL),
+    ("throttle_time_ms", "int32", 0, ALL),
+    ("topics", ("array", [
+        ("name", "string", 0, ALL),
+        ("partitions", ("array", [("partition_index", "int32", 0, ALL),
+                                  ("error_code", "int16", 0, ALL)]), 0, ALL),
+    ]), 0, ALL),
+]
+
+# ConsumerGroupHeartbeat v0-1 (KIP-848; flexible from 0; the regex from 1).
+_TOPIC_PARTITIONS = [("topic_id", "uuid", 0, ALL), ("partitions", ("array", "int32"), 0, ALL)]
+CONSUMER_GROUP_HEARTBEAT_REQ = [
+    ("group_id", "string", 0, ALL),
+    ("member_id", "string", 0, ALL),
+    ("member_epoch", "int32", 0, ALL),
+    ("instance_id", "nstring", 0, ALL),
+    ("rack_id", "nstring", 0, ALL),
+    ("rebalance_timeout_ms", "int32", 0, ALL),
+    ("subscribed_topic_names", ("narray", "string"), 0, ALL),
+    ("subscribed_topic_regex", "nstring", 1, ALL),
+    ("server_assignor", "nstring", 0, ALL),
+    ("topic_partitions", ("narray", _TOPIC_PARTITIONS), 0, ALL),
+]
+CONSUMER_GROUP_HEARTBEAT_RESP = [
+    ("throttle_time_ms", "int32", 0, ALL),
+    ("error_code", "int16", 0, ALL),
+    ("error_message", "nstring", 0, ALL),
+    ("member_id", "nstring", 0, ALL),
+    ("member_epoch", "int32", 0, ALL),
+    ("heartbeat_interval_ms", "int32", 0, ALL),
+    ("assignment", ("nstruct", [("topic_partitions", ("array", _TOPIC_PARTITIONS), 0, ALL)]),
+     0, ALL),
+]
+
+# ConsumerGroupDescribe v0-1 (flexible from 0; MemberType from 1).
+_DESCRIBED_ASSIGNMENT = [("topic_partitions", ("array", [
+    ("topic_id", "uuid", 0, ALL),
+    ("topic_name", "string", 0, ALL),
+    ("partitions", ("array", "int32"), 0, ALL),
+]), 0, ALL)]
+CONSUMER_GROUP_DESCRIBE_REQ = [
+    ("group_ids", ("array", "string"), 0, ALL),
+    ("include_authorized_operations", "bool", 0, ALL),
+]
+CONSUMER_GROUP_DESCRIBE_RESP = [
+    ("throttle_time_ms", "int32", 0, ALL),
+    ("groups", ("array", [
+        ("error_code", "int16", 0, ALL),
+        ("error_message", "nstring", 0, ALL),
+        ("group_id", "string", 0, ALL),
+        ("group_state", "string", 0, ALL),
+        ("group_epoch", "int32", 0, ALL),
+        ("assignment_epoch", "int32", 0, ALL),
+        ("assignor_name", "string", 0, ALL),
+        ("members", ("array", [
+            ("member_id", "string", 0, ALL),
+            ("instance_id", "nstring", 0, ALL),
+            ("rack_id", "nstring", 0, ALL),
+            ("member_epoch", "int32", 0, ALL),
+            ("client_id", "string", 0, ALL),
+            ("client_host", "string", 0, ALL),
+            ("subscribed_topic_names", ("array", "string"), 0, ALL),
+            ("subscribed_topic_regex", "nstring", 0, ALL),
+            ("assignment", ("struct", _DESCRIBED_ASSIGNMENT), 0, ALL),
+            ("target_assignment", ("struct", _DESCRIBED_ASSIGNMENT), 0, ALL),
+            ("member_type", "int8", 1, ALL),
+        ]), 0, ALL),
+        ("authorized_operations", "int32", 0, ALL),
+    ]), 0, ALL),
+]
+
+# The consumer protocol's bytes inside JoinGroup/SyncGroup (Kafka's ConsumerProtocolSubscription
+# and ConsumerProtocolAssignment, never flexible): an int16 version, then the struct.
+CONSUMER_SUBSCRIPTION = [
+    ("topics", ("array", "string"), 0, ALL),
+    ("user_data", "bytes", 0, ALL),
+    ("owned_partitions", ("array", [("topic", "string", 1, ALL),
+                                    ("partitions", ("array", "int32"), 1, ALL)]), 1, ALL),
+    ("generation_id", "int32", 2, ALL),
+    ("rack_id", "nstring", 3, ALL),
+]
+CONSUMER_ASSIGNMENT = [
+    ("assigned_partitions", ("array", [("topic", "string", 0, ALL),
+                                       ("partitions", ("array", "int32"), 0, ALL)]), 0, ALL),
+    ("user_data", "bytes", 0, ALL),
+]
+
+
+def consumer_subscription(topics, version=0, owned=(), generation_id=-1, rack_id=None):
+    body = {"topics": list(topics), "user_data": None,
+            "owned_partitions": [{"topic": t, "partitions": list(p)} for t, p in owned],
+            "generation_id": generation_id, "rack_id": rack_id}
+    return struct.pack(">h", version) + Codec(False).enc(CONSUMER_SUBSCRIPTION, body, version)
+
+
+def consumer_assignment(partitions, version=0):
+    """partitions: [(topic, [partition, ...]), ...]."""
+    body = {"assigned_partitions": [{"topic": t, "partitions": list(p)} for t, p in partitions],
+            "user_data": None}
+    return struct.pack(">h", version) + Codec(False).enc(CONSUMER_ASSIGNMENT, body, version)
+
+
+def decode_consumer_assignment(data):
+    """[(topic, [partitions])] of a ConsumerProtocolAssignment, or the hex of bytes that are not
+    one."""
+    if not data:
+        return data.hex() if data is not None else None
+    try:
+        version = struct.unpack_from(">h", data, 0)[0]
+        obj, pos = Codec(False).dec(CONSUMER_ASSIGNMENT, data, 2, version)
+        return ["%s:%s" % (tp["topic"], tp["partitions"]) for tp in obj["assigned_partitions"]]
+    except (struct.error, IndexError, UnicodeDecodeError):
+        return data.hex()
+
 PRODUCE, METADATA, CREATE_TOPICS, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 3, 19, 2, 22
 API_VERSIONS = 18
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 8, 9, 10, 11, 12
+LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 13, 14, 15, 16, 42
+OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 47, 68, 69
 FLEXIBLE_FROM = {PRODUCE: 9, METADATA: 9, CREATE_TOPICS: 5, LIST_OFFSETS: 6, INIT_PRODUCER_ID: 2,
-                 API_VERSIONS: 3}
+                 API_VERSIONS: 3, OFFSET_COMMIT: 8, OFFSET_FETCH: 6, FIND_COORDINATOR: 3,
+                 JOIN_GROUP: 6, HEARTBEAT: 4, LEAVE_GROUP: 4, SYNC_GROUP: 4, DESCRIBE_GROUPS: 5,
+                 LIST_GROUPS: 3, DELETE_GROUPS: 2, OFFSET_DELETE: ALL,
+                 CONSUMER_GROUP_HEARTBEAT: 0, CONSUMER_GROUP_DESCRIBE: 0}
+# (request schema, response schema) of the APIs sent through Connection.request.
+SCHEMAS = {
+    FIND_COORDINATOR: (FIND_COORDINATOR_REQ, FIND_COORDINATOR_RESP),
+    JOIN_GROUP: (JOIN_GROUP_REQ, JOIN_GROUP_RESP),
+    HEARTBEAT: (HEARTBEAT_REQ, HEARTBEAT_RESP),
+    LEAVE_GROUP: (LEAVE_GROUP_REQ, LEAVE_GROUP_RESP),
+    SYNC_GROUP: (SYNC_GROUP_REQ, SYNC_GROUP_RESP),
+    OFFSET_COMMIT: (OFFSET_COMMIT_REQ, OFFSET_COMMIT_RESP),
+    OFFSET_FETCH: (OFFSET_FETCH_REQ, OFFSET_FETCH_RESP),
+    DESCRIBE_GROUPS: (DESCRIBE_GROUPS_REQ, DESCRIBE_GROUPS_RESP),
+    LIST_GROUPS: (LIST_GROUPS_REQ, LIST_GROUPS_RESP),
+    DELETE_GROUPS: (DELETE_GROUPS_REQ, DELETE_GROUPS_RESP),
+    OFFSET_DELETE: (OFFSET_DELETE_REQ, OFFSET_DELETE_RESP),
+    CONSUMER_GROUP_HEARTBEAT: (CONSUMER_GROUP_HEARTBEAT_REQ, CONSUMER_GROUP_HEARTBEAT_RESP),
+    CONSUMER_GROUP_DESCRIBE: (CONSUMER_GROUP_DESCRIBE_REQ, CONSUMER_GROUP_DESCRIBE_RESP),
+}
 
 
 class NoResponse(Exception):
@@ -358,9 +751,10 @@ class NoResponse(Exception):
 
 
 class Connection:
-    def __init__(self, port, timeout_s=15.0):
+    def __init__(self, port, timeout_s=15.0, client_id="interop"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
         self.correlation_id = 0
+        self.client_id = client_id.encode()
 
     def close(self):
         self.sock.close()
@@ -378,14 +772,14 @@ class Connection:
         flexible = version >= FLEXIBLE_FROM[api_key]
         self.correlation_id += 1
         header = struct.pack(">hhi", api_key, version, self.correlation_id)
-        header += struct.pack(">h", len(b"interop")) + b"interop"
+        header += struct.pack(">h", len(self.client_id)) + self.client_id
         if flexible:
             header += b"\x00"
         payload = header + Codec(flexible).enc(req_schema, body, version)
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
         return self.correlation_id
 
-    def receive(self, api_key, version, resp_schema, wait_s=None):
+    def receive(self, api_key, version, resp_schema, wait_s=None, strict=False):
         flexible = version >= FLEXIBLE_FROM[api_key]
         old = self.sock.gettimeout()
         if wait_s is not None:
@@ -402,9 +796,23 @@ class Connection:
         codec = Codec(flexible)
         if flexible and api_key != API_VERSIONS:  # ApiVersions answers with header v0
             pos = codec.skip_tags(buf, pos)
-        obj, _ = codec.dec(resp_schema, buf, pos, version)
+        obj, end = codec.dec(resp_schema, buf, pos, version)
+        if strict and end != len(buf):
+            raise ValueError("api %d v%d response: %d bytes decoded of %d" % (
+                api_key, version, end, len(buf)))
         obj["_correlation_id"] = correlation
         return obj
+
+    # The consumer-group APIs: any version, by SCHEMAS; the answer must decode to its last byte.
+    def send_request(self, api_key, version, body):
+        return self.send(api_key, version, SCHEMAS[api_key][0], body)
+
+    def receive_response(self, api_key, version, wait_s=None):
+        return self.receive(api_key, version, SCHEMAS[api_key][1], wait_s=wait_s, strict=True)
+
+    def request(self, api_key, version, body):
+        self.send_request(api_key, version, body)
+        return self.receive_response(api_key, version)
 
     def call(self, api_key, version, req_schema, resp_schema, body):
         self.send(api_key, version, req_schema, body)
