@@ -1,0 +1,1001 @@
+// The classic-protocol group member (see group_consumer.h).
+#include "client/group_consumer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "client/consumer_protocol.h"
+#include "client/range_assignor.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/fetch_request.h"
+#include "protocol/messages/fetch_response.h"
+#include "protocol/messages/heartbeat_request.h"
+#include "protocol/messages/heartbeat_response.h"
+#include "protocol/messages/join_group_request.h"
+#include "protocol/messages/join_group_response.h"
+#include "protocol/messages/leave_group_request.h"
+#include "protocol/messages/leave_group_response.h"
+#include "protocol/messages/list_offsets_request.h"
+#include "protocol/messages/list_offsets_response.h"
+#include "protocol/messages/offset_commit_request.h"
+#include "protocol/messages/offset_commit_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/sync_group_request.h"
+#include "protocol/messages/sync_group_response.h"
+#include "record/record_batch.h"
+
+namespace tarn::client {
+
+namespace {
+
+using protocol::error_code;
+using clock_type = std::chrono::steady_clock;
+constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
+
+constexpr std::string_view protocol_type = "consumer";
+// Fetch, OffsetCommit and OffsetFetch by topic name (their next versions use topic ids).
+constexpr int16_t fetch_max_version = 12;
+constexpr int16_t offset_commit_max_version = 9;
+constexpr int16_t offset_fetch_max_version = 9;
+// Kafka's consumer waits this much longer than the rebalance timeout for a JoinGroup answer.
+constexpr std::chrono::milliseconds join_grace{5000};
+
+bool is_coordinator_error(int16_t c) {
+  return c == code(error_code::not_coordinator) ||
+         c == code(error_code::coordinator_not_available) ||
+         c == code(error_code::coordinator_load_in_progress);
+}
+
+client_error transport(std::string message) { return client_error{-1, std::move(message)}; }
+
+template <typename Request>
+result<int16_t, client_error> version_or_fail(const blocking_client& c,
+                                              int16_t our_max = Request::max_version) {
+  const int16_t v = c.version_for<Request>(our_max);
+  if (v < 0) {
+    return fail(client_error{
+        code(error_code::unsupported_version),
+        fmt::format("the broker serves no {} version tarn speaks", Request::kafka_name)});
+  }
+  return v;
+}
+
+result<int64_t, std::string> parse_int(const std::string& key, const std::string& value) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    return fail(
+        fmt::format("Invalid value {} for configuration {}: Not a number of type INT", value, key));
+  }
+  return v;
+}
+
+std::string as_string(const std::optional<record::bytes_view>& b) {
+  return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+}
+
+std::map<std::string, std::vector<int32_t>> by_topic(const std::vector<topic_partition>& tps) {
+  std::map<std::string, std::vector<int32_t>> out;
+  for (const auto& tp : tps) out[tp.topic].push_back(tp.partition);
+  return out;
+}
+
+}  // namespace
+
+result<void, std::string> group_consumer_config::set(const std::string& key,
+                                                     const std::string& value,
+                                                     std::vector<std::string>* ignored) {
+  auto ms = [&](std::chrono::milliseconds& out) -> result<void, std::string> {
+    auto v = parse_int(key, value);
+    if (!v) return fail(v.error());
+    out = std::chrono::milliseconds(*v);
+    return {};
+  };
+  auto int32 = [&](int32_t& out) -> result<void, std::string> {
+    auto v = parse_int(key, value);
+    if (!v) return fail(v.error());
+    out = static_cast<int32_t>(std::clamp<int64_t>(*v, INT32_MIN, INT32_MAX));
+    return {};
+  };
+  if (key == "bootstrap.servers") {
+    bootstrap_servers = value;
+  } else if (key == "group.id") {
+    group_id = value;
+  } else if (key == "client.id") {
+    client_id = value;
+  } else if (key == "group.instance.id") {
+    if (value.empty()) {
+      group_instance_id.reset();
+    } else {
+      group_instance_id = value;
+    }
+  } else if (key == "session.timeout.ms") {
+    return ms(session_timeout);
+  } else if (key == "heartbeat.interval.ms") {
+    return ms(heartbeat_interval);
+  } else if (key == "max.poll.interval.ms") {
+    return ms(max_poll_interval);
+  } else if (key == "request.timeout.ms") {
+    return ms(request_timeout);
+  } else if (key == "retry.backoff.ms") {
+    return ms(retry_backoff);
+  } else if (key == "auto.commit.interval.ms") {
+    return ms(auto_commit_interval);
+  } else if (key == "enable.auto.commit") {
+    if (value != "true" && value != "false") {
+      return fail(
+          fmt::format("Invalid value {} for configuration {}: Expected value to be either "
+                      "true or false",
+                      value, key));
+    }
+    enable_auto_commit = value == "true";
+  } else if (key == "auto.offset.reset") {
+    if (value != "earliest" && value != "latest" && value != "none") {
+      return fail(
+          fmt::format("Invalid value {} for configuration auto.offset.reset: Invalid "
+                      "value {} for configuration auto.offset.reset",
+                      value, value));
+    }
+    auto_offset_reset = value;
+  } else if (key == "isolation.level") {
+    if (value != "read_uncommitted" && value != "read_committed") {
+      return fail(
+          fmt::format("Invalid value {} for configuration isolation.level: String must "
+                      "be one of: read_committed, read_uncommitted",
+                      value));
+    }
+    isolation_level = value == "read_committed" ? 1 : 0;
+  } else if (key == "fetch.min.bytes") {
+    return int32(fetch_min_bytes);
+  } else if (key == "fetch.max.bytes") {
+    return int32(fetch_max_bytes);
+  } else if (key == "fetch.max.wait.ms") {
+    return int32(fetch_max_wait_ms);
+  } else if (key == "max.partition.fetch.bytes") {
+    return int32(max_partition_fetch_bytes);
+  } else if (key == "max.poll.records") {
+    auto r = int32(max_poll_records);
+    if (r && max_poll_records < 1) return fail(std::string("max.poll.records must be at least 1"));
+    return r;
+  } else if (key == "partition.assignment.strategy") {
+    if (value != "range" && value.find("RangeAssignor") == std::string::npos) {
+      return fail("partition.assignment.strategy " + value +
+                  ": tarn's consumer implements only the range assignor");
+    }
+  } else if (key == "group.protocol") {
+    if (value != "classic" && value != "CLASSIC") {
+      return fail("group.protocol " + value + ": tarn's consumer speaks only the classic protocol");
+    }
+  } else if (ignored != nullptr) {
+    ignored->push_back(key);
+  }
+  return {};
+}
+
+group_consumer::group_consumer(group_consumer_config config,
+                               std::unique_ptr<cluster_client> cluster)
+    : config_(std::move(config)), cluster_(std::move(cluster)) {
+  if (!config_.group_id.empty()) heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+}
+
+result<std::unique_ptr<group_consumer>, client_error> group_consumer::create(
+    group_consumer_config config) {
+  auto cluster =
+      cluster_client::connect(config.bootstrap_servers, config.client_id, config.request_timeout);
+  if (!cluster) return fail(cluster.error());
+  return std::unique_ptr<group_consumer>(
+      new group_consumer(std::move(config), std::move(*cluster)));
+}
+
+group_consumer::~group_consumer() {
+  if (!closed_) (void)close();
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_heartbeat_.notify_all();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void group_consumer::subscribe(std::vector<std::string> topics) {
+  std::sort(topics.begin(), topics.end());
+  topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
+  if (topics == topics_) return;
+  topics_ = std::move(topics);
+  subscription_changed_ = true;
+}
+
+void group_consumer::assign(std::vector<topic_partition> partitions) {
+  std::sort(partitions.begin(), partitions.end());
+  partitions.erase(std::unique(partitions.begin(), partitions.end()), partitions.end());
+  revoke_all();
+  assigned_ = std::move(partitions);
+}
+
+void group_consumer::seek(const topic_partition& tp, int64_t offset_or_spec) {
+  seeks_[tp] = offset_or_spec;
+  fetch_positions_.erase(tp);
+  positions_.erase(tp);
+  std::erase_if(buffered_, [&](const consumer_record& r) {
+    return r.topic == tp.topic && r.partition == tp.partition;
+  });
+}
+
+result<void, client_error> group_consumer::init_manual_positions() {
+  for (const auto& tp : assigned_) {
+    if (fetch_positions_.count(tp)) continue;
+    int64_t position = 0;
+    auto seek = seeks_.find(tp);
+    if (seek != seeks_.end() && seek->second >= 0) {
+      position = seek->second;
+    } else {
+      auto r = seek != seeks_.end() ? list_offset(tp, seek->second) : reset_offset(tp);
+      if (!r) return fail(r.error());
+      position = *r;
+    }
+    if (seek != seeks_.end()) seeks_.erase(seek);
+    fetch_positions_[tp] = position;
+    positions_[tp] = position;
+  }
+  return {};
+}
+
+std::vector<topic_partition> group_consumer::assignment() const { return assigned_; }
+
+std::optional<int64_t> group_consumer::position(const topic_partition& tp) const {
+  auto it = positions_.find(tp);
+  if (it == positions_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string group_consumer::member_id() const {
+  std::lock_guard lock(mutex_);
+  return member_id_;
+}
+
+int32_t group_consumer::generation() const {
+  std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+result<blocking_client*, client_error> group_consumer::coordinator() {
+  bool lost = false;
+  {
+    std::lock_guard lock(mutex_);
+    lost = std::exchange(coordinator_lost_, false);
+  }
+  if (lost) cluster_->forget_coordinator(config_.group_id);
+  auto c = cluster_->coordinator(config_.group_id, clock_type::now() + config_.request_timeout);
+  if (!c) return c;
+  if (auto info = cluster_->known_coordinator(config_.group_id)) {
+    std::lock_guard lock(mutex_);
+    if (!coordinator_ || coordinator_->node_id != info->node_id ||
+        coordinator_->host != info->host || coordinator_->port != info->port) {
+      coordinator_ = info;
+    }
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Joining
+
+void group_consumer::revoke_all() {
+  assigned_.clear();
+  fetch_positions_.clear();
+  positions_.clear();
+  committed_.clear();
+  buffered_.clear();
+}
+
+result<void, client_error> group_consumer::ensure_active_group() {
+  if (config_.group_id.empty()) return init_manual_positions();
+  bool needed = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (fatal_) return fail(*fatal_);
+    if (subscription_changed_) rejoin_needed_ = true;
+    needed = rejoin_needed_ || state_ != member_state::stable;
+  }
+  if (!needed) return {};
+  if (!assigned_.empty()) {
+    // Eager rebalance: commit what was consumed, then give every partition up.
+    if (config_.enable_auto_commit) (void)commit_sync();
+    revoke_all();
+  }
+  if (auto r = join_and_sync(); !r) return r;
+  return init_positions();
+}
+
+result<void, client_error> group_consumer::join_and_sync() {
+  while (true) {
+    if (woken_.load(std::memory_order_relaxed)) {
+      return fail(client_error{-1, "woken up while joining the group"});
+    }
+    {
+      std::lock_guard lock(mutex_);
+      state_ = member_state::unjoined;
+      rejoin_needed_ = false;
+    }
+    subscription_changed_ = false;
+    auto c = coordinator();
+    if (!c) {
+      if (is_retriable(c.error().code) || c.error().code == -1) {
+        if (backoff_until(clock_type::now() + config_.retry_backoff, config_.retry_backoff)) {
+          continue;
+        }
+      }
+      return fail(c.error());
+    }
+    auto v = version_or_fail<protocol::join_group_request>(**c);
+    if (!v) return fail(v.error());
+
+    std::string member_id;
+    int32_t last_generation = -1;
+    {
+      std::lock_guard lock(mutex_);
+      member_id = member_id_;
+      last_generation = generation_;
+    }
+    consumer_subscription sub;
+    sub.topics = topics_;
+    sub.generation_id = last_generation;
+    const auto metadata = encode_subscription(sub);
+    protocol::join_group_request join;
+    join.group_id = config_.group_id;
+    join.session_timeout_ms = static_cast<int32_t>(config_.session_timeout.count());
+    join.rebalance_timeout_ms = static_cast<int32_t>(config_.max_poll_interval.count());
+    join.member_id = member_id;
+    if (config_.group_instance_id) join.group_instance_id = *config_.group_instance_id;
+    join.protocol_type = protocol_type;
+    join.protocols.push_back({range_assignor_name, metadata});
+    join.reason = "joining the group";
+    std::vector<uint8_t> join_buffer;
+    auto joined = call<protocol::join_group_response>(**c, join, *v, join_buffer,
+                                                      config_.max_poll_interval + join_grace);
+    if (!joined) {
+      cluster_->forget_coordinator(config_.group_id);
+      if (backoff_until(clock_type::now() + config_.retry_backoff, config_.retry_backoff)) {
+        continue;
+      }
+      return fail(transport(joined.error()));
+    }
+    const int16_t err = joined->error_code;
+    if (err == code(error_code::member_id_required)) {
+      std::lock_guard lock(mutex_);
+      member_id_ = std::string(joined->member_id);
+      continue;
+    }
+    if (err == code(error_code::unknown_member_id)) {
+      std::lock_guard lock(mutex_);
+      member_id_.clear();
+      generation_ = -1;
+      continue;
+    }
+    if (err == code(error_code::illegal_generation)) {
+      std::lock_guard lock(mutex_);
+      generation_ = -1;
+      continue;
+    }
+    if (err == code(error_code::rebalance_in_progress)) continue;
+    if (is_coordinator_error(err)) {
+      cluster_->forget_coordinator(config_.group_id);
+      (void)backoff_until(clock_type::now() + config_.retry_backoff, config_.retry_backoff);
+      continue;
+    }
+    if (err != 0) {
+      auto e = kafka_error(err);
+      std::lock_guard lock(mutex_);
+      fatal_ = e;
+      return fail(e);
+    }
+
+    const std::string my_id(joined->member_id);
+    const int32_t generation = joined->generation_id;
+    const std::string protocol_name(joined->protocol_name.value_or(range_assignor_name));
+    {
+      std::lock_guard lock(mutex_);
+      member_id_ = my_id;
+      generation_ = generation;
+    }
+
+    // The leader assigns (unless the coordinator says a static leader's assignment stands).
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> assignments;
+    if (std::string_view(joined->leader) == my_id && !joined->skip_assignment) {
+      std::vector<std::pair<std::string, std::vector<uint8_t>>> members;
+      std::vector<assignor_member> assignor_members;
+      std::map<std::string, int16_t> versions;
+      std::set<std::string> all_topics;
+      for (const auto& m : joined->members) {
+        auto s = decode_subscription(m.metadata);
+        if (!s) continue;  // a member we cannot read gets nothing
+        assignor_member am;
+        am.member_id = std::string(m.member_id);
+        if (m.group_instance_id) am.group_instance_id = std::string(*m.group_instance_id);
+        am.topics = s->topics;
+        all_topics.insert(s->topics.begin(), s->topics.end());
+        versions[am.member_id] =
+            static_cast<int16_t>(m.metadata.size() >= 2 ? (m.metadata[0] << 8) | m.metadata[1] : 0);
+        assignor_members.push_back(std::move(am));
+      }
+      std::map<std::string, int32_t> counts;
+      if (!all_topics.empty()) {
+        auto md =
+            cluster_->metadata(std::vector<std::string>(all_topics.begin(), all_topics.end()));
+        if (!md) return fail(md.error());
+        for (const auto& [name, layout] : *md) {
+          if (layout.error_code == 0) counts[name] = static_cast<int32_t>(layout.partitions.size());
+        }
+      }
+      for (auto& [id, a] : assign_range(assignor_members, counts)) {
+        const int16_t version = std::clamp<int16_t>(versions[id], 0, consumer_protocol_version);
+        assignments.emplace_back(id, encode_assignment(a, version));
+      }
+    }
+
+    auto sv = version_or_fail<protocol::sync_group_request>(**c);
+    if (!sv) return fail(sv.error());
+    protocol::sync_group_request sync;
+    sync.group_id = config_.group_id;
+    sync.generation_id = generation;
+    sync.member_id = my_id;
+    if (config_.group_instance_id) sync.group_instance_id = *config_.group_instance_id;
+    sync.protocol_type = protocol_type;
+    sync.protocol_name = protocol_name;
+    for (const auto& [id, bytes] : assignments) sync.assignments.push_back({id, bytes});
+    std::vector<uint8_t> sync_buffer;
+    auto synced = call<protocol::sync_group_response>(**c, sync, *sv, sync_buffer,
+                                                      config_.max_poll_interval + join_grace);
+    if (!synced) {
+      cluster_->forget_coordinator(config_.group_id);
+      continue;
+    }
+    const int16_t serr = synced->error_code;
+    if (serr == code(error_code::rebalance_in_progress)) continue;
+    if (serr == code(error_code::unknown_member_id)) {
+      std::lock_guard lock(mutex_);
+      member_id_.clear();
+      generation_ = -1;
+      continue;
+    }
+    if (serr == code(error_code::illegal_generation)) {
+      std::lock_guard lock(mutex_);
+      generation_ = -1;
+      continue;
+    }
+    if (is_coordinator_error(serr)) {
+      cluster_->forget_coordinator(config_.group_id);
+      continue;
+    }
+    if (serr != 0) {
+      auto e = kafka_error(serr);
+      std::lock_guard lock(mutex_);
+      fatal_ = e;
+      return fail(e);
+    }
+    auto assignment = decode_assignment(synced->assignment);
+    if (!assignment) return fail(transport(assignment.error()));
+    assigned_.clear();
+    for (const auto& tp : assignment->partitions) {
+      for (int32_t p : tp.partitions) assigned_.push_back({tp.topic, p});
+    }
+    std::sort(assigned_.begin(), assigned_.end());
+    bool again = false;
+    {
+      std::lock_guard lock(mutex_);
+      state_ = member_state::stable;
+      // A heartbeat that saw the next rebalance already leaves rejoin_needed_ set.
+      again = rejoin_needed_;
+    }
+    wake_heartbeat_.notify_all();
+    next_auto_commit_ = clock_type::now() + config_.auto_commit_interval;
+    if (again) {
+      revoke_all();
+      continue;
+    }
+    return {};
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions
+
+result<void, client_error> group_consumer::init_positions() {
+  if (assigned_.empty()) return {};
+  const auto until = clock_type::now() + config_.request_timeout;
+  std::map<topic_partition, int64_t> committed;
+  while (true) {
+    auto c = coordinator();
+    if (!c) return fail(c.error());
+    auto v = version_or_fail<protocol::offset_fetch_request>(**c, offset_fetch_max_version);
+    if (!v) return fail(v.error());
+    std::string member_id;
+    {
+      std::lock_guard lock(mutex_);
+      member_id = member_id_;
+    }
+    protocol::offset_fetch_request req;
+    std::vector<protocol::offset_fetch_request::offset_fetch_request_topics> topics;
+    std::vector<protocol::offset_fetch_request::offset_fetch_request_topic> old_topics;
+    const auto grouped = by_topic(assigned_);  // the request's names point into it
+    for (const auto& [topic, ps] : grouped) {
+      topics.push_back({});
+      topics.back().name = topic;
+      topics.back().partition_indexes = ps;
+      old_topics.push_back({});
+      old_topics.back().name = topic;
+      old_topics.back().partition_indexes = ps;
+    }
+    if (*v >= 8) {
+      protocol::offset_fetch_request::offset_fetch_request_group g;
+      g.group_id = config_.group_id;
+      g.topics = std::move(topics);
+      req.groups.push_back(std::move(g));
+    } else {
+      req.group_id = config_.group_id;
+      req.topics = std::move(old_topics);
+    }
+    req.require_stable = true;
+    std::vector<uint8_t> buffer;
+    auto resp = call<protocol::offset_fetch_response>(**c, req, *v, buffer);
+    if (!resp) {
+      cluster_->forget_coordinator(config_.group_id);
+      if (backoff_until(until, config_.retry_backoff)) continue;
+      return fail(transport(resp.error()));
+    }
+    int16_t err = 0;
+    committed.clear();
+    auto take = [&](std::string_view topic, const auto& p) {
+      if (p.error_code != 0 && err == 0) err = p.error_code;
+      if (p.error_code == 0 && p.committed_offset >= 0) {
+        committed[{std::string(topic), p.partition_index}] = p.committed_offset;
+      }
+    };
+    if (*v >= 8) {
+      for (const auto& g : resp->groups) {
+        if (g.error_code != 0) err = g.error_code;
+        for (const auto& t : g.topics) {
+          for (const auto& p : t.partitions) take(t.name, p);
+        }
+      }
+    } else {
+      if (resp->error_code != 0) err = resp->error_code;
+      for (const auto& t : resp->topics) {
+        for (const auto& p : t.partitions) take(t.name, p);
+      }
+    }
+    if (err == 0) break;
+    if (is_coordinator_error(err)) cluster_->forget_coordinator(config_.group_id);
+    if ((is_retriable(err) || err == code(error_code::unstable_offset_commit)) &&
+        backoff_until(until, config_.retry_backoff)) {
+      continue;
+    }
+    return fail(kafka_error(err));
+  }
+  for (const auto& tp : assigned_) {
+    auto it = committed.find(tp);
+    int64_t position = 0;
+    if (it != committed.end()) {
+      position = it->second;
+      committed_[tp] = position;
+    } else {
+      auto reset = reset_offset(tp);
+      if (!reset) return fail(reset.error());
+      position = *reset;
+    }
+    fetch_positions_[tp] = position;
+    positions_[tp] = position;
+  }
+  return {};
+}
+
+result<int64_t, client_error> group_consumer::reset_offset(const topic_partition& tp) {
+  if (config_.auto_offset_reset == "none") {
+    return fail(client_error{code(error_code::offset_out_of_range),
+                             fmt::format("Undefined offset with no reset policy for partitions: "
+                                         "[{}-{}]",
+                                         tp.topic, tp.partition)});
+  }
+  return list_offset(
+      tp, config_.auto_offset_reset == "earliest" ? earliest_offset_spec : latest_offset_spec);
+}
+
+result<int64_t, client_error> group_consumer::list_offset(const topic_partition& tp, int64_t spec) {
+  const auto until = clock_type::now() + config_.request_timeout;
+  while (true) {
+    auto md = cluster_->metadata(std::vector<std::string>{tp.topic});
+    if (!md) return fail(md.error());
+    int32_t leader = -1;
+    if (auto t = md->find(tp.topic); t != md->end()) {
+      for (const auto& p : t->second.partitions) {
+        if (p.partition == tp.partition) leader = p.leader;
+      }
+    }
+    if (leader < 0) {
+      if (backoff_until(until, config_.retry_backoff)) continue;
+      return fail(kafka_error(code(error_code::leader_not_available)));
+    }
+    auto c = cluster_->node(leader);
+    if (!c) return fail(c.error());
+    auto v = version_or_fail<protocol::list_offsets_request>(**c);
+    if (!v) return fail(v.error());
+    protocol::list_offsets_request req;
+    req.replica_id = -1;
+    req.isolation_level = config_.isolation_level;
+    req.timeout_ms = static_cast<int32_t>(config_.request_timeout.count());
+    protocol::list_offsets_request::list_offsets_topic t;
+    t.name = tp.topic;
+    t.partitions.push_back({tp.partition, -1, spec});
+    req.topics.push_back(std::move(t));
+    std::vector<uint8_t> buffer;
+    auto resp = call<protocol::list_offsets_response>(**c, req, *v, buffer);
+    if (!resp) {
+      cluster_->drop(leader);
+      if (backoff_until(until, config_.retry_backoff)) continue;
+      return fail(transport(resp.error()));
+    }
+    for (const auto& rt : resp->topics) {
+      for (const auto& p : rt.partitions) {
+        if (p.partition_index != tp.partition) continue;
+        if (p.error_code == 0) return p.offset;
+        if (is_retriable(p.error_code) && backoff_until(until, config_.retry_backoff)) break;
+        return fail(kafka_error(p.error_code));
+      }
+    }
+    if (!backoff_until(until, config_.retry_backoff)) {
+      return fail(transport("ListOffsets did not answer for " + tp.topic));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetching
+
+result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds max_wait) {
+  if (fetch_positions_.empty()) {
+    std::this_thread::sleep_for(std::min(max_wait, std::chrono::milliseconds(100)));
+    return {};
+  }
+  std::set<std::string> topic_names;
+  for (const auto& [tp, pos] : fetch_positions_) topic_names.insert(tp.topic);
+  auto md = cluster_->metadata(std::vector<std::string>(topic_names.begin(), topic_names.end()));
+  if (!md) return fail(md.error());
+  std::map<int32_t, std::vector<topic_partition>> by_leader;
+  for (const auto& [tp, pos] : fetch_positions_) {
+    auto t = md->find(tp.topic);
+    if (t == md->end()) continue;
+    for (const auto& p : t->second.partitions) {
+      if (p.partition == tp.partition && p.leader >= 0) by_leader[p.leader].push_back(tp);
+    }
+  }
+  if (by_leader.empty()) {
+    std::this_thread::sleep_for(std::min(max_wait, config_.retry_backoff));
+    return {};
+  }
+  for (const auto& [leader, tps] : by_leader) {
+    auto c = cluster_->node(leader);
+    if (!c) return fail(c.error());
+    const int16_t v = (*c)->version_for<protocol::fetch_request>(fetch_max_version);
+    if (v < 0) return fail(transport("the broker serves no Fetch version tarn speaks"));
+    protocol::fetch_request req;
+    req.replica_id = -1;
+    req.max_wait_ms = static_cast<int32_t>(max_wait.count());
+    req.min_bytes = config_.fetch_min_bytes;
+    req.max_bytes = config_.fetch_max_bytes;
+    req.isolation_level = config_.isolation_level;
+    req.session_id = 0;
+    req.session_epoch = -1;
+    const auto grouped = by_topic(tps);  // the request's names point into it
+    for (const auto& [topic, ps] : grouped) {
+      protocol::fetch_request::fetch_topic t;
+      t.topic = topic;
+      for (int32_t p : ps) {
+        protocol::fetch_request::fetch_partition fp;
+        fp.partition = p;
+        fp.fetch_offset = fetch_positions_[{topic, p}];
+        fp.partition_max_bytes = config_.max_partition_fetch_bytes;
+        t.partitions.push_back(fp);
+      }
+      req.topics.push_back(std::move(t));
+    }
+    std::vector<uint8_t> buffer;
+    auto resp =
+        call<protocol::fetch_response>(**c, req, v, buffer, config_.request_timeout + max_wait);
+    if (!resp) {
+      cluster_->drop(leader);
+      return {};  // the next poll fetches again, with fresh metadata
+    }
+    if (resp->error_code != 0) {
+      return fail(kafka_error(resp->error_code));
+    }
+    for (const auto& t : resp->responses) {
+      for (const auto& pd : t.partitions) {
+        const topic_partition tp{std::string(t.topic), pd.partition_index};
+        auto pos = fetch_positions_.find(tp);
+        if (pos == fetch_positions_.end()) continue;
+        if (pd.error_code == code(error_code::offset_out_of_range)) {
+          auto reset = reset_offset(tp);
+          if (!reset) return fail(reset.error());
+          pos->second = *reset;
+          positions_[tp] = *reset;
+          continue;
+        }
+        if (pd.error_code != 0) continue;  // a leader change: the next fetch has new metadata
+        if (!pd.records || pd.records->empty()) continue;
+        record::batch_reader batches(*pd.records);
+        record::record_batch_view batch;
+        while (batches.next(batch)) {
+          if (batch.next_offset() <= pos->second) continue;
+          if (batch.is_control()) {
+            pos->second = batch.next_offset();
+            continue;
+          }
+          auto records = record::batch_records::open(batch, 1u << 30);
+          if (!records) {
+            return fail(transport(fmt::format("{}-{}: the batch at offset {} does not decode",
+                                              tp.topic, tp.partition, batch.base_offset())));
+          }
+          const bool log_append_time =
+              batch.timestamp_type() == record::timestamp_type::log_append_time;
+          auto reader = records->reader();
+          record::record_view rec;
+          while (reader.next(rec)) {
+            const int64_t offset = batch.base_offset() + rec.offset_delta;
+            if (offset < pos->second) continue;
+            consumer_record out;
+            out.topic = tp.topic;
+            out.partition = tp.partition;
+            out.offset = offset;
+            out.log_append_time = log_append_time;
+            out.timestamp = log_append_time ? batch.max_timestamp()
+                                            : batch.base_timestamp() + rec.timestamp_delta;
+            if (rec.key) out.key = as_string(rec.key);
+            if (rec.value) out.value = as_string(rec.value);
+            for (const auto& h : rec.headers()) {
+              std::optional<std::string> value;
+              if (h.value) value = as_string(h.value);
+              out.headers.emplace_back(
+                  std::string(reinterpret_cast<const char*>(h.key.data()), h.key.size()),
+                  std::move(value));
+            }
+            buffered_.push_back(std::move(out));
+          }
+          pos->second = std::max(pos->second, batch.next_offset());
+        }
+      }
+    }
+  }
+  return {};
+}
+
+result<std::vector<consumer_record>, client_error> group_consumer::poll(
+    std::chrono::milliseconds timeout, size_t max_records) {
+  if (closed_) return fail(client_error{-1, "the consumer is closed"});
+  const auto deadline = clock_type::now() + timeout;
+  max_records = std::min(max_records, static_cast<size_t>(config_.max_poll_records));
+  std::vector<consumer_record> out;
+  while (true) {
+    if (woken_.exchange(false, std::memory_order_relaxed)) return out;
+    if (auto r = ensure_active_group(); !r) {
+      if (woken_.exchange(false, std::memory_order_relaxed)) return out;
+      return fail(r.error());
+    }
+    maybe_auto_commit();
+    if (!buffered_.empty()) {
+      while (!buffered_.empty() && out.size() < max_records) {
+        auto& r = buffered_.front();
+        positions_[{r.topic, r.partition}] = r.offset + 1;
+        out.push_back(std::move(r));
+        buffered_.pop_front();
+      }
+      return out;
+    }
+    const auto now = clock_type::now();
+    if (now >= deadline) return out;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    wait = std::clamp(wait, std::chrono::milliseconds(0),
+                      std::chrono::milliseconds(config_.fetch_max_wait_ms));
+    if (auto r = fetch_once(wait); !r) return fail(r.error());
+    // Positions past control batches move with the fetch position when nothing is buffered.
+    if (buffered_.empty()) {
+      for (const auto& [tp, pos] : fetch_positions_) positions_[tp] = pos;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Committing and leaving
+
+void group_consumer::maybe_auto_commit() {
+  if (!config_.enable_auto_commit || clock_type::now() < next_auto_commit_) return;
+  next_auto_commit_ = clock_type::now() + config_.auto_commit_interval;
+  (void)commit_sync();
+}
+
+result<void, client_error> group_consumer::commit_sync() {
+  if (config_.group_id.empty()) return {};
+  std::map<topic_partition, int64_t> offsets;
+  for (const auto& [tp, pos] : positions_) {
+    auto last = committed_.find(tp);
+    if (last == committed_.end() || last->second != pos) offsets[tp] = pos;
+  }
+  if (offsets.empty()) return {};
+  std::string member_id;
+  int32_t generation = -1;
+  {
+    std::lock_guard lock(mutex_);
+    member_id = member_id_;
+    generation = generation_;
+    if (state_ != member_state::stable) {
+      return fail(kafka_error(code(error_code::rebalance_in_progress)));
+    }
+  }
+  const auto until = clock_type::now() + config_.request_timeout;
+  while (true) {
+    auto c = coordinator();
+    if (!c) return fail(c.error());
+    auto v = version_or_fail<protocol::offset_commit_request>(**c, offset_commit_max_version);
+    if (!v) return fail(v.error());
+    protocol::offset_commit_request req;
+    req.group_id = config_.group_id;
+    req.generation_id_or_member_epoch = generation;
+    req.member_id = member_id;
+    if (config_.group_instance_id) req.group_instance_id = *config_.group_instance_id;
+    std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> topics;
+    for (const auto& [tp, offset] : offsets) topics[tp.topic].push_back({tp.partition, offset});
+    for (const auto& [topic, ps] : topics) {
+      protocol::offset_commit_request::offset_commit_request_topic t;
+      t.name = topic;
+      for (const auto& [p, offset] : ps) {
+        protocol::offset_commit_request::offset_commit_request_partition rp;
+        rp.partition_index = p;
+        rp.committed_offset = offset;
+        rp.committed_leader_epoch = -1;
+        rp.committed_metadata = "";
+        t.partitions.push_back(rp);
+      }
+      req.topics.push_back(std::move(t));
+    }
+    std::vector<uint8_t> buffer;
+    auto resp = call<protocol::offset_commit_response>(**c, req, *v, buffer);
+    if (!resp) {
+      cluster_->forget_coordinator(config_.group_id);
+      if (backoff_until(until, config_.retry_backoff)) continue;
+      return fail(transport(resp.error()));
+    }
+    int16_t err = 0;
+    for (const auto& t : resp->topics) {
+      for (const auto& p : t.partitions) {
+        if (p.error_code == 0) {
+          topic_partition tp{std::string(t.name), p.partition_index};
+          if (auto it = offsets.find(tp); it != offsets.end()) committed_[tp] = it->second;
+        } else if (err == 0) {
+          err = p.error_code;
+        }
+      }
+    }
+    if (err == 0) return {};
+    if (is_coordinator_error(err)) {
+      cluster_->forget_coordinator(config_.group_id);
+      if (backoff_until(until, config_.retry_backoff)) continue;
+    }
+    if (err == code(error_code::rebalance_in_progress) ||
+        err == code(error_code::illegal_generation) || err == code(error_code::unknown_member_id)) {
+      std::lock_guard lock(mutex_);
+      rejoin_needed_ = true;
+      if (err == code(error_code::unknown_member_id)) {
+        member_id_.clear();
+        generation_ = -1;
+      }
+    }
+    return fail(kafka_error(err));
+  }
+}
+
+result<void, client_error> group_consumer::close() {
+  if (closed_) return {};
+  closed_ = true;
+  result<void, client_error> outcome;
+  if (config_.enable_auto_commit) outcome = commit_sync();
+  bool joined = false;
+  std::string member_id;
+  {
+    std::lock_guard lock(mutex_);
+    joined = state_ == member_state::stable || !member_id_.empty();
+    member_id = member_id_;
+    state_ = member_state::unjoined;
+    stopping_ = true;
+  }
+  wake_heartbeat_.notify_all();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (joined && !member_id.empty() && !config_.group_instance_id) {
+    if (auto c = coordinator()) {
+      if (auto v = version_or_fail<protocol::leave_group_request>(**c)) {
+        protocol::leave_group_request req;
+        req.group_id = config_.group_id;
+        if (*v >= 3) {
+          protocol::leave_group_request::member_identity m;
+          m.member_id = member_id;
+          m.reason = "the consumer is being closed";
+          req.members.push_back(m);
+        } else {
+          req.member_id = member_id;
+        }
+        std::vector<uint8_t> buffer;
+        (void)call<protocol::leave_group_response>(**c, req, *v, buffer);
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    member_id_.clear();
+    generation_ = -1;
+  }
+  revoke_all();
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heartbeats
+
+void group_consumer::heartbeat_loop() {
+  std::unique_ptr<blocking_client> connection;
+  std::optional<broker_info> connected_to;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_heartbeat_.wait_for(lock, config_.heartbeat_interval);
+    if (stopping_) break;
+    if (state_ != member_state::stable || rejoin_needed_ || !coordinator_) continue;
+    const broker_info target = *coordinator_;
+    protocol::heartbeat_request req;
+    const std::string group = config_.group_id;
+    const std::string member_id = member_id_;
+    const int32_t generation = generation_;
+    lock.unlock();
+
+    if (!connection || !connection->is_open() || !connected_to ||
+        connected_to->host != target.host || connected_to->port != target.port) {
+      connection.reset();
+      auto c = blocking_client::connect(target.host, target.port, config_.request_timeout,
+                                        config_.client_id);
+      if (c && (*c)->negotiate_versions()) {
+        connection = std::move(*c);
+        connected_to = target;
+      }
+    }
+    int16_t err = -1;
+    if (connection) {
+      const int16_t v = connection->version_for<protocol::heartbeat_request>();
+      if (v >= 0) {
+        req.group_id = group;
+        req.generation_id = generation;
+        req.member_id = member_id;
+        if (config_.group_instance_id) req.group_instance_id = *config_.group_instance_id;
+        std::vector<uint8_t> buffer;
+        auto resp = call<protocol::heartbeat_response>(*connection, req, v, buffer);
+        if (resp) err = resp->error_code;
+      }
+    }
+
+    lock.lock();
+    if (generation != generation_ || member_id != member_id_) continue;  // rejoined meanwhile
+    if (err == code(error_code::rebalance_in_progress) ||
+        err == code(error_code::illegal_generation)) {
+      rejoin_needed_ = true;
+    } else if (err == code(error_code::unknown_member_id)) {
+      rejoin_needed_ = true;
+      member_id_.clear();
+      generation_ = -1;
+    } else if (err == code(error_code::fenced_instance_id)) {
+      fatal_ = kafka_error(err);
+    } else if (is_coordinator_error(err) || err == -1) {
+      coordinator_lost_ = true;
+      connection.reset();
+    }
+  }
+}
+
+}  // namespace tarn::client
