@@ -2,6 +2,18 @@
 #include <gtest/gtest.h>
 
 #include "broker/handler.h"
+#include "protocol/messages/consumer_group_describe_request.h"
+#include "protocol/messages/consumer_group_heartbeat_request.h"
+#include "protocol/messages/delete_groups_request.h"
+#include "protocol/messages/describe_groups_request.h"
+#include "protocol/messages/heartbeat_request.h"
+#include "protocol/messages/join_group_request.h"
+#include "protocol/messages/leave_group_request.h"
+#include "protocol/messages/list_groups_request.h"
+#include "protocol/messages/offset_commit_request.h"
+#include "protocol/messages/offset_delete_request.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/sync_group_request.h"
 
 namespace tarn::broker {
 namespace {
@@ -37,6 +49,31 @@ TEST(handler_registry, all_handlers_include_api_versions) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->min_version, 0);
   EXPECT_EQ(e->max_version, 5);
+}
+
+template <class Request>
+void expect_schema_versions(const handler_registry& r) {
+  const handler_entry* e = r.find(Request::api_key);
+  ASSERT_NE(e, nullptr) << Request::kafka_name;
+  EXPECT_EQ(e->min_version, Request::min_version) << Request::kafka_name;
+  EXPECT_EQ(e->max_version, Request::max_version) << Request::kafka_name;
+}
+
+TEST(handler_registry, group_apis_are_served_at_their_schemas_versions) {
+  handler_registry r;
+  register_all_handlers(r);
+  expect_schema_versions<protocol::offset_commit_request>(r);
+  expect_schema_versions<protocol::offset_fetch_request>(r);
+  expect_schema_versions<protocol::join_group_request>(r);
+  expect_schema_versions<protocol::heartbeat_request>(r);
+  expect_schema_versions<protocol::leave_group_request>(r);
+  expect_schema_versions<protocol::sync_group_request>(r);
+  expect_schema_versions<protocol::describe_groups_request>(r);
+  expect_schema_versions<protocol::list_groups_request>(r);
+  expect_schema_versions<protocol::delete_groups_request>(r);
+  expect_schema_versions<protocol::offset_delete_request>(r);
+  expect_schema_versions<protocol::consumer_group_heartbeat_request>(r);
+  expect_schema_versions<protocol::consumer_group_describe_request>(r);
 }
 
 }  // namespace
