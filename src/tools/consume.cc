@@ -1,32 +1,34 @@
-// `tarn consume`: reads one partition and prints its records as kafka-console-consumer does for
-// `--partition P --offset ...` (assign + seek, no consumer group). Options and output follow
+// `tarn consume`: prints records as kafka-console-consumer does, through src/client's consumer.
+// With --group G (or --consumer-property group.id=G) it is a member of the consumer group
+// (classic protocol, range assignor) subscribed to --topic: it starts from the group's committed
+// offsets (auto.offset.reset where there are none: earliest with --from-beginning, else latest),
+// commits every auto.commit.interval.ms and when it ends, and leaves the group. Without a group
+// it reads one partition, --partition P (0), from --offset (as the console consumer's
+// --partition/--offset: assign and seek, nothing committed). Options and output follow
 // ConsoleConsumer and its DefaultMessageFormatter:
-//   --bootstrap-server H:P --topic T [--partition P (0)] [--offset N|earliest|latest (latest)]
-//   [--from-beginning] [--max-messages N] [--timeout-ms N] [--isolation-level ...]
+//   --bootstrap-server H:P --topic T [--group G] [--partition P (0)]
+//   [--offset N|earliest|latest (latest)] [--from-beginning] [--max-messages N] [--timeout-ms N]
+//   [--isolation-level read_committed] [--consumer-property k=v ...] [--consumer.config FILE]
 //   [--property print.key=true --property print.timestamp=true --property print.headers=true
 //    --property print.offset=true --property print.partition=true --property print.value=false
 //    --property key.separator=S --property line.separator=S --property headers.separator=S
-//    --property null.literal=S]
+//    --property null.literal=S] (also as --formatter-property)
 // One line per record: [CreateTime:ts] [Partition:p] [Offset:o] [h1:v1,h2:v2|NO_HEADERS] [key]
 // value, separated by key.separator (a tab); nulls print as null.literal ("null"). On exit it
 // prints "Processed a total of N messages" to stderr. --timeout-ms ends the run when no record
 // arrived for that long. An offset out of range resets to latest (earliest with
-// --from-beginning), as auto.offset.reset does for the console consumer.
+// --from-beginning), as auto.offset.reset does for the console consumer. SIGINT and SIGTERM end
+// the run as the message limit does (offsets committed, the group left).
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 
-#include "protocol/error_codes.h"
-#include "protocol/messages/api_versions_request.h"
-#include "protocol/messages/api_versions_response.h"
-#include "protocol/messages/fetch_request.h"
-#include "protocol/messages/fetch_response.h"
-#include "protocol/messages/list_offsets_request.h"
-#include "protocol/messages/list_offsets_response.h"
-#include "record/record_batch.h"
-#include "tools/kafka_client.h"
+#include "client/group_consumer.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -43,6 +45,9 @@ struct consume_options {
   int64_t timeout_ms = -1;
   std::string isolation_level = "read_uncommitted";
   std::vector<std::string> properties;
+  std::string group;
+  std::vector<std::string> consumer_properties;  // k=v
+  std::string consumer_config;                   // a properties file
 };
 
 struct formatter {
@@ -85,43 +90,42 @@ result<formatter, std::string> make_formatter(const std::vector<std::string>& pr
   return f;
 }
 
-void write(std::string& out, const std::optional<record::bytes_view>& b, const formatter& f) {
+void write(std::string& out, const std::optional<std::string>& b, const formatter& f) {
   if (!b) {
     out += f.null_literal;
   } else {
-    out.append(reinterpret_cast<const char*>(b->data()), b->size());
+    out += *b;
   }
 }
 
 // DefaultMessageFormatter.writeTo.
-void format_record(std::string& out, const formatter& f, int32_t partition, int64_t offset,
-                   int64_t timestamp, bool log_append_time, const record::record_view& r) {
+void format_record(std::string& out, const formatter& f, const client::consumer_record& r) {
   const bool more_after_timestamp =
       f.print_partition || f.print_offset || f.print_headers || f.print_key || f.print_value;
   if (f.print_timestamp) {
-    out += log_append_time ? "LogAppendTime:" : "CreateTime:";
-    out += std::to_string(timestamp);
+    out += r.log_append_time ? "LogAppendTime:" : "CreateTime:";
+    out += std::to_string(r.timestamp);
     if (more_after_timestamp) out += f.key_separator;
   }
   if (f.print_partition) {
-    out += "Partition:" + std::to_string(partition);
+    out += "Partition:" + std::to_string(r.partition);
     if (f.print_offset || f.print_headers || f.print_key || f.print_value) out += f.key_separator;
   }
   if (f.print_offset) {
-    out += "Offset:" + std::to_string(offset);
+    out += "Offset:" + std::to_string(r.offset);
     if (f.print_headers || f.print_key || f.print_value) out += f.key_separator;
   }
   if (f.print_headers) {
-    if (r.header_count == 0) {
+    if (r.headers.empty()) {
       out += "NO_HEADERS";
     } else {
       bool first = true;
-      for (const auto& h : r.headers()) {
+      for (const auto& [key, value] : r.headers) {
         if (!first) out += f.headers_separator;
         first = false;
-        out.append(reinterpret_cast<const char*>(h.key.data()), h.key.size());
+        out += key;
         out += ':';
-        write(out, h.value, f);
+        write(out, value, f);
       }
     }
     if (f.print_key || f.print_value) out += f.key_separator;
@@ -134,70 +138,74 @@ void format_record(std::string& out, const formatter& f, int32_t partition, int6
   out += f.line_separator;
 }
 
-// The broker's version range per API key, from ApiVersions (v3, else v0).
-using version_map = std::map<int16_t, std::pair<int16_t, int16_t>>;
+// The consumer being polled, for the signal handler.
+std::atomic<client::group_consumer*> g_consumer{nullptr};
+std::atomic<bool> g_stop{false};
 
-result<version_map, std::string> api_versions(kafka_client& client) {
-  protocol::api_versions_request req;
-  req.client_software_name = "tarn";
-  req.client_software_version = "0.1.0";
-  std::vector<uint8_t> buffer;
-  for (int16_t version : {int16_t{3}, int16_t{0}}) {
-    auto resp = call<protocol::api_versions_response>(client, req, version, buffer);
-    if (!resp) return fail(resp.error());
-    if (resp->error_code == static_cast<int16_t>(protocol::error_code::unsupported_version)) {
-      continue;
+extern "C" void on_stop_signal(int) {
+  g_stop.store(true);
+  if (auto* c = g_consumer.load()) c->wakeup();
+}
+
+// "k=v" lines of a Java properties file (# and ! comments, blank lines skipped).
+result<std::vector<std::pair<std::string, std::string>>, std::string> read_properties(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail("cannot read " + path);
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#' || line[first] == '!') continue;
+    const auto eq = line.find_first_of("=:", first);
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string s) {
+      const auto b = s.find_first_not_of(" \t\r");
+      const auto e = s.find_last_not_of(" \t\r");
+      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+    };
+    out.emplace_back(trim(line.substr(first, eq - first)), trim(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+// The consumer's configuration from the options, as ConsoleConsumerOptions builds it.
+result<client::group_consumer_config, std::string> make_config(const consume_options& o) {
+  client::group_consumer_config config;
+  config.client_id = "console-consumer";
+  std::vector<std::pair<std::string, std::string>> props;
+  if (!o.consumer_config.empty()) {
+    auto file = read_properties(o.consumer_config);
+    if (!file) return fail(file.error());
+    props = std::move(*file);
+  }
+  for (const auto& p : o.consumer_properties) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos) return fail("Invalid consumer property: " + p);
+    props.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  std::optional<std::string> reset;
+  for (const auto& [k, v] : props) {
+    if (k == "auto.offset.reset") reset = v;
+    if (k == "group.id" && !o.group.empty() && v != o.group) {
+      return fail("Group id passed in --group (" + o.group + ") and in consumer properties (" + v +
+                  ") conflict");
     }
-    if (resp->error_code != 0) {
-      return fail("ApiVersions failed with error " + std::to_string(resp->error_code));
-    }
-    version_map out;
-    for (const auto& k : resp->api_keys) out[k.api_key] = {k.min_version, k.max_version};
-    return out;
+    if (auto r = config.set(k, v); !r) return fail(r.error());
   }
-  return fail(std::string("the broker refused ApiVersions v0"));
-}
-
-// The highest version of Req both sides serve, or -1.
-template <typename Req>
-int16_t version_for(const version_map& versions) {
-  auto it = versions.find(Req::api_key);
-  if (it == versions.end()) return -1;
-  const int16_t hi = std::min<int16_t>(it->second.second, Req::max_version);
-  const int16_t lo = std::max<int16_t>(it->second.first, Req::min_version);
-  return hi >= lo ? hi : -1;
-}
-
-std::string error_name(int16_t code) {
-  if (const auto* e = protocol::find_error(code)) return std::string(e->name);
-  return "error " + std::to_string(code);
-}
-
-result<int64_t, std::string> list_offset(kafka_client& client, const version_map& versions,
-                                         const consume_options& o, int64_t timestamp,
-                                         int8_t isolation) {
-  const int16_t v = version_for<protocol::list_offsets_request>(versions);
-  if (v < 0) return fail(std::string("the broker serves no ListOffsets version we speak"));
-  protocol::list_offsets_request req;
-  req.replica_id = -1;
-  req.isolation_level = isolation;
-  auto& t = req.topics.emplace_back();
-  t.name = o.topic;
-  auto& p = t.partitions.emplace_back();
-  p.partition_index = o.partition;
-  p.timestamp = timestamp;
-  std::vector<uint8_t> buffer;
-  auto resp = call<protocol::list_offsets_response>(client, req, v, buffer);
-  if (!resp) return fail(resp.error());
-  if (resp->topics.size() != 1 || resp->topics[0].partitions.size() != 1) {
-    return fail(std::string("ListOffsets response does not decode"));
+  if (!o.group.empty()) config.group_id = o.group;
+  config.bootstrap_servers = o.bootstrap_server;
+  if (auto r = config.set("isolation.level", o.isolation_level); !r) return fail(r.error());
+  if (o.from_beginning && reset && *reset != "earliest") {
+    return fail("Can't simultaneously specify --from-beginning and 'auto.offset.reset=" + *reset +
+                "', choose only one");
   }
-  const auto& pr = resp->topics[0].partitions[0];
-  if (pr.error_code != 0) {
-    return fail("ListOffsets for " + o.topic + "-" + std::to_string(o.partition) + ": " +
-                error_name(pr.error_code));
+  if (o.from_beginning) {
+    config.auto_offset_reset = "earliest";
+  } else if (!reset) {
+    config.auto_offset_reset = "latest";
   }
-  return pr.offset;
+  return config;
 }
 
 int run_consume(const consume_options& o) {
@@ -206,147 +214,94 @@ int run_consume(const consume_options& o) {
     std::fprintf(stderr, "%s\n", f.error().c_str());
     return 1;
   }
-  const int8_t isolation = o.isolation_level == "read_committed" ? 1 : 0;
-  auto client = kafka_client::connect(o.bootstrap_server);
-  if (!client) {
-    std::fprintf(stderr, "%s\n", client.error().c_str());
+  auto config = make_config(o);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error().c_str());
     return 1;
   }
-  kafka_client& c = **client;
-  auto versions = api_versions(c);
-  if (!versions) {
-    std::fprintf(stderr, "%s\n", versions.error().c_str());
+  const bool in_group = !config->group_id.empty();
+  int64_t start = client::latest_offset_spec;
+  if (!in_group) {
+    const std::string from = o.from_beginning ? "earliest" : o.offset;
+    if (from == "earliest") {
+      start = client::earliest_offset_spec;
+    } else if (from != "latest") {
+      try {
+        size_t used = 0;
+        start = std::stoll(from, &used);
+        if (used != from.size()) start = -1;
+      } catch (...) {
+        start = -1;
+      }
+      if (start < 0) {
+        std::fprintf(stderr, "--offset must be earliest, latest or a non-negative number\n");
+        return 1;
+      }
+    }
+  }
+  auto consumer = client::group_consumer::create(*config);
+  if (!consumer) {
+    std::fprintf(stderr, "%s\n", consumer.error().message.c_str());
     return 1;
   }
-  // Fetch by topic name: v12 at most (v13+ needs the topic ID from Metadata).
-  const int16_t fetch_version =
-      std::min<int16_t>(version_for<protocol::fetch_request>(*versions), 12);
-  if (fetch_version < 0) {
-    std::fprintf(stderr, "the broker serves no Fetch version we speak\n");
-    return 1;
+  client::group_consumer& c = **consumer;
+  if (in_group) {
+    c.subscribe({o.topic});
+  } else {
+    const client::topic_partition tp{o.topic, o.partition};
+    c.assign({tp});
+    c.seek(tp, start);
   }
 
-  const int64_t reset_to = o.from_beginning ? -2 : -1;
-  int64_t position = 0;
-  std::string start = o.from_beginning ? "earliest" : o.offset;
-  if (start == "earliest" || start == "latest") {
-    auto off = list_offset(c, *versions, o, start == "earliest" ? -2 : -1, isolation);
-    if (!off) {
-      std::fprintf(stderr, "%s\n", off.error().c_str());
-      return 1;
-    }
-    position = *off;
-  } else {
-    try {
-      position = std::stoll(start);
-    } catch (...) {
-      std::fprintf(stderr, "--offset must be earliest, latest or a non-negative number\n");
-      return 1;
-    }
-    if (position < 0) {
-      std::fprintf(stderr, "--offset must be earliest, latest or a non-negative number\n");
-      return 1;
-    }
-  }
+  g_stop.store(false);
+  g_consumer.store(&c);
+  auto old_int = std::signal(SIGINT, on_stop_signal);
+  auto old_term = std::signal(SIGTERM, on_stop_signal);
 
   int64_t processed = 0;
   auto last_progress = std::chrono::steady_clock::now();
   std::string out;
-  std::vector<uint8_t> fetch_buffer;
   int exit_code = 0;
-  while (o.max_messages < 0 || processed < o.max_messages) {
-    if (o.timeout_ms >= 0 && std::chrono::steady_clock::now() - last_progress >=
-                                 std::chrono::milliseconds(o.timeout_ms)) {
-      std::fprintf(stderr,
-                   "[tarn consume] ERROR Error processing message, terminating consumer process: "
-                   "TimeoutException\n");
-      break;
-    }
-    protocol::fetch_request req;
-    req.replica_id = -1;
-    req.max_wait_ms =
-        o.timeout_ms >= 0 ? static_cast<int32_t>(std::min<int64_t>(o.timeout_ms, 500)) : 500;
-    req.min_bytes = 1;
-    req.max_bytes = 52428800;
-    req.isolation_level = isolation;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    auto& t = req.topics.emplace_back();
-    t.topic = o.topic;
-    auto& p = t.partitions.emplace_back();
-    p.partition = o.partition;
-    p.fetch_offset = position;
-    p.partition_max_bytes = 1048576;
-    auto resp = call<protocol::fetch_response>(c, req, fetch_version, fetch_buffer);
-    if (!resp) {
-      std::fprintf(stderr, "%s\n", resp.error().c_str());
-      exit_code = 1;
-      break;
-    }
-    if (resp->error_code != 0) {
-      std::fprintf(stderr, "Fetch failed: %s\n", error_name(resp->error_code).c_str());
-      exit_code = 1;
-      break;
-    }
-    if (resp->responses.size() != 1 || resp->responses[0].partitions.size() != 1) continue;
-    const auto& pd = resp->responses[0].partitions[0];
-    if (pd.error_code == static_cast<int16_t>(protocol::error_code::offset_out_of_range)) {
-      auto off = list_offset(c, *versions, o, reset_to, isolation);
-      if (!off) {
-        std::fprintf(stderr, "%s\n", off.error().c_str());
-        exit_code = 1;
+  while (!g_stop.load() && (o.max_messages < 0 || processed < o.max_messages)) {
+    auto wait = std::chrono::milliseconds(500);
+    if (o.timeout_ms >= 0) {
+      const auto left = std::chrono::milliseconds(o.timeout_ms) -
+                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - last_progress);
+      if (left <= std::chrono::milliseconds(0)) {
+        std::fprintf(stderr,
+                     "[tarn consume] ERROR Error processing message, terminating consumer "
+                     "process: TimeoutException\n");
         break;
       }
-      position = *off;
-      continue;
+      wait = std::min(wait, left);
     }
-    if (pd.error_code != 0) {
-      std::fprintf(stderr, "Fetch %s-%d: %s\n", o.topic.c_str(), o.partition,
-                   error_name(pd.error_code).c_str());
+    const size_t limit =
+        o.max_messages < 0 ? SIZE_MAX : static_cast<size_t>(o.max_messages - processed);
+    auto records = c.poll(wait, limit);
+    if (!records) {
+      std::fprintf(stderr, "%s\n", records.error().message.c_str());
       exit_code = 1;
       break;
     }
-    if (!pd.records || pd.records->empty()) continue;
-    record::batch_reader batches(*pd.records);
-    record::record_batch_view batch;
-    bool done = false;
-    while (!done && batches.next(batch)) {
-      if (batch.next_offset() <= position) continue;
-      if (batch.is_control()) {
-        position = batch.next_offset();
-        continue;
-      }
-      auto records = record::batch_records::open(batch, 1u << 30);
-      if (!records) {
-        std::fprintf(stderr, "batch at offset %lld does not decompress\n",
-                     static_cast<long long>(batch.base_offset()));
-        return 1;
-      }
-      const bool log_append_time =
-          batch.timestamp_type() == record::timestamp_type::log_append_time;
-      auto reader = records->reader();
-      record::record_view rec;
-      while (reader.next(rec)) {
-        const int64_t offset = batch.base_offset() + rec.offset_delta;
-        if (offset < position) continue;
-        const int64_t ts =
-            log_append_time ? batch.max_timestamp() : batch.base_timestamp() + rec.timestamp_delta;
-        out.clear();
-        format_record(out, *f, o.partition, offset, ts, log_append_time, rec);
-        std::fwrite(out.data(), 1, out.size(), stdout);
-        position = offset + 1;
-        ++processed;
-        last_progress = std::chrono::steady_clock::now();
-        if (o.max_messages >= 0 && processed >= o.max_messages) {
-          done = true;
-          break;
-        }
-      }
-      if (!done) position = std::max(position, batch.next_offset());
+    for (const auto& r : *records) {
+      out.clear();
+      format_record(out, *f, r);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      ++processed;
     }
-    std::fflush(stdout);
+    if (!records->empty()) {
+      last_progress = std::chrono::steady_clock::now();
+      std::fflush(stdout);
+    }
   }
   std::fflush(stdout);
+  if (auto closed = c.close(); !closed && exit_code == 0) {
+    std::fprintf(stderr, "%s\n", closed.error().message.c_str());
+  }
+  g_consumer.store(nullptr);
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
   std::fprintf(stderr, "Processed a total of %lld messages\n", static_cast<long long>(processed));
   return exit_code;
 }
@@ -360,6 +315,8 @@ void add_consume(CLI::App& app) {
   cmd->add_option("--bootstrap-server", opts->bootstrap_server, "host:port of the broker")
       ->required();
   cmd->add_option("--topic", opts->topic, "The topic to read")->required();
+  cmd->add_option("--group", opts->group,
+                  "Consume as a member of this consumer group (committing its offsets)");
   cmd->add_option("--partition", opts->partition, "The partition to read (default 0)");
   cmd->add_option("--offset", opts->offset,
                   "Where to start: earliest, latest (default) or an offset");
@@ -368,9 +325,14 @@ void add_consume(CLI::App& app) {
   cmd->add_option("--timeout-ms", opts->timeout_ms, "Exit when no record arrived for this long");
   cmd->add_option("--isolation-level", opts->isolation_level,
                   "read_uncommitted (default) or read_committed");
-  cmd->add_option("--property", opts->properties,
+  cmd->add_option("--property,--formatter-property", opts->properties,
                   "Formatter property key=value (print.key, print.timestamp, print.headers, "
                   "print.offset, print.partition, print.value, key.separator, ...)");
+  cmd->add_option("--consumer-property", opts->consumer_properties,
+                  "Consumer config key=value (group.id, auto.offset.reset, enable.auto.commit, "
+                  "auto.commit.interval.ms, session.timeout.ms, client.id, ...)");
+  cmd->add_option("--consumer.config,--command-config", opts->consumer_config,
+                  "A properties file of consumer configs");
   cmd->callback([opts] { set_subcommand_exit_code(run_consume(*opts)); });
 }
 

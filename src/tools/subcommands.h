@@ -21,6 +21,7 @@ void add_produce(CLI::App& app);   // tools/produce.cc
 void add_perf(CLI::App& app);      // tools/perf.cc
 void add_topics(CLI::App& app);    // tools/topics.cc
 void add_consume(CLI::App& app);   // tools/consume.cc
+void add_groups(CLI::App& app);    // tools/groups.cc
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();

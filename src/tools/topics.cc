@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client/blocking_client.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -24,7 +25,6 @@
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "storage/topic_metadata.h"
-#include "tools/kafka_client.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -72,7 +72,7 @@ result<std::pair<std::string, std::string>, command_error> parse_key_value(const
   return std::pair{kv.substr(0, eq), kv.substr(eq + 1)};
 }
 
-outcome run_create(kafka_client& client, const topics_options& o) {
+outcome run_create(client::blocking_client& client, const topics_options& o) {
   protocol::create_topics_request req;
   std::vector<std::pair<std::string, std::string>> configs;
   for (const auto& kv : o.configs) {
@@ -96,7 +96,7 @@ outcome run_create(kafka_client& client, const topics_options& o) {
   return {};
 }
 
-result<protocol::metadata_response, command_error> fetch_metadata(kafka_client& client,
+result<protocol::metadata_response, command_error> fetch_metadata(client::blocking_client& client,
                                                                   std::optional<std::string> topic,
                                                                   std::vector<uint8_t>& buffer) {
   protocol::metadata_request req;
@@ -119,7 +119,7 @@ std::string join_ints(const std::vector<int32_t>& v) {
 }
 
 // The topic's configs that are not Kafka's defaults, as kafka-topics.sh lists them.
-result<std::string, command_error> non_default_configs(kafka_client& client,
+result<std::string, command_error> non_default_configs(client::blocking_client& client,
                                                        std::string_view topic) {
   protocol::describe_configs_request req;
   protocol::describe_configs_request::describe_configs_resource res;
@@ -152,7 +152,7 @@ storage::uuid to_storage(const protocol::uuid& id) {
   return out;
 }
 
-outcome run_describe(kafka_client& client, const topics_options& o) {
+outcome run_describe(client::blocking_client& client, const topics_options& o) {
   std::vector<uint8_t> buffer;
   std::optional<std::string> only;
   if (!o.topic.empty()) only = o.topic;
@@ -183,7 +183,7 @@ outcome run_describe(kafka_client& client, const topics_options& o) {
   return {};
 }
 
-outcome run_list(kafka_client& client) {
+outcome run_list(client::blocking_client& client) {
   std::vector<uint8_t> buffer;
   auto md = fetch_metadata(client, std::nullopt, buffer);
   if (!md) return fail(md.error());
@@ -194,7 +194,7 @@ outcome run_list(kafka_client& client) {
   return {};
 }
 
-outcome run_delete(kafka_client& client, const topics_options& o) {
+outcome run_delete(client::blocking_client& client, const topics_options& o) {
   protocol::delete_topics_request req;
   protocol::delete_topics_request::delete_topic_state t;
   t.name = o.topic;
@@ -212,7 +212,7 @@ outcome run_delete(kafka_client& client, const topics_options& o) {
   return {};
 }
 
-outcome run_alter(kafka_client& client, const topics_options& o) {
+outcome run_alter(client::blocking_client& client, const topics_options& o) {
   if (o.partitions != -1) {
     return fail(error("tarn topics --alter --partitions is not supported yet"));
   }
@@ -281,7 +281,7 @@ int run_topics(const topics_options& o) {
     std::fprintf(stderr, "Missing required argument \"[topic]\"\n");
     return 1;
   }
-  auto client = kafka_client::connect(o.bootstrap_server);
+  auto client = tarn::client::blocking_client::connect(o.bootstrap_server);
   if (!client) {
     std::printf("Error while executing topic command : %s\n", client.error().c_str());
     return 1;
