@@ -221,6 +221,7 @@ const std::vector<config_key>& config_keys() {
       {"group.consumer.min.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
       {"group.consumer.max.heartbeat.interval.ms", config_type::int32, "15000", at_least(1)},
       {"group.consumer.max.size", config_type::int32, "2147483647", at_least(1)},
+      {"group.consumer.assignment.interval.ms", config_type::int32, "1000", at_least(0)},
       {"group.consumer.assignors", config_type::list, "uniform,range", assignor_list()},
       {"group.consumer.migration.policy", config_type::string, "bidirectional",
        one_of_ignoring_case({"disabled", "downgrade", "upgrade", "bidirectional"})},
@@ -381,6 +382,7 @@ result<void, std::string> finish_group_config(broker_config& c) {
   g.group_consumer_min_heartbeat_interval_ms = i32("group.consumer.min.heartbeat.interval.ms");
   g.group_consumer_max_heartbeat_interval_ms = i32("group.consumer.max.heartbeat.interval.ms");
   g.group_consumer_max_size = i32("group.consumer.max.size");
+  g.group_consumer_assignment_interval_ms = i32("group.consumer.assignment.interval.ms");
   g.group_consumer_assignors.clear();
   for (const auto& name :
        std::get<std::vector<std::string>>(c.values.at("group.consumer.assignors"))) {

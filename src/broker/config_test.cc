@@ -240,6 +240,7 @@ TEST(broker_config, group_coordinator_keys_default_to_kafkas) {
   EXPECT_EQ(g.group_consumer_min_heartbeat_interval_ms, 5000);
   EXPECT_EQ(g.group_consumer_max_heartbeat_interval_ms, 15000);
   EXPECT_EQ(g.group_consumer_max_size, INT32_MAX);
+  EXPECT_EQ(g.group_consumer_assignment_interval_ms, 1000);
   EXPECT_EQ(g.group_consumer_assignors, (std::vector<std::string>{"uniform", "range"}));
   EXPECT_EQ(g.group_consumer_migration_policy, "bidirectional");
   EXPECT_EQ(g.offset_metadata_max_bytes, 4096);

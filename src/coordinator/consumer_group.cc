@@ -28,10 +28,6 @@ constexpr int32_t leave_group_static_member_epoch = -2;
 constexpr int16_t consumer_generated_member_id_required_version = 1;
 // Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: regexes are re-resolved at most this often.
 constexpr int64_t regex_refresh_min_interval_ms = 10000;
-// group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3+; default 1000): a new target
-// assignment is computed at most this often; in between, members reconcile to the last one.
-// TODO(config): read it from group_config once it carries the key.
-constexpr int32_t consumer_assignment_interval_ms = 1000;
 
 constexpr int16_t type_group_metadata = 3;
 constexpr int16_t type_partition_metadata = 4;
@@ -865,8 +861,11 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
     auto it = target_.find(id);
     return it == target_.end() ? topic_assignment{} : it->second;
   };
-  const bool can_assign = assignment_timestamp_ms_ == 0 || consumer_assignment_interval_ms == 0 ||
-                          now >= assignment_timestamp_ms_ + consumer_assignment_interval_ms;
+  // group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3+): a new target assignment is
+  // computed at most this often; in between, members reconcile to the last one.
+  const int32_t interval_ms = ctx.config.group_consumer_assignment_interval_ms;
+  const bool can_assign = assignment_timestamp_ms_ == 0 || interval_ms == 0 ||
+                          now >= assignment_timestamp_ms_ + interval_ms;
   if (epoch > assignment_epoch_ && can_assign) {
     group_spec spec;
     auto add = [&](const consumer_group_member& m, topic_assignment current) {

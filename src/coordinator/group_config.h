@@ -22,8 +22,9 @@ struct group_config {
   int32_t group_consumer_min_heartbeat_interval_ms =
       5000;  // group.consumer.min.heartbeat.interval.ms
   int32_t group_consumer_max_heartbeat_interval_ms =
-      15000;                                     // group.consumer.max.heartbeat.interval.ms
-  int32_t group_consumer_max_size = 2147483647;  // group.consumer.max.size
+      15000;                                             // group.consumer.max.heartbeat.interval.ms
+  int32_t group_consumer_max_size = 2147483647;          // group.consumer.max.size
+  int32_t group_consumer_assignment_interval_ms = 1000;  // group.consumer.assignment.interval.ms
   std::vector<std::string> group_consumer_assignors = {"uniform", "range"};  // first is the default
   std::string group_consumer_migration_policy =
       "bidirectional";  // disabled|downgrade|upgrade|bidirectional

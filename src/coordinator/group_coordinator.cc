@@ -890,13 +890,16 @@ group_coordinator::consumer_group_heartbeat(
             it->second->mark_dead(ctx);
             sh.classic.erase(it);
           } else {
-            return consumer_group::error_response(consumer_group::not_found_error(group_id));
+            return consumer_group::error_response(
+                {error_code::group_id_not_found,
+                 "Group " + group_id + " is not a consumer group."});
           }
         }
         auto cg = sh.consumer.find(group_id);
         if (cg == sh.consumer.end()) {
           if (request.member_epoch != 0) {
-            return consumer_group::error_response(consumer_group::not_found_error(group_id));
+            return consumer_group::error_response(
+                consumer_group::not_found_error(group_id, request.member_epoch));
           }
           cg = sh.consumer.emplace(group_id, std::make_unique<consumer_group>(group_id)).first;
         }

@@ -706,10 +706,10 @@ struct consumer_fixture : fixture {
 TEST_F(consumer_fixture, a_member_joins_gets_every_partition_and_commits_with_its_epoch) {
   auto b = heartbeat848("cg", "member-1", 0);
   ASSERT_EQ(b.error, 0) << b.message;
-  EXPECT_EQ(b.epoch, 1);
+  EXPECT_EQ(b.epoch, 2) << "a new group's epoch is 1, its first member's 2 (as Kafka 4.4)";
   EXPECT_EQ(b.partitions, 4u);
-  EXPECT_EQ(commit("cg", 0, 10, 1, "member-1"), 0);
-  EXPECT_EQ(commit("cg", 0, 10, 1, "stranger"), code(error_code::unknown_member_id));
+  EXPECT_EQ(commit("cg", 0, 10, 2, "member-1"), 0);
+  EXPECT_EQ(commit("cg", 0, 10, 2, "stranger"), code(error_code::unknown_member_id));
   EXPECT_EQ(commit("cg", 0, 10, 7, "member-1"), code(error_code::stale_member_epoch));
   EXPECT_EQ(fetch("cg", 0), 10);
 
@@ -742,9 +742,9 @@ TEST_F(consumer_fixture, a_member_joins_gets_every_partition_and_commits_with_it
   // Reload: the group and its offsets come back from the records.
   start();
   EXPECT_EQ(fetch("cg", 0), 10);
-  auto again = heartbeat848("cg", "member-1", 1);
+  auto again = heartbeat848("cg", "member-1", 2);
   EXPECT_EQ(again.error, 0) << again.message;
-  EXPECT_EQ(again.epoch, 1);
+  EXPECT_EQ(again.epoch, 2);
 
   // The member leaves; the empty group is deleted with its offsets.
   EXPECT_EQ(heartbeat848("cg", "member-1", -1, false).error, 0);
