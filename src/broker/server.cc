@@ -467,6 +467,9 @@ asio::awaitable<void> server::impl::shutdown(std::string reason) {
       for (auto& c : open) c->stop_reading();
     });
   }
+  // JoinGroups and SyncGroups waiting for a rebalance are answered NOT_COORDINATOR now rather
+  // than holding the drain until their rebalance ends.
+  groups->shutdown(wall_clock_ms());
   // Wait for the connections to finish what they read. Polling is fine here: it runs once.
   asio::steady_timer timer(loop0().context);
   const auto deadline = std::chrono::steady_clock::now() + shutdown_drain_timeout;

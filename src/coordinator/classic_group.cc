@@ -989,6 +989,13 @@ void classic_group::describe(protocol::describe_groups_response::described_group
   }
 }
 
+void classic_group::fail_waiting(error_code error, group_context& ctx) {
+  for (auto& [id, m] : members_) {
+    if (m.awaiting_join) complete_join_callback(m, join_error(id, error), ctx);
+    if (m.awaiting_sync) complete_sync_callback(m, sync_error(error), ctx);
+  }
+}
+
 void classic_group::mark_dead(group_context& ctx) {
   for (auto& [id, m] : members_) {
     if (m.awaiting_join)

@@ -139,6 +139,10 @@ class classic_group {
   // now; else the base to use given the offset's commit timestamp.
   std::optional<int64_t> offset_expiry_base(int64_t commit_timestamp_ms) const;
 
+  // Answers every waiting JoinGroup and SyncGroup with `error` (the broker is shutting down:
+  // NOT_COORDINATOR, as Kafka answers when it unloads a partition).
+  void fail_waiting(protocol::error_code error, group_context& ctx);
+
   // Marks the group deleted: waiting requests get COORDINATOR_NOT_AVAILABLE.
   void mark_dead(group_context& ctx);
 

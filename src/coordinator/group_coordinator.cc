@@ -239,6 +239,10 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
     done(join_failure(request.member_id, error_code::invalid_session_timeout));
     return;
   }
+  if (shut_down_.load(std::memory_order_acquire)) {
+    done(join_failure(request.member_id, error_code::not_coordinator));
+    return;
+  }
   // v0 has no rebalance timeout: the session timeout serves as both.
   protocol::join_group_request req = request;
   if (version == 0 || req.rebalance_timeout_ms < 0)
@@ -291,6 +295,10 @@ void group_coordinator::sync_group(const protocol::sync_group_request& request, 
                                    int64_t now_ms, sync_callback done) {
   if (!valid_group_id(request.group_id)) {
     done(sync_failure(error_code::invalid_group_id));
+    return;
+  }
+  if (shut_down_.load(std::memory_order_acquire)) {
+    done(sync_failure(error_code::not_coordinator));
     return;
   }
   shard& s = *shard_for(request.group_id);
@@ -1034,6 +1042,15 @@ void group_coordinator::poll(int64_t now_ms) {
         sh.classic[id]->mark_dead(ctx);
         sh.classic.erase(id);
       }
+    });
+  }
+}
+
+void group_coordinator::shutdown(int64_t now_ms) {
+  shut_down_.store(true, std::memory_order_release);
+  for (auto& sp : shards_) {
+    run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+      for (auto& [id, g] : sh.classic) g->fail_waiting(error_code::not_coordinator, ctx);
     });
   }
 }

@@ -132,6 +132,11 @@ class group_coordinator {
   // initial rebalance delay, and (every offsets.retention.check.interval.ms) offset expiry.
   void poll(int64_t now_ms);
 
+  // The broker is shutting down: every waiting JoinGroup and SyncGroup is answered
+  // NOT_COORDINATOR now (the member finds the coordinator again once the broker is back), and so
+  // are the ones that arrive later, instead of holding the shutdown until their rebalance ends.
+  void shutdown(int64_t now_ms);
+
   // Topics were deleted: their committed offsets are deleted too (Kafka's onPartitionsDeleted).
   void on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms);
 
@@ -143,6 +148,7 @@ class group_coordinator {
   const metadata_view& metadata_;
   std::vector<std::unique_ptr<shard>> shards_;
   std::atomic<bool> loaded_{false};
+  std::atomic<bool> shut_down_{false};
   int64_t last_expiry_check_ms_ = 0;
 };
 

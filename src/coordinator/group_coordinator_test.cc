@@ -334,6 +334,19 @@ TEST_F(fixture, a_member_leaving_rebalances_the_rest) {
   EXPECT_EQ(a2->generation, 2);
 }
 
+TEST_F(fixture, shutdown_answers_waiting_joins_not_coordinator) {
+  auto a = join_dynamic("g");
+  c->poll(now);
+  ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
+  auto b = join_dynamic("g");
+  ASSERT_FALSE(b->done) << "waits for a to rejoin";
+  c->shutdown(now);
+  ASSERT_TRUE(b->done);
+  EXPECT_EQ(b->error, code(error_code::not_coordinator));
+  EXPECT_EQ(join("g", a->member_id)->error, code(error_code::not_coordinator));
+  EXPECT_EQ(sync("g", a->member_id, 1)->error, code(error_code::not_coordinator));
+}
+
 TEST_F(fixture, join_errors_are_kafkas) {
   auto bad = join("g", "", std::nullopt, 10);
   ASSERT_TRUE(bad->done);
