@@ -47,26 +47,39 @@ def offsets_partition(group):
     return (0 if h == -(1 << 31) else abs(h)) % OFFSETS_PARTITIONS
 
 
-# Group names are chosen once per suite so that, as far as 50 partitions allow, each registered
-# group has a __consumer_offsets partition of its own: its records then have the same offsets on
-# both brokers whatever else the suite wrote. "interop" is the confluent consumer's group.id; ""
-# is group-join-errors' (Kafka commits offsets for the empty group id).
-_GROUP_NAMES = {}
-_USED_PARTITIONS = {offsets_partition("interop"), offsets_partition("")}
+# The groups whose __consumer_offsets records are compared, in a fixed order: each gets a name
+# (its base, or base-N) whose partition no earlier one has, as far as 50 partitions allow, so its
+# records have the same offsets on both brokers whatever else the suite wrote, and the names do
+# not depend on which scenarios run. "interop" is the confluent consumer's group.id; "" is
+# group-join-errors' (Kafka commits offsets for the empty group id). Groups a scenario never
+# creates (named -nosuch) need no partition and keep their plain names.
+DISK_GROUPS = [
+    "grp-join-versions", "grp-rebalance", "grp-static", "grp-leave", "grp-join-errors",
+    "grp-commit", "grp-commit-member", "grp-fetch", "grp-fetch-second", "grp-describe",
+    "grp-describe-empty", "grp-describe-left", "grp-describe-consumer", "grp-list-classic",
+    "grp-list-simple", "grp-list-consumer", "grp-delete-nonempty", "grp-delete-offsets",
+    "grp-delete-emptied", "grp-delete-consumer", "grp-offset-delete", "grp-offset-delete-simple",
+    "grp-cg-heartbeat", "grp-cg-heartbeat-v0", "grp-cg-heartbeat-classic", "grp-cg-describe",
+    "grp-cg-describe-classic",
+]
 
 
-def group_name(base):
-    if base not in _GROUP_NAMES:
+def _allocate(bases):
+    used, names = {offsets_partition("interop"), offsets_partition("")}, {}
+    for base in bases:
         name = base
         for n in range(1, 1000):
-            if offsets_partition(name) not in _USED_PARTITIONS:
+            if offsets_partition(name) not in used:
                 break
             name = "%s-%d" % (base, n)
-        if offsets_partition(name) in _USED_PARTITIONS:
+        if offsets_partition(name) in used:
             name = base  # every partition is taken: share one (records are filtered by group)
-        _USED_PARTITIONS.add(offsets_partition(name))
-        _GROUP_NAMES[base] = name
-    return _GROUP_NAMES[base]
+        used.add(offsets_partition(name))
+        names[base] = name
+    return names
+
+
+_GROUP_NAMES = _allocate(DISK_GROUPS)
 
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -204,10 +217,10 @@ def wait_coordinator(ctx, group):
 
 
 def group(ctx, base, disk=True):
-    """The suite's name for this scenario's group `base`, its coordinator ready; with disk, its
-    __consumer_offsets records are compared after the run."""
+    """The suite's name for this scenario's group `base` (one of DISK_GROUPS with disk), its
+    coordinator ready; with disk, its __consumer_offsets records are compared after the run."""
     ids(ctx)
-    name = group_name(base)
+    name = _GROUP_NAMES[base] if disk else base
     if disk and name not in ctx.groups:
         ctx.groups.append(name)
     wait_coordinator(ctx, name)
@@ -765,7 +778,7 @@ def rebalance_states(ctx):
     describe(ctx, c, "describe-empty", 5, [g])
     fetch(ctx, c, "fetch", 5, [(g, [(t, [0])], None, -1)])
     # Heartbeat and SyncGroup for a group that does not exist.
-    nog = group_name("grp-rebalance-nosuch")
+    nog = "grp-rebalance-nosuch"
     call(ctx, c, "hb-unknown-group", wire.HEARTBEAT, 3, {
         "group_id": nog, "generation_id": 1, "member_id": "interop-x", "group_instance_id": None})
     call(ctx, c, "sync-unknown-group", wire.SYNC_GROUP, 3, {
@@ -868,7 +881,7 @@ def leave_versions(ctx):
         {"member_id": ms[1].member_id, "group_instance_id": None, "reason": None},
         {"member_id": ms[0].member_id, "group_instance_id": None, "reason": "bye"}]})
     describe(ctx, c, "describe-empty-2", 5, [g])
-    nog = group_name("grp-leave-nosuch")
+    nog = "grp-leave-nosuch"
     call(ctx, c, "v2.unknown-group", wire.LEAVE_GROUP, 2, {"group_id": nog, "member_id": "x"})
     call(ctx, c, "v4.unknown-group", wire.LEAVE_GROUP, 4, {"group_id": nog, "members": [
         {"member_id": "x", "group_instance_id": None}]})
@@ -966,15 +979,15 @@ def commit_versions(ctx):
     commit(ctx, c, "v8.no-topics", 8, g, [])
     commit(ctx, c, "v8.negative-offset", 8, g, [(t, [(2, -5, -1, "neg")])])
     for v in (7, 8, 9, 10):
-        nog = group_name("grp-commit-nosuch-v%d" % v)
+        nog = "grp-commit-nosuch-v%d" % v
         commit(ctx, c, "v%d.unknown-group-generation-1" % v, v, nog,
                [(tid if v >= 10 else t, [(0, 1, -1, "")])], generation=1, member_id="interop-m")
-    nog = group_name("grp-commit-nosuch-member")
+    nog = "grp-commit-nosuch-member"
     commit(ctx, c, "v9.unknown-group-member-only", 9, nog, [(t, [(0, 1, -1, "")])],
            generation=-1, member_id="interop-m")
     fetch(ctx, c, "fetch", 8, [(g, None, None, -1)])
     for v in (8, 9):
-        nog = group_name("grp-commit-nosuch-v%d" % v)
+        nog = "grp-commit-nosuch-v%d" % v
         fetch(ctx, c, "fetch-unknown-group-v%d" % v, 8, [(nog, None, None, -1)])
     describe(ctx, c, "describe", 5, [g])
     c.close()
@@ -1031,7 +1044,7 @@ def fetch_versions(ctx):
     unknown), v9 (member id and epoch) and v10 (topic ids)."""
     g = group(ctx, "grp-fetch")
     g2 = group(ctx, "grp-fetch-second")
-    nog = group_name("grp-fetch-nosuch")
+    nog = "grp-fetch-nosuch"
     t, t2 = "grp-fetch-t", "grp-fetch-t2"
     tid, tid2 = topic(ctx, t, partitions=3), topic(ctx, t2)
     c = Conn(ctx)
@@ -1057,9 +1070,9 @@ def fetch_versions(ctx):
 
 
 @scenario("group-describe-versions", masks=GROUP_MASKS,
-          expect={"v0.groups[0].group_state": "Stable", "v0.groups[1].group_state": "Empty",
-                  "v5.groups[3].group_state": "Dead",
-                  "v6.groups[3].error_code": GROUP_ID_NOT_FOUND})
+          expect={"v0.groups[0].group_state": "Stable", "v0.groups[2].group_state": "Empty",
+                  "v5.groups[4].group_state": "Dead",
+                  "v6.groups[4].error_code": GROUP_ID_NOT_FOUND})
 def describe_versions(ctx):
     """DescribeGroups v0-v6 of a Stable classic group of two members, an Empty group with
     offsets, an Empty classic group whose members left, a group that does not exist (Dead, and
@@ -1069,7 +1082,7 @@ def describe_versions(ctx):
     ge = group(ctx, "grp-describe-empty")
     gl = group(ctx, "grp-describe-left")
     gc = group(ctx, "grp-describe-consumer")
-    nog = group_name("grp-describe-nosuch")
+    nog = "grp-describe-nosuch"
     t = "grp-describe-t"
     topic(ctx, t, partitions=2)
     c = Conn(ctx)
@@ -1095,8 +1108,8 @@ def list_filters(ctx):
     Empty one with offsets only, and a Stable KIP-848 consumer group; v4 filters by state
     (Kafka's names, lower case, several, unknown), v5 by type and by both."""
     prefix = "grp-list-"
-    ga, gb, gc = group(ctx, prefix + "classic"), group(ctx, prefix + "simple"), \
-        group(ctx, prefix + "consumer")
+    ga, gb, gc = (group(ctx, "grp-list-classic"), group(ctx, "grp-list-simple"),
+                  group(ctx, "grp-list-consumer"))
     t = "grp-list-t"
     topic(ctx, t)
     c = Conn(ctx)
@@ -1136,7 +1149,7 @@ def delete_groups(ctx):
     go = group(ctx, "grp-delete-offsets")
     ge = group(ctx, "grp-delete-emptied")
     gc = group(ctx, "grp-delete-consumer")
-    nog = group_name("grp-delete-nosuch")
+    nog = "grp-delete-nosuch"
     t = "grp-delete-t"
     topic(ctx, t)
     c = Conn(ctx)
@@ -1171,7 +1184,7 @@ def offset_delete(ctx):
     exist; then the same topic once the group is Empty, and a simple group."""
     g = group(ctx, "grp-offset-delete")
     gs = group(ctx, "grp-offset-delete-simple")
-    nog = group_name("grp-offset-delete-nosuch")
+    nog = "grp-offset-delete-nosuch"
     ta, tb = "grp-offset-delete-a", "grp-offset-delete-b"
     topic(ctx, ta, partitions=2)
     topic(ctx, tb)
@@ -1286,7 +1299,7 @@ def consumer_group_describe(ctx):
     not exist and a classic group; then the emptied group."""
     g = group(ctx, "grp-cg-describe")
     gk = group(ctx, "grp-cg-describe-classic")
-    nog = group_name("grp-cg-describe-nosuch")
+    nog = "grp-cg-describe-nosuch"
     t = "grp-cg-describe-t"
     topic(ctx, t, partitions=2)
     c = Conn(ctx)

@@ -152,6 +152,30 @@ def _flatten(obs, prefix, v):
         obs[prefix] = v
 
 
+# ConsumerGroupTargetAssignmentMember (type 7): Kafka writes the member records of a new target
+# assignment in the iteration order of a HashMap of member ids (TargetAssignmentBuilder), so a
+# run of them in one batch is compared sorted by member id. A batch is applied as a whole.
+TARGET_ASSIGNMENT_MEMBER = "7"
+
+
+def _target_members_sorted(records):
+    out, i = [], 0
+    while i < len(records):
+        j = i
+        while (j < len(records) and str(records[j][1].get("type")) == TARGET_ASSIGNMENT_MEMBER):
+            j += 1
+        if j > i:
+            run = sorted(records[i:j], key=lambda r: str(r[1].get("data", {}).get("memberId")))
+            # The sorted records take the run's offsets and sequences in order.
+            out += [(dict(r[0], offset=o[0].get("offset"), sequence=o[0].get("sequence")),
+                     r[1], r[2]) for r, o in zip(run, records[i:j])]
+            i = j
+        else:
+            out.append(records[i])
+            i += 1
+    return out
+
+
 BATCH_FIELDS = ("baseOffset", "lastOffset", "count", "baseSequence", "lastSequence", "producerId",
                 "producerEpoch", "partitionLeaderEpoch", "isTransactional", "isControl",
                 "deleteHorizonMs", "position", "CreateTime", "size", "magic", "compresscodec",
@@ -167,7 +191,8 @@ def offsets_observations(lines, group, aliases, raw_topic_ids):
     prefix = "disk.offsets.%s" % group
     obs, n_batches, n_records = {}, 0, 0
     for fields, records in parse_offsets_dump(lines):
-        mine = [r for r in records if r[1] is not None and _key_group(r[1]) == group]
+        mine = _target_members_sorted(
+            [r for r in records if r[1] is not None and _key_group(r[1]) == group])
         if not mine:
             continue
         b = "%s.b%d" % (prefix, n_batches)
