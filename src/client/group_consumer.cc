@@ -659,25 +659,41 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
     std::this_thread::sleep_for(std::min(max_wait, std::chrono::milliseconds(100)));
     return {};
   }
-  std::set<std::string> topic_names;
-  for (const auto& [tp, pos] : fetch_positions_) topic_names.insert(tp.topic);
-  auto md = cluster_->metadata(std::vector<std::string>(topic_names.begin(), topic_names.end()));
-  if (!md) return fail(md.error());
+  // Leaders from Metadata, asked again only after an error or for a partition not seen yet.
+  bool refresh = leaders_stale_;
+  for (const auto& [tp, pos] : fetch_positions_) refresh = refresh || !leaders_.count(tp);
+  if (refresh) {
+    std::set<std::string> topic_names;
+    for (const auto& [tp, pos] : fetch_positions_) topic_names.insert(tp.topic);
+    auto md = cluster_->metadata(std::vector<std::string>(topic_names.begin(), topic_names.end()));
+    if (!md) {  // the broker is away: try again at the next poll
+      std::this_thread::sleep_for(std::min(max_wait, config_.retry_backoff));
+      return {};
+    }
+    leaders_.clear();
+    for (const auto& [name, layout] : *md) {
+      for (const auto& p : layout.partitions) {
+        if (p.leader >= 0) leaders_[{name, p.partition}] = p.leader;
+      }
+    }
+    leaders_stale_ = false;
+  }
   std::map<int32_t, std::vector<topic_partition>> by_leader;
   for (const auto& [tp, pos] : fetch_positions_) {
-    auto t = md->find(tp.topic);
-    if (t == md->end()) continue;
-    for (const auto& p : t->second.partitions) {
-      if (p.partition == tp.partition && p.leader >= 0) by_leader[p.leader].push_back(tp);
-    }
+    if (auto l = leaders_.find(tp); l != leaders_.end()) by_leader[l->second].push_back(tp);
   }
   if (by_leader.empty()) {
+    leaders_stale_ = true;
     std::this_thread::sleep_for(std::min(max_wait, config_.retry_backoff));
     return {};
   }
+  bool errors = false;
   for (const auto& [leader, tps] : by_leader) {
     auto c = cluster_->node(leader);
-    if (!c) return fail(c.error());
+    if (!c) {
+      leaders_stale_ = errors = true;
+      continue;
+    }
     const int16_t v = (*c)->version_for<protocol::fetch_request>(fetch_max_version);
     if (v < 0) return fail(transport("the broker serves no Fetch version tarn speaks"));
     protocol::fetch_request req;
@@ -706,7 +722,8 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
         call<protocol::fetch_response>(**c, req, v, buffer, config_.request_timeout + max_wait);
     if (!resp) {
       cluster_->drop(leader);
-      return {};  // the next poll fetches again, with fresh metadata
+      leaders_stale_ = errors = true;
+      continue;  // the next poll fetches again, with fresh metadata
     }
     if (resp->error_code != 0) {
       return fail(kafka_error(resp->error_code));
@@ -723,7 +740,10 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
           positions_[tp] = *reset;
           continue;
         }
-        if (pd.error_code != 0) continue;  // a leader change: the next fetch has new metadata
+        if (pd.error_code != 0) {  // a leader change: the next fetch asks Metadata again
+          leaders_stale_ = errors = true;
+          continue;
+        }
         if (!pd.records || pd.records->empty()) continue;
         record::batch_reader batches(*pd.records);
         record::record_batch_view batch;
@@ -767,6 +787,9 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
         }
       }
     }
+  }
+  if (errors && buffered_.empty()) {
+    std::this_thread::sleep_for(std::min(max_wait, config_.retry_backoff));
   }
   return {};
 }

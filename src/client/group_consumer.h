@@ -161,6 +161,8 @@ class group_consumer {
   std::map<topic_partition, int64_t> positions_;        // after the last record returned
   std::map<topic_partition, int64_t> committed_;        // what this member last committed
   std::deque<consumer_record> buffered_;
+  std::map<topic_partition, int32_t> leaders_;  // from the last Metadata
+  bool leaders_stale_ = true;
   std::chrono::steady_clock::time_point next_auto_commit_;
 
   // Shared with the heartbeat thread, under mutex_.
