@@ -503,10 +503,10 @@ class Gen:
             # Kafka's nullable struct: an int8 marker (negative: null) before the struct, in the
             # versions where it is nullable.
             body = [f"if ({rd}.read_int8() < 0) {{", f"  {x}.reset();", "} else {",
-                    f"  {x}.emplace().read({rd}, version);", "}"]
+                    f"  {x} = {self.emplace_value(x)};", f"  {x}->read({rd}, version);", "}"]
             if n != "true":
                 body = [f"if ({n}) {{"] + ["  " + b for b in body] + \
-                    ["} else {", f"  {x}.emplace().read({rd}, version);", "}"]
+                    ["} else {", f"  {x} = {self.emplace_value(x)};", f"  {x}->read({rd}, version);", "}"]
             out += [p + b for b in body]
         elif f.is_struct:
             out.append(f"{p}{x}.read({rd}, version);")
@@ -638,10 +638,17 @@ class Gen:
     # --- a tagged field's value (always the flexible encoding). A nullable struct's marker there is
     # an unsigned varint, 0 for null and 1 before the struct (Kafka's generator; outside tagged
     # fields it is an int8, -1 or 1). Everything else is encoded as an ordinary field.
+    # A present nullable struct, assigned rather than emplace()d: clang 14 caches
+    # is_constructible<T> as false while the enclosing struct is incomplete (T's default member
+    # initializers are not usable yet), so optional<T>::emplace() does not compile there.
+    @staticmethod
+    def emplace_value(x):
+        return f"std::remove_reference_t<decltype(*{x})>{{}}"
+
     def tagged_read(self, f, x, out):
         if f.is_struct and self.nullable_type(f):
             out += ["if (sub.read_unsigned_varint() == 0) {", f"  {x}.reset();", "} else {",
-                    f"  {x}.emplace().read(sub, version);", "}"]
+                    f"  {x} = {self.emplace_value(x)};", f"  {x}->read(sub, version);", "}"]
         else:
             self.read_field(f, x, "true", self.cond(f.nullable), out, 0, rd="sub")
 
