@@ -506,7 +506,8 @@ class Gen:
                     f"  {x} = {self.emplace_value(x)};", f"  {x}->read({rd}, version);", "}"]
             if n != "true":
                 body = [f"if ({n}) {{"] + ["  " + b for b in body] + \
-                    ["} else {", f"  {x} = {self.emplace_value(x)};", f"  {x}->read({rd}, version);", "}"]
+                    ["} else {", f"  {x} = {self.emplace_value(x)};",
+                     f"  {x}->read({rd}, version);", "}"]
             out += [p + b for b in body]
         elif f.is_struct:
             out.append(f"{p}{x}.read({rd}, version);")
@@ -635,9 +636,6 @@ class Gen:
         else:
             out.append(f"{p}{acc} += {self.scalar_size(f.type, x, c)};")
 
-    # --- a tagged field's value (always the flexible encoding). A nullable struct's marker there is
-    # an unsigned varint, 0 for null and 1 before the struct (Kafka's generator; outside tagged
-    # fields it is an int8, -1 or 1). Everything else is encoded as an ordinary field.
     # A present nullable struct, assigned rather than emplace()d: clang 14 caches
     # is_constructible<T> as false while the enclosing struct is incomplete (T's default member
     # initializers are not usable yet), so optional<T>::emplace() does not compile there.
@@ -645,6 +643,9 @@ class Gen:
     def emplace_value(x):
         return f"std::remove_reference_t<decltype(*{x})>{{}}"
 
+    # --- a tagged field's value (always the flexible encoding). A nullable struct's marker there is
+    # an unsigned varint, 0 for null and 1 before the struct (Kafka's generator; outside tagged
+    # fields it is an int8, -1 or 1). Everything else is encoded as an ordinary field.
     def tagged_read(self, f, x, out):
         if f.is_struct and self.nullable_type(f):
             out += ["if (sub.read_unsigned_varint() == 0) {", f"  {x}.reset();", "} else {",
