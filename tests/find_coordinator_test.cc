@@ -84,7 +84,9 @@ TEST(find_coordinator, a_group_key_is_answered_with_this_broker_at_every_version
       EXPECT_EQ(r.coordinators[i].node_id, 1);
       EXPECT_EQ(r.coordinators[i].host, "127.0.0.1");
       EXPECT_EQ(r.coordinators[i].port, broker.port());
-      EXPECT_EQ(r.coordinators[i].error_message, "NONE");
+      // Kafka 4.4 leaves a found coordinator's v4+ message empty (v1-3 say "NONE"; make
+      // interop's group-find-coordinator compares them).
+      EXPECT_EQ(r.coordinators[i].error_message, "");
     }
   }
 }

@@ -96,7 +96,9 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
       c.host = n.host;
       c.port = n.port;
       c.error_code = static_cast<int16_t>(code);
-      c.error_message = protocol::describe(code).message;
+      // Kafka 4.4 answers a found coordinator's v4+ entry with an empty message (v1-3: "NONE").
+      c.error_message =
+          code == error_code::none ? std::string_view() : protocol::describe(code).message;
       reply.coordinators.push_back(c);
     }
   }

@@ -454,6 +454,7 @@ void classic_group::replace_static_member(const protocol::join_group_request& re
                                           int16_t version, const std::string& old_member_id,
                                           const std::string& new_member_id, group_context& ctx,
                                           join_callback done) {
+  const std::optional<std::string> leader_before = leader_;
   auto node = members_.extract(old_member_id);
   classic_member m = std::move(node.mapped());
   // Fence whoever still waits with the old id.
@@ -483,7 +484,10 @@ void classic_group::replace_static_member(const protocol::join_group_request& re
       if (version >= 9) {
         defer(ctx, std::move(done), join_response(placed, leader, leader));
       } else {
-        defer(ctx, std::move(done), join_response(placed, false, false));
+        // Below v9 the answer names the leader as it was before the replacement (Kafka's).
+        auto r = join_response(placed, false, false);
+        r.message.leader = r.arena.keep(leader_before.value_or(""));
+        defer(ctx, std::move(done), std::move(r));
       }
       (void)old_protocols;
       return;
@@ -772,7 +776,7 @@ error_code classic_group::leave(const protocol::leave_group_request& request, in
   }
   bool any_left = false;
   error_code single = error_code::none;
-  auto remove_current = [&](const std::string& id) {
+  auto remove_current = [&](std::string id) {  // a copy: the id may live in static_members_
     auto& m = members_.at(id);
     if (m.awaiting_join)
       complete_join_callback(m, join_error("", error_code::unknown_member_id), ctx);
@@ -798,7 +802,9 @@ error_code classic_group::leave(const protocol::leave_group_request& request, in
     if (version >= 3) {
       protocol::leave_group_response::member_response r;
       r.member_id = out.arena.keep(w.member_id);
-      if (w.instance_id) r.group_instance_id = out.arena.keep(*w.instance_id);
+      r.group_instance_id = w.instance_id
+                                ? std::optional<std::string_view>(out.arena.keep(*w.instance_id))
+                                : std::nullopt;
       r.error_code = static_cast<int16_t>(e);
       out.message.members.push_back(r);
     } else {

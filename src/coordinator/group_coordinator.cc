@@ -79,6 +79,7 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
     }
     record::batch_builder_config bc;
     bc.batch_size = SIZE_MAX;
+    bc.base_sequence = 0;  // as Kafka's coordinator runtime builds them (producer id stays -1)
     record::batch_builder builder(bc);
     for (const auto& r : records) {
       std::optional<record::bytes_view> value;
@@ -286,6 +287,15 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
                .emplace(std::string(request.group_id),
                         std::make_unique<classic_group>(std::string(request.group_id), now_ms))
                .first;
+      // A new group is committed to the log before anything happens in it (Kafka writes its
+      // empty GroupMetadata record, protocol type "", generation 0, no members).
+      if (auto e = ctx.write({group_metadata_record(*it->second)}); e != error_code::none) {
+        sh.classic.erase(it);
+        ctx.deferred.push_back([done, m = std::string(request.member_id), e] {
+          done(join_failure(m, append_error_to_response_error(e)));
+        });
+        return;
+      }
     }
     it->second->join(req, version, client.client_id, client.client_host, ctx, done);
   });
@@ -293,6 +303,10 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
 
 void group_coordinator::sync_group(const protocol::sync_group_request& request, int16_t version,
                                    int64_t now_ms, sync_callback done) {
+  if (version >= 5 && (!request.protocol_type || !request.protocol_name)) {
+    done(sync_failure(error_code::inconsistent_group_protocol));
+    return;
+  }
   if (!valid_group_id(request.group_id)) {
     done(sync_failure(error_code::invalid_group_id));
     return;
@@ -356,7 +370,10 @@ owned_message<protocol::leave_group_response> group_coordinator::leave_group(
             for (const auto& m : request.members) {
               protocol::leave_group_response::member_response r;
               r.member_id = out.arena.keep(m.member_id);
-              if (m.group_instance_id) r.group_instance_id = out.arena.keep(*m.group_instance_id);
+              r.group_instance_id =
+                  m.group_instance_id
+                      ? std::optional<std::string_view>(out.arena.keep(*m.group_instance_id))
+                      : std::nullopt;
               r.error_code = static_cast<int16_t>(error_code::unknown_member_id);
               out.message.members.push_back(r);
             }
@@ -418,10 +435,8 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
   auto fail_all = [&](error_code e) {
     for (const auto& c : candidates) set_error(c, e);
   };
-  if (!valid_group_id(request.group_id)) {
-    fail_all(error_code::invalid_group_id);
-    return out;
-  }
+  // An empty group id is a group like any other here (Kafka refuses it only on JoinGroup,
+  // SyncGroup, Heartbeat and LeaveGroup).
   if (candidates.empty()) return out;
 
   shard& s = *shard_for(request.group_id);
@@ -502,7 +517,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
       om.metadata = std::string(metadata);
       om.commit_timestamp_ms = now_ms;
       om.expire_timestamp_ms = expire;
-      if (version >= 10) om.topic_id = c.topic_id;
+      om.topic_id = c.topic_id;  // Kafka records the topic's id whether committed by name or id
       records.push_back(offset_commit_record(group_id, c.topic, p.partition_index, om));
       accepted.emplace_back(&c, std::move(om));
     }
@@ -527,6 +542,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
     std::string name;
     protocol::uuid id{};
     std::vector<int32_t> partitions;
+    bool unknown_id = false;  // v10: no topic has this id
   };
   struct group_ask {
     std::string group_id;
@@ -563,6 +579,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
             std::copy(std::begin(t.topic_id.bytes), std::end(t.topic_id.bytes), id.begin());
             auto desc = metadata_.topic_by_id(id);
             ta.name = desc ? desc->name : std::string();
+            ta.unknown_id = !desc;
           }
           g.topics->push_back(std::move(ta));
         }
@@ -575,9 +592,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
     resp::offset_fetch_response_group rg;
     rg.group_id = out.arena.keep(ask.group_id);
     error_code group_error = error_code::none;
-    if (!valid_group_id(ask.group_id)) {
-      group_error = error_code::invalid_group_id;
-    } else {
+    {
       shard& s = *shard_for(ask.group_id);
       group_error = run_in_shard(
           s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context&) -> error_code {
@@ -624,6 +639,12 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
               t.name = out.arena.keep(ta.name);
               t.topic_id = ta.id;
               for (int32_t p : ta.partitions) {
+                if (ta.unknown_id) {
+                  add_partition(t, p, nullptr);
+                  t.partitions.back().error_code =
+                      static_cast<int16_t>(error_code::unknown_topic_id);
+                  continue;
+                }
                 const offset_and_metadata* om = nullptr;
                 if (offsets != nullptr) {
                   auto f = offsets->find({ta.name, p});
@@ -694,21 +715,40 @@ owned_message<protocol::offset_delete_response> group_coordinator::offset_delete
         std::vector<coordinator_record> records;
         std::vector<std::pair<std::string, int32_t>> deleted;
         for (const auto& t : request.topics) {
-          resp::offset_delete_response_topic rt;
-          rt.name = out.arena.keep(t.name);
+          // Kafka's response is keyed by topic name: a topic named twice is answered once.
+          auto existing = std::find_if(out.message.topics.begin(), out.message.topics.end(),
+                                       [&](const auto& rt) { return rt.name == t.name; });
+          if (existing == out.message.topics.end()) {
+            resp::offset_delete_response_topic rt;
+            rt.name = out.arena.keep(t.name);
+            out.message.topics.push_back(std::move(rt));
+            existing = out.message.topics.end() - 1;
+          }
+          const auto desc = metadata_.topic(t.name);
           const bool subscribed = subscribed_to(t.name);
           for (const auto& p : t.partitions) {
             resp::offset_delete_response_partition rp;
             rp.partition_index = p.partition_index;
-            rp.error_code = static_cast<int16_t>(subscribed ? error_code::group_subscribed_to_topic
-                                                            : error_code::none);
-            if (!subscribed && offsets.count({std::string(t.name), p.partition_index})) {
-              records.push_back(offset_commit_tombstone(group_id, t.name, p.partition_index));
-              deleted.emplace_back(std::string(t.name), p.partition_index);
+            if (!desc || p.partition_index < 0 || p.partition_index >= desc->partitions) {
+              rp.error_code = static_cast<int16_t>(error_code::unknown_topic_or_partition);
+            } else {
+              rp.error_code = static_cast<int16_t>(
+                  subscribed ? error_code::group_subscribed_to_topic : error_code::none);
+              if (!subscribed && offsets.count({std::string(t.name), p.partition_index})) {
+                records.push_back(offset_commit_tombstone(group_id, t.name, p.partition_index));
+                deleted.emplace_back(std::string(t.name), p.partition_index);
+              }
             }
-            rt.partitions.push_back(rp);
+            auto& parts = existing->partitions;
+            auto same = std::find_if(parts.begin(), parts.end(), [&](const auto& x) {
+              return x.partition_index == rp.partition_index;
+            });
+            if (same == parts.end()) {
+              parts.push_back(rp);
+            } else {
+              *same = rp;
+            }
           }
-          out.message.topics.push_back(std::move(rt));
         }
         if (auto w = ctx.write(std::move(records)); w != error_code::none) {
           out.message.topics.clear();
@@ -734,21 +774,17 @@ owned_message<protocol::describe_groups_response> group_coordinator::describe_gr
     d.group_state = "Dead";
     d.protocol_type = "";
     d.protocol_data = "";
-    if (request.include_authorized_operations) {
-      // Without an authorizer every operation a group supports: READ 3, DELETE 6, DESCRIBE 8.
-      d.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
-    }
-    if (!valid_group_id(id)) {
-      d.error_code = static_cast<int16_t>(error_code::invalid_group_id);
-      out.message.groups.push_back(std::move(d));
-      continue;
-    }
+    // Without an authorizer Kafka reports every operation a group supports: READ 3, DELETE 6,
+    // DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (3400); a group in error keeps the
+    // default.
+    const int32_t ops = request.include_authorized_operations
+                            ? (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+                            : d.authorized_operations;
     shard& s = *shard_for(id);
     std::lock_guard lock(s.mu);
     if (!s.loaded) {
       d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
     } else if (auto it = s.classic.find(id); it != s.classic.end()) {
-      const int32_t ops = d.authorized_operations;
       it->second->describe(d, out.arena, version);
       d.authorized_operations = ops;
     } else if (s.consumer.count(id) && version >= 6) {
@@ -818,9 +854,7 @@ owned_message<protocol::delete_groups_response> group_coordinator::delete_groups
     resp::deletable_group_result r;
     r.group_id = out.arena.keep(id);
     error_code e = error_code::none;
-    if (!valid_group_id(id)) {
-      e = error_code::invalid_group_id;
-    } else {
+    {
       shard& s = *shard_for(id);
       e = run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
         if (!sh.loaded) return error_code::coordinator_load_in_progress;
@@ -884,7 +918,15 @@ group_coordinator::consumer_group_heartbeat(
         const std::string group_id(request.group_id);
         if (auto it = sh.classic.find(group_id); it != sh.classic.end()) {
           if (!it->second->is_empty()) {
-            // A classic group with members is not upgraded (online migration is not served).
+            if (!it->second->uses_consumer_protocol()) {
+              return consumer_group::error_response(
+                  {error_code::group_id_not_found,
+                   "Cannot upgrade classic group " + group_id +
+                       " to consumer group because the group does not use the consumer "
+                       "embedded protocol."});
+            }
+            // A classic consumer group with members is not upgraded (tarn does not serve
+            // KIP-848's online migration).
             return consumer_group::error_response(
                 {error_code::group_id_not_found,
                  "Group " + group_id + " is not a consumer group."});
@@ -926,10 +968,12 @@ group_coordinator::consumer_group_describe(const protocol::consumer_group_descri
   for (std::string_view id : request.group_ids) {
     resp::described_group d;
     d.group_id = out.arena.keep(id);
-    if (request.include_authorized_operations) {
-      // Without an authorizer every operation a group supports: READ 3, DELETE 6, DESCRIBE 8.
-      d.authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
-    }
+    // Without an authorizer Kafka reports every operation a group supports: READ 3, DELETE 6,
+    // DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (3400); a group in error keeps the
+    // default.
+    const int32_t ops = request.include_authorized_operations
+                            ? (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+                            : d.authorized_operations;
     if (!valid_group_id(id)) {
       d.error_code = static_cast<int16_t>(error_code::invalid_group_id);
       out.message.groups.push_back(std::move(d));
@@ -940,7 +984,6 @@ group_coordinator::consumer_group_describe(const protocol::consumer_group_descri
     if (!s.loaded) {
       d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
     } else if (auto cg = s.consumer.find(id); cg != s.consumer.end()) {
-      const int32_t ops = d.authorized_operations;
       cg->second->describe(d, out.arena, version, config_, metadata_);
       d.authorized_operations = ops;
     } else if (s.classic.count(id)) {
