@@ -1007,9 +1007,9 @@ void consumer_group::fence(const std::vector<std::string>& member_ids,
   }
   regex_map regexes = regexes_;
   for (const auto& [regex, n] : leaving_regexes) {
-    const auto subscribed = std::count_if(members_.begin(), members_.end(), [&](const auto& kv) {
-      return kv.second.subscribed_topic_regex == regex;
-    });
+    const auto subscribed = std::count_if(
+        members_.begin(), members_.end(),
+        [&, &regex = regex](const auto& kv) { return kv.second.subscribed_topic_regex == regex; });
     if (subscribed == n) {
       c.records.push_back(regex_tombstone(group_id_, regex));
       regexes.erase(regex);
