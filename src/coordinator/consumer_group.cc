@@ -712,6 +712,9 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
         member.member_id = member_id;
         member.member_epoch = 0;
         member.previous_member_epoch = 0;
+        for (auto& [topic, parts] : member.assigned_partitions) {
+          for (auto& [p, e] : parts) e = 0;  // as the away member's record has them
+        }
         replaced = previous->member_id;
         remove_member_records(group_id_, previous->member_id, c.records);
         c.records.push_back(member_metadata_record(group_id_, member));
@@ -985,6 +988,11 @@ owned_message<heartbeat_response> consumer_group::leave(const heartbeat_request&
       consumer_group_member away = *m;
       away.member_epoch = leave_group_static_member_epoch;
       away.partitions_pending_revocation.clear();
+      // Kafka 4.4 records the away member's partitions at assignment epoch 0 (make interop's
+      // consumer-group-heartbeat reads it from Kafka's log).
+      for (auto& [topic, parts] : away.assigned_partitions) {
+        for (auto& [p, e] : parts) e = 0;
+      }
       c.records.push_back(current_assignment_record(group_id_, away));
     } else {
       fence({member_id}, ctx.metadata, c);

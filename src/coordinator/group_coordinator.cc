@@ -794,6 +794,9 @@ owned_message<protocol::describe_groups_response> group_coordinator::describe_gr
       d.error_code = static_cast<int16_t>(error_code::group_id_not_found);
       d.error_message = out.arena.keep("Group " + std::string(id) + " not found.");
     }
+    // Every group answered without an error carries the operations (v3-v5 report an unknown
+    // group as Dead, error 0, with them too).
+    if (d.error_code == 0) d.authorized_operations = ops;
     out.message.groups.push_back(std::move(d));
   }
   return out;
