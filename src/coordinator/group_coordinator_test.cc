@@ -788,3 +788,23 @@ TEST_F(consumer_fixture, empty_groups_change_protocol_and_busy_ones_do_not) {
 
 }  // namespace
 }  // namespace tarn::coordinator
+
+namespace tarn::coordinator {
+namespace {
+
+// Until the log cleaner exists (issue 21) __consumer_offsets is never compacted: every commit is
+// one more record, and a load replays them all. What stays bounded is the coordinator's memory
+// (the latest offset per partition) and what a reload ends with.
+TEST_F(fixture, uncompacted_offsets_grow_by_a_record_per_commit_and_reload_to_the_latest) {
+  constexpr int commits = 20000;
+  for (int i = 1; i <= commits; ++i) ASSERT_EQ(commit("busy", i % 4, i), 0);
+  EXPECT_EQ(log.appends, commits) << "one batch per OffsetCommit";
+  EXPECT_EQ(log.records().size(), static_cast<size_t>(commits)) << "nothing is ever removed";
+  start();
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ(fetch("busy", p), commits - (commits - p) % 4) << "partition " << p;
+  }
+}
+
+}  // namespace
+}  // namespace tarn::coordinator
