@@ -11,6 +11,11 @@ DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "bench-results.png"
 BEGIN_MARK = "<!-- scripts/bench: generated from here to the end marker; do not edit by hand -->"
 END_MARK = "<!-- scripts/bench: end of generated section -->"
+# Section 8 sits between these inside the generated section; `scripts/bench --only groups`
+# rewrites only what is between them.
+GROUP_BEGIN = ("<!-- scripts/bench: consumer groups from here (scripts/bench --only groups "
+               "rewrites this part alone) -->")
+GROUP_END = "<!-- scripts/bench: end of consumer groups -->"
 MIB = 1024 * 1024
 
 
@@ -416,7 +421,8 @@ def render(b):
         out.append("Notes from this run:")
         out.extend(f"- {n}" for n in b.notes)
         out.append("")
-    failed = [r for r in b.results if not r.get("ok")]
+    failed = [r for r in b.results
+              if not r.get("ok") and not r.get("section", "").startswith("group_")]
     if failed:
         out.append(f"{len(failed)} runs failed; the first few:")
         for r in failed[:6]:
@@ -441,6 +447,7 @@ def render(b):
         out.extend(rows)
         out.append("```")
         out.append("")
+    out.extend(render_groups(b))
     return "\n".join(out)
 
 
@@ -476,6 +483,198 @@ def render_ingest(b, smallest):
         f"tarn / Kafka: {ratio_text}.",
         "",
     ]
+
+
+GROUP_METHOD = """\
+Method. Both brokers run at the same time for this section, each with
+group.initial.rebalance.delay.ms=0 (Kafka: `scripts/kafka-ref start --property`; tarn:
+`--override`) and otherwise as above, and every cell's runs alternate between them (tarn, Kafka,
+tarn, ...), so a drift of this shared machine's speed reaches both. The load is
+`bench/group_rebalance`, one C++ program for both: one TCP connection per member, all on one
+thread (asio, pipelined), tarn's generated codecs, real classic members of protocol type
+"consumer" (JoinGroup v9, SyncGroup v5 with the leader's range assignment of a 50-partition topic,
+Heartbeat v4, LeaveGroup v5, OffsetCommit v9). Before the counted runs, each broker gets a few runs
+that are not counted (Kafka creates `__consumer_offsets` at the first FindCoordinator and its JIT
+warms up).
+- Group formation: N new members first get their member ids (JoinGroup without one, answered
+  MEMBER_ID_REQUIRED; not timed), then all N send JoinGroup with their ids; timed from the moment
+  the last of them is written until every member holds a SyncGroup answer of one generation. With
+  a delay of 0 the group may complete a first generation before every member has joined, and go
+  through more: the generations column counts them (the median round's generation id).
+- One member joining a stable group of N: the new member gets its id, then its JoinGroup with it
+  starts a rebalance; timed from that send until all N+1 hold SyncGroup answers of the new
+  generation. The N learn of it from Heartbeat: while a phase is timed, every stable member
+  heartbeats back to back (its next Heartbeat as soon as the last is answered), so it learns one
+  round trip after the coordinator starts the rebalance, not a consumer's heartbeat.interval.ms
+  (3 s) later; outside the timed phases nobody heartbeats.
+- Each run is a number of rounds (a new group each; 20 for 1 member, 10 for 10, 5 for 50; fewer
+  with `--quick`) after one uncounted round; a run's figure is the median of its rounds, and the
+  table gives the median of the runs with their min–max. Requests counts the JoinGroup, SyncGroup
+  and Heartbeat requests of the median round.
+- Offset commits: C connections commit to one group, each keeping 8 OffsetCommit requests in
+  flight, every commit P partitions of the topic (0..P-1) at offsets one higher than the last. A
+  simple group: generation -1 and no member id, as consumers using assign() commit. A stable
+  group: the C connections are first its members and commit with their member id and generation.
+  The first seconds of a run are not counted; then commits answered (every partition's error 0,
+  or the run fails) in the counted seconds give commits/s, and the requests sent within them give
+  the latency from send to answer. Broker CPU is per commit answered over the whole run (the
+  uncounted start included), from /proc."""
+
+
+def group_rows(b):
+    """The rebalance rows and the commit rows of section 8, with their tarn / Kafka ratios."""
+    reb = []
+    for members in b.group_sizes:
+        k = {"section": "group_rebalance", "members": members}
+        join = "member joins" if members == 1 else "members join"
+        for field, label in (("form_ms", f"{members} {join} a new group (formation)"),
+                             ("join_ms", f"1 member joins a stable group of {members} "
+                                         f"({members + 1} after)")):
+            km, tm = b.select(field, broker="Kafka", **k), b.select(field, broker="tarn", **k)
+            gen = "form_generation" if field == "form_ms" else None
+            req = "form_requests" if field == "form_ms" else "join_requests"
+            reb.append({"label": label, "kafka": km, "tarn": tm, "ratio": ratio(km, tm),
+                        "kafka_gen": b.select(gen, broker="Kafka", **k) if gen else None,
+                        "tarn_gen": b.select(gen, broker="tarn", **k) if gen else None,
+                        "kafka_req": b.select(req, broker="Kafka", **k),
+                        "tarn_req": b.select(req, broker="tarn", **k)})
+    com = []
+    for mode, partitions, connections in b.commit_cells:
+        k = {"section": "group_commit", "cell": f"{mode}-{partitions}-{connections}"}
+        row = {"label": ("simple group (generation -1)" if mode == "simple" else
+                         f"members of a stable group of {connections}"),
+               "partitions": partitions, "connections": connections}
+        for field in ("commits_per_s", "partitions_per_s", "p99_ms", "broker_cpu_us_per_commit",
+                      "client_cpu_s"):
+            row["kafka_" + field] = b.select(field, broker="Kafka", **k)
+            row["tarn_" + field] = b.select(field, broker="tarn", **k)
+        row["ratio"] = ratio(row["tarn_commits_per_s"], row["kafka_commits_per_s"])
+        com.append(row)
+    return reb, com
+
+
+def render_groups(b):
+    """Section 8 (scripts/bench's group_section) as markdown lines, between its markers."""
+    if not any(r.get("section", "").startswith("group_") for r in b.results):
+        return []
+    out = [GROUP_BEGIN, "",
+           "### 8. Consumer groups (classic protocol), tarn and Kafka side by side", "",
+           GROUP_METHOD, ""]
+    load = getattr(b, "group_load", None)
+    started = getattr(b, "group_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only groups' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, Apache Kafka 4.4.0, {b.machine['cores']} cores "
+             f"({b.machine['cpu']}).")
+    threads = getattr(b, "group_threads", {})
+    if threads:
+        facts += (" Threads at the end of the section: " +
+                  ", ".join(f"{k} {v}" for k, v in threads.items()) + ".")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs a cell (min–max).", ""]
+    reb, com = group_rows(b)
+    out.append("#### Rebalance time, ms (lower is better)")
+    out.append("")
+    out.append(table(["rebalance", "Kafka ms", "tarn ms", "Kafka / tarn", "generations (Kafka)",
+                      "generations (tarn)", "requests (Kafka)", "requests (tarn)"],
+                     [[r["label"], cell(r["kafka"]), cell(r["tarn"]), rtext(r["ratio"]),
+                       num(r["kafka_gen"]["median"]) if r["kafka_gen"] else "-",
+                       num(r["tarn_gen"]["median"]) if r["tarn_gen"] else "-",
+                       num(r["kafka_req"]["median"]) if r["kafka_req"] else "n/a",
+                       num(r["tarn_req"]["median"]) if r["tarn_req"] else "n/a"] for r in reb]))
+    out.append("")
+    out.append(f"#### Offset commits ({b.commit_in_flight} in flight a connection, "
+               f"{b.commit_s:g} s counted a run)")
+    out.append("")
+    out.append(table(["group", "partitions a commit", "connections", "Kafka commits/s",
+                      "tarn commits/s", "tarn / Kafka", "Kafka partitions/s", "tarn partitions/s",
+                      "Kafka p99 ms", "tarn p99 ms", "Kafka broker CPU µs a commit",
+                      "tarn broker CPU µs a commit"],
+                     [[c["label"], c["partitions"], c["connections"],
+                       cell(c["kafka_commits_per_s"]), cell(c["tarn_commits_per_s"]),
+                       rtext(c["ratio"]), cell(c["kafka_partitions_per_s"]),
+                       cell(c["tarn_partitions_per_s"]), cell(c["kafka_p99_ms"]),
+                       cell(c["tarn_p99_ms"]), cell(c["kafka_broker_cpu_us_per_commit"]),
+                       cell(c["tarn_broker_cpu_us_per_commit"])] for c in com]))
+    out.append("")
+    goals = []
+
+    def goal(name, worst, r, target, ok_if, gm):
+        met = "n/a" if r is None else ("yes" if ok_if(r) else "**no**")
+        goals.append([name, worst, rtext(r), "n/a" if gm is None else f"{gm:.2f}x", target, met])
+
+    rr = [r for r in reb if r["ratio"]]
+    if rr:
+        w = min(rr, key=lambda r: r["ratio"])
+        goal(f"rebalance time, worst of {len(rr)} cells", w["label"], w["ratio"],
+             "Kafka / tarn >= 1", lambda x: x >= 1,
+             statistics.geometric_mean([r["ratio"] for r in rr]))
+    cr = [c for c in com if c["ratio"]]
+    if cr:
+        w = min(cr, key=lambda c: c["ratio"])
+        goal(f"offset commits/s, worst of {len(cr)} cells",
+             f"{w['label']}, {w['partitions']} partitions, {w['connections']} connections",
+             w["ratio"], "tarn / Kafka >= 2", lambda x: x >= 2,
+             statistics.geometric_mean([c["ratio"] for c in cr]))
+    if goals:
+        out.append("#### Goals of this section")
+        out.append("")
+        out.append(table(["goal", "worst cell", "ratio there", "geometric mean", "target", "met"],
+                         goals))
+        out.append("")
+    failed = [r for r in b.results
+              if not r.get("ok") and r.get("section", "").startswith("group_")]
+    if failed:
+        out.append(f"{len(failed)} group runs failed; the first few:")
+        for r in failed[:6]:
+            what = r.get("members") or r.get("cell", "")
+            out.append(f"- {r.get('broker')} {r.get('section')} {what}: "
+                       f"`{r.get('error', '')[:300]}`")
+        out.append("")
+    for title, (rows, shares) in getattr(b, "group_profiles", {}).items():
+        out.append(f"perf profile, {title} (perf record -g, 999 Hz; self time, symbols over "
+                   "1.5%):")
+        out.append("")
+        out.append("```")
+        out.extend(rows)
+        out.append("```")
+        out.append("")
+        if shares:
+            out.append("Share of its samples under each frame (kernel stacks included):")
+            out.append("")
+            out.append(table(["where", "share of broker samples"],
+                             [[name, f"{share:.1f}%"] for name, share in shares]))
+            out.append("")
+    out += [GROUP_END, ""]
+    return out
+
+
+def write_group_docs(block):
+    """Replaces section 8 in docs/benchmarks.md's generated section (or adds it at the end of
+    that section), leaving the rest as it is: `scripts/bench --only groups`."""
+    text = DOC.read_text()
+    if BEGIN_MARK not in text or END_MARK not in text:
+        raise SystemExit(f"{DOC} has no generated section; run scripts/bench without --only")
+    block = block.strip("\n")  # GROUP_BEGIN ... GROUP_END
+    if not block:
+        return  # nothing measured: the figures of an earlier run stay
+    if GROUP_BEGIN in text and GROUP_END in text:
+        head, rest = text.split(GROUP_BEGIN, 1)
+        tail = rest.split(GROUP_END, 1)[1]
+        text = head + block + tail
+    else:  # before the plot, where a full run puts it
+        head, tail = text.split(END_MARK, 1)
+        plot_line = "![throughput and latency](bench-results.png)"
+        if plot_line in head.split(BEGIN_MARK, 1)[1]:
+            before, after = head.rsplit(plot_line, 1)
+            text = (before.rstrip("\n") + "\n\n" + block + "\n\n" + plot_line + after
+                    + END_MARK + tail)
+        else:
+            text = head.rstrip("\n") + "\n\n" + block + "\n\n" + END_MARK + tail
+    DOC.write_text(text)
 
 
 def ingest_goal(b, goal, smallest):
