@@ -4,7 +4,13 @@
 // protocol::create_topics_request.
 // Behaviour, per topic, checks in Kafka 4.4's order (ControllerApis, ReplicationControlManager),
 // with Kafka's error codes and messages:
-//   - a name given twice in one request: INVALID_REQUEST for every occurrence;
+//   - a name given twice in one request: INVALID_REQUEST for every occurrence (Kafka 4.4 answers
+//     one result for the name, after the others);
+//   - __cluster_metadata (KRaft's metadata log, which Kafka reserves): INVALID_REQUEST
+//     ("Creation of internal topic __cluster_metadata is prohibited."), before any other check
+//     (validate_only included), last in the response. The internal topics of the coordinators
+//     (__consumer_offsets, __transaction_state, __share_group_state) are created like any other
+//     topic, as Kafka 4.4 does (checked with raw requests): TOPIC_ALREADY_EXISTS once they exist;
 //   - an illegal name: INVALID_TOPIC_EXCEPTION ("Topic name is invalid: ...");
 //   - an existing topic: TOPIC_ALREADY_EXISTS ("Topic 'x' already exists.");
 //   - manual assignments: accepted when every partition (0..n-1, any order) lists exactly
@@ -45,6 +51,9 @@ namespace {
 using protocol::error_code;
 using request_topic = protocol::create_topics_request::creatable_topic;
 using topic_result = protocol::create_topics_response::creatable_topic_result;
+
+// KRaft's metadata log (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME): never a client's topic.
+constexpr std::string_view cluster_metadata_topic = "__cluster_metadata";
 
 struct topic_error {
   error_code code;
@@ -196,16 +205,25 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
 
   protocol::create_topics_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
+  auto error_result = [&](std::string_view name, const topic_error& e) {
+    topic_result result;
+    result.name = name;
+    result.error_code = static_cast<int16_t>(e.code);
+    result.error_message = strings.emplace_back(e.message);
+    result.configs = std::vector<protocol::create_topics_response::creatable_topic_configs>{};
+    return result;
+  };
+  // Answered after the others, as Kafka appends it to the controller's results.
+  bool cluster_metadata_asked = false;
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
+    if (occurrences[t.name] == 1 && t.name == cluster_metadata_topic) {
+      cluster_metadata_asked = true;
+      continue;
+    }
     topic_result result;
     result.name = t.name;
-    auto set_error = [&](const topic_error& e) {
-      result.error_code = static_cast<int16_t>(e.code);
-      result.error_message = strings.emplace_back(e.message);
-      result.configs = std::vector<protocol::create_topics_response::creatable_topic_configs>{};
-    };
     storage::config_map overrides;
     int32_t partitions = 0;
     std::optional<topic_error> error;
@@ -226,8 +244,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
       }
     }
     if (error) {
-      set_error(*error);
-      reply.topics.push_back(std::move(result));
+      reply.topics.push_back(error_result(t.name, *error));
       continue;
     }
     result.error_message = std::nullopt;
@@ -245,6 +262,14 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
       configs.push_back(c);
     }
     reply.topics.push_back(std::move(result));
+  }
+  guard.unlock();
+  if (cluster_metadata_asked) {
+    reply.topics.push_back(error_result(
+        cluster_metadata_topic,
+        topic_error{
+            error_code::invalid_request,
+            fmt::format("Creation of internal topic {} is prohibited.", cluster_metadata_topic)}));
   }
   co_return encode_response(reply, version);
 }

@@ -9,6 +9,12 @@
 //      than 2, or two batches: INVALID_RECORD; zstd below v7: UNSUPPORTED_COMPRESSION_TYPE; a
 //      batch length below the v2 header: CORRUPT_MESSAGE.
 //   3. acks is -1, 0 or 1, else every partition that got this far: INVALID_REQUIRED_ACKS.
+//   3b. no client appends to an internal topic (Kafka's Topic.isInternal: __consumer_offsets,
+//      __transaction_state, __share_group_state): INVALID_TOPIC_EXCEPTION, no ErrorMessage,
+//      LogStartOffset -1, at every version, before the batch's own checks (a bad CRC or a null
+//      key is still INVALID_TOPIC_EXCEPTION). As in Kafka 4.4 (ReplicaManager.appendToLocalLog),
+//      the one exception is the client id "__admin_client" (AdminUtils.ADMIN_CLIENT_ID), whose
+//      appends go through; checked against Kafka 4.4.0 with raw requests.
 //   4. this broker leads the partition (always: tarn is one node) else NOT_LEADER_OR_FOLLOWER;
 //      acks=-1: ISR size (1) >= min(min.insync.replicas, replica count 1), else
 //      NOT_ENOUGH_REPLICAS.
@@ -41,6 +47,7 @@
 #include <variant>
 
 #include "broker/handler.h"
+#include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -74,6 +81,16 @@ void log_storage_error(std::string_view topic, int32_t partition, const storage:
   spdlog::error("append to {}-{} failed, answering KAFKA_STORAGE_ERROR: {} ({} more since)", topic,
                 partition, e.message, suppressed.exchange(0));
 }
+
+// Kafka 4.4's Topic.isInternal: the topics of its group, transaction and share coordinators.
+// (is_internal_topic, which Metadata's IsInternal uses, knows only the one tarn creates.)
+bool refuses_client_appends(std::string_view topic) {
+  return is_internal_topic(topic) || topic == "__transaction_state" ||
+         topic == "__share_group_state";
+}
+
+// The client id whose appends Kafka lets into internal topics (AdminUtils.ADMIN_CLIENT_ID).
+constexpr std::string_view internal_appends_client_id = "__admin_client";
 
 // A partition that failed before or during its append.
 struct append_failure {
@@ -235,6 +252,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
   topic_manager& topics = *request.services.topics;
   const int64_t now = wall_clock_ms();
   const bool valid_acks = req.acks == -1 || req.acks == 0 || req.acks == 1;
+  const bool internal_appends_allowed = request.header.client_id == internal_appends_client_id;
 
   // Steps 1-3.
   std::vector<topic_work> work;
@@ -280,6 +298,12 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       if (!valid_acks) {
         pw.failure = to_failure(request_error{error_code::invalid_required_acks,
                                               fmt::format("acks {} is not -1, 0 or 1", req.acks)});
+        continue;
+      }
+      if (refuses_client_appends(tw.name) && !internal_appends_allowed) {
+        pw.failure =
+            to_failure(request_error{error_code::invalid_topic_exception,
+                                     fmt::format("Cannot append to internal topic {}", tw.name)});
       }
     }
   }
