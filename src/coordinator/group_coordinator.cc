@@ -78,7 +78,11 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
       if (!created) return created.error();
     }
     record::batch_builder_config bc;
-    bc.batch_size = SIZE_MAX;
+    // The records' own size (a bound on each record's varint framing included): the builder
+    // reserves batch_size up front, so SIZE_MAX would map 16 MiB for a batch of a few KiB.
+    size_t bytes = record::record_batch_overhead + 64;
+    for (const auto& r : records) bytes += r.key.size() + (r.value ? r.value->size() : 0) + 40;
+    bc.batch_size = bytes;
     bc.base_sequence = 0;  // as Kafka's coordinator runtime builds them (producer id stays -1)
     record::batch_builder builder(bc);
     for (const auto& r : records) {
@@ -298,6 +302,9 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
       }
     }
     it->second->join(req, version, client.client_id, client.client_host, ctx, done);
+    // A deadline the join made due now (group.initial.rebalance.delay.ms=0) fires at once, as
+    // Kafka's 0 ms timer does, rather than at the next poll.
+    it->second->poll(ctx);
   });
 }
 

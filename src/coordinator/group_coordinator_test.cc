@@ -51,8 +51,18 @@ struct fixture : ::testing::Test {
 
   void SetUp() override {
     metadata.add("t", 4);
-    config.group_initial_rebalance_delay_ms = 0;
+    // 1 ms: the members a test joins before its first tick() form the first generation together
+    // (with 0 the first join completes at once, as in Kafka).
+    config.group_initial_rebalance_delay_ms = 1;
     start();
+  }
+  // Time passes and the timers fire: twice the delay, since a member that joined during the
+  // initial delay extends it once.
+  void tick() {
+    for (int i = 0; i < 2; ++i) {
+      now += 1;
+      c->poll(now);
+    }
   }
   void start() {
     c = std::make_unique<group_coordinator>(config, log, metadata);
@@ -202,8 +212,8 @@ TEST(partition_for, matches_java_string_hash_code) {
 
 TEST_F(fixture, a_dynamic_member_joins_syncs_and_heartbeats) {
   auto j = join_dynamic("g");
-  EXPECT_FALSE(j->done) << "the join waits for the (zero) initial delay to pass on poll";
-  c->poll(now);
+  EXPECT_FALSE(j->done) << "the join waits for the initial delay to pass";
+  tick();
   ASSERT_TRUE(j->done);
   EXPECT_EQ(j->error, 0);
   EXPECT_EQ(j->generation, 1);
@@ -221,9 +231,18 @@ TEST_F(fixture, a_dynamic_member_joins_syncs_and_heartbeats) {
   EXPECT_EQ(heartbeat("nogroup", "nobody", 1), code(error_code::unknown_member_id));
 }
 
+TEST_F(fixture, with_no_initial_delay_a_first_join_completes_at_once) {
+  config.group_initial_rebalance_delay_ms = 0;
+  start();
+  auto j = join_dynamic("g");
+  ASSERT_TRUE(j->done) << "no poll needed";
+  EXPECT_EQ(j->error, 0);
+  EXPECT_EQ(j->generation, 1);
+}
+
 TEST_F(fixture, a_second_member_triggers_a_rebalance_the_first_learns_of_by_heartbeat) {
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_TRUE(a->done);
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
 
@@ -251,7 +270,7 @@ TEST_F(fixture, a_second_member_triggers_a_rebalance_the_first_learns_of_by_hear
 
 TEST_F(fixture, a_member_that_stops_heartbeating_is_removed_after_its_session_timeout) {
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
   auto b = join_dynamic("g");
   auto a2 = join("g", a->member_id);
@@ -265,7 +284,7 @@ TEST_F(fixture, a_member_that_stops_heartbeating_is_removed_after_its_session_ti
     now += 1000;
     ASSERT_EQ(heartbeat("g", a->member_id, 2), i < 10 ? 0 : code(error_code::rebalance_in_progress))
         << "after " << i + 1 << " s";
-    c->poll(now);
+    tick();
   }
   // b was removed at 10 s: the group rebalances; a rejoins alone.
   auto a3 = join("g", a->member_id);
@@ -278,7 +297,7 @@ TEST_F(fixture, a_member_that_stops_heartbeating_is_removed_after_its_session_ti
 TEST_F(fixture, a_static_member_restarting_keeps_its_assignment_without_a_rebalance) {
   auto first = join("g", "", std::string("instance-1"));
   auto other = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_TRUE(first->done && other->done);
   const std::string leader = first->leader;
   auto s1 = sync("g", first->member_id, 1, {{first->member_id, {7}}, {other->member_id, {8}}},
@@ -309,7 +328,7 @@ TEST_F(fixture, a_static_member_restarting_keeps_its_assignment_without_a_rebala
 TEST_F(fixture, a_member_leaving_rebalances_the_rest) {
   auto a = join_dynamic("g");
   auto b = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_TRUE(a->done && b->done);
   auto sb = sync("g", b->member_id, 1);
   auto sa = sync("g", a->member_id, 1, {{a->member_id, {1}}, {b->member_id, {2}}});
@@ -336,7 +355,7 @@ TEST_F(fixture, a_member_leaving_rebalances_the_rest) {
 
 TEST_F(fixture, shutdown_answers_waiting_joins_not_coordinator) {
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
   auto b = join_dynamic("g");
   ASSERT_FALSE(b->done) << "waits for a to rejoin";
@@ -357,7 +376,7 @@ TEST_F(fixture, join_errors_are_kafkas) {
   EXPECT_EQ(unknown->error, code(error_code::unknown_member_id));
 
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_TRUE(a->done);
   // Another protocol type cannot join.
   protocol::join_group_request r;
@@ -383,7 +402,7 @@ TEST_F(fixture, group_max_size_is_enforced) {
   auto b = join("g", "");
   ASSERT_TRUE(b->done);
   EXPECT_EQ(b->error, code(error_code::group_max_size_reached));
-  c->poll(now);
+  tick();
   EXPECT_TRUE(a->done);
   EXPECT_EQ(a->error, 0);
 }
@@ -397,7 +416,7 @@ TEST_F(fixture, offsets_commit_fetch_and_survive_a_reload) {
   EXPECT_EQ(fetch("simple", 2), -1);
 
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {9}}})->error, 0);
   EXPECT_EQ(commit("g", 3, 100, 1, a->member_id), 0);
 
@@ -423,7 +442,7 @@ TEST_F(fixture, offset_commit_errors_are_kafkas) {
   EXPECT_EQ(commit("s", 0, 1, -1, "", std::string(4096, 'x')), 0);
 
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
   EXPECT_EQ(commit("g", 0, 1, 2, a->member_id), code(error_code::illegal_generation));
   EXPECT_EQ(commit("g", 0, 1, 1, "stranger"), code(error_code::unknown_member_id));
@@ -450,7 +469,7 @@ TEST_F(fixture, an_unloaded_coordinator_answers_load_in_progress) {
 
 TEST_F(fixture, groups_are_described_listed_and_deleted) {
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
   EXPECT_EQ(commit("simple", 0, 3), 0);
 
@@ -493,7 +512,7 @@ TEST_F(fixture, groups_are_described_listed_and_deleted) {
 TEST_F(fixture, offset_delete_refuses_subscribed_topics) {
   metadata.add("other", 1);
   auto a = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {1}}})->error, 0);
   ASSERT_EQ(commit("g", 0, 1, 1, a->member_id), 0);
   ASSERT_EQ(commit("g", 0, 1, 1, a->member_id, "", "other"), 0);
@@ -522,10 +541,10 @@ TEST_F(fixture, offsets_of_an_empty_group_expire_after_the_retention) {
   start();
   ASSERT_EQ(commit("simple", 0, 3), 0);
   now += 30'000;
-  c->poll(now);
+  tick();
   EXPECT_EQ(fetch("simple", 0), 3);
   now += 31'000;
-  c->poll(now);
+  tick();
   EXPECT_EQ(fetch("simple", 0), -1);
   protocol::list_groups_request l;
   EXPECT_TRUE(c->list_groups(l, 4).message.groups.empty()) << "the group went with its offsets";
@@ -777,7 +796,7 @@ TEST_F(consumer_fixture, empty_groups_change_protocol_and_busy_ones_do_not) {
   EXPECT_EQ(heartbeat848("g", "m", -1, false).error, 0);
   // The empty consumer group becomes a classic group at the first JoinGroup.
   auto j = join_dynamic("g");
-  c->poll(now);
+  tick();
   ASSERT_TRUE(j->done);
   EXPECT_EQ(j->error, 0);
   // A classic group with members refuses KIP-848 members.
