@@ -425,8 +425,9 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
       resp::offset_commit_response_partition rp;
       rp.partition_index = p.partition_index;
       if (!desc || p.partition_index < 0 || p.partition_index >= desc->partitions) {
-        rp.error_code = static_cast<int16_t>(
-            version >= 10 ? error_code::unknown_topic_id : error_code::unknown_topic_or_partition);
+        rp.error_code =
+            static_cast<int16_t>(version >= 10 && !desc ? error_code::unknown_topic_id
+                                                        : error_code::unknown_topic_or_partition);
       } else {
         candidates.push_back(
             {out.message.topics.size(), rt.partitions.size(), desc->name, desc->id, &p});
@@ -1034,7 +1035,7 @@ void group_coordinator::poll(int64_t now_ms) {
             const bool expired =
                 !g->is_subscribed_to(tp.first) &&
                 (om.expire_timestamp_ms ? now_ms >= *om.expire_timestamp_ms
-                                        : now_ms - om.commit_timestamp_ms >= retention_ms);
+                                        : om.commit_timestamp_ms <= now_ms - retention_ms);
             if (expired) {
               records.push_back(offset_commit_tombstone(id, tp.first, tp.second));
               gone.push_back(tp);
@@ -1068,7 +1069,7 @@ void group_coordinator::poll(int64_t now_ms) {
                             ? std::nullopt
                             : g->offset_expiry_base(om.commit_timestamp_ms);
             const bool expired = base && (om.expire_timestamp_ms ? now_ms >= *om.expire_timestamp_ms
-                                                                 : now_ms - *base >= retention_ms);
+                                                                 : *base <= now_ms - retention_ms);
             if (expired) {
               records.push_back(offset_commit_tombstone(id, tp.first, tp.second));
               gone.push_back(tp);
