@@ -559,7 +559,9 @@ TEST_F(groups_hostile, thousands_of_members_join_one_group) {
 
   // The bystander: a member of another group, heartbeating from its own thread until told to
   // stop, with the slowest answer recorded.
-  auto by = connect();
+  size_t by_sent = 0;  // its own count: the thread must not share bytes_sent_ with this one
+  auto by = std::make_unique<kafka_conn>(port(), &by_sent);
+  ASSERT_TRUE(by->connected());
   const auto by_member = join_alone(*by, "bystander-group");
   const std::string by_id = by_member.first;
   const int32_t by_gen = by_member.second;
@@ -672,8 +674,9 @@ TEST_F(groups_hostile, thousands_of_members_join_one_group) {
   }
   stop = true;
   bystander_thread.join();
+  bytes_sent_ += by_sent;
   std::printf(
-      "%d members: ids in %lld ms, join in %lld ms (incl. the 1000 ms initial delay), sync in "
+      "%d members: ids in %lld ms, join in %lld ms (incl. the initial rebalance delay), sync in "
       "%lld ms; broker RSS %ld KiB when joined (baseline peak %ld KiB); bystander: %d heartbeats, "
       "slowest %lld ms\n",
       members, static_cast<long long>(ids_ms), static_cast<long long>(join_ms),
@@ -681,8 +684,14 @@ TEST_F(groups_hostile, thousands_of_members_join_one_group) {
       static_cast<long long>(slowest_ms.load()));
   EXPECT_EQ(bad_beats.load(), 0);
   EXPECT_GT(beats.load(), 0);
-  // Promptly: far below the 30 s a client waits (request.timeout.ms), even under a sanitizer.
-  EXPECT_LT(slowest_ms.load(), 5000);
+  // Promptly: well below the 30 s a client waits (request.timeout.ms). The loops also serve the
+  // crowd's 9000 requests meanwhile; a sanitizer build does that many times slower.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr int64_t prompt_ms = 20000;
+#else
+  constexpr int64_t prompt_ms = 5000;
+#endif
+  EXPECT_LT(slowest_ms.load(), prompt_ms);
 }
 
 // group.max.size=100: 101 members get their ids (pending members do not count), 100 join, the
@@ -1311,6 +1320,8 @@ TEST_F(groups_hostile, a_member_gone_while_its_join_group_waits) {
                                                   5, 60s);
   };
   int32_t gen2 = -1;
+  // Generation 2 is formed (and its sync deadline set) after this instant.
+  const auto rejoined_at = clock_type::now();
   {
     auto r = rejoin();
     ASSERT_TRUE(r);
@@ -1325,17 +1336,17 @@ TEST_F(groups_hostile, a_member_gone_while_its_join_group_waits) {
     ASSERT_TRUE(s);
     EXPECT_EQ(s->error_code, err_none);
   }
-  const auto synced_at = clock_type::now();
   // Heartbeats at A's pace until the group gives up on B.
-  const auto deadline = synced_at + std::chrono::milliseconds(rebalance_ms) + event_timeout;
+  const auto deadline = clock_type::now() + std::chrono::milliseconds(rebalance_ms) + event_timeout;
   int16_t code = err_none;
   while ((code = hb(gen2)) == err_none) {
     ASSERT_LT(clock_type::now(), deadline) << "B was never dropped";
     std::this_thread::sleep_for(50ms);
   }
-  const int64_t dropped_after = ms_since(synced_at);
+  const int64_t dropped_after = ms_since(rejoined_at);
   EXPECT_EQ(code, err_rebalance_in_progress);
-  EXPECT_GE(dropped_after, rebalance_ms - 300) << "B dropped before its rebalance timeout";
+  // (The broker's timers run on the wall clock, the test's on the steady clock: a little slack.)
+  EXPECT_GE(dropped_after, rebalance_ms - 100) << "B dropped before its rebalance timeout";
   {
     auto r = rejoin();
     ASSERT_TRUE(r);
@@ -1354,7 +1365,7 @@ TEST_F(groups_hostile, a_member_gone_while_its_join_group_waits) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->groups.at(0).group_state, "Stable");
   EXPECT_EQ(d->groups.at(0).members.size(), 1u);
-  std::printf("B dropped %lld ms after generation 2 synced (rebalance timeout %d ms)\n",
+  std::printf("B dropped %lld ms after generation 2 was formed (rebalance timeout %d ms)\n",
               static_cast<long long>(dropped_after), rebalance_ms);
 }
 
