@@ -389,9 +389,12 @@ class groups_hostile : public ::testing::Test {
 
 // socket.request.max.bytes is 4 MiB here (Kafka's 100 MiB behaves the same, only slower): a
 // JoinGroup whose frame is exactly the limit is served and its metadata handed back to the
-// leader byte for byte; one byte more and the connection is closed before the frame is read
-// (Kafka's InvalidReceiveException); a metadata length that lies closes it too. Hundreds of
-// thousands of tiny protocols are served as well. The bystander keeps being answered.
+// leader byte for byte, but the SyncGroup that would store it fails as in Kafka (the group's
+// record is over max.message.bytes: UNKNOWN_SERVER_ERROR, the group rebalances again); one byte
+// more and the connection is closed before the frame is read (Kafka's InvalidReceiveException);
+// a metadata length that lies closes it too. Metadata and an assignment that fit the record are
+// served through SyncGroup, and so are 100,000 tiny protocols. The bystander keeps being
+// answered.
 TEST_F(groups_hostile, join_group_with_huge_protocol_metadata) {
   constexpr int32_t max_bytes = 4 << 20;
   ASSERT_NO_FATAL_FAILURE(start({{"socket.request.max.bytes", std::to_string(max_bytes)}}));
