@@ -49,6 +49,12 @@ std::string_view state_name(classic_group_state s);
 using join_callback = std::function<void(owned_message<protocol::join_group_response>)>;
 using sync_callback = std::function<void(owned_message<protocol::sync_group_response>)>;
 
+// The answers to a JoinGroup or SyncGroup that failed with `e` (Kafka's: generation -1, no
+// leader, protocol type and name null).
+owned_message<protocol::join_group_response> join_error(std::string_view member_id,
+                                                        protocol::error_code e);
+owned_message<protocol::sync_group_response> sync_error(protocol::error_code e);
+
 struct classic_protocol {
   std::string name;
   std::vector<uint8_t> metadata;

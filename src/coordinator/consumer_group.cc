@@ -1,4 +1,6 @@
-// A KIP-848 consumer group (consumer_group.h): the heartbeat, reconciliation, timers, records.
+// A KIP-848 consumer group (consumer_group.h): the heartbeat, leave and fence paths, timers,
+// describe and the offset checks. Its records and their replay are in consumer_group_records.cc,
+// the reconciliation of a member in current_assignment.cc.
 #include "coordinator/consumer_group.h"
 
 #include <fmt/format.h>
@@ -9,45 +11,23 @@
 #include <regex>
 #include <utility>
 
+#include "coordinator/consumer_group_records.h"
+#include "coordinator/current_assignment.h"
 #include "coordinator/group_coordinator.h"
-#include "protocol/records.h"
 
 namespace tarn::coordinator {
 
 using protocol::error_code;
 using heartbeat_request = protocol::consumer_group_heartbeat_request;
 using heartbeat_response = protocol::consumer_group_heartbeat_response;
-using owned_topic_partitions = std::vector<heartbeat_request::topic_partitions_data>;
 using regex_map = std::map<std::string, resolved_regex, std::less<>>;
 
 namespace {
 
-constexpr int32_t leave_group_member_epoch = -1;
-constexpr int32_t leave_group_static_member_epoch = -2;
 // ConsumerGroupHeartbeat v1 (KIP-1082): the consumer generates its member id.
 constexpr int16_t consumer_generated_member_id_required_version = 1;
 // Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: regexes are re-resolved at most this often.
 constexpr int64_t regex_refresh_min_interval_ms = 10000;
-
-constexpr int16_t type_group_metadata = 3;
-constexpr int16_t type_partition_metadata = 4;
-constexpr int16_t type_member_metadata = 5;
-constexpr int16_t type_target_assignment_metadata = 6;
-constexpr int16_t type_target_assignment_member = 7;
-constexpr int16_t type_current_assignment = 8;
-constexpr int16_t type_regular_expression = 16;
-
-protocol::uuid to_wire(const topic_uuid& id) { return protocol::uuid{id}; }
-topic_uuid from_wire(const protocol::uuid& id) { return id.bytes; }
-
-std::optional<std::string> owned_copy(const std::optional<std::string_view>& s) {
-  if (!s) return std::nullopt;
-  return std::string(*s);
-}
-std::optional<std::string_view> to_view(const std::optional<std::string>& s) {
-  if (!s) return std::nullopt;
-  return std::string_view(*s);
-}
 
 // Java's value.trim().isEmpty(): trim drops every char up to ' ' at both ends.
 bool blank(std::string_view s) {
@@ -208,339 +188,12 @@ int64_t topics_hash(const std::set<std::string>& names, const metadata_view& met
   return any ? static_cast<int64_t>(h) : 0;
 }
 
-// --- Records -------------------------------------------------------------------------------------
-
-template <class K>
-coordinator_record tombstone(const K& key) {
-  return {protocol::encode_record_key(key), std::nullopt};
-}
-template <class K, class V>
-coordinator_record make_record(const K& key, const V& value) {
-  return {protocol::encode_record_key(key), protocol::encode_record_value(value, 0)};
-}
-
-coordinator_record group_epoch_record(std::string_view group, int32_t epoch, int64_t hash) {
-  protocol::consumer_group_metadata_key k;
-  k.group_id = group;
-  protocol::consumer_group_metadata_value v;
-  v.epoch = epoch;
-  v.metadata_hash = hash;
-  return make_record(k, v);
-}
-
-coordinator_record member_metadata_record(std::string_view group, const consumer_group_member& m) {
-  protocol::consumer_group_member_metadata_key k;
-  k.group_id = group;
-  k.member_id = m.member_id;
-  protocol::consumer_group_member_metadata_value v;
-  v.instance_id = to_view(m.instance_id);
-  v.rack_id = to_view(m.rack_id);
-  v.client_id = m.client_id;
-  v.client_host = m.client_host;
-  for (const auto& n : m.subscribed_topic_names) v.subscribed_topic_names.push_back(n);
-  v.subscribed_topic_regex = std::string_view(m.subscribed_topic_regex);
-  v.rebalance_timeout_ms = m.rebalance_timeout_ms;
-  v.server_assignor = to_view(m.server_assignor);
-  v.classic_member_metadata = std::nullopt;
-  return make_record(k, v);
-}
-
-coordinator_record member_metadata_tombstone(std::string_view group, std::string_view member) {
-  protocol::consumer_group_member_metadata_key k;
-  k.group_id = group;
-  k.member_id = member;
-  return tombstone(k);
-}
-
-coordinator_record target_member_record(std::string_view group, std::string_view member,
-                                        const topic_assignment& a) {
-  protocol::consumer_group_target_assignment_member_key k;
-  k.group_id = group;
-  k.member_id = member;
-  protocol::consumer_group_target_assignment_member_value v;
-  for (const auto& [t, parts] : a) {
-    auto& tp = v.topic_partitions.emplace_back();
-    tp.topic_id = to_wire(t);
-    tp.partitions.assign(parts.begin(), parts.end());
-  }
-  return make_record(k, v);
-}
-
-coordinator_record target_member_tombstone(std::string_view group, std::string_view member) {
-  protocol::consumer_group_target_assignment_member_key k;
-  k.group_id = group;
-  k.member_id = member;
-  return tombstone(k);
-}
-
-coordinator_record target_metadata_record(std::string_view group, int32_t epoch, int64_t ts) {
-  protocol::consumer_group_target_assignment_metadata_key k;
-  k.group_id = group;
-  protocol::consumer_group_target_assignment_metadata_value v;
-  v.assignment_epoch = epoch;
-  v.assignment_timestamp = ts;
-  return make_record(k, v);
-}
-
-void add_topic_partitions(
-    std::vector<protocol::consumer_group_current_member_assignment_value::topic_partitions>& out,
-    const epoch_assignment& a) {
-  for (const auto& [t, parts] : a) {
-    auto& tp = out.emplace_back();
-    tp.topic_id = to_wire(t);
-    std::vector<int32_t> epochs;
-    for (const auto& [p, e] : parts) {
-      tp.partitions.push_back(p);
-      epochs.push_back(e);
-    }
-    tp.assignment_epochs = std::move(epochs);
-  }
-}
-
-coordinator_record current_assignment_record(std::string_view group,
-                                             const consumer_group_member& m) {
-  protocol::consumer_group_current_member_assignment_key k;
-  k.group_id = group;
-  k.member_id = m.member_id;
-  protocol::consumer_group_current_member_assignment_value v;
-  v.member_epoch = m.member_epoch;
-  v.previous_member_epoch = m.previous_member_epoch;
-  v.state = static_cast<int8_t>(m.state);
-  add_topic_partitions(v.assigned_partitions, m.assigned_partitions);
-  add_topic_partitions(v.partitions_pending_revocation, m.partitions_pending_revocation);
-  return make_record(k, v);
-}
-
-coordinator_record current_assignment_tombstone(std::string_view group, std::string_view member) {
-  protocol::consumer_group_current_member_assignment_key k;
-  k.group_id = group;
-  k.member_id = member;
-  return tombstone(k);
-}
-
-coordinator_record regex_record(std::string_view group, std::string_view regex,
-                                const resolved_regex& r) {
-  protocol::consumer_group_regular_expression_key k;
-  k.group_id = group;
-  k.regular_expression = regex;
-  protocol::consumer_group_regular_expression_value v;
-  for (const auto& t : r.topics) v.topics.push_back(t);
-  v.version_ = r.version;
-  v.timestamp = r.timestamp_ms;
-  return make_record(k, v);
-}
-
-coordinator_record regex_tombstone(std::string_view group, std::string_view regex) {
-  protocol::consumer_group_regular_expression_key k;
-  k.group_id = group;
-  k.regular_expression = regex;
-  return tombstone(k);
-}
-
-// Kafka's removeMember: the member's three tombstones, in this order.
-void remove_member_records(std::string_view group, std::string_view member,
-                           std::vector<coordinator_record>& out) {
-  out.push_back(current_assignment_tombstone(group, member));
-  out.push_back(target_member_tombstone(group, member));
-  out.push_back(member_metadata_tombstone(group, member));
-}
-
-template <class K>
-std::optional<K> decode_key(std::span<const uint8_t> bytes, int16_t type) {
-  protocol::reader r(bytes);
-  if (r.read_int16() != type || !r.ok()) return std::nullopt;
-  auto k = K::decode(r, 0);
-  if (!k) return std::nullopt;
-  return std::move(*k);
-}
-
-template <class V>
-std::optional<V> decode_value(std::span<const uint8_t> bytes) {
-  protocol::reader r(bytes);
-  const int16_t version = r.read_int16();
-  if (!r.ok()) return std::nullopt;
-  auto v = V::decode(r, version);
-  if (!v) return std::nullopt;
-  return std::move(*v);
-}
-
-epoch_assignment from_record(
-    const std::vector<protocol::consumer_group_current_member_assignment_value::topic_partitions>&
-        tps,
-    int32_t member_epoch) {
-  epoch_assignment out;
-  for (const auto& tp : tps) {
-    auto& parts = out[from_wire(tp.topic_id)];
-    const bool epochs =
-        tp.assignment_epochs && tp.assignment_epochs->size() == tp.partitions.size();
-    for (size_t i = 0; i < tp.partitions.size(); ++i) {
-      // Records written before KIP-1251 carry no epochs: the member epoch stands in.
-      parts[tp.partitions[i]] = epochs ? (*tp.assignment_epochs)[i] : member_epoch;
-    }
-    if (parts.empty()) out.erase(from_wire(tp.topic_id));
-  }
-  return out;
-}
-
-// --- Reconciliation (Kafka's CurrentAssignmentBuilder) -------------------------------------------
-
-bool owns_any(const owned_topic_partitions* owned, const epoch_assignment& partitions) {
-  if (!owned) return true;  // not sent since the last heartbeat: assume it still owns them
-  for (const auto& tp : *owned) {
-    auto it = partitions.find(from_wire(tp.topic_id));
-    if (it == partitions.end()) continue;
-    for (int32_t p : tp.partitions) {
-      if (it->second.contains(p)) return true;
-    }
-  }
-  return false;
-}
-
-bool is_subset(const owned_topic_partitions* owned, const epoch_assignment& assigned) {
-  if (!owned) return false;
-  for (const auto& tp : *owned) {
-    auto it = assigned.find(from_wire(tp.topic_id));
-    if (it == assigned.end()) return false;
-    for (int32_t p : tp.partitions) {
-      if (!it->second.contains(p)) return false;
-    }
-  }
-  return true;
-}
-
-void update_member_epoch(consumer_group_member& m, int32_t epoch) {
-  m.previous_member_epoch = m.member_epoch;
-  m.member_epoch = epoch;
-}
-
-bool is_reconciled_to(const consumer_group_member& m, int32_t epoch) {
-  return m.state == member_state::stable && m.member_epoch == epoch;
-}
-
-struct reconcile_input {
-  int32_t target_epoch = 0;
-  const topic_assignment* target = nullptr;
-  std::set<topic_uuid> subscribed;  // the member's subscribed topic ids
-  bool subscription_changed = false;
-  const owned_topic_partitions* owned = nullptr;
-  std::function<int32_t(const topic_uuid&, int32_t)> partition_epoch;  // -1: nobody owns it
-};
-
-// Drops the topics the member no longer subscribes to (their partitions must be revoked).
-consumer_group_member drop_unsubscribed(const consumer_group_member& m, int32_t epoch,
-                                        const reconcile_input& in) {
-  epoch_assignment assigned = m.assigned_partitions;
-  epoch_assignment pending = m.partitions_pending_revocation;
-  if (in.subscribed.empty() && m.partitions_pending_revocation.empty()) {
-    pending = std::move(assigned);
-    assigned.clear();
-  } else {
-    for (auto it = assigned.begin(); it != assigned.end();) {
-      if (in.subscribed.contains(it->first)) {
-        ++it;
-        continue;
-      }
-      for (const auto& [p, e] : it->second) pending[it->first][p] = e;
-      it = assigned.erase(it);
-    }
-  }
-  if (assigned == m.assigned_partitions) return m;
-  consumer_group_member out = m;
-  update_member_epoch(out, epoch);
-  out.assigned_partitions = std::move(assigned);
-  if (!pending.empty() && owns_any(in.owned, pending)) {
-    out.state = member_state::unrevoked_partitions;
-    out.partitions_pending_revocation = std::move(pending);
-  }
-  return out;
-}
-
-consumer_group_member next_assignment(const consumer_group_member& m, int32_t epoch,
-                                      const reconcile_input& in) {
-  static const std::map<int32_t, int32_t> none_assigned;
-  static const partition_set none_targeted;
-  bool unreleased = false;
-  epoch_assignment assigned, revoking;
-  std::map<topic_uuid, std::vector<int32_t>> assigning;
-  std::set<topic_uuid> topics;
-  for (const auto& [t, p] : *in.target) topics.insert(t);
-  for (const auto& [t, p] : m.assigned_partitions) topics.insert(t);
-  for (const auto& t : topics) {
-    auto ti = in.target->find(t);
-    const partition_set& target =
-        ti == in.target->end() || !in.subscribed.contains(t) ? none_targeted : ti->second;
-    auto ci = m.assigned_partitions.find(t);
-    const auto& current = ci == m.assigned_partitions.end() ? none_assigned : ci->second;
-    auto pi = m.partitions_pending_revocation.find(t);
-    for (const auto& [p, e] : current) (target.contains(p) ? assigned : revoking)[t][p] = e;
-    for (int32_t p : target) {
-      if (current.contains(p)) continue;
-      // A partition another member still owns is not given yet; one this member itself is
-      // revoking can be given back at once.
-      const bool own_revoking =
-          pi != m.partitions_pending_revocation.end() && pi->second.contains(p);
-      if (in.partition_epoch(t, p) != -1 && !own_revoking) {
-        unreleased = true;
-      } else {
-        assigning[t].push_back(p);
-      }
-    }
-  }
-  consumer_group_member out = m;
-  if (!revoking.empty() && owns_any(in.owned, revoking)) {
-    out.state = member_state::unrevoked_partitions;
-    update_member_epoch(out, epoch);
-    out.assigned_partitions = std::move(assigned);
-    out.partitions_pending_revocation = std::move(revoking);
-    return out;
-  }
-  for (const auto& [t, parts] : assigning) {
-    for (int32_t p : parts) assigned[t][p] = in.target_epoch;
-  }
-  out.state = unreleased ? member_state::unreleased_partitions : member_state::stable;
-  update_member_epoch(out, in.target_epoch);
-  out.assigned_partitions = std::move(assigned);
-  out.partitions_pending_revocation.clear();
-  return out;
-}
-
-result<consumer_group_member, group_error> reconcile(const consumer_group_member& m,
-                                                     const reconcile_input& in) {
-  switch (m.state) {
-    case member_state::stable:
-      if (m.member_epoch != in.target_epoch) return next_assignment(m, m.member_epoch, in);
-      if (in.subscription_changed) return drop_unsubscribed(m, m.member_epoch, in);
-      return m;
-    case member_state::unrevoked_partitions:
-      if (owns_any(in.owned, m.partitions_pending_revocation)) {
-        return in.subscription_changed ? drop_unsubscribed(m, m.member_epoch, in) : m;
-      }
-      return next_assignment(m, m.member_epoch, in);
-    case member_state::unreleased_partitions:
-      return next_assignment(m, m.member_epoch, in);
-    case member_state::unknown:
-      break;
-  }
-  if (!in.owned || !in.owned->empty()) {
-    return fail(group_error{error_code::fenced_member_epoch,
-                            "The consumer group member is in a unknown state. The member must "
-                            "abandon all its partitions and rejoin."});
-  }
-  return next_assignment(m, in.target_epoch, in);
-}
-
 bool same_metadata(const consumer_group_member& a, const consumer_group_member& b) {
   return a.instance_id == b.instance_id && a.rack_id == b.rack_id &&
          a.rebalance_timeout_ms == b.rebalance_timeout_ms && a.client_id == b.client_id &&
          a.client_host == b.client_host && a.subscribed_topic_names == b.subscribed_topic_names &&
          a.subscribed_topic_regex == b.subscribed_topic_regex &&
          a.server_assignor == b.server_assignor;
-}
-
-bool same_assignment(const consumer_group_member& a, const consumer_group_member& b) {
-  return a.member_epoch == b.member_epoch && a.previous_member_epoch == b.previous_member_epoch &&
-         a.state == b.state && a.assigned_partitions == b.assigned_partitions &&
-         a.partitions_pending_revocation == b.partitions_pending_revocation;
 }
 
 group_error invalid_request(std::string message) {
@@ -851,9 +504,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
     ++epoch;
     c.records.push_back(group_epoch_record(group_id_, epoch, hash));
     if (has_partition_metadata_record_) {
-      protocol::consumer_group_partition_metadata_key k;
-      k.group_id = group_id_;
-      c.records.push_back(tombstone(k));
+      c.records.push_back(partition_metadata_tombstone(group_id_));
     }
   }
 
@@ -1182,22 +833,6 @@ group_error consumer_group::validate_delete() const {
   return {error_code::non_empty_group, ""};
 }
 
-void consumer_group::delete_records(std::vector<coordinator_record>& out) const {
-  for (const auto& [id, m] : members_) out.push_back(current_assignment_tombstone(group_id_, id));
-  for (const auto& [id, m] : members_) out.push_back(target_member_tombstone(group_id_, id));
-  protocol::consumer_group_target_assignment_metadata_key tk;
-  tk.group_id = group_id_;
-  out.push_back(tombstone(tk));
-  for (const auto& [id, m] : members_) out.push_back(member_metadata_tombstone(group_id_, id));
-  for (const auto& [regex, r] : regexes_) out.push_back(regex_tombstone(group_id_, regex));
-  protocol::consumer_group_partition_metadata_key pk;
-  pk.group_id = group_id_;
-  out.push_back(tombstone(pk));
-  protocol::consumer_group_metadata_key gk;
-  gk.group_id = group_id_;
-  out.push_back(tombstone(gk));
-}
-
 // --- Offsets -------------------------------------------------------------------------------------
 
 offset_commit_check consumer_group::validate_offset_commit(
@@ -1345,202 +980,6 @@ bool consumer_group::same_state(const consumer_group& o) const {
          target_ == o.target_ && regexes_ == o.regexes_ && dead_ == o.dead_ &&
          has_partition_metadata_record_ == o.has_partition_metadata_record_ &&
          static_members_ == o.static_members_ && owners_ == o.owners_;
-}
-
-// --- Replay --------------------------------------------------------------------------------------
-
-void consumer_group::apply_group_metadata(const std::optional<std::pair<int32_t, int64_t>>& value) {
-  if (value) {
-    group_epoch_ = value->first;
-    metadata_hash_ = value->second;
-    dead_ = false;
-  } else {
-    dead_ = true;  // Kafka removes the group
-  }
-}
-
-void consumer_group::apply_member_metadata(const std::string& member_id,
-                                           const std::optional<consumer_group_member>& md) {
-  auto it = members_.find(member_id);
-  if (it != members_.end() && it->second.instance_id) {
-    auto s = static_members_.find(*it->second.instance_id);
-    if (s != static_members_.end() && s->second == member_id) static_members_.erase(s);
-  }
-  if (!md) {
-    if (it == members_.end()) return;
-    index_member_partitions(it->second, false);
-    members_.erase(it);
-    return;
-  }
-  if (it == members_.end()) {
-    it = members_.emplace(member_id, consumer_group_member{}).first;
-    it->second.member_id = member_id;
-  }
-  consumer_group_member& m = it->second;
-  m.instance_id = md->instance_id;
-  m.rack_id = md->rack_id;
-  m.rebalance_timeout_ms = md->rebalance_timeout_ms;
-  m.client_id = md->client_id;
-  m.client_host = md->client_host;
-  m.subscribed_topic_names = md->subscribed_topic_names;
-  m.subscribed_topic_regex = md->subscribed_topic_regex;
-  m.server_assignor = md->server_assignor;
-  if (m.instance_id) static_members_[*m.instance_id] = member_id;
-}
-
-void consumer_group::apply_current_assignment(const std::string& member_id,
-                                              const std::optional<consumer_group_member>& a) {
-  auto it = members_.find(member_id);
-  if (it == members_.end()) {
-    if (!a) return;
-    it = members_.emplace(member_id, consumer_group_member{}).first;
-    it->second.member_id = member_id;
-  }
-  consumer_group_member& m = it->second;
-  index_member_partitions(m, false);
-  if (a) {
-    m.member_epoch = a->member_epoch;
-    m.previous_member_epoch = a->previous_member_epoch;
-    m.state = a->state;
-    m.assigned_partitions = a->assigned_partitions;
-    m.partitions_pending_revocation = a->partitions_pending_revocation;
-  } else {
-    m.member_epoch = leave_group_member_epoch;
-    m.previous_member_epoch = leave_group_member_epoch;
-    m.assigned_partitions.clear();
-    m.partitions_pending_revocation.clear();
-  }
-  index_member_partitions(m, true);
-}
-
-bool consumer_group::replay(int16_t record_type, std::span<const uint8_t> key,
-                            std::optional<std::span<const uint8_t>> value) {
-  namespace p = protocol;
-  auto group_matches = [&](const auto& k) { return k && k->group_id == group_id_; };
-  switch (record_type) {
-    case type_group_metadata: {
-      auto k = decode_key<p::consumer_group_metadata_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      if (!value) {
-        apply_group_metadata(std::nullopt);
-        break;
-      }
-      auto v = decode_value<p::consumer_group_metadata_value>(*value);
-      if (!v) return false;
-      apply_group_metadata(std::pair{v->epoch, v->metadata_hash});
-      break;
-    }
-    case type_partition_metadata: {
-      auto k = decode_key<p::consumer_group_partition_metadata_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      has_partition_metadata_record_ = value.has_value();  // superseded by MetadataHash (4.1)
-      break;
-    }
-    case type_member_metadata: {
-      auto k = decode_key<p::consumer_group_member_metadata_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      const std::string id(k->member_id);
-      if (!value) {
-        apply_member_metadata(id, std::nullopt);
-        break;
-      }
-      auto v = decode_value<p::consumer_group_member_metadata_value>(*value);
-      if (!v) return false;
-      consumer_group_member md;
-      md.instance_id = owned_copy(v->instance_id);
-      md.rack_id = owned_copy(v->rack_id);
-      md.rebalance_timeout_ms = v->rebalance_timeout_ms;
-      md.client_id = v->client_id;
-      md.client_host = v->client_host;
-      md.subscribed_topic_names = {v->subscribed_topic_names.begin(),
-                                   v->subscribed_topic_names.end()};
-      md.subscribed_topic_regex = v->subscribed_topic_regex.value_or("");
-      md.server_assignor = owned_copy(v->server_assignor);
-      apply_member_metadata(id, md);
-      break;
-    }
-    case type_target_assignment_metadata: {
-      auto k = decode_key<p::consumer_group_target_assignment_metadata_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      if (!value) {
-        assignment_epoch_ = -1;
-        assignment_timestamp_ms_ = 0;
-        break;
-      }
-      auto v = decode_value<p::consumer_group_target_assignment_metadata_value>(*value);
-      if (!v) return false;
-      assignment_epoch_ = v->assignment_epoch;
-      assignment_timestamp_ms_ = v->assignment_timestamp;
-      break;
-    }
-    case type_target_assignment_member: {
-      auto k = decode_key<p::consumer_group_target_assignment_member_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      const std::string id(k->member_id);
-      if (!value) {
-        target_.erase(id);
-        break;
-      }
-      auto v = decode_value<p::consumer_group_target_assignment_member_value>(*value);
-      if (!v) return false;
-      topic_assignment a;
-      for (const auto& tp : v->topic_partitions) {
-        if (!tp.partitions.empty())
-          a[from_wire(tp.topic_id)].insert(tp.partitions.begin(), tp.partitions.end());
-      }
-      target_[id] = std::move(a);
-      break;
-    }
-    case type_current_assignment: {
-      auto k = decode_key<p::consumer_group_current_member_assignment_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      const std::string id(k->member_id);
-      if (!value) {
-        apply_current_assignment(id, std::nullopt);
-        break;
-      }
-      auto v = decode_value<p::consumer_group_current_member_assignment_value>(*value);
-      if (!v) return false;
-      consumer_group_member a;
-      a.member_epoch = v->member_epoch;
-      a.previous_member_epoch = v->previous_member_epoch;
-      switch (v->state) {
-        case 0:
-        case 1:
-        case 2:
-          a.state = static_cast<member_state>(v->state);
-          break;
-        default:
-          a.state = member_state::unknown;  // a state of a newer Kafka: the member is fenced
-      }
-      a.assigned_partitions = from_record(v->assigned_partitions, v->member_epoch);
-      a.partitions_pending_revocation =
-          from_record(v->partitions_pending_revocation, v->member_epoch);
-      apply_current_assignment(id, a);
-      break;
-    }
-    case type_regular_expression: {
-      auto k = decode_key<p::consumer_group_regular_expression_key>(key, record_type);
-      if (!group_matches(k)) return false;
-      const std::string regex(k->regular_expression);
-      if (!value) {
-        regexes_.erase(regex);
-        break;
-      }
-      auto v = decode_value<p::consumer_group_regular_expression_value>(*value);
-      if (!v) return false;
-      resolved_regex r;
-      r.topics = {v->topics.begin(), v->topics.end()};
-      r.version = v->version_;
-      r.timestamp_ms = v->timestamp;
-      regexes_[regex] = std::move(r);
-      break;
-    }
-    default:
-      return false;
-  }
-  pristine_ = false;
-  return true;
 }
 
 }  // namespace tarn::coordinator

@@ -55,6 +55,11 @@ namespace tarn::coordinator {
 
 struct client_info;  // group_coordinator.h
 
+// ConsumerGroupHeartbeat's member epochs of a leave (Kafka's LEAVE_GROUP_MEMBER_EPOCH and
+// LEAVE_GROUP_STATIC_MEMBER_EPOCH).
+inline constexpr int32_t leave_group_member_epoch = -1;
+inline constexpr int32_t leave_group_static_member_epoch = -2;
+
 // Kafka's MemberState (its byte is the record's State field).
 enum class member_state : int8_t {
   stable = 0,

@@ -9,6 +9,7 @@
 #include "coordinator/classic_group.h"
 #include "coordinator/consumer_group.h"
 #include "coordinator/group_records.h"
+#include "coordinator/wire_ids.h"
 #include "record/batch_builder.h"
 
 namespace tarn::coordinator {
@@ -211,41 +212,21 @@ namespace {
 
 bool valid_group_id(std::string_view id) { return !id.empty(); }
 
-owned_message<protocol::join_group_response> join_failure(std::string_view member_id,
-                                                          error_code e) {
-  owned_message<protocol::join_group_response> out;
-  out.message.error_code = static_cast<int16_t>(e);
-  out.message.generation_id = -1;
-  out.message.member_id = out.arena.keep(member_id);
-  out.message.leader = "";
-  out.message.protocol_type = std::nullopt;
-  out.message.protocol_name = std::nullopt;
-  return out;
-}
-
-owned_message<protocol::sync_group_response> sync_failure(error_code e) {
-  owned_message<protocol::sync_group_response> out;
-  out.message.error_code = static_cast<int16_t>(e);
-  out.message.protocol_type = std::nullopt;
-  out.message.protocol_name = std::nullopt;
-  return out;
-}
-
 }  // namespace
 
 void group_coordinator::join_group(const protocol::join_group_request& request, int16_t version,
                                    const client_info& client, int64_t now_ms, join_callback done) {
   if (!valid_group_id(request.group_id)) {
-    done(join_failure(request.member_id, error_code::invalid_group_id));
+    done(join_error(request.member_id, error_code::invalid_group_id));
     return;
   }
   if (request.session_timeout_ms < config_.group_min_session_timeout_ms ||
       request.session_timeout_ms > config_.group_max_session_timeout_ms) {
-    done(join_failure(request.member_id, error_code::invalid_session_timeout));
+    done(join_error(request.member_id, error_code::invalid_session_timeout));
     return;
   }
   if (shut_down_.load(std::memory_order_acquire)) {
-    done(join_failure(request.member_id, error_code::not_coordinator));
+    done(join_error(request.member_id, error_code::not_coordinator));
     return;
   }
   // v0 has no rebalance timeout: the session timeout serves as both.
@@ -256,7 +237,7 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
   run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
     if (!sh.loaded) {
       ctx.deferred.push_back([done, m = std::string(request.member_id)] {
-        done(join_failure(m, error_code::coordinator_load_in_progress));
+        done(join_error(m, error_code::coordinator_load_in_progress));
       });
       return;
     }
@@ -264,7 +245,7 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
       if (!cg->second->empty()) {
         // Classic members in a consumer group (KIP-848's online migration) are not served.
         ctx.deferred.push_back([done, m = std::string(request.member_id)] {
-          done(join_failure(m, error_code::inconsistent_group_protocol));
+          done(join_error(m, error_code::inconsistent_group_protocol));
         });
         return;
       }
@@ -273,7 +254,7 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
       cg->second->delete_records(records);
       if (auto e = ctx.write(std::move(records)); e != error_code::none) {
         ctx.deferred.push_back([done, m = std::string(request.member_id), e] {
-          done(join_failure(m, append_error_to_response_error(e)));
+          done(join_error(m, append_error_to_response_error(e)));
         });
         return;
       }
@@ -283,7 +264,7 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
     if (it == sh.classic.end()) {
       if (!req.member_id.empty()) {
         ctx.deferred.push_back([done, m = std::string(request.member_id)] {
-          done(join_failure(m, error_code::unknown_member_id));
+          done(join_error(m, error_code::unknown_member_id));
         });
         return;
       }
@@ -296,7 +277,7 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
       if (auto e = ctx.write({group_metadata_record(*it->second)}); e != error_code::none) {
         sh.classic.erase(it);
         ctx.deferred.push_back([done, m = std::string(request.member_id), e] {
-          done(join_failure(m, append_error_to_response_error(e)));
+          done(join_error(m, append_error_to_response_error(e)));
         });
         return;
       }
@@ -311,15 +292,15 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
 void group_coordinator::sync_group(const protocol::sync_group_request& request, int16_t version,
                                    int64_t now_ms, sync_callback done) {
   if (version >= 5 && (!request.protocol_type || !request.protocol_name)) {
-    done(sync_failure(error_code::inconsistent_group_protocol));
+    done(sync_error(error_code::inconsistent_group_protocol));
     return;
   }
   if (!valid_group_id(request.group_id)) {
-    done(sync_failure(error_code::invalid_group_id));
+    done(sync_error(error_code::invalid_group_id));
     return;
   }
   if (shut_down_.load(std::memory_order_acquire)) {
-    done(sync_failure(error_code::not_coordinator));
+    done(sync_error(error_code::not_coordinator));
     return;
   }
   shard& s = *shard_for(request.group_id);
@@ -332,7 +313,7 @@ void group_coordinator::sync_group(const protocol::sync_group_request& request, 
       early = error_code::unknown_member_id;
     }
     if (early != error_code::none) {
-      ctx.deferred.push_back([done, early] { done(sync_failure(early)); });
+      ctx.deferred.push_back([done, early] { done(sync_error(early)); });
       return;
     }
     it->second->sync(request, version, ctx, done);
@@ -414,9 +395,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
     std::optional<topic_description> desc;
     if (version >= 10) {
       rt.topic_id = t.topic_id;
-      topic_uuid id;
-      std::copy(std::begin(t.topic_id.bytes), std::end(t.topic_id.bytes), id.begin());
-      desc = metadata_.topic_by_id(id);
+      desc = metadata_.topic_by_id(from_wire(t.topic_id));
     } else {
       rt.name = out.arena.keep(t.name);
       desc = metadata_.topic(t.name);
@@ -583,9 +562,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
                        t.topic_id,
                        {t.partition_indexes.begin(), t.partition_indexes.end()}};
           if (version >= 10) {
-            topic_uuid id;
-            std::copy(std::begin(t.topic_id.bytes), std::end(t.topic_id.bytes), id.begin());
-            auto desc = metadata_.topic_by_id(id);
+            auto desc = metadata_.topic_by_id(from_wire(t.topic_id));
             ta.name = desc ? desc->name : std::string();
             ta.unknown_id = !desc;
           }
@@ -631,9 +608,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
                   resp::offset_fetch_response_topics t;
                   t.name = out.arena.keep(tp.first);
                   if (version >= 10) {
-                    if (auto desc = metadata_.topic(tp.first)) {
-                      std::copy(desc->id.begin(), desc->id.end(), std::begin(t.topic_id.bytes));
-                    }
+                    if (auto desc = metadata_.topic(tp.first)) t.topic_id = to_wire(desc->id);
                   }
                   rg.topics.push_back(std::move(t));
                   current = &tp.first;
