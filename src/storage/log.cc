@@ -15,9 +15,8 @@
 #include "record/record_stream.h"
 
 namespace tarn::storage {
-namespace {
 
-segment_options options_for(const log_config& c) {
+segment_options segment_options_for(const log_config& c) {
   segment_options o;
   o.index_interval_bytes = c.index_interval_bytes;
   o.max_index_bytes = c.segment_index_bytes;
@@ -28,6 +27,103 @@ segment_options options_for(const log_config& c) {
         rng() % static_cast<uint64_t>(std::min(c.segment_jitter_ms, c.max_segment_ms())));
   }
   return o;
+}
+
+namespace {
+
+segment_options options_for(const log_config& c) { return segment_options_for(c); }
+
+// The base offset in a "<20 digits>.<anything>" name (LogFileUtils.offsetFromFile), or nullopt.
+std::optional<offset_t> offset_prefix(std::string_view name) {
+  if (name.size() < 21 || name[20] != '.') return std::nullopt;
+  return parse_segment_file_name(name.substr(0, 20), "");
+}
+
+bool is_segment_file(std::string_view name) {
+  for (std::string_view kind : {".log", ".index", ".timeindex", ".txnindex"}) {
+    if (name.size() == 20 + kind.size() && name.ends_with(kind) && offset_prefix(name)) return true;
+  }
+  return false;
+}
+
+// LogLoader.removeTempFilesAndCollectSwapFiles and the swap passes of LogLoader.load: what a
+// cleaning interrupted by a crash left is undone (.cleaned files: the old segments are intact)
+// or completed (.swap files: the old segments are deleted, the .swap renamed in their place).
+result<void, storage_error> complete_interrupted_swaps(const fs::path& dir,
+                                                       const segment_options& options,
+                                                       timestamp_ms now, recovery_report& report) {
+  std::error_code ec;
+  std::vector<fs::path> cleaned, swaps;
+  offset_t min_cleaned = INT64_MAX;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".deleted")) {
+      fs::remove(entry.path(), ec);
+      report.swap_recovery.push_back("deleted " + name);
+    } else if (name.ends_with(".cleaned")) {
+      if (auto base = offset_prefix(name)) min_cleaned = std::min(min_cleaned, *base);
+      cleaned.push_back(entry.path());
+    } else if (name.ends_with(".swap")) {
+      swaps.push_back(entry.path());
+    }
+  }
+  if (ec) return fail(io_error("list directory", dir, ec.value()));
+  if (cleaned.empty() && swaps.empty()) return {};
+  // KAFKA-6264: a .swap at or above a .cleaned file belongs to an unfinished operation.
+  std::vector<fs::path> valid;
+  for (const fs::path& p : swaps) {
+    auto base = offset_prefix(p.filename().string());
+    if (!base || *base >= min_cleaned) {
+      fs::remove(p, ec);
+      report.swap_recovery.push_back("deleted " + p.filename().string());
+    } else {
+      valid.push_back(p);
+    }
+  }
+  for (const fs::path& p : cleaned) {
+    fs::remove(p, ec);
+    report.swap_recovery.push_back("deleted " + p.filename().string());
+  }
+  // The offsets the swapped-in segments cover: the segments there were already cleaned into them.
+  offset_t min_swap = INT64_MAX;
+  offset_t max_swap = INT64_MIN;
+  for (const fs::path& p : valid) {
+    const std::string name = p.filename().string();
+    if (!name.ends_with(".log.swap")) continue;
+    auto base = offset_prefix(name);
+    auto seg = log_segment::open(dir, *base, options, now, /*thorough=*/true, ".swap");
+    if (!seg) return fail(seg.error());
+    if ((*seg)->index_rebuild_needed()) {
+      auto r = (*seg)->recover();
+      if (!r) return fail(r.error());
+    }
+    min_swap = std::min(min_swap, (*seg)->base_offset());
+    max_swap = std::max(max_swap, (*seg)->next_offset());
+    auto c = (*seg)->close();
+    if (!c) return c;
+  }
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    if (!is_segment_file(name)) continue;
+    offset_t base = *offset_prefix(name);
+    if (base >= min_swap && base < max_swap) {
+      fs::remove(entry.path(), ec);
+      report.swap_recovery.push_back("deleted " + name);
+    }
+  }
+  // Listed again: recovering a .log.swap may have created its index files.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || !name.ends_with(".swap")) continue;
+    fs::path target = entry.path();
+    target.replace_extension();
+    fs::rename(entry.path(), target, ec);
+    if (ec) return fail(io_error("rename", entry.path(), ec.value()));
+    report.swap_recovery.push_back("renamed " + name);
+  }
+  return fsync_directory(dir);
 }
 
 }  // namespace
@@ -61,6 +157,8 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return fail(io_error("create directory", dir_, ec.value()));
+  auto swapped = complete_interrupted_swaps(dir_, options_for(config_), options.now, report);
+  if (!swapped) return swapped;
 
   // Segment files present, and index files without a .log (Kafka deletes those).
   std::vector<offset_t> bases;
@@ -535,6 +633,83 @@ result<void, storage_error> log::delete_records_before(offset_t offset, timestam
   size_t below = 0;
   while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= offset) ++below;
   return delete_first_segments(below, now);
+}
+
+std::vector<segment_snapshot> log::inactive_segments() const {
+  std::vector<segment_snapshot> out;
+  out.reserve(segments_.size());
+  for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+    const log_segment& seg = *segments_[i];
+    segment_snapshot s;
+    s.base_offset = seg.base_offset();
+    s.next_offset = seg.next_offset();
+    s.size = seg.size();
+    s.offset_index_bytes = seg.offset_idx().file_length();
+    s.time_index_bytes = seg.time_idx().file_length();
+    s.largest_timestamp = seg.largest_timestamp();
+    s.last_modified = seg.last_modified();
+    if (seg.size() > 0) {
+      auto first = seg.translate_offset(seg.base_offset());
+      if (first && *first) s.first_batch_timestamp = (*first)->header.max_timestamp;
+    }
+    s.file = seg.file();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::map<producer_id_t, producer_last_record> log::last_records_of_active_producers() const {
+  std::map<producer_id_t, producer_last_record> out;
+  producers_.for_each([&](const producer_entry& e) {
+    producer_last_record r;
+    r.epoch = e.epoch;
+    if (!e.batches.empty()) r.last_data_offset = e.batches.back().last_offset;
+    out.emplace(e.producer_id, r);
+  });
+  return out;
+}
+
+result<bool, storage_error> log::replace_segments(std::unique_ptr<log_segment> cleaned,
+                                                  const std::vector<segment_snapshot>& old) {
+  // The segments cleaned must still be these files, none of them active.
+  auto first = std::find_if(segments_.begin(), segments_.end(), [&](const auto& seg) {
+    return !old.empty() && seg->base_offset() == old.front().base_offset;
+  });
+  bool matches = first != segments_.end() && old.front().base_offset == cleaned->base_offset();
+  const size_t at = static_cast<size_t>(first - segments_.begin());
+  for (size_t i = 0; matches && i < old.size(); ++i) {
+    matches = at + i + 1 < segments_.size() && segments_[at + i]->file() == old[i].file;
+  }
+  if (!matches) {
+    (void)cleaned->remove();
+    return false;
+  }
+  auto s = cleaned->change_file_suffixes(".cleaned", ".swap");
+  if (!s) {
+    (void)cleaned->remove();
+    return fail(s.error());
+  }
+  // Stricter than Kafka, which fsyncs only at the end: the .swap names must be durable before
+  // the old segments go, or a crash could leave neither.
+  auto d = fsync_directory(dir_);
+  if (!d) return fail(d.error());
+  for (size_t i = 0; i < old.size(); ++i) {
+    log_segment& seg = *segments_[at + i];
+    // The old files are renamed .deleted first (recovery removes those), as Kafka's
+    // asynchronous delete does; tarn then removes them at once (open slices keep their bytes).
+    auto r = seg.change_file_suffixes("", ".deleted");
+    if (!r) return fail(r.error());
+    auto rm = seg.remove();
+    if (!rm) return fail(rm.error());
+  }
+  auto f = cleaned->change_file_suffixes(".swap", "");
+  if (!f) return fail(f.error());
+  auto d2 = fsync_directory(dir_);
+  if (!d2) return fail(d2.error());
+  segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(at),
+                  segments_.begin() + static_cast<std::ptrdiff_t>(at + old.size()));
+  segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(at), std::move(cleaned));
+  return true;
 }
 
 int64_t log::size_bytes() const {

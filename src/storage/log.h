@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,6 +42,31 @@ struct log_options {
   timestamp_ms now = 0;
 };
 
+// The segment options a log's config gives (index interval, index size; jitter drawn).
+segment_options segment_options_for(const log_config& config);
+
+// A rolled segment as the cleaner sees it, copied under the owner's serialisation so the
+// cleaner may read it afterwards from its own thread: the .log descriptor is shared, so the
+// bytes stay readable even if the owner deletes the segment meanwhile.
+struct segment_snapshot {
+  offset_t base_offset = 0;
+  offset_t next_offset = 0;
+  int64_t size = 0;
+  int64_t offset_index_bytes = 0;  // file lengths (trimmed: entries x entry size)
+  int64_t time_index_bytes = 0;
+  timestamp_ms largest_timestamp = -1;
+  timestamp_ms last_modified = 0;
+  timestamp_ms first_batch_timestamp = -1;  // max timestamp of the first batch, -1 if none
+  std::shared_ptr<const segment_file> file;
+};
+
+// What the cleaner keeps of a live producer (Kafka's LastRecord): the last offset of its last
+// data batch (-1 when none is in the log) and its epoch.
+struct producer_last_record {
+  offset_t last_data_offset = -1;
+  producer_epoch_t epoch = -1;
+};
+
 // What opening a log found and changed; the broker logs it.
 struct recovery_report {
   topic_partition tp;
@@ -51,6 +77,9 @@ struct recovery_report {
   std::optional<offset_t> truncated_segment;  // base offset of that segment
   std::string truncation_reason;
   std::vector<offset_t> deleted_segments;  // later segments removed after a truncation
+  // Files of an interrupted cleaning: "deleted <name>" (.cleaned, .deleted, stale .swap and the
+  // segments a .swap replaces), "renamed <name>" (a .swap completed).
+  std::vector<std::string> swap_recovery;
   offset_t log_end_offset = 0;
   offset_t recovery_point = 0;
 };
@@ -148,6 +177,22 @@ class log {
 
   // The leader epoch cache (leader-epoch-checkpoint), oldest first.
   const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
+
+  // ---- For the log cleaner (log_cleaner.h); owner's serialisation, like append(). ----
+  // Every segment but the active one, oldest first.
+  std::vector<segment_snapshot> inactive_segments() const;
+  offset_t active_segment_base_offset() const { return active().base_offset(); }
+  // Kafka's UnifiedLog.lastRecordsOfActiveProducers.
+  std::map<producer_id_t, producer_last_record> last_records_of_active_producers() const;
+  // Kafka's LocalLog.replaceSegments for one cleaned segment (named "<base>.log.cleaned", closed
+  // for appends, flushed) taking the place of `old` (consecutive segments of this log, the
+  // first with the cleaned segment's base offset): rename .cleaned -> .swap, fsync the
+  // directory, rename each old segment's files to .deleted and remove them, rename .swap to the
+  // final names, fsync the directory. A crash at any step is completed or undone at the next
+  // open. Returns false, changing nothing (the cleaned files removed), when `old` no longer
+  // matches the log (retention, DeleteRecords or a deletion raced the cleaning).
+  result<bool, storage_error> replace_segments(std::unique_ptr<log_segment> cleaned,
+                                               const std::vector<segment_snapshot>& old);
 
   int32_t segment_count() const { return static_cast<int32_t>(segments_.size()); }
   int64_t size_bytes() const;

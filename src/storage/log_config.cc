@@ -494,6 +494,10 @@ result<log_config, storage_error> resolve_log_config(const config_map& topic_ove
       c.message_timestamp_type = std::get<std::string>(v) == "LogAppendTime"
                                      ? timestamp_type::log_append_time
                                      : timestamp_type::create_time;
+    } else if (n == "min.cleanable.dirty.ratio") {
+      c.min_cleanable_dirty_ratio = std::get<double>(v);
+    } else if (n == "min.compaction.lag.ms") {
+      c.min_compaction_lag_ms = i64();
     } else if (n == "min.insync.replicas") {
       c.min_insync_replicas = i32();
     } else if (n == "preallocate") {

@@ -92,6 +92,8 @@ struct log_config {
   int64_t message_timestamp_after_max_ms = 3600000;
   int64_t message_timestamp_before_max_ms = INT64_MAX;
   timestamp_type message_timestamp_type = timestamp_type::create_time;
+  double min_cleanable_dirty_ratio = 0.5;
+  int64_t min_compaction_lag_ms = 0;
   int32_t min_insync_replicas = 1;
   bool preallocate = false;
   int64_t retention_bytes = -1;

@@ -161,6 +161,12 @@ result<void, storage_error> index_file::close() {
   return t;
 }
 
+result<void, storage_error> index_file::rename_to(const fs::path& new_path) {
+  if (::rename(path_.c_str(), new_path.c_str()) != 0) return fail(io_error("rename", path_, errno));
+  path_ = new_path;
+  return {};
+}
+
 result<void, storage_error> index_file::remove() {
   unmap();
   fd_ = unique_fd();

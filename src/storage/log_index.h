@@ -62,6 +62,8 @@ class index_file {
   }
   // Trims and unmaps; the object is unusable afterwards.
   result<void, storage_error> close();
+  // Renames the file (open or closed); the mapping stays valid.
+  result<void, storage_error> rename_to(const fs::path& new_path);
   // Removes the file (after close or without it).
   result<void, storage_error> remove();
 

@@ -71,9 +71,11 @@ result<void, storage_error> read_slice(const file_slice& slice, std::span<uint8_
   return pread_exact(slice.file->fd.get(), out, slice.position, slice.file->path);
 }
 
-log_segment::log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now)
+log_segment::log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now,
+                         std::string_view suffix)
     : base_offset_(base_offset),
       options_(options),
+      suffix_(suffix),
       next_offset_(base_offset),
       offset_of_max_timestamp_so_far_(base_offset),
       created_ms_(now) {}
@@ -83,8 +85,9 @@ log_segment::~log_segment() {
 }
 
 result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
-    const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now) {
-  std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now));
+    const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now,
+    std::string_view suffix) {
+  std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now, suffix));
   auto r = seg->open_files(dir, /*create=*/true, /*thorough=*/true);
   if (!r) {
     // Out of space or inodes after the .log was created (by us: O_EXCL): leave nothing
@@ -95,8 +98,8 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
     seg->time_index_.reset();
     seg->file_.reset();
     if (created) {
-      for (const char* suffix : {".log", ".index", ".timeindex"}) {
-        ::unlink((dir / segment_file_name(base_offset, suffix)).c_str());
+      for (const char* kind : {".log", ".index", ".timeindex"}) {
+        ::unlink((dir / (segment_file_name(base_offset, kind) + seg->suffix_)).c_str());
       }
     }
     return fail(r.error());
@@ -106,8 +109,8 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
 
 result<std::unique_ptr<log_segment>, storage_error> log_segment::open(
     const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now,
-    bool thorough) {
-  std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now));
+    bool thorough, std::string_view suffix) {
+  std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now, suffix));
   auto r = seg->open_files(dir, /*create=*/false, thorough);
   if (!r) return fail(r.error());
   if (!seg->index_rebuild_needed_) {
@@ -120,7 +123,7 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::open(
 result<void, storage_error> log_segment::open_files(const fs::path& dir, bool create,
                                                     bool thorough) {
   auto file = std::make_shared<segment_file>();
-  file->path = dir / segment_file_name(base_offset_, ".log");
+  file->path = dir / (segment_file_name(base_offset_, ".log") + suffix_);
   int flags = O_RDWR | O_CLOEXEC | O_CREAT | (create ? O_EXCL : 0);
   file->fd = unique_fd(::open(file->path.c_str(), flags, 0644));
   if (!file->fd.valid()) return fail(io_error(create ? "create" : "open", file->path, errno));
@@ -129,8 +132,8 @@ result<void, storage_error> log_segment::open_files(const fs::path& dir, bool cr
   size_ = st.st_size;
   file_ = std::move(file);
 
-  fs::path index_path = dir / segment_file_name(base_offset_, ".index");
-  fs::path time_index_path = dir / segment_file_name(base_offset_, ".timeindex");
+  fs::path index_path = dir / (segment_file_name(base_offset_, ".index") + suffix_);
+  fs::path time_index_path = dir / (segment_file_name(base_offset_, ".timeindex") + suffix_);
   std::error_code ec;
   if (!create && (!fs::exists(index_path, ec) || !fs::exists(time_index_path, ec))) {
     index_rebuild_needed_ = true;
@@ -230,9 +233,49 @@ result<std::optional<batch_position>, storage_error> log_segment::header_at(
 
 timestamp_ms log_segment::largest_timestamp() const {
   if (max_timestamp_so_far_ >= 0) return max_timestamp_so_far_;
+  return last_modified();
+}
+
+timestamp_ms log_segment::last_modified() const {
   struct stat st {};
   if (!file_ || ::fstat(file_->fd.get(), &st) != 0) return 0;
   return int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+result<void, storage_error> log_segment::set_last_modified(timestamp_ms ms) {
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT;  // access time unchanged
+  times[1].tv_sec = ms / 1000;
+  times[1].tv_nsec = (ms % 1000) * 1000000;
+  if (::futimens(file_->fd.get(), times) != 0)
+    return fail(io_error("futimens", file_->path, errno));
+  return {};
+}
+
+result<void, storage_error> log_segment::change_file_suffixes(std::string_view old_suffix,
+                                                              std::string_view new_suffix) {
+  if (suffix_ != old_suffix) {
+    return fail(invalid_argument(
+        fmt::format("segment {} has suffix '{}', not '{}'", base_offset_, suffix_, old_suffix)));
+  }
+  const fs::path dir = file_->path.parent_path();
+  auto name = [&](std::string_view kind) {
+    return dir / (segment_file_name(base_offset_, kind) + std::string(new_suffix));
+  };
+  // A new shared file object rather than a changed path: slices other threads hold keep theirs.
+  auto renamed = std::make_shared<segment_file>();
+  renamed->path = name(".log");
+  renamed->fd = unique_fd(::fcntl(file_->fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!renamed->fd.valid()) return fail(io_error("dup", file_->path, errno));
+  if (::rename(file_->path.c_str(), renamed->path.c_str()) != 0) {
+    return fail(io_error("rename", file_->path, errno));
+  }
+  file_ = std::move(renamed);
+  suffix_ = std::string(new_suffix);
+  auto r1 = offset_index_->rename_to(name(".index"));
+  if (!r1) return r1;
+  return time_index_->rename_to(name(".timeindex"));
 }
 
 result<void, storage_error> log_segment::read_bytes(int64_t position,

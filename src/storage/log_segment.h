@@ -87,21 +87,21 @@ struct segment_recovery {
 
 class log_segment {
  public:
-  // Creates the three files of a new, empty segment (it must not exist).
+  // Creates the three files of a new, empty segment (it must not exist). `suffix` follows each
+  // file name: the cleaner writes "<base>.log.cleaned", ".index.cleaned", ".timeindex.cleaned".
   static result<std::unique_ptr<log_segment>, storage_error> create(const fs::path& dir,
                                                                     offset_t base_offset,
                                                                     const segment_options& options,
-                                                                    timestamp_ms now);
+                                                                    timestamp_ms now,
+                                                                    std::string_view suffix = {});
   // Opens an existing segment. Index files that are missing, of a length that is not a whole
   // number of entries, or whose entries are out of order are recreated empty and reported by
   // index_rebuild_needed(); the caller then runs recover(). `thorough` checks every index
   // entry (the active segment), otherwise only the first and last (older segments, so startup
   // does not read every index page).
-  static result<std::unique_ptr<log_segment>, storage_error> open(const fs::path& dir,
-                                                                  offset_t base_offset,
-                                                                  const segment_options& options,
-                                                                  timestamp_ms now,
-                                                                  bool thorough = true);
+  static result<std::unique_ptr<log_segment>, storage_error> open(
+      const fs::path& dir, offset_t base_offset, const segment_options& options, timestamp_ms now,
+      bool thorough = true, std::string_view suffix = {});
   log_segment(const log_segment&) = delete;
   log_segment& operator=(const log_segment&) = delete;
   ~log_segment();
@@ -117,6 +117,17 @@ class log_segment {
   // when no batch carries a timestamp. Used by retention.ms.
   timestamp_ms largest_timestamp() const;
   const fs::path& log_path() const { return file_->path; }
+  // The .log file as readers share it (the cleaner reads rolled segments through it).
+  std::shared_ptr<const segment_file> file() const { return file_; }
+  // The .log file's modification time (Kafka's LogSegment.lastModified), 0 if unknown.
+  timestamp_ms last_modified() const;
+  // Sets it, as Kafka gives a cleaned segment the time of the last segment it replaces.
+  result<void, storage_error> set_last_modified(timestamp_ms ms);
+  // Renames the three files from "<name><old_suffix>" to "<name><new_suffix>" (.log first, so a
+  // crash part way is undone or completed by recovery, as Kafka's changeFileSuffixes). Readers'
+  // slices keep the descriptor they hold.
+  result<void, storage_error> change_file_suffixes(std::string_view old_suffix,
+                                                   std::string_view new_suffix);
   const offset_index& offset_idx() const { return *offset_index_; }
   const time_index& time_idx() const { return *time_index_; }
   bool index_rebuild_needed() const { return index_rebuild_needed_; }
@@ -170,7 +181,8 @@ class log_segment {
   result<void, storage_error> remove();
 
  private:
-  log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now);
+  log_segment(offset_t base_offset, const segment_options& options, timestamp_ms now,
+              std::string_view suffix);
   result<void, storage_error> open_files(const fs::path& dir, bool create, bool thorough);
   result<std::optional<batch_position>, storage_error> header_at(int64_t position) const;
   result<void, storage_error> load_state();
@@ -178,6 +190,7 @@ class log_segment {
 
   offset_t base_offset_;
   segment_options options_;
+  std::string suffix_;  // after each file name: "", ".cleaned", ".swap"
   std::shared_ptr<segment_file> file_;
   std::unique_ptr<offset_index> offset_index_;
   std::unique_ptr<time_index> time_index_;

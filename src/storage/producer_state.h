@@ -84,6 +84,11 @@ class producer_state_manager {
 
   const producer_entry* find(producer_id_t producer_id) const;
   size_t size() const { return producers_.size(); }
+  // Calls f(const producer_entry&) for every producer, in no particular order.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [id, e] : producers_) f(e);
+  }
   void clear() { producers_.clear(); }
 
   // Kafka's snapshot encoding of the current state (version 1, CRC-32C, one entry per producer
