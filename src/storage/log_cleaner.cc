@@ -127,13 +127,15 @@ class cleaner_filter final : public record_filter {
   cleaner_stats& stats_;
 };
 
-// Kafka's LogSegments.logSegments(from, to): the segment holding `from` and those after it that
-// start before `to`.
-std::vector<segment_snapshot> segments_in(const std::vector<segment_snapshot>& all, offset_t from,
-                                          offset_t to) {
+// Kafka's LogSegments.logSegments(from, to) over the rolled segments (the last of which ends
+// where the active segment begins): the segment holding `from` and those after it that start
+// before `to`.
+std::vector<segment_snapshot> segments_in(const std::vector<segment_snapshot>& all,
+                                          offset_t active_base, offset_t from, offset_t to) {
   std::vector<segment_snapshot> out;
   for (size_t i = 0; i < all.size(); ++i) {
-    const bool holds_from = i + 1 == all.size() || all[i + 1].base_offset > from;
+    const offset_t end = i + 1 < all.size() ? all[i + 1].base_offset : active_base;
+    const bool holds_from = end > from;
     if (holds_from && all[i].base_offset < to) out.push_back(all[i]);
   }
   return out;
@@ -186,7 +188,9 @@ log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint,
   // or the first dirty segment younger than min.compaction.lag.ms.
   offset_t uncleanable = std::min(l.high_watermark(), l.active_segment_base_offset());
   const offset_t active_base = l.active_segment_base_offset();
-  const auto dirty_segments = segments_in(t.segments, t.first_dirty_offset, active_base);
+  t.active_segment_base_offset = active_base;
+  const auto dirty_segments =
+      segments_in(t.segments, active_base, t.first_dirty_offset, active_base);
   const int64_t min_lag = std::max<int64_t>(t.config.min_compaction_lag_ms, 0);
   if (min_lag > 0) {
     for (const segment_snapshot& s : dirty_segments) {
@@ -198,13 +202,13 @@ log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint,
   }
   // calculateCleanableBytes: the uncleanable bound moves down to a segment boundary.
   t.first_uncleanable_offset = active_base;
-  for (const segment_snapshot& s : segments_in(t.segments, uncleanable, active_base)) {
+  for (const segment_snapshot& s : segments_in(t.segments, active_base, uncleanable, active_base)) {
     t.first_uncleanable_offset = s.base_offset;
     break;
   }
-  for (const segment_snapshot& s :
-       segments_in(t.segments, std::min(t.first_dirty_offset, t.first_uncleanable_offset),
-                   t.first_uncleanable_offset)) {
+  for (const segment_snapshot& s : segments_in(
+           t.segments, active_base, std::min(t.first_dirty_offset, t.first_uncleanable_offset),
+           t.first_uncleanable_offset)) {
     t.cleanable_bytes += s.size;
   }
   for (const segment_snapshot& s : t.segments) {
@@ -316,7 +320,7 @@ result<bool, storage_error> cleaner::build_offset_map(const log_to_clean& target
                                                       offset_t end, cleaner_stats& stats,
                                                       const abort_fn& aborted) {
   map_->clear();
-  const auto dirty = segments_in(target.segments, start, end);
+  const auto dirty = segments_in(target.segments, target.active_segment_base_offset, start, end);
   for (size_t i = 0; i < dirty.size(); ++i) {
     const offset_t next_start = i + 1 < dirty.size() ? dirty[i + 1].base_offset : end;
     auto full = map_segment(target, dirty[i], start, next_start, stats, aborted);

@@ -97,7 +97,8 @@ struct log_to_clean {
     const int64_t total = clean_bytes + cleanable_bytes;
     return total == 0 ? 0.0 : static_cast<double>(cleanable_bytes) / static_cast<double>(total);
   }
-  std::vector<segment_snapshot> segments;  // every rolled segment
+  std::vector<segment_snapshot> segments;   // every rolled segment
+  offset_t active_segment_base_offset = 0;  // where the last of them ends
   std::map<producer_id_t, producer_last_record> producers;
 };
 
