@@ -193,11 +193,19 @@ const std::vector<config_key>& config_keys() {
       {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0), false},
       {"log.flush.start.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0),
        false},
-      {"log.cleaner.delete.retention.ms", config_type::int64, "86400000", at_least(0), false},
-      {"log.cleaner.min.compaction.lag.ms", config_type::int64, "0", at_least(0), false},
-      {"log.cleaner.max.compaction.lag.ms", config_type::int64, "9223372036854775807", at_least(1),
-       false},
-      {"log.cleaner.min.cleanable.ratio", config_type::float64, "0.5", nullptr, false},
+      // The log cleaner (Kafka's CleanerConfig; storage/log_cleaner.h).
+      {"log.cleaner.delete.retention.ms", config_type::int64, "86400000", at_least(0)},
+      {"log.cleaner.min.compaction.lag.ms", config_type::int64, "0", at_least(0)},
+      {"log.cleaner.max.compaction.lag.ms", config_type::int64, "9223372036854775807", at_least(1)},
+      {"log.cleaner.min.cleanable.ratio", config_type::float64, "0.5", nullptr},
+      {"log.cleaner.enable", config_type::boolean, "true", nullptr},
+      {"log.cleaner.threads", config_type::int32, "1", at_least(0)},
+      {"log.cleaner.dedupe.buffer.size", config_type::int64, "134217728", nullptr},
+      {"log.cleaner.io.buffer.load.factor", config_type::float64, "0.9", nullptr},
+      {"log.cleaner.io.buffer.size", config_type::int32, "524288", at_least(0)},
+      {"log.cleaner.io.max.bytes.per.second", config_type::float64, "1.7976931348623157E308",
+       nullptr},
+      {"log.cleaner.backoff.ms", config_type::int64, "15000", at_least(0)},
       // Internal topics and coordinators of a Kafka cluster: replication settings that have no
       // meaning on a single node.
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
@@ -583,6 +591,15 @@ result<void, std::string> finish(broker_config& c) {
   }
   c.log_cleanup_policy = list("log.cleanup.policy");
   c.log_preallocate = std::get<bool>(c.values.at("log.preallocate"));
+  c.log_cleaner_enable = std::get<bool>(c.values.at("log.cleaner.enable"));
+  c.log_cleaner_threads = i32("log.cleaner.threads");
+  c.log_cleaner_dedupe_buffer_size = as_int(c, "log.cleaner.dedupe.buffer.size");
+  c.log_cleaner_io_buffer_load_factor =
+      std::get<double>(c.values.at("log.cleaner.io.buffer.load.factor"));
+  c.log_cleaner_io_buffer_size = i32("log.cleaner.io.buffer.size");
+  c.log_cleaner_io_max_bytes_per_second =
+      std::get<double>(c.values.at("log.cleaner.io.max.bytes.per.second"));
+  c.log_cleaner_backoff_ms = as_int(c, "log.cleaner.backoff.ms");
   return finish_group_config(c);
 }
 

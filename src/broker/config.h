@@ -87,6 +87,14 @@ struct broker_config {
   int64_t log_flush_scheduler_interval_ms = INT64_MAX;  // how often flush.ms is checked
   std::vector<std::string> log_cleanup_policy = {"delete"};
   bool log_preallocate = false;
+  // The log cleaner (log.cleaner.*; the topic-level cleaner keys reach storage's log_config).
+  bool log_cleaner_enable = true;
+  int32_t log_cleaner_threads = 1;
+  int64_t log_cleaner_dedupe_buffer_size = 134217728;
+  double log_cleaner_io_buffer_load_factor = 0.9;
+  int32_t log_cleaner_io_buffer_size = 524288;
+  double log_cleaner_io_max_bytes_per_second = 1.7976931348623157e308;
+  int64_t log_cleaner_backoff_ms = 15000;
 
   // The group coordinator: group.*, offset.metadata.max.bytes, offsets.* (the replication
   // factor aside).
