@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +37,8 @@
 #include "protocol/messages/sync_group_response.h"
 
 namespace tarn::coordinator {
+
+class consumer_group;  // consumer_group.h
 
 enum class classic_group_state : uint8_t {
   empty,
@@ -58,6 +62,7 @@ owned_message<protocol::sync_group_response> sync_error(protocol::error_code e);
 struct classic_protocol {
   std::string name;
   std::vector<uint8_t> metadata;
+  bool operator==(const classic_protocol&) const = default;
 };
 
 struct classic_member {
@@ -151,6 +156,17 @@ class classic_group {
 
   // Marks the group deleted: waiting requests get COORDINATOR_NOT_AVAILABLE.
   void mark_dead(group_context& ctx);
+
+  // Kafka's ClassicGroup.fromConsumerGroup (online downgrade, consumer_group_classic.cc): a
+  // Stable group at the consumer group's epoch with its classic members but
+  // `leaving_member_id`, the protocol they vote for, each member's target assignment as its
+  // assignment, sessions starting at now_ms, the first member as the leader.
+  static std::unique_ptr<classic_group> from_consumer_group(const consumer_group& group,
+                                                            std::string_view leaving_member_id,
+                                                            const metadata_view& metadata,
+                                                            int64_t now_ms);
+  // Kafka's prepareRebalance: the members must rejoin (after a downgrade).
+  void rebalance(group_context& ctx) { prepare_rebalance(ctx); }
 
   // Load: the state a GroupMetadataValue describes (members restored as Stable, with their
   // sessions starting at now_ms, as Kafka does for a loaded group).

@@ -11,6 +11,7 @@
 #include <regex>
 #include <utility>
 
+#include "coordinator/consumer_group_internal.h"
 #include "coordinator/consumer_group_records.h"
 #include "coordinator/current_assignment.h"
 #include "coordinator/group_coordinator.h"
@@ -20,7 +21,6 @@ namespace tarn::coordinator {
 using protocol::error_code;
 using heartbeat_request = protocol::consumer_group_heartbeat_request;
 using heartbeat_response = protocol::consumer_group_heartbeat_response;
-using regex_map = std::map<std::string, resolved_regex, std::less<>>;
 
 namespace {
 
@@ -33,31 +33,6 @@ constexpr int64_t regex_refresh_min_interval_ms = 10000;
 bool blank(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return static_cast<unsigned char>(c) <= ' '; });
-}
-
-// Kafka's Uuid.randomUuid().toString(): 16 random bytes in unpadded URL-safe base64.
-std::string random_member_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::array<uint8_t, 16> b{};
-  for (size_t i = 0; i < b.size(); i += 8) {
-    const uint64_t r = rng();
-    for (size_t j = 0; j < 8; ++j) b[i + j] = static_cast<uint8_t>(r >> (8 * j));
-  }
-  static constexpr std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (uint8_t byte : b) {
-    acc = (acc << 8) | byte;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(alphabet[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 0x3f]);
-  return out;
 }
 
 // Kafka's CoordinatorOperationExceptionHelper: what a heartbeat answers when its records could
@@ -144,16 +119,6 @@ resolved_regex resolve(const std::string& pattern, const metadata_view& metadata
   return out;
 }
 
-// The names a member subscribes to: its topic names and its regex's topics once resolved.
-template <class F>
-void for_each_subscribed_name(const consumer_group_member& m, const regex_map& regexes, F&& f) {
-  for (const auto& n : m.subscribed_topic_names) f(n);
-  if (m.subscribed_topic_regex.empty()) return;
-  auto it = regexes.find(m.subscribed_topic_regex);
-  if (it == regexes.end()) return;  // unresolved: no topics, to be conservative
-  for (const auto& n : it->second.topics) f(n);
-}
-
 // The existing topics a member subscribes to, by id, with their partition counts.
 std::set<topic_uuid> subscribed_ids(const consumer_group_member& m, const regex_map& regexes,
                                     const metadata_view& metadata,
@@ -168,9 +133,44 @@ std::set<topic_uuid> subscribed_ids(const consumer_group_member& m, const regex_
   return out;
 }
 
-// tarn's MetadataHash: FNV-1a over the subscribed topics that exist (name, id, partition
-// count), in name order; 0 for none. It changes when a subscribed topic is created, deleted or
-// grows, which is all Kafka's XXH3-based hash is used for.
+bool same_metadata(const consumer_group_member& a, const consumer_group_member& b) {
+  return a.instance_id == b.instance_id && a.rack_id == b.rack_id &&
+         a.rebalance_timeout_ms == b.rebalance_timeout_ms && a.client_id == b.client_id &&
+         a.client_host == b.client_host && a.subscribed_topic_names == b.subscribed_topic_names &&
+         a.subscribed_topic_regex == b.subscribed_topic_regex &&
+         a.server_assignor == b.server_assignor && a.classic_member == b.classic_member;
+}
+
+group_error invalid_request(std::string message) {
+  return {error_code::invalid_request, std::move(message)};
+}
+
+}  // namespace
+
+std::string random_member_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::array<uint8_t, 16> b{};
+  for (size_t i = 0; i < b.size(); i += 8) {
+    const uint64_t r = rng();
+    for (size_t j = 0; j < 8; ++j) b[i + j] = static_cast<uint8_t>(r >> (8 * j));
+  }
+  static constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t byte : b) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(alphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 0x3f]);
+  return out;
+}
+
 int64_t topics_hash(const std::set<std::string>& names, const metadata_view& metadata) {
   uint64_t h = 14695981039346656037ull;
   bool any = false;
@@ -187,28 +187,6 @@ int64_t topics_hash(const std::set<std::string>& names, const metadata_view& met
   }
   return any ? static_cast<int64_t>(h) : 0;
 }
-
-bool same_metadata(const consumer_group_member& a, const consumer_group_member& b) {
-  return a.instance_id == b.instance_id && a.rack_id == b.rack_id &&
-         a.rebalance_timeout_ms == b.rebalance_timeout_ms && a.client_id == b.client_id &&
-         a.client_host == b.client_host && a.subscribed_topic_names == b.subscribed_topic_names &&
-         a.subscribed_topic_regex == b.subscribed_topic_regex &&
-         a.server_assignor == b.server_assignor;
-}
-
-group_error invalid_request(std::string message) {
-  return {error_code::invalid_request, std::move(message)};
-}
-
-}  // namespace
-
-// What a request changes: the records to write and, once they are written, the timers.
-struct consumer_group::change {
-  std::vector<coordinator_record> records;
-  std::vector<std::pair<std::string, int64_t>> sessions;
-  std::vector<std::pair<std::string, std::optional<rebalance_timer>>> rebalances;
-  std::optional<int64_t> regex_refresh_ms;
-};
 
 consumer_group::consumer_group(std::string group_id) : group_id_(std::move(group_id)) {}
 
@@ -360,21 +338,8 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
                            "the instance id is owned by {} member.",
                            member_id, *instance_id, previous->member_id)});
         }
-        // The new member takes over the previous one's assignment, at epoch 0.
-        member = *previous;
-        member.member_id = member_id;
-        member.member_epoch = 0;
-        member.previous_member_epoch = 0;
-        for (auto& [topic, parts] : member.assigned_partitions) {
-          for (auto& [p, e] : parts) e = 0;  // as the away member's record has them
-        }
+        member = replace_static_member(*previous, member_id, c);
         replaced = previous->member_id;
-        remove_member_records(group_id_, previous->member_id, c.records);
-        c.records.push_back(member_metadata_record(group_id_, member));
-        auto t = target_.find(previous->member_id);
-        c.records.push_back(target_member_record(
-            group_id_, member_id, t == target_.end() ? topic_assignment{} : t->second));
-        c.records.push_back(current_assignment_record(group_id_, member));
       }
     } else {
       if (!previous) {
@@ -458,6 +423,41 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
     }
   }
 
+  const bool subscription_changed = names_changed || regex_updated;
+  const bool bump = names_changed || (regex_updated && regex_resolved) || regexes_refreshed;
+  auto next = update_and_reconcile(member, updated, replaced, regexes, bump, subscription_changed,
+                                   owned, ctx, c);
+  if (!next) return error_response(next.error());
+  const consumer_group_member reconciled = std::move(*next);
+  c.sessions.emplace_back(reconciled.member_id, now + session_timeout_ms(reconciled, ctx.config));
+
+  if (auto e = commit(c, ctx)) return error_response(e);
+
+  owned_message<heartbeat_response> out;
+  out.message.member_id = out.arena.keep(reconciled.member_id);
+  out.message.member_epoch = reconciled.member_epoch;
+  out.message.heartbeat_interval_ms = ctx.config.group_consumer_heartbeat_interval_ms;
+  // The assignment goes to a member that joins, that sent a full request (as it does after an
+  // error), or whose assignment changed.
+  const bool full_request = req.rebalance_timeout_ms != -1 &&
+                            (req.subscribed_topic_names || req.subscribed_topic_regex) && owned;
+  if (joining || full_request || member.assigned_partitions != reconciled.assigned_partitions) {
+    auto& a = out.message.assignment.emplace();
+    for (const auto& [t, parts] : reconciled.assigned_partitions) {
+      auto& tp = a.topic_partitions.emplace_back();
+      tp.topic_id = to_wire(t);
+      for (const auto& [p, e] : parts) tp.partitions.push_back(p);
+    }
+  }
+  return out;
+}
+
+result<consumer_group_member, group_error> consumer_group::update_and_reconcile(
+    const consumer_group_member& member, const consumer_group_member& updated,
+    const std::optional<std::string>& replaced, const regex_map& regexes, bool bump,
+    bool subscription_changed, const owned_topic_partitions* owned, group_context& ctx, change& c) {
+  const int64_t now = ctx.now_ms;
+  const metadata_view& metadata = ctx.metadata;
   // The preferred server assignor: the one most members name.
   const std::string default_assignor = ctx.config.group_consumer_assignors.empty()
                                            ? std::string(uniform_assignor::assignor_name)
@@ -486,9 +486,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
   const std::string assignor_name = preferred(true);
   const bool assignor_changed = assignor_name != preferred(false);
 
-  const bool subscription_changed = names_changed || regex_updated;
-  bool bump =
-      names_changed || (regex_updated && regex_resolved) || regexes_refreshed || assignor_changed;
+  if (assignor_changed) bump = true;
 
   // The subscribed topics of the group with the updated member, and their hash.
   std::set<std::string> group_topics;
@@ -571,7 +569,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
       return current_partition_epoch(t, p);
     };
     auto next = reconcile(updated, in);
-    if (!next) return error_response(next.error());
+    if (!next) return fail(next.error());
     reconciled = std::move(*next);
     if (!same_assignment(reconciled, updated)) {
       c.records.push_back(current_assignment_record(group_id_, reconciled));
@@ -584,27 +582,33 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
       }
     }
   }
-  c.sessions.emplace_back(reconciled.member_id, now + ctx.config.group_consumer_session_timeout_ms);
+  return reconciled;
+}
 
-  if (auto e = commit(c, ctx)) return error_response(e);
+int32_t consumer_group::session_timeout_ms(const consumer_group_member& m,
+                                           const group_config& config) const {
+  return m.classic_member ? m.classic_member->session_timeout_ms
+                          : config.group_consumer_session_timeout_ms;
+}
 
-  owned_message<heartbeat_response> out;
-  out.message.member_id = out.arena.keep(reconciled.member_id);
-  out.message.member_epoch = reconciled.member_epoch;
-  out.message.heartbeat_interval_ms = ctx.config.group_consumer_heartbeat_interval_ms;
-  // The assignment goes to a member that joins, that sent a full request (as it does after an
-  // error), or whose assignment changed.
-  const bool full_request = req.rebalance_timeout_ms != -1 &&
-                            (req.subscribed_topic_names || req.subscribed_topic_regex) && owned;
-  if (joining || full_request || member.assigned_partitions != reconciled.assigned_partitions) {
-    auto& a = out.message.assignment.emplace();
-    for (const auto& [t, parts] : reconciled.assigned_partitions) {
-      auto& tp = a.topic_partitions.emplace_back();
-      tp.topic_id = to_wire(t);
-      for (const auto& [p, e] : parts) tp.partitions.push_back(p);
-    }
+consumer_group_member consumer_group::replace_static_member(const consumer_group_member& previous,
+                                                            const std::string& member_id,
+                                                            change& c) const {
+  // The new member takes over the previous one's assignment, at epoch 0 (Kafka's replaceMember).
+  consumer_group_member member = previous;
+  member.member_id = member_id;
+  member.member_epoch = 0;
+  member.previous_member_epoch = 0;
+  for (auto& [topic, parts] : member.assigned_partitions) {
+    for (auto& [p, e] : parts) e = 0;  // as the away member's record has them
   }
-  return out;
+  remove_member_records(group_id_, previous.member_id, c.records);
+  c.records.push_back(member_metadata_record(group_id_, member));
+  auto t = target_.find(previous.member_id);
+  c.records.push_back(target_member_record(group_id_, member_id,
+                                           t == target_.end() ? topic_assignment{} : t->second));
+  c.records.push_back(current_assignment_record(group_id_, member));
+  return member;
 }
 
 owned_message<heartbeat_response> consumer_group::leave(const heartbeat_request& req,
@@ -688,9 +692,13 @@ void consumer_group::fence(const std::vector<std::string>& member_ids,
 }
 
 group_error consumer_group::commit(change& c, group_context& ctx) {
-  if (!c.records.empty()) {
-    const error_code e = ctx.write(c.records);
+  if (!c.records.empty() || !pending_records_.empty()) {
+    // An upgrade's records (already applied) go first, in the same batch.
+    std::vector<coordinator_record> batch = pending_records_;
+    batch.insert(batch.end(), c.records.begin(), c.records.end());
+    const error_code e = ctx.write(std::move(batch));
     if (e != error_code::none) return {write_error_to_response(e), ""};
+    pending_records_.clear();
     for (const auto& r : c.records) {
       protocol::reader rd(r.key);
       const int16_t type = rd.read_int16();
@@ -711,20 +719,33 @@ group_error consumer_group::commit(change& c, group_context& ctx) {
   // Members that are gone (fenced, left, replaced) have no timers.
   std::erase_if(session_deadline_ms_, [&](const auto& kv) { return !members_.contains(kv.first); });
   std::erase_if(rebalance_timers_, [&](const auto& kv) { return !members_.contains(kv.first); });
+  std::erase_if(classic_join_deadline_ms_,
+                [&](const auto& kv) { return !members_.contains(kv.first); });
+  std::erase_if(classic_sync_deadline_ms_,
+                [&](const auto& kv) { return !members_.contains(kv.first); });
   return {};
 }
 
 // --- Timers --------------------------------------------------------------------------------------
 
-void consumer_group::poll(group_context& ctx) {
-  if (dead_) return;
+std::optional<std::string> consumer_group::poll(group_context& ctx) {
+  if (dead_) return std::nullopt;
   const int64_t now = ctx.now_ms;
   std::vector<std::string> expired;
+  auto due = [&](const std::map<std::string, int64_t, std::less<>>& deadlines,
+                 const std::string& id) {
+    auto d = deadlines.find(id);
+    return d != deadlines.end() && d->second <= now;
+  };
   for (const auto& [id, m] : members_) {
     auto [it, fresh] = session_deadline_ms_.try_emplace(
-        id, now + ctx.config.group_consumer_session_timeout_ms);  // after a load: a new session
+        id, now + session_timeout_ms(m, ctx.config));  // after a load: a new session
     if (!fresh && it->second <= now) {
       expired.push_back(id);
+      continue;
+    }
+    if (due(classic_join_deadline_ms_, id) || due(classic_sync_deadline_ms_, id)) {
+      expired.push_back(id);  // a classic member that did not rejoin or sync in time
       continue;
     }
     auto r = rebalance_timers_.find(id);
@@ -739,10 +760,12 @@ void consumer_group::poll(group_context& ctx) {
   // retried at the next poll.
   for (const auto& id : expired) {
     if (!members_.contains(id)) continue;
+    if (validate_online_downgrade(id, ctx.config)) return id;
     change c;
     fence({id}, ctx.metadata, c);
     (void)commit(c, ctx);
   }
+  return std::nullopt;
 }
 
 std::optional<int64_t> consumer_group::next_deadline_ms() const {
@@ -752,6 +775,8 @@ std::optional<int64_t> consumer_group::next_deadline_ms() const {
   };
   for (const auto& [id, t] : session_deadline_ms_) consider(t);
   for (const auto& [id, t] : rebalance_timers_) consider(t.deadline_ms);
+  for (const auto& [id, t] : classic_join_deadline_ms_) consider(t);
+  for (const auto& [id, t] : classic_sync_deadline_ms_) consider(t);
   return next;
 }
 
@@ -824,7 +849,7 @@ void consumer_group::describe(protocol::consumer_group_describe_response::descri
     d.assignment.topic_partitions = topic_partitions(current);
     auto t = target_.find(id);
     if (t != target_.end()) d.target_assignment.topic_partitions = topic_partitions(t->second);
-    if (version >= 1) d.member_type = 1;  // a consumer-protocol member (classic members: 0)
+    if (version >= 1) d.member_type = m.classic_member ? 0 : 1;  // classic 0, consumer 1
   }
 }
 
@@ -848,6 +873,15 @@ offset_commit_check consumer_group::validate_offset_commit(
              fmt::format("Member {} is not a member of group {}.", member_id, group_id_)}};
   }
   const consumer_group_member& m = it->second;
+  if (m.classic_member) {
+    // A classic member commits with its generation, the member epoch (Kafka's
+    // validateMemberEpoch for the classic protocol).
+    if (member_epoch == m.member_epoch) return {};
+    return {{error_code::illegal_generation,
+             fmt::format("The received generation id {} does not match the expected member "
+                         "epoch {}.",
+                         member_epoch, m.member_epoch)}};
+  }
   if (!is_transactional && api_version < 9) {
     return {{error_code::unsupported_version,
              "OffsetCommit version 9 or above must be used by members using the consumer group "
@@ -913,6 +947,12 @@ group_error consumer_group::validate_offset_fetch(std::optional<std::string_view
   if (it == members_.end()) {
     return {error_code::unknown_member_id,
             fmt::format("Member {} is not a member of group {}.", id, group_id_)};
+  }
+  if (member_epoch != it->second.member_epoch && it->second.classic_member) {
+    return {error_code::illegal_generation,
+            fmt::format("The received generation id {} does not match the expected member epoch "
+                        "{}.",
+                        member_epoch, it->second.member_epoch)};
   }
   if (member_epoch != it->second.member_epoch) {
     return {error_code::stale_member_epoch,

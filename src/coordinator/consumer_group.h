@@ -25,8 +25,10 @@
 // later) and refreshed at most every 10 s by a heartbeat (Kafka: when topics are created, or
 // every group.consumer.regex.refresh.interval.ms); MetadataHash is tarn's own 64-bit hash of the
 // subscribed topics (Kafka's is XXH3 over its metadata image; it only has to change when they
-// change). Not implemented: classic-protocol members in a consumer group (online migration),
-// per-group configs (consumer.session.timeout.ms ...), rack-aware assignment.
+// change). Classic-protocol members (KIP-848's online migration, group.consumer.migration.policy)
+// are members with ClassicMemberMetadata, served through JoinGroup, SyncGroup, Heartbeat and
+// LeaveGroup (consumer_group_classic.cc). Not implemented: per-group configs
+// (consumer.session.timeout.ms ...), rack-aware assignment.
 //
 // Thread-safety: none; the facade calls it under its shard's lock.
 #pragma once
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -41,7 +44,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "coordinator/assignor.h"
+#include "coordinator/classic_group.h"
 #include "coordinator/group_config.h"
 #include "coordinator/group_context.h"
 #include "coordinator/metadata_view.h"
@@ -72,6 +77,20 @@ enum class member_state : int8_t {
 // offset commit carrying an older member epoch is accepted for the partitions it already had).
 using epoch_assignment = std::map<topic_uuid, std::map<int32_t, int32_t>>;
 
+// group.consumer.migration.policy (Kafka's ConsumerGroupMigrationPolicy, read case-insensitively):
+// "upgrade" and "bidirectional" let a classic group become a consumer group, "downgrade" and
+// "bidirectional" the reverse; "disabled" neither.
+bool online_upgrade_enabled(const group_config& config);
+bool online_downgrade_enabled(const group_config& config);
+
+// A classic-protocol member's JoinGroup metadata (Kafka's ClassicMemberMetadata): its session
+// timeout and its protocols, in its order of preference.
+struct classic_member_metadata {
+  int32_t session_timeout_ms = 0;
+  std::vector<classic_protocol> supported_protocols;
+  bool operator==(const classic_member_metadata&) const = default;
+};
+
 struct consumer_group_member {
   std::string member_id;
   // The epoch the member must send; -2 while a static member is away (until its session ends).
@@ -88,7 +107,10 @@ struct consumer_group_member {
   std::optional<std::string> server_assignor;
   epoch_assignment assigned_partitions;
   epoch_assignment partitions_pending_revocation;
+  // Set for a member that uses the classic protocol (JoinGroup/SyncGroup) inside the group.
+  std::optional<classic_member_metadata> classic_member;
 
+  bool uses_classic_protocol() const { return classic_member.has_value(); }
   bool operator==(const consumer_group_member&) const = default;
 };
 
@@ -141,10 +163,45 @@ class consumer_group {
       const protocol::consumer_group_heartbeat_request& request, int16_t version,
       const client_info& client, group_context& ctx);
 
-  // Fences the members whose session or rebalance timeout passed. Cheap when nothing is due.
-  void poll(group_context& ctx);
+  // Fences the members whose session or rebalance timeout passed (for a classic member also
+  // its join and sync timeouts). Cheap when nothing is due. A member whose fencing would
+  // downgrade the group (validate_online_downgrade) is not fenced but returned: the facade
+  // converts the group.
+  std::optional<std::string> poll(group_context& ctx);
   // The earliest time poll() has something to do, if any.
   std::optional<int64_t> next_deadline_ms() const;
+
+  // --- Classic members (online migration; consumer_group_classic.cc) ------------------------
+
+  // Kafka's classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup,
+  // classicGroupHeartbeatToConsumerGroup and classicGroupLeaveToConsumerGroup. JoinGroup and
+  // SyncGroup answer through ctx.deferred, once their records are written.
+  void classic_join(const protocol::join_group_request& request, int16_t version,
+                    const client_info& client, group_context& ctx, join_callback done);
+  void classic_sync(const protocol::sync_group_request& request, group_context& ctx,
+                    sync_callback done);
+  protocol::error_code classic_heartbeat(const protocol::heartbeat_request& request,
+                                         group_context& ctx);
+  protocol::error_code classic_leave(const protocol::leave_group_request& request, int16_t version,
+                                     group_context& ctx,
+                                     owned_message<protocol::leave_group_response>& out);
+  // Kafka's supportsClassicProtocols: protocol type "consumer" and a protocol every classic
+  // member supports (any, in a group without classic members).
+  bool supports_classic_protocols(std::string_view protocol_type,
+                                  const std::vector<classic_protocol>& protocols) const;
+  // Kafka's validateOnlineDowngradeWithFencedMember: removing `member_id` leaves only classic
+  // members (at least one, at most group.max.size) and the policy allows a downgrade.
+  bool validate_online_downgrade(std::string_view member_id, const group_config& config) const;
+  // The member a ConsumerGroupHeartbeat leave (epoch -1) would remove, if the request names
+  // one the group has and leave() would accept.
+  std::optional<std::string> leaving_member(
+      const protocol::consumer_group_heartbeat_request& request) const;
+  // Kafka's ConsumerGroup.fromClassicGroup: the group a classic "consumer" group becomes, built
+  // by replaying the records Kafka writes for it (the classic group's tombstone, then
+  // createConsumerGroupRecords), which are written with the group's first change. An error for
+  // a member's subscription or assignment that does not parse.
+  static result<std::unique_ptr<consumer_group>, std::string> from_classic_group(
+      const classic_group& group, const metadata_view& metadata);
 
   // --- ConsumerGroupDescribe, ListGroups, DeleteGroups --------------------------------------
 
@@ -221,10 +278,16 @@ class consumer_group {
   bool same_state(const consumer_group& other) const;
 
  private:
-  struct change;
   struct rebalance_timer {
     int64_t deadline_ms = 0;
     int32_t member_epoch = 0;
+  };
+  // What a request changes: the records to write and, once they are written, the timers.
+  struct change {
+    std::vector<coordinator_record> records;
+    std::vector<std::pair<std::string, int64_t>> sessions;
+    std::vector<std::pair<std::string, std::optional<rebalance_timer>>> rebalances;
+    std::optional<int64_t> regex_refresh_ms;
   };
 
   owned_message<protocol::consumer_group_heartbeat_response> join_or_heartbeat(
@@ -232,6 +295,28 @@ class consumer_group {
       group_context& ctx);
   owned_message<protocol::consumer_group_heartbeat_response> leave(
       const protocol::consumer_group_heartbeat_request& request, group_context& ctx);
+  // Steps 2 and 3 of a join (either protocol): the group epoch bump (`bump`, or the
+  // subscribed topics' hash or the preferred assignor changed), a new target assignment when
+  // due, and the member's reconciliation towards its target. Records into c.
+  result<consumer_group_member, group_error> update_and_reconcile(
+      const consumer_group_member& member, const consumer_group_member& updated,
+      const std::optional<std::string>& replaced,
+      const std::map<std::string, resolved_regex, std::less<>>& regexes, bool bump,
+      bool subscription_changed,
+      const std::vector<protocol::consumer_group_heartbeat_request::topic_partitions_data>* owned,
+      group_context& ctx, change& c);
+  int32_t session_timeout_ms(const consumer_group_member& m, const group_config& config) const;
+  // A static member joining under a new id takes `previous`'s place: the member it becomes and
+  // the records (Kafka's replaceMember).
+  consumer_group_member replace_static_member(const consumer_group_member& previous,
+                                              const std::string& member_id, change& c) const;
+  // Kafka's waitingOnUnreleasedPartition: a partition of the member's target is still owned by
+  // another member.
+  bool waiting_on_unreleased_partition(const consumer_group_member& m) const;
+  // Kafka's validateConsumerGroupMember: the member a classic request names (by instance id
+  // for a static member), or UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID.
+  result<const consumer_group_member*, protocol::error_code> classic_request_member(
+      std::string_view member_id, const std::optional<std::string_view>& instance_id) const;
   // Records that remove the members and bump the group epoch (Kafka's consumerGroupFenceMembers).
   void fence(const std::vector<std::string>& member_ids, const metadata_view& metadata,
              change& c) const;
@@ -268,6 +353,13 @@ class consumer_group {
   // Timers (not persisted).
   std::map<std::string, int64_t, std::less<>> session_deadline_ms_;
   std::map<std::string, rebalance_timer, std::less<>> rebalance_timers_;
+  // Classic members: the time by which a member told to rejoin must JoinGroup, and the time
+  // by which a member that joined must SyncGroup (both its rebalance timeout).
+  std::map<std::string, int64_t, std::less<>> classic_join_deadline_ms_;
+  std::map<std::string, int64_t, std::less<>> classic_sync_deadline_ms_;
+  // The records of an upgrade (from_classic_group), already applied, written with the first
+  // change.
+  std::vector<coordinator_record> pending_records_;
   int64_t last_regex_refresh_ms_ = 0;
 };
 

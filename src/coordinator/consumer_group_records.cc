@@ -79,7 +79,20 @@ coordinator_record member_metadata_record(std::string_view group, const consumer
   v.subscribed_topic_regex = std::string_view(m.subscribed_topic_regex);
   v.rebalance_timeout_ms = m.rebalance_timeout_ms;
   v.server_assignor = to_view(m.server_assignor);
-  v.classic_member_metadata = std::nullopt;
+  if (m.classic_member) {
+    // Assigned, not emplace()d: clang 14 refuses emplace() for the nested struct.
+    v.classic_member_metadata =
+        protocol::consumer_group_member_metadata_value::classic_member_metadata_data{};
+    auto& cm = *v.classic_member_metadata;
+    cm.session_timeout_ms = m.classic_member->session_timeout_ms;
+    for (const auto& p : m.classic_member->supported_protocols) {
+      auto& sp = cm.supported_protocols.emplace_back();
+      sp.name = p.name;
+      sp.metadata = p.metadata;
+    }
+  } else {
+    v.classic_member_metadata = std::nullopt;  // Kafka's orElse(null): written as null
+  }
   return make_record(k, v);
 }
 
@@ -250,6 +263,7 @@ void consumer_group::apply_member_metadata(const std::string& member_id,
   m.subscribed_topic_names = md->subscribed_topic_names;
   m.subscribed_topic_regex = md->subscribed_topic_regex;
   m.server_assignor = md->server_assignor;
+  m.classic_member = md->classic_member;
   if (m.instance_id) static_members_[*m.instance_id] = member_id;
 }
 
@@ -321,6 +335,14 @@ bool consumer_group::replay(int16_t record_type, std::span<const uint8_t> key,
                                    v->subscribed_topic_names.end()};
       md.subscribed_topic_regex = v->subscribed_topic_regex.value_or("");
       md.server_assignor = owned_copy(v->server_assignor);
+      if (v->classic_member_metadata) {
+        auto& cm = md.classic_member.emplace();
+        cm.session_timeout_ms = v->classic_member_metadata->session_timeout_ms;
+        for (const auto& p : v->classic_member_metadata->supported_protocols) {
+          cm.supported_protocols.push_back(
+              {std::string(p.name), std::vector<uint8_t>(p.metadata.begin(), p.metadata.end())});
+        }
+      }
       apply_member_metadata(id, md);
       break;
     }

@@ -120,6 +120,27 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
 
 std::optional<std::string_view> opt(const std::optional<std::string_view>& v) { return v; }
 
+// Kafka's convertToClassicGroup after the last member of the consumer protocol leaves: the
+// consumer group's tombstones and the classic group's GroupMetadata in one batch, then the
+// classic group rebalances (its members get REBALANCE_IN_PROGRESS and rejoin).
+error_code downgrade(shard& sh, const std::string& group_id, const std::string& leaving_member_id,
+                     group_context& ctx) {
+  auto cg = sh.consumer.find(group_id);
+  if (cg == sh.consumer.end()) return error_code::none;
+  auto classic =
+      classic_group::from_consumer_group(*cg->second, leaving_member_id, ctx.metadata, ctx.now_ms);
+  std::vector<coordinator_record> records;
+  cg->second->delete_records(records);
+  records.push_back(group_metadata_record(*classic));
+  if (auto e = ctx.write(std::move(records)); e != error_code::none) {
+    return append_error_to_response_error(e);
+  }
+  sh.consumer.erase(cg);
+  classic->rebalance(ctx);
+  sh.classic[group_id] = std::move(classic);
+  return error_code::none;
+}
+
 std::string to_lower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -243,10 +264,8 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
     }
     if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
       if (!cg->second->empty()) {
-        // Classic members in a consumer group (KIP-848's online migration) are not served.
-        ctx.deferred.push_back([done, m = std::string(request.member_id)] {
-          done(join_error(m, error_code::inconsistent_group_protocol));
-        });
+        // A classic member of a consumer group (KIP-848's online migration).
+        cg->second->classic_join(req, version, client, ctx, done);
         return;
       }
       // An empty consumer group becomes a classic group (Kafka's maybeDeleteEmptyConsumerGroup).
@@ -307,8 +326,15 @@ void group_coordinator::sync_group(const protocol::sync_group_request& request, 
   run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
     error_code early = error_code::none;
     auto it = sh.classic.find(request.group_id);
+    auto cg = sh.consumer.find(request.group_id);
     if (!sh.loaded) {
       early = error_code::coordinator_load_in_progress;
+    } else if (cg != sh.consumer.end()) {
+      if (!cg->second->empty()) {
+        cg->second->classic_sync(request, ctx, done);
+        return;
+      }
+      early = error_code::unknown_member_id;
     } else if (it == sh.classic.end()) {
       early = error_code::unknown_member_id;
     }
@@ -332,6 +358,9 @@ owned_message<protocol::heartbeat_response> group_coordinator::heartbeat(
   const error_code e =
       run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
         if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
+          return cg->second->classic_heartbeat(request, ctx);
+        }
         auto it = sh.classic.find(request.group_id);
         if (it == sh.classic.end()) return error_code::unknown_member_id;
         return it->second->heartbeat(request, ctx);
@@ -351,6 +380,9 @@ owned_message<protocol::leave_group_response> group_coordinator::leave_group(
   const error_code e =
       run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
         if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
+          return cg->second->classic_leave(request, version, ctx, out);
+        }
         auto it = sh.classic.find(request.group_id);
         if (it == sh.classic.end()) {
           // Every member named is unknown.
@@ -903,33 +935,55 @@ group_coordinator::consumer_group_heartbeat(
           return consumer_group::error_response({error_code::coordinator_load_in_progress, ""});
         const std::string group_id(request.group_id);
         if (auto it = sh.classic.find(group_id); it != sh.classic.end()) {
-          if (!it->second->is_empty()) {
-            if (!it->second->uses_consumer_protocol()) {
+          classic_group& classic = *it->second;
+          if (!classic.is_empty() || request.member_epoch != 0) {
+            auto not_upgraded = [&](std::string why) {
+              return consumer_group::error_response(
+                  {error_code::group_id_not_found, "Cannot upgrade classic group " + group_id +
+                                                       " to consumer group because " + why + "."});
+            };
+            // Kafka's getOrMaybeCreateConsumerGroup and validateOnlineUpgrade.
+            if (request.member_epoch != 0) {
               return consumer_group::error_response(
                   {error_code::group_id_not_found,
-                   "Cannot upgrade classic group " + group_id +
-                       " to consumer group because the group does not use the consumer "
-                       "embedded protocol."});
+                   "Group " + group_id + " is not a consumer group."});
             }
-            // A classic consumer group with members is not upgraded (tarn does not serve
-            // KIP-848's online migration).
-            return consumer_group::error_response(
-                {error_code::group_id_not_found,
-                 "Group " + group_id + " is not a consumer group."});
+            if (!online_upgrade_enabled(config_)) {
+              return not_upgraded("the online upgrade is disabled");
+            }
+            if (!classic.uses_consumer_protocol()) {
+              return not_upgraded("the group does not use the consumer embedded protocol");
+            }
+            if (classic.members().size() >
+                static_cast<size_t>(std::max(config_.group_consumer_max_size, 0))) {
+              return not_upgraded("the group size exceeds the consumer group maximum size");
+            }
+            auto converted = consumer_group::from_classic_group(classic, metadata_);
+            if (!converted) {
+              return consumer_group::error_response(
+                  {error_code::group_id_not_found,
+                   "Cannot upgrade the classic group " + group_id +
+                       " to consumer group because the embedded consumer protocol is "
+                       "malformed."});
+            }
+            // The heartbeat that joins writes the conversion's records with its own; if it
+            // fails nothing is written and the group stays classic.
+            auto out = (*converted)->heartbeat(request, version, client, ctx);
+            if (out.message.error_code != 0) return out;
+            // Waiting classic requests are told to rejoin (Kafka's completeAllJoinFutures
+            // and completeAllSyncFutures with REBALANCE_IN_PROGRESS).
+            classic.fail_waiting(error_code::rebalance_in_progress, ctx);
+            sh.classic.erase(it);
+            sh.consumer[group_id] = std::move(*converted);
+            return out;
           }
           // An empty classic group becomes a consumer group (Kafka's
           // maybeDeleteEmptyClassicGroup); its committed offsets stay.
-          if (request.member_epoch == 0) {
-            if (auto e = ctx.write({group_metadata_tombstone(group_id)}); e != error_code::none) {
-              return consumer_group::error_response({append_error_to_response_error(e), ""});
-            }
-            it->second->mark_dead(ctx);
-            sh.classic.erase(it);
-          } else {
-            return consumer_group::error_response(
-                {error_code::group_id_not_found,
-                 "Group " + group_id + " is not a consumer group."});
+          if (auto e = ctx.write({group_metadata_tombstone(group_id)}); e != error_code::none) {
+            return consumer_group::error_response({append_error_to_response_error(e), ""});
           }
+          classic.mark_dead(ctx);
+          sh.classic.erase(it);
         }
         auto cg = sh.consumer.find(group_id);
         if (cg == sh.consumer.end()) {
@@ -938,6 +992,19 @@ group_coordinator::consumer_group_heartbeat(
                 consumer_group::not_found_error(group_id, request.member_epoch));
           }
           cg = sh.consumer.emplace(group_id, std::make_unique<consumer_group>(group_id)).first;
+        }
+        // The last member of the consumer protocol leaving a group of classic members
+        // downgrades it (Kafka's consumerGroupFenceMember with
+        // validateOnlineDowngradeWithFencedMember).
+        if (auto leaving = cg->second->leaving_member(request);
+            leaving && cg->second->validate_online_downgrade(*leaving, config_)) {
+          if (auto e = downgrade(sh, group_id, *leaving, ctx); e != error_code::none) {
+            return consumer_group::error_response({e, ""});
+          }
+          owned_message<protocol::consumer_group_heartbeat_response> left;
+          left.message.member_id = left.arena.keep(request.member_id);
+          left.message.member_epoch = request.member_epoch;
+          return left;
         }
         auto out = cg->second->heartbeat(request, version, client, ctx);
         // A group whose first heartbeat failed was never created; a deleted one is gone.
@@ -994,7 +1061,11 @@ void group_coordinator::poll(int64_t now_ms) {
   for (auto& sp : shards_) {
     run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
       for (auto& [id, g] : sh.classic) g->poll(ctx);
-      for (auto& [id, g] : sh.consumer) g->poll(ctx);
+      std::vector<std::pair<std::string, std::string>> downgrades;  // group, leaving member
+      for (auto& [id, g] : sh.consumer) {
+        if (auto leaving = g->poll(ctx)) downgrades.emplace_back(id, *leaving);
+      }
+      for (const auto& [id, leaving] : downgrades) (void)downgrade(sh, id, leaving, ctx);
       if (!expire) return;
       // A consumer group's offsets expire by their commit time, for topics it does not
       // subscribe to (Kafka's ConsumerGroup.offsetExpirationCondition); an empty group with no

@@ -766,10 +766,10 @@ TEST_F(consumer_fixture, a_member_joins_gets_every_partition_and_commits_with_it
   EXPECT_EQ(c->delete_groups(del, 2, now).message.results[0].error_code,
             code(error_code::non_empty_group));
 
-  // A classic member cannot join the consumer group while it has members.
+  // A classic member joins the consumer group (online migration): first it gets its id.
   auto j = join("cg", "");
   ASSERT_TRUE(j->done);
-  EXPECT_EQ(j->error, code(error_code::inconsistent_group_protocol));
+  EXPECT_EQ(j->error, code(error_code::member_id_required));
 
   // Reload: the group and its offsets come back from the records.
   start();
@@ -787,7 +787,7 @@ TEST_F(consumer_fixture, a_member_joins_gets_every_partition_and_commits_with_it
   EXPECT_TRUE(c->list_groups(protocol::list_groups_request{}, 5).message.groups.empty());
 }
 
-TEST_F(consumer_fixture, empty_groups_change_protocol_and_busy_ones_do_not) {
+TEST_F(consumer_fixture, empty_groups_change_protocol_and_unsynced_ones_do_not) {
   // A simple (offsets-only) classic group becomes a consumer group at the first heartbeat.
   ASSERT_EQ(commit("g", 0, 5), 0);
   auto b = heartbeat848("g", "m", 0);
@@ -799,9 +799,13 @@ TEST_F(consumer_fixture, empty_groups_change_protocol_and_busy_ones_do_not) {
   tick();
   ASSERT_TRUE(j->done);
   EXPECT_EQ(j->error, 0);
-  // A classic group with members refuses KIP-848 members.
+  // A classic group whose member never synced (no assignment) is not upgraded: its embedded
+  // protocol does not parse (Kafka's SchemaException in fromClassicGroup).
   auto refused = heartbeat848("g", "m2", 0);
   EXPECT_EQ(refused.error, code(error_code::group_id_not_found));
+  EXPECT_EQ(refused.message,
+            "Cannot upgrade the classic group g to consumer group because the embedded consumer "
+            "protocol is malformed.");
   EXPECT_EQ(heartbeat848("unknown", "m", 3).error, code(error_code::group_id_not_found));
 }
 
