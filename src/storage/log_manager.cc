@@ -35,7 +35,30 @@ log_manager::log_manager(const log_manager_options& options)
     : log_dir_(options.log_dir), broker_props_(options.broker_props) {}
 
 log_manager::~log_manager() {
+  stop_cleaner();
   for (auto& [tp, l] : logs_) (void)l->close();
+}
+
+result<void, storage_error> log_manager::start_cleaner(const cleaner_config& config,
+                                                       std::mutex& owner_lock,
+                                                       cleaner_log_fn log_line) {
+  if (cleaner_) return {};
+  auto c = log_cleaner_manager::create(*this, config, owner_lock, std::move(log_line));
+  if (!c) return fail(c.error());
+  cleaner_ = std::move(*c);
+  cleaner_->start();
+  return {};
+}
+
+void log_manager::stop_cleaner() {
+  if (cleaner_) cleaner_->shutdown();
+}
+
+std::vector<std::pair<topic_partition, storage::log*>> log_manager::all_logs() const {
+  std::vector<std::pair<topic_partition, storage::log*>> out;
+  out.reserve(logs_.size());
+  for (const auto& [tp, l] : logs_) out.emplace_back(tp, l.get());
+  return out;
 }
 
 result<std::unique_ptr<log_manager>, storage_error> log_manager::open(
@@ -219,6 +242,9 @@ result<const topic_info*, storage_error> log_manager::create_topic(std::string_v
 result<void, storage_error> log_manager::delete_topic(std::string_view name) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));
+  // A cleaning of its partitions must not swap into a log about to go (LogManager.asyncDelete
+  // aborts cleaning first).
+  if (cleaner_) cleaner_->abort_and_forget(name);
   std::unique_ptr<topic_info> topic = std::move(it->second);
   topics_.erase(it);
   auto p = persist_topics();
@@ -349,6 +375,7 @@ result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
 
 result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestamp_ms now) {
   if (shut_down_) return {};
+  stop_cleaner();
   for (auto& [tp, l] : logs_) {
     auto f = l->flush(now);
     if (!f) return f;

@@ -10,12 +10,14 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "storage/checkpoint_file.h"
 #include "storage/log.h"
+#include "storage/log_cleaner_manager.h"
 #include "storage/log_config.h"
 #include "storage/topic_metadata.h"
 
@@ -76,6 +78,16 @@ class log_manager {
 
   // nullptr when the partition does not exist.
   storage::log* get_log(std::string_view topic, partition_id partition) const;
+  // Every partition log, in topic-partition order.
+  std::vector<std::pair<topic_partition, storage::log*>> all_logs() const;
+
+  // The log cleaner (log_cleaner_manager.h): created with the lock the caller holds around every
+  // use of this log_manager, its threads started when config.enable. stop_cleaner() joins them
+  // (shutdown() and the destructor call it first).
+  result<void, storage_error> start_cleaner(const cleaner_config& config, std::mutex& owner_lock,
+                                            cleaner_log_fn log_line);
+  void stop_cleaner();
+  log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
   // replication-offset-checkpoint (high watermarks) for every log.
@@ -99,6 +111,7 @@ class log_manager {
   std::map<std::string, std::unique_ptr<topic_info>, std::less<>> topics_;
   std::map<topic_partition, std::unique_ptr<storage::log>> logs_;
   append_listener append_listener_;
+  std::unique_ptr<log_cleaner_manager> cleaner_;
   bool shut_down_ = false;
 };
 

@@ -1,0 +1,197 @@
+// The log directory's cleaner threads: see log_cleaner_manager.h. Kafka's LogCleaner.CleanerThread
+// and LogCleanerManager.grabFilthiestCompactedLog / doneCleaning are the models.
+#include "storage/log_cleaner_manager.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "fmt/format.h"
+#include "storage/log_manager.h"
+
+namespace tarn::storage {
+namespace {
+
+timestamp_ms wall_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+log_cleaner_manager::log_cleaner_manager(log_manager& logs, const cleaner_config& config,
+                                         std::mutex& owner_lock, cleaner_log_fn log_line)
+    : logs_(logs),
+      config_(config),
+      owner_lock_(owner_lock),
+      log_line_(std::move(log_line)),
+      throttle_(config.max_io_bytes_per_second) {}
+
+log_cleaner_manager::~log_cleaner_manager() { shutdown(); }
+
+result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager::create(
+    log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
+    cleaner_log_fn log_line) {
+  std::unique_ptr<log_cleaner_manager> m(
+      new log_cleaner_manager(logs, config, owner_lock, std::move(log_line)));
+  auto offsets = read_cleaner_checkpoint(logs.log_dir());
+  if (!offsets) return fail(offsets.error());
+  m->checkpoints_ = std::move(*offsets);
+  const int32_t threads = std::max(config.threads, 1);
+  // Kafka: at most 2 GiB of map per thread; the I/O buffer is split between threads and between
+  // the read and write buffers.
+  const size_t map_bytes = static_cast<size_t>(
+      std::min<int64_t>(config.dedupe_buffer_size / threads, int64_t{INT32_MAX}));
+  const size_t io_bytes = static_cast<size_t>(std::max(config.io_buffer_size / threads / 2, 1));
+  for (int32_t i = 0; i < threads; ++i) {
+    auto c =
+        cleaner::create(i, map_bytes, config.dedupe_buffer_load_factor, io_bytes, &m->throttle_);
+    if (!c) return fail(c.error());
+    m->cleaners_.push_back(std::move(*c));
+  }
+  return m;
+}
+
+void log_cleaner_manager::start() {
+  if (!config_.enable || config_.threads <= 0 || !threads_.empty()) return;
+  for (int32_t i = 0; i < static_cast<int32_t>(cleaners_.size()); ++i) {
+    threads_.emplace_back([this, i] { run(i); });
+  }
+}
+
+void log_cleaner_manager::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_.store(true);
+    for (auto& [tp, aborted] : in_progress_) aborted->store(true);
+    wake_.notify_all();
+  }
+  throttle_.stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+std::optional<std::unique_lock<std::mutex>> log_cleaner_manager::lock_owner() {
+  // Not a blocking lock: shutdown() may run on a thread that holds owner_lock_ while it waits
+  // for this one.
+  std::unique_lock lock(owner_lock_, std::defer_lock);
+  while (!lock.try_lock()) {
+    if (stopping_.load()) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return lock;
+}
+
+void log_cleaner_manager::run(int32_t thread_id) {
+  while (!stopping_.load()) {
+    auto cleaned = clean_filthiest_log(thread_id, wall_now_ms());
+    if (cleaned && *cleaned) continue;
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, std::chrono::milliseconds(config_.backoff_ms),
+                   [&] { return stopping_.load(); });
+  }
+}
+
+result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thread_id,
+                                                                     timestamp_ms now) {
+  cleaner& c = *cleaners_.at(static_cast<size_t>(thread_id));
+  std::optional<log_to_clean> chosen;
+  const log* chosen_log = nullptr;
+  std::shared_ptr<std::atomic<bool>> aborted;
+  {
+    auto owner = lock_owner();
+    if (!owner) return false;
+    std::lock_guard lock(mu_);
+    double dirtiest = 0;
+    bool checkpoints_changed = false;
+    for (const auto& [tp, l] : logs_.all_logs()) {
+      if (!l->config().cleanup_compact || in_progress_.count(tp) || uncleanable_.count(tp)) {
+        continue;
+      }
+      auto it = checkpoints_.find(tp);
+      std::optional<offset_t> last_clean;
+      if (it != checkpoints_.end()) last_clean = it->second;
+      log_to_clean t = make_log_to_clean(*l, last_clean, now);
+      if (t.force_update_checkpoint) {
+        checkpoints_[tp] = t.first_dirty_offset;
+        checkpoints_changed = true;
+      }
+      if (t.clean_bytes + t.cleanable_bytes == 0) continue;
+      dirtiest = std::max(dirtiest, t.cleanable_ratio());
+      const bool cleanable = (t.need_compaction_now && t.cleanable_bytes > 0) ||
+                             t.cleanable_ratio() > t.config.min_cleanable_dirty_ratio;
+      if (cleanable && (!chosen || t.cleanable_ratio() > chosen->cleanable_ratio())) {
+        chosen = std::move(t);
+        chosen_log = l;
+      }
+    }
+    dirtiest_ratio_.store(dirtiest);
+    if (checkpoints_changed) (void)write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
+    if (!chosen) return false;
+    aborted = std::make_shared<std::atomic<bool>>(stopping_.load());
+    in_progress_.emplace(chosen->tp, aborted);
+  }
+
+  const topic_partition tp = chosen->tp;
+  auto swap = [&](cleaned_group g) -> result<bool, storage_error> {
+    auto owner = lock_owner();
+    // The log must still be the one chosen: a deletion under owner_lock sets `aborted` first.
+    if (!owner || aborted->load() || logs_.get_log(tp.topic, tp.partition) != chosen_log) {
+      (void)g.segment->remove();
+      return false;
+    }
+    return logs_.get_log(tp.topic, tp.partition)
+        ->replace_segments(std::move(g.segment), g.replaces);
+  };
+  auto result = c.clean(*chosen, now, swap, [&] { return aborted->load(); });
+
+  std::lock_guard lock(mu_);
+  in_progress_.erase(tp);
+  if (!result) {
+    // LogCleaningException: Kafka marks the partition uncleanable and goes on with the others.
+    uncleanable_.insert(tp);
+    if (log_line_) {
+      log_line_(true, fmt::format("Unexpected error while cleaning log {}: {}. Marking its "
+                                  "partition as uncleanable",
+                                  partition_dir_name(tp), result.error().message));
+    }
+    return false;
+  }
+  if (aborted->load()) return true;
+  // doneCleaning: the checkpoint moves to where this round stopped.
+  checkpoints_[tp] = result->next_dirty_offset;
+  auto w = write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
+  if (!w && log_line_) {
+    log_line_(true, fmt::format("Failed to write cleaner checkpoint: {}", w.error().message));
+  }
+  if (log_line_) {
+    log_line_(false, format_cleaner_stats(thread_id, tp, chosen->first_dirty_offset,
+                                          result->next_dirty_offset, result->stats));
+  }
+  return true;
+}
+
+void log_cleaner_manager::abort_and_forget(std::string_view topic) {
+  std::lock_guard lock(mu_);
+  for (auto& [tp, aborted] : in_progress_) {
+    if (tp.topic == topic) aborted->store(true);
+  }
+  const size_t before = checkpoints_.size();
+  std::erase_if(checkpoints_, [&](const auto& e) { return e.first.topic == topic; });
+  std::erase_if(uncleanable_, [&](const topic_partition& tp) { return tp.topic == topic; });
+  if (checkpoints_.size() != before) (void)write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
+}
+
+cleaner_offsets log_cleaner_manager::checkpoints() const {
+  std::lock_guard lock(mu_);
+  return checkpoints_;
+}
+
+std::set<topic_partition> log_cleaner_manager::uncleanable_partitions() const {
+  std::lock_guard lock(mu_);
+  return uncleanable_;
+}
+
+}  // namespace tarn::storage

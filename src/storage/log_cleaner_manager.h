@@ -1,0 +1,91 @@
+// The log cleaner of one log directory (Kafka's LogCleaner + LogCleanerManager): a pool of
+// log.cleaner.threads threads, each with its own offset map of dedupe.buffer.size / threads
+// bytes, repeatedly picking the compacted log with the highest cleanable ratio (above its
+// min.cleanable.dirty.ratio, or with a dirty segment past max.compaction.lag.ms), cleaning it,
+// and recording where it stopped in cleaner-offset-checkpoint; log.cleaner.backoff.ms between
+// rounds that found nothing; all threads sharing one log.cleaner.io.max.bytes.per.second.
+// A partition whose cleaning fails is left alone until restart (Kafka's uncleanable partitions).
+//
+// Threading: `owner_lock` is the lock the broker holds for every use of the log_manager and its
+// logs; a cleaner thread takes it only to choose a log (copying what it will read) and to swap a
+// cleaned group in. The cleaner's own state has its own mutex, never held while waiting for
+// `owner_lock`.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "storage/cleaner_checkpoint.h"
+#include "storage/log_cleaner.h"
+
+namespace tarn::storage {
+
+class log_manager;
+
+// Receives the cleaner's log lines (one per cleaning, as Kafka's log-cleaner.log; warnings for
+// partitions it gives up on).
+using cleaner_log_fn = std::function<void(bool warning, const std::string& line)>;
+
+class log_cleaner_manager {
+ public:
+  static result<std::unique_ptr<log_cleaner_manager>, storage_error> create(
+      log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
+      cleaner_log_fn log_line);
+  log_cleaner_manager(const log_cleaner_manager&) = delete;
+  log_cleaner_manager& operator=(const log_cleaner_manager&) = delete;
+  ~log_cleaner_manager();
+
+  // Starts the threads (none when log.cleaner.enable is false or threads is 0).
+  void start();
+  // Stops and joins the threads; a cleaning in progress is abandoned (its .cleaned files
+  // removed). Safe with or without `owner_lock` held.
+  void shutdown();
+
+  // One round on the calling thread with cleaner `thread_id` (< threads): the filthiest log is
+  // cleaned; false when no log needed it. The threads run this in a loop.
+  result<bool, storage_error> clean_filthiest_log(int32_t thread_id, timestamp_ms now);
+
+  // Topic deletion (caller holds `owner_lock`): cleanings of its partitions stop before their
+  // swap, and their checkpoint entries go.
+  void abort_and_forget(std::string_view topic);
+
+  // The highest cleanable ratio seen by the last round (Kafka's max-dirty-percent metric).
+  double dirtiest_log_cleanable_ratio() const { return dirtiest_ratio_.load(); }
+  cleaner_offsets checkpoints() const;
+  std::set<topic_partition> uncleanable_partitions() const;
+
+ private:
+  log_cleaner_manager(log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
+                      cleaner_log_fn log_line);
+  // `owner_lock`, unless shutdown() began first.
+  std::optional<std::unique_lock<std::mutex>> lock_owner();
+  void run(int32_t thread_id);
+
+  log_manager& logs_;
+  const cleaner_config config_;
+  std::mutex& owner_lock_;
+  cleaner_log_fn log_line_;
+  throttler throttle_;
+  std::vector<std::unique_ptr<cleaner>> cleaners_;  // one per thread
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<double> dirtiest_ratio_{0};
+
+  mutable std::mutex mu_;  // guards what follows
+  std::condition_variable wake_;
+  cleaner_offsets checkpoints_;
+  std::map<topic_partition, std::shared_ptr<std::atomic<bool>>> in_progress_;  // -> aborted
+  std::set<topic_partition> uncleanable_;
+};
+
+}  // namespace tarn::storage
