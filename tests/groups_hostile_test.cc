@@ -1625,11 +1625,10 @@ TEST_F(groups_hostile, delete_topics_of_consumer_offsets) {
 
 // Kafka 4.4 unloads the coordinator's partitions when __consumer_offsets is deleted: OffsetFetch
 // answers NOT_COORDINATOR until FindCoordinator creates the topic again, and then the group's
-// commits are gone (they were only in the deleted log). tarn's coordinator keeps serving its
-// in-memory state: the commit is still fetched, though nothing on disk holds it any more (a
-// restart loses it). group_coordinator would need to drop the shards of a deleted
-// __consumer_offsets (DeleteTopics tells it through on_topics_deleted).
-TEST_F(groups_hostile, DISABLED_deleting_consumer_offsets_drops_the_coordinators_state) {
+// commits are gone (they were only in the deleted log). tarn's coordinator drops its shards'
+// state when DeleteTopics tells it (on_topics_deleted) and starts them empty once the topic is
+// back.
+TEST_F(groups_hostile, deleting_consumer_offsets_drops_the_coordinators_state) {
   ASSERT_NO_FATAL_FAILURE(start());
   ASSERT_NO_FATAL_FAILURE(create_topic("t", 1));
   auto c = connect();
