@@ -58,6 +58,9 @@ struct shard {
   int32_t partition = 0;
   std::mutex mu;
   bool loaded = false;
+  // __consumer_offsets was deleted: the shard holds nothing and answers NOT_COORDINATOR until
+  // the topic exists again (Kafka unloads the partition).
+  bool unloaded = false;
   // A group id names a classic group or a KIP-848 consumer group, never both.
   std::map<std::string, std::unique_ptr<classic_group>, std::less<>> classic;
   std::map<std::string, std::unique_ptr<consumer_group>, std::less<>> consumer;
@@ -119,6 +122,11 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
 }
 
 std::optional<std::string_view> opt(const std::optional<std::string_view>& v) { return v; }
+
+// What a shard that is not loaded answers.
+error_code not_loaded_error(const shard& s) {
+  return s.unloaded ? error_code::not_coordinator : error_code::coordinator_load_in_progress;
+}
 
 // Kafka's convertToClassicGroup after the last member of the consumer protocol leaves: the
 // consumer group's tombstones and the classic group's GroupMetadata in one batch, then the
@@ -224,6 +232,15 @@ error_code group_coordinator::find_coordinator(std::string_view group_id) {
     auto created = log_.ensure_topic();
     if (!created) return error_code::coordinator_not_available;
   }
+  // A recreated __consumer_offsets: its shards start empty (nothing to replay).
+  if (offsets_topic_deleted_.exchange(false, std::memory_order_acq_rel)) {
+    for (auto& sp : shards_) {
+      std::lock_guard lock(sp->mu);
+      if (!sp->unloaded) continue;
+      sp->unloaded = false;
+      sp->loaded = true;
+    }
+  }
   return error_code::none;
 }
 
@@ -257,8 +274,8 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
   shard& s = *shard_for(request.group_id);
   run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
     if (!sh.loaded) {
-      ctx.deferred.push_back([done, m = std::string(request.member_id)] {
-        done(join_error(m, error_code::coordinator_load_in_progress));
+      ctx.deferred.push_back([done, m = std::string(request.member_id), e = not_loaded_error(sh)] {
+        done(join_error(m, e));
       });
       return;
     }
@@ -328,7 +345,7 @@ void group_coordinator::sync_group(const protocol::sync_group_request& request, 
     auto it = sh.classic.find(request.group_id);
     auto cg = sh.consumer.find(request.group_id);
     if (!sh.loaded) {
-      early = error_code::coordinator_load_in_progress;
+      early = not_loaded_error(sh);
     } else if (cg != sh.consumer.end()) {
       if (!cg->second->empty()) {
         cg->second->classic_sync(request, ctx, done);
@@ -357,7 +374,7 @@ owned_message<protocol::heartbeat_response> group_coordinator::heartbeat(
   shard& s = *shard_for(request.group_id);
   const error_code e =
       run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
-        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (!sh.loaded) return not_loaded_error(sh);
         if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
           return cg->second->classic_heartbeat(request, ctx);
         }
@@ -379,7 +396,7 @@ owned_message<protocol::leave_group_response> group_coordinator::leave_group(
   shard& s = *shard_for(request.group_id);
   const error_code e =
       run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
-        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (!sh.loaded) return not_loaded_error(sh);
         if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
           return cg->second->classic_leave(request, version, ctx, out);
         }
@@ -461,7 +478,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
   shard& s = *shard_for(request.group_id);
   run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
     if (!sh.loaded) {
-      fail_all(error_code::coordinator_load_in_progress);
+      fail_all(not_loaded_error(sh));
       return;
     }
     const std::string group_id(request.group_id);
@@ -613,7 +630,7 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
       shard& s = *shard_for(ask.group_id);
       group_error = run_in_shard(
           s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context&) -> error_code {
-            if (!sh.loaded) return error_code::coordinator_load_in_progress;
+            if (!sh.loaded) return not_loaded_error(sh);
             if (auto cg = sh.consumer.find(ask.group_id); cg != sh.consumer.end()) {
               if (auto e = cg->second->validate_offset_fetch(ask.member_id, ask.member_epoch)) {
                 return e.code;
@@ -712,7 +729,7 @@ owned_message<protocol::offset_delete_response> group_coordinator::offset_delete
   shard& s = *shard_for(request.group_id);
   const error_code e =
       run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
-        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (!sh.loaded) return not_loaded_error(sh);
         const std::string group_id(request.group_id);
         auto it = sh.classic.find(group_id);
         auto cg = sh.consumer.find(group_id);
@@ -798,7 +815,7 @@ owned_message<protocol::describe_groups_response> group_coordinator::describe_gr
     shard& s = *shard_for(id);
     std::lock_guard lock(s.mu);
     if (!s.loaded) {
-      d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
+      d.error_code = static_cast<int16_t>(not_loaded_error(s));
     } else if (auto it = s.classic.find(id); it != s.classic.end()) {
       it->second->describe(d, out.arena, version);
       d.authorized_operations = ops;
@@ -832,6 +849,7 @@ owned_message<protocol::list_groups_response> group_coordinator::list_groups(
   for (auto& sp : shards_) {
     shard& s = *sp;
     std::lock_guard lock(s.mu);
+    if (s.unloaded) continue;  // no __consumer_offsets: no groups
     if (!s.loaded) {
       out.message.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
       continue;
@@ -875,7 +893,7 @@ owned_message<protocol::delete_groups_response> group_coordinator::delete_groups
     {
       shard& s = *shard_for(id);
       e = run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
-        if (!sh.loaded) return error_code::coordinator_load_in_progress;
+        if (!sh.loaded) return not_loaded_error(sh);
         auto it = sh.classic.find(id);
         auto cg = sh.consumer.find(id);
         if (it == sh.classic.end() && cg == sh.consumer.end()) {
@@ -931,8 +949,7 @@ group_coordinator::consumer_group_heartbeat(
       s, config_, metadata_, log_, now_ms,
       [&](shard& sh,
           group_context& ctx) -> owned_message<protocol::consumer_group_heartbeat_response> {
-        if (!sh.loaded)
-          return consumer_group::error_response({error_code::coordinator_load_in_progress, ""});
+        if (!sh.loaded) return consumer_group::error_response({not_loaded_error(sh), ""});
         const std::string group_id(request.group_id);
         if (auto it = sh.classic.find(group_id); it != sh.classic.end()) {
           classic_group& classic = *it->second;
@@ -1035,7 +1052,7 @@ group_coordinator::consumer_group_describe(const protocol::consumer_group_descri
     shard& s = *shard_for(id);
     std::lock_guard lock(s.mu);
     if (!s.loaded) {
-      d.error_code = static_cast<int16_t>(error_code::coordinator_load_in_progress);
+      d.error_code = static_cast<int16_t>(not_loaded_error(s));
     } else if (auto cg = s.consumer.find(id); cg != s.consumer.end()) {
       cg->second->describe(d, out.arena, version, config_, metadata_);
       d.authorized_operations = ops;
@@ -1157,8 +1174,21 @@ void group_coordinator::shutdown(int64_t now_ms) {
 
 void group_coordinator::on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms) {
   const std::set<std::string> deleted(topics.begin(), topics.end());
+  const bool offsets_deleted = deleted.count(std::string(offsets_topic_name)) > 0;
   for (auto& sp : shards_) {
     run_in_shard(*sp, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
+      if (offsets_deleted) {
+        // The coordinator's partitions are gone (Kafka's onResignation for each): waiting
+        // requests get NOT_COORDINATOR and the groups and their offsets are dropped, since
+        // nothing holds them any more.
+        for (auto& [id, g] : sh.classic) g->fail_waiting(error_code::not_coordinator, ctx);
+        sh.classic.clear();
+        sh.consumer.clear();
+        sh.offsets.clear();
+        sh.loaded = false;
+        sh.unloaded = true;
+        return;
+      }
       std::vector<coordinator_record> records;
       for (auto& [group_id, offsets] : sh.offsets) {
         for (const auto& [tp, om] : offsets) {
@@ -1174,6 +1204,7 @@ void group_coordinator::on_topics_deleted(const std::vector<std::string>& topics
       std::erase_if(sh.offsets, [](const auto& kv) { return kv.second.empty(); });
     });
   }
+  if (offsets_deleted) offsets_topic_deleted_.store(true, std::memory_order_release);
 }
 
 }  // namespace tarn::coordinator

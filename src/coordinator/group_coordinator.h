@@ -138,6 +138,8 @@ class group_coordinator {
   void shutdown(int64_t now_ms);
 
   // Topics were deleted: their committed offsets are deleted too (Kafka's onPartitionsDeleted).
+  // __consumer_offsets itself among them: every shard drops its groups and offsets and answers
+  // NOT_COORDINATOR until FindCoordinator creates the topic again (then they start empty).
   void on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms);
 
  private:
@@ -149,6 +151,7 @@ class group_coordinator {
   std::vector<std::unique_ptr<shard>> shards_;
   std::atomic<bool> loaded_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> offsets_topic_deleted_{false};
   int64_t last_expiry_check_ms_ = 0;
 };
 

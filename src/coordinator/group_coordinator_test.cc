@@ -831,3 +831,38 @@ TEST_F(fixture, uncompacted_offsets_grow_by_a_record_per_commit_and_reload_to_th
 
 }  // namespace
 }  // namespace tarn::coordinator
+
+namespace tarn::coordinator {
+namespace {
+
+// Kafka 4.4 unloads the coordinator's partitions when __consumer_offsets is deleted: every group
+// API answers NOT_COORDINATOR (a waiting JoinGroup too) until FindCoordinator creates the topic
+// again, and then the groups and their commits are gone with the log that held them.
+TEST_F(fixture, deleting_consumer_offsets_drops_every_group_until_the_topic_is_back) {
+  ASSERT_EQ(commit("simple", 0, 5), 0);
+  auto j = join_dynamic("g");
+  ASSERT_FALSE(j->done) << "waiting for the initial delay";
+  log.drop();
+  c->on_topics_deleted({"__consumer_offsets"}, now);
+  ASSERT_TRUE(j->done);
+  EXPECT_EQ(j->error, code(error_code::not_coordinator));
+  int16_t group_error = -1;
+  fetch("simple", 0, &group_error);
+  EXPECT_EQ(group_error, code(error_code::not_coordinator));
+  EXPECT_EQ(commit("simple", 0, 6), code(error_code::not_coordinator));
+  EXPECT_EQ(heartbeat("g", j->member_id, 1), code(error_code::not_coordinator));
+  EXPECT_EQ(log.partitions(), std::nullopt) << "nothing recreated the topic behind its back";
+  protocol::list_groups_request l;
+  EXPECT_TRUE(c->list_groups(l, 5).message.groups.empty());
+
+  ASSERT_EQ(c->find_coordinator("simple"), error_code::none);
+  EXPECT_EQ(log.partitions(), 50);
+  EXPECT_EQ(fetch("simple", 0, &group_error), -1) << "the commit went with the old log";
+  EXPECT_EQ(group_error, 0);
+  EXPECT_EQ(heartbeat("g", j->member_id, 1), code(error_code::unknown_member_id));
+  ASSERT_EQ(commit("simple", 0, 7), 0);
+  EXPECT_EQ(fetch("simple", 0), 7);
+}
+
+}  // namespace
+}  // namespace tarn::coordinator

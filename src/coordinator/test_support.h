@@ -71,6 +71,13 @@ class memory_offsets_log : public offsets_log {
     return out;
   }
 
+  // The topic is deleted (DeleteTopics): no partitions, no records, until ensure_topic().
+  void drop() {
+    partitions_.reset();
+    batches_.clear();
+    next_offset_.clear();
+  }
+
   int32_t create_partitions = 50;
   protocol::error_code fail_with = protocol::error_code::none;
   int appends = 0;
