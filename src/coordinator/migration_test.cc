@@ -5,7 +5,11 @@
 // either way; with the records written and a reload.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "coordinator/consumer_group_internal.h"
+#include "coordinator/consumer_group_records.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/test_support.h"
 #include "protocol/reader.h"
@@ -477,6 +481,56 @@ TEST_F(migration, an_upgrade_whose_heartbeat_fails_leaves_the_classic_group_as_i
   EXPECT_EQ(heartbeat("g", a, 1), 0);
   start();
   EXPECT_EQ(group_type("g"), "classic");
+}
+
+std::vector<uint8_t> golden(const std::string& name) {
+  std::ifstream in(std::string(TARN_SOURCE_DIR) + "/tests/fixtures/offsets-records/" + name,
+                   std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The member records tarn writes are Kafka's bytes (goldens written by Kafka 4.4's own classes,
+// tests/java/OffsetsRecordsGolden.java): ClassicMemberMetadata present for a classic member,
+// and written as a null tagged field (01 00 01 00) for a member of the consumer protocol.
+TEST(migration_records, member_metadata_records_are_kafkas_bytes) {
+  consumer_group_member classic;
+  classic.member_id = "m-2";
+  classic.instance_id = "instance-2";
+  classic.rack_id = "rack-a";
+  classic.client_id = "client-2";
+  classic.client_host = "/10.0.0.2";
+  classic.subscribed_topic_regex = "orders-.*";
+  classic.rebalance_timeout_ms = 30000;
+  const std::string md = "range-metadata";
+  classic.classic_member = classic_member_metadata{
+      45000, {{"range", std::vector<uint8_t>(md.begin(), md.end())}, {"cooperative-sticky", {}}}};
+  coordinator_record r = member_metadata_record("cg", classic);
+  EXPECT_EQ(r.key, golden("consumer_group_member_metadata_classic.key.bin"));
+  ASSERT_TRUE(r.value);
+  EXPECT_EQ(*r.value, golden("consumer_group_member_metadata_classic.value.bin"));
+
+  consumer_group_member consumer;
+  consumer.member_id = "m-1";
+  consumer.client_id = "client-1";
+  consumer.client_host = "/10.0.0.1";
+  consumer.subscribed_topic_names = {"orders", "payments"};
+  consumer.rebalance_timeout_ms = 60000;
+  consumer.server_assignor = "uniform";
+  r = member_metadata_record("cg", consumer);
+  ASSERT_TRUE(r.value);
+  // The golden has SubscribedTopicRegex null where Kafka's ConsumerGroupMember (and tarn) has
+  // "" for no regex: one byte each (compact length 0 or 1), at the same place.
+  std::vector<uint8_t> expected = golden("consumer_group_member_metadata.value.bin");
+  // version 2, instance and rack ids 1 each, client id 9, host 10, names 1 + 7 + 9.
+  const size_t regex_at = 2 + 1 + 1 + 9 + 10 + 1 + 7 + 9;
+  ASSERT_GT(expected.size(), regex_at);
+  ASSERT_EQ(expected[regex_at], 0) << "null";
+  expected[regex_at] = 1;  // ""
+  EXPECT_EQ(*r.value, expected);
+  EXPECT_EQ(std::vector<uint8_t>(r.value->end() - 4, r.value->end()),
+            (std::vector<uint8_t>{1, 0, 1, 0}))
+      << "ClassicMemberMetadata null: tag 0, size 1, marker 0";
 }
 
 }  // namespace
