@@ -370,6 +370,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
   if (req.subscribed_topic_regex) updated.subscribed_topic_regex = *req.subscribed_topic_regex;
   updated.client_id = client.client_id;
   updated.client_host = client.client_host;
+  updated.classic_member.reset();  // it uses the consumer protocol now
 
   bool names_changed = false;
   if (!same_metadata(member, updated)) {
@@ -573,7 +574,9 @@ result<consumer_group_member, group_error> consumer_group::update_and_reconcile(
     reconciled = std::move(*next);
     if (!same_assignment(reconciled, updated)) {
       c.records.push_back(current_assignment_record(group_id_, reconciled));
-      if (reconciled.state == member_state::unrevoked_partitions) {
+      if (reconciled.classic_member) {
+        // A classic member has its join and sync timers instead (Kafka's maybeReconcile).
+      } else if (reconciled.state == member_state::unrevoked_partitions) {
         c.rebalances.emplace_back(
             reconciled.member_id,
             rebalance_timer{now + reconciled.rebalance_timeout_ms, reconciled.member_epoch});

@@ -45,6 +45,20 @@ std::vector<uint8_t> subscription_t() {
   return out;
 }
 
+// A ConsumerProtocolSubscription v1 of topic "t" owning `owned` of it (a cooperative consumer).
+std::vector<uint8_t> subscription_t_owning(const std::vector<int32_t>& owned) {
+  std::vector<uint8_t> out;
+  put_i16(out, 1);
+  put_i32(out, 1);
+  put_string(out, "t");
+  put_i32(out, -1);  // no user data
+  put_i32(out, 1);
+  put_string(out, "t");
+  put_i32(out, static_cast<int32_t>(owned.size()));
+  for (int32_t p : owned) put_i32(out, p);
+  return out;
+}
+
 // A ConsumerProtocolAssignment v0 of partitions of "t", as a classic leader sends it.
 std::vector<uint8_t> assignment_t(const std::vector<int32_t>& parts) {
   std::vector<uint8_t> out;
@@ -309,6 +323,32 @@ TEST_F(migration, a_consumer_heartbeat_upgrades_a_busy_classic_group_and_its_mem
   EXPECT_EQ(group_type("g"), "consumer");
   EXPECT_EQ(heartbeat("g", a, 2), 0);
   EXPECT_EQ(partitions_of(sync("g", a, 2)->assignment), mine);
+}
+
+// A cooperative classic member keeps its partitions when it rejoins: it must first revoke what
+// it gives up (UNREVOKED_PARTITIONS: SyncGroup gives it what it keeps, Heartbeat asks it to
+// rejoin), then rejoin at the new epoch.
+TEST_F(migration, a_classic_member_owning_partitions_revokes_before_it_reaches_the_new_epoch) {
+  sub = subscription_t_owning({});
+  const std::string a = stable_classic_group();
+  ASSERT_EQ(heartbeat848("g", "c1", 0).error, 0);
+  sub = subscription_t_owning({0, 1, 2, 3});
+  auto j = join("g", a);
+  ASSERT_EQ(j->error, 0);
+  EXPECT_EQ(j->generation, 1) << "still revoking: its epoch stays";
+  auto s = sync("g", a, 1);
+  ASSERT_EQ(s->error, 0) << "no REBALANCE_IN_PROGRESS while it revokes";
+  const auto kept = partitions_of(s->assignment);
+  EXPECT_EQ(kept.size(), 2u);
+  EXPECT_EQ(heartbeat("g", a, 1), code(error_code::rebalance_in_progress));
+  EXPECT_EQ(heartbeat848("g", "c1", 2).partitions, 0u) << "nothing released yet";
+  sub = subscription_t_owning(kept);
+  j = join("g", a);
+  ASSERT_EQ(j->error, 0);
+  EXPECT_EQ(j->generation, 2);
+  EXPECT_EQ(partitions_of(sync("g", a, 2)->assignment), kept);
+  EXPECT_EQ(heartbeat("g", a, 2), 0);
+  EXPECT_EQ(heartbeat848("g", "c1", 2).partitions, 2u);
 }
 
 TEST_F(migration, classic_members_join_sync_heartbeat_and_leave_a_consumer_group) {
