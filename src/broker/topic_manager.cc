@@ -84,10 +84,39 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   spdlog::info("log directory {}: cluster id {}, {} topic(s), {} partition log(s) loaded{}",
                log_dir, m->cluster_id_, m->logs_->topics().size(), report.logs.size(),
                report.had_clean_shutdown ? "" : " (no clean-shutdown marker: recovered)");
+  for (const auto& r : report.logs) {
+    for (const auto& step : r.swap_recovery) {
+      spdlog::info("log {}: interrupted cleaning recovered: {}", storage::partition_dir_name(r.tp),
+                   step);
+    }
+  }
+  // The log cleaner (Kafka's LogCleaner): its threads take mu_, the lock every use of the logs
+  // holds, only to pick a log and to swap cleaned segments in.
+  storage::cleaner_config cleaner;
+  cleaner.enable = config.log_cleaner_enable;
+  cleaner.threads = config.log_cleaner_threads;
+  cleaner.dedupe_buffer_size = config.log_cleaner_dedupe_buffer_size;
+  cleaner.dedupe_buffer_load_factor = config.log_cleaner_io_buffer_load_factor;
+  cleaner.io_buffer_size = config.log_cleaner_io_buffer_size;
+  cleaner.max_message_size = config.message_max_bytes;
+  cleaner.max_io_bytes_per_second = config.log_cleaner_io_max_bytes_per_second;
+  cleaner.backoff_ms = config.log_cleaner_backoff_ms;
+  if (cleaner.enable) {
+    auto started =
+        m->logs_->start_cleaner(cleaner, m->mu_, [](bool warning, const std::string& line) {
+          if (warning) {
+            spdlog::warn("log cleaner: {}", line);
+          } else {
+            spdlog::info("log cleaner: {}", line);
+          }
+        });
+    if (!started) return fail(fmt::format("log cleaner: {}", started.error().message));
+  }
   return m;
 }
 
 result<void, std::string> topic_manager::shutdown() {
+  logs_->stop_cleaner();  // before the lock, which its threads may be waiting for
   auto guard = lock();
   if (auto r = logs_->shutdown(-1, wall_clock_ms()); !r) return fail(r.error().message);
   return {};
