@@ -12,6 +12,8 @@
 //     partitions back in the same generation, without the other member rebalancing;
 //   - a member killed with SIGKILL is removed after session.timeout.ms, not before, and the other
 //     member takes its partitions at its committed offsets;
+//   - a classic and a group.protocol=consumer Java member share one group (KIP-848's online
+//     migration: the classic group is upgraded, then downgraded when the consumer member leaves);
 //   - committed offsets survive a SIGKILL of the broker.
 // Clients are separate processes printing one event per line; the test waits for events with
 // deadlines. Kafka starts once per process, on the first test that needs it (each test has its
@@ -917,6 +919,60 @@ TEST_P(groups, confluent_killed_member_is_removed_after_session_timeout) {
 }
 
 // ---- 7. Committed offsets survive a SIGKILL of the broker.
+
+// ---- 6. A classic member and a consumer-protocol member share one group (online migration).
+
+// A classic Java consumer forms the group; a group.protocol=consumer one joins it (the classic
+// group is upgraded, the classic member stays in it through JoinGroup/SyncGroup/Heartbeat); the
+// two split the partitions and read their records; the consumer-protocol member leaves (the
+// group is downgraded) and the classic member takes every partition back at the committed
+// offsets; the commits end at the log end offsets.
+TEST_P(groups, java_classic_and_consumer_protocol_members_share_a_group) {
+  REQUIRE_JAVA_CLIENTS();
+  constexpr int partitions = 4;
+  const std::vector<int64_t> counts = {100, 100, 100, 100};
+  const std::string topic = name("t"), group = name("g");
+  ASSERT_NO_FATAL_FAILURE(setup_topic(topic, counts, true));
+  const std::string args = "consume " + bootstrap() + " " + topic + " " + group;
+  client& a =
+      start("classic", java(args + " protocol=classic heartbeat=" + std::to_string(heartbeat_ms)));
+  ASSERT_TRUE(wait_until([&] { return assignment_settled({&a}, partitions); })) << dump();
+  client& b = start("consumer", java(args + " protocol=consumer"));
+  ASSERT_TRUE(wait_until([&] {
+    return assignment_settled({&a, &b}, partitions) && members_caught_up({&a, &b}, as_map(counts));
+  })) << dump();
+
+  b.signal(SIGTERM);
+  ASSERT_TRUE(b.wait_exit().has_value()) << dump();
+  ASSERT_TRUE(has_line(b.lines(), "closed")) << dump();
+  ASSERT_TRUE(wait_until([&] { return assignment_settled({&a}, partitions); })) << dump();
+  // Records produced now all reach the classic member, from where the group committed.
+  auto [rc, out] = run(java("produce " + bootstrap() + " " + topic + " 10,10,10,10"));
+  ASSERT_EQ(rc, 0) << out << broker_log();
+  const auto ends = report(parse_lines(out), "produced");
+  ASSERT_TRUE(wait_until([&] { return members_caught_up({&a}, ends); })) << dump();
+  a.signal(SIGTERM);
+  ASSERT_TRUE(a.wait_exit().has_value()) << dump();
+  ASSERT_TRUE(has_line(a.lines(), "closed")) << dump();
+
+  // Every record was read, and after b left nothing below what it committed was read again.
+  std::map<std::pair<int, int64_t>, int> seen;
+  for (const client* m : {&a, &b}) {
+    for (const auto& e : offset_events(m->lines(), "record")) ++seen[{e.partition, e.offset}];
+  }
+  size_t missing = 0;
+  for (const auto& [p, end] : ends) {
+    for (int64_t o = 0; o < end; ++o) {
+      if (!seen.contains({p, o}) && ++missing <= 10) {
+        ADD_FAILURE() << "partition " << p << " offset " << o << " never consumed";
+      }
+    }
+  }
+  EXPECT_EQ(missing, 0u) << dump();
+  auto [rc2, out2] = run(java("offsets " + bootstrap() + " " + topic + " " + group));
+  ASSERT_EQ(rc2, 0) << out2 << broker_log();
+  EXPECT_EQ(report(parse_lines(out2), "committed"), ends) << out2;
+}
 
 TEST_P(groups, committed_offsets_survive_broker_sigkill) {
   REQUIRE_JAVA_CLIENTS();
