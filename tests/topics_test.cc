@@ -187,17 +187,27 @@ TEST_F(topics, create_errors_match_kafka) {
   EXPECT_EQ(vo.topics[0].num_partitions, 3);
   auto md = metadata(*c, buf, std::vector<std::string>{"vonly"}, 12, false);
   EXPECT_EQ(md.topics[0].error_code, code(error_code::unknown_topic_or_partition));
-  // The same name twice in one request.
+  // The same name twice in one request: one result for it, after the other topic's, and nothing
+  // created (Kafka 4.4 answers so; checked with raw CreateTopics v4 requests).
   protocol::create_topics_request dup;
   protocol::create_topics_request::creatable_topic t;
   t.name = "dup";
   t.num_partitions = 1;
   t.replication_factor = 1;
-  dup.topics = {t, t};
+  protocol::create_topics_request::creatable_topic other = t;
+  other.name = "dup-other";
+  dup.topics = {t, t, other};
   auto d = tools::call<protocol::create_topics_response>(*c, dup, 7, buf);
   ASSERT_TRUE(d.has_value());
   ASSERT_EQ(d->topics.size(), 2u);
-  EXPECT_EQ(d->topics[0].error_code, code(error_code::invalid_request));
+  EXPECT_EQ(d->topics[0].name, "dup-other");
+  EXPECT_EQ(d->topics[0].error_code, 0);
+  EXPECT_EQ(d->topics[1].name, "dup");
+  EXPECT_EQ(d->topics[1].error_code, code(error_code::invalid_request));
+  EXPECT_EQ(d->topics[1].error_message.value_or("<null>"), "Duplicate topic name.");
+  EXPECT_EQ(d->topics[1].num_partitions, -1);
+  md = metadata(*c, buf, std::vector<std::string>{"dup"}, 12, false);
+  EXPECT_EQ(md.topics[0].error_code, code(error_code::unknown_topic_or_partition));
 }
 
 TEST_F(topics, metadata_versions_auto_creation_and_ids) {

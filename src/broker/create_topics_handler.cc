@@ -4,11 +4,15 @@
 // protocol::create_topics_request.
 // Behaviour, per topic, checks in Kafka 4.4's order (ControllerApis, ReplicationControlManager),
 // with Kafka's error codes and messages:
-//   - a name given twice in one request: INVALID_REQUEST for every occurrence (Kafka 4.4 answers
-//     one result for the name, after the others);
+//   - a name given more than once in one request: nothing is created or checked for it, and it
+//     gets one INVALID_REQUEST result ("Duplicate topic name."), after the results of the other
+//     topics, as Kafka 4.4 answers (checked with raw CreateTopics v2 and v4 requests, validate
+//     only or not). Several duplicated names are answered in the order they first appear (Kafka:
+//     its HashSet's order);
 //   - __cluster_metadata (KRaft's metadata log, which Kafka reserves): INVALID_REQUEST
 //     ("Creation of internal topic __cluster_metadata is prohibited."), before any other check
-//     (validate_only included), last in the response. The internal topics of the coordinators
+//     (validate_only included), last in the response (after the duplicated names). The internal
+//     topics of the coordinators
 //     (__consumer_offsets, __transaction_state, __share_group_state) are created like any other
 //     topic, as Kafka 4.4 does (checked with raw requests): TOPIC_ALREADY_EXISTS once they exist;
 //   - an illegal name: INVALID_TOPIC_EXCEPTION ("Topic name is invalid: ...");
@@ -200,8 +204,12 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   const broker_config& config = request.services.config;
   topic_manager& topics = *request.services.topics;
 
+  // Names given more than once, in the order they first appear.
   std::map<std::string_view, int> occurrences;
-  for (const auto& t : decoded->topics) ++occurrences[t.name];
+  std::vector<std::string_view> duplicated;
+  for (const auto& t : decoded->topics) {
+    if (++occurrences[t.name] == 2) duplicated.push_back(t.name);
+  }
 
   protocol::create_topics_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
@@ -218,7 +226,8 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
-    if (occurrences[t.name] == 1 && t.name == cluster_metadata_topic) {
+    if (occurrences[t.name] > 1) continue;  // answered once, below
+    if (t.name == cluster_metadata_topic) {
       cluster_metadata_asked = true;
       continue;
     }
@@ -226,12 +235,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     result.name = t.name;
     storage::config_map overrides;
     int32_t partitions = 0;
-    std::optional<topic_error> error;
-    if (occurrences[t.name] > 1) {
-      error = topic_error{error_code::invalid_request, "Duplicate topic name."};
-    } else {
-      error = check_topic(t, config, logs, overrides, partitions);
-    }
+    std::optional<topic_error> error = check_topic(t, config, logs, overrides, partitions);
     storage::uuid topic_id = storage::uuid::random();
     if (!error && !decoded->validate_only) {
       auto created = logs.create_topic(t.name, partitions, overrides, wall_clock_ms());
@@ -264,6 +268,10 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     reply.topics.push_back(std::move(result));
   }
   guard.unlock();
+  for (std::string_view name : duplicated) {
+    reply.topics.push_back(
+        error_result(name, topic_error{error_code::invalid_request, "Duplicate topic name."}));
+  }
   if (cluster_metadata_asked) {
     reply.topics.push_back(error_result(
         cluster_metadata_topic,

@@ -25,7 +25,10 @@
 //     DESCRIBE_CONFIGS, ALTER_CONFIGS); otherwise INT32_MIN. Cluster operations (v8-10) are
 //     always INT32_MIN ("not requested") — tarn does not report them.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
-//   - IsInternal (v1+): true for __consumer_offsets (Kafka's Topic.isInternal). Internal topics
+//   - IsInternal (v1+): true for __consumer_offsets, __transaction_state and __share_group_state
+//     (Kafka's Topic.isInternal), by name: an answer without partitions says it too (Kafka 4.4
+//     answers a missing __consumer_offsets UNKNOWN_TOPIC_OR_PARTITION with IsInternal true;
+//     checked with raw Metadata v12 requests), __cluster_metadata is not internal. Internal topics
 //     are listed like any other in an all-topics request, as Kafka 4.4 lists them (clients
 //     filter them, e.g. the Java consumer's exclude.internal.topics). Auto-creating
 //     __consumer_offsets by name gives it offsets.topic.num.partitions partitions and its
@@ -85,10 +88,13 @@ topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool 
   return r;
 }
 
+// A topic answered without partitions. IsInternal still follows the name, as Kafka 4.4 answers
+// __consumer_offsets before it exists (UNKNOWN_TOPIC_OR_PARTITION, IsInternal true).
 topic_result topic_error(error_code code, std::optional<std::string_view> name) {
   topic_result r;
   r.error_code = static_cast<int16_t>(code);
   r.name = name;
+  r.is_internal = name.has_value() && is_internal_topic(*name);
   return r;
 }
 

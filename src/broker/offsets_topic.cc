@@ -73,7 +73,10 @@ coordinator::topic_description describe(const storage::topic_info& t) {
 
 }  // namespace
 
-bool is_internal_topic(std::string_view name) { return name == coordinator::offsets_topic_name; }
+bool is_internal_topic(std::string_view name) {
+  return name == coordinator::offsets_topic_name || name == "__transaction_state" ||
+         name == "__share_group_state";
+}
 
 storage::config_map offsets_topic_overrides(const coordinator::group_config& config) {
   return {{"cleanup.policy", "compact"},

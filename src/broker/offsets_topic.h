@@ -22,7 +22,10 @@
 
 namespace tarn::broker {
 
-// Kafka's internal topics (Topic.isInternal): what Metadata reports with IsInternal.
+// Kafka 4.4's internal topics (Topic.isInternal): the topics of its group, transaction and share
+// coordinators, __consumer_offsets, __transaction_state and __share_group_state, whether they
+// exist or not. Metadata reports IsInternal for them (a missing one too, with
+// UNKNOWN_TOPIC_OR_PARTITION) and Produce refuses clients' appends to them.
 bool is_internal_topic(std::string_view name);
 
 // The topic configs Kafka gives __consumer_offsets (GroupCoordinatorService's

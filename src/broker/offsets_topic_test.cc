@@ -13,27 +13,14 @@
 #include "broker/topic_handler_util.h"
 #include "record/batch_builder.h"
 #include "record/record_batch.h"
+#include "storage/test_batches.h"
 
 namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tarn-offsets-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using storage::testing::temp_dir;
 
 broker_config make_config(const properties& props = {}) {
   auto r = make_broker_config(props, {});
@@ -41,7 +28,8 @@ broker_config make_config(const properties& props = {}) {
   return r ? *r : broker_config{};
 }
 
-std::unique_ptr<topic_manager> open_topics(const broker_config& config, const std::string& dir) {
+std::unique_ptr<topic_manager> open_topics(const broker_config& config,
+                                           const std::filesystem::path& dir) {
   auto t = topic_manager::open(config, dir);
   EXPECT_TRUE(t.has_value()) << (t ? "" : t.error());
   return t ? std::move(*t) : nullptr;
@@ -320,10 +308,13 @@ TEST_F(offsets_topic_test, the_metadata_view_is_the_topic_map) {
   EXPECT_EQ(names, (std::vector<std::string>{"__consumer_offsets", "orders"}));
 }
 
-TEST(is_internal_topic, only_the_offsets_topic) {
+TEST(is_internal_topic, kafkas_three_coordinator_topics) {
   EXPECT_TRUE(is_internal_topic("__consumer_offsets"));
+  EXPECT_TRUE(is_internal_topic("__transaction_state"));
+  EXPECT_TRUE(is_internal_topic("__share_group_state"));
   EXPECT_FALSE(is_internal_topic("consumer_offsets"));
   EXPECT_FALSE(is_internal_topic("__consumer_offsets2"));
+  EXPECT_FALSE(is_internal_topic("__cluster_metadata"));  // KRaft's log: not Topic.isInternal
 }
 
 }  // namespace

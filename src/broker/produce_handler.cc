@@ -82,13 +82,6 @@ void log_storage_error(std::string_view topic, int32_t partition, const storage:
                 partition, e.message, suppressed.exchange(0));
 }
 
-// Kafka 4.4's Topic.isInternal: the topics of its group, transaction and share coordinators.
-// (is_internal_topic, which Metadata's IsInternal uses, knows only the one tarn creates.)
-bool refuses_client_appends(std::string_view topic) {
-  return is_internal_topic(topic) || topic == "__transaction_state" ||
-         topic == "__share_group_state";
-}
-
 // The client id whose appends Kafka lets into internal topics (AdminUtils.ADMIN_CLIENT_ID).
 constexpr std::string_view internal_appends_client_id = "__admin_client";
 
@@ -300,7 +293,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
                                               fmt::format("acks {} is not -1, 0 or 1", req.acks)});
         continue;
       }
-      if (refuses_client_appends(tw.name) && !internal_appends_allowed) {
+      if (is_internal_topic(tw.name) && !internal_appends_allowed) {
         pw.failure =
             to_failure(request_error{error_code::invalid_topic_exception,
                                      fmt::format("Cannot append to internal topic {}", tw.name)});
