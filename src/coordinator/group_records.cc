@@ -198,9 +198,10 @@ result<loaded_record, std::string> decode_record(std::span<const uint8_t> key,
 
 error_code append_error_to_response_error(error_code e) {
   switch (e) {
+    case error_code::network_exception:
+      return error_code::coordinator_load_in_progress;
     case error_code::unknown_topic_or_partition:
     case error_code::not_enough_replicas:
-    case error_code::not_enough_replicas_after_append:
     case error_code::request_timed_out:
       return error_code::coordinator_not_available;
     case error_code::not_leader_or_follower:
@@ -210,25 +211,6 @@ error_code append_error_to_response_error(error_code e) {
     case error_code::record_list_too_large:
     case error_code::invalid_fetch_size:
       return error_code::unknown_server_error;
-    default:
-      return e;
-  }
-}
-
-error_code append_error_to_commit_error(error_code e) {
-  switch (e) {
-    case error_code::unknown_topic_or_partition:
-    case error_code::not_enough_replicas:
-    case error_code::not_enough_replicas_after_append:
-    case error_code::request_timed_out:
-      return error_code::coordinator_not_available;
-    case error_code::not_leader_or_follower:
-    case error_code::kafka_storage_error:
-      return error_code::not_coordinator;
-    case error_code::message_too_large:
-    case error_code::record_list_too_large:
-    case error_code::invalid_fetch_size:
-      return error_code::invalid_commit_offset_size;
     default:
       return e;
   }
