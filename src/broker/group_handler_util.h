@@ -4,10 +4,12 @@
 // the coordinator gives through a callback, possibly later and on another thread.
 #pragma once
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/ip/address.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
@@ -28,13 +30,38 @@
 
 namespace tarn::broker {
 
+// An IP address as Java's InetAddress.getHostAddress prints it, which is what Kafka shows as a
+// member's client host: IPv4 dotted; IPv6 as all eight groups in lower-case hex without leading
+// zeros and without "::" compression ("0:0:0:0:0:0:0:1" for ::1; Kafka 4.4 shows
+// "/0:0:0:0:0:0:0:1" in DescribeGroups for a client on ::1, checked against scripts/kafka-ref),
+// a scope id as "%<number>"; an IPv4-mapped IPv6 address (an IPv4 client of a dual-stack
+// listener) as the IPv4 address, since Java makes an Inet4Address of it. Anything that does not
+// parse is returned unchanged.
+inline std::string java_host_address(std::string_view ip) {
+  asio::error_code ec;
+  const asio::ip::address a = asio::ip::make_address(std::string(ip), ec);
+  if (ec) return std::string(ip);
+  if (a.is_v4()) return a.to_v4().to_string();
+  const asio::ip::address_v6 v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_string();
+  const auto bytes = v6.to_bytes();
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 2) {
+    if (i > 0) out += ':';
+    out += fmt::format("{:x}", (unsigned{bytes[i]} << 8) | bytes[i + 1]);
+  }
+  if (v6.scope_id() != 0) out += fmt::format("%{}", v6.scope_id());
+  return out;
+}
+
 // The request's client as the coordinator records it: the header's client id ("" when null) and
-// "/" + the peer's address, as Kafka prints an InetAddress.
+// "/" + the peer's address, as Kafka prints an InetAddress (java_host_address).
 inline coordinator::client_info client_of(const request_context& request) {
-  const std::string& peer = request.connection.peer;  // "ip:port"
+  const std::string_view peer = request.connection.peer;  // "ip:port"
   const size_t colon = peer.rfind(':');
-  return {request.header.client_id.value_or(""),
-          "/" + (colon == std::string::npos ? peer : peer.substr(0, colon))};
+  std::string host = "/";  // appended to, not "/" + ...: GCC 12 warns wrongly (-Wrestrict) there
+  host += java_host_address(colon == std::string_view::npos ? peer : peer.substr(0, colon));
+  return {request.header.client_id.value_or(""), std::move(host)};
 }
 
 // Decodes the body as `Request` at the request's version, or says why not (the handler then

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "broker/connection.h"
+#include "broker/group_handler_util.h"
 #include "broker/offsets_topic.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
@@ -29,6 +30,7 @@
 #include "protocol/messages/offset_fetch_response.h"
 #include "protocol/messages/sync_group_request.h"
 #include "protocol/messages/sync_group_response.h"
+#include "storage/test_batches.h"
 
 namespace tarn::broker {
 namespace {
@@ -36,21 +38,7 @@ namespace {
 using protocol::error_code;
 using namespace std::chrono_literals;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tarn-groups-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using storage::testing::temp_dir;
 
 // A request frame: size, header v1 (v2 when flexible) with client id "test-client", body.
 template <class Request>
@@ -290,6 +278,19 @@ TEST(group_handlers, a_connection_closed_while_join_waits_leaves_nothing_behind)
     std::this_thread::sleep_for(500ms);
   }
   SUCCEED();
+}
+
+// A member's client host, as Java's InetAddress prints the peer (Kafka 4.4 shows
+// "/0:0:0:0:0:0:0:1" for a client on ::1).
+TEST(group_handlers, client_host_is_javas_form_of_the_address) {
+  EXPECT_EQ(java_host_address("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(java_host_address("::1"), "0:0:0:0:0:0:0:1");
+  EXPECT_EQ(java_host_address("::"), "0:0:0:0:0:0:0:0");
+  EXPECT_EQ(java_host_address("2001:DB8::0a:ff00"), "2001:db8:0:0:0:0:a:ff00");
+  EXPECT_EQ(java_host_address("fd00::2"), "fd00:0:0:0:0:0:0:2");
+  EXPECT_EQ(java_host_address("fe80::1%7"), "fe80:0:0:0:0:0:0:1%7");
+  EXPECT_EQ(java_host_address("::ffff:10.1.2.3"), "10.1.2.3");  // Java: an Inet4Address
+  EXPECT_EQ(java_host_address("not an address"), "not an address");
 }
 
 TEST(group_handlers, a_body_that_does_not_decode_closes_the_connection) {
