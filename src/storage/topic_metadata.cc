@@ -1,15 +1,15 @@
 // Topic IDs, names, partition.metadata and tarn-topics: see topic_metadata.h.
 #include "storage/topic_metadata.h"
 
+#include <array>
 #include <charconv>
 #include <random>
 
+#include "base/uuid_text.h"
 #include "fmt/format.h"
 
 namespace tarn::storage {
 namespace {
-
-constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int base64url_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -42,23 +42,12 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 }  // namespace
 
 std::string uuid::to_string() const {
-  uint8_t bytes[16];
-  for (int i = 0; i < 8; ++i) {
+  std::array<uint8_t, 16> bytes;
+  for (size_t i = 0; i < 8; ++i) {
     bytes[i] = static_cast<uint8_t>(most_significant_bits >> (56 - 8 * i));
     bytes[8 + i] = static_cast<uint8_t>(least_significant_bits >> (56 - 8 * i));
   }
-  std::string out;
-  out.reserve(22);
-  for (int i = 0; i < 16; i += 3) {
-    uint32_t n = uint32_t{bytes[i]} << 16;
-    if (i + 1 < 16) n |= uint32_t{bytes[i + 1]} << 8;
-    if (i + 2 < 16) n |= bytes[i + 2];
-    out += kBase64Url[(n >> 18) & 63];
-    out += kBase64Url[(n >> 12) & 63];
-    if (i + 1 < 16) out += kBase64Url[(n >> 6) & 63];
-    if (i + 2 < 16) out += kBase64Url[n & 63];
-  }
-  return out;
+  return uuid_text(bytes);
 }
 
 std::string uuid::to_hex() const {
