@@ -1,10 +1,13 @@
 // Hostile input against the group coordinator of the real `tarn serve`: JoinGroup with protocol
 // metadata near and above socket.request.max.bytes, thousands of members in one group (and
 // group.max.size refusing one too many), unknown members and wrong generations on every group
-// API, commits for topics and partitions that do not exist, OffsetFetch for hundreds of thousands
-// of partitions, truncated and garbled bodies of every group API at every version, a member
-// whose connection closes while its JoinGroup waits; and the guards of the internal topics
-// (Produce to __consumer_offsets, CreateTopics/DeleteTopics of the internal topics).
+// API, JoinGroup session timeouts outside the configured bounds, commits for topics and
+// partitions that do not exist and OffsetCommit of thousands of topics (over max.message.bytes
+// too), OffsetFetch for hundreds of thousands of partitions, truncated and garbled bodies of
+// every group API at every version, a member whose connection closes while its JoinGroup waits,
+// the client host of IPv4 and IPv6 members; and the guards of the internal topics (Produce to
+// __consumer_offsets, CreateTopics/DeleteTopics of the internal topics, Metadata's IsInternal,
+// a CreateTopics naming a topic twice).
 //
 // Every expected code is what Kafka 4.4.0 answers to the same requests (sent with raw requests
 // to `scripts/kafka-ref start`). Each input gets Kafka's answer or a closed connection; the broker
@@ -63,7 +66,8 @@ namespace {
 constexpr int16_t err_unknown_server_error = -1, err_none = 0, err_unknown_topic_or_partition = 3,
                   err_coordinator_load_in_progress = 14, err_coordinator_not_available = 15,
                   err_not_coordinator = 16, err_invalid_topic = 17, err_invalid_required_acks = 21,
-                  err_illegal_generation = 22, err_unknown_member_id = 25,
+                  err_illegal_generation = 22, err_invalid_group_id = 24,
+                  err_unknown_member_id = 25, err_invalid_session_timeout = 26,
                   err_rebalance_in_progress = 27, err_topic_already_exists = 36,
                   err_invalid_request = 42, err_group_id_not_found = 69,
                   err_member_id_required = 79, err_group_max_size_reached = 81,
@@ -244,6 +248,29 @@ std::map<std::string, std::map<int32_t, int16_t>> commit_codes(
   return out;
 }
 
+// CreateTopics v7 of `names`: (name, error) of each result, in the answer's order.
+std::vector<std::pair<std::string, int16_t>> create_topics(
+    kafka_conn& c, const std::vector<std::string>& names, bool validate_only,
+    std::vector<std::string>* messages = nullptr, int32_t partitions = 1) {
+  protocol::create_topics_request req;
+  req.timeout_ms = 30000;
+  req.validate_only = validate_only;
+  for (const auto& n : names) {
+    auto& t = req.topics.emplace_back();
+    t.name = n;
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+  }
+  auto r = c.call<protocol::create_topics_response>(req, 7);
+  std::vector<std::pair<std::string, int16_t>> out;
+  if (!r) return out;
+  for (const auto& t : r->topics) {
+    out.emplace_back(std::string(t.name), t.error_code);
+    if (messages != nullptr) messages->push_back(std::string(t.error_message.value_or("")));
+  }
+  return out;
+}
+
 int64_t ms_since(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
 }
@@ -340,16 +367,9 @@ class groups_hostile : public ::testing::Test {
   }
 
   void create_topic(const std::string& name, int32_t partitions) {
-    protocol::create_topics_request req;
-    req.timeout_ms = 30000;
-    auto& t = req.topics.emplace_back();
-    t.name = name;
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
     auto c = connect();
-    auto r = c->call<protocol::create_topics_response>(req, 7);
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->topics.at(0).error_code, err_none) << name;
+    ASSERT_EQ(create_topics(*c, {name}, false, nullptr, partitions),
+              (std::vector<std::pair<std::string, int16_t>>{{name, err_none}}));
   }
 
   // A member that joined `group` alone and synced: (member id, generation).
@@ -946,6 +966,166 @@ TEST_F(groups_hostile, v10_commit_to_a_partition_the_topic_lacks) {
   EXPECT_EQ(parts.at(-1), err_unknown_topic_or_partition);
 }
 
+// OffsetCommit of thousands of topics in one request, as Kafka 4.4 answers it (checked with raw
+// OffsetCommit v9 requests against scripts/kafka-ref): 3000 topics that do not exist, each
+// UNKNOWN_TOPIC_OR_PARTITION; the 300 partitions of a topic that does exist beside 2999 that do
+// not, committed; with 4096 bytes of metadata each the commit's records are over
+// max.message.bytes (1 MiB) and every partition of the topic is UNKNOWN_SERVER_ERROR (Kafka's
+// coordinator maps MESSAGE_TOO_LARGE so; the others still UNKNOWN_TOPIC_OR_PARTITION), and
+// nothing of it is stored; 200 partitions with 4096 bytes fit. (Kafka also refuses 3000 existing
+// topics with 400 bytes each and takes 2000; creating 3000 topics in tarn takes about a minute,
+// so the test has one wide topic instead.)
+TEST_F(groups_hostile, offset_commit_of_thousands_of_topics) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  constexpr int topic_count = 3000, partition_count = 300;
+  ASSERT_NO_FATAL_FAILURE(create_topic("wide", partition_count));
+  std::vector<std::string> unknown;
+  for (int i = 0; i < topic_count; ++i) unknown.push_back(fmt::format("nt-{}", i));
+  std::vector<int32_t> all_partitions(partition_count);
+  for (int32_t p = 0; p < partition_count; ++p) all_partitions[static_cast<size_t>(p)] = p;
+  auto c = connect();
+  const std::string group = "widecommit";
+  const std::string metadata(4096, 'm');
+  // (topic, error code) -> how many partitions got it; topics other than "wide" count as "other".
+  using counts = std::map<std::pair<std::string, int16_t>, int>;
+  auto commit = [&](size_t unknown_topics, size_t wide_partitions, int64_t offset,
+                    bool with_metadata) {
+    std::vector<std::pair<std::string_view, std::vector<int32_t>>> topics;
+    if (wide_partitions > 0) {
+      topics.emplace_back(
+          "wide", std::vector<int32_t>(
+                      all_partitions.begin(),
+                      all_partitions.begin() + static_cast<std::ptrdiff_t>(wide_partitions)));
+    }
+    for (size_t i = 0; i < unknown_topics; ++i) topics.emplace_back(unknown[i], std::vector{0});
+    auto req = commit_request(group, -1, "", topics, offset);
+    if (with_metadata) {
+      for (auto& t : req.topics) {
+        for (auto& p : t.partitions) p.committed_metadata = metadata;
+      }
+    }
+    auto r = c->call<protocol::offset_commit_response>(req, 9);
+    counts out;
+    if (!r) return out;
+    EXPECT_EQ(r->topics.size(), topics.size());
+    for (const auto& t : r->topics) {
+      for (const auto& p : t.partitions) {
+        ++out[{t.name == "wide" ? "wide" : "other", p.error_code}];
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(commit(topic_count, 0, 5, false),
+            (counts{{{"other", err_unknown_topic_or_partition}, topic_count}}));
+  EXPECT_EQ(commit(topic_count - 1, partition_count, 5, false),
+            (counts{{{"other", err_unknown_topic_or_partition}, topic_count - 1},
+                    {{"wide", err_none}, partition_count}}));
+  EXPECT_EQ(commit(topic_count - 1, partition_count, 7, true),
+            (counts{{{"other", err_unknown_topic_or_partition}, topic_count - 1},
+                    {{"wide", err_unknown_server_error}, partition_count}}));
+  EXPECT_EQ(commit(0, partition_count, 7, true),
+            (counts{{{"wide", err_unknown_server_error}, partition_count}}));
+  // The refused commits changed nothing: every partition still at 5, without metadata.
+  auto fetched = [&] {
+    protocol::offset_fetch_request fetch;
+    auto& g = fetch.groups.emplace_back();
+    g.group_id = group;
+    auto f = c->call<protocol::offset_fetch_response>(fetch, 8);
+    std::map<std::pair<int64_t, size_t>, int> out;  // (offset, metadata size) -> partitions
+    if (!f) return out;
+    EXPECT_EQ(f->groups.size(), 1u);
+    for (const auto& g : f->groups) {
+      for (const auto& t : g.topics) {
+        EXPECT_EQ(t.name, "wide");
+        for (const auto& p : t.partitions) {
+          ++out[{p.committed_offset, p.metadata.value_or("").size()}];
+        }
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(fetched(), (std::map<std::pair<int64_t, size_t>, int>{{{5, 0}, partition_count}}));
+  EXPECT_EQ(commit(0, 200, 9, true), (counts{{{"wide", err_none}, 200}}));
+  EXPECT_EQ(fetched(), (std::map<std::pair<int64_t, size_t>, int>{
+                           {{9, metadata.size()}, 200}, {{5, 0}, partition_count - 200}}));
+}
+
+// JoinGroup with a session timeout outside [group.min.session.timeout.ms,
+// group.max.session.timeout.ms] ([6000, 1800000] by default): INVALID_SESSION_TIMEOUT at every
+// version, generation -1, the request's member id echoed, before MEMBER_ID_REQUIRED, an unknown
+// member id, a static member's join and the protocol checks, but after INVALID_GROUP_ID, as
+// Kafka 4.4 answers (checked with raw JoinGroup v0, v1, v5, v9 requests against
+// scripts/kafka-ref). The bounds themselves are accepted. Configured bounds move the limits.
+TEST_F(groups_hostile, join_group_with_a_session_timeout_out_of_bounds) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  auto c = connect();
+  const auto md = subscription({"t"});
+  int n = 0;
+  auto join = [&](int16_t v, int32_t session_timeout_ms, std::string_view member_id = "") {
+    auto req =
+        join_request(fmt::format("timeouts-{}", n++), member_id, md, 60000, session_timeout_ms);
+    auto r = c->call<protocol::join_group_response>(req, v);
+    EXPECT_TRUE(r);
+    if (!r) return std::pair<int16_t, std::string>{-100, ""};
+    if (r->error_code == err_invalid_session_timeout) {
+      EXPECT_EQ(r->generation_id, -1);
+      EXPECT_TRUE(r->members.empty());
+    }
+    return std::pair<int16_t, std::string>{r->error_code, std::string(r->member_id)};
+  };
+  for (int16_t v : {int16_t{0}, int16_t{1}, int16_t{5}, int16_t{9}}) {
+    for (int32_t bad : {5999, 1800001, 0, -1, std::numeric_limits<int32_t>::max(),
+                        std::numeric_limits<int32_t>::min()}) {
+      EXPECT_EQ(join(v, bad).first, err_invalid_session_timeout) << "v" << v << " " << bad;
+    }
+    // In bounds: joined (v0-v3 with an empty member id) or asked for a member id.
+    const int16_t accepted = v >= 4 ? err_member_id_required : err_none;
+    EXPECT_EQ(join(v, 6000).first, accepted) << "v" << v;
+    EXPECT_EQ(join(v, 1800000).first, accepted) << "v" << v;
+  }
+  EXPECT_EQ(join(5, 5999, "nosuch"),
+            (std::pair<int16_t, std::string>{err_invalid_session_timeout, "nosuch"}));
+  {
+    auto req = join_request("timeouts-static", "", md, 60000, 5999);
+    req.group_instance_id = "instance";
+    auto r = c->call<protocol::join_group_response>(req, 5);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code, err_invalid_session_timeout);
+    EXPECT_EQ(r->member_id, "");
+  }
+  {
+    auto req = join_request("timeouts-no-protocols", "", md, 60000, 5999);
+    req.protocol_type = "";
+    req.protocols.clear();
+    auto r = c->call<protocol::join_group_response>(req, 5);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code, err_invalid_session_timeout);
+  }
+  {
+    auto r = c->call<protocol::join_group_response>(join_request("", "", md, 60000, 5999), 5);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code, err_invalid_group_id);
+  }
+}
+
+TEST_F(groups_hostile, join_group_session_timeout_bounds_follow_the_config) {
+  ASSERT_NO_FATAL_FAILURE(start(
+      {{"group.min.session.timeout.ms", "10000"}, {"group.max.session.timeout.ms", "20000"}}));
+  auto c = connect();
+  const auto md = subscription({"t"});
+  int n = 0;
+  for (const auto& [timeout, expected] :
+       std::vector<std::pair<int32_t, int16_t>>{{9999, err_invalid_session_timeout},
+                                                {10000, err_member_id_required},
+                                                {20000, err_member_id_required},
+                                                {20001, err_invalid_session_timeout}}) {
+    auto r = c->call<protocol::join_group_response>(
+        join_request(fmt::format("bounded-{}", n++), "", md, 60000, timeout), 5);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code, expected) << timeout;
+  }
+}
+
 // --- OffsetFetch for thousands of partitions --------------------------------------------------
 
 // OffsetFetch for 200,000 partitions in one request (half of a topic that has 64, half of a
@@ -1439,28 +1619,6 @@ protocol::uuid topic_id_of(kafka_conn& c, std::string_view topic) {
   return r->topics.at(0).topic_id;
 }
 
-std::vector<std::pair<std::string, int16_t>> create_topics(
-    kafka_conn& c, const std::vector<std::string>& names, bool validate_only,
-    std::vector<std::string>* messages = nullptr, int32_t partitions = 1) {
-  protocol::create_topics_request req;
-  req.timeout_ms = 30000;
-  req.validate_only = validate_only;
-  for (const auto& n : names) {
-    auto& t = req.topics.emplace_back();
-    t.name = n;
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-  }
-  auto r = c.call<protocol::create_topics_response>(req, 7);
-  std::vector<std::pair<std::string, int16_t>> out;
-  if (!r) return out;
-  for (const auto& t : r->topics) {
-    out.emplace_back(std::string(t.name), t.error_code);
-    if (messages != nullptr) messages->push_back(std::string(t.error_message.value_or("")));
-  }
-  return out;
-}
-
 // Produce to __consumer_offsets from a client: INVALID_TOPIC_EXCEPTION at every version (by name
 // and by id), without an error message and with log start offset -1, after the checks Kafka makes
 // first (partition, records, acks) and before the batch's own (a null key or a bad CRC is still
@@ -1548,8 +1706,7 @@ TEST_F(groups_hostile, produce_to_internal_topics_is_refused) {
 // CreateTopics of the internal topics, as Kafka 4.4 answers: __consumer_offsets can be created
 // by a client before the coordinator creates it (validate_only too), and is TOPIC_ALREADY_EXISTS
 // once it exists; __cluster_metadata is always refused with INVALID_REQUEST, its result after the
-// others. (Kafka also answers a name given twice with one result, after the others; tarn answers
-// each occurrence in place, which tests/topics_test.cc expects.)
+// others (create_topics_answers_a_duplicated_name_once: a name given twice is answered so too).
 TEST_F(groups_hostile, create_topics_of_internal_topics) {
   ASSERT_NO_FATAL_FAILURE(start({}, /*find_coordinator=*/false));
   auto c = connect();
@@ -1621,6 +1778,105 @@ TEST_F(groups_hostile, delete_topics_of_consumer_offsets) {
   EXPECT_TRUE(std::filesystem::exists(broker_->data_dir() / "__consumer_offsets-0"));
 }
 
+// A blocking connection to [::1]:port (raw_client speaks IPv4 only); reads time out after
+// event_timeout.
+class ipv6_conn {
+ public:
+  explicit ipv6_conn(uint16_t port) {
+    fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in6 addr{};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_port = htons(port);
+    addr.sin6_addr = in6addr_loopback;
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(event_timeout).count();
+    timeval tv{static_cast<time_t>(secs), 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~ipv6_conn() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ipv6_conn(const ipv6_conn&) = delete;
+  ipv6_conn& operator=(const ipv6_conn&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+
+  template <class Resp, class Req>
+  reply<Resp> call(const Req& req, int16_t version) {
+    const auto frame = request_frame(Req::api_key, version, ++correlation_id_,
+                                     body_of(req, version), is_flexible<Req>(version), "ipv6");
+    if (!write_all(frame)) return {};
+    uint8_t size[4];
+    if (!read_exact(size, 4)) return {};
+    std::vector<uint8_t> body(
+        static_cast<size_t>(get_int32(std::vector<uint8_t>(size, size + 4), 0)));
+    if (!read_exact(body.data(), body.size())) return {};
+    return decode_reply<Resp>(std::move(body), version);
+  }
+
+ private:
+  bool write_all(const std::vector<uint8_t>& bytes) {
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  bool read_exact(uint8_t* out, size_t n) {
+    for (size_t done = 0; done < n;) {
+      const ssize_t r = ::recv(fd_, out + done, n - done, 0);
+      if (r <= 0) return false;
+      done += static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  int32_t correlation_id_ = 0;
+};
+
+// DescribeGroups' ClientHost is "/" + the member's address as Java prints an InetAddress: Kafka
+// 4.4 shows "/0:0:0:0:0:0:0:1" for a member that joined over ::1 (checked with raw requests
+// against scripts/kafka-ref listening on every interface) and "/127.0.0.1" over IPv4.
+TEST_F(groups_hostile, client_host_of_ipv4_and_ipv6_members) {
+  ASSERT_NO_FATAL_FAILURE(
+      start({{"listeners", "PLAINTEXT://127.0.0.1:0,IPV6://[::1]:0"},
+             {"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,IPV6:PLAINTEXT"}}));
+  const auto v6_port =
+      broker_->process().wait_for_number_after("listening on IPV6://[::1]:", event_timeout);
+  ASSERT_TRUE(v6_port.has_value()) << broker_->output();
+  ipv6_conn v6(static_cast<uint16_t>(std::stoi(*v6_port)));
+  ASSERT_TRUE(v6.connected());
+  const auto md = subscription({"t"});
+  auto first = v6.call<protocol::join_group_response>(join_request("over-ipv6", "", md), 5);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->error_code, err_member_id_required);
+  const std::string v6_member(first->member_id);
+  auto joined = v6.call<protocol::join_group_response>(join_request("over-ipv6", v6_member, md), 5);
+  ASSERT_TRUE(joined);
+  ASSERT_EQ(joined->error_code, err_none);
+  auto v4 = connect();
+  const std::string v4_member = join_alone(*v4, "over-ipv4").first;
+  ASSERT_FALSE(v4_member.empty());
+
+  protocol::describe_groups_request req;
+  req.groups = {"over-ipv6", "over-ipv4"};
+  auto d = v4->call<protocol::describe_groups_response>(req, 5);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->groups.size(), 2u);
+  ASSERT_EQ(d->groups[0].members.size(), 1u);
+  EXPECT_EQ(d->groups[0].members[0].member_id, v6_member);
+  EXPECT_EQ(d->groups[0].members[0].client_id, "ipv6");
+  EXPECT_EQ(d->groups[0].members[0].client_host, "/0:0:0:0:0:0:0:1");
+  ASSERT_EQ(d->groups[1].members.size(), 1u);
+  EXPECT_EQ(d->groups[1].members[0].client_host, "/127.0.0.1");
+}
+
 // --- Where tarn still differs from Kafka 4.4 (reproducers, disabled until fixed) ----------------
 
 // Kafka 4.4 unloads the coordinator's partitions when __consumer_offsets is deleted: OffsetFetch
@@ -1662,40 +1918,106 @@ TEST_F(groups_hostile, deleting_consumer_offsets_drops_the_coordinators_state) {
 }
 
 // Kafka 4.4's Metadata reports IsInternal for every topic of Topic.isInternal, existing or not:
-// __transaction_state and __share_group_state once a client created them, and
-// __consumer_offsets before it exists (with UNKNOWN_TOPIC_OR_PARTITION). tarn's is_internal_topic
-// (broker/offsets_topic.cc) knows __consumer_offsets only, and only for an existing topic.
-TEST_F(groups_hostile, DISABLED_metadata_reports_every_internal_topic_internal) {
+// __transaction_state and __share_group_state before and after a client created them, and
+// __consumer_offsets before it exists (UNKNOWN_TOPIC_OR_PARTITION, IsInternal true); KRaft's
+// __cluster_metadata is not internal. All-topics requests list them internal too. (Checked with
+// raw Metadata v12 requests against scripts/kafka-ref.)
+TEST_F(groups_hostile, metadata_reports_every_internal_topic_internal) {
   ASSERT_NO_FATAL_FAILURE(start({}, /*find_coordinator=*/false));
   auto c = connect();
-  ASSERT_EQ(create_topics(*c, {"__transaction_state", "__share_group_state"}, false).size(), 2u);
+  const std::vector<std::string_view> names = {"__transaction_state", "__share_group_state",
+                                               "__consumer_offsets", "__cluster_metadata"};
+  // name -> (error, IsInternal, partitions) of a Metadata v12 naming every one of `names`.
+  using answer = std::map<std::string, std::tuple<int16_t, bool, size_t>>;
+  auto describe = [&] {
+    protocol::metadata_request req;
+    req.topics.emplace();
+    for (std::string_view name : names) req.topics->push_back({{}, name});
+    req.allow_auto_topic_creation = false;
+    auto m = c->call<protocol::metadata_response>(req, 12);
+    answer out;
+    if (!m) return out;
+    EXPECT_EQ(m->topics.size(), names.size());
+    for (const auto& t : m->topics) {
+      out[std::string(t.name.value_or(""))] = {t.error_code, t.is_internal, t.partitions.size()};
+    }
+    return out;
+  };
+  EXPECT_EQ(describe(),
+            (answer{{"__transaction_state", {err_unknown_topic_or_partition, true, 0}},
+                    {"__share_group_state", {err_unknown_topic_or_partition, true, 0}},
+                    {"__consumer_offsets", {err_unknown_topic_or_partition, true, 0}},
+                    {"__cluster_metadata", {err_unknown_topic_or_partition, false, 0}}}));
+  ASSERT_EQ(create_topics(*c, {"__transaction_state", "__share_group_state"}, false),
+            (std::vector<std::pair<std::string, int16_t>>{{"__transaction_state", err_none},
+                                                          {"__share_group_state", err_none}}));
+  EXPECT_EQ(describe(),
+            (answer{{"__transaction_state", {err_none, true, 1}},
+                    {"__share_group_state", {err_none, true, 1}},
+                    {"__consumer_offsets", {err_unknown_topic_or_partition, true, 0}},
+                    {"__cluster_metadata", {err_unknown_topic_or_partition, false, 0}}}));
+  ASSERT_NO_FATAL_FAILURE(create_topic("plain", 1));
+  protocol::metadata_request all;  // null topics: every topic
+  all.allow_auto_topic_creation = false;
+  auto m = c->call<protocol::metadata_response>(all, 12);
+  ASSERT_TRUE(m);
+  std::map<std::string, bool> internal;
+  for (const auto& t : m->topics) internal[std::string(t.name.value_or(""))] = t.is_internal;
+  EXPECT_EQ(internal,
+            (std::map<std::string, bool>{
+                {"__transaction_state", true}, {"__share_group_state", true}, {"plain", false}}));
+}
+
+// Kafka 4.4 answers a name given more than once in one CreateTopics with one INVALID_REQUEST
+// result ("Duplicate topic name."), after the results of the other topics and before
+// __cluster_metadata's, and creates nothing for it; validate_only or not, whatever else is wrong
+// with it. (Checked with raw CreateTopics v2 and v4 requests against scripts/kafka-ref.)
+TEST_F(groups_hostile, create_topics_answers_a_duplicated_name_once) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  auto c = connect();
+  using results = std::vector<std::pair<std::string, int16_t>>;
+  for (bool validate_only : {true, false}) {
+    std::vector<std::string> messages;
+    EXPECT_EQ(create_topics(*c, {"d", "d", "x"}, validate_only, &messages),
+              (results{{"x", err_none}, {"d", err_invalid_request}}))
+        << "validate_only " << validate_only;
+    EXPECT_EQ(messages, (std::vector<std::string>{"", "Duplicate topic name."}));
+  }
+  {
+    // Three times, between others; two duplicated names, in the order they first appear.
+    std::vector<std::string> messages;
+    EXPECT_EQ(create_topics(*c, {"e", "f", "e", "h", "f", "g", "e"}, true, &messages),
+              (results{{"h", err_none},
+                       {"g", err_none},
+                       {"e", err_invalid_request},
+                       {"f", err_invalid_request}}));
+    EXPECT_EQ(messages[2], "Duplicate topic name.");
+  }
+  // Duplicated wins over every other check: an illegal name, a bad partition count, an existing
+  // topic, __cluster_metadata (whose own refusal comes last when it is given once).
+  EXPECT_EQ(create_topics(*c, {"bad name", "bad name", "y"}, true),
+            (results{{"y", err_none}, {"bad name", err_invalid_request}}));
+  EXPECT_EQ(create_topics(*c, {"w", "w"}, true, nullptr, -5),
+            (results{{"w", err_invalid_request}}));
+  EXPECT_EQ(create_topics(*c, {"x", "x"}, false), (results{{"x", err_invalid_request}}));
+  EXPECT_EQ(create_topics(*c, {"__cluster_metadata", "h", "__cluster_metadata"}, true),
+            (results{{"h", err_none}, {"__cluster_metadata", err_invalid_request}}));
+  {
+    std::vector<std::string> messages;
+    EXPECT_EQ(create_topics(*c, {"__cluster_metadata", "k", "k"}, true, &messages),
+              (results{{"k", err_invalid_request}, {"__cluster_metadata", err_invalid_request}}));
+    EXPECT_EQ(messages, (std::vector<std::string>{
+                            "Duplicate topic name.",
+                            "Creation of internal topic __cluster_metadata is prohibited."}));
+  }
+  // Nothing was created for a duplicated name.
   protocol::metadata_request req;
   req.topics.emplace();
-  for (std::string_view name :
-       {"__transaction_state", "__share_group_state", "__consumer_offsets"}) {
-    req.topics->push_back({{}, name});
-  }
+  req.topics->push_back({{}, "d"});
   req.allow_auto_topic_creation = false;
   auto m = c->call<protocol::metadata_response>(req, 12);
   ASSERT_TRUE(m);
-  ASSERT_EQ(m->topics.size(), 3u);
-  for (const auto& t : m->topics) {
-    EXPECT_TRUE(t.is_internal) << t.name.value_or("");
-  }
-  EXPECT_EQ(m->topics[2].error_code, err_unknown_topic_or_partition);
-}
-
-// Kafka 4.4 answers a name given twice in one CreateTopics with one INVALID_REQUEST result,
-// after the results of the other topics; tarn answers each occurrence in place (and
-// tests/topics_test.cc expects two results).
-TEST_F(groups_hostile, DISABLED_create_topics_answers_a_duplicated_name_once) {
-  ASSERT_NO_FATAL_FAILURE(start());
-  auto c = connect();
-  std::vector<std::string> messages;
-  EXPECT_EQ(
-      create_topics(*c, {"d", "d", "x"}, true, &messages),
-      (std::vector<std::pair<std::string, int16_t>>{{"x", err_none}, {"d", err_invalid_request}}));
-  EXPECT_EQ(messages, (std::vector<std::string>{"", "Duplicate topic name."}));
+  EXPECT_EQ(m->topics.at(0).error_code, err_unknown_topic_or_partition);
 }
 
 }  // namespace
