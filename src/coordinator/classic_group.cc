@@ -118,6 +118,16 @@ owned_message<protocol::sync_group_response> sync_error(error_code e) {
   return out;
 }
 
+void add_leave_member_response(owned_message<protocol::leave_group_response>& out,
+                               std::string_view member_id,
+                               const std::optional<std::string_view>& instance_id, error_code e) {
+  protocol::leave_group_response::member_response r;
+  r.member_id = out.arena.keep(member_id);
+  if (instance_id) r.group_instance_id = out.arena.keep(*instance_id);
+  r.error_code = static_cast<int16_t>(e);
+  out.message.members.push_back(r);
+}
+
 classic_group::classic_group(std::string group_id, int64_t now_ms)
     : group_id_(std::move(group_id)), current_state_timestamp_ms_(now_ms) {}
 
@@ -801,13 +811,7 @@ error_code classic_group::leave(const protocol::leave_group_request& request, in
       if (e == error_code::none) remove_current(w.member_id);
     }
     if (version >= 3) {
-      protocol::leave_group_response::member_response r;
-      r.member_id = out.arena.keep(w.member_id);
-      r.group_instance_id = w.instance_id
-                                ? std::optional<std::string_view>(out.arena.keep(*w.instance_id))
-                                : std::nullopt;
-      r.error_code = static_cast<int16_t>(e);
-      out.message.members.push_back(r);
+      add_leave_member_response(out, w.member_id, w.instance_id, e);
     } else {
       single = e;
     }

@@ -38,7 +38,8 @@
 
 namespace tarn::coordinator {
 
-class consumer_group;  // consumer_group.h
+class consumer_group;          // consumer_group.h
+struct consumer_group_member;  // consumer_group.h
 
 enum class classic_group_state : uint8_t {
   empty,
@@ -58,6 +59,11 @@ using sync_callback = std::function<void(owned_message<protocol::sync_group_resp
 owned_message<protocol::join_group_response> join_error(std::string_view member_id,
                                                         protocol::error_code e);
 owned_message<protocol::sync_group_response> sync_error(protocol::error_code e);
+// Appends one LeaveGroup v3+ member answer (its strings kept in the message's arena).
+void add_leave_member_response(owned_message<protocol::leave_group_response>& out,
+                               std::string_view member_id,
+                               const std::optional<std::string_view>& instance_id,
+                               protocol::error_code e);
 
 struct classic_protocol {
   std::string name;
@@ -161,10 +167,12 @@ class classic_group {
   // Stable group at the consumer group's epoch with its classic members but
   // `leaving_member_id`, the protocol they vote for, each member's target assignment as its
   // assignment, sessions starting at now_ms, the first member as the leader.
-  static std::unique_ptr<classic_group> from_consumer_group(const consumer_group& group,
-                                                            std::string_view leaving_member_id,
-                                                            const metadata_view& metadata,
-                                                            int64_t now_ms);
+  // With `joining` (a static member that replaced the leaving one), it is a member too and
+  // takes the leaving member's target assignment.
+  static std::unique_ptr<classic_group> from_consumer_group(
+      const consumer_group& group, std::string_view leaving_member_id,
+      const metadata_view& metadata, int64_t now_ms,
+      const consumer_group_member* joining = nullptr);
   // Kafka's prepareRebalance: the members must rejoin (after a downgrade).
   void rebalance(group_context& ctx) { prepare_rebalance(ctx); }
 

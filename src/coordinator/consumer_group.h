@@ -176,8 +176,18 @@ class consumer_group {
   // Kafka's classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup,
   // classicGroupHeartbeatToConsumerGroup and classicGroupLeaveToConsumerGroup. JoinGroup and
   // SyncGroup answer through ctx.deferred, once their records are written.
-  void classic_join(const protocol::join_group_request& request, int16_t version,
-                    const client_info& client, group_context& ctx, join_callback done);
+  //
+  // A classic static member replacing the group's last consumer-protocol member downgrades it
+  // (Kafka's validateOnlineDowngradeWithReplacedMemberId): then classic_join writes nothing
+  // and answers nothing, and returns what the facade needs to convert the group.
+  struct replacing_downgrade {
+    std::vector<coordinator_record> records;  // the join's, then the group's tombstones
+    consumer_group_member joining;
+    std::string replaced_member_id;
+  };
+  std::optional<replacing_downgrade> classic_join(const protocol::join_group_request& request,
+                                                  int16_t version, const client_info& client,
+                                                  group_context& ctx, join_callback done);
   void classic_sync(const protocol::sync_group_request& request, group_context& ctx,
                     sync_callback done);
   protocol::error_code classic_heartbeat(const protocol::heartbeat_request& request,
@@ -192,6 +202,11 @@ class consumer_group {
   // Kafka's validateOnlineDowngradeWithFencedMember: removing `member_id` leaves only classic
   // members (at least one, at most group.max.size) and the policy allows a downgrade.
   bool validate_online_downgrade(std::string_view member_id, const group_config& config) const;
+  // Kafka's validateOnlineDowngradeWithReplacedMemberId: replacing `replaced_member_id` (a
+  // consumer-protocol member) leaves only classic members, within group.max.size, and the
+  // policy allows a downgrade.
+  bool validate_online_downgrade_replacing(std::string_view replaced_member_id,
+                                           const group_config& config) const;
   // The member a ConsumerGroupHeartbeat leave (epoch -1) would remove, if the request names
   // one the group has and leave() would accept.
   std::optional<std::string> leaving_member(
@@ -222,7 +237,10 @@ class consumer_group {
   // DeleteGroups: NON_EMPTY_GROUP unless the group is empty.
   group_error validate_delete() const;
   // The tombstones that delete the group (Kafka's createGroupTombstoneRecords), in its order.
-  void delete_records(std::vector<coordinator_record>& out) const;
+  // With `replaced` and `joining`, the joining member's ids stand in for the replaced one's
+  // (Kafka's createGroupTombstoneRecordsWithReplacedMember).
+  void delete_records(std::vector<coordinator_record>& out, std::string_view replaced = {},
+                      std::string_view joining = {}) const;
 
   // --- Offsets --------------------------------------------------------------------------------
 

@@ -134,6 +134,18 @@ bool consumer_group::validate_online_downgrade(std::string_view member_id,
   return members_.size() - 1 <= static_cast<size_t>(std::max(config.group_max_size, 0));
 }
 
+bool consumer_group::validate_online_downgrade_replacing(std::string_view replaced_member_id,
+                                                         const group_config& config) const {
+  auto it = members_.find(replaced_member_id);
+  if (it == members_.end() || it->second.uses_classic_protocol()) return false;
+  const auto classic = std::count_if(members_.begin(), members_.end(), [](const auto& kv) {
+    return kv.second.uses_classic_protocol();
+  });
+  if (static_cast<size_t>(classic) != members_.size() - 1) return false;
+  if (!online_downgrade_enabled(config)) return false;
+  return members_.size() <= static_cast<size_t>(std::max(config.group_max_size, 0));
+}
+
 std::optional<std::string> consumer_group::leaving_member(
     const protocol::consumer_group_heartbeat_request& request) const {
   if (request.member_epoch != leave_group_member_epoch) return std::nullopt;
@@ -179,12 +191,14 @@ result<const consumer_group_member*, error_code> consumer_group::classic_request
 
 // --- JoinGroup ------------------------------------------------------------------------------
 
-void consumer_group::classic_join(const protocol::join_group_request& req, int16_t version,
-                                  const client_info& client, group_context& ctx,
-                                  join_callback done) {
-  auto answer = [&](owned_message<protocol::join_group_response> r) {
+std::optional<consumer_group::replacing_downgrade> consumer_group::classic_join(
+    const protocol::join_group_request& req, int16_t version, const client_info& client,
+    group_context& ctx, join_callback done) {
+  auto answer =
+      [&](owned_message<protocol::join_group_response> r) -> std::optional<replacing_downgrade> {
     auto shared = std::make_shared<owned_message<protocol::join_group_response>>(std::move(r));
     ctx.deferred.push_back([done, shared]() mutable { done(std::move(*shared)); });
+    return std::nullopt;
   };
   const bool unknown_member = req.member_id.empty();
   std::string member_id = unknown_member ? random_member_id() : std::string(req.member_id);
@@ -272,6 +286,16 @@ void consumer_group::classic_join(const protocol::join_group_request& req, int16
                                    names_changed, &owned, ctx, c);
   if (!next) return answer(join_error(member_id, next.error().code));
   const consumer_group_member reconciled = std::move(*next);
+
+  // 4. The last consumer-protocol member replaced by this static member: a downgrade.
+  if (replaced && validate_online_downgrade_replacing(*replaced, ctx.config)) {
+    replacing_downgrade d;
+    d.records = std::move(c.records);
+    delete_records(d.records, *replaced, reconciled.member_id);
+    d.joining = reconciled;
+    d.replaced_member_id = *replaced;
+    return d;
+  }
   c.sessions.emplace_back(reconciled.member_id, ctx.now_ms + req.session_timeout_ms);
   if (auto e = commit(c, ctx)) return answer(join_error(member_id, e.code));
   classic_join_deadline_ms_.erase(reconciled.member_id);
@@ -283,7 +307,7 @@ void consumer_group::classic_join(const protocol::join_group_request& req, int16
   out.message.protocol_type = consumer_protocol_type;
   out.message.protocol_name = out.arena.keep(protocols.front().name);
   out.message.leader = "";
-  answer(std::move(out));
+  return answer(std::move(out));
 }
 
 bool consumer_group::supports_classic_protocols(std::string_view protocol_type,
@@ -420,13 +444,7 @@ error_code consumer_group::classic_leave(const protocol::leave_group_request& re
   error_code single = error_code::none;
   for (const auto& [w, e] : answers) {
     if (version >= 3) {
-      protocol::leave_group_response::member_response r;
-      r.member_id = out.arena.keep(w.member_id);
-      r.group_instance_id = w.instance_id
-                                ? std::optional<std::string_view>(out.arena.keep(*w.instance_id))
-                                : std::nullopt;
-      r.error_code = static_cast<int16_t>(e);
-      out.message.members.push_back(r);
+      add_leave_member_response(out, w.member_id, to_view(w.instance_id), e);
     } else {
       single = e;
     }
@@ -505,13 +523,19 @@ result<std::unique_ptr<consumer_group>, std::string> consumer_group::from_classi
 
 std::unique_ptr<classic_group> classic_group::from_consumer_group(
     const consumer_group& group, std::string_view leaving_member_id, const metadata_view& metadata,
-    int64_t now_ms) {
+    int64_t now_ms, const consumer_group_member* joining) {
   classic_group_snapshot s;
   s.protocol_type = std::string(consumer_protocol_type);
   s.generation = group.group_epoch();
   s.current_state_timestamp_ms = now_ms;
+  std::vector<const consumer_group_member*> members;
   for (const auto& [id, m] : group.members()) {
-    if (id == leaving_member_id || !m.classic_member) continue;
+    if (id != leaving_member_id && m.classic_member) members.push_back(&m);
+  }
+  if (joining && joining->classic_member) members.push_back(joining);
+  for (const consumer_group_member* mp : members) {
+    const consumer_group_member& m = *mp;
+    const std::string& id = m.member_id;
     classic_member cm;
     cm.member_id = id;
     cm.group_instance_id = m.instance_id;
@@ -535,7 +559,9 @@ std::unique_ptr<classic_group> classic_group::from_consumer_group(
     const std::vector<uint8_t>* md = m.metadata(*out->protocol_name_);
     int16_t version = 0;
     if (md && md->size() >= 2) version = static_cast<int16_t>(((*md)[0] << 8) | (*md)[1]);
-    auto t = group.target_assignment().find(id);
+    // A joining member that replaced the leaving one takes its assignment.
+    auto t = group.target_assignment().find(
+        joining && id == joining->member_id ? std::string(leaving_member_id) : id);
     m.assignment = encode_consumer_assignment(
         t == group.target_assignment().end() ? topic_assignment{} : t->second, metadata, version);
   }

@@ -215,11 +215,16 @@ coordinator_record consumer_group_metadata_tombstone(std::string_view group) {
 
 // --- Delete --------------------------------------------------------------------------------------
 
-void consumer_group::delete_records(std::vector<coordinator_record>& out) const {
-  for (const auto& [id, m] : members_) out.push_back(current_assignment_tombstone(group_id_, id));
-  for (const auto& [id, m] : members_) out.push_back(target_member_tombstone(group_id_, id));
+void consumer_group::delete_records(std::vector<coordinator_record>& out, std::string_view replaced,
+                                    std::string_view joining) const {
+  std::vector<std::string_view> ids;
+  for (const auto& [id, m] : members_) {
+    ids.push_back(!replaced.empty() && id == replaced ? joining : std::string_view(id));
+  }
+  for (auto id : ids) out.push_back(current_assignment_tombstone(group_id_, id));
+  for (auto id : ids) out.push_back(target_member_tombstone(group_id_, id));
   out.push_back(target_metadata_tombstone(group_id_));
-  for (const auto& [id, m] : members_) out.push_back(member_metadata_tombstone(group_id_, id));
+  for (auto id : ids) out.push_back(member_metadata_tombstone(group_id_, id));
   for (const auto& [regex, r] : regexes_) out.push_back(regex_tombstone(group_id_, regex));
   out.push_back(partition_metadata_tombstone(group_id_));
   out.push_back(consumer_group_metadata_tombstone(group_id_));

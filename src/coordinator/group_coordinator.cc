@@ -282,7 +282,29 @@ void group_coordinator::join_group(const protocol::join_group_request& request, 
     if (auto cg = sh.consumer.find(request.group_id); cg != sh.consumer.end()) {
       if (!cg->second->empty()) {
         // A classic member of a consumer group (KIP-848's online migration).
-        cg->second->classic_join(req, version, client, ctx, done);
+        auto d = cg->second->classic_join(req, version, client, ctx, done);
+        if (!d) return;
+        // It replaced the last consumer-protocol member: the group becomes a Stable classic
+        // group with it (Kafka's convertToClassicGroup with a joining member, no rebalance).
+        auto classic = classic_group::from_consumer_group(*cg->second, d->replaced_member_id,
+                                                          metadata_, now_ms, &d->joining);
+        d->records.push_back(group_metadata_record(*classic));
+        if (auto e = ctx.write(std::move(d->records)); e != error_code::none) {
+          ctx.deferred.push_back([done, m = d->joining.member_id, e] {
+            done(join_error(m, append_error_to_response_error(e)));
+          });
+          return;
+        }
+        sh.consumer.erase(cg);
+        sh.classic[std::string(request.group_id)] = std::move(classic);
+        auto out = std::make_shared<owned_message<protocol::join_group_response>>();
+        out->message.member_id = out->arena.keep(d->joining.member_id);
+        out->message.generation_id = d->joining.member_epoch;
+        out->message.protocol_type = "consumer";
+        out->message.protocol_name =
+            out->arena.keep(d->joining.classic_member->supported_protocols.front().name);
+        out->message.leader = "";
+        ctx.deferred.push_back([done, out]() mutable { done(std::move(*out)); });
         return;
       }
       // An empty consumer group becomes a classic group (Kafka's maybeDeleteEmptyConsumerGroup).
@@ -405,14 +427,8 @@ owned_message<protocol::leave_group_response> group_coordinator::leave_group(
           // Every member named is unknown.
           if (version >= 3) {
             for (const auto& m : request.members) {
-              protocol::leave_group_response::member_response r;
-              r.member_id = out.arena.keep(m.member_id);
-              r.group_instance_id =
-                  m.group_instance_id
-                      ? std::optional<std::string_view>(out.arena.keep(*m.group_instance_id))
-                      : std::nullopt;
-              r.error_code = static_cast<int16_t>(error_code::unknown_member_id);
-              out.message.members.push_back(r);
+              add_leave_member_response(out, m.member_id, m.group_instance_id,
+                                        error_code::unknown_member_id);
             }
             return error_code::none;
           }

@@ -464,6 +464,58 @@ TEST_F(migration, the_last_consumer_member_leaving_downgrades_the_group_to_class
   EXPECT_EQ(group_type("g"), "classic");
 }
 
+// Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member taking the place of
+// the last consumer-protocol member (away with epoch -2) makes the group a Stable classic group at
+// once, the newcomer holding the replaced member's assignment; no rebalance.
+TEST_F(migration, a_classic_static_member_replacing_the_last_consumer_member_downgrades) {
+  const std::string a = stable_classic_group();
+  auto static_beat = [&](int32_t epoch, const std::string& member) {
+    protocol::consumer_group_heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.member_epoch = epoch;
+    r.instance_id = "i1";
+    r.rebalance_timeout_ms = 30000;
+    std::vector<std::string_view> topics{"t"};
+    std::vector<protocol::consumer_group_heartbeat_request::topic_partitions_data> owned;
+    if (epoch == 0) {
+      r.subscribed_topic_names = topics;
+      r.topic_partitions = owned;
+    }
+    return c->consumer_group_heartbeat(r, 1, {"client", "/127.0.0.1"}, now).message.error_code;
+  };
+  ASSERT_EQ(static_beat(0, "c1"), 0);
+  ASSERT_EQ(join("g", a)->error, 0);
+  const auto a_parts = partitions_of(sync("g", a, 2)->assignment);
+  ASSERT_EQ(a_parts.size(), 2u);
+  ASSERT_EQ(static_beat(-2, "c1"), 0) << "away, still a member";
+  EXPECT_EQ(group_type("g"), "consumer");
+
+  const size_t before = log.records().size();
+  auto j = join("g", "", "i1");
+  ASSERT_TRUE(j->done);
+  ASSERT_EQ(j->error, 0);
+  EXPECT_NE(j->member_id, "c1");
+  EXPECT_EQ(group_type("g"), "classic");
+  // The join's records (c1 replaced by the newcomer), then the tombstones of the group with the
+  // newcomer for c1, then GroupMetadata.
+  const auto types = types_since(before);
+  ASSERT_FALSE(types.empty());
+  EXPECT_EQ(types.back(), 2);
+  EXPECT_EQ(std::count(types.begin(), types.end(), -3), 1);
+  auto s = sync("g", j->member_id, j->generation, {}, "i1");
+  ASSERT_TRUE(s->done);
+  EXPECT_EQ(s->error, 0);
+  auto mine = partitions_of(s->assignment);
+  EXPECT_EQ(mine.size(), 2u) << "c1's target assignment";
+  for (int32_t p : mine) EXPECT_FALSE(std::count(a_parts.begin(), a_parts.end(), p));
+  EXPECT_EQ(heartbeat("g", j->member_id, j->generation, "i1"), 0) << "Stable: no rebalance";
+  EXPECT_EQ(heartbeat("g", a, 2), 0);
+  start();
+  EXPECT_EQ(group_type("g"), "classic");
+  EXPECT_EQ(heartbeat("g", a, 2), 0);
+}
+
 TEST_F(migration, a_consumer_member_timing_out_downgrades_the_group_too) {
   const std::string a = stable_classic_group();
   ASSERT_EQ(heartbeat848("g", "c1", 0).error, 0);
