@@ -512,6 +512,29 @@ TEST(LogCleaner, KeepsTheLatestValuePerKeyWithOffsetsUnchanged) {
   EXPECT_EQ(read_log(**again).size(), records.size());
 }
 
+// A fetch holding a file slice of a segment the cleaner replaces keeps reading the bytes it was
+// given (the slice shares the old .log descriptor, renamed .deleted and unlinked meanwhile).
+TEST(LogCleaner, ReaderOfAReplacedSegmentKeepsItsBytes) {
+  temp_dir dir;
+  auto l = log::open(options_in(dir.path(), compact_config()));
+  ASSERT_TRUE(l);
+  write_versions(**l, 20, 30);
+  ASSERT_TRUE((*l)->roll(1000));
+  auto before = (*l)->read(0, 1 << 20, true);
+  ASSERT_TRUE(before && before->slice);
+  std::vector<uint8_t> expected(static_cast<size_t>(before->slice->length));
+  ASSERT_TRUE(read_slice(*before->slice, expected));
+  const fs::path old_path = before->slice->file->path;
+  auto c = make_cleaner();
+  auto done = clean_once(**l, *c, std::nullopt, 5000);
+  ASSERT_GE(done.swaps, 1);
+  // The name now belongs to the cleaned segment (smaller); the slice still reads the old bytes.
+  EXPECT_LT(fs::file_size(old_path), expected.size());
+  std::vector<uint8_t> after(expected.size());
+  ASSERT_TRUE(read_slice(*before->slice, after));
+  EXPECT_EQ(after, expected);
+}
+
 TEST(LogCleaner, ActiveSegmentAndMinCompactionLagAreNotCleaned) {
   temp_dir dir;
   log_config config = compact_config();

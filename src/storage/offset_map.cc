@@ -132,9 +132,25 @@ size_t offset_map::position_of(const key_hash& hash, int64_t attempt) const {
   return static_cast<size_t>(slot) * entry_bytes;
 }
 
+namespace {
+
+// Native-order word loads: slots are compared for equality only, so byte order does not matter,
+// and three word compares beat memcmp calls on the probe path.
+uint64_t word_at(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+bool same_hash(const uint8_t* slot, const uint8_t* hash) {
+  return word_at(slot) == word_at(hash) && word_at(slot + 8) == word_at(hash + 8);
+}
+
+}  // namespace
+
 bool offset_map::is_empty(size_t position) const {
-  static constexpr uint8_t zeros[entry_bytes] = {};
-  return std::memcmp(slots_memory_ + position, zeros, entry_bytes) == 0;
+  const uint8_t* slot = slots_memory_ + position;
+  return (word_at(slot) | word_at(slot + 8) | word_at(slot + 16)) == 0;
 }
 
 void offset_map::put(std::span<const uint8_t> key, offset_t offset) {
@@ -144,7 +160,7 @@ void offset_map::put(std::span<const uint8_t> key, offset_t offset) {
     const size_t pos = position_of(hash, attempt);
     uint8_t* slot = slots_memory_ + pos;
     const bool empty = is_empty(pos);
-    if (empty || std::memcmp(slot, hash.bytes, hash_bytes) == 0) {
+    if (empty || same_hash(slot, hash.bytes)) {
       if (empty) {
         // The caller stops before the map is full (load factor < 1), so a free slot exists.
         std::memcpy(slot, hash.bytes, hash_bytes);
@@ -168,7 +184,7 @@ offset_t offset_map::get(std::span<const uint8_t> key) const {
     const size_t pos = position_of(hash, attempt);
     if (is_empty(pos)) return -1;
     const uint8_t* slot = slots_memory_ + pos;
-    if (std::memcmp(slot, hash.bytes, hash_bytes) == 0) {
+    if (same_hash(slot, hash.bytes)) {
       uint64_t v = 0;
       for (int i = 0; i < 8; ++i) v = (v << 8) | slot[hash_bytes + i];
       return static_cast<offset_t>(v);
