@@ -150,6 +150,8 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
   std::lock_guard lock(mu_);
   in_progress_.erase(tp);
   if (!result) {
+    // A deletion or shutdown pulled the files away mid-cleaning: not the partition's fault.
+    if (aborted->load()) return false;
     // LogCleaningException: Kafka marks the partition uncleanable and goes on with the others.
     uncleanable_.insert(tp);
     if (log_line_) {
