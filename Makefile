@@ -33,8 +33,15 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	$(MAKE) fuzz
 
+# Sanitizer trees compile with line tables only (-g1: file:line in every report, no variable info)
+# and ASan+UBSan at -O1 (what ASan's authors recommend): a third to a half less compile time than
+# RelWithDebInfo's -O2 -g, which made these two builds most of CI's wall time (docs/reliability.md#7).
+ASAN_FLAGS  ?= -O1 -g1 -DNDEBUG
+TSAN_FLAGS  ?= -O2 -g1 -DNDEBUG
+
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_SANITIZE=ON -DTARN_BENCH=OFF
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_SANITIZE=ON -DTARN_BENCH=OFF \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)"
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	scripts/kafka-ref fetch
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
@@ -42,7 +49,8 @@ test-asan: deps
 # The whole ctest suite under ThreadSanitizer; a race in any broker the tests start makes it exit
 # (halt_on_error), which fails the test.
 test-tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_TSAN=ON -DTARN_BENCH=OFF
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_TSAN=ON -DTARN_BENCH=OFF \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(TSAN_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(TSAN_FLAGS)"
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	scripts/kafka-ref fetch
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 900
