@@ -15,6 +15,7 @@
 #include "coordinator/consumer_group_records.h"
 #include "coordinator/current_assignment.h"
 #include "coordinator/group_coordinator.h"
+#include "coordinator/group_records.h"
 
 namespace tarn::coordinator {
 
@@ -33,28 +34,6 @@ constexpr int64_t regex_refresh_min_interval_ms = 10000;
 bool blank(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return static_cast<unsigned char>(c) <= ' '; });
-}
-
-// Kafka's CoordinatorOperationExceptionHelper: what a heartbeat answers when its records could
-// not be appended.
-error_code write_error_to_response(error_code e) {
-  switch (e) {
-    case error_code::network_exception:
-      return error_code::coordinator_load_in_progress;
-    case error_code::unknown_topic_or_partition:
-    case error_code::not_enough_replicas:
-    case error_code::request_timed_out:
-      return error_code::coordinator_not_available;
-    case error_code::not_leader_or_follower:
-    case error_code::kafka_storage_error:
-      return error_code::not_coordinator;
-    case error_code::message_too_large:
-    case error_code::record_list_too_large:
-    case error_code::invalid_fetch_size:
-      return error_code::unknown_server_error;
-    default:
-      return e;
-  }
 }
 
 // Compiles a subscription regex. Kafka uses RE2 (re2j) and a full match of the topic name;
@@ -700,7 +679,7 @@ group_error consumer_group::commit(change& c, group_context& ctx) {
     std::vector<coordinator_record> batch = pending_records_;
     batch.insert(batch.end(), c.records.begin(), c.records.end());
     const error_code e = ctx.write(std::move(batch));
-    if (e != error_code::none) return {write_error_to_response(e), ""};
+    if (e != error_code::none) return {append_error_to_response_error(e), ""};
     pending_records_.clear();
     for (const auto& r : c.records) {
       protocol::reader rd(r.key);

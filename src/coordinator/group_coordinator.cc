@@ -575,7 +575,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
     }
     if (accepted.empty()) return;
     if (auto e = ctx.write(std::move(records)); e != error_code::none) {
-      const error_code mapped = append_error_to_commit_error(e);
+      const error_code mapped = append_error_to_response_error(e);
       for (const auto& [c, om] : accepted) set_error(*c, mapped);
       if (created && !sh.offsets.count(group_id)) sh.classic.erase(group_id);
       return;
@@ -800,7 +800,7 @@ owned_message<protocol::offset_delete_response> group_coordinator::offset_delete
         }
         if (auto w = ctx.write(std::move(records)); w != error_code::none) {
           out.message.topics.clear();
-          return append_error_to_commit_error(w);
+          return append_error_to_response_error(w);
         }
         for (const auto& d : deleted) offsets.erase(d);
         if (offsets.empty()) sh.offsets.erase(group_id);

@@ -77,9 +77,5 @@ result<loaded_record, std::string> decode_record(std::span<const uint8_t> key,
 // Kafka 4.4, not the old coordinator's INVALID_COMMIT_OFFSET_SIZE; checked with a raw OffsetCommit
 // of 3000 topics against scripts/kafka-ref).
 protocol::error_code append_error_to_response_error(protocol::error_code e);
-// The same table under the name the commit paths of group_coordinator.cc call.
-inline protocol::error_code append_error_to_commit_error(protocol::error_code e) {
-  return append_error_to_response_error(e);
-}
 
 }  // namespace tarn::coordinator
