@@ -123,7 +123,10 @@ void add_leave_member_response(owned_message<protocol::leave_group_response>& ou
                                const std::optional<std::string_view>& instance_id, error_code e) {
   protocol::leave_group_response::member_response r;
   r.member_id = out.arena.keep(member_id);
-  if (instance_id) r.group_instance_id = out.arena.keep(*instance_id);
+  // Set either way: the generated field's default is "", and Kafka answers null for a member
+  // named without an instance id.
+  r.group_instance_id =
+      instance_id ? std::optional<std::string_view>(out.arena.keep(*instance_id)) : std::nullopt;
   r.error_code = static_cast<int16_t>(e);
   out.message.members.push_back(r);
 }
