@@ -815,9 +815,10 @@ TEST_F(consumer_fixture, empty_groups_change_protocol_and_unsynced_ones_do_not) 
 namespace tarn::coordinator {
 namespace {
 
-// Until the log cleaner exists (issue 21) __consumer_offsets is never compacted: every commit is
-// one more record, and a load replays them all. What stays bounded is the coordinator's memory
-// (the latest offset per partition) and what a reload ends with.
+// The coordinator itself never removes a record: every commit is one more record of
+// __consumer_offsets, and compaction is the broker's log cleaner's (src/storage), which this
+// in-memory log does not have. A load of the uncompacted history still ends with the latest offset
+// per partition, and the coordinator's memory holds only that.
 TEST_F(fixture, uncompacted_offsets_grow_by_a_record_per_commit_and_reload_to_the_latest) {
   constexpr int commits = 2000;  // (20000 took 227 s under TSan)
   for (int i = 1; i <= commits; ++i) ASSERT_EQ(commit("busy", i % 4, i), 0);
