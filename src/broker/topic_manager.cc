@@ -112,11 +112,21 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
         });
     if (!started) return fail(fmt::format("log cleaner: {}", started.error().message));
   }
+  // Retention (log.retention.check.interval.ms), on its own thread, taking mu_ for each pass.
+  m->logs_->start_retention(config.log_retention_check_interval_ms, m->mu_,
+                            [](bool warning, const std::string& line) {
+                              if (warning) {
+                                spdlog::warn("log retention: {}", line);
+                              } else {
+                                spdlog::info("log retention: {}", line);
+                              }
+                            });
   return m;
 }
 
 result<void, std::string> topic_manager::shutdown() {
-  logs_->stop_cleaner();  // before the lock, which its threads may be waiting for
+  logs_->stop_retention();  // before the lock, which these threads may be waiting for
+  logs_->stop_cleaner();
   auto guard = lock();
   if (auto r = logs_->shutdown(-1, wall_clock_ms()); !r) return fail(r.error().message);
   return {};

@@ -571,6 +571,10 @@ result<void, storage_error> log::delete_first_segments(size_t count, timestamp_m
   offset_t start = std::max(log_start_offset(), segments_.front()->base_offset());
   log_start_offset_.store(start, std::memory_order_release);
   if (recovery_point() < start) recovery_point_.store(start, std::memory_order_release);
+  return truncate_epochs_from_start(start);
+}
+
+result<void, storage_error> log::truncate_epochs_from_start(offset_t start) {
   // The epoch cache forgets epochs wholly before the new start (truncateFromStart).
   size_t drop = 0;
   while (drop + 1 < epochs_.size() && epochs_[drop + 1].start_offset <= start) ++drop;
@@ -628,11 +632,20 @@ result<void, storage_error> log::delete_records_before(offset_t offset, timestam
                     "larger than the high watermark {}",
                     offset, partition_dir_name(tp_), high_watermark())});
   }
+  if (offset < 0) {
+    return fail(storage_error{storage_errc::offset_out_of_range,
+                              fmt::format("The offset {} for partition {} is not valid", offset,
+                                          partition_dir_name(tp_))});
+  }
   if (offset <= log_start_offset()) return {};
+  // UnifiedLog.maybeIncrementLogStartOffset: the start moves, the epoch cache forgets what lies
+  // before it; Kafka's retention pass then deletes the segments wholly below it, tarn at once.
   log_start_offset_.store(offset, std::memory_order_release);
+  if (recovery_point() < offset) recovery_point_.store(offset, std::memory_order_release);
   size_t below = 0;
   while (below + 1 < segments_.size() && segments_[below + 1]->base_offset() <= offset) ++below;
-  return delete_first_segments(below, now);
+  if (below > 0) return delete_first_segments(below, now);
+  return truncate_epochs_from_start(offset);
 }
 
 std::vector<segment_snapshot> log::inactive_segments() const {

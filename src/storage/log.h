@@ -163,8 +163,10 @@ class log {
   // offset. The active segment goes too when all are expired (after rolling a fresh one).
   // Advances the log start offset; returns how many segments were deleted. Owner thread only.
   result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
-  // DeleteRecords: moves the log start offset up to `offset` (at most the high watermark) and
-  // deletes the segments now wholly below it.
+  // DeleteRecords (UnifiedLog.maybeIncrementLogStartOffset): moves the log start offset up to
+  // `offset` (a no-op at or below it), trims the leader epoch cache and deletes the segments now
+  // wholly below it. An offset above the high watermark or negative is offset_out_of_range with
+  // Kafka's message. The caller persists the new start (log_manager::checkpoint_log_start_offsets).
   result<void, storage_error> delete_records_before(offset_t offset, timestamp_ms now);
 
   void set_append_listener(append_listener listener) { append_listener_ = std::move(listener); }
@@ -209,6 +211,8 @@ class log {
   result<void, storage_error> roll_at(offset_t new_base_offset, timestamp_ms now);
   // Deletes the first `count` segments (rolling first if that is all of them).
   result<void, storage_error> delete_first_segments(size_t count, timestamp_ms now);
+  // Drops the leader epoch entries wholly before `start` and rewrites the checkpoint if it changed.
+  result<void, storage_error> truncate_epochs_from_start(offset_t start);
   log_segment& active() const { return *segments_.back(); }
   void set_log_end_offset(offset_t leo);
   // Loads the newest producer snapshot at or below the LEO and replays the batches after it.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 
 #include "fmt/format.h"
 
@@ -35,6 +36,7 @@ log_manager::log_manager(const log_manager_options& options)
     : log_dir_(options.log_dir), broker_props_(options.broker_props) {}
 
 log_manager::~log_manager() {
+  stop_retention();
   stop_cleaner();
   for (auto& [tp, l] : logs_) (void)l->close();
 }
@@ -364,6 +366,76 @@ result<void, storage_error> log_manager::checkpoint() {
   return write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
 }
 
+result<void, storage_error> log_manager::checkpoint_log_start_offsets() {
+  std::vector<partition_offset> ls;
+  ls.reserve(logs_.size());
+  for (const auto& [tp, l] : logs_) ls.push_back({tp, l->log_start_offset()});
+  return write_offset_checkpoint(log_dir_ / log_start_offset_checkpoint_name, ls);
+}
+
+result<int32_t, storage_error> log_manager::delete_old_segments(timestamp_ms now) {
+  int32_t deleted = 0;
+  std::optional<storage_error> first;
+  for (auto& [tp, l] : logs_) {
+    auto r = l->delete_old_segments(now);
+    if (r) {
+      deleted += *r;
+    } else if (!first) {
+      first = std::move(r.error());
+    }
+  }
+  if (deleted > 0) {
+    auto c = checkpoint_log_start_offsets();
+    if (!c && !first) first = std::move(c.error());
+  }
+  if (first) return fail(std::move(*first));
+  return deleted;
+}
+
+void log_manager::start_retention(int64_t interval_ms, std::mutex& owner_lock,
+                                  cleaner_log_fn log_line) {
+  if (retention_thread_.joinable()) return;
+  retention_stopping_ = false;
+  retention_thread_ = std::thread([this, interval_ms, &owner_lock, log_line = std::move(log_line)] {
+    auto wait = std::chrono::milliseconds(std::min<int64_t>(interval_ms, 30000));
+    for (;;) {
+      {
+        std::unique_lock lock(retention_mu_);
+        if (retention_wake_.wait_for(lock, wait, [&] { return retention_stopping_; })) return;
+      }
+      wait = std::chrono::milliseconds(interval_ms);
+      // Not a blocking lock: stop_retention() may run on a thread holding owner_lock.
+      std::unique_lock owner(owner_lock, std::defer_lock);
+      while (!owner.try_lock()) {
+        std::unique_lock lock(retention_mu_);
+        if (retention_wake_.wait_for(lock, std::chrono::milliseconds(1),
+                                     [&] { return retention_stopping_; })) {
+          return;
+        }
+      }
+      const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+      auto deleted = delete_old_segments(now);
+      owner.unlock();
+      if (!deleted) {
+        log_line(true, fmt::format("retention pass failed: {}", deleted.error().message));
+      } else if (*deleted > 0) {
+        log_line(false, fmt::format("retention deleted {} segment(s)", *deleted));
+      }
+    }
+  });
+}
+
+void log_manager::stop_retention() {
+  {
+    std::lock_guard lock(retention_mu_);
+    retention_stopping_ = true;
+  }
+  retention_wake_.notify_all();
+  if (retention_thread_.joinable()) retention_thread_.join();
+}
+
 result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
   result<void, storage_error> first{};
   for (auto& [tp, l] : logs_) {
@@ -375,6 +447,7 @@ result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
 
 result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestamp_ms now) {
   if (shut_down_) return {};
+  stop_retention();
   stop_cleaner();
   for (auto& [tp, l] : logs_) {
     auto f = l->flush(now);

@@ -8,10 +8,12 @@
 // context while owners append.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -92,6 +94,21 @@ class log_manager {
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
   // replication-offset-checkpoint (high watermarks) for every log.
   result<void, storage_error> checkpoint();
+  // Only log-start-offset-checkpoint, after DeleteRecords or retention moved a log start offset
+  // (Kafka writes it every log.flush.start.offset.checkpoint.interval.ms; tarn at once, so a
+  // deletion survives a crash). Reads the logs' atomic offsets only.
+  result<void, storage_error> checkpoint_log_start_offsets();
+  // Retention over every log (log::delete_old_segments), for the broker's
+  // log.retention.check.interval.ms timer; checkpoints the log start offsets when a segment
+  // went. Returns the segments deleted; the first error after trying every log.
+  result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
+  // The retention task (Kafka's "kafka-log-retention", scheduled by LogManager.startup): a thread
+  // that runs delete_old_segments every `interval_ms` (log.retention.check.interval.ms), the
+  // first time after min(interval_ms, 30 s) (Kafka: always 30 s), holding `owner_lock` (taken with
+  // try_lock, as the cleaner does) while it runs. `log_line` gets one line per pass that deleted
+  // something or failed. stop_retention() joins it (shutdown() and the destructor call it).
+  void start_retention(int64_t interval_ms, std::mutex& owner_lock, cleaner_log_fn log_line);
+  void stop_retention();
   // Kafka's LogManager.flushDirtyLogs: flushes every log whose flush.ms has passed since its
   // last flush. Every log is tried; the first error is returned.
   result<void, storage_error> flush_dirty_logs(timestamp_ms now);
@@ -113,6 +130,10 @@ class log_manager {
   append_listener append_listener_;
   std::unique_ptr<log_cleaner_manager> cleaner_;
   bool shut_down_ = false;
+  std::thread retention_thread_;
+  std::mutex retention_mu_;
+  std::condition_variable retention_wake_;
+  bool retention_stopping_ = false;
 };
 
 }  // namespace tarn::storage
