@@ -75,8 +75,10 @@ inline void place_segments(const std::filesystem::path& data_dir,
     std::ofstream(dir / name, std::ios::binary) << s.bytes;
   }
   std::string meta = "0\n" + std::to_string(topics.size()) + "\n";
+  // retention.ms=-1: the fixtures' records are from 2026-01-01, older than the default 7 days,
+  // and the broker's retention task (as Kafka's) would delete them 30 s after the start.
   for (size_t i = 0; i < topics.size(); ++i) {
-    meta += topics[i] + " " + fixture_topic_id(i).to_string() + " 1 0\n";
+    meta += topics[i] + " " + fixture_topic_id(i).to_string() + " 1 1\nretention.ms=-1\n";
   }
   std::ofstream(data_dir / "tarn-topics", std::ios::binary) << meta;
 }
