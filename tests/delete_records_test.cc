@@ -8,7 +8,8 @@
 //     OFFSET_OUT_OF_RANGE with the log start offset;
 //   - Kafka's kafka-delete-records (DeleteRecordsCommand from the 4.4.0 jars) prints the same on
 //     both brokers, and kcat reading from the beginning starts at the new low watermark;
-//   - tarn only: the start survives a SIGKILL and restart (log-start-offset-checkpoint).
+//   - tarn only: the start survives a SIGKILL and restart (log-start-offset-checkpoint); the
+//     retention task runs every log.retention.check.interval.ms (retention.bytes).
 // GCC 12's -Wrestrict misfires on std::string operator+ with literals (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
@@ -417,6 +418,64 @@ TEST(delete_records_restart, the_low_watermark_survives_a_sigkill) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(out.substr(0, 3), "25\n") << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 15) << out;
+  broker.stop();
+}
+
+// tarn only (Kafka's first retention pass is 30 s after its start): the retention task runs every
+// log.retention.check.interval.ms; retention.bytes drops the rolled segment, EARLIEST follows.
+TEST(delete_records_retention, runs_every_check_interval) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  broker_process broker({"--override", "log.retention.check.interval.ms=100"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(broker.port());
+  const std::string name = "bounded";
+  auto [rc, out] = run_command(std::string("timeout 60 ") + TARN_BINARY +
+                               " topics --bootstrap-server " + bootstrap + " --create --topic " +
+                               name + " --partitions 1 --config segment.ms=100");
+  ASSERT_EQ(rc, 0) << out;
+  temp_dir dir;
+  auto input = dir.write_file("records.txt", "a\nb\nc\n");
+  for (int round = 0; round < 2; ++round) {
+    std::tie(rc, out) = run_command("timeout 60 kcat -P -b " + bootstrap + " -t " + name +
+                                    " -p 0 -X acks=all <" + input.string());
+    ASSERT_EQ(rc, 0) << out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the next batch rolls
+  }
+  auto c = tools::kafka_client::connect(bootstrap);
+  ASSERT_TRUE(c.has_value());
+  // Nothing is due yet: retention.bytes is unlimited.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto earliest = [&] {
+    protocol::list_offsets_request req;
+    req.replica_id = -1;
+    protocol::list_offsets_request::list_offsets_topic t;
+    t.name = name;
+    protocol::list_offsets_request::list_offsets_partition p;
+    p.partition_index = 0;
+    p.timestamp = -2;
+    t.partitions.push_back(p);
+    req.topics.push_back(t);
+    std::vector<uint8_t> buf;
+    auto r = tools::call<protocol::list_offsets_response>(**c, req, 7, buf);
+    return r && !r->topics.empty() && !r->topics[0].partitions.empty()
+               ? r->topics[0].partitions[0].offset
+               : int64_t{-100};
+  };
+  EXPECT_EQ(earliest(), 0);
+  std::tie(rc, out) =
+      run_command(std::string("timeout 60 ") + TARN_BINARY + " topics --bootstrap-server " +
+                  bootstrap + " --alter --topic " + name + " --add-config retention.bytes=1");
+  ASSERT_EQ(rc, 0) << out;
+  int64_t start = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       start != 3 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    start = earliest();
+  }
+  EXPECT_EQ(start, 3) << broker.output();
+  EXPECT_NE(broker.output().find("log retention: retention deleted 1 segment(s)"),
+            std::string::npos)
+      << broker.output();
   broker.stop();
 }
 
