@@ -62,6 +62,7 @@ public class GoldenMessages {
     OffsetDeleteRequestData.class, OffsetDeleteResponseData.class,
     ConsumerGroupHeartbeatRequestData.class, ConsumerGroupHeartbeatResponseData.class,
     ConsumerGroupDescribeRequestData.class, ConsumerGroupDescribeResponseData.class,
+    DeleteRecordsRequestData.class, DeleteRecordsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
