@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kafka_ref_broker.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -83,56 +84,6 @@ std::string without_traces(const std::string& err) {
 
 // ---- The brokers: tarn, one per test; Kafka, one per process (started on first use).
 
-class kafka_broker {
- public:
-  static kafka_broker& instance() {
-    static kafka_broker k;
-    return k;
-  }
-  // "" once running, else why not.
-  const std::string& start() {
-    if (!running_ && error_.empty()) {
-      port_ = free_port();
-      auto [rc, out] =
-          run_command("timeout 200 " + source("scripts/kafka-ref") +
-                      " start --timeout 180 --port " + std::to_string(port_) + " --dir " +
-                      dir().string() + " --property group.initial.rebalance.delay.ms=0");
-      if (rc == 0) {
-        running_ = true;
-        // Should the test process die without stopping Kafka, a detached shell stops it.
-        run_command("(setsid sh -c 'while kill -0 " + std::to_string(::getpid()) +
-                    " 2>/dev/null; do sleep 1; done; " + source("scripts/kafka-ref") +
-                    " stop --dir " + dir().string() + "; rm -rf " + tmp_.path().string() +
-                    "' </dev/null >/dev/null 2>&1 &)");
-      } else {
-        error_ = "kafka-ref start failed (" + std::to_string(rc) + "): " + out;
-      }
-    }
-    return error_;
-  }
-  uint16_t port() const { return port_; }
-  void stop() {
-    if (!running_) return;
-    run_command("timeout 60 " + source("scripts/kafka-ref") + " stop --dir " + dir().string());
-    running_ = false;
-  }
-  ~kafka_broker() { stop(); }
-
- private:
-  std::filesystem::path dir() const { return tmp_.path() / "kafka"; }
-  temp_dir tmp_;
-  uint16_t port_ = 0;
-  bool running_ = false;
-  std::string error_;
-};
-
-class kafka_environment : public ::testing::Environment {
- public:
-  void TearDown() override { kafka_broker::instance().stop(); }
-};
-[[maybe_unused]] ::testing::Environment* const kafka_env =
-    ::testing::AddGlobalTestEnvironment(new kafka_environment);
-
 enum class broker_kind { tarn, kafka };
 
 std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
@@ -149,7 +100,8 @@ class groups_cli : public ::testing::TestWithParam<broker_kind> {
       GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
 #endif
       if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      const auto& error = kafka_broker::instance().start();
+      const auto& error =
+          kafka_broker::instance().start(" --property group.initial.rebalance.delay.ms=0");
       ASSERT_EQ(error, "");
       port_ = kafka_broker::instance().port();
     } else {

@@ -1,0 +1,66 @@
+// Apache Kafka 4.4.0 for the tests that run beside it: one broker per test process, started by
+// scripts/kafka-ref on first use and stopped when the tests end (or, should the process die, by
+// a detached shell that waits for it).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "test_util.h"
+
+namespace tarn::test {
+
+class kafka_broker {
+ public:
+  static kafka_broker& instance() {
+    static kafka_broker k;
+    return k;
+  }
+  // "" once running, else why not.
+  // `extra` is added to kafka-ref start (e.g. " --property k=v"); the first start decides.
+  const std::string& start(const std::string& extra = "") {
+    if (!running_ && error_.empty()) {
+      port_ = free_port();
+      auto [rc, out] = run_command("timeout 200 " + kafka_ref() + " start --timeout 180 --port " +
+                                   std::to_string(port_) + " --dir " + dir().string() + extra);
+      if (rc == 0) {
+        running_ = true;
+        // Should the test process die without stopping Kafka, a detached shell stops it.
+        run_command("(setsid sh -c 'while kill -0 " + std::to_string(::getpid()) +
+                    " 2>/dev/null; do sleep 1; done; " + kafka_ref() + " stop --dir " +
+                    dir().string() + "; rm -rf " + tmp_.path().string() +
+                    "' </dev/null >/dev/null 2>&1 &)");
+      } else {
+        error_ = "kafka-ref start failed (" + std::to_string(rc) + "): " + out;
+      }
+    }
+    return error_;
+  }
+  uint16_t port() const { return port_; }
+  void stop() {
+    if (!running_) return;
+    run_command("timeout 60 " + kafka_ref() + " stop --dir " + dir().string());
+    running_ = false;
+  }
+  ~kafka_broker() { stop(); }
+
+ private:
+  static std::string kafka_ref() { return std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref"; }
+  std::filesystem::path dir() const { return tmp_.path() / "kafka"; }
+  temp_dir tmp_;
+  uint16_t port_ = 0;
+  bool running_ = false;
+  std::string error_;
+};
+
+class kafka_environment : public ::testing::Environment {
+ public:
+  void TearDown() override { kafka_broker::instance().stop(); }
+};
+[[maybe_unused]] inline ::testing::Environment* const kafka_env =
+    ::testing::AddGlobalTestEnvironment(new kafka_environment);
+
+}  // namespace tarn::test
