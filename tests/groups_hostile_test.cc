@@ -1062,8 +1062,9 @@ TEST_F(groups_hostile, join_group_with_a_session_timeout_out_of_bounds) {
   const auto md = subscription({"t"});
   int n = 0;
   auto join = [&](int16_t v, int32_t session_timeout_ms, std::string_view member_id = "") {
-    auto req =
-        join_request(fmt::format("timeouts-{}", n++), member_id, md, 60000, session_timeout_ms);
+    // The request holds views: the group name must outlive the call.
+    const std::string group = fmt::format("timeouts-{}", n++);
+    auto req = join_request(group, member_id, md, 60000, session_timeout_ms);
     auto r = c->call<protocol::join_group_response>(req, v);
     EXPECT_TRUE(r);
     if (!r) return std::pair<int16_t, std::string>{-100, ""};
