@@ -8,6 +8,11 @@ FUZZ_LONG_SECONDS ?= 600
 JOBS        ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
+# Unity builds: each module's sources compile in batches of 8, so Asio's, spdlog's and fmt's
+# headers and templates are compiled once a batch instead of once a file (a third of a cold
+# sanitizer build's time, docs/reliability.md#7). Test executables stay one compile a file.
+# UNITY=OFF for a tree where single files are rebuilt often.
+UNITY       ?= ON
 
 .PHONY: all deps build run test test-unit test-asan test-tsan crash-test fuzz fuzz-long bench bench-quick interop format clean
 
@@ -17,7 +22,7 @@ deps:
 	@scripts/install-deps
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTARN_UNITY=$(UNITY) $(CMAKE_FLAGS)
 
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -40,7 +45,7 @@ ASAN_FLAGS  ?= -O1 -g1 -DNDEBUG
 TSAN_FLAGS  ?= -O2 -g1 -DNDEBUG
 
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_SANITIZE=ON -DTARN_BENCH=OFF \
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_SANITIZE=ON -DTARN_BENCH=OFF -DTARN_UNITY=$(UNITY) \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)"
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	scripts/kafka-ref fetch
@@ -49,14 +54,14 @@ test-asan: deps
 # The whole ctest suite under ThreadSanitizer; a race in any broker the tests start makes it exit
 # (halt_on_error), which fails the test.
 test-tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_TSAN=ON -DTARN_BENCH=OFF \
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_TSAN=ON -DTARN_BENCH=OFF -DTARN_UNITY=$(UNITY) \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(TSAN_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(TSAN_FLAGS)"
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	scripts/kafka-ref fetch
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
 fuzz: deps
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_FUZZ=ON -DTARN_BENCH=OFF
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTARN_FUZZ=ON -DTARN_BENCH=OFF -DTARN_UNITY=$(UNITY)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 

@@ -117,8 +117,6 @@ struct options {
   double warmup_seconds = 0.5;
 };
 
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
 std::string error_text(int16_t c) {
   const auto* info = protocol::find_error(c);
   return std::to_string(c) + (info ? " " + std::string(info->name) : std::string());

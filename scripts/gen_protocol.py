@@ -1123,6 +1123,8 @@ def error_table(errors):
             "  return e ? *e : all_errors[0];  // UNKNOWN_SERVER_ERROR",
             "}",
             "constexpr bool is_retriable(error_code code) { return describe(code).retriable; }",
+            "// The int16 a response field carries for an error (found by ADL: code(error_code::x)).",
+            "constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }",
             "", "}  // namespace tarn::protocol"]
     return "\n".join(out) + "\n"
 

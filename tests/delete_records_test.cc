@@ -44,7 +44,6 @@ namespace tarn::test {
 namespace {
 
 using protocol::error_code;
-constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR) + "/" + rel; }
 

@@ -25,7 +25,6 @@ namespace tarn::test {
 namespace {
 
 using protocol::error_code;
-constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 class topics : public ::testing::Test {
  protected:

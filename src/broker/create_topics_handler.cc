@@ -54,7 +54,7 @@ namespace {
 
 using protocol::error_code;
 using request_topic = protocol::create_topics_request::creatable_topic;
-using topic_result = protocol::create_topics_response::creatable_topic_result;
+using creatable_topic_result = protocol::create_topics_response::creatable_topic_result;
 
 // KRaft's metadata log (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME): never a client's topic.
 constexpr std::string_view cluster_metadata_topic = "__cluster_metadata";
@@ -214,7 +214,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   protocol::create_topics_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
   auto error_result = [&](std::string_view name, const topic_error& e) {
-    topic_result result;
+    creatable_topic_result result;
     result.name = name;
     result.error_code = static_cast<int16_t>(e.code);
     result.error_message = strings.emplace_back(e.message);
@@ -231,7 +231,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
       cluster_metadata_asked = true;
       continue;
     }
-    topic_result result;
+    creatable_topic_result result;
     result.name = t.name;
     storage::config_map overrides;
     int32_t partitions = 0;

@@ -40,13 +40,11 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using partition_result = protocol::delete_records_response::delete_records_partition_result;
-using topic_result = protocol::delete_records_response::delete_records_topic_result;
+using records_partition_result = protocol::delete_records_response::delete_records_partition_result;
+using records_topic_result = protocol::delete_records_response::delete_records_topic_result;
 
 constexpr int64_t high_watermark_offset = -1;  // DeleteRecordsRequest.HIGH_WATERMARK
 constexpr int64_t invalid_low_watermark = -1;  // DeleteRecordsResponse.INVALID_LOW_WATERMARK
-
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 error_code delete_records_error(const storage::storage_error& e) {
   switch (e.code) {
@@ -63,9 +61,9 @@ error_code delete_records_error(const storage::storage_error& e) {
 }
 
 // One partition: the error code (NONE on success) and the low watermark to report.
-partition_result delete_one(storage::log_manager& logs, std::string_view topic, int32_t partition,
-                            int64_t offset, bool& moved) {
-  partition_result p;
+records_partition_result delete_one(storage::log_manager& logs, std::string_view topic,
+                                    int32_t partition, int64_t offset, bool& moved) {
+  records_partition_result p;
   p.partition_index = partition;
   p.low_watermark = invalid_low_watermark;
   storage::log* log = logs.get_log(topic, partition);
@@ -131,7 +129,7 @@ asio::awaitable<handler_outcome> handle_delete_records(request_context& request)
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& [name, parts] : asked) {
-    topic_result t;
+    records_topic_result t;
     t.name = name;
     t.partitions.reserve(parts.size());
     for (const auto& [partition, offset] : parts) {

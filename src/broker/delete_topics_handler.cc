@@ -33,7 +33,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using topic_result = protocol::delete_topics_response::deletable_topic_result;
+using deletable_topic_result = protocol::delete_topics_response::deletable_topic_result;
 
 // The wire error of a storage failure while deleting a topic.
 error_code delete_topics_error(const storage::storage_error& e) {
@@ -83,7 +83,7 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& w : asked) {
-    topic_result result;
+    deletable_topic_result result;
     result.name = w.name;
     result.topic_id = to_wire(w.id);
     auto set_error = [&](error_code code, std::string message) {

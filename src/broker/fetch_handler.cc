@@ -48,10 +48,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-constexpr int32_t partition_leader_epoch = 0;  // as Metadata and ListOffsets say
 constexpr int8_t read_committed = 1;
-
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 // One partition's read.
 struct partition_read {
@@ -118,9 +115,9 @@ std::vector<partition_read> read_all(topic_manager& topics, fetch_context& ctx,
     const int32_t epoch = entry.request.current_leader_epoch;
     if (log == nullptr) {
       pr.error_code = code(error_code::not_leader_or_follower);
-    } else if (epoch >= 0 && epoch < partition_leader_epoch) {
+    } else if (epoch >= 0 && epoch < local_leader_epoch) {
       pr.error_code = code(error_code::fenced_leader_epoch);
-    } else if (epoch > partition_leader_epoch) {
+    } else if (epoch > local_leader_epoch) {
       pr.error_code = code(error_code::unknown_leader_epoch);
     } else if (params.version < 10 &&
                info->config.compression_type == storage::broker_compression::zstd) {

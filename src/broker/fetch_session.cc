@@ -12,7 +12,6 @@ namespace tarn::broker {
 namespace {
 constexpr std::array<uint8_t, 16> zero_id{};
 
-int16_t code(protocol::error_code e) { return static_cast<int16_t>(e); }
 }  // namespace
 
 bool fetch_partition_key::uses_id() const { return topic_id != zero_id; }

@@ -46,9 +46,6 @@ constexpr int64_t latest_tiered_timestamp = -5;
 constexpr int64_t earliest_pending_upload_timestamp = -6;
 constexpr int32_t debugging_replica_id = -2;
 // Every partition's leader epoch: tarn is a single leader that never changes (Metadata says 0).
-constexpr int32_t partition_leader_epoch = 0;
-
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 // ReplicaManager.timestampMinSupportedVersion (4.4).
 bool timestamp_unsupported(int64_t timestamp, int16_t version) {
@@ -103,7 +100,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
     }
     case latest_timestamp:
       found.offset = last_fetchable;
-      found.leader_epoch = partition_leader_epoch;
+      found.leader_epoch = local_leader_epoch;
       break;
     case latest_tiered_timestamp:
     case earliest_pending_upload_timestamp:
@@ -167,9 +164,9 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
         out.partitions.push_back(error_response(index, error_code::unknown_topic_or_partition));
       } else if (const storage::log* log = logs.get_log(t.name, index); log == nullptr) {
         out.partitions.push_back(error_response(index, error_code::not_leader_or_follower));
-      } else if (p.current_leader_epoch >= 0 && p.current_leader_epoch < partition_leader_epoch) {
+      } else if (p.current_leader_epoch >= 0 && p.current_leader_epoch < local_leader_epoch) {
         out.partitions.push_back(error_response(index, error_code::fenced_leader_epoch));
-      } else if (p.current_leader_epoch > partition_leader_epoch) {
+      } else if (p.current_leader_epoch > local_leader_epoch) {
         out.partitions.push_back(error_response(index, error_code::unknown_leader_epoch));
       } else {
         out.partitions.push_back(list_one(*log, index, p.timestamp, req.replica_id, version));

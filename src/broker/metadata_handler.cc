@@ -52,7 +52,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using topic_result = protocol::metadata_response::metadata_response_topic;
+using metadata_topic = protocol::metadata_response::metadata_response_topic;
 
 // The wire error for a failed auto-creation.
 error_code metadata_error(const storage::storage_error& e) {
@@ -69,8 +69,8 @@ error_code metadata_error(const storage::storage_error& e) {
   }
 }
 
-topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool include_ops) {
-  topic_result r;
+metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id, bool include_ops) {
+  metadata_topic r;
   r.name = t.name;
   r.topic_id = to_wire(t.topic_id);
   r.is_internal = is_internal_topic(t.name);
@@ -79,7 +79,7 @@ topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool 
     protocol::metadata_response::metadata_response_partition part;
     part.partition_index = p;
     part.leader_id = node_id;
-    part.leader_epoch = 0;
+    part.leader_epoch = local_leader_epoch;
     part.replica_nodes = {node_id};
     part.isr_nodes = {node_id};
     r.partitions.push_back(std::move(part));
@@ -90,8 +90,8 @@ topic_result describe_topic(const storage::topic_info& t, int32_t node_id, bool 
 
 // A topic answered without partitions. IsInternal still follows the name, as Kafka 4.4 answers
 // __consumer_offsets before it exists (UNKNOWN_TOPIC_OR_PARTITION, IsInternal true).
-topic_result topic_error(error_code code, std::optional<std::string_view> name) {
-  topic_result r;
+metadata_topic topic_error(error_code code, std::optional<std::string_view> name) {
+  metadata_topic r;
   r.error_code = static_cast<int16_t>(code);
   r.name = name;
   r.is_internal = name.has_value() && is_internal_topic(*name);
@@ -146,7 +146,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       if (found != nullptr) {
         reply.topics.push_back(describe_topic(*found, node_id, include_ops));
       } else {
-        topic_result missing = topic_error(error_code::unknown_topic_id, std::nullopt);
+        metadata_topic missing = topic_error(error_code::unknown_topic_id, std::nullopt);
         missing.topic_id = want.topic_id;
         reply.topics.push_back(std::move(missing));
       }

@@ -18,9 +18,6 @@ namespace {
 
 using protocol::error_code;
 
-// Every partition written through this broker has this leader epoch (Metadata reports it).
-constexpr leader_epoch_t leader_epoch = 0;
-
 // At most one line a second, as produce_handler.cc logs storage failures: a coordinator retrying
 // against a full disk must not flood the log.
 void log_rate_limited(std::string_view what, std::string_view detail) {
@@ -148,7 +145,7 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
   if (log == nullptr) return fail(error_code::unknown_topic_or_partition);  // deleted since
   const offset_t first = log->log_end_offset();
-  const offset_t last = storage::assign_offsets(vb, first, leader_epoch);
+  const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
   const bool idempotent = vb.producer_id != record::no_producer_id;
   storage::producer_append pa;
   if (idempotent) {

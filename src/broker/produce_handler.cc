@@ -63,9 +63,6 @@ namespace {
 
 using protocol::error_code;
 
-// Every partition written through this broker has this leader epoch (Metadata reports it).
-constexpr leader_epoch_t leader_epoch = 0;
-
 // A failed write (a full disk, an I/O error) is the operator's to fix: logged as an error, at
 // most once a second so that producers retrying against a full disk do not flood the log.
 // Unlike Kafka, tarn keeps the log directory online: the next append tries again.
@@ -339,7 +336,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       storage::validated_batch& vb = pw.validated;
       const offset_t first = log->log_end_offset();
-      const offset_t last = storage::assign_offsets(vb, first, leader_epoch);
+      const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
       const bool idempotent = vb.producer_id != record::no_producer_id;
       storage::producer_append pa;
       if (idempotent) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/strong_types.h"
 #include "broker/handler.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
@@ -13,6 +14,10 @@
 #include "storage/topic_metadata.h"
 
 namespace tarn::broker {
+
+// The leader epoch of every partition on this single broker: stamped into every batch it writes
+// and what Metadata, ListOffsets and Fetch report and check.
+inline constexpr leader_epoch_t local_leader_epoch = 0;
 
 // The advertised listener of the listener a request came on (the first one if none matches):
 // the host and port Metadata and FindCoordinator report for this broker.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "client/wire.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
@@ -25,8 +26,6 @@
 namespace tarn::client {
 
 namespace {
-
-constexpr int32_t max_response_bytes = 256 << 20;
 
 int connect_one(const std::string& host, const std::string& port, std::string& error) {
   addrinfo hints{};

@@ -22,8 +22,6 @@ constexpr int8_t group_key_type = 0;
 
 using protocol::error_code;
 
-constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
 }  // namespace
 
 client_error kafka_error(int16_t c, std::optional<std::string_view> message) {

@@ -6,6 +6,9 @@
 // Thread: one thread at a time (group_consumer's heartbeat thread has its own connection).
 #pragma once
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -17,6 +20,8 @@
 
 #include "base/result.h"
 #include "client/blocking_client.h"
+#include "client/topic_partition.h"
+#include "protocol/error_codes.h"
 
 namespace tarn::client {
 
@@ -32,12 +37,6 @@ client_error kafka_error(int16_t code, std::optional<std::string_view> message =
 // Kafka's name of the error code (e.g. GROUP_ID_NOT_FOUND), or "UNKNOWN(code)".
 std::string error_name(int16_t code);
 bool is_retriable(int16_t code);
-
-struct topic_partition {
-  std::string topic;
-  int32_t partition = 0;
-  auto operator<=>(const topic_partition&) const = default;
-};
 
 // ListOffsets specs: a timestamp, or one of these.
 inline constexpr int64_t latest_offset_spec = -1;
@@ -118,5 +117,49 @@ class cluster_client {
 // Sleeps for the retry backoff, at most until the deadline; false when the deadline has passed.
 bool backoff_until(std::chrono::steady_clock::time_point deadline,
                    std::chrono::milliseconds backoff = std::chrono::milliseconds(100));
+
+// --- What group_admin and group_consumer share ------------------------------------------------
+
+// OffsetCommit and OffsetFetch v10 name topics by id; the clients still name them.
+inline constexpr int16_t offset_commit_max_version = 9;
+inline constexpr int16_t offset_fetch_max_version = 9;
+
+// The errors after which the group's coordinator is looked up again.
+inline bool is_coordinator_error(int16_t c) {
+  using protocol::error_code;
+  return c == code(error_code::not_coordinator) ||
+         c == code(error_code::coordinator_not_available) ||
+         c == code(error_code::coordinator_load_in_progress);
+}
+
+// A connection or decode failure (code -1).
+inline client_error transport_error(std::string message) {
+  return client_error{-1, std::move(message)};
+}
+
+// The version of `Request` to send on `c` (at most `our_max`), or UNSUPPORTED_VERSION.
+template <typename Request>
+result<int16_t, client_error> version_or_fail(const blocking_client& c,
+                                              int16_t our_max = Request::max_version) {
+  const int16_t v = c.version_for<Request>(our_max);
+  if (v < 0) {
+    return fail(client_error{
+        code(protocol::error_code::unsupported_version),
+        fmt::format("the broker serves no {} version tarn speaks", Request::kafka_name)});
+  }
+  return v;
+}
+
+// Partitions grouped by topic, topics and partitions ascending, each once.
+inline std::map<std::string, std::vector<int32_t>> by_topic(
+    const std::vector<topic_partition>& tps) {
+  std::map<std::string, std::vector<int32_t>> out;
+  for (const auto& tp : tps) out[tp.topic].push_back(tp.partition);
+  for (auto& [t, ps] : out) {
+    std::sort(ps.begin(), ps.end());
+    ps.erase(std::unique(ps.begin(), ps.end()), ps.end());
+  }
+  return out;
+}
 
 }  // namespace tarn::client

@@ -5,18 +5,11 @@
 #include <fmt/format.h>
 
 #include "client/wire.h"
+#include "protocol/error_codes.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
 
 namespace tarn::client {
-namespace {
-
-// A response larger than this is refused rather than allocated (Metadata for a huge cluster
-// stays far below it).
-constexpr uint32_t max_response_bytes = 256u << 20;
-constexpr int16_t unsupported_version = 35;
-
-}  // namespace
 
 broker_connection::broker_connection(asio::io_context& io, int32_t node, broker_address address,
                                      std::string client_id,
@@ -105,7 +98,7 @@ void broker_connection::send_api_versions(std::function<void(const std::string* 
             self->close(body.error());
             return done(&body.error());
           }
-          if (body->error_code == unsupported_version && version > 0) {
+          if (body->error_code == code(protocol::error_code::unsupported_version) && version > 0) {
             int16_t next = 0;
             for (const auto& api : body->api_keys) {
               if (api.api_key == api_versions_versions.api_key) {
@@ -193,7 +186,7 @@ void broker_connection::read_size() {
     const uint32_t size = uint32_t{self->size_bytes_[0]} << 24 |
                           uint32_t{self->size_bytes_[1]} << 16 |
                           uint32_t{self->size_bytes_[2]} << 8 | uint32_t{self->size_bytes_[3]};
-    if (size < 4 || size > max_response_bytes) {
+    if (size < 4 || size > static_cast<uint32_t>(max_response_bytes)) {
       return self->close(fmt::format("invalid response size {}", size));
     }
     self->read_body(size);

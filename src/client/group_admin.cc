@@ -27,42 +27,6 @@ namespace tarn::client {
 namespace {
 
 using protocol::error_code;
-constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
-// OffsetCommit and OffsetFetch v10 name topics by id; these versions still name them.
-constexpr int16_t offset_commit_max_version = 9;
-constexpr int16_t offset_fetch_max_version = 9;
-
-bool is_coordinator_error(int16_t c) {
-  return c == code(error_code::not_coordinator) ||
-         c == code(error_code::coordinator_not_available) ||
-         c == code(error_code::coordinator_load_in_progress);
-}
-
-template <typename Request>
-result<int16_t, client_error> version_or_fail(const blocking_client& c,
-                                              int16_t our_max = Request::max_version) {
-  const int16_t v = c.version_for<Request>(our_max);
-  if (v < 0) {
-    return fail(client_error{
-        code(error_code::unsupported_version),
-        fmt::format("the broker serves no {} version tarn speaks", Request::kafka_name)});
-  }
-  return v;
-}
-
-client_error transport(std::string message) { return client_error{-1, std::move(message)}; }
-
-// Partitions grouped by topic, topics and partitions ascending.
-std::map<std::string, std::vector<int32_t>> by_topic(const std::vector<topic_partition>& tps) {
-  std::map<std::string, std::vector<int32_t>> out;
-  for (const auto& tp : tps) out[tp.topic].push_back(tp.partition);
-  for (auto& [t, ps] : out) {
-    std::sort(ps.begin(), ps.end());
-    ps.erase(std::unique(ps.begin(), ps.end()), ps.end());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -126,7 +90,7 @@ result<std::vector<group_listing>, client_error> group_admin::list_groups(
     while (true) {
       std::vector<uint8_t> buffer;
       auto resp = call<protocol::list_groups_response>(c, req, *v, buffer);
-      if (!resp) return fail(transport(resp.error()));
+      if (!resp) return fail(transport_error(resp.error()));
       if (resp->error_code != 0) {
         if (is_retriable(resp->error_code) && backoff_until(until)) continue;
         return fail(kafka_error(resp->error_code));
@@ -162,8 +126,9 @@ result<group_description, client_error> group_admin::describe_group(const std::s
         req.groups.push_back(group);
         std::vector<uint8_t> buffer;
         auto resp = call<protocol::describe_groups_response>(c, req, *v, buffer);
-        if (!resp) return fail(transport(resp.error()));
-        if (resp->groups.size() != 1) return fail(transport("DescribeGroups: no group described"));
+        if (!resp) return fail(transport_error(resp.error()));
+        if (resp->groups.size() != 1)
+          return fail(transport_error("DescribeGroups: no group described"));
         const auto& g = resp->groups[0];
         if (g.error_code != 0) return fail(kafka_error(g.error_code, g.error_message));
         group_description d;
@@ -209,7 +174,7 @@ result<std::map<topic_partition, committed_offset>, client_error> group_admin::f
         }
         std::vector<uint8_t> buffer;
         auto resp = call<protocol::offset_fetch_response>(c, req, *v, buffer);
-        if (!resp) return fail(transport(resp.error()));
+        if (!resp) return fail(transport_error(resp.error()));
         out_type out;
         auto take = [&](std::string_view topic, const auto& p) -> result<void, client_error> {
           if (p.error_code != 0) return fail(kafka_error(p.error_code));
@@ -223,7 +188,7 @@ result<std::map<topic_partition, committed_offset>, client_error> group_admin::f
         };
         if (*v >= 8) {
           if (resp->groups.size() != 1)
-            return fail(transport("OffsetFetch: no group in the response"));
+            return fail(transport_error("OffsetFetch: no group in the response"));
           const auto& g = resp->groups[0];
           if (g.error_code != 0) return fail(kafka_error(g.error_code));
           for (const auto& t : g.topics) {
@@ -297,7 +262,7 @@ result<std::map<topic_partition, listed_offset>, client_error> group_admin::list
       auto resp = call<protocol::list_offsets_response>(**c, req, *v, buffer);
       if (!resp) {
         cluster_->drop(leader);
-        return fail(transport(resp.error()));
+        return fail(transport_error(resp.error()));
       }
       for (const auto& t : resp->topics) {
         for (const auto& p : t.partitions) {
@@ -352,7 +317,7 @@ result<std::map<topic_partition, int16_t>, client_error> group_admin::commit_off
         }
         std::vector<uint8_t> buffer;
         auto resp = call<protocol::offset_commit_response>(c, req, *v, buffer);
-        if (!resp) return fail(transport(resp.error()));
+        if (!resp) return fail(transport_error(resp.error()));
         out_type out;
         for (const auto& t : resp->topics) {
           for (const auto& p : t.partitions) {
@@ -376,7 +341,7 @@ result<std::map<std::string, client_error>, client_error> group_admin::delete_gr
       req.groups_names.push_back(group);
       std::vector<uint8_t> buffer;
       auto resp = call<protocol::delete_groups_response>(c, req, *v, buffer);
-      if (!resp) return fail(transport(resp.error()));
+      if (!resp) return fail(transport_error(resp.error()));
       for (const auto& g : resp->results) {
         if (g.group_id != group) continue;
         if (g.error_code != 0 && (is_retriable(g.error_code))) {
@@ -384,7 +349,7 @@ result<std::map<std::string, client_error>, client_error> group_admin::delete_gr
         }
         return g.error_code == 0 ? client_error{0, ""} : kafka_error(g.error_code, g.error_message);
       }
-      return fail(transport("DeleteGroups: the group is not in the response"));
+      return fail(transport_error("DeleteGroups: the group is not in the response"));
     });
     out[group] = r ? *r : r.error();
   }
@@ -408,7 +373,7 @@ result<offset_delete_result, client_error> group_admin::delete_offsets(
         }
         std::vector<uint8_t> buffer;
         auto resp = call<protocol::offset_delete_response>(c, req, *v, buffer);
-        if (!resp) return fail(transport(resp.error()));
+        if (!resp) return fail(transport_error(resp.error()));
         if (is_retriable(resp->error_code)) return fail(kafka_error(resp->error_code));
         offset_delete_result out;
         out.error_code = resp->error_code;

@@ -33,35 +33,12 @@ namespace {
 
 using protocol::error_code;
 using clock_type = std::chrono::steady_clock;
-constexpr int16_t code(error_code e) { return static_cast<int16_t>(e); }
 
 constexpr std::string_view protocol_type = "consumer";
-// Fetch, OffsetCommit and OffsetFetch by topic name (their next versions use topic ids).
+// Fetch by topic name (its next versions use topic ids).
 constexpr int16_t fetch_max_version = 12;
-constexpr int16_t offset_commit_max_version = 9;
-constexpr int16_t offset_fetch_max_version = 9;
 // Kafka's consumer waits this much longer than the rebalance timeout for a JoinGroup answer.
 constexpr std::chrono::milliseconds join_grace{5000};
-
-bool is_coordinator_error(int16_t c) {
-  return c == code(error_code::not_coordinator) ||
-         c == code(error_code::coordinator_not_available) ||
-         c == code(error_code::coordinator_load_in_progress);
-}
-
-client_error transport(std::string message) { return client_error{-1, std::move(message)}; }
-
-template <typename Request>
-result<int16_t, client_error> version_or_fail(const blocking_client& c,
-                                              int16_t our_max = Request::max_version) {
-  const int16_t v = c.version_for<Request>(our_max);
-  if (v < 0) {
-    return fail(client_error{
-        code(error_code::unsupported_version),
-        fmt::format("the broker serves no {} version tarn speaks", Request::kafka_name)});
-  }
-  return v;
-}
 
 result<int64_t, std::string> parse_int(const std::string& key, const std::string& value) {
   int64_t v = 0;
@@ -75,12 +52,6 @@ result<int64_t, std::string> parse_int(const std::string& key, const std::string
 
 std::string as_string(const std::optional<record::bytes_view>& b) {
   return std::string(reinterpret_cast<const char*>(b->data()), b->size());
-}
-
-std::map<std::string, std::vector<int32_t>> by_topic(const std::vector<topic_partition>& tps) {
-  std::map<std::string, std::vector<int32_t>> out;
-  for (const auto& tp : tps) out[tp.topic].push_back(tp.partition);
-  return out;
 }
 
 }  // namespace
@@ -361,7 +332,7 @@ result<void, client_error> group_consumer::join_and_sync() {
       if (backoff_until(clock_type::now() + config_.retry_backoff, config_.retry_backoff)) {
         continue;
       }
-      return fail(transport(joined.error()));
+      return fail(transport_error(joined.error()));
     }
     const int16_t err = joined->error_code;
     if (err == code(error_code::member_id_required)) {
@@ -477,7 +448,7 @@ result<void, client_error> group_consumer::join_and_sync() {
       return fail(e);
     }
     auto assignment = decode_assignment(synced->assignment);
-    if (!assignment) return fail(transport(assignment.error()));
+    if (!assignment) return fail(transport_error(assignment.error()));
     assigned_.clear();
     for (const auto& tp : assignment->partitions) {
       for (int32_t p : tp.partitions) assigned_.push_back({tp.topic, p});
@@ -544,7 +515,7 @@ result<void, client_error> group_consumer::init_positions() {
     if (!resp) {
       cluster_->forget_coordinator(config_.group_id);
       if (backoff_until(until, config_.retry_backoff)) continue;
-      return fail(transport(resp.error()));
+      return fail(transport_error(resp.error()));
     }
     int16_t err = 0;
     committed.clear();
@@ -635,7 +606,7 @@ result<int64_t, client_error> group_consumer::list_offset(const topic_partition&
     if (!resp) {
       cluster_->drop(leader);
       if (backoff_until(until, config_.retry_backoff)) continue;
-      return fail(transport(resp.error()));
+      return fail(transport_error(resp.error()));
     }
     for (const auto& rt : resp->topics) {
       for (const auto& p : rt.partitions) {
@@ -646,7 +617,7 @@ result<int64_t, client_error> group_consumer::list_offset(const topic_partition&
       }
     }
     if (!backoff_until(until, config_.retry_backoff)) {
-      return fail(transport("ListOffsets did not answer for " + tp.topic));
+      return fail(transport_error("ListOffsets did not answer for " + tp.topic));
     }
   }
 }
@@ -695,7 +666,7 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
       continue;
     }
     const int16_t v = (*c)->version_for<protocol::fetch_request>(fetch_max_version);
-    if (v < 0) return fail(transport("the broker serves no Fetch version tarn speaks"));
+    if (v < 0) return fail(transport_error("the broker serves no Fetch version tarn speaks"));
     protocol::fetch_request req;
     req.replica_id = -1;
     req.max_wait_ms = static_cast<int32_t>(max_wait.count());
@@ -755,8 +726,8 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
           }
           auto records = record::batch_records::open(batch, 1u << 30);
           if (!records) {
-            return fail(transport(fmt::format("{}-{}: the batch at offset {} does not decode",
-                                              tp.topic, tp.partition, batch.base_offset())));
+            return fail(transport_error(fmt::format("{}-{}: the batch at offset {} does not decode",
+                                                    tp.topic, tp.partition, batch.base_offset())));
           }
           const bool log_append_time =
               batch.timestamp_type() == record::timestamp_type::log_append_time;
@@ -887,7 +858,7 @@ result<void, client_error> group_consumer::commit_sync() {
     if (!resp) {
       cluster_->forget_coordinator(config_.group_id);
       if (backoff_until(until, config_.retry_backoff)) continue;
-      return fail(transport(resp.error()));
+      return fail(transport_error(resp.error()));
     }
     int16_t err = 0;
     for (const auto& t : resp->topics) {

@@ -16,19 +16,13 @@
 #include "base/result.h"
 #include "base/strong_types.h"
 #include "client/compression_ratio_estimator.h"
+#include "client/topic_partition.h"
 #include "record/batch_builder.h"
 #include "tarn/producer_record.h"
 
 namespace tarn::client {
 
 using steady_time = std::chrono::steady_clock::time_point;
-
-struct topic_partition {
-  std::string topic;
-  partition_id partition = -1;
-
-  bool operator==(const topic_partition&) const = default;
-};
 
 // The producer id and epoch InitProducerId gave; -1/-1 when the producer is not idempotent.
 struct producer_identity {

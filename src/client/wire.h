@@ -17,6 +17,10 @@
 
 namespace tarn::client {
 
+// A response larger than this is refused rather than allocated (Metadata for a huge cluster
+// stays far below it).
+inline constexpr int32_t max_response_bytes = 256 << 20;
+
 // The versions of each API this producer can speak, and the choice against a broker's range.
 struct api_range {
   int16_t api_key;

@@ -54,8 +54,6 @@ result<M, std::string> decode_prefixed(std::span<const uint8_t> bytes, int16_t* 
   return std::move(*m);
 }
 
-std::optional<std::string_view> opt(const std::optional<std::string_view>& v) { return v; }
-
 }  // namespace
 
 bool online_upgrade_enabled(const group_config& config) {
@@ -335,7 +333,7 @@ void consumer_group::classic_sync(const protocol::sync_group_request& req, group
     auto shared = std::make_shared<owned_message<protocol::sync_group_response>>(std::move(r));
     ctx.deferred.push_back([done, shared]() mutable { done(std::move(*shared)); });
   };
-  auto found = classic_request_member(req.member_id, opt(req.group_instance_id));
+  auto found = classic_request_member(req.member_id, req.group_instance_id);
   if (!found) return answer(sync_error(found.error()));
   const consumer_group_member& m = **found;
   if (req.generation_id != m.member_epoch)
@@ -370,7 +368,7 @@ void consumer_group::classic_sync(const protocol::sync_group_request& req, group
 
 error_code consumer_group::classic_heartbeat(const protocol::heartbeat_request& req,
                                              group_context& ctx) {
-  auto found = classic_request_member(req.member_id, opt(req.group_instance_id));
+  auto found = classic_request_member(req.member_id, req.group_instance_id);
   if (!found) return found.error();
   const consumer_group_member& m = **found;
   if (req.generation_id != m.member_epoch) return error_code::illegal_generation;

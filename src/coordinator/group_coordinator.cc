@@ -121,8 +121,6 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
   }
 }
 
-std::optional<std::string_view> opt(const std::optional<std::string_view>& v) { return v; }
-
 // What a shard that is not loaded answers.
 error_code not_loaded_error(const shard& s) {
   return s.unloaded ? error_code::not_coordinator : error_code::coordinator_load_in_progress;
@@ -505,7 +503,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
     if (auto cg = sh.consumer.find(group_id); cg != sh.consumer.end()) {
       consumer = cg->second.get();
       auto check =
-          consumer->validate_offset_commit(request.member_id, opt(request.group_instance_id),
+          consumer->validate_offset_commit(request.member_id, request.group_instance_id,
                                            request.generation_id_or_member_epoch, false, version);
       if (check.error) {
         fail_all(check.error.code);
@@ -530,7 +528,7 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
       }
     }
     if (group != nullptr) {
-      if (auto e = group->validate_offset_commit(request.member_id, opt(request.group_instance_id),
+      if (auto e = group->validate_offset_commit(request.member_id, request.group_instance_id,
                                                  request.generation_id_or_member_epoch, false);
           e != error_code::none) {
         fail_all(e);

@@ -23,8 +23,6 @@ constexpr int16_t sync_v = 5;
 constexpr int16_t commit_v = 9;
 constexpr int16_t fetch_v = 9;
 
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
 // A ConsumerProtocolSubscription v0: the topics, no user data.
 std::vector<uint8_t> subscription(const std::vector<std::string>& topics) {
   std::vector<uint8_t> out{0, 0};

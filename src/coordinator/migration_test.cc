@@ -21,8 +21,6 @@ using protocol::error_code;
 using testing::memory_metadata;
 using testing::memory_offsets_log;
 
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
 void put_i16(std::vector<uint8_t>& out, int v) {
   out.push_back(static_cast<uint8_t>(v >> 8));
   out.push_back(static_cast<uint8_t>(v));

@@ -31,8 +31,6 @@ void store64(uint8_t* p, uint64_t v) {
   store32(p + 4, static_cast<uint32_t>(v));
 }
 
-storage_error corrupt(std::string message) { return {storage_errc::corrupt, std::move(message)}; }
-
 constexpr int64_t reserve_unit_bytes = 4096;
 
 int64_t round_up(int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit; }

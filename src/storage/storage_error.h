@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 namespace tarn::storage {
 
@@ -23,5 +24,9 @@ struct storage_error {
   storage_errc code = storage_errc::io_error;
   std::string message;
 };
+
+inline storage_error corrupt(std::string message) {
+  return {storage_errc::corrupt, std::move(message)};
+}
 
 }  // namespace tarn::storage

@@ -20,8 +20,6 @@ int base64url_value(char c) {
   return -1;
 }
 
-storage_error corrupt(std::string message) { return {storage_errc::corrupt, std::move(message)}; }
-
 template <typename T>
 bool parse_int(std::string_view s, T& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
