@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -79,6 +80,24 @@ std::optional<Request> decode_group_request(const request_context& request,
     return std::nullopt;
   }
   return std::move(*decoded);
+}
+
+// The request decoded again from a copy of its body that the result owns: for a coordinator call
+// that may run after the handler's frame is gone. nullptr if it does not decode.
+template <class Request>
+std::shared_ptr<const Request> own_request(const request_context& request) {
+  struct owned {
+    std::vector<uint8_t> bytes;
+    Request message;
+  };
+  auto o = std::make_shared<owned>();
+  const auto body = request.body();
+  o->bytes.assign(body.begin(), body.end());
+  protocol::reader r(o->bytes);
+  auto decoded = Request::decode(r, request.header.api_version);
+  if (!decoded) return nullptr;
+  o->message = std::move(*decoded);
+  return std::shared_ptr<const Request>(o, &o->message);
 }
 
 // The whole of a handler whose coordinator call answers at once: decode (or close), call,

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "coordinator/classic_group.h"
+#include "coordinator/combining_mutex.h"
 #include "coordinator/consumer_group.h"
 #include "coordinator/group_records.h"
 #include "coordinator/wire_ids.h"
@@ -56,7 +57,9 @@ using topic_offsets = std::map<std::pair<std::string, int32_t>, offset_and_metad
 
 struct shard {
   int32_t partition = 0;
-  std::mutex mu;
+  // Held for every state change of the shard's groups; a hot OffsetCommit that finds it held is
+  // handed to the holder instead of blocking its network thread (combining_mutex.h).
+  combining_mutex mu;
   bool loaded = false;
   // __consumer_offsets was deleted: the shard holds nothing and answers NOT_COORDINATOR until
   // the topic exists again (Kafka unloads the partition).
@@ -69,11 +72,12 @@ struct shard {
 
 namespace {
 
-// Runs f(shard, ctx) under the shard's lock, then the callbacks it deferred.
+// Runs f(shard, ctx) with the shard's lock already held; `deferred` gets the callbacks to run
+// once it is released.
 template <class F>
-auto run_in_shard(shard& s, const group_config& config, const metadata_view& metadata,
-                  offsets_log& log, int64_t now_ms, F&& f) {
-  std::vector<std::function<void()>> deferred;
+auto run_locked(shard& s, const group_config& config, const metadata_view& metadata,
+                offsets_log& log, int64_t now_ms, std::vector<std::function<void()>>& deferred,
+                F&& f) {
   group_context ctx{now_ms, config, metadata, nullptr, deferred};
   ctx.write = [&log, &s, now_ms](std::vector<coordinator_record> records) -> error_code {
     if (records.empty()) return error_code::none;
@@ -103,18 +107,26 @@ auto run_in_shard(shard& s, const group_config& config, const metadata_view& met
     if (!appended) return appended.error();
     return error_code::none;
   };
-  using R = decltype(f(s, ctx));
+  return f(s, ctx);
+}
+
+// Runs f(shard, ctx) under the shard's lock, then the callbacks it deferred.
+template <class F>
+auto run_in_shard(shard& s, const group_config& config, const metadata_view& metadata,
+                  offsets_log& log, int64_t now_ms, F&& f) {
+  std::vector<std::function<void()>> deferred;
+  using R = decltype(run_locked(s, config, metadata, log, now_ms, deferred, f));
   if constexpr (std::is_void_v<R>) {
     {
       std::lock_guard lock(s.mu);
-      f(s, ctx);
+      run_locked(s, config, metadata, log, now_ms, deferred, f);
     }
     for (auto& d : deferred) d();
   } else {
     std::optional<R> out;
     {
       std::lock_guard lock(s.mu);
-      out.emplace(f(s, ctx));
+      out.emplace(run_locked(s, config, metadata, log, now_ms, deferred, f));
     }
     for (auto& d : deferred) d();
     return std::move(*out);
@@ -440,11 +452,10 @@ owned_message<protocol::leave_group_response> group_coordinator::leave_group(
 
 // --- Offsets -----------------------------------------------------------------------------------
 
-owned_message<protocol::offset_commit_response> group_coordinator::offset_commit(
-    const protocol::offset_commit_request& request, int16_t version, int64_t now_ms) {
+// What an OffsetCommit works out before it takes the shard (the topics are looked up and the
+// response mirrors the request), then fills in under the shard's lock.
+struct group_coordinator::offset_commit_call {
   using resp = protocol::offset_commit_response;
-  owned_message<resp> out;
-  // The response mirrors the request; errors are filled per partition.
   struct part {
     size_t topic_index;
     size_t partition_index;
@@ -452,7 +463,22 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
     topic_uuid topic_id;
     const protocol::offset_commit_request::offset_commit_request_partition* request;
   };
-  std::vector<part> candidates;
+  owned_message<resp> out;
+  std::vector<part> candidates;  // partitions of existing topics: committed unless refused
+
+  void set_error(const part& c, error_code e) {
+    out.message.topics[c.topic_index].partitions[c.partition_index].error_code =
+        static_cast<int16_t>(e);
+  }
+  void fail_all(error_code e) {
+    for (const auto& c : candidates) set_error(c, e);
+  }
+};
+
+void group_coordinator::prepare_offset_commit(const protocol::offset_commit_request& request,
+                                              int16_t version, offset_commit_call& call) const {
+  using resp = protocol::offset_commit_response;
+  auto& out = call.out;
   for (const auto& t : request.topics) {
     resp::offset_commit_response_topic rt;
     std::optional<topic_description> desc;
@@ -471,117 +497,157 @@ owned_message<protocol::offset_commit_response> group_coordinator::offset_commit
             static_cast<int16_t>(version >= 10 && !desc ? error_code::unknown_topic_id
                                                         : error_code::unknown_topic_or_partition);
       } else {
-        candidates.push_back(
+        call.candidates.push_back(
             {out.message.topics.size(), rt.partitions.size(), desc->name, desc->id, &p});
       }
       rt.partitions.push_back(rp);
     }
     out.message.topics.push_back(std::move(rt));
   }
-  auto set_error = [&](const part& c, error_code e) {
-    out.message.topics[c.topic_index].partitions[c.partition_index].error_code =
-        static_cast<int16_t>(e);
-  };
-  auto fail_all = [&](error_code e) {
-    for (const auto& c : candidates) set_error(c, e);
-  };
-  // An empty group id is a group like any other here (Kafka refuses it only on JoinGroup,
-  // SyncGroup, Heartbeat and LeaveGroup).
-  if (candidates.empty()) return out;
+}
 
-  shard& s = *shard_for(request.group_id);
-  run_in_shard(s, config_, metadata_, log_, now_ms, [&](shard& sh, group_context& ctx) {
-    if (!sh.loaded) {
-      fail_all(not_loaded_error(sh));
+void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
+                                            const protocol::offset_commit_request& request,
+                                            int16_t version, offset_commit_call& call) const {
+  const group_config& config = config_;
+  const int64_t now_ms = ctx.now_ms;
+  if (!sh.loaded) {
+    call.fail_all(not_loaded_error(sh));
+    return;
+  }
+  const std::string group_id(request.group_id);
+  bool created = false;
+  // A KIP-848 member's commit: its epoch, and with an older epoch each partition (KIP-1251).
+  const consumer_group* consumer = nullptr;
+  bool check_partitions = false;
+  if (auto cg = sh.consumer.find(group_id); cg != sh.consumer.end()) {
+    consumer = cg->second.get();
+    auto check =
+        consumer->validate_offset_commit(request.member_id, request.group_instance_id,
+                                         request.generation_id_or_member_epoch, false, version);
+    if (check.error) {
+      call.fail_all(check.error.code);
       return;
     }
-    const std::string group_id(request.group_id);
-    bool created = false;
-    // A KIP-848 member's commit: its epoch, and with an older epoch each partition (KIP-1251).
-    const consumer_group* consumer = nullptr;
-    bool check_partitions = false;
-    if (auto cg = sh.consumer.find(group_id); cg != sh.consumer.end()) {
-      consumer = cg->second.get();
-      auto check =
-          consumer->validate_offset_commit(request.member_id, request.group_instance_id,
-                                           request.generation_id_or_member_epoch, false, version);
-      if (check.error) {
-        fail_all(check.error.code);
-        return;
-      }
-      check_partitions = check.check_partitions;
+    check_partitions = check.check_partitions;
+  }
+  auto it = sh.classic.find(group_id);
+  classic_group* group = it == sh.classic.end() ? nullptr : it->second.get();
+  if (consumer != nullptr) {
+    // validated above
+  } else if (group == nullptr) {
+    if (request.generation_id_or_member_epoch < 0) {
+      // The admin client or a consumer without group management: a "simple" group.
+      auto g = std::make_unique<classic_group>(group_id, now_ms);
+      group = g.get();
+      sh.classic.emplace(group_id, std::move(g));
+      created = true;
+    } else {
+      call.fail_all(version >= 9 ? error_code::group_id_not_found : error_code::illegal_generation);
+      return;
     }
-    auto it = sh.classic.find(group_id);
-    classic_group* group = it == sh.classic.end() ? nullptr : it->second.get();
-    if (consumer != nullptr) {
-      // validated above
-    } else if (group == nullptr) {
-      if (request.generation_id_or_member_epoch < 0) {
-        // The admin client or a consumer without group management: a "simple" group.
-        auto g = std::make_unique<classic_group>(group_id, now_ms);
-        group = g.get();
-        sh.classic.emplace(group_id, std::move(g));
-        created = true;
-      } else {
-        fail_all(version >= 9 ? error_code::group_id_not_found : error_code::illegal_generation);
-        return;
-      }
+  }
+  if (group != nullptr) {
+    if (auto e = group->validate_offset_commit(request.member_id, request.group_instance_id,
+                                               request.generation_id_or_member_epoch, false);
+        e != error_code::none) {
+      call.fail_all(e);
+      return;
     }
-    if (group != nullptr) {
-      if (auto e = group->validate_offset_commit(request.member_id, request.group_instance_id,
-                                                 request.generation_id_or_member_epoch, false);
-          e != error_code::none) {
-        fail_all(e);
-        return;
-      }
-      if (group->state() == classic_group_state::stable ||
-          group->state() == classic_group_state::preparing_rebalance) {
-        group->touch_member(request.member_id, ctx);
-      }
+    if (group->state() == classic_group_state::stable ||
+        group->state() == classic_group_state::preparing_rebalance) {
+      group->touch_member(request.member_id, ctx);
     }
-    std::optional<int64_t> expire;
-    if (version >= 2 && version <= 4 && request.retention_time_ms != -1) {
-      expire = now_ms + request.retention_time_ms;
+  }
+  std::optional<int64_t> expire;
+  if (version >= 2 && version <= 4 && request.retention_time_ms != -1) {
+    expire = now_ms + request.retention_time_ms;
+  }
+  std::vector<coordinator_record> records;
+  std::vector<std::pair<const offset_commit_call::part*, offset_and_metadata>> accepted;
+  for (const auto& c : call.candidates) {
+    const auto& p = *c.request;
+    const std::string_view metadata = p.committed_metadata.value_or("");
+    if (p.committed_metadata &&
+        metadata.size() > static_cast<size_t>(config.offset_metadata_max_bytes)) {
+      call.set_error(c, error_code::offset_metadata_too_large);
+      continue;
     }
-    std::vector<coordinator_record> records;
-    std::vector<std::pair<const part*, offset_and_metadata>> accepted;
-    for (const auto& c : candidates) {
-      const auto& p = *c.request;
-      const std::string_view metadata = p.committed_metadata.value_or("");
-      if (p.committed_metadata &&
-          metadata.size() > static_cast<size_t>(config_.offset_metadata_max_bytes)) {
-        set_error(c, error_code::offset_metadata_too_large);
+    if (check_partitions) {
+      if (auto e = consumer->validate_offset_commit_partition(
+              request.member_id, request.generation_id_or_member_epoch, c.topic, c.topic_id,
+              p.partition_index)) {
+        call.set_error(c, e.code);
         continue;
       }
-      if (check_partitions) {
-        if (auto e = consumer->validate_offset_commit_partition(
-                request.member_id, request.generation_id_or_member_epoch, c.topic, c.topic_id,
-                p.partition_index)) {
-          set_error(c, e.code);
-          continue;
-        }
-      }
-      offset_and_metadata om;
-      om.committed_offset = p.committed_offset;
-      om.leader_epoch = p.committed_leader_epoch;
-      om.metadata = std::string(metadata);
-      om.commit_timestamp_ms = now_ms;
-      om.expire_timestamp_ms = expire;
-      om.topic_id = c.topic_id;  // Kafka records the topic's id whether committed by name or id
-      records.push_back(offset_commit_record(group_id, c.topic, p.partition_index, om));
-      accepted.emplace_back(&c, std::move(om));
     }
-    if (accepted.empty()) return;
-    if (auto e = ctx.write(std::move(records)); e != error_code::none) {
-      const error_code mapped = append_error_to_response_error(e);
-      for (const auto& [c, om] : accepted) set_error(*c, mapped);
-      if (created && !sh.offsets.count(group_id)) sh.classic.erase(group_id);
-      return;
-    }
-    auto& offsets = sh.offsets[group_id];
-    for (auto& [c, om] : accepted) offsets[{c->topic, c->request->partition_index}] = std::move(om);
+    offset_and_metadata om;
+    om.committed_offset = p.committed_offset;
+    om.leader_epoch = p.committed_leader_epoch;
+    om.metadata = std::string(metadata);
+    om.commit_timestamp_ms = now_ms;
+    om.expire_timestamp_ms = expire;
+    om.topic_id = c.topic_id;  // Kafka records the topic's id whether committed by name or id
+    records.push_back(offset_commit_record(group_id, c.topic, p.partition_index, om));
+    accepted.emplace_back(&c, std::move(om));
+  }
+  if (accepted.empty()) return;
+  if (auto e = ctx.write(std::move(records)); e != error_code::none) {
+    const error_code mapped = append_error_to_response_error(e);
+    for (const auto& [c, om] : accepted) call.set_error(*c, mapped);
+    if (created && !sh.offsets.count(group_id)) sh.classic.erase(group_id);
+    return;
+  }
+  auto& offsets = sh.offsets[group_id];
+  for (auto& [c, om] : accepted) offsets[{c->topic, c->request->partition_index}] = std::move(om);
+}
+
+owned_message<protocol::offset_commit_response> group_coordinator::offset_commit(
+    const protocol::offset_commit_request& request, int16_t version, int64_t now_ms) {
+  offset_commit_call call;
+  prepare_offset_commit(request, version, call);
+  // An empty group id is a group like any other here (Kafka refuses it only on JoinGroup,
+  // SyncGroup, Heartbeat and LeaveGroup).
+  if (call.candidates.empty()) return std::move(call.out);
+  run_in_shard(
+      *shard_for(request.group_id), config_, metadata_, log_, now_ms,
+      [&](shard& sh, group_context& ctx) { apply_offset_commit(sh, ctx, request, version, call); });
+  return std::move(call.out);
+}
+
+std::optional<owned_message<protocol::offset_commit_response>> group_coordinator::try_offset_commit(
+    const protocol::offset_commit_request& request, int16_t version, int64_t now_ms) {
+  offset_commit_call call;
+  prepare_offset_commit(request, version, call);
+  if (call.candidates.empty()) return std::move(call.out);
+  shard& s = *shard_for(request.group_id);
+  if (!s.mu.try_lock()) return std::nullopt;
+  std::vector<std::function<void()>> deferred;
+  run_locked(s, config_, metadata_, log_, now_ms, deferred, [&](shard& sh, group_context& ctx) {
+    apply_offset_commit(sh, ctx, request, version, call);
   });
-  return out;
+  s.mu.unlock();
+  for (auto& d : deferred) d();
+  return std::move(call.out);
+}
+
+void group_coordinator::offset_commit_handed_off(
+    std::shared_ptr<const protocol::offset_commit_request> request, int16_t version, int64_t now_ms,
+    offset_commit_callback done) {
+  auto call = std::make_shared<offset_commit_call>();
+  prepare_offset_commit(*request, version, *call);
+  if (call->candidates.empty()) {
+    done(std::move(call->out));
+    return;
+  }
+  shard& s = *shard_for(request->group_id);
+  s.mu.run_or_hand_off([this, &s, request = std::move(request), version, now_ms, call,
+                        done = std::move(done)](std::vector<std::function<void()>>& after) {
+    run_locked(s, config_, metadata_, log_, now_ms, after, [&](shard& sh, group_context& ctx) {
+      apply_offset_commit(sh, ctx, *request, version, *call);
+    });
+    after.push_back([call, done] { done(std::move(call->out)); });
+  });
 }
 
 owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(

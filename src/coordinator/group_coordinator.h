@@ -13,6 +13,9 @@
 // abs(groupId.hashCode()) % offsets.topic.num.partitions), each shard with its own mutex, so
 // groups of different partitions never wait on each other. A shard's records are appended to
 // its partition synchronously under the shard's lock (the commit point of a state change).
+// OffsetCommit, the hot request, never waits for a held shard: try_offset_commit gives up and
+// offset_commit_handed_off passes the commit to the holder, which runs it before it releases
+// the shard (combining_mutex.h), so one group's commits from both network loops do not convoy.
 //
 // Time is passed in (now_ms) and timers (session timeouts, rebalance deadlines, the initial
 // rebalance delay, offset expiry) fire from poll(now_ms), which the broker calls periodically:
@@ -108,6 +111,18 @@ class group_coordinator {
   // Offsets.
   owned_message<protocol::offset_commit_response> offset_commit(
       const protocol::offset_commit_request& request, int16_t version, int64_t now_ms);
+  // OffsetCommit without waiting for the group's shard: the answer, or nullopt (nothing done)
+  // when another thread holds the shard. The caller then hands the commit off with
+  // offset_commit_handed_off instead of blocking its network thread (the two loops would
+  // otherwise convoy on a busy group's lock).
+  std::optional<owned_message<protocol::offset_commit_response>> try_offset_commit(
+      const protocol::offset_commit_request& request, int16_t version, int64_t now_ms);
+  // OffsetCommit run by the thread that holds the shard, before it releases it (or here if it is
+  // free by now); `done` gets the answer on that thread. `request` stays alive until then.
+  using offset_commit_callback =
+      std::function<void(owned_message<protocol::offset_commit_response>)>;
+  void offset_commit_handed_off(std::shared_ptr<const protocol::offset_commit_request> request,
+                                int16_t version, int64_t now_ms, offset_commit_callback done);
   owned_message<protocol::offset_fetch_response> offset_fetch(
       const protocol::offset_fetch_request& request, int16_t version, int64_t now_ms);
   owned_message<protocol::offset_delete_response> offset_delete(
@@ -143,7 +158,14 @@ class group_coordinator {
   void on_topics_deleted(const std::vector<std::string>& topics, int64_t now_ms);
 
  private:
+  struct offset_commit_call;
+
   shard* shard_for(std::string_view group_id);
+  void prepare_offset_commit(const protocol::offset_commit_request& request, int16_t version,
+                             offset_commit_call& call) const;
+  void apply_offset_commit(shard& sh, group_context& ctx,
+                           const protocol::offset_commit_request& request, int16_t version,
+                           offset_commit_call& call) const;
 
   group_config config_;
   offsets_log& log_;

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <thread>
 
 #include "coordinator/group_records.h"
 #include "coordinator/test_support.h"
@@ -427,6 +430,72 @@ TEST_F(fixture, offsets_commit_fetch_and_survive_a_reload) {
   auto s = sync("g", a->member_id, 1);
   ASSERT_TRUE(s->done);
   EXPECT_EQ(s->assignment, std::vector<uint8_t>{9});
+}
+
+// While one thread's commit holds the group's shard (here: blocked inside its append), another
+// thread's try_offset_commit does nothing and returns nullopt; the commit it hands off instead
+// runs on the holder's thread before the shard is released, after the holder's own commit, and
+// the log has both in that order (a reload ends at the handed-off offset).
+TEST_F(fixture, a_commit_to_a_busy_shard_is_handed_to_the_holder) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool block_next = true;
+  bool in_append = false;
+  bool release = false;
+  log.on_append = [&] {
+    std::unique_lock lock(m);
+    if (!block_next) return;
+    block_next = false;
+    in_append = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  std::thread holder([&] { EXPECT_EQ(commit("simple", 0, 1), 0); });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return in_append; });
+  }
+  auto req = std::make_shared<protocol::offset_commit_request>();
+  req->group_id = "simple";
+  req->generation_id_or_member_epoch = -1;
+  protocol::offset_commit_request::offset_commit_request_topic t;
+  t.name = "t";
+  protocol::offset_commit_request::offset_commit_request_partition p;
+  p.partition_index = 0;
+  p.committed_offset = 2;
+  p.committed_metadata = "m";
+  t.partitions.push_back(p);
+  req->topics.push_back(t);
+  EXPECT_FALSE(c->try_offset_commit(*req, commit_v, now)) << "the shard is held";
+
+  std::optional<owned_message<protocol::offset_commit_response>> answer;
+  std::thread::id answered_on;
+  c->offset_commit_handed_off(req, commit_v, now,
+                              [&](owned_message<protocol::offset_commit_response> a) {
+                                answered_on = std::this_thread::get_id();
+                                answer.emplace(std::move(a));
+                              });
+  const std::thread::id holder_id = holder.get_id();
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  holder.join();
+  ASSERT_TRUE(answer) << "run by the holder before it released the shard";
+  EXPECT_EQ(answered_on, holder_id);
+  ASSERT_EQ(answer->message.topics.size(), 1u);
+  EXPECT_EQ(answer->message.topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(fetch("simple", 0), 2);
+  EXPECT_EQ(log.appends, 2);
+  log.on_append = nullptr;
+  start();
+  EXPECT_EQ(fetch("simple", 0), 2);
+
+  // A free shard: try_offset_commit commits at once.
+  auto now_free = c->try_offset_commit(*req, commit_v, now);
+  ASSERT_TRUE(now_free);
+  EXPECT_EQ(now_free->message.topics[0].partitions[0].error_code, 0);
 }
 
 TEST_F(fixture, offset_commit_errors_are_kafkas) {

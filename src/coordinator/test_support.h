@@ -3,6 +3,7 @@
 // metadata_view over a fixed set of topics.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ class memory_offsets_log : public offsets_log {
 
   result<offset_t, protocol::error_code> append(int32_t partition,
                                                 std::vector<uint8_t> batch) override {
+    if (on_append) on_append();
     if (fail_with != protocol::error_code::none) return fail(fail_with);
     auto& batches = batches_[partition];
     offset_t& next = next_offset_[partition];
@@ -81,6 +83,7 @@ class memory_offsets_log : public offsets_log {
   int32_t create_partitions = 50;
   protocol::error_code fail_with = protocol::error_code::none;
   int appends = 0;
+  std::function<void()> on_append;  // called first in every append (a test may block there)
 
  private:
   std::optional<int32_t> partitions_;
