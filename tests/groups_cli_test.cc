@@ -34,24 +34,6 @@
 namespace tarn::test {
 namespace {
 
-std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR) + "/" + rel; }
-
-std::string last_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text.substr(text.rfind('\n') + 1);
-}
-
-// The Kafka 4.4.0 jars' directory; "" when java or the jars are missing.
-const std::string& kafka_libs() {
-  static const std::string libs = [] {
-    if (!have_program("java")) return std::string();
-    auto [rc, out] = run_command("timeout 600 " + source("scripts/kafka-ref") + " libs");
-    std::string dir = last_line(out);
-    return rc == 0 && std::filesystem::exists(dir) ? dir : std::string();
-  }();
-  return libs;
-}
-
 // A command's exit code, stdout and stderr apart.
 struct split_output {
   int code = -1;

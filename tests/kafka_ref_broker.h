@@ -56,6 +56,20 @@ class kafka_broker {
   std::string error_;
 };
 
+// The Kafka 4.4.0 jars' directory (for Kafka's own tools and the Java client run with
+// `java -cp`); "" when java or the jars are missing.
+inline const std::string& kafka_libs() {
+  static const std::string libs = [] {
+    if (!have_program("java")) return std::string();
+    auto [rc, out] =
+        run_command("timeout 600 " + std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref libs");
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    const std::string dir = out.substr(out.rfind('\n') + 1);  // its last line
+    return rc == 0 && std::filesystem::exists(dir) ? dir : std::string();
+  }();
+  return libs;
+}
+
 class kafka_environment : public ::testing::Environment {
  public:
   void TearDown() override { kafka_broker::instance().stop(); }
