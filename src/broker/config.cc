@@ -145,6 +145,11 @@ const std::vector<config_key>& config_keys() {
       {"connections.max.idle.ms", config_type::int64, "600000", nullptr},
       {"queued.max.requests", config_type::int32, "500", at_least(1)},
       {"queued.max.request.bytes", config_type::int64, "-1", nullptr},
+      // Client quotas (QuotaConfig): the sampled windows their rates are measured over.
+      {"quota.window.num", config_type::int32, "11", at_least(1)},
+      {"quota.window.size.seconds", config_type::int32, "1", at_least(1)},
+      {"controller.quota.window.num", config_type::int32, "11", at_least(1)},
+      {"controller.quota.window.size.seconds", config_type::int32, "1", at_least(1)},
       // Fetch.
       {"fetch.max.bytes", config_type::int32, "57671680", at_least(0)},
       {"max.incremental.fetch.session.cache.slots", config_type::int32, "1000", at_least(0)},
@@ -533,6 +538,10 @@ result<void, std::string> finish(broker_config& c) {
   c.connections_max_idle_ms = as_int(c, "connections.max.idle.ms");
   c.queued_max_requests = i32("queued.max.requests");
   c.queued_max_request_bytes = as_int(c, "queued.max.request.bytes");
+  c.quota_window_num = i32("quota.window.num");
+  c.quota_window_size_seconds = i32("quota.window.size.seconds");
+  c.controller_quota_window_num = i32("controller.quota.window.num");
+  c.controller_quota_window_size_seconds = i32("controller.quota.window.size.seconds");
   if (c.queued_max_request_bytes > 0 && c.queued_max_request_bytes < c.socket_request_max_bytes) {
     // KafkaConfig.validateValues: a budget smaller than one request could never admit it.
     return fail(invalid("queued.max.request.bytes", std::to_string(c.queued_max_request_bytes),

@@ -51,6 +51,11 @@ struct broker_config {
   int32_t queued_max_requests = 500;      // per connection: requests read but not yet answered
   int64_t queued_max_request_bytes = -1;  // broker-wide bytes of such requests; <= 0 unbounded
   int32_t fetch_max_bytes = 57671680;     // caps a Fetch's MaxBytes
+  // Client quotas: rates over quota.window.num windows of quota.window.size.seconds.
+  int32_t quota_window_num = 11;
+  int32_t quota_window_size_seconds = 1;
+  int32_t controller_quota_window_num = 11;
+  int32_t controller_quota_window_size_seconds = 1;
   int32_t max_incremental_fetch_session_cache_slots = 1000;
 
   // Identity and storage.

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/sendfile.h>
 
+#include <algorithm>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -57,6 +58,7 @@ connection::connection(asio::ip::tcp::socket socket, connection_info info,
       writer_wakeup_(socket_.get_executor()),
       reader_wakeup_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()),
+      mute_timer_(socket_.get_executor()),
       last_activity_(std::chrono::steady_clock::now()),
       read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(read_buffer_bytes)) {}
 
@@ -81,6 +83,7 @@ void connection::stop_reading() {
   // stops without disturbing a write in progress.
   asio::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
+  mute_timer_.cancel();
   reader_wakeup_.notify();
   writer_wakeup_.notify();
 }
@@ -94,6 +97,7 @@ void connection::close(const std::string& reason) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   idle_timer_.cancel();
+  mute_timer_.cancel();
   for (auto& s : slots_) {
     if (!s->done) s->cancel.emit(asio::cancellation_type::terminal);
   }
@@ -107,6 +111,13 @@ asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<con
   while (!reading_done_) {
     // Backpressure: a client that pipelines more than queued.max.requests waits for answers.
     while (slots_.size() >= max_in_flight && !reading_done_) co_await reader_wakeup_.wait();
+    if (reading_done_) break;
+    while (std::chrono::steady_clock::now() < mute_until_ && !reading_done_) {
+      // Throttled by a quota: the socket is not read, so TCP holds the client back too.
+      mute_timer_.expires_at(mute_until_);
+      asio::error_code ec;
+      co_await mute_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (reading_done_) break;
     auto frame = co_await read_frame();
     if (!frame && !draining_) {
@@ -313,6 +324,7 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
     outcome = close_connection{"handler failed"};
   }
   s->outcome = std::move(outcome);
+  s->throttle_ms = request.throttle_ms;
   s->done = true;
   writer_wakeup_.notify();
 }
@@ -381,6 +393,13 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
       co_return;
     }
     if (ready > 0) {
+      int32_t throttle_ms = 0;
+      for (size_t i = 0; i < ready; ++i)
+        throttle_ms = std::max(throttle_ms, slots_[i]->throttle_ms);
+      if (throttle_ms > 0) {
+        mute_until_ = std::max(
+            mute_until_, std::chrono::steady_clock::now() + std::chrono::milliseconds(throttle_ms));
+      }
       slots_.erase(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(ready));
       reader_wakeup_.notify();
       continue;

@@ -61,6 +61,7 @@ class connection : public std::enable_shared_from_this<connection> {
     std::array<uint8_t, 9> head{};  // size prefix + response header, filled when written
     asio::cancellation_signal cancel;
     request_memory_lease memory;  // the request's bytes, given back once answered
+    int32_t throttle_ms = 0;      // the handler's quota throttle: mute reading once written
   };
 
   // Each coroutine holds `self` so the connection outlives it.
@@ -93,6 +94,10 @@ class connection : public std::enable_shared_from_this<connection> {
   wakeup writer_wakeup_;
   wakeup reader_wakeup_;
   asio::steady_timer idle_timer_;
+  // Quota throttling (KIP-219): after a throttled answer is written, no request is read from
+  // this client until mute_until_ (the client also backs off by the ThrottleTimeMs it got).
+  asio::steady_timer mute_timer_;
+  std::chrono::steady_clock::time_point mute_until_{};
   std::chrono::steady_clock::time_point last_activity_;
 
   // Bytes read from the socket but not yet consumed: [read_begin_, read_end_).

@@ -24,7 +24,12 @@
 //   - The stored bytes go out with sendfile: the response body is encoded around them and each
 //     partition's records are a file region (handler.h), never copied through user space.
 // Not supported: follower fetches (ReplicaId/ReplicaState are ignored), preferred read replicas
-// (always -1), diverging-epoch detection (single leader, epoch 0), quotas (throttle 0).
+// (always -1), diverging-epoch detection (single leader, epoch 0).
+// Quotas (KIP-219, KafkaApis.handleFetchRequest): MaxBytes is capped by what the client's
+// consumer_byte_rate allows in one quota window; the response's size is recorded against it
+// and the handling time against request_percentage. A throttled fetch is answered empty with
+// ThrottleTimeMs (the recorded bytes taken back, the session left as it was: Kafka's
+// getThrottledResponse) and mutes the connection that long.
 // A body that does not decode closes the connection.
 #include <spdlog/spdlog.h>
 
@@ -37,6 +42,7 @@
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/handler.h"
+#include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -284,6 +290,7 @@ result<response, std::string> build_response(const fetch_context& ctx,
 }
 
 asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
+  const auto started = std::chrono::steady_clock::now();
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
   auto decoded = protocol::fetch_request::decode(r, version);
@@ -339,6 +346,15 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   fetch_params params;
   params.version = version;
   params.max_bytes = std::min(req.max_bytes, services.config.fetch_max_bytes);
+  quota::client_quotas* quotas = services.quotas;
+  const bool fetch_quota = quotas != nullptr && quotas->fetch().enabled();
+  if (fetch_quota) {
+    const double window_bytes =
+        quotas->fetch().max_value_in_window(quota_user(request), quota_client_id(request));
+    if (window_bytes < static_cast<double>(params.max_bytes)) {
+      params.max_bytes = static_cast<int32_t>(window_bytes);
+    }
+  }
   params.min_bytes = std::min(req.min_bytes, params.max_bytes);
   params.isolation_level = req.isolation_level;
 
@@ -381,6 +397,29 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   for (size_t i = 0; i < reads.size(); ++i) {
     outcomes[i] = {reads[i].error_code, reads[i].high_watermark, reads[i].log_start_offset,
                    reads[i].bytes()};
+  }
+  if (quotas != nullptr && (fetch_quota || quotas->request().enabled()) &&
+      ctx.type != fetch_context::kind::session_error) {
+    // The size of the answer with every partition read, as Kafka's getResponseSize counts it.
+    fetch_session_reply all;
+    for (size_t i = 0; i < reads.size(); ++i) all.include.push_back(i);
+    auto sized = build_response(ctx, reads, all, params);
+    const double response_bytes = sized ? static_cast<double>(sized->size()) : 0.0;
+    const int64_t t = wall_clock_ms();
+    const int32_t time = quotas->request().record(quota_user(request), quota_client_id(request),
+                                                  request_time_percentage(started), t);
+    const int32_t bandwidth =
+        quotas->fetch().record(quota_user(request), quota_client_id(request), response_bytes, t);
+    request.throttle_ms = std::max(bandwidth, time);
+    if (request.throttle_ms > 0) {
+      quotas->fetch().unrecord(quota_user(request), quota_client_id(request), response_bytes, t);
+      protocol::fetch_response empty;
+      empty.throttle_time_ms = request.throttle_ms;
+      empty.session_id = ctx.type == fetch_context::kind::incremental && ctx.session
+                             ? ctx.session->id
+                             : invalid_session_id;
+      co_return encode_response(empty, version);
+    }
   }
   fetch_session_reply verdict = services.fetch_sessions->finish(ctx, outcomes, wall_clock_ms());
   auto built = build_response(ctx, reads, verdict, params);

@@ -20,6 +20,9 @@
 namespace tarn::coordinator {
 class group_coordinator;
 }
+namespace tarn::quota {
+class client_quotas;
+}
 
 namespace tarn::broker {
 
@@ -72,6 +75,7 @@ struct broker_services {
   fetch_waiters* waiters = nullptr;                     // fetches waiting for appends (long polls)
   request_memory* request_memory_pool = nullptr;        // queued.max.request.bytes (may be null)
   coordinator::group_coordinator* groups = nullptr;     // consumer groups and committed offsets
+  quota::client_quotas* quotas = nullptr;               // client quotas and their throttling
 };
 
 struct connection_info {
@@ -96,6 +100,10 @@ struct request_context {
   broker_services& services;
 
   std::span<const uint8_t> body() const { return frame.bytes().subspan(header.size); }
+
+  // Set by a handler whose client went over a quota (KIP-219): the answer carries it as
+  // ThrottleTimeMs and the connection then reads nothing from this client for that long.
+  int32_t throttle_ms = 0;
 };
 
 // A handler may suspend (co_await) as long as it needs: a later request on the same connection
@@ -164,6 +172,9 @@ void register_delete_groups_handler(handler_registry& registry);
 void register_offset_delete_handler(handler_registry& registry);
 void register_consumer_group_heartbeat_handler(handler_registry& registry);
 void register_consumer_group_describe_handler(handler_registry& registry);
+void register_describe_client_quotas_handler(handler_registry& registry);
+void register_alter_client_quotas_handler(handler_registry& registry);
+void register_describe_user_scram_credentials_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

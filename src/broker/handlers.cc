@@ -52,6 +52,9 @@ void register_all_handlers(handler_registry& registry) {
   register_offset_delete_handler(registry);
   register_consumer_group_heartbeat_handler(registry);
   register_consumer_group_describe_handler(registry);
+  register_describe_client_quotas_handler(registry);
+  register_alter_client_quotas_handler(registry);
+  register_describe_user_scram_credentials_handler(registry);
 }
 
 }  // namespace tarn::broker

@@ -40,14 +40,21 @@
 // steps 2-5 (CRC, decompression, record walk, recompression) run without it, on the request's
 // own bytes.
 //
-// Not supported: transactions (a transactional batch is INVALID_TXN_STATE), quotas (throttle 0).
+// Quotas (KIP-219, KafkaApis.handleProduceRequest): the request's bytes are recorded against the
+// client's producer_byte_rate and its handling time against request_percentage (not for acks=0);
+// the larger throttle goes into ThrottleTimeMs and mutes the connection that long.
+//
+// Not supported: transactions (a transactional batch is INVALID_TXN_STATE).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <variant>
 
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
+#include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -229,6 +236,7 @@ std::optional<append_failure> check_records(std::optional<protocol::bytes_view> 
 }
 
 asio::awaitable<handler_outcome> handle_produce(request_context& request) {
+  const auto started = std::chrono::steady_clock::now();
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
   auto decoded = protocol::produce_request::decode(r, version);
@@ -407,6 +415,17 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       if (!f.record_errors.empty()) pr.error_message = std::string_view(f.reason);
     }
+  }
+  if (quota::client_quotas* quotas = request.services.quotas) {
+    const int64_t t = wall_clock_ms();
+    const int32_t bandwidth = quotas->produce().record(
+        quota_user(request), quota_client_id(request), static_cast<double>(request.frame.size), t);
+    const int32_t time =
+        req.acks == 0 ? 0
+                      : quotas->request().record(quota_user(request), quota_client_id(request),
+                                                 request_time_percentage(started), t);
+    request.throttle_ms = std::max(bandwidth, time);
+    reply.throttle_time_ms = request.throttle_ms;
   }
   if (req.acks == 0) {
     if (any_error) co_return close_connection{"Produce with acks=0 failed"};

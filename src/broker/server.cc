@@ -31,6 +31,7 @@
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
+#include "quota/client_quotas.h"
 
 namespace tarn::broker {
 
@@ -102,6 +103,7 @@ struct server::impl {
   std::unique_ptr<fetch_session_cache> fetch_sessions;
   std::unique_ptr<fetch_waiters> waiters;
   std::unique_ptr<request_memory> memory;
+  std::unique_ptr<quota::client_quotas> quotas;
   // The group coordinator and its two seams. Declared after the loops so they go first: a
   // JoinGroup callback the coordinator still holds owns a timer of a loop's io_context.
   std::unique_ptr<offsets_topic> offsets;
@@ -251,9 +253,13 @@ result<void, std::string> server::start() {
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
-  s.services = std::make_unique<broker_services>(
-      broker_services{s.config, s.registry, std::move(advertised), s.topics.get(),
-                      s.fetch_sessions.get(), s.waiters.get(), s.memory.get(), s.groups.get()});
+  s.quotas = std::make_unique<quota::client_quotas>(quota::quota_windows{
+      {s.config.quota_window_num, int64_t{s.config.quota_window_size_seconds} * 1000},
+      {s.config.controller_quota_window_num,
+       int64_t{s.config.controller_quota_window_size_seconds} * 1000}});
+  s.services = std::make_unique<broker_services>(broker_services{
+      s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
+      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
