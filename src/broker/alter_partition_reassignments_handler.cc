@@ -8,7 +8,8 @@
 // order:
 //   - An unknown topic UNKNOWN_TOPIC_OR_PARTITION "Unable to find a topic named <t>."; an
 //     unknown index "Unable to find partition <t>:<p>.".
-//   - Replicas null (cancel): NO_REASSIGNMENT_IN_PROGRESS (none ever is).
+//   - Replicas null (cancel): NO_REASSIGNMENT_IN_PROGRESS (none ever is), message null (Kafka's
+//     ApiError.fromThrowable leaves out a message equal to the error's default).
 //   - Replicas checked as validateManualPartitionAssignment does, INVALID_REPLICA_ASSIGNMENT:
 //     empty "The manual partition assignment includes an empty replica list.", in ascending
 //     order a broker other than node.id "... includes broker <b>, but no such broker is
@@ -82,8 +83,8 @@ asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_co
         continue;
       }
       if (!p.replicas) {
-        fail(e, error_code::no_reassignment_in_progress,
-             std::string(protocol::describe(error_code::no_reassignment_in_progress).message));
+        // Message null: ApiError.fromThrowable drops a message equal to the error's default.
+        e.error_code = code(error_code::no_reassignment_in_progress);
         continue;
       }
       if (p.replicas->empty()) {
