@@ -175,6 +175,13 @@ void register_consumer_group_describe_handler(handler_registry& registry);
 void register_describe_client_quotas_handler(handler_registry& registry);
 void register_alter_client_quotas_handler(handler_registry& registry);
 void register_describe_user_scram_credentials_handler(handler_registry& registry);
+void register_describe_cluster_handler(handler_registry& registry);
+void register_describe_topic_partitions_handler(handler_registry& registry);
+void register_describe_log_dirs_handler(handler_registry& registry);
+void register_offset_for_leader_epoch_handler(handler_registry& registry);
+void register_elect_leaders_handler(handler_registry& registry);
+void register_alter_partition_reassignments_handler(handler_registry& registry);
+void register_list_partition_reassignments_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -3,7 +3,8 @@
 // Versions served: 1-11 (Kafka 4.4's range). Behaviour, as Kafka 4.4's ReplicaManager.fetchOffset
 // and UnifiedLog.fetchOffsetByTimestamp answer for a topic without tiered storage:
 //   - -2 EARLIEST: the log start offset, timestamp -1, leader epoch of the earliest epoch entry if
-//     it starts at or before the log start offset.
+//     it starts at or before the log start offset (a partition without records: epoch 0, as
+//     Kafka's cache holds the entry written when the broker became leader).
 //   - -1 LATEST: the high watermark for consumers (READ_UNCOMMITTED) or the last stable offset
 //     (READ_COMMITTED; equal to the high watermark: tarn has no transactions), the LEO for
 //     ReplicaId -2 (debugging); timestamp -1; the partition's leader epoch (0, as Metadata says).
@@ -92,7 +93,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
     case earliest_timestamp:
     case earliest_local_timestamp: {
       found.offset = log.log_start_offset();
-      const auto& epochs = log.epoch_entries();
+      const auto epochs = leader_epoch_cache_of(log);
       if (!epochs.empty() && epochs.front().start_offset <= found.offset) {
         found.leader_epoch = epochs.front().epoch;
       }

@@ -10,6 +10,7 @@
 #include "broker/handler.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
+#include "storage/log.h"
 #include "storage/log_config.h"
 #include "storage/topic_metadata.h"
 
@@ -18,6 +19,15 @@ namespace tarn::broker {
 // The leader epoch of every partition on this single broker: stamped into every batch it writes
 // and what Metadata, ListOffsets and Fetch report and check.
 inline constexpr leader_epoch_t local_leader_epoch = 0;
+
+// A partition's leader epoch cache as Kafka's would hold it. Kafka writes (leader epoch, log end
+// offset) into leader-epoch-checkpoint when the broker becomes the partition's leader; tarn only
+// when the first batch is appended, so a cache still empty reads as that one entry (what
+// ListOffsets EARLIEST and OffsetForLeaderEpoch answer for a partition that never had a record).
+inline std::vector<storage::epoch_entry> leader_epoch_cache_of(const storage::log& log) {
+  if (!log.epoch_entries().empty()) return log.epoch_entries();
+  return {{local_leader_epoch, log.log_end_offset()}};
+}
 
 // The advertised listener of the listener a request came on (the first one if none matches):
 // the host and port Metadata and FindCoordinator report for this broker.

@@ -96,6 +96,8 @@ def kafka_range(text):
 def norm_default(field_type, value):
     if value is None:
         return None
+    if isinstance(value, bool):  # a JSON literal (DescribeLogDirsResponse.IsCordoned), not "false"
+        return "true" if value else "false"
     v = str(value)
     if field_type in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
         return str(int(v, 0))

@@ -63,6 +63,13 @@ public class GoldenMessages {
     ConsumerGroupHeartbeatRequestData.class, ConsumerGroupHeartbeatResponseData.class,
     ConsumerGroupDescribeRequestData.class, ConsumerGroupDescribeResponseData.class,
     DeleteRecordsRequestData.class, DeleteRecordsResponseData.class,
+    OffsetForLeaderEpochRequestData.class, OffsetForLeaderEpochResponseData.class,
+    DescribeLogDirsRequestData.class, DescribeLogDirsResponseData.class,
+    ElectLeadersRequestData.class, ElectLeadersResponseData.class,
+    AlterPartitionReassignmentsRequestData.class, AlterPartitionReassignmentsResponseData.class,
+    ListPartitionReassignmentsRequestData.class, ListPartitionReassignmentsResponseData.class,
+    DescribeClusterRequestData.class, DescribeClusterResponseData.class,
+    DescribeTopicPartitionsRequestData.class, DescribeTopicPartitionsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 

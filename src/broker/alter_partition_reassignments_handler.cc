@@ -1,0 +1,126 @@
+// AlterPartitionReassignments (key 45): move partitions to other replicas
+// (kafka-reassign-partitions.sh --execute / --cancel, Admin.alterPartitionReassignments),
+// answered as a one-broker Kafka 4.4 cluster answers: the only valid target is this broker,
+// which already holds every partition, so nothing ever moves.
+//
+// Versions served: 0-1 (Kafka 4.4's range; flexible). Behaviour, as Kafka 4.4's controller
+// (ReplicationControlManager.alterPartitionReassignment) answers, per partition in request
+// order:
+//   - An unknown topic UNKNOWN_TOPIC_OR_PARTITION "Unable to find a topic named <t>."; an
+//     unknown index "Unable to find partition <t>:<p>.".
+//   - Replicas null (cancel): NO_REASSIGNMENT_IN_PROGRESS (none ever is), message null (Kafka's
+//     ApiError.fromThrowable leaves out a message equal to the error's default).
+//   - Replicas checked as validateManualPartitionAssignment does, INVALID_REPLICA_ASSIGNMENT:
+//     empty "The manual partition assignment includes an empty replica list.", in ascending
+//     order a broker other than node.id "... includes broker <b>, but no such broker is
+//     registered.", a repeated one "... includes the broker <b> more than once.".
+//   - [node.id]: NONE, nothing to do (the partition already has that assignment).
+//   - Top-level ErrorCode NONE, ErrorMessage null; AllowReplicationFactorChange (v1) answered as
+//     asked. TimeoutMs ignored.
+//   - A body that does not decode closes the connection.
+// Not supported: authorization, quotas.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/alter_partition_reassignments_request.h"
+#include "protocol/messages/alter_partition_reassignments_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using reassignment_result =
+    protocol::alter_partition_reassignments_response::reassignable_partition_response;
+
+asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::alter_partition_reassignments_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: AlterPartitionReassignments v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad AlterPartitionReassignments request"};
+  }
+  const int32_t node_id = request.services.config.node_id;
+  protocol::alter_partition_reassignments_response reply;
+  reply.error_message = std::nullopt;
+  reply.allow_replication_factor_change = decoded->allow_replication_factor_change;
+  std::deque<std::string> messages;  // the error messages the reply points to
+  auto fail = [&](reassignment_result& e, error_code c, std::string message) {
+    e.error_code = code(c);
+    e.error_message = messages.emplace_back(std::move(message));
+  };
+
+  topic_manager& topics = *request.services.topics;
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  for (const auto& t : decoded->topics) {
+    auto& out = reply.responses.emplace_back();
+    out.name = t.name;
+    const storage::topic_info* info = logs.find_topic(t.name);
+    for (const auto& p : t.partitions) {
+      reassignment_result& e = out.partitions.emplace_back();
+      e.partition_index = p.partition_index;
+      e.error_message = std::nullopt;
+      const std::string tp = std::string(t.name) + ":" + std::to_string(p.partition_index);
+      if (info == nullptr) {
+        fail(e, error_code::unknown_topic_or_partition,
+             "Unable to find a topic named " + std::string(t.name) + ".");
+        continue;
+      }
+      if (p.partition_index < 0 || p.partition_index >= info->partitions) {
+        fail(e, error_code::unknown_topic_or_partition, "Unable to find partition " + tp + ".");
+        continue;
+      }
+      if (!p.replicas) {
+        // Message null: ApiError.fromThrowable drops a message equal to the error's default.
+        e.error_code = code(error_code::no_reassignment_in_progress);
+        continue;
+      }
+      if (p.replicas->empty()) {
+        fail(e, error_code::invalid_replica_assignment,
+             "The manual partition assignment includes an empty replica list.");
+        continue;
+      }
+      std::vector<int32_t> sorted = *p.replicas;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        if (sorted[i] != node_id) {
+          fail(e, error_code::invalid_replica_assignment,
+               "The manual partition assignment includes broker " + std::to_string(sorted[i]) +
+                   ", but no such broker is registered.");
+          break;
+        }
+        if (i > 0 && sorted[i] == sorted[i - 1]) {
+          fail(e, error_code::invalid_replica_assignment,
+               "The manual partition assignment includes the broker " + std::to_string(sorted[i]) +
+                   " more than once.");
+          break;
+        }
+      }
+    }
+  }
+  guard.unlock();
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_alter_partition_reassignments_handler(handler_registry& registry) {
+  registry.register_handler(protocol::alter_partition_reassignments_request::api_key,
+                            protocol::alter_partition_reassignments_request::min_version,
+                            protocol::alter_partition_reassignments_request::max_version,
+                            handle_alter_partition_reassignments);
+}
+
+}  // namespace tarn::broker

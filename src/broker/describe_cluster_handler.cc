@@ -1,0 +1,95 @@
+// DescribeCluster (key 60): the cluster id, the controller and the brokers
+// (Admin.describeCluster, kafka-cluster.sh, the UIs).
+//
+// Versions served: 0-2 (Kafka 4.4's range; every version is flexible). Behaviour, as a Kafka 4.4
+// broker (KafkaApis.handleDescribeCluster, AuthHelper.computeDescribeClusterResponse):
+//   - EndpointType (v1+) BROKER (1): ClusterId from meta.properties, this node once with the
+//     host and port of the advertised listener the request came on, rack null, IsFenced false
+//     (v2); ControllerId = node.id (a KRaft broker names a random alive broker: here the only
+//     one); EndpointType 1 in the answer.
+//   - EndpointType CONTROLLER (2), asked of a broker: MISMATCHED_ENDPOINT_TYPE with Kafka's
+//     message; any other type UNSUPPORTED_ENDPOINT_TYPE. At v0 (where the field is always 1)
+//     Kafka would say INVALID_REQUEST; unreachable.
+//   - IncludeClusterAuthorizedOperations: no authorizer, so every CLUSTER operation Kafka
+//     supports (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+//     IDEMPOTENT_WRITE); else INT32_MIN. IncludeFencedBrokers changes nothing (never fenced).
+//   - A body that does not decode closes the connection.
+// Not supported: racks, quotas (ThrottleTimeMs 0).
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/describe_cluster_request.h"
+#include "protocol/messages/describe_cluster_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+// org.apache.kafka.common.message.EndpointType.
+constexpr int8_t endpoint_type_broker = 1;
+constexpr int8_t endpoint_type_controller = 2;
+
+// AclEntry.supportedOperations(CLUSTER): CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+constexpr int32_t all_cluster_operations =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+asio::awaitable<handler_outcome> handle_describe_cluster(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::describe_cluster_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: DescribeCluster v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad DescribeCluster request"};
+  }
+  protocol::describe_cluster_response reply;
+  std::string message;
+  if (decoded->endpoint_type != endpoint_type_broker) {
+    if (decoded->endpoint_type == endpoint_type_controller) {
+      reply.error_code =
+          code(version == 0 ? error_code::invalid_request : error_code::mismatched_endpoint_type);
+      message =
+          "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+          "CONTROLLER";
+    } else {
+      reply.error_code =
+          code(version == 0 ? error_code::invalid_request : error_code::unsupported_endpoint_type);
+      message = "Unsupported endpoint type " + std::to_string(decoded->endpoint_type);
+    }
+    reply.error_message = message;
+    co_return encode_response(reply, version);
+  }
+  const int32_t node_id = request.services.config.node_id;
+  const listener_endpoint& advertised =
+      advertised_listener_for(request.services, request.connection);
+  reply.endpoint_type = endpoint_type_broker;
+  reply.cluster_id = request.services.topics->cluster_id();  // fixed at start
+  reply.controller_id = node_id;
+  auto& broker = reply.brokers.emplace_back();
+  broker.broker_id = node_id;
+  broker.host = advertised.host;
+  broker.port = advertised.port;
+  if (decoded->include_cluster_authorized_operations) {
+    reply.cluster_authorized_operations = all_cluster_operations;
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_describe_cluster_handler(handler_registry& registry) {
+  registry.register_handler(
+      protocol::describe_cluster_request::api_key, protocol::describe_cluster_request::min_version,
+      protocol::describe_cluster_request::max_version, handle_describe_cluster);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,129 @@
+// DescribeTopicPartitions (key 75, KIP-966): topics with their partitions, paged by a cursor
+// (kafka-topics.sh --describe and Admin.describeTopics in 4.4).
+//
+// Versions served: 0 (Kafka 4.4's range; flexible). Behaviour, as Kafka 4.4's
+// DescribeTopicPartitionsRequestHandler and KRaftMetadataCache answer on one node:
+//   - Which topics, in which order, how many partitions and the NextCursor:
+//     topic_partitions_page.h (an empty Topics list means every topic, internal ones included;
+//     names sorted; at most max(min(2000, ResponsePartitionLimit), 1) partitions).
+//   - A topic: its id, IsInternal (__consumer_offsets, __transaction_state,
+//     __share_group_state), every topic operation (no authorizer); each partition: leader
+//     node.id, leader epoch 0, replicas = isr = [node.id], ELR and last known ELR empty, no
+//     offline replicas.
+//   - An asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
+//     when its name is not a legal topic name; zero topic id, no partitions. Never auto-created.
+//   - A cursor whose topic is not among the asked ones, or whose partition is negative: Kafka's
+//     InvalidRequestException, i.e. every asked topic answered INVALID_REQUEST, IsInternal false,
+//     without partitions, and no cursor.
+//   - A body that does not decode closes the connection.
+// Not supported: authorization (TopicAuthorizedOperations is always every operation), quotas.
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "broker/handler.h"
+#include "broker/offsets_topic.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "broker/topic_partitions_page.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/describe_topic_partitions_request.h"
+#include "protocol/messages/describe_topic_partitions_response.h"
+#include "storage/topic_metadata.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using dtp_response = protocol::describe_topic_partitions_response;
+
+asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::describe_topic_partitions_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: DescribeTopicPartitions v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad DescribeTopicPartitions request"};
+  }
+  const auto& req = *decoded;
+  std::vector<std::string_view> asked;
+  asked.reserve(req.topics.size());
+  for (const auto& t : req.topics) asked.push_back(t.name);
+  std::optional<topic_partitions_cursor> cursor;
+  if (req.cursor)
+    cursor = topic_partitions_cursor{req.cursor->topic_name, req.cursor->partition_index};
+
+  const int32_t node_id = request.services.config.node_id;
+  dtp_response reply;
+  topic_manager& topics = *request.services.topics;
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  std::map<std::string_view, int32_t> partitions_by_topic;
+  std::map<std::string_view, const storage::topic_info*> info_by_topic;
+  for (const storage::topic_info* t : logs.topics()) {
+    partitions_by_topic.emplace(t->name, t->partitions);
+    info_by_topic.emplace(t->name, t);
+  }
+  auto planned =
+      plan_topic_partitions_page(asked, cursor, req.response_partition_limit, partitions_by_topic);
+  if (!planned.invalid_request.empty()) {
+    spdlog::info("connection {} from {}: DescribeTopicPartitions: {}", request.connection.id,
+                 request.connection.peer, planned.invalid_request);
+    for (const auto& t : req.topics) {
+      auto& out = reply.topics.emplace_back();
+      out.name = t.name;
+      out.error_code = code(error_code::invalid_request);
+    }
+    co_return encode_response(reply, version);
+  }
+  reply.topics.reserve(planned.page.topics.size());
+  for (const topic_page_entry& e : planned.page.topics) {
+    auto& out = reply.topics.emplace_back();
+    out.name = e.name;
+    out.is_internal = is_internal_topic(e.name);
+    out.topic_authorized_operations = all_topic_operations;
+    if (!e.exists) {
+      out.error_code = code(storage::validate_topic_name(e.name).has_value()
+                                ? error_code::unknown_topic_or_partition
+                                : error_code::invalid_topic_exception);
+      continue;
+    }
+    out.topic_id = to_wire(info_by_topic.at(e.name)->topic_id);
+    out.partitions.reserve(static_cast<size_t>(e.end_partition - e.first_partition));
+    for (int32_t p = e.first_partition; p < e.end_partition; ++p) {
+      auto& part = out.partitions.emplace_back();
+      part.partition_index = p;
+      part.leader_id = node_id;
+      part.leader_epoch = local_leader_epoch;
+      part.replica_nodes = {node_id};
+      part.isr_nodes = {node_id};
+      part.eligible_leader_replicas.emplace();
+      part.last_known_elr.emplace();
+    }
+  }
+  if (planned.page.next_cursor) {
+    reply.next_cursor.emplace();
+    reply.next_cursor->topic_name = planned.page.next_cursor->topic_name;
+    reply.next_cursor->partition_index = planned.page.next_cursor->partition_index;
+  }
+  // Encoded under the lock: the names point into the topic map's entries.
+  response out = encode_response(reply, version);
+  guard.unlock();
+  co_return out;
+}
+
+}  // namespace
+
+void register_describe_topic_partitions_handler(handler_registry& registry) {
+  registry.register_handler(protocol::describe_topic_partitions_request::api_key,
+                            protocol::describe_topic_partitions_request::min_version,
+                            protocol::describe_topic_partitions_request::max_version,
+                            handle_describe_topic_partitions);
+}
+
+}  // namespace tarn::broker

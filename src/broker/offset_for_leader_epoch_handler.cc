@@ -1,0 +1,111 @@
+// OffsetForLeaderEpoch (key 23): where a leader epoch ends in a partition's log, from its leader
+// epoch cache (the Java consumer validates its position with it after a metadata change, KIP-320;
+// franz-go and librdkafka too; followers use it to truncate).
+//
+// Versions served: 2-4 (Kafka 4.4's range; v4 flexible). Behaviour, as Kafka 4.4's
+// ReplicaManager.lastOffsetForLeaderEpoch and Partition.lastOffsetForLeaderEpoch:
+//   - An unknown topic or partition index: UNKNOWN_TOPIC_OR_PARTITION; a partition of a known
+//     topic without a loaded log: NOT_LEADER_OR_FOLLOWER.
+//   - CurrentLeaderEpoch other than -1 (no check): below the partition's epoch (0)
+//     FENCED_LEADER_EPOCH, above it UNKNOWN_LEADER_EPOCH.
+//   - Otherwise the end offset of LeaderEpoch from the leader-epoch-checkpoint entries
+//     (storage/leader_epoch_lookup.h: the latest epoch ends at the log end offset, an unknown
+//     epoch as LeaderEpochFileCache.endOffsetFor answers, -1/-1 when undefined; a partition
+//     that never had a batch as if Kafka's become-leader entry were there:
+//     topic_handler_util.h's leader_epoch_cache_of).
+//   - ReplicaId (v3+) changes nothing: Kafka answers consumers (-1) and brokers alike (only the
+//     leader answers).
+//   - Topics and partitions answered in request order, duplicates included.
+//   - A body that does not decode closes the connection.
+// Not supported: authorization, quotas.
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/offset_for_leader_epoch_request.h"
+#include "protocol/messages/offset_for_leader_epoch_response.h"
+#include "storage/leader_epoch_lookup.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using epoch_end_offset = protocol::offset_for_leader_epoch_response::epoch_end_offset;
+
+constexpr int32_t no_partition_leader_epoch = -1;  // RecordBatch.NO_PARTITION_LEADER_EPOCH
+
+epoch_end_offset end_offset_of(const storage::topic_info* info, storage::log* log,
+                               int32_t partition, int32_t current_leader_epoch,
+                               int32_t leader_epoch) {
+  epoch_end_offset out;
+  out.partition = partition;
+  if (info == nullptr || partition < 0 || partition >= info->partitions) {
+    out.error_code = code(error_code::unknown_topic_or_partition);
+    return out;
+  }
+  if (log == nullptr) {
+    out.error_code = code(error_code::not_leader_or_follower);
+    return out;
+  }
+  if (current_leader_epoch != no_partition_leader_epoch) {
+    if (current_leader_epoch < local_leader_epoch) {
+      out.error_code = code(error_code::fenced_leader_epoch);
+      return out;
+    }
+    if (current_leader_epoch > local_leader_epoch) {
+      out.error_code = code(error_code::unknown_leader_epoch);
+      return out;
+    }
+  }
+  auto found = storage::end_offset_for_epoch(leader_epoch_cache_of(*log), leader_epoch,
+                                             log->log_end_offset());
+  out.leader_epoch = found.epoch;
+  out.end_offset = found.end_offset;
+  return out;
+}
+
+asio::awaitable<handler_outcome> handle_offset_for_leader_epoch(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::offset_for_leader_epoch_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: OffsetForLeaderEpoch v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad OffsetForLeaderEpoch request"};
+  }
+  protocol::offset_for_leader_epoch_response reply;
+  reply.topics.reserve(decoded->topics.size());
+  topic_manager& topics = *request.services.topics;
+  auto guard = topics.lock();
+  storage::log_manager& logs = topics.logs();
+  for (const auto& t : decoded->topics) {
+    auto& out = reply.topics.emplace_back();
+    out.topic = t.topic;
+    out.partitions.reserve(t.partitions.size());
+    const storage::topic_info* info = logs.find_topic(t.topic);
+    for (const auto& p : t.partitions) {
+      storage::log* log = info != nullptr ? logs.get_log(t.topic, p.partition) : nullptr;
+      out.partitions.push_back(
+          end_offset_of(info, log, p.partition, p.current_leader_epoch, p.leader_epoch));
+    }
+  }
+  guard.unlock();
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_offset_for_leader_epoch_handler(handler_registry& registry) {
+  registry.register_handler(protocol::offset_for_leader_epoch_request::api_key,
+                            protocol::offset_for_leader_epoch_request::min_version,
+                            protocol::offset_for_leader_epoch_request::max_version,
+                            handle_offset_for_leader_epoch);
+}
+
+}  // namespace tarn::broker
