@@ -64,8 +64,25 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   if (!cluster) return fail(cluster.error());
   m->cluster_id_ = std::move(*cluster);
 
+  cluster::local_store_report store_report;
+  auto store = cluster::local_metadata_store::open(log_dir, 1000, &store_report);
+  if (!store) {
+    return fail(
+        fmt::format("cannot open the metadata log in {}: {}", log_dir, store.error().message));
+  }
+  if (store_report.imported_topics >= 0) {
+    spdlog::info("log directory {}: {} topic(s) imported from {} into the metadata log", log_dir,
+                 store_report.imported_topics, storage::topic_metadata_file_name);
+  }
+  if (store_report.recovery.torn_bytes > 0) {
+    spdlog::warn("metadata log in {}: cut a torn tail of {} byte(s) (a change never acknowledged)",
+                 log_dir, store_report.recovery.torn_bytes);
+  }
+  m->metadata_ = std::move(*store);
+
   storage::log_manager_options options;
   options.log_dir = log_dir;
+  options.journal = &m->metadata_->topic_journal();
   options.broker_props = topic_defaults_from(config);
   options.now = wall_clock_ms();
   storage::startup_report report;

@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "broker/config.h"
+#include "cluster/metadata_store.h"
 #include "storage/log_manager.h"
 
 namespace tarn::broker {
@@ -41,6 +42,8 @@ class topic_manager {
   // directory syscalls, so handlers take it on their event loop.
   std::unique_lock<std::mutex> lock() const { return std::unique_lock(mu_); }
   storage::log_manager& logs() { return *logs_; }
+  // The cluster metadata seam (the metadata log, docs/metadata.md); thread-safe on its own.
+  cluster::metadata_store& metadata() { return *metadata_; }
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
   result<void, std::string> shutdown();
@@ -49,6 +52,7 @@ class topic_manager {
   topic_manager() = default;
 
   mutable std::mutex mu_;
+  std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;
   bool had_clean_shutdown_ = false;
