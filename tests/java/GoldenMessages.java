@@ -63,6 +63,7 @@ public class GoldenMessages {
     ConsumerGroupHeartbeatRequestData.class, ConsumerGroupHeartbeatResponseData.class,
     ConsumerGroupDescribeRequestData.class, ConsumerGroupDescribeResponseData.class,
     DeleteRecordsRequestData.class, DeleteRecordsResponseData.class,
+    CreatePartitionsRequestData.class, CreatePartitionsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
