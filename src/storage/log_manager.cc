@@ -56,6 +56,15 @@ void log_manager::stop_cleaner() {
   if (cleaner_) cleaner_->shutdown();
 }
 
+result<void, storage_error> log_manager::restart_cleaner(const cleaner_config& config,
+                                                         std::mutex& owner_lock,
+                                                         cleaner_log_fn log_line) {
+  stop_cleaner();
+  cleaner_.reset();
+  if (!config.enable) return {};
+  return start_cleaner(config, owner_lock, std::move(log_line));
+}
+
 std::vector<std::pair<topic_partition, storage::log*>> log_manager::all_logs() const {
   std::vector<std::pair<topic_partition, storage::log*>> out;
   out.reserve(logs_.size());

@@ -95,6 +95,10 @@ class log_manager {
   result<void, storage_error> start_cleaner(const cleaner_config& config, std::mutex& owner_lock,
                                             cleaner_log_fn log_line);
   void stop_cleaner();
+  // Replaces a stopped cleaner with one of `config` (started when config.enable): dynamic
+  // log.cleaner.* changes, as Kafka's LogCleaner.reconfigure shuts down and starts anew.
+  result<void, storage_error> restart_cleaner(const cleaner_config& config, std::mutex& owner_lock,
+                                              cleaner_log_fn log_line);
   log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
