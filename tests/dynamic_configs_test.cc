@@ -12,6 +12,10 @@
 
 #include "kafka_ref_broker.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/alter_configs_request.h"
+#include "protocol/messages/alter_configs_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/incremental_alter_configs_request.h"
 #include "protocol/messages/incremental_alter_configs_response.h"
 #include "test_util.h"
@@ -154,6 +158,57 @@ TEST_P(dynamic_configs, other_broker_ids_and_unknown_resource_types) {
       << r->responses[0].error_message.value_or("");
   EXPECT_EQ(r->responses[1].error_code, code(error_code::invalid_request))
       << r->responses[1].error_message.value_or("");
+}
+
+// The legacy AlterConfigs (33): the given set replaces the resource's configs, at every version.
+TEST_P(dynamic_configs, legacy_alter_configs_replaces_the_whole_set) {
+  auto [rc, out] =
+      run_command("timeout 120 java -cp '" + kafka_libs() +
+                  "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " + bootstrap() +
+                  " --create --topic dyn-legacy --partitions 1 --config "
+                  "retention.ms=1000 --config cleanup.policy=compact 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  std::vector<uint8_t> buf;
+  using legacy = protocol::alter_configs_request;
+  for (int16_t v = 0; v <= 2; ++v) {
+    legacy req;
+    req.resources.push_back({2, "dyn-legacy", {{"retention.ms", "2000"}}});
+    req.resources.push_back({2, "dyn-legacy-missing", {{"retention.ms", "2000"}}});
+    req.resources.push_back({4, "1", {{"log.dirs", "/x"}}});
+    auto r = tools::call<protocol::alter_configs_response>(**c, req, v, buf);
+    ASSERT_TRUE(r.has_value()) << "v" << v;
+    ASSERT_EQ(r->responses.size(), 3u);
+    EXPECT_EQ(r->responses[0].error_code, 0) << r->responses[0].error_message.value_or("");
+    EXPECT_EQ(r->responses[1].error_code, code(error_code::unknown_topic_or_partition)) << "v" << v;
+    EXPECT_EQ(r->responses[2].error_code, code(error_code::invalid_request)) << "v" << v;
+    EXPECT_EQ(r->responses[2].error_message, "Cannot update these configs dynamically: [log.dirs]");
+    legacy null_value;
+    null_value.resources.push_back({2, "dyn-legacy", {{"retention.ms", std::nullopt}}});
+    null_value.validate_only = true;
+    r = tools::call<protocol::alter_configs_response>(**c, null_value, v, buf);
+    ASSERT_TRUE(r.has_value()) << "v" << v;
+    EXPECT_EQ(r->responses[0].error_code, code(error_code::invalid_request))
+        << "v" << v << " " << r->responses[0].error_message.value_or("");
+  }
+  // cleanup.policy was not in the set: gone, back to its default.
+  protocol::describe_configs_request d;
+  d.resources.push_back(
+      {2, "dyn-legacy", std::vector<std::string_view>{"cleanup.policy", "retention.ms"}});
+  std::string seen;
+  for (int i = 0; i < 50; ++i) {
+    auto r = tools::call<protocol::describe_configs_response>(**c, d, 4, buf);
+    ASSERT_TRUE(r.has_value());
+    seen.clear();
+    for (const auto& e : r->results[0].configs) {
+      seen += std::string(e.name) + "=" + std::string(e.value.value_or("null")) + ":" +
+              std::to_string(e.config_source) + " ";
+    }
+    if (seen == "cleanup.policy=delete:5 retention.ms=2000:1 ") break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(seen, "cleanup.policy=delete:5 retention.ms=2000:1 ");
 }
 
 INSTANTIATE_TEST_SUITE_P(brokers, dynamic_configs,

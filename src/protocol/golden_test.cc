@@ -93,9 +93,9 @@ TEST(golden, every_api_every_version_round_trips_byte_for_byte) {
   // 2-10, OffsetFetch 1-10, JoinGroup 0-9, Heartbeat 0-4, LeaveGroup 0-5, SyncGroup 0-5,
   // DescribeGroups 0-6, ListGroups 0-5, DeleteGroups 0-3, OffsetDelete 0,
   // ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1), plus DeleteRecords 0-2, plus
-  // CreatePartitions 0-3
+  // CreatePartitions 0-3, plus AlterConfigs 0-2
   EXPECT_EQ(versions, 11 + 15 + 11 + 14 + 6 + 6 + 6 + 6 + 4 + 2 + 7 + 9 + 10 + 10 + 5 + 6 + 6 + 7 +
-                          6 + 4 + 1 + 2 + 2 + 3 + 4);
+                          6 + 4 + 1 + 2 + 2 + 3 + 4 + 3);
   EXPECT_EQ(files, 2 * 2 * versions + 2 * (2 + 2));
 }
 

@@ -64,6 +64,7 @@ public class GoldenMessages {
     ConsumerGroupDescribeRequestData.class, ConsumerGroupDescribeResponseData.class,
     DeleteRecordsRequestData.class, DeleteRecordsResponseData.class,
     CreatePartitionsRequestData.class, CreatePartitionsResponseData.class,
+    AlterConfigsRequestData.class, AlterConfigsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
