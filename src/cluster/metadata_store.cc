@@ -1,6 +1,8 @@
 // local_metadata_store: the metadata seam over the local metadata log (metadata_store.h).
 #include "cluster/metadata_store.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
 
 namespace tarn::cluster {
@@ -91,6 +93,11 @@ result<void, storage_error> local_metadata_store::set_broker_configs(
 feature_map local_metadata_store::finalized_features() const {
   std::lock_guard g(mu_);
   return log_->image().features;
+}
+
+int64_t local_metadata_store::finalized_features_epoch() const {
+  std::lock_guard g(mu_);
+  return std::max<int64_t>(0, log_->image().next_offset - 1);
 }
 
 result<void, storage_error> local_metadata_store::set_feature_levels(const feature_map& levels) {

@@ -35,6 +35,8 @@ class metadata_store {
       std::string_view resource_name, const storage::config_map& configs) = 0;
 
   virtual feature_map finalized_features() const = 0;
+  // The epoch of the finalized features ApiVersions reports: the offset of the last change.
+  virtual int64_t finalized_features_epoch() const = 0;
   // Sets each feature to its level (0 removes it), as one change.
   virtual result<void, storage::storage_error> set_feature_levels(const feature_map& levels) = 0;
 };
@@ -58,6 +60,7 @@ class local_metadata_store final : public metadata_store, private storage::topic
   result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) override;
   feature_map finalized_features() const override;
+  int64_t finalized_features_epoch() const override;
   result<void, storage::storage_error> set_feature_levels(const feature_map& levels) override;
 
   // For tests and tools: a copy of the whole image.
