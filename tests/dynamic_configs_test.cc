@@ -211,6 +211,39 @@ TEST_P(dynamic_configs, legacy_alter_configs_replaces_the_whole_set) {
   EXPECT_EQ(seen, "cleanup.policy=delete:5 retention.ms=2000:1 ");
 }
 
+// Hostile sizes: 10,000 configs in one resource, for a topic (unknown keys) and, validate-only,
+// for the broker (unknown keys are accepted); the broker answers both and keeps serving.
+TEST_P(dynamic_configs, ten_thousand_configs_in_one_request) {
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
+                               "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
+                               bootstrap() + " --create --topic dyn-many --partitions 1 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> names;
+  for (int i = 0; i < 10000; ++i) names.push_back("hostile.key." + std::to_string(i));
+  protocol::incremental_alter_configs_request req;
+  protocol::incremental_alter_configs_request::alter_configs_resource topic{2, "dyn-many", {}};
+  protocol::incremental_alter_configs_request::alter_configs_resource broker{4, "1", {}};
+  for (const auto& n : names) {
+    topic.configs.push_back({n, 0, "1"});
+    broker.configs.push_back({n, 0, "1"});
+  }
+  req.resources.push_back(topic);
+  req.resources.push_back(broker);
+  req.validate_only = true;
+  std::vector<uint8_t> buf;
+  auto r = tools::call<protocol::incremental_alter_configs_response>(**c, req, 1, buf);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->responses.size(), 2u);
+  EXPECT_EQ(r->responses[0].error_code, code(error_code::invalid_config))
+      << r->responses[0].error_message.value_or("");
+  EXPECT_EQ(r->responses[1].error_code, 0) << r->responses[1].error_message.value_or("");
+  // Still serving.
+  EXPECT_EQ(tool("--describe --entity-type brokers --entity-name 1"),
+            "rc=0\nDynamic configs for broker 1 are:\n");
+}
+
 INSTANTIATE_TEST_SUITE_P(brokers, dynamic_configs,
                          ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
 
