@@ -312,9 +312,9 @@ TEST_F(topics, delete_describe_and_alter_errors) {
   EXPECT_EQ(dresp->results[4].configs[0].config_source, 5);  // DEFAULT_CONFIG
   EXPECT_EQ(dresp->results[4].configs[0].config_type, 7);    // LIST
 
-  // IncrementalAlterConfigs: the broker resource is refused; topic errors.
+  // IncrementalAlterConfigs: a broker key Kafka cannot change at runtime; topic errors.
   protocol::incremental_alter_configs_request areq;
-  areq.resources.push_back({4, "1", {{"log.retention.hours", 0, "1"}}});
+  areq.resources.push_back({4, "1", {{"log.dirs", 0, "/elsewhere"}}});
   areq.resources.push_back({2, "nope", {{"retention.ms", 0, "1"}}});
   areq.resources.push_back({2, "del", {{"retention.ms", 0, "-5"}}});
   areq.resources.push_back({2, "del", {{"retention.ms", 2, "1"}}});
@@ -323,6 +323,8 @@ TEST_F(topics, delete_describe_and_alter_errors) {
   ASSERT_TRUE(aresp.has_value());
   ASSERT_EQ(aresp->responses.size(), 5u);
   EXPECT_EQ(aresp->responses[0].error_code, code(error_code::invalid_request));
+  EXPECT_EQ(aresp->responses[0].error_message,
+            "Cannot update these configs dynamically: [log.dirs]");  // Kafka 4.4.0's answer
   EXPECT_EQ(aresp->responses[1].error_code, code(error_code::unknown_topic_or_partition));
   EXPECT_EQ(aresp->responses[2].error_code, code(error_code::invalid_config));
   EXPECT_EQ(aresp->responses[2].error_message,

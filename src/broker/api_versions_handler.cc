@@ -17,10 +17,17 @@
 //     with UNSUPPORTED_VERSION (35) and [{18, 0, 5}] (KIP-511), see
 //     unsupported_api_versions_outcome below.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
-// Not supported: quotas (ThrottleTimeMs is always 0); the feature fields (SupportedFeatures,
-// FinalizedFeatures, epoch -1): tarn has no KRaft features, so clients use their defaults.
+//   - v3+: SupportedFeatures and FinalizedFeatures (features.h): metadata.version 7-33 (3.3-IV3 to
+//     4.4-IV2, finalized 33) and group.version 0-1 (finalized 1: KIP-848 groups are served), as
+//     Kafka 4.4.0 reports them; the finalized levels come from the metadata log (a
+//     FeatureLevelRecord overrides the default), the epoch is its last offset. Below v4 a
+//     supported feature whose minimum is 0 is left out (KAFKA-17011), as Kafka does. Features
+//     tarn does not implement (transaction.version, share.version, streams.version, ELR) are not
+//     listed, so clients do not use them.
+// Not supported: quotas (ThrottleTimeMs is always 0); UpdateFeatures.
 #include <spdlog/spdlog.h>
 
+#include "broker/features.h"
 #include "broker/handler.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -101,6 +108,20 @@ asio::awaitable<handler_outcome> handle_api_versions(request_context& request) {
   }
   for (const auto& range : request.services.handlers.advertised()) {
     reply.api_keys.push_back({range.api_key, range.min_version, range.max_version});
+  }
+  cluster::feature_map finalized;  // backs the names in `reply` until it is encoded
+  if (version >= 3 && request.services.topics != nullptr) {
+    cluster::metadata_store& store = request.services.topics->metadata();
+    finalized = finalized_features(store);
+    for (const supported_feature& f : tarn_supported_features) {
+      if (version < 4 && f.min_version == 0) continue;
+      reply.supported_features.push_back({f.name, f.min_version, f.max_version});
+    }
+    reply.finalized_features_epoch = store.finalized_features_epoch();
+    for (const auto& [name, level] : finalized) {
+      // Kafka reports min = max = the finalized level.
+      reply.finalized_features.push_back({name, level, level});
+    }
   }
   co_return encode(reply, version);
 }

@@ -11,11 +11,14 @@
 //     key's name when that key has one (as Kafka lists them). ConfigType (v3+) and
 //     Documentation (when IncludeDocumentation; tarn's one-line summaries) from the same table.
 //     An illegal name is INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
-//   - Broker (resource type 4) named node.id: every server.properties key tarn knows, its
-//     effective value, STATIC_BROKER_CONFIG when set else DEFAULT_CONFIG, read-only (tarn has no
-//     dynamic broker configs, see IncrementalAlterConfigs), synonyms = the key itself (set value,
-//     then default). The empty name (cluster-wide dynamic defaults) has no configs. Another id is
-//     INVALID_REQUEST, as Kafka answers.
+//   - Broker (resource type 4) named node.id: every server.properties key tarn knows with its
+//     effective value: DYNAMIC_BROKER_CONFIG (2) when set for this broker at runtime,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG (3) when set cluster-wide, STATIC_BROKER_CONFIG (4) when set
+//     in server.properties, else DEFAULT_CONFIG (5); synonyms in that order. Read-only unless
+//     Kafka 4.4 can change the key dynamically (dynamic_config_keys.h). Keys set dynamically that
+//     tarn does not know are listed sensitive with a null value, as Kafka lists them. The empty
+//     name lists the cluster-wide dynamic defaults only. Another id is INVALID_REQUEST, as Kafka
+//     answers. Topic synonyms carry the same dynamic layers.
 //   - ConfigurationKeys filters by name (unknown names are left out); null means all.
 //   - Other resource types (broker loggers, client metrics, groups): INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "broker/dynamic_config_keys.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -41,6 +45,8 @@ using resource_request = protocol::describe_configs_request::describe_configs_re
 using resource_result = protocol::describe_configs_response::describe_configs_result;
 using config_entry = protocol::describe_configs_response::describe_configs_resource_result;
 
+constexpr int8_t source_dynamic_broker = 2;
+constexpr int8_t source_dynamic_default_broker = 3;
 constexpr int8_t source_static_broker = 4;
 constexpr int8_t source_default = 5;
 
@@ -97,9 +103,10 @@ struct describe_options {
 };
 
 void describe_topic(const resource_request& res, const storage::topic_info& topic,
-                    const storage::config_map& broker_props, const describe_options& o,
-                    std::deque<std::string>& strings, resource_result& out) {
-  for (const auto& d : storage::describe_topic_configs(topic.overrides, broker_props)) {
+                    const std::vector<storage::broker_config_layer>& broker_layers,
+                    const describe_options& o, std::deque<std::string>& strings,
+                    resource_result& out) {
+  for (const auto& d : storage::describe_topic_configs(topic.overrides, broker_layers)) {
     if (!wanted(res, d.definition->name)) continue;
     config_entry e;
     e.name = d.definition->name;
@@ -120,23 +127,66 @@ void describe_topic(const resource_request& res, const storage::topic_info& topi
   }
 }
 
+// The dynamic layers of a broker resource (metadata store): this node's, then the cluster default.
+struct broker_layers {
+  storage::config_map node;
+  storage::config_map cluster_default;
+};
+
+// Broker `node.id`: every key tarn knows with its effective value (static + dynamic), plus keys
+// set dynamically that tarn does not know (Kafka lists those as sensitive with a null value).
+// The empty name: the cluster-wide dynamic defaults only, as Kafka answers.
 void describe_broker(const resource_request& res, const broker_config& config,
-                     const describe_options& o, std::deque<std::string>& strings,
-                     resource_result& out) {
-  for (const auto& [name, value] : config.values) {
+                     const broker_config& effective, const broker_layers& layers,
+                     bool defaults_only, const describe_options& o,
+                     std::deque<std::string>& strings, resource_result& out) {
+  auto add_dynamic_only = [&](const std::string& name, const std::string& value, int8_t source) {
+    auto info = describe_broker_config_key(name);
+    config_entry e;
+    e.name = strings.emplace_back(name);
+    e.is_sensitive = !info.has_value();
+    e.value = info ? std::optional<std::string_view>(strings.emplace_back(value)) : std::nullopt;
+    e.read_only = false;
+    e.config_source = source;
+    if (o.synonyms) e.synonyms.push_back({e.name, e.value, source});
+    e.config_type = info ? wire_broker_config_type(info->type) : int8_t{0};
+    e.documentation = std::nullopt;
+    out.configs.push_back(std::move(e));
+  };
+  if (defaults_only) {
+    for (const auto& [name, value] : layers.cluster_default) {
+      if (wanted(res, name)) add_dynamic_only(name, value, source_dynamic_default_broker);
+    }
+    return;
+  }
+  for (const auto& [name, value] : effective.values) {
     if (!wanted(res, name)) continue;
     auto info = describe_broker_config_key(name);
     if (!info) continue;
-    const bool set = config.explicitly_set.count(name) != 0;
+    auto node_it = layers.node.find(name);
+    auto default_it = layers.cluster_default.find(name);
+    auto static_it = config.explicitly_set.find(name);
     config_entry e;
     e.name = name;
     auto text = config_value_to_string(value);
     e.value = text ? std::optional<std::string_view>(strings.emplace_back(*text)) : std::nullopt;
-    e.read_only = true;
-    e.config_source = set ? source_static_broker : source_default;
+    e.read_only = !is_dynamic_broker_config(name);
+    e.config_source = node_it != layers.node.end()                 ? source_dynamic_broker
+                      : default_it != layers.cluster_default.end() ? source_dynamic_default_broker
+                      : static_it != config.explicitly_set.end()   ? source_static_broker
+                                                                   : source_default;
     e.is_sensitive = false;
     if (o.synonyms) {
-      if (set) e.synonyms.push_back({name, e.value, source_static_broker});
+      if (node_it != layers.node.end()) {
+        e.synonyms.push_back({name, strings.emplace_back(node_it->second), source_dynamic_broker});
+      }
+      if (default_it != layers.cluster_default.end()) {
+        e.synonyms.push_back(
+            {name, strings.emplace_back(default_it->second), source_dynamic_default_broker});
+      }
+      if (static_it != config.explicitly_set.end()) {
+        e.synonyms.push_back({name, strings.emplace_back(static_it->second), source_static_broker});
+      }
       std::optional<std::string_view> default_text;
       if (info->default_value) default_text = strings.emplace_back(*info->default_value);
       e.synonyms.push_back({name, default_text, source_default});
@@ -144,6 +194,11 @@ void describe_broker(const resource_request& res, const broker_config& config,
     e.config_type = wire_broker_config_type(info->type);
     e.documentation = std::nullopt;
     out.configs.push_back(std::move(e));
+  }
+  for (const auto& [name, value] : layers.node) {
+    if (!describe_broker_config_key(name) && wanted(res, name)) {
+      add_dynamic_only(name, value, source_dynamic_broker);
+    }
   }
 }
 
@@ -164,6 +219,14 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
 
   protocol::describe_configs_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
+  broker_layers layers{topics.metadata().broker_configs(std::to_string(config.node_id)),
+                       topics.metadata().broker_configs("")};
+  const storage::config_map static_props(config.explicitly_set.begin(),
+                                         config.explicitly_set.end());
+  const std::vector<storage::broker_config_layer> topic_layers = {
+      {storage::config_source::dynamic_broker_config, &layers.node},
+      {storage::config_source::dynamic_default_broker_config, &layers.cluster_default},
+      {storage::config_source::static_broker_config, &static_props}};
   auto guard = topics.lock();
   for (const auto& res : decoded->resources) {
     resource_result result;
@@ -178,16 +241,17 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       if (auto v = storage::validate_topic_name(res.resource_name); !v) {
         set_error(describe_configs_error(v.error()), v.error().message);
       } else if (const auto* t = topics.logs().find_topic(res.resource_name)) {
-        describe_topic(res, *t, topics.logs().broker_props(), options, strings, result);
+        describe_topic(res, *t, topic_layers, options, strings, result);
       } else {
         // Kafka 4.4 answers an empty message here (checked with the reference broker).
         storage::storage_error missing{storage::storage_errc::not_found, ""};
         set_error(describe_configs_error(missing), missing.message);
       }
     } else if (res.resource_type == resource_type_broker) {
-      if (res.resource_name == std::to_string(config.node_id)) {
-        describe_broker(res, config, options, strings, result);
-      } else if (!res.resource_name.empty()) {
+      if (res.resource_name == std::to_string(config.node_id) || res.resource_name.empty()) {
+        describe_broker(res, config, topics.effective(), layers, res.resource_name.empty(), options,
+                        strings, result);
+      } else {
         set_error(error_code::invalid_request,
                   fmt::format("Unexpected broker id, expected {} or empty string, but received {}",
                               config.node_id, res.resource_name));

@@ -155,6 +155,8 @@ void register_metadata_handler(handler_registry& registry);
 void register_create_topics_handler(handler_registry& registry);
 void register_delete_topics_handler(handler_registry& registry);
 void register_delete_records_handler(handler_registry& registry);
+void register_create_partitions_handler(handler_registry& registry);
+void register_alter_configs_handler(handler_registry& registry);
 void register_describe_configs_handler(handler_registry& registry);
 void register_incremental_alter_configs_handler(handler_registry& registry);
 void register_produce_handler(handler_registry& registry);

@@ -33,6 +33,8 @@ void register_all_handlers(handler_registry& registry) {
   register_create_topics_handler(registry);
   register_delete_topics_handler(registry);
   register_delete_records_handler(registry);
+  register_create_partitions_handler(registry);
+  register_alter_configs_handler(registry);
   register_describe_configs_handler(registry);
   register_incremental_alter_configs_handler(registry);
   register_list_offsets_handler(registry);

@@ -15,17 +15,23 @@
 //     topic UNKNOWN_TOPIC_OR_PARTITION, a key given twice INVALID_REQUEST, a null value for SET,
 //     APPEND or SUBTRACT INVALID_REQUEST, an unknown operation INVALID_REQUEST, an unknown key or
 //     APPEND/SUBTRACT on a non-list key INVALID_CONFIG.
-//   - Broker (resource type 4) and every other type: INVALID_REQUEST. tarn has no dynamic broker
-//     configuration (Kafka's DYNAMIC_BROKER_CONFIG): broker settings come from server.properties
-//     and --override at start; the message says so.
+//   - Broker (resource type 4), named node.id (this broker) or "" (every broker's default): the
+//     same operations on its dynamic configs (dynamic_config.h), recorded in the metadata log
+//     and applied at once: topic-config defaults (log.retention.ms, log.retention.bytes,
+//     log.segment.bytes, message.max.bytes, compression.type, ...) reach every topic without an
+//     override, log.cleaner.* restart the cleaner. Keys Kafka cannot change at runtime and bad
+//     values are INVALID_REQUEST with Kafka's messages; another broker id INVALID_REQUEST.
+//   - Every other resource type: INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
-// Not supported: dynamic broker and broker-logger configs, alter-config policies, quotas.
+// Not supported: broker-logger configs, alter-config policies, quotas.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <deque>
 #include <set>
 
+#include "broker/dynamic_config.h"
+#include "broker/dynamic_config_keys.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -148,6 +154,59 @@ result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
   return overrides;
 }
 
+// Applies the operations of a BROKER resource to its current dynamic configs. APPEND and
+// SUBTRACT only for list keys; returns the new set and the keys set.
+result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> apply_broker_ops(
+    const alter_resource& res, const storage::config_map& current) {
+  std::set<std::string_view> keys;
+  for (const auto& c : res.configs) {
+    if (!keys.insert(c.name).second) {
+      return fail(alter_error{error_code::invalid_request, "Error due to duplicate config keys"});
+    }
+  }
+  storage::config_map configs = current;
+  std::vector<std::string> changed;
+  for (const auto& c : res.configs) {
+    const auto op = static_cast<op_type>(c.config_operation);
+    if (c.config_operation < 0 || c.config_operation > 3) {
+      return fail(alter_error{
+          error_code::invalid_request,
+          fmt::format("Unknown config operation {} for key {}", c.config_operation, c.name)});
+    }
+    if (op != op_type::remove && !c.value.has_value()) {
+      return fail(alter_error{error_code::invalid_request,
+                              fmt::format("Null value not supported for : {}", c.name)});
+    }
+    std::string key(c.name);
+    if (op == op_type::remove) {
+      configs.erase(key);
+      continue;
+    }
+    changed.push_back(key);
+    if (op == op_type::set) {
+      configs[key] = std::string(*c.value);
+      continue;
+    }
+    auto info = describe_broker_config_key(key);
+    if (!info || info->type != broker_config_type::list) {
+      return fail(alter_error{error_code::invalid_config,
+                              fmt::format("Can't {} to key {} because its type is not LIST.",
+                                          op == op_type::append ? "APPEND" : "SUBTRACT", c.name)});
+    }
+    auto it = configs.find(key);
+    auto items = storage::split_config_list(it != configs.end() ? it->second
+                                                                : info->default_value.value_or(""));
+    for (const auto& item : storage::split_config_list(*c.value)) {
+      auto found = std::find(items.begin(), items.end(), item);
+      if (op == op_type::append && found == items.end()) items.push_back(item);
+      if (op == op_type::subtract)
+        items.erase(std::remove(items.begin(), items.end(), item), items.end());
+    }
+    configs[key] = join(items);
+  }
+  return std::make_pair(std::move(configs), std::move(changed));
+}
+
 asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
@@ -170,9 +229,21 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
     result.error_message = std::nullopt;
     std::optional<alter_error> error;
     if (res.resource_type == resource_type_broker) {
-      error = alter_error{error_code::invalid_request,
-                          "tarn has no dynamic broker configuration: set broker configs in "
-                          "server.properties (or --override) and restart the broker"};
+      // The store and apply_dynamic_configs take their own locks.
+      guard.unlock();
+      const broker_config& config = request.services.config;
+      if (auto bad = check_broker_resource_name(res.resource_name, config.node_id)) {
+        error = alter_error{bad->code, bad->message};
+      } else if (auto ops =
+                     apply_broker_ops(res, topics.metadata().broker_configs(res.resource_name));
+                 !ops) {
+        error = ops.error();
+      } else if (auto e =
+                     alter_dynamic_broker_configs(topics, config, res.resource_name, ops->first,
+                                                  ops->second, decoded->validate_only)) {
+        error = alter_error{e->code, e->message};
+      }
+      guard.lock();
     } else if (res.resource_type != resource_type_topic) {
       error = alter_error{error_code::invalid_request,
                           fmt::format("Unsupported resource type {} for IncrementalAlterConfigs "

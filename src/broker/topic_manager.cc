@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -57,6 +58,82 @@ result<std::string, std::string> load_or_create_meta_properties(const std::strin
   return cluster_id;
 }
 
+namespace {
+
+void log_cleaner_line(bool warning, const std::string& line) {
+  if (warning) {
+    spdlog::warn("log cleaner: {}", line);
+  } else {
+    spdlog::info("log cleaner: {}", line);
+  }
+}
+
+storage::cleaner_config cleaner_config_of(const broker_config& config) {
+  storage::cleaner_config cleaner;
+  cleaner.enable = config.log_cleaner_enable;
+  cleaner.threads = config.log_cleaner_threads;
+  cleaner.dedupe_buffer_size = config.log_cleaner_dedupe_buffer_size;
+  cleaner.dedupe_buffer_load_factor = config.log_cleaner_io_buffer_load_factor;
+  cleaner.io_buffer_size = config.log_cleaner_io_buffer_size;
+  cleaner.max_message_size = config.message_max_bytes;
+  cleaner.max_io_bytes_per_second = config.log_cleaner_io_max_bytes_per_second;
+  cleaner.backoff_ms = config.log_cleaner_backoff_ms;
+  return cleaner;
+}
+
+bool same_cleaner(const storage::cleaner_config& a, const storage::cleaner_config& b) {
+  return a.enable == b.enable && a.threads == b.threads &&
+         a.dedupe_buffer_size == b.dedupe_buffer_size &&
+         a.dedupe_buffer_load_factor == b.dedupe_buffer_load_factor &&
+         a.io_buffer_size == b.io_buffer_size && a.max_message_size == b.max_message_size &&
+         a.max_io_bytes_per_second == b.max_io_bytes_per_second && a.backoff_ms == b.backoff_ms;
+}
+
+}  // namespace
+
+result<broker_config, std::string> topic_manager::effective_config(
+    const broker_config& static_config, cluster::metadata_store& store) {
+  const auto dynamic_default = store.broker_configs("");
+  const auto dynamic_node = store.broker_configs(std::to_string(static_config.node_id));
+  if (dynamic_default.empty() && dynamic_node.empty()) return static_config;
+  const auto known = known_broker_config_keys();
+  auto is_known = [&](const std::string& k) {
+    return std::binary_search(known.begin(), known.end(), k);
+  };
+  std::map<std::string, std::string> merged = static_config.explicitly_set;
+  for (const auto* layer : {&dynamic_default, &dynamic_node}) {
+    for (const auto& [k, v] : *layer) {
+      if (is_known(k)) merged[k] = v;
+    }
+  }
+  properties overrides(merged.begin(), merged.end());
+  return make_broker_config(properties{}, overrides);
+}
+
+result<void, std::string> topic_manager::apply_dynamic_configs(const broker_config& static_config) {
+  auto config = effective_config(static_config, *metadata_);
+  if (!config) return fail(config.error());
+  storage::cleaner_config before;
+  {
+    auto guard = lock();
+    before = cleaner_config_of(effective_);
+    if (auto s = logs_->set_broker_props(topic_defaults_from(*config)); !s) {
+      return fail(s.error().message);
+    }
+    effective_ = *config;
+  }
+  const storage::cleaner_config after = cleaner_config_of(*config);
+  if (same_cleaner(before, after)) return {};
+  // The cleaner threads take mu_ with try_lock; join them without holding it.
+  logs_->stop_cleaner();
+  auto guard = lock();
+  auto restarted = logs_->restart_cleaner(after, mu_, log_cleaner_line);
+  if (!restarted) return fail(restarted.error().message);
+  spdlog::info("log cleaner reconfigured: {} thread(s){}", after.threads,
+               after.enable ? "" : " (disabled)");
+  return {};
+}
+
 result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     const broker_config& config, const std::string& log_dir) {
   std::unique_ptr<topic_manager> m(new topic_manager());
@@ -64,9 +141,36 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   if (!cluster) return fail(cluster.error());
   m->cluster_id_ = std::move(*cluster);
 
+  cluster::local_store_report store_report;
+  auto store = cluster::local_metadata_store::open(log_dir, 1000, &store_report);
+  if (!store) {
+    return fail(
+        fmt::format("cannot open the metadata log in {}: {}", log_dir, store.error().message));
+  }
+  if (store_report.imported_topics >= 0) {
+    spdlog::info("log directory {}: {} topic(s) imported from {} into the metadata log", log_dir,
+                 store_report.imported_topics, storage::topic_metadata_file_name);
+  }
+  if (store_report.recovery.torn_bytes > 0) {
+    spdlog::warn("metadata log in {}: cut a torn tail of {} byte(s) (a change never acknowledged)",
+                 log_dir, store_report.recovery.torn_bytes);
+  }
+  m->metadata_ = std::move(*store);
+
+  auto effective = effective_config(config, *m->metadata_);
+  if (!effective) {
+    spdlog::warn(
+        "dynamic broker configs in the metadata log do not apply ({}); using the static "
+        "configuration",
+        effective.error());
+    effective = config;
+  }
+  m->effective_ = *effective;
+
   storage::log_manager_options options;
   options.log_dir = log_dir;
-  options.broker_props = topic_defaults_from(config);
+  options.journal = &m->metadata_->topic_journal();
+  options.broker_props = topic_defaults_from(m->effective_);
   options.now = wall_clock_ms();
   storage::startup_report report;
   auto logs = storage::log_manager::open(options, &report);
@@ -92,24 +196,9 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   }
   // The log cleaner (Kafka's LogCleaner): its threads take mu_, the lock every use of the logs
   // holds, only to pick a log and to swap cleaned segments in.
-  storage::cleaner_config cleaner;
-  cleaner.enable = config.log_cleaner_enable;
-  cleaner.threads = config.log_cleaner_threads;
-  cleaner.dedupe_buffer_size = config.log_cleaner_dedupe_buffer_size;
-  cleaner.dedupe_buffer_load_factor = config.log_cleaner_io_buffer_load_factor;
-  cleaner.io_buffer_size = config.log_cleaner_io_buffer_size;
-  cleaner.max_message_size = config.message_max_bytes;
-  cleaner.max_io_bytes_per_second = config.log_cleaner_io_max_bytes_per_second;
-  cleaner.backoff_ms = config.log_cleaner_backoff_ms;
+  storage::cleaner_config cleaner = cleaner_config_of(m->effective_);
   if (cleaner.enable) {
-    auto started =
-        m->logs_->start_cleaner(cleaner, m->mu_, [](bool warning, const std::string& line) {
-          if (warning) {
-            spdlog::warn("log cleaner: {}", line);
-          } else {
-            spdlog::info("log cleaner: {}", line);
-          }
-        });
+    auto started = m->logs_->start_cleaner(cleaner, m->mu_, log_cleaner_line);
     if (!started) return fail(fmt::format("log cleaner: {}", started.error().message));
   }
   // Retention (log.retention.check.interval.ms), on its own thread, taking mu_ for each pass.

@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "broker/config.h"
+#include "cluster/metadata_store.h"
 #include "storage/log_manager.h"
 
 namespace tarn::broker {
@@ -41,6 +42,20 @@ class topic_manager {
   // directory syscalls, so handlers take it on their event loop.
   std::unique_lock<std::mutex> lock() const { return std::unique_lock(mu_); }
   storage::log_manager& logs() { return *logs_; }
+  // The cluster metadata seam (the metadata log, docs/metadata.md); thread-safe on its own.
+  cluster::metadata_store& metadata() { return *metadata_; }
+
+  // The static configuration overlaid by the dynamic broker configs of the metadata store: the
+  // cluster-wide default (resource "") first, then this node's, as Kafka's DynamicBrokerConfig
+  // merges them. Keys tarn does not know are kept in the store but not applied.
+  static result<broker_config, std::string> effective_config(const broker_config& static_config,
+                                                             cluster::metadata_store& store);
+  // After a change of dynamic broker configs: every topic follows the new topic defaults at once
+  // (a topic override still wins), and the log cleaner restarts when its log.cleaner.* settings
+  // changed (Kafka's LogCleaner.reconfigure). Call without holding lock().
+  result<void, std::string> apply_dynamic_configs(const broker_config& static_config);
+  // The effective configuration (static + dynamic) last applied; hold lock().
+  const broker_config& effective() const { return effective_; }
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
   result<void, std::string> shutdown();
@@ -49,9 +64,11 @@ class topic_manager {
   topic_manager() = default;
 
   mutable std::mutex mu_;
+  std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;
   bool had_clean_shutdown_ = false;
+  broker_config effective_;
 };
 
 // Milliseconds since the Unix epoch, for storage calls that take `now`.

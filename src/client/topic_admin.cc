@@ -2,6 +2,8 @@
 #include "client/topic_admin.h"
 
 #include "base/uuid_text.h"
+#include "protocol/messages/create_partitions_request.h"
+#include "protocol/messages/create_partitions_response.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
 #include "protocol/messages/delete_topics_request.h"
@@ -22,6 +24,7 @@ constexpr int16_t create_topics_version = 7;
 constexpr int16_t delete_topics_version = 6;
 constexpr int16_t describe_configs_version = 4;
 constexpr int16_t alter_configs_version = 1;
+constexpr int16_t create_partitions_version = 3;
 constexpr int8_t topic_resource = 2;
 constexpr int8_t default_config_source = 5;
 
@@ -117,6 +120,26 @@ result<void, client_error> topic_admin::delete_topic(const std::string& topic) {
       call<protocol::delete_topics_response>(*connection_, req, delete_topics_version, buffer);
   if (!resp) return fail(transport(resp.error()));
   for (const auto& r : resp->responses) {
+    if (r.error_code != 0) return fail(kafka_error(r.error_code, r.error_message));
+  }
+  return {};
+}
+
+result<void, client_error> topic_admin::create_partitions(const std::string& topic, int32_t count,
+                                                          bool validate_only) {
+  protocol::create_partitions_request req;
+  protocol::create_partitions_request::create_partitions_topic t;
+  t.name = topic;
+  t.count_ = count;
+  t.assignments = std::nullopt;
+  req.topics.push_back(std::move(t));
+  req.timeout_ms = 30000;
+  req.validate_only = validate_only;
+  std::vector<uint8_t> buffer;
+  auto resp = call<protocol::create_partitions_response>(*connection_, req,
+                                                         create_partitions_version, buffer);
+  if (!resp) return fail(transport(resp.error()));
+  for (const auto& r : resp->results) {
     if (r.error_code != 0) return fail(kafka_error(r.error_code, r.error_message));
   }
   return {};

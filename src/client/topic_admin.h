@@ -1,6 +1,7 @@
 // Topic administration, what kafka-topics.sh needs of Kafka's Admin client, as a small blocking
 // library over one broker connection (`tarn topics` uses it): CreateTopics v7, Metadata v12,
-// DescribeConfigs v4, DeleteTopics v6 and IncrementalAlterConfigs v1, at those versions (no
+// DescribeConfigs v4, DeleteTopics v6, IncrementalAlterConfigs v1 and CreatePartitions v3, at those
+// versions (no
 // negotiation: Kafka 4.4 and tarn serve them all). A failure is a client_error: the broker's
 // error code for the topic with its message (else Kafka's text for the code), or code -1 with
 // the reason for a connection or decode error.
@@ -74,6 +75,9 @@ class topic_admin {
   result<void, client_error> delete_topic(const std::string& topic);
   result<void, client_error> alter_configs(const std::string& topic,
                                            const std::vector<config_change>& changes);
+  // CreatePartitions: grows the topic to `count` partitions, placed by the broker.
+  result<void, client_error> create_partitions(const std::string& topic, int32_t count,
+                                               bool validate_only = false);
 
  private:
   explicit topic_admin(std::unique_ptr<blocking_client> connection)

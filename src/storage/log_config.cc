@@ -521,6 +521,12 @@ result<log_config, storage_error> resolve_log_config(const config_map& topic_ove
 
 std::vector<described_config> describe_topic_configs(const config_map& topic_overrides,
                                                      const config_map& broker_props) {
+  return describe_topic_configs(
+      topic_overrides, {broker_config_layer{config_source::static_broker_config, &broker_props}});
+}
+
+std::vector<described_config> describe_topic_configs(
+    const config_map& topic_overrides, const std::vector<broker_config_layer>& broker_layers) {
   std::vector<described_config> out;
   out.reserve(topic_config_definitions().size());
   for (const config_definition& def : topic_config_definitions()) {
@@ -530,8 +536,10 @@ std::vector<described_config> describe_topic_configs(const config_map& topic_ove
     if (auto it = topic_overrides.find(def.name); it != topic_overrides.end()) {
       d.synonyms.push_back({std::string(def.name), it->second, config_source::topic_config});
     }
-    if (auto b = broker_default_for(def, broker_props)) {
-      d.synonyms.push_back({b->key, b->value, config_source::static_broker_config});
+    for (const broker_config_layer& layer : broker_layers) {
+      if (auto b = broker_default_for(def, *layer.props)) {
+        d.synonyms.push_back({b->key, b->value, layer.source});
+      }
     }
     d.synonyms.push_back(
         {std::string(default_name), std::string(def.default_value), config_source::default_config});

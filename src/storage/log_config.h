@@ -112,6 +112,8 @@ struct log_config {
 // Where an effective value came from (DescribeConfigs ConfigSource numbering).
 enum class config_source : int8_t {
   topic_config = 1,
+  dynamic_broker_config = 2,          // set for this broker at runtime (IncrementalAlterConfigs)
+  dynamic_default_broker_config = 3,  // set for every broker (the empty broker name)
   static_broker_config = 4,
   default_config = 5,
 };
@@ -148,5 +150,13 @@ result<log_config, storage_error> resolve_log_config(const config_map& topic_ove
 // Every topic config with its effective value and source, for DescribeConfigs.
 std::vector<described_config> describe_topic_configs(const config_map& topic_overrides,
                                                      const config_map& broker_props);
+// The same with the broker defaults in layers, most specific first (dynamic per-broker, dynamic
+// cluster default, static), each reported with its own source as Kafka lists synonyms.
+struct broker_config_layer {
+  config_source source;
+  const config_map* props;
+};
+std::vector<described_config> describe_topic_configs(
+    const config_map& topic_overrides, const std::vector<broker_config_layer>& broker_layers);
 
 }  // namespace tarn::storage

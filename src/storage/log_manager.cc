@@ -33,7 +33,7 @@ storage_error not_found(std::string_view topic) {
 }  // namespace
 
 log_manager::log_manager(const log_manager_options& options)
-    : log_dir_(options.log_dir), broker_props_(options.broker_props) {}
+    : log_dir_(options.log_dir), broker_props_(options.broker_props), journal_(options.journal) {}
 
 log_manager::~log_manager() {
   stop_retention();
@@ -54,6 +54,15 @@ result<void, storage_error> log_manager::start_cleaner(const cleaner_config& con
 
 void log_manager::stop_cleaner() {
   if (cleaner_) cleaner_->shutdown();
+}
+
+result<void, storage_error> log_manager::restart_cleaner(const cleaner_config& config,
+                                                         std::mutex& owner_lock,
+                                                         cleaner_log_fn log_line) {
+  stop_cleaner();
+  cleaner_.reset();
+  if (!config.enable) return {};
+  return start_cleaner(config, owner_lock, std::move(log_line));
 }
 
 std::vector<std::pair<topic_partition, storage::log*>> log_manager::all_logs() const {
@@ -114,7 +123,7 @@ result<void, storage_error> log_manager::load(const log_manager_options& options
   if (ec) return fail(io_error("create directory", log_dir_, ec.value()));
   report.had_clean_shutdown = has_clean_shutdown_marker(log_dir_);
 
-  auto records = read_topic_records(log_dir_);
+  auto records = journal_ != nullptr ? journal_->load_topics() : read_topic_records(log_dir_);
   if (!records) return fail(records.error());
   for (topic_record& rec : *records) {
     auto config = resolve_log_config(rec.overrides, broker_props_);
@@ -185,6 +194,27 @@ result<void, storage_error> log_manager::load(const log_manager_options& options
   return checkpoint();
 }
 
+topic_record log_manager::record_of(const topic_info& t) const {
+  return topic_record{t.name, t.topic_id, t.partitions, t.overrides};
+}
+
+result<void, storage_error> log_manager::set_broker_props(const config_map& broker_props) {
+  std::map<std::string, log_config, std::less<>> resolved;
+  for (const auto& [name, t] : topics_) {
+    auto config = resolve_log_config(t->overrides, broker_props);
+    if (!config) return fail(config.error());
+    resolved.emplace(name, *config);
+  }
+  broker_props_ = broker_props;
+  for (auto& [name, t] : topics_) {
+    t->config = resolved.at(name);
+    for (partition_id i = 0; i < t->partitions; ++i) {
+      if (storage::log* l = get_log(t->name, i)) l->update_config(t->config);
+    }
+  }
+  return {};
+}
+
 result<void, storage_error> log_manager::persist_topics() const {
   std::vector<topic_record> records;
   records.reserve(topics_.size());
@@ -228,7 +258,7 @@ result<const topic_info*, storage_error> log_manager::create_topic(std::string_v
   info->config = *config;
   topic_info* raw = info.get();
   topics_.emplace(info->name, std::move(info));
-  auto p = persist_topics();
+  auto p = journal_ != nullptr ? journal_->topic_created(record_of(*raw)) : persist_topics();
   if (!p) {
     topics_.erase(topics_.find(name));
     return fail(p.error());
@@ -249,7 +279,7 @@ result<void, storage_error> log_manager::delete_topic(std::string_view name) {
   if (cleaner_) cleaner_->abort_and_forget(name);
   std::unique_ptr<topic_info> topic = std::move(it->second);
   topics_.erase(it);
-  auto p = persist_topics();
+  auto p = journal_ != nullptr ? journal_->topic_deleted(record_of(*topic)) : persist_topics();
   if (!p) {
     topics_.emplace(topic->name, std::move(topic));
     return p;
@@ -294,7 +324,8 @@ result<void, storage_error> log_manager::set_topic_config(std::string_view name,
   log_config old_config = t.config;
   t.overrides = overrides;
   t.config = *config;
-  auto p = persist_topics();
+  auto p = journal_ != nullptr ? journal_->topic_config_changed(record_of(t), old_overrides)
+                               : persist_topics();
   if (!p) {
     t.overrides = std::move(old_overrides);
     t.config = old_config;
@@ -311,15 +342,21 @@ result<void, storage_error> log_manager::create_partitions(std::string_view name
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));
   topic_info& t = *it->second;
-  if (new_count <= t.partitions) {
+  // Kafka's messages (ReplicationControlManager.createPartitions).
+  if (new_count == t.partitions) {
+    return fail(storage_error{storage_errc::invalid_partitions,
+                              fmt::format("Topic already has {} partition(s).", t.partitions)});
+  }
+  if (new_count < t.partitions) {
     return fail(storage_error{
         storage_errc::invalid_partitions,
-        fmt::format("Topic currently has {} partitions, which is higher than the requested {}.",
-                    t.partitions, new_count)});
+        fmt::format("The topic {} currently has {} partition(s); {} would not be an increase.",
+                    t.name, t.partitions, new_count)});
   }
   int32_t old_count = t.partitions;
   t.partitions = new_count;
-  auto p = persist_topics();
+  auto p = journal_ != nullptr ? journal_->partitions_created(record_of(t), old_count)
+                               : persist_topics();
   if (!p) {
     t.partitions = old_count;
     return p;

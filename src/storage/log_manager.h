@@ -29,6 +29,8 @@ struct log_manager_options {
   fs::path log_dir;
   config_map broker_props;  // server.properties: the broker defaults of topic configs
   timestamp_ms now = 0;
+  // Where topic changes are recorded (topic_metadata.h); nullptr = the tarn-topics file.
+  topic_journal* journal = nullptr;
 };
 
 struct startup_report {
@@ -56,6 +58,10 @@ class log_manager {
 
   const fs::path& log_dir() const { return log_dir_; }
   const config_map& broker_props() const { return broker_props_; }
+  // Dynamic broker configs changed the broker defaults of topic configs: every topic's effective
+  // config is resolved again and handed to its logs (a topic without an override follows the new
+  // default at once, as Kafka's DynamicLogConfig does). invalid_config leaves everything as it was.
+  result<void, storage_error> set_broker_props(const config_map& broker_props);
 
   // CreateTopics: validates the name (invalid_topic, including '.'/'_' collisions), the
   // partition count (invalid_partitions) and the overrides (invalid_config); records the topic
@@ -89,6 +95,10 @@ class log_manager {
   result<void, storage_error> start_cleaner(const cleaner_config& config, std::mutex& owner_lock,
                                             cleaner_log_fn log_line);
   void stop_cleaner();
+  // Replaces a stopped cleaner with one of `config` (started when config.enable): dynamic
+  // log.cleaner.* changes, as Kafka's LogCleaner.reconfigure shuts down and starts anew.
+  result<void, storage_error> restart_cleaner(const cleaner_config& config, std::mutex& owner_lock,
+                                              cleaner_log_fn log_line);
   log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
@@ -119,12 +129,14 @@ class log_manager {
   explicit log_manager(const log_manager_options& options);
   result<void, storage_error> load(const log_manager_options& options, startup_report& report);
   result<void, storage_error> persist_topics() const;
+  topic_record record_of(const topic_info& t) const;
   result<std::unique_ptr<storage::log>, storage_error> open_partition(
       const topic_info& topic, partition_id partition, offset_t recovery_point,
       offset_t log_start_offset, bool clean, timestamp_ms now, recovery_report* report);
 
   fs::path log_dir_;
   config_map broker_props_;
+  topic_journal* journal_ = nullptr;
   std::map<std::string, std::unique_ptr<topic_info>, std::less<>> topics_;
   std::map<topic_partition, std::unique_ptr<storage::log>> logs_;
   append_listener append_listener_;

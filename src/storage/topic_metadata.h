@@ -73,4 +73,22 @@ result<void, storage_error> write_topic_records(const fs::path& log_dir,
 // A missing file is no topics.
 result<std::vector<topic_record>, storage_error> read_topic_records(const fs::path& log_dir);
 
+// Where log_manager records its topic changes, each before it touches a partition directory (the
+// commit point). The broker hands it cluster::metadata_store's journal (the metadata log,
+// docs/metadata.md); without one, log_manager keeps the `tarn-topics` file above (storage's own
+// tests, and the form an older data directory has, which the metadata log imports once).
+class topic_journal {
+ public:
+  virtual ~topic_journal() = default;
+  // Every topic, as recorded; called once, when the log manager opens.
+  virtual result<std::vector<topic_record>, storage_error> load_topics() = 0;
+  virtual result<void, storage_error> topic_created(const topic_record& topic) = 0;
+  virtual result<void, storage_error> topic_deleted(const topic_record& topic) = 0;
+  virtual result<void, storage_error> partitions_created(const topic_record& topic,
+                                                         int32_t old_count) = 0;
+  // `topic.overrides` is the complete new set; `old_overrides` the one it replaces.
+  virtual result<void, storage_error> topic_config_changed(const topic_record& topic,
+                                                           const config_map& old_overrides) = 0;
+};
+
 }  // namespace tarn::storage

@@ -1,10 +1,10 @@
 // `tarn topics --bootstrap-server H:P (--create | --describe | --delete | --alter | --list)`:
 // topic management like Kafka's kafka-topics.sh, over the Kafka protocol through
 // client/topic_admin.h (Metadata v12, CreateTopics v7, DeleteTopics v6, DescribeConfigs v4,
-// IncrementalAlterConfigs v1), so it works against tarn and against Kafka alike. Output lines
-// follow kafka-topics.sh 4.4: "Created topic T.", the --describe topic and partition lines, one
-// name per line for --list, and "Error while executing topic command : <message>" with exit status
-// 1 on failure.
+// IncrementalAlterConfigs v1, CreatePartitions v3 for --alter --partitions), so it works against
+// tarn and against Kafka alike. Output lines follow kafka-topics.sh 4.4: "Created topic T.", the
+// --describe topic and partition lines, one name per line for --list, and "Error while executing
+// topic command : <message>" with exit status 1 on failure.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -135,7 +135,11 @@ outcome run_delete(client::topic_admin& admin, const topics_options& o) {
 
 outcome run_alter(client::topic_admin& admin, const topics_options& o) {
   if (o.partitions != -1) {
-    return fail(error("tarn topics --alter --partitions is not supported yet"));
+    // kafka-topics.sh --alter --partitions N: CreatePartitions, silent on success.
+    if (auto r = admin.create_partitions(o.topic, o.partitions); !r) {
+      return fail(topic_error(r.error(), o.topic));
+    }
+    if (o.add_configs.empty() && o.delete_configs.empty()) return {};
   }
   std::vector<client::config_change> changes;
   for (const auto& group : o.add_configs) {
@@ -219,7 +223,7 @@ void add_topics(CLI::App& app) {
   cmd->add_flag("--list", o->list, "List all topics");
   cmd->add_option("--topic", o->topic, "Topic name");
   cmd->add_option("--partitions", o->partitions,
-                  "Partition count (create; default num.partitions)");
+                  "Partition count (create: default num.partitions; alter: the new, larger count)");
   cmd->add_option("--replication-factor", o->replication_factor,
                   "Replication factor (create; default default.replication.factor)");
   cmd->add_option("--config", o->configs, "Topic config key=value (create); repeatable")

@@ -70,6 +70,11 @@ public class GoldenMessages {
     ListPartitionReassignmentsRequestData.class, ListPartitionReassignmentsResponseData.class,
     DescribeClusterRequestData.class, DescribeClusterResponseData.class,
     DescribeTopicPartitionsRequestData.class, DescribeTopicPartitionsResponseData.class,
+    CreatePartitionsRequestData.class, CreatePartitionsResponseData.class,
+    AlterConfigsRequestData.class, AlterConfigsResponseData.class,
+    DescribeClientQuotasRequestData.class, DescribeClientQuotasResponseData.class,
+    AlterClientQuotasRequestData.class, AlterClientQuotasResponseData.class,
+    DescribeUserScramCredentialsRequestData.class, DescribeUserScramCredentialsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 

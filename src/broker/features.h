@@ -1,0 +1,38 @@
+// The features tarn supports and finalizes (Kafka's KRaft feature flags, as ApiVersions v3+ and
+// kafka-features.sh describe report them). The levels are Kafka 4.4.0's for the features tarn
+// implements: metadata.version 3.3-IV3 (7) to 4.4-IV2 (33), group.version 1 (KIP-848 consumer
+// groups). A FeatureLevelRecord in the metadata log overrides the default finalized level.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "cluster/metadata_store.h"
+
+namespace tarn::broker {
+
+struct supported_feature {
+  std::string_view name;
+  int16_t min_version;
+  int16_t max_version;
+  int16_t default_level;  // finalized when the metadata log holds no level for it
+};
+
+inline constexpr supported_feature tarn_supported_features[] = {
+    {"group.version", 0, 1, 1},
+    {"metadata.version", 7, 33, 33},
+};
+
+// Every supported feature's finalized level (a level of 0 is not finalized, as Kafka omits it).
+inline cluster::feature_map finalized_features(const cluster::metadata_store& store) {
+  cluster::feature_map recorded = store.finalized_features();
+  cluster::feature_map out;
+  for (const supported_feature& f : tarn_supported_features) {
+    auto it = recorded.find(f.name);
+    int16_t level = it != recorded.end() ? it->second : f.default_level;
+    if (level > 0) out.emplace(std::string(f.name), level);
+  }
+  return out;
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,156 @@
+// local_metadata_store: the metadata seam over the local metadata log (metadata_store.h).
+#include "cluster/metadata_store.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+
+namespace tarn::cluster {
+
+using storage::storage_error;
+
+std::vector<metadata_record> config_changes(int8_t resource_type, const std::string& resource_name,
+                                            const storage::config_map& from,
+                                            const storage::config_map& to) {
+  std::vector<metadata_record> out;
+  for (const auto& [k, v] : from) {
+    if (to.find(k) == to.end()) out.push_back(config_record{resource_type, resource_name, k, {}});
+  }
+  for (const auto& [k, v] : to) {
+    auto it = from.find(k);
+    if (it == from.end() || it->second != v) {
+      out.push_back(config_record{resource_type, resource_name, k, v});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t) {
+  std::vector<metadata_record> out;
+  out.push_back(topic_record{t.name, t.topic_id});
+  for (int32_t p = 0; p < t.partitions; ++p) out.push_back(partition_record{p, t.topic_id});
+  for (auto& c : config_changes(config_resource_topic, t.name, {}, t.overrides)) {
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+result<std::unique_ptr<local_metadata_store>, storage_error> local_metadata_store::open(
+    const storage::fs::path& log_dir, int64_t snapshot_every, local_store_report* report) {
+  local_store_report local;
+  local_store_report& r = report != nullptr ? *report : local;
+  metadata_log_options o;
+  o.dir = log_dir / metadata_dir_name;
+  o.snapshot_every = snapshot_every;
+  const auto old_file = log_dir / storage::topic_metadata_file_name;
+  std::error_code ec;
+  bool old_exists = storage::fs::exists(old_file, ec);
+  auto log = metadata_log::open(o, &r.recovery);
+  if (!log) return fail(log.error());
+  if (old_exists) {
+    if ((*log)->empty_at_open()) {
+      auto old = storage::read_topic_records(log_dir);
+      if (!old) return fail(old.error());
+      std::vector<metadata_record> records;
+      for (const auto& t : *old) {
+        for (auto& rec : records_of_new_topic(t)) records.push_back(std::move(rec));
+      }
+      auto a = (*log)->append(std::move(records));
+      if (!a) return fail(a.error());
+      auto s = (*log)->snapshot();
+      if (!s) return fail(s.error());
+      r.imported_topics = static_cast<int32_t>(old->size());
+    }
+    // Imported now, or by an earlier open that crashed before removing it.
+    storage::fs::remove(old_file, ec);
+    if (ec) return fail(storage::io_error("remove", old_file, ec.value()));
+    auto d = storage::fsync_directory(log_dir);
+    if (!d) return fail(d.error());
+  }
+  return std::unique_ptr<local_metadata_store>(new local_metadata_store(std::move(*log)));
+}
+
+storage::config_map local_metadata_store::broker_configs(std::string_view resource_name) const {
+  std::lock_guard g(mu_);
+  const auto* c = log_->image().find_configs(config_resource_broker, resource_name);
+  return c != nullptr ? *c : storage::config_map{};
+}
+
+result<void, storage_error> local_metadata_store::set_broker_configs(
+    std::string_view resource_name, const storage::config_map& configs) {
+  std::lock_guard g(mu_);
+  const auto* c = log_->image().find_configs(config_resource_broker, resource_name);
+  auto changes = config_changes(config_resource_broker, std::string(resource_name),
+                                c != nullptr ? *c : storage::config_map{}, configs);
+  if (changes.empty()) return {};
+  return log_->append(std::move(changes));
+}
+
+feature_map local_metadata_store::finalized_features() const {
+  std::lock_guard g(mu_);
+  return log_->image().features;
+}
+
+int64_t local_metadata_store::finalized_features_epoch() const {
+  std::lock_guard g(mu_);
+  return std::max<int64_t>(0, log_->image().next_offset - 1);
+}
+
+result<void, storage_error> local_metadata_store::set_feature_levels(const feature_map& levels) {
+  std::lock_guard g(mu_);
+  std::vector<metadata_record> records;
+  for (const auto& [name, level] : levels) records.push_back(feature_level_record{name, level});
+  if (records.empty()) return {};
+  return log_->append(std::move(records));
+}
+
+metadata_image local_metadata_store::image() const {
+  std::lock_guard g(mu_);
+  return log_->image();
+}
+
+result<std::vector<storage::topic_record>, storage_error> local_metadata_store::load_topics() {
+  std::lock_guard g(mu_);
+  std::vector<storage::topic_record> out;
+  const metadata_image& image = log_->image();
+  for (const auto& [id, t] : image.topics) {
+    storage::topic_record rec{t.name, id, t.partitions, {}};
+    if (const auto* c = image.find_configs(config_resource_topic, t.name)) rec.overrides = *c;
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+result<void, storage_error> local_metadata_store::topic_created(const storage::topic_record& t) {
+  std::lock_guard g(mu_);
+  return log_->append(records_of_new_topic(t));
+}
+
+result<void, storage_error> local_metadata_store::topic_deleted(const storage::topic_record& t) {
+  std::lock_guard g(mu_);
+  return log_->append({remove_topic_record{t.topic_id}});
+}
+
+result<void, storage_error> local_metadata_store::partitions_created(const storage::topic_record& t,
+                                                                     int32_t old_count) {
+  std::lock_guard g(mu_);
+  std::vector<metadata_record> records;
+  for (int32_t p = old_count; p < t.partitions; ++p) {
+    records.push_back(partition_record{p, t.topic_id});
+  }
+  return log_->append(std::move(records));
+}
+
+result<void, storage_error> local_metadata_store::topic_config_changed(
+    const storage::topic_record& t, const storage::config_map& old_overrides) {
+  std::lock_guard g(mu_);
+  auto changes = config_changes(config_resource_topic, t.name, old_overrides, t.overrides);
+  if (changes.empty()) return {};
+  return log_->append(std::move(changes));
+}
+
+}  // namespace tarn::cluster

@@ -1,0 +1,90 @@
+// The cluster metadata seam: what the broker asks of the cluster's metadata (topics, partition
+// counts, topic configs, dynamic broker configs, finalized features), with nothing saying what
+// backs it. local_metadata_store (the metadata log in the log directory, docs/metadata.md) is the
+// first implementation; the cluster issue backs the same interface with etcd.
+//
+// Thread-safety: every member may be called from any thread; implementations serialize.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/result.h"
+#include "cluster/metadata_log.h"
+#include "storage/log_config.h"
+#include "storage/topic_metadata.h"
+
+namespace tarn::cluster {
+
+using feature_map = std::map<std::string, int16_t, std::less<>>;
+
+class metadata_store {
+ public:
+  virtual ~metadata_store() = default;
+
+  // The face storage::log_manager records topic changes through.
+  virtual storage::topic_journal& topic_journal() = 0;
+
+  // Dynamic broker configs of `resource_name`: a node id, or "" for the cluster-wide default.
+  virtual storage::config_map broker_configs(std::string_view resource_name) const = 0;
+  // Replaces the dynamic configs of `resource_name` with `configs` (one change, durable on
+  // return).
+  virtual result<void, storage::storage_error> set_broker_configs(
+      std::string_view resource_name, const storage::config_map& configs) = 0;
+
+  virtual feature_map finalized_features() const = 0;
+  // The epoch of the finalized features ApiVersions reports: the offset of the last change.
+  virtual int64_t finalized_features_epoch() const = 0;
+  // Sets each feature to its level (0 removes it), as one change.
+  virtual result<void, storage::storage_error> set_feature_levels(const feature_map& levels) = 0;
+};
+
+struct local_store_report {
+  metadata_recovery recovery;
+  int32_t imported_topics = -1;  // >= 0 when an older tarn-topics file was imported
+};
+
+// The metadata log in <log_dir>/tarn-metadata/. On its first open in a log directory written by
+// an older tarn (topics in the `tarn-topics` file), the topics are imported into a first snapshot
+// and the old file removed; topic ids and configs carry over unchanged.
+class local_metadata_store final : public metadata_store, private storage::topic_journal {
+ public:
+  static result<std::unique_ptr<local_metadata_store>, storage::storage_error> open(
+      const storage::fs::path& log_dir, int64_t snapshot_every = 1000,
+      local_store_report* report = nullptr);
+
+  storage::topic_journal& topic_journal() override { return *this; }
+  storage::config_map broker_configs(std::string_view resource_name) const override;
+  result<void, storage::storage_error> set_broker_configs(
+      std::string_view resource_name, const storage::config_map& configs) override;
+  feature_map finalized_features() const override;
+  int64_t finalized_features_epoch() const override;
+  result<void, storage::storage_error> set_feature_levels(const feature_map& levels) override;
+
+  // For tests and tools: a copy of the whole image.
+  metadata_image image() const;
+
+ private:
+  explicit local_metadata_store(std::unique_ptr<metadata_log> log) : log_(std::move(log)) {}
+
+  // storage::topic_journal
+  result<std::vector<storage::topic_record>, storage::storage_error> load_topics() override;
+  result<void, storage::storage_error> topic_created(const storage::topic_record& topic) override;
+  result<void, storage::storage_error> topic_deleted(const storage::topic_record& topic) override;
+  result<void, storage::storage_error> partitions_created(const storage::topic_record& topic,
+                                                          int32_t old_count) override;
+  result<void, storage::storage_error> topic_config_changed(
+      const storage::topic_record& topic, const storage::config_map& old_overrides) override;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<metadata_log> log_;
+};
+
+// The ConfigRecords that turn `from` into `to` for one resource.
+std::vector<metadata_record> config_changes(int8_t resource_type, const std::string& resource_name,
+                                            const storage::config_map& from,
+                                            const storage::config_map& to);
+
+}  // namespace tarn::cluster

@@ -1,0 +1,295 @@
+// Dynamic broker configs end to end, against tarn and against Kafka 4.4.0 (scripts/kafka-ref)
+// with the same assertions: Kafka's own kafka-configs.sh (ConfigCommand, which drives the Java
+// Admin client's incrementalAlterConfigs and describeConfigs) sets and removes configs of broker 1
+// and of the cluster-wide default, is refused keys Kafka cannot change at runtime and bad values
+// with Kafka's messages, and sees a topic without overrides follow the new defaults; hand-built
+// IncrementalAlterConfigs for another broker id and an unknown resource type. tarn only: the
+// dynamic configs survive SIGKILL and restart.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "kafka_ref_broker.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/alter_configs_request.h"
+#include "protocol/messages/alter_configs_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
+#include "test_util.h"
+#include "tools/kafka_client.h"
+
+namespace tarn::test {
+namespace {
+
+using protocol::code;
+using protocol::error_code;
+
+enum class broker_kind { tarn, kafka };
+
+std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
+  return info.param == broker_kind::tarn ? "tarn" : "kafka";
+}
+
+// kafka-configs.sh against `bootstrap`: exit status and output without log lines and frames.
+std::string configs_tool(const std::string& bootstrap, const std::string& args) {
+  auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
+                               "/*' org.apache.kafka.tools.ConfigCommand --bootstrap-server " +
+                               bootstrap + " " + args + " 2>&1");
+  out = std::regex_replace(out, std::regex("(^|\n)([0-9]{4}-[0-9]{2}-[0-9]{2}T|\tat )[^\n]*"), "");
+  return "rc=" + std::to_string(rc) + "\n" + out;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class dynamic_configs : public ::testing::TestWithParam<broker_kind> {
+ protected:
+  void SetUp() override {
+    if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+    if (GetParam() == broker_kind::kafka) {
+#ifdef TARN_SANITIZED_BUILD
+      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
+#endif
+      const auto& error = kafka_broker::instance().start();
+      ASSERT_EQ(error, "");
+      port_ = kafka_broker::instance().port();
+    } else {
+      tarn_ = std::make_unique<broker_process>();
+      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
+      port_ = tarn_->port();
+    }
+  }
+  void TearDown() override {
+    if (tarn_) tarn_->stop();
+  }
+  std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string tool(const std::string& args) const { return configs_tool(bootstrap(), args); }
+
+  std::unique_ptr<broker_process> tarn_;
+  uint16_t port_ = 0;
+};
+
+TEST_P(dynamic_configs, kafka_configs_sets_describes_and_removes_broker_configs) {
+  auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
+                               "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
+                               bootstrap() + " --create --topic dyn-follow --partitions 1 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+
+  EXPECT_EQ(tool("--alter --entity-type brokers --entity-name 1 --add-config "
+                 "log.retention.ms=12345"),
+            "rc=0\nCompleted updating config for broker 1.\n");
+  EXPECT_EQ(tool("--alter --entity-type brokers --entity-default --add-config "
+                 "log.retention.bytes=999999"),
+            "rc=0\nCompleted updating default config for brokers in the cluster.\n");
+  std::string r = tool("--alter --entity-type brokers --entity-name 1 --add-config log.dirs=/x");
+  EXPECT_TRUE(contains(r, "rc=1\n")) << r;
+  EXPECT_TRUE(contains(r,
+                       "InvalidRequestException: Cannot update these configs dynamically: "
+                       "[log.dirs]"))
+      << r;
+  r = tool("--alter --entity-type brokers --entity-name 1 --add-config log.retention.ms=abc");
+  EXPECT_TRUE(contains(r,
+                       "InvalidRequestException: Invalid value abc for configuration "
+                       "log.retention.ms: Not a number of type LONG"))
+      << r;
+
+  // Kafka's brokers apply a change when its record reaches them: wait for it (bounded).
+  std::string d;
+  for (int i = 0; i < 50; ++i) {
+    d = tool("--describe --entity-type brokers --entity-name 1");
+    if (contains(d, "log.retention.ms=12345")) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(contains(d,
+                       "rc=0\nDynamic configs for broker 1 are:\n  log.retention.ms=12345 "
+                       "sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=12345"))
+      << d;
+  d = tool("--describe --entity-type brokers --entity-default");
+  EXPECT_TRUE(contains(d,
+                       "Default configs for brokers in the cluster are:\n"
+                       "  log.retention.bytes=999999 sensitive=false "
+                       "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=999999}"))
+      << d;
+  d = tool("--describe --entity-type brokers --entity-name 1 --all");
+  EXPECT_TRUE(contains(d,
+                       "  log.retention.bytes=999999 sensitive=false "
+                       "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=999999"))
+      << d;
+  // The topic without overrides follows the new defaults.
+  d = tool("--describe --entity-type topics --entity-name dyn-follow --all");
+  EXPECT_TRUE(contains(d,
+                       "  retention.ms=12345 sensitive=false "
+                       "synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=12345"))
+      << d;
+  EXPECT_TRUE(contains(d,
+                       "  retention.bytes=999999 sensitive=false "
+                       "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=999999"))
+      << d;
+
+  EXPECT_EQ(tool("--alter --entity-type brokers --entity-name 1 --delete-config log.retention.ms"),
+            "rc=0\nCompleted updating config for broker 1.\n");
+  EXPECT_EQ(tool("--alter --entity-type brokers --entity-default --delete-config "
+                 "log.retention.bytes"),
+            "rc=0\nCompleted updating default config for brokers in the cluster.\n");
+  for (int i = 0; i < 50; ++i) {
+    d = tool("--describe --entity-type topics --entity-name dyn-follow --all");
+    if (contains(d, "  retention.bytes=-1 ")) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(contains(d, "  retention.ms=604800000 ")) << d;
+  EXPECT_TRUE(contains(d, "  retention.bytes=-1 ")) << d;
+}
+
+TEST_P(dynamic_configs, other_broker_ids_and_unknown_resource_types) {
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  protocol::incremental_alter_configs_request req;
+  req.resources.push_back({4, "7", {{"log.retention.ms", 0, "1"}}});
+  req.resources.push_back({99, "x", {{"log.retention.ms", 0, "1"}}});
+  std::vector<uint8_t> buf;
+  auto r = tools::call<protocol::incremental_alter_configs_response>(**c, req, 1, buf);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->responses.size(), 2u);
+  EXPECT_EQ(r->responses[0].error_code, code(error_code::invalid_request))
+      << r->responses[0].error_message.value_or("");
+  EXPECT_EQ(r->responses[1].error_code, code(error_code::invalid_request))
+      << r->responses[1].error_message.value_or("");
+}
+
+// The legacy AlterConfigs (33): the given set replaces the resource's configs, at every version.
+TEST_P(dynamic_configs, legacy_alter_configs_replaces_the_whole_set) {
+  auto [rc, out] =
+      run_command("timeout 120 java -cp '" + kafka_libs() +
+                  "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " + bootstrap() +
+                  " --create --topic dyn-legacy --partitions 1 --config "
+                  "retention.ms=1000 --config cleanup.policy=compact 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  std::vector<uint8_t> buf;
+  using legacy = protocol::alter_configs_request;
+  for (int16_t v = 0; v <= 2; ++v) {
+    legacy req;
+    req.resources.push_back({2, "dyn-legacy", {{"retention.ms", "2000"}}});
+    req.resources.push_back({2, "dyn-legacy-missing", {{"retention.ms", "2000"}}});
+    req.resources.push_back({4, "1", {{"log.dirs", "/x"}}});
+    auto r = tools::call<protocol::alter_configs_response>(**c, req, v, buf);
+    ASSERT_TRUE(r.has_value()) << "v" << v;
+    ASSERT_EQ(r->responses.size(), 3u);
+    EXPECT_EQ(r->responses[0].error_code, 0) << r->responses[0].error_message.value_or("");
+    EXPECT_EQ(r->responses[1].error_code, code(error_code::unknown_topic_or_partition)) << "v" << v;
+    EXPECT_EQ(r->responses[2].error_code, code(error_code::invalid_request)) << "v" << v;
+    EXPECT_EQ(r->responses[2].error_message, "Cannot update these configs dynamically: [log.dirs]");
+    legacy null_value;
+    null_value.resources.push_back({2, "dyn-legacy", {{"retention.ms", std::nullopt}}});
+    null_value.validate_only = true;
+    r = tools::call<protocol::alter_configs_response>(**c, null_value, v, buf);
+    ASSERT_TRUE(r.has_value()) << "v" << v;
+    EXPECT_EQ(r->responses[0].error_code, code(error_code::invalid_request))
+        << "v" << v << " " << r->responses[0].error_message.value_or("");
+  }
+  // cleanup.policy was not in the set: gone, back to its default.
+  protocol::describe_configs_request d;
+  d.resources.push_back(
+      {2, "dyn-legacy", std::vector<std::string_view>{"cleanup.policy", "retention.ms"}});
+  std::string seen;
+  for (int i = 0; i < 50; ++i) {
+    auto r = tools::call<protocol::describe_configs_response>(**c, d, 4, buf);
+    ASSERT_TRUE(r.has_value());
+    seen.clear();
+    for (const auto& e : r->results[0].configs) {
+      seen += std::string(e.name) + "=" + std::string(e.value.value_or("null")) + ":" +
+              std::to_string(e.config_source) + " ";
+    }
+    if (seen == "cleanup.policy=delete:5 retention.ms=2000:1 ") break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(seen, "cleanup.policy=delete:5 retention.ms=2000:1 ");
+}
+
+// Hostile sizes: 10,000 configs in one resource, for a topic (unknown keys) and, validate-only,
+// for the broker (unknown keys are accepted); the broker answers both and keeps serving.
+TEST_P(dynamic_configs, ten_thousand_configs_in_one_request) {
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
+                               "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
+                               bootstrap() + " --create --topic dyn-many --partitions 1 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> names;
+  for (int i = 0; i < 10000; ++i) names.push_back("hostile.key." + std::to_string(i));
+  protocol::incremental_alter_configs_request req;
+  protocol::incremental_alter_configs_request::alter_configs_resource topic{2, "dyn-many", {}};
+  protocol::incremental_alter_configs_request::alter_configs_resource broker{4, "1", {}};
+  for (const auto& n : names) {
+    topic.configs.push_back({n, 0, "1"});
+    broker.configs.push_back({n, 0, "1"});
+  }
+  req.resources.push_back(topic);
+  req.resources.push_back(broker);
+  req.validate_only = true;
+  std::vector<uint8_t> buf;
+  auto r = tools::call<protocol::incremental_alter_configs_response>(**c, req, 1, buf);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->responses.size(), 2u);
+  EXPECT_EQ(r->responses[0].error_code, code(error_code::invalid_config))
+      << r->responses[0].error_message.value_or("");
+  EXPECT_EQ(r->responses[1].error_code, 0) << r->responses[1].error_message.value_or("");
+  // Still serving.
+  EXPECT_EQ(tool("--describe --entity-type brokers --entity-name 1"),
+            "rc=0\nDynamic configs for broker 1 are:\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(brokers, dynamic_configs,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
+
+TEST(dynamic_configs_restart, survive_sigkill_and_apply_at_start) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  temp_dir dir;
+  const auto data = dir.path() / "data";
+  {
+    broker_process broker({}, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    const std::string b = "127.0.0.1:" + std::to_string(broker.port());
+    auto [rc, out] =
+        run_command(std::string("timeout 30 ") + TARN_BINARY + " topics --bootstrap-server " + b +
+                    " --create --topic follows --partitions 2");
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_EQ(configs_tool(b,
+                           "--alter --entity-type brokers --entity-name 1 --add-config "
+                           "log.retention.ms=4242,log.cleaner.threads=2"),
+              "rc=0\nCompleted updating config for broker 1.\n");
+    EXPECT_EQ(configs_tool(b,
+                           "--alter --entity-type brokers --entity-default --add-config "
+                           "log.segment.bytes=2097152"),
+              "rc=0\nCompleted updating default config for brokers in the cluster.\n");
+    EXPECT_TRUE(contains(broker.output(), "log cleaner reconfigured: 2 thread(s)"))
+        << broker.output();
+    broker.process().send_signal(SIGKILL);
+    broker.process().wait_exit(15s);
+  }
+  broker_process broker({}, data);
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const std::string b = "127.0.0.1:" + std::to_string(broker.port());
+  std::string d = configs_tool(b, "--describe --entity-type topics --entity-name follows --all");
+  EXPECT_TRUE(contains(d,
+                       "  retention.ms=4242 sensitive=false "
+                       "synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=4242"))
+      << d;
+  EXPECT_TRUE(contains(d,
+                       "  segment.bytes=2097152 sensitive=false "
+                       "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=2097152"))
+      << d;
+  d = configs_tool(b, "--describe --entity-type brokers --entity-name 1");
+  EXPECT_TRUE(contains(d,
+                       "  log.cleaner.threads=2 sensitive=false "
+                       "synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2"))
+      << d;
+}
+
+}  // namespace
+}  // namespace tarn::test
