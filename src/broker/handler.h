@@ -63,6 +63,7 @@ class topic_manager;
 class fetch_session_cache;
 class fetch_waiters;
 class request_memory;
+class broker_metrics;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -72,6 +73,7 @@ struct broker_services {
   fetch_waiters* waiters = nullptr;                     // fetches waiting for appends (long polls)
   request_memory* request_memory_pool = nullptr;        // queued.max.request.bytes (may be null)
   coordinator::group_coordinator* groups = nullptr;     // consumer groups and committed offsets
+  broker_metrics* metrics = nullptr;                    // cells the handlers bump (may be null)
 };
 
 struct connection_info {
