@@ -245,6 +245,10 @@ const std::vector<config_key>& config_keys() {
       {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1)},
       {"offsets.topic.segment.bytes", config_type::int32, "104857600", at_least(1)},
       {"offsets.commit.timeout.ms", config_type::int32, "5000", at_least(1)},
+      // tarn's HTTP listener (src/observe, docs/http-api.md): host:port, empty for none, and how
+      // many partitions get per-partition series on /metrics.
+      {"http.listener", config_type::string, "127.0.0.1:9644", nullptr},
+      {"http.metrics.max.partitions", config_type::int32, "1000", at_least(0)},
   };
   return keys;
 }
@@ -609,6 +613,18 @@ result<void, std::string> finish(broker_config& c) {
   c.log_cleaner_io_max_bytes_per_second =
       std::get<double>(c.values.at("log.cleaner.io.max.bytes.per.second"));
   c.log_cleaner_backoff_ms = as_int(c, "log.cleaner.backoff.ms");
+
+  const std::string http = str("http.listener");
+  c.http_enabled = !http.empty();
+  if (c.http_enabled) {
+    // host:port as in `listeners` without the NAME:// part (host may be a bracketed IPv6
+    // address; empty means every interface).
+    auto l = parse_listener("http.listener", "HTTP://" + http);
+    if (!l) return fail(invalid("http.listener", http, "Expected host:port or an empty value"));
+    c.http_host = l->host;
+    c.http_port = l->port;
+  }
+  c.http_metrics_max_partitions = i32("http.metrics.max.partitions");
   return finish_group_config(c);
 }
 

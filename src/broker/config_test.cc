@@ -115,6 +115,33 @@ TEST(broker_config, errors_name_key_and_value) {
   }
 }
 
+TEST(broker_config, http_listener_default_empty_and_bad_values) {
+  auto d = make_ok({});
+  EXPECT_TRUE(d.http_enabled);
+  EXPECT_EQ(d.http_host, "127.0.0.1");
+  EXPECT_EQ(d.http_port, 9644);
+  EXPECT_EQ(d.http_metrics_max_partitions, 1000);
+  auto off = make_ok({{"http.listener", ""}});
+  EXPECT_FALSE(off.http_enabled);
+  auto any = make_ok({{"http.listener", " :0 "}, {"http.metrics.max.partitions", "0"}});
+  EXPECT_TRUE(any.http_enabled);
+  EXPECT_EQ(any.http_host, "");
+  EXPECT_EQ(any.http_port, 0);
+  EXPECT_EQ(any.http_metrics_max_partitions, 0);
+  auto v6 = make_ok({{"http.listener", "[::1]:9645"}});
+  EXPECT_EQ(v6.http_host, "::1");
+  EXPECT_EQ(v6.http_port, 9645);
+  EXPECT_EQ(make_error({{"http.listener", "localhost"}}),
+            "Invalid value localhost for configuration http.listener: Expected host:port or an "
+            "empty value");
+  EXPECT_EQ(make_error({{"http.listener", "h:70000"}}),
+            "Invalid value h:70000 for configuration http.listener: Expected host:port or an "
+            "empty value");
+  EXPECT_EQ(make_error({{"http.metrics.max.partitions", "-1"}}),
+            "Invalid value -1 for configuration http.metrics.max.partitions: Value must be at "
+            "least 0");
+}
+
 TEST(broker_config, unknown_key_is_refused) {
   auto e = make_error({{"num.partition", "3"}});
   EXPECT_NE(e.find("Unknown configuration num.partition"), std::string::npos) << e;

@@ -15,6 +15,8 @@
 #include <asio/write.hpp>
 #include <cstring>
 
+#include "broker/broker_metrics.h"
+
 namespace tarn::broker {
 
 namespace {
@@ -301,6 +303,9 @@ void connection::dispatch(frame_buffer frame) {
   s->correlation_id = header->correlation_id;
   s->response_header_version = response_header_version(header->api_key, header->api_version);
   s->memory = std::move(lease);
+  s->api_key = header->api_key;
+  s->api_version = header->api_version;
+  s->read_at = std::chrono::steady_clock::now();
   slot* raw = s.get();
   slots_.push_back(std::move(s));
   request_context request{std::move(*header), std::move(frame), info_, services_};
@@ -313,6 +318,7 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
                                               const handler_entry* entry, request_context request,
                                               slot* s) {
   handler_outcome outcome;
+  s->started_at = std::chrono::steady_clock::now();
   try {
     outcome = co_await entry->handle(request);
   } catch (const std::exception& e) {
@@ -326,7 +332,19 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
   s->outcome = std::move(outcome);
   s->throttle_ms = request.throttle_ms;
   s->done = true;
+  s->done_at = std::chrono::steady_clock::now();
   writer_wakeup_.notify();
+}
+
+void connection::record_written(size_t count) {
+  broker_metrics* metrics = services_.metrics;
+  if (metrics == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < count && i < slots_.size(); ++i) {
+    const slot& s = *slots_[i];
+    if (s.api_key < 0) continue;
+    metrics->record_request(s.api_key, s.api_version, s.read_at, s.started_at, s.done_at, now);
+  }
 }
 
 asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<connection> self) {
@@ -400,6 +418,7 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
         mute_until_ = std::max(
             mute_until_, std::chrono::steady_clock::now() + std::chrono::milliseconds(throttle_ms));
       }
+      record_written(ready);
       slots_.erase(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(ready));
       reader_wakeup_.notify();
       continue;

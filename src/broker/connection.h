@@ -62,6 +62,11 @@ class connection : public std::enable_shared_from_this<connection> {
     asio::cancellation_signal cancel;
     request_memory_lease memory;  // the request's bytes, given back once answered
     int32_t throttle_ms = 0;      // the handler's quota throttle: mute reading once written
+    // For RequestMetrics: the API (-1: answered without a handler) and when the request was read,
+    // its handler started and finished.
+    int16_t api_key = -1;
+    int16_t api_version = 0;
+    std::chrono::steady_clock::time_point read_at, started_at, done_at;
   };
 
   // Each coroutine holds `self` so the connection outlives it.
@@ -84,6 +89,8 @@ class connection : public std::enable_shared_from_this<connection> {
   // Queues an answer that needs no handler (the ApiVersions version fallback, a close).
   void push_done(int32_t correlation_id, uint8_t header_version, handler_outcome outcome);
   void dispatch(frame_buffer frame);
+  // RequestMetrics for the first `count` slots, just written.
+  void record_written(size_t count);
 
   asio::ip::tcp::socket socket_;
   connection_info info_;

@@ -39,6 +39,7 @@
 #include <chrono>
 #include <map>
 
+#include "broker/broker_metrics.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/handler.h"
@@ -64,6 +65,7 @@ struct partition_read {
   int64_t last_stable_offset = -1;
   int64_t log_start_offset = -1;
   std::optional<storage::file_slice> slice;
+  std::shared_ptr<topic_metrics> metrics;  // the topic's BrokerTopicMetrics (null if unknown)
   size_t bytes() const { return slice ? static_cast<size_t>(slice->length) : 0; }
 };
 
@@ -77,9 +79,9 @@ struct fetch_params {
 std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
 
 // Reads every partition of the context in order (ReplicaManager.readFromLog).
-std::vector<partition_read> read_all(topic_manager& topics, fetch_context& ctx,
-                                     const fetch_params& params, size_t& total_bytes,
-                                     bool& any_error) {
+std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metrics,
+                                     fetch_context& ctx, const fetch_params& params,
+                                     size_t& total_bytes, bool& any_error) {
   std::vector<partition_read> out(ctx.partitions.size());
   total_bytes = 0;
   any_error = false;
@@ -117,6 +119,7 @@ std::vector<partition_read> read_all(topic_manager& topics, fetch_context& ctx,
       any_error = true;
       continue;
     }
+    if (metrics != nullptr) pr.metrics = metrics->topic(info->name);
     const storage::log* log = logs.get_log(info->name, index);
     const int32_t epoch = entry.request.current_leader_epoch;
     if (log == nullptr) {
@@ -157,6 +160,24 @@ std::vector<partition_read> read_all(topic_manager& topics, fetch_context& ctx,
     total_bytes += pr.bytes();
   }
   return out;
+}
+
+// BrokerTopicMetrics for one answered fetch: every partition counts a fetch request, a failed one
+// a failed request, and the record bytes returned count as bytes out.
+void record_fetch_metrics(broker_metrics* metrics, const std::vector<partition_read>& reads) {
+  if (metrics == nullptr) return;
+  topic_metrics& all = metrics->all_topics;
+  for (const auto& pr : reads) {
+    all.total_fetch_requests.add();
+    if (pr.metrics) pr.metrics->total_fetch_requests.add();
+    if (pr.error_code != 0) {
+      all.failed_fetch_requests.add();
+      if (pr.metrics) pr.metrics->failed_fetch_requests.add();
+    } else if (pr.bytes() > 0) {
+      all.bytes_out.add(pr.bytes());
+      if (pr.metrics) pr.metrics->bytes_out.add(pr.bytes());
+    }
+  }
 }
 
 void put_be32(std::vector<uint8_t>& out, uint32_t v) {
@@ -363,7 +384,7 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   std::vector<partition_read> reads;
   if (ctx.type != fetch_context::kind::session_error) {
     topic_manager& topics = *services.topics;
-    reads = read_all(topics, ctx, params, total, any_error);
+    reads = read_all(topics, services.metrics, ctx, params, total, any_error);
     if (req.max_wait_ms > 0 && !ctx.partitions.empty() &&
         static_cast<int64_t>(total) < params.min_bytes && !any_error) {
       // Long poll: wait for appends to these partitions, up to max_wait_ms.
@@ -376,7 +397,7 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
       for (;;) {
         // Read again once registered, so an append just before registering is not missed.
-        reads = read_all(topics, ctx, params, total, any_error);
+        reads = read_all(topics, services.metrics, ctx, params, total, any_error);
         if (static_cast<int64_t>(total) >= params.min_bytes || any_error) break;
         if (std::chrono::steady_clock::now() >= deadline) break;
         if (!waiter->take_pending()) {
@@ -393,6 +414,7 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
     }
   }
 
+  record_fetch_metrics(services.metrics, reads);
   std::vector<fetch_partition_outcome> outcomes(reads.size());
   for (size_t i = 0; i < reads.size(); ++i) {
     outcomes[i] = {reads[i].error_code, reads[i].high_watermark, reads[i].log_start_offset,

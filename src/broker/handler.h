@@ -66,6 +66,7 @@ class topic_manager;
 class fetch_session_cache;
 class fetch_waiters;
 class request_memory;
+class broker_metrics;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -76,6 +77,7 @@ struct broker_services {
   request_memory* request_memory_pool = nullptr;        // queued.max.request.bytes (may be null)
   coordinator::group_coordinator* groups = nullptr;     // consumer groups and committed offsets
   quota::client_quotas* quotas = nullptr;               // client quotas and their throttling
+  broker_metrics* metrics = nullptr;                    // cells the handlers bump (may be null)
 };
 
 struct connection_info {

@@ -52,6 +52,7 @@
 #include <chrono>
 #include <variant>
 
+#include "broker/broker_metrics.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/throttle.h"
@@ -164,6 +165,7 @@ struct partition_work {
   int64_t base_offset = -1;
   int64_t log_append_time_ms = -1;
   int64_t log_start_offset = -1;
+  bool written = false;  // appended now (not a retry answered from the producer state)
 };
 
 struct topic_work {
@@ -173,7 +175,40 @@ struct topic_work {
   int32_t partitions = 0;
   storage::log_config config;
   std::vector<partition_work> parts;
+  std::shared_ptr<topic_metrics> metrics;  // BrokerTopicMetrics cells, looked up with the topic
 };
+
+// BrokerTopicMetrics for one request (Kafka's ReplicaManager.appendToLocalLog and
+// UnifiedLog.analyzeAndValidateRecords): every partition counts a produce request, a failed one
+// a failed request, an appended one its records and bytes; a batch over max.message.bytes counts
+// its bytes as rejected.
+void record_produce_metrics(broker_metrics* metrics, const std::vector<topic_work>& work) {
+  if (metrics == nullptr) return;
+  topic_metrics& all = metrics->all_topics;
+  for (const auto& tw : work) {
+    for (const auto& pw : tw.parts) {
+      all.total_produce_requests.add();
+      if (tw.metrics) tw.metrics->total_produce_requests.add();
+      if (pw.failure) {
+        all.failed_produce_requests.add();
+        if (tw.metrics) tw.metrics->failed_produce_requests.add();
+        if (pw.failure->code == error_code::message_too_large) {
+          all.bytes_rejected.add(pw.batch.size());
+          if (tw.metrics) tw.metrics->bytes_rejected.add(pw.batch.size());
+        }
+      } else if (pw.written) {
+        const auto records = static_cast<uint64_t>(pw.validated.record_count);
+        const uint64_t bytes = pw.validated.bytes.size();
+        all.messages_in.add(records);
+        all.bytes_in.add(bytes);
+        if (tw.metrics) {
+          tw.metrics->messages_in.add(records);
+          tw.metrics->bytes_in.add(bytes);
+        }
+      }
+    }
+  }
+}
 
 // ProduceRequest.validateRecords: exactly one v2 batch; sets `out.batch`.
 std::optional<append_failure> check_records(std::optional<protocol::bytes_view> records,
@@ -276,6 +311,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         tw.name = info->name;
         tw.partitions = info->partitions;
         tw.config = info->config;
+        if (request.services.metrics) tw.metrics = request.services.metrics->topic(info->name);
       }
     }
   }
@@ -371,6 +407,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
       pw.base_offset = first;
+      pw.written = true;
       pw.log_append_time_ms = vb.log_append_time ? now : -1;
       pw.log_start_offset = log->log_start_offset();
     }
@@ -386,6 +423,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
     }
   }
+
+  record_produce_metrics(request.services.metrics, work);
 
   // The response.
   protocol::produce_response reply;

@@ -2,9 +2,11 @@
 // the clean shutdown sequence.
 #include "broker/server.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -19,6 +21,8 @@
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <csignal>
+#include <filesystem>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -31,6 +35,7 @@
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
+#include "protocol/api_table.h"
 #include "quota/client_quotas.h"
 
 namespace tarn::broker {
@@ -119,6 +124,19 @@ struct server::impl {
   bool stopping = false;
 
   std::atomic<int> total_connections{0};
+  // For snapshot(): the metric cells, readiness, start time and the loops' CPU clocks.
+  broker_metrics metrics;
+  std::atomic<bool> ready{false};
+  std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+  std::atomic<bool> loop0_thread_known{false};
+  pthread_t loop0_thread{};
+  struct idle_sample {
+    std::chrono::steady_clock::time_point at;
+    std::vector<int64_t> cpu_ns;
+    std::vector<double> ratio;
+  };
+  mutable std::mutex idle_mu;
+  mutable idle_sample idle;
   std::atomic<uint64_t> next_connection_id{0};
   size_t next_loop = 0;
 
@@ -259,7 +277,7 @@ result<void, std::string> server::start() {
        int64_t{s.config.controller_quota_window_size_seconds} * 1000}});
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
-      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get()});
+      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -310,7 +328,12 @@ result<void, std::string> server::start() {
 
 int server::run() {
   auto& s = *impl_;
+  s.loop0_thread = pthread_self();
+  s.loop0_thread_known.store(true, std::memory_order_release);
+  // The acceptors were bound in start(); they accept once loop 0 runs, which is now.
+  asio::post(s.loop0().context, [&s] { s.ready.store(!s.stopping); });
   s.loop0().context.run();
+  s.ready.store(false);
   for (auto& loop : s.loops) {
     if (loop->thread.joinable()) loop->thread.join();
   }
@@ -431,9 +454,14 @@ asio::awaitable<void> server::impl::log_flusher(std::chrono::milliseconds interv
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopping) break;
     auto guard = topics->lock();
+    const auto flush_start = std::chrono::steady_clock::now();
     if (auto r = topics->logs().flush_dirty_logs(wall_clock_ms()); !r) {
       spdlog::error("log flush failed: {}", r.error().message);
     }
+    metrics.log_flush_time.record_us(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now() - flush_start)
+                                  .count()));
   }
 }
 
@@ -458,6 +486,7 @@ void server::impl::join_groups_loader() {
 asio::awaitable<void> server::impl::shutdown(std::string reason) {
   if (stopping) co_return;
   stopping = true;
+  ready.store(false);
   spdlog::info("shutting down ({}): closing listeners, answering requests in flight", reason);
   signals->cancel();
   for (auto& l : acceptors) {
@@ -502,6 +531,115 @@ asio::awaitable<void> server::impl::shutdown(std::string reason) {
       l->context.stop();
     });
   }
+}
+
+namespace {
+
+// CPU time a thread has used, from its POSIX CPU clock; -1 if unavailable.
+int64_t thread_cpu_ns(pthread_t thread) {
+  clockid_t clock{};
+  if (pthread_getcpuclockid(thread, &clock) != 0) return -1;
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+broker_snapshot server::snapshot(const snapshot_options& options) const {
+  auto& s = *impl_;
+  broker_snapshot out;
+  out.node_id = s.config.node_id;
+  out.ready = s.ready.load();
+  out.uptime_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - s.started_at)
+                      .count();
+  out.listeners = s.bound;
+  out.log_dir = s.dir ? s.dir->path() : std::string();
+  std::error_code ec;
+  auto space = std::filesystem::space(out.log_dir, ec);
+  if (!ec) {
+    out.log_dir_total_bytes = static_cast<int64_t>(space.capacity);
+    out.log_dir_free_bytes = static_cast<int64_t>(space.available);
+  }
+  out.metrics = &s.metrics;
+  out.active_connections = s.total_connections.load(std::memory_order_relaxed);
+  for (const auto& loop : s.loops) {
+    out.loop_connections.push_back(loop->connection_count.load(std::memory_order_relaxed));
+  }
+  for (const auto& range : s.registry.advertised()) {
+    const auto* api = protocol::find_api(range.api_key);
+    out.apis.push_back(
+        {range.api_key, api ? std::string(api->name) : "ApiKey" + std::to_string(range.api_key)});
+  }
+  if (s.memory) {
+    out.request_memory_used_bytes = s.memory->used_bytes();
+    out.request_memory_limit_bytes = s.config.queued_max_request_bytes;
+  }
+
+  // Network idle ratio: the share of wall time each loop's thread was off the CPU since the
+  // previous sample (at least 100 ms apart, so that back-to-back scrapes agree).
+  {
+    std::lock_guard lock(s.idle_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (s.idle.cpu_ns.empty() || now - s.idle.at >= std::chrono::milliseconds(100)) {
+      std::vector<int64_t> cpu;
+      for (const auto& loop : s.loops) {
+        if (loop->index == 0) {
+          cpu.push_back(s.loop0_thread_known.load(std::memory_order_acquire)
+                            ? thread_cpu_ns(s.loop0_thread)
+                            : -1);
+        } else {
+          cpu.push_back(loop->thread.joinable()
+                            ? thread_cpu_ns(const_cast<std::thread&>(loop->thread).native_handle())
+                            : -1);
+        }
+      }
+      std::vector<double> ratio(cpu.size(), 1.0);
+      const double wall_ns = static_cast<double>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.idle.at).count());
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        if (s.idle.cpu_ns.size() == cpu.size() && cpu[i] >= 0 && s.idle.cpu_ns[i] >= 0 &&
+            wall_ns > 0) {
+          const double busy = static_cast<double>(cpu[i] - s.idle.cpu_ns[i]) / wall_ns;
+          ratio[i] = std::clamp(1.0 - busy, 0.0, 1.0);
+        }
+      }
+      s.idle = {now, std::move(cpu), std::move(ratio)};
+    }
+    out.network_idle_ratio = s.idle.ratio;
+  }
+
+  if (options.partitions && s.topics) {
+    auto guard = s.topics->lock();
+    std::vector<std::string> names;
+    for (const auto* t : s.topics->logs().topics()) names.push_back(t->name);
+    out.topic_count = static_cast<int32_t>(names.size());
+    for (auto& [name, cells] : s.metrics.topics_snapshot(names)) {
+      out.topics.emplace_back(name, std::move(cells));
+    }
+    for (const auto& [tp, log] : s.topics->logs().all_logs()) {
+      partition_snapshot p;
+      p.topic = tp.topic;
+      p.partition = static_cast<int32_t>(tp.partition);
+      p.log_start_offset = static_cast<int64_t>(log->log_start_offset());
+      p.log_end_offset = static_cast<int64_t>(log->log_end_offset());
+      p.high_watermark = static_cast<int64_t>(log->high_watermark());
+      p.size_bytes = log->size_bytes();
+      out.partitions.push_back(std::move(p));
+    }
+  }
+  std::sort(out.partitions.begin(), out.partitions.end(),
+            [](const partition_snapshot& a, const partition_snapshot& b) {
+              return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+            });
+  if (options.committed_offsets && s.groups) {
+    for (auto& c : s.groups->committed_offsets()) {
+      out.committed_offsets.push_back(
+          {std::move(c.group), std::move(c.topic), c.partition, c.offset});
+    }
+  }
+  return out;
 }
 
 }  // namespace tarn::broker

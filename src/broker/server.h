@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "broker/broker_snapshot.h"
 #include "broker/config.h"
 #include "broker/handler.h"
 
@@ -39,6 +40,15 @@ class server {
 
   // Whether the previous run shut down cleanly (valid after start()).
   bool had_clean_shutdown() const;
+
+  // For src/observe, from any thread, after start() returned and until run() returned: a copy of
+  // what the metrics and status endpoints show. Takes the topic manager's lock for the topic and
+  // partition part (and each group shard's lock for the committed offsets) only when asked.
+  struct snapshot_options {
+    bool partitions = true;         // log offsets and sizes (and the per-topic cells)
+    bool committed_offsets = true;  // consumer groups' committed offsets
+  };
+  broker_snapshot snapshot(const snapshot_options& options) const;
 
  private:
   struct impl;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 #include "coordinator/classic_group.h"
 #include "coordinator/combining_mutex.h"
@@ -911,6 +912,24 @@ owned_message<protocol::describe_groups_response> group_coordinator::describe_gr
     if (d.error_code == 0) d.authorized_operations = ops;
     out.message.groups.push_back(std::move(d));
   }
+  return out;
+}
+
+std::vector<group_coordinator::committed_offset> group_coordinator::committed_offsets() {
+  std::vector<committed_offset> out;
+  for (auto& sp : shards_) {
+    shard& s = *sp;
+    std::lock_guard lock(s.mu);
+    if (s.unloaded || !s.loaded) continue;
+    for (const auto& [group, offsets] : s.offsets) {
+      for (const auto& [tp, om] : offsets) {
+        out.push_back({group, tp.first, tp.second, om.committed_offset});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const committed_offset& a, const committed_offset& b) {
+    return std::tie(a.group, a.topic, a.partition) < std::tie(b.group, b.topic, b.partition);
+  });
   return out;
 }
 

@@ -136,6 +136,16 @@ class group_coordinator {
   owned_message<protocol::delete_groups_response> delete_groups(
       const protocol::delete_groups_request& request, int16_t version, int64_t now_ms);
 
+  // Every committed offset of every loaded group, sorted by group, topic, partition: for the
+  // consumer lag metrics (src/observe), read on a scrape thread. Takes each shard's lock in turn.
+  struct committed_offset {
+    std::string group;
+    std::string topic;
+    int32_t partition = 0;
+    int64_t offset = -1;
+  };
+  std::vector<committed_offset> committed_offsets();
+
   // The KIP-848 consumer group protocol.
   owned_message<protocol::consumer_group_heartbeat_response> consumer_group_heartbeat(
       const protocol::consumer_group_heartbeat_request& request, int16_t version,

@@ -7,11 +7,13 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/config.h"
 #include "broker/server.h"
+#include "observe/http_server.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -73,12 +75,25 @@ int run_serve(const serve_options& options) {
   // 4 MiB from the heap, and at most 16 MiB of free heap kept beyond what is in use.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
+  const broker::broker_config http_config = *config;
   broker::server server(std::move(*config));
   if (auto started = server.start(); !started) {
     spdlog::error("refusing to start: {}", started.error());
     return 1;
   }
-  return server.run();
+  // The HTTP listener (src/observe) on threads of its own. A port taken by another process must
+  // not keep the Kafka listeners down: that is logged as an error and the broker serves on.
+  std::optional<observe::http_server> http;
+  if (http_config.http_enabled) {
+    http.emplace(server, http_config);
+    if (auto bound = http->start(); !bound) {
+      spdlog::error("{}; serving Kafka without the HTTP endpoints", bound.error());
+      http.reset();
+    }
+  }
+  const int code = server.run();
+  if (http) http->stop();
+  return code;
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+// What src/observe reads of a running broker, copied at scrape time: the metric cells (shared,
+// read with relaxed loads), the partitions' offsets and sizes, connections, request memory,
+// event-loop idleness and committed offsets. A plain value, so the export is unit-testable
+// without a server (observe/metrics_export_test.cc builds one by hand).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/broker_metrics.h"
+#include "broker/config.h"
+
+namespace tarn::broker {
+
+struct partition_snapshot {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t log_start_offset = 0;
+  int64_t log_end_offset = 0;
+  int64_t high_watermark = 0;
+  int64_t size_bytes = 0;
+};
+
+struct committed_offset_snapshot {
+  std::string group;
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = -1;
+};
+
+struct broker_snapshot {
+  int32_t node_id = 0;
+  std::string version;
+  bool ready = false;  // logs recovered and the Kafka listeners accepting
+  int64_t uptime_ms = 0;
+  std::vector<listener_endpoint> listeners;  // as bound
+  std::string log_dir;
+  int64_t log_dir_total_bytes = -1;  // -1: unknown
+  int64_t log_dir_free_bytes = -1;
+
+  const broker_metrics* metrics = nullptr;  // outlives the snapshot (owned by the server)
+  struct api {
+    int16_t key = 0;
+    std::string name;  // Kafka's name of the API (Produce, Fetch, ...)
+  };
+  std::vector<api> apis;                  // the APIs this broker serves, by key
+  std::vector<int64_t> loop_connections;  // connections per event loop
+  std::vector<std::pair<std::string, std::shared_ptr<const topic_metrics>>> topics;  // by name
+  int32_t topic_count = 0;
+  std::vector<partition_snapshot> partitions;  // by topic, then partition
+
+  int64_t active_connections = 0;
+  int64_t request_memory_used_bytes = 0;
+  int64_t request_memory_limit_bytes = -1;  // queued.max.request.bytes; <= 0 unbounded
+  std::vector<double> network_idle_ratio;   // per event loop, 0..1, over the last interval
+  int64_t under_replicated_partitions = 0;  // one node: always 0
+  int64_t offline_partitions = 0;
+
+  std::vector<committed_offset_snapshot> committed_offsets;  // by group, topic, partition
+};
+
+}  // namespace tarn::broker

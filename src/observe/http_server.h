@@ -1,0 +1,44 @@
+// The HTTP listener (http.listener): /metrics, /livez, /readyz and /v1/status, served by
+// cpp-httplib on threads of its own (an acceptor and a small bounded pool), never on the Kafka
+// event loops. Every answer reads the broker through server::snapshot(). docs/http-api.md
+// documents the endpoints; the web console will mount under / beside them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "broker/config.h"
+#include "broker/server.h"
+
+namespace tarn::observe {
+
+// The tarn version reported by /v1/status (git describe at configure time).
+const char* tarn_version();
+
+class http_server {
+ public:
+  // Worker threads and the connections queued for them beyond which the acceptor serves a
+  // connection itself (and so stops accepting until it is done): bounded threads and memory
+  // however many clients connect.
+  static constexpr size_t worker_threads = 4;
+  static constexpr size_t max_queued_connections = 64;
+
+  http_server(const broker::server& broker, const broker::broker_config& config);
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  // Binds config.http_host:http_port and starts serving; returns the port bound (the config's
+  // port 0 means any free port). An error is a sentence for the operator.
+  result<uint16_t, std::string> start();
+  // Stops accepting, finishes the requests in progress and joins the threads.
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace tarn::observe

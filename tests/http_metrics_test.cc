@@ -1,0 +1,133 @@
+// The HTTP listener of a real `tarn serve`: /readyz, /livez, /v1/status, /metrics counting what
+// kcat produced and consumed, `promtool check metrics` on a scrape, and hostile requests (bad
+// method, a 1 MiB header, path traversal) answered with 4xx while Kafka is still served.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+// One HTTP/1.0 exchange over a fresh connection: the whole answer (status line, headers, body).
+std::string http_exchange(uint16_t port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string out;
+  char buf[65536];
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 10000) > 0) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string get(uint16_t port, const std::string& path, const std::string& headers = "") {
+  return http_exchange(port, "GET " + path + " HTTP/1.0\r\nHost: x\r\n" + headers + "\r\n");
+}
+
+std::string body_of(const std::string& answer) {
+  size_t at = answer.find("\r\n\r\n");
+  return at == std::string::npos ? "" : answer.substr(at + 4);
+}
+
+int run_shell(const std::string& command) {
+  int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(http_metrics, endpoints_count_kcat_traffic_and_refuse_hostile_requests) {
+  broker_process broker({"--override", "http.listener=127.0.0.1:0"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  auto http_port =
+      broker.process().wait_for_number_after("http listening on 127.0.0.1:", startup_timeout);
+  ASSERT_TRUE(http_port) << broker.output();
+  const auto port = static_cast<uint16_t>(std::stoi(*http_port));
+
+  // Ready once loop 0 runs; poll briefly (it is a matter of milliseconds).
+  std::string ready;
+  for (int i = 0; i < 300 && ready.find(" 200 ") == std::string::npos; ++i) {
+    ready = get(port, "/readyz");
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(ready.find("HTTP/1.1 200"), std::string::npos) << ready;
+  EXPECT_NE(get(port, "/livez").find(" 200 "), std::string::npos);
+
+  temp_dir tmp;
+  const auto input = tmp.write_file("in.txt", [] {
+    std::string s;
+    for (int i = 0; i < 500; ++i) s += "record-" + std::to_string(i) + "\n";
+    return s;
+  }());
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(broker.port());
+  ASSERT_EQ(run_shell("kcat -P -b " + bootstrap + " -t observed -l " + input.string()), 0);
+  ASSERT_EQ(run_shell("kcat -C -b " + bootstrap + " -t observed -e -q -o beginning > " +
+                      (tmp.path() / "out.txt").string()),
+            0);
+
+  const std::string metrics = body_of(get(port, "/metrics"));
+  EXPECT_NE(
+      metrics.find("\nkafka_server_brokertopicmetrics_messagesin_total{topic=\"observed\"} 500\n"),
+      std::string::npos)
+      << metrics.substr(0, 2000);
+  EXPECT_NE(metrics.find("\nkafka_log_log_logendoffset{topic=\"observed\",partition=\"0\"} 500\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("kafka_network_requestmetrics_requests_total{request=\"Produce\""),
+            std::string::npos);
+  const auto scrape = tmp.write_file("scrape.txt", metrics);
+  EXPECT_EQ(run_shell("promtool check metrics < " + scrape.string() + " > " +
+                      (tmp.path() / "promtool.txt").string() + " 2>&1"),
+            0)
+      << read_file(tmp.path() / "promtool.txt");
+
+  const std::string om =
+      get(port, "/metrics", "Accept: application/openmetrics-text; version=1.0.0\r\n");
+  EXPECT_NE(om.find("application/openmetrics-text"), std::string::npos);
+  EXPECT_TRUE(om.ends_with("# EOF\n"));
+
+  const std::string status = body_of(get(port, "/v1/status"));
+  EXPECT_NE(status.find("\"ready\":true"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"topics\":1,\"partitions\":1"), std::string::npos) << status;
+
+  // Hostile input.
+  EXPECT_NE(
+      http_exchange(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").find(" 405 "),
+      std::string::npos);
+  EXPECT_NE(get(port, "/../../etc/passwd").find(" 404 "), std::string::npos);
+  EXPECT_NE(get(port, "/metrics", "X-Big: " + std::string(1 << 20, 'a') + "\r\n").find(" 400 "),
+            std::string::npos);
+  // Kafka is still served.
+  ASSERT_EQ(run_shell("kcat -P -b " + bootstrap + " -t observed -l " + input.string()), 0);
+  const std::string after = body_of(get(port, "/metrics"));
+  EXPECT_NE(
+      after.find("\nkafka_server_brokertopicmetrics_messagesin_total{topic=\"observed\"} 1000\n"),
+      std::string::npos);
+  auto stopped = broker.stop();
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->code, 0);
+}
+
+TEST(http_metrics, empty_listener_turns_http_off) {
+  broker_process broker({"--override", "http.listener="});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  // The HTTP line would follow the Kafka one within milliseconds; wait well past that.
+  EXPECT_FALSE(broker.process().wait_for_output("http listening", 2s)) << broker.output();
+}
+
+}  // namespace
+}  // namespace tarn::test
