@@ -40,20 +40,6 @@ struct answer {
   std::optional<std::string> message;
 };
 
-void create_topic(tools::kafka_client& c, const std::string& name, int32_t partitions) {
-  protocol::create_topics_request req;
-  protocol::create_topics_request::creatable_topic t;
-  t.name = name;
-  t.num_partitions = partitions;
-  t.replication_factor = 1;
-  req.topics.push_back(t);
-  req.timeout_ms = 30000;
-  std::vector<uint8_t> buf;
-  auto r = tools::call<protocol::create_topics_response>(c, req, 7, buf);
-  ASSERT_TRUE(r.has_value());
-  ASSERT_EQ(r->topics[0].error_code, 0) << name;
-}
-
 int32_t partition_count(tools::kafka_client& c, const std::string& name) {
   protocol::metadata_request req;
   req.topics.emplace();
@@ -82,6 +68,22 @@ int32_t wait_for_count(tools::kafka_client& c, const std::string& name, int32_t 
     n = partition_count(c, name);
   }
   return n;
+}
+
+void create_topic(tools::kafka_client& c, const std::string& name, int32_t partitions) {
+  protocol::create_topics_request req;
+  protocol::create_topics_request::creatable_topic t;
+  t.name = name;
+  t.num_partitions = partitions;
+  t.replication_factor = 1;
+  req.topics.push_back(t);
+  req.timeout_ms = 30000;
+  std::vector<uint8_t> buf;
+  auto r = tools::call<protocol::create_topics_response>(c, req, 7, buf);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->topics[0].error_code, 0) << name;
+  // Kafka answers CreateTopics before every broker has the topic in its metadata cache.
+  ASSERT_EQ(wait_for_count(c, name, partitions), partitions) << name;
 }
 
 std::vector<answer> create_partitions(tools::kafka_client& c, const std::vector<topic_ask>& asks,

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -299,6 +301,65 @@ TEST_P(quotas, alter_and_describe_answer_kafkas_codes_and_messages) {
               "Request specified MATCH_TYPE_EXACT, but set match string to null.");
     EXPECT_FALSE(br->entries.has_value());
   }
+}
+
+// tarn only: quotas live in the metadata log, so they are in force again after a SIGKILL, and a
+// removed quota stays removed.
+TEST(quotas_restart, quotas_survive_sigkill_and_removals_stay_removed) {
+  temp_dir dir;
+  const auto data = dir.path() / "data";
+  std::vector<std::string> strings;
+  auto describe_all = [](kafka_conn& c) {
+    protocol::describe_client_quotas_request d;  // no components: every entity
+    d.strict = false;
+    std::map<std::string, double> seen;  // "type=name,..|key" -> value
+    auto dr = c.call<protocol::describe_client_quotas_response>(d, 1);
+    if (!dr || dr->error_code != 0 || !dr->entries) return seen;
+    for (const auto& e : *dr->entries) {
+      std::string entity;
+      for (const auto& part : e.entity) {
+        entity += std::string(part.entity_type) + "=" +
+                  (part.entity_name ? std::string(*part.entity_name) : "<default>") + ",";
+      }
+      for (const auto& v : e.values) seen[entity + "|" + std::string(v.key)] = v.value;
+    }
+    return seen;
+  };
+  const std::map<std::string, double> expected = {
+      {"client-id=a,|producer_byte_rate", 1000},
+      {"user=<default>,|consumer_byte_rate", 2048},
+      {"user=u,client-id=b,|request_percentage", 12.5}};
+  {
+    broker_process broker({}, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    kafka_conn c(broker.port(), nullptr);
+    ASSERT_TRUE(c.connected());
+    auto r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", std::string("a")}}, {{"producer_byte_rate", 1000, false}}},
+                       {{{"client-id", std::string("gone")}}, {{"producer_byte_rate", 5, false}}},
+                       {{{"user", std::nullopt}}, {{"consumer_byte_rate", 2048, false}}},
+                       {{{"user", std::string("u")}, {"client-id", std::string("b")}},
+                        {{"request_percentage", 12.5, false}}}},
+                      false, strings),
+        1);
+    ASSERT_TRUE(r);
+    for (const auto& e : r->entries) EXPECT_EQ(e.error_code, 0);
+    r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", std::string("gone")}}, {{"producer_byte_rate", 0, true}}}},
+                      false, strings),
+        1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->entries.size(), 1u);
+    EXPECT_EQ(r->entries[0].error_code, 0);
+    EXPECT_EQ(describe_all(c), expected);
+    broker.process().send_signal(SIGKILL);
+    broker.process().wait_exit(15s);
+  }
+  broker_process broker({}, data);
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  kafka_conn c(broker.port(), nullptr);
+  ASSERT_TRUE(c.connected());
+  EXPECT_EQ(describe_all(c), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(brokers, quotas, ::testing::Values(broker_kind::tarn, broker_kind::kafka),

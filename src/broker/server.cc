@@ -275,6 +275,31 @@ result<void, std::string> server::start() {
       {s.config.quota_window_num, int64_t{s.config.quota_window_size_seconds} * 1000},
       {s.config.controller_quota_window_num,
        int64_t{s.config.controller_quota_window_size_seconds} * 1000}});
+  {
+    // Client quotas live in the metadata log: replayed here, and every AlterClientQuotas is
+    // appended there (durable) before it takes effect.
+    cluster::metadata_store& store = s.topics->metadata();
+    for (const auto& [entity, values] : store.client_quotas()) {
+      quota::quota_entity e;
+      for (const auto& [type, name] : entity) e.parts[type] = name;
+      for (const auto& [key, value] : values) s.quotas->apply({e, key, value});
+    }
+    s.quotas->set_persist([&store](const std::vector<quota::quota_record>& changes)
+                              -> std::optional<std::string> {
+      std::vector<cluster::client_quota_record> records;
+      for (const auto& c : changes) {
+        cluster::client_quota_record r;
+        for (const auto& [type, name] : c.entity.parts) r.entities.push_back({type, name});
+        r.key = c.key;
+        r.value = c.value.value_or(0);
+        r.remove = !c.value.has_value();
+        records.push_back(std::move(r));
+      }
+      auto done = store.change_client_quotas(std::move(records));
+      if (!done) return "writing the metadata log failed: " + done.error().message;
+      return std::nullopt;
+    });
+  }
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics});

@@ -90,6 +90,20 @@ result<void, storage_error> local_metadata_store::set_broker_configs(
   return log_->append(std::move(changes));
 }
 
+std::map<quota_entity, std::map<std::string, double>> local_metadata_store::client_quotas() const {
+  std::lock_guard g(mu_);
+  return log_->image().quotas;
+}
+
+result<void, storage_error> local_metadata_store::change_client_quotas(
+    std::vector<client_quota_record> changes) {
+  std::lock_guard g(mu_);
+  if (changes.empty()) return {};
+  std::vector<metadata_record> records(std::make_move_iterator(changes.begin()),
+                                       std::make_move_iterator(changes.end()));
+  return log_->append(std::move(records));
+}
+
 feature_map local_metadata_store::finalized_features() const {
   std::lock_guard g(mu_);
   return log_->image().features;

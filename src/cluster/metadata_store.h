@@ -34,6 +34,11 @@ class metadata_store {
   virtual result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) = 0;
 
+  // Client quotas (ClientQuotaRecords): what is set, and a batch of changes as one durable change.
+  virtual std::map<quota_entity, std::map<std::string, double>> client_quotas() const = 0;
+  virtual result<void, storage::storage_error> change_client_quotas(
+      std::vector<client_quota_record> changes) = 0;
+
   virtual feature_map finalized_features() const = 0;
   // The epoch of the finalized features ApiVersions reports: the offset of the last change.
   virtual int64_t finalized_features_epoch() const = 0;
@@ -59,6 +64,9 @@ class local_metadata_store final : public metadata_store, private storage::topic
   storage::config_map broker_configs(std::string_view resource_name) const override;
   result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) override;
+  std::map<quota_entity, std::map<std::string, double>> client_quotas() const override;
+  result<void, storage::storage_error> change_client_quotas(
+      std::vector<client_quota_record> changes) override;
   feature_map finalized_features() const override;
   int64_t finalized_features_epoch() const override;
   result<void, storage::storage_error> set_feature_levels(const feature_map& levels) override;
