@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <map>
 #include <regex>
@@ -29,6 +30,12 @@
 #include "kafka_ref_broker.h"
 #include "protocol/messages/alter_client_quotas_request.h"
 #include "protocol/messages/alter_client_quotas_response.h"
+#include "protocol/messages/create_partitions_request.h"
+#include "protocol/messages/create_partitions_response.h"
+#include "protocol/messages/create_topics_request.h"
+#include "protocol/messages/create_topics_response.h"
+#include "protocol/messages/delete_topics_request.h"
+#include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/describe_client_quotas_request.h"
 #include "protocol/messages/describe_client_quotas_response.h"
 #include "test_util.h"
@@ -224,7 +231,11 @@ protocol::alter_client_quotas_request alter_request(
     for (const auto& [type, n] : entity) {
       auto& d = e.entity.emplace_back();
       d.entity_type = keep(type);
-      if (n) d.entity_name = keep(*n);
+      if (n) {
+        d.entity_name = keep(*n);
+      } else {
+        d.entity_name = std::nullopt;  // the type's default (a nullable string's default is "")
+      }
     }
     for (const auto& [key, value, remove] : ops) {
       auto& o = e.ops.emplace_back();
@@ -303,6 +314,124 @@ TEST_P(quotas, alter_and_describe_answer_kafkas_codes_and_messages) {
   }
 }
 
+// ---- controller_mutation_rate (KIP-599): strict from CreateTopics v6, DeleteTopics v5 and
+// CreatePartitions v3, permissive before. At 0.1 partitions/s the bucket holds 11 windows x
+// 1 s x 0.1 = 1.1 permits: two one-partition topics fit (the second goes 0.9 into debt), and
+// the debt lasts 9 s, so every request below sees it. Each request goes on a new connection:
+// a throttled answer mutes its connection for the throttle time.
+
+template <class Resp, class Req>
+std::optional<Resp> call_as(uint16_t port, const std::string& client_id, const Req& req,
+                            int16_t version, std::vector<uint8_t>& keep) {
+  kafka_conn c(port, nullptr);
+  if (!c.connected()) return std::nullopt;
+  const int32_t id = c.send(req, version, client_id);
+  auto r = c.template receive<Resp>(version);
+  if (!r || r.correlation_id != id) return std::nullopt;
+  keep = std::move(r.frame);  // the views in the answer point into its frame
+  return std::move(*r.body);
+}
+
+TEST_P(quotas, controller_mutation_rate_refuses_strict_and_throttles_permissive_changes) {
+  const std::string client = name("mutator");
+  std::vector<std::string> strings;
+  std::vector<uint8_t> keep;
+  auto set_rate = [&](bool remove) {
+    kafka_conn c(port_, nullptr);
+    ASSERT_TRUE(c.connected());
+    auto r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", client}}, {{"controller_mutation_rate", 0.1, remove}}}},
+                      false, strings),
+        1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->entries.size(), 1u);
+    ASSERT_EQ(r->entries[0].error_code, 0);
+  };
+  set_rate(false);
+  // Kafka's controller learns the quota from its metadata log a moment after the answer.
+  if (GetParam() == broker_kind::kafka) std::this_thread::sleep_for(1s);
+
+  auto create = [&](const std::vector<std::string>& names, int32_t partitions, int16_t version,
+                    const std::string& as) {
+    protocol::create_topics_request req;
+    for (const auto& n : names) {
+      auto& t = req.topics.emplace_back();
+      t.name = n;
+      t.num_partitions = partitions;
+      t.replication_factor = 1;
+    }
+    req.timeout_ms = 30000;
+    return call_as<protocol::create_topics_response>(port_, as, req, version, keep);
+  };
+  std::vector<std::string> names;
+  for (int i = 0; i < 5; ++i) names.push_back(name("mut-" + std::to_string(i)));
+  auto r = create(names, 1, 7, client);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->topics.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    SCOPED_TRACE(names[i]);
+    EXPECT_EQ(r->topics[i].name, names[i]);
+    if (i < 2) {
+      EXPECT_EQ(r->topics[i].error_code, 0);
+    } else {
+      EXPECT_EQ(r->topics[i].error_code, 89);
+      // Kafka's ApiError leaves out a message that is the code's default one.
+      EXPECT_FALSE(r->topics[i].error_message.has_value()) << *r->topics[i].error_message;
+    }
+  }
+  // 0.9 permits of debt at 0.1 a second: 9 s.
+  EXPECT_GT(r->throttle_time_ms, 7000);
+  EXPECT_LE(r->throttle_time_ms, 9000);
+
+  {  // DeleteTopics v5 is strict: refused, the topic kept. v4 is permissive: deleted, throttled.
+    protocol::delete_topics_request d;
+    d.topic_names.push_back(names[0]);
+    d.timeout_ms = 30000;
+    auto dr = call_as<protocol::delete_topics_response>(port_, client, d, 5, keep);
+    ASSERT_TRUE(dr);
+    ASSERT_EQ(dr->responses.size(), 1u);
+    EXPECT_EQ(dr->responses[0].error_code, 89);
+    EXPECT_FALSE(dr->responses[0].error_message.has_value()) << *dr->responses[0].error_message;
+    EXPECT_GT(dr->throttle_time_ms, 0);
+    dr = call_as<protocol::delete_topics_response>(port_, client, d, 4, keep);
+    ASSERT_TRUE(dr);
+    ASSERT_EQ(dr->responses.size(), 1u);
+    EXPECT_EQ(dr->responses[0].error_code, 0);
+    EXPECT_GT(dr->throttle_time_ms, 9000);  // 1.9 permits of debt now
+  }
+  {  // CreatePartitions v3 strict, v2 permissive.
+    protocol::create_partitions_request cp;
+    auto& t = cp.topics.emplace_back();
+    t.name = names[1];
+    t.count_ = 2;
+    t.assignments = std::nullopt;
+    cp.timeout_ms = 30000;
+    auto cr = call_as<protocol::create_partitions_response>(port_, client, cp, 3, keep);
+    ASSERT_TRUE(cr);
+    ASSERT_EQ(cr->results.size(), 1u);
+    EXPECT_EQ(cr->results[0].error_code, 89);
+    EXPECT_FALSE(cr->results[0].error_message.has_value()) << *cr->results[0].error_message;
+    cr = call_as<protocol::create_partitions_response>(port_, client, cp, 2, keep);
+    ASSERT_TRUE(cr);
+    ASSERT_EQ(cr->results.size(), 1u);
+    EXPECT_EQ(cr->results[0].error_code, 0);
+    EXPECT_GT(cr->throttle_time_ms, 0);
+  }
+  // CreateTopics v5 is permissive: created, throttled.
+  r = create({names[2]}, 1, 5, client);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->topics.size(), 1u);
+  EXPECT_EQ(r->topics[0].error_code, 0);
+  EXPECT_GT(r->throttle_time_ms, 0);
+  // Another client has no quota: neither refused nor throttled.
+  r = create({names[3]}, 3, 7, name("free"));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->topics.size(), 1u);
+  EXPECT_EQ(r->topics[0].error_code, 0);
+  EXPECT_EQ(r->throttle_time_ms, 0);
+  set_rate(true);
+}
+
 // tarn only: quotas live in the metadata log, so they are in force again after a SIGKILL, and a
 // removed quota stays removed.
 TEST(quotas_restart, quotas_survive_sigkill_and_removals_stay_removed) {
@@ -316,19 +445,21 @@ TEST(quotas_restart, quotas_survive_sigkill_and_removals_stay_removed) {
     auto dr = c.call<protocol::describe_client_quotas_response>(d, 1);
     if (!dr || dr->error_code != 0 || !dr->entries) return seen;
     for (const auto& e : *dr->entries) {
-      std::string entity;
+      std::vector<std::string> parts;  // in a fixed order: the answer's is the broker's own
       for (const auto& part : e.entity) {
-        entity += std::string(part.entity_type) + "=" +
-                  (part.entity_name ? std::string(*part.entity_name) : "<default>") + ",";
+        parts.push_back(std::string(part.entity_type) + "=" +
+                        (part.entity_name ? std::string(*part.entity_name) : "<default>") + ",");
       }
+      std::sort(parts.begin(), parts.end());
+      std::string entity;
+      for (const auto& p : parts) entity += p;
       for (const auto& v : e.values) seen[entity + "|" + std::string(v.key)] = v.value;
     }
     return seen;
   };
-  const std::map<std::string, double> expected = {
-      {"client-id=a,|producer_byte_rate", 1000},
-      {"user=<default>,|consumer_byte_rate", 2048},
-      {"user=u,client-id=b,|request_percentage", 12.5}};
+  const std::map<std::string, double> expected = {{"client-id=a,|producer_byte_rate", 1000},
+                                                  {"user=<default>,|consumer_byte_rate", 2048},
+                                                  {"client-id=b,user=u,|request_percentage", 12.5}};
   {
     broker_process broker({}, data);
     ASSERT_NE(broker.port(), 0) << broker.output();

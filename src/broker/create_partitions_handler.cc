@@ -19,8 +19,11 @@
 //     the metadata log (the commit point) and created on disk before the answer; Metadata shows
 //     them at once.
 //   - A body that does not decode closes the connection.
-// Not supported: THROTTLING_QUOTA_EXCEEDED (no controller mutation quota); timeout_ms
-// (creation is synchronous).
+//   - The client's controller_mutation_rate quota, one permit a new partition, after the
+//     assignment count check and before the replica checks (Kafka's order), validate_only
+//     included: strict from v3 (THROTTLING_QUOTA_EXCEEDED with a null message while in debt),
+//     permissive before; ThrottleTimeMs the time until it is paid.
+// Not supported: timeout_ms (creation is synchronous).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include <map>
 
 #include "broker/handler.h"
+#include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -135,6 +139,7 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
     }
     reply.results.push_back(std::move(result));
   };
+  controller_mutation_quota quota(request, 3);
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   int64_t additional_total = 0;
@@ -170,7 +175,13 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
                        t.name, topic->partitions, t.count_)};
     } else {
       const int32_t additional = t.count_ - topic->partitions;
-      e = check_assignments(t, additional, node_id);
+      if (t.assignments && static_cast<int64_t>(t.assignments->size()) != additional) {
+        e = check_assignments(t, additional, node_id);  // the count's error
+      } else if (!quota.record(additional)) {
+        e = {error_code::throttling_quota_exceeded, std::nullopt};  // null, as Kafka's
+      } else {
+        e = check_assignments(t, additional, node_id);
+      }
       if (e.code == error_code::none) {
         if (!decoded->validate_only) {
           std::string name(t.name);
@@ -187,6 +198,9 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
     }
     add_result(t.name, e);
   }
+  guard.unlock();
+  request.throttle_ms = quota.throttle_ms();
+  reply.throttle_time_ms = request.throttle_ms;
   co_return encode_response(reply, version);
 }
 

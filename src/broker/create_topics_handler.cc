@@ -33,7 +33,11 @@
 //   source (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG), none read-only or
 //   sensitive. Failed results carry -1 / -1 and no configs.
 //   - A body that does not decode closes the connection.
-// Not supported: create-topic policies (create.topic.policy.class.name), quotas, timeout_ms
+//   - the client's controller_mutation_rate quota, one permit a partition, after every other
+//     check (validate_only included, as Kafka's controller): strict from v6 (a topic asked while
+//     the client is in debt is THROTTLING_QUOTA_EXCEEDED with a null message, as Kafka answers),
+//     permissive before; ThrottleTimeMs the time until the debt is paid.
+// Not supported: create-topic policies (create.topic.policy.class.name), timeout_ms
 // (creation is synchronous: the partition directories exist when the answer is sent).
 #include <spdlog/spdlog.h>
 
@@ -42,6 +46,7 @@
 #include <set>
 
 #include "broker/handler.h"
+#include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -61,7 +66,7 @@ constexpr std::string_view cluster_metadata_topic = "__cluster_metadata";
 
 struct topic_error {
   error_code code;
-  std::string message;
+  std::optional<std::string> message;  // nullopt: null on the wire
 };
 
 // The wire error of a storage failure while creating a topic.
@@ -82,6 +87,9 @@ error_code create_topics_error(const storage::storage_error& e) {
       return error_code::unknown_server_error;
   }
 }
+
+// Without a message: Kafka's ApiError.fromThrowable leaves out a message that is the code's own.
+topic_error throttled_error() { return {error_code::throttling_quota_exceeded, std::nullopt}; }
 
 topic_error from_storage(const storage::storage_error& e) {
   return {create_topics_error(e), e.message};
@@ -217,12 +225,17 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     creatable_topic_result result;
     result.name = name;
     result.error_code = static_cast<int16_t>(e.code);
-    result.error_message = strings.emplace_back(e.message);
+    if (e.message) {
+      result.error_message = strings.emplace_back(*e.message);
+    } else {
+      result.error_message = std::nullopt;
+    }
     result.configs = std::vector<protocol::create_topics_response::creatable_topic_configs>{};
     return result;
   };
   // Answered after the others, as Kafka appends it to the controller's results.
   bool cluster_metadata_asked = false;
+  controller_mutation_quota quota(request, 6);
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
@@ -236,6 +249,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     storage::config_map overrides;
     int32_t partitions = 0;
     std::optional<topic_error> error = check_topic(t, config, logs, overrides, partitions);
+    if (!error && !quota.record(partitions)) error = throttled_error();
     storage::uuid topic_id = storage::uuid::random();
     if (!error && !decoded->validate_only) {
       auto created = logs.create_topic(t.name, partitions, overrides, wall_clock_ms());
@@ -279,6 +293,8 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
             error_code::invalid_request,
             fmt::format("Creation of internal topic {} is prohibited.", cluster_metadata_topic)}));
   }
+  request.throttle_ms = quota.throttle_ms();
+  reply.throttle_time_ms = request.throttle_ms;
   co_return encode_response(reply, version);
 }
 

@@ -14,13 +14,17 @@
 //   - The group coordinator is told the deleted topics once they are gone, and deletes the
 //     groups' committed offsets of them (Kafka's onPartitionsDeleted), before the answer.
 //   - A body that does not decode closes the connection.
-// Not supported: quotas; timeout_ms (deletion is synchronous).
+//   - The client's controller_mutation_rate quota, one permit a partition of the topic, once
+//     the topic is found: strict from v5 (THROTTLING_QUOTA_EXCEEDED with a null message while
+//     in debt, the topic kept), permissive before; ThrottleTimeMs the time until it is paid.
+// Not supported: timeout_ms (deletion is synchronous).
 #include <spdlog/spdlog.h>
 
 #include <deque>
 #include <map>
 
 #include "broker/handler.h"
+#include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
@@ -80,6 +84,7 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   protocol::delete_topics_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
   std::vector<std::string> deleted;
+  controller_mutation_quota quota(request, 5);
   auto guard = topics.lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& w : asked) {
@@ -114,6 +119,13 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
                   std::string(protocol::describe(error_code::unknown_topic_id).message));
       }
     }
+    if (topic != nullptr && !quota.record(topic->partitions)) {
+      result.name = strings.emplace_back(topic->name);
+      result.topic_id = to_wire(topic->topic_id);
+      result.error_code = static_cast<int16_t>(error_code::throttling_quota_exceeded);
+      result.error_message = std::nullopt;  // Kafka leaves out the code's own message
+      topic = nullptr;
+    }
     if (topic != nullptr) {
       std::string& name = strings.emplace_back(topic->name);
       result.name = name;
@@ -135,6 +147,8 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   if (!deleted.empty() && request.services.groups != nullptr) {
     request.services.groups->on_topics_deleted(deleted, wall_clock_ms());
   }
+  request.throttle_ms = quota.throttle_ms();
+  reply.throttle_time_ms = request.throttle_ms;
   co_return encode_response(reply, version);
 }
 

@@ -3,6 +3,7 @@
 // answer's ThrottleTimeMs and into request_context::throttle_ms, which mutes the connection.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -27,5 +28,52 @@ inline double request_time_percentage(std::chrono::steady_clock::time_point star
                          .count();
   return static_cast<double>(nanos) * 100.0 / 1e9;
 }
+
+// One request's controller mutation quota (Kafka's ControllerMutationQuota), one partition a
+// permit: strict from `strict_since_version` (a topic or partition change asked while the
+// client's bucket is in debt is refused with THROTTLING_QUOTA_EXCEEDED and its throttle time),
+// permissive before it (every change is made; the answer is throttled once in debt). Kafka's
+// KRaft controller applies it to validate_only requests too (ReplicationControlManager).
+class controller_mutation_quota {
+ public:
+  controller_mutation_quota(const request_context& r, int16_t strict_since_version)
+      : manager_(r.services.quotas != nullptr ? &r.services.quotas->controller_mutation()
+                                              : nullptr),
+        user_(quota_user(r)),
+        client_id_(quota_client_id(r)),
+        permissive_(r.header.api_version < strict_since_version) {}
+
+  // Records `partitions` mutations; false when refused (strict, bucket in debt).
+  bool record(int32_t partitions) {
+    if (manager_ == nullptr || !manager_->enabled()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    const int32_t ms = manager_->record(user_, client_id_, partitions, now_ms, permissive_);
+    if (ms > 0) {
+      throttle_ms_ = ms;
+      recorded_at_ = now;
+    }
+    return permissive_ || ms == 0;
+  }
+
+  // The answer's throttle time: the last violation's, less the time since it (Kafka's
+  // AbstractControllerMutationQuota.throttleTime).
+  int32_t throttle_ms() const {
+    if (throttle_ms_ == 0) return 0;
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - recorded_at_)
+                             .count();
+    return static_cast<int32_t>(std::max<int64_t>(0, throttle_ms_ - elapsed));
+  }
+
+ private:
+  quota::client_quota_manager* manager_;
+  std::string_view user_;
+  std::string_view client_id_;
+  bool permissive_;
+  int32_t throttle_ms_ = 0;
+  std::chrono::steady_clock::time_point recorded_at_;
+};
 
 }  // namespace tarn::broker

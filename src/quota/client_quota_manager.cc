@@ -116,9 +116,10 @@ int32_t client_quota_manager::record(std::string_view user, std::string_view cli
     };
     if (!permissive) {
       // Strict (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+): checked before the
-      // record; a bucket in debt refuses the mutation and records nothing.
+      // record; a bucket in debt refuses the mutation and records nothing. A refusal is at
+      // least 1 ms, so that it tells apart from an accepted change.
       const double tokens = s.bucket.measure(config_, bound, now_ms);
-      if (tokens < 0) return throttle(tokens);
+      if (tokens < 0) return std::max(1, throttle(tokens));
       s.bucket.record(config_, bound, value, now_ms);
       return 0;
     }

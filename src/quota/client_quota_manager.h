@@ -33,7 +33,8 @@ class client_quota_manager {
   // (observed - quota) / quota * window, Kafka's QuotaUtils.throttleTime; for the request quota
   // bounded by one window (ClientRequestQuotaManager); for controller mutations the token
   // debt / quota (ControllerMutationQuotaManager), where the record is made only if the bucket
-  // is not in debt yet (strict) unless `permissive`.
+  // is not in debt yet (strict: a refusal answers a throttle of at least 1 ms) unless
+  // `permissive`.
   int32_t record(std::string_view user, std::string_view client_id, double value, int64_t now_ms,
                  bool permissive = true);
   // Records without a quota check (Kafka's recordNoThrottle) and takes a record back (a fetch
