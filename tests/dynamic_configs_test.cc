@@ -5,6 +5,7 @@
 // with Kafka's messages, and sees a topic without overrides follow the new defaults; hand-built
 // IncrementalAlterConfigs for another broker id and an unknown resource type. tarn only: the
 // dynamic configs survive SIGKILL and restart.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -158,6 +159,95 @@ TEST_P(dynamic_configs, other_broker_ids_and_unknown_resource_types) {
       << r->responses[0].error_message.value_or("");
   EXPECT_EQ(r->responses[1].error_code, code(error_code::invalid_request))
       << r->responses[1].error_message.value_or("");
+}
+
+// BROKER_LOGGER (resource type 8): describe and set the root logger's level, and every refusal
+// with the code and message Kafka 4.4.0 answers.
+TEST_P(dynamic_configs, broker_logger_levels) {
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  std::vector<uint8_t> buf;
+  auto describe = [&](std::string_view name, int8_t type = 8, std::string_view key = "root") {
+    protocol::describe_configs_request req;
+    auto& res = req.resources.emplace_back();
+    res.resource_type = type;
+    res.resource_name = name;
+    res.configuration_keys.emplace().push_back(key);
+    auto r = tools::call<protocol::describe_configs_response>(**c, req, 4, buf);
+    EXPECT_TRUE(r.has_value());
+    std::string out;
+    if (!r) return out;
+    for (const auto& result : r->results) {
+      out += std::to_string(result.error_code) + " " +
+             std::string(result.error_message.value_or("<null>"));
+      for (const auto& e : result.configs) {
+        out +=
+            fmt::format(" | {}={} source={} ro={} sensitive={}", e.name, e.value.value_or("<null>"),
+                        e.config_source, e.read_only, e.is_sensitive);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(describe("1"), "0  | root=INFO source=6 ro=false sensitive=false");
+  // A described resource's ErrorMessage is "" (Kafka 4.4), for brokers as for loggers.
+  EXPECT_EQ(describe("1", 4, "num.io.threads").substr(0, 3), "0  ");
+  EXPECT_EQ(describe(""), "42 Broker id must not be empty");
+  EXPECT_EQ(describe("7"), "42 Unexpected broker id, expected 1 but received 7");
+
+  auto alter = [&](std::string_view name,
+                   std::vector<std::tuple<std::string, int8_t, std::optional<std::string>>> ops,
+                   bool validate_only) {
+    protocol::incremental_alter_configs_request req;
+    std::vector<std::string> keep;
+    keep.reserve(16);
+    auto& res = req.resources.emplace_back();
+    res.resource_type = 8;
+    res.resource_name = name;
+    for (const auto& [key, op, value] : ops) {
+      auto& o = res.configs.emplace_back();
+      o.name = keep.emplace_back(key);
+      o.config_operation = op;
+      if (value) {
+        o.value = keep.emplace_back(*value);
+      } else {
+        o.value = std::nullopt;
+      }
+    }
+    req.validate_only = validate_only;
+    auto r = tools::call<protocol::incremental_alter_configs_response>(**c, req, 1, buf);
+    EXPECT_TRUE(r.has_value());
+    if (!r || r->responses.size() != 1) return std::string("no answer");
+    return std::to_string(r->responses[0].error_code) + " " +
+           std::string(r->responses[0].error_message.value_or("<null>"));
+  };
+  EXPECT_EQ(alter("1", {{"root", 0, "WARN"}}, true), "0 <null>");
+  EXPECT_EQ(describe("1"), "0  | root=INFO source=6 ro=false sensitive=false");
+  EXPECT_EQ(alter("1", {{"no.such.logger", 0, "INFO"}}, false),
+            "40 Logger no.such.logger does not exist!");
+  EXPECT_EQ(alter("1", {{"root", 0, "LOUD"}}, false),
+            "40 Cannot set the log level of root to LOUD as it is not a supported log level. "
+            "Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN");
+  EXPECT_EQ(alter("1", {{"root", 1, std::nullopt}}, false),
+            "42 Removing the log level of the root logger is not allowed");
+  EXPECT_EQ(alter("1", {{"root", 2, "INFO"}}, false),
+            "42 APPEND operation is not allowed for the BROKER_LOGGER resource");
+  EXPECT_EQ(alter("1", {{"root", 3, "INFO"}}, false),
+            "42 SUBTRACT operation is not allowed for the BROKER_LOGGER resource");
+  EXPECT_EQ(alter("7", {{"root", 0, "INFO"}}, false),
+            "42 Unexpected node id. Expected 1, but received 7");
+  EXPECT_EQ(alter("x", {{"root", 0, "INFO"}}, false),
+            "42 Node id must be an integer, but it is: x");
+  // A key twice is refused before anything else; one bad operation fails the resource and
+  // applies nothing.
+  EXPECT_EQ(alter("1", {{"root", 0, "WARN"}, {"root", 2, "INFO"}}, false),
+            "42 Error due to duplicate config keys");
+  EXPECT_EQ(alter("1", {{"root", 0, "WARN"}, {"no.such.logger", 0, "INFO"}}, false),
+            "40 Logger no.such.logger does not exist!");
+  EXPECT_EQ(describe("1"), "0  | root=INFO source=6 ro=false sensitive=false");
+  EXPECT_EQ(alter("1", {{"root", 0, "WARN"}}, false), "0 <null>");
+  EXPECT_EQ(describe("1"), "0  | root=WARN source=6 ro=false sensitive=false");
+  EXPECT_EQ(alter("1", {{"root", 0, "INFO"}}, false), "0 <null>");
+  EXPECT_EQ(describe("1"), "0  | root=INFO source=6 ro=false sensitive=false");
 }
 
 // The legacy AlterConfigs (33): the given set replaces the resource's configs, at every version.

@@ -20,7 +20,11 @@
 //     name lists the cluster-wide dynamic defaults only. Another id is INVALID_REQUEST, as Kafka
 //     answers. Topic synonyms carry the same dynamic layers.
 //   - ConfigurationKeys filters by name (unknown names are left out); null means all.
-//   - Other resource types (broker loggers, client metrics, groups): INVALID_REQUEST.
+//   - Broker logger (resource type 8) named node.id: every logger (broker_loggers.h: tarn's one
+//     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
+//     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
+//     messages.
+//   - Other resource types (client metrics, groups): INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
 // Not supported: sensitive broker values (tarn has no password configs), quotas.
 #include <spdlog/spdlog.h>
@@ -28,6 +32,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "broker/broker_loggers.h"
 #include "broker/dynamic_config_keys.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -232,7 +237,7 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
     resource_result result;
     result.resource_type = res.resource_type;
     result.resource_name = res.resource_name;
-    result.error_message = std::nullopt;
+    result.error_message = "";  // Kafka 4.4 answers "" (not null) for a described resource
     auto set_error = [&](error_code code, std::string message) {
       result.error_code = static_cast<int16_t>(code);
       result.error_message = strings.emplace_back(std::move(message));
@@ -256,10 +261,24 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
                   fmt::format("Unexpected broker id, expected {} or empty string, but received {}",
                               config.node_id, res.resource_name));
       }
+    } else if (res.resource_type == resource_type_broker_logger) {
+      if (auto bad = check_logger_resource_name(res.resource_name, config.node_id, false)) {
+        set_error(bad->code, std::move(bad->message));
+      } else {
+        auto& configs = result.configs;
+        for (auto& l : broker_loggers()) {
+          if (!wanted(res, l.name)) continue;
+          auto& c = configs.emplace_back();
+          c.name = strings.emplace_back(std::move(l.name));
+          c.value = strings.emplace_back(std::move(l.level));
+          c.config_source = 6;  // DYNAMIC_BROKER_LOGGER_CONFIG
+          c.documentation = std::nullopt;
+        }
+      }
     } else {
       set_error(error_code::invalid_request,
                 fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "
-                            "(supported: 2 = topic, 4 = broker)",
+                            "(supported: 2 = topic, 4 = broker, 8 = broker logger)",
                             res.resource_type));
     }
     reply.results.push_back(std::move(result));

@@ -21,15 +21,20 @@
 //     log.segment.bytes, message.max.bytes, compression.type, ...) reach every topic without an
 //     override, log.cleaner.* restart the cleaner. Keys Kafka cannot change at runtime and bad
 //     values are INVALID_REQUEST with Kafka's messages; another broker id INVALID_REQUEST.
+//   - Broker logger (resource type 8) named node.id: SET a logger's level (broker_loggers.h),
+//     at once and until the broker stops, as Kafka's RuntimeLoggerManager; an unknown logger or
+//     level INVALID_CONFIG, DELETE of the root logger, APPEND and SUBTRACT INVALID_REQUEST,
+//     all with Kafka's messages; every operation is validated before any is applied.
 //   - Every other resource type: INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
-// Not supported: broker-logger configs, alter-config policies, quotas.
+// Not supported: alter-config policies.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <deque>
 #include <set>
 
+#include "broker/broker_loggers.h"
 #include "broker/dynamic_config.h"
 #include "broker/dynamic_config_keys.h"
 #include "broker/handler.h"
@@ -244,6 +249,19 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
         error = alter_error{e->code, e->message};
       }
       guard.lock();
+    } else if (res.resource_type == resource_type_broker_logger) {
+      if (auto bad = check_logger_resource_name(res.resource_name, request.services.config.node_id,
+                                                true)) {
+        error = alter_error{bad->code, bad->message};
+      } else {
+        std::vector<logger_op> ops;
+        for (const auto& c : res.configs) ops.push_back({c.name, c.config_operation, c.value});
+        if (auto e = alter_logger_levels(ops, decoded->validate_only)) {
+          error = alter_error{e->code, e->message};
+        } else if (!decoded->validate_only) {
+          spdlog::info("broker loggers altered by {}", request.connection.peer);
+        }
+      }
     } else if (res.resource_type != resource_type_topic) {
       error = alter_error{error_code::invalid_request,
                           fmt::format("Unsupported resource type {} for IncrementalAlterConfigs "
