@@ -116,6 +116,9 @@ result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
           fmt::format("Unknown config operation {} for key {}", c.config_operation, c.name)});
     }
     const storage::config_definition* def = storage::find_topic_config(c.name);
+    // Kafka 4.4 validates the configs the topic ends up with: deleting a name that is not a topic
+    // config changes nothing and is no error.
+    if (def == nullptr && op == op_type::remove) continue;
     if (def == nullptr) {
       return fail(alter_error{error_code::invalid_config,
                               fmt::format("Unknown topic config name: {}", c.name)});

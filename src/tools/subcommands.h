@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace CLI {
@@ -22,11 +23,17 @@ void add_perf(CLI::App& app);      // tools/perf.cc
 void add_topics(CLI::App& app);    // tools/topics.cc
 void add_consume(CLI::App& app);   // tools/consume.cc
 void add_groups(CLI::App& app);    // tools/groups.cc
+void add_configs(CLI::App& app);   // tools/configs.cc
 
 // Every registered subcommand, in help order.
 std::vector<add_subcommand_fn> all_subcommands();
 
 void set_subcommand_exit_code(int code);
 int subcommand_exit_code();
+
+// The command line after the subcommand's name, joined by spaces (kafka-configs.sh quotes it in
+// its error line).
+void set_subcommand_args(std::string args);
+const std::string& subcommand_args();
 
 }  // namespace tarn::tools
