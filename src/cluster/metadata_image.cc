@@ -29,11 +29,9 @@ void metadata_image::apply(const metadata_record& record) {
             topics.erase(it);
           }
         } else if constexpr (std::is_same_v<T, feature_level_record>) {
-          if (r.feature_level == 0) {
-            features.erase(r.name);
-          } else {
-            features[r.name] = r.feature_level;
-          }
+          // Level 0 is kept: the feature is no longer finalized, which differs from a feature
+          // never set (then the broker's default level is finalized, features.h).
+          features[r.name] = r.feature_level;
         } else {
           quota_entity entity;
           for (const auto& e : r.entities) entity.emplace_back(e.entity_type, e.entity_name);

@@ -42,7 +42,7 @@ class metadata_store {
   virtual feature_map finalized_features() const = 0;
   // The epoch of the finalized features ApiVersions reports: the offset of the last change.
   virtual int64_t finalized_features_epoch() const = 0;
-  // Sets each feature to its level (0 removes it), as one change.
+  // Sets each feature to its level (0: no longer finalized, kept as 0), as one change.
   virtual result<void, storage::storage_error> set_feature_levels(const feature_map& levels) = 0;
 };
 

@@ -75,6 +75,7 @@ public class GoldenMessages {
     DescribeClientQuotasRequestData.class, DescribeClientQuotasResponseData.class,
     AlterClientQuotasRequestData.class, AlterClientQuotasResponseData.class,
     DescribeUserScramCredentialsRequestData.class, DescribeUserScramCredentialsResponseData.class,
+    UpdateFeaturesRequestData.class, UpdateFeaturesResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
