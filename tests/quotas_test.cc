@@ -9,6 +9,8 @@
 //     with Kafka's default of 11 one-second windows a client may burst ~11 s of its quota at
 //     once, so over 20 s Kafka itself lets 1.25 MiB/s through (measured here: 1.25 vs 1.26 for
 //     tarn); with 2 windows the bursts are 2 s and both hold 1 MiB/s within a percent;
+//   - a consumer (confluent-kafka, partition assigned, no group) with consumer_byte_rate 1 MiB/s
+//     is held to 1 MiB/s +-10% over 20 s while an unlimited one reads the whole 48 MB topic;
 //   - hand-built AlterClientQuotas/DescribeClientQuotas requests: validate_only changes nothing,
 //     one answer per entity with Kafka's codes and messages, an invalid filter answers its error
 //     with null entries, a consumer over consumer_byte_rate gets empty throttled fetches.
@@ -214,6 +216,68 @@ TEST_P(quotas, a_producer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
   EXPECT_EQ(fr.throttle_max_ms, 0) << free_out.second;
   EXPECT_GT(fr.rate, 5 * 1048576.0)
       << "the unlimited producer is not held back: " << free_out.second;
+}
+
+struct consumed {
+  double rate = 0;
+  long total_bytes = -1;
+  long errors = -1;
+  double throttle_max_ms = -1;
+};
+
+consumed parse_consumed(const std::string& out) {
+  consumed c;
+  std::smatch m;
+  auto num = [&](const char* key) -> double {
+    std::regex re(std::string("\"") + key + "\": ([0-9.e+-]+)");
+    return std::regex_search(out, m, re) ? std::stod(m[1]) : -1;
+  };
+  c.rate = num("rate");
+  c.total_bytes = static_cast<long>(num("total_bytes"));
+  c.errors = static_cast<long>(num("errors"));
+  c.throttle_max_ms = num("throttle_max_ms");
+  return c;
+}
+
+TEST_P(quotas, a_consumer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
+  const std::string topic = name("topic");
+  const std::string limited = name("limited"), free = name("free");
+  if (kafka_libs().empty()) GTEST_SKIP() << "kafka-configs needs java and the Kafka 4.4.0 jars";
+  const std::string tarn = std::string("timeout 120 ") + TARN_BINARY;
+  {
+    auto [rc, out] = run_command(tarn + " topics --bootstrap-server " + bootstrap() +
+                                 " --create --topic " + topic + " --partitions 1");
+    ASSERT_EQ(rc, 0) << out;
+  }
+  // 48,000 values of 1,000 bytes: more than the limited consumer can read in 25 s.
+  constexpr long values_bytes = 48'000L * 1000;
+  {
+    auto [rc, out] =
+        run_command(tarn + " perf produce --bootstrap-server " + bootstrap() + " --topic " +
+                    topic + " --num-records 48000 --record-size 1000 --throughput -1");
+    ASSERT_EQ(rc, 0) << out;
+  }
+  set_quota("--entity-type clients --entity-name " + limited, "consumer_byte_rate=1048576",
+            "consumer_byte_rate");
+  const std::string script = std::string(TARN_SOURCE_DIR) + "/tests/python/quota_consume.py ";
+  const std::string args = bootstrap() + " " + topic + " ";
+  // 25 s each, counted over [5 s, 25 s).
+  std::pair<int, std::string> free_out;
+  std::thread other(
+      [&] { free_out = run_command("timeout 120 " + script + args + free + " 25 5"); });
+  auto lim_out = run_command("timeout 120 " + script + args + limited + " 25 5");
+  other.join();
+  ASSERT_EQ(lim_out.first, 0) << lim_out.second;
+  ASSERT_EQ(free_out.first, 0) << free_out.second;
+  const consumed lim = parse_consumed(lim_out.second), fr = parse_consumed(free_out.second);
+  EXPECT_EQ(lim.errors, 0) << lim_out.second;
+  EXPECT_EQ(fr.errors, 0) << free_out.second;
+  // The quota counts the Fetch responses; the script counts values: within +-10 %.
+  EXPECT_NEAR(lim.rate, 1048576.0, 0.1 * 1048576.0) << lim_out.second;
+  EXPECT_GT(lim.throttle_max_ms, 0) << "librdkafka saw ThrottleTimeMs: " << lim_out.second;
+  EXPECT_EQ(fr.throttle_max_ms, 0) << free_out.second;
+  EXPECT_EQ(fr.total_bytes, values_bytes)
+      << "the unlimited consumer reads everything: " << free_out.second;
 }
 
 // ---- Hand-built requests.
