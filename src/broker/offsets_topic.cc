@@ -93,18 +93,24 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
   return created;
 }
 
+offsets_topic::offsets_topic(topic_manager& topics, const coordinator::group_config& config,
+                             int32_t load_buffer_bytes)
+    : offsets_topic(
+          topics, std::string(coordinator::offsets_topic_name),
+          [config](storage::log_manager& logs, int64_t now_ms) {
+            return create_offsets_topic(logs, config, now_ms);
+          },
+          load_buffer_bytes) {}
+
 result<int32_t, error_code> offsets_topic::ensure_topic() {
   auto guard = topics_.lock();
   storage::log_manager& logs = topics_.logs();
-  if (const storage::topic_info* t = logs.find_topic(coordinator::offsets_topic_name)) {
-    return t->partitions;
-  }
-  auto created = create_offsets_topic(logs, config_, wall_clock_ms());
+  if (const storage::topic_info* t = logs.find_topic(topic_)) return t->partitions;
+  auto created = create_(logs, wall_clock_ms());
   if (!created) {
     // Kafka answers FindCoordinator COORDINATOR_NOT_AVAILABLE while its internal topic cannot be
     // created (a retriable error: the client keeps asking).
-    log_rate_limited(fmt::format("cannot create {}", coordinator::offsets_topic_name),
-                     created.error().message);
+    log_rate_limited(fmt::format("cannot create {}", topic_), created.error().message);
     return fail(error_code::coordinator_not_available);
   }
   return (*created)->partitions;
@@ -112,14 +118,12 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
 
 std::optional<int32_t> offsets_topic::partitions() const {
   auto guard = topics_.lock();
-  if (const storage::topic_info* t = topics_.logs().find_topic(coordinator::offsets_topic_name)) {
-    return t->partitions;
-  }
+  if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
   return std::nullopt;
 }
 
 result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vector<uint8_t> batch) {
-  const std::string topic(coordinator::offsets_topic_name);
+  const std::string& topic = topic_;
   storage::log_config config;
   {
     auto guard = topics_.lock();
@@ -167,7 +171,7 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
 
 result<void, std::string> offsets_topic::replay(
     int32_t partition, const std::function<void(const coordinator::offsets_record&)>& fn) {
-  const std::string topic(coordinator::offsets_topic_name);
+  const std::string& topic = topic_;
   offset_t next = 0;
   offset_t end = 0;
   size_t max_uncompressed = 0;

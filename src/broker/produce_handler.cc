@@ -44,7 +44,10 @@
 // client's producer_byte_rate and its handling time against request_percentage (not for acks=0);
 // the larger throttle goes into ThrottleTimeMs and mutes the connection that long.
 //
-// Not supported: transactions (a transactional batch is INVALID_TXN_STATE).
+// Transactions (docs/transactions.md): a transactional batch is appended only to a partition
+// its producer's ongoing transaction holds (txn/txn_coordinator.h), else INVALID_TXN_STATE;
+// appended, it opens the producer's transaction in the partition's producer state (the last
+// stable offset stops there until the marker).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -64,6 +67,7 @@
 #include "record/record_batch.h"
 #include "storage/log_validator.h"
 #include "storage/producer_state.h"
+#include "txn/txn_coordinator.h"
 
 namespace tarn::broker {
 
@@ -361,8 +365,20 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       pw.validated = std::move(*v);
       if (pw.validated.transactional) {
-        pw.failure = to_failure(
-            request_error{error_code::invalid_txn_state, "transactions are not supported by tarn"});
+        // The transaction must hold the partition (AddPartitionsToTxn first; Kafka's
+        // transaction.partition.verification.enable). Asked before the topics lock: the
+        // coordinator takes that lock itself when it writes markers.
+        const txn::txn_coordinator* txns = request.services.txns;
+        if (txns == nullptr ||
+            !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
+                                  {tw.name, pw.index})) {
+          pw.failure = to_failure(request_error{
+              error_code::invalid_txn_state,
+              fmt::format("transactional batch of producer {} epoch {}: {}-{} is not in its "
+                          "transaction",
+                          pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
+                          pw.index)});
+        }
       }
     }
   }
@@ -405,7 +421,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         pw.failure = to_failure(std::move(a.error()));
         continue;
       }
-      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
       pw.base_offset = first;
       pw.written = true;
       pw.log_append_time_ms = vb.log_append_time ? now : -1;
