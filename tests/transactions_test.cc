@@ -8,9 +8,12 @@
 //     fatal _FENCED), its open transaction is aborted, the second commits;
 //   - a producer SIGKILLed inside a transaction: the broker aborts it after
 //     transaction.timeout.ms, and a later committed record becomes readable;
+//   - consume-transform-produce (send_offsets_to_transaction: AddOffsetsToTxn, TxnOffsetCommit):
+//     the group's offsets move only when the transaction commits;
 //   - InitProducerId with a timeout above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT.
 // And tarn only: committed, aborted and open transactions survive a SIGKILL of the broker
-// (__transaction_state, the producer state, .txnindex).
+// (__transaction_state, the producer state, .txnindex), and so do offsets committed by a
+// transaction (pending TxnOffsetCommit records and their marker in __consumer_offsets).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -168,6 +171,39 @@ TEST_P(transactions, a_transaction_of_a_killed_producer_is_aborted_after_its_tim
   EXPECT_TRUE(seen[0].ends_with(" 0-0-c")) << seen[0];
 }
 
+TEST_P(transactions, consume_transform_produce_commits_offsets_only_with_its_transaction) {
+  const std::string in = name("in"), out_topic = name("out"), group = name("g");
+  create(in, 1);
+  create(out_topic, 1);
+  auto [rc, out] = client("produce " + bootstrap() + " " + in + " 5");
+  ASSERT_EQ(rc, 0) << out;
+  auto committed = [&] {
+    auto [c, o] = client("committed " + bootstrap() + " " + in + " " + group);
+    EXPECT_EQ(c, 0) << o;
+    return lines_with(o, "committed ");
+  };
+  auto ctp = [&](const std::string& outcome) {
+    auto [c, o] = client("ctp " + bootstrap() + " " + in + " " + out_topic + " " + group + " " +
+                             name("tx") + " " + outcome,
+                         90);
+    EXPECT_EQ(c, 0) << o;
+    return o;
+  };
+  // An aborted round: the offsets stay uncommitted (-1001: none) and its output is invisible.
+  out = ctp("abort");
+  EXPECT_EQ(lines_with(out, "consumed 5").size(), 1u) << out;
+  EXPECT_EQ(committed(), std::vector<std::string>{"committed 0 -1001"});
+  EXPECT_TRUE(consume(out_topic, 1, "read_committed").empty());
+  // A committed one: the group's offset is the end of the input, the output readable (after
+  // the aborted five and their ABORT: offsets 6-10).
+  out = ctp("commit");
+  EXPECT_EQ(lines_with(out, "consumed 5").size(), 1u) << out;
+  EXPECT_EQ(committed(), std::vector<std::string>{"committed 0 5"});
+  EXPECT_EQ(consume(out_topic, 1, "read_committed"),
+            (std::vector<std::string>{"record 0 10 IN-4", "record 0 6 IN-0", "record 0 7 IN-1",
+                                      "record 0 8 IN-2", "record 0 9 IN-3"}));
+}
+
 TEST_P(transactions, a_timeout_above_the_maximum_is_invalid_transaction_timeout) {
   kafka_conn c(port_, nullptr);
   ASSERT_TRUE(c.connected());
@@ -235,6 +271,23 @@ TEST(transactions_restart, committed_aborted_and_open_transactions_survive_a_bro
   after.push_back("record 0 10 0-0-c");
   EXPECT_EQ(consume("read_committed"), after);
   EXPECT_EQ(std::filesystem::file_size(data / "t-0" / "00000000000000000000.txnindex"), 68u);
+
+  // Offsets committed by a transaction (pending until the marker in __consumer_offsets) are
+  // rebuilt by the replay after another SIGKILL; those of an aborted one are not.
+  std::tie(rc, out) = run(broker.port(), "setup", "out 1");
+  ASSERT_EQ(rc, 0) << out;
+  std::tie(rc, out) = run(broker.port(), "ctp", "t out g ctp commit");
+  ASSERT_EQ(rc, 0) << out;
+  std::tie(rc, out) = run(broker.port(), "ctp", "t out g2 ctp2 abort");
+  ASSERT_EQ(rc, 0) << out;
+  broker.process().send_signal(SIGKILL);
+  broker.process().wait_exit(15s);
+  broker_process again(args, data);
+  ASSERT_NE(again.port(), 0) << again.output();
+  std::tie(rc, out) = run(again.port(), "committed", "t g");
+  EXPECT_EQ(lines_with(out, "committed "), std::vector<std::string>{"committed 0 12"}) << out;
+  std::tie(rc, out) = run(again.port(), "committed", "t g2");
+  EXPECT_EQ(lines_with(out, "committed "), std::vector<std::string>{"committed 0 -1001"}) << out;
 }
 
 }  // namespace

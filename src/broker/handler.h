@@ -192,6 +192,8 @@ void register_alter_partition_reassignments_handler(handler_registry& registry);
 void register_list_partition_reassignments_handler(handler_registry& registry);
 void register_add_partitions_to_txn_handler(handler_registry& registry);
 void register_end_txn_handler(handler_registry& registry);
+void register_add_offsets_to_txn_handler(handler_registry& registry);
+void register_txn_offset_commit_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

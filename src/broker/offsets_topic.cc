@@ -155,9 +155,13 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   if (idempotent) {
     record::record_batch_view v(vb.bytes);
     pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, v.last_sequence()};
-    auto check = log->producers().check(pa, first);
-    if (!check) return fail(append_error(check.error()));
-    if (*check) return (*check)->last_offset;  // a retry: already written
+    // A coordinator's transactional write (TxnOffsetCommit) is not a producer's retry: its
+    // sequences are not checked (Kafka appends it with AppendOrigin.COORDINATOR).
+    if (!vb.transactional) {
+      auto check = log->producers().check(pa, first);
+      if (!check) return fail(append_error(check.error()));
+      if (*check) return (*check)->last_offset;  // a retry: already written
+    }
   }
   if (auto a = log->append(vb.bytes, now); !a) {
     if (a.error().code == storage::storage_errc::io_error) {
@@ -165,7 +169,7 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
     }
     return fail(append_error(a.error()));
   }
-  if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+  if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
   return last;
 }
 
@@ -214,7 +218,22 @@ result<void, std::string> offsets_topic::replay(
                                 batch.base_offset(), h.error().message));
       }
       next = batch.next_offset();
-      if (batch.is_control()) continue;
+      if (batch.is_control()) {
+        // A transaction marker: key version int16, type int16 (0 ABORT, 1 COMMIT).
+        auto records = record::batch_records::open(batch, max_uncompressed);
+        if (!records) continue;
+        record::record_reader reader = records->reader();
+        record::record_view r;
+        if (reader.next(r) && r.key && r.key->size() >= 4) {
+          coordinator::offsets_record marker;
+          marker.offset = batch.base_offset();
+          marker.producer_id = batch.producer_id();
+          marker.marker_commit = (*r.key)[3] == 1 && (*r.key)[2] == 0;
+          fn(marker);
+        }
+        continue;
+      }
+      const int64_t txn_producer = batch.is_transactional() ? batch.producer_id() : -1;
       auto records = record::batch_records::open(batch, max_uncompressed);
       if (!records) {
         return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,
@@ -228,7 +247,7 @@ result<void, std::string> offsets_topic::replay(
           return fail(
               fmt::format("{}-{}: the record at offset {} has no key", topic, partition, offset));
         }
-        fn(coordinator::offsets_record{offset, *r.key, r.value});
+        fn(coordinator::offsets_record{offset, *r.key, r.value, txn_producer, std::nullopt});
       }
       if (reader.error()) {
         return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,

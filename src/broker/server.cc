@@ -279,7 +279,7 @@ result<void, std::string> server::start() {
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
   s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
-  s.txn_markers = std::make_unique<partition_markers>(*s.topics);
+  s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
   s.txns = std::make_unique<txn::txn_coordinator>(
       s.config.txn, *s.txn_log, *s.txn_markers,
       [dir = s.config.log_dirs.front()] { return next_producer_id(dir); });

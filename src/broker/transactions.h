@@ -13,6 +13,7 @@
 
 #include "broker/offsets_topic.h"
 #include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
 #include "storage/log_config.h"
 #include "storage/log_manager.h"
 #include "txn/txn_coordinator.h"
@@ -43,16 +44,21 @@ class transaction_state_log final : public txn::txn_log {
 
 // Writes a marker to a partition's log under the topic manager's lock: the producer state's
 // epoch check (INVALID_PRODUCER_EPOCH for a stale epoch), then the control batch at the log end
-// (storage::log::append_txn_marker), which wakes the fetches waiting on the partition.
+// (storage::log::append_txn_marker), which wakes the fetches waiting on the partition. A marker
+// on __consumer_offsets then completes the producer's pending TxnOffsetCommit offsets in the
+// group coordinator (after the topics lock is released: the coordinator's order is shard ->
+// topics).
 class partition_markers final : public txn::txn_markers {
  public:
-  explicit partition_markers(topic_manager& topics) : topics_(topics) {}
+  partition_markers(topic_manager& topics, coordinator::group_coordinator* groups)
+      : topics_(topics), groups_(groups) {}
 
   protocol::error_code write_marker(std::string_view topic, int32_t partition,
                                     const txn::marker_request& marker) override;
 
  private:
   topic_manager& topics_;
+  coordinator::group_coordinator* groups_;
 };
 
 }  // namespace tarn::broker

@@ -17,6 +17,16 @@ prints one event per line (flushed) for the test to read while the process runs.
       producer A begins a transaction and sends "fenced-a"; producer B with the same
       transactional id initializes (fencing A, whose open transaction is aborted); A's commit
       fails: prints "a-commit-failed FATAL_OR_NOT CODE_NAME"; B commits "fenced-b": "b-committed".
+  txn_clients.py produce BOOTSTRAP TOPIC N
+      N plain (non-transactional) records "in-<i>" to partition 0; prints "produced N".
+  txn_clients.py ctp BOOTSTRAP IN OUT GROUP TXN_ID commit|abort
+      consume-transform-produce: a consumer of GROUP assigned IN partition 0 (from its committed
+      offset, else the beginning) reads until idle for 2 s, a transactional producer writes each
+      value upper-cased to OUT partition 0, sends the consumer's position with
+      send_offsets_to_transaction, and commits or aborts; prints "consumed N", then "committed"
+      or "aborted".
+  txn_clients.py committed BOOTSTRAP TOPIC GROUP
+      prints "committed 0 O" (OffsetFetch of partition 0; -1001 for none).
   txn_clients.py hang BOOTSTRAP TOPIC TXN_ID N TIMEOUT_MS
       begins a transaction (transaction.timeout.ms TIMEOUT_MS), sends N records "hang-<i>",
       flushes, prints "open" and sleeps until killed.
@@ -111,6 +121,65 @@ def fence(bootstrap, topic, txn_id):
     say("b-committed")
 
 
+def produce(bootstrap, topic, n):
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(int(n)):
+        p.produce(topic, value=f"in-{i}".encode(), partition=0)
+    p.flush(30)
+    say(f"produced {n}")
+
+
+def committed_offset(consumer, topic):
+    """OffsetFetch of partition 0, retried while the group coordinator is still being placed
+    (a broker whose __consumer_offsets was just created answers NOT_COORDINATOR for a while)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset
+        except KafkaException as e:
+            if time.monotonic() > deadline or not e.args[0].retriable() and e.args[0].name() not in (
+                    "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                    "COORDINATOR_NOT_AVAILABLE"):
+                raise
+            time.sleep(0.5)
+
+
+def ctp(bootstrap, src, dst, group, txn_id, outcome):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False, "isolation.level": "read_committed",
+                  "auto.offset.reset": "earliest"})
+    committed = committed_offset(c, src)
+    c.assign([TopicPartition(src, 0, committed if committed >= 0 else 0)])
+    p = producer(bootstrap, txn_id)
+    p.init_transactions(30)
+    p.begin_transaction()
+    count = 0
+    last = time.monotonic()
+    while time.monotonic() - last < 2.0:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        last = time.monotonic()
+        count += 1
+        p.produce(dst, value=m.value().upper(), partition=0)
+    say(f"consumed {count}")
+    p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+    if outcome == "commit":
+        p.commit_transaction(30)
+        say("committed")
+    else:
+        p.abort_transaction(30)
+        say("aborted")
+    c.close()
+
+
+def committed(bootstrap, topic, group):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False})
+    say(f"committed 0 {committed_offset(c, topic)}")
+    c.close()
+
+
 def hang(bootstrap, topic, txn_id, n, timeout_ms):
     p = producer(bootstrap, txn_id, int(timeout_ms))
     p.init_transactions(30)
@@ -125,7 +194,8 @@ def hang(bootstrap, topic, txn_id, n, timeout_ms):
 
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
-    {"setup": setup, "run": run, "consume": consume, "fence": fence, "hang": hang}[mode](*args)
+    {"setup": setup, "run": run, "consume": consume, "fence": fence, "hang": hang,
+     "produce": produce, "ctp": ctp, "committed": committed}[mode](*args)
 
 
 if __name__ == "__main__":
