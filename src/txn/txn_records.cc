@@ -32,13 +32,12 @@ std::vector<uint8_t> encode_txn_value(const txn_metadata& m) {
   v.producer_epoch = m.producer_epoch;
   v.transaction_timeout_ms = m.timeout_ms;
   v.transaction_status = static_cast<int8_t>(m.state);
-  // Partitions grouped by topic in name order; null when there are none (TransactionLog).
+  // Partitions grouped by topic in name order; an empty list when there are none, as
+  // TransactionLog.valueToBytes writes it.
   std::map<std::string_view, std::vector<int32_t>> by_topic;
   for (const auto& [topic, partition] : m.partitions) by_topic[topic].push_back(partition);
-  if (!by_topic.empty()) {
-    auto& list = v.transaction_partitions.emplace();
-    for (auto& [topic, ids] : by_topic) list.push_back({topic, std::move(ids)});
-  }
+  auto& list = v.transaction_partitions.emplace();
+  for (auto& [topic, ids] : by_topic) list.push_back({topic, std::move(ids)});
   v.transaction_last_update_timestamp_ms = m.txn_last_update_timestamp;
   v.transaction_start_timestamp_ms = m.txn_start_timestamp;
   std::vector<uint8_t> out;

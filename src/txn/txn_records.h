@@ -1,7 +1,9 @@
 // The records of __transaction_state in Kafka's format (TransactionLog): the key is an int16
 // version (0) and TransactionLogKey v0 (the transactional id); the value an int16 version and
-// TransactionLogValue (tarn writes version 0, as Kafka 4.4 does without transactions v2), or no
-// value at all (a tombstone) once the transactional id expired. Format: docs/transactions.md.
+// TransactionLogValue (tarn writes version 0, as Kafka 4.4 does with transaction.version 0; it
+// reads version 1 too, which Kafka writes from transaction.version 1), or no value at all (a
+// tombstone) once the transactional id expired. Format: docs/transactions.md. Checked against
+// Kafka's own TransactionLog in txn_records_test.cc.
 #pragma once
 
 #include <cstdint>
