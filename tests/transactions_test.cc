@@ -9,7 +9,8 @@
 //   - a producer SIGKILLed inside a transaction: the broker aborts it after
 //     transaction.timeout.ms, and a later committed record becomes readable;
 //   - consume-transform-produce (send_offsets_to_transaction: AddOffsetsToTxn, TxnOffsetCommit):
-//     the group's offsets move only when the transaction commits;
+//     the group's offsets move only when the transaction commits; the same with the Java
+//     KafkaProducer/KafkaConsumer 4.4.0 (tests/java/TxnCheck.java);
 //   - InitProducerId with a timeout above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT.
 // And tarn only: committed, aborted and open transactions survive a SIGKILL of the broker
 // (__transaction_state, the producer state, .txnindex), and so do offsets committed by a
@@ -202,6 +203,23 @@ TEST_P(transactions, consume_transform_produce_commits_offsets_only_with_its_tra
   EXPECT_EQ(consume(out_topic, 1, "read_committed"),
             (std::vector<std::string>{"record 0 10 IN-4", "record 0 6 IN-0", "record 0 7 IN-1",
                                       "record 0 8 IN-2", "record 0 9 IN-3"}));
+}
+
+TEST_P(transactions, java_consume_transform_produce_is_exactly_once) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  auto [rc, out] =
+      run_command("timeout 150 java -cp '" + kafka_libs() + "/*' " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/java/TxnCheck.java " + bootstrap() + " " + name("in") + " " +
+                  name("out") + " " + name("g") + " " + name("tx") + " 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(lines_with(out, "aborted "), std::vector<std::string>{"aborted 10"}) << out;
+  EXPECT_EQ(lines_with(out, "committed "), std::vector<std::string>{"committed 10"}) << out;
+  // The aborted ten at 0-9, their ABORT at 10; the committed ten at 11-20, read once each.
+  std::vector<std::string> want;
+  for (int i = 0; i < 10; ++i)
+    want.push_back("out " + std::to_string(11 + i) + " V" + std::to_string(i));
+  EXPECT_EQ(lines_with(out, "out "), want) << out;
+  EXPECT_EQ(lines_with(out, "offset "), std::vector<std::string>{"offset 10"}) << out;
 }
 
 TEST_P(transactions, a_timeout_above_the_maximum_is_invalid_transaction_timeout) {
