@@ -145,6 +145,7 @@ std::optional<aborted_txn> producer_state_manager::complete_txn(const txn_marker
   }
   entry.coordinator_epoch = marker.coordinator_epoch;
   entry.last_timestamp = timestamp;
+  ++entry.markers_written;
   const offset_t first = entry.current_txn_first_offset;
   entry.current_txn_first_offset = -1;
   if (first < 0) return std::nullopt;  // no data in this partition: nothing to index

@@ -45,6 +45,10 @@ struct producer_entry {
   int32_t coordinator_epoch = -1;
   offset_t current_txn_first_offset = -1;
   timestamp_ms last_timestamp = -1;
+  // Markers written for this producer since the partition was loaded (not in snapshots): the
+  // produce path's guard against a transactional batch checked before a marker and appended
+  // after it (Kafka's VerificationGuard).
+  uint32_t markers_written = 0;
 
   sequence_t last_seq() const { return batches.empty() ? -1 : batches.back().last_seq; }
 };
@@ -111,6 +115,11 @@ class producer_state_manager {
   // (its last stable offset is the first offset still unstable without it, else offset + 1).
   std::optional<aborted_txn> complete_txn(const txn_marker& marker, offset_t offset,
                                           timestamp_ms timestamp);
+  // producer_entry::markers_written of the producer (0 for one not known).
+  uint32_t markers_written(producer_id_t producer_id) const {
+    const producer_entry* e = find(producer_id);
+    return e == nullptr ? 0 : e->markers_written;
+  }
   // The first offset of the oldest open transaction (Kafka's firstUnstableOffset), if any.
   std::optional<offset_t> first_unstable_offset() const;
 

@@ -78,6 +78,10 @@ TEST(TxnLog, LastStableOffsetStopsAtTheOldestOpenTransaction) {
   EXPECT_EQ(*a, 8);
   EXPECT_EQ(lg.last_stable_offset(), 9);
   EXPECT_EQ(lg.log_end_offset(), 9);
+  // The produce path's guard: one marker each for 7 and 8, none for a stranger.
+  EXPECT_EQ(lg.producers().markers_written(7), 1U);
+  EXPECT_EQ(lg.producers().markers_written(8), 1U);
+  EXPECT_EQ(lg.producers().markers_written(99), 0U);
   const std::vector<aborted_txn> want{{8, 5, 8, 9}};
   EXPECT_EQ(lg.collect_aborted_txns(0, 9), want);
   EXPECT_TRUE(lg.collect_aborted_txns(0, 5).empty());   // ends before the aborted data

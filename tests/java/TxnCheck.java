@@ -7,8 +7,8 @@
 // (read_committed, subscribed to IN): the first writes each record upper-cased to OUT and is
 // aborted, the second (reading again from the group's committed offset, i.e. the start) does the
 // same and commits, both with sendOffsetsToTransaction. Prints "aborted N", "committed N", then
-// what a fresh read_committed consumer of OUT sees ("out O VALUE" per record) and the group's
-// committed offset ("offset O"), then "done".
+// what a fresh read_committed consumer of OUT sees ("out O VALUE" per record, until ten came and
+// 2 s more) and the group's committed offset ("offset O"), then "done".
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -96,10 +96,14 @@ public class TxnCheck {
       TopicPartition tp = new TopicPartition(out, 0);
       c.assign(List.of(tp));
       c.seekToBeginning(List.of(tp));
-      long deadline = System.currentTimeMillis() + 5000;
-      while (System.currentTimeMillis() < deadline) {
+      // Until the ten committed records came (at most 60 s), then 2 s more for any extra one.
+      int seen = 0;
+      long deadline = System.currentTimeMillis() + 60000;
+      long grace = Long.MAX_VALUE;
+      while (System.currentTimeMillis() < Math.min(deadline, grace)) {
         for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
           say("out " + r.offset() + " " + r.value());
+          if (++seen == 10) grace = System.currentTimeMillis() + 2000;
         }
       }
     }
