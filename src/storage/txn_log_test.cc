@@ -44,7 +44,7 @@ void append_txn(log& l, producer_id_t pid, int32_t seq, int32_t count) {
   l.producers().update({pid, 0, seq, seq + count - 1}, first, first + count - 1, 2000, true);
 }
 
-TEST(TxnLog, LastStableOffsetStopsAtTheOldestOpenTransaction) {
+TEST(txn_log, LastStableOffsetStopsAtTheOldestOpenTransaction) {
   temp_dir dir;
   auto l = log::open(options_in(dir.path()));
   ASSERT_TRUE(l);
@@ -107,7 +107,7 @@ TEST(TxnLog, LastStableOffsetStopsAtTheOldestOpenTransaction) {
   ASSERT_TRUE(lg.close());
 }
 
-TEST(TxnLog, RecoveryRebuildsOpenTransactionsAndAbortedIndex) {
+TEST(txn_log, RecoveryRebuildsOpenTransactionsAndAbortedIndex) {
   for (bool clean : {true, false}) {
     SCOPED_TRACE(clean ? "clean close" : "crash");
     temp_dir dir;

@@ -80,7 +80,7 @@ struct fixture {
                               [this]() -> result<producer_id_t, std::string> { return next_id++; }};
 };
 
-TEST(TxnState, TransitionsAreKafkas) {
+TEST(txn_state, TransitionsAreKafkas) {
   using s = txn_state;
   EXPECT_TRUE(valid_transition(s::empty, s::ongoing));
   EXPECT_TRUE(valid_transition(s::ongoing, s::prepare_commit));
@@ -94,13 +94,13 @@ TEST(TxnState, TransitionsAreKafkas) {
   EXPECT_EQ(state_name(s::prepare_epoch_fence), "PrepareEpochFence");
 }
 
-TEST(TxnCoordinator, PartitionForIsKafkasHash) {
+TEST(txn_coordinator, PartitionForIsKafkasHash) {
   // Utils.abs("my-txn".hashCode) % 50, as Kafka computes it: "my-txn".hashCode() = -1061187895.
   EXPECT_EQ(partition_for("my-txn", 50), 1061187895 % 50);
   EXPECT_EQ(partition_for("", 50), 0);
 }
 
-TEST(TxnCoordinator, InitCommitAbortAndEpochBumps) {
+TEST(txn_coordinator, InitCommitAbortAndEpochBumps) {
   fixture f;
   auto& c = f.coordinator;
   EXPECT_EQ(c.init_producer_id("t", 0, -1, -1, 1).error(), error_code::invalid_transaction_timeout);
@@ -158,7 +158,7 @@ TEST(TxnCoordinator, InitCommitAbortAndEpochBumps) {
   EXPECT_EQ(third->producer_epoch, 2);
 }
 
-TEST(TxnCoordinator, InitDuringAnOngoingTransactionFencesAndAbortsIt) {
+TEST(txn_coordinator, InitDuringAnOngoingTransactionFencesAndAbortsIt) {
   fixture f;
   auto& c = f.coordinator;
   ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 10));
@@ -178,7 +178,7 @@ TEST(TxnCoordinator, InitDuringAnOngoingTransactionFencesAndAbortsIt) {
   EXPECT_EQ(c.end_txn("t", 1000, 0, true, 14), error_code::producer_fenced);
 }
 
-TEST(TxnCoordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
+TEST(txn_coordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
   fixture f;
   auto& c = f.coordinator;
   ASSERT_TRUE(c.init_producer_id("t", 1000, -1, -1, 10));
@@ -191,7 +191,7 @@ TEST(TxnCoordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
   EXPECT_EQ(c.end_txn("t", 1000, 0, true, 1200), error_code::producer_fenced);
 }
 
-TEST(TxnCoordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
+TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
   fixture f;
   {
     auto& c = f.coordinator;
@@ -224,7 +224,7 @@ TEST(TxnCoordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
   EXPECT_EQ(f.markers.written.size(), 3U);
 }
 
-TEST(TxnCoordinator, PersistFailuresChangeNothing) {
+TEST(txn_coordinator, PersistFailuresChangeNothing) {
   fixture f;
   auto& c = f.coordinator;
   f.log.fail_create = true;
@@ -242,7 +242,7 @@ TEST(TxnCoordinator, PersistFailuresChangeNothing) {
   EXPECT_EQ(c.describe("t")->state, txn_state::empty);
 }
 
-TEST(TxnRecords, KeyAndValueRoundTripInKafkasLayout) {
+TEST(txn_records, KeyAndValueRoundTripInKafkasLayout) {
   const auto key = encode_txn_key("my-txn");
   // int16 version 0, int16 length 6, the id.
   const std::vector<uint8_t> want_key{0, 0, 0, 6, 'm', 'y', '-', 't', 'x', 'n'};

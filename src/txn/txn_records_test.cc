@@ -36,19 +36,19 @@ txn_metadata kafkas(txn_state state, bool one_partition) {
   return m;
 }
 
-TEST(TxnRecordsGolden, KeyIsKafkas) {
+TEST(txn_records_golden, KeyIsKafkas) {
   EXPECT_EQ(encode_txn_key("my-txn"), golden("key.bin"));
   EXPECT_EQ(*decode_txn_key(golden("key.bin")), "my-txn");
 }
 
-TEST(TxnRecordsGolden, VersionZeroValuesAreKafkasBytes) {
+TEST(txn_records_golden, VersionZeroValuesAreKafkasBytes) {
   EXPECT_EQ(encode_txn_value(kafkas(txn_state::prepare_commit, true)),
             golden("prepare_commit.value.bin"));
   EXPECT_EQ(encode_txn_value(kafkas(txn_state::complete_commit, false)),
             golden("complete_commit.value.bin"));
 }
 
-TEST(TxnRecordsGolden, EveryValueKafkaWritesDecodes) {
+TEST(txn_records_golden, EveryValueKafkaWritesDecodes) {
   struct want {
     const char* file;
     txn_state state;
@@ -66,7 +66,7 @@ TEST(TxnRecordsGolden, EveryValueKafkaWritesDecodes) {
   }
 }
 
-TEST(TxnRecordsGolden, TransitionsAreKafkasTable) {
+TEST(txn_records_golden, TransitionsAreKafkasTable) {
   std::ifstream in(std::string(TARN_SOURCE_DIR) +
                    "/tests/fixtures/transaction-log/transitions.txt");
   ASSERT_TRUE(in.good());
