@@ -1,10 +1,11 @@
 // FindCoordinator against the real `tarn serve`: a group key is answered with this broker (node
 // id, the listener's host and port) at every version, creating __consumer_offsets (internal in
-// Metadata); a transaction key COORDINATOR_NOT_AVAILABLE with no node (tarn has no transaction
-// coordinator); a bad key type is INVALID_REQUEST; and the API is advertised, which is what makes
-// librdkafka compress with LZ4 (tests/produce_clients_test.cc checks the stored codec).
+// Metadata); a transaction key likewise, creating __transaction_state; a bad key type is
+// INVALID_REQUEST; and the API is advertised, which is what makes librdkafka compress with LZ4
+// (tests/produce_clients_test.cc checks the stored codec).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,29 +92,36 @@ TEST(find_coordinator, a_group_key_is_answered_with_this_broker_at_every_version
   }
 }
 
-TEST(find_coordinator, a_transaction_key_answers_coordinator_not_available_with_no_node) {
-  broker_process broker(small_offsets_topic());
+TEST(find_coordinator, a_transaction_key_is_answered_with_this_broker_creating_transaction_state) {
+  broker_process broker({"--override", "offsets.topic.num.partitions=3", "--override",
+                         "transaction.state.log.num.partitions=4"});
   ASSERT_NE(broker.port(), 0) << broker.output();
   raw_client c(broker.port());
   for (int16_t v = 1; v <= 3; ++v) {
     const answer a = ask(c, v, 1, {"my-txn"});
     const auto& r = a.r;
-    EXPECT_EQ(r.error_code, coordinator_not_available) << "v" << v;
-    EXPECT_EQ(r.node_id, -1);
-    EXPECT_EQ(r.host, "");
-    EXPECT_EQ(r.port, -1);
-    EXPECT_EQ(r.error_message, "The coordinator is not available.");
+    EXPECT_EQ(r.error_code, 0) << "v" << v;
+    EXPECT_EQ(r.node_id, 1);
+    EXPECT_EQ(r.host, "127.0.0.1");
+    EXPECT_EQ(r.port, broker.port());
+    EXPECT_EQ(r.error_message, "NONE");
   }
   for (int16_t v = 4; v <= 6; ++v) {
     const answer a = ask(c, v, 1, {"t1", "t2"});
     const auto& r = a.r;
     ASSERT_EQ(r.coordinators.size(), 2u) << "v" << v;
     for (const auto& co : r.coordinators) {
-      EXPECT_EQ(co.error_code, coordinator_not_available);
-      EXPECT_EQ(co.node_id, -1);
-      EXPECT_EQ(co.port, -1);
-      EXPECT_EQ(co.error_message, "The coordinator is not available.");
+      EXPECT_EQ(co.error_code, 0);
+      EXPECT_EQ(co.node_id, 1);
+      EXPECT_EQ(co.port, broker.port());
+      EXPECT_EQ(co.error_message, "");
     }
+  }
+  // __transaction_state now exists with its 4 partitions.
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_TRUE(std::filesystem::is_directory(broker.data_dir() /
+                                              ("__transaction_state-" + std::to_string(p))))
+        << p;
   }
 }
 

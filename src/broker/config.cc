@@ -216,7 +216,6 @@ const std::vector<config_key>& config_keys() {
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
-      {"transaction.state.log.num.partitions", config_type::int32, "50", at_least(1), false},
       {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
        false},
       {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
@@ -245,6 +244,13 @@ const std::vector<config_key>& config_keys() {
       {"offsets.topic.num.partitions", config_type::int32, "50", at_least(1)},
       {"offsets.topic.segment.bytes", config_type::int32, "104857600", at_least(1)},
       {"offsets.commit.timeout.ms", config_type::int32, "5000", at_least(1)},
+      // The transaction coordinator (Kafka 4.4's TransactionStateManagerConfig and
+      // TransactionLogConfig; txn/txn_coordinator.h).
+      {"transaction.max.timeout.ms", config_type::int32, "900000", at_least(1)},
+      {"transaction.state.log.num.partitions", config_type::int32, "50", at_least(1)},
+      {"transaction.state.log.segment.bytes", config_type::int32, "104857600", at_least(1)},
+      {"transaction.abort.timed.out.transaction.cleanup.interval.ms", config_type::int32, "10000",
+       at_least(1)},
       // tarn's HTTP listener (src/observe, docs/http-api.md): host:port, empty for none, and how
       // many partitions get per-partition series on /metrics.
       {"http.listener", config_type::string, "127.0.0.1:9644", nullptr},
@@ -413,6 +419,12 @@ result<void, std::string> finish_group_config(broker_config& c) {
   g.offsets_topic_num_partitions = i32("offsets.topic.num.partitions");
   g.offsets_topic_segment_bytes = i32("offsets.topic.segment.bytes");
   g.offsets_commit_timeout_ms = i32("offsets.commit.timeout.ms");
+  txn::txn_config& t = c.txn;
+  t.max_timeout_ms = i32("transaction.max.timeout.ms");
+  t.state_log_num_partitions = i32("transaction.state.log.num.partitions");
+  t.state_log_segment_bytes = i32("transaction.state.log.segment.bytes");
+  t.abort_timed_out_interval_ms =
+      i32("transaction.abort.timed.out.transaction.cleanup.interval.ms");
 
   struct bound {
     int32_t value;

@@ -15,6 +15,7 @@
 #include "base/result.h"
 #include "broker/properties.h"
 #include "coordinator/group_config.h"
+#include "txn/txn_coordinator.h"
 
 namespace tarn::broker {
 
@@ -111,6 +112,9 @@ struct broker_config {
   // The group coordinator: group.*, offset.metadata.max.bytes, offsets.* (the replication
   // factor aside).
   coordinator::group_config group;
+  // The transaction coordinator: transaction.max.timeout.ms, transaction.state.log.*,
+  // transaction.abort.timed.out.transaction.cleanup.interval.ms.
+  txn::txn_config txn;
 
   // Every key tarn knows, with its effective value (default or set) and whether it was set
   // explicitly. DescribeConfigs and the topic-config defaults read this.

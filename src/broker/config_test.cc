@@ -218,6 +218,26 @@ TEST(broker_config, kafka_sample_server_properties_is_accepted) {
   EXPECT_FALSE(c.ignored_keys.empty());
 }
 
+TEST(broker_config, transaction_keys_reach_the_transaction_coordinator) {
+  const broker_config d = make_ok({});
+  EXPECT_EQ(d.txn.max_timeout_ms, 900000);
+  EXPECT_EQ(d.txn.state_log_num_partitions, 50);
+  EXPECT_EQ(d.txn.state_log_segment_bytes, 104857600);
+  EXPECT_EQ(d.txn.abort_timed_out_interval_ms, 10000);
+  const broker_config c =
+      make_ok({{"transaction.max.timeout.ms", "60000"},
+               {"transaction.state.log.num.partitions", "3"},
+               {"transaction.state.log.segment.bytes", "1048576"},
+               {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"}});
+  EXPECT_EQ(c.txn.max_timeout_ms, 60000);
+  EXPECT_EQ(c.txn.state_log_num_partitions, 3);
+  EXPECT_EQ(c.txn.state_log_segment_bytes, 1048576);
+  EXPECT_EQ(c.txn.abort_timed_out_interval_ms, 500);
+  EXPECT_NE(make_error({{"transaction.state.log.num.partitions", "0"}})
+                .find("transaction.state.log.num.partitions"),
+            std::string::npos);
+}
+
 TEST(broker_config, process_roles_must_include_broker) {
   auto e = make_error({{"process.roles", "controller"}});
   EXPECT_NE(e.find("process.roles"), std::string::npos) << e;

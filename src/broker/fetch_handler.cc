@@ -9,9 +9,12 @@
 //     batch is returned whole however large (KIP-74). Reads are whole batches from the one that
 //     contains FetchOffset (so a fetch inside a batch returns the whole batch) up to the high
 //     watermark, from one segment; the next fetch continues in the next segment.
-//   - Every partition carries the high watermark, last stable offset (= high watermark: no
-//     transactions) and log start offset. AbortedTransactions: null for READ_UNCOMMITTED, empty
-//     for READ_COMMITTED.
+//   - Every partition carries the high watermark, last stable offset (the first offset of the
+//     oldest open transaction, else the high watermark) and log start offset.
+//   - READ_COMMITTED (IsolationLevel 1): the bytes stop before the batch at the last stable
+//     offset, and AbortedTransactions lists the aborted transactions (producer id, first offset)
+//     of the .txnindex files that overlap [FetchOffset, LSO) when bytes are returned, else empty.
+//     READ_UNCOMMITTED: AbortedTransactions null.
 //   - Errors per partition: UNKNOWN_TOPIC_ID (v13+ id not known; records null),
 //     UNKNOWN_TOPIC_OR_PARTITION (records null), NOT_LEADER_OR_FOLLOWER (a known partition
 //     without a log), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (CurrentLeaderEpoch v9+ below /
@@ -65,7 +68,8 @@ struct partition_read {
   int64_t last_stable_offset = -1;
   int64_t log_start_offset = -1;
   std::optional<storage::file_slice> slice;
-  std::shared_ptr<topic_metrics> metrics;  // the topic's BrokerTopicMetrics (null if unknown)
+  std::vector<storage::aborted_txn> aborted;  // READ_COMMITTED: overlapping aborted transactions
+  std::shared_ptr<topic_metrics> metrics;     // the topic's BrokerTopicMetrics (null if unknown)
   size_t bytes() const { return slice ? static_cast<size_t>(slice->length) : 0; }
 };
 
@@ -137,8 +141,10 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       continue;
     }
     const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
-    auto read = log->read(entry.request.fetch_offset,
-                          static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one);
+    const bool committed_only = params.isolation_level == read_committed;
+    auto read = log->read(
+        entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one,
+        committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt);
     if (!read) {
       any_error = true;
       if (read.error().code == storage::storage_errc::offset_out_of_range) {
@@ -152,9 +158,14 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       continue;
     }
     pr.high_watermark = read->high_watermark;
-    pr.last_stable_offset = read->high_watermark;
+    pr.last_stable_offset = read->last_stable_offset;
     pr.log_start_offset = read->log_start_offset;
     pr.slice = std::move(read->slice);
+    if (committed_only && pr.slice) {
+      // Kafka's collectAbortedTransactions up to the LSO (a superset of the fetched range's:
+      // the consumer skips only batches of the listed producers at or after their first offset).
+      pr.aborted = log->collect_aborted_txns(entry.request.fetch_offset, read->last_stable_offset);
+    }
     if (pr.bytes() > 0) min_one = false;
     limit = std::max<int64_t>(0, limit - static_cast<int64_t>(pr.bytes()));
     total_bytes += pr.bytes();
@@ -286,7 +297,8 @@ result<response, std::string> build_response(const fetch_context& ctx,
     if (pr.records_null) {
       p.aborted_transactions.emplace();
     } else if (params.isolation_level == read_committed && pr.error_code == 0) {
-      p.aborted_transactions.emplace();
+      auto& list = p.aborted_transactions.emplace();
+      for (const auto& t : pr.aborted) list.push_back({t.producer_id, t.first_offset});
     }
     if (!pr.records_null) p.records = protocol::bytes_view(&no_bytes, 0);
     slices.back().push_back(pr.bytes() > 0 ? &*pr.slice : nullptr);

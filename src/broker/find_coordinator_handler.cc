@@ -8,10 +8,12 @@
 //     came on (as Metadata reports the broker), and ErrorMessage "NONE" (Kafka's Errors.NONE
 //     message). Any other error (COORDINATOR_NOT_AVAILABLE while the topic cannot be created):
 //     that error with its message and Node.noNode (id -1, host "", port -1).
-//   - KeyType 1 (TRANSACTION) and 2 (SHARE): tarn has no transaction or share coordinator, so
-//     they are answered COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode: what
-//     Kafka answers while it cannot place a coordinator (its internal topic is missing), and
-//     retriable, so a client asking keeps waiting rather than failing on a non-retriable error.
+//   - KeyType 1 (TRANSACTION): the transaction coordinator (txn/txn_coordinator.h), which
+//     creates __transaction_state on first use; answered as a group's.
+//   - KeyType 2 (SHARE): tarn has no share coordinator, so it is answered
+//     COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode: what Kafka answers while it
+//     cannot place a coordinator (its internal topic is missing), and retriable, so a client
+//     asking keeps waiting rather than failing on a non-retriable error.
 //   - v0-3 ask for one Key (KeyType from v1), v4+ for a list (CoordinatorKeys): one Coordinators
 //     entry per key, in the order asked.
 //   - A KeyType other than 0 (group), 1 (transaction) or 2 (share) is INVALID_REQUEST for every
@@ -34,6 +36,7 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "txn/txn_coordinator.h"
 
 namespace tarn::broker {
 
@@ -42,6 +45,7 @@ namespace {
 using protocol::error_code;
 
 constexpr int8_t key_type_group = 0;
+constexpr int8_t key_type_transaction = 1;
 constexpr int8_t key_type_share = 2;
 
 // The one place that decides the wire error of this API, for one key.
@@ -51,6 +55,9 @@ error_code find_coordinator_error(const broker_services& services, int8_t key_ty
   if (key_type == key_type_share && version < 6) return error_code::invalid_request;
   if (key_type == key_type_group && services.groups != nullptr) {
     return services.groups->find_coordinator(key);
+  }
+  if (key_type == key_type_transaction && services.txns != nullptr) {
+    return services.txns->find_coordinator();
   }
   return error_code::coordinator_not_available;
 }

@@ -23,6 +23,9 @@ class group_coordinator;
 namespace tarn::quota {
 class client_quotas;
 }
+namespace tarn::txn {
+class txn_coordinator;
+}
 
 namespace tarn::broker {
 
@@ -78,6 +81,7 @@ struct broker_services {
   coordinator::group_coordinator* groups = nullptr;     // consumer groups and committed offsets
   quota::client_quotas* quotas = nullptr;               // client quotas and their throttling
   broker_metrics* metrics = nullptr;                    // cells the handlers bump (may be null)
+  txn::txn_coordinator* txns = nullptr;                 // transactions (may be null)
 };
 
 struct connection_info {
@@ -187,6 +191,10 @@ void register_offset_for_leader_epoch_handler(handler_registry& registry);
 void register_elect_leaders_handler(handler_registry& registry);
 void register_alter_partition_reassignments_handler(handler_registry& registry);
 void register_list_partition_reassignments_handler(handler_registry& registry);
+void register_add_partitions_to_txn_handler(handler_registry& registry);
+void register_end_txn_handler(handler_registry& registry);
+void register_add_offsets_to_txn_handler(handler_registry& registry);
+void register_txn_offset_commit_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -65,6 +65,10 @@ void register_all_handlers(handler_registry& registry) {
   register_elect_leaders_handler(registry);
   register_alter_partition_reassignments_handler(registry);
   register_list_partition_reassignments_handler(registry);
+  register_add_partitions_to_txn_handler(registry);
+  register_end_txn_handler(registry);
+  register_add_offsets_to_txn_handler(registry);
+  register_txn_offset_commit_handler(registry);
 }
 
 }  // namespace tarn::broker

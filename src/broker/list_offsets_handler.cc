@@ -6,7 +6,7 @@
 //     it starts at or before the log start offset (a partition without records: epoch 0, as
 //     Kafka's cache holds the entry written when the broker became leader).
 //   - -1 LATEST: the high watermark for consumers (READ_UNCOMMITTED) or the last stable offset
-//     (READ_COMMITTED; equal to the high watermark: tarn has no transactions), the LEO for
+//     (READ_COMMITTED: the first offset of the oldest open transaction), the LEO for
 //     ReplicaId -2 (debugging); timestamp -1; the partition's leader epoch (0, as Metadata says).
 //   - -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp, its batch's epoch.
 //   - -4 EARLIEST_LOCAL (v8+): the log start offset (all of the log is local).
@@ -82,11 +82,13 @@ partition_response error_response(int32_t partition, error_code e) {
 }
 
 partition_response list_one(const storage::log& log, int32_t partition, int64_t timestamp,
-                            int32_t replica_id, int16_t version) {
+                            int32_t replica_id, int8_t isolation_level, int16_t version) {
   partition_response p;
   p.partition_index = partition;
-  const int64_t last_fetchable =
-      replica_id == debugging_replica_id ? log.log_end_offset() : log.high_watermark();
+  constexpr int8_t read_committed = 1;
+  const int64_t last_fetchable = replica_id == debugging_replica_id  ? log.log_end_offset()
+                                 : isolation_level == read_committed ? log.last_stable_offset()
+                                                                     : log.high_watermark();
   found_offset found;
   bool check_fetchable = false;
   switch (timestamp) {
@@ -170,7 +172,8 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
       } else if (p.current_leader_epoch > local_leader_epoch) {
         out.partitions.push_back(error_response(index, error_code::unknown_leader_epoch));
       } else {
-        out.partitions.push_back(list_one(*log, index, p.timestamp, req.replica_id, version));
+        out.partitions.push_back(
+            list_one(*log, index, p.timestamp, req.replica_id, req.isolation_level, version));
       }
     }
   }

@@ -93,18 +93,24 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
   return created;
 }
 
+offsets_topic::offsets_topic(topic_manager& topics, const coordinator::group_config& config,
+                             int32_t load_buffer_bytes)
+    : offsets_topic(
+          topics, std::string(coordinator::offsets_topic_name),
+          [config](storage::log_manager& logs, int64_t now_ms) {
+            return create_offsets_topic(logs, config, now_ms);
+          },
+          load_buffer_bytes) {}
+
 result<int32_t, error_code> offsets_topic::ensure_topic() {
   auto guard = topics_.lock();
   storage::log_manager& logs = topics_.logs();
-  if (const storage::topic_info* t = logs.find_topic(coordinator::offsets_topic_name)) {
-    return t->partitions;
-  }
-  auto created = create_offsets_topic(logs, config_, wall_clock_ms());
+  if (const storage::topic_info* t = logs.find_topic(topic_)) return t->partitions;
+  auto created = create_(logs, wall_clock_ms());
   if (!created) {
     // Kafka answers FindCoordinator COORDINATOR_NOT_AVAILABLE while its internal topic cannot be
     // created (a retriable error: the client keeps asking).
-    log_rate_limited(fmt::format("cannot create {}", coordinator::offsets_topic_name),
-                     created.error().message);
+    log_rate_limited(fmt::format("cannot create {}", topic_), created.error().message);
     return fail(error_code::coordinator_not_available);
   }
   return (*created)->partitions;
@@ -112,14 +118,12 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
 
 std::optional<int32_t> offsets_topic::partitions() const {
   auto guard = topics_.lock();
-  if (const storage::topic_info* t = topics_.logs().find_topic(coordinator::offsets_topic_name)) {
-    return t->partitions;
-  }
+  if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
   return std::nullopt;
 }
 
 result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vector<uint8_t> batch) {
-  const std::string topic(coordinator::offsets_topic_name);
+  const std::string& topic = topic_;
   storage::log_config config;
   {
     auto guard = topics_.lock();
@@ -151,9 +155,13 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   if (idempotent) {
     record::record_batch_view v(vb.bytes);
     pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, v.last_sequence()};
-    auto check = log->producers().check(pa, first);
-    if (!check) return fail(append_error(check.error()));
-    if (*check) return (*check)->last_offset;  // a retry: already written
+    // A coordinator's transactional write (TxnOffsetCommit) is not a producer's retry: its
+    // sequences are not checked (Kafka appends it with AppendOrigin.COORDINATOR).
+    if (!vb.transactional) {
+      auto check = log->producers().check(pa, first);
+      if (!check) return fail(append_error(check.error()));
+      if (*check) return (*check)->last_offset;  // a retry: already written
+    }
   }
   if (auto a = log->append(vb.bytes, now); !a) {
     if (a.error().code == storage::storage_errc::io_error) {
@@ -161,13 +169,13 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
     }
     return fail(append_error(a.error()));
   }
-  if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+  if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
   return last;
 }
 
 result<void, std::string> offsets_topic::replay(
     int32_t partition, const std::function<void(const coordinator::offsets_record&)>& fn) {
-  const std::string topic(coordinator::offsets_topic_name);
+  const std::string& topic = topic_;
   offset_t next = 0;
   offset_t end = 0;
   size_t max_uncompressed = 0;
@@ -210,7 +218,22 @@ result<void, std::string> offsets_topic::replay(
                                 batch.base_offset(), h.error().message));
       }
       next = batch.next_offset();
-      if (batch.is_control()) continue;
+      if (batch.is_control()) {
+        // A transaction marker: key version int16, type int16 (0 ABORT, 1 COMMIT).
+        auto records = record::batch_records::open(batch, max_uncompressed);
+        if (!records) continue;
+        record::record_reader reader = records->reader();
+        record::record_view r;
+        if (reader.next(r) && r.key && r.key->size() >= 4) {
+          coordinator::offsets_record marker;
+          marker.offset = batch.base_offset();
+          marker.producer_id = batch.producer_id();
+          marker.marker_commit = (*r.key)[3] == 1 && (*r.key)[2] == 0;
+          fn(marker);
+        }
+        continue;
+      }
+      const int64_t txn_producer = batch.is_transactional() ? batch.producer_id() : -1;
       auto records = record::batch_records::open(batch, max_uncompressed);
       if (!records) {
         return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,
@@ -224,7 +247,7 @@ result<void, std::string> offsets_topic::replay(
           return fail(
               fmt::format("{}-{}: the record at offset {} has no key", topic, partition, offset));
         }
-        fn(coordinator::offsets_record{offset, *r.key, r.value});
+        fn(coordinator::offsets_record{offset, *r.key, r.value, txn_producer, std::nullopt});
       }
       if (reader.error()) {
         return fail(fmt::format("{}-{}: batch at offset {}: {}", topic, partition,

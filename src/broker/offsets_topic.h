@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,8 +47,17 @@ class offsets_topic final : public coordinator::offsets_log {
   static constexpr int32_t default_load_buffer_bytes = 5 * 1024 * 1024;
 
   offsets_topic(topic_manager& topics, const coordinator::group_config& config,
+                int32_t load_buffer_bytes = default_load_buffer_bytes);
+  // Another compacted internal topic of the same shape (__transaction_state): its name and how
+  // it is created (the caller holds topics.lock()).
+  using create_fn = std::function<result<const storage::topic_info*, storage::storage_error>(
+      storage::log_manager&, int64_t now_ms)>;
+  offsets_topic(topic_manager& topics, std::string topic, create_fn create,
                 int32_t load_buffer_bytes = default_load_buffer_bytes)
-      : topics_(topics), config_(config), load_buffer_bytes_(load_buffer_bytes) {}
+      : topics_(topics),
+        topic_(std::move(topic)),
+        create_(std::move(create)),
+        load_buffer_bytes_(load_buffer_bytes) {}
 
   result<int32_t, protocol::error_code> ensure_topic() override;
   std::optional<int32_t> partitions() const override;
@@ -66,7 +77,8 @@ class offsets_topic final : public coordinator::offsets_log {
 
  private:
   topic_manager& topics_;
-  coordinator::group_config config_;
+  std::string topic_;
+  create_fn create_;
   int32_t load_buffer_bytes_;
 };
 

@@ -44,7 +44,10 @@
 // client's producer_byte_rate and its handling time against request_percentage (not for acks=0);
 // the larger throttle goes into ThrottleTimeMs and mutes the connection that long.
 //
-// Not supported: transactions (a transactional batch is INVALID_TXN_STATE).
+// Transactions (docs/transactions.md): a transactional batch is appended only to a partition
+// its producer's ongoing transaction holds (txn/txn_coordinator.h), else INVALID_TXN_STATE;
+// appended, it opens the producer's transaction in the partition's producer state (the last
+// stable offset stops there until the marker).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -64,6 +67,7 @@
 #include "record/record_batch.h"
 #include "storage/log_validator.h"
 #include "storage/producer_state.h"
+#include "txn/txn_coordinator.h"
 
 namespace tarn::broker {
 
@@ -166,6 +170,9 @@ struct partition_work {
   int64_t log_append_time_ms = -1;
   int64_t log_start_offset = -1;
   bool written = false;  // appended now (not a retry answered from the producer state)
+  // A transactional batch: its producer's markers in the partition when the transaction was
+  // asked whether it holds the partition; a marker written since then refuses the batch.
+  uint32_t markers_before_check = 0;
 };
 
 struct topic_work {
@@ -361,8 +368,26 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       pw.validated = std::move(*v);
       if (pw.validated.transactional) {
-        pw.failure = to_failure(
-            request_error{error_code::invalid_txn_state, "transactions are not supported by tarn"});
+        // The transaction must hold the partition (AddPartitionsToTxn first; Kafka's
+        // transaction.partition.verification.enable). Asked before the topics lock: the
+        // coordinator takes that lock itself when it writes markers.
+        const txn::txn_coordinator* txns = request.services.txns;
+        {
+          auto guard = topics.lock();
+          if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
+            pw.markers_before_check = log->producers().markers_written(pw.validated.producer_id);
+          }
+        }
+        if (txns == nullptr ||
+            !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
+                                  {tw.name, pw.index})) {
+          pw.failure = to_failure(request_error{
+              error_code::invalid_txn_state,
+              fmt::format("transactional batch of producer {} epoch {}: {}-{} is not in its "
+                          "transaction",
+                          pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
+                          pw.index)});
+        }
       }
     }
   }
@@ -379,6 +404,16 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         continue;
       }
       storage::validated_batch& vb = pw.validated;
+      if (vb.transactional &&
+          log->producers().markers_written(vb.producer_id) != pw.markers_before_check) {
+        // The transaction ended between the check and now: appending would open a transaction
+        // no marker closes (the last stable offset would stop there for good).
+        pw.failure = to_failure(request_error{
+            error_code::invalid_txn_state,
+            fmt::format("the transaction of producer {} ended while its batch to {}-{} waited",
+                        vb.producer_id, tw.name, pw.index)});
+        continue;
+      }
       const offset_t first = log->log_end_offset();
       const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
       const bool idempotent = vb.producer_id != record::no_producer_id;
@@ -405,7 +440,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         pw.failure = to_failure(std::move(a.error()));
         continue;
       }
-      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp);
+      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
       pw.base_offset = first;
       pw.written = true;
       pw.log_append_time_ms = vb.log_append_time ? now : -1;

@@ -32,8 +32,10 @@
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
+#include "broker/producer_ids.h"
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
+#include "broker/transactions.h"
 #include "coordinator/group_coordinator.h"
 #include "protocol/api_table.h"
 #include "quota/client_quotas.h"
@@ -115,6 +117,11 @@ struct server::impl {
   std::unique_ptr<topic_metadata_view> topic_view;
   std::unique_ptr<coordinator::group_coordinator> groups;
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
+  // The transaction coordinator and its seams (docs/transactions.md).
+  std::unique_ptr<transaction_state_log> txn_log;
+  std::unique_ptr<partition_markers> txn_markers;
+  std::unique_ptr<txn::txn_coordinator> txns;
+  int64_t last_txn_abort_check_ms = 0;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -271,6 +278,23 @@ result<void, std::string> server::start() {
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
+  s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
+  s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
+  s.txns = std::make_unique<txn::txn_coordinator>(
+      s.config.txn, *s.txn_log, *s.txn_markers,
+      [dir = s.config.log_dirs.front()] { return next_producer_id(dir); });
+  {
+    // __transaction_state is small (one compacted record per transactional id): loaded before
+    // the listeners open, so no request sees a coordinator still loading.
+    const auto start = std::chrono::steady_clock::now();
+    if (auto loaded = s.txns->load(wall_clock_ms()); !loaded) {
+      return fail("cannot load __transaction_state: " + loaded.error());
+    }
+    spdlog::info("transaction coordinator loaded {} transactional id(s) in {} ms", s.txns->size(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  }
   s.quotas = std::make_unique<quota::client_quotas>(quota::quota_windows{
       {s.config.quota_window_num, int64_t{s.config.quota_window_size_seconds} * 1000},
       {s.config.controller_quota_window_num,
@@ -284,25 +308,25 @@ result<void, std::string> server::start() {
       for (const auto& [type, name] : entity) e.parts[type] = name;
       for (const auto& [key, value] : values) s.quotas->apply({e, key, value});
     }
-    s.quotas->set_persist([&store](const std::vector<quota::quota_record>& changes)
-                              -> std::optional<std::string> {
-      std::vector<cluster::client_quota_record> records;
-      for (const auto& c : changes) {
-        cluster::client_quota_record r;
-        for (const auto& [type, name] : c.entity.parts) r.entities.push_back({type, name});
-        r.key = c.key;
-        r.value = c.value.value_or(0);
-        r.remove = !c.value.has_value();
-        records.push_back(std::move(r));
-      }
-      auto done = store.change_client_quotas(std::move(records));
-      if (!done) return "writing the metadata log failed: " + done.error().message;
-      return std::nullopt;
-    });
+    s.quotas->set_persist(
+        [&store](const std::vector<quota::quota_record>& changes) -> std::optional<std::string> {
+          std::vector<cluster::client_quota_record> records;
+          for (const auto& c : changes) {
+            cluster::client_quota_record r;
+            for (const auto& [type, name] : c.entity.parts) r.entities.push_back({type, name});
+            r.key = c.key;
+            r.value = c.value.value_or(0);
+            r.remove = !c.value.has_value();
+            records.push_back(std::move(r));
+          }
+          auto done = store.change_client_quotas(std::move(records));
+          if (!done) return "writing the metadata log failed: " + done.error().message;
+          return std::nullopt;
+        });
   }
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
-      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics});
+      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics, s.txns.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -500,7 +524,15 @@ asio::awaitable<void> server::impl::group_poller() {
     timer.expires_after(group_poll_interval);
     asio::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    groups->poll(wall_clock_ms());
+    const int64_t now = wall_clock_ms();
+    groups->poll(now);
+    // transaction.abort.timed.out.transaction.cleanup.interval.ms
+    if (now - last_txn_abort_check_ms >= config.txn.abort_timed_out_interval_ms) {
+      last_txn_abort_check_ms = now;
+      if (int32_t n = txns->abort_timed_out(now); n > 0) {
+        spdlog::info("aborted {} transaction(s) past their transaction.timeout.ms", n);
+      }
+    }
   }
 }
 

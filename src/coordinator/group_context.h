@@ -30,6 +30,9 @@ struct group_context {
   std::function<protocol::error_code(std::vector<coordinator_record>)> write;
   // Completion callbacks (JoinGroup/SyncGroup answers) run after the shard's lock is released.
   std::vector<std::function<void()>>& deferred;
+  // TxnOffsetCommit: write() appends a transactional batch of this producer (-1: a plain one).
+  int64_t txn_producer_id = -1;
+  int16_t txn_producer_epoch = -1;
 };
 
 }  // namespace tarn::coordinator

@@ -69,7 +69,27 @@ struct shard {
   std::map<std::string, std::unique_ptr<classic_group>, std::less<>> classic;
   std::map<std::string, std::unique_ptr<consumer_group>, std::less<>> consumer;
   std::map<std::string, topic_offsets, std::less<>> offsets;
+  // TxnOffsetCommit's offsets, by producer id then group: committed by the producer's COMMIT
+  // marker on this partition, dropped by its ABORT (Kafka's pendingTransactionalOffsets).
+  std::map<int64_t, std::map<std::string, topic_offsets, std::less<>>> pending_txn;
 };
+
+namespace {
+
+// A transaction's marker reached the shard's partition: its pending offsets take effect or go.
+void complete_pending(shard& s, int64_t producer_id, bool commit) {
+  auto it = s.pending_txn.find(producer_id);
+  if (it == s.pending_txn.end()) return;
+  if (commit) {
+    for (auto& [group, offsets] : it->second) {
+      auto& committed = s.offsets[group];
+      for (auto& [tp, om] : offsets) committed[tp] = std::move(om);
+    }
+  }
+  s.pending_txn.erase(it);
+}
+
+}  // namespace
 
 namespace {
 
@@ -80,7 +100,7 @@ auto run_locked(shard& s, const group_config& config, const metadata_view& metad
                 offsets_log& log, int64_t now_ms, std::vector<std::function<void()>>& deferred,
                 F&& f) {
   group_context ctx{now_ms, config, metadata, nullptr, deferred};
-  ctx.write = [&log, &s, now_ms](std::vector<coordinator_record> records) -> error_code {
+  ctx.write = [&log, &s, &ctx, now_ms](std::vector<coordinator_record> records) -> error_code {
     if (records.empty()) return error_code::none;
     if (!log.partitions()) {
       auto created = log.ensure_topic();
@@ -93,6 +113,11 @@ auto run_locked(shard& s, const group_config& config, const metadata_view& metad
     for (const auto& r : records) bytes += r.key.size() + (r.value ? r.value->size() : 0) + 40;
     bc.batch_size = bytes;
     bc.base_sequence = 0;  // as Kafka's coordinator runtime builds them (producer id stays -1)
+    if (ctx.txn_producer_id >= 0) {  // TxnOffsetCommit: pending until the producer's marker
+      bc.producer_id = ctx.txn_producer_id;
+      bc.producer_epoch = ctx.txn_producer_epoch;
+      bc.transactional = true;
+    }
     record::batch_builder builder(bc);
     for (const auto& r : records) {
       std::optional<record::bytes_view> value;
@@ -196,9 +221,20 @@ void group_coordinator::load(int64_t now_ms) {
     if (exists) {
       std::map<std::string, std::optional<classic_group_snapshot>> groups;
       auto replayed = log_.replay(s.partition, [&](const offsets_record& r) {
+        if (r.marker_commit) {
+          complete_pending(s, r.producer_id, *r.marker_commit);
+          return;
+        }
         auto decoded = decode_record(r.key, r.value);
         if (!decoded) return;  // unknown or corrupt record: skipped, as Kafka skips unknown types
-        if (auto* oc = std::get_if<loaded_offset_commit>(&*decoded)) {
+        if (auto* oc = std::get_if<loaded_offset_commit>(&*decoded);
+            oc != nullptr && r.producer_id >= 0) {
+          // A TxnOffsetCommit: pending until its marker (later in this replay, or never).
+          if (oc->value) {
+            s.pending_txn[r.producer_id][oc->group_id][{oc->topic, oc->partition}] = *oc->value;
+          }
+          if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
+        } else if (oc != nullptr) {
           auto& offsets = s.offsets[oc->group_id];
           if (oc->value) {
             offsets[{oc->topic, oc->partition}] = *oc->value;
@@ -518,14 +554,15 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
   }
   const std::string group_id(request.group_id);
   bool created = false;
+  const bool transactional = ctx.txn_producer_id >= 0;  // TxnOffsetCommit
   // A KIP-848 member's commit: its epoch, and with an older epoch each partition (KIP-1251).
   const consumer_group* consumer = nullptr;
   bool check_partitions = false;
   if (auto cg = sh.consumer.find(group_id); cg != sh.consumer.end()) {
     consumer = cg->second.get();
-    auto check =
-        consumer->validate_offset_commit(request.member_id, request.group_instance_id,
-                                         request.generation_id_or_member_epoch, false, version);
+    auto check = consumer->validate_offset_commit(request.member_id, request.group_instance_id,
+                                                  request.generation_id_or_member_epoch,
+                                                  transactional, version);
     if (check.error) {
       call.fail_all(check.error.code);
       return;
@@ -549,8 +586,9 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
     }
   }
   if (group != nullptr) {
-    if (auto e = group->validate_offset_commit(request.member_id, request.group_instance_id,
-                                               request.generation_id_or_member_epoch, false);
+    if (auto e =
+            group->validate_offset_commit(request.member_id, request.group_instance_id,
+                                          request.generation_id_or_member_epoch, transactional);
         e != error_code::none) {
       call.fail_all(e);
       return;
@@ -599,8 +637,72 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
     if (created && !sh.offsets.count(group_id)) sh.classic.erase(group_id);
     return;
   }
-  auto& offsets = sh.offsets[group_id];
+  auto& offsets =
+      transactional ? sh.pending_txn[ctx.txn_producer_id][group_id] : sh.offsets[group_id];
   for (auto& [c, om] : accepted) offsets[{c->topic, c->request->partition_index}] = std::move(om);
+}
+
+owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offset_commit(
+    const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms) {
+  // Below v3 the member fields are absent and keep their defaults (generation -1, member ""):
+  // such a commit is a simple group's, as Kafka treats it.
+  (void)version;
+  // The request as the OffsetCommit v8 it resembles (names, member fields, no retention), its
+  // strings borrowed from `request`.
+  protocol::offset_commit_request oc;
+  oc.group_id = request.group_id;
+  oc.generation_id_or_member_epoch = request.generation_id_or_member_epoch;
+  oc.member_id = request.member_id;
+  oc.group_instance_id = request.group_instance_id;
+  for (const auto& t : request.topics) {
+    auto& ot = oc.topics.emplace_back();
+    ot.name = t.name;
+    for (const auto& p : t.partitions) {
+      auto& op = ot.partitions.emplace_back();
+      op.partition_index = p.partition_index;
+      op.committed_offset = p.committed_offset;
+      op.committed_leader_epoch = p.committed_leader_epoch;
+      op.committed_metadata = p.committed_metadata;
+    }
+  }
+  constexpr int16_t as_offset_commit_version = 8;
+  offset_commit_call call;
+  prepare_offset_commit(oc, as_offset_commit_version, call);
+  if (!call.candidates.empty()) {
+    std::vector<std::function<void()>> deferred;
+    shard& sh = *shard_for(request.group_id);
+    {
+      std::lock_guard lock(sh.mu);
+      run_locked(sh, config_, metadata_, log_, now_ms, deferred, [&](shard& s, group_context& ctx) {
+        ctx.txn_producer_id = request.producer_id;
+        ctx.txn_producer_epoch = request.producer_epoch;
+        apply_offset_commit(s, ctx, oc, as_offset_commit_version, call);
+      });
+    }
+    for (auto& d : deferred) d();
+  }
+  owned_message<protocol::txn_offset_commit_response> out;
+  for (const auto& t : call.out.message.topics) {
+    auto& rt = out.message.topics.emplace_back();
+    rt.name = out.arena.keep(t.name);
+    for (const auto& p : t.partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition_index = p.partition_index;
+      rp.error_code = p.error_code;
+    }
+  }
+  return out;
+}
+
+void group_coordinator::complete_txn(int32_t partition, int64_t producer_id, bool commit) {
+  if (partition < 0 || static_cast<size_t>(partition) >= shards_.size()) return;
+  shard& s = *shards_[static_cast<size_t>(partition)];
+  std::lock_guard lock(s.mu);
+  complete_pending(s, producer_id, commit);
+}
+
+int32_t group_coordinator::partition_for_group(std::string_view group_id) const {
+  return partition_for(group_id, static_cast<int32_t>(shards_.size()));
 }
 
 owned_message<protocol::offset_commit_response> group_coordinator::offset_commit(

@@ -63,6 +63,8 @@
 #include "protocol/messages/offset_fetch_response.h"
 #include "protocol/messages/sync_group_request.h"
 #include "protocol/messages/sync_group_response.h"
+#include "protocol/messages/txn_offset_commit_request.h"
+#include "protocol/messages/txn_offset_commit_response.h"
 
 namespace tarn::coordinator {
 
@@ -123,6 +125,16 @@ class group_coordinator {
       std::function<void(owned_message<protocol::offset_commit_response>)>;
   void offset_commit_handed_off(std::shared_ptr<const protocol::offset_commit_request> request,
                                 int16_t version, int64_t now_ms, offset_commit_callback done);
+  // TxnOffsetCommit: validated as an OffsetCommit of a transactional producer, written to
+  // __consumer_offsets in a transactional batch of that producer, and pending (not visible to
+  // OffsetFetch) until the transaction's marker reaches the group's partition (complete_txn).
+  owned_message<protocol::txn_offset_commit_response> txn_offset_commit(
+      const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms);
+  // The marker of producer_id's transaction was written to __consumer_offsets-`partition`: its
+  // pending offsets there are committed (commit) or dropped. The replay does the same.
+  void complete_txn(int32_t partition, int64_t producer_id, bool commit);
+  // The partition of __consumer_offsets that holds the group (AddOffsetsToTxn adds it).
+  int32_t partition_for_group(std::string_view group_id) const;
   owned_message<protocol::offset_fetch_response> offset_fetch(
       const protocol::offset_fetch_request& request, int16_t version, int64_t now_ms);
   owned_message<protocol::offset_delete_response> offset_delete(

@@ -20,11 +20,15 @@ namespace tarn::coordinator {
 inline constexpr std::string_view offsets_topic_name = "__consumer_offsets";
 
 // One record of __consumer_offsets as the replay sees it: its key and its value (nullopt for a
-// tombstone), both borrowed for the duration of the callback.
+// tombstone), both borrowed for the duration of the callback. A record of a transactional batch
+// (TxnOffsetCommit) carries its producer id; a transaction marker (control batch) comes as a
+// record with no key and `marker_commit` set (COMMIT true, ABORT false) for that producer.
 struct offsets_record {
   offset_t offset = -1;
   std::span<const uint8_t> key;
   std::optional<std::span<const uint8_t>> value;
+  int64_t producer_id = -1;  // the transactional batch's producer, else -1
+  std::optional<bool> marker_commit;
 };
 
 class offsets_log {
@@ -46,7 +50,7 @@ class offsets_log {
                                                         std::vector<uint8_t> batch) = 0;
 
   // Calls `fn` for every record of `partition` from its log start to its end, in offset order
-  // (control batches skipped). An error stops the replay.
+  // (a control batch as one marker record). An error stops the replay.
   virtual result<void, std::string> replay(
       int32_t partition, const std::function<void(const offsets_record&)>& fn) = 0;
 };

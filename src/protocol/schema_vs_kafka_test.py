@@ -113,7 +113,8 @@ class Checker:
 
     def compare_fields(self, where, ours, theirs, common, v):
         ours_v = [f for f in ours if gen.in_range(f.versions, v)]
-        theirs_v = [f for f in theirs if gen.in_range(kafka_range(f["versions"]), v)]
+        theirs_v = [f for f in theirs
+                    if gen.in_range(kafka_range(f.get("versions", f.get("taggedVersions"))), v)]
         names_o = [f.name for f in ours_v]
         names_t = [f["name"] for f in theirs_v]
         if names_o != names_t:
@@ -160,6 +161,9 @@ def main():
         return SKIP
     jar = zipfile.ZipFile(os.path.join(d, jar_name()))
     group_jar = zipfile.ZipFile(os.path.join(d, jar_name("kafka-group-coordinator")))
+    # __transaction_state's records (schema/transaction_log_*.schema, `header` messages).
+    txn_jar_path = os.path.join(d, jar_name("kafka-transaction-coordinator"))
+    txn_jar = zipfile.ZipFile(txn_jar_path) if os.path.exists(txn_jar_path) else None
     messages, apis = gen.load_all(os.path.join(root, "schema"))
     records = gen.load_records(os.path.join(root, "schema"))
     c = Checker()
@@ -167,6 +171,11 @@ def main():
     for m in messages + records:
         path = f"common/message/{m.name}.json"
         source = group_jar if m.record_type is not None else jar
+        if m.name.startswith("TransactionLog"):
+            if txn_jar is None:
+                c.err(f"{m.name}: no {jar_name('kafka-transaction-coordinator')} in {d}")
+                continue
+            source = txn_jar
         try:
             j = json.loads(strip_comments(source.read(path).decode("utf-8")))
         except KeyError:

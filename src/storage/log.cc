@@ -10,6 +10,7 @@
 #include <random>
 
 #include "fmt/format.h"
+#include "record/batch_builder.h"
 #include "record/record.h"
 #include "record/record_batch.h"
 #include "record/record_stream.h"
@@ -167,8 +168,11 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
     std::string name = entry.path().filename().string();
     if (auto base = parse_segment_file_name(name, ".log")) {
       bases.push_back(*base);
-    } else if (name.ends_with(".index") || name.ends_with(".timeindex")) {
-      std::string_view suffix = name.ends_with(".index") ? ".index" : ".timeindex";
+    } else if (name.ends_with(".index") || name.ends_with(".timeindex") ||
+               name.ends_with(".txnindex")) {
+      std::string_view suffix = name.ends_with(".index")       ? ".index"
+                                : name.ends_with(".timeindex") ? ".timeindex"
+                                                               : ".txnindex";
       auto base = parse_segment_file_name(name, suffix);
       if (base && !fs::exists(dir_ / segment_file_name(*base, ".log"), ec)) {
         fs::remove(entry.path(), ec);
@@ -272,7 +276,106 @@ result<void, storage_error> log::load(const log_options& options, recovery_repor
   }
   report.log_end_offset = leo;
   report.recovery_point = recovery_point;
+  auto txns = load_txn_indexes();
+  if (!txns) return txns;
   return load_producer_state();
+}
+
+result<void, storage_error> log::load_txn_indexes() {
+  aborted_txns_.clear();
+  const offset_t leo = log_end_offset();
+  for (const auto& seg : segments_) {
+    const fs::path path = dir_ / segment_file_name(seg->base_offset(), ".txnindex");
+    auto entries = read_txn_index(path);
+    if (!entries) return fail(entries.error());
+    std::vector<aborted_txn> kept;
+    for (const aborted_txn& t : *entries) {
+      if (t.last_offset < leo && t.last_offset >= seg->base_offset()) kept.push_back(t);
+    }
+    if (kept.size() != entries->size()) {
+      // Entries of truncated offsets: the file is rewritten without them (a replay re-adds
+      // those whose markers survived).
+      std::string bytes;
+      for (const aborted_txn& t : kept) {
+        auto e = encode_txn_index_entry(t);
+        bytes.append(reinterpret_cast<const char*>(e.data()), e.size());
+      }
+      auto w = write_file_atomic(path, bytes);
+      if (!w) return w;
+    }
+    aborted_txns_.insert(aborted_txns_.end(), kept.begin(), kept.end());
+  }
+  return {};
+}
+
+result<void, storage_error> log::index_aborted_txn(const aborted_txn& txn) {
+  for (auto it = aborted_txns_.rbegin(); it != aborted_txns_.rend(); ++it) {
+    if (*it == txn) return {};  // already indexed (a replay of an indexed marker)
+    if (it->last_offset < txn.last_offset) break;
+  }
+  auto seg = std::upper_bound(segments_.begin(), segments_.end(), txn.last_offset,
+                              [](offset_t o, const auto& s) { return o < s->base_offset(); });
+  if (seg != segments_.begin()) --seg;
+  auto w = append_txn_index(dir_ / segment_file_name((*seg)->base_offset(), ".txnindex"), txn);
+  if (!w) return w;
+  auto pos = std::upper_bound(aborted_txns_.begin(), aborted_txns_.end(), txn.last_offset,
+                              [](offset_t o, const aborted_txn& t) { return o < t.last_offset; });
+  aborted_txns_.insert(pos, txn);
+  return {};
+}
+
+offset_t log::last_stable_offset() const {
+  const offset_t hw = high_watermark();
+  const std::optional<offset_t> first = producers_.first_unstable_offset();
+  return first ? std::min(*first, hw) : hw;
+}
+
+std::vector<aborted_txn> log::collect_aborted_txns(offset_t start_offset,
+                                                   offset_t upper_bound_offset) const {
+  std::vector<aborted_txn> out;
+  auto it = std::lower_bound(aborted_txns_.begin(), aborted_txns_.end(), start_offset,
+                             [](const aborted_txn& t, offset_t o) { return t.last_offset < o; });
+  for (; it != aborted_txns_.end(); ++it) {
+    if (it->first_offset < upper_bound_offset) out.push_back(*it);
+  }
+  return out;
+}
+
+result<offset_t, storage_error> log::append_txn_marker(const txn_marker& marker,
+                                                       leader_epoch_t leader_epoch,
+                                                       timestamp_ms now) {
+  const offset_t offset = log_end_offset();
+  record::batch_builder_config cfg;
+  cfg.base_offset = offset;
+  cfg.partition_leader_epoch = leader_epoch;
+  cfg.producer_id = marker.producer_id;
+  cfg.producer_epoch = marker.epoch;
+  cfg.transactional = true;
+  cfg.control = true;
+  record::batch_builder builder(cfg);
+  // EndTransactionMarker: key = version 0, type (0 ABORT, 1 COMMIT); value = version 0,
+  // coordinator epoch.
+  const uint8_t key[4] = {0, 0, 0, static_cast<uint8_t>(marker.commit ? 1 : 0)};
+  const auto ce = static_cast<uint32_t>(marker.coordinator_epoch);
+  const uint8_t value[6] = {0,
+                            0,
+                            static_cast<uint8_t>(ce >> 24),
+                            static_cast<uint8_t>(ce >> 16),
+                            static_cast<uint8_t>(ce >> 8),
+                            static_cast<uint8_t>(ce)};
+  builder.try_append(now, record::bytes_view(key, sizeof key),
+                     record::bytes_view(value, sizeof value));
+  auto batch = builder.build();
+  if (!batch) {
+    return fail(storage_error{storage_errc::invalid_argument, "cannot build a marker batch"});
+  }
+  auto a = append(*batch, now);
+  if (!a) return fail(a.error());
+  if (auto aborted = producers_.complete_txn(marker, offset, now)) {
+    auto w = index_aborted_txn(*aborted);
+    if (!w) return fail(w.error());
+  }
+  return offset;
 }
 
 result<void, storage_error> log::load_producer_state() {
@@ -295,7 +398,33 @@ result<void, storage_error> log::load_producer_state() {
       if (batch.last_offset() >= from && batch.has_producer_id() && !batch.is_control()) {
         producer_append a{batch.producer_id(), batch.producer_epoch(), batch.base_sequence(),
                           batch.last_sequence()};
-        producers_.update(a, batch.base_offset(), batch.last_offset(), batch.max_timestamp());
+        producers_.update(a, batch.base_offset(), batch.last_offset(), batch.max_timestamp(),
+                          batch.is_transactional());
+      } else if (batch.last_offset() >= from && batch.has_producer_id() && batch.is_control() &&
+                 size <= 4096) {
+        // A transaction marker (UnifiedLog's replay of an EndTransactionMarker): closes the
+        // producer's transaction; an abort is indexed again if its .txnindex entry was lost.
+        std::vector<uint8_t> whole(static_cast<size_t>(size));
+        auto rb = seg->read_bytes(position, whole);
+        if (!rb) return rb;
+        auto rec = record::decode_record(
+            std::span<const uint8_t>(whole).subspan(record::record_batch_overhead));
+        if (rec && rec->key && rec->key->size() >= 4) {
+          const auto& k = *rec->key;
+          const int16_t type = static_cast<int16_t>((k[2] << 8) | k[3]);
+          int32_t coordinator_epoch = -1;
+          if (rec->value && rec->value->size() >= 6) {
+            const auto& v = *rec->value;
+            coordinator_epoch = static_cast<int32_t>(
+                (uint32_t{v[2]} << 24) | (uint32_t{v[3]} << 16) | (uint32_t{v[4]} << 8) | v[5]);
+          }
+          txn_marker m{batch.producer_id(), batch.producer_epoch(), coordinator_epoch, type == 1};
+          if (auto aborted =
+                  producers_.complete_txn(m, batch.base_offset(), batch.max_timestamp())) {
+            auto w = index_aborted_txn(*aborted);
+            if (!w) return w;
+          }
+        }
       }
       position += size;
     }
@@ -367,11 +496,13 @@ result<void, storage_error> log::append_batches(std::span<const uint8_t> batches
 }
 
 result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_bytes,
-                                                 bool min_one_batch) const {
+                                                 bool min_one_batch,
+                                                 std::optional<offset_t> max_offset) const {
   log_read_result out;
   out.log_end_offset = log_end_offset();
   out.high_watermark = high_watermark();
   out.log_start_offset = log_start_offset();
+  out.last_stable_offset = last_stable_offset();
   if (offset < out.log_start_offset || offset > out.high_watermark) {
     return fail(storage_error{
         storage_errc::offset_out_of_range,
@@ -380,12 +511,21 @@ result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_by
                     offset, partition_dir_name(tp_), out.log_start_offset, out.high_watermark)});
   }
   if (offset == out.high_watermark) return out;
+  if (max_offset && offset >= *max_offset) return out;
   // The segment holding `offset`, then later ones if it holds nothing at or after it.
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
                              [](offset_t o, const auto& seg) { return o < seg->base_offset(); });
   if (it != segments_.begin()) --it;
   for (; it != segments_.end(); ++it) {
-    auto slice = (*it)->read(offset, max_bytes, (*it)->size(), min_one_batch);
+    int64_t max_position = (*it)->size();
+    if (max_offset) {
+      if ((*it)->base_offset() >= *max_offset) return out;
+      // LogSegment.read's maxPosition: the start of the batch holding max_offset.
+      auto at = (*it)->translate_offset(*max_offset);
+      if (!at) return fail(at.error());
+      if (*at) max_position = (*at)->position;
+    }
+    auto slice = (*it)->read(offset, max_bytes, max_position, min_one_batch);
     if (!slice) return fail(slice.error());
     if (*slice) {
       out.slice = std::move(*slice);
@@ -563,7 +703,9 @@ result<void, storage_error> log::delete_first_segments(size_t count, timestamp_m
       --count;
     }
   }
+  std::error_code txn_ec;
   for (size_t i = 0; i < count; ++i) {
+    fs::remove(dir_ / segment_file_name(segments_[i]->base_offset(), ".txnindex"), txn_ec);
     auto rm = segments_[i]->remove();
     if (!rm) return rm;
   }

@@ -1,6 +1,7 @@
 // A partition's log: its segments in offset order, the log start offset, log end offset (LEO),
-// high watermark (= LEO: tarn keeps one replica), recovery point and leader epoch cache. The
-// roles of Kafka's UnifiedLog and LocalLog without replication, producer state or transactions.
+// high watermark (= LEO: tarn keeps one replica), recovery point and leader epoch cache, the
+// producer state and the transactions' last stable offset, markers and .txnindex files. The
+// roles of Kafka's UnifiedLog and LocalLog without replication.
 //
 // The caller (the broker's produce path) validates batches and assigns offsets; append() stores
 // batches whose offsets are already assigned. read() returns file slices for sendfile.
@@ -29,6 +30,7 @@
 #include "storage/log_segment.h"
 #include "storage/producer_state.h"
 #include "storage/storage_error.h"
+#include "storage/txn_index.h"
 
 namespace tarn::storage {
 
@@ -97,6 +99,7 @@ struct log_read_result {
   offset_t log_end_offset = 0;
   offset_t high_watermark = 0;
   offset_t log_start_offset = 0;
+  offset_t last_stable_offset = 0;
 };
 
 // Called after every successful append, on the appending thread (the broker wakes fetches waiting
@@ -135,8 +138,26 @@ class log {
   // Whole batches starting with the batch that contains `offset`, at most `max_bytes` (or the
   // whole first batch if `min_one_batch`), never past the high watermark. offset == HW returns
   // no bytes; an offset outside [log start, HW] is offset_out_of_range with Kafka's message.
+  // `max_offset` (read_committed: the last stable offset) ends the bytes before the batch holding
+  // it; an offset at or past it returns no bytes.
   result<log_read_result, storage_error> read(offset_t offset, int32_t max_bytes,
-                                              bool min_one_batch) const;
+                                              bool min_one_batch,
+                                              std::optional<offset_t> max_offset = {}) const;
+
+  // ---- Transactions (docs/transactions.md). Owner thread only, like append(). ----
+  // The last stable offset: the first offset of the oldest open transaction, else the high
+  // watermark (UnifiedLog.lastStableOffset).
+  offset_t last_stable_offset() const;
+  // Writes a COMMIT or ABORT control batch for the producer at the log end offset (Kafka's
+  // control record: key version 0 + type, value version 0 + coordinator epoch), closes its
+  // transaction in the producer state and, for an abort, indexes it in the active segment's
+  // .txnindex. The caller checked producers().check_marker. Returns the marker's offset.
+  result<offset_t, storage_error> append_txn_marker(const txn_marker& marker,
+                                                    leader_epoch_t leader_epoch, timestamp_ms now);
+  // The aborted transactions that overlap [start_offset, upper_bound_offset): last offset >=
+  // start and first offset < upper bound (UnifiedLog.collectAbortedTransactions), oldest first.
+  std::vector<aborted_txn> collect_aborted_txns(offset_t start_offset,
+                                                offset_t upper_bound_offset) const;
 
   // ListOffsets by time: the first record at or after max(starting_offset, log start) whose
   // timestamp is >= `timestamp`, found through the time index then by decoding that batch's
@@ -224,6 +245,12 @@ class log {
   std::vector<std::unique_ptr<log_segment>> segments_;  // ascending base offsets; never empty
   std::vector<epoch_entry> epochs_;
   producer_state_manager producers_;
+  // Every aborted transaction of the log's .txnindex files, by marker offset.
+  std::vector<aborted_txn> aborted_txns_;
+  // Indexes an aborted transaction in the .txnindex of the segment holding its marker.
+  result<void, storage_error> index_aborted_txn(const aborted_txn& txn);
+  // Loads the .txnindex files of the segments, dropping entries at or past the log end offset.
+  result<void, storage_error> load_txn_indexes();
   std::atomic<offset_t> log_start_offset_{0};
   std::atomic<offset_t> log_end_offset_{0};
   std::atomic<offset_t> high_watermark_{0};

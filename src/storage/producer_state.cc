@@ -103,7 +103,8 @@ result<std::optional<producer_batch>, producer_error> producer_state_manager::ch
 }
 
 void producer_state_manager::update(const producer_append& batch, offset_t first_offset,
-                                    offset_t last_offset, timestamp_ms max_timestamp) {
+                                    offset_t last_offset, timestamp_ms max_timestamp,
+                                    bool transactional) {
   producer_entry& entry = producers_[batch.producer_id];
   entry.producer_id = batch.producer_id;
   if (entry.epoch != batch.epoch) {
@@ -115,6 +116,48 @@ void producer_state_manager::update(const producer_append& batch, offset_t first
                            static_cast<int32_t>(last_offset - first_offset), max_timestamp});
   while (entry.batches.size() > producer_batches_to_retain) entry.batches.pop_front();
   entry.last_timestamp = max_timestamp;
+  if (transactional && entry.current_txn_first_offset < 0) {
+    entry.current_txn_first_offset = first_offset;
+    ongoing_txns_[first_offset] = batch.producer_id;
+  }
+}
+
+result<void, producer_error> producer_state_manager::check_marker(const txn_marker& marker) const {
+  const producer_entry* entry = find(marker.producer_id);
+  if (entry != nullptr && marker.epoch < entry->epoch) {
+    return fail(producer_error{
+        producer_errc::invalid_producer_epoch,
+        fmt::format(
+            "Epoch of producer {} in {} is {}, which is smaller than the last seen epoch {}",
+            marker.producer_id, topic_partition_, marker.epoch, entry->epoch)});
+  }
+  return {};
+}
+
+std::optional<aborted_txn> producer_state_manager::complete_txn(const txn_marker& marker,
+                                                                offset_t offset,
+                                                                timestamp_ms timestamp) {
+  producer_entry& entry = producers_[marker.producer_id];
+  entry.producer_id = marker.producer_id;
+  if (entry.epoch != marker.epoch) {
+    entry.batches.clear();
+    entry.epoch = marker.epoch;
+  }
+  entry.coordinator_epoch = marker.coordinator_epoch;
+  entry.last_timestamp = timestamp;
+  ++entry.markers_written;
+  const offset_t first = entry.current_txn_first_offset;
+  entry.current_txn_first_offset = -1;
+  if (first < 0) return std::nullopt;  // no data in this partition: nothing to index
+  ongoing_txns_.erase(first);
+  if (marker.commit) return std::nullopt;
+  const offset_t lso = ongoing_txns_.empty() ? offset + 1 : ongoing_txns_.begin()->first;
+  return aborted_txn{marker.producer_id, first, offset, lso};
+}
+
+std::optional<offset_t> producer_state_manager::first_unstable_offset() const {
+  if (ongoing_txns_.empty()) return std::nullopt;
+  return ongoing_txns_.begin()->first;
 }
 
 std::vector<uint8_t> producer_state_manager::encode_snapshot() const {
@@ -187,6 +230,10 @@ result<void, storage_error> producer_state_manager::decode_snapshot(
     loaded[e.producer_id] = std::move(e);
   }
   producers_ = std::move(loaded);
+  ongoing_txns_.clear();
+  for (const auto& [id, e] : producers_) {
+    if (e.current_txn_first_offset >= 0) ongoing_txns_[e.current_txn_first_offset] = id;
+  }
   return {};
 }
 
@@ -224,7 +271,7 @@ result<void, storage_error> producer_state_manager::take_snapshot(const fs::path
 
 result<std::optional<offset_t>, storage_error> producer_state_manager::load_latest(
     const fs::path& dir, offset_t max_offset) {
-  producers_.clear();
+  clear();
   std::vector<offset_t> existing = list_snapshots(dir);
   std::error_code ec;
   for (auto it = existing.rbegin(); it != existing.rend(); ++it) {
@@ -241,7 +288,7 @@ result<std::optional<offset_t>, storage_error> producer_state_manager::load_late
     }
     fs::remove(path, ec);  // unreadable: fall back to an older one (or a full replay)
   }
-  producers_.clear();
+  clear();
   return std::optional<offset_t>{};
 }
 

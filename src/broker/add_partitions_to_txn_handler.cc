@@ -1,0 +1,133 @@
+// AddPartitionsToTxn (key 24): adds partitions to a producer's transaction before it produces to
+// them.
+//
+// Versions served: 0-5. v0-3 (what clients send) carry one transaction; v4+ a list of them, each
+// with VerifyOnly (KIP-890 part 1, sent broker to broker in Kafka; tarn answers it too), and a
+// top-level ErrorCode.
+// Behaviour (KafkaApis.handleAddPartitionsToTxnRequest, TransactionCoordinator):
+//   - A partition that does not exist: UNKNOWN_TOPIC_OR_PARTITION, and every other partition of
+//     that transaction OPERATION_NOT_ATTEMPTED; nothing is added.
+//   - Otherwise the coordinator (txn/txn_coordinator.h) adds them all or none: one error for
+//     every partition (INVALID_PRODUCER_ID_MAPPING for an unknown transactional id or producer
+//     id, PRODUCER_FENCED for another epoch, CONCURRENT_TRANSACTIONS while the previous
+//     transaction completes, COORDINATOR_NOT_AVAILABLE when __transaction_state cannot be
+//     written).
+//   - VerifyOnly: per partition NONE if it is in the ongoing transaction, else INVALID_TXN_STATE.
+//   - Errors decided in add_partitions_error(): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below
+//     v2, as KafkaApis answers.
+//   - A body that does not decode closes the connection.
+// Not supported: authorization; quotas (ThrottleTimeMs 0).
+#include <spdlog/spdlog.h>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/add_partitions_to_txn_request.h"
+#include "protocol/messages/add_partitions_to_txn_response.h"
+#include "txn/txn_coordinator.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+using request_t = protocol::add_partitions_to_txn_request;
+using response_t = protocol::add_partitions_to_txn_response;
+
+// The one place that decides the wire error of this API.
+error_code add_partitions_error(error_code e, int16_t version) {
+  if (e == error_code::producer_fenced && version < 2) return error_code::invalid_producer_epoch;
+  return e;
+}
+
+// One transaction's partitions, answered.
+std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
+    request_context& request, std::string_view transactional_id, int64_t producer_id,
+    int16_t producer_epoch, bool verify_only,
+    const std::vector<request_t::add_partitions_to_txn_topic>& topics, int16_t version) {
+  txn::txn_coordinator* txns = request.services.txns;
+  std::vector<txn::topic_partition_key> partitions;
+  bool any_unknown = false;
+  std::vector<std::vector<bool>> known(topics.size());
+  {
+    auto guard = request.services.topics->lock();
+    for (size_t i = 0; i < topics.size(); ++i) {
+      const storage::topic_info* info = request.services.topics->logs().find_topic(topics[i].name);
+      for (int32_t p : topics[i].partitions) {
+        const bool ok = info != nullptr && p >= 0 && p < info->partitions;
+        known[i].push_back(ok);
+        any_unknown = any_unknown || !ok;
+        partitions.emplace_back(std::string(topics[i].name), p);
+      }
+    }
+  }
+  std::vector<error_code> codes(partitions.size(), error_code::none);
+  if (txns == nullptr) {
+    std::fill(codes.begin(), codes.end(), error_code::coordinator_not_available);
+  } else if (any_unknown) {
+    size_t k = 0;
+    for (size_t i = 0; i < topics.size(); ++i) {
+      for (size_t j = 0; j < known[i].size(); ++j, ++k) {
+        codes[k] = known[i][j] ? error_code::operation_not_attempted
+                               : error_code::unknown_topic_or_partition;
+      }
+    }
+  } else if (verify_only) {
+    for (size_t k = 0; k < partitions.size(); ++k) {
+      codes[k] =
+          txns->verify_partition(transactional_id, producer_id, producer_epoch, partitions[k]);
+    }
+  } else {
+    const error_code e = txns->add_partitions(transactional_id, producer_id, producer_epoch,
+                                              partitions, wall_clock_ms());
+    std::fill(codes.begin(), codes.end(), e);
+  }
+  std::vector<response_t::add_partitions_to_txn_topic_result> out;
+  size_t k = 0;
+  for (const auto& t : topics) {
+    auto& tr = out.emplace_back();
+    tr.name = t.name;
+    for (int32_t p : t.partitions) {
+      auto& pr = tr.results_by_partition.emplace_back();
+      pr.partition_index = p;
+      pr.partition_error_code = static_cast<int16_t>(add_partitions_error(codes[k++], version));
+    }
+  }
+  return out;
+}
+
+asio::awaitable<handler_outcome> handle_add_partitions_to_txn(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = request_t::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: AddPartitionsToTxn v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad AddPartitionsToTxn request"};
+  }
+  response_t reply;
+  if (version < 4) {
+    reply.results_by_topic_v3_and_below =
+        add_one(request, decoded->v3_and_below_transactional_id, decoded->v3_and_below_producer_id,
+                decoded->v3_and_below_producer_epoch, false, decoded->v3_and_below_topics, version);
+  } else {
+    for (const auto& t : decoded->transactions) {
+      auto& tr = reply.results_by_transaction.emplace_back();
+      tr.transactional_id = t.transactional_id;
+      tr.topic_results = add_one(request, t.transactional_id, t.producer_id, t.producer_epoch,
+                                 t.verify_only, t.topics, version);
+    }
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_add_partitions_to_txn_handler(handler_registry& registry) {
+  registry.register_handler(request_t::api_key, request_t::min_version, request_t::max_version,
+                            handle_add_partitions_to_txn);
+}
+
+}  // namespace tarn::broker

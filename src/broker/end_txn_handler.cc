@@ -1,0 +1,66 @@
+// EndTxn (key 26): commits or aborts a producer's transaction.
+//
+// Versions served: 0-5. v5's ProducerId/ProducerEpoch (KIP-890 part 2, transactions v2) are
+// answered -1: tarn does not enable transactions v2 (no transaction.version feature), so the
+// epoch is not bumped on every commit.
+// Behaviour (TransactionCoordinator.endTransaction): the coordinator (txn/txn_coordinator.h)
+// writes PrepareCommit/PrepareAbort to __transaction_state, a COMMIT/ABORT marker to every
+// partition of the transaction, then CompleteCommit/CompleteAbort, and the answer comes after
+// that (Kafka answers after PrepareX and writes the markers in the background). Errors:
+// INVALID_PRODUCER_ID_MAPPING (unknown transactional id or producer id), PRODUCER_FENCED (another
+// epoch; INVALID_PRODUCER_EPOCH below v2, decided in end_txn_error()), INVALID_TXN_STATE (nothing
+// to end, or the opposite of what was decided), CONCURRENT_TRANSACTIONS (still completing).
+// A retried EndTxn for a transaction already completed the same way is NONE.
+// A body that does not decode closes the connection.
+// Not supported: authorization; quotas (ThrottleTimeMs 0).
+#include <spdlog/spdlog.h>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/end_txn_request.h"
+#include "protocol/messages/end_txn_response.h"
+#include "txn/txn_coordinator.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+// The one place that decides the wire error of this API.
+error_code end_txn_error(error_code e, int16_t version) {
+  if (e == error_code::producer_fenced && version < 2) return error_code::invalid_producer_epoch;
+  return e;
+}
+
+asio::awaitable<handler_outcome> handle_end_txn(request_context& request) {
+  const int16_t version = request.header.api_version;
+  protocol::reader r(request.body());
+  auto decoded = protocol::end_txn_request::decode(r, version);
+  if (!decoded) {
+    spdlog::warn("connection {} from {}: EndTxn v{} body does not decode: {}",
+                 request.connection.id, request.connection.peer, version,
+                 protocol::describe(decoded.error().code));
+    co_return close_connection{"bad EndTxn request"};
+  }
+  protocol::end_txn_response reply;
+  error_code e = error_code::coordinator_not_available;
+  if (txn::txn_coordinator* txns = request.services.txns) {
+    e = txns->end_txn(decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,
+                      decoded->committed, wall_clock_ms());
+  }
+  reply.error_code = static_cast<int16_t>(end_txn_error(e, version));
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_end_txn_handler(handler_registry& registry) {
+  registry.register_handler(protocol::end_txn_request::api_key,
+                            protocol::end_txn_request::min_version,
+                            protocol::end_txn_request::max_version, handle_end_txn);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,65 @@
+// __transaction_state and transaction markers over the topic manager's logs (see
+// transactions.h).
+#include "broker/transactions.h"
+
+#include <spdlog/spdlog.h>
+
+#include "broker/topic_handler_util.h"
+
+namespace tarn::broker {
+
+storage::config_map transaction_state_topic_overrides(const txn::txn_config& config) {
+  return {{"cleanup.policy", "compact"},
+          {"compression.type", "uncompressed"},
+          {"segment.bytes", std::to_string(config.state_log_segment_bytes)}};
+}
+
+transaction_state_log::transaction_state_log(topic_manager& topics, const txn::txn_config& config)
+    : topic_(topics, std::string(txn::transaction_state_topic_name),
+             [config](storage::log_manager& logs, int64_t now_ms) {
+               auto created = logs.create_topic(txn::transaction_state_topic_name,
+                                                config.state_log_num_partitions,
+                                                transaction_state_topic_overrides(config), now_ms);
+               if (created) {
+                 spdlog::info("created {} with {} partition(s)", txn::transaction_state_topic_name,
+                              config.state_log_num_partitions);
+               }
+               return created;
+             }) {}
+
+result<void, std::string> transaction_state_log::replay(
+    int32_t partition, const std::function<void(const txn::txn_log_record&)>& fn) {
+  return topic_.replay(partition, [&fn](const coordinator::offsets_record& r) {
+    if (r.marker_commit) return;  // no transactions write to __transaction_state
+    fn(txn::txn_log_record{r.offset, r.key, r.value});
+  });
+}
+
+protocol::error_code partition_markers::write_marker(std::string_view topic, int32_t partition,
+                                                     const txn::marker_request& marker) {
+  using protocol::error_code;
+  {
+    auto guard = topics_.lock();
+    storage::log* log = topics_.logs().get_log(std::string(topic), partition_id{partition});
+    if (log == nullptr) return error_code::unknown_topic_or_partition;
+    const storage::txn_marker m{marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                                marker.commit};
+    if (auto ok = log->producers().check_marker(m); !ok) {
+      spdlog::warn("marker for producer {} to {}-{} refused: {}", marker.producer_id, topic,
+                   partition, ok.error().message);
+      return error_code::invalid_producer_epoch;
+    }
+    auto written = log->append_txn_marker(m, local_leader_epoch, wall_clock_ms());
+    if (!written) {
+      spdlog::error("marker for producer {} to {}-{} failed: {}", marker.producer_id, topic,
+                    partition, written.error().message);
+      return error_code::kafka_storage_error;
+    }
+  }
+  if (topic == coordinator::offsets_topic_name && groups_ != nullptr) {
+    groups_->complete_txn(partition, marker.producer_id, marker.commit);
+  }
+  return error_code::none;
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,64 @@
+// The broker's side of the transaction coordinator's two seams (txn/txn_log.h):
+// __transaction_state over the topic manager's logs (the same append and replay as
+// __consumer_offsets, offsets_topic.h), and the markers written straight to the partitions' logs.
+//
+// Locking: as offsets_topic.h. The coordinator calls in with its mutex held, so the order is
+// always coordinator -> topics; a broker path holding topics.lock() never calls the coordinator.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "broker/offsets_topic.h"
+#include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
+#include "storage/log_config.h"
+#include "storage/log_manager.h"
+#include "txn/txn_coordinator.h"
+#include "txn/txn_log.h"
+
+namespace tarn::broker {
+
+// The topic configs Kafka gives __transaction_state (TransactionLog): cleanup.policy=compact,
+// compression.type=uncompressed, segment.bytes=transaction.state.log.segment.bytes.
+storage::config_map transaction_state_topic_overrides(const txn::txn_config& config);
+
+class transaction_state_log final : public txn::txn_log {
+ public:
+  transaction_state_log(topic_manager& topics, const txn::txn_config& config);
+
+  result<int32_t, protocol::error_code> ensure_topic() override { return topic_.ensure_topic(); }
+  std::optional<int32_t> partitions() const override { return topic_.partitions(); }
+  result<offset_t, protocol::error_code> append(int32_t partition,
+                                                std::vector<uint8_t> batch) override {
+    return topic_.append(partition, std::move(batch));
+  }
+  result<void, std::string> replay(
+      int32_t partition, const std::function<void(const txn::txn_log_record&)>& fn) override;
+
+ private:
+  offsets_topic topic_;
+};
+
+// Writes a marker to a partition's log under the topic manager's lock: the producer state's
+// epoch check (INVALID_PRODUCER_EPOCH for a stale epoch), then the control batch at the log end
+// (storage::log::append_txn_marker), which wakes the fetches waiting on the partition. A marker
+// on __consumer_offsets then completes the producer's pending TxnOffsetCommit offsets in the
+// group coordinator (after the topics lock is released: the coordinator's order is shard ->
+// topics).
+class partition_markers final : public txn::txn_markers {
+ public:
+  partition_markers(topic_manager& topics, coordinator::group_coordinator* groups)
+      : topics_(topics), groups_(groups) {}
+
+  protocol::error_code write_marker(std::string_view topic, int32_t partition,
+                                    const txn::marker_request& marker) override;
+
+ private:
+  topic_manager& topics_;
+  coordinator::group_coordinator* groups_;
+};
+
+}  // namespace tarn::broker

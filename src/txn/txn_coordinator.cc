@@ -1,0 +1,378 @@
+// The transaction coordinator (see txn_coordinator.h).
+#include "txn/txn_coordinator.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <limits>
+
+#include "txn/txn_records.h"
+
+namespace tarn::txn {
+
+namespace {
+
+using protocol::error_code;
+
+// Java's String.hashCode over the UTF-16 code units of a UTF-8 string (invalid bytes count as
+// one unit each).
+int32_t java_string_hash(std::string_view s) {
+  uint32_t h = 0;
+  auto add = [&h](uint32_t unit) { h = 31 * h + unit; };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = c;
+    size_t n = 1;
+    if (c >= 0xf0 && i + 3 < s.size()) {
+      cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 12) |
+           ((static_cast<unsigned char>(s[i + 2]) & 0x3fu) << 6) |
+           (static_cast<unsigned char>(s[i + 3]) & 0x3fu);
+      n = 4;
+    } else if (c >= 0xe0 && i + 2 < s.size()) {
+      cp = ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 6) |
+           (static_cast<unsigned char>(s[i + 2]) & 0x3fu);
+      n = 3;
+    } else if (c >= 0xc0 && i + 1 < s.size()) {
+      cp = ((c & 0x1fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3fu);
+      n = 2;
+    }
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      add(0xd800 + (cp >> 10));
+      add(0xdc00 + (cp & 0x3ff));
+    } else {
+      add(cp);
+    }
+    i += n;
+  }
+  return static_cast<int32_t>(h);
+}
+
+}  // namespace
+
+int32_t partition_for(std::string_view transactional_id, int32_t partitions) {
+  const int32_t h = java_string_hash(transactional_id);
+  const int32_t abs = h == std::numeric_limits<int32_t>::min() ? 0 : std::abs(h);
+  return partitions > 0 ? abs % partitions : 0;
+}
+
+txn_coordinator::txn_coordinator(const txn_config& config, txn_log& log, txn_markers& markers,
+                                 producer_id_source next_producer_id)
+    : config_(config),
+      log_(log),
+      markers_(markers),
+      next_producer_id_(std::move(next_producer_id)) {}
+
+txn_metadata* txn_coordinator::find(std::string_view transactional_id) {
+  auto it = txns_.find(std::string(transactional_id));
+  return it == txns_.end() ? nullptr : &it->second;
+}
+
+const txn_metadata* txn_coordinator::find(std::string_view transactional_id) const {
+  auto it = txns_.find(std::string(transactional_id));
+  return it == txns_.end() ? nullptr : &it->second;
+}
+
+const txn_metadata* txn_coordinator::find_by_producer(producer_id_t producer_id) const {
+  auto it = by_producer_.find(producer_id);
+  return it == by_producer_.end() ? nullptr : find(it->second);
+}
+
+result<void, std::string> txn_coordinator::load(timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  txns_.clear();
+  by_producer_.clear();
+  const std::optional<int32_t> partitions = log_.partitions();
+  if (!partitions) return {};
+  std::string problem;
+  for (int32_t p = 0; p < *partitions; ++p) {
+    auto r = log_.replay(p, [&](const txn_log_record& rec) {
+      auto id = decode_txn_key(rec.key);
+      if (!id) {
+        problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, id.error());
+        return;
+      }
+      if (!rec.value) {
+        txns_.erase(*id);
+        return;
+      }
+      auto m = decode_txn_value(*rec.value);
+      if (!m) {
+        problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, m.error());
+        return;
+      }
+      m->transactional_id = *id;
+      txns_[*id] = std::move(*m);
+    });
+    if (!r) return fail(r.error());
+    if (!problem.empty()) return fail(problem);
+  }
+  for (auto& [id, m] : txns_) by_producer_[m.producer_id] = id;
+  // A crash between PrepareX and CompleteX: the decision is durable, the markers are written
+  // again (a marker written twice is harmless: the second closes nothing).
+  for (auto& [id, m] : txns_) {
+    if (m.state == txn_state::prepare_commit || m.state == txn_state::prepare_abort) {
+      (void)complete(m, m.state == txn_state::prepare_commit, now);
+    }
+  }
+  return {};
+}
+
+error_code txn_coordinator::find_coordinator() {
+  auto t = log_.ensure_topic();
+  return t ? error_code::none : t.error();
+}
+
+error_code txn_coordinator::persist(const txn_metadata& m, timestamp_ms now) {
+  auto topic = log_.ensure_topic();
+  if (!topic) return topic.error();
+  const std::vector<uint8_t> key = encode_txn_key(m.transactional_id);
+  const std::vector<uint8_t> value = encode_txn_value(m);
+  auto appended = log_.append(partition_for(m.transactional_id, *topic),
+                              build_txn_batch(key, std::span<const uint8_t>(value), now));
+  if (!appended) {
+    // TransactionStateManager.appendTransactionToLog's mapping of append errors.
+    switch (appended.error()) {
+      case error_code::unknown_topic_or_partition:
+      case error_code::not_enough_replicas:
+      case error_code::not_enough_replicas_after_append:
+      case error_code::request_timed_out:
+      case error_code::kafka_storage_error:
+        return error_code::coordinator_not_available;
+      case error_code::not_leader_or_follower:
+        return error_code::not_coordinator;
+      default:
+        return error_code::unknown_server_error;
+    }
+  }
+  return error_code::none;
+}
+
+error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_ms now) {
+  if (!valid_transition(m.state, to)) return error_code::invalid_txn_state;
+  txn_metadata next = m;
+  next.state = to;
+  next.txn_last_update_timestamp = now;
+  if (to == txn_state::complete_commit || to == txn_state::complete_abort ||
+      to == txn_state::empty) {
+    next.partitions.clear();
+  }
+  if (auto e = persist(next, now); e != error_code::none) return e;
+  m = std::move(next);
+  return error_code::none;
+}
+
+error_code txn_coordinator::complete(txn_metadata& m, bool commit, timestamp_ms now) {
+  const txn_state prepare = commit ? txn_state::prepare_commit : txn_state::prepare_abort;
+  if (m.state != prepare) {
+    if (auto e = transition(m, prepare, now); e != error_code::none) return e;
+  }
+  const marker_request marker{m.producer_id, m.producer_epoch, coordinator_epoch_, commit};
+  for (const auto& [topic, partition] : m.partitions) {
+    const error_code e = markers_.write_marker(topic, partition, marker);
+    // The decision is durable: a marker that could not be written is retried by the next
+    // abort_timed_out tick (Kafka's marker channel retries until it is written).
+    if (e != error_code::none && e != error_code::unknown_topic_or_partition) {
+      return error_code::none;
+    }
+  }
+  (void)transition(m, commit ? txn_state::complete_commit : txn_state::complete_abort, now);
+  return error_code::none;
+}
+
+result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
+    std::string_view transactional_id, int32_t timeout_ms, producer_id_t expected_producer_id,
+    producer_epoch_t expected_epoch, timestamp_ms now) {
+  if (transactional_id.empty()) return fail(error_code::invalid_request);
+  if (timeout_ms <= 0 || timeout_ms > config_.max_timeout_ms) {
+    return fail(error_code::invalid_transaction_timeout);
+  }
+  std::lock_guard guard(mu_);
+  txn_metadata* m = find(transactional_id);
+  bool created = false;
+  if (m == nullptr) {
+    created = true;
+    auto id = next_producer_id_();
+    if (!id) return fail(error_code::unknown_server_error);
+    txn_metadata fresh;
+    fresh.transactional_id = std::string(transactional_id);
+    fresh.producer_id = *id;
+    fresh.producer_epoch = -1;
+    fresh.timeout_ms = timeout_ms;
+    fresh.state = txn_state::empty;
+    fresh.txn_last_update_timestamp = now;
+    m = &txns_.emplace(fresh.transactional_id, std::move(fresh)).first->second;
+    by_producer_[m->producer_id] = m->transactional_id;
+  }
+  // KIP-360: a producer that says who it was must still be that producer (or its epoch
+  // before the last bump, a retry).
+  if (expected_producer_id >= 0) {
+    const bool same =
+        m->producer_id == expected_producer_id &&
+        (expected_epoch == m->producer_epoch || expected_epoch == m->last_producer_epoch);
+    const bool previous =
+        m->previous_producer_id == expected_producer_id && expected_epoch >= max_producer_epoch;
+    if (!same && !previous) return fail(error_code::producer_fenced);
+    // A retry of the InitProducerId that made the current epoch: answered with it again.
+    if (m->producer_id == expected_producer_id && expected_epoch == m->last_producer_epoch &&
+        m->state == txn_state::empty) {
+      return producer_id_and_epoch{m->producer_id, m->producer_epoch};
+    }
+  }
+  switch (m->state) {
+    case txn_state::prepare_commit:
+    case txn_state::prepare_abort:
+    case txn_state::prepare_epoch_fence:
+      return fail(error_code::concurrent_transactions);
+    case txn_state::ongoing: {
+      // Fence the current producer: bump its epoch and abort its transaction with it; the
+      // client retries and then gets the next epoch (TransactionCoordinator's
+      // PrepareEpochFence path).
+      txn_metadata& t = *m;
+      if (t.producer_epoch < max_producer_epoch) {
+        t.last_producer_epoch = t.producer_epoch;
+        ++t.producer_epoch;
+      }
+      (void)complete(t, false, now);
+      return fail(error_code::concurrent_transactions);
+    }
+    case txn_state::empty:
+    case txn_state::complete_commit:
+    case txn_state::complete_abort:
+    case txn_state::dead:
+      break;
+  }
+  txn_metadata next = *m;
+  if (next.producer_epoch >= max_producer_epoch) {
+    auto id = next_producer_id_();
+    if (!id) return fail(error_code::unknown_server_error);
+    next.previous_producer_id = next.producer_id;
+    next.producer_id = *id;
+    next.producer_epoch = 0;
+    next.last_producer_epoch = -1;
+  } else {
+    next.last_producer_epoch = next.producer_epoch;
+    ++next.producer_epoch;
+  }
+  next.timeout_ms = timeout_ms;
+  next.state = txn_state::empty;
+  next.partitions.clear();
+  next.txn_start_timestamp = -1;
+  next.txn_last_update_timestamp = now;
+  if (auto e = persist(next, now); e != error_code::none) {
+    if (created) {  // never written: forgotten again
+      by_producer_.erase(m->producer_id);
+      txns_.erase(std::string(transactional_id));
+    }
+    return fail(e);
+  }
+  by_producer_.erase(m->producer_id);
+  *m = std::move(next);
+  by_producer_[m->producer_id] = m->transactional_id;
+  return producer_id_and_epoch{m->producer_id, m->producer_epoch};
+}
+
+error_code txn_coordinator::add_partitions(std::string_view transactional_id,
+                                           producer_id_t producer_id, producer_epoch_t epoch,
+                                           const std::vector<topic_partition_key>& partitions,
+                                           timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  txn_metadata* m = find(transactional_id);
+  if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
+  if (m->producer_epoch != epoch) return error_code::producer_fenced;
+  if (m->state == txn_state::prepare_commit || m->state == txn_state::prepare_abort ||
+      m->state == txn_state::prepare_epoch_fence) {
+    return error_code::concurrent_transactions;
+  }
+  if (m->state == txn_state::dead) return error_code::invalid_txn_state;
+  bool all_in = m->state == txn_state::ongoing;
+  for (const auto& p : partitions) all_in = all_in && m->partitions.contains(p);
+  if (all_in) return error_code::none;
+  txn_metadata next = *m;
+  for (const auto& p : partitions) next.partitions.insert(p);
+  if (next.state != txn_state::ongoing) next.txn_start_timestamp = now;
+  next.state = txn_state::ongoing;
+  next.txn_last_update_timestamp = now;
+  if (auto e = persist(next, now); e != error_code::none) return e;
+  *m = std::move(next);
+  return error_code::none;
+}
+
+error_code txn_coordinator::verify_partition(std::string_view transactional_id,
+                                             producer_id_t producer_id, producer_epoch_t epoch,
+                                             const topic_partition_key& partition) const {
+  std::lock_guard guard(mu_);
+  const txn_metadata* m = find(transactional_id);
+  if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
+  if (m->producer_epoch != epoch) return error_code::producer_fenced;
+  if (m->state != txn_state::ongoing || !m->partitions.contains(partition)) {
+    return error_code::invalid_txn_state;
+  }
+  return error_code::none;
+}
+
+bool txn_coordinator::in_transaction(producer_id_t producer_id, producer_epoch_t epoch,
+                                     const topic_partition_key& partition) const {
+  std::lock_guard guard(mu_);
+  const txn_metadata* m = find_by_producer(producer_id);
+  return m != nullptr && m->producer_epoch == epoch && m->state == txn_state::ongoing &&
+         m->partitions.contains(partition);
+}
+
+error_code txn_coordinator::end_txn(std::string_view transactional_id, producer_id_t producer_id,
+                                    producer_epoch_t epoch, bool commit, timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  txn_metadata* m = find(transactional_id);
+  if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
+  if (m->producer_epoch != epoch) return error_code::producer_fenced;
+  switch (m->state) {
+    case txn_state::ongoing:
+      return complete(*m, commit, now);
+    case txn_state::complete_commit:
+      return commit ? error_code::none : error_code::invalid_txn_state;
+    case txn_state::complete_abort:
+      return commit ? error_code::invalid_txn_state : error_code::none;
+    case txn_state::prepare_commit:
+      return commit ? error_code::concurrent_transactions : error_code::invalid_txn_state;
+    case txn_state::prepare_abort:
+      return commit ? error_code::invalid_txn_state : error_code::concurrent_transactions;
+    case txn_state::prepare_epoch_fence:
+      return error_code::concurrent_transactions;
+    case txn_state::empty:
+    case txn_state::dead:
+      return error_code::invalid_txn_state;
+  }
+  return error_code::invalid_txn_state;
+}
+
+int32_t txn_coordinator::abort_timed_out(timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  int32_t aborted = 0;
+  for (auto& [id, m] : txns_) {
+    if (m.state == txn_state::prepare_commit || m.state == txn_state::prepare_abort) {
+      (void)complete(m, m.state == txn_state::prepare_commit, now);  // markers not yet written
+      continue;
+    }
+    if (m.state != txn_state::ongoing || m.txn_start_timestamp + m.timeout_ms > now) continue;
+    if (m.producer_epoch < max_producer_epoch) {
+      m.last_producer_epoch = m.producer_epoch;
+      ++m.producer_epoch;
+    }
+    (void)complete(m, false, now);
+    ++aborted;
+  }
+  return aborted;
+}
+
+std::optional<txn_metadata> txn_coordinator::describe(std::string_view transactional_id) const {
+  std::lock_guard guard(mu_);
+  const txn_metadata* m = find(transactional_id);
+  return m ? std::optional<txn_metadata>(*m) : std::nullopt;
+}
+
+size_t txn_coordinator::size() const {
+  std::lock_guard guard(mu_);
+  return txns_.size();
+}
+
+}  // namespace tarn::txn

@@ -1,0 +1,123 @@
+// The transaction coordinator (Kafka's TransactionCoordinator and TransactionStateManager) for a
+// one-node broker: transactional ids, their producer ids and epochs, and each transaction's
+// state machine (txn_state.h). Every state change is appended to __transaction_state
+// (txn_records.h) before it is applied, and the topic is replayed by load(). Markers are written
+// through txn_markers as part of EndTxn, so the coordinator answers EndTxn once the transaction
+// is complete (Kafka answers after PrepareCommit/PrepareAbort and completes it in the
+// background; the states a client can observe are the same).
+//
+// Errors are Kafka error codes, as the handlers answer them at the newest versions; the handlers
+// map PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for versions before it existed.
+//
+// Threading: every public call takes the coordinator's one mutex, and calls the seams (txn_log,
+// txn_markers) with it held; the seams must never call back into the coordinator.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "base/strong_types.h"
+#include "protocol/error_codes.h"
+#include "txn/txn_log.h"
+#include "txn/txn_state.h"
+
+namespace tarn::txn {
+
+struct txn_config {
+  int32_t max_timeout_ms = 900000;              // transaction.max.timeout.ms
+  int32_t state_log_num_partitions = 50;        // transaction.state.log.num.partitions
+  int32_t state_log_segment_bytes = 104857600;  // transaction.state.log.segment.bytes
+  int64_t abort_timed_out_interval_ms =
+      10000;  // transaction.abort.timed.out.transaction.cleanup.interval.ms
+};
+
+// Hands out a new producer id (the broker's allocator, shared with idempotent producers).
+using producer_id_source = std::function<result<producer_id_t, std::string>()>;
+
+struct producer_id_and_epoch {
+  producer_id_t producer_id = -1;
+  producer_epoch_t producer_epoch = -1;
+};
+
+// Kafka's Utils.abs(transactionalId.hashCode) % partitions (String.hashCode over the id's UTF-16
+// code units; tarn hashes the UTF-8 bytes, the same for ASCII ids).
+int32_t partition_for(std::string_view transactional_id, int32_t partitions);
+
+class txn_coordinator {
+ public:
+  txn_coordinator(const txn_config& config, txn_log& log, txn_markers& markers,
+                  producer_id_source next_producer_id);
+
+  // Replays every partition of __transaction_state (if it exists), then completes the
+  // transactions a crash left in PrepareCommit/PrepareAbort (their markers are written again).
+  result<void, std::string> load(timestamp_ms now);
+
+  // FindCoordinator with key type TRANSACTION: creates __transaction_state if needed; NONE or
+  // COORDINATOR_NOT_AVAILABLE.
+  protocol::error_code find_coordinator();
+
+  // InitProducerId with a transactional id (TransactionCoordinator.handleInitProducerId).
+  // expected_* are the v3+ ProducerId/ProducerEpoch (-1: none), for KIP-360's recovery.
+  result<producer_id_and_epoch, protocol::error_code> init_producer_id(
+      std::string_view transactional_id, int32_t timeout_ms, producer_id_t expected_producer_id,
+      producer_epoch_t expected_epoch, timestamp_ms now);
+
+  // AddPartitionsToTxn / AddOffsetsToTxn (the group's __consumer_offsets partition): one error
+  // for all the partitions.
+  protocol::error_code add_partitions(std::string_view transactional_id, producer_id_t producer_id,
+                                      producer_epoch_t epoch,
+                                      const std::vector<topic_partition_key>& partitions,
+                                      timestamp_ms now);
+  // AddPartitionsToTxn v4+ VerifyOnly: NONE if the partition is in the ongoing transaction of
+  // that producer, else INVALID_TXN_STATE (or the producer's error).
+  protocol::error_code verify_partition(std::string_view transactional_id,
+                                        producer_id_t producer_id, producer_epoch_t epoch,
+                                        const topic_partition_key& partition) const;
+  // Produce's check for a transactional batch: is the partition in the ongoing transaction of
+  // this producer id and epoch?
+  bool in_transaction(producer_id_t producer_id, producer_epoch_t epoch,
+                      const topic_partition_key& partition) const;
+
+  // EndTxn (TransactionCoordinator.endTransaction): PrepareCommit/PrepareAbort, the markers to
+  // every partition, CompleteCommit/CompleteAbort.
+  protocol::error_code end_txn(std::string_view transactional_id, producer_id_t producer_id,
+                               producer_epoch_t epoch, bool commit, timestamp_ms now);
+
+  // Aborts every Ongoing transaction older than its timeout, with the producer's epoch bumped
+  // first so the producer is fenced (abortTimedOutTransactions). Returns how many were aborted.
+  int32_t abort_timed_out(timestamp_ms now);
+
+  // For tests and tools: a copy of a transactional id's metadata.
+  std::optional<txn_metadata> describe(std::string_view transactional_id) const;
+  size_t size() const;
+
+ private:
+  // Appends the metadata `m` would have to __transaction_state; an error code on failure.
+  protocol::error_code persist(const txn_metadata& m, timestamp_ms now);
+  // Moves `m` to `to` (persisting it first); the transition must be valid.
+  protocol::error_code transition(txn_metadata& m, txn_state to, timestamp_ms now);
+  // PrepareX, the markers, CompleteX. `m` must be Ongoing (or PrepareX after a load).
+  protocol::error_code complete(txn_metadata& m, bool commit, timestamp_ms now);
+  txn_metadata* find(std::string_view transactional_id);
+  const txn_metadata* find(std::string_view transactional_id) const;
+  const txn_metadata* find_by_producer(producer_id_t producer_id) const;
+
+  txn_config config_;
+  txn_log& log_;
+  txn_markers& markers_;
+  producer_id_source next_producer_id_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, txn_metadata> txns_;
+  std::unordered_map<producer_id_t, std::string> by_producer_;
+  int32_t coordinator_epoch_ = 0;
+};
+
+}  // namespace tarn::txn

@@ -1,0 +1,278 @@
+// The transaction coordinator without sockets: __transaction_state and the partitions' markers
+// in memory.
+#include "txn/txn_coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "record/record_batch.h"
+#include "txn/txn_records.h"
+
+namespace tarn::txn {
+namespace {
+
+using protocol::error_code;
+
+// __transaction_state in memory: each partition a list of (key, value) records.
+class memory_txn_log final : public txn_log {
+ public:
+  result<int32_t, error_code> ensure_topic() override {
+    if (fail_create) return fail(error_code::coordinator_not_available);
+    created = true;
+    return 4;
+  }
+  std::optional<int32_t> partitions() const override {
+    return created ? std::optional<int32_t>(4) : std::nullopt;
+  }
+  result<offset_t, error_code> append(int32_t partition, std::vector<uint8_t> batch) override {
+    if (fail_append) return fail(error_code::kafka_storage_error);
+    record::record_batch_view view(batch);
+    EXPECT_EQ(view.records_count(), 1);
+    batches[partition].push_back(std::move(batch));
+    ++appends;
+    return static_cast<offset_t>(batches[partition].size() - 1);
+  }
+  result<void, std::string> replay(int32_t partition,
+                                   const std::function<void(const txn_log_record&)>& fn) override {
+    offset_t offset = 0;
+    for (const auto& b : batches[partition]) {
+      // One record per batch: the record starts after the 61-byte header.
+      auto rec = record::decode_record(std::span<const uint8_t>(b).subspan(61));
+      if (!rec || !rec->key) return fail(std::string("bad record"));
+      txn_log_record r{offset++, *rec->key, std::nullopt};
+      if (rec->value) r.value = *rec->value;
+      fn(r);
+    }
+    return {};
+  }
+  bool created = false;
+  bool fail_create = false;
+  bool fail_append = false;
+  int appends = 0;
+  std::map<int32_t, std::vector<std::vector<uint8_t>>> batches;
+};
+
+struct written_marker {
+  std::string topic;
+  int32_t partition;
+  marker_request marker;
+};
+
+class memory_markers final : public txn_markers {
+ public:
+  error_code write_marker(std::string_view topic, int32_t partition,
+                          const marker_request& marker) override {
+    if (fail) return error_code::kafka_storage_error;
+    written.push_back({std::string(topic), partition, marker});
+    return error_code::none;
+  }
+  bool fail = false;
+  std::vector<written_marker> written;
+};
+
+struct fixture {
+  memory_txn_log log;
+  memory_markers markers;
+  producer_id_t next_id = 1000;
+  txn_config config;
+  txn_coordinator coordinator{config, log, markers,
+                              [this]() -> result<producer_id_t, std::string> { return next_id++; }};
+};
+
+TEST(txn_state, TransitionsAreKafkas) {
+  using s = txn_state;
+  EXPECT_TRUE(valid_transition(s::empty, s::ongoing));
+  EXPECT_TRUE(valid_transition(s::ongoing, s::prepare_commit));
+  EXPECT_TRUE(valid_transition(s::prepare_commit, s::complete_commit));
+  EXPECT_TRUE(valid_transition(s::ongoing, s::prepare_epoch_fence));
+  EXPECT_TRUE(valid_transition(s::prepare_epoch_fence, s::prepare_abort));
+  EXPECT_FALSE(valid_transition(s::empty, s::prepare_commit));
+  EXPECT_FALSE(valid_transition(s::prepare_commit, s::complete_abort));
+  EXPECT_FALSE(valid_transition(s::complete_commit, s::prepare_commit));
+  EXPECT_FALSE(valid_transition(s::ongoing, s::dead));
+  EXPECT_EQ(state_name(s::prepare_epoch_fence), "PrepareEpochFence");
+}
+
+TEST(txn_coordinator, PartitionForIsKafkasHash) {
+  // Utils.abs("my-txn".hashCode) % 50, as Kafka computes it: "my-txn".hashCode() = -1061187895.
+  EXPECT_EQ(partition_for("my-txn", 50), 1061187895 % 50);
+  EXPECT_EQ(partition_for("", 50), 0);
+}
+
+TEST(txn_coordinator, InitCommitAbortAndEpochBumps) {
+  fixture f;
+  auto& c = f.coordinator;
+  EXPECT_EQ(c.init_producer_id("t", 0, -1, -1, 1).error(), error_code::invalid_transaction_timeout);
+  EXPECT_EQ(c.init_producer_id("t", 900001, -1, -1, 1).error(),
+            error_code::invalid_transaction_timeout);
+  auto first = c.init_producer_id("t", 60000, -1, -1, 10);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->producer_id, 1000);
+  EXPECT_EQ(first->producer_epoch, 0);
+  EXPECT_EQ(c.describe("t")->state, txn_state::empty);
+
+  const std::vector<topic_partition_key> parts{{"a", 0}, {"b", 1}};
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 20), error_code::invalid_txn_state);  // nothing begun
+  EXPECT_EQ(c.add_partitions("t", 1000, 0, parts, 20), error_code::none);
+  EXPECT_EQ(c.describe("t")->state, txn_state::ongoing);
+  EXPECT_EQ(c.describe("t")->txn_start_timestamp, 20);
+  EXPECT_TRUE(c.in_transaction(1000, 0, {"a", 0}));
+  EXPECT_FALSE(c.in_transaction(1000, 0, {"a", 1}));
+  EXPECT_EQ(c.verify_partition("t", 1000, 0, {"b", 1}), error_code::none);
+  EXPECT_EQ(c.verify_partition("t", 1000, 0, {"b", 2}), error_code::invalid_txn_state);
+  EXPECT_EQ(c.add_partitions("t", 1001, 0, parts, 20), error_code::invalid_producer_id_mapping);
+  EXPECT_EQ(c.add_partitions("t", 1000, 1, parts, 20), error_code::producer_fenced);
+  EXPECT_EQ(c.add_partitions("nope", 1000, 0, parts, 20), error_code::invalid_producer_id_mapping);
+
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 30), error_code::none);
+  ASSERT_EQ(f.markers.written.size(), 2U);
+  EXPECT_EQ(f.markers.written[0].topic, "a");
+  EXPECT_TRUE(f.markers.written[0].marker.commit);
+  EXPECT_EQ(f.markers.written[1].marker.producer_epoch, 0);
+  EXPECT_EQ(c.describe("t")->state, txn_state::complete_commit);
+  EXPECT_TRUE(c.describe("t")->partitions.empty());
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 31), error_code::none);  // a retry
+  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 31), error_code::invalid_txn_state);
+  EXPECT_FALSE(c.in_transaction(1000, 0, {"a", 0}));
+
+  EXPECT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 40), error_code::none);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 41), error_code::none);
+  ASSERT_EQ(f.markers.written.size(), 3U);
+  EXPECT_FALSE(f.markers.written[2].marker.commit);
+  EXPECT_EQ(c.describe("t")->state, txn_state::complete_abort);
+
+  // A second InitProducerId (a restarted producer) bumps the epoch; the old epoch is fenced.
+  auto second = c.init_producer_id("t", 60000, -1, -1, 50);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->producer_id, 1000);
+  EXPECT_EQ(second->producer_epoch, 1);
+  EXPECT_EQ(c.add_partitions("t", 1000, 0, parts, 51), error_code::producer_fenced);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 51), error_code::producer_fenced);
+  // KIP-360: a producer naming an epoch it never had is fenced; one naming its current epoch
+  // gets the next one.
+  EXPECT_EQ(c.init_producer_id("t", 60000, 1000, 7, 52).error(), error_code::producer_fenced);
+  EXPECT_EQ(c.init_producer_id("t", 60000, 999, 1, 52).error(), error_code::producer_fenced);
+  auto third = c.init_producer_id("t", 60000, 1000, 1, 52);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->producer_epoch, 2);
+}
+
+TEST(txn_coordinator, InitDuringAnOngoingTransactionFencesAndAbortsIt) {
+  fixture f;
+  auto& c = f.coordinator;
+  ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 10));
+  ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 11), error_code::none);
+  // The new instance: CONCURRENT_TRANSACTIONS while the old transaction is aborted with epoch 1,
+  // then epoch 2 on its retry.
+  EXPECT_EQ(c.init_producer_id("t", 60000, -1, -1, 12).error(),
+            error_code::concurrent_transactions);
+  ASSERT_EQ(f.markers.written.size(), 1U);
+  EXPECT_FALSE(f.markers.written[0].marker.commit);
+  EXPECT_EQ(f.markers.written[0].marker.producer_epoch, 1);
+  EXPECT_EQ(c.describe("t")->state, txn_state::complete_abort);
+  auto retry = c.init_producer_id("t", 60000, -1, -1, 13);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->producer_epoch, 2);
+  // The old instance is fenced.
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 14), error_code::producer_fenced);
+}
+
+TEST(txn_coordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
+  fixture f;
+  auto& c = f.coordinator;
+  ASSERT_TRUE(c.init_producer_id("t", 1000, -1, -1, 10));
+  ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 100), error_code::none);
+  EXPECT_EQ(c.abort_timed_out(1099), 0);
+  EXPECT_EQ(c.abort_timed_out(1101), 1);
+  ASSERT_EQ(f.markers.written.size(), 1U);
+  EXPECT_EQ(f.markers.written[0].marker.producer_epoch, 1);
+  EXPECT_EQ(c.describe("t")->state, txn_state::complete_abort);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 1200), error_code::producer_fenced);
+}
+
+TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
+  fixture f;
+  {
+    auto& c = f.coordinator;
+    ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 10));
+    ASSERT_TRUE(c.init_producer_id("u", 60000, -1, -1, 10));
+    ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}, {"a", 1}}, 11), error_code::none);
+    ASSERT_EQ(c.add_partitions("u", 1001, 0, {{"b", 0}}, 11), error_code::none);
+    f.markers.fail = true;  // the commit decision is written, its markers are not
+    EXPECT_EQ(c.end_txn("u", 1001, 0, true, 12), error_code::none);
+    EXPECT_EQ(c.describe("u")->state, txn_state::prepare_commit);
+  }
+  f.markers.fail = false;
+  txn_coordinator reloaded(f.config, f.log, f.markers,
+                           []() -> result<producer_id_t, std::string> { return 5000; });
+  ASSERT_TRUE(reloaded.load(20));
+  EXPECT_EQ(reloaded.size(), 2U);
+  auto t = reloaded.describe("t");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->state, txn_state::ongoing);
+  EXPECT_EQ(t->producer_id, 1000);
+  EXPECT_EQ(t->timeout_ms, 60000);
+  EXPECT_EQ(t->partitions.size(), 2U);
+  EXPECT_EQ(t->txn_start_timestamp, 11);
+  EXPECT_TRUE(reloaded.in_transaction(1000, 0, {"a", 1}));
+  EXPECT_EQ(reloaded.describe("u")->state, txn_state::complete_commit);
+  ASSERT_EQ(f.markers.written.size(), 1U);
+  EXPECT_EQ(f.markers.written[0].topic, "b");
+  EXPECT_TRUE(f.markers.written[0].marker.commit);
+  EXPECT_EQ(reloaded.end_txn("t", 1000, 0, false, 30), error_code::none);
+  EXPECT_EQ(f.markers.written.size(), 3U);
+}
+
+TEST(txn_coordinator, PersistFailuresChangeNothing) {
+  fixture f;
+  auto& c = f.coordinator;
+  f.log.fail_create = true;
+  EXPECT_EQ(c.find_coordinator(), error_code::coordinator_not_available);
+  EXPECT_EQ(c.init_producer_id("t", 60000, -1, -1, 10).error(),
+            error_code::coordinator_not_available);
+  EXPECT_EQ(c.size(), 0U);  // nothing written, nothing kept
+  f.log.fail_create = false;
+  EXPECT_EQ(c.find_coordinator(), error_code::none);
+  auto id = c.init_producer_id("t", 60000, -1, -1, 10);
+  ASSERT_TRUE(id);
+  f.log.fail_append = true;
+  EXPECT_EQ(c.add_partitions("t", id->producer_id, 0, {{"a", 0}}, 11),
+            error_code::coordinator_not_available);
+  EXPECT_EQ(c.describe("t")->state, txn_state::empty);
+}
+
+TEST(txn_records, KeyAndValueRoundTripInKafkasLayout) {
+  const auto key = encode_txn_key("my-txn");
+  // int16 version 0, int16 length 6, the id.
+  const std::vector<uint8_t> want_key{0, 0, 0, 6, 'm', 'y', '-', 't', 'x', 'n'};
+  EXPECT_EQ(key, want_key);
+  EXPECT_EQ(*decode_txn_key(key), "my-txn");
+  txn_metadata m;
+  m.producer_id = 42;
+  m.producer_epoch = 3;
+  m.timeout_ms = 60000;
+  m.state = txn_state::ongoing;
+  m.partitions = {{"a", 0}, {"a", 2}, {"b", 1}};
+  m.txn_start_timestamp = 100;
+  m.txn_last_update_timestamp = 200;
+  const auto value = encode_txn_value(m);
+  // Version 0: 2 + pid 8 + epoch 2 + timeout 4 + status 1 + array 4 + (2+1+4+8) + (2+1+4+4) +
+  // last update 8 + start 8.
+  EXPECT_EQ(value.size(), 2U + 8 + 2 + 4 + 1 + 4 + 15 + 11 + 8 + 8);
+  EXPECT_EQ(value[0], 0);
+  EXPECT_EQ(value[1], 0);
+  auto back = decode_txn_value(value);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->producer_id, 42);
+  EXPECT_EQ(back->state, txn_state::ongoing);
+  EXPECT_EQ(back->partitions, m.partitions);
+  EXPECT_EQ(back->txn_start_timestamp, 100);
+  // Every strict prefix fails to decode, without throwing.
+  for (size_t n = 0; n < value.size(); ++n) {
+    EXPECT_FALSE(decode_txn_value(std::span<const uint8_t>(value).first(n))) << n;
+  }
+}
+
+}  // namespace
+}  // namespace tarn::txn

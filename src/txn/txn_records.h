@@ -1,0 +1,37 @@
+// The records of __transaction_state in Kafka's format (TransactionLog): the key is an int16
+// version (0) and TransactionLogKey v0 (the transactional id); the value an int16 version and
+// TransactionLogValue (tarn writes version 0, as Kafka 4.4 does with transaction.version 0; it
+// reads version 1 too, which Kafka writes from transaction.version 1), or no value at all (a
+// tombstone) once the transactional id expired. Format: docs/transactions.md. Checked against
+// Kafka's own TransactionLog in txn_records_test.cc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "txn/txn_state.h"
+
+namespace tarn::txn {
+
+inline constexpr int16_t txn_log_key_version = 0;
+inline constexpr int16_t txn_log_value_version = 0;
+
+std::vector<uint8_t> encode_txn_key(std::string_view transactional_id);
+std::vector<uint8_t> encode_txn_value(const txn_metadata& m);
+
+// The transactional id of a key; an error text for an unknown version or a short key.
+result<std::string, std::string> decode_txn_key(std::span<const uint8_t> bytes);
+// The metadata of a value (versions 0 and 1); its transactional_id is left empty.
+result<txn_metadata, std::string> decode_txn_value(std::span<const uint8_t> bytes);
+
+// One uncompressed v2 batch (base offset 0, no producer id) holding one record, what the
+// coordinator appends for every state change. `value` nullopt is a tombstone.
+std::vector<uint8_t> build_txn_batch(std::span<const uint8_t> key,
+                                     std::optional<std::span<const uint8_t>> value,
+                                     timestamp_ms now);
+
+}  // namespace tarn::txn
