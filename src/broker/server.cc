@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "broker/connection.h"
+#include "broker/console_backend_impl.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
@@ -115,6 +116,7 @@ struct server::impl {
   std::unique_ptr<topic_metadata_view> topic_view;
   std::unique_ptr<coordinator::group_coordinator> groups;
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
+  std::unique_ptr<broker_console> console;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -300,6 +302,7 @@ result<void, std::string> server::start() {
       return std::nullopt;
     });
   }
+  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config);
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics});
@@ -570,6 +573,8 @@ int64_t thread_cpu_ns(pthread_t thread) {
 }
 
 }  // namespace
+
+console_backend& server::console() { return *impl_->console; }
 
 broker_snapshot server::snapshot(const snapshot_options& options) const {
   auto& s = *impl_;
