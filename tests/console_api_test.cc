@@ -1,0 +1,262 @@
+// The web console's JSON API (/v1, docs/http-api.md) on a real `tarn serve`, driven with real
+// HTTP requests (cpp-httplib's client) after kcat produced and a kcat group member consumed:
+// topics created, described, altered and deleted; records browsed page by page as text, base64
+// and hex with their keys and headers; a group's committed offsets and lag; per-topic rates;
+// bad requests answered 4xx; http.console.read.only refusing every change with 403.
+#include "console_util.h"
+
+namespace tarn::test {
+namespace {
+
+int shell(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// `count` records "key-i:value-i" (i from `first`) with the header source=kcat, produced by kcat.
+void produce(const console_broker& b, const std::string& topic, int first, int count,
+             const temp_dir& tmp) {
+  std::string lines;
+  for (int i = first; i < first + count; ++i) {
+    lines += "key-" + std::to_string(i) + ":value-" + std::to_string(i) + "\n";
+  }
+  const auto file = tmp.write_file("in-" + std::to_string(first) + ".txt", lines);
+  ASSERT_EQ(shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t " + topic +
+                  " -K : -H source=kcat -l " + file.string()),
+            0);
+}
+
+const json* config_named(const json& topic, const std::string& name) {
+  for (const auto& c : topic["configs"]) {
+    if (c["name"] == name) return &c;
+  }
+  return nullptr;
+}
+
+TEST(console_api, topics_records_groups_and_rates) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  temp_dir tmp;
+
+  // Create, with configs; the errors of a second create and of bad bodies.
+  auto created = b.request(
+      "POST", "/v1/topics",
+      json{{"name", "made-here"}, {"partitions", 3}, {"configs", {{"retention.ms", "3600000"}}}});
+  ASSERT_EQ(created.status, 201) << created.text;
+  EXPECT_EQ(created.body["partitions"], 3);
+  EXPECT_EQ(created.body["partition_detail"].size(), 3u);
+  const json* retention = config_named(created.body, "retention.ms");
+  ASSERT_NE(retention, nullptr);
+  EXPECT_EQ((*retention)["value"], "3600000");
+  EXPECT_EQ((*retention)["source"], "DYNAMIC_TOPIC_CONFIG");
+  EXPECT_EQ(b.request("POST", "/v1/topics", json{{"name", "made-here"}}).status, 409);
+  EXPECT_EQ(b.request("POST", "/v1/topics", json{{"name", "bad/name"}}).status, 400);
+  EXPECT_EQ(b.request("POST", "/v1/topics", json{{"name", "x"}, {"partitions", 0}}).status, 400);
+  auto bad_config =
+      b.request("POST", "/v1/topics", json{{"name", "y"}, {"configs", {{"no.such.config", "1"}}}});
+  EXPECT_EQ(bad_config.status, 400) << bad_config.text;
+  EXPECT_EQ(b.request("POST", "/v1/topics", json::array()).status, 400);
+  {
+    auto c = b.client();
+    auto not_json = c.Post("/v1/topics", "{", "application/json");
+    ASSERT_TRUE(not_json);
+    EXPECT_EQ(not_json->status, 400);
+    auto form = c.Post("/v1/topics", "name=z", "application/x-www-form-urlencoded");
+    ASSERT_TRUE(form);
+    EXPECT_EQ(form->status, 415);
+    // Outside the console's routes every other method is still refused.
+    auto post_metrics = c.Post("/metrics", "", "application/json");
+    ASSERT_TRUE(post_metrics);
+    EXPECT_EQ(post_metrics->status, 405);
+  }
+
+  // 200 records through kcat (auto-created "browse", one partition).
+  produce(b, "browse", 0, 200, tmp);
+  auto listed = b.get("/v1/topics");
+  ASSERT_EQ(listed.status, 200);
+  std::map<std::string, json> by_name;
+  for (const auto& t : listed.body["topics"]) by_name[t["name"]] = t;
+  ASSERT_TRUE(by_name.contains("browse")) << listed.text;
+  ASSERT_TRUE(by_name.contains("made-here"));
+  EXPECT_EQ(by_name["browse"]["messages"], 200);
+  EXPECT_GT(by_name["browse"]["size_bytes"].get<int64_t>(), 200 * 10);
+
+  auto described = b.get("/v1/topics/browse");
+  ASSERT_EQ(described.status, 200);
+  EXPECT_EQ(described.body["partition_detail"][0]["high_watermark"], 200);
+  EXPECT_EQ(described.body["partition_detail"][0]["log_start_offset"], 0);
+  EXPECT_GE(described.body["partition_detail"][0]["segments"].get<int>(), 1);
+  EXPECT_EQ(b.get("/v1/topics/no-such-topic").status, 404);
+
+  // Browse: first page, a later page, the last partial page, as base64 and hex, a byte bound.
+  auto page = b.get("/v1/topics/browse/partitions/0/records?offset=0&limit=50");
+  ASSERT_EQ(page.status, 200) << page.text;
+  ASSERT_EQ(page.body["records"].size(), 50u);
+  EXPECT_EQ(page.body["next_offset"], 50);
+  EXPECT_EQ(page.body["high_watermark"], 200);
+  const json& first = page.body["records"][0];
+  EXPECT_EQ(first["offset"], 0);
+  EXPECT_EQ(first["key"], "key-0");
+  EXPECT_EQ(first["value"], "value-0");
+  ASSERT_EQ(first["headers"].size(), 1u);
+  EXPECT_EQ(first["headers"][0]["key"], "source");
+  EXPECT_EQ(first["headers"][0]["value"], "kcat");
+  EXPECT_EQ(first["timestamp_type"], "CreateTime");
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  EXPECT_LE(std::abs(first["timestamp"].get<int64_t>() - now_ms), 120000);
+  EXPECT_EQ(page.body["records"][49]["value"], "value-49");
+
+  auto middle = b.get("/v1/topics/browse/partitions/0/records?offset=120&limit=5");
+  ASSERT_EQ(middle.body["records"].size(), 5u);
+  EXPECT_EQ(middle.body["records"][0]["offset"], 120);
+  EXPECT_EQ(middle.body["records"][0]["key"], "key-120");
+  EXPECT_EQ(middle.body["next_offset"], 125);
+  auto last = b.get("/v1/topics/browse/partitions/0/records?offset=190&limit=50");
+  ASSERT_EQ(last.body["records"].size(), 10u);
+  EXPECT_EQ(last.body["next_offset"], 200);
+  auto past = b.get("/v1/topics/browse/partitions/0/records?offset=500");
+  ASSERT_EQ(past.status, 200);
+  EXPECT_TRUE(past.body["records"].empty());
+  auto b64 = b.get("/v1/topics/browse/partitions/0/records?offset=0&limit=1&encoding=base64");
+  EXPECT_EQ(b64.body["records"][0]["value"], "dmFsdWUtMA==");  // "value-0"
+  EXPECT_EQ(b64.body["records"][0]["key"], "a2V5LTA=");        // "key-0"
+  auto hexed = b.get("/v1/topics/browse/partitions/0/records?offset=0&limit=1&encoding=hex");
+  EXPECT_EQ(hexed.body["records"][0]["value"], "76616c75652d30");
+  auto one_byte = b.get("/v1/topics/browse/partitions/0/records?offset=0&limit=50&max_bytes=1");
+  EXPECT_EQ(one_byte.body["records"].size(), 1u) << "max_bytes returns at least one record";
+  EXPECT_EQ(b.get("/v1/topics/browse/partitions/0/records?limit=0").status, 400);
+  EXPECT_EQ(b.get("/v1/topics/browse/partitions/0/records?offset=abc").status, 400);
+  EXPECT_EQ(b.get("/v1/topics/browse/partitions/0/records?encoding=rot13").status, 400);
+  EXPECT_EQ(b.get("/v1/topics/browse/partitions/7/records").status, 404);
+  auto capped = b.get("/v1/topics/browse/partitions/0/records?offset=0&limit=1000000");
+  EXPECT_EQ(capped.body["records"].size(), 200u);
+
+  // A kcat group member reads everything and commits: lag 0; 30 more records: lag 30.
+  ASSERT_EQ(shell("timeout 60 kcat -b " + b.bootstrap() +
+                  " -G console-readers -X auto.offset.reset=earliest -X auto.commit.interval.ms=100"
+                  " -e -q browse > " +
+                  (tmp.path() / "consumed.txt").string()),
+            0);
+  const std::string consumed = read_file(tmp.path() / "consumed.txt");
+  EXPECT_EQ(std::count(consumed.begin(), consumed.end(), '\n'), 200);
+  json group;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto g = b.get("/v1/groups/console-readers");
+        if (g.status != 200 || g.body["offsets"].empty()) return false;
+        group = g.body;
+        return group["offsets"][0]["committed_offset"] == 200;
+      },
+      10s))
+      << group.dump();
+  EXPECT_EQ(group["offsets"][0]["topic"], "browse");
+  EXPECT_EQ(group["offsets"][0]["lag"], 0);
+  EXPECT_EQ(group["total_lag"], 0);
+  EXPECT_EQ(group["protocol_type"], "consumer");
+  produce(b, "browse", 200, 30, tmp);
+  auto lagging = b.get("/v1/groups/console-readers");
+  EXPECT_EQ(lagging.body["offsets"][0]["high_watermark"], 230);
+  EXPECT_EQ(lagging.body["offsets"][0]["lag"], 30);
+  EXPECT_EQ(lagging.body["total_lag"], 30);
+  auto groups = b.get("/v1/groups");
+  ASSERT_EQ(groups.status, 200);
+  bool listed_group = false;
+  for (const auto& g : groups.body["groups"]) {
+    if (g["group_id"] == "console-readers") {
+      listed_group = true;
+      EXPECT_EQ(g["total_lag"], 30);
+    }
+  }
+  EXPECT_TRUE(listed_group) << groups.text;
+  EXPECT_EQ(b.get("/v1/groups/nobody").status, 404);
+
+  // Rates: the sampler saw the records come in (one sample a second, a 10 s window).
+  double rate = 0;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto r = b.get("/v1/rates");
+        if (!r.body["topics"].contains("browse")) return false;
+        rate = r.body["topics"]["browse"]["messages_in_per_sec"].get<double>();
+        return rate > 0;
+      },
+      5s));
+  EXPECT_GT(b.get("/v1/cluster").body["bytes_out_per_sec"].get<double>() +
+                b.get("/v1/cluster").body["bytes_in_per_sec"].get<double>(),
+            0.0);
+
+  // Configs: set one, remove it again.
+  auto altered = b.request("PATCH", "/v1/topics/browse/configs",
+                           json{{"configs", {{"retention.bytes", 1048576}}}});
+  ASSERT_EQ(altered.status, 200) << altered.text;
+  EXPECT_EQ((*config_named(altered.body, "retention.bytes"))["value"], "1048576");
+  EXPECT_EQ((*config_named(altered.body, "retention.bytes"))["source"], "DYNAMIC_TOPIC_CONFIG");
+  auto reset = b.request("PATCH", "/v1/topics/browse/configs",
+                         json{{"configs", {{"retention.bytes", nullptr}}}});
+  ASSERT_EQ(reset.status, 200);
+  EXPECT_EQ((*config_named(reset.body, "retention.bytes"))["source"], "DEFAULT_CONFIG");
+  EXPECT_EQ(b.request("PATCH", "/v1/topics/browse/configs",
+                      json{{"configs", {{"cleanup.policy", "sometimes"}}}})
+                .status,
+            400);
+  EXPECT_EQ(b.request("PATCH", "/v1/topics/nope/configs", json{{"configs", json::object()}}).status,
+            404);
+
+  // Delete.
+  EXPECT_EQ(b.request("DELETE", "/v1/topics/made-here").status, 200);
+  EXPECT_EQ(b.get("/v1/topics/made-here").status, 404);
+  EXPECT_EQ(b.request("DELETE", "/v1/topics/made-here").status, 404);
+
+  // Kafka still sees the broker as before: kcat lists what the console left.
+  auto [rc, metadata] = run_command("timeout 30 kcat -L -b " + b.bootstrap());
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(metadata.find("topic \"browse\""), std::string::npos) << metadata;
+  EXPECT_EQ(metadata.find("made-here"), std::string::npos);
+
+  auto stopped = b.broker().stop();
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->code, 0);
+}
+
+TEST(console_api, read_only_refuses_every_change) {
+  console_broker b({"--override", "http.console.read.only=true"});
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  auto refused = b.request("POST", "/v1/topics", json{{"name", "nope"}});
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.text.find("read-only"), std::string::npos);
+  EXPECT_EQ(b.request("DELETE", "/v1/topics/nope").status, 403);
+  EXPECT_EQ(b.request("PATCH", "/v1/topics/nope/configs", json{{"configs", json::object()}}).status,
+            403);
+  EXPECT_EQ(b.get("/v1/topics/nope").status, 404) << "nothing was created";
+  auto cluster = b.get("/v1/cluster");
+  ASSERT_EQ(cluster.status, 200);
+  EXPECT_EQ(cluster.body["read_only"], true);
+  EXPECT_EQ(b.get("/v1/topics").status, 200);
+}
+
+TEST(console_api, console_assets_are_served_from_the_binary) {
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  auto c = b.client();
+  auto index = c.Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(index->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(index->body.find("<title>tarn console</title>"), std::string::npos);
+  auto js = c.Get("/console/app.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->status, 200);
+  EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(js->body,
+            read_file(std::filesystem::path(TARN_SOURCE_DIR) / "src/observe/console/app.js"));
+  auto css = c.Get("/console/style.css");
+  ASSERT_TRUE(css);
+  EXPECT_EQ(css->status, 200);
+  EXPECT_EQ(c.Get("/console/../../etc/passwd")->status, 404);
+  EXPECT_EQ(c.Get("/console/missing.js")->status, 404);
+}
+
+}  // namespace
+}  // namespace tarn::test
