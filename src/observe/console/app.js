@@ -136,7 +136,7 @@ async function topics() {
       location.hash = '#/topics/' + enc(body.name);
     } catch (e) { showError(e.message); }
   } },
-    el('label', {}, 'name', el('input', { name: 'name', id: 'new-topic-name', required: true, pattern: '[a-zA-Z0-9._-]+' })),
+    el('label', {}, 'name', el('input', { name: 'name', id: 'new-topic-name', required: true, pattern: '[a-zA-Z0-9._\\-]+' })),
     el('label', {}, 'partitions', el('input', { name: 'partitions', id: 'new-topic-partitions', type: 'number', min: 1, value: 1 })),
     el('label', {}, 'configs (key=value a line)', el('textarea', { name: 'configs', id: 'new-topic-configs', rows: 1, cols: 30 })),
     el('button', { type: 'submit', id: 'create-topic-submit' }, 'Create topic'));
