@@ -112,6 +112,12 @@ void http_server::impl::routes() {
                         "application/json");
         return httplib::Server::HandlerResponse::Handled;
       }
+      // Before the logs are recovered and from the start of a clean shutdown, nothing changes.
+      if (!broker.snapshot({.partitions = false, .committed_offsets = false}).ready) {
+        res.status = 503;
+        res.set_content("{\"error\":\"the broker is not ready\"}\n", "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       // A JSON content type makes a browser ask before sending a change from another origin
       // (a CORS preflight, which is not answered), so no other page can change the broker. A
       // DELETE without a body is preflighted for its method alone.
