@@ -65,6 +65,11 @@ TEST(console_api, topics_records_groups_and_rates) {
     auto form = c.Post("/v1/topics", "name=z", "application/x-www-form-urlencoded");
     ASSERT_TRUE(form);
     EXPECT_EQ(form->status, 415);
+    // Bodies are capped at 64 KiB.
+    auto huge = c.Post("/v1/topics", "{\"name\":\"" + std::string(100 * 1024, 'h') + "\"}",
+                       "application/json");
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->status, 413);
     // Outside the console's routes every other method is still refused.
     auto post_metrics = c.Post("/metrics", "", "application/json");
     ASSERT_TRUE(post_metrics);
@@ -117,6 +122,18 @@ TEST(console_api, topics_records_groups_and_rates) {
   auto last = b.get("/v1/topics/browse/partitions/0/records?offset=190&limit=50");
   ASSERT_EQ(last.body["records"].size(), 10u);
   EXPECT_EQ(last.body["next_offset"], 200);
+  // By time: from the first record at or after a timestamp (kcat stamped them all within a few
+  // ms, so the first record's own timestamp finds offset 0; an hour ahead finds nothing).
+  const int64_t t0 = first["timestamp"].get<int64_t>();
+  auto by_time =
+      b.get("/v1/topics/browse/partitions/0/records?limit=1&timestamp=" + std::to_string(t0));
+  ASSERT_EQ(by_time.status, 200) << by_time.text;
+  EXPECT_EQ(by_time.body["records"][0]["offset"], 0);
+  auto future =
+      b.get("/v1/topics/browse/partitions/0/records?timestamp=" + std::to_string(now_ms + 3600000));
+  EXPECT_TRUE(future.body["records"].empty());
+  EXPECT_EQ(future.body["next_offset"], 200);
+  EXPECT_EQ(b.get("/v1/topics/browse/partitions/0/records?timestamp=soon").status, 400);
   auto past = b.get("/v1/topics/browse/partitions/0/records?offset=500");
   ASSERT_EQ(past.status, 200);
   EXPECT_TRUE(past.body["records"].empty());

@@ -266,6 +266,11 @@ result<console_records, console_error> broker_console::read_records(
       }
       out.log_start_offset = static_cast<int64_t>(log->log_start_offset());
       out.high_watermark = static_cast<int64_t>(log->high_watermark());
+      if (reads == 0 && request.timestamp_ms) {
+        auto found = log->find_offset_by_timestamp(*request.timestamp_ms, log->log_start_offset());
+        if (!found) return fail(console_error_of(found.error()));
+        offset = *found ? static_cast<int64_t>((*found)->offset) : out.high_watermark;
+      }
       offset = std::max(offset, out.log_start_offset);
       if (offset >= out.high_watermark) break;
       auto read = log->read(offset, console_read_chunk_bytes, true);

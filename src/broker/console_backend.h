@@ -87,6 +87,9 @@ struct console_read_request {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = 0;  // from this offset (clamped up to the log start offset)
+  // When set, from the first record whose timestamp is at least this instead (ms since the
+  // epoch, as ListOffsets by time finds it); past the last record, nothing.
+  std::optional<int64_t> timestamp_ms;
   int32_t max_records = 50;
   int32_t max_bytes = 1 << 20;  // of keys, values and headers returned
 };

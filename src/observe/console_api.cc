@@ -366,6 +366,11 @@ void mount_console(httplib::Server& http, const broker::server& broker,
       return reply_error(res, 400, "encoding must be text, base64 or hex");
     }
     r.offset = *offset;
+    if (req.has_param("timestamp")) {
+      const auto ts = int_param(req, "timestamp", 0);
+      if (!ts) return reply_error(res, 400, "timestamp must be milliseconds since the epoch");
+      r.timestamp_ms = *ts;
+    }
     r.max_records =
         static_cast<int32_t>(std::min<int64_t>(*limit, broker::console_backend::max_records_limit));
     r.max_bytes = static_cast<int32_t>(

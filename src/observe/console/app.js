@@ -149,6 +149,12 @@ async function browse(name, form, out) {
   const p = form.elements.partition.value;
   const q = new URLSearchParams({ offset: form.elements.offset.value || '0', limit: form.elements.limit.value || '50',
                                   encoding: form.elements.encoding.value });
+  const from = form.elements.time.value.trim();
+  if (from) {
+    const ms = /^\d+$/.test(from) ? Number(from) : Date.parse(from);
+    if (Number.isNaN(ms)) throw new Error('from time: milliseconds or a date such as 2026-01-31T12:00:00Z');
+    q.set('timestamp', ms);
+  }
   const r = await api('GET', '/topics/' + enc(name) + '/partitions/' + p + '/records?' + q);
   const show = (v) => (v === null ? el('span', { class: 'muted' }, 'null') : v);
   const rows = r.records.map((m) => el('tr', { class: 'record', 'data-offset': m.offset },
@@ -161,6 +167,7 @@ async function browse(name, form, out) {
     table('records', ['offset', 'timestamp', 'key', 'value', 'headers'], rows),
     r.next_offset < r.high_watermark ? el('button', { id: 'browse-next', onclick: () => {
       form.elements.offset.value = r.next_offset;
+      form.elements.time.value = '';
       browse(name, form, out).catch((e) => showError(e.message));
     } }, 'Next page') : null);
 }
@@ -180,6 +187,7 @@ async function topic(name) {
       t.partition_detail.map((p) => el('option', { value: p.partition }, p.partition)))),
     el('label', {}, 'from offset', el('input', { name: 'offset', id: 'browse-offset', type: 'number', min: 0,
       value: t.partition_detail.length ? t.partition_detail[0].log_start_offset : 0 })),
+    el('label', {}, 'or from time (ISO or ms)', el('input', { name: 'time', id: 'browse-time', size: 24 })),
     el('label', {}, 'records', el('input', { name: 'limit', id: 'browse-limit', type: 'number', min: 1, max: 1000, value: 50 })),
     el('label', {}, 'show as', el('select', { name: 'encoding', id: 'browse-encoding' },
       el('option', { value: 'text' }, 'text'), el('option', { value: 'hex' }, 'hex'), el('option', { value: 'base64' }, 'base64'))),
