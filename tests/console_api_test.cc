@@ -204,6 +204,33 @@ TEST(console_api, topics_records_groups_and_rates) {
                 b.get("/v1/cluster").body["bytes_in_per_sec"].get<double>(),
             0.0);
 
+  // Produce from the console, read back by kcat: key, value, header, at the next offset.
+  auto appended = b.request("POST", "/v1/topics/browse/partitions/0/records",
+                            json{{"key", "from-http"},
+                                 {"value", "hello from the console"},
+                                 {"headers", {{{"key", "via"}, {"value", "http"}}}}});
+  ASSERT_EQ(appended.status, 201) << appended.text;
+  EXPECT_EQ(appended.body["offset"], 230);
+  auto [kcat_rc, read_back] = run_command("timeout 30 kcat -C -b " + b.bootstrap() +
+                                          " -t browse -p 0 -o 230 -c 1 -e -q -f '%o %k %s %h\\n'");
+  EXPECT_EQ(kcat_rc, 0);
+  EXPECT_EQ(read_back, "230 from-http hello from the console via=http\n");
+  auto tombstone = b.request("POST", "/v1/topics/browse/partitions/0/records",
+                             json{{"key", "gone"}, {"value", nullptr}});
+  ASSERT_EQ(tombstone.status, 201);
+  auto tomb = b.get("/v1/topics/browse/partitions/0/records?offset=231&limit=1");
+  EXPECT_TRUE(tomb.body["records"][0]["value"].is_null());
+  EXPECT_EQ(tomb.body["records"][0]["key"], "gone");
+  EXPECT_EQ(
+      b.request("POST", "/v1/topics/browse/partitions/3/records", json{{"value", "x"}}).status,
+      404);
+  EXPECT_EQ(
+      b.request("POST", "/v1/topics/__consumer_offsets/partitions/0/records", json{{"value", "x"}})
+          .status,
+      400);
+  EXPECT_EQ(b.request("POST", "/v1/topics/browse/partitions/0/records", json{{"value", 5}}).status,
+            400);
+
   // Configs: set one, remove it again.
   auto altered = b.request("PATCH", "/v1/topics/browse/configs",
                            json{{"configs", {{"retention.bytes", 1048576}}}});
@@ -244,6 +271,8 @@ TEST(console_api, read_only_refuses_every_change) {
   EXPECT_EQ(refused.status, 403);
   EXPECT_NE(refused.text.find("read-only"), std::string::npos);
   EXPECT_EQ(b.request("DELETE", "/v1/topics/nope").status, 403);
+  EXPECT_EQ(b.request("POST", "/v1/topics/nope/partitions/0/records", json{{"value", "x"}}).status,
+            403);
   EXPECT_EQ(b.request("PATCH", "/v1/topics/nope/configs", json{{"configs", json::object()}}).status,
             403);
   EXPECT_EQ(b.get("/v1/topics/nope").status, 404) << "nothing was created";

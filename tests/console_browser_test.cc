@@ -1,10 +1,11 @@
 // The web console in a real browser: headless Chromium (Debian's chromium and chromium-driver)
 // driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
 // kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
-// the topic, sees the produced messages (keys, values, headers) and pages on, sees the group's
-// lag, and creates a topic through the form, which kcat then sees. Screenshots are saved under
-// build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
-// under sanitizers (the browser's timings are not the broker's to bound there).
+// the topic, sees the produced messages (keys, values, headers) and pages on, produces a message
+// from the page that kcat reads back, sees the group's lag, and creates a topic through the form,
+// which kcat then sees. Screenshots are saved under build/test-artifacts/console/. Skipped when
+// Chromium, chromedriver or selenium are missing, and under sanitizers (the browser's timings are
+// not the broker's to bound there).
 #include "console_util.h"
 
 namespace tarn::test {
@@ -76,11 +77,18 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("record 49 user-49 {\"n\":49} origin=browser-test\n"), std::string::npos);
   EXPECT_EQ(out.find("record 50 "), std::string::npos) << "the first page holds 50 records";
   EXPECT_NE(out.find("next-page-first 50\n"), std::string::npos);
-  EXPECT_NE(out.find("lag clicks-0 20\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("total-lag 20\n"), std::string::npos);
+  // The message produced from the page went to offset 140, so the lag is now 21.
+  EXPECT_NE(out.find("produced 140\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("lag clicks-0 21\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("total-lag 21\n"), std::string::npos);
   EXPECT_NE(out.find("created made-in-browser 2 retention.ms 7200000\n"), std::string::npos) << out;
   EXPECT_NE(out.find("console-errors 0\n"), std::string::npos) << out;
 
+  // kcat reads the message produced from the page.
+  auto [read_rc, read_back] =
+      run_command(kcat + " -C -t clicks -p 0 -o 140 -c 1 -e -q -f '%k %s %h\\n'");
+  EXPECT_EQ(read_rc, 0);
+  EXPECT_EQ(read_back, "browser-key typed in chromium typed=yes\n");
   // The topic made in the browser is a Kafka topic like any other.
   auto [list_rc, metadata] = run_command(kcat + " -L -t made-in-browser");
   EXPECT_EQ(list_rc, 0);

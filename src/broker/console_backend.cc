@@ -8,12 +8,15 @@
 
 #include "broker/console_backend_impl.h"
 #include "broker/offsets_topic.h"
+#include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
+#include "record/batch_builder.h"
 #include "record/record.h"
 #include "record/record_batch.h"
 #include "storage/log_config.h"
 #include "storage/log_segment.h"
+#include "storage/log_validator.h"
 #include "storage/topic_metadata.h"
 
 namespace tarn::broker {
@@ -129,8 +132,8 @@ std::vector<std::pair<std::string, std::vector<int32_t>>> decode_consumer_assign
 }  // namespace
 
 broker_console::broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
-                               const broker_config& config)
-    : topics_(topics), groups_(groups), config_(config) {}
+                               const broker_config& config, broker_metrics& metrics)
+    : topics_(topics), groups_(groups), config_(config), metrics_(metrics) {}
 
 std::vector<console_topic> broker_console::list_topics() const {
   std::vector<console_topic> out;
@@ -333,6 +336,73 @@ result<console_records, console_error> broker_console::read_records(
   }
   out.next_offset = std::max(offset, out.log_start_offset);
   return out;
+}
+
+result<int64_t, console_error> broker_console::produce_record(
+    const console_produce_request& request) {
+  if (is_internal_topic(request.topic)) {
+    return fail(console_error{console_errc::invalid,
+                              fmt::format("Cannot append to internal topic {}", request.topic)});
+  }
+  storage::log_config log_config;
+  std::shared_ptr<topic_metrics> cells;
+  {
+    auto guard = topics_.lock();
+    const storage::topic_info* t = topics_.logs().find_topic(request.topic);
+    if (t == nullptr || request.partition < 0 || request.partition >= t->partitions) {
+      return fail(console_error{
+          console_errc::not_found,
+          fmt::format("The partition {}-{} does not exist.", request.topic, request.partition)});
+    }
+    log_config = t->config;
+    cells = metrics_.topic(t->name);
+  }
+  // The batch a producer would send: one record, offsets from 0, no producer id.
+  const int64_t now = wall_clock_ms();
+  std::vector<record::record_header> headers;
+  for (const auto& h : request.headers) {
+    headers.push_back({record::as_bytes(h.key),
+                       h.value ? std::optional(record::as_bytes(*h.value)) : std::nullopt});
+  }
+  record::batch_builder_config builder_config;
+  builder_config.batch_size = SIZE_MAX;
+  record::batch_builder builder(builder_config);
+  auto view = [](const std::optional<std::string>& s) {
+    return s ? std::optional(record::as_bytes(*s)) : std::nullopt;
+  };
+  if (builder.try_append(now, view(request.key), view(request.value), headers) !=
+      record::append_result::appended) {
+    return fail(console_error{console_errc::invalid, "the record cannot be encoded"});
+  }
+  auto built = builder.build();
+  if (!built) return fail(console_error{console_errc::internal, "the batch cannot be built"});
+  std::vector<uint8_t> batch = std::move(*built);
+  // Validation, as Produce does it: max.message.bytes, timestamps, the topic's codec (no lock).
+  const std::string tp = fmt::format("{}-{}", request.topic, request.partition);
+  storage::validation_context ctx{tp, &log_config, now};
+  auto validated = storage::validate_batch(batch, ctx);
+  if (!validated) {
+    metrics_.all_topics.failed_produce_requests.add();
+    cells->failed_produce_requests.add();
+    return fail(console_error{console_errc::invalid, validated.error().message});
+  }
+  int64_t offset = 0;
+  {
+    auto guard = topics_.lock();
+    storage::log* log = topics_.logs().get_log(request.topic, request.partition);
+    if (log == nullptr) {
+      return fail(console_error{console_errc::not_found, "the topic was deleted meanwhile"});
+    }
+    offset = static_cast<int64_t>(log->log_end_offset());
+    storage::assign_offsets(*validated, offset, local_leader_epoch);
+    if (auto a = log->append(validated->bytes, now); !a) return fail(console_error_of(a.error()));
+  }
+  for (topic_metrics* m : {&metrics_.all_topics, cells.get()}) {
+    m->total_produce_requests.add();
+    m->messages_in.add(static_cast<uint64_t>(validated->record_count));
+    m->bytes_in.add(validated->bytes.size());
+  }
+  return offset;
 }
 
 std::vector<console_group> broker_console::list_groups() const {

@@ -94,6 +94,16 @@ struct console_read_request {
   int32_t max_bytes = 1 << 20;  // of keys, values and headers returned
 };
 
+// One record the console appends (a producer with acks=all, no idempotence, no compression
+// beyond the topic's own compression.type).
+struct console_produce_request {
+  std::string topic;
+  int32_t partition = 0;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<console_record_header> headers;
+};
+
 struct console_records {
   std::vector<console_record> records;
   int64_t next_offset = 0;  // where the next page starts
@@ -147,6 +157,10 @@ class console_backend {
 
   virtual result<console_records, console_error> read_records(
       const console_read_request& request) const = 0;
+
+  // Appends one record as a Produce of one batch would (the topic's validation, offsets, and the
+  // BrokerTopicMetrics cells); returns its offset. Internal topics are refused.
+  virtual result<int64_t, console_error> produce_record(const console_produce_request& request) = 0;
 
   // Every group the coordinator knows, with committed offsets and lag, without members.
   virtual std::vector<console_group> list_groups() const = 0;

@@ -2,6 +2,7 @@
 // behind the web console's JSON API. The server owns one and hands it to src/observe.
 #pragma once
 
+#include "broker/broker_metrics.h"
 #include "broker/config.h"
 #include "broker/console_backend.h"
 
@@ -20,7 +21,7 @@ class broker_console final : public console_backend {
   static constexpr int32_t max_partitions = 10000;
 
   broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
-                 const broker_config& config);
+                 const broker_config& config, broker_metrics& metrics);
 
   std::vector<console_topic> list_topics() const override;
   result<console_topic, console_error> describe_topic(std::string_view name) const override;
@@ -31,6 +32,7 @@ class broker_console final : public console_backend {
       const std::map<std::string, std::optional<std::string>>& changes) override;
   result<console_records, console_error> read_records(
       const console_read_request& request) const override;
+  result<int64_t, console_error> produce_record(const console_produce_request& request) override;
   std::vector<console_group> list_groups() const override;
   result<console_group, console_error> describe_group(std::string_view group_id) const override;
 
@@ -38,6 +40,7 @@ class broker_console final : public console_backend {
   topic_manager& topics_;
   coordinator::group_coordinator& groups_;
   const broker_config& config_;
+  broker_metrics& metrics_;
 };
 
 }  // namespace tarn::broker

@@ -302,7 +302,7 @@ result<void, std::string> server::start() {
       return std::nullopt;
     });
   }
-  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config);
+  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics);
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics});

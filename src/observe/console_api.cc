@@ -401,6 +401,45 @@ void mount_console(httplib::Server& http, const broker::server& broker,
            {"high_watermark", read->high_watermark}});
   });
 
+  http.Post(R"(/v1/topics/([^/]+)/partitions/(\d{1,9})/records)", [&](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+    auto body = json_body(req, res);
+    if (!body) return;
+    broker::console_produce_request p;
+    p.topic = req.matches[1].str();
+    p.partition = std::stoi(req.matches[2].str());
+    auto text = [&](const char* field, std::optional<std::string>& out) {
+      if (!body->contains(field)) return true;
+      const json& v = (*body)[field];
+      if (v.is_null()) return true;
+      if (!v.is_string()) return false;
+      out = v.get<std::string>();
+      return true;
+    };
+    if (!text("key", p.key) || !text("value", p.value)) {
+      return reply_error(res, 400, "\"key\" and \"value\" must be strings or null");
+    }
+    if (body->contains("headers")) {
+      const json& headers = (*body)["headers"];
+      if (!headers.is_array()) return reply_error(res, 400, "\"headers\" must be an array");
+      for (const auto& h : headers) {
+        if (!h.is_object() || !h.contains("key") || !h["key"].is_string() ||
+            (h.contains("value") && !h["value"].is_string() && !h["value"].is_null())) {
+          return reply_error(res, 400, "a header is {\"key\": string, \"value\": string or null}");
+        }
+        broker::console_record_header ch;
+        ch.key = h["key"].get<std::string>();
+        if (h.contains("value") && h["value"].is_string()) {
+          ch.value = h["value"].get<std::string>();
+        }
+        p.headers.push_back(std::move(ch));
+      }
+    }
+    auto offset = console.produce_record(p);
+    if (!offset) return reply_error(res, offset.error());
+    reply(res, 201, {{"topic", p.topic}, {"partition", p.partition}, {"offset", *offset}});
+  });
+
   http.Get("/v1/groups", [&](const httplib::Request&, httplib::Response& res) {
     json groups = json::array();
     for (const auto& g : console.list_groups()) groups.push_back(group_json(g, false));

@@ -5,9 +5,10 @@ python3-selenium), for tests/console_browser_test.cc.
   console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
 
 Opens the console, goes to TOPIC through the topic list, reads the first page of its messages,
+produces a message with the form on that page,
 opens GROUP through the group list and reads its lag, then creates NEW_TOPIC (two partitions,
 retention.ms=7200000) with the form on the topics page. Prints one fact per line for the test to
-check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "lag TOPIC-PARTITION N",
+check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "produced OFFSET", "lag TOPIC-PARTITION N",
 "total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page. Exits 0 when every
 page appeared in time (15 s each), 1 otherwise."""
 import os
@@ -54,6 +55,14 @@ def main():
         print('next-page-first',
               driver.find_element(By.CSS_SELECTOR, '#records tr.record').get_attribute(
                   'data-offset'), flush=True)
+
+        # Produce one message from the page.
+        driver.find_element(By.ID, 'produce-key').send_keys('browser-key')
+        driver.find_element(By.ID, 'produce-value').send_keys('typed in chromium')
+        driver.find_element(By.ID, 'produce-headers').send_keys('typed=yes')
+        driver.find_element(By.ID, 'produce-submit').click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'produce-result'), 'produced at offset'))
+        print('produced', driver.find_element(By.ID, 'produce-result').text.split()[-1], flush=True)
 
         driver.find_element(By.ID, 'nav-groups').click()
         link = wait.until(ec.element_to_be_clickable(

@@ -204,6 +204,25 @@ async function topic(name) {
     el('label', {}, 'config', el('input', { name: 'key', id: 'alter-config-key', required: true })),
     el('label', {}, 'value (empty: back to the default)', el('input', { name: 'value', id: 'alter-config-value' })),
     el('button', { type: 'submit' }, 'Set'));
+  const produced = el('span', { class: 'muted', id: 'produce-result' });
+  const produce = el('form', { id: 'produce', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    try {
+      const headers = Object.entries(parseConfigs(f.elements.headers.value)).map(([key, value]) => ({ key, value }));
+      const body = { key: f.elements.key.value === '' ? null : f.elements.key.value,
+                     value: f.elements.value.value, headers };
+      const r = await api('POST', '/topics/' + enc(name) + '/partitions/' + f.elements.partition.value + '/records', body);
+      produced.textContent = 'produced at offset ' + r.offset;
+      f.elements.value.value = '';
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'partition', el('select', { name: 'partition', id: 'produce-partition' },
+      t.partition_detail.map((p) => el('option', { value: p.partition }, p.partition)))),
+    el('label', {}, 'key (empty: null)', el('input', { name: 'key', id: 'produce-key' })),
+    el('label', {}, 'value', el('textarea', { name: 'value', id: 'produce-value', rows: 1, cols: 40 })),
+    el('label', {}, 'headers (key=value a line)', el('textarea', { name: 'headers', id: 'produce-headers', rows: 1, cols: 24 })),
+    el('button', { type: 'submit', id: 'produce-submit', disabled: t.internal }, 'Produce'), produced);
   const del = el('button', { class: 'danger', id: 'delete-topic', onclick: async () => {
     if (!confirm('Delete topic ' + name + ' and all its records?')) return;
     try { await api('DELETE', '/topics/' + enc(name)); location.hash = '#/topics'; } catch (e) { showError(e.message); }
@@ -215,6 +234,7 @@ async function topic(name) {
     el('h2', {}, 'Partitions'),
     table('partitions', ['partition', 'start offset', 'end offset', 'high watermark', 'size', 'segments'], parts),
     el('h2', {}, 'Messages'), form, out,
+    el('h2', {}, 'Produce a message'), produce,
     el('h2', {}, 'Configs'), alter, table('configs', ['name', 'value', 'source'], configs));
   await browse(name, form, out);
 }
