@@ -190,6 +190,49 @@ TEST(console_api, topics_records_groups_and_rates) {
   EXPECT_TRUE(listed_group) << groups.text;
   EXPECT_EQ(b.get("/v1/groups/nobody").status, 404);
 
+  // Reset the inactive group's offsets: earliest, a given offset, latest.
+  auto to_earliest = b.request("POST", "/v1/groups/console-readers/offsets",
+                               json{{"topic", "browse"}, {"to", "earliest"}});
+  ASSERT_EQ(to_earliest.status, 200) << to_earliest.text;
+  EXPECT_EQ(to_earliest.body["offsets"][0]["committed_offset"], 0);
+  EXPECT_EQ(to_earliest.body["total_lag"], 230);
+  auto to_offset = b.request("POST", "/v1/groups/console-readers/offsets",
+                             json{{"topic", "browse"}, {"to", 100}, {"partitions", {0}}});
+  ASSERT_EQ(to_offset.status, 200) << to_offset.text;
+  EXPECT_EQ(to_offset.body["offsets"][0]["lag"], 130);
+  auto to_latest = b.request("POST", "/v1/groups/console-readers/offsets",
+                             json{{"topic", "browse"}, {"to", "latest"}});
+  EXPECT_EQ(to_latest.body["total_lag"], 0);
+  // What kcat's group sees: it resumes from the reset offset (latest: nothing to read).
+  auto [offsets_rc, offsets_out] = run_command("timeout 60 kcat -b " + b.bootstrap() +
+                                               " -G console-readers -e -q browse | wc -l");
+  EXPECT_EQ(offsets_rc, 0);
+  EXPECT_EQ(offsets_out, "0\n");
+  EXPECT_EQ(b.request("POST", "/v1/groups/console-readers/offsets",
+                      json{{"topic", "browse"}, {"to", "sometime"}})
+                .status,
+            400);
+  EXPECT_EQ(b.request("POST", "/v1/groups/console-readers/offsets",
+                      json{{"topic", "nope"}, {"to", "latest"}})
+                .status,
+            404);
+  // A group with a live member is refused, as kafka-consumer-groups.sh refuses it.
+  {
+    child_process member(std::vector<std::string>{"/usr/bin/kcat", "-b", b.bootstrap(), "-G",
+                                                  "busy-readers", "-q", "browse"});
+    EXPECT_TRUE(eventually(
+        [&] {
+          auto g = b.get("/v1/groups/busy-readers");
+          return g.status == 200 && !g.body["members"].empty();
+        },
+        20s));
+    auto busy = b.request("POST", "/v1/groups/busy-readers/offsets",
+                          json{{"topic", "browse"}, {"to", "earliest"}});
+    EXPECT_EQ(busy.status, 409) << busy.text;
+    member.send_signal(SIGTERM);
+    member.wait_exit(10s);
+  }
+
   // Rates: the sampler saw the records come in (one sample a second, a 10 s window).
   double rate = 0;
   EXPECT_TRUE(eventually(

@@ -2,10 +2,10 @@
 // driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
 // kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
 // the topic, sees the produced messages (keys, values, headers) and pages on, produces a message
-// from the page that kcat reads back, sees the group's lag, and creates a topic through the form,
-// which kcat then sees. Screenshots are saved under build/test-artifacts/console/. Skipped when
-// Chromium, chromedriver or selenium are missing, and under sanitizers (the browser's timings are
-// not the broker's to bound there).
+// from the page that kcat reads back, sees the group's lag and resets it, and creates a topic
+// through the form, which kcat then sees. Screenshots are saved under
+// build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
+// under sanitizers (the browser's timings are not the broker's to bound there).
 #include "console_util.h"
 
 namespace tarn::test {
@@ -81,6 +81,7 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("produced 140\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lag clicks-0 21\n"), std::string::npos) << out;
   EXPECT_NE(out.find("total-lag 21\n"), std::string::npos);
+  EXPECT_NE(out.find("reset total-lag 0\n"), std::string::npos) << out;
   EXPECT_NE(out.find("created made-in-browser 2 retention.ms 7200000\n"), std::string::npos) << out;
   EXPECT_NE(out.find("console-errors 0\n"), std::string::npos) << out;
 

@@ -405,6 +405,71 @@ result<int64_t, console_error> broker_console::produce_record(
   return offset;
 }
 
+result<console_group, console_error> broker_console::reset_group_offsets(
+    const console_offset_reset& reset) {
+  auto group = describe_group(reset.group_id);
+  if (group && !group->members.empty()) {
+    return fail(console_error{
+        console_errc::conflict,
+        fmt::format("Assignments can only be reset if the group '{}' is inactive, but the "
+                    "current state is {}.",
+                    reset.group_id, group->state)});
+  }
+  protocol::offset_commit_request request;
+  request.group_id = reset.group_id;
+  request.generation_id_or_member_epoch = -1;
+  auto& topic = request.topics.emplace_back();
+  topic.name = reset.topic;
+  {
+    auto guard = topics_.lock();
+    const storage::topic_info* t = topics_.logs().find_topic(reset.topic);
+    if (t == nullptr) {
+      return fail(console_error{console_errc::not_found,
+                                fmt::format("The topic '{}' does not exist.", reset.topic)});
+    }
+    std::vector<int32_t> partitions = reset.partitions;
+    if (partitions.empty()) {
+      for (int32_t p = 0; p < t->partitions; ++p) partitions.push_back(p);
+    }
+    for (int32_t p : partitions) {
+      const storage::log* log = topics_.logs().get_log(reset.topic, p);
+      if (log == nullptr) {
+        return fail(
+            console_error{console_errc::not_found,
+                          fmt::format("The partition {}-{} does not exist.", reset.topic, p)});
+      }
+      const auto start = static_cast<int64_t>(log->log_start_offset());
+      const auto end = static_cast<int64_t>(log->high_watermark());
+      auto& part = topic.partitions.emplace_back();
+      part.partition_index = p;
+      switch (reset.to) {
+        case console_offset_reset::target::earliest:
+          part.committed_offset = start;
+          break;
+        case console_offset_reset::target::latest:
+          part.committed_offset = end;
+          break;
+        case console_offset_reset::target::offset:
+          part.committed_offset = std::clamp(reset.offset, start, end);
+          break;
+      }
+    }
+  }
+  auto answer = groups_.offset_commit(request, 8, wall_clock_ms());
+  for (const auto& t : answer.message.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != 0) {
+        return fail(console_error{p.error_code == 25 || p.error_code == 22 ? console_errc::conflict
+                                                                           : console_errc::internal,
+                                  fmt::format("OffsetCommit of {}-{} failed with error code {}",
+                                              t.name, p.partition_index, p.error_code)});
+      }
+    }
+  }
+  spdlog::info("group {}: offsets of {} reset over HTTP", reset.group_id, reset.topic);
+  return describe_group(reset.group_id);
+}
+
 std::vector<console_group> broker_console::list_groups() const {
   protocol::list_groups_request request;
   auto listed = groups_.list_groups(request, protocol::list_groups_request::max_version);

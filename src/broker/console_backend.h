@@ -138,6 +138,15 @@ struct console_group {
   std::vector<console_group_offset> offsets;  // by topic, partition
 };
 
+// Where reset_group_offsets moves a group's committed offsets, per partition of one topic.
+struct console_offset_reset {
+  std::string group_id;
+  std::string topic;
+  std::vector<int32_t> partitions;  // empty: every partition of the topic
+  enum class target { earliest, latest, offset } to = target::earliest;
+  int64_t offset = 0;  // target::offset: clamped into [log start, high watermark]
+};
+
 class console_backend {
  public:
   // Ceilings on what read_records returns, whatever the request asks.
@@ -161,6 +170,12 @@ class console_backend {
   // Appends one record as a Produce of one batch would (the topic's validation, offsets, and the
   // BrokerTopicMetrics cells); returns its offset. Internal topics are refused.
   virtual result<int64_t, console_error> produce_record(const console_produce_request& request) = 0;
+
+  // Commits new offsets for an inactive group (no members), as kafka-consumer-groups.sh
+  // --reset-offsets does with an OffsetCommit of generation -1; conflict when the group has
+  // members. Returns the group as describe_group does afterwards.
+  virtual result<console_group, console_error> reset_group_offsets(
+      const console_offset_reset& reset) = 0;
 
   // Every group the coordinator knows, with committed offsets and lag, without members.
   virtual std::vector<console_group> list_groups() const = 0;

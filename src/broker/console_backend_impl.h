@@ -33,6 +33,8 @@ class broker_console final : public console_backend {
   result<console_records, console_error> read_records(
       const console_read_request& request) const override;
   result<int64_t, console_error> produce_record(const console_produce_request& request) override;
+  result<console_group, console_error> reset_group_offsets(
+      const console_offset_reset& reset) override;
   std::vector<console_group> list_groups() const override;
   result<console_group, console_error> describe_group(std::string_view group_id) const override;
 

@@ -440,6 +440,43 @@ void mount_console(httplib::Server& http, const broker::server& broker,
     reply(res, 201, {{"topic", p.topic}, {"partition", p.partition}, {"offset", *offset}});
   });
 
+  http.Post(
+      R"(/v1/groups/([^/]+)/offsets)", [&](const httplib::Request& req, httplib::Response& res) {
+        auto body = json_body(req, res);
+        if (!body) return;
+        broker::console_offset_reset reset;
+        reset.group_id = req.matches[1].str();
+        const json& topic = (*body)["topic"];
+        if (!topic.is_string()) return reply_error(res, 400, "\"topic\" must be a string");
+        reset.topic = topic.get<std::string>();
+        const json& to = (*body)["to"];
+        if (to == "earliest") {
+          reset.to = broker::console_offset_reset::target::earliest;
+        } else if (to == "latest") {
+          reset.to = broker::console_offset_reset::target::latest;
+        } else if (to.is_number_integer()) {
+          reset.to = broker::console_offset_reset::target::offset;
+          reset.offset = to.get<int64_t>();
+        } else {
+          return reply_error(res, 400, "\"to\" must be \"earliest\", \"latest\" or an offset");
+        }
+        if (body->contains("partitions")) {
+          const json& partitions = (*body)["partitions"];
+          if (!partitions.is_array() || partitions.size() > 100000) {
+            return reply_error(res, 400, "\"partitions\" must be an array of partition numbers");
+          }
+          for (const auto& p : partitions) {
+            if (!p.is_number_integer() || p.get<int64_t>() < 0 || p.get<int64_t>() > INT32_MAX) {
+              return reply_error(res, 400, "\"partitions\" must be an array of partition numbers");
+            }
+            reset.partitions.push_back(static_cast<int32_t>(p.get<int64_t>()));
+          }
+        }
+        auto g = console.reset_group_offsets(reset);
+        if (!g) return reply_error(res, g.error());
+        reply(res, 200, group_json(*g, true));
+      });
+
   http.Get("/v1/groups", [&](const httplib::Request&, httplib::Response& res) {
     json groups = json::array();
     for (const auto& g : console.list_groups()) groups.push_back(group_json(g, false));

@@ -5,12 +5,12 @@ python3-selenium), for tests/console_browser_test.cc.
   console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
 
 Opens the console, goes to TOPIC through the topic list, reads the first page of its messages,
-produces a message with the form on that page,
-opens GROUP through the group list and reads its lag, then creates NEW_TOPIC (two partitions,
-retention.ms=7200000) with the form on the topics page. Prints one fact per line for the test to
-check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "produced OFFSET", "lag TOPIC-PARTITION N",
-"total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page. Exits 0 when every
-page appeared in time (15 s each), 1 otherwise."""
+produces a message with the form on that page, opens GROUP through the group list and reads its lag,
+resets its offsets to the latest with the form (confirming the dialog), then creates NEW_TOPIC (two
+partitions, retention.ms=7200000) with the form on the topics page. Prints one fact per line for the
+test to check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "produced OFFSET", "lag
+TOPIC-PARTITION N", "total-lag N", "reset total-lag N", "created NAME PARTITIONS") and saves a
+screenshot of each page. Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
 
@@ -18,7 +18,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 
 def main():
@@ -74,6 +74,12 @@ def main():
                   row.find_element(By.CSS_SELECTOR, 'td.lag').text, flush=True)
         print('total-lag', driver.find_element(By.ID, 'group-total-lag').text, flush=True)
         driver.save_screenshot(os.path.join(shots, 'group.png'))
+        # Reset the (inactive) group to the latest offsets, confirming the dialog.
+        Select(driver.find_element(By.ID, 'reset-to')).select_by_value('latest')
+        driver.find_element(By.CSS_SELECTOR, '#reset-offsets button[type=submit]').click()
+        wait.until(ec.alert_is_present()).accept()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'group-total-lag'), '0'))
+        print('reset total-lag', driver.find_element(By.ID, 'group-total-lag').text, flush=True)
 
         driver.find_element(By.ID, 'nav-topics').click()
         name = wait.until(ec.element_to_be_clickable((By.ID, 'new-topic-name')))

@@ -20,6 +20,15 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// Redraws the page after `ms`, unless the user is typing in one of its fields (then later).
+function refreshLater(ms) {
+  refreshTimer = setTimeout(() => {
+    const a = document.activeElement;
+    if (a && main.contains(a) && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName)) refreshLater(ms);
+    else route();
+  }, ms);
+}
+
 function showError(message) {
   const box = document.getElementById('error');
   box.textContent = message;
@@ -103,7 +112,7 @@ async function overview() {
       el('tr', {}, el('td', {}, 'log dir'), el('td', {}, c.log_dir.path + ' (' + bytes(c.log_dir.free_bytes) + ' free of ' + bytes(c.log_dir.total_bytes) + ')')),
     ]));
   drawChart(canvas, r.series);
-  refreshTimer = setTimeout(route, 2000);
+  refreshLater(2000);
 }
 
 // ---- Topics -----------------------------------------------------------------------------------
@@ -249,7 +258,7 @@ async function groups() {
   main.replaceChildren(el('h1', {}, 'Consumer groups'),
     rows.length ? table('groups', ['group', 'state', 'type', 'partitions', 'lag'], rows)
                 : el('p', { class: 'muted' }, 'No groups yet.'));
-  refreshTimer = setTimeout(route, 5000);
+  refreshLater(5000);
 }
 
 async function group(id) {
@@ -260,6 +269,24 @@ async function group(id) {
   const offsets = g.offsets.map((o) => el('tr', { 'data-partition': o.topic + '-' + o.partition },
     el('td', {}, el('a', { href: '#/topics/' + enc(o.topic) }, o.topic)), num(o.partition),
     num(o.committed_offset), num(o.high_watermark), el('td', { class: 'num lag' }, o.lag)));
+  const topicsOf = [...new Set(g.offsets.map((o) => o.topic))];
+  const reset = el('form', { id: 'reset-offsets', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    const to = f.elements.to.value === 'offset' ? parseInt(f.elements.offset.value, 10) : f.elements.to.value;
+    if (!confirm('Reset the offsets of ' + id + ' on ' + f.elements.topic.value + ' to ' + to + '?')) return;
+    try {
+      await api('POST', '/groups/' + enc(id) + '/offsets', { topic: f.elements.topic.value, to });
+      route();
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'topic', el('select', { name: 'topic', id: 'reset-topic' }, topicsOf.map((t) => el('option', { value: t }, t)))),
+    el('label', {}, 'to', el('select', { name: 'to', id: 'reset-to' },
+      el('option', { value: 'earliest' }, 'earliest'), el('option', { value: 'latest' }, 'latest'),
+      el('option', { value: 'offset' }, 'offset'))),
+    el('label', {}, 'offset', el('input', { name: 'offset', id: 'reset-offset', type: 'number', min: 0 })),
+    el('button', { type: 'submit', disabled: g.members.length > 0 || topicsOf.length === 0 }, 'Reset offsets'),
+    g.members.length > 0 ? el('span', { class: 'muted' }, ' (only while the group has no members)') : null);
   main.replaceChildren(
     el('h1', { id: 'group-name' }, id),
     el('p', { class: 'muted' }, (g.state || 'no state') + ' · ' + (g.protocol || g.group_type || '') + ' · total lag ',
@@ -268,8 +295,9 @@ async function group(id) {
     members.length ? table('group-members', ['member', 'client id', 'host', 'assignment'], members)
                    : el('p', { class: 'muted' }, 'No members.'),
     el('h2', {}, 'Committed offsets and lag'),
-    table('group-offsets', ['topic', 'partition', 'committed', 'high watermark', 'lag'], offsets));
-  refreshTimer = setTimeout(route, 5000);
+    table('group-offsets', ['topic', 'partition', 'committed', 'high watermark', 'lag'], offsets),
+    el('h2', {}, 'Reset offsets'), reset);
+  refreshLater(5000);
 }
 
 // ---- Routing ----------------------------------------------------------------------------------
