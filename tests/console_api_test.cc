@@ -318,11 +318,63 @@ TEST(console_api, read_only_refuses_every_change) {
             403);
   EXPECT_EQ(b.request("PATCH", "/v1/topics/nope/configs", json{{"configs", json::object()}}).status,
             403);
+  EXPECT_EQ(
+      b.request("POST", "/v1/groups/g/offsets", json{{"topic", "t"}, {"to", "latest"}}).status,
+      403);
   EXPECT_EQ(b.get("/v1/topics/nope").status, 404) << "nothing was created";
   auto cluster = b.get("/v1/cluster");
   ASSERT_EQ(cluster.status, 200);
   EXPECT_EQ(cluster.body["read_only"], true);
   EXPECT_EQ(b.get("/v1/topics").status, 200);
+}
+
+// Eight clients reading 1000-record pages as fast as they can while kcat produces: Kafka is
+// served throughout (every record arrives, in bounded time) and every page is answered.
+TEST(console_api, busy_console_readers_do_not_stop_produce) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  temp_dir tmp;
+  produce(b, "busy", 0, 20000, tmp);  // creates the topic
+  const auto quiet_start = std::chrono::steady_clock::now();
+  produce(b, "busy", 20000, 20000, tmp);
+  const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - quiet_start);
+  std::atomic<bool> stop{false};
+  std::atomic<int> pages{0}, failures{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&, i] {
+      auto c = b.client();
+      int64_t offset = i * 2000;
+      while (!stop.load()) {
+        auto r = c.Get("/v1/topics/busy/partitions/0/records?limit=1000&offset=" +
+                       std::to_string(offset % 40000));
+        if (r && r->status == 200) {
+          ++pages;
+        } else {
+          ++failures;
+        }
+        offset += 1000;
+      }
+    });
+  }
+  const auto started = std::chrono::steady_clock::now();
+  produce(b, "busy", 40000, 20000, tmp);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  stop = true;
+  for (auto& t : readers) t.join();
+  std::cout << "20,000 records produced by kcat in " << quiet.count() << " ms alone, in "
+            << took.count() << " ms while " << pages.load() << " pages of 1000 records were read\n";
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(pages.load(), 0);
+  EXPECT_LT(took, 30s);
+  auto t = b.get("/v1/topics/busy");
+  EXPECT_EQ(t.body["partition_detail"][0]["high_watermark"], 60000);
+  auto last = b.get("/v1/topics/busy/partitions/0/records?offset=59999");
+  ASSERT_EQ(last.body["records"].size(), 1u);
+  EXPECT_EQ(last.body["records"][0]["value"], "value-59999");
 }
 
 TEST(console_api, console_assets_are_served_from_the_binary) {
