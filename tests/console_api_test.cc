@@ -240,7 +240,8 @@ TEST(console_api, topics_records_groups_and_rates) {
         auto r = b.get("/v1/rates");
         if (!r.body["topics"].contains("browse")) return false;
         rate = r.body["topics"]["browse"]["messages_in_per_sec"].get<double>();
-        return rate > 0;
+        return rate > 0 && r.body["requests_per_sec"].value("Produce", 0.0) > 0 &&
+               r.body["requests_per_sec"].value("Fetch", 0.0) > 0;
       },
       5s));
   EXPECT_GT(b.get("/v1/cluster").body["bytes_out_per_sec"].get<double>() +

@@ -255,14 +255,18 @@ void mount_console(httplib::Server& http, const broker::server& broker,
     for (const auto& p : rates.broker_series()) {
       json point = rate_json(p.broker);
       point["at_ms"] = p.at_ms;
+      point["requests_per_sec"] = p.requests_per_sec;
       series.push_back(std::move(point));
     }
     json topics = json::object();
     for (const auto& [name, r] : rates.topic_rates_over(rate_window)) topics[name] = rate_json(r);
+    json requests = json::object();
+    for (const auto& [name, r] : rates.request_rates_over(rate_window)) requests[name] = r;
     reply(res, 200,
           {{"window_seconds", rate_window.count()},
            {"broker", rate_json(rates.broker_rate_over(rate_window))},
            {"topics", std::move(topics)},
+           {"requests_per_sec", std::move(requests)},
            {"series", std::move(series)}});
   });
 

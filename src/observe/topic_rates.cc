@@ -39,11 +39,19 @@ void topic_rates::add(const broker::broker_snapshot& snapshot) {
                   .count();
   for (const auto& [name, cells] : snapshot.topics) {
     if (!cells) continue;
-    counters c{cells->messages_in.value(), cells->bytes_in.value(), cells->bytes_out.value()};
-    s.broker.messages_in += c.messages_in;
-    s.broker.bytes_in += c.bytes_in;
-    s.broker.bytes_out += c.bytes_out;
-    s.topics.emplace(name, c);
+    s.topics.emplace(name, counters{cells->messages_in.value(), cells->bytes_in.value(),
+                                    cells->bytes_out.value()});
+  }
+  if (const broker::broker_metrics* m = snapshot.metrics) {
+    const auto& all = m->all_topics;
+    s.broker = {all.messages_in.value(), all.bytes_in.value(), all.bytes_out.value()};
+    for (const auto& api : snapshot.apis) {
+      const broker::request_metrics* cells = m->api(api.key);
+      if (cells == nullptr) continue;
+      uint64_t n = 0;
+      for (const auto& c : cells->requests_by_version) n += c.value();
+      s.requests[api.name] = n;
+    }
   }
   add(std::move(s));
 }
@@ -77,14 +85,34 @@ rate topic_rates::broker_rate_over(std::chrono::seconds window) const {
                       seconds_between(first, samples_.back()));
 }
 
+std::map<std::string, double, std::less<>> topic_rates::request_rates_over(
+    std::chrono::seconds window) const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, double, std::less<>> out;
+  if (samples_.size() < 2) return out;
+  const sample& first = window_start(samples_, window);
+  const sample& last = samples_.back();
+  const double seconds = seconds_between(first, last);
+  for (const auto& [name, now] : last.requests) {
+    auto it = first.requests.find(name);
+    const uint64_t before = it == first.requests.end() ? 0 : it->second;
+    out[name] = now >= before && seconds > 0 ? static_cast<double>(now - before) / seconds : 0.0;
+  }
+  return out;
+}
+
 std::vector<rate_point> topic_rates::broker_series() const {
   std::lock_guard lock(mu_);
   std::vector<rate_point> out;
   for (size_t i = 1; i < samples_.size(); ++i) {
     // A topic deleted between two samples takes its counts with it: clamp at zero (rate_between).
-    out.push_back(
-        {samples_[i].wall_ms, rate_between(samples_[i - 1].broker, samples_[i].broker,
-                                           seconds_between(samples_[i - 1], samples_[i]))});
+    const double seconds = seconds_between(samples_[i - 1], samples_[i]);
+    uint64_t before = 0, now = 0;
+    for (const auto& [name, n] : samples_[i - 1].requests) before += n;
+    for (const auto& [name, n] : samples_[i].requests) now += n;
+    out.push_back({samples_[i].wall_ms,
+                   rate_between(samples_[i - 1].broker, samples_[i].broker, seconds),
+                   now >= before && seconds > 0 ? static_cast<double>(now - before) / seconds : 0});
   }
   return out;
 }

@@ -1,7 +1,7 @@
-// Per-topic and broker-wide rates for the console: a sampler thread copies the metric cells
-// (messages in, bytes in, bytes out) once a second into a ring of the last two minutes; rates
-// are differences over a window of that ring. Reads take the ring's own lock only, never the
-// broker's.
+// Per-topic, broker-wide and per-API rates for the console: a sampler thread copies the metric
+// cells (messages in, bytes in, bytes out; requests answered per API) once a second into a ring of
+// the last two minutes; rates are differences over a window of that ring. Reads take the ring's own
+// lock only, never the broker's.
 #pragma once
 
 #include <chrono>
@@ -28,6 +28,7 @@ struct rate {
 struct rate_point {
   int64_t at_ms = 0;  // milliseconds since the Unix epoch, at the end of the interval
   rate broker;
+  double requests_per_sec = 0;  // every API's requests answered
 };
 
 class topic_rates {
@@ -44,6 +45,7 @@ class topic_rates {
     int64_t wall_ms = 0;
     counters broker;
     std::map<std::string, counters, std::less<>> topics;
+    std::map<std::string, uint64_t, std::less<>> requests;  // answered, by API name
   };
 
   // Takes a sample of `snapshot` (its metrics and topic cells).
@@ -54,6 +56,8 @@ class topic_rates {
   // broker's. Empty maps and zeros before two samples.
   std::map<std::string, rate, std::less<>> topic_rates_over(std::chrono::seconds window) const;
   rate broker_rate_over(std::chrono::seconds window) const;
+  // Requests answered a second by API name (every API the broker serves) over the window.
+  std::map<std::string, double, std::less<>> request_rates_over(std::chrono::seconds window) const;
   // The broker's rate between consecutive samples, oldest first.
   std::vector<rate_point> broker_series() const;
 

@@ -15,6 +15,8 @@ topic_rates::sample at(std::chrono::steady_clock::time_point t0, std::chrono::mi
   s.wall_ms = 1'000'000 + after.count();
   s.broker = {messages, bytes_in, bytes_out};
   s.topics["a"] = {messages, bytes_in, bytes_out};
+  s.requests["Produce"] = messages / 10;
+  s.requests["Fetch"] = messages / 50;
   return s;
 }
 
@@ -43,8 +45,12 @@ TEST(topic_rates, rate_over_the_window_and_series) {
   EXPECT_DOUBLE_EQ(last10["a"].bytes_out_per_sec, 6000);
   // 30 s: 20 s at 100 and 10 at 300.
   EXPECT_NEAR(r.broker_rate_over(30s).messages_in_per_sec, (2000.0 + 3000.0) / 30, 1e-9);
+  auto requests = r.request_rates_over(10s);
+  EXPECT_DOUBLE_EQ(requests["Produce"], 30);
+  EXPECT_DOUBLE_EQ(requests["Fetch"], 6);
   const auto series = r.broker_series();
   ASSERT_EQ(series.size(), 30u);
+  EXPECT_DOUBLE_EQ(series.back().requests_per_sec, 36);
   EXPECT_DOUBLE_EQ(series.front().broker.messages_in_per_sec, 100);
   EXPECT_DOUBLE_EQ(series.back().broker.messages_in_per_sec, 300);
   EXPECT_EQ(series.back().at_ms, 1'030'000);

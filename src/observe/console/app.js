@@ -50,7 +50,7 @@ async function api(method, path, body) {
 }
 
 function bytes(n) {
-  if (n < 1024) return n + ' B';
+  if (n < 1024) return Math.round(n) + ' B';
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let v = n, i = -1;
   do { v /= 1024; i++; } while (v >= 1024 && i < units.length - 1);
@@ -104,6 +104,10 @@ async function overview() {
       card('groups', c.groups_with_offsets), card('bytes in', bytes(c.bytes_in_per_sec) + '/s'),
       card('bytes out', bytes(c.bytes_out_per_sec) + '/s'), card('messages in', perSec(c.messages_in_per_sec))),
     el('h2', {}, 'Throughput, last two minutes'), canvas,
+    el('h2', {}, 'Requests per second by API, last 10 s'),
+    table('request-rates', ['API', 'requests/s'],
+      Object.entries(r.requests_per_sec).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])
+        .map(([api, v]) => el('tr', { 'data-api': api }, el('td', {}, api), num(perSec(v))))),
     el('h2', {}, 'Broker'),
     table('broker-info', ['', ''], [
       el('tr', {}, el('td', {}, 'version'), el('td', {}, c.version + ' (Kafka ' + c.kafka_version + ')')),
