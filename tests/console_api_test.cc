@@ -3,6 +3,8 @@
 // topics created, described, altered and deleted; records browsed page by page as text, base64
 // and hex with their keys and headers; a group's committed offsets and lag; per-topic rates;
 // bad requests answered 4xx; http.console.read.only refusing every change with 403.
+#include <fmt/format.h>
+
 #include "console_util.h"
 
 namespace tarn::test {
@@ -327,6 +329,69 @@ TEST(console_api, read_only_refuses_every_change) {
   ASSERT_EQ(cluster.status, 200);
   EXPECT_EQ(cluster.body["read_only"], true);
   EXPECT_EQ(b.get("/v1/topics").status, 200);
+}
+
+// The batch inspector's JSON gives what `tarn dump-log --deep-iteration` (Kafka's DumpLogSegments
+// format) prints for the same segment: offsets, counts, sizes, codec, CRC and its check, and each
+// record's timestamp and key and value sizes; the hex is the batch's bytes.
+TEST(console_api, batch_inspector_matches_dump_log) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  temp_dir tmp;
+  std::string lines;
+  for (int i = 0; i < 30; ++i)
+    lines += "k" + std::to_string(i) + ":value " + std::to_string(i) + "\n";
+  const auto file = tmp.write_file("in.txt", lines);
+  ASSERT_EQ(shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t inspected -z lz4 -K : -l " +
+                  file.string()),
+            0);
+  ASSERT_EQ(shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t inspected -l " + file.string()),
+            0);
+  auto answer = b.get("/v1/topics/inspected/partitions/0/batches?offset=0&limit=20");
+  ASSERT_EQ(answer.status, 200) << answer.text;
+  const json& batches = answer.body["batches"];
+  ASSERT_EQ(batches.size(), 2u) << answer.text;
+  auto [rc, dump] =
+      run_command(std::string(TARN_BINARY) + " dump-log --deep-iteration --files " +
+                  (b.broker().data_dir() / "inspected-0/00000000000000000000.log").string());
+  ASSERT_EQ(rc, 0) << dump;
+  int64_t position = 0;
+  for (const auto& batch : batches) {
+    EXPECT_TRUE(batch["crc_valid"].get<bool>());
+    const int64_t size = batch["batch_length"].get<int64_t>() + 12;
+    EXPECT_EQ(batch["hex"].get<std::string>().size(), static_cast<size_t>(size) * 2);
+    const std::string header = fmt::format(
+        "baseOffset: {} lastOffset: {} count: {} baseSequence: -1 lastSequence: -1 producerId: -1 "
+        "producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+        "deleteHorizonMs: OptionalLong.empty position: {} CreateTime: {} size: {} magic: 2 "
+        "compresscodec: {} crc: {} isvalid: true\n",
+        batch["base_offset"].get<int64_t>(), batch["last_offset"].get<int64_t>(),
+        batch["records_count"].get<int>(), position, batch["max_timestamp"].get<int64_t>(), size,
+        batch["compression"].get<std::string>(), batch["crc"].get<uint32_t>());
+    EXPECT_NE(dump.find(header), std::string::npos) << header << "\n" << dump.substr(0, 3000);
+    for (const auto& r : batch["records"]) {
+      const std::string line =
+          fmt::format("| offset: {} CreateTime: {} keySize: {} valueSize: {} ",
+                      batch["base_offset"].get<int64_t>() + r["offset_delta"].get<int64_t>(),
+                      batch["base_timestamp"].get<int64_t>() + r["timestamp_delta"].get<int64_t>(),
+                      r["key_length"].get<int>(), r["value_length"].get<int>());
+      EXPECT_NE(dump.find(line), std::string::npos) << line;
+    }
+    position += size;
+  }
+  EXPECT_EQ(batches[0]["compression"], "lz4");
+  EXPECT_EQ(batches[0]["records"].size(), 30u);
+  EXPECT_EQ(batches[1]["compression"], "none");
+  EXPECT_EQ(batches[1]["base_offset"], 30);
+  EXPECT_EQ(batches[1]["records"][0]["key_length"], -1);
+  // The bytes' first field is the base offset, big-endian: 30 = 0x1e.
+  EXPECT_TRUE(batches[1]["hex"].get<std::string>().starts_with("000000000000001e"));
+  EXPECT_EQ(b.get("/v1/topics/inspected/partitions/0/batches?offset=40").body["batches"].size(),
+            1u);
+  EXPECT_EQ(b.get("/v1/topics/inspected/partitions/0/batches?offset=60").body["batches"].size(),
+            0u);
+  EXPECT_EQ(b.get("/v1/topics/inspected/partitions/4/batches").status, 404);
 }
 
 // Eight clients reading 1000-record pages as fast as they can while kcat produces: Kafka is

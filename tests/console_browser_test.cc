@@ -2,7 +2,8 @@
 // driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
 // kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
 // the topic, sees the produced messages (keys, values, headers) and pages on, produces a message
-// from the page that kcat reads back, sees the group's lag and resets it, and creates a topic
+// from the page that kcat reads back, opens the batch inspector (CRC verified, a field's bytes lit
+// under the mouse), sees the group's lag and resets it, and creates a topic
 // through the form, which kcat then sees. Screenshots are saved under
 // build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
 // under sanitizers (the browser's timings are not the broker's to bound there).
@@ -77,6 +78,10 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("record 49 user-49 {\"n\":49} origin=browser-test\n"), std::string::npos);
   EXPECT_EQ(out.find("record 50 "), std::string::npos) << "the first page holds 50 records";
   EXPECT_NE(out.find("next-page-first 50\n"), std::string::npos);
+  // The inspector shows kcat's first batch (the 120 records of one produce call, or a part of
+  // them) with a CRC that verifies, and lights the CRC's four bytes under the mouse.
+  EXPECT_NE(out.find(" ✓ verifies\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("inspector highlighted 4 bytes\n"), std::string::npos) << out;
   // The message produced from the page went to offset 140, so the lag is now 21.
   EXPECT_NE(out.find("produced 140\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lag clicks-0 21\n"), std::string::npos) << out;

@@ -12,6 +12,7 @@
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
 #include "record/batch_builder.h"
+#include "record/compression.h"
 #include "record/record.h"
 #include "record/record_batch.h"
 #include "storage/log_config.h"
@@ -335,6 +336,68 @@ result<console_records, console_error> broker_console::read_records(
     }
   }
   out.next_offset = std::max(offset, out.log_start_offset);
+  return out;
+}
+
+result<std::vector<console_batch>, console_error> broker_console::read_batches(
+    std::string_view topic, int32_t partition, int64_t offset, int32_t max_batches) const {
+  max_batches = std::clamp(max_batches, 1, 20);
+  std::optional<storage::file_slice> slice;
+  {
+    auto guard = topics_.lock();
+    const storage::log* log = topics_.logs().get_log(topic, partition);
+    if (log == nullptr) {
+      return fail(
+          console_error{console_errc::not_found,
+                        fmt::format("The partition {}-{} does not exist.", topic, partition)});
+    }
+    offset = std::max(offset, static_cast<int64_t>(log->log_start_offset()));
+    if (offset >= static_cast<int64_t>(log->high_watermark())) return std::vector<console_batch>{};
+    auto read = log->read(offset, console_read_chunk_bytes, true);
+    if (!read) return fail(console_error_of(read.error()));
+    slice = read->slice;
+  }
+  std::vector<console_batch> out;
+  if (!slice || slice->length <= 0) return out;
+  std::vector<uint8_t> bytes(static_cast<size_t>(slice->length));
+  if (auto r = storage::read_slice(*slice, bytes); !r) return fail(console_error_of(r.error()));
+  record::batch_reader batches(bytes);
+  record::record_batch_view b;
+  while (static_cast<int32_t>(out.size()) < max_batches && batches.next(b)) {
+    console_batch c;
+    c.base_offset = b.base_offset();
+    c.batch_length = b.batch_length();
+    c.partition_leader_epoch = b.partition_leader_epoch();
+    c.magic = b.magic();
+    c.crc = b.crc();
+    c.crc_valid = b.crc_matches();
+    c.attributes = b.attributes();
+    c.compression = std::string(record::compression_name(b.compression()));
+    c.log_append_time = b.timestamp_type() == record::timestamp_type::log_append_time;
+    c.transactional = b.is_transactional();
+    c.control = b.is_control();
+    c.last_offset_delta = b.last_offset_delta();
+    c.base_timestamp = b.base_timestamp();
+    c.max_timestamp = b.max_timestamp();
+    c.producer_id = b.producer_id();
+    c.producer_epoch = b.producer_epoch();
+    c.base_sequence = b.base_sequence();
+    c.records_count = b.records_count();
+    const auto raw = b.bytes();
+    c.bytes_truncated = raw.size() > max_batch_bytes;
+    c.bytes.assign(reinterpret_cast<const char*>(raw.data()),
+                   std::min(raw.size(), max_batch_bytes));
+    if (auto records = record::batch_records::open(b, console_max_uncompressed_bytes)) {
+      auto reader = records->reader();
+      record::record_view r;
+      while (reader.next(r)) {
+        c.records.push_back({static_cast<int32_t>(r.size_bytes), r.attributes, r.timestamp_delta,
+                             r.offset_delta, r.key ? static_cast<int32_t>(r.key->size()) : -1,
+                             r.value ? static_cast<int32_t>(r.value->size()) : -1, r.header_count});
+      }
+    }
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -94,6 +94,42 @@ struct console_read_request {
   int32_t max_bytes = 1 << 20;  // of keys, values and headers returned
 };
 
+// One stored batch as the batch inspector shows it: the v2 header's fields, whether the CRC
+// verifies, each record's varint fields, and the batch's bytes (up to max_batch_bytes).
+struct console_batch_record {
+  int32_t size_bytes = 0;  // the whole record, its length varint included
+  int8_t attributes = 0;
+  int64_t timestamp_delta = 0;
+  int32_t offset_delta = 0;
+  int32_t key_length = -1;  // -1: null
+  int32_t value_length = -1;
+  int32_t header_count = 0;
+};
+
+struct console_batch {
+  int64_t base_offset = 0;
+  int32_t batch_length = 0;
+  int32_t partition_leader_epoch = 0;
+  int8_t magic = 0;
+  uint32_t crc = 0;
+  bool crc_valid = false;
+  int16_t attributes = 0;
+  std::string compression;  // none, gzip, snappy, lz4, zstd
+  bool log_append_time = false;
+  bool transactional = false;
+  bool control = false;
+  int32_t last_offset_delta = 0;
+  int64_t base_timestamp = 0;
+  int64_t max_timestamp = 0;
+  int64_t producer_id = -1;
+  int16_t producer_epoch = -1;
+  int32_t base_sequence = -1;
+  int32_t records_count = 0;
+  std::vector<console_batch_record> records;  // empty when they do not decode
+  std::string bytes;                          // the first max_batch_bytes of the batch
+  bool bytes_truncated = false;
+};
+
 // One record the console appends (a producer with acks=all, no idempotence, no compression
 // beyond the topic's own compression.type).
 struct console_produce_request {
@@ -166,6 +202,12 @@ class console_backend {
 
   virtual result<console_records, console_error> read_records(
       const console_read_request& request) const = 0;
+
+  // The batches from the one holding `offset`, at most `max_batches` (clamped to 1..20) and about
+  // 1 MiB, as stored (not decompressed; the records are decoded from the decompressed bytes).
+  static constexpr size_t max_batch_bytes = 64 * 1024;
+  virtual result<std::vector<console_batch>, console_error> read_batches(
+      std::string_view topic, int32_t partition, int64_t offset, int32_t max_batches) const = 0;
 
   // Appends one record as a Produce of one batch would (the topic's validation, offsets, and the
   // BrokerTopicMetrics cells); returns its offset. Internal topics are refused.

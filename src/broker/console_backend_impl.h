@@ -32,6 +32,9 @@ class broker_console final : public console_backend {
       const std::map<std::string, std::optional<std::string>>& changes) override;
   result<console_records, console_error> read_records(
       const console_read_request& request) const override;
+  result<std::vector<console_batch>, console_error> read_batches(
+      std::string_view topic, int32_t partition, int64_t offset,
+      int32_t max_batches) const override;
   result<int64_t, console_error> produce_record(const console_produce_request& request) override;
   result<console_group, console_error> reset_group_offsets(
       const console_offset_reset& reset) override;

@@ -405,6 +405,55 @@ void mount_console(httplib::Server& http, const broker::server& broker,
            {"high_watermark", read->high_watermark}});
   });
 
+  http.Get(R"(/v1/topics/([^/]+)/partitions/(\d{1,9})/batches)", [&](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    const auto offset = int_param(req, "offset", 0);
+    const auto limit = int_param(req, "limit", 5);
+    if (!offset || !limit || *limit < 1) {
+      return reply_error(res, 400, "offset and limit must be integers (limit at least 1)");
+    }
+    auto batches =
+        console.read_batches(req.matches[1].str(), std::stoi(req.matches[2].str()), *offset,
+                             static_cast<int32_t>(std::min<int64_t>(*limit, 20)));
+    if (!batches) return reply_error(res, batches.error());
+    json out = json::array();
+    for (const auto& b : *batches) {
+      json records = json::array();
+      for (const auto& r : b.records) {
+        records.push_back({{"size_bytes", r.size_bytes},
+                           {"attributes", r.attributes},
+                           {"timestamp_delta", r.timestamp_delta},
+                           {"offset_delta", r.offset_delta},
+                           {"key_length", r.key_length},
+                           {"value_length", r.value_length},
+                           {"header_count", r.header_count}});
+      }
+      out.push_back({{"base_offset", b.base_offset},
+                     {"last_offset", b.base_offset + b.last_offset_delta},
+                     {"batch_length", b.batch_length},
+                     {"partition_leader_epoch", b.partition_leader_epoch},
+                     {"magic", b.magic},
+                     {"crc", b.crc},
+                     {"crc_valid", b.crc_valid},
+                     {"attributes", b.attributes},
+                     {"compression", b.compression},
+                     {"timestamp_type", b.log_append_time ? "LogAppendTime" : "CreateTime"},
+                     {"transactional", b.transactional},
+                     {"control", b.control},
+                     {"last_offset_delta", b.last_offset_delta},
+                     {"base_timestamp", b.base_timestamp},
+                     {"max_timestamp", b.max_timestamp},
+                     {"producer_id", b.producer_id},
+                     {"producer_epoch", b.producer_epoch},
+                     {"base_sequence", b.base_sequence},
+                     {"records_count", b.records_count},
+                     {"records", std::move(records)},
+                     {"hex", hex(b.bytes)},
+                     {"hex_truncated", b.bytes_truncated}});
+    }
+    reply(res, 200, {{"batches", std::move(out)}});
+  });
+
   http.Post(R"(/v1/topics/([^/]+)/partitions/(\d{1,9})/records)", [&](const httplib::Request& req,
                                                                       httplib::Response& res) {
     auto body = json_body(req, res);

@@ -5,12 +5,13 @@ python3-selenium), for tests/console_browser_test.cc.
   console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
 
 Opens the console, goes to TOPIC through the topic list, reads the first page of its messages,
-produces a message with the form on that page, opens GROUP through the group list and reads its lag,
-resets its offsets to the latest with the form (confirming the dialog), then creates NEW_TOPIC (two
-partitions, retention.ms=7200000) with the form on the topics page. Prints one fact per line for the
-test to check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "produced OFFSET", "lag
-TOPIC-PARTITION N", "total-lag N", "reset total-lag N", "created NAME PARTITIONS") and saves a
-screenshot of each page. Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
+produces a message with the form on that page, opens the batch inspector of its first batch, opens
+GROUP through the group list and reads its lag, resets its offsets to the latest with the form
+(confirming the dialog), then creates NEW_TOPIC (two partitions, retention.ms=7200000) with the form
+on the topics page. Prints one fact per line for the test to check ("overview topics N", "record
+OFFSET KEY VALUE HEADERS", "produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N",
+"total-lag N", "reset total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page.
+Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
 
@@ -63,6 +64,19 @@ def main():
         driver.find_element(By.ID, 'produce-submit').click()
         wait.until(ec.text_to_be_present_in_element((By.ID, 'produce-result'), 'produced at offset'))
         print('produced', driver.find_element(By.ID, 'produce-result').text.split()[-1], flush=True)
+
+        # The batch inspector on partition 0: the first batch's CRC and the field under the mouse.
+        driver.find_element(By.CSS_SELECTOR, 'a.inspect').click()
+        crc = wait.until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, '#batch-fields tr[data-field="crc"] td.data')))
+        print('inspector crc', crc.text, flush=True)
+        count = driver.find_element(By.CSS_SELECTOR, '#batch-fields tr[data-field="recordsCount"] td.data')
+        print('inspector records', count.text, flush=True)
+        webdriver.ActionChains(driver).move_to_element(
+            driver.find_element(By.CSS_SELECTOR, '#batch-hex .byte[data-field="crc"]')).perform()
+        lit = driver.find_elements(By.CSS_SELECTOR, '#batch-hex .byte.hl')
+        print('inspector highlighted', len(lit), 'bytes', flush=True)
+        driver.save_screenshot(os.path.join(shots, 'batch.png'))
 
         driver.find_element(By.ID, 'nav-groups').click()
         link = wait.until(ec.element_to_be_clickable(

@@ -188,7 +188,9 @@ async function browse(name, form, out) {
 async function topic(name) {
   const t = await api('GET', '/topics/' + enc(name));
   const parts = t.partition_detail.map((p) => el('tr', {}, num(p.partition), num(p.log_start_offset),
-    num(p.log_end_offset), num(p.high_watermark), num(bytes(p.size_bytes)), num(p.segments)));
+    num(p.log_end_offset), num(p.high_watermark), num(bytes(p.size_bytes)), num(p.segments),
+    el('td', {}, el('a', { href: '#/topics/' + enc(name) + '/batches/' + p.partition + '/' + p.log_start_offset,
+                           class: 'inspect' }, 'inspect batches'))));
   const configs = t.configs.map((c) => el('tr', { 'data-config': c.name }, el('td', {}, c.name),
     el('td', { class: 'data' }, c.value === null ? '(sensitive)' : c.value), el('td', { class: 'muted' }, c.source)));
   const out = el('div', { id: 'records-out' });
@@ -245,11 +247,71 @@ async function topic(name) {
     el('p', { class: 'muted' }, 'id ' + t.topic_id + ' · ' + t.partitions + ' partition(s) · ' + t.messages +
        ' message(s) · ' + bytes(t.size_bytes) + ' · in ' + perSec(t.messages_in_per_sec) + ' · ', del),
     el('h2', {}, 'Partitions'),
-    table('partitions', ['partition', 'start offset', 'end offset', 'high watermark', 'size', 'segments'], parts),
+    table('partitions', ['partition', 'start offset', 'end offset', 'high watermark', 'size', 'segments', ''], parts),
     el('h2', {}, 'Messages'), form, out,
     el('h2', {}, 'Produce a message'), produce,
     el('h2', {}, 'Configs'), alter, table('configs', ['name', 'value', 'source'], configs));
   await browse(name, form, out);
+}
+
+// ---- Batch inspector --------------------------------------------------------------------------
+
+// The record batch v2 header (docs/record-batch.md): name, first byte, length.
+const batchFields = [
+  ['baseOffset', 0, 8, 'base_offset'], ['batchLength', 8, 4, 'batch_length'],
+  ['partitionLeaderEpoch', 12, 4, 'partition_leader_epoch'], ['magic', 16, 1, 'magic'],
+  ['crc', 17, 4, 'crc'], ['attributes', 21, 2, 'attributes'],
+  ['lastOffsetDelta', 23, 4, 'last_offset_delta'], ['baseTimestamp', 27, 8, 'base_timestamp'],
+  ['maxTimestamp', 35, 8, 'max_timestamp'], ['producerId', 43, 8, 'producer_id'],
+  ['producerEpoch', 51, 2, 'producer_epoch'], ['baseSequence', 53, 4, 'base_sequence'],
+  ['recordsCount', 57, 4, 'records_count'], ['records', 61, Infinity, null]];
+
+function inspectBatch(b) {
+  const bytes = b.hex.match(/../g) || [];
+  const spans = bytes.slice(0, 61 + 512).map((h, i) => {
+    const f = batchFields.find(([, at, len]) => i >= at && i < at + len);
+    return el('span', { class: 'byte', 'data-field': f ? f[0] : '' }, h + ' ');
+  });
+  const dump = el('pre', { class: 'hex', id: 'batch-hex' }, spans,
+    bytes.length > 573 ? el('span', { class: 'muted' }, '… ' + (bytes.length - 573) + ' more bytes') : null);
+  const value = (key) => {
+    if (key === 'crc') return b.crc + (b.crc_valid ? ' ✓ verifies' : ' ✗ does not verify');
+    if (key === 'attributes') {
+      return b.attributes + ' (' + [b.compression, b.timestamp_type, b.transactional ? 'transactional' : null,
+        b.control ? 'control' : null].filter(Boolean).join(', ') + ')';
+    }
+    return b[key];
+  };
+  const rows = batchFields.map(([name, at, len, key]) => el('tr', { 'data-field': name, tabindex: 0 },
+    el('td', {}, name), num(at + (len === Infinity ? '–' : '..' + (at + len - 1))),
+    el('td', { class: 'data' }, key ? value(key) : b.records.length + ' record(s) ' + (b.compression === 'none' ? '' : '(' + b.compression + ')'))));
+  const fieldTable = table('batch-fields', ['field', 'bytes', 'value'], rows);
+  const highlight = (name) => {
+    for (const e of dump.querySelectorAll('.byte')) e.classList.toggle('hl', e.dataset.field === name);
+    for (const e of fieldTable.querySelectorAll('tr[data-field]')) e.classList.toggle('hl', e.dataset.field === name);
+  };
+  for (const e of [...dump.querySelectorAll('.byte'), ...fieldTable.querySelectorAll('tr[data-field]')]) {
+    e.addEventListener('mouseenter', () => highlight(e.dataset.field));
+    e.addEventListener('focus', () => highlight(e.dataset.field));
+  }
+  const records = table('batch-records', ['offset', 'size', 'attributes', 'timestampDelta', 'offsetDelta', 'keyLength', 'valueLength', 'headers'],
+    b.records.map((r) => el('tr', {}, num(b.base_offset + r.offset_delta), num(r.size_bytes), num(r.attributes),
+      num(r.timestamp_delta), num(r.offset_delta), num(r.key_length), num(r.value_length), num(r.header_count))));
+  return el('div', { class: 'inspector' }, el('div', { class: 'cols' }, fieldTable, dump), el('h2', {}, 'Records'), records);
+}
+
+async function batches(name, partition, offset) {
+  const r = await api('GET', '/topics/' + enc(name) + '/partitions/' + partition + '/batches?limit=20&offset=' + offset);
+  const out = el('div', { id: 'batch-detail' });
+  const rows = r.batches.map((b, i) => el('tr', { 'data-batch': b.base_offset },
+    el('td', {}, el('a', { href: '#', onclick: (ev) => { ev.preventDefault(); out.replaceChildren(inspectBatch(b)); } },
+      b.base_offset + '..' + b.last_offset)),
+    num(b.records_count), num(b.batch_length + 12), el('td', {}, b.compression),
+    el('td', { class: 'crc' }, b.crc_valid ? '✓' : '✗')));
+  main.replaceChildren(
+    el('h1', {}, el('a', { href: '#/topics/' + enc(name) }, name), ' / partition ' + partition + ' / batches'),
+    table('batches', ['offsets', 'records', 'bytes', 'codec', 'crc'], rows), out);
+  if (r.batches.length) out.replaceChildren(inspectBatch(r.batches[0]));
 }
 
 // ---- Groups -----------------------------------------------------------------------------------
@@ -313,7 +375,9 @@ async function route() {
     a.classList.toggle('active', a.getAttribute('href') === '#/' + (parts[0] || ''));
   }
   try {
-    if (parts[0] === 'topics' && parts[1]) await topic(parts[1]);
+    if (parts[0] === 'topics' && parts[1] && parts[2] === 'batches') {
+      await batches(parts[1], parts[3] || '0', parts[4] || '0');
+    } else if (parts[0] === 'topics' && parts[1]) await topic(parts[1]);
     else if (parts[0] === 'topics') await topics();
     else if (parts[0] === 'groups' && parts[1]) await group(parts[1]);
     else if (parts[0] === 'groups') await groups();
