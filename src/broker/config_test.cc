@@ -121,6 +121,11 @@ TEST(broker_config, http_listener_default_empty_and_bad_values) {
   EXPECT_EQ(d.http_host, "127.0.0.1");
   EXPECT_EQ(d.http_port, 9644);
   EXPECT_EQ(d.http_metrics_max_partitions, 1000);
+  EXPECT_FALSE(d.http_console_read_only);
+  EXPECT_TRUE(make_ok({{"http.console.read.only", "true"}}).http_console_read_only);
+  EXPECT_EQ(make_error({{"http.console.read.only", "maybe"}}),
+            "Invalid value maybe for configuration http.console.read.only: Expected value to be "
+            "either true or false");
   auto off = make_ok({{"http.listener", ""}});
   EXPECT_FALSE(off.http_enabled);
   auto any = make_ok({{"http.listener", " :0 "}, {"http.metrics.max.partitions", "0"}});

@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "broker/connection.h"
+#include "broker/console_backend_impl.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
@@ -122,6 +123,7 @@ struct server::impl {
   std::unique_ptr<partition_markers> txn_markers;
   std::unique_ptr<txn::txn_coordinator> txns;
   int64_t last_txn_abort_check_ms = 0;
+  std::unique_ptr<broker_console> console;
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -324,6 +326,7 @@ result<void, std::string> server::start() {
           return std::nullopt;
         });
   }
+  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics);
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics, s.txns.get()});
@@ -602,6 +605,8 @@ int64_t thread_cpu_ns(pthread_t thread) {
 }
 
 }  // namespace
+
+console_backend& server::console() { return *impl_->console; }
 
 broker_snapshot server::snapshot(const snapshot_options& options) const {
   auto& s = *impl_;

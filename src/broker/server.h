@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "broker/broker_snapshot.h"
 #include "broker/config.h"
+#include "broker/console_backend.h"
 #include "broker/handler.h"
 
 namespace tarn::broker {
@@ -49,6 +50,10 @@ class server {
     bool committed_offsets = true;  // consumer groups' committed offsets
   };
   broker_snapshot snapshot(const snapshot_options& options) const;
+
+  // For src/observe's web console, from any thread, after start() returned and until run()
+  // returned: topics, records and groups through the seam of console_backend.h.
+  console_backend& console();
 
  private:
   struct impl;

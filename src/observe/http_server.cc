@@ -8,8 +8,10 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "observe/console_api.h"
 #include "observe/metrics_export.h"
 #include "observe/status_json.h"
 
@@ -78,10 +80,14 @@ class bounded_pool : public httplib::TaskQueue {
 }  // namespace
 
 struct http_server::impl {
-  impl(const broker::server& b, const broker::broker_config& c) : broker(b), config(c) {}
+  impl(const broker::server& b, const broker::broker_config& c, broker::console_backend* k)
+      : broker(b), config(c), console(k) {}
 
   const broker::server& broker;
   const broker::broker_config& config;
+  broker::console_backend* console;
+  topic_rates rates;
+  std::optional<rate_sampler> sampler;  // from start() to stop()
   httplib::Server http;
   std::thread thread;
 
@@ -95,10 +101,35 @@ void http_server::impl::routes() {
   http.set_write_timeout(5, 0);
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(5);
-  http.set_payload_max_length(64 * 1024);  // no endpoint takes a body yet
-  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  http.set_payload_max_length(64 * 1024);  // the console's JSON bodies are far smaller
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD")
       return httplib::Server::HandlerResponse::Unhandled;
+    if (console != nullptr && is_console_change(req)) {
+      if (config.http_console_read_only) {
+        res.status = 403;
+        res.set_content("{\"error\":\"the console is read-only (http.console.read.only)\"}\n",
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // Before the logs are recovered and from the start of a clean shutdown, nothing changes.
+      if (!broker.snapshot({.partitions = false, .committed_offsets = false}).ready) {
+        res.status = 503;
+        res.set_content("{\"error\":\"the broker is not ready\"}\n", "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // A JSON content type makes a browser ask before sending a change from another origin
+      // (a CORS preflight, which is not answered), so no other page can change the broker. A
+      // DELETE without a body is preflighted for its method alone.
+      if (req.method != "DELETE" &&
+          !req.get_header_value("Content-Type").starts_with("application/json")) {
+        res.status = 415;
+        res.set_content("{\"error\":\"Content-Type must be application/json\"}\n",
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     res.status = 405;
     res.set_header("Allow", "GET, HEAD");
     res.set_content("method not allowed\n", "text/plain");
@@ -134,10 +165,12 @@ void http_server::impl::routes() {
     snapshot.version = tarn_version();
     res.set_content(status_json(snapshot), "application/json");
   });
+  if (console != nullptr) mount_console(http, broker, *console, config, rates);
 }
 
-http_server::http_server(const broker::server& broker, const broker::broker_config& config)
-    : impl_(std::make_unique<impl>(broker, config)) {
+http_server::http_server(const broker::server& broker, const broker::broker_config& config,
+                         broker::console_backend* console)
+    : impl_(std::make_unique<impl>(broker, config, console)) {
   impl_->routes();
 }
 
@@ -157,6 +190,12 @@ result<uint16_t, std::string> http_server::start() {
     return fail(fmt::format("cannot listen on http.listener={}:{}", s.config.http_host,
                             s.config.http_port));
   }
+  if (s.console != nullptr) {
+    s.sampler.emplace(
+        s.rates,
+        [&s] { return s.broker.snapshot({.partitions = true, .committed_offsets = false}); },
+        rate_interval);
+  }
   s.thread = std::thread([&s] { s.http.listen_after_bind(); });
   spdlog::info("http listening on {}:{}", host, port);
   return static_cast<uint16_t>(port);
@@ -167,6 +206,7 @@ void http_server::stop() {
   if (!s.thread.joinable()) return;
   s.http.stop();
   s.thread.join();
+  s.sampler.reset();
 }
 
 }  // namespace tarn::observe

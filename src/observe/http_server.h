@@ -1,9 +1,11 @@
-// The HTTP listener (http.listener): /metrics, /livez, /readyz and /v1/status, served by
-// cpp-httplib on threads of its own (an acceptor and a small bounded pool), never on the Kafka
-// event loops. Every answer reads the broker through server::snapshot(). docs/http-api.md
-// documents the endpoints; the web console will mount under / beside them.
+// The HTTP listener (http.listener): /metrics, /livez, /readyz, /v1/status, and the web console
+// (at / and its JSON API under /v1, observe/console_api.h), served by cpp-httplib on threads of
+// its own (an acceptor and a small bounded pool), never on the Kafka event loops. Metrics and
+// status read the broker through server::snapshot(), the console through
+// broker::console_backend. docs/http-api.md documents the endpoints.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,7 +27,12 @@ class http_server {
   static constexpr size_t worker_threads = 4;
   static constexpr size_t max_queued_connections = 64;
 
-  http_server(const broker::server& broker, const broker::broker_config& config);
+  // How often the console's rates sample the metric cells.
+  static constexpr std::chrono::milliseconds rate_interval{1000};
+
+  // `console` may be null: no console routes then (only /metrics, health and status).
+  http_server(const broker::server& broker, const broker::broker_config& config,
+              broker::console_backend* console);
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

@@ -85,7 +85,7 @@ int run_serve(const serve_options& options) {
   // not keep the Kafka listeners down: that is logged as an error and the broker serves on.
   std::optional<observe::http_server> http;
   if (http_config.http_enabled) {
-    http.emplace(server, http_config);
+    http.emplace(server, http_config, &server.console());
     if (auto bound = http->start(); !bound) {
       spdlog::error("{}; serving Kafka without the HTTP endpoints", bound.error());
       http.reset();

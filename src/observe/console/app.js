@@ -1,0 +1,391 @@
+// tarn's web console: a few pages over the JSON API under /v1 (docs/http-api.md), routed by the
+// URL's hash (#/topics/NAME), drawn with plain DOM calls. No framework, no build step.
+'use strict';
+
+const main = document.getElementById('main');
+let refreshTimer = null;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// Redraws the page after `ms`, unless the user is typing in one of its fields (then later).
+function refreshLater(ms) {
+  refreshTimer = setTimeout(() => {
+    const a = document.activeElement;
+    if (a && main.contains(a) && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName)) refreshLater(ms);
+    else route();
+  }, ms);
+}
+
+function showError(message) {
+  const box = document.getElementById('error');
+  box.textContent = message;
+  box.hidden = false;
+  setTimeout(() => { box.hidden = true; }, 6000);
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch('/v1' + path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = null; }
+  if (!res.ok) throw new Error((data && data.error) || (method + ' ' + path + ': ' + res.status));
+  return data;
+}
+
+function bytes(n) {
+  if (n < 1024) return Math.round(n) + ' B';
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n, i = -1;
+  do { v /= 1024; i++; } while (v >= 1024 && i < units.length - 1);
+  return v.toFixed(1) + ' ' + units[i];
+}
+function perSec(n) { return n === undefined ? '–' : (n < 10 ? n.toFixed(2) : Math.round(n)) + '/s'; }
+function num(v) { return el('td', { class: 'num' }, v); }
+function table(id, headers, rows) {
+  return el('table', { id },
+    el('thead', {}, el('tr', {}, headers.map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows));
+}
+function enc(s) { return encodeURIComponent(s); }
+
+// ---- Overview ---------------------------------------------------------------------------------
+
+function drawChart(canvas, series) {
+  const w = canvas.width = canvas.clientWidth * devicePixelRatio;
+  const h = canvas.height = canvas.clientHeight * devicePixelRatio;
+  const g = canvas.getContext('2d');
+  g.clearRect(0, 0, w, h);
+  if (series.length < 2) return;
+  const lines = [['bytes_in_per_sec', '#0b6bcb'], ['bytes_out_per_sec', '#2e7d32']];
+  const max = Math.max(1, ...series.flatMap((p) => lines.map(([k]) => p[k])));
+  g.lineWidth = 2 * devicePixelRatio;
+  for (const [key, color] of lines) {
+    g.strokeStyle = color;
+    g.beginPath();
+    series.forEach((p, i) => {
+      const x = (i / (series.length - 1)) * w;
+      const y = h - (p[key] / max) * (h - 10) - 5;
+      if (i === 0) g.moveTo(x, y); else g.lineTo(x, y);
+    });
+    g.stroke();
+  }
+  g.fillStyle = '#5f6b76';
+  g.font = 12 * devicePixelRatio + 'px sans-serif';
+  g.fillText('max ' + bytes(max) + '/s  (blue in, green out)', 6 * devicePixelRatio, 14 * devicePixelRatio);
+}
+
+async function overview() {
+  const [c, r] = await Promise.all([api('GET', '/cluster'), api('GET', '/rates')]);
+  document.getElementById('read-only').hidden = !c.read_only;
+  const card = (k, v, id) => el('div', { class: 'card', id }, el('div', { class: 'v' }, v), el('div', { class: 'k' }, k));
+  const canvas = el('canvas', { id: 'rate-chart' });
+  main.replaceChildren(
+    el('h1', {}, 'Broker ' + c.node_id + ' ', el('span', { class: 'muted' }, c.ready ? 'ready' : 'not ready')),
+    el('div', { class: 'cards' },
+      card('topics', c.topics, 'card-topics'), card('partitions', c.partitions),
+      card('log size', bytes(c.log_size_bytes)), card('connections', c.connections),
+      card('groups', c.groups_with_offsets), card('bytes in', bytes(c.bytes_in_per_sec) + '/s'),
+      card('bytes out', bytes(c.bytes_out_per_sec) + '/s'), card('messages in', perSec(c.messages_in_per_sec))),
+    el('h2', {}, 'Throughput, last two minutes'), canvas,
+    el('h2', {}, 'Requests per second by API, last 10 s'),
+    table('request-rates', ['API', 'requests/s'],
+      Object.entries(r.requests_per_sec).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])
+        .map(([api, v]) => el('tr', { 'data-api': api }, el('td', {}, api), num(perSec(v))))),
+    el('h2', {}, 'Broker'),
+    table('broker-info', ['', ''], [
+      el('tr', {}, el('td', {}, 'version'), el('td', {}, c.version + ' (Kafka ' + c.kafka_version + ')')),
+      el('tr', {}, el('td', {}, 'uptime'), el('td', {}, Math.round(c.uptime_ms / 1000) + ' s')),
+      el('tr', {}, el('td', {}, 'listeners'), el('td', {}, c.listeners.map((l) => l.name + '://' + l.host + ':' + l.port).join(', '))),
+      el('tr', {}, el('td', {}, 'log dir'), el('td', {}, c.log_dir.path + ' (' + bytes(c.log_dir.free_bytes) + ' free of ' + bytes(c.log_dir.total_bytes) + ')')),
+    ]));
+  drawChart(canvas, r.series);
+  refreshLater(2000);
+}
+
+// ---- Topics -----------------------------------------------------------------------------------
+
+function parseConfigs(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (!t) continue;
+    const eq = t.indexOf('=');
+    if (eq <= 0) throw new Error('configs: expected key=value, got "' + t + '"');
+    out[t.slice(0, eq).trim()] = t.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+async function topics() {
+  const { topics } = await api('GET', '/topics');
+  const rows = topics.map((t) => el('tr', { 'data-topic': t.name },
+    el('td', {}, el('a', { href: '#/topics/' + enc(t.name) }, t.name), t.internal ? el('span', { class: 'muted' }, ' internal') : null),
+    num(t.partitions), num(t.messages), num(bytes(t.size_bytes)),
+    num(perSec(t.messages_in_per_sec)), num(bytes(t.bytes_in_per_sec || 0) + '/s'), num(bytes(t.bytes_out_per_sec || 0) + '/s')));
+  const form = el('form', { id: 'create-topic', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const f = ev.target;
+      const body = { name: f.elements.name.value.trim(), partitions: parseInt(f.elements.partitions.value, 10),
+                     configs: parseConfigs(f.elements.configs.value) };
+      await api('POST', '/topics', body);
+      location.hash = '#/topics/' + enc(body.name);
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'name', el('input', { name: 'name', id: 'new-topic-name', required: true, pattern: '[a-zA-Z0-9._\\-]+' })),
+    el('label', {}, 'partitions', el('input', { name: 'partitions', id: 'new-topic-partitions', type: 'number', min: 1, value: 1 })),
+    el('label', {}, 'configs (key=value a line)', el('textarea', { name: 'configs', id: 'new-topic-configs', rows: 1, cols: 30 })),
+    el('button', { type: 'submit', id: 'create-topic-submit' }, 'Create topic'));
+  main.replaceChildren(el('h1', {}, 'Topics'),
+    table('topics', ['name', 'partitions', 'messages', 'size', 'msg in', 'bytes in', 'bytes out'], rows),
+    el('h2', {}, 'New topic'), form);
+}
+
+async function browse(name, form, out) {
+  const p = form.elements.partition.value;
+  const q = new URLSearchParams({ offset: form.elements.offset.value || '0', limit: form.elements.limit.value || '50',
+                                  encoding: form.elements.encoding.value });
+  const from = form.elements.time.value.trim();
+  if (from) {
+    const ms = /^\d+$/.test(from) ? Number(from) : Date.parse(from);
+    if (Number.isNaN(ms)) throw new Error('from time: milliseconds or a date such as 2026-01-31T12:00:00Z');
+    q.set('timestamp', ms);
+  }
+  const r = await api('GET', '/topics/' + enc(name) + '/partitions/' + p + '/records?' + q);
+  const show = (v) => (v === null ? el('span', { class: 'muted' }, 'null') : v);
+  const rows = r.records.map((m) => el('tr', { class: 'record', 'data-offset': m.offset },
+    num(m.offset), el('td', {}, new Date(m.timestamp).toISOString()),
+    el('td', { class: 'data key' }, show(m.key)), el('td', { class: 'data value' }, show(m.value)),
+    el('td', { class: 'data' }, m.headers.map((h) => h.key + '=' + (h.value === null ? 'null' : h.value)).join('\n'))));
+  out.replaceChildren(
+    el('p', { class: 'muted', id: 'records-summary' }, r.records.length + ' record(s); partition holds offsets ' +
+       r.log_start_offset + ' to ' + (r.high_watermark - 1) + '; next offset ' + r.next_offset),
+    table('records', ['offset', 'timestamp', 'key', 'value', 'headers'], rows),
+    r.next_offset < r.high_watermark ? el('button', { id: 'browse-next', onclick: () => {
+      form.elements.offset.value = r.next_offset;
+      form.elements.time.value = '';
+      browse(name, form, out).catch((e) => showError(e.message));
+    } }, 'Next page') : null);
+}
+
+async function topic(name) {
+  const t = await api('GET', '/topics/' + enc(name));
+  const parts = t.partition_detail.map((p) => el('tr', {}, num(p.partition), num(p.log_start_offset),
+    num(p.log_end_offset), num(p.high_watermark), num(bytes(p.size_bytes)), num(p.segments),
+    el('td', {}, el('a', { href: '#/topics/' + enc(name) + '/batches/' + p.partition + '/' + p.log_start_offset,
+                           class: 'inspect' }, 'inspect batches'))));
+  const configs = t.configs.map((c) => el('tr', { 'data-config': c.name }, el('td', {}, c.name),
+    el('td', { class: 'data' }, c.value === null ? '(sensitive)' : c.value), el('td', { class: 'muted' }, c.source)));
+  const out = el('div', { id: 'records-out' });
+  const form = el('form', { id: 'browse', class: 'inline', onsubmit: (ev) => {
+    ev.preventDefault();
+    browse(name, ev.target, out).catch((e) => showError(e.message));
+  } },
+    el('label', {}, 'partition', el('select', { name: 'partition', id: 'browse-partition' },
+      t.partition_detail.map((p) => el('option', { value: p.partition }, p.partition)))),
+    el('label', {}, 'from offset', el('input', { name: 'offset', id: 'browse-offset', type: 'number', min: 0,
+      value: t.partition_detail.length ? t.partition_detail[0].log_start_offset : 0 })),
+    el('label', {}, 'or from time (ISO or ms)', el('input', { name: 'time', id: 'browse-time', size: 24 })),
+    el('label', {}, 'records', el('input', { name: 'limit', id: 'browse-limit', type: 'number', min: 1, max: 1000, value: 50 })),
+    el('label', {}, 'show as', el('select', { name: 'encoding', id: 'browse-encoding' },
+      el('option', { value: 'text' }, 'text'), el('option', { value: 'hex' }, 'hex'), el('option', { value: 'base64' }, 'base64'))),
+    el('button', { type: 'submit', id: 'browse-load' }, 'Load'));
+  const alter = el('form', { id: 'alter-config', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    const value = f.elements.value.value.trim();
+    try {
+      await api('PATCH', '/topics/' + enc(name) + '/configs', { configs: { [f.elements.key.value.trim()]: value === '' ? null : value } });
+      route();
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'config', el('input', { name: 'key', id: 'alter-config-key', required: true })),
+    el('label', {}, 'value (empty: back to the default)', el('input', { name: 'value', id: 'alter-config-value' })),
+    el('button', { type: 'submit' }, 'Set'));
+  const produced = el('span', { class: 'muted', id: 'produce-result' });
+  const produce = el('form', { id: 'produce', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    try {
+      const headers = Object.entries(parseConfigs(f.elements.headers.value)).map(([key, value]) => ({ key, value }));
+      const body = { key: f.elements.key.value === '' ? null : f.elements.key.value,
+                     value: f.elements.value.value, headers };
+      const r = await api('POST', '/topics/' + enc(name) + '/partitions/' + f.elements.partition.value + '/records', body);
+      produced.textContent = 'produced at offset ' + r.offset;
+      f.elements.value.value = '';
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'partition', el('select', { name: 'partition', id: 'produce-partition' },
+      t.partition_detail.map((p) => el('option', { value: p.partition }, p.partition)))),
+    el('label', {}, 'key (empty: null)', el('input', { name: 'key', id: 'produce-key' })),
+    el('label', {}, 'value', el('textarea', { name: 'value', id: 'produce-value', rows: 1, cols: 40 })),
+    el('label', {}, 'headers (key=value a line)', el('textarea', { name: 'headers', id: 'produce-headers', rows: 1, cols: 24 })),
+    el('button', { type: 'submit', id: 'produce-submit', disabled: t.internal }, 'Produce'), produced);
+  const del = el('button', { class: 'danger', id: 'delete-topic', onclick: async () => {
+    if (!confirm('Delete topic ' + name + ' and all its records?')) return;
+    try { await api('DELETE', '/topics/' + enc(name)); location.hash = '#/topics'; } catch (e) { showError(e.message); }
+  } }, 'Delete topic');
+  main.replaceChildren(
+    el('h1', { id: 'topic-name' }, name),
+    el('p', { class: 'muted' }, 'id ' + t.topic_id + ' · ' + t.partitions + ' partition(s) · ' + t.messages +
+       ' message(s) · ' + bytes(t.size_bytes) + ' · in ' + perSec(t.messages_in_per_sec) + ' · ', del),
+    el('h2', {}, 'Partitions'),
+    table('partitions', ['partition', 'start offset', 'end offset', 'high watermark', 'size', 'segments', ''], parts),
+    el('h2', {}, 'Messages'), form, out,
+    el('h2', {}, 'Produce a message'), produce,
+    el('h2', {}, 'Configs'), alter, table('configs', ['name', 'value', 'source'], configs));
+  await browse(name, form, out);
+}
+
+// ---- Batch inspector --------------------------------------------------------------------------
+
+// The record batch v2 header (docs/record-batch.md): name, first byte, length.
+const batchFields = [
+  ['baseOffset', 0, 8, 'base_offset'], ['batchLength', 8, 4, 'batch_length'],
+  ['partitionLeaderEpoch', 12, 4, 'partition_leader_epoch'], ['magic', 16, 1, 'magic'],
+  ['crc', 17, 4, 'crc'], ['attributes', 21, 2, 'attributes'],
+  ['lastOffsetDelta', 23, 4, 'last_offset_delta'], ['baseTimestamp', 27, 8, 'base_timestamp'],
+  ['maxTimestamp', 35, 8, 'max_timestamp'], ['producerId', 43, 8, 'producer_id'],
+  ['producerEpoch', 51, 2, 'producer_epoch'], ['baseSequence', 53, 4, 'base_sequence'],
+  ['recordsCount', 57, 4, 'records_count'], ['records', 61, Infinity, null]];
+
+function inspectBatch(b) {
+  const bytes = b.hex.match(/../g) || [];
+  const spans = bytes.slice(0, 61 + 512).map((h, i) => {
+    const f = batchFields.find(([, at, len]) => i >= at && i < at + len);
+    return el('span', { class: 'byte', 'data-field': f ? f[0] : '' }, h + ' ');
+  });
+  const dump = el('pre', { class: 'hex', id: 'batch-hex' }, spans,
+    bytes.length > 573 ? el('span', { class: 'muted' }, '… ' + (bytes.length - 573) + ' more bytes') : null);
+  const value = (key) => {
+    if (key === 'crc') return b.crc + (b.crc_valid ? ' ✓ verifies' : ' ✗ does not verify');
+    if (key === 'attributes') {
+      return b.attributes + ' (' + [b.compression, b.timestamp_type, b.transactional ? 'transactional' : null,
+        b.control ? 'control' : null].filter(Boolean).join(', ') + ')';
+    }
+    return b[key];
+  };
+  const rows = batchFields.map(([name, at, len, key]) => el('tr', { 'data-field': name, tabindex: 0 },
+    el('td', {}, name), num(at + (len === Infinity ? '–' : '..' + (at + len - 1))),
+    el('td', { class: 'data' }, key ? value(key) : b.records.length + ' record(s) ' + (b.compression === 'none' ? '' : '(' + b.compression + ')'))));
+  const fieldTable = table('batch-fields', ['field', 'bytes', 'value'], rows);
+  const highlight = (name) => {
+    for (const e of dump.querySelectorAll('.byte')) e.classList.toggle('hl', e.dataset.field === name);
+    for (const e of fieldTable.querySelectorAll('tr[data-field]')) e.classList.toggle('hl', e.dataset.field === name);
+  };
+  for (const e of [...dump.querySelectorAll('.byte'), ...fieldTable.querySelectorAll('tr[data-field]')]) {
+    e.addEventListener('mouseenter', () => highlight(e.dataset.field));
+    e.addEventListener('focus', () => highlight(e.dataset.field));
+  }
+  const records = table('batch-records', ['offset', 'size', 'attributes', 'timestampDelta', 'offsetDelta', 'keyLength', 'valueLength', 'headers'],
+    b.records.map((r) => el('tr', {}, num(b.base_offset + r.offset_delta), num(r.size_bytes), num(r.attributes),
+      num(r.timestamp_delta), num(r.offset_delta), num(r.key_length), num(r.value_length), num(r.header_count))));
+  return el('div', { class: 'inspector' }, el('div', { class: 'cols' }, fieldTable, dump), el('h2', {}, 'Records'), records);
+}
+
+async function batches(name, partition, offset) {
+  const r = await api('GET', '/topics/' + enc(name) + '/partitions/' + partition + '/batches?limit=20&offset=' + offset);
+  const out = el('div', { id: 'batch-detail' });
+  const rows = r.batches.map((b, i) => el('tr', { 'data-batch': b.base_offset },
+    el('td', {}, el('a', { href: '#', onclick: (ev) => { ev.preventDefault(); out.replaceChildren(inspectBatch(b)); } },
+      b.base_offset + '..' + b.last_offset)),
+    num(b.records_count), num(b.batch_length + 12), el('td', {}, b.compression),
+    el('td', { class: 'crc' }, b.crc_valid ? '✓' : '✗')));
+  main.replaceChildren(
+    el('h1', {}, el('a', { href: '#/topics/' + enc(name) }, name), ' / partition ' + partition + ' / batches'),
+    table('batches', ['offsets', 'records', 'bytes', 'codec', 'crc'], rows), out);
+  if (r.batches.length) out.replaceChildren(inspectBatch(r.batches[0]));
+}
+
+// ---- Groups -----------------------------------------------------------------------------------
+
+async function groups() {
+  const { groups } = await api('GET', '/groups');
+  const rows = groups.map((g) => el('tr', { 'data-group': g.group_id },
+    el('td', {}, el('a', { href: '#/groups/' + enc(g.group_id) }, g.group_id)),
+    el('td', {}, g.state || '–'), el('td', {}, g.group_type || '–'), num(g.partitions), num(g.total_lag)));
+  main.replaceChildren(el('h1', {}, 'Consumer groups'),
+    rows.length ? table('groups', ['group', 'state', 'type', 'partitions', 'lag'], rows)
+                : el('p', { class: 'muted' }, 'No groups yet.'));
+  refreshLater(5000);
+}
+
+async function group(id) {
+  const g = await api('GET', '/groups/' + enc(id));
+  const members = g.members.map((m) => el('tr', {}, el('td', { class: 'data' }, m.member_id),
+    el('td', {}, m.client_id), el('td', {}, m.client_host),
+    el('td', {}, m.assignment.map((a) => a.topic + ': ' + a.partitions.join(',')).join('; '))));
+  const offsets = g.offsets.map((o) => el('tr', { 'data-partition': o.topic + '-' + o.partition },
+    el('td', {}, el('a', { href: '#/topics/' + enc(o.topic) }, o.topic)), num(o.partition),
+    num(o.committed_offset), num(o.high_watermark), el('td', { class: 'num lag' }, o.lag)));
+  const topicsOf = [...new Set(g.offsets.map((o) => o.topic))];
+  const reset = el('form', { id: 'reset-offsets', class: 'inline', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    const to = f.elements.to.value === 'offset' ? parseInt(f.elements.offset.value, 10) : f.elements.to.value;
+    if (!confirm('Reset the offsets of ' + id + ' on ' + f.elements.topic.value + ' to ' + to + '?')) return;
+    try {
+      await api('POST', '/groups/' + enc(id) + '/offsets', { topic: f.elements.topic.value, to });
+      route();
+    } catch (e) { showError(e.message); }
+  } },
+    el('label', {}, 'topic', el('select', { name: 'topic', id: 'reset-topic' }, topicsOf.map((t) => el('option', { value: t }, t)))),
+    el('label', {}, 'to', el('select', { name: 'to', id: 'reset-to' },
+      el('option', { value: 'earliest' }, 'earliest'), el('option', { value: 'latest' }, 'latest'),
+      el('option', { value: 'offset' }, 'offset'))),
+    el('label', {}, 'offset', el('input', { name: 'offset', id: 'reset-offset', type: 'number', min: 0 })),
+    el('button', { type: 'submit', disabled: g.members.length > 0 || topicsOf.length === 0 }, 'Reset offsets'),
+    g.members.length > 0 ? el('span', { class: 'muted' }, ' (only while the group has no members)') : null);
+  main.replaceChildren(
+    el('h1', { id: 'group-name' }, id),
+    el('p', { class: 'muted' }, (g.state || 'no state') + ' · ' + (g.protocol || g.group_type || '') + ' · total lag ',
+       el('strong', { id: 'group-total-lag' }, g.total_lag)),
+    el('h2', {}, 'Members'),
+    members.length ? table('group-members', ['member', 'client id', 'host', 'assignment'], members)
+                   : el('p', { class: 'muted' }, 'No members.'),
+    el('h2', {}, 'Committed offsets and lag'),
+    table('group-offsets', ['topic', 'partition', 'committed', 'high watermark', 'lag'], offsets),
+    el('h2', {}, 'Reset offsets'), reset);
+  refreshLater(5000);
+}
+
+// ---- Routing ----------------------------------------------------------------------------------
+
+async function route() {
+  clearTimeout(refreshTimer);
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  for (const a of document.querySelectorAll('nav a')) {
+    a.classList.toggle('active', a.getAttribute('href') === '#/' + (parts[0] || ''));
+  }
+  try {
+    if (parts[0] === 'topics' && parts[1] && parts[2] === 'batches') {
+      await batches(parts[1], parts[3] || '0', parts[4] || '0');
+    } else if (parts[0] === 'topics' && parts[1]) await topic(parts[1]);
+    else if (parts[0] === 'topics') await topics();
+    else if (parts[0] === 'groups' && parts[1]) await group(parts[1]);
+    else if (parts[0] === 'groups') await groups();
+    else await overview();
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+window.addEventListener('hashchange', route);
+route();

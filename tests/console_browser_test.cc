@@ -1,0 +1,107 @@
+// The web console in a real browser: headless Chromium (Debian's chromium and chromium-driver)
+// driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
+// kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
+// the topic, sees the produced messages (keys, values, headers) and pages on, produces a message
+// from the page that kcat reads back, opens the batch inspector (CRC verified, a field's bytes lit
+// under the mouse), sees the group's lag and resets it, and creates a topic
+// through the form, which kcat then sees. Screenshots are saved under
+// build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
+// under sanitizers (the browser's timings are not the broker's to bound there).
+#include "console_util.h"
+
+namespace tarn::test {
+namespace {
+
+int shell(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "browser test skipped under sanitizers";
+#endif
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  if (!std::filesystem::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is missing";
+  if (!std::filesystem::exists("/usr/bin/chromedriver")) {
+    GTEST_SKIP() << "chromedriver (chromium-driver) is missing";
+  }
+  if (run_command("/usr/bin/python3 -c 'import selenium'").first != 0) {
+    GTEST_SKIP() << "python3-selenium is missing";
+  }
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  temp_dir tmp;
+
+  // 120 records, a group that read them all, then 20 more: lag 20.
+  auto write_lines = [&](const std::string& file, int first, int count) {
+    std::string lines;
+    for (int i = first; i < first + count; ++i) {
+      lines += "user-" + std::to_string(i) + ":{\"n\":" + std::to_string(i) + "}\n";
+    }
+    return tmp.write_file(file, lines).string();
+  };
+  const std::string kcat = "timeout 60 kcat -b " + b.bootstrap();
+  ASSERT_EQ(
+      shell(kcat + " -P -t clicks -K : -H origin=browser-test -l " + write_lines("a.txt", 0, 120)),
+      0);
+  ASSERT_EQ(
+      shell(kcat + " -G click-readers -X auto.offset.reset=earliest -X auto.commit.interval.ms=100"
+                   " -e -q clicks > /dev/null"),
+      0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto g = b.get("/v1/groups/click-readers");
+        return g.status == 200 && !g.body["offsets"].empty() &&
+               g.body["offsets"][0]["committed_offset"] == 120;
+      },
+      10s));
+  ASSERT_EQ(
+      shell(kcat + " -P -t clicks -K : -H origin=browser-test -l " + write_lines("b.txt", 120, 20)),
+      0);
+
+  const auto shots = std::filesystem::path(TARN_BINARY).parent_path() / "test-artifacts/console";
+  std::filesystem::create_directories(shots);
+  const auto started = std::chrono::steady_clock::now();
+  auto [rc, out] = run_command("timeout 150 /usr/bin/python3 " + std::string(TARN_SOURCE_DIR) +
+                               "/tests/python/console_browser.py " + b.url() +
+                               " clicks click-readers made-in-browser " + shots.string());
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  std::cout << "browser session: " << took.count() << " ms\n" << out;
+  ASSERT_EQ(rc, 0) << out;
+
+  // clicks and __consumer_offsets.
+  EXPECT_NE(out.find("overview topics 2\n"), std::string::npos) << out;
+  // The first page: 50 records from offset 0, key, value and header as produced.
+  EXPECT_NE(out.find("record 0 user-0 {\"n\":0} origin=browser-test\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("record 49 user-49 {\"n\":49} origin=browser-test\n"), std::string::npos);
+  EXPECT_EQ(out.find("record 50 "), std::string::npos) << "the first page holds 50 records";
+  EXPECT_NE(out.find("next-page-first 50\n"), std::string::npos);
+  // The inspector shows kcat's first batch (the 120 records of one produce call, or a part of
+  // them) with a CRC that verifies, and lights the CRC's four bytes under the mouse.
+  EXPECT_NE(out.find(" ✓ verifies\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("inspector highlighted 4 bytes\n"), std::string::npos) << out;
+  // The message produced from the page went to offset 140, so the lag is now 21.
+  EXPECT_NE(out.find("produced 140\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("lag clicks-0 21\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("total-lag 21\n"), std::string::npos);
+  EXPECT_NE(out.find("reset total-lag 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("created made-in-browser 2 retention.ms 7200000\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("console-errors 0\n"), std::string::npos) << out;
+
+  // kcat reads the message produced from the page.
+  auto [read_rc, read_back] =
+      run_command(kcat + " -C -t clicks -p 0 -o 140 -c 1 -e -q -f '%k %s %h\\n'");
+  EXPECT_EQ(read_rc, 0);
+  EXPECT_EQ(read_back, "browser-key typed in chromium typed=yes\n");
+  // The topic made in the browser is a Kafka topic like any other.
+  auto [list_rc, metadata] = run_command(kcat + " -L -t made-in-browser");
+  EXPECT_EQ(list_rc, 0);
+  EXPECT_NE(metadata.find("topic \"made-in-browser\" with 2 partitions"), std::string::npos)
+      << metadata;
+  EXPECT_TRUE(std::filesystem::exists(shots / "topic.png"));
+}
+
+}  // namespace
+}  // namespace tarn::test

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Drives tarn's web console in headless Chromium (Debian's chromium and chromium-driver, with
+python3-selenium), for tests/console_browser_test.cc.
+
+  console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
+
+Opens the console, goes to TOPIC through the topic list, reads the first page of its messages,
+produces a message with the form on that page, opens the batch inspector of its first batch, opens
+GROUP through the group list and reads its lag, resets its offsets to the latest with the form
+(confirming the dialog), then creates NEW_TOPIC (two partitions, retention.ms=7200000) with the form
+on the topics page. Prints one fact per line for the test to check ("overview topics N", "record
+OFFSET KEY VALUE HEADERS", "produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N",
+"total-lag N", "reset total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page.
+Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+
+def main():
+    url, topic, group, new_topic, shots = sys.argv[1:6]
+    options = webdriver.ChromeOptions()
+    options.binary_location = '/usr/bin/chromium'
+    for arg in ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+                '--window-size=1280,900', '--no-first-run', '--disable-extensions'):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
+    driver.set_page_load_timeout(15)
+    wait = WebDriverWait(driver, 15)
+    try:
+        driver.get(url + '/')
+        card = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#card-topics .v')))
+        print('overview topics', card.text, flush=True)
+        driver.save_screenshot(os.path.join(shots, 'overview.png'))
+
+        driver.find_element(By.ID, 'nav-topics').click()
+        link = wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, 'tr[data-topic="%s"] a' % topic)))
+        link.click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'topic-name'), topic))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#records tr.record')))
+        for row in driver.find_elements(By.CSS_SELECTOR, '#records tr.record'):
+            cells = row.find_elements(By.TAG_NAME, 'td')
+            print('record', row.get_attribute('data-offset'), cells[2].text, cells[3].text,
+                  cells[4].text.replace('\n', ','), flush=True)
+        driver.save_screenshot(os.path.join(shots, 'topic.png'))
+        # The next page through the browser's own button.
+        driver.find_element(By.ID, 'browse-next').click()
+        wait.until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, '#records tr.record[data-offset="50"]')))
+        print('next-page-first',
+              driver.find_element(By.CSS_SELECTOR, '#records tr.record').get_attribute(
+                  'data-offset'), flush=True)
+
+        # Produce one message from the page.
+        driver.find_element(By.ID, 'produce-key').send_keys('browser-key')
+        driver.find_element(By.ID, 'produce-value').send_keys('typed in chromium')
+        driver.find_element(By.ID, 'produce-headers').send_keys('typed=yes')
+        driver.find_element(By.ID, 'produce-submit').click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'produce-result'), 'produced at offset'))
+        print('produced', driver.find_element(By.ID, 'produce-result').text.split()[-1], flush=True)
+
+        # The batch inspector on partition 0: the first batch's CRC and the field under the mouse.
+        driver.find_element(By.CSS_SELECTOR, 'a.inspect').click()
+        crc = wait.until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, '#batch-fields tr[data-field="crc"] td.data')))
+        print('inspector crc', crc.text, flush=True)
+        count = driver.find_element(By.CSS_SELECTOR, '#batch-fields tr[data-field="recordsCount"] td.data')
+        print('inspector records', count.text, flush=True)
+        webdriver.ActionChains(driver).move_to_element(
+            driver.find_element(By.CSS_SELECTOR, '#batch-hex .byte[data-field="crc"]')).perform()
+        lit = driver.find_elements(By.CSS_SELECTOR, '#batch-hex .byte.hl')
+        print('inspector highlighted', len(lit), 'bytes', flush=True)
+        driver.save_screenshot(os.path.join(shots, 'batch.png'))
+
+        driver.find_element(By.ID, 'nav-groups').click()
+        link = wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, 'tr[data-group="%s"] a' % group)))
+        link.click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'group-name'), group))
+        for row in driver.find_elements(By.CSS_SELECTOR, '#group-offsets tbody tr'):
+            print('lag', row.get_attribute('data-partition'),
+                  row.find_element(By.CSS_SELECTOR, 'td.lag').text, flush=True)
+        print('total-lag', driver.find_element(By.ID, 'group-total-lag').text, flush=True)
+        driver.save_screenshot(os.path.join(shots, 'group.png'))
+        # Reset the (inactive) group to the latest offsets, confirming the dialog.
+        Select(driver.find_element(By.ID, 'reset-to')).select_by_value('latest')
+        driver.find_element(By.CSS_SELECTOR, '#reset-offsets button[type=submit]').click()
+        wait.until(ec.alert_is_present()).accept()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'group-total-lag'), '0'))
+        print('reset total-lag', driver.find_element(By.ID, 'group-total-lag').text, flush=True)
+
+        driver.find_element(By.ID, 'nav-topics').click()
+        name = wait.until(ec.element_to_be_clickable((By.ID, 'new-topic-name')))
+        name.send_keys(new_topic)
+        partitions = driver.find_element(By.ID, 'new-topic-partitions')
+        partitions.clear()
+        partitions.send_keys('2')
+        driver.find_element(By.ID, 'new-topic-configs').send_keys('retention.ms=7200000')
+        driver.find_element(By.ID, 'create-topic-submit').click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'topic-name'), new_topic))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#partitions tbody tr')))
+        rows = driver.find_elements(By.CSS_SELECTOR, '#partitions tbody tr')
+        retention = driver.find_element(
+            By.CSS_SELECTOR, 'tr[data-config="retention.ms"] td.data').text
+        print('created', new_topic, len(rows), 'retention.ms', retention, flush=True)
+        driver.save_screenshot(os.path.join(shots, 'created.png'))
+        errors = [e for e in driver.get_log('browser') if e.get('level') == 'SEVERE']
+        print('console-errors', len(errors), flush=True)
+        for e in errors:
+            print('  ', e.get('message'), flush=True)
+        return 0
+    except Exception as e:  # a page that did not appear: say which, with what the page showed
+        print('failed', type(e).__name__, str(e).splitlines()[0] if str(e) else '', flush=True)
+        try:
+            driver.save_screenshot(os.path.join(shots, 'failed.png'))
+            print('page', driver.find_element(By.TAG_NAME, 'body').text[:2000], flush=True)
+        except Exception:
+            pass
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
