@@ -253,8 +253,8 @@ TEST_P(quotas, a_consumer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
   constexpr long values_bytes = 48'000L * 1000;
   {
     auto [rc, out] =
-        run_command(tarn + " perf produce --bootstrap-server " + bootstrap() + " --topic " +
-                    topic + " --num-records 48000 --record-size 1000 --throughput -1");
+        run_command(tarn + " perf produce --bootstrap-server " + bootstrap() + " --topic " + topic +
+                    " --num-records 48000 --record-size 1000 --throughput -1");
     ASSERT_EQ(rc, 0) << out;
   }
   set_quota("--entity-type clients --entity-name " + limited, "consumer_byte_rate=1048576",
