@@ -22,22 +22,10 @@
 
 #include "kafka_ref_broker.h"
 #include "test_util.h"
+#include "tool_output.h"
 
 namespace tarn::test {
 namespace {
-
-struct split_output {
-  int code = -1;
-  std::string out, err;
-};
-
-split_output run_split(const std::string& command) {
-  temp_dir dir;
-  const auto out = dir.path() / "out", err = dir.path() / "err";
-  const int code =
-      run_command("{ " + command + " >" + out.string() + " 2>" + err.string() + "; }").first;
-  return {code, read_file(out), read_file(err)};
-}
 
 // Kafka's stderr without its stack traces; tarn's without the "Caused by:" line it prints in
 // their place.

@@ -30,24 +30,10 @@
 
 #include "kafka_ref_broker.h"
 #include "test_util.h"
+#include "tool_output.h"
 
 namespace tarn::test {
 namespace {
-
-// A command's exit code, stdout and stderr apart.
-struct split_output {
-  int code = -1;
-  std::string out, err;
-};
-
-split_output run_split(const std::string& command) {
-  temp_dir dir;
-  const auto out = dir.path() / "out", err = dir.path() / "err";
-  // run_command adds 2>&1 after the command: the braces keep it off the command's own streams.
-  const int code =
-      run_command("{ " + command + " >" + out.string() + " 2>" + err.string() + "; }").first;
-  return {code, read_file(out), read_file(err)};
-}
 
 // The lines of a Java tool's stderr without exception stack traces.
 std::string without_traces(const std::string& err) {

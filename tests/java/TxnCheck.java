@@ -60,6 +60,7 @@ public class TxnCheck {
     if (commit) {
       p.commitTransaction();
     } else {
+      p.flush();  // the aborted records are written (and then aborted), not dropped unsent
       p.abortTransaction();
     }
     return n;
