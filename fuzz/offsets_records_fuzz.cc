@@ -79,7 +79,7 @@ class input_log final : public offsets_log {
       int32_t partition, const std::function<void(const offsets_record&)>& fn) override {
     if (partition != 0) return {};
     int64_t offset = 0;
-    for (const auto& r : records_) fn({tarn::offset_t{offset++}, r.key, r.value});
+    for (const auto& r : records_) fn({tarn::offset_t{offset++}, r.key, r.value, -1, std::nullopt});
     return {};
   }
 
