@@ -279,6 +279,9 @@ result<void, std::string> warm_up(broker_link& link, std::vector<request_templat
                                   int16_t version, const options& o, int32_t& correlation_id) {
   for (int p = 0; p < o.partitions; ++p) {
     auto& t = templates[static_cast<size_t>(p) % templates.size()];
+    // The broker's last answer, so that a deadline reached while a retry is on the wire still
+    // says why the run failed (on a loaded machine the last retry's answer may come too late).
+    std::string last_refusal;
     for (;;) {
       set_correlation_id(t.bytes, ++correlation_id);
       if (o.acks == 0) {
@@ -288,7 +291,10 @@ result<void, std::string> warm_up(broker_link& link, std::vector<request_templat
         break;
       }
       auto response = link.round_trip(t.bytes);
-      if (!response) return fail("warm-up Produce: " + response.error());
+      if (!response) {
+        if (last_refusal.empty()) return fail("warm-up Produce: " + response.error());
+        return fail("warm-up Produce: " + response.error() + "; " + last_refusal);
+      }
       auto checked = check_produce_response(*response, version, o, t.partition);
       if (checked) break;
       auto body = client::decode_response<protocol::produce_response>(*response, version);
@@ -301,6 +307,7 @@ result<void, std::string> warm_up(broker_link& link, std::vector<request_templat
         }
       }
       if (!retriable) return fail(checked.error());
+      last_refusal = checked.error();
       const auto retry_at = steady::now() + std::chrono::milliseconds(100);
       if (retry_at >= link.deadline()) return fail("timed out; " + checked.error());
       std::this_thread::sleep_for(retry_at - steady::now());
