@@ -413,6 +413,57 @@ TEST(console_api, batch_inspector_matches_dump_log) {
   EXPECT_EQ(b.get("/v1/topics/inspected/partitions/4/batches").status, 404);
 }
 
+// The partition table's segment files are the .log files in the partition's directory: the same
+// names (the 20-digit base offset), base offsets and sizes, oldest first.
+TEST(console_api, segment_files_match_the_data_dir) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  console_broker b;
+  ASSERT_NE(b.http_port(), 0) << b.broker().output();
+  temp_dir tmp;
+  // segment.bytes at its floor (1 MiB) and 2.5 MiB of records: three segments.
+  auto created = b.request(
+      "POST", "/v1/topics",
+      json{{"name", "segmented"}, {"partitions", 1}, {"configs", {{"segment.bytes", "1048576"}}}});
+  ASSERT_EQ(created.status, 201) << created.text;
+  std::string lines;
+  for (int i = 0; i < 2500; ++i) lines += fmt::format("{:06d}", i) + std::string(994, 'v') + "\n";
+  const auto file = tmp.write_file("in.txt", lines);
+  ASSERT_EQ(shell("timeout 60 kcat -P -b " + b.bootstrap() +
+                  " -t segmented -X batch.size=100000 -l " + file.string()),
+            0);
+
+  auto topic = b.get("/v1/topics/segmented");
+  ASSERT_EQ(topic.status, 200) << topic.text;
+  const json& partition = topic.body["partition_detail"][0];
+  const json& segments = partition["segment_files"];
+  ASSERT_GE(segments.size(), 3u) << topic.text;
+  EXPECT_EQ(partition["segments"], segments.size());
+
+  std::vector<std::filesystem::path> on_disk;
+  for (const auto& e : std::filesystem::directory_iterator(b.broker().data_dir() / "segmented-0")) {
+    if (e.path().extension() == ".log") on_disk.push_back(e.path());
+  }
+  std::sort(on_disk.begin(), on_disk.end());
+  ASSERT_EQ(on_disk.size(), segments.size()) << topic.text;
+  int64_t total = 0;
+  for (size_t i = 0; i < on_disk.size(); ++i) {
+    const json& seg = segments[i];
+    const std::string name = on_disk[i].filename().string();
+    EXPECT_EQ(seg["name"], name);
+    EXPECT_EQ(seg["base_offset"].get<int64_t>(), std::stoll(name.substr(0, 20))) << name;
+    EXPECT_EQ(seg["size_bytes"].get<uintmax_t>(), std::filesystem::file_size(on_disk[i])) << name;
+    total += seg["size_bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(segments[0]["name"], "00000000000000000000.log");
+  EXPECT_GT(segments[1]["base_offset"].get<int64_t>(), 0);
+  EXPECT_LE(segments[0]["size_bytes"].get<int64_t>(), 1048576);
+  EXPECT_EQ(partition["size_bytes"].get<int64_t>(), total);
+  // The topic list stays light: no partitions there.
+  auto list = b.get("/v1/topics");
+  ASSERT_EQ(list.status, 200);
+  for (const auto& t : list.body["topics"]) EXPECT_FALSE(t.contains("partition_detail"));
+}
+
 // Eight clients reading 1000-record pages as fast as they can while kcat produces: Kafka is
 // served throughout (every record arrives, in bounded time) and every page is answered.
 TEST(console_api, busy_console_readers_do_not_stop_produce) {

@@ -1,9 +1,9 @@
 // The web console in a real browser: headless Chromium (Debian's chromium and chromium-driver)
 // driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
 // kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
-// the topic, sees the produced messages (keys, values, headers) and pages on, produces a message
-// from the page that kcat reads back, opens the batch inspector (CRC verified, a field's bytes lit
-// under the mouse), sees the group's lag and resets it, and creates a topic
+// the topic, sees the produced messages (keys, values, headers) and its segment files, pages on,
+// produces a message from the page that kcat reads back, opens the batch inspector (CRC verified,
+// a field's bytes lit under the mouse), sees the group's lag and resets it, and creates a topic
 // through the form, which kcat then sees. Screenshots are saved under
 // build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
 // under sanitizers (the browser's timings are not the broker's to bound there).
@@ -73,6 +73,8 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
 
   // clicks and __consumer_offsets.
   EXPECT_NE(out.find("overview topics 2\n"), std::string::npos) << out;
+  // 140 records of a few dozen bytes: one segment.
+  EXPECT_NE(out.find("segments 1 segment(s)\n"), std::string::npos) << out;
   // The first page: 50 records from offset 0, key, value and header as produced.
   EXPECT_NE(out.find("record 0 user-0 {\"n\":0} origin=browser-test\n"), std::string::npos) << out;
   EXPECT_NE(out.find("record 49 user-49 {\"n\":49} origin=browser-test\n"), std::string::npos);

@@ -80,6 +80,12 @@ console_topic console_topic_of(const storage::log_manager& logs, const storage::
     cp.high_watermark = static_cast<int64_t>(log->high_watermark());
     cp.size_bytes = log->size_bytes();
     cp.segments = log->segment_count();
+    if (detail) {
+      for (const auto& seg : log->segment_sizes()) {
+        cp.segment_files.push_back({storage::segment_file_name(seg.base_offset, ".log"),
+                                    static_cast<int64_t>(seg.base_offset), seg.size});
+      }
+    }
     out.size_bytes += cp.size_bytes;
     out.messages += std::max<int64_t>(0, cp.high_watermark - cp.log_start_offset);
     if (detail) out.partitions.push_back(cp);

@@ -34,6 +34,13 @@ struct console_error {
   std::string message;
 };
 
+// One segment of a partition: its files are named after the base offset (Kafka's 20 digits).
+struct console_segment {
+  std::string file_name;  // 00000000000000000000.log
+  int64_t base_offset = 0;
+  int64_t size_bytes = 0;  // of the .log file
+};
+
 struct console_partition {
   int32_t partition = 0;
   int64_t log_start_offset = 0;
@@ -41,6 +48,7 @@ struct console_partition {
   int64_t high_watermark = 0;
   int64_t size_bytes = 0;
   int32_t segments = 0;
+  std::vector<console_segment> segment_files;  // oldest first; describe_topic only
 };
 
 struct console_config {

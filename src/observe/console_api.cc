@@ -132,12 +132,19 @@ json topic_detail_json(const broker::console_topic& t, const rate* r) {
   json out = topic_json(t, r);
   json parts = json::array();
   for (const auto& p : t.partitions) {
+    json segments = json::array();
+    for (const auto& seg : p.segment_files) {
+      segments.push_back({{"name", seg.file_name},
+                          {"base_offset", seg.base_offset},
+                          {"size_bytes", seg.size_bytes}});
+    }
     parts.push_back({{"partition", p.partition},
                      {"log_start_offset", p.log_start_offset},
                      {"log_end_offset", p.log_end_offset},
                      {"high_watermark", p.high_watermark},
                      {"size_bytes", p.size_bytes},
-                     {"segments", p.segments}});
+                     {"segments", p.segments},
+                     {"segment_files", std::move(segments)}});
   }
   out["partition_detail"] = std::move(parts);
   json configs = json::array();

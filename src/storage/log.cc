@@ -880,6 +880,13 @@ std::vector<offset_t> log::segment_base_offsets() const {
   return out;
 }
 
+std::vector<log::segment_size> log::segment_sizes() const {
+  std::vector<segment_size> out;
+  out.reserve(segments_.size());
+  for (const auto& seg : segments_) out.push_back({seg->base_offset(), seg->size()});
+  return out;
+}
+
 result<void, storage_error> log::close() {
   if (closed_) return {};
   closed_ = true;

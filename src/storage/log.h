@@ -220,6 +220,13 @@ class log {
   int32_t segment_count() const { return static_cast<int32_t>(segments_.size()); }
   int64_t size_bytes() const;
   std::vector<offset_t> segment_base_offsets() const;
+  // Each segment's base offset (its files' name) and .log size, oldest first: what the console's
+  // partition table lists. Owner's serialisation, like segment_count().
+  struct segment_size {
+    offset_t base_offset = 0;
+    int64_t size = 0;
+  };
+  std::vector<segment_size> segment_sizes() const;
 
   // Closes every segment (final time index entries, trimmed indexes). Does not fsync.
   result<void, storage_error> close();

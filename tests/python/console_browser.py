@@ -4,13 +4,14 @@ python3-selenium), for tests/console_browser_test.cc.
 
   console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
 
-Opens the console, goes to TOPIC through the topic list, reads the first page of its messages,
-produces a message with the form on that page, opens the batch inspector of its first batch, opens
-GROUP through the group list and reads its lag, resets its offsets to the latest with the form
-(confirming the dialog), then creates NEW_TOPIC (two partitions, retention.ms=7200000) with the form
-on the topics page. Prints one fact per line for the test to check ("overview topics N", "record
-OFFSET KEY VALUE HEADERS", "produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N",
-"total-lag N", "reset total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page.
+Opens the console, goes to TOPIC through the topic list, reads the first page of its messages and
+its first partition's segment count, produces a message with the form on that page, opens the
+batch inspector of its first batch, opens GROUP through the group list and reads its lag, resets
+its offsets to the latest with the form (confirming the dialog), then creates NEW_TOPIC (two
+partitions, retention.ms=7200000) with the form on the topics page. Prints one fact per line for
+the test to check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "segments SUMMARY",
+"produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N", "total-lag N", "reset
+total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page.
 Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
@@ -48,6 +49,8 @@ def main():
             cells = row.find_elements(By.TAG_NAME, 'td')
             print('record', row.get_attribute('data-offset'), cells[2].text, cells[3].text,
                   cells[4].text.replace('\n', ','), flush=True)
+        print('segments', driver.find_element(
+            By.CSS_SELECTOR, '#partitions td.segments summary').text, flush=True)
         driver.save_screenshot(os.path.join(shots, 'topic.png'))
         # The next page through the browser's own button.
         driver.find_element(By.ID, 'browse-next').click()
@@ -104,8 +107,8 @@ def main():
         driver.find_element(By.ID, 'new-topic-configs').send_keys('retention.ms=7200000')
         driver.find_element(By.ID, 'create-topic-submit').click()
         wait.until(ec.text_to_be_present_in_element((By.ID, 'topic-name'), new_topic))
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#partitions tbody tr')))
-        rows = driver.find_elements(By.CSS_SELECTOR, '#partitions tbody tr')
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#partitions > tbody > tr')))
+        rows = driver.find_elements(By.CSS_SELECTOR, '#partitions > tbody > tr')
         retention = driver.find_element(
             By.CSS_SELECTOR, 'tr[data-config="retention.ms"] td.data').text
         print('created', new_topic, len(rows), 'retention.ms', retention, flush=True)

@@ -188,7 +188,10 @@ async function browse(name, form, out) {
 async function topic(name) {
   const t = await api('GET', '/topics/' + enc(name));
   const parts = t.partition_detail.map((p) => el('tr', {}, num(p.partition), num(p.log_start_offset),
-    num(p.log_end_offset), num(p.high_watermark), num(bytes(p.size_bytes)), num(p.segments),
+    num(p.log_end_offset), num(p.high_watermark), num(bytes(p.size_bytes)),
+    el('td', { class: 'segments' }, el('details', {}, el('summary', {}, p.segments + ' segment(s)'),
+      table('segments-' + p.partition, ['file', 'base offset', 'size'], p.segment_files.map((f) =>
+        el('tr', { 'data-segment': f.name }, el('td', { class: 'data' }, f.name), num(f.base_offset), num(bytes(f.size_bytes))))))),
     el('td', {}, el('a', { href: '#/topics/' + enc(name) + '/batches/' + p.partition + '/' + p.log_start_offset,
                            class: 'inspect' }, 'inspect batches'))));
   const configs = t.configs.map((c) => el('tr', { 'data-config': c.name }, el('td', {}, c.name),
