@@ -31,6 +31,11 @@ struct committed_offset_snapshot {
   int64_t offset = -1;
 };
 
+struct group_members_snapshot {
+  std::string group;
+  int32_t members = 0;
+};
+
 struct broker_snapshot {
   int32_t node_id = 0;
   std::string version;
@@ -60,6 +65,7 @@ struct broker_snapshot {
   int64_t offline_partitions = 0;
 
   std::vector<committed_offset_snapshot> committed_offsets;  // by group, topic, partition
+  std::vector<group_members_snapshot> group_members;         // every live group, by id
 };
 
 }  // namespace tarn::broker

@@ -700,6 +700,9 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
       out.committed_offsets.push_back(
           {std::move(c.group), std::move(c.topic), c.partition, c.offset});
     }
+    for (auto& g : s.groups->group_member_counts()) {
+      out.group_members.push_back({std::move(g.group), g.members});
+    }
   }
   return out;
 }

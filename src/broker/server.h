@@ -47,7 +47,7 @@ class server {
   // partition part (and each group shard's lock for the committed offsets) only when asked.
   struct snapshot_options {
     bool partitions = true;         // log offsets and sizes (and the per-topic cells)
-    bool committed_offsets = true;  // consumer groups' committed offsets
+    bool committed_offsets = true;  // consumer groups' committed offsets and member counts
   };
   broker_snapshot snapshot(const snapshot_options& options) const;
 

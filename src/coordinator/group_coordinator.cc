@@ -1035,6 +1035,26 @@ std::vector<group_coordinator::committed_offset> group_coordinator::committed_of
   return out;
 }
 
+std::vector<group_coordinator::group_member_count> group_coordinator::group_member_counts() {
+  std::vector<group_member_count> out;
+  for (auto& sp : shards_) {
+    shard& s = *sp;
+    std::lock_guard lock(s.mu);
+    if (s.unloaded || !s.loaded) continue;
+    for (const auto& [id, g] : s.classic) {
+      if (g->state() == classic_group_state::dead) continue;
+      out.push_back({id, static_cast<int32_t>(g->members().size())});
+    }
+    for (const auto& [id, g] : s.consumer) {
+      out.push_back({id, static_cast<int32_t>(g->members().size())});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const group_member_count& a, const group_member_count& b) {
+    return a.group < b.group;
+  });
+  return out;
+}
+
 owned_message<protocol::list_groups_response> group_coordinator::list_groups(
     const protocol::list_groups_request& request, int16_t version) {
   using resp = protocol::list_groups_response;

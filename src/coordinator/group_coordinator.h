@@ -157,6 +157,13 @@ class group_coordinator {
     int64_t offset = -1;
   };
   std::vector<committed_offset> committed_offsets();
+  // The members of every live group, by group id (kafka_exporter's kafka_consumergroup_members,
+  // which counts a group's members whatever its type, empty groups as 0).
+  struct group_member_count {
+    std::string group;
+    int32_t members = 0;
+  };
+  std::vector<group_member_count> group_member_counts();
 
   // The KIP-848 consumer group protocol.
   owned_message<protocol::consumer_group_heartbeat_response> consumer_group_heartbeat(

@@ -343,36 +343,59 @@ void log_metrics(const broker::broker_snapshot& s, const partition_cut& c,
 }
 
 // kafka_exporter's consumer group series, computed now from the committed offsets and the high
-// watermarks: lag = high watermark - committed offset (never below 0).
+// watermarks: lag = high watermark - committed offset (never below 0). The per-partition series
+// stop at the partition cut; the per-topic sums and the member counts are always complete, like
+// the other per-topic series, so a group's total lag is right however many partitions it reads.
 void consumer_group_metrics(const broker::broker_snapshot& s, const partition_cut& c,
                             std::vector<MetricFamily>& out) {
   auto current =
       family("kafka_consumergroup_current_offset",
              "The group's committed offset of the partition (kafka_exporter)", MetricType::Gauge);
+  auto current_sum = family("kafka_consumergroup_current_offset_sum",
+                            "The group's committed offsets summed over the topic's partitions "
+                            "(kafka_exporter)",
+                            MetricType::Gauge);
   auto lag = family("kafka_consumergroup_lag",
                     "Records between the group's committed offset and the high watermark "
                     "(kafka_exporter)",
                     MetricType::Gauge);
-  auto members = family("kafka_consumergroup_partitions",
-                        "Partitions the group has committed offsets for", MetricType::Gauge);
+  auto lag_sum = family("kafka_consumergroup_lag_sum",
+                        "The group's lag summed over the topic's partitions (kafka_exporter)",
+                        MetricType::Gauge);
+  auto members = family("kafka_consumergroup_members", "Members of the group (kafka_exporter)",
+                        MetricType::Gauge);
   std::map<std::pair<std::string_view, int32_t>, int64_t> hwm;
   for (const auto& p : s.partitions) hwm[{p.topic, p.partition}] = p.high_watermark;
-  std::map<std::string_view, int64_t> partitions_per_group;
+  struct sums {
+    int64_t current = 0;
+    int64_t lag = 0;
+  };
+  std::map<std::pair<std::string_view, std::string_view>, sums> per_topic;  // group, topic
   for (const auto& o : s.committed_offsets) {
     auto it = hwm.find({o.topic, o.partition});
     if (it == hwm.end() || o.offset < 0) continue;  // a deleted topic, or no offset
-    ++partitions_per_group[o.group];
+    const int64_t partition_lag = std::max<int64_t>(0, it->second - o.offset);
+    sums& t = per_topic[{o.group, o.topic}];
+    t.current += o.offset;
+    t.lag += partition_lag;
     if (!partition_kept(s, c.kept, o.topic, o.partition)) continue;
     labels l{
         {"consumergroup", o.group}, {"topic", o.topic}, {"partition", std::to_string(o.partition)}};
     add_value(current, l, static_cast<double>(o.offset));
-    add_value(lag, l, static_cast<double>(std::max<int64_t>(0, it->second - o.offset)));
+    add_value(lag, l, static_cast<double>(partition_lag));
   }
-  for (const auto& [group, n] : partitions_per_group) {
-    add_value(members, {{"consumergroup", std::string(group)}}, static_cast<double>(n));
+  for (const auto& [key, t] : per_topic) {
+    labels l{{"consumergroup", std::string(key.first)}, {"topic", std::string(key.second)}};
+    add_value(current_sum, l, static_cast<double>(t.current));
+    add_value(lag_sum, l, static_cast<double>(t.lag));
+  }
+  for (const auto& g : s.group_members) {
+    add_value(members, {{"consumergroup", g.group}}, static_cast<double>(g.members));
   }
   out.push_back(std::move(current));
+  out.push_back(std::move(current_sum));
   out.push_back(std::move(lag));
+  out.push_back(std::move(lag_sum));
   out.push_back(std::move(members));
 }
 

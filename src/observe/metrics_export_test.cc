@@ -44,6 +44,7 @@ struct fixture {
     snap.topic_count = 2;
     snap.partitions = {{"a", 0, 0, 7, 7, 700}, {"a", 1, 2, 3, 3, 300}, {"b", 0, 0, 0, 0, 0}};
     snap.committed_offsets = {{"g", "a", 0, 5}, {"g", "a", 1, 4}, {"g", "gone", 0, 1}};
+    snap.group_members = {{"g", 2}, {"idle", 0}};
     snap.network_idle_ratio = {0.5, 1.0};
     snap.loop_connections = {2, 1};
     snap.active_connections = 3;
@@ -100,12 +101,23 @@ TEST(metrics_export, log_offsets_lag_and_the_partition_cut) {
       "kafka_consumergroup_current_offset{consumergroup=\"g\",topic=\"a\",partition=\"1\"} 4"));
   EXPECT_TRUE(
       has_line(text, "kafka_consumergroup_lag{consumergroup=\"g\",topic=\"a\",partition=\"1\"} 0"));
-  EXPECT_TRUE(has_line(text, "kafka_consumergroup_partitions{consumergroup=\"g\"} 2"));
+  // kafka_exporter's per-topic sums and member counts.
+  EXPECT_TRUE(has_line(text, "kafka_consumergroup_lag_sum{consumergroup=\"g\",topic=\"a\"} 2"));
+  EXPECT_TRUE(
+      has_line(text, "kafka_consumergroup_current_offset_sum{consumergroup=\"g\",topic=\"a\"} 9"));
+  EXPECT_TRUE(has_line(text, "kafka_consumergroup_members{consumergroup=\"g\"} 2"));
+  EXPECT_TRUE(has_line(text, "kafka_consumergroup_members{consumergroup=\"idle\"} 0"));
+  EXPECT_TRUE(has_line(text, "# TYPE kafka_consumergroup_lag_sum gauge"));
+  EXPECT_EQ(text.find("kafka_consumergroup_partitions"), std::string::npos);
   EXPECT_EQ(text.find("topic=\"gone\""), std::string::npos);
 
   const auto none = to_prometheus_text(collect_metrics(f.snap, {.max_partitions = 0}));
   EXPECT_EQ(none.find("kafka_log_log_size{"), std::string::npos);
   EXPECT_EQ(none.find("kafka_consumergroup_lag{"), std::string::npos);
+  // The sums are per topic, so the cut leaves them whole: the lag of a-0 and a-1 both counted.
+  EXPECT_TRUE(has_line(none, "kafka_consumergroup_lag_sum{consumergroup=\"g\",topic=\"a\"} 2"));
+  EXPECT_TRUE(
+      has_line(none, "kafka_consumergroup_current_offset_sum{consumergroup=\"g\",topic=\"a\"} 9"));
   EXPECT_TRUE(has_line(none, "tarn_metrics_partitions_omitted 3"));
 }
 
