@@ -4,7 +4,8 @@
 // the topic, sees the produced messages (keys, values, headers) and its segment files, pages on,
 // produces a message from the page that kcat reads back, opens the batch inspector (CRC verified,
 // a field's bytes lit under the mouse), sees the group's lag and resets it, and creates a topic
-// through the form, which kcat then sees. Screenshots are saved under
+// through the form, which kcat then sees; last, a topic of JSON values that kcat produced, shown
+// pretty in the JSON view (a non-JSON value as text with a note). Screenshots are saved under
 // build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
 // under sanitizers (the browser's timings are not the broker's to bound there).
 #include "console_util.h"
@@ -59,20 +60,30 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   ASSERT_EQ(
       shell(kcat + " -P -t clicks -K : -H origin=browser-test -l " + write_lines("b.txt", 120, 20)),
       0);
+  // A JSON value (an integer past 2^53, structure characters inside a string, an empty array)
+  // and one that is not JSON; '|' splits the key, since the values hold ':'.
+  ASSERT_EQ(shell(kcat + " -P -t orders -K '|' -l " +
+                  tmp.write_file("orders.txt",
+                                 "order-1|{\"id\":12345678901234567890,\"items\":[{\"sku\":\"a-1\","
+                                 "\"qty\":2}],\"tags\":[],\"note\":\"x, y: {z}\"}\n"
+                                 "order-2|plain words, not JSON\n")
+                      .string()),
+            0);
 
   const auto shots = std::filesystem::path(TARN_BINARY).parent_path() / "test-artifacts/console";
   std::filesystem::create_directories(shots);
   const auto started = std::chrono::steady_clock::now();
-  auto [rc, out] = run_command("timeout 150 /usr/bin/python3 " + std::string(TARN_SOURCE_DIR) +
-                               "/tests/python/console_browser.py " + b.url() +
-                               " clicks click-readers made-in-browser " + shots.string());
+  auto [rc, out] =
+      run_command("timeout 150 /usr/bin/python3 " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/python/console_browser.py " + b.url() +
+                  " clicks click-readers made-in-browser " + shots.string() + " orders");
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   std::cout << "browser session: " << took.count() << " ms\n" << out;
   ASSERT_EQ(rc, 0) << out;
 
-  // clicks and __consumer_offsets.
-  EXPECT_NE(out.find("overview topics 2\n"), std::string::npos) << out;
+  // clicks, orders and __consumer_offsets.
+  EXPECT_NE(out.find("overview topics 3\n"), std::string::npos) << out;
   // 140 records of a few dozen bytes: one segment.
   EXPECT_NE(out.find("segments 1 segment(s)\n"), std::string::npos) << out;
   // The first page: 50 records from offset 0, key, value and header as produced.
@@ -91,6 +102,25 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("reset total-lag 0\n"), std::string::npos) << out;
   EXPECT_NE(out.find("created made-in-browser 2 retention.ms 7200000\n"), std::string::npos) << out;
   EXPECT_NE(out.find("console-errors 0\n"), std::string::npos) << out;
+  // The JSON view: indented as stored, the big integer not rounded; the other value as text.
+  EXPECT_NE(out.find("json-value 0\n"
+                     "{\n"
+                     "  \"id\": 12345678901234567890,\n"
+                     "  \"items\": [\n"
+                     "    {\n"
+                     "      \"sku\": \"a-1\",\n"
+                     "      \"qty\": 2\n"
+                     "    }\n"
+                     "  ],\n"
+                     "  \"tags\": [],\n"
+                     "  \"note\": \"x, y: {z}\"\n"
+                     "}\n"
+                     "json-end\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("not-json 1 plain words, not JSON (not JSON; shown as text)\n"),
+            std::string::npos)
+      << out;
 
   // kcat reads the message produced from the page.
   auto [read_rc, read_back] =

@@ -2,16 +2,18 @@
 """Drives tarn's web console in headless Chromium (Debian's chromium and chromium-driver, with
 python3-selenium), for tests/console_browser_test.cc.
 
-  console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR
+  console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR JSON_TOPIC
 
 Opens the console, goes to TOPIC through the topic list, reads the first page of its messages and
 its first partition's segment count, produces a message with the form on that page, opens the
 batch inspector of its first batch, opens GROUP through the group list and reads its lag, resets
-its offsets to the latest with the form (confirming the dialog), then creates NEW_TOPIC (two
-partitions, retention.ms=7200000) with the form on the topics page. Prints one fact per line for
-the test to check ("overview topics N", "record OFFSET KEY VALUE HEADERS", "segments SUMMARY",
-"produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N", "total-lag N", "reset
-total-lag N", "created NAME PARTITIONS") and saves a screenshot of each page.
+its offsets to the latest with the form (confirming the dialog), creates NEW_TOPIC (two
+partitions, retention.ms=7200000) with the form on the topics page, then browses JSON_TOPIC in the
+JSON view. Prints one fact per line for the test to check ("overview topics N", "record OFFSET KEY
+VALUE HEADERS", "segments SUMMARY", "produced OFFSET", "inspector crc VALUE", "lag
+TOPIC-PARTITION N", "total-lag N", "reset total-lag N", "created NAME PARTITIONS"; a JSON value as
+"json-value OFFSET", the cell's text over several lines, "json-end"; another as "not-json OFFSET
+TEXT") and saves a screenshot of each page.
 Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
@@ -24,7 +26,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 
 def main():
-    url, topic, group, new_topic, shots = sys.argv[1:6]
+    url, topic, group, new_topic, shots, json_topic = sys.argv[1:7]
     options = webdriver.ChromeOptions()
     options.binary_location = '/usr/bin/chromium'
     for arg in ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
@@ -113,6 +115,27 @@ def main():
             By.CSS_SELECTOR, 'tr[data-config="retention.ms"] td.data').text
         print('created', new_topic, len(rows), 'retention.ms', retention, flush=True)
         driver.save_screenshot(os.path.join(shots, 'created.png'))
+
+        # JSON_TOPIC in the JSON view: values pretty-printed, or text with a note.
+        driver.find_element(By.ID, 'nav-topics').click()
+        wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, 'tr[data-topic="%s"] a' % json_topic))).click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'topic-name'), json_topic))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#records tr.record')))
+        Select(driver.find_element(By.ID, 'browse-encoding')).select_by_value('json')
+        driver.find_element(By.ID, 'browse-load').click()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#records td.value .json')))
+        for row in driver.find_elements(By.CSS_SELECTOR, '#records tr.record'):
+            offset = row.get_attribute('data-offset')
+            pretty = row.find_elements(By.CSS_SELECTOR, 'td.value .json')
+            if pretty:
+                print('json-value', offset, flush=True)
+                print(pretty[0].get_attribute('textContent'), flush=True)
+                print('json-end', flush=True)
+            else:
+                cell = row.find_element(By.CSS_SELECTOR, 'td.value')
+                print('not-json', offset, cell.get_attribute('textContent'), flush=True)
+        driver.save_screenshot(os.path.join(shots, 'json.png'))
         errors = [e for e in driver.get_log('browser') if e.get('level') == 'SEVERE']
         print('console-errors', len(errors), flush=True)
         for e in errors:

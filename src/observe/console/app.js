@@ -158,10 +158,51 @@ async function topics() {
     el('h2', {}, 'New topic'), form);
 }
 
+// JSON text indented two spaces a level, or null when `text` is not JSON. JSON.parse only checks
+// it: its numbers are doubles, so re-serialising would round an integer past 2^53 (an id, an
+// offset) and show a value that is not the one stored. The indentation is added to the text as
+// it is, token by token.
+function prettyJson(text) {
+  try { JSON.parse(text); } catch (e) { return null; }
+  let out = '', depth = 0;
+  const newline = () => '\n' + '  '.repeat(depth);
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j;
+    } else if (c === '{' || c === '[') {
+      let j = i + 1;
+      while (' \t\r\n'.includes(text[j])) j++;
+      if (text[j] === (c === '{' ? '}' : ']')) { out += c + text[j]; i = j; } // {} and [] stay whole
+      else { depth++; out += c + newline(); }
+    } else if (c === '}' || c === ']') { depth--; out += newline() + c; }
+    else if (c === ',') out += ',' + newline();
+    else if (c === ':') out += ': ';
+    else if (!' \t\r\n'.includes(c)) out += c;
+  }
+  return out;
+}
+
+// A key or value cell's content: null, the text as the API sent it, or in the JSON view the
+// text pretty-printed (or as text with a note when it is not JSON).
+function shown(v, asJson) {
+  if (v === null) return el('span', { class: 'muted' }, 'null');
+  if (!asJson) return v;
+  const pretty = prettyJson(v);
+  if (pretty !== null) return el('span', { class: 'json' }, pretty);
+  return [el('span', { class: 'not-json' }, v), el('span', { class: 'muted note' }, ' (not JSON; shown as text)')];
+}
+
 async function browse(name, form, out) {
   const p = form.elements.partition.value;
+  const view = form.elements.encoding.value;
+  const asJson = view === 'json';
+  // The JSON view is drawn here from the text encoding.
   const q = new URLSearchParams({ offset: form.elements.offset.value || '0', limit: form.elements.limit.value || '50',
-                                  encoding: form.elements.encoding.value });
+                                  encoding: asJson ? 'text' : view });
   const from = form.elements.time.value.trim();
   if (from) {
     const ms = /^\d+$/.test(from) ? Number(from) : Date.parse(from);
@@ -169,10 +210,9 @@ async function browse(name, form, out) {
     q.set('timestamp', ms);
   }
   const r = await api('GET', '/topics/' + enc(name) + '/partitions/' + p + '/records?' + q);
-  const show = (v) => (v === null ? el('span', { class: 'muted' }, 'null') : v);
   const rows = r.records.map((m) => el('tr', { class: 'record', 'data-offset': m.offset },
     num(m.offset), el('td', {}, new Date(m.timestamp).toISOString()),
-    el('td', { class: 'data key' }, show(m.key)), el('td', { class: 'data value' }, show(m.value)),
+    el('td', { class: 'data key' }, shown(m.key, asJson)), el('td', { class: 'data value' }, shown(m.value, asJson)),
     el('td', { class: 'data' }, m.headers.map((h) => h.key + '=' + (h.value === null ? 'null' : h.value)).join('\n'))));
   out.replaceChildren(
     el('p', { class: 'muted', id: 'records-summary' }, r.records.length + ' record(s); partition holds offsets ' +
@@ -208,7 +248,8 @@ async function topic(name) {
     el('label', {}, 'or from time (ISO or ms)', el('input', { name: 'time', id: 'browse-time', size: 24 })),
     el('label', {}, 'records', el('input', { name: 'limit', id: 'browse-limit', type: 'number', min: 1, max: 1000, value: 50 })),
     el('label', {}, 'show as', el('select', { name: 'encoding', id: 'browse-encoding' },
-      el('option', { value: 'text' }, 'text'), el('option', { value: 'hex' }, 'hex'), el('option', { value: 'base64' }, 'base64'))),
+      el('option', { value: 'text' }, 'text'), el('option', { value: 'json' }, 'JSON (pretty)'),
+      el('option', { value: 'hex' }, 'hex'), el('option', { value: 'base64' }, 'base64'))),
     el('button', { type: 'submit', id: 'browse-load' }, 'Load'));
   const alter = el('form', { id: 'alter-config', class: 'inline', onsubmit: async (ev) => {
     ev.preventDefault();
