@@ -121,6 +121,7 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("not-json 1 plain words, not JSON (not JSON; shown as text)\n"),
             std::string::npos)
       << out;
+  EXPECT_NE(out.find("records-out text-nodes 0\n"), std::string::npos) << out;
 
   // kcat reads the message produced from the page.
   auto [read_rc, read_back] =

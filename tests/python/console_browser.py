@@ -135,6 +135,10 @@ def main():
             else:
                 cell = row.find_element(By.CSS_SELECTOR, 'td.value')
                 print('not-json', offset, cell.get_attribute('textContent'), flush=True)
+        # Nothing stray beside the records (a null child once showed as the text "null").
+        print('records-out text-nodes', driver.execute_script(
+            "return [...document.getElementById('records-out').childNodes]"
+            ".filter((n) => n.nodeType === Node.TEXT_NODE).length"), flush=True)
         driver.save_screenshot(os.path.join(shots, 'json.png'))
         errors = [e for e in driver.get_log('browser') if e.get('level') == 'SEVERE']
         print('console-errors', len(errors), flush=True)

@@ -218,11 +218,12 @@ async function browse(name, form, out) {
     el('p', { class: 'muted', id: 'records-summary' }, r.records.length + ' record(s); partition holds offsets ' +
        r.log_start_offset + ' to ' + (r.high_watermark - 1) + '; next offset ' + r.next_offset),
     table('records', ['offset', 'timestamp', 'key', 'value', 'headers'], rows),
-    r.next_offset < r.high_watermark ? el('button', { id: 'browse-next', onclick: () => {
+    // replaceChildren would show a null as the text "null": spread nothing instead.
+    ...(r.next_offset < r.high_watermark ? [el('button', { id: 'browse-next', onclick: () => {
       form.elements.offset.value = r.next_offset;
       form.elements.time.value = '';
       browse(name, form, out).catch((e) => showError(e.message));
-    } }, 'Next page') : null);
+    } }, 'Next page')] : []));
 }
 
 async function topic(name) {
