@@ -246,6 +246,16 @@ TEST(console_api, topics_records_groups_and_rates) {
                r.body["requests_per_sec"].value("Fetch", 0.0) > 0;
       },
       5s));
+  // The series the dashboard charts: some point of the last two minutes saw Produce requests.
+  {
+    auto r = b.get("/v1/rates");
+    double produce_peak = 0;
+    for (const auto& p : r.body["series"]) {
+      ASSERT_TRUE(p["requests_per_sec_by_api"].is_object()) << p.dump();
+      produce_peak = std::max(produce_peak, p["requests_per_sec_by_api"].value("Produce", 0.0));
+    }
+    EXPECT_GT(produce_peak, 0.0) << r.text;
+  }
   EXPECT_GT(b.get("/v1/cluster").body["bytes_out_per_sec"].get<double>() +
                 b.get("/v1/cluster").body["bytes_in_per_sec"].get<double>(),
             0.0);
@@ -531,6 +541,23 @@ TEST(console_api, console_assets_are_served_from_the_binary) {
   auto css = c.Get("/console/style.css");
   ASSERT_TRUE(css);
   EXPECT_EQ(css->status, 200);
+  // uPlot, vendored: served byte for byte as committed.
+  auto uplot = c.Get("/console/vendor/uplot/uPlot.iife.min.js");
+  ASSERT_TRUE(uplot);
+  EXPECT_EQ(uplot->status, 200);
+  EXPECT_EQ(uplot->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(uplot->body, read_file(std::filesystem::path(TARN_SOURCE_DIR) /
+                                   "src/observe/console/vendor/uplot/uPlot.iife.min.js"));
+  auto uplot_css = c.Get("/console/vendor/uplot/uPlot.min.css");
+  ASSERT_TRUE(uplot_css);
+  EXPECT_EQ(uplot_css->status, 200);
+  EXPECT_EQ(uplot_css->get_header_value("Content-Type"), "text/css; charset=utf-8");
+  // Its MIT licence travels with it.
+  auto licence = c.Get("/console/vendor/uplot/LICENSE");
+  ASSERT_TRUE(licence);
+  EXPECT_EQ(licence->status, 200);
+  EXPECT_EQ(licence->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_NE(licence->body.find("The MIT License"), std::string::npos);
   EXPECT_EQ(c.Get("/console/../../etc/passwd")->status, 404);
   EXPECT_EQ(c.Get("/console/missing.js")->status, 404);
 }

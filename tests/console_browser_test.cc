@@ -1,11 +1,12 @@
 // The web console in a real browser: headless Chromium (Debian's chromium and chromium-driver)
 // driven by python3-selenium (tests/python/console_browser.py) against a real `tarn serve` that
-// kcat produced to and a kcat group member consumed from. The browser opens the console, goes to
-// the topic, sees the produced messages (keys, values, headers) and its segment files, pages on,
-// produces a message from the page that kcat reads back, opens the batch inspector (CRC verified,
-// a field's bytes lit under the mouse), sees the group's lag and resets it, and creates a topic
-// through the form, which kcat then sees; last, a topic of JSON values that kcat produced, shown
-// pretty in the JSON view (a non-JSON value as text with a note). Screenshots are saved under
+// kcat produced to and a kcat group member consumed from. The browser opens the console, sees the
+// dashboard's uPlot charts drawn (bytes in/out, requests per API), goes to the topic, sees the
+// produced messages (keys, values, headers) and its segment files, pages on, produces a message
+// from the page that kcat reads back, opens the batch inspector (CRC verified, a field's bytes lit
+// under the mouse), sees the group's lag and resets it, and creates a topic through the form,
+// which kcat then sees; last, a topic of JSON values that kcat produced, shown pretty in the JSON
+// view (a non-JSON value as text with a note). Screenshots are saved under
 // build/test-artifacts/console/. Skipped when Chromium, chromedriver or selenium are missing, and
 // under sanitizers (the browser's timings are not the broker's to bound there).
 #include "console_util.h"
@@ -16,6 +17,14 @@ namespace {
 int shell(const std::string& command) {
   const int rc = std::system(command.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The pixel count of the script's "chart ID series LABELS drawn-pixels N" line, -1 without one.
+long chart_pixels(const std::string& out, const std::string& id, const std::string& labels) {
+  const std::string line = "chart " + id + " series " + labels + " drawn-pixels ";
+  const size_t at = out.find(line);
+  if (at == std::string::npos) return -1;
+  return std::strtol(out.c_str() + at + line.size(), nullptr, 10);
 }
 
 TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
@@ -84,6 +93,18 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
 
   // clicks, orders and __consumer_offsets.
   EXPECT_NE(out.find("overview topics 3\n"), std::string::npos) << out;
+  // Both charts drew their lines: the legends name the series (kcat's Produce and Fetch among
+  // the APIs), and the first series' colour is on the canvas.
+  EXPECT_GT(chart_pixels(out, "chart-bytes", "bytes in/s,bytes out/s"), 50) << out;
+  const size_t requests_chart = out.find("chart chart-requests series ");
+  ASSERT_NE(requests_chart, std::string::npos) << out;
+  const std::string requests_line =
+      out.substr(requests_chart, out.find('\n', requests_chart) - requests_chart);
+  EXPECT_NE(requests_line.find("Produce"), std::string::npos) << requests_line;
+  EXPECT_NE(requests_line.find("Fetch"), std::string::npos) << requests_line;
+  EXPECT_GT(std::strtol(requests_line.substr(requests_line.rfind(' ') + 1).c_str(), nullptr, 10),
+            50)
+      << requests_line;
   // 140 records of a few dozen bytes: one segment.
   EXPECT_NE(out.find("segments 1 segment(s)\n"), std::string::npos) << out;
   // The first page: 50 records from offset 0, key, value and header as produced.

@@ -263,6 +263,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
       json point = rate_json(p.broker);
       point["at_ms"] = p.at_ms;
       point["requests_per_sec"] = p.requests_per_sec;
+      point["requests_per_sec_by_api"] = p.requests_per_sec_by_api;
       series.push_back(std::move(point));
     }
     json topics = json::object();

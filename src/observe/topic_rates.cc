@@ -110,9 +110,18 @@ std::vector<rate_point> topic_rates::broker_series() const {
     uint64_t before = 0, now = 0;
     for (const auto& [name, n] : samples_[i - 1].requests) before += n;
     for (const auto& [name, n] : samples_[i].requests) now += n;
-    out.push_back({samples_[i].wall_ms,
-                   rate_between(samples_[i - 1].broker, samples_[i].broker, seconds),
-                   now >= before && seconds > 0 ? static_cast<double>(now - before) / seconds : 0});
+    rate_point p{samples_[i].wall_ms,
+                 rate_between(samples_[i - 1].broker, samples_[i].broker, seconds),
+                 now >= before && seconds > 0 ? static_cast<double>(now - before) / seconds : 0,
+                 {}};
+    for (const auto& [name, n] : samples_[i].requests) {
+      auto it = samples_[i - 1].requests.find(name);
+      const uint64_t was = it == samples_[i - 1].requests.end() ? 0 : it->second;
+      if (n > was && seconds > 0) {
+        p.requests_per_sec_by_api[name] = static_cast<double>(n - was) / seconds;
+      }
+    }
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -29,6 +29,9 @@ struct rate_point {
   int64_t at_ms = 0;  // milliseconds since the Unix epoch, at the end of the interval
   rate broker;
   double requests_per_sec = 0;  // every API's requests answered
+  // Requests answered a second by API name; only the APIs that answered any in the interval,
+  // so two minutes of points stay small however many APIs the broker serves.
+  std::map<std::string, double, std::less<>> requests_per_sec_by_api;
 };
 
 class topic_rates {

@@ -51,6 +51,10 @@ TEST(topic_rates, rate_over_the_window_and_series) {
   const auto series = r.broker_series();
   ASSERT_EQ(series.size(), 30u);
   EXPECT_DOUBLE_EQ(series.back().requests_per_sec, 36);
+  EXPECT_DOUBLE_EQ(series.back().requests_per_sec_by_api.at("Produce"), 30);
+  EXPECT_DOUBLE_EQ(series.back().requests_per_sec_by_api.at("Fetch"), 6);
+  EXPECT_DOUBLE_EQ(series.front().requests_per_sec_by_api.at("Produce"), 10);
+  EXPECT_EQ(series.front().requests_per_sec_by_api.size(), 2u);
   EXPECT_DOUBLE_EQ(series.front().broker.messages_in_per_sec, 100);
   EXPECT_DOUBLE_EQ(series.back().broker.messages_in_per_sec, 300);
   EXPECT_EQ(series.back().at_ms, 1'030'000);
@@ -64,6 +68,8 @@ TEST(topic_rates, ring_is_bounded_and_a_counter_going_back_reads_zero) {
   // A topic deleted and created again starts its cells at zero.
   r.add(at(t0, 500s, 0, 0, 0));
   EXPECT_EQ(r.broker_series().back().broker.messages_in_per_sec, 0);
+  // An API that answered nothing in the interval (or whose count went back) is left out.
+  EXPECT_TRUE(r.broker_series().back().requests_per_sec_by_api.empty());
 }
 
 }  // namespace

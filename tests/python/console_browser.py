@@ -4,16 +4,18 @@ python3-selenium), for tests/console_browser_test.cc.
 
   console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR JSON_TOPIC
 
-Opens the console, goes to TOPIC through the topic list, reads the first page of its messages and
-its first partition's segment count, produces a message with the form on that page, opens the
-batch inspector of its first batch, opens GROUP through the group list and reads its lag, resets
-its offsets to the latest with the form (confirming the dialog), creates NEW_TOPIC (two
-partitions, retention.ms=7200000) with the form on the topics page, then browses JSON_TOPIC in the
-JSON view. Prints one fact per line for the test to check ("overview topics N", "record OFFSET KEY
-VALUE HEADERS", "segments SUMMARY", "produced OFFSET", "inspector crc VALUE", "lag
-TOPIC-PARTITION N", "total-lag N", "reset total-lag N", "created NAME PARTITIONS"; a JSON value as
-"json-value OFFSET", the cell's text over several lines, "json-end"; another as "not-json OFFSET
-TEXT") and saves a screenshot of each page.
+Opens the console and reads the overview's two charts (uPlot: the series in each legend and how
+many pixels of the first series' colour the canvas holds), goes to TOPIC through the topic list,
+reads the first page of its messages and its first partition's segment count, produces a message
+with the form on that page, opens the batch inspector of its first batch, opens GROUP through the
+group list and reads its lag, resets its offsets to the latest with the form (confirming the
+dialog), creates NEW_TOPIC (two partitions, retention.ms=7200000) with the form on the topics page,
+then browses JSON_TOPIC in the JSON view. Prints one fact per line for the test to check
+("overview topics N", "chart ID series A,B drawn-pixels N", "record OFFSET KEY VALUE HEADERS",
+"segments SUMMARY", "produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N", "total-lag
+N", "reset total-lag N", "created NAME PARTITIONS"; a JSON value as "json-value OFFSET", the cell's
+text over several lines, "json-end"; another as "not-json OFFSET TEXT") and saves a screenshot of
+each page.
 Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
@@ -39,6 +41,27 @@ def main():
         driver.get(url + '/')
         card = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#card-topics .v')))
         print('overview topics', card.text, flush=True)
+        # The charts: uPlot draws each series on a canvas; count the pixels near the first
+        # series' colour (#0b6bcb, antialiased at the edges) and read the legend's labels.
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '#chart-requests canvas')))
+        charts = driver.execute_script('''
+            const out = [];
+            for (const id of ['chart-bytes', 'chart-requests']) {
+              const c = document.querySelector('#' + id + ' canvas');
+              const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+              let n = 0;
+              for (let i = 0; i < d.length; i += 4) {
+                if (Math.abs(d[i] - 0x0b) < 24 && Math.abs(d[i + 1] - 0x6b) < 24 &&
+                    Math.abs(d[i + 2] - 0xcb) < 24 && d[i + 3] > 200) n++;
+              }
+              // The series' names in the legend (without the time axis', should it show).
+              const labels = [...document.querySelectorAll('#' + id + ' .u-legend .u-label')]
+                .map((e) => e.textContent.trim()).filter((t) => t !== 'Time');
+              out.push([id, labels.join(','), n]);
+            }
+            return out;''')
+        for chart_id, labels, pixels in charts:
+            print('chart', chart_id, 'series', labels, 'drawn-pixels', pixels, flush=True)
         driver.save_screenshot(os.path.join(shots, 'overview.png'))
 
         driver.find_element(By.ID, 'nav-topics').click()

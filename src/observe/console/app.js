@@ -67,35 +67,52 @@ function enc(s) { return encodeURIComponent(s); }
 
 // ---- Overview ---------------------------------------------------------------------------------
 
-function drawChart(canvas, series) {
-  const w = canvas.width = canvas.clientWidth * devicePixelRatio;
-  const h = canvas.height = canvas.clientHeight * devicePixelRatio;
-  const g = canvas.getContext('2d');
-  g.clearRect(0, 0, w, h);
+// The live dashboard's charts, drawn by uPlot (vendor/uplot, MIT). Destroyed before a page is
+// drawn again: uPlot listens on the window for resizes, so a forgotten chart would leak.
+let charts = [];
+function destroyCharts() {
+  for (const c of charts) c.destroy();
+  charts = [];
+}
+
+// A time series chart of `lines` [[label, color, values]] over `times` (ms since the epoch).
+function timeChart(target, times, lines, format) {
+  const opts = {
+    width: Math.max(320, main.clientWidth - 40), height: 180,
+    scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+    axes: [{}, { size: 70, values: (u, ticks) => ticks.map(format) }],
+    series: [{}, ...lines.map(([label, stroke]) => ({ label, stroke, width: 2, value: (u, v) => (v === null ? '–' : format(v)) }))],
+    legend: { live: false },
+    cursor: { drag: { x: false, y: false } },
+  };
+  charts.push(new uPlot(opts, [times.map((t) => t / 1000), ...lines.map(([, , values]) => values)], target));
+}
+
+// Distinct, readable on white; an API past the palette's end reuses a colour with its own label.
+const palette = ['#0b6bcb', '#2e7d32', '#c62828', '#6a1b9a', '#ef6c00', '#00838f', '#5d4037', '#ad1457'];
+
+function drawCharts(bytesTarget, requestsTarget, series) {
   if (series.length < 2) return;
-  const lines = [['bytes_in_per_sec', '#0b6bcb'], ['bytes_out_per_sec', '#2e7d32']];
-  const max = Math.max(1, ...series.flatMap((p) => lines.map(([k]) => p[k])));
-  g.lineWidth = 2 * devicePixelRatio;
-  for (const [key, color] of lines) {
-    g.strokeStyle = color;
-    g.beginPath();
-    series.forEach((p, i) => {
-      const x = (i / (series.length - 1)) * w;
-      const y = h - (p[key] / max) * (h - 10) - 5;
-      if (i === 0) g.moveTo(x, y); else g.lineTo(x, y);
-    });
-    g.stroke();
+  const times = series.map((p) => p.at_ms);
+  timeChart(bytesTarget, times, [
+    ['bytes in/s', palette[0], series.map((p) => p.bytes_in_per_sec)],
+    ['bytes out/s', palette[1], series.map((p) => p.bytes_out_per_sec)]], (v) => bytes(v) + '/s');
+  // Every API that answered a request in the last two minutes, busiest first.
+  const totals = {};
+  for (const p of series) {
+    for (const [name, v] of Object.entries(p.requests_per_sec_by_api || {})) totals[name] = (totals[name] || 0) + v;
   }
-  g.fillStyle = '#5f6b76';
-  g.font = 12 * devicePixelRatio + 'px sans-serif';
-  g.fillText('max ' + bytes(max) + '/s  (blue in, green out)', 6 * devicePixelRatio, 14 * devicePixelRatio);
+  const apis = Object.keys(totals).sort((a, b) => totals[b] - totals[a]);
+  timeChart(requestsTarget, times, apis.map((name, i) => [name, palette[i % palette.length],
+    series.map((p) => (p.requests_per_sec_by_api || {})[name] || 0)]), perSec);
 }
 
 async function overview() {
   const [c, r] = await Promise.all([api('GET', '/cluster'), api('GET', '/rates')]);
   document.getElementById('read-only').hidden = !c.read_only;
   const card = (k, v, id) => el('div', { class: 'card', id }, el('div', { class: 'v' }, v), el('div', { class: 'k' }, k));
-  const canvas = el('canvas', { id: 'rate-chart' });
+  const bytesChart = el('div', { id: 'chart-bytes', class: 'chart' });
+  const requestsChart = el('div', { id: 'chart-requests', class: 'chart' });
   main.replaceChildren(
     el('h1', {}, 'Broker ' + c.node_id + ' ', el('span', { class: 'muted' }, c.ready ? 'ready' : 'not ready')),
     el('div', { class: 'cards' },
@@ -103,7 +120,9 @@ async function overview() {
       card('log size', bytes(c.log_size_bytes)), card('connections', c.connections),
       card('groups', c.groups_with_offsets), card('bytes in', bytes(c.bytes_in_per_sec) + '/s'),
       card('bytes out', bytes(c.bytes_out_per_sec) + '/s'), card('messages in', perSec(c.messages_in_per_sec))),
-    el('h2', {}, 'Throughput, last two minutes'), canvas,
+    el('h2', {}, 'Throughput, last two minutes'), bytesChart,
+    el('h2', {}, 'Requests per second by API, last two minutes'), requestsChart,
+    el('p', { class: 'muted' }, 'Charts drawn by uPlot 1.6.32 (', el('a', { href: '/console/vendor/uplot/LICENSE' }, 'MIT licence'), ').'),
     el('h2', {}, 'Requests per second by API, last 10 s'),
     table('request-rates', ['API', 'requests/s'],
       Object.entries(r.requests_per_sec).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])
@@ -115,7 +134,8 @@ async function overview() {
       el('tr', {}, el('td', {}, 'listeners'), el('td', {}, c.listeners.map((l) => l.name + '://' + l.host + ':' + l.port).join(', '))),
       el('tr', {}, el('td', {}, 'log dir'), el('td', {}, c.log_dir.path + ' (' + bytes(c.log_dir.free_bytes) + ' free of ' + bytes(c.log_dir.total_bytes) + ')')),
     ]));
-  drawChart(canvas, r.series);
+  destroyCharts();
+  drawCharts(bytesChart, requestsChart, r.series);
   refreshLater(2000);
 }
 
@@ -415,6 +435,7 @@ async function group(id) {
 
 async function route() {
   clearTimeout(refreshTimer);
+  destroyCharts();
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   for (const a of document.querySelectorAll('nav a')) {
     a.classList.toggle('active', a.getAttribute('href') === '#/' + (parts[0] || ''));
