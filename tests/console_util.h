@@ -26,6 +26,13 @@ class console_broker {
                                                          startup_timeout)) {
       http_port_ = static_cast<uint16_t>(std::stoi(*p));
     }
+    // HTTP opens before the broker has started; topics and groups answer 503 until it is ready,
+    // which is a moment after its Kafka listener is logged.
+    const auto deadline = std::chrono::steady_clock::now() + startup_timeout;
+    while (http_port_ != 0 && get("/readyz").status != 200 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
   broker_process& broker() { return broker_; }

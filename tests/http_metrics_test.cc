@@ -1,8 +1,11 @@
 // The HTTP listener of a real `tarn serve`: /readyz, /livez, /v1/status, /metrics counting what
-// kcat produced and consumed, `promtool check metrics` on a scrape, and hostile requests (bad
-// method, a 1 MiB header, path traversal) answered with 4xx while Kafka is still served.
+// kcat produced and consumed, `promtool check metrics` on a scrape, hostile requests (bad method,
+// a 1 MiB header, path traversal) answered with 4xx while Kafka is still served, and /readyz 503
+// from the start of a clean shutdown.
 #include <gtest/gtest.h>
 
+#include "kafka_conn.h"
+#include "protocol/messages/fetch_request.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -120,6 +123,92 @@ TEST(http_metrics, endpoints_count_kcat_traffic_and_refuse_hostile_requests) {
   auto stopped = broker.stop();
   ASSERT_TRUE(stopped);
   EXPECT_EQ(stopped->code, 0);
+}
+
+// A broker with HTTP on a free port; its port in `port`.
+struct http_broker {
+  broker_process broker{std::vector<std::string>{"--override", "http.listener=127.0.0.1:0"}};
+  uint16_t port = 0;
+
+  http_broker() {
+    if (broker.port() == 0) return;
+    auto p =
+        broker.process().wait_for_number_after("http listening on 127.0.0.1:", startup_timeout);
+    if (p) port = static_cast<uint16_t>(std::stoi(*p));
+    // Ready a moment after the Kafka listener is logged (loop 0 runs).
+    const auto deadline = std::chrono::steady_clock::now() + startup_timeout;
+    while (port != 0 && get(port, "/readyz").find(" 200 ") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  std::string bootstrap() const { return "127.0.0.1:" + std::to_string(broker.port()); }
+};
+
+// Polls `check` every 20 ms until it is true or `timeout` passed.
+template <class F>
+bool eventually_true(F check, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (check()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return check();
+}
+
+std::string status_line(const std::string& answer) { return answer.substr(0, answer.find("\r\n")); }
+
+// From the start of a clean shutdown /readyz is 503 while the broker is still there to say so. A
+// client that asked for a fetch larger than the socket buffers and does not read it holds the
+// drain (up to its 10 s), so the shutdown lasts as long as this test keeps that client.
+// (Before the broker starts: src/observe/http_server_test.cc.)
+TEST(http_metrics, readyz_is_503_from_the_start_of_a_clean_shutdown) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  http_broker b;
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  temp_dir tmp;
+  std::string lines;
+  for (int i = 0; i < 24000; ++i) lines += std::string(999, 'r') + "\n";
+  const auto input = tmp.write_file("in.txt", lines);
+  ASSERT_EQ(
+      run_shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t stalled -l " + input.string()), 0);
+  ASSERT_EQ(status_line(get(b.port, "/readyz")), "HTTP/1.1 200 OK");
+
+  auto conn = std::make_unique<kafka_conn>(b.broker.port(), nullptr);
+  ASSERT_TRUE(conn->connected());
+  const int small = 4096;
+  ::setsockopt(conn->raw().fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  protocol::fetch_request fetch;
+  fetch.max_wait_ms = 0;
+  fetch.min_bytes = 1;
+  fetch.max_bytes = 50 << 20;
+  auto& topic = fetch.topics.emplace_back();
+  topic.topic = "stalled";
+  auto& partition = topic.partitions.emplace_back();
+  partition.partition = 0;
+  partition.fetch_offset = 0;
+  partition.partition_max_bytes = 50 << 20;
+  ASSERT_GT(conn->send(fetch, 12), 0);
+  // The answer has begun to arrive: the broker is writing it, and the rest waits for this client.
+  pollfd p{conn->raw().fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1);
+
+  b.broker.process().send_signal(SIGTERM);
+  EXPECT_TRUE(eventually_true(
+      [&] { return status_line(get(b.port, "/readyz")) == "HTTP/1.1 503 Service Unavailable"; },
+      5s))
+      << b.broker.output();
+  EXPECT_EQ(body_of(get(b.port, "/readyz")), "not ready\n");
+  EXPECT_EQ(status_line(get(b.port, "/livez")), "HTTP/1.1 200 OK");
+  EXPECT_NE(body_of(get(b.port, "/metrics")).find("\ntarn_broker_ready 0\n"), std::string::npos);
+  // The broker is still draining, not gone.
+  EXPECT_EQ(b.broker.output().find("shut down cleanly"), std::string::npos);
+
+  conn.reset();  // the client goes away: the drain ends and the broker exits
+  auto stopped = b.broker.process().wait_exit(15s);
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->code, 0);
+  EXPECT_NE(b.broker.output().find("shut down cleanly"), std::string::npos);
 }
 
 TEST(http_metrics, empty_listener_turns_http_off) {

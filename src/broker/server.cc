@@ -136,6 +136,9 @@ struct server::impl {
   // For snapshot(): the metric cells, readiness, start time and the loops' CPU clocks.
   broker_metrics metrics;
   std::atomic<bool> ready{false};
+  // Set once start() has built everything snapshot() reads; before, snapshot() reads nothing
+  // else (the HTTP listener may ask while the logs are still being recovered).
+  std::atomic<bool> started{false};
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
   std::atomic<bool> loop0_thread_known{false};
   pthread_t loop0_thread{};
@@ -372,6 +375,7 @@ result<void, std::string> server::start() {
     asio::co_spawn(s.loop0().context, s.shutdown(signal_number == SIGTERM ? "SIGTERM" : "SIGINT"),
                    asio::detached);
   });
+  s.started.store(true, std::memory_order_release);
   for (const auto& b : s.bound) spdlog::info("listening on {}", b.to_string());
   spdlog::info("broker {} started: {} event loop(s), advertising {}", s.config.node_id,
                s.loops.size(), s.services->advertised_listeners.front().to_string());
@@ -616,6 +620,8 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
   out.uptime_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - s.started_at)
                       .count();
+  out.metrics = &s.metrics;
+  if (!s.started.load(std::memory_order_acquire)) return out;
   out.listeners = s.bound;
   out.log_dir = s.dir ? s.dir->path() : std::string();
   std::error_code ec;
@@ -624,7 +630,6 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
     out.log_dir_total_bytes = static_cast<int64_t>(space.capacity);
     out.log_dir_free_bytes = static_cast<int64_t>(space.available);
   }
-  out.metrics = &s.metrics;
   out.active_connections = s.total_connections.load(std::memory_order_relaxed);
   for (const auto& loop : s.loops) {
     out.loop_connections.push_back(loop->connection_count.load(std::memory_order_relaxed));

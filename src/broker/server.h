@@ -42,9 +42,11 @@ class server {
   // Whether the previous run shut down cleanly (valid after start()).
   bool had_clean_shutdown() const;
 
-  // For src/observe, from any thread, after start() returned and until run() returned: a copy of
-  // what the metrics and status endpoints show. Takes the topic manager's lock for the topic and
+  // For src/observe, from any thread, from construction until run() returned: a copy of what the
+  // metrics and status endpoints show. Takes the topic manager's lock for the topic and
   // partition part (and each group shard's lock for the committed offsets) only when asked.
+  // Before start() has returned (the logs still being recovered) it holds only the node id,
+  // uptime and the metric cells, and ready is false.
   struct snapshot_options {
     bool partitions = true;         // log offsets and sizes (and the per-topic cells)
     bool committed_offsets = true;  // consumer groups' committed offsets and member counts

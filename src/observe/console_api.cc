@@ -216,8 +216,12 @@ bool is_console_change(const httplib::Request& req) {
          req.path.starts_with("/v1/");
 }
 
+bool needs_ready_broker(const httplib::Request& req) {
+  return req.path.starts_with("/v1/topics") || req.path.starts_with("/v1/groups");
+}
+
 void mount_console(httplib::Server& http, const broker::server& broker,
-                   broker::console_backend& console, const broker::broker_config& config,
+                   const console_source& console, const broker::broker_config& config,
                    const topic_rates& rates) {
   for (const auto& asset : console_assets()) {
     http.Get(std::string(asset.path), [&asset](const httplib::Request&, httplib::Response& res) {
@@ -281,7 +285,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
   http.Get("/v1/topics", [&](const httplib::Request&, httplib::Response& res) {
     const auto r = rates.topic_rates_over(rate_window);
     json topics = json::array();
-    for (const auto& t : console.list_topics()) {
+    for (const auto& t : console().list_topics()) {
       auto it = r.find(t.name);
       topics.push_back(topic_json(t, it == r.end() ? nullptr : &it->second));
     }
@@ -313,13 +317,13 @@ void mount_console(httplib::Server& http, const broker::server& broker,
         spec.configs[key] = **v;
       }
     }
-    auto created = console.create_topic(spec);
+    auto created = console().create_topic(spec);
     if (!created) return reply_error(res, created.error());
     reply(res, 201, topic_detail_json(*created, nullptr));
   });
 
   http.Get(R"(/v1/topics/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
-    auto t = console.describe_topic(req.matches[1].str());
+    auto t = console().describe_topic(req.matches[1].str());
     if (!t) return reply_error(res, t.error());
     const auto r = rates.topic_rates_over(rate_window);
     auto it = r.find(t->name);
@@ -328,7 +332,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
 
   http.Delete(R"(/v1/topics/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1].str();
-    if (auto d = console.delete_topic(name); !d) return reply_error(res, d.error());
+    if (auto d = console().delete_topic(name); !d) return reply_error(res, d.error());
     reply(res, 200, {{"deleted", name}});
   });
 
@@ -349,7 +353,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
                  }
                  changes[key] = *v;
                }
-               auto t = console.alter_topic_configs(req.matches[1].str(), changes);
+               auto t = console().alter_topic_configs(req.matches[1].str(), changes);
                if (!t) return reply_error(res, t.error());
                reply(res, 200, topic_detail_json(*t, nullptr));
              });
@@ -387,7 +391,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
         static_cast<int32_t>(std::min<int64_t>(*limit, broker::console_backend::max_records_limit));
     r.max_bytes = static_cast<int32_t>(
         std::min<int64_t>(*max_bytes, broker::console_backend::max_bytes_limit));
-    auto read = console.read_records(r);
+    auto read = console().read_records(r);
     if (!read) return reply_error(res, read.error());
     json records = json::array();
     for (const auto& c : read->records) {
@@ -421,8 +425,8 @@ void mount_console(httplib::Server& http, const broker::server& broker,
       return reply_error(res, 400, "offset and limit must be integers (limit at least 1)");
     }
     auto batches =
-        console.read_batches(req.matches[1].str(), std::stoi(req.matches[2].str()), *offset,
-                             static_cast<int32_t>(std::min<int64_t>(*limit, 20)));
+        console().read_batches(req.matches[1].str(), std::stoi(req.matches[2].str()), *offset,
+                               static_cast<int32_t>(std::min<int64_t>(*limit, 20)));
     if (!batches) return reply_error(res, batches.error());
     json out = json::array();
     for (const auto& b : *batches) {
@@ -496,7 +500,7 @@ void mount_console(httplib::Server& http, const broker::server& broker,
         p.headers.push_back(std::move(ch));
       }
     }
-    auto offset = console.produce_record(p);
+    auto offset = console().produce_record(p);
     if (!offset) return reply_error(res, offset.error());
     reply(res, 201, {{"topic", p.topic}, {"partition", p.partition}, {"offset", *offset}});
   });
@@ -533,19 +537,19 @@ void mount_console(httplib::Server& http, const broker::server& broker,
             reset.partitions.push_back(static_cast<int32_t>(p.get<int64_t>()));
           }
         }
-        auto g = console.reset_group_offsets(reset);
+        auto g = console().reset_group_offsets(reset);
         if (!g) return reply_error(res, g.error());
         reply(res, 200, group_json(*g, true));
       });
 
   http.Get("/v1/groups", [&](const httplib::Request&, httplib::Response& res) {
     json groups = json::array();
-    for (const auto& g : console.list_groups()) groups.push_back(group_json(g, false));
+    for (const auto& g : console().list_groups()) groups.push_back(group_json(g, false));
     reply(res, 200, {{"groups", std::move(groups)}});
   });
 
   http.Get(R"(/v1/groups/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
-    auto g = console.describe_group(req.matches[1].str());
+    auto g = console().describe_group(req.matches[1].str());
     if (!g) return reply_error(res, g.error());
     reply(res, 200, group_json(*g, true));
   });

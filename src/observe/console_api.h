@@ -10,17 +10,21 @@
 #include "broker/config.h"
 #include "broker/console_backend.h"
 #include "broker/server.h"
+#include "observe/http_server.h"
 #include "observe/topic_rates.h"
 
 namespace tarn::observe {
 
 // Registers the /v1 console routes (and the static console at /) on `http`.
 void mount_console(httplib::Server& http, const broker::server& broker,
-                   broker::console_backend& console, const broker::broker_config& config,
+                   const console_source& console, const broker::broker_config& config,
                    const topic_rates& rates);
 
 // True for the requests that change something (the methods besides GET and HEAD that the API
 // serves); http_server refuses them with 403 when http.console.read.only is set.
 bool is_console_change(const httplib::Request& req);
+
+// True for the routes that read or change topics and groups through the console's backend.
+bool needs_ready_broker(const httplib::Request& req);
 
 }  // namespace tarn::observe

@@ -80,12 +80,12 @@ class bounded_pool : public httplib::TaskQueue {
 }  // namespace
 
 struct http_server::impl {
-  impl(const broker::server& b, const broker::broker_config& c, broker::console_backend* k)
-      : broker(b), config(c), console(k) {}
+  impl(const broker::server& b, const broker::broker_config& c, console_source k)
+      : broker(b), config(c), console(std::move(k)) {}
 
   const broker::server& broker;
   const broker::broker_config& config;
-  broker::console_backend* console;
+  console_source console;  // empty: no console routes
   topic_rates rates;
   std::optional<rate_sampler> sampler;  // from start() to stop()
   httplib::Server http;
@@ -103,9 +103,20 @@ void http_server::impl::routes() {
   http.set_keep_alive_timeout(5);
   http.set_payload_max_length(64 * 1024);  // the console's JSON bodies are far smaller
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD")
+    auto ready = [this] {
+      return broker.snapshot({.partitions = false, .committed_offsets = false}).ready;
+    };
+    if (req.method == "GET" || req.method == "HEAD") {
+      // Topics and groups exist once the logs are recovered; from the start of a clean shutdown
+      // the broker is going away. The status, cluster and rate routes answer throughout.
+      if (console && needs_ready_broker(req) && !ready()) {
+        res.status = 503;
+        res.set_content("{\"error\":\"the broker is not ready\"}\n", "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
-    if (console != nullptr && is_console_change(req)) {
+    }
+    if (console && is_console_change(req)) {
       if (config.http_console_read_only) {
         res.status = 403;
         res.set_content("{\"error\":\"the console is read-only (http.console.read.only)\"}\n",
@@ -113,7 +124,7 @@ void http_server::impl::routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
       // Before the logs are recovered and from the start of a clean shutdown, nothing changes.
-      if (!broker.snapshot({.partitions = false, .committed_offsets = false}).ready) {
+      if (!ready()) {
         res.status = 503;
         res.set_content("{\"error\":\"the broker is not ready\"}\n", "application/json");
         return httplib::Server::HandlerResponse::Handled;
@@ -165,12 +176,12 @@ void http_server::impl::routes() {
     snapshot.version = tarn_version();
     res.set_content(status_json(snapshot), "application/json");
   });
-  if (console != nullptr) mount_console(http, broker, *console, config, rates);
+  if (console) mount_console(http, broker, console, config, rates);
 }
 
 http_server::http_server(const broker::server& broker, const broker::broker_config& config,
-                         broker::console_backend* console)
-    : impl_(std::make_unique<impl>(broker, config, console)) {
+                         console_source console)
+    : impl_(std::make_unique<impl>(broker, config, std::move(console))) {
   impl_->routes();
 }
 
@@ -190,7 +201,7 @@ result<uint16_t, std::string> http_server::start() {
     return fail(fmt::format("cannot listen on http.listener={}:{}", s.config.http_host,
                             s.config.http_port));
   }
-  if (s.console != nullptr) {
+  if (s.console) {
     s.sampler.emplace(
         s.rates,
         [&s] { return s.broker.snapshot({.partitions = true, .committed_offsets = false}); },

@@ -7,14 +7,21 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/result.h"
 #include "broker/config.h"
+#include "broker/console_backend.h"
 #include "broker/server.h"
 
 namespace tarn::observe {
+
+// The console's backend. server::start() builds it, and HTTP starts before that (so /readyz
+// can answer while the logs are recovered): it is asked for only by the routes of
+// needs_ready_broker (console_api.h), which http_server answers 503 until the broker is ready.
+using console_source = std::function<broker::console_backend&()>;
 
 // The tarn version reported by /v1/status (git describe at configure time).
 const char* tarn_version();
@@ -30,9 +37,11 @@ class http_server {
   // How often the console's rates sample the metric cells.
   static constexpr std::chrono::milliseconds rate_interval{1000};
 
-  // `console` may be null: no console routes then (only /metrics, health and status).
+  // `console` may be empty: no console routes then (only /metrics, health and status). The
+  // server may be started before `broker` is (it answers /readyz 503 while the logs are
+  // recovered); `console` is called only once the broker is ready.
   http_server(const broker::server& broker, const broker::broker_config& config,
-              broker::console_backend* console);
+              console_source console);
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

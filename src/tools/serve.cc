@@ -77,19 +77,22 @@ int run_serve(const serve_options& options) {
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
   const broker::broker_config http_config = *config;
   broker::server server(std::move(*config));
-  if (auto started = server.start(); !started) {
-    spdlog::error("refusing to start: {}", started.error());
-    return 1;
-  }
-  // The HTTP listener (src/observe) on threads of its own. A port taken by another process must
-  // not keep the Kafka listeners down: that is logged as an error and the broker serves on.
+  // The HTTP listener (src/observe) on threads of its own, started before the broker so that
+  // /livez answers and /readyz says 503 while the logs are recovered. A port taken by another
+  // process must not keep the Kafka listeners down: that is logged as an error and the broker
+  // serves on.
   std::optional<observe::http_server> http;
   if (http_config.http_enabled) {
-    http.emplace(server, http_config, &server.console());
+    http.emplace(server, http_config,
+                 [&server]() -> broker::console_backend& { return server.console(); });
     if (auto bound = http->start(); !bound) {
       spdlog::error("{}; serving Kafka without the HTTP endpoints", bound.error());
       http.reset();
     }
+  }
+  if (auto started = server.start(); !started) {
+    spdlog::error("refusing to start: {}", started.error());
+    return 1;
   }
   const int code = server.run();
   if (http) http->stop();
