@@ -1,8 +1,13 @@
 // The HTTP listener of a real `tarn serve`: /readyz, /livez, /v1/status, /metrics counting what
-// kcat produced and consumed, `promtool check metrics` on a scrape, hostile requests (bad method,
-// a 1 MiB header, path traversal) answered with 4xx while Kafka is still served, and /readyz 503
-// from the start of a clean shutdown.
+// kcat produced and consumed, `promtool check metrics` on a scrape, and hostile requests answered
+// with 4xx or 503 while Kafka is still served: a bad method, a 1 MiB header, path traversal (plain
+// and percent-encoded), slowloris connections dripping their headers (closed with 408 while
+// /metrics and kcat are served beside them), and 1,200 scrapes at once (each answered 200 or 503,
+// the broker's memory bounded, kcat producing meanwhile).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <future>
 
 #include "kafka_conn.h"
 #include "protocol/messages/fetch_request.h"
@@ -37,6 +42,52 @@ std::string http_exchange(uint16_t port, const std::string& request) {
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
+  return out;
+}
+
+// A connected TCP socket to 127.0.0.1:port, or -1.
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads every socket until the server closes it (or `timeout` passes): what each received.
+std::vector<std::string> read_until_closed(const std::vector<int>& fds,
+                                           std::chrono::milliseconds timeout) {
+  std::vector<std::string> out(fds.size());
+  std::vector<bool> open(fds.size(), true);
+  size_t left = fds.size();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[65536];
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::vector<pollfd> p;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!open[i]) continue;
+      p.push_back({fds[i], POLLIN, 0});
+      index.push_back(i);
+    }
+    if (::poll(p.data(), p.size(), 100) <= 0) continue;
+    for (size_t k = 0; k < p.size(); ++k) {
+      if (p[k].revents == 0) continue;
+      const size_t i = index[k];
+      const ssize_t n = ::recv(fds[i], buf, sizeof(buf), 0);
+      if (n > 0) {
+        out[i].append(buf, static_cast<size_t>(n));
+      } else {
+        open[i] = false;
+        --left;
+      }
+    }
+  }
   return out;
 }
 
@@ -157,6 +208,173 @@ bool eventually_true(F check, std::chrono::milliseconds timeout) {
 }
 
 std::string status_line(const std::string& answer) { return answer.substr(0, answer.find("\r\n")); }
+
+TEST(http_metrics, percent_encoded_traversal_finds_nothing) {
+  http_broker b;
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  // cpp-httplib decodes the path before routing; the decoded ".." matches no route (the assets
+  // are a fixed table, there is no file serving).
+  for (const std::string path :
+       {"/%2e%2e/%2e%2e/etc/passwd", "/%2E%2E/%2E%2E/etc/passwd", "/console/..%2f..%2f",
+        "/console/..%2f..%2fetc%2fpasswd", "/console/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+        "/console/..%5c..%5cetc%5cpasswd", "/%2e%2e%2f%2e%2e%2fetc/passwd",
+        "/console/app.js%00.txt", "/console/%252e%252e/app.js"}) {
+    const std::string answer = get(b.port, path);
+    EXPECT_EQ(status_line(answer), "HTTP/1.1 404 Not Found") << path << "\n" << answer;
+    EXPECT_EQ(answer.find("root:"), std::string::npos) << path;
+  }
+  // Under /v1 a traversal is a topic name like any other: refused as one (400) or not found.
+  for (const std::string path : {"/v1/topics/..%2f..%2fetc%2fpasswd", "/v1/topics/%2e%2e"}) {
+    const std::string answer = get(b.port, path);
+    const std::string status = status_line(answer);
+    EXPECT_TRUE(status == "HTTP/1.1 404 Not Found" || status == "HTTP/1.1 400 Bad Request")
+        << path << "\n"
+        << answer;
+    EXPECT_EQ(answer.find("root:"), std::string::npos) << path;
+  }
+}
+
+// 200 connections send the start of a request a byte every 100 ms and never finish it. They hold
+// descriptors, not workers: /metrics and kcat are served beside them while every one of them is
+// still waiting, and each is then answered 408 and closed once its request timeout (5 s from
+// accept) passes.
+TEST(http_metrics, slowloris_connections_hold_no_worker_and_time_out) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  http_broker b;
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  constexpr int slow_count = 200;
+  std::vector<int> slow;
+  for (int i = 0; i < slow_count; ++i) {
+    const int fd = connect_to(b.port);
+    ASSERT_GE(fd, 0);
+    slow.push_back(fd);
+  }
+  const std::string head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    for (size_t i = 0; !stop; ++i) {
+      const char c = i < head.size() ? head[i] : 'a';
+      for (int fd : slow) ::send(fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  // Whether any slow connection was answered or closed yet.
+  auto any_slow_answered = [&] {
+    std::vector<pollfd> p;
+    for (int fd : slow) p.push_back({fd, POLLIN, 0});
+    return ::poll(p.data(), p.size(), 0) > 0;
+  };
+
+  const std::string metrics = get(b.port, "/metrics");
+  EXPECT_EQ(status_line(metrics), "HTTP/1.1 200 OK") << metrics.substr(0, 300);
+  temp_dir tmp;
+  const auto input = tmp.write_file("in.txt", "a\nb\nc\n");
+  EXPECT_EQ(run_shell("timeout 30 kcat -P -b " + b.bootstrap() + " -t beside -l " + input.string()),
+            0);
+  const std::string after_kcat = body_of(get(b.port, "/metrics"));
+  EXPECT_NE(
+      after_kcat.find("\nkafka_server_brokertopicmetrics_messagesin_total{topic=\"beside\"} 3\n"),
+      std::string::npos);
+  // All of that while the slow connections still wait for their requests.
+  EXPECT_FALSE(any_slow_answered());
+
+  const auto answers = read_until_closed(slow, 30s);
+  stop = true;
+  drip.join();
+  int timed_out = 0;
+  for (const auto& a : answers) timed_out += status_line(a) == "HTTP/1.1 408 Request Timeout";
+  EXPECT_EQ(timed_out, slow_count) << answers.front();
+  for (int fd : slow) ::close(fd);
+  const std::string after = get(b.port, "/metrics");
+  EXPECT_EQ(status_line(after), "HTTP/1.1 200 OK");
+  EXPECT_NE(after.find("\ntarn_http_requests_timed_out_total 200\n"), std::string::npos);
+}
+
+// 1,200 clients connect to scrape /metrics at once while kcat produces: 512 are admitted (the cap
+// on open connections) and answered 200 with the metrics, the other 688 are answered 503 with
+// Retry-After at once, none is left without an answer, and the broker's peak memory stays within
+// memory_growth_bound_kib of what it received.
+TEST(http_metrics, a_thousand_concurrent_scrapes_are_answered_or_refused) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  if (files.rlim_cur < 4096 && files.rlim_max > files.rlim_cur) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+  http_broker b;
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  ASSERT_EQ(status_line(get(b.port, "/metrics")), "HTTP/1.1 200 OK");
+  const long baseline_peak = b.broker.process().peak_rss_kib();
+
+  temp_dir tmp;
+  std::string lines;
+  for (int i = 0; i < 5000; ++i) lines += "record-" + std::to_string(i) + "\n";
+  const auto input = tmp.write_file("in.txt", lines);
+  auto produced = std::async(std::launch::async, [&] {
+    return run_shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t scraped -l " + input.string());
+  });
+
+  // All connected before any request is sent: the gate holds max_open of them waiting for their
+  // requests and answers every later one 503 at once.
+  constexpr int scrapes = 1200;
+  constexpr int max_open = 512;  // http_server::max_connections (docs/http-api.md)
+  std::vector<int> fds;
+  for (int i = 0; i < scrapes; ++i) {
+    const int fd = connect_to(b.port);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    fds.push_back(fd);
+  }
+  auto answered_already = [&] {
+    std::vector<pollfd> p;
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    ::poll(p.data(), p.size(), 0);
+    std::vector<bool> out;
+    for (const auto& e : p) out.push_back(e.revents != 0);
+    return out;
+  };
+  ASSERT_TRUE(eventually_true(
+      [&] {
+        const auto a = answered_already();
+        return std::count(a.begin(), a.end(), true) == scrapes - max_open;
+      },
+      4s));
+  const std::string request = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+  const auto refused_at_once = answered_already();
+  for (int i = 0; i < scrapes; ++i) {
+    if (!refused_at_once[i]) ::send(fds[i], request.data(), request.size(), MSG_NOSIGNAL);
+  }
+  const auto answers = read_until_closed(fds, 60s);
+  for (int fd : fds) ::close(fd);
+  int ok = 0, refused = 0;
+  for (const auto& a : answers) {
+    const std::string status = status_line(a);
+    if (status == "HTTP/1.1 200 OK") {
+      ok += a.find("\nkafka_server_brokertopicmetrics_messagesin_total ") != std::string::npos;
+    } else if (status == "HTTP/1.1 503 Service Unavailable") {
+      refused += a.find("\r\nRetry-After: 1\r\n") != std::string::npos;
+    } else {
+      ADD_FAILURE() << "an answer that is neither 200 nor 503: " << a.substr(0, 200);
+    }
+  }
+  EXPECT_EQ(ok, max_open);
+  EXPECT_EQ(refused, scrapes - max_open);
+  EXPECT_EQ(produced.get(), 0);
+  const std::string after = body_of(get(b.port, "/metrics"));
+  EXPECT_NE(
+      after.find("\nkafka_server_brokertopicmetrics_messagesin_total{topic=\"scraped\"} 5000\n"),
+      std::string::npos);
+  EXPECT_NE(after.find("\ntarn_http_connections_refused_total " +
+                       std::to_string(scrapes - max_open) + "\n"),
+            std::string::npos);
+
+  const long peak = b.broker.process().peak_rss_kib();
+  const size_t received = max_open * request.size() + lines.size();
+  EXPECT_LT(peak, baseline_peak + memory_growth_bound_kib(received))
+      << "peak RSS " << peak << " KiB, baseline " << baseline_peak << " KiB";
+  std::printf("%d scrapes: %d answered 200, %d refused 503; peak RSS %ld KiB (baseline %ld)\n",
+              scrapes, ok, refused, peak, baseline_peak);
+}
 
 // From the start of a clean shutdown /readyz is 503 while the broker is still there to say so. A
 // client that asked for a fetch larger than the socket buffers and does not read it holds the

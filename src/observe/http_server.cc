@@ -1,17 +1,16 @@
-// http_server: the routes, the limits on hostile clients (only GET and HEAD, timeouts, a bounded
-// worker pool, cpp-httplib's own caps on the request line and headers) and the listener thread.
+// http_server: the routes, the limits on hostile clients (only GET and HEAD, the gate of
+// http_gate.h in front of a few workers, cpp-httplib's own caps on the request line and headers)
+// and the listener thread.
 #include "observe/http_server.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "observe/console_api.h"
+#include "observe/http_gate.h"
 #include "observe/metrics_export.h"
 #include "observe/status_json.h"
 
@@ -23,62 +22,6 @@ namespace tarn::observe {
 
 const char* tarn_version() { return TARN_VERSION; }
 
-namespace {
-
-// cpp-httplib's ThreadPool queues without bound; this one runs a connection on the acceptor's
-// thread when `max_queued` are already waiting, so the kernel's backlog holds the rest.
-class bounded_pool : public httplib::TaskQueue {
- public:
-  bounded_pool(size_t threads, size_t max_queued) : max_queued_(max_queued) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::unique_lock lock(mu_);
-      if (jobs_.size() < max_queued_) {
-        jobs_.push_back(std::move(fn));
-        cv_.notify_one();
-        return;
-      }
-    }
-    fn();
-  }
-
-  void shutdown() override {
-    {
-      std::unique_lock lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      fn();
-    }
-  }
-
-  const size_t max_queued_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;
-};
-
-}  // namespace
-
 struct http_server::impl {
   impl(const broker::server& b, const broker::broker_config& c, console_source k)
       : broker(b), config(c), console(std::move(k)) {}
@@ -88,19 +31,17 @@ struct http_server::impl {
   console_source console;  // empty: no console routes
   topic_rates rates;
   std::optional<rate_sampler> sampler;  // from start() to stop()
-  httplib::Server http;
+  gated_server http{gate_limits{.workers = worker_threads,
+                                .max_connections = max_connections,
+                                .request_timeout = request_timeout}};
   std::thread thread;
 
   void routes();
 };
 
 void http_server::impl::routes() {
-  http.new_task_queue = [] { return new bounded_pool(worker_threads, max_queued_connections); };
-  // A slow client holds a worker at most this long per read or write.
-  http.set_read_timeout(5, 0);
-  http.set_write_timeout(5, 0);
-  http.set_keep_alive_max_count(100);
-  http.set_keep_alive_timeout(5);
+  // The gate (http_gate.h) bounds the time to receive a request and to answer it, and the
+  // connections open; a connection serves one request.
   http.set_payload_max_length(64 * 1024);  // the console's JSON bodies are far smaller
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     auto ready = [this] {
@@ -164,6 +105,10 @@ void http_server::impl::routes() {
     auto snapshot = broker.snapshot({});
     export_options options;
     options.max_partitions = config.http_metrics_max_partitions;
+    const auto& gate = http.counts();
+    options.http = http_connection_counts{gate.accepted.load(std::memory_order_relaxed),
+                                          gate.refused.load(std::memory_order_relaxed),
+                                          gate.timed_out.load(std::memory_order_relaxed)};
     const auto families = collect_metrics(snapshot, options);
     if (accepts_openmetrics(req.get_header_value("Accept"))) {
       res.set_content(to_openmetrics(families), openmetrics_content_type);
@@ -201,6 +146,7 @@ result<uint16_t, std::string> http_server::start() {
     return fail(fmt::format("cannot listen on http.listener={}:{}", s.config.http_host,
                             s.config.http_port));
   }
+  s.http.set_backlog(listen_backlog);
   if (s.console) {
     s.sampler.emplace(
         s.rates,
@@ -217,6 +163,7 @@ void http_server::stop() {
   if (!s.thread.joinable()) return;
   s.http.stop();
   s.thread.join();
+  s.http.close_gate();
   s.sampler.reset();
 }
 

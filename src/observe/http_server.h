@@ -1,7 +1,7 @@
 // The HTTP listener (http.listener): /metrics, /livez, /readyz, /v1/status, and the web console
 // (at / and its JSON API under /v1, observe/console_api.h), served by cpp-httplib on threads of
-// its own (an acceptor and a small bounded pool), never on the Kafka event loops. Metrics and
-// status read the broker through server::snapshot(), the console through
+// its own (an acceptor, the gate of http_gate.h and a few workers), never on the Kafka event
+// loops. Metrics and status read the broker through server::snapshot(), the console through
 // broker::console_backend. docs/http-api.md documents the endpoints.
 #pragma once
 
@@ -28,11 +28,14 @@ const char* tarn_version();
 
 class http_server {
  public:
-  // Worker threads and the connections queued for them beyond which the acceptor serves a
-  // connection itself (and so stops accepting until it is done): bounded threads and memory
-  // however many clients connect.
+  // Worker threads, and the connections open at once (waiting for their request, queued for a
+  // worker or served) beyond which a new one is answered 503: bounded threads, descriptors and
+  // memory however many clients connect, and slow ones never hold a worker (http_gate.h).
   static constexpr size_t worker_threads = 4;
-  static constexpr size_t max_queued_connections = 64;
+  static constexpr size_t max_connections = 512;
+  // From accept to the whole request (line, headers, body) arrived; then 408.
+  static constexpr std::chrono::milliseconds request_timeout{5000};
+  static constexpr int listen_backlog = 1024;
 
   // How often the console's rates sample the metric cells.
   static constexpr std::chrono::milliseconds rate_interval{1000};

@@ -421,6 +421,26 @@ std::vector<MetricFamily> collect_metrics(const broker::broker_snapshot& s,
                    MetricType::Gauge);
   add_value(up, {}, s.ready ? 1 : 0);
   out.push_back(std::move(up));
+  if (options.http) {
+    const struct {
+      const char* name;
+      const char* help;
+      uint64_t value;
+    } gate[] = {
+        {"tarn_http_connections_accepted_total", "HTTP connections accepted",
+         options.http->accepted},
+        {"tarn_http_connections_refused_total",
+         "HTTP connections answered 503 because too many were open", options.http->refused},
+        {"tarn_http_requests_timed_out_total",
+         "HTTP connections answered 408 because their request did not arrive in time",
+         options.http->timed_out},
+    };
+    for (const auto& h : gate) {
+      auto f = family(h.name, h.help, MetricType::Counter);
+      add_value(f, {}, static_cast<double>(h.value));
+      out.push_back(std::move(f));
+    }
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +17,19 @@
 
 namespace tarn::observe {
 
+// What the HTTP listener's gate (http_gate.h) did since it started.
+struct http_connection_counts {
+  uint64_t accepted = 0;
+  uint64_t refused = 0;    // answered 503: too many connections open
+  uint64_t timed_out = 0;  // answered 408: the request did not arrive in time
+};
+
 struct export_options {
   // http.metrics.max.partitions: per-partition series for the first N partitions in (topic,
   // partition) order; the rest are counted in tarn_metrics_partitions_omitted.
   int32_t max_partitions = 1000;
+  // The tarn_http_* counters; none without.
+  std::optional<http_connection_counts> http = std::nullopt;
 };
 
 std::vector<prometheus::MetricFamily> collect_metrics(const broker::broker_snapshot& snapshot,

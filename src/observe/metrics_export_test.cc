@@ -121,6 +121,19 @@ TEST(metrics_export, log_offsets_lag_and_the_partition_cut) {
   EXPECT_TRUE(has_line(none, "tarn_metrics_partitions_omitted 3"));
 }
 
+TEST(metrics_export, http_gate_counters_when_given) {
+  fixture f;
+  const auto without = to_prometheus_text(collect_metrics(f.snap, {}));
+  EXPECT_EQ(without.find("tarn_http_"), std::string::npos);
+  export_options o;
+  o.http = http_connection_counts{.accepted = 7, .refused = 2, .timed_out = 3};
+  const auto text = to_prometheus_text(collect_metrics(f.snap, o));
+  EXPECT_TRUE(has_line(text, "# TYPE tarn_http_connections_accepted_total counter"));
+  EXPECT_TRUE(has_line(text, "tarn_http_connections_accepted_total 7")) << text;
+  EXPECT_TRUE(has_line(text, "tarn_http_connections_refused_total 2"));
+  EXPECT_TRUE(has_line(text, "tarn_http_requests_timed_out_total 3"));
+}
+
 TEST(metrics_export, network_and_single_node_gauges) {
   fixture f;
   const auto text = to_prometheus_text(collect_metrics(f.snap, {}));
