@@ -24,12 +24,14 @@
 //     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
 //     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
 //     messages.
-//   - Other resource types (client metrics, groups): INVALID_REQUEST.
+//   - Other resource types (client metrics, groups): INVALID_REQUEST; a type Kafka does not know
+//     with INVALID_REQUEST's default message, as Kafka 4.4.
 //   - A body that does not decode closes the connection.
 // Not supported: sensitive broker values (tarn has no password configs), quotas.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 
 #include "broker/broker_loggers.h"
@@ -256,6 +258,13 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       if (res.resource_name == std::to_string(config.node_id) || res.resource_name.empty()) {
         describe_broker(res, config, topics.effective(), layers, res.resource_name.empty(), options,
                         strings, result);
+      } else if (int32_t id = 0;
+                 std::from_chars(res.resource_name.data(),
+                                 res.resource_name.data() + res.resource_name.size(), id)
+                     .ptr != res.resource_name.data() + res.resource_name.size()) {
+        // Kafka 4.4's words (ConfigHelper.resourceNameToBrokerId).
+        set_error(error_code::invalid_request,
+                  fmt::format("Broker id must be an integer, but it is: {}", res.resource_name));
       } else {
         set_error(error_code::invalid_request,
                   fmt::format("Unexpected broker id, expected {} or empty string, but received {}",
@@ -275,6 +284,10 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
           c.documentation = std::nullopt;
         }
       }
+    } else if (unknown_config_resource_type(res.resource_type)) {
+      // Kafka 4.4 answers an unknown type with INVALID_REQUEST's own message.
+      set_error(error_code::invalid_request,
+                std::string(protocol::describe(error_code::invalid_request).message));
     } else {
       set_error(error_code::invalid_request,
                 fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "
