@@ -201,9 +201,11 @@ TEST_P(dynamic_configs, other_broker_ids_and_unknown_resource_types) {
 // new limit is MESSAGE_TOO_LARGE without a restart, one below it passes, and deleting the key
 // brings the default back.
 TEST_P(dynamic_configs, lowered_message_max_bytes_refuses_a_larger_produce_at_once) {
+  static int runs = 0;  // a topic of this run: the reference broker outlives a --gtest_repeat
+  const std::string topic = "dyn-max-" + std::to_string(++runs);
   auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
                                "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
-                               bootstrap() + " --create --topic dyn-max --partitions 1 2>&1");
+                               bootstrap() + " --create --topic " + topic + " --partitions 1 2>&1");
   ASSERT_EQ(rc, 0) << out;
   auto c = tools::kafka_client::connect(bootstrap());
   ASSERT_TRUE(c.has_value());
@@ -215,7 +217,7 @@ TEST_P(dynamic_configs, lowered_message_max_bytes_refuses_a_larger_produce_at_on
     req.acks = -1;
     req.timeout_ms = 30000;
     auto& t = req.topic_data.emplace_back();
-    t.name = "dyn-max";
+    t.name = topic;
     auto& p = t.partition_data.emplace_back();
     p.index = 0;
     p.records = batch;
