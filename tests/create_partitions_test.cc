@@ -232,6 +232,9 @@ TEST_P(create_partitions_both, assignments_on_a_one_broker_cluster) {
 }
 
 TEST_P(create_partitions_both, a_million_partitions_is_a_policy_violation) {
+  // tarn's peak memory stays within what the requests could justify (memory_growth_bound_kib):
+  // nothing is allocated for the partitions asked for.
+  const long baseline = tarn_ ? tarn_->process().peak_rss_kib() : -1;
   auto c = client();
   ASSERT_NE(c, nullptr);
   const std::string t = topic("huge");
@@ -251,6 +254,11 @@ TEST_P(create_partitions_both, a_million_partitions_is_a_policy_violation) {
   EXPECT_EQ(a[1].error, code(error_code::policy_violation));
   EXPECT_EQ(partition_count(*c, t), 1);
   EXPECT_EQ(partition_count(*c, u), 1);
+  if (tarn_) {
+    const long peak = tarn_->process().peak_rss_kib();
+    EXPECT_LE(peak, baseline + memory_growth_bound_kib(4096))
+        << "peak " << peak << " KiB, baseline " << baseline;
+  }
 }
 
 TEST_P(create_partitions_both, kafka_topics_alter_partitions) {

@@ -3,8 +3,10 @@
 // Admin client's incrementalAlterConfigs and describeConfigs) sets and removes configs of broker 1
 // and of the cluster-wide default, is refused keys Kafka cannot change at runtime and bad values
 // with Kafka's messages, and sees a topic without overrides follow the new defaults; hand-built
-// IncrementalAlterConfigs for another broker id and an unknown resource type. tarn only: the
-// dynamic configs survive SIGKILL and restart.
+// IncrementalAlterConfigs for another broker id, and Describe/Alter/IncrementalAlterConfigs of
+// an unknown resource type; a lowered message.max.bytes refuses a larger Produce at once; 10,000
+// configs in one request (tarn's memory bounded). tarn only: the dynamic configs survive SIGKILL
+// and restart.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <thread>
 
 #include "kafka_ref_broker.h"
+#include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/alter_configs_request.h"
 #include "protocol/messages/alter_configs_response.h"
@@ -19,6 +22,8 @@
 #include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/incremental_alter_configs_request.h"
 #include "protocol/messages/incremental_alter_configs_response.h"
+#include "protocol/messages/produce_request.h"
+#include "protocol/messages/produce_response.h"
 #include "test_util.h"
 #include "tools/kafka_client.h"
 
@@ -159,6 +164,89 @@ TEST_P(dynamic_configs, other_broker_ids_and_unknown_resource_types) {
       << r->responses[0].error_message.value_or("");
   EXPECT_EQ(r->responses[1].error_code, code(error_code::invalid_request))
       << r->responses[1].error_message.value_or("");
+  // DescribeConfigs and the legacy AlterConfigs of an unknown resource type, beside a known one.
+  protocol::describe_configs_request d;
+  d.resources.push_back({99, "x", std::nullopt});
+  d.resources.push_back({4, "1", std::vector<std::string_view>{"log.retention.ms"}});
+  for (int16_t v = 1; v <= 4; ++v) {
+    auto dr = tools::call<protocol::describe_configs_response>(**c, d, v, buf);
+    ASSERT_TRUE(dr.has_value()) << "v" << v;
+    ASSERT_EQ(dr->results.size(), 2u) << "v" << v;
+    EXPECT_EQ(dr->results[0].error_code, code(error_code::invalid_request)) << "v" << v;
+    // Kafka 4.4 answers with INVALID_REQUEST's default message.
+    EXPECT_EQ(dr->results[0].error_message, protocol::describe(error_code::invalid_request).message)
+        << "v" << v;
+    EXPECT_EQ(dr->results[0].resource_type, 99) << "v" << v;
+    EXPECT_TRUE(dr->results[0].configs.empty()) << "v" << v;
+    // One unknown type fails the whole request in Kafka 4.4, the broker resource included.
+    EXPECT_EQ(dr->results[1].error_code, code(error_code::invalid_request)) << "v" << v;
+    EXPECT_TRUE(dr->results[1].configs.empty()) << "v" << v;
+  }
+  protocol::alter_configs_request a;
+  a.resources.push_back({99, "x", {{"log.retention.ms", "1"}}});
+  a.resources.push_back({4, "1", {{"log.retention.ms", "1"}}});
+  a.validate_only = true;
+  for (int16_t v = 0; v <= 2; ++v) {
+    auto ar = tools::call<protocol::alter_configs_response>(**c, a, v, buf);
+    ASSERT_TRUE(ar.has_value()) << "v" << v;
+    ASSERT_EQ(ar->responses.size(), 2u) << "v" << v;
+    EXPECT_EQ(ar->responses[0].error_code, code(error_code::invalid_request)) << "v" << v;
+    EXPECT_EQ(ar->responses[0].error_message, "Unknown resource type 99") << "v" << v;
+    EXPECT_EQ(ar->responses[1].error_code, 0)
+        << "v" << v << " " << ar->responses[1].error_message.value_or("");
+  }
+}
+
+// message.max.bytes lowered at runtime (IncrementalAlterConfigs BROKER 1): a Produce above the
+// new limit is MESSAGE_TOO_LARGE without a restart, one below it passes, and deleting the key
+// brings the default back.
+TEST_P(dynamic_configs, lowered_message_max_bytes_refuses_a_larger_produce_at_once) {
+  static int runs = 0;  // a topic of this run: the reference broker outlives a --gtest_repeat
+  const std::string topic = "dyn-max-" + std::to_string(++runs);
+  auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
+                               "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
+                               bootstrap() + " --create --topic " + topic + " --partitions 1 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  auto c = tools::kafka_client::connect(bootstrap());
+  ASSERT_TRUE(c.has_value());
+  std::vector<uint8_t> buf;
+  const std::vector<uint8_t> big = value_batch(std::string(20000, 'b'));
+  const std::vector<uint8_t> small = value_batch(std::string(100, 's'));
+  auto produce = [&](const std::vector<uint8_t>& batch) {
+    protocol::produce_request req;
+    req.acks = -1;
+    req.timeout_ms = 30000;
+    auto& t = req.topic_data.emplace_back();
+    t.name = topic;
+    auto& p = t.partition_data.emplace_back();
+    p.index = 0;
+    p.records = batch;
+    auto r = tools::call<protocol::produce_response>(**c, req, 9, buf);
+    return r ? r->responses[0].partition_responses[0].error_code : int16_t{-1};
+  };
+  auto alter = [&](int8_t op, std::optional<std::string_view> value) {
+    protocol::incremental_alter_configs_request req;
+    req.resources.push_back({4, "1", {{"message.max.bytes", op, value}}});
+    auto r = tools::call<protocol::incremental_alter_configs_response>(**c, req, 1, buf);
+    return r ? r->responses[0].error_code : int16_t{-1};
+  };
+  // Until the answer is `want` (Kafka elects the leader and applies broker configs when their
+  // records reach it): bounded at 10 s.
+  auto produce_until = [&](const std::vector<uint8_t>& batch, int16_t want) {
+    int16_t got = -1;
+    for (int i = 0; i < 50 && got != want; ++i) {
+      if (i > 0) std::this_thread::sleep_for(200ms);
+      got = produce(batch);
+    }
+    return got;
+  };
+  EXPECT_EQ(produce_until(big, 0), 0);
+  ASSERT_EQ(alter(0, "5000"), 0);
+  EXPECT_EQ(produce_until(big, code(error_code::message_too_large)),
+            code(error_code::message_too_large));
+  EXPECT_EQ(produce(small), 0);
+  ASSERT_EQ(alter(1, std::nullopt), 0);  // the reference broker is shared: put it back
+  EXPECT_EQ(produce_until(big, 0), 0);
 }
 
 // BROKER_LOGGER (resource type 8): describe and set the root logger's level, and every refusal
@@ -304,6 +392,7 @@ TEST_P(dynamic_configs, legacy_alter_configs_replaces_the_whole_set) {
 // Hostile sizes: 10,000 configs in one resource, for a topic (unknown keys) and, validate-only,
 // for the broker (unknown keys are accepted); the broker answers both and keeps serving.
 TEST_P(dynamic_configs, ten_thousand_configs_in_one_request) {
+  const long baseline = tarn_ ? tarn_->process().peak_rss_kib() : -1;
   auto c = tools::kafka_client::connect(bootstrap());
   ASSERT_TRUE(c.has_value());
   auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
@@ -332,6 +421,13 @@ TEST_P(dynamic_configs, ten_thousand_configs_in_one_request) {
   // Still serving.
   EXPECT_EQ(tool("--describe --entity-type brokers --entity-name 1"),
             "rc=0\nDynamic configs for broker 1 are:\n");
+  // tarn's peak memory within what the request could justify (memory_growth_bound_kib).
+  if (tarn_) {
+    const long peak = tarn_->process().peak_rss_kib();
+    EXPECT_LE(peak, baseline + memory_growth_bound_kib(req.encoded_size(1)))
+        << "sent " << req.encoded_size(1) << " bytes, peak " << peak << " KiB, baseline "
+        << baseline;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(brokers, dynamic_configs,

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -494,6 +495,107 @@ TEST_P(quotas, controller_mutation_rate_refuses_strict_and_throttles_permissive_
   EXPECT_EQ(r->topics[0].error_code, 0);
   EXPECT_EQ(r->throttle_time_ms, 0);
   set_rate(true);
+}
+
+// A sustained flood: one client sends CreateTopics v7 (strict) back to back on one connection for
+// 5 s under controller_mutation_rate 5. Its burst (KIP-599's token bucket, rate x 11 windows of
+// 1 s) is spent first by one 60-partition topic; from then on its topics are admitted at the
+// quota's rate, the others refused THROTTLING_QUOTA_EXCEEDED with the time to wait (and the
+// connection muted that long). A client id without a quota is neither refused nor throttled
+// meanwhile.
+TEST_P(quotas, sustained_create_topics_flood_is_held_to_controller_mutation_rate) {
+  // Names of this run: the reference broker outlives a --gtest_repeat iteration, and with it the
+  // token bucket of a client id (still in debt when the quota is set again).
+  static int runs = 0;
+  const std::string run = std::to_string(++runs) + "-";
+  const std::string client = name(run + "flood");
+  constexpr double rate = 5;
+  std::vector<std::string> strings;
+  std::vector<uint8_t> keep;
+  auto set_rate = [&](bool remove) {
+    kafka_conn c(port_, nullptr);
+    ASSERT_TRUE(c.connected());
+    auto r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", client}}, {{"controller_mutation_rate", rate, remove}}}},
+                      false, strings),
+        1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->entries.size(), 1u);
+    ASSERT_EQ(r->entries[0].error_code, 0);
+  };
+  set_rate(false);
+  if (GetParam() == broker_kind::kafka) std::this_thread::sleep_for(1s);
+  auto request = [](const std::vector<std::string>& names, int32_t partitions) {
+    protocol::create_topics_request req;
+    for (const auto& n : names) {
+      auto& t = req.topics.emplace_back();
+      t.name = n;
+      t.num_partitions = partitions;
+      t.replication_factor = 1;
+    }
+    req.timeout_ms = 30000;
+    return req;
+  };
+  kafka_conn flood(port_, nullptr);
+  ASSERT_TRUE(flood.connected());
+  using clock = std::chrono::steady_clock;
+  const auto burst_sent = clock::now();
+  {
+    const std::vector<std::string> burst = {name(run + "flood-burst")};
+    const int32_t id = flood.send(request(burst, 60), 7, client);
+    auto r = flood.receive<protocol::create_topics_response>(7, 30s);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r.correlation_id, id);
+    ASSERT_EQ(r->topics[0].error_code, 0);  // admitted while tokens are left, into debt
+  }
+  const auto start = clock::now();
+  std::vector<double> admitted_at;  // seconds since start
+  int refused = 0;
+  int32_t max_throttle_ms = 0;
+  for (int i = 0; clock::now() - start < 5s; ++i) {
+    const std::vector<std::string> one = {name(run + "fl-" + std::to_string(i))};
+    const int32_t id = flood.send(request(one, 1), 7, client);
+    auto r = flood.receive<protocol::create_topics_response>(7, 30s);
+    ASSERT_TRUE(r) << "request " << i;
+    ASSERT_EQ(r.correlation_id, id);
+    ASSERT_EQ(r->topics.size(), 1u);
+    const int16_t error = r->topics[0].error_code;
+    ASSERT_TRUE(error == 0 || error == 89) << "request " << i << ": error " << error;
+    if (error == 0) {
+      admitted_at.push_back(std::chrono::duration<double>(clock::now() - start).count());
+    } else {
+      ++refused;
+      EXPECT_GT(r->throttle_time_ms, 0) << "request " << i;
+      max_throttle_ms = std::max(max_throttle_ms, r->throttle_time_ms);
+    }
+  }
+  // Meanwhile another client id: no quota, so neither refused nor throttled.
+  auto free = call_as<protocol::create_topics_response>(
+      port_, name("unlimited"),
+      request({name(run + "free-0"), name(run + "free-1"), name(run + "free-2")}, 2), 7, keep);
+  ASSERT_TRUE(free);
+  ASSERT_EQ(free->topics.size(), 3u);
+  for (const auto& t : free->topics) EXPECT_EQ(t.error_code, 0) << t.name;
+  EXPECT_EQ(free->throttle_time_ms, 0);
+  set_rate(true);
+
+  // Admitted topics (one partition each) between the first and the last admission: the quota's
+  // rate within 20%. The debt of the burst (about 5 partitions) makes the first wait ~1 s.
+  ASSERT_GE(admitted_at.size(), 10u) << refused << " refused";
+  const double measured =
+      static_cast<double>(admitted_at.size() - 1) / (admitted_at.back() - admitted_at.front());
+  EXPECT_GT(measured, rate * 0.8) << admitted_at.size() << " admitted, " << refused << " refused";
+  EXPECT_LT(measured, rate * 1.2) << admitted_at.size() << " admitted, " << refused << " refused";
+  // No more than the bucket allows from the burst on: it was full (55) when the 60 partitions
+  // were taken, and refills at the rate.
+  const double since_burst = std::chrono::duration<double>(clock::now() - burst_sent).count();
+  EXPECT_LE(static_cast<double>(admitted_at.size()), rate * since_burst - 5 + 1);
+  EXPECT_GT(refused, 0);
+  // A refusal's wait is the time until the bucket is not in debt: at most the burst's debt.
+  EXPECT_LE(max_throttle_ms, 2000);
+  RecordProperty("admitted_per_s", std::to_string(measured));
+  std::cout << "admitted " << admitted_at.size() << " (" << measured << "/s), refused " << refused
+            << ", longest throttle " << max_throttle_ms << " ms\n";
 }
 
 // tarn only: quotas live in the metadata log, so they are in force again after a SIGKILL, and a

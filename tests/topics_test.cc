@@ -1,12 +1,17 @@
 // Topic management end to end: the real tarn binary driven by Kafka 4.4.0's Java Admin client,
 // confluent-kafka-python, kafka-python, kcat, `tarn topics`, and hand-built requests for the
 // error branches (bad names, existing topics, replication factor 2, bad config values, unknown
-// topics and ids). One broker serves the whole suite; the restart test has its own.
+// topics and ids). One broker serves the whole suite; the restart tests (a clean restart, and
+// SIGKILL with the metadata log's last entry torn) have their own.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 
+#include "base/uuid_text.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -539,6 +544,72 @@ TEST(topics_restart, topics_and_configs_survive_a_restart) {
   EXPECT_EQ(d->results[0].configs[0].value, "compact");
   EXPECT_EQ(d->results[0].configs[1].value, "4242");
   EXPECT_EQ(d->results[0].configs[1].config_source, 1);
+}
+
+// The metadata log's torn tail end to end (docs/metadata.md, Recovery): after SIGKILL, the log
+// cut inside its last entry (a crash mid-append) at its first, middle and last byte. The broker
+// starts, keeps every topic whose entry was whole (ids, partition counts, configs), and the cut
+// change is gone whole: its topic is unknown and can be created again.
+TEST(topics_restart, torn_tail_of_the_metadata_log_loses_only_the_cut_change) {
+  temp_dir dir;
+  const auto data = dir.path() / "data";
+  const auto log = [](const std::filesystem::path& d) { return d / "tarn-metadata" / "log"; };
+  auto topic_ids = [](tools::kafka_client& c, std::vector<uint8_t>& buf) {
+    std::map<std::string, std::string> out;
+    auto md = metadata(c, buf, std::vector<std::string>{"torn-a", "torn-b", "torn-c"}, 12, false);
+    for (const auto& t : md.topics) {
+      out[std::string(t.name.value_or(""))] =
+          t.error_code == 0 ? std::to_string(t.partitions.size()) + " partitions, id " +
+                                  uuid_text(t.topic_id.bytes)
+                            : "error " + std::to_string(t.error_code);
+    }
+    return out;
+  };
+  uintmax_t whole = 0, last = 0;
+  std::map<std::string, std::string> before;
+  {
+    broker_process broker({}, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    auto c = tools::kafka_client::connect("127.0.0.1:" + std::to_string(broker.port()));
+    ASSERT_TRUE(c.has_value());
+    std::vector<uint8_t> buf;
+    ASSERT_EQ(create(**c, buf, "torn-a", 2, 1, {{"retention.ms", "4242"}}).topics[0].error_code, 0);
+    ASSERT_EQ(create(**c, buf, "torn-b", 3, 1).topics[0].error_code, 0);
+    whole = std::filesystem::file_size(log(data));
+    ASSERT_EQ(create(**c, buf, "torn-c", 1, 1).topics[0].error_code, 0);
+    last = std::filesystem::file_size(log(data)) - whole;  // torn-c's entry
+    ASSERT_GT(last, 8u);
+    before = topic_ids(**c, buf);
+    ASSERT_EQ(before.size(), 3u);
+    broker.process().send_signal(SIGKILL);
+    ASSERT_TRUE(broker.process().wait_exit(15s).has_value());
+  }
+  for (uintmax_t kept : {uintmax_t{1}, last / 2, last - 1}) {
+    SCOPED_TRACE("kept " + std::to_string(kept) + " of the last entry's " + std::to_string(last) +
+                 " bytes");
+    const auto copy = dir.path() / ("data-" + std::to_string(kept));
+    std::filesystem::copy(data, copy, std::filesystem::copy_options::recursive);
+    std::filesystem::resize_file(log(copy), whole + kept);
+    broker_process broker({}, copy);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    auto c = tools::kafka_client::connect("127.0.0.1:" + std::to_string(broker.port()));
+    ASSERT_TRUE(c.has_value());
+    std::vector<uint8_t> buf;
+    auto after = topic_ids(**c, buf);
+    EXPECT_EQ(after["torn-a"], before["torn-a"]);
+    EXPECT_EQ(after["torn-b"], before["torn-b"]);
+    EXPECT_EQ(after["torn-c"], "error 3");
+    protocol::describe_configs_request d;
+    d.resources.push_back({2, "torn-a", std::vector<std::string_view>{"retention.ms"}});
+    auto r = tools::call<protocol::describe_configs_response>(**c, d, 4, buf);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->results[0].configs.size(), 1u);
+    EXPECT_EQ(r->results[0].configs[0].value, "4242");
+    EXPECT_EQ(create(**c, buf, "torn-c", 2, 1).topics[0].error_code, 0);
+    EXPECT_EQ(topic_ids(**c, buf)["torn-c"].substr(0, 12), "2 partitions");
+    // The cut bytes are gone from the file: the next entry follows the whole ones.
+    EXPECT_GT(std::filesystem::file_size(log(copy)), whole);
+  }
 }
 
 }  // namespace

@@ -227,11 +227,11 @@ def group(ctx, base, disk=True):
     return name
 
 
-def topic(ctx, name, partitions=1):
+def topic(ctx, name, partitions=1, configs=None):
     ids(ctx)
     c = ctx.conn()
     try:
-        r = c.create_topic(name, partitions=partitions)
+        r = c.create_topic(name, configs, partitions=partitions)
     finally:
         c.close()
     ctx.obs["create_topic.%s.error" % name] = r["error_code"]
@@ -1322,3 +1322,8 @@ def consumer_group_describe(ctx):
     for m in (a, b):
         m.close()
     c.close()
+
+
+# The admin scenarios register after these; they change broker configs and quotas and put them
+# back (admin_scenarios.py).
+from . import admin_scenarios  # noqa: E402,F401

@@ -561,5 +561,6 @@ def kcat_lz4_stored(ctx):
     ctx.obs["lz4_batches_present"] = 3 in codecs
 
 
-# The consumer-group scenarios register themselves after these (group_scenarios.py).
+# The consumer-group scenarios register themselves after these (group_scenarios.py), then the
+# admin scenarios (admin_scenarios.py, imported at the end of group_scenarios.py).
 from . import group_scenarios  # noqa: E402,F401

@@ -1,8 +1,11 @@
 # A small blocking Kafka wire client for the interop suite: request framing, a schema-driven
 # encoder/decoder (classic and flexible versions), and record batch v2 building with CRC-32C.
-# Only the requests the suite sends by hand are described here.
+# The requests the suite sends by hand are described here; the admin APIs' schemas are read
+# from schema/ (load_schema).
 import gzip
 import io
+import os
+import re
 import socket
 import struct
 import zlib
@@ -114,9 +117,9 @@ def batch_crc(batch):
 
 # --- schema-driven encoding -----------------------------------------------------------------
 # A schema is a list of (name, type, min_version, max_version). Types: int8 int16 int32 int64
-# bool string nstring bytes records uuid, or ("array", schema | scalar type) / ("narray", ...),
-# ("struct", schema) for a nested struct and ("nstruct", schema) for a nullable one (int8 marker:
-# -1 null, 1 then the struct; docs/schema-format.md).
+# uint16 uint32 float64 bool string nstring bytes records uuid, or ("array", schema | scalar
+# type) / ("narray", ...), ("struct", schema) for a nested struct and ("nstruct", schema) for a
+# nullable one (int8 marker: -1 null, 1 then the struct; docs/schema-format.md).
 
 
 class Codec:
@@ -159,6 +162,12 @@ class Codec:
             return struct.pack(">i", v)
         if typ == "int64":
             return struct.pack(">q", v)
+        if typ == "uint16":
+            return struct.pack(">H", v)
+        if typ == "uint32":
+            return struct.pack(">I", v)
+        if typ == "float64":
+            return struct.pack(">d", v)
         if typ == "bool":
             return b"\x01" if v else b"\x00"
         if typ == "uuid":
@@ -220,7 +229,8 @@ class Codec:
                     x, pos = self.dec_value(sub, buf, pos, version)
                 out.append(x)
             return out, pos
-        fixed = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q"}
+        fixed = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H",
+                 "uint32": ">I", "float64": ">d"}
         if typ in fixed:
             v = struct.unpack_from(fixed[typ], buf, pos)[0]
             return v, pos + struct.calcsize(fixed[typ])
@@ -863,3 +873,62 @@ class Connection:
     def init_producer_id(self):
         return self.call(INIT_PRODUCER_ID, 1, INIT_PID_REQ, INIT_PID_RESP,
                          {"transactional_id": None, "transaction_timeout_ms": 60000})
+
+
+# --- schemas read from schema/ ----------------------------------------------------------------
+# The admin scenarios send APIs no hand-written schema above describes; their schemas come from
+# tarn's own schema files (Kafka's definitions, checked against Kafka's jars by
+# schema_vs_kafka_test.py) through the generator's parser, so nothing is typed twice. Tagged
+# fields are left out: the decoder skips them and no request here sets one.
+
+
+def _snake(name):
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+def _from_fields(gen, fields):
+    out = []
+    for f in fields:
+        if f.tagged is not None:
+            continue
+        lo, hi = f.versions
+        hi = min(hi, ALL)
+        name = _snake(f.name)
+        sub = _from_fields(gen, f.fields) if f.is_struct else f.elem_type
+        if f.is_array:
+            out.append((name, ("array", sub), lo, hi))
+        elif f.is_struct:
+            # A nullable struct has the int8 marker only in its nullable versions.
+            null = gen.intersect(f.nullable, (lo, hi))
+            if null is None:
+                out.append((name, ("struct", sub), lo, hi))
+            else:
+                if null[0] > lo:
+                    out.append((name, ("struct", sub), lo, null[0] - 1))
+                out.append((name, ("nstruct", sub), null[0], null[1]))
+                if null[1] < hi:
+                    out.append((name, ("struct", sub), null[1] + 1, hi))
+        elif f.type == "string" and f.nullable is not None:
+            out.append((name, "nstring", lo, hi))
+        else:
+            out.append((name, f.type, lo, hi))
+    return out
+
+
+def load_schema(api_key):
+    """Registers api_key's request and response from schema/NNN_*.schema in SCHEMAS and
+    FLEXIBLE_FROM (for Connection.request) and returns (min version, max version)."""
+    import glob
+    import importlib.util
+    scripts = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("gen_protocol",
+                                                  os.path.join(scripts, "gen_protocol.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    path, = glob.glob(os.path.join(os.path.dirname(scripts), "schema", "%03d_*.schema" % api_key))
+    messages, api = gen.parse_schema(path)
+    by_kind = {m.kind: _from_fields(gen, m.fields) for m in messages}
+    SCHEMAS[api_key] = (by_kind["request"], by_kind["response"])
+    FLEXIBLE_FROM[api_key] = api[3][0] if api[3] is not None else ALL + 1
+    return api[2][0], min(api[2][1], ALL)

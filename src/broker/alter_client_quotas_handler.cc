@@ -13,6 +13,7 @@
 // authorization (ALTER_CONFIGS on the cluster), until the security module.
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <map>
 #include <set>
 
@@ -65,10 +66,13 @@ asio::awaitable<handler_outcome> handle_alter_client_quotas(request_context& req
 
   using entry_data = protocol::alter_client_quotas_response::entry_data;
   protocol::alter_client_quotas_response reply;
+  std::deque<std::string> messages;  // what the reply's string views point into
   auto answer = [&](const quota::quota_entity& entity, const quota::quota_error& error) {
     entry_data d;
     d.error_code = error.code;
-    if (error.code != 0) d.error_message = error.message;
+    // null on success, as Kafka's ApiError.NONE (the schema's default would be "").
+    d.error_message = std::nullopt;
+    if (error.code != 0) d.error_message = messages.emplace_back(error.message);
     for (const auto& [type, name] : entity.parts) {
       auto& p = d.entity.emplace_back();
       p.entity_type = type;

@@ -127,6 +127,9 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
         error = alter_dynamic_broker_configs(topics, config, res.resource_name, *configs, changed,
                                              decoded->validate_only);
       }
+    } else if (unknown_config_resource_type(res.resource_type)) {
+      error = config_alter_error{error_code::invalid_request,
+                                 fmt::format("Unknown resource type {}", res.resource_type)};
     } else {
       error = config_alter_error{error_code::invalid_request,
                                  fmt::format("Unsupported resource type {} for AlterConfigs in "

@@ -24,12 +24,15 @@
 //     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
 //     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
 //     messages.
-//   - Other resource types (client metrics, groups): INVALID_REQUEST.
+//   - Other resource types (client metrics, groups): INVALID_REQUEST. A type Kafka does not know
+//     fails the whole request, as in Kafka 4.4: every resource INVALID_REQUEST with that code's
+//     default message.
 //   - A body that does not decode closes the connection.
 // Not supported: sensitive broker values (tarn has no password configs), quotas.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 
 #include "broker/broker_loggers.h"
@@ -233,6 +236,11 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       {storage::config_source::dynamic_default_broker_config, &layers.cluster_default},
       {storage::config_source::static_broker_config, &static_props}};
   auto guard = topics.lock();
+  // One resource of a type Kafka does not know fails the whole request in Kafka 4.4: every
+  // resource is answered INVALID_REQUEST with its default message and no configs.
+  const bool any_unknown_type =
+      std::any_of(decoded->resources.begin(), decoded->resources.end(),
+                  [](const auto& res) { return unknown_config_resource_type(res.resource_type); });
   for (const auto& res : decoded->resources) {
     resource_result result;
     result.resource_type = res.resource_type;
@@ -242,7 +250,10 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       result.error_code = static_cast<int16_t>(code);
       result.error_message = strings.emplace_back(std::move(message));
     };
-    if (res.resource_type == resource_type_topic) {
+    if (any_unknown_type) {
+      set_error(error_code::invalid_request,
+                std::string(protocol::describe(error_code::invalid_request).message));
+    } else if (res.resource_type == resource_type_topic) {
       if (auto v = storage::validate_topic_name(res.resource_name); !v) {
         set_error(describe_configs_error(v.error()), v.error().message);
       } else if (const auto* t = topics.logs().find_topic(res.resource_name)) {
@@ -256,6 +267,13 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       if (res.resource_name == std::to_string(config.node_id) || res.resource_name.empty()) {
         describe_broker(res, config, topics.effective(), layers, res.resource_name.empty(), options,
                         strings, result);
+      } else if (int32_t id = 0;
+                 std::from_chars(res.resource_name.data(),
+                                 res.resource_name.data() + res.resource_name.size(), id)
+                     .ptr != res.resource_name.data() + res.resource_name.size()) {
+        // Kafka 4.4's words (ConfigHelper.resourceNameToBrokerId).
+        set_error(error_code::invalid_request,
+                  fmt::format("Broker id must be an integer, but it is: {}", res.resource_name));
       } else {
         set_error(error_code::invalid_request,
                   fmt::format("Unexpected broker id, expected {} or empty string, but received {}",

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "broker/dynamic_config_keys.h"
 
@@ -14,10 +15,16 @@ using protocol::error_code;
 std::optional<config_alter_error> check_broker_resource_name(std::string_view name,
                                                              int32_t node_id) {
   if (name.empty() || name == std::to_string(node_id)) return std::nullopt;
+  // Kafka 4.4's words (ConfigAdminManager.validateResourceNameIsCurrentNodeId).
+  int32_t id = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+  if (ec != std::errc() || end != name.data() + name.size()) {
+    return config_alter_error{error_code::invalid_request,
+                              fmt::format("Node id must be an integer, but it is: {}", name)};
+  }
   return config_alter_error{
       error_code::invalid_request,
-      fmt::format("Unexpected broker id, expected {} or empty string, but received {}", node_id,
-                  name)};
+      fmt::format("Unexpected broker id, expected {}, but received {}", node_id, name)};
 }
 
 std::optional<config_alter_error> alter_dynamic_broker_configs(

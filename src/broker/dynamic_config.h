@@ -22,7 +22,8 @@ struct config_alter_error {
   std::string message;
 };
 
-// The resource name of a BROKER resource must be this node's id or "" (cluster default).
+// The resource name of a BROKER resource must be this node's id or "" (cluster default); else
+// INVALID_REQUEST in Kafka's words (a name that is no integer, another node's id).
 std::optional<config_alter_error> check_broker_resource_name(std::string_view name,
                                                              int32_t node_id);
 

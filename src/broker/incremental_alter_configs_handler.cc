@@ -265,6 +265,9 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
           spdlog::info("broker loggers altered by {}", request.connection.peer);
         }
       }
+    } else if (unknown_config_resource_type(res.resource_type)) {
+      error = alter_error{error_code::invalid_request,
+                          fmt::format("Unknown resource type {}", res.resource_type)};
     } else if (res.resource_type != resource_type_topic) {
       error = alter_error{error_code::invalid_request,
                           fmt::format("Unsupported resource type {} for IncrementalAlterConfigs "

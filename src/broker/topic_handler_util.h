@@ -93,6 +93,14 @@ inline constexpr int8_t resource_type_topic = 2;
 inline constexpr int8_t resource_type_broker = 4;
 inline constexpr int8_t resource_type_broker_logger = 8;
 
+// A type that is none of Kafka 4.4's ConfigResource.Type ids (TOPIC, BROKER, BROKER_LOGGER,
+// CLIENT_METRICS 16, GROUP 32): Kafka reads it as UNKNOWN, and its alter APIs answer "Unknown
+// resource type N".
+inline bool unknown_config_resource_type(int8_t type) {
+  return type != resource_type_topic && type != resource_type_broker &&
+         type != resource_type_broker_logger && type != 16 && type != 32;
+}
+
 // Topic-level AclOperations a client may perform when no authorizer is configured (Kafka reports
 // every operation the resource type supports): READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
 // DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.

@@ -9,7 +9,8 @@
 //   - Success records every update's level in the metadata log as one change (level 0: no longer
 //     finalized), unless ValidateOnly (v1+); ApiVersions then reports the new levels and epoch.
 //   - v0 is always an upgrade: Kafka 4.4 ignores its AllowDowngrade (a downgrade at v0 fails).
-//   - v0-1 answer one result per feature on success (code 0, message null); v2 none.
+//   - v0-1 answer one result per feature on success (code 0, message "NONE" as Kafka's); v2
+//     none.
 //   - A body that does not decode closes the connection; a metadata log that cannot be written
 //     is KAFKA_STORAGE_ERROR.
 #include <spdlog/spdlog.h>
@@ -79,7 +80,7 @@ asio::awaitable<handler_outcome> handle_update_features(request_context& request
       auto& res = reply.results.emplace_back();
       res.feature = u.feature;
       res.error_code = 0;
-      res.error_message = std::nullopt;
+      res.error_message = "NONE";  // Kafka 4.4's ApiError.NONE.message(), for each feature
     }
   }
   co_return encode_response(reply, version);
