@@ -184,6 +184,7 @@ void register_describe_client_quotas_handler(handler_registry& registry);
 void register_alter_client_quotas_handler(handler_registry& registry);
 void register_describe_user_scram_credentials_handler(handler_registry& registry);
 void register_describe_cluster_handler(handler_registry& registry);
+void register_describe_quorum_handler(handler_registry& registry);
 void register_update_features_handler(handler_registry& registry);
 void register_describe_topic_partitions_handler(handler_registry& registry);
 void register_describe_log_dirs_handler(handler_registry& registry);
