@@ -11,6 +11,11 @@
 //     tarn); with 2 windows the bursts are 2 s and both hold 1 MiB/s within a percent;
 //   - a consumer (confluent-kafka, partition assigned, no group) with consumer_byte_rate 1 MiB/s
 //     is held to 1 MiB/s +-10% over 20 s while an unlimited one reads the whole 48 MB topic;
+//   - a client with request_percentage far below what one request takes gets ThrottleTimeMs
+//     1000 (one quota window, the request quota's bound) in Metadata, ListOffsets,
+//     DescribeCluster, ApiVersions and DescribeClientQuotas answers, and its connection muted
+//     for that long (DescribeQuorum, which has no ThrottleTimeMs, mutes it too), while another
+//     client gets 0 and no mute;
 //   - hand-built AlterClientQuotas/DescribeClientQuotas requests: validate_only changes nothing,
 //     one answer per entity with Kafka's codes and messages, an invalid filter answers its error
 //     with null entries, a consumer over consumer_byte_rate gets empty throttled fetches.
@@ -33,6 +38,8 @@
 #include "kafka_ref_broker.h"
 #include "protocol/messages/alter_client_quotas_request.h"
 #include "protocol/messages/alter_client_quotas_response.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/create_partitions_request.h"
 #include "protocol/messages/create_partitions_response.h"
 #include "protocol/messages/create_topics_request.h"
@@ -41,6 +48,14 @@
 #include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/describe_client_quotas_request.h"
 #include "protocol/messages/describe_client_quotas_response.h"
+#include "protocol/messages/describe_cluster_request.h"
+#include "protocol/messages/describe_cluster_response.h"
+#include "protocol/messages/describe_quorum_request.h"
+#include "protocol/messages/describe_quorum_response.h"
+#include "protocol/messages/list_offsets_request.h"
+#include "protocol/messages/list_offsets_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -596,6 +611,114 @@ TEST_P(quotas, sustained_create_topics_flood_is_held_to_controller_mutation_rate
   RecordProperty("admitted_per_s", std::to_string(measured));
   std::cout << "admitted " << admitted_at.size() << " (" << measured << "/s), refused " << refused
             << ", longest throttle " << max_throttle_ms << " ms\n";
+}
+
+// ---- request_percentage (KIP-124) on every API, not only Produce and Fetch. A quota far below
+// what any request takes (1e-6 % of a thread) makes the answer deterministic on both brokers:
+// the overshoot is enormous, and the request quota's throttle is bounded by one quota window
+// (ClientRequestQuotaManager), so every answer to that client says exactly 1000 ms
+// (quota.window.size.seconds 1). The client's connection is then muted for that long (KIP-219):
+// a second request on it is answered no sooner. Another client is never throttled.
+
+TEST_P(quotas, request_percentage_throttles_every_api_of_its_client_only) {
+  const std::string busy = name("busy"), other = name("other");
+  std::vector<std::string> strings;
+  auto set_percentage = [&](bool remove) {
+    kafka_conn c(port_, nullptr);
+    ASSERT_TRUE(c.connected());
+    auto r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", busy}}, {{"request_percentage", 1e-6, remove}}}}, false,
+                      strings),
+        1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->entries.size(), 1u);
+    ASSERT_EQ(r->entries[0].error_code, 0);
+  };
+  set_percentage(false);
+  // Kafka's broker learns the quota from its metadata log a moment after the answer.
+  if (GetParam() == broker_kind::kafka) std::this_thread::sleep_for(1s);
+
+  // Each API's answer's ThrottleTimeMs, each on a new connection (a throttled one is muted).
+  std::vector<uint8_t> keep;
+  auto throttles = [&](const std::string& client) {
+    std::map<std::string, int32_t> out;
+    protocol::metadata_request md;
+    md.topics = std::vector<protocol::metadata_request::metadata_request_topic>{};
+    if (auto r = call_as<protocol::metadata_response>(port_, client, md, 12, keep)) {
+      out["Metadata v12"] = r->throttle_time_ms;
+    }
+    protocol::list_offsets_request lo;
+    lo.replica_id = -1;
+    auto& t = lo.topics.emplace_back();
+    t.name = "no-such-topic";
+    t.partitions.push_back({0, -1, -1});
+    if (auto r = call_as<protocol::list_offsets_response>(port_, client, lo, 7, keep)) {
+      out["ListOffsets v7"] = r->throttle_time_ms;
+    }
+    protocol::describe_cluster_request dc;
+    if (auto r = call_as<protocol::describe_cluster_response>(port_, client, dc, 1, keep)) {
+      out["DescribeCluster v1"] = r->throttle_time_ms;
+    }
+    protocol::api_versions_request av;
+    av.client_software_name = "tarn-test";
+    av.client_software_version = "1";
+    {  // An ApiVersions answer has response header v0 whatever its version (KIP-511).
+      kafka_conn c(port_, nullptr);
+      c.send(av, 3, client);
+      auto frame = c.raw().read_frame(event_timeout);
+      if (frame && frame->size() > 4) {
+        protocol::reader r(std::span<const uint8_t>(*frame).subspan(4));
+        auto decoded = protocol::api_versions_response::decode(r, 3);
+        if (decoded) out["ApiVersions v3"] = decoded->throttle_time_ms;
+      }
+    }
+    protocol::describe_client_quotas_request dq;
+    if (auto r = call_as<protocol::describe_client_quotas_response>(port_, client, dq, 1, keep)) {
+      out["DescribeClientQuotas v1"] = r->throttle_time_ms;
+    }
+    return out;
+  };
+  const std::map<std::string, int32_t> all_1000 = {{"Metadata v12", 1000},
+                                                   {"ListOffsets v7", 1000},
+                                                   {"DescribeCluster v1", 1000},
+                                                   {"ApiVersions v3", 1000},
+                                                   {"DescribeClientQuotas v1", 1000}};
+  const std::map<std::string, int32_t> all_0 = {{"Metadata v12", 0},
+                                                {"ListOffsets v7", 0},
+                                                {"DescribeCluster v1", 0},
+                                                {"ApiVersions v3", 0},
+                                                {"DescribeClientQuotas v1", 0}};
+  EXPECT_EQ(throttles(busy), all_1000);
+  EXPECT_EQ(throttles(other), all_0);
+
+  // The mute: two Metadata requests on one connection; the second is read only once the first
+  // answer's throttle is over. DescribeQuorum has no ThrottleTimeMs, but mutes the same way.
+  auto second_answer_after = [&](const std::string& client, bool quorum_first) {
+    kafka_conn c(port_, nullptr);
+    EXPECT_TRUE(c.connected());
+    protocol::metadata_request md;
+    md.topics = std::vector<protocol::metadata_request::metadata_request_topic>{};
+    if (quorum_first) {
+      protocol::describe_quorum_request dq;
+      dq.topics.push_back({"__cluster_metadata", {{0}}});
+      c.send(dq, 2, client);
+      EXPECT_TRUE(c.receive<protocol::describe_quorum_response>(2));
+    } else {
+      c.send(md, 12, client);
+      EXPECT_TRUE(c.receive<protocol::metadata_response>(12));
+    }
+    const auto sent = std::chrono::steady_clock::now();
+    c.send(md, 12, client);
+    EXPECT_TRUE(c.receive<protocol::metadata_response>(12));
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 sent)
+        .count();
+  };
+  EXPECT_GE(second_answer_after(busy, false), 900);
+  EXPECT_GE(second_answer_after(busy, true), 900);
+  EXPECT_LT(second_answer_after(other, false), 900);
+  EXPECT_LT(second_answer_after(other, true), 900);
+  set_percentage(true);
 }
 
 // tarn only: quotas live in the metadata log, so they are in force again after a SIGKILL, and a

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "broker/broker_metrics.h"
+#include "broker/throttle.h"
 
 namespace tarn::broker {
 
@@ -129,6 +130,14 @@ asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<con
       co_return;
     }
     if (!frame || reading_done_) break;
+    // A request read while an earlier answer was still being made, that then muted the
+    // connection, waits out the mute before it is handled: Kafka would not have read it yet.
+    while (std::chrono::steady_clock::now() < mute_until_ && !reading_done_) {
+      mute_timer_.expires_at(mute_until_);
+      asio::error_code ec;
+      co_await mute_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (reading_done_) break;
     dispatch(std::move(*frame));
   }
   reading_done_ = true;
@@ -319,6 +328,7 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
                                               slot* s) {
   handler_outcome outcome;
   s->started_at = std::chrono::steady_clock::now();
+  request.started_at = s->started_at;
   try {
     outcome = co_await entry->handle(request);
   } catch (const std::exception& e) {
@@ -329,6 +339,8 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
     }
     outcome = close_connection{"handler failed"};
   }
+  // Every API's answer is charged to the client's request quota here, once (KIP-124).
+  if (!self->closed_) apply_request_quota(request, outcome);
   s->outcome = std::move(outcome);
   s->throttle_ms = request.throttle_ms;
   s->done = true;

@@ -323,7 +323,6 @@ result<response, std::string> build_response(const fetch_context& ctx,
 }
 
 asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
-  const auto started = std::chrono::steady_clock::now();
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
   auto decoded = protocol::fetch_request::decode(r, version);
@@ -415,7 +414,10 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
         if (!waiter->take_pending()) {
           waiter->timer().expires_at(deadline);
           asio::error_code ec;
-          co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          {
+            quota_excluded_wait waiting(request);
+            co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          }
           auto cs = co_await asio::this_coro::cancellation_state;
           if (cs.cancelled() != asio::cancellation_type::none) {
             co_return close_connection{"connection closed during a fetch wait"};
@@ -441,9 +443,10 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
     const double response_bytes = sized ? static_cast<double>(sized->size()) : 0.0;
     const int64_t t = wall_clock_ms();
     const int32_t time = quotas->request().record(quota_user(request), quota_client_id(request),
-                                                  request_time_percentage(started), t);
+                                                  request_time_percentage(request), t);
     const int32_t bandwidth =
         quotas->fetch().record(quota_user(request), quota_client_id(request), response_bytes, t);
+    request.request_quota_recorded = true;
     request.throttle_ms = std::max(bandwidth, time);
     if (request.throttle_ms > 0) {
       quotas->fetch().unrecord(quota_user(request), quota_client_id(request), response_bytes, t);

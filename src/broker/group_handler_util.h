@@ -136,7 +136,9 @@ class pending_group_reply : public std::enable_shared_from_this<pending_group_re
 
   // On the handler's loop: true once the answer is there, false if the handler was cancelled
   // (its connection closed) first.
-  asio::awaitable<bool> wait() {
+  // The time waited is not the request's handling time (quota_excluded_wait).
+  asio::awaitable<bool> wait(request_context& request) {
+    quota_excluded_wait waiting(request);
     while (!reply_) {
       asio::error_code ec;  // operation_aborted is the wake-up itself
       co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -168,7 +170,7 @@ asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& r
   // The coordinator copies what it keeps of the request during the call: the decoded views into
   // the frame are not used after it returns.
   start(*decoded, version, pending->callback());
-  if (!co_await pending->wait()) {
+  if (!co_await pending->wait(request)) {
     co_return close_connection{fmt::format("connection closed during a {} wait", api_name)};
   }
   co_return encode_response(pending->message(), version);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -110,6 +111,28 @@ struct request_context {
   // Set by a handler whose client went over a quota (KIP-219): the answer carries it as
   // ThrottleTimeMs and the connection then reads nothing from this client for that long.
   int32_t throttle_ms = 0;
+
+  // The request quota's measure (throttle.h): when the handler started, and how long it was
+  // suspended waiting for an event (a long poll, a rebalance), which is not handling time.
+  std::chrono::steady_clock::time_point started_at{};
+  std::chrono::steady_clock::duration waited{};
+  // Set by a handler that charged the request quota itself (Produce and Fetch, which decide it
+  // together with their byte rates), so the connection does not charge it again.
+  bool request_quota_recorded = false;
+};
+
+// Around a handler's wait for an event: the time suspended is left out of its handling time.
+class quota_excluded_wait {
+ public:
+  explicit quota_excluded_wait(request_context& request)
+      : request_(request), from_(std::chrono::steady_clock::now()) {}
+  ~quota_excluded_wait() { request_.waited += std::chrono::steady_clock::now() - from_; }
+  quota_excluded_wait(const quota_excluded_wait&) = delete;
+  quota_excluded_wait& operator=(const quota_excluded_wait&) = delete;
+
+ private:
+  request_context& request_;
+  std::chrono::steady_clock::time_point from_;
 };
 
 // A handler may suspend (co_await) as long as it needs: a later request on the same connection
@@ -184,6 +207,7 @@ void register_describe_client_quotas_handler(handler_registry& registry);
 void register_alter_client_quotas_handler(handler_registry& registry);
 void register_describe_user_scram_credentials_handler(handler_registry& registry);
 void register_describe_cluster_handler(handler_registry& registry);
+void register_describe_quorum_handler(handler_registry& registry);
 void register_update_features_handler(handler_registry& registry);
 void register_describe_topic_partitions_handler(handler_registry& registry);
 void register_describe_log_dirs_handler(handler_registry& registry);

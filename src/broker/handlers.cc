@@ -58,6 +58,7 @@ void register_all_handlers(handler_registry& registry) {
   register_alter_client_quotas_handler(registry);
   register_describe_user_scram_credentials_handler(registry);
   register_describe_cluster_handler(registry);
+  register_describe_quorum_handler(registry);
   register_update_features_handler(registry);
   register_describe_topic_partitions_handler(registry);
   register_describe_log_dirs_handler(registry);

@@ -38,7 +38,7 @@ asio::awaitable<handler_outcome> handle_offset_commit(request_context& request) 
   auto pending =
       std::make_shared<pending_group_reply<response_type>>(co_await asio::this_coro::executor);
   groups.offset_commit_handed_off(std::move(owned), version, now_ms, pending->callback());
-  if (!co_await pending->wait()) {
+  if (!co_await pending->wait(request)) {
     co_return close_connection{"connection closed during an OffsetCommit"};
   }
   co_return encode_response(pending->message(), version);

@@ -278,7 +278,6 @@ std::optional<append_failure> check_records(std::optional<protocol::bytes_view> 
 }
 
 asio::awaitable<handler_outcome> handle_produce(request_context& request) {
-  const auto started = std::chrono::steady_clock::now();
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
   auto decoded = protocol::produce_request::decode(r, version);
@@ -494,10 +493,12 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
     const int64_t t = wall_clock_ms();
     const int32_t bandwidth = quotas->produce().record(
         quota_user(request), quota_client_id(request), static_cast<double>(request.frame.size), t);
+    // acks=0 is exempt from the request quota (Kafka's sendNoOpResponseExemptThrottle).
     const int32_t time =
         req.acks == 0 ? 0
                       : quotas->request().record(quota_user(request), quota_client_id(request),
-                                                 request_time_percentage(started), t);
+                                                 request_time_percentage(request), t);
+    request.request_quota_recorded = true;
     request.throttle_ms = std::max(bandwidth, time);
     reply.throttle_time_ms = request.throttle_ms;
   }

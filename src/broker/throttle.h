@@ -1,6 +1,7 @@
-// The quota checks handlers make (KIP-219): who a client is for its quotas, and the time a
-// request took as Kafka's request quota counts it. The throttle a handler decides goes into its
-// answer's ThrottleTimeMs and into request_context::throttle_ms, which mutes the connection.
+// The quota checks handlers make (KIP-219): who a client is for its quotas, the time a request
+// took as Kafka's request quota counts it, and the request quota every API is charged after its
+// handler. The throttle goes into the answer's ThrottleTimeMs and into
+// request_context::throttle_ms, which mutes the connection.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "broker/handler.h"
 #include "quota/client_quotas.h"
+#include "quota/request_quota.h"
 
 namespace tarn::broker {
 
@@ -21,13 +23,24 @@ inline std::string_view quota_client_id(const request_context& r) {
 
 // Kafka's request quota records the request thread's time as a percentage of one thread
 // second (ClientRequestQuotaManager.nanosToPercentage); tarn counts the handler's time on its
-// event loop from its start.
-inline double request_time_percentage(std::chrono::steady_clock::time_point started) {
-  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
-  return static_cast<double>(nanos) * 100.0 / 1e9;
+// event loop from its start, less the time it was suspended waiting for an event (Kafka counts a
+// delayed operation's first pass only, not its time in purgatory).
+inline double request_time_percentage(const request_context& r) {
+  const auto handling = std::chrono::steady_clock::now() - r.started_at - r.waited;
+  return quota::nanos_to_percentage(
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(handling).count()));
 }
+
+// Sets an encoded answer's ThrottleTimeMs (decoded, set, encoded again: only throttled answers
+// pay for it). False when the API's answer has no such field (DescribeQuorum) or carries file
+// regions (Fetch, which sets its own).
+bool set_throttle_time(int16_t api_key, int16_t version, response& out, int32_t throttle_ms);
+
+// The request quota for every API, after its handler (the connection calls it): charges the
+// handling time to the client's request_percentage unless the API is exempt, the handler charged
+// it already or nothing is answered; a throttle above the handler's own goes into the answer's
+// ThrottleTimeMs and request.throttle_ms (which mutes the connection).
+void apply_request_quota(request_context& request, handler_outcome& outcome);
 
 // One request's controller mutation quota (Kafka's ControllerMutationQuota), one partition a
 // permit: strict from `strict_since_version` (a topic or partition change asked while the

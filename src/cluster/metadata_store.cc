@@ -109,6 +109,11 @@ feature_map local_metadata_store::finalized_features() const {
   return log_->image().features;
 }
 
+int64_t local_metadata_store::end_offset() const {
+  std::lock_guard g(mu_);
+  return log_->image().next_offset;
+}
+
 int64_t local_metadata_store::finalized_features_epoch() const {
   std::lock_guard g(mu_);
   return std::max<int64_t>(0, log_->image().next_offset - 1);

@@ -39,6 +39,10 @@ class metadata_store {
   virtual result<void, storage::storage_error> change_client_quotas(
       std::vector<client_quota_record> changes) = 0;
 
+  // The offset the next change gets: every change before it is durable (committed), so it is
+  // both the log's end and its high watermark (DescribeQuorum reports it as both).
+  virtual int64_t end_offset() const = 0;
+
   virtual feature_map finalized_features() const = 0;
   // The epoch of the finalized features ApiVersions reports: the offset of the last change.
   virtual int64_t finalized_features_epoch() const = 0;
@@ -67,6 +71,7 @@ class local_metadata_store final : public metadata_store, private storage::topic
   std::map<quota_entity, std::map<std::string, double>> client_quotas() const override;
   result<void, storage::storage_error> change_client_quotas(
       std::vector<client_quota_record> changes) override;
+  int64_t end_offset() const override;
   feature_map finalized_features() const override;
   int64_t finalized_features_epoch() const override;
   result<void, storage::storage_error> set_feature_levels(const feature_map& levels) override;

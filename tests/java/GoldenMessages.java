@@ -73,6 +73,7 @@ public class GoldenMessages {
     AlterPartitionReassignmentsRequestData.class, AlterPartitionReassignmentsResponseData.class,
     ListPartitionReassignmentsRequestData.class, ListPartitionReassignmentsResponseData.class,
     DescribeClusterRequestData.class, DescribeClusterResponseData.class,
+    DescribeQuorumRequestData.class, DescribeQuorumResponseData.class,
     DescribeTopicPartitionsRequestData.class, DescribeTopicPartitionsResponseData.class,
     CreatePartitionsRequestData.class, CreatePartitionsResponseData.class,
     AlterConfigsRequestData.class, AlterConfigsResponseData.class,
