@@ -8,7 +8,8 @@
 //     APIs) print the same, topic ids and the log directory's path normalised;
 //   - kafka-broker-api-versions prints the same line for every API tarn serves, and neither
 //     broker advertises the telemetry APIs (71/72);
-//   - confluent-kafka-python's admin calls (tests/python/admin_confluent.py) print the same;
+//   - confluent-kafka-python's admin calls (tests/python/admin_confluent.py, and with 2.x's
+//     tests/python/admin_confluent2.py) print the same;
 //   - hand-built requests for the error branches give the same answers, field by field;
 //   - tarn only: truncated bodies close the connection, huge arrays are answered within bounded
 //     memory.
@@ -276,6 +277,72 @@ TEST_F(admin_describe, confluent_kafka_admin_calls_print_what_they_print_against
   const uint16_t kafka = kafka_port();
   if (kafka == 0) GTEST_SKIP() << "no Kafka 4.4.0 to compare with; tarn printed:\n" << tarn_out;
   EXPECT_EQ(tarn_out, run(kafka, "ck-kafka"));
+}
+
+// confluent-kafka-python 2.x's admin calls (tests/python/admin_confluent2.py, run by the venv
+// scripts/install-deps makes: Debian's 1.7.0 has none of them) print the same JSON against tarn
+// and Kafka 4.4.0: create_topics, create_partitions, describe_topics, describe_cluster,
+// incremental_alter_configs and describe_configs, list_offsets, delete_records, elect_leaders,
+// describe_user_scram_credentials, the consumer group calls after a member committed,
+// delete_topics. The prefix is new on every run, as the reference broker is shared by this
+// process's tests and runs (--gtest_repeat) and keeps a group once its topic is gone.
+TEST_F(admin_describe, confluent_kafka_2_admin_calls_print_what_they_print_against_kafka) {
+  const std::string python = "/opt/tarn/py-confluent2/bin/python";
+  if (run_command(python + " -c 'import confluent_kafka' 2>/dev/null").first != 0) {
+    GTEST_SKIP() << "no confluent-kafka 2.x in /opt/tarn/py-confluent2 (scripts/install-deps)";
+  }
+  static int runs = 0;
+  ++runs;
+  const std::string base_ts =
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count());
+  auto run = [&](uint16_t port, const std::string& broker) {
+    const std::string prefix = "ck2-" + broker + "-" + std::to_string(runs);
+    // librdkafka's warnings go to stderr, shown only should the script fail.
+    temp_dir tmp;
+    const std::string err = (tmp.path() / "stderr").string();
+    auto [rc, out] = run_command("timeout 150 " + python + " " + TARN_SOURCE_DIR +
+                                 "/tests/python/admin_confluent2.py " + bootstrap(port) + " " +
+                                 prefix + " " + base_ts + " 2>" + err);
+    EXPECT_EQ(rc, 0) << out << read_file(err);
+    EXPECT_TRUE(out.starts_with("{\n") && out.ends_with("\n}\n")) << out;
+    return std::regex_replace(out, std::regex(prefix + "-"), "<prefix>-");
+  };
+  const std::string tarn_out = run(tarn_->port(), "tarn");
+  for (const char* line : {
+           "\"partitions after validate\": 2,\n",
+           "\"partitions after grow\": 3,\n",
+           "\"describe cluster\": {\"authorized_operations\": null, \"cluster_id\": "
+           "\"<cluster-id>\", \"controller\": {\"host\": \"127.0.0.1\", \"id\": 1, \"port\": "
+           "\"<port>\", \"rack\": null}, \"nodes\": [{\"host\": \"127.0.0.1\", \"id\": 1, "
+           "\"port\": \"<port>\", \"rack\": null}]},\n",
+           "\"topic configs after delete\": {\"cleanup.policy\": [\"compact,delete\", 1], "
+           "\"retention.ms\": [\"604800000\", 5], \"segment.bytes\": [\"1073741824\", 5]},\n",
+           "\"broker configs after set\": {\"log.retention.ms\": [\"3600000\", 2]},\n",
+           "\"broker configs after delete\": {\"log.retention.ms\": [null, 5]},\n",
+           "[\"max_timestamp\", [[\"<prefix>-ck2-0\", {\"ok\": {\"offset\": 1, \"timestamp\": "
+           "5}}]]]",
+           "[\"for +1\", [[\"<prefix>-ck2-0\", {\"ok\": {\"offset\": 1, \"timestamp\": 5}}]]]",
+           "\"delete records\": [[\"<prefix>-ck2-0\", {\"ok\": {\"low_watermark\": 2}}], "
+           "[\"<prefix>-ck2-2\", {\"ok\": {\"low_watermark\": 0}}]],\n",
+           "\"offsets after delete records\": [[\"<prefix>-ck2-0\", {\"ok\": {\"offset\": 2, "
+           "\"timestamp\": -1}}], [\"<prefix>-ck2-1\", {\"ok\": {\"offset\": 0, \"timestamp\": "
+           "-1}}]],\n",
+           "\"elect preferred\": [[\"<prefix>-ck2-0\", [\"ELECTION_NOT_NEEDED\", \"Leader "
+           "election not needed for topic partition.\"]], [\"<prefix>-ck2-2\", "
+           "[\"ELECTION_NOT_NEEDED\", \"Leader election not needed for topic partition.\"]]],\n",
+           "\"scram all\": [],\n",
+           "\"consumed\": [\"0@2\", \"1@0\", \"1@1\"],\n",
+           "\"group offsets\": [[\"<prefix>-ck2-group\", {\"ok\": [[\"<prefix>-ck2-0\", 3, null, "
+           "null], [\"<prefix>-ck2-1\", 2, null, null]]}]],\n",
+           "\"delete\": [[\"<prefix>-ck2\", {\"ok\": null}]],\n",
+       }) {
+    EXPECT_NE(tarn_out.find(line), std::string::npos) << "missing: " << line << "\n" << tarn_out;
+  }
+  const uint16_t kafka = kafka_port();
+  if (kafka == 0) GTEST_SKIP() << "no Kafka 4.4.0 to compare with; tarn printed:\n" << tarn_out;
+  EXPECT_EQ(tarn_out, run(kafka, "kafka"));
 }
 
 // Hand-built requests for the error branches, each answer printed field by field.
