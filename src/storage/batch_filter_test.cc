@@ -91,10 +91,14 @@ TEST(CleanerCheckpoint, KafkaFormatRoundTrip) {
 // A filter keeping the offsets listed.
 class keep_offsets final : public record_filter {
  public:
-  keep_offsets(std::set<offset_t> keep, batch_retention retention, timestamp_ms now = 5000)
-      : record_filter(now, 100000), keep_(std::move(keep)), retention_(retention) {}
+  keep_offsets(std::set<offset_t> keep, batch_retention retention, timestamp_ms now = 5000,
+               bool marker_for_empty_txn = false)
+      : record_filter(now, 100000),
+        keep_(std::move(keep)),
+        retention_(retention),
+        marker_for_empty_txn_(marker_for_empty_txn) {}
   batch_retention_result check_batch_retention(const record::record_batch_view&) override {
-    return {retention_, false};
+    return {retention_, marker_for_empty_txn_};
   }
   bool should_retain_record(const record::record_batch_view&, const filtered_record& r) override {
     return keep_.count(r.offset) != 0;
@@ -103,6 +107,7 @@ class keep_offsets final : public record_filter {
  private:
   std::set<offset_t> keep_;
   batch_retention retention_;
+  bool marker_for_empty_txn_;
 };
 
 TEST(BatchFilter, AllRetainedIsCopiedByteForByte) {
@@ -181,12 +186,15 @@ TEST(BatchFilter, MatchesKafkaFilterToByteForByte) {
     std::set<offset_t> keep;
     batch_retention retention;
     timestamp_ms now;
+    bool marker_for_empty_txn = false;
   };
   const golden cases[] = {
       {"rewrite", {101, 102}, batch_retention::remove_empty, 5000},
       {"horizon", {0, 1, 2}, batch_retention::remove_empty, 9000},
       {"horizon-dropped", {11, 12}, batch_retention::remove_empty, 9000},
       {"empty-lz4", {}, batch_retention::retain_empty, 5000},
+      {"marker-horizon", {40}, batch_retention::remove_empty, 9000, true},
+      {"txn-empty", {}, batch_retention::retain_empty, 5000},
   };
   const fs::path dir = fs::path(TARN_SOURCE_DIR) / "src/storage/testdata/cleaner";
   auto read = [](const fs::path& p) {
@@ -199,7 +207,7 @@ TEST(BatchFilter, MatchesKafkaFilterToByteForByte) {
     const auto expected = read(dir / (std::string(g.name) + ".out"));
     ASSERT_FALSE(in.empty()) << g.name;
     ASSERT_FALSE(expected.empty()) << g.name;
-    keep_offsets filter(g.keep, g.retention, g.now);
+    keep_offsets filter(g.keep, g.retention, g.now, g.marker_for_empty_txn);
     std::vector<uint8_t> out;
     auto r = filter_batch(record::record_batch_view(in), filter, out, 1 << 30);
     ASSERT_TRUE(r) << g.name << ": " << r.error().message;

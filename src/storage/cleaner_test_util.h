@@ -34,6 +34,7 @@ struct batch_spec {
   record::compression_type compression = record::compression_type::none;
   record::timestamp_type timestamp_type = record::timestamp_type::create_time;
   leader_epoch_t leader_epoch = 0;
+  bool transactional = false;
 };
 
 inline std::vector<uint8_t> keyed_batch(const batch_spec& spec, const std::vector<kv>& records) {
@@ -46,6 +47,7 @@ inline std::vector<uint8_t> keyed_batch(const batch_spec& spec, const std::vecto
   config.base_sequence = spec.base_sequence;
   config.compression = spec.compression;
   config.timestamp_type = spec.timestamp_type;
+  config.transactional = spec.transactional;
   if (spec.timestamp_type == record::timestamp_type::log_append_time) {
     config.log_append_time = spec.base_timestamp + 500;
   }

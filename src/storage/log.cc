@@ -861,9 +861,22 @@ result<bool, storage_error> log::replace_segments(std::unique_ptr<log_segment> c
   if (!f) return fail(f.error());
   auto d2 = fsync_directory(dir_);
   if (!d2) return fail(d2.error());
+  // The aborted transactions whose markers the replaced segments held are now the cleaned
+  // segment's .txnindex (the entries the cleaner kept).
+  const offset_t from = cleaned->base_offset();
+  const offset_t to = segments_[at + old.size()]->base_offset();
   segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(at),
                   segments_.begin() + static_cast<std::ptrdiff_t>(at + old.size()));
   segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(at), std::move(cleaned));
+  std::erase_if(aborted_txns_,
+                [&](const aborted_txn& t) { return t.last_offset >= from && t.last_offset < to; });
+  auto kept = read_txn_index(dir_ / segment_file_name(from, ".txnindex"));
+  if (!kept) return fail(kept.error());
+  for (const aborted_txn& t : *kept) {
+    auto pos = std::upper_bound(aborted_txns_.begin(), aborted_txns_.end(), t.last_offset,
+                                [](offset_t o, const aborted_txn& a) { return o < a.last_offset; });
+    aborted_txns_.insert(pos, t);
+  }
   return true;
 }
 

@@ -208,12 +208,14 @@ class log {
   // Kafka's UnifiedLog.lastRecordsOfActiveProducers.
   std::map<producer_id_t, producer_last_record> last_records_of_active_producers() const;
   // Kafka's LocalLog.replaceSegments for one cleaned segment (named "<base>.log.cleaned", closed
-  // for appends, flushed) taking the place of `old` (consecutive segments of this log, the
-  // first with the cleaned segment's base offset): rename .cleaned -> .swap, fsync the
-  // directory, rename each old segment's files to .deleted and remove them, rename .swap to the
-  // final names, fsync the directory. A crash at any step is completed or undone at the next
-  // open. Returns false, changing nothing (the cleaned files removed), when `old` no longer
-  // matches the log (retention, DeleteRecords or a deletion raced the cleaning).
+  // for appends, flushed, with its "<base>.txnindex.cleaned" if it has one) taking the place of
+  // `old` (consecutive segments of this log, the first with the cleaned segment's base offset):
+  // rename .cleaned -> .swap, fsync the directory, rename each old segment's files (.txnindex
+  // included) to .deleted and remove them, rename .swap to the final names, fsync the
+  // directory; the aborted transactions indexed in the old segments become the cleaned one's. A
+  // crash at any step is completed or undone at the next open. Returns false, changing nothing (the
+  // cleaned files removed), when `old` no longer matches the log (retention, DeleteRecords or a
+  // deletion raced the cleaning).
   result<bool, storage_error> replace_segments(std::unique_ptr<log_segment> cleaned,
                                                const std::vector<segment_snapshot>& old);
 

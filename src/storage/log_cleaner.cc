@@ -11,6 +11,7 @@
 #include "record/record_batch.h"
 #include "storage/batch_filter.h"
 #include "storage/io.h"
+#include "storage/txn_index.h"
 
 namespace tarn::storage {
 namespace {
@@ -71,21 +72,40 @@ result<void, storage_error> for_each_batch(const segment_snapshot& seg,
   return {};
 }
 
-// Kafka's logCleanerFilter. Transactions do not exist in tarn yet, so no batch is known to be
-// aborted and control batches are always kept (Kafka removes a marker once the transaction's
-// batches are gone and its delete horizon passed).
+// Kafka's logCleanerFilter (Cleaner.cleanInto): batches of aborted transactions go whole, a
+// marker goes once no batch of its transaction is left before it and its delete horizon passed,
+// the last batch of a live producer and the round's last batch keep at least their header.
 class cleaner_filter final : public record_filter {
  public:
   cleaner_filter(timestamp_ms now, int64_t delete_retention_ms, const offset_map& map,
                  const std::map<producer_id_t, producer_last_record>& producers,
-                 offset_t upper_bound_offset, cleaner_stats& stats)
+                 offset_t upper_bound_offset, cleaned_txn_metadata& txns,
+                 size_t max_uncompressed_bytes, cleaner_stats& stats)
       : record_filter(now, delete_retention_ms),
         map_(map),
         producers_(producers),
         upper_bound_offset_(upper_bound_offset),
+        txns_(txns),
+        max_uncompressed_bytes_(max_uncompressed_bytes),
         stats_(stats) {}
 
+  // A control record that did not decode: the cleaning fails (Kafka throws).
+  const std::optional<storage_error>& error() const { return error_; }
+
   batch_retention_result check_batch_retention(const record::record_batch_view& batch) override {
+    bool can_discard = false;
+    if (batch.is_control()) {
+      auto d = txns_.on_control_batch_read(batch, max_uncompressed_bytes_);
+      if (!d) error_ = d.error();
+      can_discard = d && *d;
+      // Markers ride on the tombstone rule: the first cleaning that may drop one sets its
+      // batch's delete horizon, a cleaning past the horizon drops it.
+      discard_batch_records_ =
+          can_discard && batch.has_delete_horizon() && batch.base_timestamp() <= current_time();
+    } else {
+      can_discard = txns_.on_batch_read(batch);
+      discard_batch_records_ = can_discard;
+    }
     batch_retention_result r;
     if (batch.has_producer_id() && is_last_batch_of_producer(batch)) {
       // The batch holds the producer's last sequence (or, a marker, its last epoch).
@@ -93,14 +113,19 @@ class cleaner_filter final : public record_filter {
     } else if (batch.next_offset() == upper_bound_offset_) {
       // The last batch of the cleaning round stays, so the log's end offset information does.
       r.retention = batch_retention::retain_empty;
+    } else if (discard_batch_records_) {
+      r.retention = batch_retention::remove;
     } else {
       r.retention = batch_retention::remove_empty;
     }
+    r.contains_marker_for_empty_txn = can_discard && batch.is_control();
     return r;
   }
 
   bool should_retain_record(const record::record_batch_view& batch,
                             const filtered_record& rec) override {
+    // The batch stays only for its producer's sequence and epoch; its records go.
+    if (discard_batch_records_) return false;
     if (batch.is_control()) return true;
     if (rec.offset > map_.latest_offset()) return true;  // not looked at by this round's map
     if (!rec.record->key) {
@@ -124,8 +149,23 @@ class cleaner_filter final : public record_filter {
   const offset_map& map_;
   const std::map<producer_id_t, producer_last_record>& producers_;
   const offset_t upper_bound_offset_;
+  cleaned_txn_metadata& txns_;
+  const size_t max_uncompressed_bytes_;
   cleaner_stats& stats_;
+  bool discard_batch_records_ = false;
+  std::optional<storage_error> error_;
 };
+
+// UnifiedLog.collectAbortedTransactions(from, upper) over the log's aborted transactions: those
+// whose marker is at or after `from` and that began before `upper`.
+std::vector<aborted_txn> aborted_txns_in(const std::vector<aborted_txn>& all, offset_t from,
+                                         offset_t upper) {
+  std::vector<aborted_txn> out;
+  for (const aborted_txn& t : all) {
+    if (t.last_offset >= from && t.first_offset < upper) out.push_back(t);
+  }
+  return out;
+}
 
 // Kafka's LogSegments.logSegments(from, to) over the rolled segments (the last of which ends
 // where the active segment begins): the segment holding `from` and those after it that start
@@ -168,6 +208,66 @@ void throttler::stop() {
   stopped_cv_.notify_all();
 }
 
+void cleaned_txn_metadata::add_aborted_txns(std::span<const aborted_txn> txns) {
+  for (const aborted_txn& t : txns) aborted_.push(t);
+}
+
+void cleaned_txn_metadata::consume_aborted_txns_up_to(offset_t offset) {
+  while (!aborted_.empty() && aborted_.top().first_offset <= offset) {
+    // A transaction added again (it spans segments) keeps what was observed of it.
+    ongoing_aborted_.try_emplace(aborted_.top().producer_id,
+                                 aborted_in_progress{aborted_.top(), {}});
+    aborted_.pop();
+  }
+}
+
+bool cleaned_txn_metadata::on_batch_read(const record::record_batch_view& batch) {
+  consume_aborted_txns_up_to(batch.last_offset());
+  if (!batch.is_transactional()) return false;
+  auto it = ongoing_aborted_.find(batch.producer_id());
+  if (it != ongoing_aborted_.end()) {
+    it->second.last_observed_batch_offset = batch.last_offset();
+    return true;
+  }
+  ongoing_committed_.insert(batch.producer_id());
+  return false;
+}
+
+result<bool, storage_error> cleaned_txn_metadata::on_control_batch_read(
+    const record::record_batch_view& batch, size_t max_uncompressed_bytes) {
+  consume_aborted_txns_up_to(batch.last_offset());
+  const auto corrupt = [&](std::string_view what) {
+    return storage_error{storage_errc::corrupt,
+                         fmt::format("control batch at offset {}: {}", batch.base_offset(), what)};
+  };
+  auto records = record::batch_records::open(batch, max_uncompressed_bytes);
+  if (!records) return fail(corrupt(records.error().message));
+  record::record_reader reader = records->reader();
+  record::record_view rec;
+  if (!reader.next(rec)) {
+    if (reader.error()) return fail(corrupt(record::describe(*reader.error())));
+    return true;  // emptied by an earlier cleaning: it may go
+  }
+  // ControlRecordType.parse: int16 version (not negative), int16 type.
+  if (!rec.key || rec.key->size() < 4) return fail(corrupt("control record key too short"));
+  const auto& key = *rec.key;
+  const auto version = static_cast<int16_t>((key[0] << 8) | key[1]);
+  if (version < 0) return fail(corrupt(fmt::format("control record key version {}", version)));
+  const auto type = static_cast<int16_t>((key[2] << 8) | key[3]);
+  const producer_id_t producer = batch.producer_id();
+  if (type == 0) {  // ABORT: it stays (and is indexed) while a batch of its transaction does
+    auto it = ongoing_aborted_.find(producer);
+    if (it == ongoing_aborted_.end()) return true;
+    const aborted_in_progress txn = it->second;
+    ongoing_aborted_.erase(it);
+    if (!txn.last_observed_batch_offset) return true;
+    if (cleaned_index_ != nullptr) cleaned_index_->push_back(txn.txn);
+    return false;
+  }
+  if (type == 1) return ongoing_committed_.erase(producer) == 0;  // COMMIT
+  return false;                                                   // another control type: kept
+}
+
 log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint, timestamp_ms now) {
   log_to_clean t;
   t.tp = l.tp();
@@ -184,9 +284,10 @@ log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint,
   } else {
     t.first_dirty_offset = dirty;
   }
-  // Not past the last stable offset (the high watermark: no transactions), the active segment,
-  // or the first dirty segment younger than min.compaction.lag.ms.
-  offset_t uncleanable = std::min(l.high_watermark(), l.active_segment_base_offset());
+  // Not past the last stable offset (an open transaction's first offset, else the high
+  // watermark), the active segment, or the first dirty segment younger than
+  // min.compaction.lag.ms.
+  offset_t uncleanable = std::min(l.last_stable_offset(), l.active_segment_base_offset());
   const offset_t active_base = l.active_segment_base_offset();
   t.active_segment_base_offset = active_base;
   const auto dirty_segments =
@@ -200,6 +301,7 @@ log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint,
       }
     }
   }
+  uncleanable = std::max(uncleanable, t.first_dirty_offset);
   // calculateCleanableBytes: the uncleanable bound moves down to a segment boundary.
   t.first_uncleanable_offset = active_base;
   for (const segment_snapshot& s : segments_in(t.segments, active_base, uncleanable, active_base)) {
@@ -223,6 +325,7 @@ log_to_clean make_log_to_clean(const log& l, std::optional<offset_t> checkpoint,
   const timestamp_ms clean_until = max_lag > now ? INT64_MIN : now - max_lag;
   if (earliest < clean_until) t.max_compaction_delay_ms = clean_until - earliest;
   t.need_compaction_now = t.max_compaction_delay_ms > 0;
+  t.aborted_txns = l.collect_aborted_txns(t.log_start_offset, t.first_uncleanable_offset);
   return t;
 }
 
@@ -301,9 +404,11 @@ result<clean_result, storage_error> cleaner::clean(const log_to_clean& target, t
   for (const segment_snapshot& s : target.segments) {
     if (s.base_offset < end_offset) to_clean.push_back(s);
   }
+  // One for the whole round: a transaction may span groups.
+  cleaned_txn_metadata txns;
   for (const auto& group : group_segments_by_size(to_clean, target.config.segment_bytes,
                                                   target.config.segment_index_bytes, upper)) {
-    auto swapped = clean_group(target, group, now, stats, swap, aborted);
+    auto swapped = clean_group(target, group, now, txns, stats, swap, aborted);
     if (!swapped) return fail(swapped.error());
     if (!*swapped) {
       out.aborted = true;
@@ -321,9 +426,15 @@ result<bool, storage_error> cleaner::build_offset_map(const log_to_clean& target
                                                       const abort_fn& aborted) {
   map_->clear();
   const auto dirty = segments_in(target.segments, target.active_segment_base_offset, start, end);
+  // Batches of aborted transactions add no key (the segments are read from their start, so a
+  // marker before `start` in the first one is met too).
+  cleaned_txn_metadata txns;
+  if (!dirty.empty()) {
+    txns.add_aborted_txns(aborted_txns_in(target.aborted_txns, dirty.front().base_offset, end));
+  }
   for (size_t i = 0; i < dirty.size(); ++i) {
     const offset_t next_start = i + 1 < dirty.size() ? dirty[i + 1].base_offset : end;
-    auto full = map_segment(target, dirty[i], start, next_start, stats, aborted);
+    auto full = map_segment(target, dirty[i], start, next_start, txns, stats, aborted);
     if (!full) return full;
     if (*full) return false;
     if (aborted()) return true;
@@ -333,7 +444,8 @@ result<bool, storage_error> cleaner::build_offset_map(const log_to_clean& target
 
 result<bool, storage_error> cleaner::map_segment(const log_to_clean& target,
                                                  const segment_snapshot& seg, offset_t start,
-                                                 offset_t next_segment_start, cleaner_stats& stats,
+                                                 offset_t next_segment_start,
+                                                 cleaned_txn_metadata& txns, cleaner_stats& stats,
                                                  const abort_fn& aborted) {
   const int64_t max_desired =
       static_cast<int64_t>(static_cast<double>(map_->slots()) * load_factor_);
@@ -346,7 +458,11 @@ result<bool, storage_error> cleaner::map_segment(const log_to_clean& target,
         if (aborted()) return false;
         stats.map_bytes_read += static_cast<int64_t>(batch.size_bytes());
         if (batch.is_control()) {
+          auto read = txns.on_control_batch_read(batch, max_uncompressed);
+          if (!read) return fail(read.error());
           ++stats.map_messages_read;
+        } else if (txns.on_batch_read(batch)) {
+          stats.map_messages_read += batch.records_count();  // aborted: no key from it
         } else if (batch.last_offset() >= start) {
           auto records = record::batch_records::open(batch, max_uncompressed);
           if (!records) {
@@ -387,23 +503,31 @@ result<bool, storage_error> cleaner::map_segment(const log_to_clean& target,
 
 result<bool, storage_error> cleaner::clean_group(const log_to_clean& target,
                                                  const std::vector<segment_snapshot>& group,
-                                                 timestamp_ms now, cleaner_stats& stats,
-                                                 const swap_fn& swap, const abort_fn& aborted) {
+                                                 timestamp_ms now, cleaned_txn_metadata& txns,
+                                                 cleaner_stats& stats, const swap_fn& swap,
+                                                 const abort_fn& aborted) {
   const offset_t base = group.front().base_offset;
   // A .cleaned left by an aborted run (its process alive, so recovery did not remove it).
-  for (const char* kind : {".log", ".index", ".timeindex"}) {
+  for (const char* kind : {".log", ".index", ".timeindex", ".txnindex"}) {
     ::unlink((target.dir / (segment_file_name(base, kind) + ".cleaned")).c_str());
   }
   auto created =
       log_segment::create(target.dir, base, segment_options_for(target.config), now, ".cleaned");
   if (!created) return fail(created.error());
   std::unique_ptr<log_segment> cleaned = std::move(*created);
-  cleaner_filter filter(now, target.config.delete_retention_ms, *map_, target.producers,
-                        target.first_uncleanable_offset, stats);
   const size_t max_uncompressed = static_cast<size_t>(target.config.max_decompressed_message_bytes);
+  // The aborted transactions whose ABORT marker stays in this segment: its .txnindex.
+  std::vector<aborted_txn> cleaned_index;
+  txns.set_cleaned_index(&cleaned_index);
+  cleaner_filter filter(now, target.config.delete_retention_ms, *map_, target.producers,
+                        target.first_uncleanable_offset, txns, max_uncompressed, stats);
   read_buffer_.resize(io_buffer_bytes_);
   bool stopped = false;
-  for (const segment_snapshot& seg : group) {
+  for (size_t i = 0; i < group.size(); ++i) {
+    const segment_snapshot& seg = group[i];
+    // From the whole segment's range: the cleaned segment's .txnindex is rebuilt in full.
+    const offset_t upper = i + 1 < group.size() ? group[i + 1].base_offset : seg.next_offset;
+    txns.add_aborted_txns(aborted_txns_in(target.aborted_txns, seg.base_offset, upper));
     auto r = for_each_batch(
         seg, read_buffer_, throttle_,
         [&](const record::record_batch_view& batch) -> result<bool, storage_error> {
@@ -414,6 +538,7 @@ result<bool, storage_error> cleaner::clean_group(const log_to_clean& target,
           write_buffer_.clear();
           auto f = filter_batch(batch, filter, write_buffer_, max_uncompressed);
           if (!f) return fail(f.error());
+          if (filter.error()) return fail(*filter.error());
           stats.messages_read += f->messages_read;
           stats.bytes_read += f->bytes_read;
           stats.messages_written += f->messages_retained;
@@ -427,12 +552,19 @@ result<bool, storage_error> cleaner::clean_group(const log_to_clean& target,
           return true;
         });
     if (!r || stopped) {
+      txns.set_cleaned_index(nullptr);
       (void)cleaned->remove();
       if (!r) return fail(r.error());
       return false;
     }
   }
+  txns.set_cleaned_index(nullptr);
   auto inactive = cleaned->on_become_inactive();
+  if (inactive && !cleaned_index.empty()) {
+    // Kafka creates a .txnindex with its first entry: none when no ABORT stays.
+    inactive = write_txn_index(target.dir / (segment_file_name(base, ".txnindex") + ".cleaned"),
+                               cleaned_index);
+  }
   if (!inactive) {
     (void)cleaned->remove();
     return fail(inactive.error());

@@ -4,7 +4,11 @@
 // rolled segment below the map's end is rewritten, in groups of at most segment.bytes, into a
 // "<base>.log.cleaned" segment keeping each key's latest record (tombstones until their batch's
 // delete horizon), and swapped in through log::replace_segments. Offsets never change.
-// docs/storage.md#log-cleaner has the picture and the deviations.
+// Transactions (docs/transactions.md): nothing at or past the last stable offset is cleaned;
+// records of aborted transactions go whatever their keys, markers stay while data of their
+// transaction is before them, and the cleaned segment gets the .txnindex entries that still
+// matter (CleanedTransactionMetadata). docs/storage.md#log-cleaner has the picture and the
+// deviations.
 //
 // Threading: a cleaner belongs to one cleaner thread. The heavy work reads rolled segments
 // through the descriptors in a log_to_clean, taken under the owner's serialisation, and touches
@@ -20,11 +24,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
+#include <span>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/result.h"
 #include "base/strong_types.h"
+#include "record/record_batch.h"
 #include "storage/checkpoint_file.h"
 #include "storage/log.h"
 #include "storage/log_config.h"
@@ -100,6 +109,46 @@ struct log_to_clean {
   std::vector<segment_snapshot> segments;   // every rolled segment
   offset_t active_segment_base_offset = 0;  // where the last of them ends
   std::map<producer_id_t, producer_last_record> producers;
+  // The aborted transactions of the .txnindex files that overlap [log start, first uncleanable
+  // offset), by marker offset: what UnifiedLog.collectAbortedTransactions answers the cleaner.
+  std::vector<aborted_txn> aborted_txns;
+};
+
+// Kafka's CleanedTransactionMetadata: the transactions a cleaning walks through in offset order.
+// It tells which data batches belong to aborted transactions (dropped whatever their keys), when
+// a marker may go (no batch of its transaction was met before it: the data is gone, or there
+// never was any), and which aborted transactions the cleaned segment's .txnindex keeps (those
+// whose ABORT marker stays).
+class cleaned_txn_metadata {
+ public:
+  // Aborted transactions that the batches about to be read may belong to.
+  void add_aborted_txns(std::span<const aborted_txn> txns);
+  // A data batch: true when it is part of an aborted transaction.
+  bool on_batch_read(const record::record_batch_view& batch);
+  // A control batch: true when it may be discarded (a COMMIT or ABORT with no batch of its
+  // transaction read before it, or a control batch already emptied). An ABORT that stays is
+  // appended to the cleaned index, when one is set. corrupt when its record does not decode.
+  result<bool, storage_error> on_control_batch_read(const record::record_batch_view& batch,
+                                                    size_t max_uncompressed_bytes);
+  // Where the ABORTs that stay go (the .txnindex of the segment being written); nullptr: none.
+  void set_cleaned_index(std::vector<aborted_txn>* index) { cleaned_index_ = index; }
+
+ private:
+  void consume_aborted_txns_up_to(offset_t offset);
+  struct aborted_in_progress {
+    aborted_txn txn;
+    std::optional<offset_t> last_observed_batch_offset;
+  };
+  struct later_first_offset {
+    bool operator()(const aborted_txn& a, const aborted_txn& b) const {
+      return a.first_offset > b.first_offset;
+    }
+  };
+  std::unordered_set<producer_id_t> ongoing_committed_;
+  std::unordered_map<producer_id_t, aborted_in_progress> ongoing_aborted_;
+  // Smallest first offset on top.
+  std::priority_queue<aborted_txn, std::vector<aborted_txn>, later_first_offset> aborted_;
+  std::vector<aborted_txn>* cleaned_index_ = nullptr;
 };
 
 // LogCleanerManager.cleanableOffsets + calculateCleanableBytes + maxCompactionDelay over `l`
@@ -149,11 +198,13 @@ class cleaner {
                                                const abort_fn& aborted);
   result<bool, storage_error> map_segment(const log_to_clean& target, const segment_snapshot& seg,
                                           offset_t start, offset_t next_segment_start,
-                                          cleaner_stats& stats, const abort_fn& aborted);
+                                          cleaned_txn_metadata& txns, cleaner_stats& stats,
+                                          const abort_fn& aborted);
   result<bool, storage_error> clean_group(const log_to_clean& target,
                                           const std::vector<segment_snapshot>& group,
-                                          timestamp_ms now, cleaner_stats& stats,
-                                          const swap_fn& swap, const abort_fn& aborted);
+                                          timestamp_ms now, cleaned_txn_metadata& txns,
+                                          cleaner_stats& stats, const swap_fn& swap,
+                                          const abort_fn& aborted);
 
   int32_t id_ = 0;
   std::unique_ptr<offset_map> map_;

@@ -275,7 +275,16 @@ result<void, storage_error> log_segment::change_file_suffixes(std::string_view o
   suffix_ = std::string(new_suffix);
   auto r1 = offset_index_->rename_to(name(".index"));
   if (!r1) return r1;
-  return time_index_->rename_to(name(".timeindex"));
+  auto r2 = time_index_->rename_to(name(".timeindex"));
+  if (!r2) return r2;
+  // Kafka's TransactionIndex.renameTo: only a file that exists moves (it is created with its
+  // first entry).
+  const fs::path txn_from =
+      dir / (segment_file_name(base_offset_, ".txnindex") + std::string(old_suffix));
+  if (::rename(txn_from.c_str(), name(".txnindex").c_str()) != 0 && errno != ENOENT) {
+    return fail(io_error("rename", txn_from, errno));
+  }
+  return {};
 }
 
 result<void, storage_error> log_segment::read_bytes(int64_t position,
@@ -552,6 +561,13 @@ result<void, storage_error> log_segment::remove() {
   file_.reset();
   if (!log_path.empty() && ::unlink(log_path.c_str()) != 0 && errno != ENOENT) {
     return fail(io_error("unlink", log_path, errno));
+  }
+  if (!log_path.empty()) {
+    const fs::path txn_path =
+        log_path.parent_path() / (segment_file_name(base_offset_, ".txnindex") + suffix_);
+    if (::unlink(txn_path.c_str()) != 0 && errno != ENOENT) {
+      return fail(io_error("unlink", txn_path, errno));
+    }
   }
   if (!r1) return r1;
   return r2;

@@ -123,9 +123,10 @@ class log_segment {
   timestamp_ms last_modified() const;
   // Sets it, as Kafka gives a cleaned segment the time of the last segment it replaces.
   result<void, storage_error> set_last_modified(timestamp_ms ms);
-  // Renames the three files from "<name><old_suffix>" to "<name><new_suffix>" (.log first, so a
-  // crash part way is undone or completed by recovery, as Kafka's changeFileSuffixes). Readers'
-  // slices keep the descriptor they hold.
+  // Renames the three files, and the .txnindex when there is one (the log writes it, see
+  // txn_index.h), from "<name><old_suffix>" to "<name><new_suffix>" (.log first, .txnindex last,
+  // so a crash part way is undone or completed by recovery, as Kafka's changeFileSuffixes).
+  // Readers' slices keep the descriptor they hold.
   result<void, storage_error> change_file_suffixes(std::string_view old_suffix,
                                                    std::string_view new_suffix);
   const offset_index& offset_idx() const { return *offset_index_; }
@@ -177,7 +178,8 @@ class log_segment {
   result<void, storage_error> flush();
   // Final time index entry, indexes trimmed, files closed.
   result<void, storage_error> close();
-  // Closes and deletes the three files (open slices keep the .log data readable).
+  // Closes and deletes the three files and the .txnindex if any (open slices keep the .log data
+  // readable).
   result<void, storage_error> remove();
 
  private:

@@ -61,14 +61,22 @@ result<std::vector<aborted_txn>, storage_error> read_txn_index(const std::filesy
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text->data()), text->size()));
 }
 
-result<void, storage_error> append_txn_index(const std::filesystem::path& path,
-                                             const aborted_txn& txn) {
-  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+namespace {
+
+// Writes `entries` to `path` opened with `flags`, then fsyncs it.
+result<void, storage_error> write_entries(const std::filesystem::path& path, int flags,
+                                          std::span<const aborted_txn> entries) {
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644));
   if (fd.get() < 0) return fail(io_error("open", path, errno));
-  const auto entry = encode_txn_index_entry(txn);
+  std::vector<uint8_t> bytes;
+  bytes.reserve(entries.size() * txn_index_entry_size);
+  for (const aborted_txn& t : entries) {
+    const auto entry = encode_txn_index_entry(t);
+    bytes.insert(bytes.end(), entry.begin(), entry.end());
+  }
   size_t done = 0;
-  while (done < entry.size()) {
-    const ssize_t n = ::write(fd.get(), entry.data() + done, entry.size() - done);
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return fail(io_error("write", path, errno));
@@ -77,6 +85,18 @@ result<void, storage_error> append_txn_index(const std::filesystem::path& path,
   }
   if (::fsync(fd.get()) != 0) return fail(io_error("fsync", path, errno));
   return {};
+}
+
+}  // namespace
+
+result<void, storage_error> append_txn_index(const std::filesystem::path& path,
+                                             const aborted_txn& txn) {
+  return write_entries(path, O_APPEND, std::span<const aborted_txn>(&txn, 1));
+}
+
+result<void, storage_error> write_txn_index(const std::filesystem::path& path,
+                                            std::span<const aborted_txn> entries) {
+  return write_entries(path, O_TRUNC, entries);
 }
 
 }  // namespace tarn::storage

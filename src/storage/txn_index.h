@@ -30,5 +30,9 @@ result<std::vector<aborted_txn>, storage_error> read_txn_index(const std::filesy
 // Appends one entry to `path` (created if missing) and fsyncs it.
 result<void, storage_error> append_txn_index(const std::filesystem::path& path,
                                              const aborted_txn& txn);
+// Writes `entries` as the whole of `path` (created or truncated) and fsyncs it: the log cleaner's
+// "<base>.txnindex.cleaned".
+result<void, storage_error> write_txn_index(const std::filesystem::path& path,
+                                            std::span<const aborted_txn> entries);
 
 }  // namespace tarn::storage

@@ -28,8 +28,18 @@ prints one event per line (flushed) for the test to read while the process runs.
   txn_clients.py committed BOOTSTRAP TOPIC GROUP
       prints "committed 0 O" (OffsetFetch of partition 0; -1001 for none).
   txn_clients.py hang BOOTSTRAP TOPIC TXN_ID N TIMEOUT_MS
-      begins a transaction (transaction.timeout.ms TIMEOUT_MS), sends N records "hang-<i>",
-      flushes, prints "open" and sleeps until killed.
+      begins a transaction (transaction.timeout.ms TIMEOUT_MS), sends N records "hang-<i>"
+      (key "k<i>", so a compacted topic takes them), flushes, prints "open" and sleeps until
+      killed.
+  txn_clients.py keyed BOOTSTRAP TOPIC TXN_ID KEYS PLAN SLEEP_MS
+      one transactional producer writing keys k0..k<KEYS-1> to partition 0, one transaction per
+      letter of PLAN (comma-separated): "c" every key committed, "a" every key aborted (flushed
+      first), "d" a committed tombstone for k0..k4. Values are "<TXN_ID>-<index>-<letter>".
+      Sleeps SLEEP_MS before each transaction (so segment.ms rolls the log between them).
+      Prints "committed I" / "aborted I", then "done".
+  txn_clients.py kconsume BOOTSTRAP TOPIC ISOLATION IDLE_MS
+      as consume, partition 0 only, printing "record O KEY VALUE" (VALUE "null" for a
+      tombstone), then "end COUNT".
 
 Exits 0 once done."""
 import sys
@@ -185,17 +195,56 @@ def hang(bootstrap, topic, txn_id, n, timeout_ms):
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(int(n)):
-        p.produce(topic, value=f"hang-{i}".encode(), partition=0)
+        p.produce(topic, key=f"k{i}".encode(), value=f"hang-{i}".encode(), partition=0)
     p.flush(30)
     say("open")
     while True:
         time.sleep(1)
 
 
+def keyed(bootstrap, topic, txn_id, keys, plan, sleep_ms):
+    p = producer(bootstrap, txn_id)
+    p.init_transactions(30)
+    for i, kind in enumerate(plan.split(",")):
+        time.sleep(int(sleep_ms) / 1000.0)
+        p.begin_transaction()
+        for k in range(5 if kind == "d" else int(keys)):
+            value = None if kind == "d" else f"{txn_id}-{i}-{kind}".encode()
+            p.produce(topic, key=f"k{k}".encode(), value=value, partition=0)
+        if kind == "a":
+            p.flush(30)  # in the log before the abort marker
+            p.abort_transaction(30)
+            say(f"aborted {i}")
+        else:
+            p.commit_transaction(30)
+            say(f"committed {i}")
+    say("done")
+
+
+def kconsume(bootstrap, topic, isolation, idle_ms):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-check",
+                  "enable.auto.commit": False, "isolation.level": isolation,
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    count = 0
+    last = time.monotonic()
+    while time.monotonic() - last < int(idle_ms) / 1000.0:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        last = time.monotonic()
+        count += 1
+        value = "null" if m.value() is None else m.value().decode()
+        say(f"record {m.offset()} {m.key().decode()} {value}")
+    c.close()
+    say(f"end {count}")
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     {"setup": setup, "run": run, "consume": consume, "fence": fence, "hang": hang,
-     "produce": produce, "ctp": ctp, "committed": committed}[mode](*args)
+     "produce": produce, "ctp": ctp, "committed": committed, "keyed": keyed,
+     "kconsume": kconsume}[mode](*args)
 
 
 if __name__ == "__main__":
