@@ -6,6 +6,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
 #include <optional>
 #include <thread>
 
@@ -35,6 +37,7 @@ struct http_server::impl {
                                 .max_connections = max_connections,
                                 .request_timeout = request_timeout}};
   std::thread thread;
+  std::atomic<bool> listen_returned{false};  // set by `thread` when listen_after_bind() returns
 
   void routes();
 };
@@ -153,7 +156,10 @@ result<uint16_t, std::string> http_server::start() {
         [&s] { return s.broker.snapshot({.partitions = true, .committed_offsets = false}); },
         rate_interval);
   }
-  s.thread = std::thread([&s] { s.http.listen_after_bind(); });
+  s.thread = std::thread([&s] {
+    s.http.listen_after_bind();
+    s.listen_returned = true;
+  });
   spdlog::info("http listening on {}:{}", host, port);
   return static_cast<uint16_t>(port);
 }
@@ -161,6 +167,12 @@ result<uint16_t, std::string> http_server::start() {
 void http_server::stop() {
   auto& s = *impl_;
   if (!s.thread.joinable()) return;
+  // cpp-httplib's stop() does nothing until listen_after_bind() has set is_running() on the
+  // listener thread: a stop right after start (SIGTERM while a loaded machine has not run that
+  // thread yet) would leave it accepting forever and the join below waiting for it.
+  while (!s.http.is_running() && !s.listen_returned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   s.http.stop();
   s.thread.join();
   s.http.close_gate();
