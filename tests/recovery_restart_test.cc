@@ -99,7 +99,7 @@ class recovery_restart : public ::testing::Test {
     ASSERT_GE(now.size(), end_of_batch(whole - 1)) << what;
     EXPECT_EQ(now.substr(0, end_of_batch(whole - 1)), original_.substr(0, end_of_batch(whole - 1)))
         << what << ": the kept batches changed";
-    EXPECT_TRUE(b.stop().has_value());
+    EXPECT_TRUE(b.stop().has_value()) << what << ": no exit after SIGTERM\n" << b.output();
     ++restarts_;
   }
 
