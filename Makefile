@@ -14,7 +14,7 @@ CMAKE_FLAGS ?=
 # UNITY=OFF for a tree where single files are rebuilt often.
 UNITY       ?= ON
 
-.PHONY: all deps build run test test-unit test-asan test-tsan crash-test fuzz fuzz-long bench bench-quick interop format clean
+.PHONY: all deps build run test test-unit test-asan test-tsan crash-test soak fuzz fuzz-long bench bench-quick interop format clean
 
 all: build
 
@@ -68,6 +68,11 @@ fuzz: deps
 # The SIGKILL crash test in its long mode: 100 kills (make test runs 5).
 crash-test: deps build
 	cd $(BUILD) && TARN_CRASH_KILLS=100 ./tests/crash_test
+
+# Long tests `make test` leaves out, selected by their environment variables: the log cleaner
+# with 10 M distinct keys and a dedupe buffer of an eighth of them (a few minutes).
+soak: deps build
+	cd $(BUILD) && TARN_SOAK_CLEANER_KEYS=10000000 ./tests/log_cleaner_many_keys_test
 
 # Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
 fuzz-long:

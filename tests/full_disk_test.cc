@@ -4,11 +4,16 @@
 // no partial batch may stay in a segment; and once the filler is deleted, producing continues
 // at the next offset. Kafka 4.4 answers 56 too but then takes the log directory offline (and,
 // with one directory, shuts down); tarn carries on (docs/compatibility.md).
+// The log cleaner on a full disk (issue 21): its .cleaned file cannot be written, the round
+// fails and is logged, every record stays readable, restarts are valid, and once space returns
+// a later round cleans.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "produce_util.h"
 
@@ -213,6 +218,159 @@ TEST(full_disk, index_entry_on_a_new_page_fails_cleanly) {
   EXPECT_EQ(a.base_offset, 513);
   acked[513] = batch;
   expect_all_acked_stored(broker.port(), acked);
+  auto st = broker.stop();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(st->exited && st->code == 0) << broker.output();
+}
+
+// One uncompressed batch of keyed records.
+std::vector<uint8_t> keyed_batch(const std::vector<std::pair<std::string, std::string>>& records) {
+  record::batch_builder_config config;
+  config.batch_size = 64 << 20;
+  record::batch_builder b(config);
+  for (const auto& [key, value] : records) {
+    b.try_append(1'700'000'000'000, record::as_bytes(key), record::as_bytes(value));
+  }
+  return *b.build();
+}
+
+// The cleaner's checkpoint of <topic>-0, or -1.
+int64_t cleaner_checkpoint(const fs::path& data_dir, const std::string& want) {
+  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
+  std::string version, count, topic;
+  int64_t partition = -1, offset = -1;
+  in >> version >> count;
+  while (in >> topic >> partition >> offset) {
+    if (topic == want && partition == 0) return offset;
+  }
+  return -1;
+}
+
+// Writes a file that leaves `keep` bytes of the file system free (less, by a page at most).
+void fill_disk_but(const fs::path& file, uint64_t keep) {
+  struct statvfs st {};
+  ASSERT_EQ(::statvfs(file.parent_path().c_str(), &st), 0);
+  const uint64_t free_bytes = uint64_t{st.f_bavail} * st.f_frsize;
+  ASSERT_GT(free_bytes, keep);
+  std::ofstream out(file, std::ios::binary);
+  const std::string page(4096, 'f');
+  for (uint64_t written = 0; written + page.size() <= free_bytes - keep; written += page.size()) {
+    out << page;
+  }
+  ASSERT_TRUE(out.good());
+}
+
+// Records produced to a compacted topic, then the cleaner started on a disk with too little
+// room for the segment it would write (2 MB of cleaned records, 256 KiB free): the round fails
+// with the cleaned files removed and the failure logged, the broker serves every record as it
+// was acknowledged, a SIGKILL and restart on the still-full disk are valid, and once the
+// filler goes the cleaner's next round (no restart) cleans: the latest value of every key.
+TEST(full_disk, cleaner_round_fails_cleanly_and_a_later_round_cleans) {
+  small_tmpfs disk;
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): " << disk.error();
+  }
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat not installed";
+  const fs::path logs = disk.path() / "logs";
+  const std::vector<std::string> args = {"--override", "log.cleaner.backoff.ms=100"};
+  std::map<int64_t, std::vector<uint8_t>> acked;
+  std::map<std::string, std::string> latest;
+  int64_t active_base = -1;
+  {
+    // Written with the cleaner off, so that the first round runs on the full disk.
+    std::vector<std::string> off = args;
+    off.insert(off.end(), {"--override", "log.cleaner.enable=false"});
+    broker_process broker(off, logs);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    ASSERT_EQ(create_topic(broker.port(), "d", 1,
+                           {{"cleanup.policy", "compact"},
+                            {"segment.bytes", "1048576"},
+                            {"min.cleanable.dirty.ratio", "0.01"},
+                            {"delete.retention.ms", "0"}}),
+              0);
+    raw_client c(broker.port());
+    // 2000 keys once, then the first 1000 again: 3000 records of ~1 KB in three segments.
+    int64_t next = 0;
+    for (int i = 0; i < 3000; i += 10) {
+      std::vector<std::pair<std::string, std::string>> records;
+      for (int j = i; j < i + 10; ++j) {
+        const std::string key = fmt::format("k{}", j % 2000);
+        records.emplace_back(key, fmt::format("{}@{}:", key, j) + std::string(1000, 'v'));
+        latest[key] = records.back().second;
+      }
+      auto batch = keyed_batch(records);
+      produce_answer a = produce_one(c, i, "d", 0, batch);
+      ASSERT_EQ(a.error_code, 0);
+      ASSERT_EQ(a.base_offset, next);
+      acked[next] = std::move(batch);
+      next += 10;
+    }
+    auto st = broker.stop();
+    ASSERT_TRUE(st.has_value());
+    ASSERT_TRUE(st->exited && st->code == 0) << broker.output();
+  }
+  for (const auto& e : fs::directory_iterator(logs / "d-0")) {
+    if (e.path().extension() == ".log") {
+      active_base = std::max<int64_t>(active_base, std::stoll(e.path().stem().string()));
+    }
+  }
+  ASSERT_GT(active_base, 2000);  // at least two rolled segments to clean
+  const fs::path filler = disk.path() / "filler";
+  fill_disk_but(filler, 256 * 1024);
+  const std::string failed = "Failed to clean log d-0: ";
+  {
+    broker_process broker(args, logs);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    ASSERT_TRUE(broker.process().wait_for_output(failed, event_timeout)) << broker.output();
+    EXPECT_NE(broker.output().find("No space left on device"), std::string::npos)
+        << broker.output();
+    EXPECT_EQ(broker.output().find("uncleanable"), std::string::npos) << broker.output();
+    expect_all_acked_stored(broker.port(), acked);
+    EXPECT_LT(cleaner_checkpoint(logs, "d"), active_base);
+    broker.process().send_signal(SIGKILL);
+    ASSERT_TRUE(broker.process().wait_exit(10s).has_value());
+  }
+  expect_whole_batches(logs / "d-0");
+  broker_process broker(args, logs);
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  // Still full: the restarted cleaner fails again, and tries again after each backoff.
+  ASSERT_TRUE(broker.process().wait_for_output(failed, event_timeout)) << broker.output();
+  expect_all_acked_stored(broker.port(), acked);
+  fs::remove(filler);
+  const auto deadline = clock_type::now() + 60s;
+  while (cleaner_checkpoint(logs, "d") < active_base && clock_type::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(cleaner_checkpoint(logs, "d"), active_base) << broker.output();
+  auto [rc, out] = run_command(fmt::format(
+      "timeout 60 kcat -C -b 127.0.0.1:{} -t d -p 0 -o beginning -e -q -f '%o %k %s\\n'",
+      broker.port()));
+  ASSERT_EQ(rc, 0) << out.substr(0, 2000);
+  std::map<std::string, std::string> read;
+  int64_t previous = -1, records = 0;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    int64_t offset = -1;
+    std::string key, value;
+    fields >> offset >> key >> value;
+    EXPECT_GT(offset, previous) << line.substr(0, 40);
+    previous = offset;
+    if (offset < active_base) {
+      EXPECT_TRUE(read.emplace(key, value).second) << key << " twice";
+    }
+    read[key] = value;
+    ++records;
+  }
+  EXPECT_EQ(read, latest);
+  EXPECT_EQ(previous, 2999);
+  // Gone: the first versions of the keys written again below the active segment.
+  EXPECT_EQ(records, 3000 - (active_base - 2000));
+  for (const auto& e : fs::directory_iterator(logs / "d-0")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_FALSE(name.ends_with(".cleaned") || name.ends_with(".swap")) << name;
+  }
   auto st = broker.stop();
   ASSERT_TRUE(st.has_value());
   EXPECT_TRUE(st->exited && st->code == 0) << broker.output();

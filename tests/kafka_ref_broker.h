@@ -40,6 +40,8 @@ class kafka_broker {
     return error_;
   }
   uint16_t port() const { return port_; }
+  // Its log.dirs (kafka-ref's <dir>/data), for tests that look at its files.
+  std::filesystem::path data_dir() const { return dir() / "data"; }
   void stop() {
     if (!running_) return;
     run_command("timeout 60 " + kafka_ref() + " stop --dir " + dir().string());

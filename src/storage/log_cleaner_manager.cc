@@ -152,6 +152,17 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
   if (!result) {
     // A deletion or shutdown pulled the files away mid-cleaning: not the partition's fault.
     if (aborted->load()) return false;
+    if (result.error().code == storage_errc::io_error) {
+      // A failed system call (a full disk, most often) is not the partition's fault either.
+      // Kafka takes the log dir offline for it; tarn keeps serving (as for appends, see
+      // docs/compatibility.md), so the cleaner tries the log again after its backoff. The
+      // round's .cleaned files are gone (removed by the cleaner, or by the next try's start).
+      if (log_line_) {
+        log_line_(true, fmt::format("Failed to clean log {}: {}. The cleaning will be retried",
+                                    partition_dir_name(tp), result.error().message));
+      }
+      return false;
+    }
     // LogCleaningException: Kafka marks the partition uncleanable and goes on with the others.
     uncleanable_.insert(tp);
     if (log_line_) {
