@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "cleaner_util.h"
 #include "produce_util.h"
 
 namespace tarn::test {
@@ -232,18 +233,6 @@ std::vector<uint8_t> keyed_batch(const std::vector<std::pair<std::string, std::s
     b.try_append(1'700'000'000'000, record::as_bytes(key), record::as_bytes(value));
   }
   return *b.build();
-}
-
-// The cleaner's checkpoint of <topic>-0, or -1.
-int64_t cleaner_checkpoint(const fs::path& data_dir, const std::string& want) {
-  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
-  std::string version, count, topic;
-  int64_t partition = -1, offset = -1;
-  in >> version >> count;
-  while (in >> topic >> partition >> offset) {
-    if (topic == want && partition == 0) return offset;
-  }
-  return -1;
 }
 
 // Writes a file that leaves `keep` bytes of the file system free (less, by a page at most).

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cleaner_util.h"
 #include "kafka_ref_broker.h"
 #include "produce_util.h"
 
@@ -51,28 +52,6 @@ struct input_record {
   std::string key;
   std::optional<std::string> value;  // nullopt: a tombstone
 };
-
-// The cleaner's checkpoint of <topic>-0 in a log dir (Kafka's and tarn's format), or -1.
-int64_t cleaner_checkpoint(const fs::path& data_dir, const std::string& want) {
-  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
-  std::string version, count, topic;
-  int64_t partition = -1, offset = -1;
-  in >> version >> count;
-  while (in >> topic >> partition >> offset) {
-    if (topic == want && partition == 0) return offset;
-  }
-  return -1;
-}
-
-// Polls (bounded) until the cleaner checkpoint of <topic>-0 reaches `offset`.
-bool wait_cleaned_to(const fs::path& data_dir, const std::string& topic, int64_t offset) {
-  const auto deadline = clock_type::now() + 120s;
-  while (clock_type::now() < deadline) {
-    if (cleaner_checkpoint(data_dir, topic) >= offset) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
 
 // The base offset of the partition's active segment: its highest <base>.log file.
 int64_t active_segment_base(const fs::path& partition_dir) {
@@ -301,7 +280,7 @@ TEST_P(log_cleaner_vs_kafka, keeps_the_same_records_as_kafka_4_4) {
   ASSERT_EQ(producer.active_base(), tombstone_segment);
   producer.pad_until_roll(rng);
   const int64_t phase1_cleaned = producer.active_base();
-  ASSERT_TRUE(wait_cleaned_to(data_dir_, topic_, phase1_cleaned))
+  ASSERT_TRUE(wait_cleaned_to(data_dir_, topic_, phase1_cleaned, 120s))
       << "checkpoint " << cleaner_checkpoint(data_dir_, topic_) << ", want " << phase1_cleaned;
   EXPECT_EQ(active_segment_base(data_dir_ / (topic_ + "-0")), phase1_cleaned);
 
@@ -309,7 +288,7 @@ TEST_P(log_cleaner_vs_kafka, keeps_the_same_records_as_kafka_4_4) {
   std::this_thread::sleep_for(std::chrono::milliseconds(short_retention_ms + 700));
   producer.pad_until_roll(rng);
   const int64_t cleaned_to = producer.active_base();
-  ASSERT_TRUE(wait_cleaned_to(data_dir_, topic_, cleaned_to))
+  ASSERT_TRUE(wait_cleaned_to(data_dir_, topic_, cleaned_to, 120s))
       << "checkpoint " << cleaner_checkpoint(data_dir_, topic_) << ", want " << cleaned_to;
   EXPECT_EQ(active_segment_base(data_dir_ / (topic_ + "-0")), cleaned_to);
 

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cleaner_util.h"
 #include "produce_util.h"
 
 namespace tarn::test {
@@ -33,17 +34,6 @@ std::optional<std::string> latest_value(int64_t i) {
 }
 
 std::string key_of(int64_t i) { return fmt::format("k{:08}", i); }
-
-int64_t cleaner_checkpoint(const fs::path& data_dir) {
-  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
-  std::string version, count, topic;
-  int64_t partition = -1, offset = -1;
-  in >> version >> count;
-  while (in >> topic >> partition >> offset) {
-    if (topic == "many" && partition == 0) return offset;
-  }
-  return -1;
-}
 
 int64_t active_segment_base(const fs::path& partition_dir) {
   int64_t base = -1;
@@ -132,10 +122,10 @@ TEST(log_cleaner_many_keys, several_rounds_keep_exactly_the_latest_per_key_in_bo
   // Bounded: ~8 rounds, each rewriting the log from its start (one second or two for 300 k keys
   // in the release build; the bound is for the soak's 10 M and for a loaded machine).
   const auto deadline = clock_type::now() + 60s + std::chrono::seconds(keys / 20'000);
-  while (cleaner_checkpoint(data) < active_base && clock_type::now() < deadline) {
+  while (cleaner_checkpoint(data, "many") < active_base && clock_type::now() < deadline) {
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_EQ(cleaner_checkpoint(data), active_base) << broker.output().substr(0, 4000);
+  ASSERT_EQ(cleaner_checkpoint(data, "many"), active_base) << broker.output().substr(0, 4000);
   const long peak = broker.process().peak_rss_kib();
   const size_t rounds = count_of(broker.output(), "Log cleaner thread 0 cleaned log many-0");
   std::printf(

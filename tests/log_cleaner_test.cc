@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cleaner_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -91,28 +92,6 @@ read_back consume(uint16_t port) {
   return r;
 }
 
-// The cleaner's checkpoint of kv-0, or -1.
-int64_t cleaner_checkpoint(const fs::path& data_dir) {
-  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
-  std::string version, count, topic;
-  int64_t partition = -1, offset = -1;
-  in >> version >> count;
-  while (in >> topic >> partition >> offset) {
-    if (topic == "kv" && partition == 0) return offset;
-  }
-  return -1;
-}
-
-// Waits (bounded) until the cleaner checkpoint reaches `offset`.
-bool wait_cleaned_to(const fs::path& data_dir, int64_t offset) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cleaner_checkpoint(data_dir) >= offset) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 void expect_compacted(const read_back& r, const std::map<std::string, std::string>& expected,
                       int64_t cleaned_to) {
   EXPECT_EQ(r.last, expected);
@@ -140,9 +119,9 @@ TEST(LogCleaner, CompactedTopicReadsBackTheLatestValuePerKey) {
   }
   // Everything but the last round is in rolled segments: wait for the cleaner to pass it.
   const int64_t produced = int64_t{rounds} * keys + 10;
-  ASSERT_TRUE(wait_cleaned_to(broker.data_dir(), produced - keys)) << broker.output();
+  ASSERT_TRUE(wait_cleaned_to(broker.data_dir(), "kv", produced - keys, 60s)) << broker.output();
   read_back r = consume(broker.port());
-  expect_compacted(r, expected, cleaner_checkpoint(broker.data_dir()));
+  expect_compacted(r, expected, cleaner_checkpoint(broker.data_dir(), "kv"));
   EXPECT_LT(static_cast<int64_t>(r.keys.size()), produced / 3);
   EXPECT_NE(broker.output().find("Log cleaner thread 0 cleaned log kv-0 (dirty section = [0, "),
             std::string::npos)
@@ -198,9 +177,10 @@ TEST(LogCleaner, SigkillWhileCleaningLosesNothing) {
   produce_round(broker.port(), work.path(), round++, 0, expected);
   read_back before = consume(broker.port());
   ASSERT_FALSE(before.keys.empty());
-  ASSERT_TRUE(wait_cleaned_to(data, before.keys.back().first + 1 - keys)) << broker.output();
+  ASSERT_TRUE(wait_cleaned_to(data, "kv", before.keys.back().first + 1 - keys, 60s))
+      << broker.output();
   read_back r = consume(broker.port());
-  expect_compacted(r, expected, cleaner_checkpoint(data));
+  expect_compacted(r, expected, cleaner_checkpoint(data, "kv"));
   for (const auto& e : fs::directory_iterator(data / "kv-0")) {
     const std::string name = e.path().filename().string();
     EXPECT_FALSE(name.ends_with(".cleaned") || name.ends_with(".swap")) << name;

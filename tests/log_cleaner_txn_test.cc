@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cleaner_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -40,27 +41,6 @@ std::pair<int, std::string> client(uint16_t port, const std::string& mode, const
                                    int timeout_s = 90) {
   return run_command(fmt::format("timeout {} {} {} {} 127.0.0.1:{} {} 2>&1", timeout_s, python,
                                  script(), mode, port, rest));
-}
-
-// The cleaner's checkpoint of <topic>-0, or -1.
-int64_t cleaner_checkpoint(const fs::path& data_dir, const std::string& want) {
-  std::ifstream in(data_dir / "cleaner-offset-checkpoint");
-  std::string version, count, topic;
-  int64_t partition = -1, offset = -1;
-  in >> version >> count;
-  while (in >> topic >> partition >> offset) {
-    if (topic == want && partition == 0) return offset;
-  }
-  return -1;
-}
-
-bool wait_cleaned_to(const fs::path& data_dir, const std::string& topic, int64_t offset) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cleaner_checkpoint(data_dir, topic) >= offset) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
 }
 
 struct read_back {
@@ -143,7 +123,7 @@ TEST(LogCleanerTxn, CompactedTopicOfTransactionsKeepsTheLatestCommittedValuePerK
   // Committed and aborted data past it (315-416), which the cleaner must not reach.
   std::tie(rc, out) = client(port, "keyed", "kv b 50 c,a 350");
   ASSERT_EQ(rc, 0) << out;
-  ASSERT_TRUE(wait_cleaned_to(data, "kv", 312)) << broker.output();
+  ASSERT_TRUE(wait_cleaned_to(data, "kv", 312, 60s)) << broker.output();
   std::this_thread::sleep_for(1s);  // several cleaner rounds (backoff 100 ms)
   EXPECT_EQ(cleaner_checkpoint(data, "kv"), 312);
 
@@ -163,7 +143,7 @@ TEST(LogCleanerTxn, CompactedTopicOfTransactionsKeepsTheLatestCommittedValuePerK
   ASSERT_EQ(rc, 0) << out;
   std::tie(rc, out) = client(port, "keyed", "kv z 50 d 350");
   ASSERT_EQ(rc, 0) << out;
-  ASSERT_TRUE(wait_cleaned_to(data, "kv", 469)) << broker.output();
+  ASSERT_TRUE(wait_cleaned_to(data, "kv", 469, 60s)) << broker.output();
   committed = consume(port, "read_committed");
   EXPECT_EQ(committed.last, expected("hung-0-c"));
   expect_clean_below(committed, 469);
@@ -211,7 +191,7 @@ TEST(LogCleanerTxn, ConsumerOffsetsOfAbortedTransactionsStayGoneAfterCleaningAnd
     // Each committed round consumed everything up to then; the aborted ones start again
     // from the last committed offset.
     EXPECT_EQ(committed_line, "committed 0 25") << out;
-    ASSERT_TRUE(wait_cleaned_to(data, offsets, 1)) << broker.output();
+    ASSERT_TRUE(wait_cleaned_to(data, offsets, 1, 60s)) << broker.output();
     EXPECT_NE(broker.output().find("cleaned log __consumer_offsets-0"), std::string::npos)
         << broker.output();
     broker.process().send_signal(SIGKILL);
