@@ -119,8 +119,10 @@ inline offset_t append(log& l, const std::vector<kv>& records, batch_spec spec =
   return spec.base_offset;
 }
 
-inline std::vector<decoded> read_log(const log& l) {
-  std::vector<decoded> out;
+// Calls on_batch(view) for every stored batch of `l` from its start to its high watermark, each
+// one checked as stored batches must be.
+template <typename OnBatch>
+void for_each_batch(const log& l, OnBatch on_batch) {
   offset_t next = l.log_start_offset();
   while (next < l.high_watermark()) {
     auto r = l.read(next, 1 << 20, true);
@@ -132,10 +134,17 @@ inline std::vector<decoded> read_log(const log& l) {
     record::record_batch_view batch;
     while (reader.next(batch)) {
       EXPECT_TRUE(record::validate_batch(batch, record::offset_rule::stored));
-      for (auto& d : records_of(batch)) out.push_back(d);
+      on_batch(batch);
       next = batch.next_offset();
     }
   }
+}
+
+inline std::vector<decoded> read_log(const log& l) {
+  std::vector<decoded> out;
+  for_each_batch(l, [&](const record::record_batch_view& batch) {
+    for (auto& d : records_of(batch)) out.push_back(d);
+  });
   return out;
 }
 

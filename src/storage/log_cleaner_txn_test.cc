@@ -40,30 +40,18 @@ struct stored {
 
 std::vector<stored> batches_of(const log& l) {
   std::vector<stored> out;
-  offset_t next = l.log_start_offset();
-  while (next < l.high_watermark()) {
-    auto r = l.read(next, 1 << 20, true);
-    EXPECT_TRUE(r);
-    if (!r || !r->slice || r->slice->length == 0) break;
-    std::vector<uint8_t> bytes(static_cast<size_t>(r->slice->length));
-    EXPECT_TRUE(read_slice(*r->slice, bytes));
-    record::batch_reader reader(bytes);
-    record::record_batch_view batch;
-    while (reader.next(batch)) {
-      EXPECT_TRUE(record::validate_batch(batch, record::offset_rule::stored));
-      stored s;
-      s.base_offset = batch.base_offset();
-      s.last_offset = batch.last_offset();
-      s.producer_id = batch.producer_id();
-      s.transactional = batch.is_transactional();
-      s.control = batch.is_control();
-      s.delete_horizon = batch.has_delete_horizon();
-      s.base_timestamp = batch.base_timestamp();
-      s.records = records_of(batch);
-      out.push_back(std::move(s));
-      next = batch.next_offset();
-    }
-  }
+  for_each_batch(l, [&](const record::record_batch_view& batch) {
+    stored s;
+    s.base_offset = batch.base_offset();
+    s.last_offset = batch.last_offset();
+    s.producer_id = batch.producer_id();
+    s.transactional = batch.is_transactional();
+    s.control = batch.is_control();
+    s.delete_horizon = batch.has_delete_horizon();
+    s.base_timestamp = batch.base_timestamp();
+    s.records = records_of(batch);
+    out.push_back(std::move(s));
+  });
   return out;
 }
 
