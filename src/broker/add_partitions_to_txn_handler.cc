@@ -51,7 +51,7 @@ std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
   bool any_unknown = false;
   std::vector<std::vector<bool>> known(topics.size());
   {
-    auto guard = request.services.topics->lock();
+    auto guard = request.services.topics->read_lock();
     for (size_t i = 0; i < topics.size(); ++i) {
       const storage::topic_info* info = request.services.topics->logs().find_topic(topics[i].name);
       for (int32_t p : topics[i].partitions) {

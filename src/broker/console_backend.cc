@@ -62,7 +62,8 @@ std::string_view config_source_name(storage::config_source s) {
   return "UNKNOWN";
 }
 
-// The topic's summary and, when `detail`, its partitions and configs. Hold the topic lock.
+// The topic's summary and, when `detail`, its partitions and configs. Hold the topic lock
+// (shared is enough: each log's segments are read under its own mutex).
 console_topic console_topic_of(const storage::log_manager& logs, const storage::topic_info& t,
                                bool detail) {
   console_topic out;
@@ -75,6 +76,7 @@ console_topic console_topic_of(const storage::log_manager& logs, const storage::
     if (log == nullptr) continue;
     console_partition cp;
     cp.partition = p;
+    std::lock_guard log_lock(log->mutex());
     cp.log_start_offset = static_cast<int64_t>(log->log_start_offset());
     cp.log_end_offset = static_cast<int64_t>(log->log_end_offset());
     cp.high_watermark = static_cast<int64_t>(log->high_watermark());
@@ -144,7 +146,7 @@ broker_console::broker_console(topic_manager& topics, coordinator::group_coordin
 
 std::vector<console_topic> broker_console::list_topics() const {
   std::vector<console_topic> out;
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   const auto& logs = topics_.logs();
   for (const storage::topic_info* t : logs.topics())
     out.push_back(console_topic_of(logs, *t, false));
@@ -154,7 +156,7 @@ std::vector<console_topic> broker_console::list_topics() const {
 }
 
 result<console_topic, console_error> broker_console::describe_topic(std::string_view name) const {
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   const auto& logs = topics_.logs();
   const storage::topic_info* t = logs.find_topic(name);
   if (t == nullptr) {
@@ -267,13 +269,14 @@ result<console_records, console_error> broker_console::read_records(
   for (int reads = 0; reads < console_max_reads; ++reads) {
     std::optional<storage::file_slice> slice;
     {
-      auto guard = topics_.lock();
+      auto guard = topics_.read_lock();
       const storage::log* log = topics_.logs().get_log(request.topic, request.partition);
       if (log == nullptr) {
         return fail(console_error{
             console_errc::not_found,
             fmt::format("The partition {}-{} does not exist.", request.topic, request.partition)});
       }
+      std::lock_guard log_lock(log->mutex());
       out.log_start_offset = static_cast<int64_t>(log->log_start_offset());
       out.high_watermark = static_cast<int64_t>(log->high_watermark());
       if (reads == 0 && request.timestamp_ms) {
@@ -350,13 +353,14 @@ result<std::vector<console_batch>, console_error> broker_console::read_batches(
   max_batches = std::clamp(max_batches, 1, 20);
   std::optional<storage::file_slice> slice;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     const storage::log* log = topics_.logs().get_log(topic, partition);
     if (log == nullptr) {
       return fail(
           console_error{console_errc::not_found,
                         fmt::format("The partition {}-{} does not exist.", topic, partition)});
     }
+    std::lock_guard log_lock(log->mutex());
     offset = std::max(offset, static_cast<int64_t>(log->log_start_offset()));
     if (offset >= static_cast<int64_t>(log->high_watermark())) return std::vector<console_batch>{};
     auto read = log->read(offset, console_read_chunk_bytes, true);
@@ -416,7 +420,7 @@ result<int64_t, console_error> broker_console::produce_record(
   storage::log_config log_config;
   std::shared_ptr<topic_metrics> cells;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     const storage::topic_info* t = topics_.logs().find_topic(request.topic);
     if (t == nullptr || request.partition < 0 || request.partition >= t->partitions) {
       return fail(console_error{
@@ -457,11 +461,12 @@ result<int64_t, console_error> broker_console::produce_record(
   }
   int64_t offset = 0;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     storage::log* log = topics_.logs().get_log(request.topic, request.partition);
     if (log == nullptr) {
       return fail(console_error{console_errc::not_found, "the topic was deleted meanwhile"});
     }
+    std::lock_guard log_lock(log->mutex());
     offset = static_cast<int64_t>(log->log_end_offset());
     storage::assign_offsets(*validated, offset, local_leader_epoch);
     if (auto a = log->append(validated->bytes, now); !a) return fail(console_error_of(a.error()));
@@ -490,7 +495,7 @@ result<console_group, console_error> broker_console::reset_group_offsets(
   auto& topic = request.topics.emplace_back();
   topic.name = reset.topic;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     const storage::topic_info* t = topics_.logs().find_topic(reset.topic);
     if (t == nullptr) {
       return fail(console_error{console_errc::not_found,
@@ -551,7 +556,7 @@ std::vector<console_group> broker_console::list_groups() const {
     c.protocol_type = g.protocol_type;
   }
   auto offsets = groups_.committed_offsets();
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   for (const auto& o : offsets) {
     console_group& c = by_id[o.group];
     c.group_id = o.group;

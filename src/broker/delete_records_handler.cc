@@ -79,6 +79,7 @@ records_partition_result delete_one(storage::log_manager& logs, std::string_view
     p.error_code = code(error_code::policy_violation);
     return p;
   }
+  std::lock_guard log_lock(log->mutex());
   const int64_t target = offset == high_watermark_offset ? log->high_watermark() : offset;
   const int64_t before = log->log_start_offset();
   auto r = log->delete_records_before(target, wall_clock_ms());
@@ -126,7 +127,7 @@ asio::awaitable<handler_outcome> handle_delete_records(request_context& request)
   protocol::delete_records_response reply;
   reply.topics.reserve(asked.size());
   bool moved = false;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& [name, parts] : asked) {
     records_topic_result t;

@@ -235,7 +235,7 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       {storage::config_source::dynamic_broker_config, &layers.node},
       {storage::config_source::dynamic_default_broker_config, &layers.cluster_default},
       {storage::config_source::static_broker_config, &static_props}};
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   // One resource of a type Kafka does not know fails the whole request in Kafka 4.4: every
   // resource is answered INVALID_REQUEST with its default message and no configs.
   const bool any_unknown_type =

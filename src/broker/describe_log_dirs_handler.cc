@@ -60,7 +60,7 @@ asio::awaitable<handler_outcome> handle_describe_log_dirs(request_context& reque
 
   topic_manager& topics = *request.services.topics;
   log_dirs_response reply;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   const std::string dir = std::filesystem::absolute(logs.log_dir()).string();
   auto& result = reply.results.emplace_back();
@@ -82,7 +82,10 @@ asio::awaitable<handler_outcome> handle_describe_log_dirs(request_context& reque
     }
     auto& p = result.topics.back().partitions.emplace_back();
     p.partition_index = tp.partition;
-    p.partition_size = log->size_bytes();
+    {
+      std::lock_guard log_lock(log->mutex());
+      p.partition_size = log->size_bytes();
+    }
     p.offset_lag = std::max<int64_t>(log->high_watermark() - log->log_end_offset(), 0);
     p.is_future_key = false;
   }

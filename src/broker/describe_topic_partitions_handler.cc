@@ -61,7 +61,7 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
   const int32_t node_id = request.services.config.node_id;
   dtp_response reply;
   topic_manager& topics = *request.services.topics;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   std::map<std::string_view, int32_t> partitions_by_topic;
   std::map<std::string_view, const storage::topic_info*> info_by_topic;

@@ -89,7 +89,7 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
   std::vector<partition_read> out(ctx.partitions.size());
   total_bytes = 0;
   any_error = false;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   std::map<std::array<uint8_t, 16>, const storage::topic_info*> by_id;
   if (ctx.uses_topic_ids) {
@@ -142,6 +142,7 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     }
     const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
     const bool committed_only = params.isolation_level == read_committed;
+    std::lock_guard log_lock(log->mutex());
     auto read = log->read(
         entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one,
         committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt);

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "broker/handler.h"
@@ -151,7 +152,7 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
 
   protocol::list_offsets_response reply;
   topic_manager& topics = *request.services.topics;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : req.topics) {
     auto& out = reply.topics.emplace_back();
@@ -172,6 +173,7 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
       } else if (p.current_leader_epoch > local_leader_epoch) {
         out.partitions.push_back(error_response(index, error_code::unknown_leader_epoch));
       } else {
+        std::lock_guard log_lock(log->mutex());
         out.partitions.push_back(
             list_one(*log, index, p.timestamp, req.replica_id, req.isolation_level, version));
       }

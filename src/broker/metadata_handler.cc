@@ -36,6 +36,7 @@
 // Not supported: racks, quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -125,8 +126,20 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   const bool may_create =
       config.auto_create_topics_enable && (version < 4 || decoded->allow_auto_topic_creation);
 
-  auto guard = topics.lock();
+  // The map lock shared, so Metadata never holds up appends; exclusive only when a topic this
+  // request names is missing and may be auto-created (creation changes the maps).
+  auto shared = topics.read_lock();
+  std::unique_lock<std::shared_mutex> exclusive;
   storage::log_manager& logs = topics.logs();
+  if (!all_topics && may_create) {
+    const bool missing = std::ranges::any_of(*decoded->topics, [&](const auto& want) {
+      return want.name.has_value() && logs.find_topic(*want.name) == nullptr;
+    });
+    if (missing) {
+      shared.unlock();
+      exclusive = topics.lock();
+    }
+  }
   if (all_topics) {
     for (const storage::topic_info* t : logs.topics()) {
       reply.topics.push_back(describe_topic(*t, node_id, include_ops));

@@ -62,6 +62,7 @@ epoch_end_offset end_offset_of(const storage::topic_info* info, storage::log* lo
       return out;
     }
   }
+  std::lock_guard log_lock(log->mutex());  // the epoch cache changes with appends
   auto found = storage::end_offset_for_epoch(leader_epoch_cache_of(*log), leader_epoch,
                                              log->log_end_offset());
   out.leader_epoch = found.epoch;
@@ -82,7 +83,7 @@ asio::awaitable<handler_outcome> handle_offset_for_leader_epoch(request_context&
   protocol::offset_for_leader_epoch_response reply;
   reply.topics.reserve(decoded->topics.size());
   topic_manager& topics = *request.services.topics;
-  auto guard = topics.lock();
+  auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
     auto& out = reply.topics.emplace_back();

@@ -103,7 +103,11 @@ offsets_topic::offsets_topic(topic_manager& topics, const coordinator::group_con
           load_buffer_bytes) {}
 
 result<int32_t, error_code> offsets_topic::ensure_topic() {
-  auto guard = topics_.lock();
+  {
+    auto shared = topics_.read_lock();
+    if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
+  }
+  auto guard = topics_.lock();  // creation changes the maps
   storage::log_manager& logs = topics_.logs();
   if (const storage::topic_info* t = logs.find_topic(topic_)) return t->partitions;
   auto created = create_(logs, wall_clock_ms());
@@ -117,7 +121,7 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
 }
 
 std::optional<int32_t> offsets_topic::partitions() const {
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
   return std::nullopt;
 }
@@ -126,7 +130,7 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   const std::string& topic = topic_;
   storage::log_config config;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     const storage::topic_info* t = topics_.logs().find_topic(topic);
     if (t == nullptr || partition < 0 || partition >= t->partitions) {
       return fail(error_code::unknown_topic_or_partition);
@@ -145,9 +149,10 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   if (!validated) return fail(append_error(validated.error()));
   storage::validated_batch& vb = *validated;
 
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
   if (log == nullptr) return fail(error_code::unknown_topic_or_partition);  // deleted since
+  std::lock_guard log_lock(log->mutex());
   const offset_t first = log->log_end_offset();
   const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
   const bool idempotent = vb.producer_id != record::no_producer_id;
@@ -180,7 +185,7 @@ result<void, std::string> offsets_topic::replay(
   offset_t end = 0;
   size_t max_uncompressed = 0;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     const storage::topic_info* t = topics_.logs().find_topic(topic);
     const storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
     if (t == nullptr || log == nullptr) {
@@ -194,9 +199,10 @@ result<void, std::string> offsets_topic::replay(
   while (next < end) {
     std::optional<storage::file_slice> slice;
     {
-      auto guard = topics_.lock();
+      auto guard = topics_.read_lock();
       const storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
       if (log == nullptr) return fail(fmt::format("{}-{} was deleted", topic, partition));
+      std::lock_guard log_lock(log->mutex());
       auto read = log->read(next, load_buffer_bytes_, true);
       if (!read) return fail(read.error().message);
       slice = std::move(read->slice);
@@ -263,7 +269,7 @@ result<void, std::string> offsets_topic::replay(
 
 std::optional<coordinator::topic_description> topic_metadata_view::topic(
     std::string_view name) const {
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   if (const storage::topic_info* t = topics_.logs().find_topic(name)) return describe(*t);
   return std::nullopt;
 }
@@ -271,7 +277,7 @@ std::optional<coordinator::topic_description> topic_metadata_view::topic(
 std::optional<coordinator::topic_description> topic_metadata_view::topic_by_id(
     const coordinator::topic_uuid& id) const {
   const storage::uuid wanted = from_wire(protocol::uuid{id});
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   for (const storage::topic_info* t : topics_.logs().topics()) {
     if (t->topic_id == wanted) return describe(*t);
   }
@@ -280,7 +286,7 @@ std::optional<coordinator::topic_description> topic_metadata_view::topic_by_id(
 
 std::vector<coordinator::topic_description> topic_metadata_view::topics() const {
   std::vector<coordinator::topic_description> out;
-  auto guard = topics_.lock();
+  auto guard = topics_.read_lock();
   for (const storage::topic_info* t : topics_.logs().topics()) out.push_back(describe(*t));
   return out;
 }

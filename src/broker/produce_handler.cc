@@ -297,7 +297,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
   std::vector<topic_work> work;
   work.reserve(req.topic_data.size());
   {
-    auto guard = topics.lock();
+    auto guard = topics.read_lock();
     const auto& logs = topics.logs();
     for (const auto& t : req.topic_data) {
       topic_work& tw = work.emplace_back();
@@ -372,8 +372,9 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         // coordinator takes that lock itself when it writes markers.
         const txn::txn_coordinator* txns = request.services.txns;
         {
-          auto guard = topics.lock();
+          auto guard = topics.read_lock();
           if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
+            std::lock_guard log_lock(log->mutex());
             pw.markers_before_check = log->producers().markers_written(pw.validated.producer_id);
           }
         }
@@ -391,17 +392,19 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
     }
   }
 
-  // Step 6, per partition under the lock.
+  // Step 6, per partition under its lock (the map lock shared, so appends to other partitions
+  // from other loops go on meanwhile).
   for (auto& tw : work) {
     for (auto& pw : tw.parts) {
       if (pw.failure) continue;
-      auto guard = topics.lock();
+      auto guard = topics.read_lock();
       storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
       if (log == nullptr) {  // deleted since step 1
         pw.failure =
             to_failure(request_error{error_code::unknown_topic_or_partition, "topic deleted"});
         continue;
       }
+      std::lock_guard log_lock(log->mutex());
       storage::validated_batch& vb = pw.validated;
       if (vb.transactional &&
           log->producers().markers_written(vb.producer_id) != pw.markers_before_check) {
@@ -451,7 +454,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
   for (auto& tw : work) {
     for (auto& pw : tw.parts) {
       if (!pw.failure || !pw.failure->log_start_offset_known || pw.log_start_offset >= 0) continue;
-      auto guard = topics.lock();
+      auto guard = topics.read_lock();
       if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
         pw.log_start_offset = log->log_start_offset();
       }

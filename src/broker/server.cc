@@ -509,7 +509,7 @@ asio::awaitable<void> server::impl::log_flusher(std::chrono::milliseconds interv
     asio::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopping) break;
-    auto guard = topics->lock();
+    auto guard = topics->read_lock();  // flush_dirty_logs takes each log's mutex in turn
     const auto flush_start = std::chrono::steady_clock::now();
     if (auto r = topics->logs().flush_dirty_logs(wall_clock_ms()); !r) {
       spdlog::error("log flush failed: {}", r.error().message);
@@ -678,7 +678,9 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
   }
 
   if (options.partitions && s.topics) {
-    auto guard = s.topics->lock();
+    // Shared: a scrape walks every partition, and appends must not wait for it. Each log's
+    // mutex is held only while its segments are summed.
+    auto guard = s.topics->read_lock();
     std::vector<std::string> names;
     for (const auto* t : s.topics->logs().topics()) names.push_back(t->name);
     out.topic_count = static_cast<int32_t>(names.size());
@@ -692,7 +694,10 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
       p.log_start_offset = static_cast<int64_t>(log->log_start_offset());
       p.log_end_offset = static_cast<int64_t>(log->log_end_offset());
       p.high_watermark = static_cast<int64_t>(log->high_watermark());
-      p.size_bytes = log->size_bytes();
+      {
+        std::lock_guard log_lock(log->mutex());
+        p.size_bytes = log->size_bytes();
+      }
       out.partitions.push_back(std::move(p));
     }
   }

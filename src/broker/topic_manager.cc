@@ -194,14 +194,15 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
                    step);
     }
   }
-  // The log cleaner (Kafka's LogCleaner): its threads take mu_, the lock every use of the logs
-  // holds, only to pick a log and to swap cleaned segments in.
+  // The log cleaner (Kafka's LogCleaner): its threads take mu_ shared, with the chosen log's own
+  // mutex, only to pick a log and to swap cleaned segments in.
   storage::cleaner_config cleaner = cleaner_config_of(m->effective_);
   if (cleaner.enable) {
     auto started = m->logs_->start_cleaner(cleaner, m->mu_, log_cleaner_line);
     if (!started) return fail(fmt::format("log cleaner: {}", started.error().message));
   }
-  // Retention (log.retention.check.interval.ms), on its own thread, taking mu_ for each pass.
+  // Retention (log.retention.check.interval.ms), on its own thread, taking mu_ shared for each
+  // pass and each log's mutex in turn.
   m->logs_->start_retention(config.log_retention_check_interval_ms, m->mu_,
                             [](bool warning, const std::string& line) {
                               if (warning) {

@@ -1,12 +1,15 @@
 // The broker's view of its topics: storage's log_manager for the one log directory, the cluster
 // id (Kafka's meta.properties), and the mapping of the broker configuration onto the topic-config
 // defaults (storage/log_config.h is the one definition of topic configs; the broker only hands it
-// the server.properties keys that were set). Handlers on every event loop share one instance, so
-// every access to the log manager holds lock().
+// the server.properties keys that were set). Handlers on every event loop share one instance:
+// every access to the log manager holds read_lock() (lookups; a log's own operations also take
+// that log's mutex()) or lock() (creating, deleting and reconfiguring topics). Appends to
+// different partitions thus run at once on different loops, as under Kafka's per-log locks.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "base/result.h"
@@ -38,9 +41,13 @@ class topic_manager {
   const std::string& cluster_id() const { return cluster_id_; }
   bool had_clean_shutdown() const { return had_clean_shutdown_; }
 
-  // Hold while using logs(). Create/delete/alter are short metadata operations plus a few
-  // directory syscalls, so handlers take it on their event loop.
-  std::unique_lock<std::mutex> lock() const { return std::unique_lock(mu_); }
+  // Exclusive: changes to the topic and partition maps or to configs. Create/delete/alter are
+  // short metadata operations plus a few directory syscalls, so handlers take it on their event
+  // loop; it waits for the appends and reads in progress and holds new ones back meanwhile.
+  std::unique_lock<std::shared_mutex> lock() const { return std::unique_lock(mu_); }
+  // Shared: finding topics and logs, and using a log under its own mutex() (appends, reads,
+  // DeleteRecords), which is taken after this lock and never before it.
+  std::shared_lock<std::shared_mutex> read_lock() const { return std::shared_lock(mu_); }
   storage::log_manager& logs() { return *logs_; }
   // The cluster metadata seam (the metadata log, docs/metadata.md); thread-safe on its own.
   cluster::metadata_store& metadata() { return *metadata_; }
@@ -54,7 +61,7 @@ class topic_manager {
   // (a topic override still wins), and the log cleaner restarts when its log.cleaner.* settings
   // changed (Kafka's LogCleaner.reconfigure). Call without holding lock().
   result<void, std::string> apply_dynamic_configs(const broker_config& static_config);
-  // The effective configuration (static + dynamic) last applied; hold lock().
+  // The effective configuration (static + dynamic) last applied; hold lock() or read_lock().
   const broker_config& effective() const { return effective_; }
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
@@ -63,7 +70,7 @@ class topic_manager {
  private:
   topic_manager() = default;
 
-  mutable std::mutex mu_;
+  mutable std::shared_mutex mu_;
   std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;

@@ -39,9 +39,10 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
                                                      const txn::marker_request& marker) {
   using protocol::error_code;
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.read_lock();
     storage::log* log = topics_.logs().get_log(std::string(topic), partition_id{partition});
     if (log == nullptr) return error_code::unknown_topic_or_partition;
+    std::lock_guard log_lock(log->mutex());
     const storage::txn_marker m{marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                 marker.commit};
     if (auto ok = log->producers().check_marker(m); !ok) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,7 +190,7 @@ TEST(DeleteRecords, TheRetentionThreadRunsEveryIntervalUnderTheOwnersLock) {
   auto m = log_manager::open(opts(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic("short", 1, {{"retention.ms", "1000"}}, 1000));
-  std::mutex owner;
+  std::shared_mutex owner;
   std::mutex lines_mu;
   std::vector<std::string> lines;
   {

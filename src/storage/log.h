@@ -6,11 +6,11 @@
 // The caller (the broker's produce path) validates batches and assigns offsets; append() stores
 // batches whose offsets are already assigned. read() returns file slices for sendfile.
 //
-// Threading (docs/storage.md#threading): the broker runs one event loop per core and each
-// partition belongs to exactly one loop, so a log is used by one thread at a time and takes no
-// lock; Kafka's per-log `synchronized (lock)` exists because any request thread may append.
-// The four offsets are also published through atomics so other threads (checkpointing,
-// metrics) may read them at any time.
+// Threading (docs/storage.md#threading): every event loop may append to or read any partition,
+// so the caller serialises each log's use with its mutex() (Kafka's per-log `lock`), held around
+// every call marked "owner's serialisation" or "owner thread only"; the log itself takes no
+// lock, so one request can append many batches under one acquisition. The four offsets are also
+// published through atomics so other threads (checkpointing, metrics) may read them at any time.
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -233,6 +234,10 @@ class log {
   // Closes every segment (final time index entries, trimmed indexes). Does not fsync.
   result<void, storage_error> close();
 
+  // The partition's lock (see Threading above). The broker takes it after its map lock
+  // (topic_manager), never before, and takes nothing else while holding it.
+  std::mutex& mutex() const { return mu_; }
+
  private:
   explicit log(const log_options& options);
   result<void, storage_error> load(const log_options& options, recovery_report& report);
@@ -268,6 +273,7 @@ class log {
   bool segments_created_ = true;  // a segment file was created since the directory was fsynced
   append_listener append_listener_;
   bool closed_ = false;
+  mutable std::mutex mu_;
 };
 
 }  // namespace tarn::storage

@@ -20,7 +20,7 @@ timestamp_ms wall_now_ms() {
 }  // namespace
 
 log_cleaner_manager::log_cleaner_manager(log_manager& logs, const cleaner_config& config,
-                                         std::mutex& owner_lock, cleaner_log_fn log_line)
+                                         std::shared_mutex& owner_lock, cleaner_log_fn log_line)
     : logs_(logs),
       config_(config),
       owner_lock_(owner_lock),
@@ -30,7 +30,7 @@ log_cleaner_manager::log_cleaner_manager(log_manager& logs, const cleaner_config
 log_cleaner_manager::~log_cleaner_manager() { shutdown(); }
 
 result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager::create(
-    log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
+    log_manager& logs, const cleaner_config& config, std::shared_mutex& owner_lock,
     cleaner_log_fn log_line) {
   std::unique_ptr<log_cleaner_manager> m(
       new log_cleaner_manager(logs, config, owner_lock, std::move(log_line)));
@@ -73,10 +73,10 @@ void log_cleaner_manager::shutdown() {
   threads_.clear();
 }
 
-std::optional<std::unique_lock<std::mutex>> log_cleaner_manager::lock_owner() {
-  // Not a blocking lock: shutdown() may run on a thread that holds owner_lock_ while it waits
-  // for this one.
-  std::unique_lock lock(owner_lock_, std::defer_lock);
+std::optional<std::shared_lock<std::shared_mutex>> log_cleaner_manager::lock_owner() {
+  // Not a blocking lock: shutdown() may run on a thread that holds owner_lock_ (exclusively)
+  // while it waits for this one.
+  std::shared_lock lock(owner_lock_, std::defer_lock);
   while (!lock.try_lock()) {
     if (stopping_.load()) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -113,7 +113,9 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
       auto it = checkpoints_.find(tp);
       std::optional<offset_t> last_clean;
       if (it != checkpoints_.end()) last_clean = it->second;
+      std::unique_lock log_lock(l->mutex());
       log_to_clean t = make_log_to_clean(*l, last_clean, now);
+      log_lock.unlock();
       if (t.force_update_checkpoint) {
         checkpoints_[tp] = t.first_dirty_offset;
         checkpoints_changed = true;
@@ -142,8 +144,9 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
       (void)g.segment->remove();
       return false;
     }
-    return logs_.get_log(tp.topic, tp.partition)
-        ->replace_segments(std::move(g.segment), g.replaces);
+    log* l = logs_.get_log(tp.topic, tp.partition);
+    std::lock_guard log_lock(l->mutex());
+    return l->replace_segments(std::move(g.segment), g.replaces);
   };
   auto result = c.clean(*chosen, now, swap, [&] { return aborted->load(); });
 

@@ -6,10 +6,11 @@
 // rounds that found nothing; all threads sharing one log.cleaner.io.max.bytes.per.second.
 // A partition whose cleaning fails is left alone until restart (Kafka's uncleanable partitions).
 //
-// Threading: `owner_lock` is the lock the broker holds for every use of the log_manager and its
-// logs; a cleaner thread takes it only to choose a log (copying what it will read) and to swap a
-// cleaned group in. The cleaner's own state has its own mutex, never held while waiting for
-// `owner_lock`.
+// Threading: `owner_lock` is the broker's map lock over the log_manager (shared for lookups and
+// for appends under each log's own mutex(), exclusive for creating and deleting topics); a
+// cleaner thread takes it shared, with the log's mutex, only to choose a log (copying what it
+// will read) and to swap a cleaned group in, so appends to other partitions go on meanwhile. The
+// cleaner's own state has its own mutex, never held while waiting for `owner_lock`.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,7 +41,7 @@ using cleaner_log_fn = std::function<void(bool warning, const std::string& line)
 class log_cleaner_manager {
  public:
   static result<std::unique_ptr<log_cleaner_manager>, storage_error> create(
-      log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
+      log_manager& logs, const cleaner_config& config, std::shared_mutex& owner_lock,
       cleaner_log_fn log_line);
   log_cleaner_manager(const log_cleaner_manager&) = delete;
   log_cleaner_manager& operator=(const log_cleaner_manager&) = delete;
@@ -65,15 +67,15 @@ class log_cleaner_manager {
   std::set<topic_partition> uncleanable_partitions() const;
 
  private:
-  log_cleaner_manager(log_manager& logs, const cleaner_config& config, std::mutex& owner_lock,
-                      cleaner_log_fn log_line);
-  // `owner_lock`, unless shutdown() began first.
-  std::optional<std::unique_lock<std::mutex>> lock_owner();
+  log_cleaner_manager(log_manager& logs, const cleaner_config& config,
+                      std::shared_mutex& owner_lock, cleaner_log_fn log_line);
+  // `owner_lock` shared, unless shutdown() began first.
+  std::optional<std::shared_lock<std::shared_mutex>> lock_owner();
   void run(int32_t thread_id);
 
   log_manager& logs_;
   const cleaner_config config_;
-  std::mutex& owner_lock_;
+  std::shared_mutex& owner_lock_;
   cleaner_log_fn log_line_;
   throttler throttle_;
   std::vector<std::unique_ptr<cleaner>> cleaners_;  // one per thread

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include "fmt/format.h"
@@ -66,7 +67,7 @@ std::map<std::string, offset_t> write_rolled(log& l, int keys, int versions, int
 
 TEST(LogCleanerManager, PicksTheDirtiestCompactedLogAndCheckpoints) {
   temp_dir dir;
-  std::mutex owner;
+  std::shared_mutex owner;
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic("a", 1, {{"cleanup.policy", "compact"}}, 1000));
@@ -128,11 +129,12 @@ TEST(LogCleanerManager, PicksTheDirtiestCompactedLogAndCheckpoints) {
   EXPECT_EQ(read_cleaner_checkpoint(dir.path())->count({"a", 0}), 0u);
 }
 
-// The threads clean while the owner appends, reads and deletes (under the owner's lock, as the
-// broker does): every key's latest value is read back, and TSan sees the sharing.
+// The threads clean while the owner appends, reads and deletes (appends under the map lock shared
+// and the log's mutex, deletion under it exclusive, as the broker does): every key's latest value
+// is read back, and TSan sees the sharing.
 TEST(LogCleanerManager, ThreadsCleanWhileTheOwnerAppends) {
   temp_dir dir;
-  std::mutex owner;
+  std::shared_mutex owner;
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
   for (const char* t : {"c0", "c1", "gone"}) {
@@ -145,9 +147,11 @@ TEST(LogCleanerManager, ThreadsCleanWhileTheOwnerAppends) {
   }));
   std::map<std::string, std::map<std::string, offset_t>> latest;
   for (int round = 0; round < 6; ++round) {
-    std::lock_guard lock(owner);
+    std::shared_lock lock(owner);
     for (const char* t : {"c0", "c1", "gone"}) {
-      for (auto& [k, o] : write_rolled(*(*m)->get_log(t, 0), 8, 8, 2)) latest[t][k] = o;
+      log& l = *(*m)->get_log(t, 0);
+      std::lock_guard log_lock(l.mutex());
+      for (auto& [k, o] : write_rolled(l, 8, 8, 2)) latest[t][k] = o;
     }
   }
   {

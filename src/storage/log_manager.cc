@@ -42,7 +42,7 @@ log_manager::~log_manager() {
 }
 
 result<void, storage_error> log_manager::start_cleaner(const cleaner_config& config,
-                                                       std::mutex& owner_lock,
+                                                       std::shared_mutex& owner_lock,
                                                        cleaner_log_fn log_line) {
   if (cleaner_) return {};
   auto c = log_cleaner_manager::create(*this, config, owner_lock, std::move(log_line));
@@ -57,7 +57,7 @@ void log_manager::stop_cleaner() {
 }
 
 result<void, storage_error> log_manager::restart_cleaner(const cleaner_config& config,
-                                                         std::mutex& owner_lock,
+                                                         std::shared_mutex& owner_lock,
                                                          cleaner_log_fn log_line) {
   stop_cleaner();
   cleaner_.reset();
@@ -387,6 +387,7 @@ storage::log* log_manager::get_log(std::string_view topic, partition_id partitio
 }
 
 result<void, storage_error> log_manager::checkpoint() {
+  std::lock_guard writer(checkpoint_mu_);
   std::vector<partition_offset> rp, ls, hw;
   rp.reserve(logs_.size());
   ls.reserve(logs_.size());
@@ -404,6 +405,7 @@ result<void, storage_error> log_manager::checkpoint() {
 }
 
 result<void, storage_error> log_manager::checkpoint_log_start_offsets() {
+  std::lock_guard writer(checkpoint_mu_);
   std::vector<partition_offset> ls;
   ls.reserve(logs_.size());
   for (const auto& [tp, l] : logs_) ls.push_back({tp, l->log_start_offset()});
@@ -414,7 +416,9 @@ result<int32_t, storage_error> log_manager::delete_old_segments(timestamp_ms now
   int32_t deleted = 0;
   std::optional<storage_error> first;
   for (auto& [tp, l] : logs_) {
+    std::unique_lock log_lock(l->mutex());
     auto r = l->delete_old_segments(now);
+    log_lock.unlock();
     if (r) {
       deleted += *r;
     } else if (!first) {
@@ -429,7 +433,7 @@ result<int32_t, storage_error> log_manager::delete_old_segments(timestamp_ms now
   return deleted;
 }
 
-void log_manager::start_retention(int64_t interval_ms, std::mutex& owner_lock,
+void log_manager::start_retention(int64_t interval_ms, std::shared_mutex& owner_lock,
                                   cleaner_log_fn log_line) {
   if (retention_thread_.joinable()) return;
   retention_stopping_ = false;
@@ -442,7 +446,7 @@ void log_manager::start_retention(int64_t interval_ms, std::mutex& owner_lock,
       }
       wait = std::chrono::milliseconds(interval_ms);
       // Not a blocking lock: stop_retention() may run on a thread holding owner_lock.
-      std::unique_lock owner(owner_lock, std::defer_lock);
+      std::shared_lock owner(owner_lock, std::defer_lock);
       while (!owner.try_lock()) {
         std::unique_lock lock(retention_mu_);
         if (retention_wake_.wait_for(lock, std::chrono::milliseconds(1),
@@ -476,6 +480,7 @@ void log_manager::stop_retention() {
 result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
   result<void, storage_error> first{};
   for (auto& [tp, l] : logs_) {
+    std::lock_guard log_lock(l->mutex());
     auto f = l->maybe_flush(now);
     if (!f && first) first = std::move(f);
   }

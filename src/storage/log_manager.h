@@ -2,16 +2,18 @@
 // and partitions at startup (recovering after an unclean shutdown), creates and deletes topics,
 // stores topic configs, writes the log-dir checkpoints and the clean-shutdown marker.
 //
-// Threading (docs/storage.md#threading): the broker calls create/delete/config operations from
-// one control context, never concurrently; each log is then used by the thread that owns its
-// partition. checkpoint() only reads the logs' atomic offsets, so it may run from the control
-// context while owners append.
+// Threading (docs/storage.md#threading): the broker holds a reader-writer map lock around every
+// use: exclusive for create/delete/config operations (which change the maps), shared for
+// lookups and for the logs' own operations, each of those also under the log's mutex(). The
+// methods here that work on every log (retention, flushes) take each log's mutex themselves;
+// checkpoint writers are serialised inside (two shared holders may checkpoint at once).
 #pragma once
 
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,12 +94,13 @@ class log_manager {
   // The log cleaner (log_cleaner_manager.h): created with the lock the caller holds around every
   // use of this log_manager, its threads started when config.enable. stop_cleaner() joins them
   // (shutdown() and the destructor call it first).
-  result<void, storage_error> start_cleaner(const cleaner_config& config, std::mutex& owner_lock,
-                                            cleaner_log_fn log_line);
+  result<void, storage_error> start_cleaner(const cleaner_config& config,
+                                            std::shared_mutex& owner_lock, cleaner_log_fn log_line);
   void stop_cleaner();
   // Replaces a stopped cleaner with one of `config` (started when config.enable): dynamic
   // log.cleaner.* changes, as Kafka's LogCleaner.reconfigure shuts down and starts anew.
-  result<void, storage_error> restart_cleaner(const cleaner_config& config, std::mutex& owner_lock,
+  result<void, storage_error> restart_cleaner(const cleaner_config& config,
+                                              std::shared_mutex& owner_lock,
                                               cleaner_log_fn log_line);
   log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
@@ -114,10 +117,11 @@ class log_manager {
   result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
   // The retention task (Kafka's "kafka-log-retention", scheduled by LogManager.startup): a thread
   // that runs delete_old_segments every `interval_ms` (log.retention.check.interval.ms), the
-  // first time after min(interval_ms, 30 s) (Kafka: always 30 s), holding `owner_lock` (taken with
-  // try_lock, as the cleaner does) while it runs. `log_line` gets one line per pass that deleted
-  // something or failed. stop_retention() joins it (shutdown() and the destructor call it).
-  void start_retention(int64_t interval_ms, std::mutex& owner_lock, cleaner_log_fn log_line);
+  // first time after min(interval_ms, 30 s) (Kafka: always 30 s), holding `owner_lock` shared
+  // (taken with try_lock, as the cleaner does) while it runs. `log_line` gets one line per pass
+  // that deleted something or failed. stop_retention() joins it (shutdown() and the destructor call
+  // it).
+  void start_retention(int64_t interval_ms, std::shared_mutex& owner_lock, cleaner_log_fn log_line);
   void stop_retention();
   // Kafka's LogManager.flushDirtyLogs: flushes every log whose flush.ms has passed since its
   // last flush. Every log is tried; the first error is returned.
@@ -144,6 +148,7 @@ class log_manager {
   bool shut_down_ = false;
   std::thread retention_thread_;
   std::mutex retention_mu_;
+  std::mutex checkpoint_mu_;  // one writer of the checkpoint files at a time
   std::condition_variable retention_wake_;
   bool retention_stopping_ = false;
 };
