@@ -117,7 +117,7 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
     if (!configs) {
       error = configs.error();
     } else if (res.resource_type == resource_type_topic) {
-      auto guard = topics.lock();
+      auto guard = topics.control_lock();
       error = alter_topic(topics.logs(), res, *configs, decoded->validate_only);
     } else if (res.resource_type == resource_type_broker) {
       error = check_broker_resource_name(res.resource_name, config.node_id);

@@ -62,7 +62,7 @@ asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_co
   };
 
   topic_manager& topics = *request.services.topics;
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
     auto& out = reply.responses.emplace_back();

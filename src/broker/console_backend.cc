@@ -176,7 +176,7 @@ result<console_topic, console_error> broker_console::create_topic(const console_
     return fail(console_error_of(v.error()));
   storage::config_map overrides;
   for (const auto& [k, v] : spec.configs) overrides[k] = v;
-  auto guard = topics_.lock();
+  auto guard = topics_.control_lock();
   auto& logs = topics_.logs();
   if (logs.find_topic(spec.name) != nullptr) {
     return fail(console_error{console_errc::conflict,
@@ -219,7 +219,7 @@ result<void, console_error> broker_console::delete_topic(std::string_view name) 
                               "Topic deletion is disabled (delete.topic.enable=false)."});
   }
   {
-    auto guard = topics_.lock();
+    auto guard = topics_.control_lock();
     auto& logs = topics_.logs();
     if (logs.find_topic(name) == nullptr) {
       return fail(console_error{console_errc::not_found,
@@ -235,7 +235,7 @@ result<void, console_error> broker_console::delete_topic(std::string_view name) 
 
 result<console_topic, console_error> broker_console::alter_topic_configs(
     std::string_view name, const std::map<std::string, std::optional<std::string>>& changes) {
-  auto guard = topics_.lock();
+  auto guard = topics_.control_lock();
   auto& logs = topics_.logs();
   const storage::topic_info* t = logs.find_topic(name);
   if (t == nullptr) {

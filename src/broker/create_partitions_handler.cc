@@ -140,7 +140,7 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
     reply.results.push_back(std::move(result));
   };
   controller_mutation_quota quota(request, 3);
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   int64_t additional_total = 0;
   for (const auto& t : decoded->topics) {

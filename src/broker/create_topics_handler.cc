@@ -236,7 +236,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   // Answered after the others, as Kafka appends it to the controller's results.
   bool cluster_metadata_asked = false;
   controller_mutation_quota quota(request, 6);
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
     if (occurrences[t.name] > 1) continue;  // answered once, below

@@ -85,7 +85,7 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   std::deque<std::string> strings;  // backing store of the views in `reply`
   std::vector<std::string> deleted;
   controller_mutation_quota quota(request, 5);
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& w : asked) {
     deletable_topic_result result;

@@ -32,7 +32,7 @@ std::optional<config_alter_error> check_broker_resource_name(std::string_view na
 // at runtime INVALID_REQUEST "Cannot update these configs dynamically: [k, ...]"; a bad value
 // INVALID_REQUEST "Invalid value v for configuration k: ...". Keys tarn does not know are kept
 // (Kafka accepts them too) but have no effect. With validate_only nothing is recorded.
-// Takes topics.lock() itself: call without holding it.
+// Takes topics.control_lock() (through apply_dynamic_configs) itself: call without holding it.
 std::optional<config_alter_error> alter_dynamic_broker_configs(
     topic_manager& topics, const broker_config& static_config, std::string_view resource_name,
     const storage::config_map& proposed, const std::vector<std::string>& changed,

@@ -69,7 +69,7 @@ asio::awaitable<handler_outcome> handle_elect_leaders(request_context& request) 
   }
 
   topic_manager& topics = *request.services.topics;
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   if (!req.topic_partitions) {
     for (const storage::topic_info* t : logs.topics()) {

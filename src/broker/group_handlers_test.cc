@@ -223,7 +223,7 @@ TEST(group_handlers, join_waits_for_the_rebalance_then_sync_heartbeat_and_offset
 
   // A commit of a topic that exists, read back.
   {
-    auto guard = h.topics().lock();
+    auto guard = h.topics().control_lock();
     ASSERT_TRUE(h.topics().logs().create_topic("orders", 1, {}, wall_clock_ms()).has_value());
   }
   protocol::offset_commit_request commit;

@@ -228,7 +228,7 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
   topic_manager& topics = *request.services.topics;
   protocol::incremental_alter_configs_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
-  auto guard = topics.lock();
+  auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& res : decoded->resources) {
     protocol::incremental_alter_configs_response::alter_configs_resource_response result;

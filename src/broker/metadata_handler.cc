@@ -126,10 +126,11 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   const bool may_create =
       config.auto_create_topics_enable && (version < 4 || decoded->allow_auto_topic_creation);
 
-  // The map lock shared, so Metadata never holds up appends; exclusive only when a topic this
-  // request names is missing and may be auto-created (creation changes the maps).
+  // The map lock shared, so Metadata never holds up appends; the control lock instead when a
+  // topic this request names is missing and may be auto-created (creation changes the maps, and
+  // takes the map lock exclusively itself for that moment).
   auto shared = topics.read_lock();
-  std::unique_lock<std::shared_mutex> exclusive;
+  std::unique_lock<std::mutex> control;
   storage::log_manager& logs = topics.logs();
   if (!all_topics && may_create) {
     const bool missing = std::ranges::any_of(*decoded->topics, [&](const auto& want) {
@@ -137,7 +138,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     });
     if (missing) {
       shared.unlock();
-      exclusive = topics.lock();
+      control = topics.control_lock();
     }
   }
   if (all_topics) {

@@ -107,7 +107,7 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
     auto shared = topics_.read_lock();
     if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
   }
-  auto guard = topics_.lock();  // creation changes the maps
+  auto guard = topics_.control_lock();  // creation changes the maps
   storage::log_manager& logs = topics_.logs();
   if (const storage::topic_info* t = logs.find_topic(topic_)) return t->partitions;
   auto created = create_(logs, wall_clock_ms());

@@ -1,11 +1,12 @@
 // The broker's side of the group coordinator's two seams: __consumer_offsets over the topic
 // manager's logs (coordinator::offsets_log) and the topic map (coordinator::metadata_view).
 //
-// Locking: every call takes topic_manager's mutex for the log or topic-map access only, never
+// Locking: every call takes topic_manager's read_lock() (and the log's mutex) for the log or
+// topic-map access only (ensure_topic its control_lock() to create the topic), never
 // while it calls back into the coordinator (replay() reads a chunk under the lock, then hands
 // its records to `fn` without it). The coordinator calls in with its shard locks held, so the
-// order is always shard -> topics; a broker path holding topics.lock() must therefore never call
-// the coordinator (DeleteTopics calls on_topics_deleted after releasing it).
+// order is always shard -> topics; a broker path holding topics.read_lock() or control_lock() must
+// therefore never call the coordinator (DeleteTopics calls on_topics_deleted after releasing it).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,8 @@ bool is_internal_topic(std::string_view name);
 storage::config_map offsets_topic_overrides(const coordinator::group_config& config);
 
 // Creates __consumer_offsets with offsets.topic.num.partitions partitions and those overrides.
-// The caller holds topics.lock() (Metadata's auto-creation of the topic uses this too, as Kafka's
-// AutoTopicCreationManager creates internal topics with their own configs).
+// The caller holds topics.control_lock() (Metadata's auto-creation of the topic uses this too, as
+// Kafka's AutoTopicCreationManager creates internal topics with their own configs).
 result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
     storage::log_manager& logs, const coordinator::group_config& config, int64_t now_ms);
 
@@ -49,7 +50,7 @@ class offsets_topic final : public coordinator::offsets_log {
   offsets_topic(topic_manager& topics, const coordinator::group_config& config,
                 int32_t load_buffer_bytes = default_load_buffer_bytes);
   // Another compacted internal topic of the same shape (__transaction_state): its name and how
-  // it is created (the caller holds topics.lock()).
+  // it is created (the caller holds topics.control_lock()).
   using create_fn = std::function<result<const storage::topic_info*, storage::storage_error>(
       storage::log_manager&, int64_t now_ms)>;
   offsets_topic(topic_manager& topics, std::string topic, create_fn create,

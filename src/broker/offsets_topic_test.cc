@@ -101,7 +101,7 @@ TEST_F(offsets_topic_test, ensure_topic_creates_the_compacted_topic_once) {
   EXPECT_EQ(*created, 4);
   EXPECT_EQ(offsets_->partitions(), std::optional<int32_t>(4));
   {
-    auto guard = topics_->lock();
+    auto guard = topics_->read_lock();
     const storage::topic_info* t = topics_->logs().find_topic("__consumer_offsets");
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->partitions, 4);
@@ -125,7 +125,7 @@ TEST_F(offsets_topic_test, ensure_topic_creates_the_compacted_topic_once) {
 TEST_F(offsets_topic_test, segment_bytes_follow_offsets_topic_segment_bytes) {
   open({{"offsets.topic.num.partitions", "1"}, {"offsets.topic.segment.bytes", "2097152"}});
   ASSERT_TRUE(offsets_->ensure_topic().has_value());
-  auto guard = topics_->lock();
+  auto guard = topics_->read_lock();
   EXPECT_EQ(topics_->logs().find_topic("__consumer_offsets")->config.segment_bytes, 2097152);
 }
 
@@ -142,7 +142,7 @@ TEST_F(offsets_topic_test, append_then_replay_round_trip) {
   ASSERT_TRUE(offsets_->ensure_topic().has_value());
   int appends_seen = 0;
   {
-    auto guard = topics_->lock();
+    auto guard = topics_->control_lock();
     topics_->logs().set_append_listener([&](const storage::topic_partition& tp) {
       EXPECT_EQ(tp.topic, "__consumer_offsets");
       EXPECT_EQ(tp.partition, 2);
@@ -169,7 +169,7 @@ TEST_F(offsets_topic_test, append_then_replay_round_trip) {
 
   // The stored batches have their offsets and leader epoch 0, as Produce writes them.
   {
-    auto guard = topics_->lock();
+    auto guard = topics_->read_lock();
     const storage::log* log = topics_->logs().get_log("__consumer_offsets", 2);
     EXPECT_EQ(log->log_end_offset(), 6);
     auto read = log->read(0, 1 << 20, true);
@@ -269,7 +269,7 @@ TEST_F(offsets_topic_test, append_errors_are_the_produce_paths) {
   EXPECT_EQ(large.error(), error_code::message_too_large);
 
   // None of it was written.
-  auto guard = topics_->lock();
+  auto guard = topics_->read_lock();
   EXPECT_EQ(topics_->logs().get_log("__consumer_offsets", 0)->log_end_offset(), 0);
 }
 
@@ -284,7 +284,7 @@ TEST_F(offsets_topic_test, the_metadata_view_is_the_topic_map) {
   ASSERT_TRUE(offsets_->ensure_topic().has_value());
   storage::uuid orders_id;
   {
-    auto guard = topics_->lock();
+    auto guard = topics_->control_lock();
     auto t = topics_->logs().create_topic("orders", 3, {}, wall_clock_ms());
     ASSERT_TRUE(t.has_value());
     orders_id = (*t)->topic_id;

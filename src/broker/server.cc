@@ -274,7 +274,7 @@ result<void, std::string> server::start() {
       s.config.max_incremental_fetch_session_cache_slots, 120000);
   s.waiters = std::make_unique<fetch_waiters>();
   {
-    auto guard = s.topics->lock();
+    auto guard = s.topics->control_lock();
     s.topics->logs().set_append_listener(
         [w = s.waiters.get()](const storage::topic_partition& tp) { w->notify(tp); });
   }

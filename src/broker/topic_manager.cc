@@ -115,19 +115,19 @@ result<void, std::string> topic_manager::apply_dynamic_configs(const broker_conf
   if (!config) return fail(config.error());
   storage::cleaner_config before;
   {
-    auto guard = lock();
+    auto guard = control_lock();
     before = cleaner_config_of(effective_);
     if (auto s = logs_->set_broker_props(topic_defaults_from(*config)); !s) {
       return fail(s.error().message);
     }
+    std::unique_lock maps(logs_->map_mutex());  // read_lock() holders read effective_
     effective_ = *config;
   }
   const storage::cleaner_config after = cleaner_config_of(*config);
   if (same_cleaner(before, after)) return {};
-  // The cleaner threads take mu_ with try_lock; join them without holding it.
   logs_->stop_cleaner();
-  auto guard = lock();
-  auto restarted = logs_->restart_cleaner(after, mu_, log_cleaner_line);
+  auto guard = control_lock();
+  auto restarted = logs_->restart_cleaner(after, log_cleaner_line);
   if (!restarted) return fail(restarted.error().message);
   spdlog::info("log cleaner reconfigured: {} thread(s){}", after.threads,
                after.enable ? "" : " (disabled)");
@@ -194,16 +194,16 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
                    step);
     }
   }
-  // The log cleaner (Kafka's LogCleaner): its threads take mu_ shared, with the chosen log's own
-  // mutex, only to pick a log and to swap cleaned segments in.
+  // The log cleaner (Kafka's LogCleaner): its threads take the map lock shared, with the chosen
+  // log's own mutex, only to pick a log and to swap cleaned segments in.
   storage::cleaner_config cleaner = cleaner_config_of(m->effective_);
   if (cleaner.enable) {
-    auto started = m->logs_->start_cleaner(cleaner, m->mu_, log_cleaner_line);
+    auto started = m->logs_->start_cleaner(cleaner, log_cleaner_line);
     if (!started) return fail(fmt::format("log cleaner: {}", started.error().message));
   }
-  // Retention (log.retention.check.interval.ms), on its own thread, taking mu_ shared for each
-  // pass and each log's mutex in turn.
-  m->logs_->start_retention(config.log_retention_check_interval_ms, m->mu_,
+  // Retention (log.retention.check.interval.ms), on its own thread, taking the map lock shared for
+  // each pass and each log's mutex in turn.
+  m->logs_->start_retention(config.log_retention_check_interval_ms,
                             [](bool warning, const std::string& line) {
                               if (warning) {
                                 spdlog::warn("log retention: {}", line);
@@ -215,9 +215,9 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
 }
 
 result<void, std::string> topic_manager::shutdown() {
-  logs_->stop_retention();  // before the lock, which these threads may be waiting for
+  logs_->stop_retention();
   logs_->stop_cleaner();
-  auto guard = lock();
+  auto guard = control_lock();
   if (auto r = logs_->shutdown(-1, wall_clock_ms()); !r) return fail(r.error().message);
   return {};
 }

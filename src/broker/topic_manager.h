@@ -3,8 +3,10 @@
 // defaults (storage/log_config.h is the one definition of topic configs; the broker only hands it
 // the server.properties keys that were set). Handlers on every event loop share one instance:
 // every access to the log manager holds read_lock() (lookups; a log's own operations also take
-// that log's mutex()) or lock() (creating, deleting and reconfiguring topics). Appends to
-// different partitions thus run at once on different loops, as under Kafka's per-log locks.
+// that log's mutex()) or control_lock() (creating, deleting and reconfiguring topics, which take
+// the map lock exclusively themselves only while they change the maps). Appends to different
+// partitions thus run at once on different loops, as under Kafka's per-log locks, and a topic's
+// creation or deletion holds them back only for that moment (docs/broker.md).
 #pragma once
 
 #include <memory>
@@ -41,13 +43,17 @@ class topic_manager {
   const std::string& cluster_id() const { return cluster_id_; }
   bool had_clean_shutdown() const { return had_clean_shutdown_; }
 
-  // Exclusive: changes to the topic and partition maps or to configs. Create/delete/alter are
-  // short metadata operations plus a few directory syscalls, so handlers take it on their event
-  // loop; it waits for the appends and reads in progress and holds new ones back meanwhile.
-  std::unique_lock<std::shared_mutex> lock() const { return std::unique_lock(mu_); }
+  // Serialises the topic operations (log_manager's create/delete/config/partitions and the
+  // broker config): hold it around them, without read_lock(). While held, the maps may be read
+  // without read_lock() (only its holders change them); a log's own operations still need the
+  // log's mutex(). Short metadata work plus a few directory syscalls, so handlers take it on their
+  // event loop.
+  std::unique_lock<std::mutex> control_lock() const { return std::unique_lock(control_mu_); }
   // Shared: finding topics and logs, and using a log under its own mutex() (appends, reads,
   // DeleteRecords), which is taken after this lock and never before it.
-  std::shared_lock<std::shared_mutex> read_lock() const { return std::shared_lock(mu_); }
+  std::shared_lock<std::shared_mutex> read_lock() const {
+    return std::shared_lock(logs_->map_mutex());
+  }
   storage::log_manager& logs() { return *logs_; }
   // The cluster metadata seam (the metadata log, docs/metadata.md); thread-safe on its own.
   cluster::metadata_store& metadata() { return *metadata_; }
@@ -61,7 +67,8 @@ class topic_manager {
   // (a topic override still wins), and the log cleaner restarts when its log.cleaner.* settings
   // changed (Kafka's LogCleaner.reconfigure). Call without holding lock().
   result<void, std::string> apply_dynamic_configs(const broker_config& static_config);
-  // The effective configuration (static + dynamic) last applied; hold lock() or read_lock().
+  // The effective configuration (static + dynamic) last applied; hold control_lock() or
+  // read_lock().
   const broker_config& effective() const { return effective_; }
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
@@ -70,7 +77,7 @@ class topic_manager {
  private:
   topic_manager() = default;
 
-  mutable std::shared_mutex mu_;
+  mutable std::mutex control_mu_;
   std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;

@@ -3,7 +3,8 @@
 // __consumer_offsets, offsets_topic.h), and the markers written straight to the partitions' logs.
 //
 // Locking: as offsets_topic.h. The coordinator calls in with its mutex held, so the order is
-// always coordinator -> topics; a broker path holding topics.lock() never calls the coordinator.
+// always coordinator -> topics; a broker path holding topics.read_lock() or control_lock() never
+// calls the coordinator.
 #pragma once
 
 #include <cstdint>

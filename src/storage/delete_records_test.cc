@@ -190,13 +190,13 @@ TEST(DeleteRecords, TheRetentionThreadRunsEveryIntervalUnderTheOwnersLock) {
   auto m = log_manager::open(opts(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic("short", 1, {{"retention.ms", "1000"}}, 1000));
-  std::shared_mutex owner;
+  std::shared_mutex& owner = (*m)->map_mutex();
   std::mutex lines_mu;
   std::vector<std::string> lines;
   {
     std::lock_guard lock(owner);
     append_batches(*(*m)->get_log("short", 0), 30, 0);  // timestamps of 1970: expired
-    (*m)->start_retention(20, owner, [&](bool warning, const std::string& line) {
+    (*m)->start_retention(20, [&](bool warning, const std::string& line) {
       std::lock_guard l(lines_mu);
       lines.push_back((warning ? "warn: " : "") + line);
     });

@@ -20,20 +20,18 @@ timestamp_ms wall_now_ms() {
 }  // namespace
 
 log_cleaner_manager::log_cleaner_manager(log_manager& logs, const cleaner_config& config,
-                                         std::shared_mutex& owner_lock, cleaner_log_fn log_line)
+                                         cleaner_log_fn log_line)
     : logs_(logs),
       config_(config),
-      owner_lock_(owner_lock),
       log_line_(std::move(log_line)),
       throttle_(config.max_io_bytes_per_second) {}
 
 log_cleaner_manager::~log_cleaner_manager() { shutdown(); }
 
 result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager::create(
-    log_manager& logs, const cleaner_config& config, std::shared_mutex& owner_lock,
-    cleaner_log_fn log_line) {
+    log_manager& logs, const cleaner_config& config, cleaner_log_fn log_line) {
   std::unique_ptr<log_cleaner_manager> m(
-      new log_cleaner_manager(logs, config, owner_lock, std::move(log_line)));
+      new log_cleaner_manager(logs, config, std::move(log_line)));
   auto offsets = read_cleaner_checkpoint(logs.log_dir());
   if (!offsets) return fail(offsets.error());
   m->checkpoints_ = std::move(*offsets);
@@ -74,9 +72,9 @@ void log_cleaner_manager::shutdown() {
 }
 
 std::optional<std::shared_lock<std::shared_mutex>> log_cleaner_manager::lock_owner() {
-  // Not a blocking lock: shutdown() may run on a thread that holds owner_lock_ (exclusively)
+  // Not a blocking lock: shutdown() may run on a thread that holds the map lock (exclusively)
   // while it waits for this one.
-  std::shared_lock lock(owner_lock_, std::defer_lock);
+  std::shared_lock lock(logs_.map_mutex(), std::defer_lock);
   while (!lock.try_lock()) {
     if (stopping_.load()) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -139,7 +137,8 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
   const topic_partition tp = chosen->tp;
   auto swap = [&](cleaned_group g) -> result<bool, storage_error> {
     auto owner = lock_owner();
-    // The log must still be the one chosen: a deletion under owner_lock sets `aborted` first.
+    // The log must still be the one chosen: a deletion sets `aborted` before it takes the map
+    // lock to drop the log.
     if (!owner || aborted->load() || logs_.get_log(tp.topic, tp.partition) != chosen_log) {
       (void)g.segment->remove();
       return false;

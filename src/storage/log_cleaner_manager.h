@@ -6,11 +6,10 @@
 // rounds that found nothing; all threads sharing one log.cleaner.io.max.bytes.per.second.
 // A partition whose cleaning fails is left alone until restart (Kafka's uncleanable partitions).
 //
-// Threading: `owner_lock` is the broker's map lock over the log_manager (shared for lookups and
-// for appends under each log's own mutex(), exclusive for creating and deleting topics); a
-// cleaner thread takes it shared, with the log's mutex, only to choose a log (copying what it
-// will read) and to swap a cleaned group in, so appends to other partitions go on meanwhile. The
-// cleaner's own state has its own mutex, never held while waiting for `owner_lock`.
+// Threading: a cleaner thread takes the log manager's map_mutex() shared, with the log's own
+// mutex(), only to choose a log (copying what it will read) and to swap a cleaned group in, so
+// appends go on meanwhile. The cleaner's own state has its own mutex, never held while waiting
+// for the map lock.
 #pragma once
 
 #include <atomic>
@@ -41,8 +40,7 @@ using cleaner_log_fn = std::function<void(bool warning, const std::string& line)
 class log_cleaner_manager {
  public:
   static result<std::unique_ptr<log_cleaner_manager>, storage_error> create(
-      log_manager& logs, const cleaner_config& config, std::shared_mutex& owner_lock,
-      cleaner_log_fn log_line);
+      log_manager& logs, const cleaner_config& config, cleaner_log_fn log_line);
   log_cleaner_manager(const log_cleaner_manager&) = delete;
   log_cleaner_manager& operator=(const log_cleaner_manager&) = delete;
   ~log_cleaner_manager();
@@ -50,14 +48,14 @@ class log_cleaner_manager {
   // Starts the threads (none when log.cleaner.enable is false or threads is 0).
   void start();
   // Stops and joins the threads; a cleaning in progress is abandoned (its .cleaned files
-  // removed). Safe with or without `owner_lock` held.
+  // removed). Safe with or without the map lock held.
   void shutdown();
 
   // One round on the calling thread with cleaner `thread_id` (< threads): the filthiest log is
   // cleaned; false when no log needed it. The threads run this in a loop.
   result<bool, storage_error> clean_filthiest_log(int32_t thread_id, timestamp_ms now);
 
-  // Topic deletion (caller holds `owner_lock`): cleanings of its partitions stop before their
+  // Topic deletion: cleanings of its partitions stop before their
   // swap, and their checkpoint entries go.
   void abort_and_forget(std::string_view topic);
 
@@ -67,15 +65,13 @@ class log_cleaner_manager {
   std::set<topic_partition> uncleanable_partitions() const;
 
  private:
-  log_cleaner_manager(log_manager& logs, const cleaner_config& config,
-                      std::shared_mutex& owner_lock, cleaner_log_fn log_line);
-  // `owner_lock` shared, unless shutdown() began first.
+  log_cleaner_manager(log_manager& logs, const cleaner_config& config, cleaner_log_fn log_line);
+  // The map lock shared, unless shutdown() began first.
   std::optional<std::shared_lock<std::shared_mutex>> lock_owner();
   void run(int32_t thread_id);
 
   log_manager& logs_;
   const cleaner_config config_;
-  std::shared_mutex& owner_lock_;
   cleaner_log_fn log_line_;
   throttler throttle_;
   std::vector<std::unique_ptr<cleaner>> cleaners_;  // one per thread

@@ -42,10 +42,9 @@ log_manager::~log_manager() {
 }
 
 result<void, storage_error> log_manager::start_cleaner(const cleaner_config& config,
-                                                       std::shared_mutex& owner_lock,
                                                        cleaner_log_fn log_line) {
   if (cleaner_) return {};
-  auto c = log_cleaner_manager::create(*this, config, owner_lock, std::move(log_line));
+  auto c = log_cleaner_manager::create(*this, config, std::move(log_line));
   if (!c) return fail(c.error());
   cleaner_ = std::move(*c);
   cleaner_->start();
@@ -57,12 +56,11 @@ void log_manager::stop_cleaner() {
 }
 
 result<void, storage_error> log_manager::restart_cleaner(const cleaner_config& config,
-                                                         std::shared_mutex& owner_lock,
                                                          cleaner_log_fn log_line) {
   stop_cleaner();
   cleaner_.reset();
   if (!config.enable) return {};
-  return start_cleaner(config, owner_lock, std::move(log_line));
+  return start_cleaner(config, std::move(log_line));
 }
 
 std::vector<std::pair<topic_partition, storage::log*>> log_manager::all_logs() const {
@@ -84,6 +82,7 @@ result<std::unique_ptr<log_manager>, storage_error> log_manager::open(
 }
 
 void log_manager::set_append_listener(append_listener listener) {
+  std::unique_lock maps(map_mu_);
   append_listener_ = std::move(listener);
   for (auto& [tp, l] : logs_) l->set_append_listener(append_listener_);
 }
@@ -205,6 +204,7 @@ result<void, storage_error> log_manager::set_broker_props(const config_map& brok
     if (!config) return fail(config.error());
     resolved.emplace(name, *config);
   }
+  std::unique_lock maps(map_mu_);
   broker_props_ = broker_props;
   for (auto& [name, t] : topics_) {
     t->config = resolved.at(name);
@@ -215,12 +215,15 @@ result<void, storage_error> log_manager::set_broker_props(const config_map& brok
   return {};
 }
 
-result<void, storage_error> log_manager::persist_topics() const {
+std::vector<topic_record> log_manager::topic_records() const {
   std::vector<topic_record> records;
   records.reserve(topics_.size());
-  for (const auto& [name, t] : topics_) {
-    records.push_back(topic_record{t->name, t->topic_id, t->partitions, t->overrides});
-  }
+  for (const auto& [name, t] : topics_) records.push_back(record_of(*t));
+  return records;
+}
+
+result<void, storage_error> log_manager::persist_topics(
+    const std::vector<topic_record>& records) const {
   return write_topic_records(log_dir_, records);
 }
 
@@ -257,17 +260,32 @@ result<const topic_info*, storage_error> log_manager::create_topic(std::string_v
   info->overrides = overrides;
   info->config = *config;
   topic_info* raw = info.get();
-  topics_.emplace(info->name, std::move(info));
-  auto p = journal_ != nullptr ? journal_->topic_created(record_of(*raw)) : persist_topics();
-  if (!p) {
-    topics_.erase(topics_.find(name));
-    return fail(p.error());
+  // The commit point, then the directories and segment files, all without the map lock.
+  std::vector<topic_record> records;
+  if (journal_ == nullptr) {
+    records = topic_records();
+    records.push_back(record_of(*raw));
   }
-  for (partition_id i = 0; i < partitions; ++i) {
+  auto p = journal_ != nullptr ? journal_->topic_created(record_of(*raw)) : persist_topics(records);
+  if (!p) return fail(p.error());
+  std::vector<std::unique_ptr<log>> opened;
+  std::optional<storage_error> failed;
+  for (partition_id i = 0; i < partitions && !failed; ++i) {
     auto l = open_partition(*raw, i, 0, 0, true, now, nullptr);
-    if (!l) return fail(l.error());
-    logs_.emplace(topic_partition{raw->name, i}, std::move(*l));
+    if (l) {
+      opened.push_back(std::move(*l));
+    } else {
+      failed = std::move(l.error());
+    }
   }
+  // Recorded, so it exists even when a directory failed (the next start opens it again).
+  std::unique_lock maps(map_mu_);
+  topics_.emplace(raw->name, std::move(info));
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  if (failed) return fail(std::move(*failed));
   return raw;
 }
 
@@ -277,21 +295,34 @@ result<void, storage_error> log_manager::delete_topic(std::string_view name) {
   // A cleaning of its partitions must not swap into a log about to go (LogManager.asyncDelete
   // aborts cleaning first).
   if (cleaner_) cleaner_->abort_and_forget(name);
-  std::unique_ptr<topic_info> topic = std::move(it->second);
-  topics_.erase(it);
-  auto p = journal_ != nullptr ? journal_->topic_deleted(record_of(*topic)) : persist_topics();
-  if (!p) {
-    topics_.emplace(topic->name, std::move(topic));
-    return p;
+  std::vector<topic_record> records;
+  if (journal_ == nullptr) {
+    records = topic_records();
+    std::erase_if(records, [&](const topic_record& r) { return r.name == name; });
   }
+  auto p = journal_ != nullptr ? journal_->topic_deleted(record_of(*it->second))
+                               : persist_topics(records);
+  if (!p) return p;
+  // Out of the maps under the map lock (which waits for the appends and reads in progress), then
+  // closed and removed without it.
+  std::unique_ptr<topic_info> topic;
+  std::vector<std::unique_ptr<log>> closing;
+  {
+    std::unique_lock maps(map_mu_);
+    topic = std::move(it->second);
+    topics_.erase(it);
+    for (partition_id i = 0; i < topic->partitions; ++i) {
+      auto l = logs_.find(topic_partition{topic->name, i});
+      if (l == logs_.end()) continue;
+      closing.push_back(std::move(l->second));
+      logs_.erase(l);
+    }
+  }
+  for (auto& l : closing) (void)l->close();
+  closing.clear();
   std::vector<fs::path> doomed;
   for (partition_id i = 0; i < topic->partitions; ++i) {
     topic_partition tp{topic->name, i};
-    auto l = logs_.find(tp);
-    if (l != logs_.end()) {
-      (void)l->second->close();
-      logs_.erase(l);
-    }
     fs::path dir = log_dir_ / partition_dir_name(tp);
     fs::path target =
         log_dir_ / fmt::format("{}.{}-delete", partition_dir_name(tp), uuid::random().to_hex());
@@ -320,17 +351,21 @@ result<void, storage_error> log_manager::set_topic_config(std::string_view name,
   auto config = resolve_log_config(overrides, broker_props_);
   if (!config) return fail(config.error());
   topic_info& t = *it->second;
-  config_map old_overrides = t.overrides;
-  log_config old_config = t.config;
+  topic_record changed = record_of(t);
+  changed.overrides = overrides;
+  std::vector<topic_record> records;
+  if (journal_ == nullptr) {
+    records = topic_records();
+    for (auto& r : records) {
+      if (r.name == name) r = changed;
+    }
+  }
+  auto p = journal_ != nullptr ? journal_->topic_config_changed(changed, t.overrides)
+                               : persist_topics(records);
+  if (!p) return p;
+  std::unique_lock maps(map_mu_);
   t.overrides = overrides;
   t.config = *config;
-  auto p = journal_ != nullptr ? journal_->topic_config_changed(record_of(t), old_overrides)
-                               : persist_topics();
-  if (!p) {
-    t.overrides = std::move(old_overrides);
-    t.config = old_config;
-    return p;
-  }
   for (partition_id i = 0; i < t.partitions; ++i) {
     if (storage::log* l = get_log(t.name, i)) l->update_config(t.config);
   }
@@ -353,19 +388,36 @@ result<void, storage_error> log_manager::create_partitions(std::string_view name
         fmt::format("The topic {} currently has {} partition(s); {} would not be an increase.",
                     t.name, t.partitions, new_count)});
   }
-  int32_t old_count = t.partitions;
-  t.partitions = new_count;
-  auto p = journal_ != nullptr ? journal_->partitions_created(record_of(t), old_count)
-                               : persist_topics();
-  if (!p) {
-    t.partitions = old_count;
-    return p;
+  const int32_t old_count = t.partitions;
+  topic_record grown = record_of(t);
+  grown.partitions = new_count;
+  std::vector<topic_record> records;
+  if (journal_ == nullptr) {
+    records = topic_records();
+    for (auto& r : records) {
+      if (r.name == name) r = grown;
+    }
   }
-  for (partition_id i = old_count; i < new_count; ++i) {
+  auto p = journal_ != nullptr ? journal_->partitions_created(grown, old_count)
+                               : persist_topics(records);
+  if (!p) return p;
+  std::vector<std::unique_ptr<log>> opened;
+  std::optional<storage_error> failed;
+  for (partition_id i = old_count; i < new_count && !failed; ++i) {
     auto l = open_partition(t, i, 0, 0, true, now, nullptr);
-    if (!l) return fail(l.error());
-    logs_.emplace(topic_partition{t.name, i}, std::move(*l));
+    if (l) {
+      opened.push_back(std::move(*l));
+    } else {
+      failed = std::move(l.error());
+    }
   }
+  std::unique_lock maps(map_mu_);
+  t.partitions = new_count;
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  if (failed) return fail(std::move(*failed));
   return {};
 }
 
@@ -433,11 +485,10 @@ result<int32_t, storage_error> log_manager::delete_old_segments(timestamp_ms now
   return deleted;
 }
 
-void log_manager::start_retention(int64_t interval_ms, std::shared_mutex& owner_lock,
-                                  cleaner_log_fn log_line) {
+void log_manager::start_retention(int64_t interval_ms, cleaner_log_fn log_line) {
   if (retention_thread_.joinable()) return;
   retention_stopping_ = false;
-  retention_thread_ = std::thread([this, interval_ms, &owner_lock, log_line = std::move(log_line)] {
+  retention_thread_ = std::thread([this, interval_ms, log_line = std::move(log_line)] {
     auto wait = std::chrono::milliseconds(std::min<int64_t>(interval_ms, 30000));
     for (;;) {
       {
@@ -445,8 +496,8 @@ void log_manager::start_retention(int64_t interval_ms, std::shared_mutex& owner_
         if (retention_wake_.wait_for(lock, wait, [&] { return retention_stopping_; })) return;
       }
       wait = std::chrono::milliseconds(interval_ms);
-      // Not a blocking lock: stop_retention() may run on a thread holding owner_lock.
-      std::shared_lock owner(owner_lock, std::defer_lock);
+      // Not a blocking lock: stop_retention() may run on a thread that holds map_mu_.
+      std::shared_lock owner(map_mu_, std::defer_lock);
       while (!owner.try_lock()) {
         std::unique_lock lock(retention_mu_);
         if (retention_wake_.wait_for(lock, std::chrono::milliseconds(1),
@@ -491,6 +542,7 @@ result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestam
   if (shut_down_) return {};
   stop_retention();
   stop_cleaner();
+  std::unique_lock maps(map_mu_);
   for (auto& [tp, l] : logs_) {
     auto f = l->flush(now);
     if (!f) return f;

@@ -2,11 +2,15 @@
 // and partitions at startup (recovering after an unclean shutdown), creates and deletes topics,
 // stores topic configs, writes the log-dir checkpoints and the clean-shutdown marker.
 //
-// Threading (docs/storage.md#threading): the broker holds a reader-writer map lock around every
-// use: exclusive for create/delete/config operations (which change the maps), shared for
-// lookups and for the logs' own operations, each of those also under the log's mutex(). The
-// methods here that work on every log (retention, flushes) take each log's mutex themselves;
-// checkpoint writers are serialised inside (two shared holders may checkpoint at once).
+// Threading (docs/storage.md#threading): map_mutex() guards the topic and partition maps and the
+// topic configs. Lookups and any use of a log hold it shared (and the log's own mutex() for the
+// log's operations). The topic operations (create, delete, configs, partitions, broker props)
+// must be serialised by the caller (the broker's control lock) and not hold map_mutex(): they do
+// their file work (journal, directories, segment files) without it and take it exclusive only
+// to change the maps, so appends to other topics never wait for a topic's creation or deletion.
+// While a caller holds that serialisation it may also read the maps without map_mutex(), since
+// only those operations change them. The methods here that work on every log (retention,
+// flushes) take each log's mutex themselves; checkpoint writers are serialised inside.
 #pragma once
 
 #include <condition_variable>
@@ -59,6 +63,9 @@ class log_manager {
   ~log_manager();
 
   const fs::path& log_dir() const { return log_dir_; }
+  // The map lock (see Threading above); taken after the broker's control lock, before any log's
+  // mutex().
+  std::shared_mutex& map_mutex() const { return map_mu_; }
   const config_map& broker_props() const { return broker_props_; }
   // Dynamic broker configs changed the broker defaults of topic configs: every topic's effective
   // config is resolved again and handed to its logs (a topic without an override follows the new
@@ -91,16 +98,13 @@ class log_manager {
   // Every partition log, in topic-partition order.
   std::vector<std::pair<topic_partition, storage::log*>> all_logs() const;
 
-  // The log cleaner (log_cleaner_manager.h): created with the lock the caller holds around every
-  // use of this log_manager, its threads started when config.enable. stop_cleaner() joins them
-  // (shutdown() and the destructor call it first).
-  result<void, storage_error> start_cleaner(const cleaner_config& config,
-                                            std::shared_mutex& owner_lock, cleaner_log_fn log_line);
+  // The log cleaner (log_cleaner_manager.h), its threads started when config.enable; they take
+  // map_mutex() shared. stop_cleaner() joins them (shutdown() and the destructor call it first).
+  result<void, storage_error> start_cleaner(const cleaner_config& config, cleaner_log_fn log_line);
   void stop_cleaner();
   // Replaces a stopped cleaner with one of `config` (started when config.enable): dynamic
   // log.cleaner.* changes, as Kafka's LogCleaner.reconfigure shuts down and starts anew.
   result<void, storage_error> restart_cleaner(const cleaner_config& config,
-                                              std::shared_mutex& owner_lock,
                                               cleaner_log_fn log_line);
   log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
@@ -117,11 +121,11 @@ class log_manager {
   result<int32_t, storage_error> delete_old_segments(timestamp_ms now);
   // The retention task (Kafka's "kafka-log-retention", scheduled by LogManager.startup): a thread
   // that runs delete_old_segments every `interval_ms` (log.retention.check.interval.ms), the
-  // first time after min(interval_ms, 30 s) (Kafka: always 30 s), holding `owner_lock` shared
+  // first time after min(interval_ms, 30 s) (Kafka: always 30 s), holding map_mutex() shared
   // (taken with try_lock, as the cleaner does) while it runs. `log_line` gets one line per pass
   // that deleted something or failed. stop_retention() joins it (shutdown() and the destructor call
   // it).
-  void start_retention(int64_t interval_ms, std::shared_mutex& owner_lock, cleaner_log_fn log_line);
+  void start_retention(int64_t interval_ms, cleaner_log_fn log_line);
   void stop_retention();
   // Kafka's LogManager.flushDirtyLogs: flushes every log whose flush.ms has passed since its
   // last flush. Every log is tried; the first error is returned.
@@ -132,7 +136,10 @@ class log_manager {
  private:
   explicit log_manager(const log_manager_options& options);
   result<void, storage_error> load(const log_manager_options& options, startup_report& report);
-  result<void, storage_error> persist_topics() const;
+  // The topic records as they are, and the tarn-topics file (without a journal) written from a
+  // list that already holds the pending change.
+  std::vector<topic_record> topic_records() const;
+  result<void, storage_error> persist_topics(const std::vector<topic_record>& records) const;
   topic_record record_of(const topic_info& t) const;
   result<std::unique_ptr<storage::log>, storage_error> open_partition(
       const topic_info& topic, partition_id partition, offset_t recovery_point,
@@ -149,6 +156,7 @@ class log_manager {
   std::thread retention_thread_;
   std::mutex retention_mu_;
   std::mutex checkpoint_mu_;  // one writer of the checkpoint files at a time
+  mutable std::shared_mutex map_mu_;
   std::condition_variable retention_wake_;
   bool retention_stopping_ = false;
 };
