@@ -21,10 +21,12 @@ all: build
 deps:
 	@scripts/install-deps
 
-$(BUILD)/build.ninja:
+$(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTARN_UNITY=$(UNITY) $(CMAKE_FLAGS)
 
-build: $(BUILD)/build.ninja
+# Installs the build dependencies first (idempotent, under a second once they are there), so
+# `make build` works on a fresh Debian machine as `make run` and `make test` do.
+build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: deps build

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/uuid.h"
 #include "storage/io.h"
 #include "storage/log_config.h"
 #include "storage/storage_error.h"
@@ -21,23 +22,9 @@ inline constexpr std::string_view partition_metadata_file_name = "partition.meta
 inline constexpr std::string_view topic_metadata_file_name = "tarn-topics";
 inline constexpr size_t max_topic_name_length = 249;
 
-// org.apache.kafka.common.Uuid: 128 bits, printed as 22 characters of unpadded base64url.
-struct uuid {
-  uint64_t most_significant_bits = 0;
-  uint64_t least_significant_bits = 0;
-
-  bool operator==(const uuid&) const = default;
-  auto operator<=>(const uuid&) const = default;
-  bool is_zero() const { return most_significant_bits == 0 && least_significant_bits == 0; }
-  std::string to_string() const;
-  // 32 lowercase hex digits, as Java's UUID.toString() without dashes (the -delete suffix).
-  std::string to_hex() const;
-  // Decodes the 22-character form (Uuid.fromString); nullopt when it is not 16 bytes.
-  static std::optional<uuid> parse(std::string_view text);
-  // Uuid.randomUuid: a version-4 random UUID that is not reserved (zero, one) and whose string
-  // form does not start with '-'.
-  static uuid random();
-};
+// The topic id type lives in base (base/uuid.h): the tools, the cluster metadata and the
+// protocol edges use it too.
+using tarn::uuid;
 
 // Topic.validate's rules and messages: "Topic name is invalid: '.' is not allowed", ...
 // (invalid_topic).
