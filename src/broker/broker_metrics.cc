@@ -35,17 +35,22 @@ void broker_metrics::record_request(int16_t api_key, int16_t api_version, time_p
 }
 
 std::shared_ptr<topic_metrics> broker_metrics::topic(std::string_view name) {
-  auto it = topics_.find(name);
-  if (it != topics_.end()) return it->second;
-  auto cells = std::make_shared<topic_metrics>();
-  topics_.emplace(std::string(name), cells);
-  return cells;
+  {
+    std::shared_lock lock(topics_mu_);
+    auto it = topics_.find(name);
+    if (it != topics_.end()) return it->second;
+  }
+  std::unique_lock lock(topics_mu_);
+  auto [it, inserted] = topics_.try_emplace(std::string(name));
+  if (inserted) it->second = std::make_shared<topic_metrics>();
+  return it->second;
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<topic_metrics>>> broker_metrics::topics_snapshot(
     const std::vector<std::string>& existing) {
   std::unordered_set<std::string_view> live(existing.begin(), existing.end());
   std::vector<std::pair<std::string, std::shared_ptr<topic_metrics>>> out;
+  std::unique_lock lock(topics_mu_);
   for (auto it = topics_.begin(); it != topics_.end();) {
     if (live.count(it->first) == 0) {
       it = topics_.erase(it);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -67,12 +68,11 @@ class broker_metrics {
   void record_request(int16_t api_key, int16_t api_version, time_point read, time_point started,
                       time_point done, time_point written);
 
-  // A topic's cells, created on first use. Call with topic_manager's lock held (the handlers
-  // already hold it to look the topic up, so this adds no lock of its own); the cells themselves
-  // are then updated without it. Kept alive by the returned pointer after the topic goes.
+  // A topic's cells, created on first use; thread-safe (a reader-writer lock of its own, since
+  // handlers on every loop look topics up under the map lock shared). The cells themselves are
+  // then updated without it. Kept alive by the returned pointer after the topic goes.
   std::shared_ptr<topic_metrics> topic(std::string_view name);
   // Every topic's cells, for a scrape; drops those of topics not in `existing` (deleted ones).
-  // Same lock.
   std::vector<std::pair<std::string, std::shared_ptr<topic_metrics>>> topics_snapshot(
       const std::vector<std::string>& existing);
 
@@ -85,6 +85,7 @@ class broker_metrics {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::array<std::unique_ptr<request_metrics>, max_api_key + 1> apis_;
+  mutable std::shared_mutex topics_mu_;  // guards topics_
   std::unordered_map<std::string, std::shared_ptr<topic_metrics>, string_hash, std::equal_to<>>
       topics_;
 };

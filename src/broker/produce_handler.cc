@@ -35,10 +35,10 @@
 // batch at once, so acks=-1 never waits and never gets REQUEST_TIMED_OUT.
 // A body that does not decode closes the connection.
 //
-// Locking: topic_manager's mutex guards the log manager and every log (docs/storage.md: a log is
-// single-threaded). The handler holds it only to look a topic up and for step 6; the checks of
-// steps 2-5 (CRC, decompression, record walk, recompression) run without it, on the request's
-// own bytes.
+// Locking (docs/broker.md, "Partitions and locks"): the handler holds topic_manager's map lock
+// shared to look a topic up, and for step 6 that and the partition log's own mutex, so appends to
+// other partitions from other loops go on meanwhile; the checks of steps 2-5 (CRC,
+// decompression, record walk, recompression) run without any lock, on the request's own bytes.
 //
 // Quotas (KIP-219, KafkaApis.handleProduceRequest): the request's bytes are recorded against the
 // client's producer_byte_rate and its handling time against request_percentage (not for acks=0);
