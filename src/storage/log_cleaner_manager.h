@@ -36,6 +36,20 @@ class log_manager;
 // partitions it gives up on).
 using cleaner_log_fn = std::function<void(bool warning, const std::string& line)>;
 
+// The gauges Kafka registers under kafka.log:type=LogCleanerManager and type=LogCleaner, computed
+// as Kafka computes them (integer percents and seconds, truncated). Not here: LogCleaner's
+// max-compaction-delay-secs and DeadThreadCount, LogCleanerManager's uncleanable-bytes.
+struct cleaner_metrics {
+  int32_t max_dirty_percent = 0;       // 100 x the last round's highest cleanable ratio
+  int64_t time_since_last_run_ms = 0;  // since a thread last looked for a log to clean
+  int32_t uncleanable_partitions_count = 0;
+  // Over each thread's last cleaning (zeros before its first): the highest dedupe buffer use,
+  // bytes written / read of all of them, the longest.
+  int32_t max_buffer_utilization_percent = 0;
+  int32_t cleaner_recopy_percent = 0;
+  int32_t max_clean_time_secs = 0;
+};
+
 class log_cleaner_manager {
  public:
   static result<std::unique_ptr<log_cleaner_manager>, storage_error> create(
@@ -61,6 +75,8 @@ class log_cleaner_manager {
 
   // The highest cleanable ratio seen by the last round (Kafka's max-dirty-percent metric).
   double dirtiest_log_cleanable_ratio() const { return dirtiest_ratio_.load(); }
+  bool enabled() const { return config_.enable; }
+  cleaner_metrics metrics(timestamp_ms now) const;
   cleaner_offsets checkpoints() const;
   std::set<topic_partition> uncleanable_partitions() const;
 
@@ -80,12 +96,14 @@ class log_cleaner_manager {
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   std::atomic<double> dirtiest_ratio_{0};
+  std::atomic<timestamp_ms> last_run_ms_{0};  // Kafka's timeOfLastRun: creation, then each round
 
   mutable std::mutex mu_;  // guards what follows
   std::condition_variable wake_;
   cleaner_offsets checkpoints_;
   std::map<topic_partition, std::shared_ptr<std::atomic<bool>>> in_progress_;  // -> aborted
   std::set<topic_partition> uncleanable_;
+  std::vector<cleaner_stats> last_stats_;  // per thread: its last finished cleaning
 };
 
 }  // namespace tarn::storage
