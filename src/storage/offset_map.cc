@@ -172,7 +172,10 @@ void offset_map::grow() {
   const int64_t old_slots = table_slots_;
   uint8_t* old = slots_memory_;
   slots_memory_ = spare_memory_;
-  table_slots_ = std::min(slots_, old_slots * 2);
+  // Doubling while the new table is at most a quarter of the capacity, then the capacity at once:
+  // a rehash holds both tables, so its peak stays under 1.25 x the buffer (doubling into the
+  // capacity from just under it would hold nearly two buffers).
+  table_slots_ = old_slots * 2 <= slots_ / 4 ? old_slots * 2 : slots_;
   for (int64_t i = 0; i < old_slots; ++i) {
     const uint8_t* entry = old + static_cast<size_t>(i) * entry_bytes;
     if ((word_at(entry) | word_at(entry + 8) | word_at(entry + 16)) == 0) continue;

@@ -5,14 +5,15 @@
 // A hash collision makes the cleaner drop the older of two different keys, as in Kafka (a
 // 128-bit hash makes that vanishingly rare).
 //
-// The table in use starts at 65,536 slots (1.5 MiB) and doubles, rehashed, each time it is half
-// full, up to slots(): a cleaning of a log with few keys touches a few MiB, which stay in the CPU
-// caches, instead of spreading its keys over the whole configured buffer (Kafka's map always uses
-// all of it). At slots() the map fills to the same load factor as Kafka's, so the passes of a
-// cleaning end at the same offsets. Two anonymous mappings of the full size (the table and the
-// one it is rehashed into) are reserved at creation, so growth never fails; untouched pages cost
-// no resident memory, and clear() and growth hand touched ones back instead of writing zeros.
-// Not thread-safe: each cleaner thread owns one.
+// The table in use starts at 65,536 slots (1.5 MiB) and grows, rehashed, each time it is half
+// full: doubling while that stays within a quarter of slots(), then to slots() at once (a rehash
+// holds both tables: at most 1.25 x the buffer). A cleaning of a log with few keys touches a few
+// MiB, which stay in the CPU caches, instead of spreading its keys over the whole configured
+// buffer (Kafka's map always uses all of it). At slots() the map fills to the same load factor as
+// Kafka's, so the passes of a cleaning end at the same offsets. Two anonymous mappings of the full
+// size (the table and the one it is rehashed into) are reserved at creation, so growth never fails;
+// untouched pages cost no resident memory, and clear() and growth hand touched ones back instead of
+// writing zeros. Not thread-safe: each cleaner thread owns one.
 #pragma once
 
 #include <cstddef>
@@ -68,7 +69,7 @@ class offset_map {
   bool is_empty(size_t position) const;
   // The slot of `hash` in the table: its own, or the empty one where it goes.
   uint8_t* find_slot(const key_hash& hash);
-  // Doubles the table (at most to slots_), moving every entry into the other mapping.
+  // Grows the table (see above), moving every entry into the other mapping.
   void grow();
 
   static constexpr int64_t initial_table_slots = int64_t{1} << 16;
