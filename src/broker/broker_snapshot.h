@@ -33,6 +33,7 @@ struct cleaner_snapshot {
   int32_t max_buffer_utilization_percent = 0;
   int32_t cleaner_recopy_percent = 0;
   int32_t max_clean_time_secs = 0;
+  int32_t max_compaction_delay_secs = 0;
 };
 
 struct committed_offset_snapshot {

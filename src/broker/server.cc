@@ -704,7 +704,8 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
                                      m.uncleanable_partitions_count,
                                      m.max_buffer_utilization_percent,
                                      m.cleaner_recopy_percent,
-                                     m.max_clean_time_secs};
+                                     m.max_clean_time_secs,
+                                     m.max_compaction_delay_secs};
     }
   }
   std::sort(out.partitions.begin(), out.partitions.end(),

@@ -380,6 +380,10 @@ void cleaner_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>
   gauge("kafka_log_logcleaner_max_clean_time_secs",
         "Longest of the cleaner threads' last cleanings, whole seconds (max-clean-time-secs)",
         c.max_clean_time_secs);
+  gauge("kafka_log_logcleaner_max_compaction_delay_secs",
+        "Longest a compacted log's oldest dirty segment was past max.compaction.lag.ms when a "
+        "cleaner thread last chose a log, whole seconds (max-compaction-delay-secs)",
+        c.max_compaction_delay_secs);
 }
 
 // kafka_exporter's consumer group series, computed now from the committed offsets and the high

@@ -130,7 +130,8 @@ TEST(metrics_export, log_cleaner_gauges_only_with_a_cleaner) {
                                             .uncleanable_partitions_count = 1,
                                             .max_buffer_utilization_percent = 12,
                                             .cleaner_recopy_percent = 4,
-                                            .max_clean_time_secs = 2};
+                                            .max_clean_time_secs = 2,
+                                            .max_compaction_delay_secs = 30};
   const auto text = to_prometheus_text(collect_metrics(f.snap, {}));
   EXPECT_TRUE(has_line(text, "kafka_log_logcleanermanager_max_dirty_percent 83")) << text;
   EXPECT_TRUE(has_line(text, "kafka_log_logcleanermanager_time_since_last_run_seconds 1.5"));
@@ -140,6 +141,7 @@ TEST(metrics_export, log_cleaner_gauges_only_with_a_cleaner) {
   EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_buffer_utilization_percent 12"));
   EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_cleaner_recopy_percent 4"));
   EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_clean_time_secs 2"));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_compaction_delay_secs 30"));
   EXPECT_TRUE(has_line(text, "# TYPE kafka_log_logcleanermanager_max_dirty_percent gauge"));
   EXPECT_TRUE(
       has_line(text, "# TYPE kafka_log_logcleanermanager_uncleanable_partitions_count untyped"));

@@ -51,6 +51,7 @@ result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager:
     m->cleaners_.push_back(std::move(*c));
   }
   m->last_stats_.resize(m->cleaners_.size());
+  m->last_max_compaction_delay_ms_.resize(m->cleaners_.size());
   return m;
 }
 
@@ -114,6 +115,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
       return logs_.get_log(e.first.topic, e.first.partition) == nullptr;
     });
     double dirtiest = 0;
+    int64_t max_compaction_delay_ms = 0;
     bool checkpoints_changed = false;
     for (const auto& [tp, l] : logs_.all_logs()) {
       if (!l->config().cleanup_compact || in_progress_.count(tp) || uncleanable_.count(tp)) {
@@ -127,6 +129,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
         checkpoints_[tp] = t.first_dirty_offset;
         checkpoints_changed = true;
       }
+      max_compaction_delay_ms = std::max(max_compaction_delay_ms, t.max_compaction_delay_ms);
       if (t.clean_bytes + t.cleanable_bytes == 0) continue;
       dirtiest = std::max(dirtiest, t.cleanable_ratio());
       const bool cleanable = (t.need_compaction_now && t.cleanable_bytes > 0) ||
@@ -139,6 +142,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
     dirtiest_ratio_.store(dirtiest);
     if (checkpoints_changed) (void)write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
     if (!chosen) return false;
+    last_max_compaction_delay_ms_.at(static_cast<size_t>(thread_id)) = max_compaction_delay_ms;
     aborted = std::make_shared<std::atomic<bool>>(stopping_.load());
     in_progress_.emplace(chosen->tp, aborted);
   }
@@ -225,6 +229,9 @@ cleaner_metrics log_cleaner_manager::metrics(timestamp_ms now) const {
   m.cleaner_recopy_percent = static_cast<int32_t>(
       100 * (static_cast<double>(written) / static_cast<double>(std::max<int64_t>(read, 1))));
   m.max_clean_time_secs = static_cast<int32_t>(clean_secs);
+  int64_t delay_ms = 0;
+  for (int64_t d : last_max_compaction_delay_ms_) delay_ms = std::max(delay_ms, d);
+  m.max_compaction_delay_secs = static_cast<int32_t>(static_cast<double>(delay_ms) / 1000);
   return m;
 }
 

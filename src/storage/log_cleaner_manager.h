@@ -38,7 +38,7 @@ using cleaner_log_fn = std::function<void(bool warning, const std::string& line)
 
 // The gauges Kafka registers under kafka.log:type=LogCleanerManager and type=LogCleaner, computed
 // as Kafka computes them (integer percents and seconds, truncated). Not here: LogCleaner's
-// max-compaction-delay-secs and DeadThreadCount, LogCleanerManager's uncleanable-bytes.
+// DeadThreadCount (tarn's threads do not die on an error), LogCleanerManager's uncleanable-bytes.
 struct cleaner_metrics {
   int32_t max_dirty_percent = 0;       // 100 x the last round's highest cleanable ratio
   int64_t time_since_last_run_ms = 0;  // since a thread last looked for a log to clean
@@ -48,6 +48,9 @@ struct cleaner_metrics {
   int32_t max_buffer_utilization_percent = 0;
   int32_t cleaner_recopy_percent = 0;
   int32_t max_clean_time_secs = 0;
+  // Over each thread's last round that chose a log: the longest any compacted log's oldest dirty
+  // segment was past max.compaction.lag.ms then.
+  int32_t max_compaction_delay_secs = 0;
 };
 
 class log_cleaner_manager {
@@ -103,7 +106,8 @@ class log_cleaner_manager {
   cleaner_offsets checkpoints_;
   std::map<topic_partition, std::shared_ptr<std::atomic<bool>>> in_progress_;  // -> aborted
   std::set<topic_partition> uncleanable_;
-  std::vector<cleaner_stats> last_stats_;  // per thread: its last finished cleaning
+  std::vector<cleaner_stats> last_stats_;              // per thread: its last finished cleaning
+  std::vector<int64_t> last_max_compaction_delay_ms_;  // per thread (Kafka's lastPreCleanStats)
 };
 
 }  // namespace tarn::storage

@@ -313,13 +313,42 @@ TEST(LogCleanerManager, MetricsAroundACleaning) {
   EXPECT_LT(after.cleaner_recopy_percent, 50);
   EXPECT_LT(t.size_bytes(), size_before);
   EXPECT_EQ(after.max_buffer_utilization_percent, 400 * 100 / 4096);
-  EXPECT_EQ(after.max_clean_time_secs, 0);  // milliseconds of work, truncated
+  EXPECT_EQ(after.max_clean_time_secs, 0);        // milliseconds of work, truncated
+  EXPECT_EQ(after.max_compaction_delay_secs, 0);  // max.compaction.lag.ms is unbounded
   // The next round finds the log clean: nothing dirty left to report.
   auto idle = (*fresh)->clean_filthiest_log(0, 7000);
   ASSERT_TRUE(idle);
   EXPECT_FALSE(*idle);
   EXPECT_EQ((*fresh)->metrics(7000).max_dirty_percent, 0);
   EXPECT_EQ((*fresh)->metrics(7000).cleaner_recopy_percent, after.cleaner_recopy_percent);
+}
+
+// max-compaction-delay-secs: how long the oldest dirty segment of any compacted log was past
+// max.compaction.lag.ms when the thread last chose a log; a log past its lag is cleaned whatever
+// its ratio.
+TEST(LogCleanerManager, CompactionDelayPastMaxCompactionLag) {
+  temp_dir dir;
+  std::mutex owner;
+  auto m = log_manager::open(manager_options(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic("t", 1,
+                                 {{"cleanup.policy", "compact"},
+                                  {"min.cleanable.dirty.ratio", "1"},
+                                  {"max.compaction.lag.ms", "2000"}},
+                                 1000));
+  log& t = *(*m)->get_log("t", 0);
+  write_rolled(t, 5, 8, 4);  // batches stamped from 1000 ms
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  ASSERT_TRUE(fresh);
+  auto early = (*fresh)->clean_filthiest_log(0, 2500);  // 500 ms past the batches: not due
+  ASSERT_TRUE(early);
+  EXPECT_FALSE(*early);
+  EXPECT_EQ((*fresh)->metrics(2500).max_compaction_delay_secs, 0);
+  // At 10,500 ms the oldest dirty batch (1000 ms) is 7.5 s past the 2 s lag.
+  auto due = (*fresh)->clean_filthiest_log(0, 10'500);
+  ASSERT_TRUE(due);
+  EXPECT_TRUE(*due);
+  EXPECT_EQ((*fresh)->metrics(10'500).max_compaction_delay_secs, 7);
 }
 
 // Cleaner throughput, not a check: run with --gtest_also_run_disabled_tests. 1 M records of
