@@ -4,7 +4,8 @@
 // min.cleanable.dirty.ratio, or with a dirty segment past max.compaction.lag.ms), cleaning it,
 // and recording where it stopped in cleaner-offset-checkpoint; log.cleaner.backoff.ms between
 // rounds that found nothing; all threads sharing one log.cleaner.io.max.bytes.per.second.
-// A partition whose cleaning fails is left alone until restart (Kafka's uncleanable partitions).
+// A partition whose cleaning fails on its data is left alone until restart (Kafka's uncleanable
+// partitions); one whose system call failed (a full disk) is tried again after the backoff.
 //
 // Threading: `owner_lock` is the lock the broker holds for every use of the log_manager and its
 // logs; a cleaner thread takes it only to choose a log (copying what it will read) and to swap a

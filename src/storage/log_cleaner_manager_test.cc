@@ -1,6 +1,7 @@
 // The cleaner threads over a log directory: choice of the dirtiest log, min.cleanable.dirty.ratio,
-// the checkpoint file, topic deletion, threads cleaning while the owner appends (for TSan); and a
-// disabled throughput benchmark.
+// the checkpoint file and which partitions it holds, topic deletion, threads cleaning while the
+// owner appends (for TSan), a failed round retried, the metrics Kafka exports; and a disabled
+// throughput benchmark.
 #include "storage/log_cleaner_manager.h"
 
 #include <gtest/gtest.h>
