@@ -16,6 +16,10 @@ END_MARK = "<!-- scripts/bench: end of generated section -->"
 GROUP_BEGIN = ("<!-- scripts/bench: consumer groups from here (scripts/bench --only groups "
                "rewrites this part alone) -->")
 GROUP_END = "<!-- scripts/bench: end of consumer groups -->"
+# Section 9 likewise (`scripts/bench --only cleaner`).
+CLEANER_BEGIN = ("<!-- scripts/bench: log cleaner from here (scripts/bench --only cleaner "
+                 "rewrites this part alone) -->")
+CLEANER_END = "<!-- scripts/bench: end of log cleaner -->"
 MIB = 1024 * 1024
 
 
@@ -448,6 +452,7 @@ def render(b):
         out.append("```")
         out.append("")
     out.extend(render_groups(b))
+    out.extend(render_cleaner(b))
     return "\n".join(out)
 
 
@@ -652,18 +657,106 @@ def render_groups(b):
     return out
 
 
-def write_group_docs(block):
-    """Replaces section 8 in docs/benchmarks.md's generated section (or adds it at the end of
-    that section), leaving the rest as it is: `scripts/bench --only groups`."""
+CLEANER_METHOD = """\
+Method. Both brokers run at the same time for this section, each with one cleaner thread
+(log.cleaner.threads=1), the same dedupe buffer (log.cleaner.dedupe.buffer.size=134217728,
+Kafka's default), log.cleaner.io.buffer.size=524288 (the default), no I/O limit (the default
+log.cleaner.io.max.bytes.per.second) and log.cleaner.backoff.ms=200; Kafka with the heap of its
+start script (-Xmx1G -Xms1G, G1). A run creates a topic with cleanup.policy=compact and
+segment.bytes=16 MiB, writes it with `bench/rdkafka_perf produce` (records of 100 B, keys 0 to
+99,999 round robin, acks=1, linger.ms=5, no compression: the same bytes to both) while
+min.cleanable.dirty.ratio=1 holds the cleaner off, waits until both brokers are idle, then sets
+min.cleanable.dirty.ratio=0.01 (AlterConfigs) and waits for the cleaner's per-cleaning log lines
+(Kafka's LogCleaner stats lines; tarn prints the same) until one ends at the active segment. The
+cleaning time is the sum over those cleanings of MB processed / (MB/sec) as the lines give them
+(their elapsed seconds have one decimal), and MiB/s is the dirty log (every segment but the active
+one, from the files) over that time. Peak RSS (VmRSS: resident pages, mapped files included) and
+RssAnon (anonymous memory: heaps, the dedupe buffer) are sampled from /proc every 100 ms from the
+config change until the last line; "before" is the RSS just before it. The runs alternate between the
+brokers (tarn, Kafka, tarn, ...)."""
+
+
+def render_cleaner(b):
+    """Section 9 (scripts/bench's cleaner_section) as markdown lines, between its markers."""
+    if not any(r.get("section") == "cleaner" for r in b.results):
+        return []
+    mib = b.cleaner_bytes // MIB
+    out = [CLEANER_BEGIN, "",
+           f"### 9. Log cleaner, tarn and Kafka side by side ({mib} MiB written a run)", "",
+           CLEANER_METHOD, ""]
+    load = getattr(b, "cleaner_load", None)
+    started = getattr(b, "cleaner_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only cleaner' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, Apache Kafka 4.4.0, {b.machine['cores']} cores "
+             f"({b.machine['cpu']}).")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    fields = ["dirty_mib", "rounds", "clean_s", "dirty_mib_s", "records_read", "records_left",
+              "broker_peak_rss_mib", "broker_peak_rss_anon_mib", "rss_before_mib", "broker_cpu_s",
+              "buffer_utilization_pct"]
+    sel = {name: {f: b.select(f, section="cleaner", broker=name) for f in fields}
+           for name in ("Kafka", "tarn")}
+    labels = [("dirty log cleaned, MiB", "dirty_mib"), ("cleanings", "rounds"),
+              ("cleaning time, s", "clean_s"), ("**MiB/s of dirty log**", "dirty_mib_s"),
+              ("records before", "records_read"), ("records after", "records_left"),
+              ("dedupe buffer utilization, %", "buffer_utilization_pct"),
+              ("**peak RSS while cleaning, MiB**", "broker_peak_rss_mib"),
+              ("peak RssAnon while cleaning (heap, no mapped files), MiB",
+               "broker_peak_rss_anon_mib"),
+              ("RSS before the cleaning, MiB", "rss_before_mib"),
+              ("broker CPU s (config change to last line)", "broker_cpu_s")]
+    out.append(table(["figure", "Kafka", "tarn", "tarn / Kafka"],
+                     [[label, cell(sel["Kafka"][f]), cell(sel["tarn"][f]),
+                       rtext(ratio(sel["tarn"][f], sel["Kafka"][f]))] for label, f in labels]))
+    out.append("")
+    speed = ratio(sel["tarn"]["dirty_mib_s"], sel["Kafka"]["dirty_mib_s"])
+    memory = ratio(sel["tarn"]["broker_peak_rss_mib"], sel["Kafka"]["broker_peak_rss_mib"])
+
+    def met(r, ok):
+        return "n/a" if r is None else ("yes" if ok(r) else "**no**")
+
+    out.append("#### Goals of this section")
+    out.append("")
+    out.append(table(["goal", "figure", "target", "met"],
+                     [["cleaner throughput (MiB/s of dirty log), tarn / Kafka", rtext(speed),
+                       ">= 2", met(speed, lambda x: x >= 2)],
+                      ["peak RSS while cleaning, tarn / Kafka", rtext(memory, 3), "<= 0.1",
+                       met(memory, lambda x: x <= 0.1)]]))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and r.get("section") == "cleaner"]
+    if failed:
+        out.append(f"{len(failed)} cleaner runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} run {r.get('rep')}: `{r.get('error', '')[:300]}`")
+        out.append("")
+    if getattr(b, "cleaner_profile", None):
+        out.append("perf profile of the tarn broker through one more cleaning (not counted; perf "
+                   "record -g, 999 Hz; self time, symbols over 1.5%):")
+        out.append("")
+        out.append("```")
+        out.extend(b.cleaner_profile)
+        out.append("```")
+        out.append("")
+    out += [CLEANER_END, ""]
+    return out
+
+
+def write_part_docs(block, begin, end):
+    """Replaces one part (between begin and end) of docs/benchmarks.md's generated section, or
+    adds it at the end of that section, leaving the rest as it is: `scripts/bench --only`."""
     text = DOC.read_text()
     if BEGIN_MARK not in text or END_MARK not in text:
         raise SystemExit(f"{DOC} has no generated section; run scripts/bench without --only")
-    block = block.strip("\n")  # GROUP_BEGIN ... GROUP_END
+    block = block.strip("\n")  # begin ... end
     if not block:
         return  # nothing measured: the figures of an earlier run stay
-    if GROUP_BEGIN in text and GROUP_END in text:
-        head, rest = text.split(GROUP_BEGIN, 1)
-        tail = rest.split(GROUP_END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        tail = rest.split(end, 1)[1]
         text = head + block + tail
     else:  # before the plot, where a full run puts it
         head, tail = text.split(END_MARK, 1)

@@ -3,12 +3,15 @@
 // with 4xx or 503 while Kafka is still served: a bad method, a 1 MiB header, path traversal (plain
 // and percent-encoded), slowloris connections dripping their headers (closed with 408 while
 // /metrics and kcat are served beside them), and 1,200 scrapes at once (each answered 200 or 503,
-// the broker's memory bounded, kcat producing meanwhile).
+// the broker's memory bounded, kcat producing meanwhile). The log cleaner's gauges around a real
+// cleaning.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <future>
 
+#include "cleaner_util.h"
 #include "kafka_conn.h"
 #include "protocol/messages/fetch_request.h"
 #include "test_util.h"
@@ -177,11 +180,17 @@ TEST(http_metrics, endpoints_count_kcat_traffic_and_refuse_hostile_requests) {
 }
 
 // A broker with HTTP on a free port; its port in `port`.
+std::vector<std::string> with_http(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--override", "http.listener=127.0.0.1:0"});
+  return args;
+}
+
 struct http_broker {
-  broker_process broker{std::vector<std::string>{"--override", "http.listener=127.0.0.1:0"}};
+  broker_process broker;
   uint16_t port = 0;
 
-  http_broker() {
+  explicit http_broker(std::vector<std::string> extra_args = {})
+      : broker(with_http(std::move(extra_args))) {
     if (broker.port() == 0) return;
     auto p =
         broker.process().wait_for_number_after("http listening on 127.0.0.1:", startup_timeout);
@@ -208,6 +217,70 @@ bool eventually_true(F check, std::chrono::milliseconds timeout) {
 }
 
 std::string status_line(const std::string& answer) { return answer.substr(0, answer.find("\r\n")); }
+
+// A gauge's value on a /metrics scrape (a series without labels), or nullopt.
+std::optional<double> gauge_of(uint16_t port, const std::string& name) {
+  const std::string text = "\n" + body_of(get(port, "/metrics"));
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+// The log cleaner's gauges on /metrics around a real cleaning: with the compacted topic held off
+// (min.cleanable.dirty.ratio=1) the cleaner sees it all dirty (max-dirty-percent 100) and has
+// cleaned nothing; made cleanable, it is cleaned, and the next look finds nothing dirty (0) while
+// the recopy percent tells what share of the bytes read was written back.
+TEST(http_metrics, log_cleaner_gauges_around_a_cleaning) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  // A dedupe buffer of 1,000 slots (24 bytes each): the 50 keys fill 5% of it.
+  http_broker b({"--override", "log.cleaner.backoff.ms=100", "--override",
+                 "log.cleaner.dedupe.buffer.size=24000"});
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  auto topics = [&](const std::string& args) {
+    return run_command(fmt::format("timeout 60 {} topics --bootstrap-server {} {}", TARN_BINARY,
+                                   b.bootstrap(), args));
+  };
+  auto created = topics(
+      "--create --topic kv --partitions 1 --config cleanup.policy=compact --config segment.ms=300 "
+      "--config min.cleanable.dirty.ratio=1");
+  ASSERT_EQ(created.first, 0) << created.second;
+  temp_dir work;
+  const auto input = work.path() / "input.txt";
+  constexpr int keys = 50, rounds = 4;
+  for (int round = 0; round < rounds; ++round) {
+    {
+      std::ofstream out(input, std::ios::trunc);
+      for (int k = 0; k < keys; ++k)
+        out << "k" << k << ":r" << round << std::string(60, 'x') << "\n";
+    }
+    auto [rc, out] = run_command(
+        fmt::format("timeout 60 kcat -P -b {} -t kv -K: -l {}", b.bootstrap(), input.string()));
+    ASSERT_EQ(rc, 0) << out;
+    std::this_thread::sleep_for(350ms);  // > segment.ms: the next round rolls a segment
+  }
+  const std::string dirty = "kafka_log_logcleanermanager_max_dirty_percent";
+  EXPECT_TRUE(eventually_true([&] { return gauge_of(b.port, dirty) == 100.0; }, 30s))
+      << body_of(get(b.port, "/metrics"));
+  EXPECT_EQ(gauge_of(b.port, "kafka_log_logcleaner_cleaner_recopy_percent"), 0.0);
+  EXPECT_EQ(gauge_of(b.port, "kafka_log_logcleaner_max_buffer_utilization_percent"), 0.0);
+  const auto since = gauge_of(b.port, "kafka_log_logcleanermanager_time_since_last_run_seconds");
+  ASSERT_TRUE(since.has_value());
+  EXPECT_GE(*since, 0.0);
+  EXPECT_EQ(cleaner_checkpoint(b.broker.data_dir(), "kv"), -1);  // held off: never cleaned
+
+  auto altered = topics("--alter --topic kv --add-config min.cleanable.dirty.ratio=0.01");
+  ASSERT_EQ(altered.first, 0) << altered.second;
+  ASSERT_TRUE(wait_cleaned_to(b.broker.data_dir(), "kv", int64_t{keys} * (rounds - 1), 60s))
+      << b.broker.output();
+  EXPECT_TRUE(eventually_true([&] { return gauge_of(b.port, dirty) == 0.0; }, 30s))
+      << body_of(get(b.port, "/metrics"));
+  // 50 keys kept of 150 records read (and every batch rewritten): well under all, above none.
+  const auto recopy = gauge_of(b.port, "kafka_log_logcleaner_cleaner_recopy_percent");
+  ASSERT_TRUE(recopy.has_value());
+  EXPECT_GT(*recopy, 0.0);
+  EXPECT_LT(*recopy, 60.0);
+  EXPECT_EQ(gauge_of(b.port, "kafka_log_logcleaner_max_buffer_utilization_percent"), 5.0);
+}
 
 TEST(http_metrics, percent_encoded_traversal_finds_nothing) {
   http_broker b;

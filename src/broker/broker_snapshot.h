@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,17 @@ struct partition_snapshot {
   int64_t log_end_offset = 0;
   int64_t high_watermark = 0;
   int64_t size_bytes = 0;
+};
+
+// The log cleaner's gauges (storage::cleaner_metrics), when log.cleaner.enable is true.
+struct cleaner_snapshot {
+  int32_t max_dirty_percent = 0;
+  int64_t time_since_last_run_ms = 0;
+  int32_t uncleanable_partitions_count = 0;
+  int32_t max_buffer_utilization_percent = 0;
+  int32_t cleaner_recopy_percent = 0;
+  int32_t max_clean_time_secs = 0;
+  int32_t max_compaction_delay_secs = 0;
 };
 
 struct committed_offset_snapshot {
@@ -56,6 +68,7 @@ struct broker_snapshot {
   std::vector<std::pair<std::string, std::shared_ptr<const topic_metrics>>> topics;  // by name
   int32_t topic_count = 0;
   std::vector<partition_snapshot> partitions;  // by topic, then partition
+  std::optional<cleaner_snapshot> cleaner;     // with the partitions; none when disabled
 
   int64_t active_connections = 0;
   int64_t request_memory_used_bytes = 0;

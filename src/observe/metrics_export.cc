@@ -342,6 +342,50 @@ void log_metrics(const broker::broker_snapshot& s, const partition_cut& c,
   }
 }
 
+// The log cleaner's gauges (kafka.log:type=LogCleanerManager and type=LogCleaner), only when the
+// cleaner is enabled: Kafka registers them with the LogCleaner it creates then.
+void cleaner_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>& out) {
+  if (!s.cleaner) return;
+  const auto& c = *s.cleaner;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    auto f = family(name, help, MetricType::Gauge);
+    add_value(f, {}, v);
+    out.push_back(std::move(f));
+  };
+  gauge("kafka_log_logcleanermanager_max_dirty_percent",
+        "Cleanable share of the dirtiest compacted log at the cleaner's last look, percent "
+        "(max-dirty-percent)",
+        c.max_dirty_percent);
+  // The JMX exporter's names would be ..._time_since_last_run_ms and a gauge
+  // ..._uncleanable_partitions_count; promtool's lint refuses an abbreviated unit and a gauge
+  // named *_count, so the first is in seconds and the second untyped (as connection_count).
+  gauge("kafka_log_logcleanermanager_time_since_last_run_seconds",
+        "Seconds since a cleaner thread last looked for a log to clean (time-since-last-run-ms / "
+        "1000)",
+        static_cast<double>(c.time_since_last_run_ms) / 1000.0);
+  auto uncleanable = family("kafka_log_logcleanermanager_uncleanable_partitions_count",
+                            "Partitions the cleaner gave up on after an unexpected error "
+                            "(uncleanable-partitions-count)",
+                            MetricType::Untyped);
+  add_value(uncleanable, {{"logdirectory", s.log_dir}}, c.uncleanable_partitions_count);
+  out.push_back(std::move(uncleanable));
+  gauge("kafka_log_logcleaner_max_buffer_utilization_percent",
+        "Highest dedupe buffer use of the cleaner threads' last cleanings, percent "
+        "(max-buffer-utilization-percent)",
+        c.max_buffer_utilization_percent);
+  gauge("kafka_log_logcleaner_cleaner_recopy_percent",
+        "Bytes written per byte read by the cleaner threads' last cleanings, percent "
+        "(cleaner-recopy-percent)",
+        c.cleaner_recopy_percent);
+  gauge("kafka_log_logcleaner_max_clean_time_secs",
+        "Longest of the cleaner threads' last cleanings, whole seconds (max-clean-time-secs)",
+        c.max_clean_time_secs);
+  gauge("kafka_log_logcleaner_max_compaction_delay_secs",
+        "Longest a compacted log's oldest dirty segment was past max.compaction.lag.ms when a "
+        "cleaner thread last chose a log, whole seconds (max-compaction-delay-secs)",
+        c.max_compaction_delay_secs);
+}
+
 // kafka_exporter's consumer group series, computed now from the committed offsets and the high
 // watermarks: lag = high watermark - committed offset (never below 0). The per-partition series
 // stop at the partition cut; the per-topic sums and the member counts are always complete, like
@@ -410,6 +454,7 @@ std::vector<MetricFamily> collect_metrics(const broker::broker_snapshot& s,
   network_metrics(s, out);
   replica_metrics(s, out);
   log_metrics(s, c, out);
+  cleaner_metrics(s, out);
   consumer_group_metrics(s, c, out);
   auto omitted = family("tarn_metrics_partitions_omitted",
                         "Partitions left out of the per-partition series "

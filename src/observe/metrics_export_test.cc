@@ -121,6 +121,32 @@ TEST(metrics_export, log_offsets_lag_and_the_partition_cut) {
   EXPECT_TRUE(has_line(none, "tarn_metrics_partitions_omitted 3"));
 }
 
+TEST(metrics_export, log_cleaner_gauges_only_with_a_cleaner) {
+  fixture f;
+  EXPECT_EQ(to_prometheus_text(collect_metrics(f.snap, {})).find("logcleaner"), std::string::npos);
+  f.snap.log_dir = "/data/tarn";
+  f.snap.cleaner = broker::cleaner_snapshot{.max_dirty_percent = 83,
+                                            .time_since_last_run_ms = 1500,
+                                            .uncleanable_partitions_count = 1,
+                                            .max_buffer_utilization_percent = 12,
+                                            .cleaner_recopy_percent = 4,
+                                            .max_clean_time_secs = 2,
+                                            .max_compaction_delay_secs = 30};
+  const auto text = to_prometheus_text(collect_metrics(f.snap, {}));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleanermanager_max_dirty_percent 83")) << text;
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleanermanager_time_since_last_run_seconds 1.5"));
+  EXPECT_TRUE(has_line(
+      text,
+      "kafka_log_logcleanermanager_uncleanable_partitions_count{logdirectory=\"/data/tarn\"} 1"));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_buffer_utilization_percent 12"));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_cleaner_recopy_percent 4"));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_clean_time_secs 2"));
+  EXPECT_TRUE(has_line(text, "kafka_log_logcleaner_max_compaction_delay_secs 30"));
+  EXPECT_TRUE(has_line(text, "# TYPE kafka_log_logcleanermanager_max_dirty_percent gauge"));
+  EXPECT_TRUE(
+      has_line(text, "# TYPE kafka_log_logcleanermanager_uncleanable_partitions_count untyped"));
+}
+
 TEST(metrics_export, http_gate_counters_when_given) {
   fixture f;
   const auto without = to_prometheus_text(collect_metrics(f.snap, {}));

@@ -55,6 +55,50 @@ TEST(OffsetMap, FillsToTheLastSlot) {
   EXPECT_EQ((*m)->get(bytes_of("x")), -1);  // a full map still answers
 }
 
+// The table in use grows (rehashed) while the capacity stays what the buffer gives: a map of 4 M
+// slots holding 200,000 keys uses 524,288 of them (doubled while half full, within a quarter of
+// the capacity), finds every key's latest offset after each growth, and starts small again after
+// clear(); past a quarter it goes to the capacity at once.
+TEST(OffsetMap, TableGrowsWithTheKeysUpToTheCapacity) {
+  auto m = offset_map::create(size_t{24} * 4'000'000);
+  ASSERT_TRUE(m);
+  offset_map& map = **m;
+  EXPECT_EQ(map.slots(), 4'000'000);
+  EXPECT_EQ(map.table_slots(), 65536);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 200'000; ++i) {
+      map.put(bytes_of(fmt::format("k{}", i)), round * 1'000'000 + i);
+    }
+  }
+  EXPECT_EQ(map.size(), 200'000);
+  EXPECT_EQ(map.table_slots(), 524288);
+  EXPECT_DOUBLE_EQ(map.utilization(), 0.05);  // of the capacity, as Kafka's buffer utilization
+  for (int i = 0; i < 200'000; ++i) {
+    ASSERT_EQ(map.get(bytes_of(fmt::format("k{}", i))), 1'000'000 + i) << i;
+  }
+  EXPECT_EQ(map.get(bytes_of("absent")), -1);
+  for (int i = 200'000; i < 262'145; ++i) map.put(bytes_of(fmt::format("k{}", i)), i);
+  EXPECT_EQ(map.table_slots(), 4'000'000);  // 1,048,576 would pass a quarter
+  EXPECT_EQ(map.get(bytes_of("k7")), 1'000'007);
+  EXPECT_EQ(map.get(bytes_of("k262144")), 262'144);
+  map.clear();
+  EXPECT_EQ(map.table_slots(), 65536);
+  EXPECT_EQ(map.get(bytes_of("k1")), -1);
+  map.put(bytes_of("k1"), 5);
+  EXPECT_EQ(map.get(bytes_of("k1")), 5);
+}
+
+// At the capacity the table stops growing and fills to the last slot, as before.
+TEST(OffsetMap, GrowsToTheCapacityThenFillsIt) {
+  auto m = offset_map::create(size_t{24} * 100'000);
+  ASSERT_TRUE(m);
+  for (int i = 0; i < 100'000; ++i) (*m)->put(bytes_of(std::to_string(i)), i);
+  EXPECT_EQ((*m)->table_slots(), 100'000);
+  EXPECT_EQ((*m)->size(), 100'000);
+  for (int i = 0; i < 100'000; ++i) ASSERT_EQ((*m)->get(bytes_of(std::to_string(i))), i);
+  EXPECT_EQ((*m)->get(bytes_of("x")), -1);
+}
+
 // ---- checkpoint ----
 
 TEST(CleanerCheckpoint, KafkaFormatRoundTrip) {

@@ -35,6 +35,7 @@ result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager:
   auto offsets = read_cleaner_checkpoint(logs.log_dir());
   if (!offsets) return fail(offsets.error());
   m->checkpoints_ = std::move(*offsets);
+  m->last_run_ms_.store(wall_now_ms());
   const int32_t threads = std::max(config.threads, 1);
   // Kafka: at most 2 GiB of map per thread; the I/O buffer is split between threads and between
   // the read and write buffers.
@@ -47,6 +48,8 @@ result<std::unique_ptr<log_cleaner_manager>, storage_error> log_cleaner_manager:
     if (!c) return fail(c.error());
     m->cleaners_.push_back(std::move(*c));
   }
+  m->last_stats_.resize(m->cleaners_.size());
+  m->last_max_compaction_delay_ms_.resize(m->cleaners_.size());
   return m;
 }
 
@@ -102,7 +105,15 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
     auto owner = lock_owner();
     if (!owner) return false;
     std::lock_guard lock(mu_);
+    last_run_ms_.store(now);
+    // As Kafka's updateCheckpoints, every write keeps only the partitions this broker has: an
+    // entry whose log went without a deletion through abort_and_forget (its directory removed
+    // while the broker was down) is dropped with the next write.
+    std::erase_if(checkpoints_, [&](const auto& e) {
+      return logs_.get_log(e.first.topic, e.first.partition) == nullptr;
+    });
     double dirtiest = 0;
+    int64_t max_compaction_delay_ms = 0;
     bool checkpoints_changed = false;
     for (const auto& [tp, l] : logs_.all_logs()) {
       if (!l->config().cleanup_compact || in_progress_.count(tp) || uncleanable_.count(tp)) {
@@ -118,6 +129,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
         checkpoints_[tp] = t.first_dirty_offset;
         checkpoints_changed = true;
       }
+      max_compaction_delay_ms = std::max(max_compaction_delay_ms, t.max_compaction_delay_ms);
       if (t.clean_bytes + t.cleanable_bytes == 0) continue;
       dirtiest = std::max(dirtiest, t.cleanable_ratio());
       const bool cleanable = (t.need_compaction_now && t.cleanable_bytes > 0) ||
@@ -130,6 +142,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
     dirtiest_ratio_.store(dirtiest);
     if (checkpoints_changed) (void)write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
     if (!chosen) return false;
+    last_max_compaction_delay_ms_.at(static_cast<size_t>(thread_id)) = max_compaction_delay_ms;
     aborted = std::make_shared<std::atomic<bool>>(stopping_.load());
     in_progress_.emplace(chosen->tp, aborted);
   }
@@ -181,6 +194,7 @@ result<bool, storage_error> log_cleaner_manager::clean_filthiest_log(int32_t thr
   if (!w && log_line_) {
     log_line_(true, fmt::format("Failed to write cleaner checkpoint: {}", w.error().message));
   }
+  last_stats_.at(static_cast<size_t>(thread_id)) = result->stats;
   if (log_line_) {
     log_line_(false, format_cleaner_stats(thread_id, tp, chosen->first_dirty_offset,
                                           result->next_dirty_offset, result->stats));
@@ -197,6 +211,30 @@ void log_cleaner_manager::abort_and_forget(std::string_view topic) {
   std::erase_if(checkpoints_, [&](const auto& e) { return e.first.topic == topic; });
   std::erase_if(uncleanable_, [&](const topic_partition& tp) { return tp.topic == topic; });
   if (checkpoints_.size() != before) (void)write_cleaner_checkpoint(logs_.log_dir(), checkpoints_);
+}
+
+cleaner_metrics log_cleaner_manager::metrics(timestamp_ms now) const {
+  cleaner_metrics m;
+  m.max_dirty_percent = static_cast<int32_t>(100 * dirtiest_ratio_.load());
+  m.time_since_last_run_ms = now - last_run_ms_.load();
+  std::lock_guard lock(mu_);
+  m.uncleanable_partitions_count = static_cast<int32_t>(uncleanable_.size());
+  double utilization = 0, clean_secs = 0;
+  int64_t read = 0, written = 0;
+  for (const cleaner_stats& s : last_stats_) {
+    utilization = std::max(utilization, s.buffer_utilization);
+    clean_secs = std::max(clean_secs, static_cast<double>(s.end_ms - s.start_ms) / 1000.0);
+    read += s.bytes_read;
+    written += s.bytes_written;
+  }
+  m.max_buffer_utilization_percent = static_cast<int32_t>(utilization * 100);
+  m.cleaner_recopy_percent = static_cast<int32_t>(
+      100 * (static_cast<double>(written) / static_cast<double>(std::max<int64_t>(read, 1))));
+  m.max_clean_time_secs = static_cast<int32_t>(clean_secs);
+  int64_t delay_ms = 0;
+  for (int64_t d : last_max_compaction_delay_ms_) delay_ms = std::max(delay_ms, d);
+  m.max_compaction_delay_secs = static_cast<int32_t>(static_cast<double>(delay_ms) / 1000);
+  return m;
 }
 
 cleaner_offsets log_cleaner_manager::checkpoints() const {

@@ -4,7 +4,8 @@
 // min.cleanable.dirty.ratio, or with a dirty segment past max.compaction.lag.ms), cleaning it,
 // and recording where it stopped in cleaner-offset-checkpoint; log.cleaner.backoff.ms between
 // rounds that found nothing; all threads sharing one log.cleaner.io.max.bytes.per.second.
-// A partition whose cleaning fails is left alone until restart (Kafka's uncleanable partitions).
+// A partition whose cleaning fails on its data is left alone until restart (Kafka's uncleanable
+// partitions); one whose system call failed (a full disk) is tried again after the backoff.
 //
 // Threading: a cleaner thread takes the log manager's map_mutex() shared, with the log's own
 // mutex(), only to choose a log (copying what it will read) and to swap a cleaned group in, so
@@ -37,6 +38,23 @@ class log_manager;
 // partitions it gives up on).
 using cleaner_log_fn = std::function<void(bool warning, const std::string& line)>;
 
+// The gauges Kafka registers under kafka.log:type=LogCleanerManager and type=LogCleaner, computed
+// as Kafka computes them (integer percents and seconds, truncated). Not here: LogCleaner's
+// DeadThreadCount (tarn's threads do not die on an error), LogCleanerManager's uncleanable-bytes.
+struct cleaner_metrics {
+  int32_t max_dirty_percent = 0;       // 100 x the last round's highest cleanable ratio
+  int64_t time_since_last_run_ms = 0;  // since a thread last looked for a log to clean
+  int32_t uncleanable_partitions_count = 0;
+  // Over each thread's last cleaning (zeros before its first): the highest dedupe buffer use,
+  // bytes written / read of all of them, the longest.
+  int32_t max_buffer_utilization_percent = 0;
+  int32_t cleaner_recopy_percent = 0;
+  int32_t max_clean_time_secs = 0;
+  // Over each thread's last round that chose a log: the longest any compacted log's oldest dirty
+  // segment was past max.compaction.lag.ms then.
+  int32_t max_compaction_delay_secs = 0;
+};
+
 class log_cleaner_manager {
  public:
   static result<std::unique_ptr<log_cleaner_manager>, storage_error> create(
@@ -61,6 +79,8 @@ class log_cleaner_manager {
 
   // The highest cleanable ratio seen by the last round (Kafka's max-dirty-percent metric).
   double dirtiest_log_cleanable_ratio() const { return dirtiest_ratio_.load(); }
+  bool enabled() const { return config_.enable; }
+  cleaner_metrics metrics(timestamp_ms now) const;
   cleaner_offsets checkpoints() const;
   std::set<topic_partition> uncleanable_partitions() const;
 
@@ -78,12 +98,15 @@ class log_cleaner_manager {
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   std::atomic<double> dirtiest_ratio_{0};
+  std::atomic<timestamp_ms> last_run_ms_{0};  // Kafka's timeOfLastRun: creation, then each round
 
   mutable std::mutex mu_;  // guards what follows
   std::condition_variable wake_;
   cleaner_offsets checkpoints_;
   std::map<topic_partition, std::shared_ptr<std::atomic<bool>>> in_progress_;  // -> aborted
   std::set<topic_partition> uncleanable_;
+  std::vector<cleaner_stats> last_stats_;              // per thread: its last finished cleaning
+  std::vector<int64_t> last_max_compaction_delay_ms_;  // per thread (Kafka's lastPreCleanStats)
 };
 
 }  // namespace tarn::storage

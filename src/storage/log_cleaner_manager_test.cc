@@ -1,6 +1,7 @@
 // The cleaner threads over a log directory: choice of the dirtiest log, min.cleanable.dirty.ratio,
-// the checkpoint file, topic deletion, threads cleaning while the owner appends (for TSan); and a
-// disabled throughput benchmark.
+// the checkpoint file and which partitions it holds, topic deletion, threads cleaning while the
+// owner appends (for TSan), a failed round retried, the metrics Kafka exports; and a disabled
+// throughput benchmark.
 #include "storage/log_cleaner_manager.h"
 
 #include <gtest/gtest.h>
@@ -180,6 +181,176 @@ TEST(LogCleanerManager, ThreadsCleanWhileTheOwnerAppends) {
     EXPECT_EQ(seen, latest[t]) << t;
   }
   EXPECT_FALSE(fs::exists(dir.path() / "gone-0"));
+}
+
+// cleaner-offset-checkpoint holds what Kafka 4.4's holds: an entry per compacted log once cleaned,
+// none for a compacted log with nothing cleanable yet, none for a log of cleanup.policy=delete,
+// and none for a partition the broker no longer has (an entry left in the file by a directory
+// removed while the broker was down goes with the next write, as Kafka's updateCheckpoints
+// keeps only its logs' entries).
+TEST(LogCleanerManager, CheckpointHoldsTheCleanedCompactedLogsOnly) {
+  temp_dir dir;
+  std::mutex owner;
+  ASSERT_TRUE(write_cleaner_checkpoint(dir.path(), {{topic_partition{"gone", 0}, 7}}));
+  auto m = log_manager::open(manager_options(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic("compacted", 1, {{"cleanup.policy", "compact"}}, 1000));
+  ASSERT_TRUE((*m)->create_topic("unrolled", 1, {{"cleanup.policy", "compact"}}, 1000));
+  ASSERT_TRUE((*m)->create_topic("empty", 1, {{"cleanup.policy", "compact"}}, 1000));
+  ASSERT_TRUE((*m)->create_topic("plain", 1, {}, 1000));
+  log& compacted = *(*m)->get_log("compacted", 0);
+  write_rolled(compacted, 5, 20, 4);
+  write_rolled(*(*m)->get_log("plain", 0), 5, 20, 4);
+  append(*(*m)->get_log("unrolled", 0), {{"k", "v"}, {"k", "w"}});  // all in the active segment
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ((*fresh)->checkpoints().count({"gone", 0}), 1u);  // read from the file
+  int rounds = 0;
+  while (rounds < 10) {
+    auto r = (*fresh)->clean_filthiest_log(0, 5000);
+    ASSERT_TRUE(r) << r.error().message;
+    if (!*r) break;
+    ++rounds;
+  }
+  EXPECT_EQ(rounds, 1);
+  auto file = read_cleaner_checkpoint(dir.path());
+  ASSERT_TRUE(file);
+  const cleaner_offsets expected{
+      {topic_partition{"compacted", 0}, compacted.active_segment_base_offset()}};
+  EXPECT_EQ(*file, expected);
+  EXPECT_EQ((*fresh)->checkpoints(), expected);
+}
+
+// A round whose system call fails (here the .cleaned file cannot be created: a directory holds its
+// name) is logged as a warning and leaves the partition cleanable; the next round, once the cause
+// is gone, cleans it (the threads wait log.cleaner.backoff.ms between, as after any round that
+// cleaned nothing).
+TEST(LogCleanerManager, AFailedRoundIsRetriedNotMarkedUncleanable) {
+  temp_dir dir;
+  std::mutex owner;
+  auto m = log_manager::open(manager_options(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic("t", 1, {{"cleanup.policy", "compact"}}, 1000));
+  log& t = *(*m)->get_log("t", 0);
+  auto latest = write_rolled(t, 5, 40, 4);
+  std::vector<std::pair<bool, std::string>> lines;
+  auto fresh = log_cleaner_manager::create(
+      **m, small_cleaner(1), owner,
+      [&](bool warning, const std::string& line) { lines.emplace_back(warning, line); });
+  ASSERT_TRUE(fresh);
+  const fs::path blocker = t.dir() / "00000000000000000000.log.cleaned";
+  ASSERT_TRUE(fs::create_directory(blocker));
+  std::ofstream(blocker / "keep") << "x";  // not removable by the cleaner's unlink
+  auto failed = (*fresh)->clean_filthiest_log(0, 5000);
+  ASSERT_TRUE(failed) << failed.error().message;
+  EXPECT_FALSE(*failed);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].first);
+  EXPECT_NE(lines[0].second.find("Failed to clean log t-0: "), std::string::npos)
+      << lines[0].second;
+  EXPECT_NE(lines[0].second.find("The cleaning will be retried"), std::string::npos);
+  EXPECT_TRUE((*fresh)->uncleanable_partitions().empty());
+  EXPECT_EQ((*fresh)->metrics(5000).uncleanable_partitions_count, 0);
+  EXPECT_EQ((*fresh)->checkpoints().count({"t", 0}), 0u);
+  // Still failing: tried again, still not given up on.
+  auto again = (*fresh)->clean_filthiest_log(0, 5100);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again);
+  EXPECT_EQ(lines.size(), 2u);
+  EXPECT_TRUE((*fresh)->uncleanable_partitions().empty());
+  // The cause gone, the next round cleans to the active segment.
+  fs::remove_all(blocker);
+  auto cleaned = (*fresh)->clean_filthiest_log(0, 5200);
+  ASSERT_TRUE(cleaned) << cleaned.error().message;
+  EXPECT_TRUE(*cleaned);
+  EXPECT_EQ((*fresh)->checkpoints().at(topic_partition{"t", 0}), t.active_segment_base_offset());
+  EXPECT_FALSE(lines.back().first);
+  std::map<std::string, offset_t> seen;
+  for (const decoded& d : read_log(t)) seen[d.key] = d.offset;
+  EXPECT_EQ(seen, latest);
+  for (const auto& e : fs::directory_iterator(t.dir())) {
+    EXPECT_EQ(e.path().string().find(".cleaned"), std::string::npos) << e.path();
+  }
+}
+
+// The gauges of kafka.log:type=LogCleanerManager / LogCleaner around a cleaning: the dirtiest
+// ratio while cleaning is held off, the last cleaning's figures after it, and the dirty percent
+// back to 0 once the log is clean.
+TEST(LogCleanerManager, MetricsAroundACleaning) {
+  temp_dir dir;
+  std::mutex owner;
+  auto m = log_manager::open(manager_options(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic(
+      "t", 1, {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "1"}}, 1000));
+  log& t = *(*m)->get_log("t", 0);
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  ASSERT_TRUE(fresh);
+  cleaner_metrics before = (*fresh)->metrics(5000);
+  EXPECT_EQ(before.max_dirty_percent, 0);
+  EXPECT_EQ(before.max_buffer_utilization_percent, 0);
+  EXPECT_EQ(before.cleaner_recopy_percent, 0);
+  EXPECT_EQ(before.max_clean_time_secs, 0);
+  write_rolled(t, 400, 10, 2);  // 400 keys of the map's 4096 slots
+  // Held off (a ratio of 1 is never above min.cleanable.dirty.ratio=1): nothing cleaned, but the
+  // round saw a log that is all dirty.
+  auto held = (*fresh)->clean_filthiest_log(0, 5000);
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(*held);
+  cleaner_metrics dirty = (*fresh)->metrics(5250);
+  EXPECT_EQ(dirty.max_dirty_percent, 100);
+  EXPECT_EQ(dirty.time_since_last_run_ms, 250);
+  EXPECT_EQ(dirty.max_buffer_utilization_percent, 0);  // no cleaning yet
+  ASSERT_TRUE((*m)->set_topic_config(
+      "t", {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.01"}}));
+  const int64_t size_before = t.size_bytes();
+  auto cleaned = (*fresh)->clean_filthiest_log(0, 6000);
+  ASSERT_TRUE(cleaned);
+  ASSERT_TRUE(*cleaned);
+  cleaner_metrics after = (*fresh)->metrics(6000);
+  EXPECT_EQ(after.max_dirty_percent, 100);  // what the round chose by
+  EXPECT_EQ(after.time_since_last_run_ms, 0);
+  // 400 keys left of 10 versions each: about a tenth of the bytes read are written back.
+  EXPECT_GT(after.cleaner_recopy_percent, 0);
+  EXPECT_LT(after.cleaner_recopy_percent, 50);
+  EXPECT_LT(t.size_bytes(), size_before);
+  EXPECT_EQ(after.max_buffer_utilization_percent, 400 * 100 / 4096);
+  EXPECT_EQ(after.max_clean_time_secs, 0);        // milliseconds of work, truncated
+  EXPECT_EQ(after.max_compaction_delay_secs, 0);  // max.compaction.lag.ms is unbounded
+  // The next round finds the log clean: nothing dirty left to report.
+  auto idle = (*fresh)->clean_filthiest_log(0, 7000);
+  ASSERT_TRUE(idle);
+  EXPECT_FALSE(*idle);
+  EXPECT_EQ((*fresh)->metrics(7000).max_dirty_percent, 0);
+  EXPECT_EQ((*fresh)->metrics(7000).cleaner_recopy_percent, after.cleaner_recopy_percent);
+}
+
+// max-compaction-delay-secs: how long the oldest dirty segment of any compacted log was past
+// max.compaction.lag.ms when the thread last chose a log; a log past its lag is cleaned whatever
+// its ratio.
+TEST(LogCleanerManager, CompactionDelayPastMaxCompactionLag) {
+  temp_dir dir;
+  std::mutex owner;
+  auto m = log_manager::open(manager_options(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic("t", 1,
+                                 {{"cleanup.policy", "compact"},
+                                  {"min.cleanable.dirty.ratio", "1"},
+                                  {"max.compaction.lag.ms", "2000"}},
+                                 1000));
+  log& t = *(*m)->get_log("t", 0);
+  write_rolled(t, 5, 8, 4);  // batches stamped from 1000 ms
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  ASSERT_TRUE(fresh);
+  auto early = (*fresh)->clean_filthiest_log(0, 2500);  // 500 ms past the batches: not due
+  ASSERT_TRUE(early);
+  EXPECT_FALSE(*early);
+  EXPECT_EQ((*fresh)->metrics(2500).max_compaction_delay_secs, 0);
+  // At 10,500 ms the oldest dirty batch (1000 ms) is 7.5 s past the 2 s lag.
+  auto due = (*fresh)->clean_filthiest_log(0, 10'500);
+  ASSERT_TRUE(due);
+  EXPECT_TRUE(*due);
+  EXPECT_EQ((*fresh)->metrics(10'500).max_compaction_delay_secs, 7);
 }
 
 // Cleaner throughput, not a check: run with --gtest_also_run_disabled_tests. 1 M records of

@@ -99,16 +99,22 @@ int32_t load_be32(const uint8_t* p) {
 result<std::unique_ptr<offset_map>, storage_error> offset_map::create(size_t memory_bytes) {
   std::unique_ptr<offset_map> m(new offset_map());
   m->slots_ = std::max<int64_t>(1, static_cast<int64_t>(memory_bytes / entry_bytes));
+  m->table_slots_ = std::min(m->slots_, initial_table_slots);
   m->mapped_bytes_ = static_cast<size_t>(m->slots_) * entry_bytes;
-  void* p = ::mmap(nullptr, m->mapped_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return fail(io_error("mmap", "log cleaner dedupe buffer", errno));
-  m->slots_memory_ = static_cast<uint8_t*>(p);
+  for (uint8_t** memory : {&m->slots_memory_, &m->spare_memory_}) {
+    // The spare is needed only when the table can grow.
+    if (memory == &m->spare_memory_ && m->table_slots_ == m->slots_) break;
+    void* p = ::mmap(nullptr, m->mapped_bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return fail(io_error("mmap", "log cleaner dedupe buffer", errno));
+    *memory = static_cast<uint8_t*>(p);
+  }
   return m;
 }
 
 offset_map::~offset_map() {
   if (slots_memory_ != nullptr) ::munmap(slots_memory_, mapped_bytes_);
+  if (spare_memory_ != nullptr) ::munmap(spare_memory_, mapped_bytes_);
 }
 
 offset_map::key_hash offset_map::hash_of(std::span<const uint8_t> key) {
@@ -128,7 +134,7 @@ size_t offset_map::position_of(const key_hash& hash, int64_t attempt) const {
   const int64_t window = std::min<int64_t>(attempt, hash_bytes - 4);
   const int64_t probe =
       int64_t{load_be32(hash.bytes + window)} + std::max<int64_t>(0, attempt - (hash_bytes - 4));
-  const int64_t slot = (probe & 0x7fffffffffffffffLL) % slots_;
+  const int64_t slot = (probe & 0x7fffffffffffffffLL) % table_slots_;
   return static_cast<size_t>(slot) * entry_bytes;
 }
 
@@ -153,34 +159,59 @@ bool offset_map::is_empty(size_t position) const {
   return (word_at(slot) | word_at(slot + 8) | word_at(slot + 16)) == 0;
 }
 
+uint8_t* offset_map::find_slot(const key_hash& hash) {
+  for (int64_t attempt = 0;; ++attempt) {
+    const size_t pos = position_of(hash, attempt);
+    // The caller stops before the map is full (load factor < 1), so a free slot exists.
+    if (is_empty(pos) || same_hash(slots_memory_ + pos, hash.bytes)) return slots_memory_ + pos;
+    ++probes_;
+  }
+}
+
+void offset_map::grow() {
+  const int64_t old_slots = table_slots_;
+  uint8_t* old = slots_memory_;
+  slots_memory_ = spare_memory_;
+  // Doubling while the new table is at most a quarter of the capacity, then the capacity at once:
+  // a rehash holds both tables, so its peak stays under 1.25 x the buffer (doubling into the
+  // capacity from just under it would hold nearly two buffers).
+  table_slots_ = old_slots * 2 <= slots_ / 4 ? old_slots * 2 : slots_;
+  for (int64_t i = 0; i < old_slots; ++i) {
+    const uint8_t* entry = old + static_cast<size_t>(i) * entry_bytes;
+    if ((word_at(entry) | word_at(entry + 8) | word_at(entry + 16)) == 0) continue;
+    key_hash hash;
+    std::memcpy(hash.bytes, entry, hash_bytes);
+    std::memcpy(find_slot(hash), entry, entry_bytes);
+  }
+  // The old table's pages go back to the kernel and read as zeros: the next spare.
+  const size_t old_bytes = static_cast<size_t>(old_slots) * entry_bytes;
+  if (::madvise(old, old_bytes, MADV_DONTNEED) != 0) std::memset(old, 0, old_bytes);
+  spare_memory_ = old;
+}
+
 void offset_map::put(std::span<const uint8_t> key, offset_t offset) {
   const key_hash hash = hash_of(key);
   ++lookups_;
-  for (int64_t attempt = 0;; ++attempt) {
-    const size_t pos = position_of(hash, attempt);
-    uint8_t* slot = slots_memory_ + pos;
-    const bool empty = is_empty(pos);
-    if (empty || same_hash(slot, hash.bytes)) {
-      if (empty) {
-        // The caller stops before the map is full (load factor < 1), so a free slot exists.
-        std::memcpy(slot, hash.bytes, hash_bytes);
-        ++entries_;
-      }
-      for (int i = 0; i < 8; ++i) {
-        slot[hash_bytes + i] = static_cast<uint8_t>(static_cast<uint64_t>(offset) >> (56 - 8 * i));
-      }
-      latest_offset_ = offset;
-      return;
+  uint8_t* slot = find_slot(hash);
+  if (is_empty(static_cast<size_t>(slot - slots_memory_))) {
+    if (table_slots_ < slots_ && (entries_ + 1) * 2 > table_slots_) {
+      grow();
+      slot = find_slot(hash);
     }
-    ++probes_;
+    std::memcpy(slot, hash.bytes, hash_bytes);
+    ++entries_;
   }
+  for (int i = 0; i < 8; ++i) {
+    slot[hash_bytes + i] = static_cast<uint8_t>(static_cast<uint64_t>(offset) >> (56 - 8 * i));
+  }
+  latest_offset_ = offset;
 }
 
 offset_t offset_map::get(std::span<const uint8_t> key) const {
   const key_hash hash = hash_of(key);
   ++lookups_;
   // A full map has no empty slot to stop at: give up after visiting every slot once.
-  for (int64_t attempt = 0; attempt < slots_ + static_cast<int64_t>(hash_bytes); ++attempt) {
+  for (int64_t attempt = 0; attempt < table_slots_ + static_cast<int64_t>(hash_bytes); ++attempt) {
     const size_t pos = position_of(hash, attempt);
     if (is_empty(pos)) return -1;
     const uint8_t* slot = slots_memory_ + pos;
@@ -197,9 +228,11 @@ offset_t offset_map::get(std::span<const uint8_t> key) const {
 void offset_map::clear() {
   // Private anonymous pages read back as zeros after MADV_DONTNEED: the map is empty and holds
   // no resident memory, without a 128 MiB memset per cleaning.
-  if (entries_ > 0 && ::madvise(slots_memory_, mapped_bytes_, MADV_DONTNEED) != 0) {
-    std::memset(slots_memory_, 0, mapped_bytes_);
+  const size_t used = static_cast<size_t>(table_slots_) * entry_bytes;
+  if (entries_ > 0 && ::madvise(slots_memory_, used, MADV_DONTNEED) != 0) {
+    std::memset(slots_memory_, 0, used);
   }
+  table_slots_ = std::min(slots_, initial_table_slots);
   entries_ = 0;
   latest_offset_ = -1;
   lookups_ = 0;
