@@ -190,7 +190,6 @@ TEST(LogCleanerManager, ThreadsCleanWhileTheOwnerAppends) {
 // keeps only its logs' entries).
 TEST(LogCleanerManager, CheckpointHoldsTheCleanedCompactedLogsOnly) {
   temp_dir dir;
-  std::mutex owner;
   ASSERT_TRUE(write_cleaner_checkpoint(dir.path(), {{topic_partition{"gone", 0}, 7}}));
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
@@ -202,7 +201,7 @@ TEST(LogCleanerManager, CheckpointHoldsTheCleanedCompactedLogsOnly) {
   write_rolled(compacted, 5, 20, 4);
   write_rolled(*(*m)->get_log("plain", 0), 5, 20, 4);
   append(*(*m)->get_log("unrolled", 0), {{"k", "v"}, {"k", "w"}});  // all in the active segment
-  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), nullptr);
   ASSERT_TRUE(fresh);
   EXPECT_EQ((*fresh)->checkpoints().count({"gone", 0}), 1u);  // read from the file
   int rounds = 0;
@@ -227,7 +226,6 @@ TEST(LogCleanerManager, CheckpointHoldsTheCleanedCompactedLogsOnly) {
 // cleaned nothing).
 TEST(LogCleanerManager, AFailedRoundIsRetriedNotMarkedUncleanable) {
   temp_dir dir;
-  std::mutex owner;
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic("t", 1, {{"cleanup.policy", "compact"}}, 1000));
@@ -235,7 +233,7 @@ TEST(LogCleanerManager, AFailedRoundIsRetriedNotMarkedUncleanable) {
   auto latest = write_rolled(t, 5, 40, 4);
   std::vector<std::pair<bool, std::string>> lines;
   auto fresh = log_cleaner_manager::create(
-      **m, small_cleaner(1), owner,
+      **m, small_cleaner(1),
       [&](bool warning, const std::string& line) { lines.emplace_back(warning, line); });
   ASSERT_TRUE(fresh);
   const fs::path blocker = t.dir() / "00000000000000000000.log.cleaned";
@@ -278,13 +276,12 @@ TEST(LogCleanerManager, AFailedRoundIsRetriedNotMarkedUncleanable) {
 // back to 0 once the log is clean.
 TEST(LogCleanerManager, MetricsAroundACleaning) {
   temp_dir dir;
-  std::mutex owner;
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic(
       "t", 1, {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "1"}}, 1000));
   log& t = *(*m)->get_log("t", 0);
-  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), nullptr);
   ASSERT_TRUE(fresh);
   cleaner_metrics before = (*fresh)->metrics(5000);
   EXPECT_EQ(before.max_dirty_percent, 0);
@@ -330,7 +327,6 @@ TEST(LogCleanerManager, MetricsAroundACleaning) {
 // its ratio.
 TEST(LogCleanerManager, CompactionDelayPastMaxCompactionLag) {
   temp_dir dir;
-  std::mutex owner;
   auto m = log_manager::open(manager_options(dir.path()));
   ASSERT_TRUE(m);
   ASSERT_TRUE((*m)->create_topic("t", 1,
@@ -340,7 +336,7 @@ TEST(LogCleanerManager, CompactionDelayPastMaxCompactionLag) {
                                  1000));
   log& t = *(*m)->get_log("t", 0);
   write_rolled(t, 5, 8, 4);  // batches stamped from 1000 ms
-  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), owner, nullptr);
+  auto fresh = log_cleaner_manager::create(**m, small_cleaner(1), nullptr);
   ASSERT_TRUE(fresh);
   auto early = (*fresh)->clean_filthiest_log(0, 2500);  // 500 ms past the batches: not due
   ASSERT_TRUE(early);

@@ -46,7 +46,11 @@ result<void, storage_error> log_manager::start_cleaner(const cleaner_config& con
   if (cleaner_) return {};
   auto c = log_cleaner_manager::create(*this, config, std::move(log_line));
   if (!c) return fail(c.error());
-  cleaner_ = std::move(*c);
+  {
+    // Readers of cleaner() (the metrics snapshot) hold the map lock shared.
+    std::unique_lock maps(map_mu_);
+    cleaner_ = std::move(*c);
+  }
   cleaner_->start();
   return {};
 }
@@ -58,7 +62,12 @@ void log_manager::stop_cleaner() {
 result<void, storage_error> log_manager::restart_cleaner(const cleaner_config& config,
                                                          cleaner_log_fn log_line) {
   stop_cleaner();
-  cleaner_.reset();
+  std::unique_ptr<log_cleaner_manager> stopped;
+  {
+    std::unique_lock maps(map_mu_);
+    stopped = std::move(cleaner_);
+  }
+  stopped.reset();
   if (!config.enable) return {};
   return start_cleaner(config, std::move(log_line));
 }

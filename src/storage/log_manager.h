@@ -106,6 +106,8 @@ class log_manager {
   // log.cleaner.* changes, as Kafka's LogCleaner.reconfigure shuts down and starts anew.
   result<void, storage_error> restart_cleaner(const cleaner_config& config,
                                               cleaner_log_fn log_line);
+  // Hold map_mutex() (shared) or the topic operations' serialisation: restart_cleaner() replaces
+  // it.
   log_cleaner_manager* cleaner() const { return cleaner_.get(); }
 
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
