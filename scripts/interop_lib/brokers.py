@@ -18,6 +18,9 @@ from . import wire
 PROPERTIES = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.retention.check.interval.ms": "3600000",
+    # The cleaner scenario waits for each broker's cleaner; Kafka's thread sleeps 15 s by default
+    # after a round that found nothing to clean.
+    "log.cleaner.backoff.ms": "100",
 }
 
 

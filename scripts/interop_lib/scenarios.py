@@ -561,6 +561,75 @@ def kcat_lz4_stored(ctx):
     ctx.obs["lz4_batches_present"] = 3 in codecs
 
 
+# --- the log cleaner (issue 21) -----------------------------------------------------------------
+
+COMPACTION_PAD = "x" * 1000  # ~1 KiB values: the input fills two 1 MiB segments and a half
+
+
+def cleaner_checkpoint(data_dir, topic):
+    """The cleaner-offset-checkpoint entry of topic-0, or None."""
+    try:
+        with open(os.path.join(data_dir, "cleaner-offset-checkpoint")) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == topic and parts[1] == "0":
+            return int(parts[2])
+    return None
+
+
+@scenario("log-compaction-latest-value-per-key")
+def log_compaction(ctx):
+    """200 keys x 12 versions and a tombstone for every 5th key, as the same hand-built batches
+    (so both brokers roll their 1 MiB segments at the same offsets), cleaned by each broker's own
+    cleaner up to its active segment, then read whole by the Java consumer: the (offset, key,
+    value) list and the cleaned segments on disk must be Kafka's."""
+    topic = "compaction"
+    ctx.create_topic(topic, {"cleanup.policy": "compact", "segment.bytes": "1048576",
+                             "min.cleanable.dirty.ratio": "0.01",
+                             "delete.retention.ms": "86400000"})
+    batches = []
+    for version in range(12):
+        for start in range(0, 200, 8):
+            batches.append([(("k%03d" % i).encode(), ("v%02d-%s" % (version, COMPACTION_PAD)).encode(),
+                             []) for i in range(start, start + 8)])
+    batches.append([(("k%03d" % i).encode(), None, []) for i in range(0, 200, 5)])
+    errors = 0
+    c = ctx.conn()
+    try:
+        for records_ in batches:
+            r = c.produce(12, topic, wire.build_batch(records_, BASE_TS), acks=1)
+            errors += 0 if r and r.get("error_code") == 0 else 1
+    finally:
+        c.close()
+    ctx.obs["produce_errors"] = errors
+    ctx.hw(topic)
+    # The cleaner's checkpoint reaches the active segment (log.cleaner.backoff.ms is 100 on both
+    # brokers, brokers.py).
+    part_dir = os.path.join(ctx.broker.data_dir(), topic + "-0")
+    deadline = time.time() + 90
+    cleaned, active = None, None
+    while time.time() < deadline:
+        active = max(int(f[:-4]) for f in os.listdir(part_dir) if f.endswith(".log"))
+        cleaned = cleaner_checkpoint(ctx.broker.data_dir(), topic)
+        if cleaned == active:
+            break
+        time.sleep(0.2)
+    ctx.obs["active_segment_base"] = active
+    ctx.obs["cleaned_to"] = cleaned
+    r = ctx.run(["java", "-cp", os.path.join(ctx.tools.libs, "*"),
+                 os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                     os.path.abspath(__file__)))), "tests", "java", "CompactedRead.java"),
+                 ctx.bootstrap, topic], timeout_s=120)
+    kept = [line.replace(COMPACTION_PAD, "<pad>") for line in r.stdout.splitlines()]
+    ctx.obs["read.exit"] = r.returncode
+    ctx.obs["read.count"] = len(kept)
+    for i, line in enumerate(kept):
+        ctx.obs["read[%d]" % i] = line
+
+
 # The consumer-group scenarios register themselves after these (group_scenarios.py), then the
 # admin scenarios (admin_scenarios.py, imported at the end of group_scenarios.py).
 from . import group_scenarios  # noqa: E402,F401
