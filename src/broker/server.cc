@@ -332,7 +332,8 @@ result<void, std::string> server::start() {
   s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics);
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
-      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics, s.txns.get()});
+      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
+      s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
