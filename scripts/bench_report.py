@@ -788,8 +788,13 @@ def render_observe(b):
             out.append("")
         if facts.get("restart_s"):
             parts = f"{scrapes[-1]['partitions']:,}"
-            stop = (f"Stopping that broker (SIGTERM until it exited) took {facts['stop_s']:.1f} s; "
-                    if facts.get("stop_s") else "")
+            stop = ""
+            if facts.get("stop_s") and facts.get("stop_killed"):
+                stop = (f"That broker had not exited {facts['stop_s']:.0f} s after SIGTERM and was "
+                        "killed; ")
+            elif facts.get("stop_s"):
+                stop = (f"Stopping that broker (SIGTERM until it exited) took "
+                        f"{facts['stop_s']:.1f} s; ")
             out.append(f"{stop}starting it again over the {parts} partitions (exec to an answered "
                        f"ApiVersions) {facts['restart_s']:.1f} s.")
             out.append("")
