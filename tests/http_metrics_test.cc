@@ -2,12 +2,15 @@
 // kcat produced and consumed, `promtool check metrics` on a scrape, and hostile requests answered
 // with 4xx or 503 while Kafka is still served: a bad method, a 1 MiB header, path traversal (plain
 // and percent-encoded), slowloris connections dripping their headers (closed with 408 while
-// /metrics and kcat are served beside them), and 1,200 scrapes at once (each answered 200 or 503,
-// the broker's memory bounded, kcat producing meanwhile).
+// /metrics and kcat are served beside them), 1,200 and 10,000 scrapes at once (each answered 200
+// or 503, the broker's memory bounded, kcat producing meanwhile), and a broker run out of
+// descriptors (both listeners recover). Also http.metrics.request.path.enabled=false.
 #include <gtest/gtest.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <future>
 
@@ -47,9 +50,10 @@ std::string http_exchange(uint16_t port, const std::string& request) {
   return out;
 }
 
-// A connected TCP socket to 127.0.0.1:port, or -1.
+// A connected TCP socket to 127.0.0.1:port, or -1. Close-on-exec: a kcat the test starts must
+// not hold it open after the test closes it.
 int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -600,6 +604,57 @@ TEST(http_metrics, ten_thousand_concurrent_scrapes_are_answered_or_refused) {
   EXPECT_LT(peak, baseline_peak + memory_growth_bound_kib(received))
       << "peak RSS " << peak << " KiB, baseline " << baseline_peak << " KiB";
   std::printf("peak RSS %ld KiB (baseline %ld KiB)\n", peak, baseline_peak);
+}
+
+// Out of descriptors: the broker's open-files limit lowered to 200 while it runs (prlimit on its
+// pid) and 400 idle connections to the HTTP port, so accepts fail with EMFILE on both listeners
+// (the gate holds what it admitted until the request timeout). A kcat producer started then is
+// not accepted either; neither acceptor dies: cpp-httplib's retries after 1 ms, tarn's Kafka
+// acceptor logs the failure and retries after 100 ms. Once the idle clients go, the gate closes
+// their connections, kcat's records are all stored and /metrics is answered again.
+TEST(http_metrics, listeners_survive_running_out_of_descriptors) {
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  http_broker b;
+  ASSERT_NE(b.port, 0) << b.broker.output();
+  const pid_t pid = b.broker.process().pid();
+  const rlimit low{200, 200};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
+  auto open_fds = [&] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+      ++n;
+    }
+    return n;
+  };
+  // The kernel completes the handshakes into the listen backlog whether or not they are accepted.
+  std::vector<int> idle;
+  for (int i = 0; i < 400; ++i) {
+    const int fd = connect_to(b.port);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    idle.push_back(fd);
+  }
+  ASSERT_TRUE(eventually_true([&] { return open_fds() >= 199; }, 10s)) << open_fds();
+
+  temp_dir tmp;
+  std::string lines;
+  for (int i = 0; i < 1000; ++i) lines += "starved-" + std::to_string(i) + "\n";
+  const auto input = tmp.write_file("in.txt", lines);
+  auto produced = std::async(std::launch::async, [&] {
+    return run_shell("timeout 60 kcat -P -b " + b.bootstrap() + " -t starved -l " + input.string());
+  });
+  EXPECT_TRUE(b.broker.process().wait_for_output("Too many open files", 10s)) << b.broker.output();
+  for (int fd : idle) ::close(fd);
+
+  EXPECT_EQ(produced.get(), 0);
+  ASSERT_TRUE(eventually_true(
+      [&] { return status_line(get(b.port, "/metrics")) == "HTTP/1.1 200 OK"; }, 10s));
+  const std::string after = body_of(get(b.port, "/metrics"));
+  EXPECT_NE(
+      after.find("\nkafka_server_brokertopicmetrics_messagesin_total{topic=\"starved\"} 1000\n"),
+      std::string::npos)
+      << after.substr(0, 1500);
+  EXPECT_TRUE(eventually_true([&] { return open_fds() < 100; }, 10s)) << open_fds();
 }
 
 // From the start of a clean shutdown /readyz is 503 while the broker is still there to say so. A

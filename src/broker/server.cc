@@ -84,6 +84,10 @@ void raise_open_files_limit() {
 struct event_loop {
   int index = 0;
   asio::io_context context{1};  // concurrency hint 1: one thread, no internal locking needed
+  // Makes asio create the loop's reactor (an epoll, an eventfd, a timerfd) now. Made lazily by
+  // the loop's first socket, it threw out of the accept coroutine when the process was out of
+  // descriptors, and the broker aborted.
+  asio::steady_timer reactor_now{context};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread thread;
   std::atomic<int> connection_count{0};
