@@ -381,7 +381,9 @@ function recordLayout(u8, count) {
 const hexPageBytes = 2048;
 
 function inspectBatch(b) {
-  const u8 = Uint8Array.from(b.hex.match(/../g) || [], (h) => parseInt(h, 16));
+  // Decoded in place: a 1 MiB batch would otherwise be a million two-letter strings first.
+  const u8 = new Uint8Array(b.hex.length >> 1);
+  for (let i = 0; i < u8.length; i++) u8[i] = parseInt(b.hex.substr(2 * i, 2), 16);
   // The field of every byte: the header's, then (uncompressed batches: the bytes are the records)
   // each record's, as 'r<i>.<field>'.
   const fieldOf = new Array(u8.length).fill('');
