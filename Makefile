@@ -81,7 +81,7 @@ fuzz-long:
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_LONG_SECONDS)
 
 # The micro-benchmarks, then tarn beside Apache Kafka 4.4.0 and librdkafka (scripts/bench, under
-# 30 minutes; it rewrites the generated part of docs/benchmarks.md and docs/bench-results.png).
+# 35 minutes; it rewrites the generated part of docs/benchmarks.md and docs/bench-results.png).
 bench: deps build
 	scripts/run-benchmarks $(BUILD)
 	scripts/bench --build $(BUILD)

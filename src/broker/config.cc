@@ -255,6 +255,9 @@ const std::vector<config_key>& config_keys() {
       // many partitions get per-partition series on /metrics.
       {"http.listener", config_type::string, "127.0.0.1:9644", nullptr},
       {"http.metrics.max.partitions", config_type::int32, "1000", at_least(0)},
+      // False makes the request path's metric updates no-ops (BrokerTopicMetrics of Produce and
+      // Fetch, RequestMetrics of every API): what they cost, measured by scripts/bench.
+      {"http.metrics.request.path.enabled", config_type::boolean, "true", nullptr},
       // The web console's JSON API refuses every change (403) when true.
       {"http.console.read.only", config_type::boolean, "false", nullptr},
   };
@@ -640,6 +643,8 @@ result<void, std::string> finish(broker_config& c) {
   }
   c.http_metrics_max_partitions = i32("http.metrics.max.partitions");
   c.http_console_read_only = std::get<bool>(c.values.at("http.console.read.only"));
+  c.http_metrics_request_path_enabled =
+      std::get<bool>(c.values.at("http.metrics.request.path.enabled"));
   return finish_group_config(c);
 }
 

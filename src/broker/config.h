@@ -104,12 +104,14 @@ struct broker_config {
 
   // The HTTP listener of src/observe (tarn's own keys; docs/http-api.md): http.listener as host
   // and port (http_enabled false when the value is empty), http.metrics.max.partitions,
-  // http.console.read.only (the console's JSON API answers every change 403).
+  // http.console.read.only (the console's JSON API answers every change 403),
+  // http.metrics.request.path.enabled (false: the handlers and connections record no metrics).
   bool http_enabled = true;
   std::string http_host = "127.0.0.1";
   uint16_t http_port = 9644;
   int32_t http_metrics_max_partitions = 1000;
   bool http_console_read_only = false;
+  bool http_metrics_request_path_enabled = true;
 
   // The group coordinator: group.*, offset.metadata.max.bytes, offsets.* (the replication
   // factor aside).

@@ -123,6 +123,9 @@ TEST(broker_config, http_listener_default_empty_and_bad_values) {
   EXPECT_EQ(d.http_metrics_max_partitions, 1000);
   EXPECT_FALSE(d.http_console_read_only);
   EXPECT_TRUE(make_ok({{"http.console.read.only", "true"}}).http_console_read_only);
+  EXPECT_TRUE(d.http_metrics_request_path_enabled);
+  EXPECT_FALSE(
+      make_ok({{"http.metrics.request.path.enabled", "false"}}).http_metrics_request_path_enabled);
   EXPECT_EQ(make_error({{"http.console.read.only", "maybe"}}),
             "Invalid value maybe for configuration http.console.read.only: Expected value to be "
             "either true or false");

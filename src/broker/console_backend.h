@@ -212,8 +212,10 @@ class console_backend {
       const console_read_request& request) const = 0;
 
   // The batches from the one holding `offset`, at most `max_batches` (clamped to 1..20) and about
-  // 1 MiB, as stored (not decompressed; the records are decoded from the decompressed bytes).
-  static constexpr size_t max_batch_bytes = 64 * 1024;
+  // 1 MiB, as stored (not decompressed; the records are decoded from the decompressed bytes). A
+  // batch's bytes are sent whole up to max_batch_bytes (the console pages them): one read is
+  // about 1 MiB, so an answer holds at most about 2 MiB of batch bytes.
+  static constexpr size_t max_batch_bytes = 1024 * 1024;
   virtual result<std::vector<console_batch>, console_error> read_batches(
       std::string_view topic, int32_t partition, int64_t offset, int32_t max_batches) const = 0;
 

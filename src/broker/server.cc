@@ -84,6 +84,10 @@ void raise_open_files_limit() {
 struct event_loop {
   int index = 0;
   asio::io_context context{1};  // concurrency hint 1: one thread, no internal locking needed
+  // Makes asio create the loop's reactor (an epoll, an eventfd, a timerfd) now. Made lazily by
+  // the loop's first socket, it threw out of the accept coroutine when the process was out of
+  // descriptors, and the broker aborted.
+  asio::steady_timer reactor_now{context};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread thread;
   std::atomic<int> connection_count{0};
@@ -332,7 +336,8 @@ result<void, std::string> server::start() {
   s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics);
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
-      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(), &s.metrics, s.txns.get()});
+      s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
+      s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {

@@ -177,18 +177,33 @@ void broker_topic_metrics(const broker::broker_snapshot& s, std::vector<MetricFa
   }
 }
 
-void request_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>& out) {
-  if (s.metrics == nullptr) return;
-  auto requests = family("kafka_network_requestmetrics_requests_total",
-                         "Requests answered, by API and version (RequestMetrics RequestsPerSec)",
-                         MetricType::Counter);
+// The request label values of RequestMetrics and their cells. Kafka marks a consumer's Fetch
+// twice, under "Fetch" and "FetchConsumer" (RequestChannel.updateRequestMetrics; a follower's
+// under "FetchFollower"), and Kafka dashboards chart FetchConsumer. tarn serves no follower
+// fetches, so every Fetch is a consumer's: the Fetch cells are exported under both names.
+std::vector<std::pair<std::string, const broker::request_metrics*>> request_names(
+    const broker::broker_snapshot& s) {
+  std::vector<std::pair<std::string, const broker::request_metrics*>> out;
   for (const auto& api : s.apis) {
     const broker::request_metrics* m = s.metrics->api(api.key);
     if (m == nullptr) continue;
+    out.emplace_back(api.name, m);
+    if (api.key == 1) out.emplace_back("FetchConsumer", m);
+  }
+  return out;
+}
+
+void request_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>& out) {
+  if (s.metrics == nullptr) return;
+  const auto names = request_names(s);
+  auto requests = family("kafka_network_requestmetrics_requests_total",
+                         "Requests answered, by API and version (RequestMetrics RequestsPerSec)",
+                         MetricType::Counter);
+  for (const auto& [name, m] : names) {
     for (size_t v = 0; v < m->requests_by_version.size(); ++v) {
       const uint64_t n = m->requests_by_version[v].value();
       if (n == 0) continue;
-      add_value(requests, {{"request", api.name}, {"version", std::to_string(v)}},
+      add_value(requests, {{"request", name}, {"version", std::to_string(v)}},
                 static_cast<double>(n));
     }
   }
@@ -212,12 +227,10 @@ void request_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>
     auto f =
         family(std::string("kafka_network_requestmetrics_") + t.name,
                std::string(t.help) + "; quantiles since the broker started", MetricType::Summary);
-    for (const auto& api : s.apis) {
-      const broker::request_metrics* m = s.metrics->api(api.key);
-      if (m == nullptr) continue;
+    for (const auto& [name, m] : names) {
       auto snap = ((*m).*t.member).read();
       if (snap.count == 0) continue;
-      add_summary_ms(f, {{"request", api.name}}, snap);
+      add_summary_ms(f, {{"request", name}}, snap);
     }
     out.push_back(std::move(f));
   }

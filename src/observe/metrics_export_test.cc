@@ -82,6 +82,28 @@ TEST(metrics_export, request_metrics_by_api_and_version_with_times_in_ms) {
   EXPECT_NEAR(std::stod(text.substr(at + p99.size())), 99, 99 * 0.25);
 }
 
+// A consumer's Fetch is counted and timed under request="Fetch" and request="FetchConsumer", as
+// Kafka's RequestChannel marks both (tarn has no follower fetches).
+TEST(metrics_export, fetch_requests_also_as_fetch_consumer) {
+  fixture f;
+  const auto t0 = broker_metrics::time_point{};
+  for (int i = 0; i < 3; ++i) {
+    f.metrics.record_request(1, 16, t0, t0, t0 + std::chrono::milliseconds(2),
+                             t0 + std::chrono::milliseconds(2));
+  }
+  const auto text = to_prometheus_text(collect_metrics(f.snap, {}));
+  for (const std::string request : {"Fetch", "FetchConsumer"}) {
+    EXPECT_TRUE(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"" + request +
+                                   "\",version=\"16\"} 3"))
+        << text;
+    EXPECT_TRUE(has_line(
+        text, "kafka_network_requestmetrics_totaltimems_count{request=\"" + request + "\"} 3"));
+    EXPECT_TRUE(has_line(
+        text, "kafka_network_requestmetrics_localtimems_count{request=\"" + request + "\"} 3"));
+  }
+  EXPECT_EQ(text.find("request=\"FetchFollower\""), std::string::npos);
+}
+
 TEST(metrics_export, log_offsets_lag_and_the_partition_cut) {
   fixture f;
   auto families = collect_metrics(f.snap, {.max_partitions = 2});

@@ -2,20 +2,23 @@
 """Drives tarn's web console in headless Chromium (Debian's chromium and chromium-driver, with
 python3-selenium), for tests/console_browser_test.cc.
 
-  console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR JSON_TOPIC
+  console_browser.py URL TOPIC GROUP NEW_TOPIC SCREENSHOT_DIR JSON_TOPIC DELETE_TOPIC
 
 Opens the console and reads the overview's two charts (uPlot: the series in each legend and how
 many pixels of the first series' colour the canvas holds), goes to TOPIC through the topic list,
 reads the first page of its messages and its first partition's segment count, produces a message
-with the form on that page, opens the batch inspector of its first batch, opens GROUP through the
+with the form on that page, opens the batch inspector on its largest batch, opens GROUP through the
 group list and reads its lag, resets its offsets to the latest with the form (confirming the
 dialog), creates NEW_TOPIC (two partitions, retention.ms=7200000) with the form on the topics page,
-then browses JSON_TOPIC in the JSON view. Prints one fact per line for the test to check
+deletes DELETE_TOPIC with its page's button (confirming the dialog), then browses JSON_TOPIC in the
+JSON view. Prints one fact per line for the test to check
 ("overview topics N", "chart ID series A,B drawn-pixels N", "record OFFSET KEY VALUE HEADERS",
-"segments SUMMARY", "produced OFFSET", "inspector crc VALUE", "lag TOPIC-PARTITION N", "total-lag
-N", "reset total-lag N", "created NAME PARTITIONS"; a JSON value as "json-value OFFSET", the cell's
-text over several lines, "json-end"; another as "not-json OFFSET TEXT") and saves a screenshot of
-each page.
+"segments SUMMARY", "produced OFFSET", "inspector crc VALUE", "inspector field NAME VALUE" and
+"inspector rec CELLS" (every header field and record as shown), record fields lit in the hex,
+"inspector hex bytes N pages P" (the whole batch, paged), "lag TOPIC-PARTITION N", "total-lag N",
+"reset total-lag N", "created NAME PARTITIONS", "deleted NAME gone"; a JSON value as "json-value
+OFFSET", the cell's text over several lines, "json-end"; another as "not-json OFFSET TEXT") and
+saves a screenshot of each page.
 Exits 0 when every page appeared in time (15 s each), 1 otherwise."""
 import os
 import sys
@@ -28,7 +31,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 
 def main():
-    url, topic, group, new_topic, shots, json_topic = sys.argv[1:7]
+    url, topic, group, new_topic, shots, json_topic, doomed = sys.argv[1:8]
     options = webdriver.ChromeOptions()
     options.binary_location = '/usr/bin/chromium'
     for arg in ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
@@ -93,10 +96,20 @@ def main():
         wait.until(ec.text_to_be_present_in_element((By.ID, 'produce-result'), 'produced at offset'))
         print('produced', driver.find_element(By.ID, 'produce-result').text.split()[-1], flush=True)
 
-        # The batch inspector on partition 0: the first batch's CRC and the field under the mouse.
+        # The batch inspector on partition 0, on its largest batch (kcat often sends the first
+        # record alone): its position in the segment is the sum of the sizes listed before it.
         driver.find_element(By.CSS_SELECTOR, 'a.inspect').click()
-        crc = wait.until(ec.presence_of_element_located(
+        wait.until(ec.presence_of_element_located(
             (By.CSS_SELECTOR, '#batch-fields tr[data-field="crc"] td.data')))
+        rows = driver.find_elements(By.CSS_SELECTOR, '#batches tbody tr')
+        sizes = [int(r.find_elements(By.TAG_NAME, 'td')[2].text) for r in rows]
+        big = sizes.index(max(sizes))
+        rows[big].find_element(By.TAG_NAME, 'a').click()
+        wait.until(ec.text_to_be_present_in_element(
+            (By.CSS_SELECTOR, '#batch-fields tr[data-field="baseOffset"] td.data'),
+            rows[big].get_attribute('data-batch')))
+        print('inspector position', sum(sizes[:big]), flush=True)
+        crc = driver.find_element(By.CSS_SELECTOR, '#batch-fields tr[data-field="crc"] td.data')
         print('inspector crc', crc.text, flush=True)
         count = driver.find_element(By.CSS_SELECTOR, '#batch-fields tr[data-field="recordsCount"] td.data')
         print('inspector records', count.text, flush=True)
@@ -104,7 +117,46 @@ def main():
             driver.find_element(By.CSS_SELECTOR, '#batch-hex .byte[data-field="crc"]')).perform()
         lit = driver.find_elements(By.CSS_SELECTOR, '#batch-hex .byte.hl')
         print('inspector highlighted', len(lit), 'bytes', flush=True)
+        # Every header field and every record as the page shows them (the test compares them with
+        # tarn dump-log --deep-iteration of the segment).
+        for row in driver.find_elements(By.CSS_SELECTOR, '#batch-fields tr[data-field]'):
+            print('inspector field', row.get_attribute('data-field'),
+                  row.find_element(By.CSS_SELECTOR, 'td.data').text, flush=True)
+        for row in driver.find_elements(By.CSS_SELECTOR, '#batch-records tbody tr'):
+            print('inspector rec', ' '.join(c.text for c in row.find_elements(By.TAG_NAME, 'td')),
+                  flush=True)
+        # Record-level fields in the bytes: the first record's keyLength (focused in the table)
+        # and its key (under the mouse in the hex).
+        driver.find_element(By.CSS_SELECTOR, '#batch-records td[data-field="r0.keyLength"]').click()
+        print('inspector r0.keyLength lit', len(driver.find_elements(
+            By.CSS_SELECTOR, '#batch-hex .byte.hl[data-field="r0.keyLength"]')),
+            'bytes, table cells lit', len(driver.find_elements(By.CSS_SELECTOR, '#batch-records td.hl')),
+            flush=True)
+        webdriver.ActionChains(driver).move_to_element(
+            driver.find_element(By.CSS_SELECTOR, '#batch-hex .byte[data-field="r0.key"]')).perform()
+        print('inspector r0.key lit', len(driver.find_elements(By.CSS_SELECTOR, '#batch-hex .byte.hl')),
+              'bytes', ''.join(chr(int(e.text, 16)) for e in driver.find_elements(
+                  By.CSS_SELECTOR, '#batch-hex .byte.hl')), flush=True)
         driver.save_screenshot(os.path.join(shots, 'batch.png'))
+        # The whole batch, page by page: the bytes shown in all, and the pages it took.
+        shown, pages = 0, 0
+        while True:
+            shown += len(driver.find_elements(By.CSS_SELECTOR, '#batch-hex .byte'))
+            pages += 1
+            following = driver.find_element(By.ID, 'batch-hex-next')
+            if not following.is_enabled() or pages > 600:
+                break
+            following.click()
+        print('inspector hex bytes', shown, 'pages', pages, flush=True)
+        # The last record's value, chosen in the table, turns the hex to its page and lights it.
+        last = driver.find_elements(By.CSS_SELECTOR, '#batch-records tbody tr')[-1].get_attribute(
+            'data-record')
+        driver.find_element(By.ID, 'batch-hex-prev').click()
+        driver.find_element(
+            By.CSS_SELECTOR, '#batch-records td[data-field="r%s.valueLength"]' % last).click()
+        print('inspector last valueLength lit', len(driver.find_elements(
+            By.CSS_SELECTOR, '#batch-hex .byte.hl[data-field="r%s.valueLength"]' % last)),
+            driver.find_element(By.ID, 'batch-hex-range').text, flush=True)
 
         driver.find_element(By.ID, 'nav-groups').click()
         link = wait.until(ec.element_to_be_clickable(
@@ -138,6 +190,25 @@ def main():
             By.CSS_SELECTOR, 'tr[data-config="retention.ms"] td.data').text
         print('created', new_topic, len(rows), 'retention.ms', retention, flush=True)
         driver.save_screenshot(os.path.join(shots, 'created.png'))
+        # Delete DELETE_TOPIC (kcat made it): its page through the topic list, the button, a
+        # dismissed confirmation (nothing happens), then an accepted one; the list then has it no
+        # more.
+        driver.find_element(By.ID, 'nav-topics').click()
+        wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, 'tr[data-topic="%s"] a' % doomed))).click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, 'topic-name'), doomed))
+        driver.find_element(By.ID, 'delete-topic').click()
+        wait.until(ec.alert_is_present()).dismiss()
+        print('delete dismissed, still on', driver.find_element(By.ID, 'topic-name').text,
+              flush=True)
+        driver.find_element(By.ID, 'delete-topic').click()
+        alert = wait.until(ec.alert_is_present())
+        print('delete confirm', alert.text, flush=True)
+        alert.accept()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-topic]')))
+        listed = [e.get_attribute('data-topic')
+                  for e in driver.find_elements(By.CSS_SELECTOR, 'tr[data-topic]')]
+        print('deleted', doomed, 'listed' if doomed in listed else 'gone', flush=True)
 
         # JSON_TOPIC in the JSON view: values pretty-printed, or text with a note.
         driver.find_element(By.ID, 'nav-topics').click()

@@ -331,14 +331,109 @@ const batchFields = [
   ['producerEpoch', 51, 2, 'producer_epoch'], ['baseSequence', 53, 4, 'base_sequence'],
   ['recordsCount', 57, 4, 'records_count'], ['records', 61, Infinity, null]];
 
+// A zigzag varint at `at` (record fields, docs/record-batch.md): [value, its length in bytes].
+// Doubles, not BigInts: exact for the lengths it is used for, and a timestamp delta's value comes
+// from the API anyway.
+function varintAt(u8, at) {
+  let raw = 0, scale = 1, i = at;
+  for (;;) {
+    const b = u8[i++];
+    raw += (b & 0x7f) * scale;
+    scale *= 128;
+    if (!(b & 0x80) || i - at >= 10 || i >= u8.length) break;
+  }
+  return [raw % 2 === 0 ? raw / 2 : -(raw + 1) / 2, i - at];
+}
+
+// Where each record's fields lie in an uncompressed batch: for record i, [name, first byte,
+// length] of length, attributes, timestampDelta, offsetDelta, keyLength, key, valueLength, value,
+// headerCount and headers (its header keys and values together).
+const recordFieldNames = ['length', 'attributes', 'timestampDelta', 'offsetDelta', 'keyLength', 'key',
+  'valueLength', 'value', 'headerCount', 'headers'];
+function recordLayout(u8, count) {
+  const out = [];
+  let at = 61;
+  for (let r = 0; r < count && at < u8.length; r++) {
+    const f = [];
+    const mark = (name, len) => { f.push([name, at, len]); at += len; };
+    const [len, n] = varintAt(u8, at);
+    mark('length', n);
+    const end = at + len;
+    mark('attributes', 1);
+    mark('timestampDelta', varintAt(u8, at)[1]);
+    mark('offsetDelta', varintAt(u8, at)[1]);
+    const [keyLength, kn] = varintAt(u8, at);
+    mark('keyLength', kn);
+    if (keyLength > 0) mark('key', keyLength);
+    const [valueLength, vn] = varintAt(u8, at);
+    mark('valueLength', vn);
+    if (valueLength > 0) mark('value', valueLength);
+    mark('headerCount', varintAt(u8, at)[1]);
+    if (end > at) mark('headers', end - at);
+    at = end;
+    out.push(f);
+  }
+  return out;
+}
+
+// Bytes a page of the hex dump shows: a whole batch (the API sends up to 1 MiB of it) is paged
+// rather than cut, and a page stays cheap to draw.
+const hexPageBytes = 2048;
+
 function inspectBatch(b) {
-  const bytes = b.hex.match(/../g) || [];
-  const spans = bytes.slice(0, 61 + 512).map((h, i) => {
-    const f = batchFields.find(([, at, len]) => i >= at && i < at + len);
-    return el('span', { class: 'byte', 'data-field': f ? f[0] : '' }, h + ' ');
-  });
-  const dump = el('pre', { class: 'hex', id: 'batch-hex' }, spans,
-    bytes.length > 573 ? el('span', { class: 'muted' }, '… ' + (bytes.length - 573) + ' more bytes') : null);
+  // Decoded in place: a 1 MiB batch would otherwise be a million two-letter strings first.
+  const u8 = new Uint8Array(b.hex.length >> 1);
+  for (let i = 0; i < u8.length; i++) u8[i] = parseInt(b.hex.substr(2 * i, 2), 16);
+  // The field of every byte: the header's, then (uncompressed batches: the bytes are the records)
+  // each record's, as 'r<i>.<field>'.
+  const fieldOf = new Array(u8.length).fill('');
+  const firstByte = {};
+  const setField = (name, at, len) => {
+    firstByte[name] = at;
+    for (let i = at; i < Math.min(at + len, u8.length); i++) fieldOf[i] = name;
+  };
+  for (const [name, at, len] of batchFields) setField(name, at, len === Infinity ? u8.length - at : len);
+  const layout = b.compression === 'none' ? recordLayout(u8, b.records.length) : [];
+  layout.forEach((fields, i) => { for (const [name, at, len] of fields) setField('r' + i + '.' + name, at, len); });
+
+  let lit = null;
+  let page = 0;
+  const pages = Math.max(1, Math.ceil(u8.length / hexPageBytes));
+  const dump = el('pre', { class: 'hex', id: 'batch-hex' });
+  const range = el('span', { id: 'batch-hex-range', class: 'muted' });
+  const prev = el('button', { id: 'batch-hex-prev', type: 'button', onclick: () => showPage(page - 1) }, '‹ bytes');
+  const next = el('button', { id: 'batch-hex-next', type: 'button', onclick: () => showPage(page + 1) }, 'bytes ›');
+  const hexNote = b.hex_truncated ? el('p', { class: 'muted' }, 'the first ' + bytes(u8.length) + ' of the batch') : null;
+  const highlight = (name) => {
+    lit = name;
+    for (const e of dump.querySelectorAll('.byte')) e.classList.toggle('hl', e.dataset.field === name);
+    for (const e of root.querySelectorAll('tr[data-field], td[data-field]')) e.classList.toggle('hl', e.dataset.field === name);
+  };
+  function showPage(p) {
+    page = Math.min(Math.max(p, 0), pages - 1);
+    const from = page * hexPageBytes;
+    const to = Math.min(from + hexPageBytes, u8.length);
+    const spans = [];
+    for (let i = from; i < to; i++) {
+      const span = el('span', { class: 'byte' + (fieldOf[i] && fieldOf[i] === lit ? ' hl' : ''), 'data-field': fieldOf[i] },
+        u8[i].toString(16).padStart(2, '0') + ' ');
+      span.addEventListener('mouseenter', () => highlight(span.dataset.field));
+      spans.push(span);
+    }
+    dump.replaceChildren(...spans);
+    range.textContent = 'bytes ' + from + '–' + (to - 1) + ' of ' + u8.length;
+    prev.disabled = page === 0;
+    next.disabled = page === pages - 1;
+  }
+  // A field chosen in a table: lit, its page shown when its bytes are on another.
+  const choose = (name) => {
+    if (firstByte[name] !== undefined && Math.floor(firstByte[name] / hexPageBytes) !== page) {
+      lit = name;
+      showPage(Math.floor(firstByte[name] / hexPageBytes));
+    }
+    highlight(name);
+  };
+
   const value = (key) => {
     if (key === 'crc') return b.crc + (b.crc_valid ? ' ✓ verifies' : ' ✗ does not verify');
     if (key === 'attributes') {
@@ -351,18 +446,27 @@ function inspectBatch(b) {
     el('td', {}, name), num(at + (len === Infinity ? '–' : '..' + (at + len - 1))),
     el('td', { class: 'data' }, key ? value(key) : b.records.length + ' record(s) ' + (b.compression === 'none' ? '' : '(' + b.compression + ')'))));
   const fieldTable = table('batch-fields', ['field', 'bytes', 'value'], rows);
-  const highlight = (name) => {
-    for (const e of dump.querySelectorAll('.byte')) e.classList.toggle('hl', e.dataset.field === name);
-    for (const e of fieldTable.querySelectorAll('tr[data-field]')) e.classList.toggle('hl', e.dataset.field === name);
-  };
-  for (const e of [...dump.querySelectorAll('.byte'), ...fieldTable.querySelectorAll('tr[data-field]')]) {
+  // Each record's fields; in an uncompressed batch each cell lights its bytes (in a compressed
+  // one the records are inside the compressed payload, not in the bytes shown).
+  const cellOf = (i, name, text) => el('td', {
+    class: 'num', 'data-field': layout.length ? 'r' + i + '.' + name : null, tabindex: layout.length ? 0 : null,
+  }, text);
+  const records = table('batch-records', ['offset', 'length', 'attributes', 'timestampDelta', 'offsetDelta', 'keyLength', 'valueLength', 'headerCount'],
+    b.records.map((r, i) => el('tr', { 'data-record': i }, num(b.base_offset + r.offset_delta), cellOf(i, 'length', r.size_bytes),
+      cellOf(i, 'attributes', r.attributes), cellOf(i, 'timestampDelta', r.timestamp_delta), cellOf(i, 'offsetDelta', r.offset_delta),
+      cellOf(i, 'keyLength', r.key_length), cellOf(i, 'valueLength', r.value_length), cellOf(i, 'headerCount', r.header_count))));
+  const root = el('div', { class: 'inspector' },
+    el('div', { class: 'cols' }, fieldTable, el('div', {}, el('div', { class: 'hex-nav' }, prev, ' ', range, ' ', next), dump, hexNote)),
+    el('h2', {}, 'Records'),
+    layout.length ? null : el('p', { class: 'muted' }, 'compressed: the records are inside the ' + b.compression + ' payload, so their fields are not lit in the bytes'),
+    records);
+  for (const e of root.querySelectorAll('tr[data-field], td[data-field]')) {
     e.addEventListener('mouseenter', () => highlight(e.dataset.field));
-    e.addEventListener('focus', () => highlight(e.dataset.field));
+    e.addEventListener('focus', () => choose(e.dataset.field));
+    e.addEventListener('click', () => choose(e.dataset.field));
   }
-  const records = table('batch-records', ['offset', 'size', 'attributes', 'timestampDelta', 'offsetDelta', 'keyLength', 'valueLength', 'headers'],
-    b.records.map((r) => el('tr', {}, num(b.base_offset + r.offset_delta), num(r.size_bytes), num(r.attributes),
-      num(r.timestamp_delta), num(r.offset_delta), num(r.key_length), num(r.value_length), num(r.header_count))));
-  return el('div', { class: 'inspector' }, el('div', { class: 'cols' }, fieldTable, dump), el('h2', {}, 'Records'), records);
+  showPage(0);
+  return root;
 }
 
 async function batches(name, partition, offset) {
