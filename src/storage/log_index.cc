@@ -68,13 +68,18 @@ void index_file::unmap() {
   map_ = nullptr;
 }
 
-result<void, storage_error> index_file::map(int64_t length) {
+result<unique_fd, storage_error> index_file::open_file() const {
+  unique_fd fd(::open(path_.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) return fail(io_error("open", path_, errno));
+  return fd;
+}
+
+result<void, storage_error> index_file::map(int64_t length, int fd) {
   unmap();
   length_ = length;
   max_entries_ = static_cast<int32_t>(length / entry_size_);
   if (length == 0) return {};
-  void* p = ::mmap(nullptr, static_cast<size_t>(length), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd_.get(), 0);
+  void* p = ::mmap(nullptr, static_cast<size_t>(length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     length_ = 0;
     max_entries_ = 0;
@@ -85,10 +90,10 @@ result<void, storage_error> index_file::map(int64_t length) {
 }
 
 result<void, storage_error> index_file::open(bool writable) {
-  fd_ = unique_fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd_.valid()) return fail(io_error("open", path_, errno));
+  unique_fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return fail(io_error("open", path_, errno));
   struct stat st {};
-  if (::fstat(fd_.get(), &st) != 0) return fail(io_error("stat", path_, errno));
+  if (::fstat(fd.get(), &st) != 0) return fail(io_error("stat", path_, errno));
   if (st.st_size % entry_size_ != 0) {
     return fail(corrupt(fmt::format(
         "Index file {} is corrupt, found {} bytes which is neither positive nor a multiple of {}",
@@ -98,8 +103,9 @@ result<void, storage_error> index_file::open(bool writable) {
     return fail(corrupt(fmt::format("Index file {} is {} bytes, larger than an index can be",
                                     path_.string(), st.st_size)));
   }
-  auto m = map(st.st_size);
+  auto m = map(st.st_size, fd.get());
   if (!m) return m;
+  open_ = true;
   entries_ = static_cast<int32_t>(st.st_size / entry_size_);
   // Unknown which pages have blocks (a crash can leave a sparse tail): the first reservation
   // covers the entries too; fallocate over allocated blocks changes nothing.
@@ -112,18 +118,24 @@ result<void, storage_error> index_file::resize(int64_t new_size) {
   int64_t rounded = new_size - new_size % entry_size_;
   if (rounded < int64_t{entries_} * entry_size_) rounded = int64_t{entries_} * entry_size_;
   if (rounded == length_) return {};
+  auto fd = open_file();
+  if (!fd) return fail(fd.error());
   unmap();
-  if (::ftruncate(fd_.get(), rounded) != 0) return fail(io_error("truncate", path_, errno));
+  if (::ftruncate(fd->get(), rounded) != 0) return fail(io_error("truncate", path_, errno));
   // Shrinking frees the blocks past the new end (all but the partial last page).
   reserved_bytes_ = std::min(reserved_bytes_, round_up(rounded, reserve_unit_bytes));
-  return map(rounded);
+  return map(rounded, fd->get());
 }
 
 result<void, storage_error> index_file::reserve_through(int64_t end_byte) {
   if (fallocate_unsupported_ || end_byte <= reserved_bytes_) return {};
   const int64_t to = std::min(length_, round_up(end_byte, reserve_unit_bytes));
   if (to <= reserved_bytes_) return {};
-  if (::fallocate(fd_.get(), 0, reserved_bytes_, to - reserved_bytes_) != 0) {
+  // Once per 4 KiB of entries (512 offset entries, about 2 MiB of log at the default
+  // index.interval.bytes): the open and close cost little beside that.
+  auto fd = open_file();
+  if (!fd) return fail(fd.error());
+  if (::fallocate(fd->get(), 0, reserved_bytes_, to - reserved_bytes_) != 0) {
     if (errno == EOPNOTSUPP || errno == ENOSYS) {
       fallocate_unsupported_ = true;  // nothing to do but store and hope, as Kafka does
       return {};
@@ -136,7 +148,9 @@ result<void, storage_error> index_file::reserve_through(int64_t end_byte) {
 
 result<void, storage_error> index_file::reset() {
   entries_ = 0;
-  if (::ftruncate(fd_.get(), 0) != 0) return fail(io_error("truncate", path_, errno));
+  auto fd = open_file();
+  if (!fd) return fail(fd.error());
+  if (::ftruncate(fd->get(), 0) != 0) return fail(io_error("truncate", path_, errno));
   unmap();
   length_ = 0;
   reserved_bytes_ = 0;
@@ -152,10 +166,10 @@ result<void, storage_error> index_file::flush() {
 }
 
 result<void, storage_error> index_file::close() {
-  if (!fd_.valid()) return {};
+  if (!open_) return {};
   auto t = trim_to_valid_size();
   unmap();
-  fd_ = unique_fd();
+  open_ = false;
   return t;
 }
 
@@ -167,7 +181,7 @@ result<void, storage_error> index_file::rename_to(const fs::path& new_path) {
 
 result<void, storage_error> index_file::remove() {
   unmap();
-  fd_ = unique_fd();
+  open_ = false;
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
     return fail(io_error("unlink", path_, errno));
   return {};

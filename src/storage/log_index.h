@@ -4,6 +4,10 @@
 // The active segment's files are sized to segment.index.bytes (sparse, by ftruncate) so appends
 // are plain stores into the mapping, no system call; close() and roll trim them to exactly
 // entries * entry size, because Kafka loads an index as file length / entry size entries.
+// No descriptor is kept open: the file is opened by path to map it, to resize it and to reserve
+// its blocks, and closed again, as Kafka's AbstractIndex closes its RandomAccessFile once mapped.
+// A segment thus holds one descriptor (its .log), so a broker with many partitions and segments
+// needs a third of the descriptors three open files a segment would.
 // Not thread-safe: the owning partition's thread uses it (docs/storage.md#threading).
 #pragma once
 
@@ -72,7 +76,10 @@ class index_file {
   // Opens or creates the file. A new file is preallocated to max_index_bytes; an existing one
   // keeps its length (Kafka's rule), and `writable` grows it back to max_index_bytes.
   result<void, storage_error> open(bool writable);
-  result<void, storage_error> map(int64_t length);
+  // Maps `length` bytes of the file open on `fd` (closed by the caller afterwards).
+  result<void, storage_error> map(int64_t length, int fd);
+  // The file, opened read-write by path for one operation.
+  result<unique_fd, storage_error> open_file() const;
   void unmap();
   const uint8_t* entry(int32_t n) const { return map_ + static_cast<size_t>(n) * entry_size_; }
   uint8_t* entry(int32_t n) { return map_ + static_cast<size_t>(n) * entry_size_; }
@@ -84,7 +91,7 @@ class index_file {
   offset_t base_offset_;
   int32_t max_index_bytes_;
   int entry_size_;
-  unique_fd fd_;
+  bool open_ = false;  // between open() and close()/remove()
   uint8_t* map_ = nullptr;
   int64_t length_ = 0;
   int32_t entries_ = 0;
