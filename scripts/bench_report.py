@@ -799,7 +799,8 @@ each pair's ratio: its spread is this run's noise, against which the 2 % goals a
 `http.metrics.request.path.enabled=false` (the handlers and connections then bump no cell). Scrape
 every 100 ms: a thread of the bench scrapes /metrics every 100 ms (start to start) through the
 whole run, on the few-partition broker (only the bench's topics) and on the many-partition one
-(the global topic lock is held while a scrape walks the partitions, and Produce takes it too).\
+(a scrape walks every partition under the map lock shared, taking each log's mutex only to sum its
+segments: it costs the broker CPU, not Produce a wait).\
 """
 
 
