@@ -718,10 +718,14 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
                                      m.max_compaction_delay_secs};
     }
   }
-  std::sort(out.partitions.begin(), out.partitions.end(),
-            [](const partition_snapshot& a, const partition_snapshot& b) {
-              return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
-            });
+  // all_logs() walks the partition map in (topic, partition) order already: checking costs one
+  // comparison a partition, sorting 10,000 of them a fifth of a scrape.
+  auto by_topic_partition = [](const partition_snapshot& a, const partition_snapshot& b) {
+    return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+  };
+  if (!std::is_sorted(out.partitions.begin(), out.partitions.end(), by_topic_partition)) {
+    std::sort(out.partitions.begin(), out.partitions.end(), by_topic_partition);
+  }
   if (options.committed_offsets && s.groups) {
     for (auto& c : s.groups->committed_offsets()) {
       out.committed_offsets.push_back(

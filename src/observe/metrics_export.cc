@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 namespace tarn::observe {
 
@@ -334,10 +336,13 @@ void log_metrics(const broker::broker_snapshot& s, const partition_cut& c,
 
   auto partitions = family("kafka_topic_partitions", "Partitions of the topic (kafka_exporter)",
                            MetricType::Gauge);
-  std::map<std::string_view, int64_t> per_topic;
-  for (const auto& p : s.partitions) ++per_topic[p.topic];
-  for (const auto& [topic, n] : per_topic) {
-    add_value(partitions, {{"topic", std::string(topic)}}, static_cast<double>(n));
+  // The snapshot is in (topic, partition) order: a topic's partitions are one run (no map of
+  // 10,000 string keys a scrape).
+  for (size_t i = 0; i < s.partitions.size();) {
+    size_t j = i + 1;
+    while (j < s.partitions.size() && s.partitions[j].topic == s.partitions[i].topic) ++j;
+    add_value(partitions, {{"topic", s.partitions[i].topic}}, static_cast<double>(j - i));
+    i = j;
   }
   out.push_back(std::move(partitions));
   auto brokers = family("kafka_brokers", "Brokers in the cluster (kafka_exporter; one node)",
@@ -421,17 +426,28 @@ void consumer_group_metrics(const broker::broker_snapshot& s, const partition_cu
                         MetricType::Gauge);
   auto members = family("kafka_consumergroup_members", "Members of the group (kafka_exporter)",
                         MetricType::Gauge);
-  std::map<std::pair<std::string_view, int32_t>, int64_t> hwm;
-  for (const auto& p : s.partitions) hwm[{p.topic, p.partition}] = p.high_watermark;
+  // A committed offset's high watermark by binary search in the sorted snapshot.
+  auto hwm = [&s](std::string_view topic, int32_t partition) -> std::optional<int64_t> {
+    auto it =
+        std::lower_bound(s.partitions.begin(), s.partitions.end(),
+                         std::pair<std::string_view, int32_t>{topic, partition},
+                         [](const broker::partition_snapshot& p, const auto& key) {
+                           return std::tie(p.topic, p.partition) < std::tie(key.first, key.second);
+                         });
+    if (it == s.partitions.end() || it->topic != topic || it->partition != partition) {
+      return std::nullopt;
+    }
+    return it->high_watermark;
+  };
   struct sums {
     int64_t current = 0;
     int64_t lag = 0;
   };
   std::map<std::pair<std::string_view, std::string_view>, sums> per_topic;  // group, topic
   for (const auto& o : s.committed_offsets) {
-    auto it = hwm.find({o.topic, o.partition});
-    if (it == hwm.end() || o.offset < 0) continue;  // a deleted topic, or no offset
-    const int64_t partition_lag = std::max<int64_t>(0, it->second - o.offset);
+    const auto high_watermark = hwm(o.topic, o.partition);
+    if (!high_watermark || o.offset < 0) continue;  // a deleted topic, or no offset
+    const int64_t partition_lag = std::max<int64_t>(0, *high_watermark - o.offset);
     sums& t = per_topic[{o.group, o.topic}];
     t.current += o.offset;
     t.lag += partition_lag;
