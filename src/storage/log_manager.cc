@@ -231,6 +231,14 @@ std::vector<topic_record> log_manager::topic_records() const {
   return records;
 }
 
+std::vector<topic_record> log_manager::topic_records_with(const topic_record& changed) const {
+  std::vector<topic_record> records = topic_records();
+  for (auto& r : records) {
+    if (r.name == changed.name) r = changed;
+  }
+  return records;
+}
+
 result<void, storage_error> log_manager::persist_topics(
     const std::vector<topic_record>& records) const {
   return write_topic_records(log_dir_, records);
@@ -362,15 +370,8 @@ result<void, storage_error> log_manager::set_topic_config(std::string_view name,
   topic_info& t = *it->second;
   topic_record changed = record_of(t);
   changed.overrides = overrides;
-  std::vector<topic_record> records;
-  if (journal_ == nullptr) {
-    records = topic_records();
-    for (auto& r : records) {
-      if (r.name == name) r = changed;
-    }
-  }
   auto p = journal_ != nullptr ? journal_->topic_config_changed(changed, t.overrides)
-                               : persist_topics(records);
+                               : persist_topics(topic_records_with(changed));
   if (!p) return p;
   std::unique_lock maps(map_mu_);
   t.overrides = overrides;
@@ -400,15 +401,8 @@ result<void, storage_error> log_manager::create_partitions(std::string_view name
   const int32_t old_count = t.partitions;
   topic_record grown = record_of(t);
   grown.partitions = new_count;
-  std::vector<topic_record> records;
-  if (journal_ == nullptr) {
-    records = topic_records();
-    for (auto& r : records) {
-      if (r.name == name) r = grown;
-    }
-  }
   auto p = journal_ != nullptr ? journal_->partitions_created(grown, old_count)
-                               : persist_topics(records);
+                               : persist_topics(topic_records_with(grown));
   if (!p) return p;
   std::vector<std::unique_ptr<log>> opened;
   std::optional<storage_error> failed;

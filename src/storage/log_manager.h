@@ -141,6 +141,8 @@ class log_manager {
   // The topic records as they are, and the tarn-topics file (without a journal) written from a
   // list that already holds the pending change.
   std::vector<topic_record> topic_records() const;
+  // The same with `changed` in place of the record of its topic.
+  std::vector<topic_record> topic_records_with(const topic_record& changed) const;
   result<void, storage_error> persist_topics(const std::vector<topic_record>& records) const;
   topic_record record_of(const topic_info& t) const;
   result<std::unique_ptr<storage::log>, storage_error> open_partition(
