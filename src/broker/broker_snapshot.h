@@ -13,7 +13,7 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/config.h"
-
+#include "storage/log_cleaner_manager.h"
 namespace tarn::broker {
 
 struct partition_snapshot {
@@ -25,16 +25,8 @@ struct partition_snapshot {
   int64_t size_bytes = 0;
 };
 
-// The log cleaner's gauges (storage::cleaner_metrics), when log.cleaner.enable is true.
-struct cleaner_snapshot {
-  int32_t max_dirty_percent = 0;
-  int64_t time_since_last_run_ms = 0;
-  int32_t uncleanable_partitions_count = 0;
-  int32_t max_buffer_utilization_percent = 0;
-  int32_t cleaner_recopy_percent = 0;
-  int32_t max_clean_time_secs = 0;
-  int32_t max_compaction_delay_secs = 0;
-};
+// The log cleaner's gauges, when log.cleaner.enable is true: storage's own struct, carried as is.
+using cleaner_snapshot = storage::cleaner_metrics;
 
 struct committed_offset_snapshot {
   std::string group;

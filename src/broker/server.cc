@@ -706,16 +706,9 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
       out.partitions.push_back(std::move(p));
     }
     if (const auto* cleaner = s.topics->logs().cleaner(); cleaner && cleaner->enabled()) {
-      const auto m = cleaner->metrics(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-      out.cleaner = cleaner_snapshot{m.max_dirty_percent,
-                                     m.time_since_last_run_ms,
-                                     m.uncleanable_partitions_count,
-                                     m.max_buffer_utilization_percent,
-                                     m.cleaner_recopy_percent,
-                                     m.max_clean_time_secs,
-                                     m.max_compaction_delay_secs};
+      out.cleaner = cleaner->metrics(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
     }
   }
   // all_logs() walks the partition map in (topic, partition) order already: checking costs one
