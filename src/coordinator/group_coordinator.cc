@@ -89,6 +89,19 @@ void complete_pending(shard& s, int64_t producer_id, bool commit) {
   s.pending_txn.erase(it);
 }
 
+// Whether an open transaction holds a TxnOffsetCommit of the group's partition: OffsetFetch
+// with RequireStable answers UNSTABLE_OFFSET_COMMIT for it (Kafka's
+// hasPendingTransactionalOffsets), so a consumer that takes over after an exactly-once producer
+// waits for the transaction's end instead of starting from the offset before it.
+bool has_pending_offset(const shard& s, std::string_view group, const std::string& topic,
+                        int32_t partition) {
+  for (const auto& [producer_id, groups] : s.pending_txn) {
+    auto g = groups.find(group);
+    if (g != groups.end() && g->second.contains({topic, partition})) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 namespace {
@@ -826,10 +839,15 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
                                      const offset_and_metadata* om) {
               resp::offset_fetch_response_partitions p;
               p.partition_index = partition;
+              p.error_code = 0;
+              if (request.require_stable &&
+                  has_pending_offset(sh, ask.group_id, std::string(t.name), partition)) {
+                om = nullptr;  // Kafka answers -1, no epoch and "" beside the error
+                p.error_code = static_cast<int16_t>(error_code::unstable_offset_commit);
+              }
               p.committed_offset = om ? om->committed_offset : -1;
               p.committed_leader_epoch = om ? om->leader_epoch : -1;
               p.metadata = out.arena.keep(om ? om->metadata : std::string());
-              p.error_code = 0;
               t.partitions.push_back(p);
             };
             if (!ask.topics) {
