@@ -2,7 +2,8 @@
 // against Apache Kafka 4.4.0 (scripts/kafka-ref) with the same expectations:
 //   - ApiVersions finalizes transaction.version 2 (supported 0-2);
 //   - Produce v12+ of a transactional batch adds its partition to the transaction (no
-//     AddPartitionsToTxn), TxnOffsetCommit v5 adds the group's partition (no AddOffsetsToTxn);
+//     AddPartitionsToTxn), TxnOffsetCommit v5/v6 adds the group's partition (no AddOffsetsToTxn;
+//     v6 names topics by id);
 //     Produce v11 and older only verify: TRANSACTION_ABORTABLE (v11) / INVALID_TXN_STATE;
 //   - EndTxn v5 bumps the epoch of every transaction, writes its markers with the bumped epoch
 //     and answers it; a retried EndTxn gets the same answer; the old epoch is fenced;
@@ -26,6 +27,8 @@
 #include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "protocol/messages/offset_fetch_request.h"
 #include "protocol/messages/offset_fetch_response.h"
 #include "protocol/messages/produce_request.h"
@@ -169,8 +172,10 @@ class transactions_v2 : public ::testing::TestWithParam<broker_kind> {
     return a;
   }
 
+  // TxnOffsetCommit of topic-0 (v6: by `topic_id`): the partition's error code.
   int16_t txn_offset_commit(int16_t version, const std::string& txn, const std::string& group,
-                            int64_t pid, int16_t epoch, const std::string& topic, int64_t offset) {
+                            int64_t pid, int16_t epoch, const std::string& topic, int64_t offset,
+                            const protocol::uuid& topic_id = {}) {
     protocol::txn_offset_commit_request req;
     req.transactional_id = txn;
     req.group_id = group;
@@ -178,14 +183,26 @@ class transactions_v2 : public ::testing::TestWithParam<broker_kind> {
     req.producer_epoch = epoch;
     req.topics.emplace_back();
     req.topics[0].name = topic;
+    req.topics[0].topic_id = topic_id;
     req.topics[0].partitions.emplace_back();
     req.topics[0].partitions[0].partition_index = 0;
     req.topics[0].partitions[0].committed_offset = offset;
     return retry([&] {
       auto r = conn_->call<protocol::txn_offset_commit_response>(req, version);
       if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return int16_t{-2};
+      if (version >= 6 && r->topics[0].topic_id != topic_id) return int16_t{-3};
       return r->topics[0].partitions[0].error_code;
     });
+  }
+
+  protocol::uuid topic_id_of(const std::string& topic) {
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, topic});
+    req.allow_auto_topic_creation = false;
+    auto r = conn_->call<protocol::metadata_response>(req, 12);
+    if (!r || r->topics.empty()) return {};
+    return r->topics[0].topic_id;
   }
 
   // The group's committed offset of topic-0 (OffsetFetch v8 with RequireStable: waits out a
@@ -267,7 +284,17 @@ TEST_P(transactions_v2, produce_adds_partitions_and_every_end_txn_bumps_the_epoc
   EXPECT_EQ(committed_offset(group, topic), 7);
   EXPECT_EQ(end_txn(5, txn, pid, e0, true).error_code, 90);  // PRODUCER_FENCED
 
-  // Partition 0 holds c1, COMMIT (epoch e0+1), a2, ABORT (epoch e0+2).
+  // Transaction 3: TxnOffsetCommit v6 names the topic by id (an unknown id: UNKNOWN_TOPIC_ID).
+  const protocol::uuid id = topic_id_of(topic);
+  protocol::uuid unknown = id;
+  unknown.bytes[0] ^= 0x5a;
+  EXPECT_EQ(txn_offset_commit(6, txn, group, pid, e0 + 2, topic, 11, unknown), 100);
+  EXPECT_EQ(txn_offset_commit(6, txn, group, pid, e0 + 2, topic, 11, id), 0);
+  EXPECT_EQ(end_txn(5, txn, pid, e0 + 2, true), (end_answer{0, pid, static_cast<int16_t>(e0 + 3)}));
+  EXPECT_EQ(committed_offset(group, topic), 11);
+
+  // Partition 0 holds c1, COMMIT (epoch e0+1), a2, ABORT (epoch e0+2) (transaction 3 did not
+  // touch it).
   auto batches = fetch_all(port_, topic, 0);
   ASSERT_EQ(batches.size(), 4u);
   std::vector<std::pair<bool, int16_t>> seen;  // {control, producer epoch}

@@ -1,7 +1,7 @@
 // TxnOffsetCommit (key 28): a transactional producer commits a group's offsets as part of its
 // transaction (send_offsets_to_transaction, consume-transform-produce).
 //
-// Versions served: 0-5 (v6, topic ids, is not parsed).
+// Versions served: 0-6 (v6 names topics by id: UNKNOWN_TOPIC_ID for an id no topic has).
 // Behaviour: the group's partition of __consumer_offsets must be in the producer's ongoing
 // transaction. v5 (transactions v2) adds it as Kafka's group coordinator does through the
 // transaction coordinator; older versions only verify it (AddOffsetsToTxn first), refusing every
@@ -62,6 +62,7 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
     for (const auto& t : decoded->topics) {
       auto& rt = reply.topics.emplace_back();
       rt.name = t.name;
+      rt.topic_id = t.topic_id;
       for (const auto& p : t.partitions) {
         auto& rp = rt.partitions.emplace_back();
         rp.partition_index = p.partition_index;

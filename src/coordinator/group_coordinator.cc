@@ -594,7 +594,10 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
       sh.classic.emplace(group_id, std::move(g));
       created = true;
     } else {
-      call.fail_all(version >= 9 ? error_code::group_id_not_found : error_code::illegal_generation);
+      // OffsetCommit v9+ says the group is missing; TxnOffsetCommit (at every version, also v6
+      // which runs as v10 here) ILLEGAL_GENERATION, as validateTransactionalOffsetCommit.
+      call.fail_all(version >= 9 && !transactional ? error_code::group_id_not_found
+                                                   : error_code::illegal_generation);
       return;
     }
   }
@@ -659,9 +662,9 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
     const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms) {
   // Below v3 the member fields are absent and keep their defaults (generation -1, member ""):
   // such a commit is a simple group's, as Kafka treats it.
-  (void)version;
-  // The request as the OffsetCommit v8 it resembles (names, member fields, no retention), its
-  // strings borrowed from `request`.
+  // The request as the OffsetCommit it resembles (member fields, no retention: v8 by name, v10
+  // by topic id for TxnOffsetCommit v6, with its UNKNOWN_TOPIC_ID), its strings borrowed from
+  // `request`.
   protocol::offset_commit_request oc;
   oc.group_id = request.group_id;
   oc.generation_id_or_member_epoch = request.generation_id_or_member_epoch;
@@ -670,6 +673,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
   for (const auto& t : request.topics) {
     auto& ot = oc.topics.emplace_back();
     ot.name = t.name;
+    ot.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       auto& op = ot.partitions.emplace_back();
       op.partition_index = p.partition_index;
@@ -678,7 +682,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
       op.committed_metadata = p.committed_metadata;
     }
   }
-  constexpr int16_t as_offset_commit_version = 8;
+  const int16_t as_offset_commit_version = version >= 6 ? 10 : 8;
   offset_commit_call call;
   prepare_offset_commit(oc, as_offset_commit_version, call);
   if (!call.candidates.empty()) {
@@ -698,6 +702,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
   for (const auto& t : call.out.message.topics) {
     auto& rt = out.message.topics.emplace_back();
     rt.name = out.arena.keep(t.name);
+    rt.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
