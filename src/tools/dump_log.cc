@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "record/record_batch.h"
+#include "tools/dump_log_decoders.h"
 
 namespace tarn::tools {
 
@@ -314,11 +315,18 @@ struct segment_dumper {
     }
     if (options.print_data_log && !batch.is_control()) {
       std::string_view prefix = options.skip_record_metadata ? "| " : " ";
-      if (r.key) {
-        out << prefix << "key: " << java_utf8(*r.key);
+      decoded_record printed;
+      if (options.transaction_log_decoder) {
+        printed = decode_transaction_log_record(offset, r.key, r.value);
+      } else {
+        if (r.key) printed.key = java_utf8(*r.key);
+        if (r.value) printed.payload = java_utf8(*r.value);
+      }
+      if (printed.key) {
+        out << prefix << "key: " << *printed.key;
         prefix = " ";
       }
-      if (r.value) out << prefix << "payload: " << java_utf8(*r.value);
+      if (printed.payload) out << prefix << "payload: " << *printed.payload;
     }
     out << "\n";
     return true;

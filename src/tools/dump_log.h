@@ -24,6 +24,9 @@ struct dump_log_options {
   bool deep_iteration = false;  // --deep-iteration (implied by --print-data-log)
   bool print_data_log = false;  // --print-data-log
   bool skip_record_metadata = false;
+  // --transaction-log-decoder: keys and values of __transaction_state as JSON
+  // (dump_log_decoders.h); implies --print-data-log.
+  bool transaction_log_decoder = false;
   bool verify_index_only = false;
   // Only the first max_bytes bytes of each .log are read; bytes past a whole batch at that limit
   // are not reported (as Kafka's --max-bytes).

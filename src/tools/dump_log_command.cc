@@ -1,5 +1,6 @@
 // `tarn dump-log` on the command line: the options of Kafka's kafka-dump-log.sh, parsed with CLI11,
-// handed to dump_log() (dump_log.cc), which has no dependency beyond the record library.
+// handed to dump_log() (dump_log.cc), which reads files with the record library (and the
+// generated codecs for --transaction-log-decoder).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -27,6 +28,8 @@ void add_dump_log(CLI::App& app) {
                 "Print keys and values too (implies --deep-iteration)");
   cmd->add_flag("--skip-record-metadata", a->options.skip_record_metadata,
                 "Print record contents without their metadata");
+  cmd->add_flag("--transaction-log-decoder", a->options.transaction_log_decoder,
+                "Print __transaction_state keys and values as JSON (implies --print-data-log)");
   cmd->add_flag("--verify-index-only", a->options.verify_index_only,
                 "Check .index/.timeindex entries against the log without printing them");
   cmd->add_option("--max-bytes", a->options.max_bytes, "Read at most this many bytes of each .log")
@@ -47,6 +50,7 @@ void add_dump_log(CLI::App& app) {
     while (!files.empty() && files.back().empty()) files.pop_back();
     dump_log_options options = a->options;
     options.files = std::move(files);
+    if (options.transaction_log_decoder) options.print_data_log = true;  // as Kafka's
     const int code = dump_log(options, std::cout, std::cerr);
     std::cout.flush();
     set_subcommand_exit_code(code);

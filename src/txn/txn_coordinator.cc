@@ -165,6 +165,9 @@ error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_
       to == txn_state::empty) {
     next.partitions.clear();
   }
+  // Kafka's TxnTransitMetadata records the producer id before the transition as the previous
+  // one (PreviousProducerId equals ProducerId unless the transition changed it).
+  next.previous_producer_id = m.producer_id;
   if (change) change(next);
   if (auto e = persist(next, now); e != error_code::none) return e;
   if (next.producer_id != m.producer_id) {
@@ -275,6 +278,7 @@ result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
     next.producer_epoch = 0;
     next.last_producer_epoch = -1;
   } else {
+    next.previous_producer_id = next.producer_id;  // as every transition records it
     next.last_producer_epoch = next.producer_epoch;
     ++next.producer_epoch;
   }
