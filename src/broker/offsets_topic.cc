@@ -126,7 +126,8 @@ std::optional<int32_t> offsets_topic::partitions() const {
   return std::nullopt;
 }
 
-result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vector<uint8_t> batch) {
+result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vector<uint8_t> batch,
+                                                   std::optional<uint32_t> txn_markers_before) {
   const std::string& topic = topic_;
   storage::log_config config;
   {
@@ -153,6 +154,10 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
   if (log == nullptr) return fail(error_code::unknown_topic_or_partition);  // deleted since
   std::lock_guard log_lock(log->mutex());
+  if (vb.transactional && txn_markers_before &&
+      log->producers().markers_written(vb.producer_id) != *txn_markers_before) {
+    return fail(error_code::invalid_txn_state);  // its transaction ended while it waited
+  }
   const offset_t first = log->log_end_offset();
   const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
   const bool idempotent = vb.producer_id != record::no_producer_id;

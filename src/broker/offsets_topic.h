@@ -66,8 +66,9 @@ class offsets_topic final : public coordinator::offsets_log {
   // max.message.bytes, CRC, keys on a compacted topic), then under the lock offsets from the log
   // end offset, leader epoch 0, the idempotence check if the batch has a producer id, one
   // append. The log's append listener wakes fetches waiting on the partition.
-  result<offset_t, protocol::error_code> append(int32_t partition,
-                                                std::vector<uint8_t> batch) override;
+  result<offset_t, protocol::error_code> append(
+      int32_t partition, std::vector<uint8_t> batch,
+      std::optional<uint32_t> txn_markers_before) override;
   // Reads the partition from its log start to the log end offset it has when the replay starts,
   // in chunks of load_buffer_bytes (at least one batch each), with
   // storage's reader; compressed batches are decompressed (record/). A record without a key is

@@ -58,6 +58,12 @@ std::vector<uint8_t> make_batch(const std::vector<kv>& records,
   return built ? std::move(*built) : std::vector<uint8_t>{};
 }
 
+// An append outside any transaction (what the group coordinator's own writes are).
+result<offset_t, error_code> plain_append(offsets_topic& topic, int32_t partition,
+                                          std::vector<uint8_t> batch) {
+  return topic.append(partition, std::move(batch), std::nullopt);
+}
+
 struct replayed {
   offset_t offset;
   std::string key;
@@ -149,14 +155,15 @@ TEST_F(offsets_topic_test, append_then_replay_round_trip) {
       ++appends_seen;
     });
   }
-  auto a = offsets_->append(2, make_batch({{"k1", "v1"}, {"k2", "v2"}}));
+  auto a = plain_append(*offsets_, 2, make_batch({{"k1", "v1"}, {"k2", "v2"}}));
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(*a, 1);
-  auto b = offsets_->append(2, make_batch({{"k3", "v3"}, {"k1", std::nullopt}, {"k4", "v4"}},
-                                          record::compression_type::lz4));
+  auto b = plain_append(*offsets_, 2,
+                        make_batch({{"k3", "v3"}, {"k1", std::nullopt}, {"k4", "v4"}},
+                                   record::compression_type::lz4));
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(*b, 4);
-  auto c = offsets_->append(2, make_batch({{"k5", ""}}, record::compression_type::zstd));
+  auto c = plain_append(*offsets_, 2, make_batch({{"k5", ""}}, record::compression_type::zstd));
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(*c, 5);
   EXPECT_EQ(appends_seen, 3);
@@ -199,7 +206,7 @@ TEST_F(offsets_topic_test, append_then_replay_round_trip) {
   ASSERT_TRUE(reopened.has_value()) << reopened.error();
   EXPECT_EQ(*reopened, want);
   // And appends continue from the log end offset.
-  auto d = offsets_->append(2, make_batch({{"k6", "v6"}}));
+  auto d = plain_append(*offsets_, 2, make_batch({{"k6", "v6"}}));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(*d, 6);
 }
@@ -220,7 +227,7 @@ TEST_F(offsets_topic_test, replay_reads_in_chunks_of_whole_batches) {
       want.push_back({next, "key-" + std::to_string(next), value});
       ++next;
     }
-    auto a = small.append(1, make_batch(records));
+    auto a = small.append(1, make_batch(records), std::nullopt);
     ASSERT_TRUE(a.has_value());
     EXPECT_EQ(*a, next - 1);
   }
@@ -231,15 +238,15 @@ TEST_F(offsets_topic_test, replay_reads_in_chunks_of_whole_batches) {
 
 TEST_F(offsets_topic_test, append_errors_are_the_produce_paths) {
   // No topic yet.
-  auto before = offsets_->append(0, make_batch({{"k", "v"}}));
+  auto before = plain_append(*offsets_, 0, make_batch({{"k", "v"}}));
   ASSERT_FALSE(before.has_value());
   EXPECT_EQ(before.error(), error_code::unknown_topic_or_partition);
   ASSERT_TRUE(offsets_->ensure_topic().has_value());
 
-  auto out_of_range = offsets_->append(4, make_batch({{"k", "v"}}));
+  auto out_of_range = plain_append(*offsets_, 4, make_batch({{"k", "v"}}));
   ASSERT_FALSE(out_of_range.has_value());
   EXPECT_EQ(out_of_range.error(), error_code::unknown_topic_or_partition);
-  EXPECT_EQ(offsets_->append(-1, make_batch({{"k", "v"}})).error(),
+  EXPECT_EQ(plain_append(*offsets_, -1, make_batch({{"k", "v"}})).error(),
             error_code::unknown_topic_or_partition);
 
   // A compacted topic takes no record without a key.
@@ -247,30 +254,72 @@ TEST_F(offsets_topic_test, append_errors_are_the_produce_paths) {
   record::batch_builder builder(bc);
   ASSERT_EQ(builder.try_append(1, std::nullopt, record::as_bytes("v")),
             record::append_result::appended);
-  auto keyless = offsets_->append(0, std::move(*builder.build()));
+  auto keyless = plain_append(*offsets_, 0, std::move(*builder.build()));
   ASSERT_FALSE(keyless.has_value());
   EXPECT_EQ(keyless.error(), error_code::invalid_record);
 
   // A bad CRC.
   auto corrupt = make_batch({{"k", "v"}});
   corrupt.back() ^= 0xff;
-  EXPECT_EQ(offsets_->append(0, corrupt).error(), error_code::corrupt_message);
+  EXPECT_EQ(plain_append(*offsets_, 0, corrupt).error(), error_code::corrupt_message);
 
   // Not a batch at all, or two batches.
-  EXPECT_EQ(offsets_->append(0, {1, 2, 3}).error(), error_code::corrupt_message);
+  EXPECT_EQ(plain_append(*offsets_, 0, {1, 2, 3}).error(), error_code::corrupt_message);
   auto two = make_batch({{"k", "v"}});
   auto second = make_batch({{"k2", "v2"}});
   two.insert(two.end(), second.begin(), second.end());
-  EXPECT_EQ(offsets_->append(0, two).error(), error_code::corrupt_message);
+  EXPECT_EQ(plain_append(*offsets_, 0, two).error(), error_code::corrupt_message);
 
   // Over max.message.bytes (1048588).
-  auto large = offsets_->append(0, make_batch({{"k", std::string(1100000, 'x')}}));
+  auto large = plain_append(*offsets_, 0, make_batch({{"k", std::string(1100000, 'x')}}));
   ASSERT_FALSE(large.has_value());
   EXPECT_EQ(large.error(), error_code::message_too_large);
 
   // None of it was written.
   auto guard = topics_->read_lock();
   EXPECT_EQ(topics_->logs().get_log("__consumer_offsets", 0)->log_end_offset(), 0);
+}
+
+// A TxnOffsetCommit's transactional batch is refused when a marker of its producer reached the
+// partition after its transaction was checked (the transaction ended meanwhile): appended, it
+// would open a transaction no marker closes and hold the partition's last stable offset.
+TEST_F(offsets_topic_test, a_transactional_batch_whose_transaction_ended_meanwhile_is_refused) {
+  ASSERT_TRUE(offsets_->ensure_topic().has_value());
+  auto txn_batch = [](int32_t sequence) {
+    record::batch_builder_config bc;
+    bc.producer_id = 77;
+    bc.producer_epoch = 0;
+    bc.base_sequence = sequence;
+    bc.transactional = true;
+    record::batch_builder builder(bc);
+    EXPECT_EQ(builder.try_append(1, record::as_bytes("k"), record::as_bytes("v")),
+              record::append_result::appended);
+    return std::move(*builder.build());
+  };
+  uint32_t markers = 0;
+  {
+    auto guard = topics_->read_lock();
+    const storage::log* log = topics_->logs().get_log("__consumer_offsets", 1);
+    std::lock_guard lock(log->mutex());
+    markers = log->producers().markers_written(77);
+  }
+  ASSERT_TRUE(offsets_->append(1, txn_batch(0), markers).has_value());
+  {
+    auto guard = topics_->read_lock();
+    storage::log* log = topics_->logs().get_log("__consumer_offsets", 1);
+    std::lock_guard lock(log->mutex());
+    ASSERT_TRUE(log->append_txn_marker({77, 0, 0, true}, 0, 2));
+  }
+  // Checked before the marker: refused, nothing appended.
+  auto late = offsets_->append(1, txn_batch(1), markers);
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error(), error_code::invalid_txn_state);
+  {
+    auto guard = topics_->read_lock();
+    EXPECT_EQ(topics_->logs().get_log("__consumer_offsets", 1)->log_end_offset(), 2);
+  }
+  // Checked after it: the next transaction's offsets go in.
+  EXPECT_TRUE(offsets_->append(1, txn_batch(1), markers + 1).has_value());
 }
 
 TEST_F(offsets_topic_test, replay_of_a_missing_partition_is_an_error) {

@@ -34,7 +34,7 @@ class transaction_state_log final : public txn::txn_log {
   std::optional<int32_t> partitions() const override { return topic_.partitions(); }
   result<offset_t, protocol::error_code> append(int32_t partition,
                                                 std::vector<uint8_t> batch) override {
-    return topic_.append(partition, std::move(batch));
+    return topic_.append(partition, std::move(batch), std::nullopt);
   }
   result<void, std::string> replay(
       int32_t partition, const std::function<void(const txn::txn_log_record&)>& fn) override;

@@ -12,11 +12,15 @@
 // group created for generation -1, UNKNOWN_TOPIC_OR_PARTITION, metadata size), writes it to
 // __consumer_offsets in a transactional batch of the producer, and keeps it pending until the
 // transaction's marker: OffsetFetch sees it only once the transaction committed; an abort drops it.
-// Replaying __consumer_offsets rebuilds the same. A body that does not decode closes the
-// connection. Not supported: authorization; quotas (ThrottleTimeMs 0).
+// Replaying __consumer_offsets rebuilds the same. If the transaction ends between that check and
+// the append (a marker of the producer reached the partition meanwhile), the offsets are refused
+// with INVALID_TXN_STATE rather than left pending for ever.
+// A body that does not decode closes the connection.
+// Not supported: authorization; quotas (ThrottleTimeMs 0).
 #include "broker/group_handler_util.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "protocol/error_codes.h"
@@ -38,12 +42,24 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
   coordinator::group_coordinator* groups = request.services.groups;
   txn::txn_coordinator* txns = request.services.txns;
   error_code refused = error_code::none;
+  std::optional<uint32_t> markers_before;
   if (groups == nullptr || txns == nullptr) {
     refused = error_code::coordinator_not_available;
   } else {
     const txn::topic_partition_key offsets_partition{
         std::string(coordinator::offsets_topic_name),
         groups->partition_for_group(decoded->group_id)};
+    // The producer's markers in the group's partition before the transaction is checked: the
+    // append refuses the offsets if a marker came between (as Produce's batches are).
+    {
+      topic_manager& topics = *request.services.topics;
+      auto guard = topics.read_lock();
+      if (const storage::log* log = topics.logs().get_log(offsets_partition.first,
+                                                          partition_id{offsets_partition.second})) {
+        std::lock_guard log_lock(log->mutex());
+        markers_before = log->producers().markers_written(decoded->producer_id);
+      }
+    }
     if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch, offsets_partition)) {
       refused =
           version >= 5
@@ -71,7 +87,7 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
     }
     co_return encode_response(reply, version);
   }
-  auto reply = groups->txn_offset_commit(*decoded, version, wall_clock_ms());
+  auto reply = groups->txn_offset_commit(*decoded, version, wall_clock_ms(), markers_before);
   co_return encode_response(reply.message, version);
 }
 

@@ -33,6 +33,9 @@ struct group_context {
   // TxnOffsetCommit: write() appends a transactional batch of this producer (-1: a plain one).
   int64_t txn_producer_id = -1;
   int16_t txn_producer_epoch = -1;
+  // ... and the markers of that producer its partition had when the transaction was checked
+  // (offsets_log::append refuses the batch if the transaction ended since).
+  std::optional<uint32_t> txn_markers_before = std::nullopt;
 };
 
 }  // namespace tarn::coordinator

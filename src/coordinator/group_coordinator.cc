@@ -142,7 +142,8 @@ auto run_locked(shard& s, const group_config& config, const metadata_view& metad
     }
     auto batch = builder.build();
     if (!batch) return error_code::unknown_server_error;
-    auto appended = log.append(s.partition, std::move(*batch));
+    auto appended = log.append(s.partition, std::move(*batch),
+                               ctx.txn_producer_id >= 0 ? ctx.txn_markers_before : std::nullopt);
     if (!appended) return appended.error();
     return error_code::none;
   };
@@ -659,7 +660,8 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
 }
 
 owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offset_commit(
-    const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms) {
+    const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms,
+    std::optional<uint32_t> txn_markers_before) {
   // Below v3 the member fields are absent and keep their defaults (generation -1, member ""):
   // such a commit is a simple group's, as Kafka treats it.
   // The request as the OffsetCommit it resembles (member fields, no retention: v8 by name, v10
@@ -693,6 +695,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
       run_locked(sh, config_, metadata_, log_, now_ms, deferred, [&](shard& s, group_context& ctx) {
         ctx.txn_producer_id = request.producer_id;
         ctx.txn_producer_epoch = request.producer_epoch;
+        ctx.txn_markers_before = txn_markers_before;
         apply_offset_commit(s, ctx, oc, as_offset_commit_version, call);
       });
     }

@@ -128,8 +128,11 @@ class group_coordinator {
   // TxnOffsetCommit: validated as an OffsetCommit of a transactional producer, written to
   // __consumer_offsets in a transactional batch of that producer, and pending (not visible to
   // OffsetFetch) until the transaction's marker reaches the group's partition (complete_txn).
+  // txn_markers_before: the producer's markers in the group's partition when its transaction
+  // was checked (see offsets_log::append).
   owned_message<protocol::txn_offset_commit_response> txn_offset_commit(
-      const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms);
+      const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms,
+      std::optional<uint32_t> txn_markers_before);
   // The marker of producer_id's transaction was written to __consumer_offsets-`partition`: its
   // pending offsets there are committed (commit) or dropped. The replay does the same.
   void complete_txn(int32_t partition, int64_t producer_id, bool commit);

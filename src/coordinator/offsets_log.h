@@ -45,9 +45,13 @@ class offsets_log {
   // Appends one v2 batch (built with base offset 0) to `partition`: the log assigns the offsets
   // from its end and appends, as the produce path does. Returns the last offset written, or the
   // Kafka error of the produce path (e.g. KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE,
-  // UNKNOWN_TOPIC_OR_PARTITION).
-  virtual result<offset_t, protocol::error_code> append(int32_t partition,
-                                                        std::vector<uint8_t> batch) = 0;
+  // UNKNOWN_TOPIC_OR_PARTITION). A transactional batch (TxnOffsetCommit) comes with how many
+  // markers of its producer the partition had when its transaction was checked: if one was
+  // written since, the transaction ended meanwhile and the batch is refused
+  // (INVALID_TXN_STATE) instead of opening a transaction no marker would ever close.
+  virtual result<offset_t, protocol::error_code> append(
+      int32_t partition, std::vector<uint8_t> batch,
+      std::optional<uint32_t> txn_markers_before) = 0;
 
   // Calls `fn` for every record of `partition` from its log start to its end, in offset order
   // (a control batch as one marker record). An error stops the replay.

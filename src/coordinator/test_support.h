@@ -27,8 +27,8 @@ class memory_offsets_log : public offsets_log {
   }
   std::optional<int32_t> partitions() const override { return partitions_; }
 
-  result<offset_t, protocol::error_code> append(int32_t partition,
-                                                std::vector<uint8_t> batch) override {
+  result<offset_t, protocol::error_code> append(int32_t partition, std::vector<uint8_t> batch,
+                                                std::optional<uint32_t>) override {
     if (on_append) on_append();
     if (fail_with != protocol::error_code::none) return fail(fail_with);
     auto& batches = batches_[partition];
