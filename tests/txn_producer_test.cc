@@ -9,6 +9,10 @@
 //     abortable: commit fails, abort succeeds and the next transaction commits;
 //   - calls out of order fail with invalid_state, a producer without transactional.id refuses
 //     the transaction calls.
+// And once against Apache Kafka 4.4.0 (scripts/kafka-ref): commits, an abort and offsets over
+// several transactions of one producer, read back the same way (Kafka 4.4 runs transactions v2
+// for a client that sends EndTxn v5: the client stays at v1, so its second transaction is not
+// fenced).
 // kcat is needed (installed by scripts/install-deps); the tests skip without it.
 #include <gtest/gtest.h>
 
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "client/group_admin.h"
+#include "kafka_ref_broker.h"
 #include "protocol/error_codes.h"
 #include "tarn/producer.h"
 #include "test_util.h"
@@ -257,6 +262,67 @@ TEST_F(txn_producer, calls_out_of_order_fail_with_invalid_state) {
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->init_transactions().error().code, producer_errc::invalid_state);
   EXPECT_EQ(plain->begin_transaction().error().code, producer_errc::invalid_state);
+}
+
+TEST(txn_producer_against_kafka, transactions_commit_abort_and_offsets_as_on_tarn) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Kafka 4.4.0 reference runs in the release build only";
+#endif
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat not installed";
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  ASSERT_EQ(kafka_broker::instance().start(), "");
+  const std::string bootstrap = address(kafka_broker::instance().port());
+  for (const char* topic : {"kt", "kin"}) {
+    auto [rc, out] =
+        run_command("timeout 60 " + std::string(TARN_BINARY) + " topics --bootstrap-server " +
+                    bootstrap + " --create --topic " + topic + " --partitions 1");
+    ASSERT_EQ(rc, 0) << out;
+  }
+  auto created = producer::create(
+      {{"bootstrap.servers", bootstrap}, {"transactional.id", "ktx"}, {"max.block.ms", "60000"}});
+  ASSERT_TRUE(created) << created.error().message;
+  auto& p = *created;
+  auto init = p->init_transactions();
+  ASSERT_TRUE(init) << init.error().message;
+  auto record = [](const std::string& value) {
+    producer_record r;
+    r.topic = "kt";
+    r.partition = 0;
+    r.value = value;
+    return r;
+  };
+  const client::consumer_group_metadata group{"kg"};
+  for (int i = 0; i < 3; ++i) {  // several commits: each transaction after the first too
+    ASSERT_TRUE(p->begin_transaction());
+    p->send(record("c" + std::to_string(i)));
+    auto offsets = p->send_offsets_to_transaction({{"kin", 0, 10 + i}}, group);
+    ASSERT_TRUE(offsets) << offsets.error().message;
+    auto committed = p->commit_transaction();
+    ASSERT_TRUE(committed) << i << ": " << committed.error().message;
+  }
+  ASSERT_TRUE(p->begin_transaction());
+  auto aborted = p->send(record("a"));
+  p->flush();
+  ASSERT_TRUE(aborted.get());
+  ASSERT_TRUE(p->send_offsets_to_transaction({{"kin", 0, 99}}, group));
+  ASSERT_TRUE(p->abort_transaction());
+  ASSERT_TRUE(p->begin_transaction());
+  p->send(record("c3"));
+  ASSERT_TRUE(p->commit_transaction());
+  p->close();
+
+  auto [rc, out] = run_command("timeout 60 kcat -C -q -e -b " + bootstrap +
+                               " -X isolation.level=read_committed -t kt -o beginning -f "
+                               "'%p %o %s\\n'");
+  ASSERT_EQ(rc, 0) << out;
+  // Each record then its marker: c0 0, c1 2, c2 4, a 6 (ABORT 7), c3 8.
+  EXPECT_EQ(lines_of(out), (std::vector<std::string>{"0 0 c0", "0 2 c1", "0 4 c2", "0 8 c3"}));
+  auto admin = client::group_admin::connect(bootstrap);
+  ASSERT_TRUE(admin) << admin.error().message;
+  auto offsets = (*admin)->fetch_offsets("kg");
+  ASSERT_TRUE(offsets) << offsets.error().message;
+  ASSERT_TRUE(offsets->contains({"kin", 0}));
+  EXPECT_EQ(offsets->at({"kin", 0}).offset, 12) << "the aborted transaction's 99 is not committed";
 }
 
 }  // namespace

@@ -89,7 +89,8 @@ class producer {
   // Sends a record. The future and the callback (if any) both get the outcome, including an
   // error found before the record was queued (unknown topic after max.block.ms, buffer.memory
   // exhausted for max.block.ms, record too large, producer closed). Blocks only for metadata
-  // of a topic not yet seen and for buffer.memory. Thread: any.
+  // of a topic not yet seen and for buffer.memory, and, in a transaction, for the
+  // AddPartitionsToTxn of the first record to each partition. Thread: any.
   std::future<delivery_result> send(const producer_record& record, delivery_callback callback = {});
 
   // Like send() without the future: the callback alone reports the outcome (also the
@@ -115,8 +116,8 @@ class producer {
   // Starts a transaction locally; the coordinator learns of it with the first partition.
   result<void, producer_error> begin_transaction();
   // Adds the group's offsets to the transaction: AddOffsetsToTxn to the transaction
-  // coordinator, then TxnOffsetCommit to the group's coordinator. They take effect only if the
-  // transaction commits. Blocks for the round trips.
+  // coordinator, then TxnOffsetCommit to the group's coordinator (nothing for no offsets). They
+  // take effect only if the transaction commits. Blocks for the round trips.
   result<void, producer_error> send_offsets_to_transaction(
       const std::vector<partition_offset>& offsets, const consumer_group_metadata& group);
   // Flushes the transaction's records, then ends it with EndTxn(commit). Fails with the

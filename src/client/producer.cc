@@ -352,12 +352,12 @@ result<void, producer_error> producer::send_offsets_to_transaction(
     return fail(producer_error{producer_errc::invalid_state, 0, false,
                                "sendOffsetsToTransaction needs a group id"});
   }
+  if (offsets.empty()) return {};  // as Java: nothing to add, no request
   const producer_identity identity = i.txn->identity();
   if (auto added = i.requests->add_offsets(identity, group.group_id); !added) {
     return fail(i.apply(added.error()));
   }
   i.txn->offsets_added();
-  if (offsets.empty()) return {};
   if (auto committed = i.requests->txn_offset_commit(identity, offsets, group); !committed) {
     return fail(i.apply(committed.error()));
   }

@@ -407,9 +407,9 @@ void sender::maybe_init_producer_id(clock::time_point now) {
         if (body->error_code != 0) {
           const auto* info = protocol::find_error(body->error_code);
           if (info && info->retriable) return retry_later();
-          fatal_ = producer_error{
-              producer_errc::fatal, body->error_code, false,
-              fmt::format("InitProducerId failed: {}", code_name(body->error_code))};
+          fatal_ =
+              producer_error{producer_errc::fatal, body->error_code, false,
+                             fmt::format("InitProducerId failed: {}", code_name(body->error_code))};
           return wakeup();
         }
         producer_identity identity{body->producer_id, body->producer_epoch};
@@ -426,8 +426,11 @@ void sender::maybe_init_producer_id(clock::time_point now) {
 
 void sender::send_produce(node_id node, std::vector<std::unique_ptr<producer_batch>> batches) {
   auto c = connections_.at(node);
+  // A transactional producer speaks transactions v1 (tarn serves no other): Produce v12 is how
+  // a client says it runs v2 (KIP-890: the partition added by Produce, the epoch bumped by
+  // EndTxn), so it stops at v11, as Java's producer does when transaction.version < 2.
   const int16_t version = c->version_for(produce_versions.api_key, produce_versions.min_version,
-                                         produce_versions.max_version);
+                                         txn_ ? int16_t{11} : produce_versions.max_version);
   auto owned = std::make_shared<std::vector<std::unique_ptr<producer_batch>>>(std::move(batches));
   if (version < 0) {
     for (auto& b : *owned) {

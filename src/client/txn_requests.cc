@@ -27,6 +27,12 @@ using clock_type = std::chrono::steady_clock;
 
 // AddPartitionsToTxn v4+ is the brokers' batched form; clients send v3 at most (as Java does).
 constexpr int16_t add_partitions_client_max_version = 3;
+// Transactions v1: EndTxn v5 and TxnOffsetCommit v5 tell a Kafka 4.x broker the client runs
+// transactions v2 (KIP-890 part 2), after which Kafka bumps the epoch at every EndTxn and the
+// next AddPartitionsToTxn of the old epoch is PRODUCER_FENCED. Java sends them only when the
+// broker finalized transaction.version 2; tarn's client stays at v1 (tarn serves only that).
+constexpr int16_t end_txn_v1_max_version = 4;
+constexpr int16_t txn_offset_commit_v1_max_version = 4;
 
 std::string bootstrap_list(const std::vector<broker_address>& servers) {
   std::string out;
@@ -227,7 +233,8 @@ result<void, txn_request_error> txn_requests::txn_offset_commit(
   for (const auto& o : offsets) by_name[o.topic].push_back(&o);
   return call(txn_api::txn_offset_commit, "TxnOffsetCommit", cluster_client::group_key_type,
               group.group_id, [&](blocking_client& c) -> result<int16_t, std::string> {
-                auto v = version_on<protocol::txn_offset_commit_request>(c);
+                auto v = version_on<protocol::txn_offset_commit_request>(
+                    c, txn_offset_commit_v1_max_version);
                 if (!v) return fail(v.error());
                 protocol::txn_offset_commit_request req;
                 req.transactional_id = transactional_id_;
@@ -268,7 +275,7 @@ result<void, txn_request_error> txn_requests::end_txn(producer_identity identity
   std::lock_guard lock(mutex_);
   return call(txn_api::end_txn, "EndTxn", cluster_client::transaction_key_type, transactional_id_,
               [&](blocking_client& c) -> result<int16_t, std::string> {
-                auto v = version_on<protocol::end_txn_request>(c);
+                auto v = version_on<protocol::end_txn_request>(c, end_txn_v1_max_version);
                 if (!v) return fail(v.error());
                 protocol::end_txn_request req;
                 req.transactional_id = transactional_id_;
