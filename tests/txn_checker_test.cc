@@ -2,9 +2,9 @@
 // write numbered records to a few partitions, committing most transactions and aborting some at
 // random, while the broker is SIGKILLed and restarted on the same port and log directory. Then a
 // read_committed consumer (kcat) reads every partition, and the history is checked. The
-// transactions time out after 1.5 s (checked every 200 ms), so the coordinator may abort one an
-// outage stalls and fence its producer, which then starts over with a new instance (in the runs
-// so far the producers resumed in time: none was fenced).
+// transactions time out after 1.5 s (checked every 200 ms), and each producer once stalls 3 s
+// before a commit, so the coordinator aborts that transaction and fences the producer, which
+// starts over with a new instance (the commit's outcome is unknown to it).
 //   - lost-write: a record of a transaction whose commit was acknowledged is missing;
 //   - duplicate: a record is read more than once;
 //   - G1a (aborted read): a record of a transaction that was aborted is read;
@@ -49,7 +49,8 @@ class restartable_broker {
     process_ = run_tarn(
         {"serve", "--override", "listeners=PLAINTEXT://127.0.0.1:" + std::to_string(port_),
          "--override", "log.dirs=" + data_dir_.string(), "--override",
-         "transaction.state.log.num.partitions=2", "--override", "offsets.topic.num.partitions=2"});
+         "transaction.state.log.num.partitions=2", "--override", "offsets.topic.num.partitions=2",
+         "--override", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200"});
     auto port =
         process_->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", startup_timeout);
     if (!port) return false;
@@ -120,6 +121,7 @@ void run_producer(int index, uint16_t port, const std::atomic<bool>& stop, histo
   std::mt19937 random(static_cast<uint32_t>(1000 + index));
   const std::string id = "checker-" + std::to_string(index);
   int64_t number = 0;
+  int64_t transactions = 0;
   std::unique_ptr<producer> p;
   auto fresh = [&]() -> bool {
     if (p) p->close(std::chrono::milliseconds(0));
@@ -157,6 +159,10 @@ void run_producer(int index, uint16_t port, const std::atomic<bool>& stop, histo
         }
       }
       const bool abort = send_failed || random() % 5 == 0;
+      // Once a run, a producer stalls past its transaction timeout before committing: the
+      // coordinator aborts the transaction and bumps the epoch, so the commit fails fatally,
+      // its outcome is unknown to the producer, and a new instance takes over.
+      if (++transactions == 200 && !abort) std::this_thread::sleep_for(3s);
       bool fatal = false;
       if (!abort) {
         auto committed = p->commit_transaction();
@@ -225,7 +231,12 @@ TEST(txn_checker, committed_records_read_once_in_order_and_aborted_never) {
   for (int k = 0; k < kills; ++k) {
     std::this_thread::sleep_until(started + run_for * (k + 1) / (kills + 1));
     ASSERT_TRUE(broker.kill(SIGKILL));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + random() % 2000));
+    // Every other kill outlasts the transaction timeout (1.5 s) by far: transactions open at
+    // the kill are then old enough at the restart for the coordinator to abort them and fence
+    // their producers, unless the producers' retries win the race.
+    const int down_ms = k % 2 == 1 ? 3000 + static_cast<int>(random() % 1000)
+                                   : 300 + static_cast<int>(random() % 2000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
     ASSERT_TRUE(broker.start()) << broker.output();
   }
   std::this_thread::sleep_until(started + run_for);
