@@ -72,9 +72,14 @@ crash-test: deps build
 	cd $(BUILD) && TARN_CRASH_KILLS=100 ./tests/crash_test
 
 # Long tests `make test` leaves out, selected by their environment variables: the log cleaner
-# with 10 M distinct keys and a dedupe buffer of an eighth of them (a few minutes).
+# with 10 M distinct keys and a dedupe buffer of an eighth of them (a few minutes); the
+# transactions checker (tests/txn_checker_test.cc) for TXN_CHECK_SECONDS with 6 producers and a
+# broker SIGKILL every 10 s or so (make test runs it 8 s with 3 producers and 2 kills).
+TXN_CHECK_SECONDS ?= 120
 soak: deps build
 	cd $(BUILD) && TARN_SOAK_CLEANER_KEYS=10000000 ./tests/log_cleaner_many_keys_test
+	cd $(BUILD) && TARN_TXN_CHECK_SECONDS=$(TXN_CHECK_SECONDS) TARN_TXN_CHECK_PRODUCERS=6 \
+	  TARN_TXN_CHECK_KILLS=$$(( $(TXN_CHECK_SECONDS) / 10 )) ./tests/txn_checker_test
 
 # Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
 fuzz-long:

@@ -24,6 +24,10 @@ CLEANER_END = "<!-- scripts/bench: end of log cleaner -->"
 OBSERVE_BEGIN = ("<!-- scripts/bench: observability from here (scripts/bench --only observe "
                  "rewrites this part alone) -->")
 OBSERVE_END = "<!-- scripts/bench: end of observability -->"
+# Section 11 likewise: `scripts/bench --only txn`.
+TXN_BEGIN = ("<!-- scripts/bench: transactions from here (scripts/bench --only txn "
+             "rewrites this part alone) -->")
+TXN_END = "<!-- scripts/bench: end of transactions -->"
 MIB = 1024 * 1024
 
 
@@ -458,6 +462,7 @@ def render(b):
     out.extend(render_groups(b))
     out.extend(render_cleaner(b))
     out.extend(render_observe(b))
+    out.extend(render_txn(b))
     return "\n".join(out)
 
 
@@ -747,6 +752,81 @@ def render_cleaner(b):
         out.append("```")
         out.append("")
     out += [CLEANER_END, ""]
+    return out
+
+
+TXN_METHOD = """\
+Method. Both brokers run at the same time for this section with their default settings
+(listeners and log directory aside; Kafka with the heap of its start script), and each cell's
+runs alternate between them (tarn, Kafka, tarn, ...). A produce run creates a topic of one
+partition and sends 1 KiB records (random letters, as kafka-producer-perf-test draws them) with
+acks=all and linger.ms=5, unthrottled, in transactions: `tarn perf produce --transactional-id ID
+--transaction-records N` begins a transaction, sends N records and commits (flush, then EndTxn),
+and again; kafka-producer-perf-test 4.4.0 (`--transactional-id ID --transaction-duration-ms D`)
+commits once D ms have passed since the transaction began, so its transaction size is what the
+producer sends in D ms (it has no record count); its figure is the steady state after a fifth of
+the records (--warmup-records). Each tool runs against both brokers, so "tarn / Kafka" compares
+brokers under the same client. One transactional run on each broker first is not counted (it
+creates `__transaction_state`). Consume: a topic written by `tarn perf produce` in committed
+transactions of 10,000 records of 1 KiB is read from the page cache by `bench/rdkafka_perf
+consume` (librdkafka, fetch.wait.max.ms=10) with isolation.level=read_committed and then
+read_uncommitted, several passes a run sized by a calibration pass as in section 3."""
+
+
+def render_txn(b):
+    """Section 11 (scripts/bench's txn_section) as markdown lines, between its markers."""
+    if not any(r.get("section") in ("txn", "txn_consume") for r in b.results):
+        return []
+    out = [TXN_BEGIN, "", "### 11. Transactions, tarn and Kafka side by side", "", TXN_METHOD, ""]
+    load = getattr(b, "txn_load", None)
+    started = getattr(b, "txn_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only txn' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, Apache Kafka 4.4.0, {b.machine['cores']} cores "
+             f"({b.machine['cpu']}).")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    rows, goals = [], []
+    cells = [("tarn", size, f"`tarn perf produce`, transactions of {size:,} records")
+             for size in b.txn_runs] + \
+            [("java", d, f"kafka-producer-perf-test, --transaction-duration-ms {d}")
+             for d in b.txn_durations_ms]
+    for gen, size, label in cells:
+        for field, unit in (("rec_s", "records/s"), ("mib_s", "MB/s"), ("p99", "p99 latency, ms")):
+            k = b.select(field, section="txn", broker="Kafka", gen=gen, size=size)
+            t = b.select(field, section="txn", broker="tarn", gen=gen, size=size)
+            r = ratio(t, k)
+            rows.append([f"{label}: {unit}", cell(k), cell(t), rtext(r)])
+            if field == "rec_s":
+                goals.append((label, r))
+    for isolation in ("read_committed", "read_uncommitted"):
+        k = b.select("mib_s", section="txn_consume", broker="Kafka", isolation=isolation)
+        t = b.select("mib_s", section="txn_consume", broker="tarn", isolation=isolation)
+        r = ratio(t, k)
+        rows.append([f"consume, librdkafka, {isolation}: MB/s", cell(k), cell(t), rtext(r)])
+        if isolation == "read_committed":
+            goals.append(("read_committed consume, librdkafka", r))
+    out.append(table(["figure", "Kafka", "tarn", "tarn / Kafka"], rows))
+    out.append("")
+    out.append("#### Goals of this section")
+    out.append("")
+    out.append(table(["goal", "figure", "target", "met"],
+                     [[f"{label}, tarn / Kafka", rtext(r), ">= 2",
+                       "n/a" if r is None else ("yes" if r >= 2 else "**no**")]
+                      for label, r in goals]))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and
+              r.get("section") in ("txn", "txn_consume")]
+    if failed:
+        out.append(f"{len(failed)} transaction runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} {r.get('gen', r.get('isolation'))} "
+                       f"{r.get('size', '')} run {r.get('rep')}: `{r.get('error', '')[:300]}`")
+        out.append("")
+    out += [TXN_END, ""]
     return out
 
 

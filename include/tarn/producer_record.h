@@ -45,7 +45,11 @@ enum class producer_errc : uint8_t {
   compression_failed,  // the codec failed on the batch
   producer_closed,     // send() after close(), or records aborted by close()
   unknown_topic,       // the topic or partition does not exist (after max.block.ms)
-  fatal,               // the producer can no longer send (e.g. a fenced epoch)
+  fatal,               // the producer can no longer send (e.g. a fenced epoch): close it
+  // Transactions (Java's IllegalStateException, TransactionAbortedException, TimeoutException):
+  invalid_state,  // the call is not allowed in the producer's transaction state
+  abortable,      // the transaction failed and must be aborted; the producer stays usable
+  timed_out,      // max.block.ms passed; the call may be repeated
 };
 
 struct producer_error {

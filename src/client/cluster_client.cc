@@ -18,7 +18,6 @@ namespace {
 
 // Metadata by topic name: v12 at most (v13 adds nothing we read).
 constexpr int16_t metadata_max_version = 12;
-constexpr int8_t group_key_type = 0;
 
 using protocol::error_code;
 
@@ -163,8 +162,9 @@ std::vector<int32_t> cluster_client::broker_ids() const {
   return out;
 }
 
-std::optional<broker_info> cluster_client::known_coordinator(const std::string& group) const {
-  auto it = coordinators_.find(group);
+std::optional<broker_info> cluster_client::known_coordinator(const std::string& key,
+                                                             int8_t key_type) const {
+  auto it = coordinators_.find({key_type, key});
   if (it == coordinators_.end()) return std::nullopt;
   return it->second;
 }
@@ -172,13 +172,13 @@ std::optional<broker_info> cluster_client::known_coordinator(const std::string& 
 void cluster_client::drop(int32_t node_id) { nodes_.erase(node_id); }
 
 result<broker_info, client_error> cluster_client::find_coordinator(
-    const std::string& group, std::chrono::steady_clock::time_point deadline) {
+    const std::string& group, std::chrono::steady_clock::time_point deadline, int8_t key_type) {
   if (auto b = ensure_bootstrap(); !b) return fail(b.error());
   const int16_t v = bootstrap_->version_for<protocol::find_coordinator_request>();
   if (v < 0) return fail(client_error{-1, "the broker serves no FindCoordinator version we speak"});
   while (true) {
     protocol::find_coordinator_request req;
-    req.key_type = group_key_type;
+    req.key_type = key_type;
     if (v >= 4) {
       req.coordinator_keys.push_back(group);
     } else {
@@ -208,20 +208,20 @@ result<broker_info, client_error> cluster_client::find_coordinator(
 }
 
 result<blocking_client*, client_error> cluster_client::coordinator(
-    const std::string& group, std::chrono::steady_clock::time_point deadline) {
-  auto known = coordinators_.find(group);
+    const std::string& key, std::chrono::steady_clock::time_point deadline, int8_t key_type) {
+  auto known = coordinators_.find({key_type, key});
   if (known == coordinators_.end()) {
-    auto found = find_coordinator(group, deadline);
+    auto found = find_coordinator(key, deadline, key_type);
     if (!found) return fail(found.error());
-    known = coordinators_.emplace(group, *found).first;
+    known = coordinators_.emplace(std::pair{key_type, key}, *found).first;
   }
   auto c = node(known->second.node_id);
-  if (!c) coordinators_.erase(group);
+  if (!c) coordinators_.erase(known);
   return c;
 }
 
-void cluster_client::forget_coordinator(const std::string& group) {
-  auto it = coordinators_.find(group);
+void cluster_client::forget_coordinator(const std::string& key, int8_t key_type) {
+  auto it = coordinators_.find({key_type, key});
   if (it == coordinators_.end()) return;
   drop(it->second.node_id);
   coordinators_.erase(it);

@@ -1,7 +1,8 @@
 // Blocking connections to the brokers of one cluster, for group_admin and group_consumer: the
 // bootstrap broker, any broker by node id (learned from Metadata, connected on first use), and
-// the coordinator of a group (FindCoordinator, key type 0), retried while the coordinator is
-// loading or not yet available. Each connection has negotiated its API versions.
+// the coordinator of a group or a transactional id (FindCoordinator, key type 0 or 1), retried
+// while the coordinator is loading or not yet available. Each connection has negotiated its API
+// versions.
 //
 // Thread: one thread at a time (group_consumer's heartbeat thread has its own connection).
 #pragma once
@@ -83,16 +84,23 @@ class cluster_client {
   // The brokers the last Metadata named, by id.
   std::vector<int32_t> broker_ids() const;
 
-  // FindCoordinator for the group, retried until `deadline` while the error is retriable.
-  result<broker_info, client_error> find_coordinator(
-      const std::string& group, std::chrono::steady_clock::time_point deadline);
-  // The connection to the group's coordinator (found once, then kept until forgotten).
-  result<blocking_client*, client_error> coordinator(
-      const std::string& group, std::chrono::steady_clock::time_point deadline);
-  // The coordinator found for the group, if it is known.
-  std::optional<broker_info> known_coordinator(const std::string& group) const;
+  // FindCoordinator for the key (a group, or a transactional id with key_type
+  // transaction_key_type), retried until `deadline` while the error is retriable.
+  result<broker_info, client_error> find_coordinator(const std::string& key,
+                                                     std::chrono::steady_clock::time_point deadline,
+                                                     int8_t key_type = group_key_type);
+  // The connection to the key's coordinator (found once, then kept until forgotten).
+  result<blocking_client*, client_error> coordinator(const std::string& key,
+                                                     std::chrono::steady_clock::time_point deadline,
+                                                     int8_t key_type = group_key_type);
+  // The coordinator found for the key, if it is known.
+  std::optional<broker_info> known_coordinator(const std::string& key,
+                                               int8_t key_type = group_key_type) const;
   // After NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or a connection error.
-  void forget_coordinator(const std::string& group);
+  void forget_coordinator(const std::string& key, int8_t key_type = group_key_type);
+
+  static constexpr int8_t group_key_type = 0;
+  static constexpr int8_t transaction_key_type = 1;
   // Closes the connection to a broker after an error on it (reconnected on next use).
   void drop(int32_t node_id);
 
@@ -111,7 +119,7 @@ class cluster_client {
   std::chrono::milliseconds request_timeout_;
   std::map<int32_t, broker_info> brokers_;
   std::map<int32_t, std::unique_ptr<blocking_client>> nodes_;
-  std::map<std::string, broker_info> coordinators_;
+  std::map<std::pair<int8_t, std::string>, broker_info> coordinators_;  // by key type and key
 };
 
 // Sleeps for the retry backoff, at most until the deadline; false when the deadline has passed.

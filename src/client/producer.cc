@@ -16,6 +16,8 @@
 #include "client/producer_config.h"
 #include "client/record_accumulator.h"
 #include "client/sender.h"
+#include "client/transaction_manager.h"
+#include "client/txn_requests.h"
 
 namespace tarn::client {
 namespace {
@@ -35,13 +37,38 @@ struct topic_hint {
 thread_local topic_hint hint;
 std::atomic<uint64_t> next_producer_id{1};
 
+// A transactional producer: the partition the calling thread last sent to, in which
+// transaction (the manager's generation). A send to it skips the transaction manager's lock.
+struct txn_hint {
+  uint64_t producer = 0;
+  uint64_t generation = 0;
+  std::string topic;
+  int32_t partition = -1;
+};
+thread_local txn_hint txn_partition_hint;
+
+producer_error closed_error() {
+  return producer_error{producer_errc::producer_closed, 0, false,
+                        "Cannot perform operation after producer has been closed"};
+}
+
+producer_error not_transactional(std::string_view operation) {
+  return producer_error{producer_errc::invalid_state, 0, false,
+                        fmt::format("Cannot use {} without a transactional.id", operation)};
+}
+
 }  // namespace
 
 struct producer::impl {
   explicit impl(const producer_config& c)
       : config(c),
         accumulator(accumulator_config::from(c)),
-        io(c, accumulator, metadata),
+        txn(c.transactional_id ? std::make_unique<transaction_manager>(*c.transactional_id,
+                                                                       c.transaction_timeout_ms)
+                               : nullptr),
+        requests(c.transactional_id ? std::make_unique<txn_requests>(c, *c.transactional_id)
+                                    : nullptr),
+        io(c, accumulator, metadata, txn.get()),
         seed(std::random_device{}()) {
     // KIP-794: the sender's ready() reports each topic's partition load; keyless records then
     // switch to lightly loaded partitions more often.
@@ -94,9 +121,24 @@ struct producer::impl {
   // has it to report the error.
   result<void, producer_error> append(const producer_record& record, delivery_callback&& callback);
 
+  // Transactional: adds the partition to the transaction before its first record goes in
+  // (AddPartitionsToTxn, blocking for the round trip), or fails the send when no transaction
+  // is open or it has failed.
+  result<void, producer_error> ensure_in_transaction(std::string_view topic, int32_t partition);
+  // A failed coordinator request: applied to the state machine, returned to the caller.
+  producer_error apply(const txn_request_error& e) {
+    if (e.kind == txn_error_kind::abortable || e.kind == txn_error_kind::fatal) {
+      txn->set_error(e.kind, e.error);
+      if (auto last = txn->last_error()) return *last;
+    }
+    return e.error;
+  }
+
   producer_config config;
   metadata_cache metadata;
   record_accumulator accumulator;
+  std::unique_ptr<transaction_manager> txn;  // before io, which points at it
+  std::unique_ptr<txn_requests> requests;
   sender io;
   std::mutex sticky_mutex;
   std::map<std::string, std::unique_ptr<sticky_partitioner>, std::less<>> sticky;
@@ -174,6 +216,9 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     partition = partition_for_key(*key, count);
   }
   if (partition) {
+    if (txn) {
+      if (auto in = ensure_in_transaction(record.topic, *partition); !in) return fail(in.error());
+    }
     auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
                                        value, headers, std::move(callback), now);
     if (!appended) return fail(appended.error());
@@ -185,6 +230,9 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
   sticky_partitioner& sticky = sticky_through_hint(record.topic);
   for (int attempt = 0; attempt < 2; ++attempt) {
     const partition_id p = sticky.current(count, topic->available);
+    if (txn) {
+      if (auto in = ensure_in_transaction(record.topic, p); !in) return fail(in.error());
+    }
     auto appended =
         accumulator.append({std::string(record.topic), p}, timestamp, key, value, headers,
                            std::move(callback), now, /*abort_on_new_batch=*/attempt == 0);
@@ -199,6 +247,29 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     return {};
   }
   return {};  // unreachable: the second attempt never aborts
+}
+
+result<void, producer_error> producer::impl::ensure_in_transaction(std::string_view topic,
+                                                                   int32_t partition) {
+  auto& h = txn_partition_hint;
+  const uint64_t generation = txn->generation();
+  if (h.producer == id && h.generation == generation && h.partition == partition &&
+      h.topic == topic) {
+    return {};
+  }
+  topic_partition tp{std::string(topic), partition};
+  auto needed = txn->needs_add(tp);
+  if (!needed) return fail(needed.error());
+  if (*needed) {
+    auto added = requests->add_partitions(txn->identity(), {tp});
+    if (!added) return fail(apply(added.error()));
+    txn->partition_added(tp);
+  }
+  h.producer = id;
+  h.generation = generation;
+  h.topic.assign(topic);
+  h.partition = partition;
+  return {};
 }
 
 result<void, producer_error> producer::send_async(const producer_record& record,
@@ -248,6 +319,95 @@ void producer::close(std::chrono::milliseconds timeout) {
                             ? std::chrono::steady_clock::time_point::max()
                             : now + timeout;
   impl_->io.close(deadline);
+}
+
+}  // namespace tarn::client
+
+namespace tarn::client {
+
+result<void, producer_error> producer::init_transactions() {
+  auto& i = *impl_;
+  if (!i.txn) return fail(not_transactional("initTransactions"));
+  if (i.accumulator.closed()) return fail(closed_error());
+  if (auto begun = i.txn->begin_init(); !begun) return begun;
+  auto identity = i.requests->init_producer_id(i.txn->transaction_timeout_ms(), {});
+  if (!identity) return fail(i.apply(identity.error()));  // timed out: still initializing
+  i.accumulator.set_producer_identity(*identity);
+  i.txn->complete_init(*identity);
+  return {};
+}
+
+result<void, producer_error> producer::begin_transaction() {
+  if (!impl_->txn) return fail(not_transactional("beginTransaction"));
+  return impl_->txn->begin_transaction();
+}
+
+result<void, producer_error> producer::send_offsets_to_transaction(
+    const std::vector<partition_offset>& offsets, const consumer_group_metadata& group) {
+  auto& i = *impl_;
+  if (!i.txn) return fail(not_transactional("sendOffsetsToTransaction"));
+  if (i.accumulator.closed()) return fail(closed_error());
+  if (auto ok = i.txn->check_in_transaction("sendOffsetsToTransaction"); !ok) return ok;
+  if (group.group_id.empty()) {
+    return fail(producer_error{producer_errc::invalid_state, 0, false,
+                               "sendOffsetsToTransaction needs a group id"});
+  }
+  if (offsets.empty()) return {};  // as Java: nothing to add, no request
+  const producer_identity identity = i.txn->identity();
+  if (auto added = i.requests->add_offsets(identity, group.group_id); !added) {
+    return fail(i.apply(added.error()));
+  }
+  i.txn->offsets_added();
+  if (auto committed = i.requests->txn_offset_commit(identity, offsets, group); !committed) {
+    return fail(i.apply(committed.error()));
+  }
+  return {};
+}
+
+result<void, producer_error> producer::commit_transaction() {
+  auto& i = *impl_;
+  if (!i.txn) return fail(not_transactional("commitTransaction"));
+  if (i.accumulator.closed()) return fail(closed_error());
+  if (auto begun = i.txn->begin_commit(); !begun) return begun;
+  flush();
+  // A record of the transaction failed while flushing: the transaction is abortable now.
+  if (i.txn->state() != txn_state::committing_transaction) {
+    return i.txn->begin_commit();  // returns the error state's error
+  }
+  if (i.txn->transaction_started()) {
+    if (auto ended = i.requests->end_txn(i.txn->identity(), true); !ended) {
+      return fail(i.apply(ended.error()));
+    }
+  }
+  i.txn->complete_end_txn();
+  return {};
+}
+
+result<void, producer_error> producer::abort_transaction() {
+  auto& i = *impl_;
+  if (!i.txn) return fail(not_transactional("abortTransaction"));
+  if (i.accumulator.closed()) return fail(closed_error());
+  if (auto begun = i.txn->begin_abort(); !begun) return begun;
+  // Records not sent yet fail; those in flight complete (either way the abort hides them).
+  const size_t gaps = i.io.abort_undrained(
+      {producer_errc::abortable, 0, false, "Failing batch since transaction was aborted"});
+  if (gaps > 0) i.txn->require_epoch_bump();
+  flush();
+  if (i.txn->transaction_started()) {
+    if (auto ended = i.requests->end_txn(i.txn->identity(), false); !ended) {
+      return fail(i.apply(ended.error()));
+    }
+  }
+  if (i.txn->epoch_bump_needed()) {
+    // A sequence gap (a batch failed after it took its sequence): the same producer id's next
+    // epoch restarts every partition at sequence 0 (KIP-360).
+    auto bumped = i.requests->init_producer_id(i.txn->transaction_timeout_ms(), i.txn->identity());
+    if (!bumped) return fail(i.apply(bumped.error()));
+    i.io.reset_producer_state(*bumped);
+    i.txn->epoch_bumped(*bumped);
+  }
+  i.txn->complete_end_txn();
+  return {};
 }
 
 }  // namespace tarn::client

@@ -186,6 +186,15 @@ result<void, config_error> set_client_id(producer_config& c, std::string_view,
   return {};
 }
 
+// transactional.id: any string; empty is Java's "not transactional" too (KafkaProducer treats
+// an empty id as none only in some versions, so tarn refuses it rather than guess).
+result<void, config_error> set_transactional_id(producer_config& c, std::string_view key,
+                                                std::string_view value) {
+  if (value.empty()) return fail(invalid(key, value, "transactional.id must not be empty"));
+  c.transactional_id = std::string(value);
+  return {};
+}
+
 // Java's security.protocol is accepted so copied configurations work, but only PLAINTEXT.
 result<void, config_error> set_security_protocol(producer_config&, std::string_view key,
                                                  std::string_view value) {
@@ -247,6 +256,8 @@ const std::vector<key_entry>& supported_keys() {
       {"partitioner.availability.timeout.ms",
        integer_key<int64_t>(&c::partitioner_availability_timeout_ms, 0)},
       {"security.protocol", set_security_protocol},
+      {"transactional.id", set_transactional_id},
+      {"transaction.timeout.ms", integer_key<int32_t>(&c::transaction_timeout_ms, 0)},
   };
   return keys;
 }
@@ -276,9 +287,7 @@ bool is_unsupported_java_key(std::string_view key) {
       "partitioner.class",
       "partitioner.rack.aware",
       "socket.connection.setup.timeout.max.ms",
-      "transaction.timeout.ms",
       "transaction.two.phase.commit.enable",
-      "transactional.id",
       "security.providers",
   };
   return keys.contains(key) || key.starts_with("sasl.") || key.starts_with("ssl.");
@@ -356,6 +365,10 @@ result<producer_config, config_error> parse_producer_config(
                       value)});
     }
     if (downgrade) config.enable_idempotence = false;
+  }
+  if (config.transactional_id && !config.enable_idempotence) {
+    return fail(config_error{"transactional.id", *config.transactional_id,
+                             "Cannot set a transactional.id without also enabling idempotence."});
   }
 
   // KafkaProducer.configureDeliveryTimeout.

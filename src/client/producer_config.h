@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,9 @@ struct producer_config {
   bool partitioner_ignore_keys = false;
   bool partitioner_adaptive_partitioning_enable = true;
   int64_t partitioner_availability_timeout_ms = 0;
+  // Set: the producer is transactional (idempotence is then required, as in Java).
+  std::optional<std::string> transactional_id;
+  int32_t transaction_timeout_ms = 60000;
 };
 
 // config_error is public: include/tarn/producer_record.h.
@@ -66,6 +70,8 @@ using property = std::pair<std::string, std::string>;
 //  - idempotence on (explicitly or by default) with max.in.flight.requests.per.connection > 5:
 //    error. Java 4.4 checks this before applying the acks/retries downgrade, so even a
 //    default-idempotent producer with acks=1 and 6 in flight is refused; tarn does the same.
+//  - transactional.id set while idempotence ends up off (set false, or downgraded by acks or
+//    retries): error, "Cannot set a transactional.id without also enabling idempotence.".
 //  - delivery.timeout.ms < linger.ms + request.timeout.ms: error if set explicitly, otherwise
 //    raised to linger.ms + request.timeout.ms (as KafkaProducer does).
 result<producer_config, config_error> parse_producer_config(

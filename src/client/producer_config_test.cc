@@ -132,10 +132,11 @@ TEST(producer_config, unknown_and_unsupported_keys_are_refused) {
   auto unknown = bad({{"bogus.key", "1"}});
   EXPECT_EQ(unknown.key, "bogus.key");
   EXPECT_EQ(unknown.message, "Unknown configuration bogus.key (value 1): not a producer setting");
-  auto unsupported = bad({{"transactional.id", "tx"}});
-  EXPECT_EQ(unsupported.key, "transactional.id");
+  auto unsupported = bad({{"transaction.two.phase.commit.enable", "true"}});
+  EXPECT_EQ(unsupported.key, "transaction.two.phase.commit.enable");
   EXPECT_EQ(unsupported.message,
-            "Configuration transactional.id is a Kafka producer setting tarn does not support");
+            "Configuration transaction.two.phase.commit.enable is a Kafka producer setting tarn "
+            "does not support");
   EXPECT_EQ(bad({{"ssl.keystore.location", "/x"}}).key, "ssl.keystore.location");
   EXPECT_TRUE(ok({{"security.protocol", "plaintext"}}).bootstrap_servers.size() == 1);
   EXPECT_EQ(bad({{"security.protocol", "SSL"}}).key, "security.protocol");
@@ -208,6 +209,22 @@ TEST(producer_config, properties_text) {
   auto continued = parse_properties_text("a=b\\\n c\n");
   ASSERT_FALSE(continued);
   EXPECT_NE(continued.error().message.find("line 1"), std::string::npos);
+}
+
+TEST(producer_config, transactional_id_implies_idempotence) {
+  auto c = ok({{"transactional.id", "tx-1"}, {"transaction.timeout.ms", "30000"}});
+  ASSERT_TRUE(c.transactional_id.has_value());
+  EXPECT_EQ(*c.transactional_id, "tx-1");
+  EXPECT_EQ(c.transaction_timeout_ms, 30000);
+  EXPECT_TRUE(c.enable_idempotence);
+  EXPECT_EQ(ok({}).transaction_timeout_ms, 60000);
+  EXPECT_FALSE(ok({}).transactional_id.has_value());
+  auto off = bad({{"transactional.id", "tx"}, {"enable.idempotence", "false"}});
+  EXPECT_EQ(off.key, "transactional.id");
+  EXPECT_EQ(off.message, "Cannot set a transactional.id without also enabling idempotence.");
+  // acks=1 downgrades a default idempotence, which transactions cannot do without.
+  EXPECT_EQ(bad({{"transactional.id", "tx"}, {"acks", "1"}}).key, "transactional.id");
+  EXPECT_EQ(bad({{"transactional.id", ""}}).key, "transactional.id");
 }
 
 }  // namespace

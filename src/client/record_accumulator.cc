@@ -45,6 +45,7 @@ accumulator_config accumulator_config::from(const producer_config& c) {
       .compression = c.compression_type,
       .compression_level = level_for(c),
       .idempotence = c.enable_idempotence,
+      .transactional = c.transactional_id.has_value(),
       .max_in_flight_requests_per_connection = c.max_in_flight_requests_per_connection,
       .adaptive_partitioning = c.partitioner_adaptive_partitioning_enable,
       .partitioner_availability_timeout = milliseconds(c.partitioner_availability_timeout_ms),
@@ -214,6 +215,7 @@ result<append_outcome, producer_error> record_accumulator::append(
       .compression = config_.compression,
       .compression_level = config_.compression_level,
       .estimated_compression_ratio = compressed ? q.ratio->estimation() : 1.0,
+      .transactional = config_.transactional,
       .max_uncompressed_bytes =
           compressed ? static_cast<size_t>(config_.max_request_size) : SIZE_MAX};
   // A new batch takes what its builder will hold of buffer.memory: batch.size (Java's default
@@ -665,8 +667,9 @@ void record_accumulator::await_flush_completion(uint64_t flush) {
 
 void record_accumulator::close() { closed_ = true; }
 
-void record_accumulator::abort_undrained(const producer_error& error) {
+size_t record_accumulator::abort_undrained(const producer_error& error) {
   std::vector<std::unique_ptr<producer_batch>> aborted;
+  size_t with_sequence = 0;
   {
     std::shared_lock queues_lock(queues_mutex_);
     for (partition_queue* q : queue_order_) {
@@ -675,7 +678,11 @@ void record_accumulator::abort_undrained(const producer_error& error) {
       q->batches.clear();
     }
   }
-  for (auto& batch : aborted) fail_batch(std::move(batch), error);
+  for (auto& batch : aborted) {
+    if (batch->has_sequence()) ++with_sequence;
+    fail_batch(std::move(batch), error);
+  }
+  return with_sequence;
 }
 
 bool record_accumulator::has_undrained() const {

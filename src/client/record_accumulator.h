@@ -62,6 +62,8 @@ struct accumulator_config {
   record::compression_type compression = record::compression_type::none;
   int32_t compression_level = -1;
   bool idempotence = true;
+  // transactional.id set: every batch carries the transactional attribute.
+  bool transactional = false;
   // 1 means strict ordering without idempotence: a partition is muted while a batch of it is in
   // flight (Java's guaranteeMessageOrder).
   int32_t max_in_flight_requests_per_connection = 5;
@@ -217,8 +219,10 @@ class record_accumulator {
   // close(): no more appends; everything left is ready at once.
   void close();
   bool closed() const { return closed_.load(); }
-  // Fails every batch still queued (close with a zero timeout). Thread: sender.
-  void abort_undrained(const producer_error& error);
+  // Fails every batch still queued (close with a zero timeout, abort_transaction). Returns how
+  // many of them had a sequence (retries of drained batches): their partitions now have a gap.
+  // Thread: sender.
+  size_t abort_undrained(const producer_error& error);
 
   bool has_undrained() const;
   size_t incomplete_batches() const;

@@ -707,6 +707,39 @@ TEST_F(accumulator, close_refuses_appends_and_abort_fails_what_is_queued) {
   EXPECT_EQ(acc.incomplete_batches(), 0u);
 }
 
+// A transactional producer's batches carry the transactional attribute; abort_undrained
+// (abort_transaction) counts the queued batches that already had a sequence (a retry), which
+// leave a gap the epoch bump closes.
+TEST_F(accumulator, transactional_batches_and_aborting_a_retried_one) {
+  auto c = config(16384);
+  c.idempotence = true;
+  c.transactional = true;
+  record_accumulator acc(c);
+  auto l = leaders({{{"t", 0}, 1}});
+  acc.set_producer_identity({.producer_id = 9, .epoch = 2});
+  ASSERT_TRUE(add(acc, p0, value, t0));
+  auto drained = drain_one(acc, l, 1, t0 + 1s);
+  ASSERT_EQ(drained.size(), 1u);
+  record::record_batch_view view(drained[0]->bytes());
+  ASSERT_TRUE(record::validate_batch(view, record::offset_rule::producer));
+  EXPECT_TRUE(view.is_transactional());
+  EXPECT_EQ(view.producer_id(), 9);
+  EXPECT_EQ(view.base_sequence(), 0);
+  // Retried (back in the queue with its sequence), then a new record: aborting fails both and
+  // reports the one with a sequence.
+  acc.reenqueue(std::move(drained[0]), t0 + 1s);
+  ASSERT_TRUE(add(acc, p0, value, t0 + 1s));
+  EXPECT_EQ(acc.abort_undrained({producer_errc::abortable, 0, false, "aborted"}), 1u);
+  EXPECT_EQ(acc.incomplete_batches(), 0u);
+
+  record_accumulator plain(config(16384));
+  ASSERT_TRUE(add(plain, p0, value, t0));
+  auto b = drain_one(plain, l, 1, t0 + 1s);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_FALSE(record::record_batch_view(b[0]->bytes()).is_transactional());
+  plain.complete(std::move(b[0]), 0, -1);
+}
+
 TEST_F(accumulator, concurrent_appends_lose_nothing) {
   // lz4 too: appends then claim builds of sealed batches while the drain stamps others.
   for (auto codec : {record::compression_type::none, record::compression_type::lz4}) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 
 #include "client/wire.h"
 #include "protocol/error_codes.h"
@@ -35,7 +36,7 @@ bool means_stale_metadata(int16_t code) {
   }
 }
 
-std::string error_name(int16_t code) {
+std::string code_name(int16_t code) {
   const auto* info = protocol::find_error(code);
   return info ? std::string(info->name) : fmt::format("error code {}", code);
 }
@@ -47,8 +48,25 @@ constexpr std::chrono::milliseconds max_poll{50};
 }  // namespace
 
 sender::sender(const producer_config& config, record_accumulator& accumulator,
-               metadata_cache& metadata)
-    : config_(config), accumulator_(accumulator), metadata_(metadata), timer_(io_) {}
+               metadata_cache& metadata, transaction_manager* txn)
+    : config_(config), accumulator_(accumulator), metadata_(metadata), txn_(txn), timer_(io_) {}
+
+size_t sender::abort_undrained(const producer_error& error) {
+  std::promise<size_t> done;
+  auto aborted = done.get_future();
+  asio::post(io_, [&] { done.set_value(accumulator_.abort_undrained(error)); });
+  return aborted.get();
+}
+
+void sender::reset_producer_state(producer_identity identity) {
+  std::promise<void> done;
+  auto reset = done.get_future();
+  asio::post(io_, [&] {
+    accumulator_.reset_producer_state(identity);
+    done.set_value();
+  });
+  reset.get();
+}
 
 sender::~sender() {
   if (thread_.joinable()) close(clock::now());
@@ -197,9 +215,13 @@ void sender::fail_expired(clock::time_point now) {
     std::string message =
         fmt::format("Expiring {} record(s) for {}-{}:{} ms has passed since batch creation",
                     batch->record_count(), batch->tp().topic, batch->tp().partition, waited);
-    if (config_.enable_idempotence && batch->has_sequence()) request_epoch_bump(batch->tp());
-    accumulator_.fail_batch(std::move(batch),
-                            {producer_errc::delivery_timeout, 0, false, std::move(message)});
+    producer_error error{producer_errc::delivery_timeout, 0, false, std::move(message)};
+    if (txn_) {
+      txn_->batch_failed(error, batch->has_sequence());
+    } else if (config_.enable_idempotence && batch->has_sequence()) {
+      request_epoch_bump(batch->tp());
+    }
+    accumulator_.fail_batch(std::move(batch), error);
   }
 }
 
@@ -336,6 +358,7 @@ void sender::request_epoch_bump(const topic_partition& tp) {
 
 void sender::maybe_init_producer_id(clock::time_point now) {
   if (!config_.enable_idempotence || init_producer_id_in_flight_) return;
+  if (txn_) return;  // init_transactions() gets the identity from the transaction coordinator
   if (epoch_bump_required_) {
     // Wait until nothing is in flight, so no response can still refer to the old epoch.
     if (produce_in_flight() > 0) return;
@@ -384,9 +407,9 @@ void sender::maybe_init_producer_id(clock::time_point now) {
         if (body->error_code != 0) {
           const auto* info = protocol::find_error(body->error_code);
           if (info && info->retriable) return retry_later();
-          fatal_ = producer_error{
-              producer_errc::fatal, body->error_code, false,
-              fmt::format("InitProducerId failed: {}", error_name(body->error_code))};
+          fatal_ =
+              producer_error{producer_errc::fatal, body->error_code, false,
+                             fmt::format("InitProducerId failed: {}", code_name(body->error_code))};
           return wakeup();
         }
         producer_identity identity{body->producer_id, body->producer_epoch};
@@ -403,8 +426,11 @@ void sender::maybe_init_producer_id(clock::time_point now) {
 
 void sender::send_produce(node_id node, std::vector<std::unique_ptr<producer_batch>> batches) {
   auto c = connections_.at(node);
+  // A transactional producer speaks transactions v1 (tarn serves no other): Produce v12 is how
+  // a client says it runs v2 (KIP-890: the partition added by Produce, the epoch bumped by
+  // EndTxn), so it stops at v11, as Java's producer does when transaction.version < 2.
   const int16_t version = c->version_for(produce_versions.api_key, produce_versions.min_version,
-                                         produce_versions.max_version);
+                                         txn_ ? int16_t{11} : produce_versions.max_version);
   auto owned = std::make_shared<std::vector<std::unique_ptr<producer_batch>>>(std::move(batches));
   if (version < 0) {
     for (auto& b : *owned) {
@@ -416,6 +442,7 @@ void sender::send_produce(node_id node, std::vector<std::unique_ptr<producer_bat
   }
   protocol::produce_request request;
   request.transactional_id = std::nullopt;
+  if (txn_) request.transactional_id = txn_->transactional_id();
   request.acks = config_.acks;
   request.timeout_ms = config_.request_timeout_ms;
   for (const auto& b : *owned) {
@@ -517,7 +544,7 @@ void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t c
   if (means_stale_metadata(code)) metadata_.request_update();
   const auto* info = protocol::find_error(code);
   std::string message =
-      fmt::format("{}-{}: {}: {}", batch->tp().topic, batch->tp().partition, error_name(code),
+      fmt::format("{}-{}: {}: {}", batch->tp().topic, batch->tp().partition, code_name(code),
                   error_message.empty() && info ? info->message : error_message);
   if (code == static_cast<int16_t>(error_code::message_too_large)) {
     if (batch->record_count() > 1) return accumulator_.split_and_reenqueue(std::move(batch));
@@ -528,6 +555,17 @@ void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t c
   const bool sequence_error = out_of_order ||
                               code == static_cast<int16_t>(error_code::unknown_producer_id) ||
                               code == static_cast<int16_t>(error_code::invalid_producer_epoch);
+  if (txn_ && sequence_error && batch->has_sequence()) {
+    // Transactional: the epoch belongs to the coordinator, so no bump here. INVALID_PRODUCER_EPOCH
+    // means fenced; a real gap or a lost producer state spoils the transaction (abortable, and
+    // abort_transaction() bumps the epoch through the coordinator). An out-of-order batch behind
+    // an earlier failure is retried as is.
+    const bool gap = !out_of_order || accumulator_.is_next_sequence(*batch) ||
+                     accumulator_.acknowledged_past(*batch);
+    retry_or_fail(std::move(batch), {producer_errc::broker_error, code, !gap, std::move(message)},
+                  now);
+    return;
+  }
   if (config_.enable_idempotence && sequence_error && batch->has_sequence()) {
     // Java's TransactionManager.canRetry for the idempotent producer: an out-of-order batch
     // ahead of the next expected one waits for the earlier batch's outcome; a real gap, a broker
@@ -556,7 +594,11 @@ void sender::retry_or_fail(std::unique_ptr<producer_batch> batch, const producer
     accumulator_.reenqueue(std::move(batch), now);
     return;
   }
-  if (config_.enable_idempotence && batch->has_sequence()) request_epoch_bump(batch->tp());
+  if (txn_) {
+    txn_->batch_failed(error, batch->has_sequence());
+  } else if (config_.enable_idempotence && batch->has_sequence()) {
+    request_epoch_bump(batch->tp());
+  }
   if (error.retriable && !forced_ && !in_time) {
     // Out of time rather than out of luck: say so, as Java's expiry does, naming the last error.
     const auto waited =

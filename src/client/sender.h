@@ -24,6 +24,12 @@
 // MESSAGE_TOO_LARGE for a batch of several records splits it (Java's splitAndReenqueue); for a
 // single record it fails that record with record_too_large.
 //
+// Transactional (a transaction_manager given): no InitProducerId here (init_transactions() gets
+// the identity) and no client-side epoch bump; Produce carries the transactional id, and a batch
+// that fails for good is reported to the transaction manager, which makes the transaction
+// abortable (or the producer fatal when fenced). A sequence gap is then closed by the epoch bump
+// abort_transaction() asks the coordinator for.
+//
 // Thread: run() owns the io_context; wakeup() and begin_close() may be called from any thread.
 #pragma once
 
@@ -41,12 +47,15 @@
 #include "client/metadata_cache.h"
 #include "client/producer_config.h"
 #include "client/record_accumulator.h"
+#include "client/transaction_manager.h"
 
 namespace tarn::client {
 
 class sender {
  public:
-  sender(const producer_config& config, record_accumulator& accumulator, metadata_cache& metadata);
+  // `txn`: the transactional producer's state machine, nullptr otherwise; it outlives the sender.
+  sender(const producer_config& config, record_accumulator& accumulator, metadata_cache& metadata,
+         transaction_manager* txn = nullptr);
   ~sender();
 
   // Starts the I/O thread.
@@ -65,6 +74,14 @@ class sender {
   // Stops once every batch is complete, or at `deadline`: then whatever is left fails with
   // "Producer is closed forcefully.". Joins the I/O thread. Thread: any but the I/O thread.
   void close(std::chrono::steady_clock::time_point deadline);
+
+  // abort_transaction(): fails the batches not yet sent with `error`, on the I/O thread, and
+  // returns how many of them had a sequence. Thread: any but the I/O thread.
+  size_t abort_undrained(const producer_error& error);
+  // After a transactional epoch bump (InitProducerId with the current id and epoch): every
+  // partition restarts at sequence 0 under `identity`. Call with nothing in flight. Thread: any
+  // but the I/O thread.
+  void reset_producer_state(producer_identity identity);
 
  private:
   using clock = std::chrono::steady_clock;
@@ -95,6 +112,7 @@ class sender {
   const producer_config config_;
   record_accumulator& accumulator_;
   metadata_cache& metadata_;
+  transaction_manager* const txn_;
 
   asio::io_context io_;
   asio::steady_timer timer_;

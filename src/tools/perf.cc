@@ -1,5 +1,7 @@
 // `tarn perf produce`: kafka-producer-perf-test with tarn's producer. Same options (the common
 // ones) and the same output lines, so results compare line for line with Kafka's tool.
+// --transactional-id sends in transactions, committed every --transaction-duration-ms (Kafka's
+// option, 3000 by default) or every --transaction-records records (tarn's).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -38,6 +40,9 @@ struct perf_options {
   std::string key_distribution = "none";
   int32_t record_key_range = 0;
   int64_t random_seed = 0;
+  std::string transactional_id;
+  int64_t transaction_duration_ms = 0;  // 0: 3000 when transactional and no record count
+  int64_t transaction_records = 0;      // 0: by duration
 };
 
 int64_t wall_clock_ms() {
@@ -155,11 +160,35 @@ int run_perf_produce(const perf_options& o) {
   if (std::none_of(props.begin(), props.end(),
                    [](const auto& kv) { return kv.first == "client.id"; }))
     props.emplace_back("client.id", "perf-producer-client");
+  const bool transactional = !o.transactional_id.empty();
+  if (transactional) props.emplace_back("transactional.id", o.transactional_id);
+  const int64_t transaction_duration_ms = o.transaction_duration_ms > 0
+                                              ? o.transaction_duration_ms
+                                              : (o.transaction_records > 0 ? 0 : 3000);
   auto producer = client::producer::create(props);
   if (!producer) {
     std::fprintf(stderr, "%s\n", producer.error().message.c_str());
     return 1;
   }
+  if (transactional) {
+    if (auto init = (*producer)->init_transactions(); !init) {
+      std::fprintf(stderr, "initTransactions failed: %s\n", init.error().message.c_str());
+      return 1;
+    }
+  }
+  // The open transaction: its start (wall clock ms, as Kafka's tool) and records so far.
+  bool in_transaction = false;
+  int64_t transaction_start_ms = 0;
+  int64_t transaction_size = 0;
+  auto commit = [&]() -> bool {
+    in_transaction = false;
+    transaction_size = 0;
+    if (auto committed = (*producer)->commit_transaction(); !committed) {
+      std::fprintf(stderr, "commitTransaction failed: %s\n", committed.error().message.c_str());
+      return false;
+    }
+    return true;
+  };
   // Kafka's payloads: random uppercase letters drawn anew for every record (--record-size),
   // lines of a file picked at random (--payload-file), or the record's index
   // (--payload-monotonic).
@@ -232,6 +261,14 @@ int run_perf_produce(const perf_options& o) {
     // (no allocation per record): the context, and the send time since the start, the
     // steady-state flag and the size packed in one word.
     record.timestamp_ms = wall_clock_ms();
+    if (transactional && !in_transaction) {
+      if (auto begun = (*producer)->begin_transaction(); !begun) {
+        std::fprintf(stderr, "beginTransaction failed: %s\n", begun.error().message.c_str());
+        return 1;
+      }
+      in_transaction = true;
+      transaction_start_ms = *record.timestamp_ms;
+    }
     const auto sent_ms =
         static_cast<uint64_t>(std::max<int64_t>(*record.timestamp_ms - start_ms, 0));
     const uint64_t packed = sent_ms << 25 | uint64_t{steady != nullptr} << 24 |
@@ -254,12 +291,20 @@ int run_perf_produce(const perf_options& o) {
       std::fprintf(stderr, "%s\n", sent.error().message.c_str());
       return 1;
     }
+    if (in_transaction) {
+      ++transaction_size;
+      const bool by_count = o.transaction_records > 0 && transaction_size >= o.transaction_records;
+      const bool by_time = transaction_duration_ms > 0 &&
+                           *record.timestamp_ms - transaction_start_ms >= transaction_duration_ms;
+      if ((by_count || by_time) && !commit()) return 1;
+    }
     if (o.throughput > 0) {  // ThroughputThrottler: stay at or below the target rate
       const auto due = start + std::chrono::duration_cast<clock_type::duration>(
                                    std::chrono::duration<double>((i + 1) / o.throughput));
       if (due > clock_type::now()) std::this_thread::sleep_until(due);
     }
   }
+  if (in_transaction && !commit()) return 1;
   (*producer)->flush();
   (*producer)->close();
   s.print_total();
@@ -308,7 +353,23 @@ void add_perf(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--random-seed", o->random_seed,
                   "Seed of the keys and payloads drawn at random (default 0)");
+  cmd->add_option("--transactional-id", o->transactional_id,
+                  "Send in transactions with this transactional.id (Kafka's option)");
+  cmd->add_option("--transaction-duration-ms", o->transaction_duration_ms,
+                  "Commit the transaction after this many ms (default 3000 with "
+                  "--transactional-id, unless --transaction-records is given)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--transaction-records", o->transaction_records,
+                  "Commit the transaction every N records (tarn's option)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] {
+    if (o->transactional_id.empty() &&
+        (o->transaction_records > 0 || o->transaction_duration_ms > 0)) {
+      std::fprintf(stderr,
+                   "--transaction-records and --transaction-duration-ms need "
+                   "--transactional-id\n");
+      return set_subcommand_exit_code(1);
+    }
     if (o->record_size <= 0 && o->payload_file.empty() && !o->payload_monotonic) {
       std::fprintf(stderr,
                    "Note that you must provide exactly one of --record-size, --payload-file or "
