@@ -16,6 +16,7 @@
 #include "broker/group_handler_util.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "protocol/error_codes.h"
