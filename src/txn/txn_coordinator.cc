@@ -368,8 +368,10 @@ int32_t txn_coordinator::abort_timed_out(timestamp_ms now) {
 
 int32_t txn_coordinator::remove_expired(timestamp_ms now) {
   std::lock_guard guard(mu_);
-  auto topic = log_.ensure_topic();
-  if (!topic) return 0;
+  // Not ensure_topic(): a broker that never saw a transactional id must not get
+  // __transaction_state from this timer.
+  const std::optional<int32_t> partitions = log_.partitions();
+  if (!partitions || txns_.empty()) return 0;
   std::vector<std::string> expired;
   for (const auto& [id, m] : txns_) {
     const bool allowed = m.state == txn_state::empty || m.state == txn_state::complete_commit ||
@@ -383,7 +385,8 @@ int32_t txn_coordinator::remove_expired(timestamp_ms now) {
     const std::vector<uint8_t> key = encode_txn_key(id);
     // Kafka moves the id to Dead while its tombstone is appended and forgets it once written;
     // under the one mutex nothing can observe it in between, so it goes straight away.
-    auto appended = log_.append(partition_for(id, *topic), build_txn_batch(key, std::nullopt, now));
+    auto appended =
+        log_.append(partition_for(id, *partitions), build_txn_batch(key, std::nullopt, now));
     if (!appended) continue;  // kept, tried again at the next interval
     auto it = txns_.find(id);
     auto owner = by_producer_.find(it->second.producer_id);

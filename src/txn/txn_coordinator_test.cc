@@ -335,6 +335,8 @@ TEST(txn_coordinator, IdleTransactionalIdsExpireWithATombstone) {
   producer_id_t next = 1000;
   txn_coordinator c(config, log, markers,
                     [&next]() -> result<producer_id_t, std::string> { return next++; });
+  EXPECT_EQ(c.remove_expired(1000000), 0);
+  EXPECT_FALSE(log.created) << "the timer creates no __transaction_state";
   ASSERT_TRUE(c.init_producer_id("idle", 60000, -1, -1, 10));    // Empty since 10
   ASSERT_TRUE(c.init_producer_id("open", 60000, -1, -1, 10));    // Ongoing
   ASSERT_TRUE(c.init_producer_id("recent", 60000, -1, -1, 10));  // CompleteCommit at 600
