@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
-#include <regex>
 
+#include "base/regex.h"
 #include "txn/txn_records.h"
 
 namespace tarn::txn {
@@ -422,19 +422,17 @@ list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter
       unknown.emplace_back(name);
     }
   }
-  // Kafka compiles the pattern with RE2 (re2j) and asks for a full match; std::regex's
-  // ECMAScript grammar agrees on the common syntax (docs/compatibility.md). A pattern that does
-  // not compile fails the whole request with only the error code set.
+  // Kafka compiles the pattern with RE2 (re2j) and asks for a full match (base/regex.h). A
+  // pattern that does not compile fails the whole request with only the error code set.
   std::optional<std::regex> pattern;
   if (filter.transactional_id_pattern && !filter.transactional_id_pattern->empty()) {
-    try {
-      pattern.emplace(filter.transactional_id_pattern->begin(),
-                      filter.transactional_id_pattern->end(), std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      return list_txn_result{error_code::invalid_regular_expression, {}, {}};
+    // A pattern whose backtracking could run away is refused too (base/regex.h): RE2 takes it.
+    if (regex_cost_is_bounded(*filter.transactional_id_pattern)) {
+      pattern = compile_re2_regex(*filter.transactional_id_pattern, nullptr);
     }
+    if (!pattern) return list_txn_result{error_code::invalid_regular_expression, {}, {}};
   }
-  std::lock_guard guard(mu_);
+  std::unique_lock guard(mu_);
   for (const auto& [id, m] : txns_) {
     if (m.state == txn_state::dead) continue;
     if (!filter.producer_ids.empty() &&
@@ -448,8 +446,15 @@ list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter
       continue;
     }
     if (filter.duration_ms >= 0 && now - m.txn_start_timestamp <= filter.duration_ms) continue;
-    if (pattern && !std::regex_match(id, *pattern)) continue;
     out.transactions.push_back(listed_txn{id, m.producer_id, m.state});
+  }
+  guard.unlock();
+  // Matched outside the lock: a regex match is the slow part of this and nothing else waits.
+  if (pattern) {
+    std::erase_if(out.transactions, [&pattern](const listed_txn& t) {
+      return t.transactional_id.size() > regex_max_text_bytes ||
+             !regex_full_match(*pattern, t.transactional_id);
+    });
   }
   std::sort(out.transactions.begin(), out.transactions.end(),
             [](const listed_txn& a, const listed_txn& b) {

@@ -321,6 +321,16 @@ TEST(txn_coordinator, ListTransactionsAppliesEveryFilter) {
             (v{"app-1:1000:Empty", "app-2:1001:Ongoing"}));
   EXPECT_EQ(ids(c.list_transactions(filter({}, {}, -1, "app"), 200)), v{});
   EXPECT_EQ(c.list_transactions(filter({}, {}, -1, ""), 200).transactions.size(), 3U);
+  // RE2 refuses backreferences and lookaround, and so does tarn; RE2's (?i) is taken.
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "(a)\\1"), 200).error,
+            error_code::invalid_regular_expression);
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "app(?=-1)"), 200).error,
+            error_code::invalid_regular_expression);
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, -1, "(?i)OTHER"), 200)),
+            v{"other:1002:CompleteAbort"});
+  // Patterns whose backtracking could run away are refused (RE2 would run them in linear time).
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "(a*)*b"), 200).error,
+            error_code::invalid_regular_expression);
   list_txn_result bad = c.list_transactions(filter({"Bogus"}, {}, -1, "app-("), 200);
   EXPECT_EQ(bad.error, error_code::invalid_regular_expression);
   EXPECT_TRUE(bad.transactions.empty());
