@@ -3,14 +3,17 @@
 // Versions served: 0-2 (as Kafka 4.4).
 // Behaviour (TransactionStateManager.listTransactionStates): every transactional id that passes
 // all the filters, by id (Kafka's order is its hash maps'): StateFilters (Kafka's state names,
-// exact; the names it does not know come back in UnknownStateFilters), ProducerIdFilters, v1+
+// exact; the names it does not know come back in UnknownStateFilters, and a filter of only those
+// matches nothing), ProducerIdFilters, v1+
 // DurationFilter (>= 0: only transactions started more than that many ms ago), v2+
 // TransactionalIdPattern (non-empty: a regular expression the whole id must match; one that does
 // not compile is INVALID_REGULAR_EXPRESSION with nothing else). COORDINATOR_NOT_AVAILABLE while
 // there is no coordinator.
 // A body that does not decode closes the connection.
 // Not supported: authorization (ids the principal may not describe are not left out); quotas
-// (ThrottleTimeMs 0). The pattern is an ECMAScript std::regex, Kafka's RE2 (docs/compatibility.md).
+// (ThrottleTimeMs 0). The pattern is an ECMAScript std::regex, Kafka's RE2; patterns whose
+// backtracking could run away are INVALID_REGULAR_EXPRESSION and ids past 255 bytes match none
+// (base/regex.h, docs/compatibility.md).
 #include <spdlog/spdlog.h>
 
 #include "broker/handler.h"
