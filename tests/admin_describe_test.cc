@@ -219,11 +219,8 @@ TEST_F(admin_describe, api_versions_of_every_api_tarn_serves_are_kafkas) {
   EXPECT_EQ(kafka_keys.count(72), 0u);
   EXPECT_EQ(kafka_lines.at(71), "GetTelemetrySubscriptions(71): UNSUPPORTED");
   EXPECT_EQ(kafka_lines.at(72), "PushTelemetry(72): UNSUPPORTED");
-  // The versions tarn serves short of Kafka's, each in docs/compatibility.md: TxnOffsetCommit v6
-  // (topic ids) is not parsed yet.
-  const std::map<int, std::string> documented = {
-      {28, "TxnOffsetCommit(28): 0 to 5 [usable: 5]"},
-  };
+  // The versions tarn serves short of Kafka's, each in docs/compatibility.md: none now.
+  const std::map<int, std::string> documented = {};
   int compared = 0;
   for (const auto& [key, line] : tarn_lines) {
     if (line.ends_with("UNSUPPORTED")) continue;

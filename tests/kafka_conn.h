@@ -54,7 +54,9 @@ reply<Resp> decode_reply(std::optional<std::vector<uint8_t>> frame, int16_t vers
   if (!frame || frame->size() < 4) return out;
   out.frame = std::move(*frame);
   out.correlation_id = get_int32(out.frame, 0);
-  const size_t header = is_flexible<Resp>(version) ? 5 : 4;
+  // ApiVersions answers with header v0 at every version (a client that asked too new a version
+  // must still read it); the others' flexible versions carry the header's tagged fields.
+  const size_t header = is_flexible<Resp>(version) && Resp::api_key != 18 ? 5 : 4;
   if (out.frame.size() < header) return out;
   protocol::reader r(std::span<const uint8_t>(out.frame).subspan(header));
   auto decoded = Resp::decode(r, version);

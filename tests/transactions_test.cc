@@ -27,8 +27,18 @@
 
 #include "kafka_conn.h"
 #include "kafka_ref_broker.h"
+#include "protocol/messages/add_offsets_to_txn_request.h"
+#include "protocol/messages/add_offsets_to_txn_response.h"
+#include "protocol/messages/end_txn_request.h"
+#include "protocol/messages/end_txn_response.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/txn_offset_commit_request.h"
+#include "protocol/messages/txn_offset_commit_response.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -236,6 +246,147 @@ TEST_P(transactions, a_timeout_above_the_maximum_is_invalid_transaction_timeout)
     EXPECT_EQ(r->producer_id, -1);
     EXPECT_EQ(r->producer_epoch, -1);
   }
+}
+
+// OffsetFetch with RequireStable (v7+, what Kafka Streams and the Java consumer under
+// exactly-once ask): a partition whose offset an open transaction has committed answers
+// UNSTABLE_OFFSET_COMMIT (retriable) until the transaction ends; without RequireStable the
+// offset before the transaction. Hand-built requests, so the error is seen as the broker sends it.
+TEST_P(transactions, offset_fetch_require_stable_waits_for_the_transaction) {
+  const std::string topic = name("t"), group = name("g"), txn = name("tx");
+  create(topic, 1);
+  kafka_conn c(port_, nullptr);
+  ASSERT_TRUE(c.connected());
+  // Calls `once` until it gives something but a retriable coordinator error (the transaction
+  // coordinator may still be loading, a marker still being written).
+  auto retry = [](auto once) {
+    int16_t e = -1;
+    for (int i = 0; i < 300; ++i) {
+      e = once();
+      if (e != 14 && e != 15 && e != 16 && e != 51) break;  // LOAD_IN_PROGRESS, NOT_AVAILABLE,
+      std::this_thread::sleep_for(100ms);                   // NOT_COORDINATOR, CONCURRENT
+    }
+    return e;
+  };
+  // As a producer does: FindCoordinator first (Kafka creates __transaction_state on it and
+  // answers NOT_COORDINATOR to transaction requests before), for the transaction, then the group.
+  for (auto [key, type] : {std::pair<std::string, int8_t>{txn, 1}, {group, 0}}) {
+    protocol::find_coordinator_request find;
+    find.key = key;
+    find.key_type = type;
+    ASSERT_EQ(retry([&] {
+                auto r = c.call<protocol::find_coordinator_response>(find, 3);
+                return r ? r->error_code : int16_t{-2};
+              }),
+              0);
+  }
+  protocol::init_producer_id_request init;
+  init.transactional_id = std::string_view(txn);
+  init.transaction_timeout_ms = 60000;
+  int64_t pid = -1;
+  int16_t epoch = -1;
+  ASSERT_EQ(retry([&] {
+              auto r = c.call<protocol::init_producer_id_response>(init, 4);
+              if (!r) return int16_t{-2};
+              pid = r->producer_id;
+              epoch = r->producer_epoch;
+              return r->error_code;
+            }),
+            0);
+  protocol::add_offsets_to_txn_request add;
+  add.transactional_id = txn;
+  add.producer_id = pid;
+  add.producer_epoch = epoch;
+  add.group_id = group;
+  ASSERT_EQ(retry([&] {
+              auto r = c.call<protocol::add_offsets_to_txn_response>(add, 3);
+              return r ? r->error_code : int16_t{-2};
+            }),
+            0);
+  protocol::txn_offset_commit_request commit;
+  commit.transactional_id = txn;
+  commit.group_id = group;
+  commit.producer_id = pid;
+  commit.producer_epoch = epoch;
+  commit.topics.emplace_back();
+  commit.topics[0].name = topic;
+  commit.topics[0].partitions.emplace_back();
+  commit.topics[0].partitions[0].partition_index = 0;
+  commit.topics[0].partitions[0].committed_offset = 42;
+  ASSERT_EQ(retry([&] {
+              auto r = c.call<protocol::txn_offset_commit_response>(commit, 3);
+              if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) {
+                return int16_t{-2};
+              }
+              return r->topics[0].partitions[0].error_code;
+            }),
+            0);
+
+  // {error code, offset} of the group's partition 0, asked at `version` (8: the groups layout)
+  // for the partition by name, or for all of the group's partitions (`all`).
+  auto fetch = [&](int16_t version, bool require_stable, bool all) -> std::pair<int, int64_t> {
+    protocol::offset_fetch_request req;
+    req.require_stable = require_stable;
+    std::vector<int32_t> partitions = {0};
+    if (version < 8) {
+      req.group_id = group;
+      if (!all) {
+        req.topics.emplace();
+        req.topics->emplace_back();
+        req.topics->back().name = topic;
+        req.topics->back().partition_indexes = partitions;
+      }
+    } else {
+      req.groups.emplace_back();
+      req.groups[0].group_id = group;
+      if (!all) {
+        req.groups[0].topics.emplace();
+        req.groups[0].topics->emplace_back();
+        req.groups[0].topics->back().name = topic;
+        req.groups[0].topics->back().partition_indexes = partitions;
+      }
+    }
+    auto r = c.call<protocol::offset_fetch_response>(req, version);
+    if (!r) return {-2, -2};
+    if (version < 8) {
+      if (r->topics.empty()) return {r->error_code, -3};
+      const auto& p = r->topics[0].partitions.at(0);
+      return {p.error_code, p.committed_offset};
+    }
+    if (r->groups.size() != 1 || r->groups[0].error_code != 0) return {-4, -4};
+    if (r->groups[0].topics.empty()) return {0, -3};  // nothing listed
+    const auto& p = r->groups[0].topics[0].partitions.at(0);
+    return {p.error_code, p.committed_offset};
+  };
+  // Open: stable reads are refused with UNSTABLE_OFFSET_COMMIT (88), others see no offset yet.
+  EXPECT_EQ(fetch(7, true, false), (std::pair<int, int64_t>{88, -1}));
+  EXPECT_EQ(fetch(8, true, false), (std::pair<int, int64_t>{88, -1}));
+  EXPECT_EQ(fetch(9, true, false), (std::pair<int, int64_t>{88, -1}));
+  EXPECT_EQ(fetch(8, false, false), (std::pair<int, int64_t>{0, -1}));
+  EXPECT_EQ(fetch(6, true, false), (std::pair<int, int64_t>{0, -1}));  // v6 has no RequireStable
+  EXPECT_EQ(fetch(8, true, true), (std::pair<int, int64_t>{0, -3}));   // all: nothing committed
+
+  protocol::end_txn_request end;
+  end.transactional_id = txn;
+  end.producer_id = pid;
+  end.producer_epoch = epoch;
+  end.committed = true;
+  ASSERT_EQ(retry([&] {
+              auto r = c.call<protocol::end_txn_response>(end, 3);
+              return r ? r->error_code : int16_t{-2};
+            }),
+            0);
+  // The COMMIT marker reaches __consumer_offsets a moment after EndTxn answers (Kafka writes it
+  // after PrepareCommit): stable reads turn from 88 to the offset then.
+  std::pair<int, int64_t> stable;
+  for (int i = 0; i < 100; ++i) {
+    stable = fetch(8, true, false);
+    if (stable.first != 88) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(stable, (std::pair<int, int64_t>{0, 42}));
+  EXPECT_EQ(fetch(7, true, false), (std::pair<int, int64_t>{0, 42}));
+  EXPECT_EQ(fetch(8, true, true), (std::pair<int, int64_t>{0, 42}));
 }
 
 INSTANTIATE_TEST_SUITE_P(brokers, transactions,

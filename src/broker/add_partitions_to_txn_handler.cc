@@ -12,7 +12,8 @@
 //     id, PRODUCER_FENCED for another epoch, CONCURRENT_TRANSACTIONS while the previous
 //     transaction completes, COORDINATOR_NOT_AVAILABLE when __transaction_state cannot be
 //     written).
-//   - VerifyOnly: per partition NONE if it is in the ongoing transaction, else INVALID_TXN_STATE.
+//   - VerifyOnly: per partition NONE if it is in the transaction, else TRANSACTION_ABORTABLE
+//     (CONCURRENT_TRANSACTIONS while it completes), as handleVerifyPartitionsInTransaction.
 //   - Errors decided in add_partitions_error(): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below
 //     v2, as KafkaApis answers.
 //   - A body that does not decode closes the connection.

@@ -1,8 +1,8 @@
 // EndTxn (key 26): commits or aborts a producer's transaction.
 //
-// Versions served: 0-5. v5's ProducerId/ProducerEpoch (KIP-890 part 2, transactions v2) are
-// answered -1: tarn does not enable transactions v2 (no transaction.version feature), so the
-// epoch is not bumped on every commit.
+// Versions served: 0-5. v5 is transactions v2 (KIP-890 part 2, a client that saw
+// transaction.version 2 finalized): the epoch is bumped at PrepareX, the markers carry the bumped
+// epoch, and the answer's ProducerId/ProducerEpoch are what the client goes on with.
 // Behaviour (TransactionCoordinator.endTransaction): the coordinator (txn/txn_coordinator.h)
 // writes PrepareCommit/PrepareAbort to __transaction_state, a COMMIT/ABORT marker to every
 // partition of the transaction, then CompleteCommit/CompleteAbort, and the answer comes after
@@ -46,12 +46,15 @@ asio::awaitable<handler_outcome> handle_end_txn(request_context& request) {
     co_return close_connection{"bad EndTxn request"};
   }
   protocol::end_txn_response reply;
-  error_code e = error_code::coordinator_not_available;
+  txn::end_txn_result result{error_code::coordinator_not_available};
   if (txn::txn_coordinator* txns = request.services.txns) {
-    e = txns->end_txn(decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,
-                      decoded->committed, wall_clock_ms());
+    const int16_t client_transaction_version = version >= 5 ? 2 : 0;
+    result = txns->end_txn(decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,
+                           decoded->committed, client_transaction_version, wall_clock_ms());
   }
-  reply.error_code = static_cast<int16_t>(end_txn_error(e, version));
+  reply.error_code = static_cast<int16_t>(end_txn_error(result.error, version));
+  reply.producer_id = result.producer_id;
+  reply.producer_epoch = result.producer_epoch;
   co_return encode_response(reply, version);
 }
 

@@ -1,7 +1,9 @@
 // The features tarn supports and finalizes (Kafka's KRaft feature flags, as ApiVersions v3+ and
 // kafka-features.sh describe report them). The levels are Kafka 4.4.0's for the features tarn
 // implements: metadata.version 3.3-IV3 (7) to 4.4-IV2 (33), group.version 1 (KIP-848 consumer
-// groups). A FeatureLevelRecord in the metadata log overrides the default finalized level.
+// groups), transaction.version 2 (KIP-890 part 2: clients bump the epoch at every EndTxn and let
+// Produce add partitions; 0 and 1 keep transactions v1). A FeatureLevelRecord in the metadata
+// log overrides the default finalized level.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ struct supported_feature {
 inline constexpr supported_feature tarn_supported_features[] = {
     {"group.version", 0, 1, 1},
     {"metadata.version", 7, 33, 33},
+    {"transaction.version", 0, 2, 2},
 };
 
 // Every supported feature's finalized level (a level of 0 is not finalized, as Kafka omits it).

@@ -217,6 +217,28 @@ void record_produce_metrics(broker_metrics* metrics, const std::vector<topic_wor
   }
 }
 
+// A transactional batch whose partition is not (yet) in its producer's transaction: Produce v12+
+// adds the partition (Kafka's AddPartitionsToTxnManager "addPartition", KIP-890 part 2), older
+// versions verify it ("genericError" for v11, "defaultError" below), with Kafka's mapping of the
+// coordinator's answer: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and TRANSACTION_ABORTABLE is
+// INVALID_TXN_STATE for clients (v10 and older) that do not know it.
+error_code transaction_check(txn::txn_coordinator* txns,
+                             const std::optional<std::string_view>& transactional_id,
+                             const storage::validated_batch& batch,
+                             const txn::topic_partition_key& partition, int16_t version,
+                             int64_t now) {
+  if (txns == nullptr || !transactional_id || transactional_id->empty()) {
+    return error_code::invalid_txn_state;
+  }
+  error_code e = version >= 12 ? txns->add_partitions(*transactional_id, batch.producer_id,
+                                                      batch.producer_epoch, {partition}, now)
+                               : txns->verify_partition(*transactional_id, batch.producer_id,
+                                                        batch.producer_epoch, partition);
+  if (e == error_code::producer_fenced) return error_code::invalid_producer_epoch;
+  if (e == error_code::transaction_abortable && version < 11) return error_code::invalid_txn_state;
+  return e;
+}
+
 // ProduceRequest.validateRecords: exactly one v2 batch; sets `out.batch`.
 std::optional<append_failure> check_records(std::optional<protocol::bytes_view> records,
                                             uint8_t* frame, int16_t version, partition_work& out) {
@@ -367,10 +389,12 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       pw.validated = std::move(*v);
       if (pw.validated.transactional) {
-        // The transaction must hold the partition (AddPartitionsToTxn first; Kafka's
-        // transaction.partition.verification.enable). Asked before the topics lock: the
-        // coordinator takes that lock itself when it writes markers.
-        const txn::txn_coordinator* txns = request.services.txns;
+        // The transaction must hold the partition. Produce v12+ (transactions v2) adds it
+        // itself, as Kafka's partition leader does through the coordinator; older versions only
+        // verify it (AddPartitionsToTxn first; transaction.partition.verification.enable).
+        // Asked before the topics lock: the coordinator takes that lock itself when it writes
+        // markers.
+        txn::txn_coordinator* txns = request.services.txns;
         {
           auto guard = topics.read_lock();
           if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
@@ -381,12 +405,14 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         if (txns == nullptr ||
             !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
                                   {tw.name, pw.index})) {
-          pw.failure = to_failure(request_error{
-              error_code::invalid_txn_state,
-              fmt::format("transactional batch of producer {} epoch {}: {}-{} is not in its "
-                          "transaction",
-                          pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
-                          pw.index)});
+          const error_code e = transaction_check(txns, req.transactional_id, pw.validated,
+                                                 {tw.name, pw.index}, version, now);
+          if (e != error_code::none) {
+            pw.failure = to_failure(request_error{
+                e, fmt::format("transactional batch of producer {} epoch {} to {}-{}: {}",
+                               pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
+                               pw.index, protocol::describe(e).name)});
+          }
         }
       }
     }

@@ -30,6 +30,7 @@
 #include "broker/connection.h"
 #include "broker/console_backend_impl.h"
 #include "broker/fetch_session.h"
+#include "broker/features.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
@@ -292,7 +293,12 @@ result<void, std::string> server::start() {
   s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
   s.txns = std::make_unique<txn::txn_coordinator>(
       s.config.txn, *s.txn_log, *s.txn_markers,
-      [dir = s.config.log_dirs.front()] { return next_producer_id(dir); });
+      [dir = s.config.log_dirs.front()] { return next_producer_id(dir); },
+      [topics = s.topics.get()] {
+        const cluster::feature_map finalized = finalized_features(topics->metadata());
+        auto it = finalized.find("transaction.version");
+        return it == finalized.end() ? int16_t{0} : it->second;
+      });
   {
     // __transaction_state is small (one compacted record per transactional id): loaded before
     // the listeners open, so no request sees a coordinator still loading.

@@ -1,18 +1,19 @@
 // TxnOffsetCommit (key 28): a transactional producer commits a group's offsets as part of its
 // transaction (send_offsets_to_transaction, consume-transform-produce).
 //
-// Versions served: 0-5 (v6, topic ids, is not parsed).
+// Versions served: 0-6 (v6 names topics by id: UNKNOWN_TOPIC_ID for an id no topic has).
 // Behaviour: the group's partition of __consumer_offsets must be in the producer's ongoing
-// transaction (AddOffsetsToTxn first; Kafka's transaction verification), else every partition
-// INVALID_TXN_STATE. Then the group coordinator (coordinator/group_coordinator.h) validates it
-// as Kafka's OffsetMetadataManager.commitTransactionalOffset does (the member and generation from
-// v3, a simple group created for generation -1, UNKNOWN_TOPIC_OR_PARTITION, metadata size),
-// writes it to __consumer_offsets in a transactional batch of the producer, and keeps it pending
-// until the transaction's marker: OffsetFetch sees it only once the transaction committed; an
-// abort drops it. Replaying __consumer_offsets rebuilds the same.
-// A body that does not decode closes the connection.
-// Not supported: authorization; quotas (ThrottleTimeMs 0); OffsetFetch's RequireStable
-// (UNSTABLE_OFFSET_COMMIT) is not answered.
+// transaction. v5 (transactions v2) adds it as Kafka's group coordinator does through the
+// transaction coordinator; older versions only verify it (AddOffsetsToTxn first), refusing every
+// partition with TRANSACTION_ABORTABLE (v4) or INVALID_TXN_STATE (older), PRODUCER_FENCED as
+// INVALID_PRODUCER_EPOCH (Kafka's AddPartitionsToTxnManager mapping). Then the group coordinator
+// (coordinator/group_coordinator.h) validates it as Kafka's
+// OffsetMetadataManager.commitTransactionalOffset does (the member and generation from v3, a simple
+// group created for generation -1, UNKNOWN_TOPIC_OR_PARTITION, metadata size), writes it to
+// __consumer_offsets in a transactional batch of the producer, and keeps it pending until the
+// transaction's marker: OffsetFetch sees it only once the transaction committed; an abort drops it.
+// Replaying __consumer_offsets rebuilds the same. A body that does not decode closes the
+// connection. Not supported: authorization; quotas (ThrottleTimeMs 0).
 #include "broker/group_handler_util.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -40,16 +41,29 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
   error_code refused = error_code::none;
   if (groups == nullptr || txns == nullptr) {
     refused = error_code::coordinator_not_available;
-  } else if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch,
-                                   {std::string(coordinator::offsets_topic_name),
-                                    groups->partition_for_group(decoded->group_id)})) {
-    refused = error_code::invalid_txn_state;
+  } else {
+    const txn::topic_partition_key offsets_partition{
+        std::string(coordinator::offsets_topic_name),
+        groups->partition_for_group(decoded->group_id)};
+    if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch, offsets_partition)) {
+      refused =
+          version >= 5
+              ? txns->add_partitions(decoded->transactional_id, decoded->producer_id,
+                                     decoded->producer_epoch, {offsets_partition}, wall_clock_ms())
+              : txns->verify_partition(decoded->transactional_id, decoded->producer_id,
+                                       decoded->producer_epoch, offsets_partition);
+      if (refused == error_code::producer_fenced) refused = error_code::invalid_producer_epoch;
+      if (refused == error_code::transaction_abortable && version < 4) {
+        refused = error_code::invalid_txn_state;
+      }
+    }
   }
   if (refused != error_code::none) {
     protocol::txn_offset_commit_response reply;
     for (const auto& t : decoded->topics) {
       auto& rt = reply.topics.emplace_back();
       rt.name = t.name;
+      rt.topic_id = t.topic_id;
       for (const auto& p : t.partitions) {
         auto& rp = rt.partitions.emplace_back();
         rp.partition_index = p.partition_index;

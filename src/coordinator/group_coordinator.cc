@@ -89,6 +89,19 @@ void complete_pending(shard& s, int64_t producer_id, bool commit) {
   s.pending_txn.erase(it);
 }
 
+// Whether an open transaction holds a TxnOffsetCommit of the group's partition: OffsetFetch
+// with RequireStable answers UNSTABLE_OFFSET_COMMIT for it (Kafka's
+// hasPendingTransactionalOffsets), so a consumer that takes over after an exactly-once producer
+// waits for the transaction's end instead of starting from the offset before it.
+bool has_pending_offset(const shard& s, std::string_view group, const std::string& topic,
+                        int32_t partition) {
+  for (const auto& [producer_id, groups] : s.pending_txn) {
+    auto g = groups.find(group);
+    if (g != groups.end() && g->second.contains({topic, partition})) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 namespace {
@@ -581,7 +594,10 @@ void group_coordinator::apply_offset_commit(shard& sh, group_context& ctx,
       sh.classic.emplace(group_id, std::move(g));
       created = true;
     } else {
-      call.fail_all(version >= 9 ? error_code::group_id_not_found : error_code::illegal_generation);
+      // OffsetCommit v9+ says the group is missing; TxnOffsetCommit (at every version, also v6
+      // which runs as v10 here) ILLEGAL_GENERATION, as validateTransactionalOffsetCommit.
+      call.fail_all(version >= 9 && !transactional ? error_code::group_id_not_found
+                                                   : error_code::illegal_generation);
       return;
     }
   }
@@ -646,9 +662,9 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
     const protocol::txn_offset_commit_request& request, int16_t version, int64_t now_ms) {
   // Below v3 the member fields are absent and keep their defaults (generation -1, member ""):
   // such a commit is a simple group's, as Kafka treats it.
-  (void)version;
-  // The request as the OffsetCommit v8 it resembles (names, member fields, no retention), its
-  // strings borrowed from `request`.
+  // The request as the OffsetCommit it resembles (member fields, no retention: v8 by name, v10
+  // by topic id for TxnOffsetCommit v6, with its UNKNOWN_TOPIC_ID), its strings borrowed from
+  // `request`.
   protocol::offset_commit_request oc;
   oc.group_id = request.group_id;
   oc.generation_id_or_member_epoch = request.generation_id_or_member_epoch;
@@ -657,6 +673,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
   for (const auto& t : request.topics) {
     auto& ot = oc.topics.emplace_back();
     ot.name = t.name;
+    ot.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       auto& op = ot.partitions.emplace_back();
       op.partition_index = p.partition_index;
@@ -665,7 +682,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
       op.committed_metadata = p.committed_metadata;
     }
   }
-  constexpr int16_t as_offset_commit_version = 8;
+  const int16_t as_offset_commit_version = version >= 6 ? 10 : 8;
   offset_commit_call call;
   prepare_offset_commit(oc, as_offset_commit_version, call);
   if (!call.candidates.empty()) {
@@ -685,6 +702,7 @@ owned_message<protocol::txn_offset_commit_response> group_coordinator::txn_offse
   for (const auto& t : call.out.message.topics) {
     auto& rt = out.message.topics.emplace_back();
     rt.name = out.arena.keep(t.name);
+    rt.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
@@ -826,10 +844,15 @@ owned_message<protocol::offset_fetch_response> group_coordinator::offset_fetch(
                                      const offset_and_metadata* om) {
               resp::offset_fetch_response_partitions p;
               p.partition_index = partition;
+              p.error_code = 0;
+              if (request.require_stable &&
+                  has_pending_offset(sh, ask.group_id, std::string(t.name), partition)) {
+                om = nullptr;  // Kafka answers -1, no epoch and "" beside the error
+                p.error_code = static_cast<int16_t>(error_code::unstable_offset_commit);
+              }
               p.committed_offset = om ? om->committed_offset : -1;
               p.committed_leader_epoch = om ? om->leader_epoch : -1;
               p.metadata = out.arena.keep(om ? om->metadata : std::string());
-              p.error_code = 0;
               t.partitions.push_back(p);
             };
             if (!ask.topics) {

@@ -59,11 +59,17 @@ int32_t partition_for(std::string_view transactional_id, int32_t partitions) {
 }
 
 txn_coordinator::txn_coordinator(const txn_config& config, txn_log& log, txn_markers& markers,
-                                 producer_id_source next_producer_id)
+                                 producer_id_source next_producer_id,
+                                 transaction_version_source transaction_version)
     : config_(config),
       log_(log),
       markers_(markers),
-      next_producer_id_(std::move(next_producer_id)) {}
+      next_producer_id_(std::move(next_producer_id)),
+      transaction_version_(std::move(transaction_version)) {}
+
+int16_t txn_coordinator::transaction_version() const {
+  return transaction_version_ ? transaction_version_() : int16_t{0};
+}
 
 txn_metadata* txn_coordinator::find(std::string_view transactional_id) {
   auto it = txns_.find(std::string(transactional_id));
@@ -129,7 +135,8 @@ error_code txn_coordinator::persist(const txn_metadata& m, timestamp_ms now) {
   auto topic = log_.ensure_topic();
   if (!topic) return topic.error();
   const std::vector<uint8_t> key = encode_txn_key(m.transactional_id);
-  const std::vector<uint8_t> value = encode_txn_value(m);
+  const std::vector<uint8_t> value =
+      encode_txn_value(m, txn_log_value_version(transaction_version()));
   auto appended = log_.append(partition_for(m.transactional_id, *topic),
                               build_txn_batch(key, std::span<const uint8_t>(value), now));
   if (!appended) {
@@ -150,7 +157,8 @@ error_code txn_coordinator::persist(const txn_metadata& m, timestamp_ms now) {
   return error_code::none;
 }
 
-error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_ms now) {
+error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_ms now,
+                                       const std::function<void(txn_metadata&)>& change) {
   if (!valid_transition(m.state, to)) return error_code::invalid_txn_state;
   txn_metadata next = m;
   next.state = to;
@@ -159,7 +167,12 @@ error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_
       to == txn_state::empty) {
     next.partitions.clear();
   }
+  if (change) change(next);
   if (auto e = persist(next, now); e != error_code::none) return e;
+  if (next.producer_id != m.producer_id) {
+    by_producer_.erase(m.producer_id);
+    by_producer_[next.producer_id] = next.transactional_id;
+  }
   m = std::move(next);
   return error_code::none;
 }
@@ -178,7 +191,17 @@ error_code txn_coordinator::complete(txn_metadata& m, bool commit, timestamp_ms 
       return error_code::none;
     }
   }
-  (void)transition(m, commit ? txn_state::complete_commit : txn_state::complete_abort, now);
+  // An epoch bump that ran out of epochs hands the next producer id over now that the markers
+  // are written (TransactionMetadata.prepareComplete).
+  (void)transition(m, commit ? txn_state::complete_commit : txn_state::complete_abort, now,
+                   [](txn_metadata& next) {
+                     if (next.client_transaction_version < 2 || next.next_producer_id < 0) return;
+                     next.previous_producer_id = next.producer_id;
+                     next.producer_id = next.next_producer_id;
+                     next.next_producer_id = -1;
+                     next.last_producer_epoch = next.producer_epoch;
+                     next.producer_epoch = 0;
+                   });
   return error_code::none;
 }
 
@@ -235,6 +258,7 @@ result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
         t.last_producer_epoch = t.producer_epoch;
         ++t.producer_epoch;
       }
+      t.client_transaction_version = transaction_version();  // not the client's: the server's
       (void)complete(t, false, now);
       return fail(error_code::concurrent_transactions);
     }
@@ -307,10 +331,11 @@ error_code txn_coordinator::verify_partition(std::string_view transactional_id,
   const txn_metadata* m = find(transactional_id);
   if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
   if (m->producer_epoch != epoch) return error_code::producer_fenced;
-  if (m->state != txn_state::ongoing || !m->partitions.contains(partition)) {
-    return error_code::invalid_txn_state;
+  if (m->state == txn_state::prepare_commit || m->state == txn_state::prepare_abort) {
+    return error_code::concurrent_transactions;
   }
-  return error_code::none;
+  // Whatever the state otherwise: the append itself checks the transaction again.
+  return m->partitions.contains(partition) ? error_code::none : error_code::transaction_abortable;
 }
 
 bool txn_coordinator::in_transaction(producer_id_t producer_id, producer_epoch_t epoch,
@@ -321,30 +346,74 @@ bool txn_coordinator::in_transaction(producer_id_t producer_id, producer_epoch_t
          m->partitions.contains(partition);
 }
 
-error_code txn_coordinator::end_txn(std::string_view transactional_id, producer_id_t producer_id,
-                                    producer_epoch_t epoch, bool commit, timestamp_ms now) {
+end_txn_result txn_coordinator::end_txn(std::string_view transactional_id,
+                                        producer_id_t producer_id, producer_epoch_t epoch,
+                                        bool commit, int16_t client_transaction_version,
+                                        timestamp_ms now) {
   std::lock_guard guard(mu_);
   txn_metadata* m = find(transactional_id);
-  if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
-  if (m->producer_epoch != epoch) return error_code::producer_fenced;
+  if (m == nullptr) return {error_code::invalid_producer_id_mapping};
+  // Transactions v2 bump the epoch at every EndTxn, so the same epoch again is the next
+  // transaction's and a retry is recognized by the epoch just below the current one (or, after
+  // the epoch ran out, by the previous producer id at the last epoch).
+  const bool current_v2 = m->client_transaction_version >= 2;
+  const bool retry_on_overflow = current_v2 && m->previous_producer_id == producer_id &&
+                                 epoch == max_producer_epoch && m->producer_epoch == 0;
+  const bool retry_on_bump = current_v2 && m->producer_epoch == epoch + 1;
+  bool valid_epoch = epoch == m->producer_epoch;
+  if (current_v2) {
+    switch (m->state) {
+      case txn_state::prepare_commit:
+      case txn_state::prepare_abort:
+        valid_epoch = retry_on_bump;
+        break;
+      case txn_state::complete_commit:
+      case txn_state::complete_abort:
+        valid_epoch = retry_on_bump || retry_on_overflow;
+        break;
+      default:
+        break;
+    }
+  }
+  if (m->producer_id != producer_id && !retry_on_overflow) {
+    return {error_code::invalid_producer_id_mapping};
+  }
+  if (!valid_epoch) return {error_code::producer_fenced};
+  const end_txn_result current{error_code::none, m->producer_id, m->producer_epoch};
   switch (m->state) {
-    case txn_state::ongoing:
-      return complete(*m, commit, now);
+    case txn_state::ongoing: {
+      const txn_metadata before = *m;
+      m->client_transaction_version = client_transaction_version;
+      if (client_transaction_version >= 2) {
+        if (m->producer_epoch >= max_producer_epoch) {
+          auto id = next_producer_id_();
+          if (!id) return {error_code::unknown_server_error};
+          m->next_producer_id = *id;
+        }
+        m->last_producer_epoch = m->producer_epoch;
+        ++m->producer_epoch;
+      }
+      if (error_code e = complete(*m, commit, now); e != error_code::none) {
+        *m = before;  // PrepareX was not written: nothing happened
+        return {e};
+      }
+      return {error_code::none, m->producer_id, m->producer_epoch};
+    }
     case txn_state::complete_commit:
-      return commit ? error_code::none : error_code::invalid_txn_state;
+      return commit ? current : end_txn_result{error_code::invalid_txn_state};
     case txn_state::complete_abort:
-      return commit ? error_code::invalid_txn_state : error_code::none;
+      return commit ? end_txn_result{error_code::invalid_txn_state} : current;
     case txn_state::prepare_commit:
-      return commit ? error_code::concurrent_transactions : error_code::invalid_txn_state;
+      return {commit ? error_code::concurrent_transactions : error_code::invalid_txn_state};
     case txn_state::prepare_abort:
-      return commit ? error_code::invalid_txn_state : error_code::concurrent_transactions;
+      return {commit ? error_code::invalid_txn_state : error_code::concurrent_transactions};
     case txn_state::prepare_epoch_fence:
-      return error_code::concurrent_transactions;
+      return {error_code::concurrent_transactions};
     case txn_state::empty:
     case txn_state::dead:
-      return error_code::invalid_txn_state;
+      return {error_code::invalid_txn_state};
   }
-  return error_code::invalid_txn_state;
+  return {error_code::invalid_txn_state};
 }
 
 int32_t txn_coordinator::abort_timed_out(timestamp_ms now) {
@@ -360,6 +429,7 @@ int32_t txn_coordinator::abort_timed_out(timestamp_ms now) {
       m.last_producer_epoch = m.producer_epoch;
       ++m.producer_epoch;
     }
+    m.client_transaction_version = transaction_version();  // not the client's: the server's
     (void)complete(m, false, now);
     ++aborted;
   }

@@ -44,6 +44,9 @@ struct txn_config {
 
 // Hands out a new producer id (the broker's allocator, shared with idempotent producers).
 using producer_id_source = std::function<result<producer_id_t, std::string>()>;
+// The finalized transaction.version feature level (it decides the __transaction_state value
+// version and the version broker-initiated aborts run with). Unset: 0.
+using transaction_version_source = std::function<int16_t()>;
 
 struct producer_id_and_epoch {
   producer_id_t producer_id = -1;
@@ -71,6 +74,14 @@ struct list_txn_result {
   std::vector<listed_txn> transactions;  // by transactional id
 };
 
+// EndTxn's answer: the error, and on success the producer id and epoch the client goes on with
+// (v5: bumped by every EndTxn of transactions v2; a new producer id when the epoch ran out).
+struct end_txn_result {
+  protocol::error_code error = protocol::error_code::none;
+  producer_id_t producer_id = -1;
+  producer_epoch_t producer_epoch = -1;
+};
+
 // Kafka's Utils.abs(transactionalId.hashCode) % partitions (String.hashCode over the id's UTF-16
 // code units; tarn hashes the UTF-8 bytes, the same for ASCII ids).
 int32_t partition_for(std::string_view transactional_id, int32_t partitions);
@@ -78,7 +89,8 @@ int32_t partition_for(std::string_view transactional_id, int32_t partitions);
 class txn_coordinator {
  public:
   txn_coordinator(const txn_config& config, txn_log& log, txn_markers& markers,
-                  producer_id_source next_producer_id);
+                  producer_id_source next_producer_id,
+                  transaction_version_source transaction_version = {});
 
   // Replays every partition of __transaction_state (if it exists), then completes the
   // transactions a crash left in PrepareCommit/PrepareAbort (their markers are written again).
@@ -100,8 +112,9 @@ class txn_coordinator {
                                       producer_epoch_t epoch,
                                       const std::vector<topic_partition_key>& partitions,
                                       timestamp_ms now);
-  // AddPartitionsToTxn v4+ VerifyOnly: NONE if the partition is in the ongoing transaction of
-  // that producer, else INVALID_TXN_STATE (or the producer's error).
+  // AddPartitionsToTxn v4+ VerifyOnly (handleVerifyPartitionsInTransaction): NONE if the
+  // partition is in the transaction of that producer, else TRANSACTION_ABORTABLE;
+  // CONCURRENT_TRANSACTIONS while it is being completed; or the producer's error.
   protocol::error_code verify_partition(std::string_view transactional_id,
                                         producer_id_t producer_id, producer_epoch_t epoch,
                                         const topic_partition_key& partition) const;
@@ -111,9 +124,13 @@ class txn_coordinator {
                       const topic_partition_key& partition) const;
 
   // EndTxn (TransactionCoordinator.endTransaction): PrepareCommit/PrepareAbort, the markers to
-  // every partition, CompleteCommit/CompleteAbort.
-  protocol::error_code end_txn(std::string_view transactional_id, producer_id_t producer_id,
-                               producer_epoch_t epoch, bool commit, timestamp_ms now);
+  // every partition, CompleteCommit/CompleteAbort. client_transaction_version 2 (EndTxn v5+,
+  // KIP-890 part 2) bumps the epoch at PrepareX, so the markers carry the bumped epoch and fence
+  // the transaction's late batches; when the epoch is exhausted the transaction completes
+  // with a new producer id at epoch 0. A retry of an EndTxn that bumped is answered as it was.
+  end_txn_result end_txn(std::string_view transactional_id, producer_id_t producer_id,
+                         producer_epoch_t epoch, bool commit, int16_t client_transaction_version,
+                         timestamp_ms now);
 
   // Aborts every Ongoing transaction older than its timeout, with the producer's epoch bumped
   // first so the producer is fenced (abortTimedOutTransactions). Returns how many were aborted.
@@ -141,8 +158,12 @@ class txn_coordinator {
  private:
   // Appends the metadata `m` would have to __transaction_state; an error code on failure.
   protocol::error_code persist(const txn_metadata& m, timestamp_ms now);
-  // Moves `m` to `to` (persisting it first); the transition must be valid.
-  protocol::error_code transition(txn_metadata& m, txn_state to, timestamp_ms now);
+  // Moves `m` to `to` (persisting it first, with `change` applied too); the transition must be
+  // valid. `m` is untouched when the append fails.
+  protocol::error_code transition(txn_metadata& m, txn_state to, timestamp_ms now,
+                                  const std::function<void(txn_metadata&)>& change = {});
+  // The finalized transaction.version (0 without a source).
+  int16_t transaction_version() const;
   // PrepareX, the markers, CompleteX. `m` must be Ongoing (or PrepareX after a load).
   protocol::error_code complete(txn_metadata& m, bool commit, timestamp_ms now);
   txn_metadata* find(std::string_view transactional_id);
@@ -153,6 +174,7 @@ class txn_coordinator {
   txn_log& log_;
   txn_markers& markers_;
   producer_id_source next_producer_id_;
+  transaction_version_source transaction_version_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, txn_metadata> txns_;
   std::unordered_map<producer_id_t, std::string> by_producer_;

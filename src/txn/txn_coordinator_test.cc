@@ -116,31 +116,32 @@ TEST(txn_coordinator, InitCommitAbortAndEpochBumps) {
   EXPECT_EQ(c.describe("t")->state, txn_state::empty);
 
   const std::vector<topic_partition_key> parts{{"a", 0}, {"b", 1}};
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 20), error_code::invalid_txn_state);  // nothing begun
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 20).error,
+            error_code::invalid_txn_state);  // nothing begun
   EXPECT_EQ(c.add_partitions("t", 1000, 0, parts, 20), error_code::none);
   EXPECT_EQ(c.describe("t")->state, txn_state::ongoing);
   EXPECT_EQ(c.describe("t")->txn_start_timestamp, 20);
   EXPECT_TRUE(c.in_transaction(1000, 0, {"a", 0}));
   EXPECT_FALSE(c.in_transaction(1000, 0, {"a", 1}));
   EXPECT_EQ(c.verify_partition("t", 1000, 0, {"b", 1}), error_code::none);
-  EXPECT_EQ(c.verify_partition("t", 1000, 0, {"b", 2}), error_code::invalid_txn_state);
+  EXPECT_EQ(c.verify_partition("t", 1000, 0, {"b", 2}), error_code::transaction_abortable);
   EXPECT_EQ(c.add_partitions("t", 1001, 0, parts, 20), error_code::invalid_producer_id_mapping);
   EXPECT_EQ(c.add_partitions("t", 1000, 1, parts, 20), error_code::producer_fenced);
   EXPECT_EQ(c.add_partitions("nope", 1000, 0, parts, 20), error_code::invalid_producer_id_mapping);
 
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 30), error_code::none);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 30).error, error_code::none);
   ASSERT_EQ(f.markers.written.size(), 2U);
   EXPECT_EQ(f.markers.written[0].topic, "a");
   EXPECT_TRUE(f.markers.written[0].marker.commit);
   EXPECT_EQ(f.markers.written[1].marker.producer_epoch, 0);
   EXPECT_EQ(c.describe("t")->state, txn_state::complete_commit);
   EXPECT_TRUE(c.describe("t")->partitions.empty());
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 31), error_code::none);  // a retry
-  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 31), error_code::invalid_txn_state);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 31).error, error_code::none);  // a retry
+  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 0, 31).error, error_code::invalid_txn_state);
   EXPECT_FALSE(c.in_transaction(1000, 0, {"a", 0}));
 
   EXPECT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 40), error_code::none);
-  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 41), error_code::none);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 0, 41).error, error_code::none);
   ASSERT_EQ(f.markers.written.size(), 3U);
   EXPECT_FALSE(f.markers.written[2].marker.commit);
   EXPECT_EQ(c.describe("t")->state, txn_state::complete_abort);
@@ -151,7 +152,7 @@ TEST(txn_coordinator, InitCommitAbortAndEpochBumps) {
   EXPECT_EQ(second->producer_id, 1000);
   EXPECT_EQ(second->producer_epoch, 1);
   EXPECT_EQ(c.add_partitions("t", 1000, 0, parts, 51), error_code::producer_fenced);
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 51), error_code::producer_fenced);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 51).error, error_code::producer_fenced);
   // KIP-360: a producer naming an epoch it never had is fenced; one naming its current epoch
   // gets the next one.
   EXPECT_EQ(c.init_producer_id("t", 60000, 1000, 7, 52).error(), error_code::producer_fenced);
@@ -178,7 +179,7 @@ TEST(txn_coordinator, InitDuringAnOngoingTransactionFencesAndAbortsIt) {
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->producer_epoch, 2);
   // The old instance is fenced.
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 14), error_code::producer_fenced);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 14).error, error_code::producer_fenced);
 }
 
 TEST(txn_coordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
@@ -191,7 +192,7 @@ TEST(txn_coordinator, TimedOutTransactionsAreAbortedWithABumpedEpoch) {
   ASSERT_EQ(f.markers.written.size(), 1U);
   EXPECT_EQ(f.markers.written[0].marker.producer_epoch, 1);
   EXPECT_EQ(c.describe("t")->state, txn_state::complete_abort);
-  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 1200), error_code::producer_fenced);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, true, 0, 1200).error, error_code::producer_fenced);
 }
 
 TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
@@ -203,7 +204,7 @@ TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
     ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}, {"a", 1}}, 11), error_code::none);
     ASSERT_EQ(c.add_partitions("u", 1001, 0, {{"b", 0}}, 11), error_code::none);
     f.markers.fail = true;  // the commit decision is written, its markers are not
-    EXPECT_EQ(c.end_txn("u", 1001, 0, true, 12), error_code::none);
+    EXPECT_EQ(c.end_txn("u", 1001, 0, true, 0, 12).error, error_code::none);
     EXPECT_EQ(c.describe("u")->state, txn_state::prepare_commit);
   }
   f.markers.fail = false;
@@ -223,7 +224,7 @@ TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
   ASSERT_EQ(f.markers.written.size(), 1U);
   EXPECT_EQ(f.markers.written[0].topic, "b");
   EXPECT_TRUE(f.markers.written[0].marker.commit);
-  EXPECT_EQ(reloaded.end_txn("t", 1000, 0, false, 30), error_code::none);
+  EXPECT_EQ(reloaded.end_txn("t", 1000, 0, false, 0, 30).error, error_code::none);
   EXPECT_EQ(f.markers.written.size(), 3U);
 }
 
@@ -264,7 +265,7 @@ TEST(txn_coordinator, DescribeTransactionIsKafkasHandleDescribeTransactions) {
   EXPECT_EQ(ongoing->timeout_ms, 60000);
   EXPECT_EQ(ongoing->txn_start_timestamp, 20);
   EXPECT_EQ(ongoing->partitions, (std::set<topic_partition_key>{{"a", 0}, {"a", 2}, {"b", 1}}));
-  ASSERT_EQ(c.end_txn("t", 1000, 0, true, 30), error_code::none);
+  ASSERT_EQ(c.end_txn("t", 1000, 0, true, 0, 30).error, error_code::none);
   auto done = c.describe_transaction("t");
   EXPECT_EQ(done->state, txn_state::complete_commit);
   EXPECT_TRUE(done->partitions.empty());
@@ -291,7 +292,7 @@ TEST(txn_coordinator, ListTransactionsAppliesEveryFilter) {
   ASSERT_TRUE(c.init_producer_id("other", 60000, -1, -1, 10));  // 1002, CompleteAbort
   ASSERT_EQ(c.add_partitions("app-2", 1001, 0, {{"a", 0}}, 100), error_code::none);
   ASSERT_EQ(c.add_partitions("other", 1002, 0, {{"a", 0}}, 150), error_code::none);
-  ASSERT_EQ(c.end_txn("other", 1002, 0, false, 160), error_code::none);
+  ASSERT_EQ(c.end_txn("other", 1002, 0, false, 0, 160).error, error_code::none);
   auto ids = [](const list_txn_result& r) {
     std::vector<std::string> out;
     for (const auto& t : r.transactions) {
@@ -352,7 +353,7 @@ TEST(txn_coordinator, IdleTransactionalIdsExpireWithATombstone) {
   ASSERT_TRUE(c.init_producer_id("recent", 60000, -1, -1, 10));  // CompleteCommit at 600
   ASSERT_EQ(c.add_partitions("open", 1001, 0, {{"a", 0}}, 20), error_code::none);
   ASSERT_EQ(c.add_partitions("recent", 1002, 0, {{"a", 0}}, 500), error_code::none);
-  ASSERT_EQ(c.end_txn("recent", 1002, 0, true, 600), error_code::none);
+  ASSERT_EQ(c.end_txn("recent", 1002, 0, true, 0, 600).error, error_code::none);
   EXPECT_EQ(c.remove_expired(1009), 0);  // last update + expiration must be <= now
   EXPECT_EQ(c.remove_expired(1010), 1);
   EXPECT_EQ(c.describe_transaction("idle").error(), error_code::transactional_id_not_found);
@@ -393,7 +394,7 @@ TEST(txn_records, KeyAndValueRoundTripInKafkasLayout) {
   m.partitions = {{"a", 0}, {"a", 2}, {"b", 1}};
   m.txn_start_timestamp = 100;
   m.txn_last_update_timestamp = 200;
-  const auto value = encode_txn_value(m);
+  const auto value = encode_txn_value(m, 0);
   // Version 0: 2 + pid 8 + epoch 2 + timeout 4 + status 1 + array 4 + (2+1+4+8) + (2+1+4+4) +
   // last update 8 + start 8.
   EXPECT_EQ(value.size(), 2U + 8 + 2 + 4 + 1 + 4 + 15 + 11 + 8 + 8);
@@ -408,6 +409,110 @@ TEST(txn_records, KeyAndValueRoundTripInKafkasLayout) {
   // Every strict prefix fails to decode, without throwing.
   for (size_t n = 0; n < value.size(); ++n) {
     EXPECT_FALSE(decode_txn_value(std::span<const uint8_t>(value).first(n))) << n;
+  }
+}
+
+// Transactions v2 (KIP-890 part 2): EndTxn v5 bumps the epoch at PrepareX, the markers carry
+// the bumped epoch, a retry is answered as the first call was, and an exhausted epoch moves the
+// transactional id to a new producer id once the markers are written.
+TEST(txn_coordinator, TransactionsV2BumpTheEpochAtEveryEndTxn) {
+  fixture f;
+  auto& c = f.coordinator;
+  ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 10));
+  ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 11), error_code::none);
+  auto committed = c.end_txn("t", 1000, 0, true, 2, 12);
+  EXPECT_EQ(committed.error, error_code::none);
+  EXPECT_EQ(committed.producer_id, 1000);
+  EXPECT_EQ(committed.producer_epoch, 1);
+  ASSERT_EQ(f.markers.written.size(), 1U);
+  EXPECT_EQ(f.markers.written[0].marker.producer_epoch, 1);
+  EXPECT_EQ(c.describe("t")->client_transaction_version, 2);
+  // A retry with the epoch before the bump: the same answer, nothing written again.
+  auto again = c.end_txn("t", 1000, 0, true, 2, 13);
+  EXPECT_EQ(again.error, error_code::none);
+  EXPECT_EQ(again.producer_epoch, 1);
+  EXPECT_EQ(f.markers.written.size(), 1U);
+  EXPECT_EQ(c.end_txn("t", 1000, 0, false, 2, 13).error, error_code::invalid_txn_state);
+  // The next transaction runs at epoch 1; epoch 0 is fenced, epoch 2 is not yet anyone's.
+  EXPECT_EQ(c.add_partitions("t", 1000, 0, {{"a", 0}}, 14), error_code::producer_fenced);
+  ASSERT_EQ(c.add_partitions("t", 1000, 1, {{"a", 0}}, 14), error_code::none);
+  EXPECT_EQ(c.end_txn("t", 1000, 2, false, 2, 15).error, error_code::producer_fenced);
+  auto aborted = c.end_txn("t", 1000, 1, false, 2, 15);
+  EXPECT_EQ(aborted.error, error_code::none);
+  EXPECT_EQ(aborted.producer_epoch, 2);
+  EXPECT_EQ(f.markers.written.back().marker.producer_epoch, 2);
+  EXPECT_FALSE(f.markers.written.back().marker.commit);
+  // EndTxn v4 and older (transactions v1) do not bump.
+  ASSERT_EQ(c.add_partitions("t", 1000, 2, {{"a", 0}}, 16), error_code::none);
+  auto v1 = c.end_txn("t", 1000, 2, true, 0, 17);
+  EXPECT_EQ(v1.error, error_code::none);
+  EXPECT_EQ(v1.producer_epoch, 2);
+  EXPECT_EQ(f.markers.written.back().marker.producer_epoch, 2);
+}
+
+TEST(txn_coordinator, AnExhaustedEpochCompletesWithANewProducerId) {
+  fixture f;
+  // A transactional id at the last epoch that can be bumped (32766), with an ongoing transaction.
+  {
+    txn_metadata m;
+    m.transactional_id = "t";
+    m.producer_id = 1000;
+    m.producer_epoch = max_producer_epoch;
+    m.timeout_ms = 60000;
+    m.state = txn_state::ongoing;
+    m.partitions = {{"a", 0}};
+    m.txn_start_timestamp = 5;
+    m.txn_last_update_timestamp = 5;
+    ASSERT_TRUE(f.log.ensure_topic());
+    const auto value = encode_txn_value(m, 1);
+    ASSERT_TRUE(
+        f.log.append(partition_for("t", 4), build_txn_batch(encode_txn_key("t"), value, 5)));
+  }
+  f.next_id = 2000;
+  ASSERT_TRUE(f.coordinator.load(6));
+  auto& c = f.coordinator;
+  auto done = c.end_txn("t", 1000, max_producer_epoch, true, 2, 7);
+  EXPECT_EQ(done.error, error_code::none);
+  EXPECT_EQ(done.producer_id, 2000);
+  EXPECT_EQ(done.producer_epoch, 0);
+  // The markers went out under the old producer id at the epoch past the last.
+  ASSERT_EQ(f.markers.written.size(), 1U);
+  EXPECT_EQ(f.markers.written[0].marker.producer_id, 1000);
+  EXPECT_EQ(f.markers.written[0].marker.producer_epoch, max_producer_epoch + 1);
+  auto m = c.describe("t");
+  EXPECT_EQ(m->producer_id, 2000);
+  EXPECT_EQ(m->previous_producer_id, 1000);
+  EXPECT_EQ(m->next_producer_id, -1);
+  // A retry from the old producer id at its last epoch gets the new id again.
+  auto retry = c.end_txn("t", 1000, max_producer_epoch, true, 2, 8);
+  EXPECT_EQ(retry.error, error_code::none);
+  EXPECT_EQ(retry.producer_id, 2000);
+  EXPECT_EQ(retry.producer_epoch, 0);
+  EXPECT_FALSE(c.in_transaction(2000, 0, {"a", 0}));
+  EXPECT_EQ(c.add_partitions("t", 2000, 0, {{"a", 0}}, 9), error_code::none);
+  // The state written last is the new id's, and survives a reload.
+  txn_coordinator reloaded(f.config, f.log, f.markers,
+                           []() -> result<producer_id_t, std::string> { return 3000; });
+  ASSERT_TRUE(reloaded.load(10));
+  EXPECT_TRUE(reloaded.in_transaction(2000, 0, {"a", 0}));
+}
+
+// The finalized transaction.version decides the value version written to __transaction_state.
+TEST(txn_coordinator, TheValueVersionFollowsTheFinalizedTransactionVersion) {
+  for (int16_t level : {0, 1, 2}) {
+    memory_txn_log log;
+    memory_markers markers;
+    txn_config config;
+    txn_coordinator c(
+        config, log, markers, []() -> result<producer_id_t, std::string> { return 7; },
+        [level] { return level; });
+    ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 1));
+    const auto& batch = log.batches[partition_for("t", 4)].at(0);
+    auto rec = record::decode_record(std::span<const uint8_t>(batch).subspan(61));
+    ASSERT_TRUE(rec && rec->value);
+    const auto& value = *rec->value;
+    ASSERT_GE(value.size(), 2U);
+    EXPECT_EQ((value[0] << 8) | value[1], level >= 1 ? 1 : 0) << "level " << level;
   }
 }
 

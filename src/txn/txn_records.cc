@@ -24,7 +24,7 @@ std::vector<uint8_t> encode_txn_key(std::string_view transactional_id) {
   return out;
 }
 
-std::vector<uint8_t> encode_txn_value(const txn_metadata& m) {
+std::vector<uint8_t> encode_txn_value(const txn_metadata& m, int16_t value_version) {
   protocol::transaction_log_value v;
   v.producer_id = m.producer_id;
   v.previous_producer_id = m.previous_producer_id;
@@ -32,19 +32,22 @@ std::vector<uint8_t> encode_txn_value(const txn_metadata& m) {
   v.producer_epoch = m.producer_epoch;
   v.transaction_timeout_ms = m.timeout_ms;
   v.transaction_status = static_cast<int8_t>(m.state);
-  // Partitions grouped by topic in name order; an empty list when there are none, as
-  // TransactionLog.valueToBytes writes it.
+  // Partitions grouped by topic in name order; as TransactionLog.valueToBytes writes them: no
+  // list at all (null) for Empty, an empty list for the other states when there are none.
   std::map<std::string_view, std::vector<int32_t>> by_topic;
   for (const auto& [topic, partition] : m.partitions) by_topic[topic].push_back(partition);
-  auto& list = v.transaction_partitions.emplace();
-  for (auto& [topic, ids] : by_topic) list.push_back({topic, std::move(ids)});
+  if (m.state != txn_state::empty) {
+    auto& list = v.transaction_partitions.emplace();
+    for (auto& [topic, ids] : by_topic) list.push_back({topic, std::move(ids)});
+  }
   v.transaction_last_update_timestamp_ms = m.txn_last_update_timestamp;
   v.transaction_start_timestamp_ms = m.txn_start_timestamp;
+  v.client_transaction_version = m.client_transaction_version;
   std::vector<uint8_t> out;
-  out.reserve(2 + v.encoded_size(txn_log_value_version));
+  out.reserve(2 + v.encoded_size(value_version));
   protocol::writer w(out);
-  w.write_int16(txn_log_value_version);
-  v.encode(w, txn_log_value_version);
+  w.write_int16(value_version);
+  v.encode(w, value_version);
   return out;
 }
 
@@ -91,6 +94,7 @@ result<txn_metadata, std::string> decode_txn_value(std::span<const uint8_t> byte
   }
   m.txn_last_update_timestamp = v->transaction_last_update_timestamp_ms;
   m.txn_start_timestamp = v->transaction_start_timestamp_ms;
+  m.client_transaction_version = v->client_transaction_version;
   return m;
 }
 

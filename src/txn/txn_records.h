@@ -1,9 +1,9 @@
 // The records of __transaction_state in Kafka's format (TransactionLog): the key is an int16
 // version (0) and TransactionLogKey v0 (the transactional id); the value an int16 version and
-// TransactionLogValue (tarn writes version 0, as Kafka 4.4 does with transaction.version 0; it
-// reads version 1 too, which Kafka writes from transaction.version 1), or no value at all (a
-// tombstone) once the transactional id expired. Format: docs/transactions.md. Checked against
-// Kafka's own TransactionLog in txn_records_test.cc.
+// TransactionLogValue (version 0 when the finalized transaction.version is 0, version 1 with its
+// tagged fields from transaction.version 1 on, as Kafka 4.4's TransactionLog.valueToBytes), or no
+// value at all (a tombstone) once the transactional id expired. Format: docs/transactions.md.
+// Checked against Kafka's own TransactionLog in txn_records_test.cc.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +18,15 @@
 namespace tarn::txn {
 
 inline constexpr int16_t txn_log_key_version = 0;
-inline constexpr int16_t txn_log_value_version = 0;
+
+// The value version Kafka writes at a finalized transaction.version
+// (TransactionVersion.transactionLogValueVersion).
+inline int16_t txn_log_value_version(int16_t transaction_version) {
+  return transaction_version >= 1 ? 1 : 0;
+}
 
 std::vector<uint8_t> encode_txn_key(std::string_view transactional_id);
-std::vector<uint8_t> encode_txn_value(const txn_metadata& m);
+std::vector<uint8_t> encode_txn_value(const txn_metadata& m, int16_t value_version);
 
 // The transactional id of a key; an error text for an unknown version or a short key.
 result<std::string, std::string> decode_txn_key(std::span<const uint8_t> bytes);

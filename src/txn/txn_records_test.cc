@@ -24,8 +24,9 @@ std::vector<uint8_t> golden(const std::string& name) {
 
 // What TransactionLogGolden.java gave Kafka: producer 42, epoch 3, timeout 60000, started at 100,
 // updated at 200.
-txn_metadata kafkas(txn_state state, bool one_partition) {
+txn_metadata kafkas(txn_state state, bool one_partition, int16_t client_version = 0) {
   txn_metadata m;
+  m.client_transaction_version = client_version;
   m.producer_id = 42;
   m.producer_epoch = 3;
   m.timeout_ms = 60000;
@@ -42,10 +43,23 @@ TEST(txn_records_golden, KeyIsKafkas) {
 }
 
 TEST(txn_records_golden, VersionZeroValuesAreKafkasBytes) {
-  EXPECT_EQ(encode_txn_value(kafkas(txn_state::prepare_commit, true)),
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::prepare_commit, true), 0),
             golden("prepare_commit.value.bin"));
-  EXPECT_EQ(encode_txn_value(kafkas(txn_state::complete_commit, false)),
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::complete_commit, false), 0),
             golden("complete_commit.value.bin"));
+}
+
+// What tarn writes with transaction.version 1 or 2 finalized (its default is 2, as Kafka 4.4's).
+TEST(txn_records_golden, VersionOneValuesAreKafkasBytes) {
+  EXPECT_EQ(txn_log_value_version(0), 0);
+  EXPECT_EQ(txn_log_value_version(1), 1);
+  EXPECT_EQ(txn_log_value_version(2), 1);
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::ongoing, true, 1), 1), golden("ongoing.value.bin"));
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::complete_abort, false, 1), 1),
+            golden("complete_abort.value.bin"));
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::empty, false, 1), 1), golden("empty.value.bin"));
+  EXPECT_EQ(encode_txn_value(kafkas(txn_state::ongoing, true, 2), 1),
+            golden("ongoing_tv2.value.bin"));
 }
 
 TEST(txn_records_golden, EveryValueKafkaWritesDecodes) {
@@ -53,16 +67,17 @@ TEST(txn_records_golden, EveryValueKafkaWritesDecodes) {
     const char* file;
     txn_state state;
     bool one_partition;
+    int16_t client_version;
   };
-  for (const want& w : {want{"prepare_commit.value.bin", txn_state::prepare_commit, true},
-                        want{"complete_commit.value.bin", txn_state::complete_commit, false},
-                        want{"ongoing.value.bin", txn_state::ongoing, true},
-                        want{"complete_abort.value.bin", txn_state::complete_abort, false},
-                        want{"empty.value.bin", txn_state::empty, false},
-                        want{"ongoing_tv2.value.bin", txn_state::ongoing, true}}) {
+  for (const want& w : {want{"prepare_commit.value.bin", txn_state::prepare_commit, true, 0},
+                        want{"complete_commit.value.bin", txn_state::complete_commit, false, 0},
+                        want{"ongoing.value.bin", txn_state::ongoing, true, 1},
+                        want{"complete_abort.value.bin", txn_state::complete_abort, false, 1},
+                        want{"empty.value.bin", txn_state::empty, false, 1},
+                        want{"ongoing_tv2.value.bin", txn_state::ongoing, true, 2}}) {
     auto m = decode_txn_value(golden(w.file));
     ASSERT_TRUE(m) << w.file << ": " << m.error();
-    EXPECT_EQ(*m, kafkas(w.state, w.one_partition)) << w.file;
+    EXPECT_EQ(*m, kafkas(w.state, w.one_partition, w.client_version)) << w.file;
   }
 }
 

@@ -54,6 +54,10 @@ struct txn_metadata {
   std::set<topic_partition_key> partitions;
   timestamp_ms txn_start_timestamp = -1;
   timestamp_ms txn_last_update_timestamp = -1;
+  // The transaction version the client used for the current transaction (Kafka's
+  // ClientTransactionVersion): 2 when it came by Produce v12+/TxnOffsetCommit v5/EndTxn v5
+  // (KIP-890 part 2: the epoch is bumped at every EndTxn), else 0.
+  int16_t client_transaction_version = 0;
 
   friend bool operator==(const txn_metadata&, const txn_metadata&) = default;
 };

@@ -1,0 +1,314 @@
+// Transactions v2 (KIP-890 part 2) with hand-built requests, against the real `tarn serve` and
+// against Apache Kafka 4.4.0 (scripts/kafka-ref) with the same expectations:
+//   - ApiVersions finalizes transaction.version 2 (supported 0-2);
+//   - Produce v12+ of a transactional batch adds its partition to the transaction (no
+//     AddPartitionsToTxn), TxnOffsetCommit v5/v6 adds the group's partition (no AddOffsetsToTxn;
+//     v6 names topics by id);
+//     Produce v11 and older only verify: TRANSACTION_ABORTABLE (v11) / INVALID_TXN_STATE;
+//   - EndTxn v5 bumps the epoch of every transaction, writes its markers with the bumped epoch
+//     and answers it; a retried EndTxn gets the same answer; the old epoch is fenced;
+//   - a read_committed reader sees what was committed only, the group's offset moves with the
+//     commit.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kafka_conn.h"
+#include "kafka_ref_broker.h"
+#include "produce_util.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/end_txn_request.h"
+#include "protocol/messages/end_txn_response.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/init_producer_id_request.h"
+#include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/produce_request.h"
+#include "protocol/messages/produce_response.h"
+#include "protocol/messages/txn_offset_commit_request.h"
+#include "protocol/messages/txn_offset_commit_response.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class broker_kind { tarn, kafka };
+
+std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
+  return info.param == broker_kind::tarn ? "tarn" : "kafka";
+}
+
+// Retriable coordinator answers: LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR, CONCURRENT.
+bool retriable(int16_t e) { return e == 14 || e == 15 || e == 16 || e == 51; }
+
+// Calls `once` until it gives something but a retriable coordinator error (bounded: 30 s).
+template <class F>
+int16_t retry(F once) {
+  int16_t e = -1;
+  for (int i = 0; i < 300; ++i) {
+    e = once();
+    if (!retriable(e)) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  return e;
+}
+
+class transactions_v2 : public ::testing::TestWithParam<broker_kind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == broker_kind::kafka) {
+#ifdef TARN_SANITIZED_BUILD
+      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
+#endif
+      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+      ASSERT_EQ(kafka_broker::instance().start(), "");
+      port_ = kafka_broker::instance().port();
+    } else {
+      tarn_ = std::make_unique<broker_process>();
+      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
+      port_ = tarn_->port();
+    }
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info->name();
+    prefix_ = "v2-" + name.substr(0, name.find('/')) + "-";
+    conn_ = std::make_unique<kafka_conn>(port_, nullptr);
+    ASSERT_TRUE(conn_->connected());
+  }
+  void TearDown() override {
+    conn_.reset();
+    if (tarn_) tarn_->stop();
+  }
+
+  std::string name(const std::string& n) const { return prefix_ + n; }
+
+  void find_coordinator(const std::string& key, int8_t type) {
+    protocol::find_coordinator_request find;
+    find.key = key;
+    find.key_type = type;
+    ASSERT_EQ(retry([&] {
+                auto r = conn_->call<protocol::find_coordinator_response>(find, 3);
+                return r ? r->error_code : int16_t{-2};
+              }),
+              0);
+  }
+
+  // InitProducerId v5 for `txn` (after FindCoordinator): {producer id, epoch}.
+  std::pair<int64_t, int16_t> init(const std::string& txn) {
+    find_coordinator(txn, 1);
+    protocol::init_producer_id_request req;
+    req.transactional_id = std::string_view(txn);
+    req.transaction_timeout_ms = 60000;
+    std::pair<int64_t, int16_t> out{-1, -1};
+    EXPECT_EQ(retry([&] {
+                auto r = conn_->call<protocol::init_producer_id_response>(req, 5);
+                if (!r) return int16_t{-2};
+                out = {r->producer_id, r->producer_epoch};
+                return r->error_code;
+              }),
+              0);
+    return out;
+  }
+
+  // Produce at `version` of one transactional record `value` (sequence `seq`): the error code.
+  int16_t produce(int16_t version, const std::string& txn, const std::string& topic,
+                  int32_t partition, int64_t pid, int16_t epoch, int32_t seq,
+                  const std::string& value) {
+    record::batch_builder_config config;
+    config.producer_id = pid;
+    config.producer_epoch = epoch;
+    config.base_sequence = seq;
+    config.transactional = true;
+    record::batch_builder b(config);
+    b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes(value));
+    const std::vector<uint8_t> batch = *b.build();
+    protocol::produce_request req;
+    req.transactional_id = std::string_view(txn);
+    req.acks = -1;
+    req.timeout_ms = 30000;
+    auto& t = req.topic_data.emplace_back();
+    t.name = topic;
+    auto& p = t.partition_data.emplace_back();
+    p.index = partition;
+    p.records = std::span<const uint8_t>(batch);
+    return retry([&] {
+      auto r = conn_->call<protocol::produce_response>(req, version);
+      if (!r || r->responses.size() != 1 || r->responses[0].partition_responses.size() != 1) {
+        return int16_t{-2};
+      }
+      return r->responses[0].partition_responses[0].error_code;
+    });
+  }
+
+  struct end_answer {
+    int16_t error_code = -2;
+    int64_t producer_id = -2;
+    int16_t producer_epoch = -2;
+    bool operator==(const end_answer&) const = default;
+  };
+  end_answer end_txn(int16_t version, const std::string& txn, int64_t pid, int16_t epoch,
+                     bool commit) {
+    protocol::end_txn_request req;
+    req.transactional_id = txn;
+    req.producer_id = pid;
+    req.producer_epoch = epoch;
+    req.committed = commit;
+    end_answer a;
+    retry([&] {
+      auto r = conn_->call<protocol::end_txn_response>(req, version);
+      if (!r) return int16_t{-2};
+      a = {r->error_code, r->producer_id, r->producer_epoch};
+      return r->error_code;
+    });
+    return a;
+  }
+
+  // TxnOffsetCommit of topic-0 (v6: by `topic_id`): the partition's error code.
+  int16_t txn_offset_commit(int16_t version, const std::string& txn, const std::string& group,
+                            int64_t pid, int16_t epoch, const std::string& topic, int64_t offset,
+                            const protocol::uuid& topic_id = {}) {
+    protocol::txn_offset_commit_request req;
+    req.transactional_id = txn;
+    req.group_id = group;
+    req.producer_id = pid;
+    req.producer_epoch = epoch;
+    req.topics.emplace_back();
+    req.topics[0].name = topic;
+    req.topics[0].topic_id = topic_id;
+    req.topics[0].partitions.emplace_back();
+    req.topics[0].partitions[0].partition_index = 0;
+    req.topics[0].partitions[0].committed_offset = offset;
+    return retry([&] {
+      auto r = conn_->call<protocol::txn_offset_commit_response>(req, version);
+      if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return int16_t{-2};
+      if (version >= 6 && r->topics[0].topic_id != topic_id) return int16_t{-3};
+      return r->topics[0].partitions[0].error_code;
+    });
+  }
+
+  protocol::uuid topic_id_of(const std::string& topic) {
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, topic});
+    req.allow_auto_topic_creation = false;
+    auto r = conn_->call<protocol::metadata_response>(req, 12);
+    if (!r || r->topics.empty()) return {};
+    return r->topics[0].topic_id;
+  }
+
+  // The group's committed offset of topic-0 (OffsetFetch v8 with RequireStable: waits out a
+  // marker still on its way), -1 if none.
+  int64_t committed_offset(const std::string& group, const std::string& topic) {
+    protocol::offset_fetch_request req;
+    req.require_stable = true;
+    req.groups.emplace_back();
+    req.groups[0].group_id = group;
+    req.groups[0].topics.emplace();
+    req.groups[0].topics->emplace_back();
+    req.groups[0].topics->back().name = topic;
+    req.groups[0].topics->back().partition_indexes = {0};
+    for (int i = 0; i < 100; ++i) {
+      auto r = conn_->call<protocol::offset_fetch_response>(req, 8);
+      if (!r || r->groups.size() != 1 || r->groups[0].topics.size() != 1) return -2;
+      const auto& p = r->groups[0].topics[0].partitions.at(0);
+      if (p.error_code == 0) return p.committed_offset;
+      std::this_thread::sleep_for(100ms);
+    }
+    return -3;
+  }
+
+  uint16_t port_ = 0;
+  std::unique_ptr<broker_process> tarn_;
+  std::unique_ptr<kafka_conn> conn_;
+  std::string prefix_;
+};
+
+TEST_P(transactions_v2, api_versions_finalizes_transaction_version_2) {
+  protocol::api_versions_request req;
+  req.client_software_name = "tarn-test";
+  req.client_software_version = "1";
+  auto r = conn_->call<protocol::api_versions_response>(req, 4);  // v4: min 0 listed
+  ASSERT_TRUE(r);
+  bool supported = false, finalized = false;
+  for (const auto& f : r->supported_features) {
+    if (f.name == "transaction.version") {
+      supported = true;
+      EXPECT_EQ(f.min_version, 0);
+      EXPECT_EQ(f.max_version, 2);
+    }
+  }
+  for (const auto& f : r->finalized_features) {
+    if (f.name == "transaction.version") {
+      finalized = true;
+      EXPECT_EQ(f.min_version_level, 2);
+      EXPECT_EQ(f.max_version_level, 2);
+    }
+  }
+  EXPECT_TRUE(supported);
+  EXPECT_TRUE(finalized);
+}
+
+TEST_P(transactions_v2, produce_adds_partitions_and_every_end_txn_bumps_the_epoch) {
+  const std::string topic = name("t"), group = name("g"), txn = name("tx");
+  ASSERT_EQ(create_topic(port_, topic, 2), 0);
+  find_coordinator(group, 0);
+  auto [pid, e0] = init(txn);
+  ASSERT_GE(pid, 0);
+
+  // Transaction 1: partition 0 by Produce v12 alone, the group's offset by TxnOffsetCommit v5.
+  EXPECT_EQ(produce(12, txn, topic, 0, pid, e0, 0, "c1"), 0);
+  EXPECT_EQ(txn_offset_commit(5, txn, group, pid, e0, topic, 7), 0);
+  // Produce v11 only verifies: partition 1 is not in the transaction.
+  EXPECT_EQ(produce(11, txn, topic, 1, pid, e0, 0, "x"), 120);  // TRANSACTION_ABORTABLE
+  EXPECT_EQ(produce(9, txn, topic, 1, pid, e0, 0, "x"), 48);    // INVALID_TXN_STATE
+  const end_answer committed{0, pid, static_cast<int16_t>(e0 + 1)};
+  EXPECT_EQ(end_txn(5, txn, pid, e0, true), committed);
+  EXPECT_EQ(end_txn(5, txn, pid, e0, true), committed);  // a retry: the same answer
+  EXPECT_EQ(committed_offset(group, topic), 7);
+
+  // Transaction 2 with the bumped epoch, sequences from 0 again; the old epoch is fenced.
+  EXPECT_EQ(produce(12, txn, topic, 0, pid, e0, 1, "stale"), 47);  // INVALID_PRODUCER_EPOCH
+  EXPECT_EQ(produce(12, txn, topic, 0, pid, e0 + 1, 0, "a2"), 0);
+  EXPECT_EQ(txn_offset_commit(5, txn, group, pid, e0 + 1, topic, 9), 0);
+  EXPECT_EQ(end_txn(5, txn, pid, e0 + 1, false),
+            (end_answer{0, pid, static_cast<int16_t>(e0 + 2)}));
+  EXPECT_EQ(committed_offset(group, topic), 7);
+  EXPECT_EQ(end_txn(5, txn, pid, e0, true).error_code, 90);  // PRODUCER_FENCED
+
+  // Transaction 3: TxnOffsetCommit v6 names the topic by id (an unknown id: UNKNOWN_TOPIC_ID).
+  const protocol::uuid id = topic_id_of(topic);
+  protocol::uuid unknown = id;
+  unknown.bytes[0] ^= 0x5a;
+  EXPECT_EQ(txn_offset_commit(6, txn, group, pid, e0 + 2, topic, 11, unknown), 100);
+  EXPECT_EQ(txn_offset_commit(6, txn, group, pid, e0 + 2, topic, 11, id), 0);
+  EXPECT_EQ(end_txn(5, txn, pid, e0 + 2, true), (end_answer{0, pid, static_cast<int16_t>(e0 + 3)}));
+  EXPECT_EQ(committed_offset(group, topic), 11);
+
+  // Partition 0 holds c1, COMMIT (epoch e0+1), a2, ABORT (epoch e0+2) (transaction 3 did not
+  // touch it).
+  auto batches = fetch_all(port_, topic, 0);
+  ASSERT_EQ(batches.size(), 4u);
+  std::vector<std::pair<bool, int16_t>> seen;  // {control, producer epoch}
+  for (const auto& [offset, b] : batches) {
+    seen.emplace_back((get_int16(b, 21) & 0x20) != 0, get_int16(b, 51));
+  }
+  EXPECT_EQ(seen, (std::vector<std::pair<bool, int16_t>>{{false, e0},
+                                                         {true, static_cast<int16_t>(e0 + 1)},
+                                                         {false, static_cast<int16_t>(e0 + 1)},
+                                                         {true, static_cast<int16_t>(e0 + 2)}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(brokers, transactions_v2,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
+
+}  // namespace
+}  // namespace tarn::test
