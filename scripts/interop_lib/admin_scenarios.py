@@ -670,3 +670,7 @@ def update_features(ctx):
             update("duplicate", [("group.version", 1, 1), ("group.version", 1, 1)])
     finally:
         c.close()
+
+
+# The transaction admin scenarios register after these (txn_admin_scenarios.py).
+from . import txn_admin_scenarios  # noqa: E402,F401

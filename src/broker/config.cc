@@ -251,6 +251,9 @@ const std::vector<config_key>& config_keys() {
       {"transaction.state.log.segment.bytes", config_type::int32, "104857600", at_least(1)},
       {"transaction.abort.timed.out.transaction.cleanup.interval.ms", config_type::int32, "10000",
        at_least(1)},
+      {"transactional.id.expiration.ms", config_type::int32, "604800000", at_least(1)},
+      {"transaction.remove.expired.transaction.cleanup.interval.ms", config_type::int32, "3600000",
+       at_least(1)},
       // tarn's HTTP listener (src/observe, docs/http-api.md): host:port, empty for none, and how
       // many partitions get per-partition series on /metrics.
       {"http.listener", config_type::string, "127.0.0.1:9644", nullptr},
@@ -430,6 +433,8 @@ result<void, std::string> finish_group_config(broker_config& c) {
   t.state_log_segment_bytes = i32("transaction.state.log.segment.bytes");
   t.abort_timed_out_interval_ms =
       i32("transaction.abort.timed.out.transaction.cleanup.interval.ms");
+  t.transactional_id_expiration_ms = i32("transactional.id.expiration.ms");
+  t.remove_expired_interval_ms = i32("transaction.remove.expired.transaction.cleanup.interval.ms");
 
   struct bound {
     int32_t value;

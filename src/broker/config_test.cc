@@ -232,15 +232,21 @@ TEST(broker_config, transaction_keys_reach_the_transaction_coordinator) {
   EXPECT_EQ(d.txn.state_log_num_partitions, 50);
   EXPECT_EQ(d.txn.state_log_segment_bytes, 104857600);
   EXPECT_EQ(d.txn.abort_timed_out_interval_ms, 10000);
+  EXPECT_EQ(d.txn.transactional_id_expiration_ms, 604800000);
+  EXPECT_EQ(d.txn.remove_expired_interval_ms, 3600000);
   const broker_config c =
       make_ok({{"transaction.max.timeout.ms", "60000"},
                {"transaction.state.log.num.partitions", "3"},
                {"transaction.state.log.segment.bytes", "1048576"},
-               {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"}});
+               {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "500"},
+               {"transactional.id.expiration.ms", "2000"},
+               {"transaction.remove.expired.transaction.cleanup.interval.ms", "250"}});
   EXPECT_EQ(c.txn.max_timeout_ms, 60000);
   EXPECT_EQ(c.txn.state_log_num_partitions, 3);
   EXPECT_EQ(c.txn.state_log_segment_bytes, 1048576);
   EXPECT_EQ(c.txn.abort_timed_out_interval_ms, 500);
+  EXPECT_EQ(c.txn.transactional_id_expiration_ms, 2000);
+  EXPECT_EQ(c.txn.remove_expired_interval_ms, 250);
   EXPECT_NE(make_error({{"transaction.state.log.num.partitions", "0"}})
                 .find("transaction.state.log.num.partitions"),
             std::string::npos);

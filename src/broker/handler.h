@@ -219,6 +219,10 @@ void register_add_partitions_to_txn_handler(handler_registry& registry);
 void register_end_txn_handler(handler_registry& registry);
 void register_add_offsets_to_txn_handler(handler_registry& registry);
 void register_txn_offset_commit_handler(handler_registry& registry);
+void register_write_txn_markers_handler(handler_registry& registry);
+void register_describe_producers_handler(handler_registry& registry);
+void register_describe_transactions_handler(handler_registry& registry);
+void register_list_transactions_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

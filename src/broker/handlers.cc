@@ -70,6 +70,10 @@ void register_all_handlers(handler_registry& registry) {
   register_end_txn_handler(registry);
   register_add_offsets_to_txn_handler(registry);
   register_txn_offset_commit_handler(registry);
+  register_write_txn_markers_handler(registry);
+  register_describe_producers_handler(registry);
+  register_describe_transactions_handler(registry);
+  register_list_transactions_handler(registry);
 }
 
 }  // namespace tarn::broker

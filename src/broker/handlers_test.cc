@@ -6,14 +6,18 @@
 #include "protocol/messages/consumer_group_heartbeat_request.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/describe_groups_request.h"
+#include "protocol/messages/describe_producers_request.h"
+#include "protocol/messages/describe_transactions_request.h"
 #include "protocol/messages/heartbeat_request.h"
 #include "protocol/messages/join_group_request.h"
 #include "protocol/messages/leave_group_request.h"
 #include "protocol/messages/list_groups_request.h"
+#include "protocol/messages/list_transactions_request.h"
 #include "protocol/messages/offset_commit_request.h"
 #include "protocol/messages/offset_delete_request.h"
 #include "protocol/messages/offset_fetch_request.h"
 #include "protocol/messages/sync_group_request.h"
+#include "protocol/messages/write_txn_markers_request.h"
 
 namespace tarn::broker {
 namespace {
@@ -74,6 +78,18 @@ TEST(handler_registry, group_apis_are_served_at_their_schemas_versions) {
   expect_schema_versions<protocol::offset_delete_request>(r);
   expect_schema_versions<protocol::consumer_group_heartbeat_request>(r);
   expect_schema_versions<protocol::consumer_group_describe_request>(r);
+}
+
+// Kafka 4.4 serves every version these schemas parse (WriteTxnMarkers from v1: v0 is gone).
+TEST(handler_registry, transaction_admin_apis_are_served_at_their_schemas_versions) {
+  handler_registry r;
+  register_all_handlers(r);
+  expect_schema_versions<protocol::write_txn_markers_request>(r);
+  expect_schema_versions<protocol::describe_producers_request>(r);
+  expect_schema_versions<protocol::describe_transactions_request>(r);
+  expect_schema_versions<protocol::list_transactions_request>(r);
+  EXPECT_EQ(r.find(27)->min_version, 1);
+  EXPECT_EQ(r.find(66)->max_version, 2);
 }
 
 }  // namespace

@@ -128,6 +128,7 @@ struct server::impl {
   std::unique_ptr<partition_markers> txn_markers;
   std::unique_ptr<txn::txn_coordinator> txns;
   int64_t last_txn_abort_check_ms = 0;
+  int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
   std::unique_ptr<broker_console> console;
   bool clean_shutdown = false;
 
@@ -549,6 +550,14 @@ asio::awaitable<void> server::impl::group_poller() {
       last_txn_abort_check_ms = now;
       if (int32_t n = txns->abort_timed_out(now); n > 0) {
         spdlog::info("aborted {} transaction(s) past their transaction.timeout.ms", n);
+      }
+    }
+    // transaction.remove.expired.transaction.cleanup.interval.ms
+    if (last_txn_expire_check_ms < 0) last_txn_expire_check_ms = now;
+    if (now - last_txn_expire_check_ms >= config.txn.remove_expired_interval_ms) {
+      last_txn_expire_check_ms = now;
+      if (int32_t n = txns->remove_expired(now); n > 0) {
+        spdlog::info("removed {} transactional id(s) unused for transactional.id.expiration.ms", n);
       }
     }
   }

@@ -4,6 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <mutex>
+
 #include "broker/topic_handler_util.h"
 
 namespace tarn::broker {
@@ -48,7 +51,9 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
     if (auto ok = log->producers().check_marker(m); !ok) {
       spdlog::warn("marker for producer {} to {}-{} refused: {}", marker.producer_id, topic,
                    partition, ok.error().message);
-      return error_code::invalid_producer_epoch;
+      return ok.error().code == storage::producer_errc::coordinator_fenced
+                 ? error_code::transaction_coordinator_fenced
+                 : error_code::invalid_producer_epoch;
     }
     auto written = log->append_txn_marker(m, local_leader_epoch, wall_clock_ms());
     if (!written) {
@@ -61,6 +66,30 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
     groups_->complete_txn(partition, marker.producer_id, marker.commit);
   }
   return error_code::none;
+}
+
+}  // namespace tarn::broker
+
+namespace tarn::broker {
+
+result<std::vector<active_producer>, protocol::error_code> describe_producers(
+    topic_manager& topics, std::string_view topic, int32_t partition) {
+  auto guard = topics.read_lock();
+  storage::log* log = topics.logs().get_log(topic, partition_id{partition});
+  // ReplicaManager.getPartitionOrError: a partition this broker does not host is unknown (one
+  // node hosts every partition that exists).
+  if (log == nullptr) return fail(protocol::error_code::unknown_topic_or_partition);
+  std::lock_guard log_lock(log->mutex());
+  std::vector<active_producer> out;
+  out.reserve(log->producers().size());
+  log->producers().for_each([&out](const storage::producer_entry& e) {
+    out.push_back(active_producer{e.producer_id, e.epoch, e.last_seq(), e.last_timestamp,
+                                  e.coordinator_epoch, e.current_txn_first_offset});
+  });
+  std::sort(out.begin(), out.end(), [](const active_producer& a, const active_producer& b) {
+    return a.producer_id < b.producer_id;
+  });
+  return out;
 }
 
 }  // namespace tarn::broker

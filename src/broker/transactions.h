@@ -43,12 +43,13 @@ class transaction_state_log final : public txn::txn_log {
   offsets_topic topic_;
 };
 
-// Writes a marker to a partition's log under the topic manager's lock: the producer state's
-// epoch check (INVALID_PRODUCER_EPOCH for a stale epoch), then the control batch at the log end
-// (storage::log::append_txn_marker), which wakes the fetches waiting on the partition. A marker
-// on __consumer_offsets then completes the producer's pending TxnOffsetCommit offsets in the
-// group coordinator (after the topics lock is released: the coordinator's order is shard ->
-// topics).
+// Writes a marker (for the coordinator, and for WriteTxnMarkers) to a partition's log under the
+// topic manager's lock: the producer state's epoch checks (INVALID_PRODUCER_EPOCH for a stale
+// producer epoch, TRANSACTION_COORDINATOR_FENCED for a stale coordinator epoch), then the control
+// batch at the log end (storage::log::append_txn_marker), which wakes the fetches waiting on the
+// partition. A marker on __consumer_offsets then completes the producer's pending TxnOffsetCommit
+// offsets in the group coordinator (after the topics lock is released: the coordinator's order is
+// shard -> topics).
 class partition_markers final : public txn::txn_markers {
  public:
   partition_markers(topic_manager& topics, coordinator::group_coordinator* groups)
@@ -61,5 +62,21 @@ class partition_markers final : public txn::txn_markers {
   topic_manager& topics_;
   coordinator::group_coordinator* groups_;
 };
+
+// One producer a partition's producer state knows (UnifiedLog.activeProducers), what
+// DescribeProducers lists.
+struct active_producer {
+  producer_id_t producer_id = -1;
+  producer_epoch_t producer_epoch = -1;
+  sequence_t last_sequence = -1;
+  timestamp_ms last_timestamp = -1;
+  int32_t coordinator_epoch = -1;
+  offset_t current_txn_start_offset = -1;  // -1: no open transaction
+};
+
+// The producers of topic-partition by producer id, read under the topic manager's and the log's
+// locks; UNKNOWN_TOPIC_OR_PARTITION if the partition does not exist.
+result<std::vector<active_producer>, protocol::error_code> describe_producers(
+    topic_manager& topics, std::string_view topic, int32_t partition);
 
 }  // namespace tarn::broker

@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <random>
-#include <regex>
 #include <utility>
 
+#include "base/regex.h"
 #include "coordinator/consumer_group_internal.h"
 #include "coordinator/consumer_group_records.h"
 #include "coordinator/current_assignment.h"
@@ -36,64 +36,13 @@ bool blank(std::string_view s) {
                      [](char c) { return static_cast<unsigned char>(c) <= ' '; });
 }
 
-// Compiles a subscription regex. Kafka uses RE2 (re2j) and a full match of the topic name;
-// tarn uses std::regex's ECMAScript grammar with std::regex_match. They agree on the syntax
-// consumers use (literals, ., *, +, ?, {n,m}, classes, groups, alternation, anchors, \d \w \s).
-// tarn refuses what RE2 refuses and ECMAScript would take (lookaround, backreferences: RE2's
-// "invalid or unsupported Perl syntax", "invalid escape sequence") and accepts a leading (?i)
-// as RE2 does. Still different: RE2's other flags and (?P<name>) groups, \pN classes and
-// [[:alpha:]] inside classes are refused here, and std::regex backtracks where RE2 is linear
-// (topic names are at most 249 characters, which bounds it). Error texts follow RE2's for the
-// common mistakes.
-std::optional<std::regex> compile_regex(std::string_view pattern, std::string* error) {
-  auto refuse = [&](std::string_view why) -> std::optional<std::regex> {
-    if (error) *error = why;
-    return std::nullopt;
-  };
-  auto flags = std::regex::ECMAScript;
-  if (pattern.starts_with("(?i)")) {
-    flags |= std::regex::icase;
-    pattern.remove_prefix(4);
-  }
-  for (size_t i = 0; i + 1 < pattern.size(); ++i) {
-    if (pattern[i] == '\\') {
-      if (pattern[i + 1] >= '1' && pattern[i + 1] <= '9') return refuse("invalid escape sequence");
-      ++i;
-    } else if (pattern.substr(i, 3) == "(?=" || pattern.substr(i, 3) == "(?!" ||
-               pattern.substr(i, 3) == "(?<") {
-      return refuse("invalid or unsupported Perl syntax");
-    }
-  }
-  try {
-    return std::regex(pattern.begin(), pattern.end(), flags);
-  } catch (const std::regex_error& e) {
-    switch (e.code()) {
-      case std::regex_constants::error_paren:
-        return refuse("missing closing )");
-      case std::regex_constants::error_brack:
-        return refuse("missing closing ]");
-      case std::regex_constants::error_badrepeat:
-        return refuse("missing argument to repetition operator");
-      case std::regex_constants::error_escape:
-        return refuse("invalid escape sequence");
-      case std::regex_constants::error_range:
-        return refuse("invalid character class range");
-      case std::regex_constants::error_brace:
-      case std::regex_constants::error_badbrace:
-        return refuse("invalid repeat count");
-      default:
-        return refuse(e.what());
-    }
-  }
-}
-
 resolved_regex resolve(const std::string& pattern, const metadata_view& metadata, int64_t now_ms) {
   resolved_regex out;
   out.timestamp_ms = now_ms;
-  auto re = compile_regex(pattern, nullptr);
+  auto re = compile_re2_regex(pattern, nullptr);
   if (!re) return out;  // Kafka logs and ignores a regex that stopped compiling
   for (const auto& t : metadata.topics()) {
-    if (std::regex_match(t.name, *re)) out.topics.insert(t.name);
+    if (regex_full_match(*re, t.name)) out.topics.insert(t.name);
   }
   return out;
 }
@@ -376,7 +325,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
     if (!new_regex.empty()) {
       if (!regexes.contains(new_regex)) {
         std::string why;
-        if (!compile_regex(new_regex, &why)) {
+        if (!compile_re2_regex(new_regex, &why)) {
           return error_response({error_code::invalid_regular_expression,
                                  fmt::format("SubscribedTopicRegex `{}` is not a valid regular "
                                              "expression: {}.",

@@ -131,6 +131,12 @@ result<void, producer_error> producer_state_manager::check_marker(const txn_mark
             "Epoch of producer {} in {} is {}, which is smaller than the last seen epoch {}",
             marker.producer_id, topic_partition_, marker.epoch, entry->epoch)});
   }
+  if (entry != nullptr && entry->coordinator_epoch > marker.coordinator_epoch) {
+    return fail(producer_error{
+        producer_errc::coordinator_fenced,
+        fmt::format("Invalid coordinator epoch for {}: {} (zombie), {} (current)", topic_partition_,
+                    marker.coordinator_epoch, entry->coordinator_epoch)});
+  }
   return {};
 }
 

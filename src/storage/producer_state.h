@@ -56,6 +56,7 @@ struct producer_entry {
 enum class producer_errc : uint8_t {
   out_of_order_sequence,   // OUT_OF_ORDER_SEQUENCE_NUMBER (45)
   invalid_producer_epoch,  // INVALID_PRODUCER_EPOCH (47)
+  coordinator_fenced,      // TRANSACTION_COORDINATOR_FENCED (52): a marker of an older coordinator
 };
 
 struct producer_error {
@@ -107,8 +108,9 @@ class producer_state_manager {
   void update(const producer_append& batch, offset_t first_offset, offset_t last_offset,
               timestamp_ms max_timestamp, bool transactional = false);
 
-  // Before a marker is written (ProducerAppendInfo.checkProducerEpoch for a control batch): an
-  // epoch below the producer's is INVALID_PRODUCER_EPOCH.
+  // Before a marker is written (ProducerAppendInfo.checkProducerEpoch and checkCoordinatorEpoch
+  // for a control batch): an epoch below the producer's is INVALID_PRODUCER_EPOCH, a coordinator
+  // epoch below the one of the producer's last marker TRANSACTION_COORDINATOR_FENCED.
   result<void, producer_error> check_marker(const txn_marker& marker) const;
   // After the marker was written at `offset` (ProducerAppendInfo.appendEndTxnMarker): closes the
   // producer's transaction. For an ABORT of a transaction that had data, the aborted_txn to index

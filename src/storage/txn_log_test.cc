@@ -104,6 +104,12 @@ TEST(txn_log, LastStableOffsetStopsAtTheOldestOpenTransaction) {
   auto stale = lg.producers().check_marker({9, 1, 3, false});
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, producer_errc::invalid_producer_epoch);
+  // So is a marker of a coordinator older than the one of the producer's last marker (7's was
+  // written with coordinator epoch 3).
+  EXPECT_TRUE(lg.producers().check_marker({7, 0, 3, false}));
+  auto zombie = lg.producers().check_marker({7, 0, 2, false});
+  ASSERT_FALSE(zombie);
+  EXPECT_EQ(zombie.error().code, producer_errc::coordinator_fenced);
   ASSERT_TRUE(lg.close());
 }
 

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
+#include "base/regex.h"
 #include "txn/txn_records.h"
 
 namespace tarn::txn {
@@ -436,6 +438,103 @@ int32_t txn_coordinator::abort_timed_out(timestamp_ms now) {
     ++aborted;
   }
   return aborted;
+}
+
+int32_t txn_coordinator::remove_expired(timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  // Not ensure_topic(): a broker that never saw a transactional id must not get
+  // __transaction_state from this timer.
+  const std::optional<int32_t> partitions = log_.partitions();
+  if (!partitions || txns_.empty()) return 0;
+  std::vector<std::string> expired;
+  for (const auto& [id, m] : txns_) {
+    const bool allowed = m.state == txn_state::empty || m.state == txn_state::complete_commit ||
+                         m.state == txn_state::complete_abort;
+    if (allowed && m.txn_last_update_timestamp <= now - config_.transactional_id_expiration_ms) {
+      expired.push_back(id);
+    }
+  }
+  int32_t removed = 0;
+  for (const std::string& id : expired) {
+    const std::vector<uint8_t> key = encode_txn_key(id);
+    // Kafka moves the id to Dead while its tombstone is appended and forgets it once written;
+    // under the one mutex nothing can observe it in between, so it goes straight away.
+    auto appended =
+        log_.append(partition_for(id, *partitions), build_txn_batch(key, std::nullopt, now));
+    if (!appended) continue;  // kept, tried again at the next interval
+    auto it = txns_.find(id);
+    auto owner = by_producer_.find(it->second.producer_id);
+    if (owner != by_producer_.end() && owner->second == id) by_producer_.erase(owner);
+    txns_.erase(it);
+    ++removed;
+  }
+  return removed;
+}
+
+result<txn_metadata, error_code> txn_coordinator::describe_transaction(
+    std::string_view transactional_id) const {
+  if (transactional_id.empty()) return fail(error_code::invalid_request);
+  std::lock_guard guard(mu_);
+  const txn_metadata* m = find(transactional_id);
+  // A Dead id is being expired: Kafka answers as if it were gone already.
+  if (m == nullptr || m->state == txn_state::dead) {
+    return fail(error_code::transactional_id_not_found);
+  }
+  return *m;
+}
+
+list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter,
+                                                   timestamp_ms now) const {
+  list_txn_result out;
+  std::vector<txn_state> states;
+  for (std::string_view name : filter.states) {
+    // Kafka reads the filters into a set: a name given twice is reported once.
+    auto& unknown = out.unknown_state_filters;
+    if (auto s = state_from_name(name)) {
+      states.push_back(*s);
+    } else if (std::find(unknown.begin(), unknown.end(), name) == unknown.end()) {
+      unknown.emplace_back(name);
+    }
+  }
+  // Kafka compiles the pattern with RE2 (re2j) and asks for a full match (base/regex.h). A
+  // pattern that does not compile fails the whole request with only the error code set.
+  std::optional<std::regex> pattern;
+  if (filter.transactional_id_pattern && !filter.transactional_id_pattern->empty()) {
+    // A pattern whose backtracking could run away is refused too (base/regex.h): RE2 takes it.
+    if (regex_cost_is_bounded(*filter.transactional_id_pattern)) {
+      pattern = compile_re2_regex(*filter.transactional_id_pattern, nullptr);
+    }
+    if (!pattern) return list_txn_result{error_code::invalid_regular_expression, {}, {}};
+  }
+  std::unique_lock guard(mu_);
+  for (const auto& [id, m] : txns_) {
+    if (m.state == txn_state::dead) continue;
+    if (!filter.producer_ids.empty() &&
+        std::find(filter.producer_ids.begin(), filter.producer_ids.end(), m.producer_id) ==
+            filter.producer_ids.end()) {
+      continue;
+    }
+    // As Kafka: any state filter given, even only unknown names, keeps just the known ones' states.
+    if (!filter.states.empty() &&
+        std::find(states.begin(), states.end(), m.state) == states.end()) {
+      continue;
+    }
+    if (filter.duration_ms >= 0 && now - m.txn_start_timestamp <= filter.duration_ms) continue;
+    out.transactions.push_back(listed_txn{id, m.producer_id, m.state});
+  }
+  guard.unlock();
+  // Matched outside the lock: a regex match is the slow part of this and nothing else waits.
+  if (pattern) {
+    std::erase_if(out.transactions, [&pattern](const listed_txn& t) {
+      return t.transactional_id.size() > regex_max_text_bytes ||
+             !regex_full_match(*pattern, t.transactional_id);
+    });
+  }
+  std::sort(out.transactions.begin(), out.transactions.end(),
+            [](const listed_txn& a, const listed_txn& b) {
+              return a.transactional_id < b.transactional_id;
+            });
+  return out;
 }
 
 std::optional<txn_metadata> txn_coordinator::describe(std::string_view transactional_id) const {

@@ -37,6 +37,9 @@ struct txn_config {
   int32_t state_log_segment_bytes = 104857600;  // transaction.state.log.segment.bytes
   int64_t abort_timed_out_interval_ms =
       10000;  // transaction.abort.timed.out.transaction.cleanup.interval.ms
+  int64_t transactional_id_expiration_ms = 604800000;  // transactional.id.expiration.ms
+  int64_t remove_expired_interval_ms =
+      3600000;  // transaction.remove.expired.transaction.cleanup.interval.ms
 };
 
 // Hands out a new producer id (the broker's allocator, shared with idempotent producers).
@@ -48,6 +51,27 @@ using transaction_version_source = std::function<int16_t()>;
 struct producer_id_and_epoch {
   producer_id_t producer_id = -1;
   producer_epoch_t producer_epoch = -1;
+};
+
+// ListTransactions' filters (TransactionStateManager.listTransactionStates); empty lists and a
+// negative duration filter nothing out.
+struct list_txn_filter {
+  std::vector<std::string_view> states;  // Kafka's state names; unknown ones are reported back
+  std::vector<producer_id_t> producer_ids;
+  int64_t duration_ms = -1;  // v1+: only transactions started more than this long ago
+  std::optional<std::string_view> transactional_id_pattern;  // v2+: a full-match regex
+};
+
+struct listed_txn {
+  std::string transactional_id;
+  producer_id_t producer_id = -1;
+  txn_state state = txn_state::empty;
+};
+
+struct list_txn_result {
+  protocol::error_code error = protocol::error_code::none;
+  std::vector<std::string> unknown_state_filters;
+  std::vector<listed_txn> transactions;  // by transactional id
 };
 
 // EndTxn's answer: the error, and on success the producer id and epoch the client goes on with
@@ -111,6 +135,21 @@ class txn_coordinator {
   // Aborts every Ongoing transaction older than its timeout, with the producer's epoch bumped
   // first so the producer is fenced (abortTimedOutTransactions). Returns how many were aborted.
   int32_t abort_timed_out(timestamp_ms now);
+
+  // Removes every transactional id unused for transactional.id.expiration.ms whose state allows
+  // it (Empty, CompleteCommit, CompleteAbort): a tombstone for its key in __transaction_state,
+  // then it is forgotten (TransactionStateManager.removeExpiredTransactionalIds). An id whose
+  // tombstone could not be written stays. Returns how many were removed.
+  int32_t remove_expired(timestamp_ms now);
+
+  // DescribeTransactions for one id (TransactionCoordinator.handleDescribeTransactions):
+  // INVALID_REQUEST for the empty id, TRANSACTIONAL_ID_NOT_FOUND for one not known (or Dead).
+  result<txn_metadata, protocol::error_code> describe_transaction(
+      std::string_view transactional_id) const;
+
+  // ListTransactions: the transactions that pass every filter (Dead ones never do), by id;
+  // INVALID_REGULAR_EXPRESSION (and nothing else) for a pattern that does not compile.
+  list_txn_result list_transactions(const list_txn_filter& filter, timestamp_ms now) const;
 
   // For tests and tools: a copy of a transactional id's metadata.
   std::optional<txn_metadata> describe(std::string_view transactional_id) const;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "record/record_batch.h"
 #include "txn/txn_records.h"
@@ -241,6 +244,140 @@ TEST(txn_coordinator, PersistFailuresChangeNothing) {
   EXPECT_EQ(c.add_partitions("t", id->producer_id, 0, {{"a", 0}}, 11),
             error_code::coordinator_not_available);
   EXPECT_EQ(c.describe("t")->state, txn_state::empty);
+}
+
+TEST(txn_coordinator, DescribeTransactionIsKafkasHandleDescribeTransactions) {
+  fixture f;
+  auto& c = f.coordinator;
+  EXPECT_EQ(c.describe_transaction("").error(), error_code::invalid_request);
+  EXPECT_EQ(c.describe_transaction("t").error(), error_code::transactional_id_not_found);
+  ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 10));
+  auto empty = c.describe_transaction("t");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->state, txn_state::empty);
+  EXPECT_EQ(empty->txn_start_timestamp, -1);
+  ASSERT_EQ(c.add_partitions("t", 1000, 0, {{"b", 1}, {"a", 0}, {"a", 2}}, 20), error_code::none);
+  auto ongoing = c.describe_transaction("t");
+  ASSERT_TRUE(ongoing);
+  EXPECT_EQ(ongoing->state, txn_state::ongoing);
+  EXPECT_EQ(ongoing->producer_id, 1000);
+  EXPECT_EQ(ongoing->producer_epoch, 0);
+  EXPECT_EQ(ongoing->timeout_ms, 60000);
+  EXPECT_EQ(ongoing->txn_start_timestamp, 20);
+  EXPECT_EQ(ongoing->partitions, (std::set<topic_partition_key>{{"a", 0}, {"a", 2}, {"b", 1}}));
+  ASSERT_EQ(c.end_txn("t", 1000, 0, true, 0, 30).error, error_code::none);
+  auto done = c.describe_transaction("t");
+  EXPECT_EQ(done->state, txn_state::complete_commit);
+  EXPECT_TRUE(done->partitions.empty());
+  EXPECT_EQ(done->txn_start_timestamp, 20);  // kept after the transaction, as Kafka keeps it
+}
+
+// ListTransactions' filters, as a request would carry them.
+list_txn_filter filter(std::vector<std::string_view> states = {},
+                       std::vector<producer_id_t> producer_ids = {}, int64_t duration_ms = -1,
+                       std::optional<std::string_view> pattern = std::nullopt) {
+  list_txn_filter f;
+  f.states = std::move(states);
+  f.producer_ids = std::move(producer_ids);
+  f.duration_ms = duration_ms;
+  f.transactional_id_pattern = pattern;
+  return f;
+}
+
+TEST(txn_coordinator, ListTransactionsAppliesEveryFilter) {
+  fixture f;
+  auto& c = f.coordinator;
+  ASSERT_TRUE(c.init_producer_id("app-1", 60000, -1, -1, 10));  // producer 1000, Empty
+  ASSERT_TRUE(c.init_producer_id("app-2", 60000, -1, -1, 10));  // 1001, Ongoing from 100
+  ASSERT_TRUE(c.init_producer_id("other", 60000, -1, -1, 10));  // 1002, CompleteAbort
+  ASSERT_EQ(c.add_partitions("app-2", 1001, 0, {{"a", 0}}, 100), error_code::none);
+  ASSERT_EQ(c.add_partitions("other", 1002, 0, {{"a", 0}}, 150), error_code::none);
+  ASSERT_EQ(c.end_txn("other", 1002, 0, false, 0, 160).error, error_code::none);
+  auto ids = [](const list_txn_result& r) {
+    std::vector<std::string> out;
+    for (const auto& t : r.transactions) {
+      out.push_back(t.transactional_id + ":" + std::to_string(t.producer_id) + ":" +
+                    std::string(state_name(t.state)));
+    }
+    return out;
+  };
+  using v = std::vector<std::string>;
+  EXPECT_EQ(ids(c.list_transactions(filter(), 200)),
+            (v{"app-1:1000:Empty", "app-2:1001:Ongoing", "other:1002:CompleteAbort"}));
+  list_txn_result states =
+      c.list_transactions(filter({"Ongoing", "Bogus", "CompleteAbort", "Bogus"}), 200);
+  EXPECT_EQ(ids(states), (v{"app-2:1001:Ongoing", "other:1002:CompleteAbort"}));
+  EXPECT_EQ(states.unknown_state_filters, v{"Bogus"});
+  // Names are exact, and a filter of unknown names only matches nothing (Kafka's check is on the
+  // names given, the match on the states known).
+  EXPECT_EQ(ids(c.list_transactions(filter({"ongoing"}), 200)), v{});
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {1002, 7}), 200)), v{"other:1002:CompleteAbort"});
+  // Running longer than the duration: now - start > duration (Empty's start -1 is always old).
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, 100), 200)), (v{"app-1:1000:Empty"}));
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, 99), 200)),
+            (v{"app-1:1000:Empty", "app-2:1001:Ongoing"}));
+  EXPECT_EQ(ids(c.list_transactions(filter({"Ongoing"}, {}, 0), 200)), v{"app-2:1001:Ongoing"});
+  // The pattern must match the whole id; empty is no filter.
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, -1, "app-[0-9]+"), 200)),
+            (v{"app-1:1000:Empty", "app-2:1001:Ongoing"}));
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, -1, "app"), 200)), v{});
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, ""), 200).transactions.size(), 3U);
+  // RE2 refuses backreferences and lookaround, and so does tarn; RE2's (?i) is taken.
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "(a)\\1"), 200).error,
+            error_code::invalid_regular_expression);
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "app(?=-1)"), 200).error,
+            error_code::invalid_regular_expression);
+  EXPECT_EQ(ids(c.list_transactions(filter({}, {}, -1, "(?i)OTHER"), 200)),
+            v{"other:1002:CompleteAbort"});
+  // Patterns whose backtracking could run away are refused (RE2 would run them in linear time).
+  EXPECT_EQ(c.list_transactions(filter({}, {}, -1, "(a*)*b"), 200).error,
+            error_code::invalid_regular_expression);
+  list_txn_result bad = c.list_transactions(filter({"Bogus"}, {}, -1, "app-("), 200);
+  EXPECT_EQ(bad.error, error_code::invalid_regular_expression);
+  EXPECT_TRUE(bad.transactions.empty());
+  EXPECT_TRUE(bad.unknown_state_filters.empty());
+}
+
+TEST(txn_coordinator, IdleTransactionalIdsExpireWithATombstone) {
+  memory_txn_log log;
+  memory_markers markers;
+  txn_config config;
+  config.transactional_id_expiration_ms = 1000;
+  producer_id_t next = 1000;
+  txn_coordinator c(config, log, markers,
+                    [&next]() -> result<producer_id_t, std::string> { return next++; });
+  EXPECT_EQ(c.remove_expired(1000000), 0);
+  EXPECT_FALSE(log.created) << "the timer creates no __transaction_state";
+  ASSERT_TRUE(c.init_producer_id("idle", 60000, -1, -1, 10));    // Empty since 10
+  ASSERT_TRUE(c.init_producer_id("open", 60000, -1, -1, 10));    // Ongoing
+  ASSERT_TRUE(c.init_producer_id("recent", 60000, -1, -1, 10));  // CompleteCommit at 600
+  ASSERT_EQ(c.add_partitions("open", 1001, 0, {{"a", 0}}, 20), error_code::none);
+  ASSERT_EQ(c.add_partitions("recent", 1002, 0, {{"a", 0}}, 500), error_code::none);
+  ASSERT_EQ(c.end_txn("recent", 1002, 0, true, 0, 600).error, error_code::none);
+  EXPECT_EQ(c.remove_expired(1009), 0);  // last update + expiration must be <= now
+  EXPECT_EQ(c.remove_expired(1010), 1);
+  EXPECT_EQ(c.describe_transaction("idle").error(), error_code::transactional_id_not_found);
+  EXPECT_TRUE(c.describe("open"));  // an ongoing transaction never expires
+  EXPECT_EQ(c.remove_expired(1599), 0);
+  EXPECT_EQ(c.remove_expired(1600), 1);
+  EXPECT_FALSE(c.describe("recent"));
+  EXPECT_EQ(c.size(), 1U);
+  // The tombstones are in __transaction_state: a reload does not bring the ids back.
+  txn_coordinator reloaded(config, log, markers,
+                           []() -> result<producer_id_t, std::string> { return 5000; });
+  ASSERT_TRUE(reloaded.load(2000));
+  EXPECT_EQ(reloaded.size(), 1U);
+  EXPECT_FALSE(reloaded.describe("idle"));
+  EXPECT_FALSE(reloaded.in_transaction(1000, 0, {"a", 0}));
+  // The expired id starts again with a new producer id.
+  auto again = c.init_producer_id("idle", 60000, -1, -1, 2000);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->producer_id, 1003);
+  EXPECT_EQ(again->producer_epoch, 0);
+  // A tombstone that cannot be written keeps the id.
+  log.fail_append = true;
+  EXPECT_EQ(c.remove_expired(10000), 0);
+  EXPECT_TRUE(c.describe("idle"));
 }
 
 TEST(txn_records, KeyAndValueRoundTripInKafkasLayout) {

@@ -25,6 +25,14 @@ std::string_view state_name(txn_state s) {
   return "Unknown";
 }
 
+std::optional<txn_state> state_from_name(std::string_view name) {
+  for (int8_t id = 0; id <= 7; ++id) {
+    const auto s = static_cast<txn_state>(id);
+    if (state_name(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 bool valid_state_id(int8_t id) { return id >= 0 && id <= 7; }
 
 bool valid_transition(txn_state from, txn_state to) {

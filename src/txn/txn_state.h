@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ enum class txn_state : int8_t {
 
 // Kafka's names (TransactionState.stateName), as DescribeTransactions and the logs show them.
 std::string_view state_name(txn_state s);
+// The state of one of those names, exactly as spelled (TransactionState.fromName); nullopt for
+// any other text.
+std::optional<txn_state> state_from_name(std::string_view name);
 // A stored TransactionStatus, or nullopt-like false for an id Kafka does not define.
 bool valid_state_id(int8_t id);
 

@@ -81,6 +81,10 @@ public class GoldenMessages {
     AlterClientQuotasRequestData.class, AlterClientQuotasResponseData.class,
     DescribeUserScramCredentialsRequestData.class, DescribeUserScramCredentialsResponseData.class,
     UpdateFeaturesRequestData.class, UpdateFeaturesResponseData.class,
+    WriteTxnMarkersRequestData.class, WriteTxnMarkersResponseData.class,
+    DescribeProducersRequestData.class, DescribeProducersResponseData.class,
+    DescribeTransactionsRequestData.class, DescribeTransactionsResponseData.class,
+    ListTransactionsRequestData.class, ListTransactionsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
