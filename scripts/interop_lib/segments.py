@@ -20,6 +20,15 @@ def log_files(data_dir, topic, partition=0):
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
 
 
+def txnindex_files(data_dir, topic, partition=0):
+    """The partition's .txnindex files that hold entries (aborted transactions)."""
+    d = os.path.join(data_dir, "%s-%d" % (topic, partition))
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d)
+                  if f.endswith(".txnindex") and os.path.getsize(os.path.join(d, f)) > 0)
+
+
 def run_dump(cmd, files, timeout_s=300, options=("--deep-iteration", "--print-data-log")):
     """Runs a dump tool over files; returns {path: [lines]} (stdout split at `Dumping`)."""
     if not files:
