@@ -1,5 +1,7 @@
 // libFuzzer target for tarn dump-log's formatting: the input is the bytes of a segment file
-// (00000000000000000000.log), dumped with --deep-iteration --print-data-log into a null stream.
+// (00000000000000000000.log), dumped with --deep-iteration --print-data-log into a null stream,
+// and with --transaction-log-decoder when the input's size is odd (its keys and values then go
+// through the __transaction_state decoder).
 // Whatever the bytes, the dump must end without a crash, a sanitizer report or an unbounded
 // allocation (decompression is bounded at 1 MiB here). Seeds: fuzz/corpus/dump_log_fuzz.
 #include <cstdint>
@@ -26,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tarn::tools::dump_log_options options;
   options.deep_iteration = true;
   options.print_data_log = true;
+  options.transaction_log_decoder = size % 2 == 1;
   options.max_uncompressed_bytes = 1024 * 1024;
   bool fatal = false;
   const int code = tarn::tools::dump_log_segment("00000000000000000000.log", {data, size}, options,

@@ -72,7 +72,8 @@ class input_log final : public offsets_log {
   explicit input_log(const std::vector<input_record>& records) : records_(records) {}
   tarn::result<int32_t, p::error_code> ensure_topic() override { return 1; }
   std::optional<int32_t> partitions() const override { return 1; }
-  tarn::result<tarn::offset_t, p::error_code> append(int32_t, std::vector<uint8_t>) override {
+  tarn::result<tarn::offset_t, p::error_code> append(int32_t, std::vector<uint8_t>,
+                                                     std::optional<uint32_t>) override {
     return tarn::offset_t{static_cast<int64_t>(records_.size()) + appends_++};
   }
   tarn::result<void, std::string> replay(
