@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "record/record_batch.h"
-#include "tools/dump_log_decoders.h"
+#include "txn/txn_log_json.h"
 
 namespace tarn::tools {
 
@@ -315,9 +315,9 @@ struct segment_dumper {
     }
     if (options.print_data_log && !batch.is_control()) {
       std::string_view prefix = options.skip_record_metadata ? "| " : " ";
-      decoded_record printed;
+      txn::decoded_record printed;
       if (options.transaction_log_decoder) {
-        printed = decode_transaction_log_record(offset, r.key, r.value);
+        printed = txn::decode_transaction_log_record(offset, r.key, r.value, java_utf8);
       } else {
         if (r.key) printed.key = java_utf8(*r.key);
         if (r.value) printed.payload = java_utf8(*r.value);

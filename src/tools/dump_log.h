@@ -25,7 +25,7 @@ struct dump_log_options {
   bool print_data_log = false;  // --print-data-log
   bool skip_record_metadata = false;
   // --transaction-log-decoder: keys and values of __transaction_state as JSON
-  // (dump_log_decoders.h); implies --print-data-log.
+  // (txn/txn_log_json.h); implies --print-data-log.
   bool transaction_log_decoder = false;
   bool verify_index_only = false;
   // Only the first max_bytes bytes of each .log are read; bytes past a whole batch at that limit

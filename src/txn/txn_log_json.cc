@@ -1,15 +1,14 @@
-// The record decoders of `tarn dump-log` (see dump_log_decoders.h).
-#include "tools/dump_log_decoders.h"
+// __transaction_state records as Kafka's dump tool prints them (see txn_log_json.h).
+#include "txn/txn_log_json.h"
 
 #include <fmt/format.h>
 
 #include "protocol/messages/transaction_log_key.h"
 #include "protocol/messages/transaction_log_value.h"
 #include "protocol/reader.h"
-#include "tools/dump_log.h"
 #include "txn/txn_state.h"
 
-namespace tarn::tools {
+namespace tarn::txn {
 
 namespace {
 
@@ -53,13 +52,14 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
-// A string field's bytes as Java decodes them (malformed UTF-8 replaced), then as JSON.
-std::string json_text(std::string_view raw) {
-  return json_string(java_utf8(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size())));
+// A string field's bytes as the caller decodes them, then as JSON.
+std::string json_text(text_decoder text, std::string_view raw) {
+  return json_string(
+      text(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()), raw.size())));
 }
 
-std::string value_json(const protocol::transaction_log_value& v, int16_t version) {
+std::string value_json(const protocol::transaction_log_value& v, int16_t version,
+                       text_decoder text) {
   std::string d = fmt::format("{{\"producerId\":{}", v.producer_id);
   // Tagged fields (version 1) are written only when they are not their default.
   if (version >= 1 && v.previous_producer_id != -1) {
@@ -76,8 +76,8 @@ std::string value_json(const protocol::transaction_log_value& v, int16_t version
   // TransactionLogMessageParser puts the state's name in place of its id (the id as text when
   // Kafka knows no such state).
   const std::string status =
-      txn::valid_state_id(v.transaction_status)
-          ? std::string(txn::state_name(static_cast<txn::txn_state>(v.transaction_status)))
+      valid_state_id(v.transaction_status)
+          ? std::string(state_name(static_cast<txn_state>(v.transaction_status)))
           : std::to_string(v.transaction_status);
   d += ",\"transactionStatus\":" + json_string(status);
   d += ",\"transactionPartitions\":";
@@ -89,7 +89,7 @@ std::string value_json(const protocol::transaction_log_value& v, int16_t version
     for (const auto& p : *v.transaction_partitions) {
       if (!first) d += ",";
       first = false;
-      d += "{\"topic\":" + json_text(p.topic) + ",\"partitionIds\":[";
+      d += "{\"topic\":" + json_text(text, p.topic) + ",\"partitionIds\":[";
       for (size_t i = 0; i < p.partition_ids.size(); ++i) {
         if (i > 0) d += ",";
         d += std::to_string(p.partition_ids[i]);
@@ -112,7 +112,8 @@ std::string value_json(const protocol::transaction_log_value& v, int16_t version
 
 decoded_record decode_transaction_log_record(int64_t offset,
                                              std::optional<std::span<const uint8_t>> key,
-                                             std::optional<std::span<const uint8_t>> value) {
+                                             std::optional<std::span<const uint8_t>> value,
+                                             text_decoder text) {
   auto skipped = [offset](std::string_view why) {
     return decoded_record{fmt::format("Error at offset {}, skipping. {}", offset, why),
                           std::nullopt};
@@ -135,7 +136,8 @@ decoded_record decode_transaction_log_record(int64_t offset,
   if (!k) return skipped(protocol::describe(k.error().code));
   decoded_record out;
   out.key =
-      "{\"type\":\"0\",\"data\":{\"transactionalId\":" + json_text(k->transactional_id) + "}}";
+      "{\"type\":\"0\",\"data\":{\"transactionalId\":" + json_text(text, k->transactional_id) +
+      "}}";
   if (!value) {
     out.payload = "<DELETE>";
     return out;
@@ -148,8 +150,8 @@ decoded_record decode_transaction_log_record(int64_t offset,
   }
   auto v = protocol::transaction_log_value::decode(vr, version);
   if (!v) return skipped(protocol::describe(v.error().code));
-  out.payload = value_json(*v, version);
+  out.payload = value_json(*v, version, text);
   return out;
 }
 
-}  // namespace tarn::tools
+}  // namespace tarn::txn

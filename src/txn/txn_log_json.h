@@ -1,15 +1,15 @@
-// The record decoders of `tarn dump-log` (Kafka's DumpLogSegments parsers): what a record's key
-// and value print as instead of their raw bytes. Only the transaction log's for now
-// (--transaction-log-decoder: __transaction_state records as JSON, as Kafka 4.4's
-// TransactionLogMessageParser writes them).
+// __transaction_state records as JSON, as Kafka 4.4's DumpLogSegments TransactionLogMessageParser
+// prints them (`tarn dump-log --transaction-log-decoder`). Here beside txn_records.h, which owns
+// the format; the tool only prints what this returns.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
-namespace tarn::tools {
+namespace tarn::txn {
 
 // What a decoder prints for one record: "key: <key>" and " payload: <payload>", each when set.
 struct decoded_record {
@@ -22,8 +22,12 @@ struct decoded_record {
 // with transactionStatus as its state name, tagged fields only when not their default; a
 // tombstone's payload is <DELETE>; an unknown key type or undecodable bytes print Kafka's
 // "skipping" line as the key.
+// `text` turns a string field's bytes into what the caller prints (dump-log: Java's UTF-8
+// decoding, malformed bytes replaced).
+using text_decoder = std::string (*)(std::span<const uint8_t>);
 decoded_record decode_transaction_log_record(int64_t offset,
                                              std::optional<std::span<const uint8_t>> key,
-                                             std::optional<std::span<const uint8_t>> value);
+                                             std::optional<std::span<const uint8_t>> value,
+                                             text_decoder text);
 
-}  // namespace tarn::tools
+}  // namespace tarn::txn
