@@ -17,6 +17,7 @@
 
 #include "broker/config.h"
 #include "broker/request_header.h"
+#include "security/principal.h"
 
 namespace tarn::coordinator {
 class group_coordinator;
@@ -89,6 +90,8 @@ struct connection_info {
   uint64_t id = 0;
   std::string peer;      // "ip:port"
   std::string listener;  // listener name, e.g. PLAINTEXT
+  // Who the connection is: User:ANONYMOUS until TLS or SASL authenticates it (issue 24).
+  security::kafka_principal principal = security::kafka_principal::anonymous();
 };
 
 // The bytes of one request frame (without its 4-byte size). Not zero-initialised: it is filled
