@@ -11,9 +11,8 @@
 // there is no coordinator.
 // A body that does not decode closes the connection.
 // Not supported: authorization (ids the principal may not describe are not left out); quotas
-// (ThrottleTimeMs 0). The pattern is an ECMAScript std::regex, Kafka's RE2; patterns whose
-// backtracking could run away are INVALID_REGULAR_EXPRESSION and ids past 255 bytes match none
-// (base/regex.h, docs/compatibility.md).
+// (ThrottleTimeMs 0). The pattern is compiled by RE2, as Kafka's re2j compiles it
+// (base/regex.h).
 #include <spdlog/spdlog.h>
 
 #include "broker/handler.h"
