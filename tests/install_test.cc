@@ -1,8 +1,9 @@
 // The installed client library (issue 26 item 5): `cmake --install` of this build tree's client
 // component into a fresh prefix, then examples/ built as an outside project against it, with
-// CMake's find_package(tarn) (shared and static) and with pkg-config, and each program run
-// against a real broker; the records it reports are read back with kcat. The public headers must
-// compile on their own with nothing but the installed include directory.
+// CMake's find_package(tarn) (shared and static) and with pkg-config, and each produce program
+// run against a real broker; the records it reports are read back by the consume program of the
+// same build, and by kcat. The public headers must compile on their own with nothing but the
+// installed include directory.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,9 +33,10 @@ class install : public ::testing::Test {
     ASSERT_EQ(rc, 0) << out;
   }
 
-  // Runs one build of the example, `program` against the broker: it must deliver 3 records,
-  // which kcat then reads back at the offsets it printed.
-  void produce_and_read_back(const std::string& program, const std::string& topic) {
+  // Runs one build of the examples against the broker: `program` must deliver 3 records, which
+  // `reader` (the consume example) and kcat then read back at the offsets it printed.
+  void produce_and_read_back(const std::string& program, const std::string& reader,
+                             const std::string& topic) {
     auto [rc, out] =
         run_command("timeout 60 '" + program + "' " + bootstrap() + " " + topic + " 3 2>&1");
     ASSERT_EQ(rc, 0) << out;
@@ -52,6 +54,12 @@ class install : public ::testing::Test {
                                    " -e -q -f '%o %s\\n' 2>&1");
     EXPECT_EQ(krc, 0) << read;
     EXPECT_EQ(read, expected);
+    auto [crc, consumed] =
+        run_command("timeout 60 '" + reader + "' " + bootstrap() + " " + topic + " 3 2>&1");
+    EXPECT_EQ(crc, 0) << consumed;
+    EXPECT_EQ(consumed, "consumed " +
+                            std::regex_replace(expected, std::regex("\n(.)"), "\nconsumed $1") +
+                            "done 3\n");
   }
 
   std::string bootstrap() const { return "127.0.0.1:" + std::to_string(broker_.port()); }
@@ -62,7 +70,8 @@ class install : public ::testing::Test {
 };
 
 TEST_F(install, public_headers_compile_alone) {
-  for (const char* header : {"tarn/producer.h", "tarn/producer_record.h", "tarn/result.h"}) {
+  for (const char* header : {"tarn/producer.h", "tarn/producer_record.h", "tarn/consumer.h",
+                             "tarn/topic_partition.h", "tarn/config_error.h", "tarn/result.h"}) {
     auto [rc, out] = run_command("printf '#include <" + std::string(header) +
                                  ">\\n' | g++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I'" +
                                  prefix_ + "/include' -x c++ - 2>&1");
@@ -77,20 +86,27 @@ TEST_F(install, cmake_package_builds_the_examples_shared_and_static) {
                                "' -G Ninja -DCMAKE_PREFIX_PATH='" + prefix_ + "' 2>&1 && " +
                                "cmake --build '" + examples + "' 2>&1");
   ASSERT_EQ(rc, 0) << out;
-  produce_and_read_back(examples + "/produce", "installed-shared");
-  produce_and_read_back(examples + "/produce_static", "installed-static");
+  produce_and_read_back(examples + "/produce", examples + "/consume", "installed-shared");
+  produce_and_read_back(examples + "/produce_static", examples + "/consume_static",
+                        "installed-static");
 }
 
 TEST_F(install, pkg_config_builds_the_example) {
   ASSERT_NE(broker_.port(), 0) << broker_.output();
   if (!have_program("pkg-config")) GTEST_SKIP() << "pkg-config is missing";
-  const std::string program = (tmp_.path() / "produce_pc").string();
-  auto [rc, out] = run_command("PKG_CONFIG_PATH='" + prefix_ + "/lib/pkgconfig' sh -c 'g++ " +
-                               "-std=c++20 \"" + source_dir + "/examples/produce.cc\" " +
-                               "$(pkg-config --cflags --libs tarn) -Wl,-rpath," + prefix_ +
-                               "/lib -o \"" + program + "\"' 2>&1");
-  ASSERT_EQ(rc, 0) << out;
-  produce_and_read_back(program, "installed-pkg-config");
+  auto build = [&](const std::string& example) {
+    const std::string program = (tmp_.path() / (example + "_pc")).string();
+    auto [rc, out] = run_command("PKG_CONFIG_PATH='" + prefix_ + "/lib/pkgconfig' sh -c 'g++ " +
+                                 "-std=c++20 \"" + source_dir + "/examples/" + example + ".cc\" " +
+                                 "$(pkg-config --cflags --libs tarn) -Wl,-rpath," + prefix_ +
+                                 "/lib -o \"" + program + "\"' 2>&1");
+    EXPECT_EQ(rc, 0) << out;
+    return program;
+  };
+  const std::string producer = build("produce");
+  const std::string consumer = build("consume");
+  ASSERT_FALSE(HasFailure());
+  produce_and_read_back(producer, consumer, "installed-pkg-config");
 }
 
 }  // namespace
