@@ -36,6 +36,12 @@
 #include "protocol/messages/delete_acls_response.h"
 #include "protocol/messages/describe_acls_request.h"
 #include "protocol/messages/describe_acls_response.h"
+#include "protocol/messages/describe_groups_request.h"
+#include "protocol/messages/describe_groups_response.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/init_producer_id_request.h"
+#include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
@@ -201,6 +207,39 @@ TEST(acl, clients_are_held_to_the_acls_and_the_acls_survive_a_restart) {
   ASSERT_TRUE(refused);
   ASSERT_EQ(refused->results.size(), 1u);
   EXPECT_EQ(refused->results[0].error_code, code(error_code::cluster_authorization_failed));
+
+  // Transactional ids without ACLs; an idempotent producer passes through WRITE on a topic
+  // (KIP-679); a refused group is listed first by DescribeGroups, as Kafka does.
+  protocol::find_coordinator_request fc;
+  fc.key_type = 1;
+  fc.coordinator_keys = {"txn"};
+  auto found = c.call<protocol::find_coordinator_response>(fc, 4);
+  ASSERT_TRUE(found);
+  ASSERT_EQ(found->coordinators.size(), 1u);
+  EXPECT_EQ(found->coordinators[0].error_code,
+            code(error_code::transactional_id_authorization_failed));
+  protocol::init_producer_id_request init;
+  init.transactional_id = "txn";
+  init.transaction_timeout_ms = 60000;
+  auto txn_init = c.call<protocol::init_producer_id_response>(init, 4);
+  ASSERT_TRUE(txn_init);
+  EXPECT_EQ(txn_init->error_code, code(error_code::transactional_id_authorization_failed));
+  init.transactional_id = std::nullopt;
+  auto idempotent = c.call<protocol::init_producer_id_response>(init, 4);
+  ASSERT_TRUE(idempotent);
+  EXPECT_EQ(idempotent->error_code, 0);
+  EXPECT_GE(idempotent->producer_id, 0);
+  protocol::describe_groups_request dg;
+  dg.groups = {"gok", "gno"};
+  dg.include_authorized_operations = true;
+  auto groups = c.call<protocol::describe_groups_response>(dg, 5);
+  ASSERT_TRUE(groups);
+  ASSERT_EQ(groups->groups.size(), 2u);
+  EXPECT_EQ(groups->groups[0].group_id, "gno");
+  EXPECT_EQ(groups->groups[0].error_code, code(error_code::group_authorization_failed));
+  EXPECT_EQ(groups->groups[1].group_id, "gok");
+  EXPECT_EQ(groups->groups[1].error_code, 0);
+  EXPECT_EQ(groups->groups[1].authorized_operations, (1 << 3) | (1 << 8));  // READ, DESCRIBE
 
   // A Produce straight to the topic (a client would have stopped at Metadata): refused, nothing
   // appended; the one it may write takes the record.

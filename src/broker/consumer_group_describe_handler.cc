@@ -23,8 +23,7 @@ asio::awaitable<handler_outcome> handle_consumer_group_describe(request_context&
         if (request.services.authorizer == nullptr) {
           return groups.consumer_group_describe(req, version);
         }
-        // As Kafka: DESCRIBE on each group; the others answer GROUP_AUTHORIZATION_FAILED after
-        // the described ones, and the authorized operations are the principal's.
+        // As Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
         protocol::consumer_group_describe_request allowed = req;
         std::vector<std::string_view> denied;
         std::erase_if(allowed.group_ids, [&](std::string_view g) {
@@ -33,17 +32,22 @@ asio::awaitable<handler_outcome> handle_consumer_group_describe(request_context&
           return true;
         });
         auto reply = groups.consumer_group_describe(allowed, version);
-        for (auto& g : reply.message.groups) {
-          if (req.include_authorized_operations) {
-            g.authorized_operations =
-                authorized_operations(request, security::resource_type::group, g.group_id);
-          }
-        }
+        // The refused groups come first here (Kafka adds them before it asks the coordinator),
+        // and only described groups get their authorized operations.
+        std::vector<protocol::consumer_group_describe_response::described_group> all;
         for (std::string_view g : denied) {
-          auto& d = reply.message.groups.emplace_back();
+          auto& d = all.emplace_back();
           d.group_id = g;
           d.error_code = protocol::code(protocol::error_code::group_authorization_failed);
         }
+        for (auto& g : reply.message.groups) {
+          if (req.include_authorized_operations && g.error_code == 0) {
+            g.authorized_operations =
+                authorized_operations(request, security::resource_type::group, g.group_id);
+          }
+          all.push_back(std::move(g));
+        }
+        reply.message.groups = std::move(all);
         return reply;
       });
 }
