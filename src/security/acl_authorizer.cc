@@ -112,8 +112,16 @@ acl_authorizer::acl_authorizer(authorizer_config config) : config_(std::move(con
 
 void acl_authorizer::publish(std::shared_ptr<const snapshot> s) {
   uint64_t generation = s->generation;
-  snapshot_.store(std::move(s), std::memory_order_release);
+  {
+    std::lock_guard g(snapshot_mu_);
+    snapshot_ = std::move(s);
+  }
   generation_.store(generation, std::memory_order_release);
+}
+
+std::shared_ptr<const acl_authorizer::snapshot> acl_authorizer::latest() const {
+  std::lock_guard g(snapshot_mu_);
+  return snapshot_;
 }
 
 const std::shared_ptr<const acl_authorizer::snapshot>& acl_authorizer::current() const {
@@ -121,7 +129,7 @@ const std::shared_ptr<const acl_authorizer::snapshot>& acl_authorizer::current()
   // Generations are unique in the process, so a cached snapshot of another (or a destroyed)
   // authorizer never passes for this one's.
   if (!cached || cached->generation != generation_.load(std::memory_order_acquire)) {
-    cached = snapshot_.load(std::memory_order_acquire);
+    cached = latest();
   }
   return cached;
 }
@@ -262,14 +270,14 @@ void acl_authorizer::load(std::vector<acl_with_id> acls) {
 
 void acl_authorizer::apply(std::span<const acl_with_id> added, std::span<const uuid> removed) {
   std::lock_guard g(write_mu_);
-  std::map<uuid, acl_binding> by_id = snapshot_.load(std::memory_order_acquire)->by_id;
+  std::map<uuid, acl_binding> by_id = latest()->by_id;
   for (const uuid& id : removed) by_id.erase(id);
   for (const auto& a : added) by_id[a.id] = a.binding;
   publish(build(std::move(by_id)));
 }
 
 std::vector<acl_with_id> acl_authorizer::acls(const acl_binding_filter& filter) const {
-  std::shared_ptr<const snapshot> snap = snapshot_.load(std::memory_order_acquire);
+  std::shared_ptr<const snapshot> snap = latest();
   std::vector<acl_with_id> out;
   for (const auto& [id, b] : snap->by_id) {
     if (filter.matches(b)) out.push_back({id, b});
@@ -278,16 +286,14 @@ std::vector<acl_with_id> acl_authorizer::acls(const acl_binding_filter& filter) 
 }
 
 std::optional<uuid> acl_authorizer::find(const acl_binding& binding) const {
-  std::shared_ptr<const snapshot> snap = snapshot_.load(std::memory_order_acquire);
+  std::shared_ptr<const snapshot> snap = latest();
   for (const auto& [id, b] : snap->by_id) {
     if (b == binding) return id;
   }
   return std::nullopt;
 }
 
-size_t acl_authorizer::size() const {
-  return snapshot_.load(std::memory_order_acquire)->by_id.size();
-}
+size_t acl_authorizer::size() const { return latest()->by_id.size(); }
 
 std::span<const acl_operation> supported_operations(resource_type type) {
   switch (type) {
