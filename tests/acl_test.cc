@@ -360,6 +360,10 @@ TEST(acl, refuses_an_authorizer_it_does_not_have) {
 // kafka-acls (AclCommand from the 4.4.0 jars): --add, --list, --remove against tarn; --list
 // prints what it prints against Kafka 4.4.0 for the same ACLs.
 TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
+#ifdef TARN_SANITIZED_BUILD
+  // Four JVM runs and a Kafka start: the handlers they reach are the hand-built tests' above.
+  GTEST_SKIP() << "the Java tool's test runs in the release build only";
+#endif
   if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
   auto acls = [](uint16_t port, const std::string& args) {
     auto [rc, out] = run_command("timeout 120 " + std::string(TARN_SOURCE_DIR) +
@@ -396,7 +400,6 @@ TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
   EXPECT_EQ(after.find("operation=READ"), std::string::npos) << after;
   EXPECT_NE(after.find("operation=WRITE"), std::string::npos) << after;
 
-#ifndef TARN_SANITIZED_BUILD
   ASSERT_EQ(kafka_broker::instance().start(" --property authorizer.class.name=" + authorizer_class +
                                            " --property super.users=User:ANONYMOUS"),
             "");
@@ -419,7 +422,6 @@ TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
   EXPECT_EQ(sorted_lines(tarn_list), sorted_lines(kafka_list)) << "tarn:\n"
                                                                << tarn_list << "kafka:\n"
                                                                << kafka_list;
-#endif
 }
 
 }  // namespace
