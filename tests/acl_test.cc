@@ -32,10 +32,16 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_acls_request.h"
 #include "protocol/messages/create_acls_response.h"
+#include "protocol/messages/create_topics_request.h"
+#include "protocol/messages/create_topics_response.h"
 #include "protocol/messages/delete_acls_request.h"
 #include "protocol/messages/delete_acls_response.h"
+#include "protocol/messages/delete_topics_request.h"
+#include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/describe_acls_request.h"
 #include "protocol/messages/describe_acls_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/describe_groups_request.h"
 #include "protocol/messages/describe_groups_response.h"
 #include "protocol/messages/find_coordinator_request.h"
@@ -344,6 +350,66 @@ TEST(acl, acl_apis_answer_kafkas_errors) {
   unknown.operation = 0;
   c.send(unknown, 3);
   EXPECT_TRUE(c.raw().wait_closed(10s));
+}
+
+// allow.everyone.if.no.acl.found: resources without any ACL stay open, those with ACLs follow
+// them; the admin APIs answer Kafka's codes (CreateTopics "Authorization failed.", DeleteTopics
+// a describable topic by name, DescribeConfigs per resource type, after the described ones).
+TEST(acl, admin_apis_follow_the_acls_and_allow_everyone_if_no_acl_found) {
+  std::vector<std::string> args = authorizer_args(false);
+  args.insert(args.end(), {"--override", "allow.everyone.if.no.acl.found=true"});
+  broker_process tarn(args);
+  ASSERT_NE(tarn.port(), 0) << tarn.output();
+  kafka_conn c(tarn.port(), nullptr);
+  auto create_topic = [&](std::string_view name) {
+    protocol::create_topics_request req;
+    auto& t = req.topics.emplace_back();
+    t.name = name;
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    auto r = c.call<protocol::create_topics_response>(req, 7);
+    EXPECT_TRUE(r && r->topics.size() == 1);
+    return r && r->topics.size() == 1
+               ? std::make_pair(r->topics[0].error_code,
+                                std::string(r->topics[0].error_message.value_or("")))
+               : std::make_pair(int16_t{-1}, std::string());
+  };
+  // Nothing has ACLs yet: everything is open, the ACLs themselves included.
+  EXPECT_EQ(create_topic("t").first, 0);
+  protocol::create_acls_request acls;
+  acls.creations = {creation(topic_type, "t", literal, 8 /* DESCRIBE */),
+                    creation(topic_type, "new", literal, op_create, "User:alice"),
+                    creation(cluster_type, "kafka-cluster", literal, 7 /* ALTER */, "User:alice")};
+  auto created = c.call<protocol::create_acls_response>(acls, 3);
+  ASSERT_TRUE(created);
+  for (const auto& r : created->results) EXPECT_EQ(r.error_code, 0);
+
+  EXPECT_EQ(create_topic("new"), std::make_pair(code(error_code::topic_authorization_failed),
+                                                std::string("Authorization failed.")));
+  EXPECT_EQ(create_topic("open").first, 0);  // no ACL on the topic: open
+
+  protocol::delete_topics_request del;
+  del.topic_names = {"t", "open"};
+  auto deleted = c.call<protocol::delete_topics_response>(del, 5);
+  ASSERT_TRUE(deleted);
+  ASSERT_EQ(deleted->responses.size(), 2u);
+  EXPECT_EQ(deleted->responses[0].name.value_or(""), "t");
+  EXPECT_EQ(deleted->responses[0].error_code, code(error_code::topic_authorization_failed));
+  EXPECT_EQ(deleted->responses[1].error_code, 0);
+
+  protocol::describe_configs_request dc;
+  dc.resources.push_back({2, "t", std::nullopt});
+  dc.resources.push_back({4, "1", std::nullopt});
+  auto configs = c.call<protocol::describe_configs_response>(dc, 4);
+  ASSERT_TRUE(configs);
+  ASSERT_EQ(configs->results.size(), 2u);
+  EXPECT_EQ(configs->results[0].error_code, code(error_code::topic_authorization_failed));
+  EXPECT_EQ(configs->results[1].error_code, code(error_code::cluster_authorization_failed));
+
+  // The cluster has an ACL now (alice's): the ACL APIs are closed to User:ANONYMOUS.
+  auto refused = c.call<protocol::create_acls_response>(acls, 3);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->results.at(0).error_code, code(error_code::cluster_authorization_failed));
 }
 
 TEST(acl, refuses_an_authorizer_it_does_not_have) {
