@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/error_codes.h"
@@ -31,6 +32,11 @@ asio::awaitable<handler_outcome> handle_describe_user_scram_credentials(request_
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad DescribeUserScramCredentials request"};
+  }
+  // As Kafka: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::describe_user_scram_credentials_response>(
+          request, security::acl_operation::describe)) {
+    co_return std::move(*denied);
   }
   std::map<std::string, bool> users;  // name -> named twice
   if (decoded->users) {

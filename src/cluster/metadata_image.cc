@@ -32,6 +32,10 @@ void metadata_image::apply(const metadata_record& record) {
           // Level 0 is kept: the feature is no longer finalized, which differs from a feature
           // never set (then the broker's default level is finalized, features.h).
           features[r.name] = r.feature_level;
+        } else if constexpr (std::is_same_v<T, access_control_entry_record>) {
+          acls[r.id] = r;
+        } else if constexpr (std::is_same_v<T, remove_access_control_entry_record>) {
+          acls.erase(r.id);
         } else {
           quota_entity entity;
           for (const auto& e : r.entities) entity.emplace_back(e.entity_type, e.entity_name);
@@ -81,6 +85,7 @@ std::vector<metadata_record> metadata_image::to_records() const {
       out.push_back(std::move(q));
     }
   }
+  for (const auto& [id, acl] : acls) out.push_back(acl);
   return out;
 }
 
