@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
       ++seen;
     }
   }
-  (*consumer)->close();
+  if (auto closed = (*consumer)->close(); !closed) {
+    std::fprintf(stderr, "%s\n", closed.error().message.c_str());
+  }
   std::printf("done %d\n", seen);
   return seen == count ? 0 : 1;
 }

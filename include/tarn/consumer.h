@@ -16,8 +16,9 @@
 //   (*consumer)->close();  // commits (enable.auto.commit) and leaves the group
 //
 // Threads: poll(), commit_sync() and close() from one thread; wakeup() from any (a signal
-// handler's too). Not yet (issue 26): the KIP-848 group protocol, rebalance callbacks,
-// commit_async, fetch sessions, read_committed's aborted-transaction filtering.
+// handler's too). isolation.level=read_committed leaves out aborted transactions' records;
+// check.crcs (true) verifies every fetched batch. Not yet (issue 26): the KIP-848 group
+// protocol, rebalance callbacks, commit_async, fetch sessions.
 #pragma once
 
 #include <chrono>

@@ -31,6 +31,18 @@ namespace tarn::client {
 
 namespace {
 
+// A control batch whose record is an ABORT marker: the control record's key is a version
+// (int16) and a type (int16: 0 ABORT, 1 COMMIT).
+bool is_abort_marker(const record::record_batch_view& batch) {
+  auto records = record::batch_records::open(batch, 1u << 20);
+  if (!records) return false;
+  auto reader = records->reader();
+  record::record_view rec;
+  if (!reader.next(rec) || !rec.key || rec.key->size() < 4) return false;
+  const auto* k = rec.key->data();
+  return k[2] == 0 && k[3] == 0;
+}
+
 using protocol::error_code;
 using clock_type = std::chrono::steady_clock;
 
@@ -119,6 +131,14 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
                       value));
     }
     isolation_level = value == "read_committed" ? 1 : 0;
+  } else if (key == "check.crcs") {
+    if (value != "true" && value != "false") {
+      return fail(
+          fmt::format("Invalid value {} for configuration {}: Expected value to be either "
+                      "true or false",
+                      value, key));
+    }
+    check_crcs = value == "true";
   } else if (key == "fetch.min.bytes") {
     return int32(fetch_min_bytes);
   } else if (key == "fetch.max.bytes") {
@@ -716,10 +736,41 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
           continue;
         }
         if (!pd.records || pd.records->empty()) continue;
+        // read_committed: the aborted transactions overlapping this data, by first offset, as
+        // Java's CompletedFetch walks them; a producer's batches are skipped from its aborted
+        // transaction's first offset to its ABORT marker.
+        std::vector<std::pair<int64_t, int64_t>> aborted;  // (first offset, producer id)
+        if (config_.isolation_level == 1 && pd.aborted_transactions) {
+          for (const auto& a : *pd.aborted_transactions) {
+            aborted.emplace_back(a.first_offset, a.producer_id);
+          }
+          std::sort(aborted.begin(), aborted.end());
+        }
+        size_t next_aborted = 0;
+        std::set<int64_t> aborted_producers;
         record::batch_reader batches(*pd.records);
         record::record_batch_view batch;
         while (batches.next(batch)) {
           if (batch.next_offset() <= pos->second) continue;
+          if (config_.check_crcs && !batch.crc_matches()) {
+            return fail(transport_error(fmt::format(
+                "Record batch for partition {}-{} at offset {} is invalid, cause: Record is "
+                "corrupt (stored crc = {}, computed crc = {})",
+                tp.topic, tp.partition, batch.base_offset(), batch.crc(), batch.compute_crc())));
+          }
+          if (config_.isolation_level == 1 && batch.has_producer_id()) {
+            while (next_aborted < aborted.size() &&
+                   aborted[next_aborted].first <= batch.next_offset() - 1) {
+              aborted_producers.insert(aborted[next_aborted++].second);
+            }
+            if (batch.is_control()) {
+              if (is_abort_marker(batch)) aborted_producers.erase(batch.producer_id());
+            } else if (batch.is_transactional() &&
+                       aborted_producers.contains(batch.producer_id())) {
+              pos->second = batch.next_offset();  // an aborted transaction's records
+              continue;
+            }
+          }
           if (batch.is_control()) {
             pos->second = batch.next_offset();
             continue;

@@ -26,9 +26,8 @@
 // assign() mode, which the console consumer uses for --partition.
 //
 // Not done: max.poll.interval.ms is sent as the rebalance timeout but not enforced on the client,
-// the cooperative protocol and other assignors, rack-aware fetching, read_committed's aborted
-// transaction filtering (the records up to the last stable offset are returned as they are),
-// fetch sessions (every Fetch is a full one), and fetching from several leaders in parallel.
+// the cooperative protocol and other assignors, rack-aware fetching, fetch sessions (every Fetch is
+// a full one), and fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.
 #pragma once
@@ -68,6 +67,7 @@ struct group_consumer_config {
   bool enable_auto_commit = true;
   std::string auto_offset_reset = "latest";  // earliest, latest or none
   int8_t isolation_level = 0;                // 1: read_committed
+  bool check_crcs = true;                    // every fetched batch's CRC-32C, as Java's default
   int32_t fetch_min_bytes = 1;
   int32_t fetch_max_bytes = 52428800;
   int32_t fetch_max_wait_ms = 500;
@@ -77,10 +77,10 @@ struct group_consumer_config {
   // Kafka's consumer property names (bootstrap.servers, group.id, client.id,
   // group.instance.id, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms,
   // request.timeout.ms, retry.backoff.ms, auto.commit.interval.ms, enable.auto.commit,
-  // auto.offset.reset, isolation.level, fetch.min.bytes, fetch.max.bytes, fetch.max.wait.ms,
-  // max.partition.fetch.bytes, max.poll.records, partition.assignment.strategy (range only),
-  // group.protocol (classic only)). A property this consumer has no use for (deserializers,
-  // security settings, ...) is left alone and listed in `ignored`.
+  // auto.offset.reset, isolation.level, check.crcs, fetch.min.bytes, fetch.max.bytes,
+  // fetch.max.wait.ms, max.partition.fetch.bytes, max.poll.records, partition.assignment.strategy
+  // (range only), group.protocol (classic only)). A property this consumer has no use for
+  // (deserializers, security settings, ...) is left alone and listed in `ignored`.
   result<void, std::string> set(const std::string& key, const std::string& value,
                                 std::vector<std::string>* ignored = nullptr);
 };
