@@ -1,6 +1,7 @@
 // The records of the metadata log (docs/metadata.md): Kafka's KRaft metadata vocabulary
 // (TopicRecord, PartitionRecord, ConfigRecord, RemoveTopicRecord, FeatureLevelRecord,
-// ClientQuotaRecord, with Kafka's api keys), the fields tarn uses, and the entry framing: one
+// ClientQuotaRecord, UserScramCredentialRecord, RemoveUserScramCredentialRecord, with Kafka's api
+// keys), the fields tarn uses, and the entry framing: one
 // entry per change (a change of several records is one entry, so it applies whole or not at all),
 // each entry behind a length and a CRC-32C.
 #pragma once
@@ -52,9 +53,23 @@ struct client_quota_record {  // apiKey 14
   bool remove = false;
 };
 
+struct user_scram_credential_record {  // apiKey 11: a user's salted credential for one mechanism
+  std::string name;
+  int8_t mechanism = 0;  // 1: SCRAM-SHA-256, 2: SCRAM-SHA-512 (Kafka's ScramMechanism type)
+  std::vector<uint8_t> salt;
+  std::vector<uint8_t> stored_key;
+  std::vector<uint8_t> server_key;
+  int32_t iterations = 0;
+};
+struct remove_user_scram_credential_record {  // apiKey 22
+  std::string name;
+  int8_t mechanism = 0;
+};
+
 using metadata_record =
     std::variant<topic_record, partition_record, config_record, remove_topic_record,
-                 feature_level_record, client_quota_record>;
+                 feature_level_record, client_quota_record, user_scram_credential_record,
+                 remove_user_scram_credential_record>;
 
 // One change: its offset in the log (0, 1, 2, ...) and its records.
 struct metadata_entry {
