@@ -29,8 +29,8 @@
 
 #include "broker/connection.h"
 #include "broker/console_backend_impl.h"
-#include "broker/fetch_session.h"
 #include "broker/features.h"
+#include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
@@ -41,6 +41,7 @@
 #include "coordinator/group_coordinator.h"
 #include "protocol/api_table.h"
 #include "quota/client_quotas.h"
+#include "security/tls_context.h"
 
 namespace tarn::broker {
 
@@ -108,7 +109,10 @@ struct server::impl {
   struct listener_socket {
     listener_endpoint endpoint;
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    listener_runtime* runtime = nullptr;
   };
+  // Per listener, same order as config.listeners: its TLS context and SASL settings.
+  std::vector<std::unique_ptr<listener_runtime>> runtimes;
   std::vector<listener_socket> acceptors;
   std::vector<listener_endpoint> bound;
   std::optional<log_dir> dir;
@@ -161,10 +165,11 @@ struct server::impl {
   event_loop& loop0() { return *loops[0]; }
 
   result<void, std::string> bind_listeners();
+  result<void, std::string> make_listener_runtimes();
   event_loop& pick_loop();
   asio::awaitable<void> accept_loop(listener_socket& listener);
   void start_connection(event_loop& loop, asio::ip::tcp::socket socket, connection_info info,
-                        std::string ip);
+                        std::string ip, const listener_runtime* runtime);
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
   asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
@@ -189,8 +194,31 @@ server::~server() {
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
 bool server::had_clean_shutdown() const { return impl_->clean_shutdown; }
 
+result<void, std::string> server::impl::make_listener_runtimes() {
+  for (const auto& sec : config.security_by_listener) {
+    auto rt = std::make_unique<listener_runtime>();
+    rt->security = sec;
+    if (security::uses_tls(sec.protocol)) {
+      auto ctx = security::make_server_tls_context(sec.ssl);
+      if (!ctx) return fail(fmt::format("listener {}: {}", sec.name, ctx.error()));
+      rt->tls = std::make_shared<asio::ssl::context>(ctx->release());
+      auto mapper = security::ssl_principal_mapper::parse(sec.ssl.principal_mapping_rules);
+      if (!mapper) return fail(fmt::format("listener {}: {}", sec.name, mapper.error()));
+      rt->principal_mapper = std::move(*mapper);
+    }
+    if (security::uses_sasl(sec.protocol)) {
+      auto settings = security::sasl_settings::make(sec.sasl, sec.name);
+      if (!settings) return fail(settings.error());
+      rt->sasl = std::make_shared<const security::sasl_settings>(std::move(*settings));
+    }
+    runtimes.push_back(std::move(rt));
+  }
+  return {};
+}
+
 result<void, std::string> server::impl::bind_listeners() {
-  for (const auto& l : config.listeners) {
+  for (size_t i = 0; i < config.listeners.size(); ++i) {
+    const auto& l = config.listeners[i];
     asio::error_code ec;
     asio::ip::address address;
     if (l.host.empty()) {
@@ -225,7 +253,7 @@ result<void, std::string> server::impl::bind_listeners() {
     listener_endpoint actual = l;
     actual.port = acceptor->local_endpoint().port();
     bound.push_back(actual);
-    acceptors.push_back({actual, std::move(acceptor)});
+    acceptors.push_back({actual, std::move(acceptor), runtimes[i].get()});
   }
   return {};
 }
@@ -267,6 +295,7 @@ result<void, std::string> server::start() {
   }
 
   register_all_handlers(s.registry);
+  if (auto r = s.make_listener_runtimes(); !r) return fail(r.error());
   if (auto r = s.bind_listeners(); !r) return fail(r.error());
 
   // Advertise what was bound: port 0 becomes the real port, an empty host this machine's name.
@@ -345,6 +374,17 @@ result<void, std::string> server::start() {
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
+  // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
+  // changed by AlterUserScramCredentials counts from the next one.
+  const security::scram_credential_lookup scram_credentials =
+      [store = &s.topics->metadata()](
+          security::scram_mechanism m,
+          const std::string& user) -> std::optional<security::scram_credential> {
+    auto rec = store->scram_credential(user, static_cast<int8_t>(m));
+    if (!rec) return std::nullopt;
+    return security::scram_credential{rec->salt, rec->stored_key, rec->server_key, rec->iterations};
+  };
+  for (auto& rt : s.runtimes) rt->scram_credentials = scram_credentials;
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {
@@ -484,21 +524,24 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     connection_info info{next_connection_id.fetch_add(1) + 1, fmt::format("{}:{}", ip, peer.port()),
                          listener.endpoint.name};
     asio::post(target.context, [this, &target, socket = std::move(socket), info = std::move(info),
-                                ip = std::move(ip)]() mutable {
-      start_connection(target, std::move(socket), std::move(info), std::move(ip));
+                                ip = std::move(ip), runtime = listener.runtime]() mutable {
+      start_connection(target, std::move(socket), std::move(info), std::move(ip), runtime);
     });
   }
 }
 
 void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket socket,
-                                    connection_info info, std::string ip) {
+                                    connection_info info, std::string ip,
+                                    const listener_runtime* runtime) {
   spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer, info.listener,
                 loop.index);
   uint64_t id = info.id;
-  auto c = std::make_shared<connection>(std::move(socket), std::move(info), *services,
-                                        [this, &loop, ip = std::move(ip)](connection& closed) {
-                                          connection_closed(loop, closed, ip);
-                                        });
+  auto c = std::make_shared<connection>(
+      std::move(socket), std::move(info), *services,
+      [this, &loop, ip = std::move(ip)](connection& closed) {
+        connection_closed(loop, closed, ip);
+      },
+      runtime, runtime != nullptr ? runtime->tls : nullptr);
   loop.connections.emplace(id, c);
   c->start();
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way
