@@ -5,7 +5,8 @@
 //     name mapped in listener.security.protocol.map): Metadata answers each client with the
 //     endpoint of the listener it came in on;
 //   - SSL with a PKCS12 keystore: kcat produces and consumes with and without a client
-//     certificate (ssl.client.auth=requested; the certificate's DN becomes the principal), and
+//     certificate (ssl.client.auth=requested; the certificate's DN becomes the principal), reads
+//     5 MB over TLS (Fetch without sendfile), and
 //     with ssl.client.auth=required a client without one is refused;
 //   - SASL_PLAINTEXT PLAIN (users from listener.name.<l>.plain.sasl.jaas.config): a round trip,
 //     and a wrong password failing with Kafka's message;
@@ -147,6 +148,19 @@ TEST_F(security_test, named_listeners_ssl_with_and_without_a_client_certificate)
   auto [rc, out] = run_command("timeout 30 kcat -C -o beginning -c 3 -e -q -b 127.0.0.1:" +
                                std::to_string(internal_port) + " -t over-tls");
   EXPECT_EQ(out, "one\ntwo\nthree\n");
+
+  // 5 MB written over PLAINTEXT and read back over TLS: Fetch's file regions go through the ssl
+  // stream in chunks instead of sendfile.
+  auto [brc, bout] =
+      run_command(std::string(TARN_BINARY) +
+                  " perf produce --bootstrap-server 127.0.0.1:" + std::to_string(broker.port()) +
+                  " --topic bulk --num-records 50000 --record-size 100 "
+                  "--throughput -1");
+  ASSERT_EQ(brc, 0) << bout;
+  auto [crc, count] =
+      run_command("timeout 60 kcat -C -o beginning -e -q -b 127.0.0.1:" + std::to_string(ssl_port) +
+                  " -t bulk" + kcat_options(tls) + " | wc -l");
+  EXPECT_EQ(count, "50000\n");
 
   // Metadata answers each client with its own listener's endpoint.
   auto [lrc, listing] = run_command("timeout 30 kcat -L -b 127.0.0.1:" + std::to_string(ssl_port) +

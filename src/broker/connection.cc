@@ -544,9 +544,15 @@ asio::awaitable<bool> connection::write_with_regions(slot& s) {
     if (ec) co_return false;
     head_sent = true;
     from = region.body_offset;
-    if (!co_await (tls_ ? send_file_region_tls(region) : send_file_region(region))) {
-      co_return false;
+    // Not one co_await over a conditional expression: GCC 12 miscompiles the temporaries of
+    // a co_await inside ?: (the frame was freed twice).
+    bool sent = false;
+    if (tls_) {
+      sent = co_await send_file_region_tls(region);
+    } else {
+      sent = co_await send_file_region(region);
     }
+    if (!sent) co_return false;
   }
   std::array<asio::const_buffer, 2> parts{asio::buffer(s.head.data(), head_sent ? 0 : head_size),
                                           asio::buffer(r.body.data() + from, r.body.size() - from)};
