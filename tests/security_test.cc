@@ -23,6 +23,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kafka_ref_broker.h"
@@ -400,6 +401,21 @@ TEST_F(security_test, hand_built_requests_hit_the_error_branches) {
     ASSERT_TRUE(c.send_request(18, 0, 2));
     EXPECT_TRUE(c.read_frame()) << "authenticated: requests are served";
   }
+  {  // With connections.max.reauth.ms unset a second SaslHandshake is ILLEGAL_SASL_STATE.
+    raw_client c(sasl_port);
+    ASSERT_TRUE(c.send_bytes(handshake_frame("PLAIN", 1)));
+    ASSERT_TRUE(c.read_frame());
+    const std::string token("\0alice\0alice-secret", 19);
+    std::vector<uint8_t> body;
+    put_int32(body, static_cast<int32_t>(token.size()));
+    body.insert(body.end(), token.begin(), token.end());
+    ASSERT_TRUE(c.send_request(36, 1, 2, body));
+    ASSERT_TRUE(c.read_frame());
+    ASSERT_TRUE(c.send_bytes(handshake_frame("PLAIN", 3)));
+    auto again = c.read_frame();
+    ASSERT_TRUE(again);
+    EXPECT_EQ(get_int16(*again, 4), 34);
+  }
   {  // On a PLAINTEXT listener SaslHandshake answers ILLEGAL_SASL_STATE with no mechanisms.
     raw_client c(broker.port());
     ASSERT_TRUE(c.send_bytes(handshake_frame("PLAIN", 9)));
@@ -408,6 +424,54 @@ TEST_F(security_test, hand_built_requests_hit_the_error_branches) {
     EXPECT_EQ(get_int16(*answer, 4), 34);
     EXPECT_EQ(get_int32(*answer, 6), 0);
   }
+}
+
+// KIP-368 with hand-built requests: SessionLifetimeMs is connections.max.reauth.ms, a second
+// SaslHandshake re-authenticates the same user, another user is refused, and a request after the
+// session expired closes the connection.
+TEST_F(security_test, reauthentication_and_session_expiry) {
+  broker_process broker(
+      {"--override", "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "--override",
+       "sasl.enabled.mechanisms=PLAIN", "--override", std::string("sasl.jaas.config=") + plain_jaas,
+       "--override", "listener.name.sasl_plaintext.connections.max.reauth.ms=1500", "--override",
+       "connection.failed.authentication.delay.ms=0"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const uint16_t sasl_port = listener_port(broker, "SASL_PLAINTEXT");
+  auto authenticate = [](raw_client& c, const std::string& user, const std::string& password,
+                         int32_t id) -> std::optional<std::vector<uint8_t>> {
+    if (!c.send_bytes(handshake_frame("PLAIN", id))) return std::nullopt;
+    auto hs = c.read_frame();
+    if (!hs || get_int16(*hs, 4) != 0) return std::nullopt;
+    const std::string token = std::string(1, '\0') + user + '\0' + password;
+    std::vector<uint8_t> body;
+    put_int32(body, static_cast<int32_t>(token.size()));
+    body.insert(body.end(), token.begin(), token.end());
+    if (!c.send_request(36, 1, id + 1, body)) return std::nullopt;
+    return c.read_frame();
+  };
+  raw_client c(sasl_port);
+  auto first = authenticate(c, "alice", "alice-secret", 1);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(get_int16(*first, 4), 0);
+  // v1: correlation id, error code, null message (-1), empty bytes, SessionLifetimeMs.
+  ASSERT_EQ(first->size(), 4u + 2 + 2 + 4 + 8);
+  EXPECT_EQ(get_int32(*first, 16), 1500);
+  auto again = authenticate(c, "alice", "alice-secret", 3);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(get_int16(*again, 4), 0) << "re-authenticated";
+  ASSERT_TRUE(c.send_request(18, 0, 5));
+  EXPECT_TRUE(c.read_frame());
+  auto other = authenticate(c, "admin", "admin-secret", 6);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(get_int16(*other, 4), 58);
+  EXPECT_TRUE(c.wait_closed(5s));
+
+  raw_client d(sasl_port);
+  ASSERT_TRUE(authenticate(d, "alice", "alice-secret", 1));
+  std::this_thread::sleep_for(1600ms);
+  ASSERT_TRUE(d.send_request(18, 0, 3));
+  EXPECT_FALSE(d.read_frame(2s)) << "a request after the session expired is not answered";
+  EXPECT_TRUE(d.wait_closed(5s));
 }
 
 TEST_F(security_test, misconfigurations_stop_the_broker_with_the_key_to_fix) {

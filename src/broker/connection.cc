@@ -325,6 +325,12 @@ void connection::dispatch(frame_buffer frame) {
   }
   if (sasl_) {
     std::string why;
+    constexpr int16_t sasl_handshake_key = 17;
+    if (sasl_->complete() && prefix->api_key == sasl_handshake_key &&
+        sasl_->begin_reauthentication()) {
+      spdlog::debug("connection {} from {}: re-authenticating {} (KIP-368)", info_.id, info_.peer,
+                    sasl_->principal().to_string());
+    }
     if (!sasl_->complete()) {
       if (!sasl_->admit(prefix->api_key, &why)) {
         spdlog::info("Failed authentication with {} (channelId={}) ({})", info_.peer, info_.id,

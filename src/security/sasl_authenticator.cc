@@ -329,6 +329,13 @@ bool sasl_authenticator::admit(int16_t api_key, std::string* why) {
   return false;
 }
 
+bool sasl_authenticator::begin_reauthentication() {
+  if (state_ != state::complete || settings_->connections_max_reauth_ms <= 0) return false;
+  reauthenticating_ = true;
+  state_ = state::handshake;
+  return true;
+}
+
 sasl_authenticator::handshake_answer sasl_authenticator::handshake(int16_t version,
                                                                    std::string_view mechanism) {
   handshake_answer out;
@@ -341,6 +348,12 @@ sasl_authenticator::handshake_answer sasl_authenticator::handshake(int16_t versi
   if (std::find(out.mechanisms.begin(), out.mechanisms.end(), name) == out.mechanisms.end()) {
     // Kafka answers, then closes (UnsupportedSaslMechanismException is an authentication failure).
     out.error_code = protocol::code(protocol::error_code::unsupported_sasl_mechanism);
+    state_ = state::failed;
+    return out;
+  }
+  if (reauthenticating_ && name != mechanism_) {
+    // ReauthInfo.saslMechanismUnchanged: a re-authentication keeps the mechanism.
+    out.error_code = protocol::code(protocol::error_code::illegal_sasl_state);
     state_ = state::failed;
     return out;
   }
@@ -370,6 +383,16 @@ sasl_authenticator::token_answer sasl_authenticator::authenticate(
       out.token = std::move(step.token);
       return out;
     case sasl_mechanism_server::step::outcome::complete:
+      if (reauthenticating_ && kafka_principal::user(server_->authorization_id()) != principal_) {
+        // ReauthInfo.ensurePrincipalUnchanged.
+        state_ = state::failed;
+        out.error_code = protocol::code(protocol::error_code::sasl_authentication_failed);
+        out.error_message = "Cannot change principals during re-authentication from " +
+                            principal_.to_string() + ": " +
+                            kafka_principal::user(server_->authorization_id()).to_string();
+        return out;
+      }
+      reauthenticating_ = false;
       out.token = std::move(step.token);
       principal_ = kafka_principal::user(server_->authorization_id());
       state_ = state::complete;

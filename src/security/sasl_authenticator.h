@@ -100,7 +100,14 @@ class sasl_authenticator {
   token_answer authenticate(std::span<const uint8_t> token,
                             std::chrono::steady_clock::time_point now);
 
-  // The principal, once complete.
+  // KIP-368: a SaslHandshake on an authenticated connection whose listener sets
+  // connections.max.reauth.ms starts a re-authentication (false, and nothing changes, when the
+  // listener does not). Until it completes only SaslHandshake and SaslAuthenticate are admitted;
+  // the mechanism and the principal must stay the same, and the session gets a new lifetime.
+  bool begin_reauthentication();
+  bool reauthenticating() const { return reauthenticating_; }
+
+  // The principal, once complete (during a re-authentication: the one authenticated before).
   const kafka_principal& principal() const { return principal_; }
   // When the session ends (connections.max.reauth.ms); nullopt without expiry.
   std::optional<std::chrono::steady_clock::time_point> session_expires_at() const {
@@ -116,6 +123,7 @@ class sasl_authenticator {
   std::unique_ptr<sasl_mechanism_server> server_;
   kafka_principal principal_ = kafka_principal::anonymous();
   std::optional<std::chrono::steady_clock::time_point> expires_at_;
+  bool reauthenticating_ = false;
 };
 
 }  // namespace tarn::security

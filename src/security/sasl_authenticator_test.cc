@@ -176,6 +176,55 @@ TEST(sasl_authenticator, scram_unknown_user_gets_the_generic_message) {
             "mechanism SCRAM-SHA-256");
 }
 
+TEST(sasl_authenticator, reauthentication_keeps_mechanism_and_principal) {
+  const auto plain = [](std::string_view user, std::string_view password) {
+    std::string t;
+    t += '\0';
+    t += user;
+    t += '\0';
+    t += password;
+    return of(t);
+  };
+  {  // Without connections.max.reauth.ms there is no re-authentication.
+    sasl_authenticator a(settings({"PLAIN"}), nullptr);
+    a.handshake(1, "PLAIN");
+    ASSERT_EQ(a.authenticate(plain("alice", "alice-secret"), steady_clock::now()).error_code, 0);
+    EXPECT_FALSE(a.begin_reauthentication());
+    EXPECT_TRUE(a.complete());
+  }
+  sasl_authenticator a(settings({"PLAIN", "SCRAM-SHA-256"}, 1000), nullptr);
+  a.handshake(1, "PLAIN");
+  const auto t0 = steady_clock::now();
+  ASSERT_EQ(a.authenticate(plain("alice", "alice-secret"), t0).error_code, 0);
+  ASSERT_TRUE(a.begin_reauthentication());
+  EXPECT_FALSE(a.complete());
+  EXPECT_EQ(a.principal().to_string(), "User:alice") << "kept while re-authenticating";
+  std::string why;
+  EXPECT_TRUE(a.admit(17, &why));
+  EXPECT_EQ(a.handshake(1, "PLAIN").error_code, 0);
+  auto again = a.authenticate(plain("alice", "alice-secret"), t0 + std::chrono::seconds(5));
+  EXPECT_EQ(again.error_code, 0);
+  EXPECT_EQ(again.session_lifetime_ms, 1000);
+  EXPECT_EQ(a.session_expires_at(), t0 + std::chrono::seconds(6));
+  EXPECT_TRUE(a.complete());
+
+  ASSERT_TRUE(a.begin_reauthentication());
+  a.handshake(1, "PLAIN");
+  auto other = a.authenticate(plain("admin", "admin-secret"), steady_clock::now());
+  EXPECT_EQ(other.error_code, error(protocol::error_code::sasl_authentication_failed));
+  EXPECT_EQ(other.error_message,
+            "Cannot change principals during re-authentication from User:alice: User:admin");
+  EXPECT_EQ(a.current(), sasl_authenticator::state::failed);
+
+  sasl_authenticator b(settings({"PLAIN", "SCRAM-SHA-256"}, 1000), nullptr);
+  b.handshake(1, "PLAIN");
+  ASSERT_EQ(b.authenticate(plain("alice", "alice-secret"), t0).error_code, 0);
+  ASSERT_TRUE(b.begin_reauthentication());
+  EXPECT_EQ(b.handshake(1, "SCRAM-SHA-256").error_code,
+            error(protocol::error_code::illegal_sasl_state))
+      << "the mechanism cannot change";
+}
+
 TEST(jaas_config, parses_kafkas_examples_and_reports_errors) {
   auto m = parse_jaas_config(
       "org.apache.kafka.common.security.plain.PlainLoginModule required\n"
