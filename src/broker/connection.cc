@@ -143,7 +143,7 @@ asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<con
     }
     if (reading_done_) break;
     auto frame = co_await read_frame();
-    if (!frame && !draining_) {
+    if (!frame && !draining_ && !reading_done_) {
       // The client closed (or reset) its side. Kafka clients never half-close, so like Kafka we
       // drop what is in flight rather than keep handlers running for nobody.
       close("end of stream");
@@ -233,11 +233,13 @@ asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
     // more than this (Kafka: InvalidReceiveException, the connection closed).
     max_size = std::min(max_size, sasl_->settings().server_max_receive_size);
     if (size < 0 || size > max_size) {
+      // Kafka fails the authentication: the close comes after the failed-authentication delay
+      // (measured against Kafka 4.4.0), and nothing is read or allocated meanwhile.
       spdlog::warn(
           "closing connection {} from {}: Invalid receive (size = {} larger than {}) before "
           "SASL authentication (sasl.server.max.receive.size)",
           info_.id, info_.peer, size, max_size);
-      close("pre-authentication request too large");
+      close_after_delay("pre-authentication request too large");
       co_return std::nullopt;
     }
   }
@@ -333,9 +335,11 @@ void connection::dispatch(frame_buffer frame) {
     }
     if (!sasl_->complete()) {
       if (!sasl_->admit(prefix->api_key, &why)) {
+        // Kafka closes at once, without an answer (measured against Kafka 4.4.0: ~10 ms).
         spdlog::info("Failed authentication with {} (channelId={}) ({})", info_.peer, info_.id,
                      why);
-        close_after_delay(why);
+        reading_done_ = true;
+        push_done(prefix->correlation_id, 0, close_connection{why});
         return;
       }
     } else if (auto expires = sasl_->session_expires_at();

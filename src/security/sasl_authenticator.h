@@ -77,8 +77,8 @@ class sasl_authenticator {
   const sasl_settings& settings() const { return *settings_; }
 
   // Whether a Kafka request with this API key may be handled now. False: Kafka's
-  // IllegalSaslStateException, the connection is closed (after the failed-authentication delay)
-  // without an answer; the reason is in *why.
+  // IllegalSaslStateException, the connection is closed at once without an answer; the reason is
+  // in *why.
   bool admit(int16_t api_key, std::string* why);
 
   struct handshake_answer {
