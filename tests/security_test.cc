@@ -8,6 +8,7 @@
 //     certificate (ssl.client.auth=requested; the certificate's DN becomes the principal), reads
 //     5 MB over TLS (Fetch without sendfile), and
 //     with ssl.client.auth=required a client without one is refused;
+//   - a keystore file replaced while the broker runs serves the next connections;
 //   - SASL_PLAINTEXT PLAIN (users from listener.name.<l>.plain.sasl.jaas.config): a round trip,
 //     and a wrong password failing with Kafka's message;
 //   - SCRAM: a user added by AlterUserScramCredentials (confluent-kafka 2.x), then a SASL_SSL
@@ -22,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,22 +43,31 @@ const char* const plain_jaas =
 class certificates {
  public:
   certificates() {
-    const std::string d = dir_.path().string();
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script =
-        "set -e; cd " + d + "; " + "openssl req -x509 " + ec +
-        " -keyout ca.key -out ca.pem -days 2 -subj /CN=tarn-test-ca; " + "openssl req " + ec +
-        " -keyout server.key -out server.csr -subj /CN=localhost; " +
-        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext; " +
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-out server.pem -days 2 -extfile san.ext; " +
-        "openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem "
-        "-out server.p12 -passout pass:server-secret; " +
-        "cat server.key server.pem > server-keystore.pem; " + "openssl req " + ec +
-        " -keyout client.key -out client.csr -subj /O=tarn/OU=eng/CN=client; " +
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-out client.pem -days 2";
-    auto [rc, out] = run_command("bash -c \"" + script + "\"");
+    // Two CAs (the second for the keystore reload), the server's keystores for each, a client.
+    const std::string script = "set -e; cd " + dir_.path().string() + R"(
+      ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+      openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=tarn-test-ca
+      openssl req -x509 $ec -keyout ca2.key -out ca2.pem -days 2 -subj /CN=other-ca
+      openssl req $ec -keyout server.key -out server.csr -subj /CN=localhost
+      printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
+      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+        -out server.pem -days 2 -extfile san.ext
+      openssl x509 -req -in server.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial \
+        -out server2.pem -days 2 -extfile san.ext
+      openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem \
+        -out server.p12 -passout pass:server-secret
+      cat server.key server.pem > server-keystore.pem
+      cat server.key server2.pem > server2-keystore.pem
+      openssl req $ec -keyout client.key -out client.csr -subj /O=tarn/OU=eng/CN=client
+      openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+        -out client.pem -days 2
+    )";
+    const std::string script_file = (dir_.path() / "make-certs.sh").string();
+    {
+      std::ofstream out(script_file);
+      out << script;
+    }
+    auto [rc, out] = run_command("bash " + script_file);
     ok_ = rc == 0;
     output_ = out;
   }
@@ -193,6 +204,35 @@ TEST_F(security_test, ssl_client_auth_required_refuses_a_client_without_a_certif
   with_cert.push_back("ssl.certificate.location=" + certs().path("client.pem"));
   with_cert.push_back("ssl.key.location=" + certs().path("client.key"));
   EXPECT_TRUE(round_trip(ssl_port, "mtls-only", with_cert));
+}
+
+// A keystore file replaced while the broker runs is used by the next connections (at most a
+// second later), without a restart; connections already open keep theirs.
+TEST_F(security_test, a_changed_keystore_is_reloaded_without_a_restart) {
+  temp_dir dir;
+  const std::string keystore = (dir.path() / "keystore.pem").string();
+  ASSERT_EQ(run_command("cp " + certs().path("server-keystore.pem") + " " + keystore).first, 0);
+  broker_process broker({"--override", "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+                         "--override", "ssl.keystore.type=PEM", "--override",
+                         "ssl.keystore.location=" + keystore});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const uint16_t ssl_port = listener_port(broker, "SSL");
+  auto list_with_ca = [&](const char* ca) {
+    return run_command("timeout 20 kcat -L -m 2 -b 127.0.0.1:" + std::to_string(ssl_port) +
+                       kcat_options({"security.protocol=SSL",
+                                     std::string("ssl.ca.location=") + certs().path(ca)}))
+        .first;
+  };
+  EXPECT_EQ(list_with_ca("ca.pem"), 0);
+  // Replaced the way an operator (or cert-manager) does: a new file renamed over the old one.
+  ASSERT_EQ(run_command("cp " + certs().path("server2-keystore.pem") + " " + keystore +
+                        ".new && mv " + keystore + ".new " + keystore)
+                .first,
+            0);
+  std::this_thread::sleep_for(1100ms);
+  EXPECT_EQ(list_with_ca("ca2.pem"), 0) << broker.output();
+  EXPECT_NE(list_with_ca("ca.pem"), 0);
+  EXPECT_TRUE(broker.process().wait_for_output("TLS context reloaded", 1s));
 }
 
 TEST_F(security_test, sasl_plaintext_plain_round_trip_and_a_wrong_password) {

@@ -40,11 +40,16 @@ class wakeup {
 };
 
 // What a listener's connections share, built once at startup: its protocol, the TLS context (SSL
-// and SASL_SSL; replaced whole when the keystore changes, connections keep the one they began
-// with), the DN-to-principal rules and the SASL settings.
+// and SASL_SSL; replaced whole when the keystore or truststore file changes, connections keep the
+// one they began with), the DN-to-principal rules and the SASL settings.
 struct listener_runtime {
   listener_security security;
-  std::shared_ptr<asio::ssl::context> tls;  // null for PLAINTEXT and SASL_PLAINTEXT
+  // Null for PLAINTEXT and SASL_PLAINTEXT. Read and replaced on loop 0 only (the acceptor hands
+  // each new connection the current one).
+  std::shared_ptr<asio::ssl::context> tls;
+  // For the reload: when the files were last looked at, and what they looked like then.
+  std::chrono::steady_clock::time_point tls_files_checked_at{};
+  std::string tls_files_stamp;
   std::optional<security::ssl_principal_mapper> principal_mapper;
   std::shared_ptr<const security::sasl_settings> sasl;  // null unless SASL_*
   security::scram_credential_lookup scram_credentials;  // the metadata log's

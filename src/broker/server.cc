@@ -169,7 +169,9 @@ struct server::impl {
   event_loop& pick_loop();
   asio::awaitable<void> accept_loop(listener_socket& listener);
   void start_connection(event_loop& loop, asio::ip::tcp::socket socket, connection_info info,
-                        std::string ip, const listener_runtime* runtime);
+                        std::string ip, const listener_runtime* runtime,
+                        std::shared_ptr<asio::ssl::context> tls);
+  void maybe_reload_tls(listener_runtime& runtime);
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
   asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
@@ -194,6 +196,25 @@ server::~server() {
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
 bool server::had_clean_shutdown() const { return impl_->clean_shutdown; }
 
+namespace {
+
+// What the TLS files of a listener look like now (path, size, modification time of each), so a
+// change is seen without reading them.
+std::string tls_files_stamp(const security::ssl_config& ssl) {
+  std::string out;
+  for (const auto* path : {&ssl.keystore_location, &ssl.truststore_location}) {
+    if (!*path) continue;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(**path, ec);
+    const auto time = std::filesystem::last_write_time(**path, ec);
+    out +=
+        fmt::format("{}:{}:{};", **path, ec ? 0 : size, ec ? 0 : time.time_since_epoch().count());
+  }
+  return out;
+}
+
+}  // namespace
+
 result<void, std::string> server::impl::make_listener_runtimes() {
   for (const auto& sec : config.security_by_listener) {
     auto rt = std::make_unique<listener_runtime>();
@@ -202,6 +223,8 @@ result<void, std::string> server::impl::make_listener_runtimes() {
       auto ctx = security::make_server_tls_context(sec.ssl);
       if (!ctx) return fail(fmt::format("listener {}: {}", sec.name, ctx.error()));
       rt->tls = std::make_shared<asio::ssl::context>(ctx->release());
+      rt->tls_files_stamp = tls_files_stamp(sec.ssl);
+      rt->tls_files_checked_at = std::chrono::steady_clock::now();
       auto mapper = security::ssl_principal_mapper::parse(sec.ssl.principal_mapping_rules);
       if (!mapper) return fail(fmt::format("listener {}: {}", sec.name, mapper.error()));
       rt->principal_mapper = std::move(*mapper);
@@ -214,6 +237,30 @@ result<void, std::string> server::impl::make_listener_runtimes() {
     runtimes.push_back(std::move(rt));
   }
   return {};
+}
+
+// Kafka reloads a keystore when its path is set again dynamically; tarn also reloads when the
+// files change: at most once a second, looked at when a connection arrives (no timer for idle
+// listeners), rebuilt on loop 0. A file that does not load (half written, wrong password) keeps
+// the previous context and is tried again a second later.
+void server::impl::maybe_reload_tls(listener_runtime& runtime) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - runtime.tls_files_checked_at < std::chrono::seconds(1)) return;
+  runtime.tls_files_checked_at = now;
+  std::string stamp = tls_files_stamp(runtime.security.ssl);
+  if (stamp == runtime.tls_files_stamp) return;
+  auto ctx = security::make_server_tls_context(runtime.security.ssl);
+  if (!ctx) {
+    spdlog::warn(
+        "listener {}: keystore or truststore changed but does not load, keeping the "
+        "previous one: {}",
+        runtime.security.name, ctx.error());
+    return;
+  }
+  runtime.tls = std::make_shared<asio::ssl::context>(ctx->release());
+  runtime.tls_files_stamp = std::move(stamp);
+  spdlog::info("listener {}: keystore or truststore changed, TLS context reloaded",
+               runtime.security.name);
 }
 
 result<void, std::string> server::impl::bind_listeners() {
@@ -516,6 +563,11 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     }
     ++count;
     total_connections.fetch_add(1);
+    std::shared_ptr<asio::ssl::context> tls;
+    if (listener.runtime != nullptr && listener.runtime->tls) {
+      maybe_reload_tls(*listener.runtime);
+      tls = listener.runtime->tls;
+    }
     target.connection_count.fetch_add(1, std::memory_order_relaxed);
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     if (config.socket_send_buffer_bytes != -1) {
@@ -523,16 +575,19 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     }
     connection_info info{next_connection_id.fetch_add(1) + 1, fmt::format("{}:{}", ip, peer.port()),
                          listener.endpoint.name};
-    asio::post(target.context, [this, &target, socket = std::move(socket), info = std::move(info),
-                                ip = std::move(ip), runtime = listener.runtime]() mutable {
-      start_connection(target, std::move(socket), std::move(info), std::move(ip), runtime);
-    });
+    asio::post(target.context,
+               [this, &target, socket = std::move(socket), info = std::move(info),
+                ip = std::move(ip), runtime = listener.runtime, tls = std::move(tls)]() mutable {
+                 start_connection(target, std::move(socket), std::move(info), std::move(ip),
+                                  runtime, std::move(tls));
+               });
   }
 }
 
 void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket socket,
                                     connection_info info, std::string ip,
-                                    const listener_runtime* runtime) {
+                                    const listener_runtime* runtime,
+                                    std::shared_ptr<asio::ssl::context> tls) {
   spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer, info.listener,
                 loop.index);
   uint64_t id = info.id;
@@ -541,7 +596,7 @@ void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket sock
       [this, &loop, ip = std::move(ip)](connection& closed) {
         connection_closed(loop, closed, ip);
       },
-      runtime, runtime != nullptr ? runtime->tls : nullptr);
+      runtime, std::move(tls));
   loop.connections.emplace(id, c);
   c->start();
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way
