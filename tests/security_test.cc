@@ -5,18 +5,20 @@
 //     name mapped in listener.security.protocol.map): Metadata answers each client with the
 //     endpoint of the listener it came in on;
 //   - SSL with a PKCS12 keystore: kcat produces and consumes with and without a client
-//     certificate (ssl.client.auth=requested; the certificate's DN becomes the principal), reads
-//     5 MB over TLS (Fetch without sendfile), and
-//     with ssl.client.auth=required a client without one is refused;
+//     certificate (ssl.client.auth=requested; the certificate's DN becomes the principal) and
+//     reads 5 MB over TLS (Fetch without sendfile); with ssl.client.auth=required a client
+//     without a certificate is refused;
 //   - a keystore file replaced while the broker runs serves the next connections;
 //   - SASL_PLAINTEXT PLAIN (users from listener.name.<l>.plain.sasl.jaas.config): a round trip,
 //     and a wrong password failing with Kafka's message;
-//   - SCRAM: a user added by AlterUserScramCredentials (confluent-kafka 2.x), then a SASL_SSL
-//     SCRAM-SHA-512 round trip with a PEM keystore, surviving a restart; Kafka's kafka-configs
-//     adding a SCRAM-SHA-256 user and describing it, then kcat authenticating as it;
+//   - SCRAM: a user added by AlterUserScramCredentials (confluent-kafka 2.x), then SASL_SSL
+//     SCRAM-SHA-512 round trips with a PEM keystore (kcat, confluent-kafka 1.7), surviving a
+//     restart; Kafka's kafka-configs adding a SCRAM-SHA-256 user and describing it, then kcat
+//     authenticating as it;
 //   - hand-built requests for the error branches: an unsupported mechanism, a request before
 //     authentication, an oversized frame before authentication, SASL requests on a PLAINTEXT
-//     listener.
+//     listener, SaslHandshake v0's raw tokens; KIP-368 re-authentication and session expiry;
+//   - misconfigurations refused at start with the key to fix.
 // GCC 12's -Wrestrict misfires on std::string operator+ with literals (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
@@ -302,6 +304,31 @@ TEST_F(security_test, sasl_ssl_scram_sha_512_user_added_by_alter_user_scram_cred
     EXPECT_NE(out.find("bob Too few iterations"), std::string::npos) << out;
     EXPECT_NE(out.find("alice SCRAM_SHA_512 8192"), std::string::npos) << out;
     EXPECT_TRUE(round_trip(sasl_port, "scram-topic", sasl));
+    // confluent-kafka (Debian's 1.7) over SASL_SSL too: a producer and an assigned consumer.
+    const std::string py_round_trip =
+        "import sys, time\n"
+        "from confluent_kafka import Producer, Consumer, TopicPartition\n"
+        "conf = {'bootstrap.servers': sys.argv[1], 'security.protocol': 'SASL_SSL',\n"
+        "  'ssl.ca.location': sys.argv[2], 'sasl.mechanism': 'SCRAM-SHA-512',\n"
+        "  'sasl.username': 'alice', 'sasl.password': 'alice-secret'}\n"
+        "p = Producer(conf)\n"
+        "for i in range(10): p.produce('py-scram', value=b'v%d' % i)\n"
+        "assert p.flush(20) == 0\n"
+        "c = Consumer(dict(conf, **{'group.id': 'g'}))\n"
+        "c.assign([TopicPartition('py-scram', 0, 0)])\n"
+        "got, deadline = [], time.time() + 20\n"
+        "while len(got) < 10 and time.time() < deadline:\n"
+        "  m = c.poll(0.5)\n"
+        "  if m is not None and not m.error(): got.append(m.value())\n"
+        "c.close()\n"
+        "print('consumed', len(got))\n";
+    if (run_command("/usr/bin/python3 -c 'import confluent_kafka'").first == 0) {
+      auto [prc, pout] =
+          run_command("timeout 60 /usr/bin/python3 -c \"" + py_round_trip +
+                      "\" 127.0.0.1:" + std::to_string(sasl_port) + " " + certs().path("ca.pem"));
+      EXPECT_EQ(prc, 0) << pout;
+      EXPECT_NE(pout.find("consumed 10"), std::string::npos) << pout;
+    }
     auto wrong = sasl;
     wrong.back() = "sasl.password=wrong";
     auto [wrc, wout] = run_command(
@@ -325,6 +352,9 @@ TEST_F(security_test, sasl_ssl_scram_sha_512_user_added_by_alter_user_scram_cred
 // Kafka's own kafka-configs (the 4.4.0 jars) adds a SCRAM-SHA-256 user and describes it; kcat
 // then authenticates as that user.
 TEST_F(security_test, kafka_configs_adds_a_scram_user_that_kcat_authenticates_as) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "two JVM starts: the release build runs it (the SCRAM path itself is covered)";
+#endif
   if (kafka_libs().empty()) GTEST_SKIP() << "no Kafka 4.4.0 jars";
   broker_process broker({"--override",
                          "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
