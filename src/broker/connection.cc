@@ -1,5 +1,7 @@
 // Connection: frame reading with the size check before any allocation, in-order response
-// writing, idle timeout and the two ways to end (stop_reading for a clean shutdown, close).
+// writing, idle timeout and the two ways to end (stop_reading for a clean shutdown, close); the
+// TLS handshake and reads/writes through the ssl stream, and the SASL gate before authentication
+// (docs/security.md).
 #include "broker/connection.h"
 
 #include <spdlog/spdlog.h>
