@@ -14,7 +14,7 @@ CMAKE_FLAGS ?=
 # UNITY=OFF for a tree where single files are rebuilt often.
 UNITY       ?= ON
 
-.PHONY: all deps build run test test-unit test-asan test-tsan crash-test soak fuzz fuzz-long bench bench-quick interop format clean
+.PHONY: all deps build run package test test-unit test-asan test-tsan crash-test soak fuzz fuzz-long bench bench-quick interop format clean
 
 all: build
 
@@ -28,6 +28,11 @@ $(BUILD)/build.ninja: | deps
 # `make build` works on a fresh Debian machine as `make run` and `make test` do.
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# A Debian package of the broker and the client library (cmake/tarn_install.cmake): tarn in
+# /usr/bin, libtarn and its headers, a systemd unit and /etc/tarn/server.properties.
+package: deps build
+	cd $(BUILD) && cpack -G DEB
 
 run: deps build
 	mkdir -p data
@@ -99,7 +104,7 @@ bench-quick: deps build
 interop: deps build
 	/usr/bin/python3 scripts/interop --tarn $(BUILD)/tarn
 
-format:
+format: deps
 	find src tests bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:

@@ -28,12 +28,6 @@ using protocol::error_code;
 using cp_request = protocol::create_partitions_request;
 using cp_response = protocol::create_partitions_response;
 
-enum class broker_kind { tarn, kafka };
-
-std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
-  return info.param == broker_kind::tarn ? "tarn" : "kafka";
-}
-
 struct answer {
   std::string name;
   int16_t error = -100;
@@ -123,21 +117,11 @@ std::vector<answer> create_partitions(tools::kafka_client& c, const std::vector<
 class create_partitions_both : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
-    if (GetParam() == broker_kind::kafka) {
-#ifdef TARN_SANITIZED_BUILD
-      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
-#endif
-      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      const auto& error = kafka_broker::instance().start();
-      ASSERT_EQ(error, "");
-      port_ = kafka_broker::instance().port();
-    } else {
-      tarn_ = std::make_unique<broker_process>();
-      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
-      port_ = tarn_->port();
+    if (auto skip = start_test_broker(GetParam(), {}, tarn_, port_); !skip.empty()) {
+      GTEST_SKIP() << skip;
     }
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    prefix_ = "cp-" + name.substr(0, name.find('/')) + "-";
+    ASSERT_NE(port_, 0);
+    prefix_ = "cp-" + test_name_prefix();
     std::replace(prefix_.begin(), prefix_.end(), '_', '-');
   }
   void TearDown() override {

@@ -47,12 +47,6 @@ using protocol::error_code;
 
 // Kafka 4.4.0, one per process, started on first use.
 
-enum class broker_kind { tarn, kafka };
-
-std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
-  return info.param == broker_kind::tarn ? "tarn" : "kafka";
-}
-
 struct partition_answer {
   int16_t error = -100;
   int64_t low_watermark = -100;
@@ -62,21 +56,11 @@ class delete_records : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
     if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
-    if (GetParam() == broker_kind::kafka) {
-#ifdef TARN_SANITIZED_BUILD
-      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
-#endif
-      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      const auto& error = kafka_broker::instance().start();
-      ASSERT_EQ(error, "");
-      port_ = kafka_broker::instance().port();
-    } else {
-      tarn_ = std::make_unique<broker_process>();
-      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
-      port_ = tarn_->port();
+    if (auto skip = start_test_broker(GetParam(), {}, tarn_, port_); !skip.empty()) {
+      GTEST_SKIP() << skip;
     }
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    prefix_ = name.substr(0, name.find('/')) + "-";
+    ASSERT_NE(port_, 0);
+    prefix_ = test_name_prefix();
   }
   void TearDown() override {
     if (tarn_) tarn_->stop();

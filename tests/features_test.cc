@@ -25,28 +25,13 @@
 namespace tarn::test {
 namespace {
 
-enum class broker_kind { tarn, kafka };
-
-std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
-  return info.param == broker_kind::tarn ? "tarn" : "kafka";
-}
-
 class features : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
-    if (GetParam() == broker_kind::kafka) {
-#ifdef TARN_SANITIZED_BUILD
-      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
-#endif
-      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      const auto& error = kafka_broker::instance().start();
-      ASSERT_EQ(error, "");
-      port_ = kafka_broker::instance().port();
-    } else {
-      tarn_ = std::make_unique<broker_process>();
-      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
-      port_ = tarn_->port();
+    if (auto skip = start_test_broker(GetParam(), {}, tarn_, port_); !skip.empty()) {
+      GTEST_SKIP() << skip;
     }
+    ASSERT_NE(port_, 0);
   }
   void TearDown() override {
     if (tarn_) tarn_->stop();

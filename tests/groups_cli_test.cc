@@ -52,37 +52,16 @@ std::string without_traces(const std::string& err) {
 
 // ---- The brokers: tarn, one per test; Kafka, one per process (started on first use).
 
-enum class broker_kind { tarn, kafka };
-
-std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
-  return info.param == broker_kind::tarn ? "tarn" : "kafka";
-}
-
 class groups_cli : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
-    if (GetParam() == broker_kind::kafka) {
-#ifdef TARN_SANITIZED_BUILD
-      // The Kafka half checks the tools against the reference; a sanitizer instruments only
-      // tarn, so it runs once, in the release suite (make test).
-      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
-#endif
-      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      const auto& error =
-          kafka_broker::instance().start(" --property group.initial.rebalance.delay.ms=0");
-      ASSERT_EQ(error, "");
-      port_ = kafka_broker::instance().port();
-    } else {
-      tarn_ = std::make_unique<broker_process>(
-          std::vector<std::string>{"--override", "group.initial.rebalance.delay.ms=0"});
-      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
-      port_ = tarn_->port();
+    if (auto skip =
+            start_test_broker(GetParam(), {"group.initial.rebalance.delay.ms=0"}, tarn_, port_);
+        !skip.empty()) {
+      GTEST_SKIP() << skip;
     }
-    // Names of this test's own: the Kafka broker is shared by the tests of the process.
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = info->name();
-    name = name.substr(0, name.find('/'));
-    prefix_ = name + "-";
+    ASSERT_NE(port_, 0);
+    prefix_ = test_name_prefix();
   }
   void TearDown() override {
     if (tarn_) tarn_->stop();

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -78,5 +80,52 @@ class kafka_environment : public ::testing::Environment {
 };
 [[maybe_unused]] inline ::testing::Environment* const kafka_env =
     ::testing::AddGlobalTestEnvironment(new kafka_environment);
+
+// Tests that run one scenario against tarn and against Kafka 4.4.0 (the reference half, which
+// checks the scenario itself) are parameterised by the broker.
+enum class broker_kind { tarn, kafka };
+
+inline std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
+  return info.param == broker_kind::tarn ? "tarn" : "kafka";
+}
+
+// Starts the broker of such a test: a fresh tarn into `tarn` (with each of `overrides`, key=value,
+// as --override), or the process's shared Kafka broker (the overrides as its properties, which
+// take effect at its first start). Sets `port`; returns "" when the test should go on, else the
+// reason to skip it. A broker that fails to start fails the test and leaves `port` 0. Kafka's
+// half is skipped in the sanitizer trees: a sanitizer instruments tarn only.
+inline std::string start_test_broker(broker_kind kind, const std::vector<std::string>& overrides,
+                                     std::unique_ptr<broker_process>& tarn, uint16_t& port) {
+  port = 0;
+  if (kind == broker_kind::kafka) {
+#ifdef TARN_SANITIZED_BUILD
+    return "the Kafka 4.4.0 reference half runs in the release build only";
+#else
+    if (kafka_libs().empty()) return "java or the Kafka 4.4.0 jars are missing";
+    std::string properties;
+    for (const auto& o : overrides) properties += " --property " + o;
+    const std::string& error = kafka_broker::instance().start(properties);
+    EXPECT_EQ(error, "");
+    if (error.empty()) port = kafka_broker::instance().port();
+    return "";
+#endif
+  }
+  std::vector<std::string> args;
+  for (const auto& o : overrides) {
+    args.push_back("--override");
+    args.push_back(o);
+  }
+  tarn = std::make_unique<broker_process>(std::move(args));
+  EXPECT_NE(tarn->port(), 0) << tarn->output();
+  port = tarn->port();
+  return "";
+}
+
+// "<test name>-", without the parameter's suffix: the start of the names of a test's own topics
+// and groups (the Kafka broker is shared by every test of the process).
+inline std::string test_name_prefix() {
+  const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return name.substr(0, name.find('/')) + "-";
+}
 
 }  // namespace tarn::test

@@ -39,16 +39,6 @@ const std::string& streams_libs() {
   return libs;
 }
 
-std::vector<std::string> lines_with(const std::string& out, const std::string& prefix) {
-  std::vector<std::string> found;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(prefix)) found.push_back(line);
-  }
-  return found;
-}
-
 // The "count WORD N" lines StreamsWordCount prints for lines 0..to-1, sorted as it sorts them.
 std::vector<std::string> expected_counts(int to) {
   std::map<std::string, long> counts;

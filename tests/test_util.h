@@ -471,6 +471,17 @@ inline uint16_t free_port() {
   return port;
 }
 
+// The lines of `out` that start with `prefix`.
+inline std::vector<std::string> lines_with(const std::string& out, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(prefix)) found.push_back(line);
+  }
+  return found;
+}
+
 inline bool have_program(const std::string& name) {
   return run_command("command -v " + name + " >/dev/null").first == 0;
 }

@@ -54,23 +54,6 @@ bool have_confluent_kafka() {
   return run_command(std::string(python) + " -c 'import confluent_kafka'").first == 0;
 }
 
-// The lines of `out` that start with `prefix`.
-std::vector<std::string> lines_with(const std::string& out, const std::string& prefix) {
-  std::vector<std::string> found;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(prefix)) found.push_back(line);
-  }
-  return found;
-}
-
-enum class broker_kind { tarn, kafka };
-
-std::string kind_name(const ::testing::TestParamInfo<broker_kind>& info) {
-  return info.param == broker_kind::tarn ? "tarn" : "kafka";
-}
-
 // What both brokers are started with: timed-out transactions looked for every 500 ms.
 const char* abort_interval_key = "transaction.abort.timed.out.transaction.cleanup.interval.ms";
 
@@ -78,26 +61,15 @@ class transactions : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
     if (!have_confluent_kafka()) GTEST_SKIP() << "confluent_kafka not installed";
-    if (GetParam() == broker_kind::kafka) {
-#ifdef TARN_SANITIZED_BUILD
-      GTEST_SKIP() << "the Kafka 4.4.0 reference half runs in the release build only";
-#endif
-      if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-      ASSERT_EQ(kafka_broker::instance().start(std::string(" --property ") + abort_interval_key +
-                                               "=500 --property "
-                                               "transaction.state.log.num.partitions=4"),
-                "");
-      port_ = kafka_broker::instance().port();
-    } else {
-      tarn_ = std::make_unique<broker_process>(
-          std::vector<std::string>{"--override", std::string(abort_interval_key) + "=500",
-                                   "--override", "transaction.state.log.num.partitions=4"});
-      ASSERT_NE(tarn_->port(), 0) << tarn_->output();
-      port_ = tarn_->port();
+    if (auto skip = start_test_broker(
+            GetParam(),
+            {std::string(abort_interval_key) + "=500", "transaction.state.log.num.partitions=4"},
+            tarn_, port_);
+        !skip.empty()) {
+      GTEST_SKIP() << skip;
     }
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = info->name();
-    prefix_ = name.substr(0, name.find('/')) + "-";
+    ASSERT_NE(port_, 0);
+    prefix_ = test_name_prefix();
   }
   void TearDown() override {
     if (tarn_) tarn_->stop();

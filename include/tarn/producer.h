@@ -34,8 +34,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/result.h"
 #include "tarn/producer_record.h"
+#include "tarn/result.h"
 
 namespace tarn::client {
 

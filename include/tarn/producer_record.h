@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "tarn/config_error.h"
+
 namespace tarn::client {
 
 struct header_view {
@@ -57,15 +59,6 @@ struct producer_error {
   int16_t kafka_error_code = 0;  // set with broker_error
   bool retriable = false;
   std::string message;  // a full sentence naming topic, partition or setting where it applies
-};
-
-// A property producer::create refused.
-struct config_error {
-  std::string key;
-  std::string value;
-  // The whole sentence, naming key and value, e.g. "Invalid value 2 for configuration acks:
-  // String must be one of: all, -1, 0, 1" (Java's wording where Java has one).
-  std::string message;
 };
 
 // Called once per record, on the producer's I/O thread, with the metadata on success or the

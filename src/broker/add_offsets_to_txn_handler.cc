@@ -8,9 +8,11 @@
 // AddPartitionsToTxn does, with its errors (add_partitions_to_txn_handler.cc). PRODUCER_FENCED
 // is INVALID_PRODUCER_EPOCH below v2, decided in add_offsets_error().
 // A body that does not decode closes the connection.
-// Not supported: authorization; quotas (ThrottleTimeMs 0).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -47,6 +49,17 @@ asio::awaitable<handler_outcome> handle_add_offsets_to_txn(request_context& requ
   coordinator::group_coordinator* groups = request.services.groups;
   txn::txn_coordinator* txns = request.services.txns;
   error_code e = error_code::coordinator_not_available;
+  // As Kafka: WRITE on the transactional id, then READ on the group.
+  if (!authorize(request, security::acl_operation::write, security::resource_type::transactional_id,
+                 decoded->transactional_id)) {
+    reply.error_code = static_cast<int16_t>(error_code::transactional_id_authorization_failed);
+    co_return encode_response(reply, version);
+  }
+  if (!authorize(request, security::acl_operation::read, security::resource_type::group,
+                 decoded->group_id)) {
+    reply.error_code = static_cast<int16_t>(error_code::group_authorization_failed);
+    co_return encode_response(reply, version);
+  }
   if (groups != nullptr && txns != nullptr) {
     e = groups->find_coordinator(decoded->group_id);
     if (e == error_code::none) {

@@ -17,10 +17,14 @@
 //   - Errors decided in add_partitions_error(): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below
 //     v2, as KafkaApis answers.
 //   - A body that does not decode closes the connection.
-// Not supported: authorization; quotas (ThrottleTimeMs 0).
+//   - Authorization as Kafka: v0-3 WRITE on the transactional id and on each topic; v4+
+//     CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -33,8 +37,8 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using request_t = protocol::add_partitions_to_txn_request;
-using response_t = protocol::add_partitions_to_txn_response;
+using add_partitions_to_txn_request_t = protocol::add_partitions_to_txn_request;
+using add_partitions_to_txn_response_t = protocol::add_partitions_to_txn_response;
 
 // The one place that decides the wire error of this API.
 error_code add_partitions_error(error_code e, int16_t version) {
@@ -43,11 +47,30 @@ error_code add_partitions_error(error_code e, int16_t version) {
 }
 
 // One transaction's partitions, answered.
-std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
+std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result> add_one(
     request_context& request, std::string_view transactional_id, int64_t producer_id,
     int16_t producer_epoch, bool verify_only,
-    const std::vector<request_t::add_partitions_to_txn_topic>& topics, int16_t version) {
+    const std::vector<add_partitions_to_txn_request_t::add_partitions_to_txn_topic>& topics,
+    int16_t version) {
   txn::txn_coordinator* txns = request.services.txns;
+  // Authorization of a client's request (v0-3), as Kafka: WRITE on the transactional id (else
+  // every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (internal topics
+  // never pass); one topic refused fails the request, the others OPERATION_NOT_ATTEMPTED.
+  const bool authorizing = request.services.authorizer != nullptr && version < 4;
+  const bool txn_denied =
+      authorizing && !authorize(request, security::acl_operation::write,
+                                security::resource_type::transactional_id, transactional_id);
+  std::vector<bool> topic_denied(topics.size(), false);
+  bool any_denied = false;
+  if (authorizing && !txn_denied) {
+    for (size_t i = 0; i < topics.size(); ++i) {
+      topic_denied[i] =
+          is_internal_topic(topics[i].name) ||
+          !authorize(request, security::acl_operation::write, security::resource_type::topic,
+                     topics[i].name, static_cast<int32_t>(topics[i].partitions.size()));
+      any_denied = any_denied || topic_denied[i];
+    }
+  }
   std::vector<txn::topic_partition_key> partitions;
   bool any_unknown = false;
   std::vector<std::vector<bool>> known(topics.size());
@@ -64,7 +87,18 @@ std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
     }
   }
   std::vector<error_code> codes(partitions.size(), error_code::none);
-  if (txns == nullptr) {
+  if (txn_denied) {
+    std::fill(codes.begin(), codes.end(), error_code::transactional_id_authorization_failed);
+  } else if (any_denied) {
+    size_t k = 0;
+    for (size_t i = 0; i < topics.size(); ++i) {
+      for (size_t j = 0; j < known[i].size(); ++j, ++k) {
+        codes[k] = topic_denied[i] ? error_code::topic_authorization_failed
+                   : known[i][j]   ? error_code::operation_not_attempted
+                                   : error_code::unknown_topic_or_partition;
+      }
+    }
+  } else if (txns == nullptr) {
     std::fill(codes.begin(), codes.end(), error_code::coordinator_not_available);
   } else if (any_unknown) {
     size_t k = 0;
@@ -84,7 +118,7 @@ std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
                                               partitions, wall_clock_ms());
     std::fill(codes.begin(), codes.end(), e);
   }
-  std::vector<response_t::add_partitions_to_txn_topic_result> out;
+  std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result> out;
   size_t k = 0;
   for (const auto& t : topics) {
     auto& tr = out.emplace_back();
@@ -101,14 +135,20 @@ std::vector<response_t::add_partitions_to_txn_topic_result> add_one(
 asio::awaitable<handler_outcome> handle_add_partitions_to_txn(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
-  auto decoded = request_t::decode(r, version);
+  auto decoded = add_partitions_to_txn_request_t::decode(r, version);
   if (!decoded) {
     spdlog::warn("connection {} from {}: AddPartitionsToTxn v{} body does not decode: {}",
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad AddPartitionsToTxn request"};
   }
-  response_t reply;
+  add_partitions_to_txn_response_t reply;
+  // v4+ is the partition leaders' verification: CLUSTER_ACTION on the cluster, as Kafka.
+  if (version >= 4 && request.services.authorizer != nullptr &&
+      !authorize_cluster(request, security::acl_operation::cluster_action)) {
+    reply.error_code = static_cast<int16_t>(error_code::cluster_authorization_failed);
+    co_return encode_response(reply, version);
+  }
   if (version < 4) {
     reply.results_by_topic_v3_and_below =
         add_one(request, decoded->v3_and_below_transactional_id, decoded->v3_and_below_producer_id,
@@ -127,8 +167,9 @@ asio::awaitable<handler_outcome> handle_add_partitions_to_txn(request_context& r
 }  // namespace
 
 void register_add_partitions_to_txn_handler(handler_registry& registry) {
-  registry.register_handler(request_t::api_key, request_t::min_version, request_t::max_version,
-                            handle_add_partitions_to_txn);
+  registry.register_handler(
+      add_partitions_to_txn_request_t::api_key, add_partitions_to_txn_request_t::min_version,
+      add_partitions_to_txn_request_t::max_version, handle_add_partitions_to_txn);
 }
 
 }  // namespace tarn::broker

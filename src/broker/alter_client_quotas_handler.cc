@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/messages/alter_client_quotas_request.h"
@@ -36,6 +37,23 @@ asio::awaitable<handler_outcome> handle_alter_client_quotas(request_context& req
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad AlterClientQuotas request"};
+  }
+  // As Kafka: ALTER_CONFIGS on the cluster, else every entry CLUSTER_AUTHORIZATION_FAILED.
+  if (request.services.authorizer != nullptr &&
+      !authorize_cluster(request, security::acl_operation::alter_configs)) {
+    protocol::alter_client_quotas_response denied;
+    const auto e = protocol::error_code::cluster_authorization_failed;
+    for (const auto& entry : decoded->entries) {
+      auto& d = denied.entries.emplace_back();
+      d.error_code = protocol::code(e);
+      d.error_message = protocol::describe(e).message;
+      for (const auto& part : entry.entity) {
+        auto& out = d.entity.emplace_back();
+        out.entity_type = part.entity_type;
+        out.entity_name = part.entity_name;
+      }
+    }
+    co_return encode_response(denied, version);
   }
   std::vector<quota::quota_alteration> alterations;
   alterations.reserve(decoded->entries.size());

@@ -18,6 +18,7 @@
 #include <deque>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/dynamic_config.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -114,6 +115,15 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
     result.error_message = std::nullopt;
     std::optional<config_alter_error> error;
     auto configs = configs_of(res);
+    // ALTER_CONFIGS on the resource first, as Kafka (its error without a message).
+    if (auto denied = unknown_config_resource_type(res.resource_type)
+                          ? std::nullopt
+                          : config_resource_denied(request, security::acl_operation::alter_configs,
+                                                   res.resource_type, res.resource_name)) {
+      result.error_code = static_cast<int16_t>(*denied);
+      reply.responses.push_back(std::move(result));
+      continue;
+    }
     if (!configs) {
       error = configs.error();
     } else if (res.resource_type == resource_type_topic) {

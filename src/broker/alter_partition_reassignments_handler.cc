@@ -18,7 +18,8 @@
 //   - Top-level ErrorCode NONE, ErrorMessage null; AllowReplicationFactorChange (v1) answered as
 //     asked. TimeoutMs ignored.
 //   - A body that does not decode closes the connection.
-// Not supported: authorization, quotas.
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, top-level only).
+// Not supported: quotas.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -50,6 +52,11 @@ asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_co
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad AlterPartitionReassignments request"};
+  }
+  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::alter_partition_reassignments_response>(
+          request, security::acl_operation::alter)) {
+    co_return std::move(*denied);
   }
   const int32_t node_id = request.services.config.node_id;
   protocol::alter_partition_reassignments_response reply;

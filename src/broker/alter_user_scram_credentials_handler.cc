@@ -2,7 +2,8 @@
 // (kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]'
 // --entity-type users --entity-name alice; docs/security.md).
 //
-// Versions served: 0 (as Kafka 4.4; flexible). Validated as Kafka's ScramControlManager: a user
+// Versions served: 0 (as Kafka 4.4; flexible). ALTER on the cluster first, else every user named
+// answers CLUSTER_AUTHORIZATION_FAILED. Validated as Kafka's ScramControlManager: a user
 // named twice in one request (deletions and upsertions together) = DUPLICATE_RESOURCE "A user
 // credential cannot be altered twice in the same request"; a mechanism other than 1
 // (SCRAM-SHA-256) or 2 (SCRAM-SHA-512) = UNSUPPORTED_SASL_MECHANISM "Unknown SCRAM mechanism";
@@ -16,8 +17,10 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <set>
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -44,6 +47,22 @@ asio::awaitable<handler_outcome> handle_alter_user_scram_credentials(request_con
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad AlterUserScramCredentials request"};
+  }
+  if (!authorize_cluster(request, security::acl_operation::alter)) {
+    // As Kafka's authorizeClusterOperation(ALTER): every user named answers
+    // CLUSTER_AUTHORIZATION_FAILED (AlterUserScramCredentialsRequest.getErrorResponse), sorted.
+    std::set<std::string> users;
+    for (const auto& d : decoded->deletions) users.emplace(d.name);
+    for (const auto& u : decoded->upsertions) users.emplace(u.name);
+    const auto e = protocol::error_code::cluster_authorization_failed;
+    protocol::alter_user_scram_credentials_response denied;
+    for (const auto& user : users) {
+      auto& res = denied.results.emplace_back();
+      res.user = user;
+      res.error_code = protocol::code(e);
+      res.error_message = protocol::describe(e).message;
+    }
+    co_return encode_response(denied, version);
   }
   using deletion = protocol::alter_user_scram_credentials_request::scram_credential_deletion;
   using upsertion = protocol::alter_user_scram_credentials_request::scram_credential_upsertion;

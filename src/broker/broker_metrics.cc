@@ -3,6 +3,7 @@
 #include "broker/broker_metrics.h"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_set>
 
 namespace tarn::broker {

@@ -11,6 +11,8 @@
 #include <functional>
 #include <thread>
 
+#include "security/acl_authorizer.h"
+
 namespace tarn::broker {
 
 namespace {
@@ -115,6 +117,17 @@ validator assignor_list() {
   };
 }
 
+// authorizer.class.name: empty (no authorization, as Kafka) or Kafka's KRaft authorizer, whose
+// semantics src/security/acl_authorizer.h implements; any other class cannot be loaded here.
+validator authorizer_class() {
+  return [](const config_value& v) -> std::optional<std::string> {
+    const auto& s = std::get<std::string>(v);
+    if (s.empty() || s == security::standard_authorizer_class) return std::nullopt;
+    return fmt::format("Class {} cannot be found: tarn's only authorizer is {}", s,
+                       security::standard_authorizer_class);
+  };
+}
+
 // Kafka 4.4's defaults except where noted. Keys marked `false` in the last column are accepted
 // so that a Kafka server.properties starts unchanged, but do nothing in a single-node tarn.
 const std::vector<config_key>& config_keys() {
@@ -182,6 +195,10 @@ const std::vector<config_key>& config_keys() {
       {"quota.window.size.seconds", config_type::int32, "1", at_least(1)},
       {"controller.quota.window.num", config_type::int32, "11", at_least(1)},
       {"controller.quota.window.size.seconds", config_type::int32, "1", at_least(1)},
+      // Authorization (docs/security.md#authorization): Kafka's StandardAuthorizer or none.
+      {"authorizer.class.name", config_type::string, "", authorizer_class()},
+      {"super.users", config_type::string, "", nullptr},
+      {"allow.everyone.if.no.acl.found", config_type::boolean, "false", nullptr},
       // Fetch.
       {"fetch.max.bytes", config_type::int32, "57671680", at_least(0)},
       {"max.incremental.fetch.session.cache.slots", config_type::int32, "1000", at_least(0)},
@@ -733,6 +750,9 @@ result<void, std::string> finish(broker_config& c) {
   c.connections_max_idle_ms = as_int(c, "connections.max.idle.ms");
   c.queued_max_requests = i32("queued.max.requests");
   c.queued_max_request_bytes = as_int(c, "queued.max.request.bytes");
+  c.authorizer_enabled = !str("authorizer.class.name").empty();
+  c.super_users = security::parse_super_users(str("super.users"));
+  c.allow_everyone_if_no_acl_found = std::get<bool>(c.values.at("allow.everyone.if.no.acl.found"));
   c.quota_window_num = i32("quota.window.num");
   c.quota_window_size_seconds = i32("quota.window.size.seconds");
   c.controller_quota_window_num = i32("controller.quota.window.num");

@@ -66,6 +66,11 @@ struct broker_config {
   int32_t queued_max_requests = 500;      // per connection: requests read but not yet answered
   int64_t queued_max_request_bytes = -1;  // broker-wide bytes of such requests; <= 0 unbounded
   int32_t fetch_max_bytes = 57671680;     // caps a Fetch's MaxBytes
+  // Authorization: authorizer.class.name set (to Kafka's StandardAuthorizer, the only one
+  // accepted), super.users (parsed), allow.everyone.if.no.acl.found.
+  bool authorizer_enabled = false;
+  std::vector<std::string> super_users;
+  bool allow_everyone_if_no_acl_found = false;
   // Client quotas: rates over quota.window.num windows of quota.window.size.seconds.
   int32_t quota_window_num = 11;
   int32_t quota_window_size_seconds = 1;

@@ -10,7 +10,8 @@
 // coordinator with the member's client id and host (client_of, group_handler_util.h); its answer
 // is encoded at the request's version.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/consumer_group_heartbeat_request.h"
@@ -26,6 +27,25 @@ asio::awaitable<handler_outcome> handle_consumer_group_heartbeat(request_context
   co_return co_await serve_group_request<protocol::consumer_group_heartbeat_request>(
       request, "ConsumerGroupHeartbeat",
       [&](const protocol::consumer_group_heartbeat_request& req, int16_t version) {
+        if (request.services.authorizer != nullptr) {
+          // As Kafka: READ on the group, then DESCRIBE on every subscribed topic name.
+          std::optional<protocol::error_code> denied;
+          if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+            denied = protocol::error_code::group_authorization_failed;
+          } else if (req.subscribed_topic_names) {
+            for (std::string_view t : *req.subscribed_topic_names) {
+              if (!authorize(request, security::acl_operation::describe,
+                             security::resource_type::topic, t)) {
+                denied = protocol::error_code::topic_authorization_failed;
+              }
+            }
+          }
+          if (denied) {
+            coordinator::owned_message<protocol::consumer_group_heartbeat_response> m;
+            m.message.error_code = protocol::code(*denied);
+            return m;
+          }
+        }
         return groups.consumer_group_heartbeat(req, version, client, wall_clock_ms());
       });
 }

@@ -29,7 +29,9 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
@@ -159,11 +161,22 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
   for (const auto& [name, count] : name_count) {
     if (count > 1) add_result(name, {error_code::invalid_request, "Duplicate topic name."});
   }
+  // ALTER on each topic, before whether it exists; the refused ones answered after the
+  // duplicates, without a message (Kafka's ControllerApis.createPartitions).
+  std::set<std::string_view> unauthorized;
+  for (const auto& [name, count] : name_count) {
+    if (count == 1 && !authorize(request, security::acl_operation::alter,
+                                 security::resource_type::topic, name)) {
+      unauthorized.insert(name);
+      add_result(name, {error_code::topic_authorization_failed, std::nullopt});
+    }
+  }
 
   for (const auto& t : decoded->topics) {
     if (name_count[t.name] > 1) continue;
     partition_error e;
     const storage::topic_info* topic = logs.find_topic(t.name);
+    if (unauthorized.contains(t.name)) continue;  // answered above
     if (topic == nullptr) {
       e = {error_code::unknown_topic_or_partition, std::nullopt};
     } else if (t.count_ == topic->partitions) {

@@ -45,6 +45,7 @@
 #include <map>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
@@ -233,6 +234,15 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     result.configs = std::vector<protocol::create_topics_response::creatable_topic_configs>{};
     return result;
   };
+  // Authorization as Kafka: CREATE on the cluster or on each topic (else TOPIC_AUTHORIZATION_FAILED
+  // "Authorization failed."); a created topic's configs only with DESCRIBE_CONFIGS on it (else
+  // TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED and no configs).
+  const bool authorizing = request.services.authorizer != nullptr;
+  const bool cluster_create =
+      !authorizing ||
+      authorize(request, security::acl_operation::create, security::resource_type::cluster,
+                security::cluster_resource_name, 1, true, false);
+  std::vector<std::string_view> unauthorized;
   // Answered after the others, as Kafka appends it to the controller's results.
   bool cluster_metadata_asked = false;
   controller_mutation_quota quota(request, 6);
@@ -242,6 +252,11 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     if (occurrences[t.name] > 1) continue;  // answered once, below
     if (t.name == cluster_metadata_topic) {
       cluster_metadata_asked = true;
+      continue;
+    }
+    if (!cluster_create && !authorize(request, security::acl_operation::create,
+                                      security::resource_type::topic, t.name)) {
+      unauthorized.push_back(t.name);  // answered after the others, as Kafka's ControllerApis
       continue;
     }
     creatable_topic_result result;
@@ -279,12 +294,24 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
       c.is_sensitive = d.definition->sensitive;
       configs.push_back(c);
     }
+    if (authorizing && !authorize(request, security::acl_operation::describe_configs,
+                                  security::resource_type::topic, t.name, 1, true, false)) {
+      // As Kafka's ReplicationControlManager: no configs, partitions or replication factor.
+      result.topic_config_error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+      result.configs->clear();
+      result.num_partitions = -1;
+      result.replication_factor = -1;
+    }
     reply.topics.push_back(std::move(result));
   }
   guard.unlock();
   for (std::string_view name : duplicated) {
     reply.topics.push_back(
         error_result(name, topic_error{error_code::invalid_request, "Duplicate topic name."}));
+  }
+  for (std::string_view name : unauthorized) {
+    reply.topics.push_back(error_result(
+        name, topic_error{error_code::topic_authorization_failed, "Authorization failed."}));
   }
   if (cluster_metadata_asked) {
     reply.topics.push_back(error_result(

@@ -4,7 +4,8 @@
 // and handed to the group coordinator, which decides each group's error and writes the
 // tombstones; its answer is encoded at the request's version.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/delete_groups_request.h"
@@ -18,7 +19,25 @@ asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) 
   coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::delete_groups_request>(
       request, "DeleteGroups", [&](const protocol::delete_groups_request& req, int16_t version) {
-        return groups.delete_groups(req, version, wall_clock_ms());
+        if (request.services.authorizer == nullptr) {
+          return groups.delete_groups(req, version, wall_clock_ms());
+        }
+        // As Kafka: DELETE on each group; the others answer GROUP_AUTHORIZATION_FAILED after the
+        // deleted ones.
+        protocol::delete_groups_request allowed = req;
+        std::vector<std::string_view> denied;
+        std::erase_if(allowed.groups_names, [&](std::string_view g) {
+          if (authorize_group(request, security::acl_operation::delete_, g)) return false;
+          denied.push_back(g);
+          return true;
+        });
+        auto reply = groups.delete_groups(allowed, version, wall_clock_ms());
+        for (std::string_view g : denied) {
+          auto& d = reply.message.results.emplace_back();
+          d.group_id = g;
+          d.error_code = protocol::code(protocol::error_code::group_authorization_failed);
+        }
+        return reply;
       });
 }
 

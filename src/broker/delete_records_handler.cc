@@ -18,7 +18,8 @@
 //   - A partition named twice is answered once with its last offset (Kafka keys a map by
 //     partition). Kafka answers topics in its hash map's order; tarn in request order.
 //   - A body that does not decode closes the connection.
-// Not supported: quotas, authorization; timeout_ms (one replica: done when answered).
+// Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED), as Kafka.
+// Not supported: quotas; timeout_ms (one replica: done when answered).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
@@ -133,6 +135,18 @@ asio::awaitable<handler_outcome> handle_delete_records(request_context& request)
     records_topic_result t;
     t.name = name;
     t.partitions.reserve(parts.size());
+    // DELETE on the topic, before whether it exists (as Kafka).
+    if (!authorize(request, security::acl_operation::delete_, security::resource_type::topic, name,
+                   static_cast<int32_t>(parts.size()))) {
+      for (const auto& [partition, offset] : parts) {
+        records_partition_result& p = t.partitions.emplace_back();
+        p.partition_index = partition;
+        p.low_watermark = invalid_low_watermark;
+        p.error_code = code(error_code::topic_authorization_failed);
+      }
+      reply.topics.push_back(std::move(t));
+      continue;
+    }
     for (const auto& [partition, offset] : parts) {
       t.partitions.push_back(delete_one(logs, name, partition, offset, moved));
     }

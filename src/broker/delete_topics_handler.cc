@@ -23,6 +23,7 @@
 #include <deque>
 #include <map>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
@@ -85,6 +86,18 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
   std::deque<std::string> strings;  // backing store of the views in `reply`
   std::vector<std::string> deleted;
   controller_mutation_quota quota(request, 5);
+  // Authorization as Kafka's ControllerApis.deleteTopics: DELETE on the cluster allows all;
+  // else a name the client may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED before anything says
+  // whether it exists, and one it may describe but not DELETE too; by id, a topic it may not
+  // delete is TOPIC_AUTHORIZATION_FAILED, named only if it may describe it.
+  const bool authorizing = request.services.authorizer != nullptr;
+  const bool cluster_delete =
+      !authorizing ||
+      authorize(request, security::acl_operation::delete_, security::resource_type::cluster,
+                security::cluster_resource_name, 1, true, false);
+  auto may = [&](security::acl_operation op, std::string_view name) {
+    return cluster_delete || authorize(request, op, security::resource_type::topic, name);
+  };
   auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& w : asked) {
@@ -104,9 +117,16 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
     } else if (!request.services.config.delete_topic_enable) {
       set_error(error_code::topic_deletion_disabled,
                 std::string(protocol::describe(error_code::topic_deletion_disabled).message));
+    } else if (w.name && !may(security::acl_operation::describe, *w.name)) {
+      result.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+      result.error_message = std::nullopt;
     } else if (w.name) {
       topic = logs.find_topic(*w.name);
-      if (topic == nullptr) {
+      if (topic != nullptr && !may(security::acl_operation::delete_, *w.name)) {
+        result.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+        result.error_message = std::nullopt;
+        topic = nullptr;
+      } else if (topic == nullptr) {
         set_error(error_code::unknown_topic_or_partition,
                   std::string(protocol::describe(error_code::unknown_topic_or_partition).message));
       }
@@ -117,6 +137,13 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
       if (topic == nullptr) {
         set_error(error_code::unknown_topic_id,
                   std::string(protocol::describe(error_code::unknown_topic_id).message));
+      } else if (!may(security::acl_operation::delete_, topic->name)) {
+        if (may(security::acl_operation::describe, topic->name)) {
+          result.name = strings.emplace_back(topic->name);
+        }
+        result.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+        result.error_message = std::nullopt;
+        topic = nullptr;
       }
     }
     if (topic != nullptr && !quota.record(topic->partitions)) {

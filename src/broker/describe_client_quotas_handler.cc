@@ -6,9 +6,11 @@
 // filter is answered with its error code and message and null entries (Kafka's getErrorResponse).
 // Entities are answered sorted by entity; Kafka answers in its hash map's order.
 // A body that does not decode closes the connection.
-// Not supported: authorization (DESCRIBE_CONFIGS on the cluster), until the security module.
+// Authorization: DESCRIBE_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+// Not supported: -
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/messages/describe_client_quotas_request.h"
@@ -28,6 +30,11 @@ asio::awaitable<handler_outcome> handle_describe_client_quotas(request_context& 
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad DescribeClientQuotas request"};
+  }
+  // As Kafka: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::describe_client_quotas_response>(
+          request, security::acl_operation::describe_configs)) {
+    co_return std::move(*denied);
   }
   std::vector<quota::quota_filter_component> filter;
   filter.reserve(decoded->components.size());

@@ -10,15 +10,17 @@
 //   - EndpointType CONTROLLER (2), asked of a broker: MISMATCHED_ENDPOINT_TYPE with Kafka's
 //     message; any other type UNSUPPORTED_ENDPOINT_TYPE. At v0 (where the field is always 1)
 //     Kafka would say INVALID_REQUEST; unreachable.
-//   - IncludeClusterAuthorizedOperations: no authorizer, so every CLUSTER operation Kafka
-//     supports (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
-//     IDEMPOTENT_WRITE); else INT32_MIN. IncludeFencedBrokers changes nothing (never fenced).
+//   - IncludeClusterAuthorizedOperations: the CLUSTER operations the principal may perform
+//     (without an authorizer every one Kafka supports: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+//     DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE); else INT32_MIN. No authorization check
+//     otherwise, as Kafka. IncludeFencedBrokers changes nothing (never fenced).
 //   - A body that does not decode closes the connection.
 // Not supported: racks, quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -35,11 +37,6 @@ using protocol::error_code;
 // org.apache.kafka.common.message.EndpointType.
 constexpr int8_t endpoint_type_broker = 1;
 constexpr int8_t endpoint_type_controller = 2;
-
-// AclEntry.supportedOperations(CLUSTER): CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-constexpr int32_t all_cluster_operations =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 asio::awaitable<handler_outcome> handle_describe_cluster(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -79,7 +76,8 @@ asio::awaitable<handler_outcome> handle_describe_cluster(request_context& reques
   broker.host = advertised.host;
   broker.port = advertised.port;
   if (decoded->include_cluster_authorized_operations) {
-    reply.cluster_authorized_operations = all_cluster_operations;
+    reply.cluster_authorized_operations = authorized_operations(
+        request, security::resource_type::cluster, security::cluster_resource_name);
   }
   co_return encode_response(reply, version);
 }

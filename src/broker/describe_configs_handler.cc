@@ -36,6 +36,7 @@
 #include <charconv>
 #include <deque>
 
+#include "broker/authorization.h"
 #include "broker/broker_loggers.h"
 #include "broker/dynamic_config_keys.h"
 #include "broker/handler.h"
@@ -258,7 +259,22 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
   const bool any_unknown_type =
       std::any_of(decoded->resources.begin(), decoded->resources.end(),
                   [](const auto& res) { return unknown_config_resource_type(res.resource_type); });
+  // Authorization as Kafka: DESCRIBE_CONFIGS on the topic, the group, or the cluster (brokers,
+  // broker loggers, client metrics); the others are answered after the described ones with
+  // TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED, its message and no configs.
+  std::vector<resource_result> unauthorized;
   for (const auto& res : decoded->resources) {
+    if (!any_unknown_type && request.services.authorizer != nullptr) {
+      if (auto denied = config_resource_denied(request, security::acl_operation::describe_configs,
+                                               res.resource_type, res.resource_name)) {
+        resource_result& u = unauthorized.emplace_back();
+        u.resource_type = res.resource_type;
+        u.resource_name = res.resource_name;
+        u.error_code = static_cast<int16_t>(*denied);
+        u.error_message = protocol::describe(*denied).message;
+        continue;
+      }
+    }
     resource_result result;
     result.resource_type = res.resource_type;
     result.resource_name = res.resource_name;
@@ -318,6 +334,7 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
     }
     reply.results.push_back(std::move(result));
   }
+  for (auto& u : unauthorized) reply.results.push_back(std::move(u));
   co_return encode_response(reply, version);
 }
 

@@ -19,7 +19,37 @@ asio::awaitable<handler_outcome> handle_describe_groups(request_context& request
   co_return co_await serve_group_request<protocol::describe_groups_request>(
       request, "DescribeGroups",
       [&](const protocol::describe_groups_request& req, int16_t version) {
-        return groups.describe_groups(req, version);
+        if (request.services.authorizer == nullptr) return groups.describe_groups(req, version);
+        // As Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
+        protocol::describe_groups_request allowed = req;
+        std::vector<std::string_view> denied;
+        std::erase_if(allowed.groups, [&](std::string_view g) {
+          if (authorize_group(request, security::acl_operation::describe, g)) return false;
+          denied.push_back(g);
+          return true;
+        });
+        auto reply = groups.describe_groups(allowed, version);
+        // The refused groups come first (Kafka adds them before it asks the coordinator), and
+        // only described groups get their authorized operations.
+        std::vector<protocol::describe_groups_response::described_group> all;
+        for (std::string_view g : denied) {
+          auto& d = all.emplace_back();
+          d.group_id = g;
+          d.error_code = protocol::code(protocol::error_code::group_authorization_failed);
+          if (version >= 6) {
+            d.error_message =
+                protocol::describe(protocol::error_code::group_authorization_failed).message;
+          }
+        }
+        for (auto& g : reply.message.groups) {
+          if (req.include_authorized_operations && g.error_code == 0) {
+            g.authorized_operations =
+                authorized_operations(request, security::resource_type::group, g.group_id);
+          }
+          all.push_back(std::move(g));
+        }
+        reply.message.groups = std::move(all);
+        return reply;
       });
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -48,6 +49,11 @@ asio::awaitable<handler_outcome> handle_describe_log_dirs(request_context& reque
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad DescribeLogDirs request"};
+  }
+  // As Kafka: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::describe_log_dirs_response>(
+          request, security::acl_operation::describe)) {
+    co_return std::move(*denied);
   }
   // The asked partitions (a set, as Kafka's), or every one.
   std::set<std::pair<std::string_view, int32_t>> asked;

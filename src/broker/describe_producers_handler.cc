@@ -11,7 +11,8 @@
 // validation's text, the error's default message); UNKNOWN_TOPIC_OR_PARTITION without one for a
 // partition the topic does not have.
 // A body that does not decode closes the connection.
-// Not supported: authorization (TOPIC_AUTHORIZATION_FAILED); quotas (ThrottleTimeMs 0).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <deque>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -33,7 +35,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using response_t = protocol::describe_producers_response;
+using describe_producers_response_t = protocol::describe_producers_response;
 
 asio::awaitable<handler_outcome> handle_describe_producers(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -47,9 +49,9 @@ asio::awaitable<handler_outcome> handle_describe_producers(request_context& requ
   }
   topic_manager& topics = *request.services.topics;
   std::deque<std::string> messages;  // the ErrorMessages the answer points into (stable)
-  response_t reply;
+  describe_producers_response_t reply;
   for (const auto& t : decoded->topics) {
-    response_t::topic_response out;
+    describe_producers_response_t::topic_response out;
     out.name = t.name;
     // The topic's own error, for each of its partitions: Topic.validate's, then existence.
     std::optional<error_code> topic_error;
@@ -64,9 +66,18 @@ asio::awaitable<handler_outcome> handle_describe_producers(request_context& requ
         topic_message = protocol::describe(error_code::unknown_topic_or_partition).message;
       }
     }
+    // READ on the topic before anything else is said of it (as Kafka).
+    const bool denied =
+        !authorize(request, security::acl_operation::read, security::resource_type::topic, t.name,
+                   static_cast<int32_t>(t.partition_indexes.size()));
     for (int32_t partition : t.partition_indexes) {
-      response_t::partition_response p;
+      describe_producers_response_t::partition_response p;
       p.partition_index = partition;
+      if (denied) {
+        p.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+        out.partitions.push_back(std::move(p));
+        continue;
+      }
       if (topic_error) {
         p.error_code = static_cast<int16_t>(*topic_error);
         p.error_message = topic_message;
@@ -80,7 +91,7 @@ asio::awaitable<handler_outcome> handle_describe_producers(request_context& requ
         continue;
       }
       for (const active_producer& a : *producers) {
-        response_t::producer_state s;
+        describe_producers_response_t::producer_state s;
         s.producer_id = a.producer_id;
         s.producer_epoch = a.producer_epoch;
         s.last_sequence = a.last_sequence;

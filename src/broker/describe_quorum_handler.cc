@@ -29,6 +29,7 @@
 
 #include <string_view>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -63,6 +64,11 @@ asio::awaitable<handler_outcome> handle_describe_quorum(request_context& request
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad DescribeQuorum request"};
+  }
+  // As Kafka: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::describe_quorum_response>(
+          request, security::acl_operation::describe)) {
+    co_return std::move(*denied);
   }
   response_type reply;
   if (!asks_for_metadata_partition(*decoded)) {

@@ -7,7 +7,7 @@
 //     topic_partitions_page.h (an empty Topics list means every topic, internal ones included;
 //     names sorted; at most max(min(2000, ResponsePartitionLimit), 1) partitions).
 //   - A topic: its id, IsInternal (__consumer_offsets, __transaction_state,
-//     __share_group_state), every topic operation (no authorizer); each partition: leader
+//     __share_group_state), the principal's topic operations; each partition: leader
 //     node.id, leader epoch 0, replicas = isr = [node.id], ELR and last known ELR empty, no
 //     offline replicas.
 //   - An asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
@@ -16,13 +16,15 @@
 //     InvalidRequestException, i.e. every asked topic answered INVALID_REQUEST, IsInternal false,
 //     without partitions, and no cursor.
 //   - A body that does not decode closes the connection.
-// Not supported: authorization (TopicAuthorizedOperations is always every operation), quotas.
+// Authorization: DESCRIBE on each topic, as Kafka; TopicAuthorizedOperations the principal's.
+// Not supported: quotas.
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <string_view>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
@@ -69,8 +71,30 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
     partitions_by_topic.emplace(t->name, t->partitions);
     info_by_topic.emplace(t->name, t);
   }
-  auto planned =
-      plan_topic_partitions_page(asked, cursor, req.response_partition_limit, partitions_by_topic);
+  // DESCRIBE on each topic (Kafka's DescribeTopicPartitionsRequestHandler): all topics leaves
+  // out the others; named ones answer TOPIC_AUTHORIZATION_FAILED after the page.
+  std::vector<std::string_view> unauthorized;
+  const bool named = !asked.empty();
+  if (request.services.authorizer != nullptr) {
+    auto may = [&](std::string_view name) {
+      return authorize(request, security::acl_operation::describe, security::resource_type::topic,
+                       name);
+    };
+    if (asked.empty()) {
+      std::erase_if(partitions_by_topic, [&](const auto& e) { return !may(e.first); });
+    } else {
+      std::erase_if(asked, [&](std::string_view name) {
+        if (may(name)) return false;
+        unauthorized.push_back(name);
+        return true;
+      });
+    }
+  }
+  // Every named topic refused: an empty page (an empty list would mean all topics).
+  auto planned = named && asked.empty()
+                     ? topic_partitions_page_result{}
+                     : plan_topic_partitions_page(asked, cursor, req.response_partition_limit,
+                                                  partitions_by_topic);
   if (!planned.invalid_request.empty()) {
     spdlog::info("connection {} from {}: DescribeTopicPartitions: {}", request.connection.id,
                  request.connection.peer, planned.invalid_request);
@@ -86,7 +110,8 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
     auto& out = reply.topics.emplace_back();
     out.name = e.name;
     out.is_internal = is_internal_topic(e.name);
-    out.topic_authorized_operations = all_topic_operations;
+    out.topic_authorized_operations =
+        authorized_operations(request, security::resource_type::topic, e.name);
     if (!e.exists) {
       out.error_code = code(storage::validate_topic_name(e.name).has_value()
                                 ? error_code::unknown_topic_or_partition
@@ -105,6 +130,11 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
       part.eligible_leader_replicas.emplace();
       part.last_known_elr.emplace();
     }
+  }
+  for (std::string_view name : unauthorized) {
+    auto& out = reply.topics.emplace_back();
+    out.name = name;
+    out.error_code = code(error_code::topic_authorization_failed);
   }
   if (planned.page.next_cursor) {
     reply.next_cursor.emplace();

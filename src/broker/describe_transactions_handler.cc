@@ -8,12 +8,14 @@
 // know (or is expiring), COORDINATOR_NOT_AVAILABLE while there is no coordinator. This one broker
 // coordinates every transactional id, so NOT_COORDINATOR never comes.
 // A body that does not decode closes the connection.
-// Not supported: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); quotas (ThrottleTimeMs 0).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <string>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/error_codes.h"
@@ -26,7 +28,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using response_t = protocol::describe_transactions_response;
+using describe_transactions_response_t = protocol::describe_transactions_response;
 
 asio::awaitable<handler_outcome> handle_describe_transactions(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -41,11 +43,18 @@ asio::awaitable<handler_outcome> handle_describe_transactions(request_context& r
   // The answers' strings point into these copies until the response is encoded.
   std::vector<txn::txn_metadata> found;
   found.reserve(decoded->transactional_ids.size());
-  response_t reply;
+  describe_transactions_response_t reply;
   for (std::string_view id : decoded->transactional_ids) {
-    response_t::transaction_state_data s;
+    describe_transactions_response_t::transaction_state_data s;
     s.transactional_id = id;
     txn::txn_coordinator* txns = request.services.txns;
+    if (!authorize(request, security::acl_operation::describe,
+                   security::resource_type::transactional_id, id)) {
+      // As Kafka: DESCRIBE on the transactional id.
+      s.error_code = static_cast<int16_t>(error_code::transactional_id_authorization_failed);
+      reply.transaction_states.push_back(std::move(s));
+      continue;
+    }
     result<txn::txn_metadata, error_code> m = fail(error_code::coordinator_not_available);
     if (txns != nullptr) m = txns->describe_transaction(id);
     if (!m) {
@@ -60,8 +69,14 @@ asio::awaitable<handler_outcome> handle_describe_transactions(request_context& r
     s.producer_id = t.producer_id;
     s.producer_epoch = t.producer_epoch;
     for (const auto& [topic, partition] : t.partitions) {  // sorted by topic, then partition
+      // Topics the client may not DESCRIBE are left out, unlogged (as Kafka).
+      if (request.services.authorizer != nullptr &&
+          !authorize(request, security::acl_operation::describe, security::resource_type::topic,
+                     topic, 1, true, false)) {
+        continue;
+      }
       if (s.topics.empty() || s.topics.back().topic != topic) {
-        s.topics.push_back(response_t::topic_data{});
+        s.topics.push_back(describe_transactions_response_t::topic_data{});
         s.topics.back().topic = topic;
       }
       s.topics.back().partitions.push_back(partition);

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -33,6 +34,11 @@ asio::awaitable<handler_outcome> handle_describe_user_scram_credentials(request_
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad DescribeUserScramCredentials request"};
+  }
+  // As Kafka: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::describe_user_scram_credentials_response>(
+          request, security::acl_operation::describe)) {
+    co_return std::move(*denied);
   }
   const auto credentials = request.services.topics->metadata().scram_credentials();
   std::map<std::string, bool> users;  // name -> named twice

@@ -15,12 +15,14 @@
 //     partitions whose election was not needed). Topics sorted by name (Kafka: hash order).
 //   - Top-level ErrorCode NONE; TimeoutMs ignored (nothing to wait for).
 //   - A body that does not decode closes the connection.
-// Not supported: authorization, quotas.
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, top-level only).
+// Not supported: quotas.
 #include <spdlog/spdlog.h>
 
 #include <deque>
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -47,6 +49,11 @@ asio::awaitable<handler_outcome> handle_elect_leaders(request_context& request) 
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad ElectLeaders request"};
+  }
+  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::elect_leaders_response>(
+          request, security::acl_operation::alter)) {
+    co_return std::move(*denied);
   }
   const auto& req = *decoded;
   protocol::elect_leaders_response reply;

@@ -12,9 +12,11 @@
 // to end, or the opposite of what was decided), CONCURRENT_TRANSACTIONS (still completing).
 // A retried EndTxn for a transaction already completed the same way is NONE.
 // A body that does not decode closes the connection.
-// Not supported: authorization; quotas (ThrottleTimeMs 0).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -47,6 +49,14 @@ asio::awaitable<handler_outcome> handle_end_txn(request_context& request) {
   }
   protocol::end_txn_response reply;
   txn::end_txn_result result{error_code::coordinator_not_available};
+  if (!authorize(request, security::acl_operation::write, security::resource_type::transactional_id,
+                 decoded->transactional_id)) {
+    // As Kafka: WRITE on the transactional id.
+    reply.error_code = static_cast<int16_t>(error_code::transactional_id_authorization_failed);
+    reply.producer_id = -1;
+    reply.producer_epoch = -1;
+    co_return encode_response(reply, version);
+  }
   if (txn::txn_coordinator* txns = request.services.txns) {
     const int16_t client_transaction_version = version >= 5 ? 2 : 0;
     result = txns->end_txn(decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,

@@ -41,7 +41,9 @@
 #include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <map>
+#include <set>
 
+#include "broker/authorization.h"
 #include "broker/broker_metrics.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
@@ -83,9 +85,12 @@ struct fetch_params {
 std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
 
 // Reads every partition of the context in order (ReplicaManager.readFromLog).
+// `denied`: the topics the client may not READ (TOPIC_AUTHORIZATION_FAILED, decided before
+// whether the topic exists, as Kafka).
 std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metrics,
                                      fetch_context& ctx, const fetch_params& params,
-                                     size_t& total_bytes, bool& any_error) {
+                                     size_t& total_bytes, bool& any_error,
+                                     const std::set<std::string, std::less<>>& denied) {
   std::vector<partition_read> out(ctx.partitions.size());
   total_bytes = 0;
   any_error = false;
@@ -115,6 +120,12 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       }
     } else {
       info = logs.find_topic(entry.key.topic);
+    }
+    if (!denied.empty() && denied.contains(entry.key.topic)) {
+      pr.error_code = code(error_code::topic_authorization_failed);
+      pr.records_null = true;
+      any_error = true;
+      continue;
     }
     const int32_t index = entry.key.partition;
     if (info == nullptr || index < 0 || index >= info->partitions) {
@@ -394,9 +405,33 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   size_t total = 0;
   bool any_error = false;
   std::vector<partition_read> reads;
+  // READ on each topic, asked once per request with the number of its partitions (Kafka's
+  // filterByAuthorized); a topic id not known is UNKNOWN_TOPIC_ID before any question.
+  std::set<std::string, std::less<>> denied;
+  if (services.authorizer != nullptr && ctx.type != fetch_context::kind::session_error) {
+    std::map<std::string, int32_t, std::less<>> refs;
+    {
+      auto guard = services.topics->read_lock();
+      for (const auto& e : ctx.partitions) {
+        if (!ctx.uses_topic_ids) {
+          ++refs[e.key.topic];
+          continue;
+        }
+        for (const storage::topic_info* t : services.topics->logs().topics()) {
+          if (id_bytes(to_wire(t->topic_id)) == e.key.topic_id) ++refs[t->name];
+        }
+      }
+    }
+    for (const auto& [name, count] : refs) {
+      if (!authorize(request, security::acl_operation::read, security::resource_type::topic, name,
+                     count)) {
+        denied.insert(name);
+      }
+    }
+  }
   if (ctx.type != fetch_context::kind::session_error) {
     topic_manager& topics = *services.topics;
-    reads = read_all(topics, services.metrics, ctx, params, total, any_error);
+    reads = read_all(topics, services.metrics, ctx, params, total, any_error, denied);
     if (req.max_wait_ms > 0 && !ctx.partitions.empty() &&
         static_cast<int64_t>(total) < params.min_bytes && !any_error) {
       // Long poll: wait for appends to these partitions, up to max_wait_ms.
@@ -409,7 +444,7 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
       for (;;) {
         // Read again once registered, so an append just before registering is not missed.
-        reads = read_all(topics, services.metrics, ctx, params, total, any_error);
+        reads = read_all(topics, services.metrics, ctx, params, total, any_error, denied);
         if (static_cast<int64_t>(total) >= params.min_bytes || any_error) break;
         if (std::chrono::steady_clock::now() >= deadline) break;
         if (!waiter->take_pending()) {

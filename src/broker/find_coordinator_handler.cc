@@ -23,13 +23,17 @@
 // compression only when the broker advertises FindCoordinator v0 (rdkafka_feature.c,
 // RD_KAFKA_FEATURE_LZ4: "GroupCoordinator was released in 0.8.2"); without it
 // `compression.type=lz4` silently sends uncompressed batches.
-// Not supported: quotas (ThrottleTimeMs 0), authorization.
+// Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), CLUSTER_ACTION for a share group, before the key is
+// looked at (as Kafka).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
@@ -81,7 +85,30 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
   }
   const broker_services& services = request.services;
   const listener_endpoint& advertised = advertised_listener_for(services, request.connection);
+  // Authorization first, as Kafka's getCoordinator: DESCRIBE on the group or transactional id,
+  // CLUSTER_ACTION on the cluster for a share-group key.
+  auto denied = [&](std::string_view key) -> error_code {
+    if (services.authorizer == nullptr) return error_code::none;
+    using security::acl_operation, security::resource_type;
+    switch (decoded->key_type) {
+      case 0:
+        return authorize(request, acl_operation::describe, resource_type::group, key)
+                   ? error_code::none
+                   : error_code::group_authorization_failed;
+      case 1:
+        return authorize(request, acl_operation::describe, resource_type::transactional_id, key)
+                   ? error_code::none
+                   : error_code::transactional_id_authorization_failed;
+      case 2:
+        return authorize_cluster(request, acl_operation::cluster_action)
+                   ? error_code::none
+                   : error_code::cluster_authorization_failed;
+      default:
+        return error_code::none;
+    }
+  };
   auto answer = [&](std::string_view key) -> std::pair<error_code, node> {
+    if (const error_code d = denied(key); d != error_code::none) return {d, node{}};
     const error_code code = find_coordinator_error(services, decoded->key_type, key, version);
     if (code != error_code::none) return {code, node{}};
     return {code, node{services.config.node_id, advertised.host, advertised.port}};

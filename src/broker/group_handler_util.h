@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
@@ -63,6 +64,25 @@ inline coordinator::client_info client_of(const request_context& request) {
   std::string host = "/";  // appended to, not "/" + ...: GCC 12 warns wrongly (-Wrestrict) there
   host += java_host_address(colon == std::string_view::npos ? peer : peer.substr(0, colon));
   return {request.header.client_id.value_or(""), std::move(host)};
+}
+
+// The answer of a group API whose group the client may not use: the response with only its
+// error code set (Kafka's getErrorResponse(GROUP_AUTHORIZATION_FAILED) for Heartbeat, SyncGroup,
+// LeaveGroup; JoinGroup also has generation -1 and, from v7, a null protocol name).
+template <class Response>
+coordinator::owned_message<Response> group_authorization_failed(int16_t version) {
+  coordinator::owned_message<Response> m;
+  m.message.error_code = protocol::code(protocol::error_code::group_authorization_failed);
+  if constexpr (requires { m.message.generation_id; }) m.message.generation_id = -1;
+  if constexpr (requires { m.message.leader; }) {
+    if (version >= 7) m.message.protocol_name = std::nullopt;
+  }
+  return m;
+}
+
+inline bool authorize_group(const request_context& request, security::acl_operation op,
+                            std::string_view group_id) {
+  return authorize(request, op, security::resource_type::group, group_id);
 }
 
 // Decodes the body as `Request` at the request's version, or says why not (the handler then

@@ -75,6 +75,7 @@ class fetch_session_cache;
 class fetch_waiters;
 class request_memory;
 class broker_metrics;
+class broker_authorizer;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -87,6 +88,8 @@ struct broker_services {
   quota::client_quotas* quotas = nullptr;               // client quotas and their throttling
   broker_metrics* metrics = nullptr;                    // cells the handlers bump (may be null)
   txn::txn_coordinator* txns = nullptr;                 // transactions (may be null)
+  // ACLs: null when authorizer.class.name is empty (no authorization, authorization.h).
+  broker_authorizer* authorizer = nullptr;
 };
 
 struct connection_info {
@@ -238,6 +241,9 @@ void register_list_transactions_handler(handler_registry& registry);
 void register_sasl_handshake_handler(handler_registry& registry);
 void register_alter_user_scram_credentials_handler(handler_registry& registry);
 void register_sasl_authenticate_handler(handler_registry& registry);
+void register_describe_acls_handler(handler_registry& registry);
+void register_create_acls_handler(handler_registry& registry);
+void register_delete_acls_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

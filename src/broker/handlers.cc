@@ -57,6 +57,9 @@ void register_all_handlers(handler_registry& registry) {
   register_describe_client_quotas_handler(registry);
   register_alter_client_quotas_handler(registry);
   register_describe_user_scram_credentials_handler(registry);
+  register_describe_acls_handler(registry);
+  register_create_acls_handler(registry);
+  register_delete_acls_handler(registry);
   register_describe_cluster_handler(registry);
   register_describe_quorum_handler(registry);
   register_update_features_handler(registry);

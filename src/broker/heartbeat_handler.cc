@@ -6,7 +6,8 @@
 // __consumer_offsets is loaded, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ...); its answer is
 // encoded at the request's version.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/heartbeat_request.h"
@@ -20,6 +21,9 @@ asio::awaitable<handler_outcome> handle_heartbeat(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::heartbeat_request>(
       request, "Heartbeat", [&](const protocol::heartbeat_request& req, int16_t version) {
+        if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+          return group_authorization_failed<protocol::heartbeat_response>(version);
+        }
         return groups.heartbeat(req, version, wall_clock_ms());
       });
 }

@@ -34,6 +34,7 @@
 #include <deque>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/broker_loggers.h"
 #include "broker/dynamic_config.h"
 #include "broker/dynamic_config_keys.h"
@@ -236,6 +237,15 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
     result.resource_name = res.resource_name;
     result.error_message = std::nullopt;
     std::optional<alter_error> error;
+    // ALTER_CONFIGS on the resource first, as Kafka (its error without a message).
+    if (auto denied = unknown_config_resource_type(res.resource_type)
+                          ? std::nullopt
+                          : config_resource_denied(request, security::acl_operation::alter_configs,
+                                                   res.resource_type, res.resource_name)) {
+      result.error_code = static_cast<int16_t>(*denied);
+      reply.responses.push_back(std::move(result));
+      continue;
+    }
     if (res.resource_type == resource_type_broker) {
       // The store and apply_dynamic_configs take their own locks.
       guard.unlock();

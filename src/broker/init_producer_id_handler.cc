@@ -17,6 +17,7 @@
 // Not supported: 2PC (v6); quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/producer_ids.h"
 #include "broker/topic_handler_util.h"
@@ -54,6 +55,26 @@ asio::awaitable<handler_outcome> handle_init_producer_id(request_context& reques
     reply.producer_id = -1;
     reply.producer_epoch = -1;
   };
+  // As Kafka: a transactional producer needs WRITE on its transactional id; an idempotent one
+  // IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+  if (request.services.authorizer != nullptr) {
+    using security::acl_operation, security::resource_type;
+    if (decoded->transactional_id.has_value()) {
+      if (!authorize(request, acl_operation::write, resource_type::transactional_id,
+                     *decoded->transactional_id)) {
+        reply.error_code = static_cast<int16_t>(error_code::transactional_id_authorization_failed);
+        reply.producer_id = -1;
+        reply.producer_epoch = -1;
+        co_return encode_response(reply, version);
+      }
+    } else if (!authorize_cluster(request, acl_operation::idempotent_write, false) &&
+               !authorize_by_resource_type(request, acl_operation::write, resource_type::topic)) {
+      reply.error_code = static_cast<int16_t>(error_code::cluster_authorization_failed);
+      reply.producer_id = -1;
+      reply.producer_epoch = -1;
+      co_return encode_response(reply, version);
+    }
+  }
   if (decoded->transactional_id.has_value()) {
     txn::txn_coordinator* txns = request.services.txns;
     if (txns == nullptr) {

@@ -11,7 +11,8 @@
 // comes, is dropped; the coordinator is not told (Kafka's is not either: the member is removed
 // when its session or the rebalance times out).
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/join_group_request.h"
@@ -29,6 +30,10 @@ asio::awaitable<handler_outcome> handle_join_group(request_context& request) {
       request, "JoinGroup",
       [&](const protocol::join_group_request& req, int16_t version,
           coordinator::join_callback done) {
+        if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+          done(group_authorization_failed<protocol::join_group_response>(version));
+          return;
+        }
         groups.join_group(req, version, client, wall_clock_ms(), std::move(done));
       });
 }

@@ -5,7 +5,8 @@
 // protocol::leave_group_request and handed to the group coordinator, which decides every error;
 // its answer is encoded at the request's version.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/leave_group_request.h"
@@ -19,6 +20,9 @@ asio::awaitable<handler_outcome> handle_leave_group(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::leave_group_request>(
       request, "LeaveGroup", [&](const protocol::leave_group_request& req, int16_t version) {
+        if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+          return group_authorization_failed<protocol::leave_group_response>(version);
+        }
         return groups.leave_group(req, version, wall_clock_ms());
       });
 }

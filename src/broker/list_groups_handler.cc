@@ -4,7 +4,8 @@
 // protocol::list_groups_request and handed to the group coordinator; its answer is encoded at
 // the request's version.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/list_groups_request.h"
@@ -18,7 +19,17 @@ asio::awaitable<handler_outcome> handle_list_groups(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::list_groups_request>(
       request, "ListGroups", [&](const protocol::list_groups_request& req, int16_t version) {
-        return groups.list_groups(req, version);
+        auto reply = groups.list_groups(req, version);
+        // As Kafka: every group with DESCRIBE on the cluster, else those the principal may
+        // DESCRIBE (no denial logged: a filter, not a request for the group).
+        if (request.services.authorizer != nullptr &&
+            !authorize_cluster(request, security::acl_operation::describe, false)) {
+          std::erase_if(reply.message.groups, [&](const auto& g) {
+            return !authorize(request, security::acl_operation::describe,
+                              security::resource_type::group, g.group_id, 1, true, false);
+          });
+        }
+        return reply;
       });
 }
 

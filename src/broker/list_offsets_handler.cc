@@ -26,6 +26,7 @@
 #include <mutex>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -150,11 +151,34 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
     }
   }
 
+  // DESCRIBE on each topic (Kafka's partitionSeqByAuthorized): the others answer
+  // TOPIC_AUTHORIZATION_FAILED on every partition, after the rest.
+  std::set<std::string_view> denied;
+  if (request.services.authorizer != nullptr) {
+    std::map<std::string_view, int32_t> refs;
+    for (const auto& t : req.topics) ++refs[t.name];
+    for (const auto& [name, count] : refs) {
+      if (!authorize(request, security::acl_operation::describe, security::resource_type::topic,
+                     name, count)) {
+        denied.insert(name);
+      }
+    }
+  }
   protocol::list_offsets_response reply;
+  std::vector<protocol::list_offsets_response::list_offsets_topic_response> unauthorized;
   topic_manager& topics = *request.services.topics;
   auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : req.topics) {
+    if (!denied.empty() && denied.contains(t.name)) {
+      auto& out = unauthorized.emplace_back();
+      out.name = t.name;
+      for (const auto& p : t.partitions) {
+        out.partitions.push_back(
+            error_response(p.partition_index, error_code::topic_authorization_failed));
+      }
+      continue;
+    }
     auto& out = reply.topics.emplace_back();
     out.name = t.name;
     const storage::topic_info* info = logs.find_topic(t.name);
@@ -179,6 +203,7 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
       }
     }
   }
+  for (auto& t : unauthorized) reply.topics.push_back(std::move(t));
   co_return encode_response(reply, version);
 }
 

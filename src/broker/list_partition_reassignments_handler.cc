@@ -7,9 +7,11 @@
 // (ReplicationControlManager.listPartitionReassignments): Topics null or a list (known or
 // unknown topics alike) gives no topics; ErrorCode NONE, ErrorMessage null. A body that does not
 // decode closes the connection.
-// Not supported: authorization, quotas.
+// Authorization: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED, top-level only).
+// Not supported: quotas.
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/error_codes.h"
@@ -29,6 +31,11 @@ asio::awaitable<handler_outcome> handle_list_partition_reassignments(request_con
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad ListPartitionReassignments request"};
+  }
+  // As Kafka: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::list_partition_reassignments_response>(
+          request, security::acl_operation::describe)) {
+    co_return std::move(*denied);
   }
   protocol::list_partition_reassignments_response reply;
   reply.error_message = std::nullopt;

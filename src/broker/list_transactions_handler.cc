@@ -10,12 +10,12 @@
 // not compile is INVALID_REGULAR_EXPRESSION with nothing else). COORDINATOR_NOT_AVAILABLE while
 // there is no coordinator.
 // A body that does not decode closes the connection.
-// Not supported: authorization (ids the principal may not describe are not left out); quotas
-// (ThrottleTimeMs 0). The pattern is an ECMAScript std::regex, Kafka's RE2; patterns whose
-// backtracking could run away are INVALID_REGULAR_EXPRESSION and ids past 255 bytes match none
-// (base/regex.h, docs/compatibility.md).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0). The pattern is compiled by RE2, as Kafka's re2j
+// compiles it (base/regex.h).
 #include <spdlog/spdlog.h>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -29,7 +29,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using response_t = protocol::list_transactions_response;
+using list_transactions_response_t = protocol::list_transactions_response;
 
 asio::awaitable<handler_outcome> handle_list_transactions(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -41,7 +41,7 @@ asio::awaitable<handler_outcome> handle_list_transactions(request_context& reque
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad ListTransactions request"};
   }
-  response_t reply;
+  list_transactions_response_t reply;
   txn::txn_coordinator* txns = request.services.txns;
   if (txns == nullptr) {
     reply.error_code = static_cast<int16_t>(error_code::coordinator_not_available);
@@ -60,7 +60,13 @@ asio::awaitable<handler_outcome> handle_list_transactions(request_context& reque
     reply.unknown_state_filters.push_back(name);
   }
   for (const txn::listed_txn& t : listed.transactions) {
-    response_t::transaction_state_data s;
+    // Only the transactional ids the client may DESCRIBE, unlogged (as Kafka).
+    if (request.services.authorizer != nullptr &&
+        !authorize(request, security::acl_operation::describe,
+                   security::resource_type::transactional_id, t.transactional_id, 1, true, false)) {
+      continue;
+    }
+    list_transactions_response_t::transaction_state_data s;
     s.transactional_id = t.transactional_id;
     s.producer_id = t.producer_id;
     s.transaction_state = txn::state_name(t.state);

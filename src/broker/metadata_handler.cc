@@ -20,10 +20,13 @@
 //     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR.
 //   - v10+ topics asked by id (null name): the topic with that id, else UNKNOWN_TOPIC_ID with a
 //     null name.
-//   - IncludeTopicAuthorizedOperations (v8+): tarn has no authorizer, so as Kafka without one it
-//     reports every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-//     DESCRIBE_CONFIGS, ALTER_CONFIGS); otherwise INT32_MIN. Cluster operations (v8-10) are
-//     always INT32_MIN ("not requested") — tarn does not report them.
+//   - Authorization (authorizer.class.name set): as Kafka, DESCRIBE on each topic; an all-topics
+//     request leaves out the topics the client may not describe, a named one answers them
+//     TOPIC_AUTHORIZATION_FAILED (IsInternal false; by id: a null name), after the others;
+//     auto-creation needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
+//   - IncludeTopicAuthorizedOperations (v8+) / IncludeClusterAuthorizedOperations (v8-10): the
+//     operations the principal may perform (without an authorizer every operation of the type,
+//     as Kafka); otherwise INT32_MIN.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
 //   - IsInternal (v1+): true for __consumer_offsets, __transaction_state and __share_group_state
 //     (Kafka's Topic.isInternal), by name: an answer without partitions says it too (Kafka 4.4
@@ -40,6 +43,7 @@
 #include <deque>
 #include <set>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
@@ -70,7 +74,9 @@ error_code metadata_error(const storage::storage_error& e) {
   }
 }
 
-metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id, bool include_ops) {
+// `ops`: the TopicAuthorizedOperations bit set, when the request asked for it.
+metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
+                              std::optional<int32_t> ops) {
   metadata_topic r;
   r.name = t.name;
   r.topic_id = to_wire(t.topic_id);
@@ -85,7 +91,7 @@ metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id, boo
     part.isr_nodes = {node_id};
     r.partitions.push_back(std::move(part));
   }
-  if (include_ops) r.topic_authorized_operations = all_topic_operations;
+  if (ops) r.topic_authorized_operations = *ops;
   return r;
 }
 
@@ -121,10 +127,23 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   reply.controller_id = node_id;
 
   const bool include_ops = decoded->include_topic_authorized_operations;
+  auto ops_of = [&](std::string_view name) -> std::optional<int32_t> {
+    if (!include_ops) return std::nullopt;
+    return authorized_operations(request, security::resource_type::topic, name);
+  };
+  if (version >= 8 && version <= 10 && decoded->include_cluster_authorized_operations) {
+    reply.cluster_authorized_operations = authorized_operations(
+        request, security::resource_type::cluster, security::cluster_resource_name);
+  }
   const bool all_topics =
       !decoded->topics.has_value() || (version == 0 && decoded->topics->empty());
   const bool may_create =
       config.auto_create_topics_enable && (version < 4 || decoded->allow_auto_topic_creation);
+  const bool authorizing = request.services.authorizer != nullptr;
+  auto may_describe = [&](std::string_view name, bool log_if_denied) {
+    return !authorizing || authorize(request, security::acl_operation::describe,
+                                     security::resource_type::topic, name, 1, true, log_if_denied);
+  };
 
   // The map lock shared, so Metadata never holds up appends; the control lock instead when a
   // topic this request names is missing and may be auto-created (creation changes the maps, and
@@ -142,12 +161,24 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     }
   }
   if (all_topics) {
+    // Topics the client may not DESCRIBE are left out, without a log line (Kafka: logIfDenied
+    // false for an all-topics request).
     for (const storage::topic_info* t : logs.topics()) {
-      reply.topics.push_back(describe_topic(*t, node_id, include_ops));
+      if (!may_describe(t->name, false)) continue;
+      reply.topics.push_back(describe_topic(*t, node_id, ops_of(t->name)));
     }
     co_return encode_response(reply, version);
   }
 
+  // As Kafka's handleTopicMetadataRequest: topics the client may not DESCRIBE are answered
+  // TOPIC_AUTHORIZATION_FAILED (a topic id: with a null name) before anything says whether they
+  // exist; a missing topic auto-created only with CREATE on the cluster or the topic, else
+  // TOPIC_AUTHORIZATION_FAILED. Both kinds come after the other topics, as Kafka appends them.
+  std::vector<metadata_topic> denied_create, denied_describe;
+  const bool cluster_create =
+      !authorizing || !may_create ||
+      authorize(request, security::acl_operation::create, security::resource_type::cluster,
+                security::cluster_resource_name, 1, true, false);
   std::set<std::string_view> seen_names;
   std::deque<std::string> created_names;
   for (const auto& want : *decoded->topics) {
@@ -157,8 +188,13 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       for (const storage::topic_info* t : logs.topics()) {
         if (t->topic_id == id) found = t;
       }
-      if (found != nullptr) {
-        reply.topics.push_back(describe_topic(*found, node_id, include_ops));
+      if (found != nullptr && !may_describe(found->name, true)) {
+        metadata_topic denied = topic_error(error_code::topic_authorization_failed, std::nullopt);
+        denied.topic_id = want.topic_id;
+        denied.is_internal = false;
+        denied_describe.push_back(std::move(denied));
+      } else if (found != nullptr) {
+        reply.topics.push_back(describe_topic(*found, node_id, ops_of(found->name)));
       } else {
         metadata_topic missing = topic_error(error_code::unknown_topic_id, std::nullopt);
         missing.topic_id = want.topic_id;
@@ -168,8 +204,20 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     }
     std::string_view name = *want.name;
     if (!seen_names.insert(name).second) continue;
+    if (!may_describe(name, true)) {
+      metadata_topic denied = topic_error(error_code::topic_authorization_failed, name);
+      denied.is_internal = false;
+      denied_describe.push_back(std::move(denied));
+      continue;
+    }
     if (const storage::topic_info* t = logs.find_topic(name)) {
-      reply.topics.push_back(describe_topic(*t, node_id, include_ops));
+      reply.topics.push_back(describe_topic(*t, node_id, ops_of(name)));
+      continue;
+    }
+    if (may_create && !cluster_create &&
+        !authorize(request, security::acl_operation::create, security::resource_type::topic,
+                   name)) {
+      denied_create.push_back(topic_error(error_code::topic_authorization_failed, name));
       continue;
     }
     if (!storage::validate_topic_name(name)) {
@@ -194,6 +242,8 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       reply.topics.push_back(topic_error(metadata_error(created.error()), name));
     }
   }
+  for (auto& t : denied_create) reply.topics.push_back(std::move(t));
+  for (auto& t : denied_describe) reply.topics.push_back(std::move(t));
   co_return encode_response(reply, version);
 }
 

@@ -22,6 +22,7 @@
 
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -82,10 +83,31 @@ asio::awaitable<handler_outcome> handle_offset_for_leader_epoch(request_context&
   }
   protocol::offset_for_leader_epoch_response reply;
   reply.topics.reserve(decoded->topics.size());
+  // Authorization as Kafka: a replica's request needs CLUSTER_ACTION (else every partition
+  // CLUSTER_AUTHORIZATION_FAILED); a consumer's DESCRIBE on each topic (else its partitions
+  // TOPIC_AUTHORIZATION_FAILED, after the others).
+  const bool authorizing = request.services.authorizer != nullptr;
+  const bool cluster_denied = authorizing && decoded->replica_id >= 0 &&
+                              !authorize_cluster(request, security::acl_operation::cluster_action);
+  std::vector<protocol::offset_for_leader_epoch_response::offset_for_leader_topic_result> denied;
   topic_manager& topics = *request.services.topics;
   auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
+    if (cluster_denied || (authorizing && !authorize(request, security::acl_operation::describe,
+                                                     security::resource_type::topic, t.topic,
+                                                     static_cast<int32_t>(t.partitions.size())))) {
+      auto& out = (cluster_denied ? reply.topics : denied).emplace_back();
+      out.topic = t.topic;
+      for (const auto& p : t.partitions) {
+        epoch_end_offset e;
+        e.partition = p.partition;
+        e.error_code = code(cluster_denied ? error_code::cluster_authorization_failed
+                                           : error_code::topic_authorization_failed);
+        out.partitions.push_back(e);
+      }
+      continue;
+    }
     auto& out = reply.topics.emplace_back();
     out.topic = t.topic;
     out.partitions.reserve(t.partitions.size());
@@ -97,6 +119,7 @@ asio::awaitable<handler_outcome> handle_offset_for_leader_epoch(request_context&
     }
   }
   guard.unlock();
+  for (auto& t : denied) reply.topics.push_back(std::move(t));
   co_return encode_response(reply, version);
 }
 

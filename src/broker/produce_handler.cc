@@ -55,6 +55,7 @@
 #include <chrono>
 #include <variant>
 
+#include "broker/authorization.h"
 #include "broker/broker_metrics.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
@@ -299,6 +300,17 @@ std::optional<append_failure> check_records(std::optional<protocol::bytes_view> 
   return std::nullopt;
 }
 
+// Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition has the
+// transactional attribute (bit 4 of the attributes at byte 21 of a v2 batch).
+bool has_transactional_records(const protocol::produce_request& req) {
+  for (const auto& t : req.topic_data) {
+    for (const auto& p : t.partition_data) {
+      if (p.records && p.records->size() > 22 && ((*p.records)[22] & 0x10) != 0) return true;
+    }
+  }
+  return false;
+}
+
 asio::awaitable<handler_outcome> handle_produce(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
@@ -343,11 +355,31 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
     }
   }
+  // Authorization, as Kafka's handleProduceRequest: transactional records need WRITE on the
+  // transactional id (else every partition fails), then each topic WRITE (asked once per topic,
+  // before whether it exists, so an unauthorized client learns nothing of it).
+  const bool authorizing = request.services.authorizer != nullptr;
+  const bool transactional_denied =
+      authorizing && has_transactional_records(req) &&
+      !(req.transactional_id &&
+        authorize(request, security::acl_operation::write,
+                  security::resource_type::transactional_id, *req.transactional_id));
   for (size_t i = 0; i < req.topic_data.size(); ++i) {
     topic_work& tw = work[i];
+    const bool topic_denied =
+        authorizing && !transactional_denied && (tw.known || version < 13) &&
+        !authorize(request, security::acl_operation::write, security::resource_type::topic, tw.name,
+                   static_cast<int32_t>(req.topic_data[i].partition_data.size()));
     for (const auto& p : req.topic_data[i].partition_data) {
       partition_work& pw = tw.parts.emplace_back();
       pw.index = p.index;
+      if (transactional_denied || topic_denied) {
+        const error_code e = transactional_denied
+                                 ? error_code::transactional_id_authorization_failed
+                                 : error_code::topic_authorization_failed;
+        pw.failure = to_failure(request_error{e, std::string(protocol::describe(e).message)});
+        continue;
+      }
       if (!tw.known || p.index < 0 || p.index >= tw.partitions) {
         const bool by_id = version >= 13 && !tw.known;
         pw.failure = to_failure(request_error{

@@ -27,6 +27,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "broker/authorization.h"
 #include "broker/connection.h"
 #include "broker/console_backend_impl.h"
 #include "broker/features.h"
@@ -134,6 +135,7 @@ struct server::impl {
   int64_t last_txn_abort_check_ms = 0;
   int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
   std::unique_ptr<broker_console> console;
+  std::unique_ptr<broker_authorizer> authorizer;  // null: authorizer.class.name is empty
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -432,6 +434,16 @@ result<void, std::string> server::start() {
     return security::scram_credential{rec->salt, rec->stored_key, rec->server_key, rec->iterations};
   };
   for (auto& rt : s.runtimes) rt->scram_credentials = scram_credentials;
+  if (s.config.authorizer_enabled) {
+    // ACLs live in the metadata log: loaded before the listeners open.
+    s.authorizer = std::make_unique<broker_authorizer>(s.config, s.topics->metadata());
+    s.services->authorizer = s.authorizer.get();
+    spdlog::info("authorizer {} loaded {} ACL(s); super.users: {}",
+                 security::standard_authorizer_class, s.authorizer->acls().size(),
+                 s.config.super_users.empty()
+                     ? std::string("none")
+                     : fmt::format("{}", fmt::join(s.config.super_users, ";")));
+  }
   s.accept_wakeup = std::make_unique<wakeup>(s.loop0().context.get_executor());
 
   for (const auto& key : s.config.ignored_keys) {

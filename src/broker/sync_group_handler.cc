@@ -8,7 +8,8 @@
 // A connection closed while the handler waits: the handler is cancelled and the answer, when it
 // comes, is dropped.
 // A body that does not decode closes the connection.
-// Not supported: quotas; authorization.
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/sync_group_request.h"
@@ -25,6 +26,10 @@ asio::awaitable<handler_outcome> handle_sync_group(request_context& request) {
       request, "SyncGroup",
       [&](const protocol::sync_group_request& req, int16_t version,
           coordinator::sync_callback done) {
+        if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+          done(group_authorization_failed<protocol::sync_group_response>(version));
+          return;
+        }
         groups.sync_group(req, version, wall_clock_ms(), std::move(done));
       });
 }

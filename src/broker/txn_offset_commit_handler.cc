@@ -16,7 +16,9 @@
 // the append (a marker of the producer reached the partition meanwhile), the offsets are refused
 // with INVALID_TXN_STATE rather than left pending for ever.
 // A body that does not decode closes the connection.
-// Not supported: authorization; quotas (ThrottleTimeMs 0).
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: quotas (ThrottleTimeMs 0).
+#include "broker/authorization.h"
 #include "broker/group_handler_util.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
@@ -43,7 +45,46 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
   txn::txn_coordinator* txns = request.services.txns;
   error_code refused = error_code::none;
   std::optional<uint32_t> markers_before;
-  if (groups == nullptr || txns == nullptr) {
+  // Authorization as Kafka: WRITE on the transactional id, READ on the group (each failing every
+  // partition), READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED, after the others;
+  // the authorized ones are committed).
+  std::vector<request_type::txn_offset_commit_request_topic> denied;
+  if (request.services.authorizer != nullptr) {
+    using security::acl_operation, security::resource_type;
+    if (!authorize(request, acl_operation::write, resource_type::transactional_id,
+                   decoded->transactional_id)) {
+      refused = error_code::transactional_id_authorization_failed;
+    } else if (!authorize_group(request, acl_operation::read, decoded->group_id)) {
+      refused = error_code::group_authorization_failed;
+    } else {
+      std::erase_if(decoded->topics, [&](const auto& t) {
+        if (authorize(request, acl_operation::read, resource_type::topic, t.name,
+                      static_cast<int32_t>(t.partitions.size()))) {
+          return false;
+        }
+        denied.push_back(t);
+        return true;
+      });
+    }
+  }
+  auto add_denied = [&](protocol::txn_offset_commit_response& reply) {
+    for (const auto& t : denied) {
+      auto& rt = reply.topics.emplace_back();
+      rt.name = t.name;
+      for (const auto& p : t.partitions) {
+        auto& rp = rt.partitions.emplace_back();
+        rp.partition_index = p.partition_index;
+        rp.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
+      }
+    }
+  };
+  if (refused != error_code::none) {
+    // decided above
+  } else if (!denied.empty() && decoded->topics.empty()) {
+    protocol::txn_offset_commit_response reply;
+    add_denied(reply);
+    co_return encode_response(reply, version);
+  } else if (groups == nullptr || txns == nullptr) {
     refused = error_code::coordinator_not_available;
   } else {
     const txn::topic_partition_key offsets_partition{
@@ -88,7 +129,10 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
     co_return encode_response(reply, version);
   }
   auto reply = groups->txn_offset_commit(*decoded, version, wall_clock_ms(), markers_before);
-  co_return encode_response(reply.message, version);
+  if (denied.empty()) co_return encode_response(reply.message, version);
+  protocol::txn_offset_commit_response merged = reply.message;
+  add_denied(merged);
+  co_return encode_response(merged, version);
 }
 
 }  // namespace

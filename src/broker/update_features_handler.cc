@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/feature_updates.h"
 #include "broker/features.h"
 #include "broker/handler.h"
@@ -41,6 +42,11 @@ asio::awaitable<handler_outcome> handle_update_features(request_context& request
                  request.connection.id, request.connection.peer, version,
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad UpdateFeatures request"};
+  }
+  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+  if (auto denied = cluster_denied<protocol::update_features_response>(
+          request, security::acl_operation::alter)) {
+    co_return std::move(*denied);
   }
   std::vector<feature_update> updates;
   for (const auto& u : decoded->feature_updates) {

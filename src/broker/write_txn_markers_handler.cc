@@ -13,13 +13,15 @@
 // the producer's pending transactional offset commits. The answer groups the results by producer
 // id (markers of one producer merge, as Kafka's map does), then by topic, in ascending order.
 // A body that does not decode closes the connection.
-// Not supported: authorization (CLUSTER_AUTHORIZATION_FAILED); v2's TransactionVersion is read
+// Authorization: as Kafka's KafkaApis (see the handler).
+// Not supported: v2's TransactionVersion is read
 // and not used (tarn has no transactions v2).
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <string>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -33,7 +35,7 @@ namespace tarn::broker {
 namespace {
 
 using protocol::error_code;
-using response_t = protocol::write_txn_markers_response;
+using write_txn_markers_response_t = protocol::write_txn_markers_response;
 
 asio::awaitable<handler_outcome> handle_write_txn_markers(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -45,6 +47,10 @@ asio::awaitable<handler_outcome> handle_write_txn_markers(request_context& reque
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad WriteTxnMarkers request"};
   }
+  // The coordinator's request: CLUSTER_ACTION on the cluster, else every partition
+  // CLUSTER_AUTHORIZATION_FAILED (Kafka's getErrorResponse).
+  const bool denied = request.services.authorizer != nullptr &&
+                      !authorize_cluster(request, security::acl_operation::cluster_action);
   partition_markers writer(*request.services.topics, request.services.groups);
   // producer id -> topic -> partition -> error; a partition named twice keeps its last result.
   std::map<int64_t, std::map<std::string, std::map<int32_t, error_code>>> results;
@@ -55,17 +61,18 @@ asio::awaitable<handler_outcome> handle_write_txn_markers(request_context& reque
     for (const auto& t : m.topics) {
       auto& by_partition = by_topic[std::string(t.name)];
       for (int32_t partition : t.partition_indexes) {
-        by_partition[partition] = writer.write_marker(t.name, partition, marker);
+        by_partition[partition] = denied ? error_code::cluster_authorization_failed
+                                         : writer.write_marker(t.name, partition, marker);
       }
     }
   }
-  response_t reply;
+  write_txn_markers_response_t reply;
   for (const auto& [producer_id, by_topic] : results) {
-    response_t::writable_txn_marker_result pr;
+    write_txn_markers_response_t::writable_txn_marker_result pr;
     pr.producer_id = producer_id;
     for (const auto& [topic, by_partition] : by_topic) {
       if (by_partition.empty()) continue;  // Kafka's map has no entry for a topic without any
-      response_t::writable_txn_marker_topic_result tr;
+      write_txn_markers_response_t::writable_txn_marker_topic_result tr;
       tr.name = topic;
       for (const auto& [partition, e] : by_partition) {
         tr.partitions.push_back({partition, static_cast<int16_t>(e)});

@@ -50,19 +50,9 @@
 
 #include "base/result.h"
 #include "client/cluster_client.h"
+#include "tarn/consumer.h"  // consumer_record
 
 namespace tarn::client {
-
-struct consumer_record {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t offset = 0;
-  int64_t timestamp = -1;
-  bool log_append_time = false;  // the timestamp is the broker's (LogAppendTime)
-  std::optional<std::string> key;
-  std::optional<std::string> value;
-  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-};
 
 struct group_consumer_config {
   std::string bootstrap_servers;

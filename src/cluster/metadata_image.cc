@@ -36,6 +36,10 @@ void metadata_image::apply(const metadata_record& record) {
           scram_credentials[{r.name, r.mechanism}] = r;
         } else if constexpr (std::is_same_v<T, remove_user_scram_credential_record>) {
           scram_credentials.erase({r.name, r.mechanism});
+        } else if constexpr (std::is_same_v<T, access_control_entry_record>) {
+          acls[r.id] = r;
+        } else if constexpr (std::is_same_v<T, remove_access_control_entry_record>) {
+          acls.erase(r.id);
         } else {
           static_assert(std::is_same_v<T, client_quota_record>);
           quota_entity entity;
@@ -87,6 +91,7 @@ std::vector<metadata_record> metadata_image::to_records() const {
     }
   }
   for (const auto& [key, credential] : scram_credentials) out.push_back(credential);
+  for (const auto& [id, acl] : acls) out.push_back(acl);
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The cluster metadata as the records of the metadata log build it (Kafka's MetadataImage, the
 // parts a single node keeps): topics with their ids and partition counts, topic configs, dynamic
-// broker configs, client quotas, SCRAM credentials and finalized feature levels. Replaying the log
-// applies each record in order; a snapshot is the image written back as records.
+// broker configs, client quotas, SCRAM credentials, ACLs and finalized feature levels. Replaying
+// the log applies each record in order; a snapshot is the image written back as records.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,8 @@ struct metadata_image {
   std::map<std::string, int16_t, std::less<>> features;
   // UserScramCredentialRecords by (user, mechanism).
   std::map<std::pair<std::string, int8_t>, user_scram_credential_record> scram_credentials;
+  // ACL bindings by id (AccessControlEntryRecord; RemoveAccessControlEntryRecord drops one).
+  std::map<storage::uuid, access_control_entry_record> acls;
 
   // Applies one record (a PartitionRecord grows its topic's count to cover it; a ConfigRecord
   // without value removes the key; RemoveTopicRecord also drops the topic's configs; a feature

@@ -9,9 +9,9 @@
 namespace tarn::cluster {
 namespace {
 
-constexpr int16_t key_topic = 2, key_partition = 3, key_config = 4, key_remove_topic = 9,
-                  key_feature_level = 12, key_client_quota = 14, key_user_scram_credential = 11,
-                  key_remove_user_scram_credential = 22;
+constexpr int16_t key_topic = 2, key_partition = 3, key_config = 4, key_acl = 6, key_remove_acl = 7,
+                  key_remove_topic = 9, key_feature_level = 12, key_client_quota = 14,
+                  key_user_scram_credential = 11, key_remove_user_scram_credential = 22;
 
 class entry_writer {
  public:
@@ -144,6 +144,21 @@ void encode_record(entry_writer& w, const metadata_record& record) {
           w.i16(0);
           w.str(r.name);
           w.u8(static_cast<uint8_t>(r.mechanism));
+        } else if constexpr (std::is_same_v<T, access_control_entry_record>) {
+          w.i16(key_acl);
+          w.i16(0);
+          w.uuid(r.id);
+          w.u8(static_cast<uint8_t>(r.resource_type));
+          w.str(r.resource_name);
+          w.u8(static_cast<uint8_t>(r.pattern_type));
+          w.str(r.principal);
+          w.str(r.host);
+          w.u8(static_cast<uint8_t>(r.operation));
+          w.u8(static_cast<uint8_t>(r.permission_type));
+        } else if constexpr (std::is_same_v<T, remove_access_control_entry_record>) {
+          w.i16(key_remove_acl);
+          w.i16(0);
+          w.uuid(r.id);
         } else {
           static_assert(std::is_same_v<T, client_quota_record>);
           w.i16(key_client_quota);
@@ -194,6 +209,20 @@ std::optional<metadata_record> decode_record(entry_reader& r) {
       f.feature_level = r.i16();
       return f;
     }
+    case key_acl: {
+      access_control_entry_record a;
+      a.id = r.uuid();
+      a.resource_type = static_cast<int8_t>(r.u8());
+      a.resource_name = r.str();
+      a.pattern_type = static_cast<int8_t>(r.u8());
+      a.principal = r.str();
+      a.host = r.str();
+      a.operation = static_cast<int8_t>(r.u8());
+      a.permission_type = static_cast<int8_t>(r.u8());
+      return a;
+    }
+    case key_remove_acl:
+      return remove_access_control_entry_record{r.uuid()};
     case key_client_quota: {
       client_quota_record q;
       int32_t n = r.i32();

@@ -126,6 +126,18 @@ result<void, storage_error> local_metadata_store::change_scram_credentials(
   return log_->append(std::move(changes));
 }
 
+std::map<storage::uuid, access_control_entry_record> local_metadata_store::acls() const {
+  std::lock_guard g(mu_);
+  return log_->image().acls;
+}
+
+result<void, storage_error> local_metadata_store::change_acls(
+    std::vector<metadata_record> changes) {
+  std::lock_guard g(mu_);
+  if (changes.empty()) return {};
+  return log_->append(std::move(changes));
+}
+
 feature_map local_metadata_store::finalized_features() const {
   std::lock_guard g(mu_);
   return log_->image().features;

@@ -48,6 +48,11 @@ class metadata_store {
                                                                        int8_t mechanism) const = 0;
   virtual result<void, storage::storage_error> change_scram_credentials(
       std::vector<metadata_record> changes) = 0;
+  // ACL bindings (AccessControlEntryRecords) by id, and a batch of creations and removals as
+  // one durable change (CreateAcls and DeleteAcls: the authorizer is updated after it returns).
+  virtual std::map<storage::uuid, access_control_entry_record> acls() const = 0;
+  virtual result<void, storage::storage_error> change_acls(
+      std::vector<metadata_record> changes) = 0;
 
   // The offset the next change gets: every change before it is durable (committed), so it is
   // both the log's end and its high watermark (DescribeQuorum reports it as both).
@@ -87,6 +92,8 @@ class local_metadata_store final : public metadata_store, private storage::topic
                                                                int8_t mechanism) const override;
   result<void, storage::storage_error> change_scram_credentials(
       std::vector<metadata_record> changes) override;
+  std::map<storage::uuid, access_control_entry_record> acls() const override;
+  result<void, storage::storage_error> change_acls(std::vector<metadata_record> changes) override;
   int64_t end_offset() const override;
   feature_map finalized_features() const override;
   int64_t finalized_features_epoch() const override;

@@ -12,7 +12,7 @@ namespace tarn::security {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_spaces(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -63,7 +63,7 @@ std::string java_replacement_to_ecma(const std::string& java) {
 
 result<ssl_principal_mapper, std::string> ssl_principal_mapper::parse(const std::string& text) {
   ssl_principal_mapper m;
-  std::string_view rest = trim(text);
+  std::string_view rest = trim_spaces(text);
   size_t pos = 0;
   auto invalid = [&](std::string_view what) {
     return fail(fmt::format(
@@ -97,8 +97,8 @@ result<ssl_principal_mapper, std::string> ssl_principal_mapper::parse(const std:
       r.replacement = java_replacement_to_ecma(replacement);
     } else {
       size_t comma = rest.find(',', pos);
-      return invalid(
-          trim(rest.substr(start, comma == std::string_view::npos ? rest.npos : comma - start)));
+      return invalid(trim_spaces(
+          rest.substr(start, comma == std::string_view::npos ? rest.npos : comma - start)));
     }
     while (pos < rest.size() && std::isspace(static_cast<unsigned char>(rest[pos]))) ++pos;
     if (pos < rest.size()) {

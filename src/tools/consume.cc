@@ -28,7 +28,7 @@
 #include <map>
 #include <string>
 
-#include "client/group_consumer.h"
+#include "tarn/consumer.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -139,7 +139,7 @@ void format_record(std::string& out, const formatter& f, const client::consumer_
 }
 
 // The consumer being polled, for the signal handler.
-std::atomic<client::group_consumer*> g_consumer{nullptr};
+std::atomic<client::consumer*> g_consumer{nullptr};
 std::atomic<bool> g_stop{false};
 
 extern "C" void on_stop_signal(int) {
@@ -169,15 +169,16 @@ result<std::vector<std::pair<std::string, std::string>>, std::string> read_prope
   return out;
 }
 
-// The consumer's configuration from the options, as ConsoleConsumerOptions builds it.
-result<client::group_consumer_config, std::string> make_config(const consume_options& o) {
-  client::group_consumer_config config;
-  config.client_id = "console-consumer";
-  std::vector<std::pair<std::string, std::string>> props;
+using properties = std::vector<std::pair<std::string, std::string>>;
+
+// The consumer's properties from the options, as ConsoleConsumerOptions builds them (the last
+// value of a key wins).
+result<properties, std::string> make_config(const consume_options& o) {
+  properties props{{"client.id", "console-consumer"}};
   if (!o.consumer_config.empty()) {
     auto file = read_properties(o.consumer_config);
     if (!file) return fail(file.error());
-    props = std::move(*file);
+    props.insert(props.end(), file->begin(), file->end());
   }
   for (const auto& p : o.consumer_properties) {
     const auto eq = p.find('=');
@@ -191,21 +192,27 @@ result<client::group_consumer_config, std::string> make_config(const consume_opt
       return fail("Group id passed in --group (" + o.group + ") and in consumer properties (" + v +
                   ") conflict");
     }
-    if (auto r = config.set(k, v); !r) return fail(r.error());
   }
-  if (!o.group.empty()) config.group_id = o.group;
-  config.bootstrap_servers = o.bootstrap_server;
-  if (auto r = config.set("isolation.level", o.isolation_level); !r) return fail(r.error());
+  if (!o.group.empty()) props.emplace_back("group.id", o.group);
+  props.emplace_back("bootstrap.servers", o.bootstrap_server);
+  props.emplace_back("isolation.level", o.isolation_level);
   if (o.from_beginning && reset && *reset != "earliest") {
     return fail("Can't simultaneously specify --from-beginning and 'auto.offset.reset=" + *reset +
                 "', choose only one");
   }
   if (o.from_beginning) {
-    config.auto_offset_reset = "earliest";
+    props.emplace_back("auto.offset.reset", "earliest");
   } else if (!reset) {
-    config.auto_offset_reset = "latest";
+    props.emplace_back("auto.offset.reset", "latest");
   }
-  return config;
+  return props;
+}
+
+bool has_group(const properties& props) {
+  for (auto it = props.rbegin(); it != props.rend(); ++it) {
+    if (it->first == "group.id") return !it->second.empty();
+  }
+  return false;
 }
 
 int run_consume(const consume_options& o) {
@@ -219,12 +226,12 @@ int run_consume(const consume_options& o) {
     std::fprintf(stderr, "%s\n", config.error().c_str());
     return 1;
   }
-  const bool in_group = !config->group_id.empty();
-  int64_t start = client::latest_offset_spec;
+  const bool in_group = has_group(*config);
+  int64_t start = client::offset_end;
   if (!in_group) {
     const std::string from = o.from_beginning ? "earliest" : o.offset;
     if (from == "earliest") {
-      start = client::earliest_offset_spec;
+      start = client::offset_beginning;
     } else if (from != "latest") {
       try {
         size_t used = 0;
@@ -239,12 +246,12 @@ int run_consume(const consume_options& o) {
       }
     }
   }
-  auto consumer = client::group_consumer::create(*config);
+  auto consumer = client::consumer::create(*config);
   if (!consumer) {
     std::fprintf(stderr, "%s\n", consumer.error().message.c_str());
     return 1;
   }
-  client::group_consumer& c = **consumer;
+  client::consumer& c = **consumer;
   if (in_group) {
     c.subscribe({o.topic});
   } else {

@@ -498,12 +498,9 @@ list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter
   }
   // Kafka compiles the pattern with RE2 (re2j) and asks for a full match (base/regex.h). A
   // pattern that does not compile fails the whole request with only the error code set.
-  std::optional<std::regex> pattern;
+  std::optional<re2_regex> pattern;
   if (filter.transactional_id_pattern && !filter.transactional_id_pattern->empty()) {
-    // A pattern whose backtracking could run away is refused too (base/regex.h): RE2 takes it.
-    if (regex_cost_is_bounded(*filter.transactional_id_pattern)) {
-      pattern = compile_re2_regex(*filter.transactional_id_pattern, nullptr);
-    }
+    pattern = compile_re2_regex(*filter.transactional_id_pattern, nullptr);
     if (!pattern) return list_txn_result{error_code::invalid_regular_expression, {}, {}};
   }
   std::unique_lock guard(mu_);
@@ -526,8 +523,7 @@ list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter
   // Matched outside the lock: a regex match is the slow part of this and nothing else waits.
   if (pattern) {
     std::erase_if(out.transactions, [&pattern](const listed_txn& t) {
-      return t.transactional_id.size() > regex_max_text_bytes ||
-             !regex_full_match(*pattern, t.transactional_id);
+      return !regex_full_match(*pattern, t.transactional_id);
     });
   }
   std::sort(out.transactions.begin(), out.transactions.end(),
