@@ -18,6 +18,8 @@
 //   - hand-built requests for the error branches: an unsupported mechanism, a request before
 //     authentication, an oversized frame before authentication, SASL requests on a PLAINTEXT
 //     listener, SaslHandshake v0's raw tokens; KIP-368 re-authentication and session expiry;
+//   - the authorizer deciding by the SASL principal (a super user produces, another user is
+//     refused with the authorizer's log line naming it);
 //   - misconfigurations refused at start with the key to fix.
 // GCC 12's -Wrestrict misfires on std::string operator+ with literals (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
@@ -542,6 +544,33 @@ TEST_F(security_test, reauthentication_and_session_expiry) {
   ASSERT_TRUE(d.send_request(18, 0, 3));
   EXPECT_FALSE(d.read_frame(2s)) << "a request after the session expired is not answered";
   EXPECT_TRUE(d.wait_closed(5s));
+}
+
+// The seam between the two halves of issue 24: the authorizer decides by the SASL principal.
+// admin is a super user; alice has no ACL, so her Produce is refused and the authorizer's log line
+// names User:alice.
+TEST_F(security_test, the_authorizer_sees_the_sasl_principal) {
+  broker_process broker(
+      {"--override", "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "--override",
+       "sasl.enabled.mechanisms=PLAIN", "--override", std::string("sasl.jaas.config=") + plain_jaas,
+       "--override",
+       "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+       "--override", "super.users=User:admin"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const uint16_t sasl_port = listener_port(broker, "SASL_PLAINTEXT");
+  auto as = [](const char* user, const char* password) {
+    return std::vector<std::string>{"security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
+                                    std::string("sasl.username=") + user,
+                                    std::string("sasl.password=") + password};
+  };
+  EXPECT_TRUE(round_trip(sasl_port, "admins-topic", as("admin", "admin-secret")));
+  auto [rc, out] =
+      run_command("printf 'x\\n' | timeout 20 kcat -P -b 127.0.0.1:" + std::to_string(sasl_port) +
+                  " -t admins-topic" + kcat_options(as("alice", "alice-secret")));
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("Topic authorization failed"), std::string::npos) << out;
+  EXPECT_TRUE(broker.process().wait_for_output("Principal = User:alice is Denied", 5s))
+      << broker.output();
 }
 
 TEST_F(security_test, misconfigurations_stop_the_broker_with_the_key_to_fix) {
