@@ -17,7 +17,7 @@ namespace tarn::broker {
 
 namespace {
 
-enum class config_type { boolean, short_int, int32, int64, float64, string, list };
+enum class config_type { boolean, short_int, int32, int64, float64, string, list, password };
 
 // A validator returns an error reason for a parsed (non-null) value, or nothing.
 using validator = std::function<std::optional<std::string>(const config_value&)>;
@@ -140,6 +140,38 @@ const std::vector<config_key>& config_keys() {
        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", nullptr},
       {"controller.listener.names", config_type::list, "", nullptr},
       {"inter.broker.listener.name", config_type::string, nullptr, nullptr, false},
+      {"security.inter.broker.protocol", config_type::string, "PLAINTEXT",
+       one_of({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}), false},
+      {"sasl.mechanism.inter.broker.protocol", config_type::string, "GSSAPI", nullptr, false},
+      // TLS (Kafka's SslConfigs; docs/security.md). Each may also be set per listener as
+      // listener.name.<name>.<key>.
+      {"ssl.keystore.type", config_type::string, "JKS", nullptr},
+      {"ssl.keystore.location", config_type::string, nullptr, nullptr},
+      {"ssl.keystore.password", config_type::password, nullptr, nullptr},
+      {"ssl.key.password", config_type::password, nullptr, nullptr},
+      {"ssl.keystore.certificate.chain", config_type::password, nullptr, nullptr},
+      {"ssl.keystore.key", config_type::password, nullptr, nullptr},
+      {"ssl.truststore.type", config_type::string, "JKS", nullptr},
+      {"ssl.truststore.location", config_type::string, nullptr, nullptr},
+      {"ssl.truststore.password", config_type::password, nullptr, nullptr},
+      {"ssl.truststore.certificates", config_type::password, nullptr, nullptr},
+      {"ssl.client.auth", config_type::string, "none", one_of({"required", "requested", "none"})},
+      {"ssl.enabled.protocols", config_type::list, "TLSv1.2,TLSv1.3", nullptr},
+      {"ssl.cipher.suites", config_type::list, "", nullptr},
+      {"ssl.principal.mapping.rules", config_type::string, "DEFAULT", nullptr},
+      // JDK settings with no OpenSSL counterpart, and a client-side key.
+      {"ssl.protocol", config_type::string, "TLSv1.3", nullptr, false},
+      {"ssl.provider", config_type::string, nullptr, nullptr, false},
+      {"ssl.keymanager.algorithm", config_type::string, "SunX509", nullptr, false},
+      {"ssl.trustmanager.algorithm", config_type::string, "PKIX", nullptr, false},
+      {"ssl.secure.random.implementation", config_type::string, nullptr, nullptr, false},
+      {"ssl.endpoint.identification.algorithm", config_type::string, "https", nullptr, false},
+      // SASL (Kafka's BrokerSecurityConfigs and SaslConfigs).
+      {"sasl.enabled.mechanisms", config_type::list, "GSSAPI", nullptr},
+      {"sasl.jaas.config", config_type::password, nullptr, nullptr},
+      {"sasl.server.max.receive.size", config_type::int32, "524288", nullptr},
+      {"connection.failed.authentication.delay.ms", config_type::int32, "100", at_least(0)},
+      {"connections.max.reauth.ms", config_type::int64, "0", nullptr},
       {"process.roles", config_type::list, "broker,controller", one_of({"broker", "controller"})},
       {"controller.quorum.voters", config_type::list, "", nullptr, false},
       {"controller.quorum.bootstrap.servers", config_type::list, "", nullptr, false},
@@ -291,6 +323,35 @@ const config_key* find_key(const std::string& name) {
   return nullptr;
 }
 
+std::string upper_case(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+// Keys Kafka reads per listener (listener.name.<listener>.<key>): the TLS ones, and SASL's.
+bool listener_scoped(const std::string& key) {
+  return key.starts_with("ssl.") || key == "sasl.enabled.mechanisms" ||
+         key == "sasl.server.max.receive.size" || key == "connections.max.reauth.ms";
+}
+
+// The key a listener.name.<listener>.<key> or listener.name.<listener>.<mechanism>.<key>
+// (sasl.jaas.config, connections.max.reauth.ms) name stands for; nullptr for anything else.
+const config_key* find_listener_key(const std::string& name) {
+  static const std::string prefix = "listener.name.";
+  if (!name.starts_with(prefix)) return nullptr;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return nullptr;
+  const std::string rest = name.substr(dot + 1);
+  if (listener_scoped(rest)) return find_key(rest);
+  const size_t mechanism_end = rest.find('.');
+  if (mechanism_end == std::string::npos || mechanism_end == 0) return nullptr;
+  const std::string tail = rest.substr(mechanism_end + 1);
+  if (tail == "sasl.jaas.config" || tail == "connections.max.reauth.ms") return find_key(tail);
+  return nullptr;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -357,6 +418,7 @@ result<config_value, std::string> parse_value(const config_key& key, const std::
       return config_value(d);
     }
     case config_type::string:
+    case config_type::password:
       return config_value(std::string(t));
     case config_type::list:
       return config_value(split_list(t));
@@ -387,7 +449,7 @@ result<listener_endpoint, std::string> parse_listener(const std::string& key,
   size_t sep = text.find("://");
   if (sep == std::string::npos || sep == 0) return bad("Expected NAME://host:port");
   listener_endpoint l;
-  l.name = text.substr(0, sep);
+  l.name = upper_case(text.substr(0, sep));
   std::string rest = text.substr(sep + 3);
   size_t colon = rest.rfind(':');
   if (colon == std::string::npos) return bad("Expected NAME://host:port");
@@ -409,7 +471,14 @@ result<std::map<std::string, std::string>, std::string> parse_protocol_map(
     if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
       return fail(invalid(key, text, "Expected NAME:PROTOCOL pairs"));
     }
-    out[entry.substr(0, colon)] = entry.substr(colon + 1);
+    const std::string protocol = entry.substr(colon + 1);
+    if (!security::parse_security_protocol(protocol)) {
+      return fail(invalid(key, text,
+                          fmt::format("No enum constant "
+                                      "org.apache.kafka.common.security.auth.SecurityProtocol.{}",
+                                      protocol)));
+    }
+    out[upper_case(entry.substr(0, colon))] = upper_case(protocol);
   }
   return out;
 }
@@ -488,6 +557,80 @@ result<void, std::string> finish_group_config(broker_config& c) {
   return {};
 }
 
+// A key's value for one listener: listener.name.<listener>.<key> when set, else the key's own.
+config_value listener_value(const broker_config& c, const std::string& listener,
+                            const std::string& key) {
+  auto it = c.listener_prefixed.find("listener.name." + lower_case(listener) + "." + key);
+  if (it != c.listener_prefixed.end()) {
+    if (auto v = parse_value(*find_key(key), it->second)) return *v;  // checked when read
+  }
+  return c.values.at(key);
+}
+
+std::optional<std::string> optional_string(const config_value& v) {
+  if (auto* s = std::get_if<std::string>(&v)) return *s;
+  return std::nullopt;
+}
+
+// The TLS and SASL settings of one listener, from its protocol and the ssl.* / sasl.* keys.
+result<listener_security, std::string> listener_security_for(const broker_config& c,
+                                                             const std::string& name,
+                                                             const std::string& protocol_name) {
+  listener_security out;
+  out.name = name;
+  out.protocol = *security::parse_security_protocol(protocol_name);  // the map was checked
+  auto text = [&](const char* key) { return optional_string(listener_value(c, name, key)); };
+  auto items = [&](const char* key) {
+    return std::get<std::vector<std::string>>(listener_value(c, name, key));
+  };
+  security::ssl_config& ssl = out.ssl;
+  ssl.keystore_type = text("ssl.keystore.type").value_or("JKS");
+  ssl.keystore_location = text("ssl.keystore.location");
+  ssl.keystore_password = text("ssl.keystore.password");
+  ssl.key_password = text("ssl.key.password");
+  ssl.keystore_certificate_chain = text("ssl.keystore.certificate.chain");
+  ssl.keystore_key = text("ssl.keystore.key");
+  ssl.truststore_type = text("ssl.truststore.type").value_or("JKS");
+  ssl.truststore_location = text("ssl.truststore.location");
+  ssl.truststore_password = text("ssl.truststore.password");
+  ssl.truststore_certificates = text("ssl.truststore.certificates");
+  const std::string client_auth = text("ssl.client.auth").value_or("none");
+  ssl.client_auth = client_auth == "required"    ? security::ssl_client_auth::required
+                    : client_auth == "requested" ? security::ssl_client_auth::requested
+                                                 : security::ssl_client_auth::none;
+  ssl.enabled_protocols = items("ssl.enabled.protocols");
+  ssl.cipher_suites = items("ssl.cipher.suites");
+  ssl.principal_mapping_rules = text("ssl.principal.mapping.rules").value_or("DEFAULT");
+
+  security::sasl_config& sasl = out.sasl;
+  sasl.enabled_mechanisms.clear();
+  for (const auto& m : items("sasl.enabled.mechanisms")) sasl.enabled_mechanisms.push_back(m);
+  sasl.server_max_receive_size = static_cast<int32_t>(
+      std::get<int64_t>(listener_value(c, name, "sasl.server.max.receive.size")));
+  sasl.failed_authentication_delay_ms =
+      static_cast<int32_t>(as_int(c, "connection.failed.authentication.delay.ms"));
+  sasl.connections_max_reauth_ms =
+      std::get<int64_t>(listener_value(c, name, "connections.max.reauth.ms"));
+  const std::string prefix = "listener.name." + lower_case(name) + ".";
+  for (const auto& m : sasl.enabled_mechanisms) {
+    // Kafka reads a broker's JAAS per listener and mechanism; tarn also takes the bare
+    // sasl.jaas.config for every mechanism (docs/compatibility.md).
+    auto jaas = c.listener_prefixed.find(prefix + lower_case(m) + ".sasl.jaas.config");
+    if (jaas != c.listener_prefixed.end()) {
+      sasl.jaas_config[m] = std::string(trim(jaas->second));
+    } else if (auto global = optional_string(c.values.at("sasl.jaas.config"))) {
+      sasl.jaas_config[m] = *global;
+    }
+    auto reauth = c.listener_prefixed.find(prefix + lower_case(m) + ".connections.max.reauth.ms");
+    if (reauth != c.listener_prefixed.end()) {
+      if (auto v = parse_integer(trim(reauth->second), INT64_MIN, INT64_MAX)) {
+        sasl.connections_max_reauth_ms = *v;
+      }
+    }
+  }
+  return out;
+}
+
 // The derived fields and the checks that span several keys.
 result<void, std::string> finish(broker_config& c) {
   auto str = [&](const char* k) { return std::get<std::string>(c.values.at(k)); };
@@ -506,11 +649,14 @@ result<void, std::string> finish(broker_config& c) {
                         "tarn is a broker; process.roles must include broker"));
   }
 
-  // Listeners: bind the PLAINTEXT ones, skip controller listeners, refuse TLS/SASL.
+  // Listeners: every one but the controller listeners is bound, speaking the protocol
+  // listener.security.protocol.map gives its name (Kafka's names are case-insensitive: upper
+  // case here, as Kafka's ListenerName.normalised).
   auto protocols =
       parse_protocol_map("listener.security.protocol.map", str("listener.security.protocol.map"));
   if (!protocols) return fail(protocols.error());
-  auto controller_names = list("controller.listener.names");
+  std::vector<std::string> controller_names;
+  for (const auto& n : list("controller.listener.names")) controller_names.push_back(upper_case(n));
   std::string listeners_text = fmt::format("{}", fmt::join(list("listeners"), ","));
   for (const auto& text : list("listeners")) {
     auto l = parse_listener("listeners", text);
@@ -521,24 +667,28 @@ result<void, std::string> finish(broker_config& c) {
     }
     auto proto = protocols->find(l->name);
     if (proto == protocols->end()) {
-      return fail(
-          invalid("listeners", listeners_text,
-                  fmt::format("listener {} is not in listener.security.protocol.map", l->name)));
-    }
-    if (proto->second != "PLAINTEXT") {
       return fail(invalid("listeners", listeners_text,
-                          fmt::format("listener {} uses {}; tarn supports only PLAINTEXT", l->name,
-                                      proto->second)));
+                          fmt::format("No security protocol defined for listener {} (add it to "
+                                      "listener.security.protocol.map)",
+                                      l->name)));
     }
     for (const auto& other : c.listeners) {
       if (other.name == l->name) {
-        return fail(invalid("listeners", listeners_text, "each listener name must be unique"));
+        return fail(
+            invalid("listeners", listeners_text, "Each listener must have a different name"));
+      }
+      if (other.port == l->port && other.port != 0 && other.host == l->host) {
+        return fail(
+            invalid("listeners", listeners_text, "Each listener must have a different port"));
       }
     }
     c.listeners.push_back(*l);
+    auto security = listener_security_for(c, l->name, proto->second);
+    if (!security) return fail(security.error());
+    c.security_by_listener.push_back(std::move(*security));
   }
   if (c.listeners.empty()) {
-    return fail(invalid("listeners", listeners_text, "no PLAINTEXT listener to bind"));
+    return fail(invalid("listeners", listeners_text, "no listener to bind"));
   }
   // Advertised listeners default to the listeners; one given for a name replaces it.
   c.advertised_listeners = c.listeners;
@@ -559,6 +709,25 @@ result<void, std::string> finish(broker_config& c) {
       }
       *it = *a;
     }
+  }
+  // The inter-broker listener, checked as KafkaConfig does (tarn has no other broker yet).
+  const bool listener_name_set = !is_null(c, "inter.broker.listener.name");
+  if (listener_name_set && c.explicitly_set.count("security.inter.broker.protocol")) {
+    return fail(std::string(
+        "Only one of inter.broker.listener.name and security.inter.broker.protocol should be "
+        "set."));
+  }
+  c.inter_broker_listener_name = listener_name_set ? upper_case(str("inter.broker.listener.name"))
+                                                   : str("security.inter.broker.protocol");
+  if (std::none_of(
+          c.advertised_listeners.begin(), c.advertised_listeners.end(),
+          [&](const listener_endpoint& a) { return a.name == c.inter_broker_listener_name; })) {
+    std::vector<std::string> names;
+    for (const auto& a : c.advertised_listeners) names.push_back(a.name);
+    return fail(fmt::format(
+        "inter.broker.listener.name must be a listener name defined in advertised.listeners. The "
+        "valid options based on currently configured listeners are {}",
+        fmt::join(names, ",")));
   }
 
   c.num_network_threads = is_null(c, "num.network.threads") ? 0 : i32("num.network.threads");
@@ -695,6 +864,16 @@ result<broker_config, std::string> make_broker_config(const properties& file,
   auto apply = [&](const properties& props) -> result<void, std::string> {
     for (const auto& [name, raw] : props) {
       const config_key* key = find_key(name);
+      if (key == nullptr && (key = find_listener_key(name)) != nullptr) {
+        // listener.name.<listener>.<key>: checked like the key itself, resolved per listener.
+        auto v = parse_value(*key, raw);
+        if (!v) return fail(v.error());
+        if (key->validate) {
+          if (auto why = key->validate(*v)) return fail(invalid(name, raw, *why));
+        }
+        c.listener_prefixed[name] = raw;
+        continue;
+      }
       if (key == nullptr) {
         return fail(
             fmt::format("Unknown configuration {} (value {}): not a broker setting "
@@ -774,6 +953,9 @@ std::optional<broker_config_key_info> describe_broker_config_key(const std::stri
       break;
     case config_type::list:
       type = broker_config_type::list;
+      break;
+    case config_type::password:
+      type = broker_config_type::password;
       break;
   }
   std::optional<std::string> default_value;

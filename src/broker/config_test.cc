@@ -103,7 +103,7 @@ TEST(broker_config, errors_name_key_and_value) {
            {"log.cleanup.policy", "delete,shred"},
            {"listeners", "localhost:9092"},
            {"listeners", "PLAINTEXT://localhost:70000"},
-           {"listeners", "SSL://localhost:9093"},
+           {"listeners", "SSL://localhost:9093,SSL://localhost:9094"},
            {"listeners", "OTHER://localhost:9093"},
            {"node.id", "-1"},
            {"log.dirs", "/a,/b"},
@@ -189,6 +189,80 @@ TEST(broker_config, listeners_and_advertised_listeners) {
 
   auto e = make_error({{"advertised.listeners", "OTHER://h:1"}});
   EXPECT_NE(e.find("advertised.listeners"), std::string::npos) << e;
+}
+
+TEST(broker_config, named_listeners_with_their_protocols_and_per_listener_security) {
+  auto c = make_ok(
+      {{"listeners",
+        "PLAINTEXT://127.0.0.1:9092,SSL://:9093,sasl_ssl://:9094,CLIENT://:9095,"
+        "CONTROLLER://:9096"},
+       {"controller.listener.names", "CONTROLLER"},
+       {"listener.security.protocol.map",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,client:sasl_plaintext,CONTROLLER:PLAINTEXT"},
+       {"ssl.keystore.location", "/global.p12"},
+       {"ssl.keystore.type", "PKCS12"},
+       {"listener.name.sasl_ssl.ssl.keystore.location", "/per-listener.pem"},
+       {"listener.name.sasl_ssl.ssl.keystore.type", "PEM"},
+       {"ssl.client.auth", "required"},
+       {"sasl.enabled.mechanisms", "PLAIN"},
+       {"listener.name.sasl_ssl.sasl.enabled.mechanisms", "SCRAM-SHA-512,PLAIN"},
+       {"listener.name.client.plain.sasl.jaas.config", "x.PlainLoginModule required;"},
+       {"sasl.jaas.config", "y.PlainLoginModule required;"},
+       {"connections.max.reauth.ms", "60000"}});
+  ASSERT_EQ(c.listeners.size(), 4u);
+  ASSERT_EQ(c.security_by_listener.size(), 4u);
+  EXPECT_EQ(c.listeners[2].name, "SASL_SSL") << "listener names are case-insensitive";
+  using security::security_protocol;
+  EXPECT_EQ(c.security_by_listener[0].protocol, security_protocol::plaintext);
+  EXPECT_EQ(c.security_by_listener[1].protocol, security_protocol::ssl);
+  EXPECT_EQ(c.security_by_listener[1].ssl.keystore_location, "/global.p12");
+  EXPECT_EQ(c.security_by_listener[1].ssl.keystore_type, "PKCS12");
+  EXPECT_EQ(c.security_by_listener[1].ssl.client_auth, security::ssl_client_auth::required);
+  EXPECT_EQ(c.security_by_listener[2].protocol, security_protocol::sasl_ssl);
+  EXPECT_EQ(c.security_by_listener[2].ssl.keystore_location, "/per-listener.pem");
+  EXPECT_EQ(c.security_by_listener[2].ssl.keystore_type, "PEM");
+  EXPECT_EQ(c.security_by_listener[2].sasl.enabled_mechanisms,
+            (std::vector<std::string>{"SCRAM-SHA-512", "PLAIN"}));
+  EXPECT_EQ(c.security_by_listener[2].sasl.jaas_config.at("PLAIN"), "y.PlainLoginModule required;");
+  EXPECT_EQ(c.security_by_listener[3].protocol, security_protocol::sasl_plaintext);
+  EXPECT_EQ(c.security_by_listener[3].sasl.jaas_config.at("PLAIN"), "x.PlainLoginModule required;");
+  EXPECT_EQ(c.security_by_listener[3].sasl.connections_max_reauth_ms, 60000);
+  EXPECT_EQ(c.inter_broker_listener_name, "PLAINTEXT");
+  // Passwords are sensitive in DescribeConfigs.
+  EXPECT_EQ(describe_broker_config_key("ssl.keystore.password")->type,
+            broker_config_type::password);
+}
+
+TEST(broker_config, inter_broker_listener_checked_as_kafka_does) {
+  EXPECT_EQ(make_ok({{"listeners", "SSL://:9093,INTERNAL://:9094"},
+                     {"listener.security.protocol.map", "SSL:SSL,INTERNAL:PLAINTEXT"},
+                     {"inter.broker.listener.name", "internal"}})
+                .inter_broker_listener_name,
+            "INTERNAL");
+  EXPECT_EQ(make_ok({{"listeners", "SSL://:9093"}, {"security.inter.broker.protocol", "SSL"}})
+                .inter_broker_listener_name,
+            "SSL");
+  auto both = make_error({{"listeners", "SSL://:9093"},
+                          {"security.inter.broker.protocol", "SSL"},
+                          {"inter.broker.listener.name", "SSL"}});
+  EXPECT_EQ(both,
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol should be "
+            "set.");
+  auto missing = make_error({{"listeners", "SSL://:9093"}});
+  EXPECT_NE(missing.find("inter.broker.listener.name must be a listener name defined in "
+                         "advertised.listeners. The valid options based on currently configured "
+                         "listeners are SSL"),
+            std::string::npos)
+      << missing;
+  auto unmapped = make_error({{"listeners", "PLAINTEXT://:9092,CLIENT://:9093"}});
+  EXPECT_NE(unmapped.find("No security protocol defined for listener CLIENT"), std::string::npos);
+  auto bad_protocol = make_error({{"listener.security.protocol.map", "PLAINTEXT:TLS"}});
+  EXPECT_NE(bad_protocol.find("SecurityProtocol.TLS"), std::string::npos) << bad_protocol;
+  auto bad_prefixed = make_error({{"listener.name.ssl.ssl.client.auth", "sometimes"}});
+  EXPECT_NE(bad_prefixed.find("listener.name.ssl.ssl.client.auth"), std::string::npos)
+      << bad_prefixed;
+  auto unknown_prefixed = make_error({{"listener.name.ssl.no.such.key", "1"}});
+  EXPECT_NE(unknown_prefixed.find("Unknown configuration"), std::string::npos);
 }
 
 TEST(broker_config, kafka_sample_server_properties_is_accepted) {

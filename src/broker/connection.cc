@@ -1,9 +1,12 @@
 // Connection: frame reading with the size check before any allocation, in-order response
-// writing, idle timeout and the two ways to end (stop_reading for a clean shutdown, close).
+// writing, idle timeout and the two ways to end (stop_reading for a clean shutdown, close); the
+// TLS handshake and reads/writes through the ssl stream, and the SASL gate before authentication
+// (docs/security.md).
 #include "broker/connection.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/sendfile.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <asio/bind_cancellation_slot.hpp>
@@ -17,6 +20,7 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/throttle.h"
+#include "security/tls_context.h"
 
 namespace tarn::broker {
 
@@ -53,8 +57,11 @@ asio::awaitable<void> wakeup::wait() {
 void wakeup::notify() { timer_.cancel(); }
 
 connection::connection(asio::ip::tcp::socket socket, connection_info info,
-                       broker_services& services, std::function<void(connection&)> on_closed)
+                       broker_services& services, std::function<void(connection&)> on_closed,
+                       const listener_runtime* listener, std::shared_ptr<asio::ssl::context> tls)
     : socket_(std::move(socket)),
+      tls_context_(std::move(tls)),
+      listener_(listener),
       info_(std::move(info)),
       services_(services),
       on_closed_(std::move(on_closed)),
@@ -63,7 +70,16 @@ connection::connection(asio::ip::tcp::socket socket, connection_info info,
       idle_timer_(socket_.get_executor()),
       mute_timer_(socket_.get_executor()),
       last_activity_(std::chrono::steady_clock::now()),
-      read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(read_buffer_bytes)) {}
+      read_buffer_(std::make_unique_for_overwrite<uint8_t[]>(read_buffer_bytes)) {
+  if (tls_context_) {
+    tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *tls_context_);
+  }
+  if (listener_ != nullptr && listener_->sasl) {
+    sasl_ = std::make_unique<security::sasl_authenticator>(listener_->sasl,
+                                                           listener_->scram_credentials);
+    info_.sasl = sasl_.get();
+  }
+}
 
 void connection::start() {
   auto self = shared_from_this();
@@ -111,7 +127,13 @@ void connection::close(const std::string& reason) {
 
 asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<connection> self) {
   const size_t max_in_flight = static_cast<size_t>(services_.config.queued_max_requests);
+  if (tls_ && !co_await tls_handshake()) co_return;
   while (!reading_done_) {
+    // Before authentication requests are taken one at a time, as Kafka's authenticator does:
+    // each decides which request may come next (and whether the next frame is a raw token).
+    while (sasl_ && !sasl_->complete() && !slots_.empty() && !reading_done_) {
+      co_await reader_wakeup_.wait();
+    }
     // Backpressure: a client that pipelines more than queued.max.requests waits for answers.
     while (slots_.size() >= max_in_flight && !reading_done_) co_await reader_wakeup_.wait();
     if (reading_done_) break;
@@ -123,7 +145,7 @@ asio::awaitable<void> connection::read_loop([[maybe_unused]] std::shared_ptr<con
     }
     if (reading_done_) break;
     auto frame = co_await read_frame();
-    if (!frame && !draining_) {
+    if (!frame && !draining_ && !reading_done_) {
       // The client closed (or reset) its side. Kafka clients never half-close, so like Kafka we
       // drop what is in flight rather than keep handlers running for nobody.
       close("end of stream");
@@ -154,11 +176,15 @@ asio::awaitable<bool> connection::fill(size_t min_bytes) {
       read_begin_ = 0;
     }
     asio::error_code ec;
-    size_t n = co_await socket_.async_read_some(
-        asio::buffer(read_buffer_.get() + read_end_, read_buffer_bytes - read_end_),
-        asio::redirect_error(asio::use_awaitable, ec));
+    const auto into = asio::buffer(read_buffer_.get() + read_end_, read_buffer_bytes - read_end_);
+    size_t n = 0;
+    if (tls_) {
+      n = co_await tls_read_some(into, ec);
+    } else {
+      n = co_await socket_.async_read_some(into, asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec) {
-      if (ec != asio::error::eof && !closed_) {
+      if (ec != asio::error::eof && ec != asio::ssl::error::stream_truncated && !closed_) {
         spdlog::debug("connection {} from {}: read failed: {}", info_.id, info_.peer, ec.message());
       }
       co_return false;
@@ -203,7 +229,22 @@ asio::awaitable<bool> connection::reserve_request_memory(int64_t bytes) {
 asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
   if (!co_await fill(4)) co_return std::nullopt;
   const int32_t size = get_be32(read_buffer_.get() + read_begin_);
-  const int32_t max_size = services_.config.socket_request_max_bytes;
+  int32_t max_size = services_.config.socket_request_max_bytes;
+  if (sasl_ && !sasl_->complete()) {
+    // sasl.server.max.receive.size: an unauthenticated client cannot make the broker allocate
+    // more than this (Kafka: InvalidReceiveException, the connection closed).
+    max_size = std::min(max_size, sasl_->settings().server_max_receive_size);
+    if (size < 0 || size > max_size) {
+      // Kafka fails the authentication: the close comes after the failed-authentication delay
+      // (measured against Kafka 4.4.0), and nothing is read or allocated meanwhile.
+      spdlog::warn(
+          "closing connection {} from {}: Invalid receive (size = {} larger than {}) before "
+          "SASL authentication (sasl.server.max.receive.size)",
+          info_.id, info_.peer, size, max_size);
+      close_after_delay("pre-authentication request too large");
+      co_return std::nullopt;
+    }
+  }
   if (size < 0 || size > max_size) {
     // Checked before anything is allocated for the frame; Kafka closes the connection too.
     spdlog::warn(
@@ -239,9 +280,13 @@ asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
       frame.data = std::move(bigger);
     }
     asio::error_code ec;
-    size_t n =
-        co_await socket_.async_read_some(asio::buffer(frame.data.get() + filled, capacity - filled),
-                                         asio::redirect_error(asio::use_awaitable, ec));
+    const auto into = asio::buffer(frame.data.get() + filled, capacity - filled);
+    size_t n = 0;
+    if (tls_) {
+      n = co_await tls_read_some(into, ec);
+    } else {
+      n = co_await socket_.async_read_some(into, asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec) {
       if (!closed_) {
         spdlog::debug("connection {} from {}: stream ended inside a {}-byte request: {}", info_.id,
@@ -270,6 +315,10 @@ void connection::dispatch(frame_buffer frame) {
   // Requests answered without a handler give their bytes back at once (the frame is dropped
   // here); handled ones keep them in their slot until the answer is written.
   request_memory_lease lease = std::move(next_lease_);
+  if (sasl_ && sasl_->expects_raw_token()) {
+    dispatch_raw_token(std::move(frame));
+    return;
+  }
   auto prefix = peek_request_prefix(frame.bytes());
   if (!prefix) {
     spdlog::warn("closing connection {} from {}: {}-byte request is too short for a header",
@@ -277,6 +326,35 @@ void connection::dispatch(frame_buffer frame) {
     reading_done_ = true;
     push_done(0, 0, close_connection{"truncated request header"});
     return;
+  }
+  if (sasl_) {
+    std::string why;
+    constexpr int16_t sasl_handshake_key = 17;
+    if (sasl_->complete() && prefix->api_key == sasl_handshake_key &&
+        sasl_->begin_reauthentication()) {
+      spdlog::debug("connection {} from {}: re-authenticating {} (KIP-368)", info_.id, info_.peer,
+                    sasl_->principal().to_string());
+    }
+    if (!sasl_->complete()) {
+      if (!sasl_->admit(prefix->api_key, &why)) {
+        // Kafka closes at once, without an answer (measured against Kafka 4.4.0: ~10 ms).
+        spdlog::info("Failed authentication with {} (channelId={}) ({})", info_.peer, info_.id,
+                     why);
+        reading_done_ = true;
+        push_done(prefix->correlation_id, 0, close_connection{why});
+        return;
+      }
+    } else if (auto expires = sasl_->session_expires_at();
+               expires && std::chrono::steady_clock::now() > *expires) {
+      // KIP-368: a session past connections.max.reauth.ms that was not re-authenticated.
+      spdlog::info(
+          "closing connection {} from {}: SASL session expired (connections.max.reauth.ms) and "
+          "was not re-authenticated",
+          info_.id, info_.peer);
+      reading_done_ = true;
+      push_done(prefix->correlation_id, 0, close_connection{"SASL session expired"});
+      return;
+    }
   }
   const handler_entry* entry = services_.handlers.find(prefix->api_key);
   if (entry == nullptr || prefix->api_version < entry->min_version ||
@@ -341,8 +419,12 @@ asio::awaitable<void> connection::run_handler(std::shared_ptr<connection> self,
   }
   // Every API's answer is charged to the client's request quota here, once (KIP-124).
   if (!self->closed_) apply_request_quota(request, outcome);
+  if (sasl_ && sasl_->complete() && info_.principal != sasl_->principal()) {
+    info_.principal = sasl_->principal();  // SaslAuthenticate just succeeded
+  }
   s->outcome = std::move(outcome);
   s->throttle_ms = request.throttle_ms;
+  s->close_after = request.close_after_response;
   s->done = true;
   s->done_at = std::chrono::steady_clock::now();
   writer_wakeup_.notify();
@@ -366,12 +448,13 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
     size_t ready = 0;
     size_t bytes = 0;
     const close_connection* close_after = nullptr;
-    slot* with_regions = nullptr;  // a response with file regions goes out on its own
+    bool close_once_written = false;  // a failed authentication's answer is among them
+    slot* with_regions = nullptr;     // a response with file regions goes out on its own
     for (auto& s : slots_) {
       if (!s->done) break;
       if (auto* r = std::get_if<response>(&s->outcome)) {
         if (!r->file_regions.empty() && ready > 0) break;  // next round
-        const size_t head_size = s->response_header_version == 1 ? 9 : 8;
+        const size_t head_size = s->raw ? 4 : s->response_header_version == 1 ? 9 : 8;
         const size_t frame_size = head_size - 4 + r->size();
         if (frame_size > INT32_MAX) {
           spdlog::error("connection {} from {}: response of {} bytes is too large", info_.id,
@@ -390,6 +473,10 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
         buffers.push_back(asio::buffer(s->head.data(), head_size));
         if (!r->body.empty()) buffers.push_back(asio::buffer(r->body));
         bytes += head_size + r->body.size();
+        if (s->close_after) {
+          close_once_written = true;
+          break;
+        }
       } else if (auto* c = std::get_if<close_connection>(&s->outcome)) {
         close_after = c;
         break;
@@ -400,7 +487,11 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
     }
     if (!buffers.empty()) {
       asio::error_code ec;
-      co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+      if (tls_) {
+        co_await tls_write_all(buffers, ec);
+      } else {
+        co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+      }
       if (ec) {
         if (!closed_) {
           spdlog::debug("connection {} from {}: write failed: {}", info_.id, info_.peer,
@@ -420,6 +511,10 @@ asio::awaitable<void> connection::write_loop([[maybe_unused]] std::shared_ptr<co
     }
     if (close_after != nullptr) {
       close(close_after->reason);
+      co_return;
+    }
+    if (close_once_written) {
+      close("authentication failed");
       co_return;
     }
     if (ready > 0) {
@@ -453,15 +548,31 @@ asio::awaitable<bool> connection::write_with_regions(slot& s) {
     std::array<asio::const_buffer, 2> parts{
         asio::buffer(s.head.data(), head_sent ? 0 : head_size),
         asio::buffer(r.body.data() + from, region.body_offset - from)};
-    co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+    if (tls_) {
+      co_await tls_write_all(parts, ec);
+    } else {
+      co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec) co_return false;
     head_sent = true;
     from = region.body_offset;
-    if (!co_await send_file_region(region)) co_return false;
+    // Not one co_await over a conditional expression: GCC 12 miscompiles the temporaries of
+    // a co_await inside ?: (the frame was freed twice).
+    bool sent = false;
+    if (tls_) {
+      sent = co_await send_file_region_tls(region);
+    } else {
+      sent = co_await send_file_region(region);
+    }
+    if (!sent) co_return false;
   }
   std::array<asio::const_buffer, 2> parts{asio::buffer(s.head.data(), head_sent ? 0 : head_size),
                                           asio::buffer(r.body.data() + from, r.body.size() - from)};
-  co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+  if (tls_) {
+    co_await tls_write_all(parts, ec);
+  } else {
+    co_await asio::async_write(socket_, parts, asio::redirect_error(asio::use_awaitable, ec));
+  }
   co_return !ec;
 }
 
@@ -492,6 +603,135 @@ asio::awaitable<bool> connection::send_file_region(const file_region& region) {
     co_return false;
   }
   co_return true;
+}
+
+asio::awaitable<bool> connection::send_file_region_tls(const file_region& region) {
+  // sendfile would bypass the encryption: read the region and write it through the ssl stream,
+  // a bounded chunk at a time (kTLS would allow sendfile again; not done).
+  constexpr size_t chunk_bytes = 256 * 1024;
+  std::vector<uint8_t> chunk(std::min(chunk_bytes, region.length));
+  off_t offset = static_cast<off_t>(region.position);
+  size_t left = region.length;
+  while (left > 0) {
+    const size_t want = std::min(left, chunk.size());
+    const ssize_t n = ::pread(region.fd, chunk.data(), want, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      spdlog::warn("connection {} from {}: reading a file region stopped with {} bytes left: {}",
+                   info_.id, info_.peer, left, n == 0 ? "end of file" : std::strerror(errno));
+      co_return false;
+    }
+    asio::error_code ec;
+    co_await asio::async_write(*tls_, asio::buffer(chunk.data(), static_cast<size_t>(n)),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return false;
+    offset += n;
+    left -= static_cast<size_t>(n);
+  }
+  co_return true;
+}
+
+asio::awaitable<size_t> connection::tls_read_some(asio::mutable_buffer buffer,
+                                                  asio::error_code& ec) {
+  co_return co_await tls_->async_read_some(buffer, asio::redirect_error(asio::use_awaitable, ec));
+}
+
+asio::awaitable<void> connection::tls_write_all(std::span<const asio::const_buffer> buffers,
+                                                asio::error_code& ec) {
+  size_t total = 0;
+  for (const auto& b : buffers) total += b.size();
+  if (buffers.size() == 1 || total == 0) {
+    co_await asio::async_write(*tls_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+    co_return;
+  }
+  tls_write_buffer_.resize(total);
+  size_t at = 0;
+  for (const auto& b : buffers) {
+    std::memcpy(tls_write_buffer_.data() + at, b.data(), b.size());
+    at += b.size();
+  }
+  co_await asio::async_write(*tls_, asio::buffer(tls_write_buffer_),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  if (tls_write_buffer_.capacity() > 1024 * 1024) {
+    std::vector<uint8_t>().swap(tls_write_buffer_);  // a large answer's buffer is not kept
+  }
+}
+
+asio::awaitable<bool> connection::tls_handshake() {
+  asio::error_code ec;
+  co_await tls_->async_handshake(asio::ssl::stream_base::server,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    if (!closed_) {
+      // Kafka logs this at INFO: "Failed authentication with /ip (channelId=...) (SSL handshake
+      // failed)".
+      spdlog::info("Failed authentication with {} (channelId={}) (SSL handshake failed: {})",
+                   info_.peer, info_.id, ec.message());
+      close("TLS handshake failed");
+    }
+    co_return false;
+  }
+  last_activity_ = std::chrono::steady_clock::now();
+  auto dn = security::peer_subject_dn(tls_->native_handle());
+  if (dn && listener_ != nullptr && listener_->principal_mapper &&
+      listener_->security.protocol == security::security_protocol::ssl) {
+    // DefaultKafkaPrincipalBuilder: an SSL connection with a client certificate is
+    // User:<the subject DN through ssl.principal.mapping.rules>.
+    auto name = listener_->principal_mapper->name_for(*dn);
+    if (!name) {
+      spdlog::info("Failed authentication with {} (channelId={}) (No rules apply to {})",
+                   info_.peer, info_.id, *dn);
+      close("no principal mapping rule applies");
+      co_return false;
+    }
+    info_.principal = security::kafka_principal::user(*name);
+  }
+  spdlog::debug("connection {} from {}: TLS {} with {}, principal {}", info_.id, info_.peer,
+                SSL_get_version(tls_->native_handle()), SSL_get_cipher_name(tls_->native_handle()),
+                info_.principal.to_string());
+  co_return true;
+}
+
+void connection::close_after_delay(const std::string& reason) {
+  // Kafka delays the close of a failed authentication (connection.failed.authentication.delay.ms)
+  // so that a client retrying at once cannot make the broker spin; nothing more is read.
+  reading_done_ = true;
+  auto s = std::make_unique<slot>();
+  slot* raw = s.get();
+  slots_.push_back(std::move(s));
+  const int32_t delay_ms = sasl_ ? sasl_->settings().failed_authentication_delay_ms : 0;
+  asio::co_spawn(
+      socket_.get_executor(),
+      [self = shared_from_this(), raw, delay_ms, reason]() -> asio::awaitable<void> {
+        asio::steady_timer timer(self->socket_.get_executor());
+        timer.expires_after(std::chrono::milliseconds(delay_ms));
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (self->closed_) co_return;
+        raw->outcome = close_connection{reason};
+        raw->done = true;
+        self->writer_wakeup_.notify();
+      },
+      asio::detached);
+}
+
+void connection::dispatch_raw_token(frame_buffer frame) {
+  // SaslHandshake v0's framing: the token is the whole frame, the answer a bare size-prefixed
+  // token. A failure has no answer in this framing: the connection closes after the delay.
+  auto answer = sasl_->authenticate(frame.bytes(), std::chrono::steady_clock::now());
+  if (answer.error_code != 0) {
+    spdlog::info("Failed authentication with {} (channelId={}) ({})", info_.peer, info_.id,
+                 answer.error_message.value_or(""));
+    close_after_delay("authentication failed");
+    return;
+  }
+  if (sasl_->complete()) info_.principal = sasl_->principal();
+  auto s = std::make_unique<slot>();
+  s->raw = true;
+  s->done = true;
+  s->outcome = response(std::move(answer.token));
+  slots_.push_back(std::move(s));
+  writer_wakeup_.notify();
 }
 
 asio::awaitable<void> connection::idle_watchdog([[maybe_unused]] std::shared_ptr<connection> self) {

@@ -1,13 +1,18 @@
 // One client connection, owned by one event loop (all of its coroutines run on that loop's
 // thread, so its state needs no locks). It reads 4-byte length-prefixed request frames, starts
 // a handler coroutine per request, and writes the responses back in request order however the
-// handlers finish. See docs/broker.md for the flow.
+// handlers finish. On an SSL or SASL_SSL listener the bytes pass through an Asio ssl stream over
+// the same socket (one branch per read or write call, none per byte); on a SASL listener the
+// connection's sasl_authenticator decides which requests are read before authentication. See
+// docs/broker.md for the flow and docs/security.md for the security layer.
 #pragma once
 
 #include <array>
 #include <asio/awaitable.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
@@ -17,6 +22,8 @@
 
 #include "broker/handler.h"
 #include "broker/request_memory.h"
+#include "security/sasl_authenticator.h"
+#include "security/ssl_principal_mapper.h"
 
 namespace tarn::broker {
 
@@ -32,10 +39,28 @@ class wakeup {
   asio::steady_timer timer_;
 };
 
+// What a listener's connections share, built once at startup: its protocol, the TLS context (SSL
+// and SASL_SSL; replaced whole when the keystore or truststore file changes, connections keep the
+// one they began with), the DN-to-principal rules and the SASL settings.
+struct listener_runtime {
+  listener_security security;
+  // Null for PLAINTEXT and SASL_PLAINTEXT. Read and replaced on loop 0 only (the acceptor hands
+  // each new connection the current one).
+  std::shared_ptr<asio::ssl::context> tls;
+  // For the reload: when the files were last looked at, and what they looked like then.
+  std::chrono::steady_clock::time_point tls_files_checked_at{};
+  std::string tls_files_stamp;
+  std::optional<security::ssl_principal_mapper> principal_mapper;
+  std::shared_ptr<const security::sasl_settings> sasl;  // null unless SASL_*
+  security::scram_credential_lookup scram_credentials;  // the metadata log's
+};
+
 class connection : public std::enable_shared_from_this<connection> {
  public:
+  // `tls` is the listener's TLS context when it speaks TLS (null otherwise).
   connection(asio::ip::tcp::socket socket, connection_info info, broker_services& services,
-             std::function<void(connection&)> on_closed);
+             std::function<void(connection&)> on_closed, const listener_runtime* listener = nullptr,
+             std::shared_ptr<asio::ssl::context> tls = nullptr);
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
@@ -62,6 +87,8 @@ class connection : public std::enable_shared_from_this<connection> {
     asio::cancellation_signal cancel;
     request_memory_lease memory;  // the request's bytes, given back once answered
     int32_t throttle_ms = 0;      // the handler's quota throttle: mute reading once written
+    bool raw = false;             // a SASL token after SaslHandshake v0: no response header
+    bool close_after = false;     // close once written (a failed authentication)
     // For RequestMetrics: the API (-1: answered without a handler) and when the request was read,
     // its handler started and finished.
     int16_t api_key = -1;
@@ -77,6 +104,21 @@ class connection : public std::enable_shared_from_this<connection> {
   // sendfile. False when the connection failed.
   asio::awaitable<bool> write_with_regions(slot& s);
   asio::awaitable<bool> send_file_region(const file_region& region);
+  // Under TLS file regions cannot be sent with sendfile: their bytes are read and written
+  // through the ssl stream in chunks.
+  asio::awaitable<bool> send_file_region_tls(const file_region& region);
+  // Reads and writes through TLS. The plain socket's calls stay inline at their call sites, so
+  // PLAINTEXT pays one branch per call and no extra coroutine frame.
+  asio::awaitable<size_t> tls_read_some(asio::mutable_buffer buffer, asio::error_code& ec);
+  // Gathers `buffers` into one TLS write (a TLS record per buffer would waste bytes and calls).
+  asio::awaitable<void> tls_write_all(std::span<const asio::const_buffer> buffers,
+                                      asio::error_code& ec);
+  // The TLS handshake and the client certificate's principal; false when it failed.
+  asio::awaitable<bool> tls_handshake();
+  // Before authentication: answer nothing more and close after the failed-authentication delay.
+  void close_after_delay(const std::string& reason);
+  // A SASL token framed raw after SaslHandshake v0.
+  void dispatch_raw_token(frame_buffer frame);
   asio::awaitable<void> run_handler(std::shared_ptr<connection> self, const handler_entry* entry,
                                     request_context request, slot* s);
   // Reads the next frame; nullopt at end of stream or on an error (the connection is then
@@ -93,6 +135,11 @@ class connection : public std::enable_shared_from_this<connection> {
   void record_written(size_t count);
 
   asio::ip::tcp::socket socket_;
+  std::shared_ptr<asio::ssl::context> tls_context_;
+  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;  // null: plain socket
+  std::vector<uint8_t> tls_write_buffer_;  // gathers a write's buffers into one TLS write
+  const listener_runtime* listener_ = nullptr;
+  std::unique_ptr<security::sasl_authenticator> sasl_;  // SASL listeners only
   connection_info info_;
   broker_services& services_;
   std::function<void(connection&)> on_closed_;

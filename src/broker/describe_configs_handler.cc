@@ -28,7 +28,8 @@
 //     fails the whole request, as in Kafka 4.4: every resource INVALID_REQUEST with that code's
 //     default message.
 //   - A body that does not decode closes the connection.
-// Not supported: sensitive broker values (tarn has no password configs), quotas.
+// Not supported: quotas. Password-typed broker keys (ssl.*.password, sasl.jaas.config) are
+// sensitive with a null value, as Kafka answers.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -87,6 +88,8 @@ int8_t wire_broker_config_type(broker_config_type t) {
       return 6;
     case broker_config_type::list:
       return 7;
+    case broker_config_type::password:
+      return 9;
   }
   return 0;
 }
@@ -184,8 +187,22 @@ void describe_broker(const resource_request& res, const broker_config& config,
                       : default_it != layers.cluster_default.end() ? source_dynamic_default_broker
                       : static_it != config.explicitly_set.end()   ? source_static_broker
                                                                    : source_default;
-    e.is_sensitive = false;
-    if (o.synonyms) {
+    // Passwords (ssl.keystore.password, sasl.jaas.config, ...) are sensitive: Kafka never shows
+    // their value, here or in a synonym.
+    const bool sensitive = info->type == broker_config_type::password;
+    e.is_sensitive = sensitive;
+    if (sensitive) e.value = std::nullopt;
+    if (o.synonyms && sensitive) {
+      if (node_it != layers.node.end())
+        e.synonyms.push_back({name, std::nullopt, source_dynamic_broker});
+      if (default_it != layers.cluster_default.end()) {
+        e.synonyms.push_back({name, std::nullopt, source_dynamic_default_broker});
+      }
+      if (static_it != config.explicitly_set.end()) {
+        e.synonyms.push_back({name, std::nullopt, source_static_broker});
+      }
+      e.synonyms.push_back({name, std::nullopt, source_default});
+    } else if (o.synonyms) {
       if (node_it != layers.node.end()) {
         e.synonyms.push_back({name, strings.emplace_back(node_it->second), source_dynamic_broker});
       }

@@ -2,10 +2,11 @@
 // --describe --entity-type users calls it beside DescribeClientQuotas).
 //
 // Versions served: 0 (as Kafka 4.4; flexible). Answered as Kafka's ScramImage.describe answers
-// for a store of credentials, which in tarn is empty until SASL/SCRAM lands (the security
-// issue): no users listed = every user with credentials (none); a named user =
-// RESOURCE_NOT_FOUND "Attempt to describe a user credential that does not exist: <user>"; a user
-// named twice = DUPLICATE_RESOURCE. Users are answered sorted; Kafka in its hash map's order.
+// from the credentials of the metadata log (UserScramCredentialRecords, written by
+// AlterUserScramCredentials): no users listed = every user with credentials; a named user
+// with none = RESOURCE_NOT_FOUND "Attempt to describe a user credential that does not exist:
+// <user>"; a user named twice = DUPLICATE_RESOURCE. Each user's mechanisms and iterations, by
+// mechanism type. Users are answered sorted; Kafka in its hash map's order.
 // A body that does not decode closes the connection.
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/describe_user_scram_credentials_request.h"
 #include "protocol/messages/describe_user_scram_credentials_response.h"
@@ -38,8 +40,11 @@ asio::awaitable<handler_outcome> handle_describe_user_scram_credentials(request_
           request, security::acl_operation::describe)) {
     co_return std::move(*denied);
   }
+  const auto credentials = request.services.topics->metadata().scram_credentials();
   std::map<std::string, bool> users;  // name -> named twice
-  if (decoded->users) {
+  if (!decoded->users || decoded->users->empty()) {
+    for (const auto& [key, credential] : credentials) users.try_emplace(key.first, false);
+  } else {
     for (const auto& u : *decoded->users) {
       auto [it, fresh] = users.try_emplace(std::string(u.name), false);
       if (!fresh) it->second = true;
@@ -55,6 +60,13 @@ asio::awaitable<handler_outcome> handle_describe_user_scram_credentials(request_
       res.error_code = protocol::code(protocol::error_code::duplicate_resource);
       res.error_message = messages.emplace_back(
           "Cannot describe SCRAM credentials for the same user twice in a single request: " + name);
+    } else if (auto it = credentials.lower_bound({name, INT8_MIN});
+               it != credentials.end() && it->first.first == name) {
+      for (; it != credentials.end() && it->first.first == name; ++it) {
+        auto& info = res.credential_infos.emplace_back();
+        info.mechanism = it->first.second;
+        info.iterations = it->second.iterations;
+      }
     } else {
       res.error_code = protocol::code(protocol::error_code::resource_not_found);
       res.error_message = messages.emplace_back(

@@ -28,6 +28,9 @@ class client_quotas;
 namespace tarn::txn {
 class txn_coordinator;
 }
+namespace tarn::security {
+class sasl_authenticator;
+}
 
 namespace tarn::broker {
 
@@ -95,6 +98,9 @@ struct connection_info {
   std::string listener;  // listener name, e.g. PLAINTEXT
   // Who the connection is: User:ANONYMOUS until TLS or SASL authenticates it (issue 24).
   security::kafka_principal principal = security::kafka_principal::anonymous();
+  // The SASL state of a SASL_PLAINTEXT or SASL_SSL connection (null on other listeners), for
+  // the SaslHandshake and SaslAuthenticate handlers. Owned by the connection.
+  security::sasl_authenticator* sasl = nullptr;
 };
 
 // The bytes of one request frame (without its 4-byte size). Not zero-initialised: it is filled
@@ -125,6 +131,9 @@ struct request_context {
   // Set by a handler that charged the request quota itself (Produce and Fetch, which decide it
   // together with their byte rates), so the connection does not charge it again.
   bool request_quota_recorded = false;
+  // Set by a handler whose answer ends the connection (a failed SASL authentication): the
+  // connection closes once it is written.
+  bool close_after_response = false;
 };
 
 // Around a handler's wait for an event: the time suspended is left out of its handling time.
@@ -229,6 +238,9 @@ void register_write_txn_markers_handler(handler_registry& registry);
 void register_describe_producers_handler(handler_registry& registry);
 void register_describe_transactions_handler(handler_registry& registry);
 void register_list_transactions_handler(handler_registry& registry);
+void register_sasl_handshake_handler(handler_registry& registry);
+void register_alter_user_scram_credentials_handler(handler_registry& registry);
+void register_sasl_authenticate_handler(handler_registry& registry);
 void register_describe_acls_handler(handler_registry& registry);
 void register_create_acls_handler(handler_registry& registry);
 void register_delete_acls_handler(handler_registry& registry);

@@ -77,6 +77,9 @@ void register_all_handlers(handler_registry& registry) {
   register_describe_producers_handler(registry);
   register_describe_transactions_handler(registry);
   register_list_transactions_handler(registry);
+  register_sasl_handshake_handler(registry);
+  register_alter_user_scram_credentials_handler(registry);
+  register_sasl_authenticate_handler(registry);
 }
 
 }  // namespace tarn::broker

@@ -21,6 +21,7 @@
 #include "broker/handler.h"
 #include "broker/producer_ids.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"

@@ -42,6 +42,7 @@
 #include "coordinator/group_coordinator.h"
 #include "protocol/api_table.h"
 #include "quota/client_quotas.h"
+#include "security/tls_context.h"
 
 namespace tarn::broker {
 
@@ -109,7 +110,10 @@ struct server::impl {
   struct listener_socket {
     listener_endpoint endpoint;
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    listener_runtime* runtime = nullptr;
   };
+  // Per listener, same order as config.listeners: its TLS context and SASL settings.
+  std::vector<std::unique_ptr<listener_runtime>> runtimes;
   std::vector<listener_socket> acceptors;
   std::vector<listener_endpoint> bound;
   std::optional<log_dir> dir;
@@ -163,10 +167,13 @@ struct server::impl {
   event_loop& loop0() { return *loops[0]; }
 
   result<void, std::string> bind_listeners();
+  result<void, std::string> make_listener_runtimes();
   event_loop& pick_loop();
   asio::awaitable<void> accept_loop(listener_socket& listener);
   void start_connection(event_loop& loop, asio::ip::tcp::socket socket, connection_info info,
-                        std::string ip);
+                        std::string ip, const listener_runtime* runtime,
+                        std::shared_ptr<asio::ssl::context> tls);
+  void maybe_reload_tls(listener_runtime& runtime);
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
   asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
@@ -191,8 +198,76 @@ server::~server() {
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
 bool server::had_clean_shutdown() const { return impl_->clean_shutdown; }
 
+namespace {
+
+// What the TLS files of a listener look like now (path, size, modification time of each), so a
+// change is seen without reading them.
+std::string tls_files_stamp(const security::ssl_config& ssl) {
+  std::string out;
+  for (const auto* path : {&ssl.keystore_location, &ssl.truststore_location}) {
+    if (!*path) continue;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(**path, ec);
+    const auto time = std::filesystem::last_write_time(**path, ec);
+    out +=
+        fmt::format("{}:{}:{};", **path, ec ? 0 : size, ec ? 0 : time.time_since_epoch().count());
+  }
+  return out;
+}
+
+}  // namespace
+
+result<void, std::string> server::impl::make_listener_runtimes() {
+  for (const auto& sec : config.security_by_listener) {
+    auto rt = std::make_unique<listener_runtime>();
+    rt->security = sec;
+    if (security::uses_tls(sec.protocol)) {
+      auto ctx = security::make_server_tls_context(sec.ssl);
+      if (!ctx) return fail(fmt::format("listener {}: {}", sec.name, ctx.error()));
+      rt->tls = std::make_shared<asio::ssl::context>(ctx->release());
+      rt->tls_files_stamp = tls_files_stamp(sec.ssl);
+      rt->tls_files_checked_at = std::chrono::steady_clock::now();
+      auto mapper = security::ssl_principal_mapper::parse(sec.ssl.principal_mapping_rules);
+      if (!mapper) return fail(fmt::format("listener {}: {}", sec.name, mapper.error()));
+      rt->principal_mapper = std::move(*mapper);
+    }
+    if (security::uses_sasl(sec.protocol)) {
+      auto settings = security::sasl_settings::make(sec.sasl, sec.name);
+      if (!settings) return fail(settings.error());
+      rt->sasl = std::make_shared<const security::sasl_settings>(std::move(*settings));
+    }
+    runtimes.push_back(std::move(rt));
+  }
+  return {};
+}
+
+// Kafka reloads a keystore when its path is set again dynamically; tarn also reloads when the
+// files change: at most once a second, looked at when a connection arrives (no timer for idle
+// listeners), rebuilt on loop 0. A file that does not load (half written, wrong password) keeps
+// the previous context and is tried again a second later.
+void server::impl::maybe_reload_tls(listener_runtime& runtime) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - runtime.tls_files_checked_at < std::chrono::seconds(1)) return;
+  runtime.tls_files_checked_at = now;
+  std::string stamp = tls_files_stamp(runtime.security.ssl);
+  if (stamp == runtime.tls_files_stamp) return;
+  auto ctx = security::make_server_tls_context(runtime.security.ssl);
+  if (!ctx) {
+    spdlog::warn(
+        "listener {}: keystore or truststore changed but does not load, keeping the "
+        "previous one: {}",
+        runtime.security.name, ctx.error());
+    return;
+  }
+  runtime.tls = std::make_shared<asio::ssl::context>(ctx->release());
+  runtime.tls_files_stamp = std::move(stamp);
+  spdlog::info("listener {}: keystore or truststore changed, TLS context reloaded",
+               runtime.security.name);
+}
+
 result<void, std::string> server::impl::bind_listeners() {
-  for (const auto& l : config.listeners) {
+  for (size_t i = 0; i < config.listeners.size(); ++i) {
+    const auto& l = config.listeners[i];
     asio::error_code ec;
     asio::ip::address address;
     if (l.host.empty()) {
@@ -227,7 +302,7 @@ result<void, std::string> server::impl::bind_listeners() {
     listener_endpoint actual = l;
     actual.port = acceptor->local_endpoint().port();
     bound.push_back(actual);
-    acceptors.push_back({actual, std::move(acceptor)});
+    acceptors.push_back({actual, std::move(acceptor), runtimes[i].get()});
   }
   return {};
 }
@@ -269,6 +344,7 @@ result<void, std::string> server::start() {
   }
 
   register_all_handlers(s.registry);
+  if (auto r = s.make_listener_runtimes(); !r) return fail(r.error());
   if (auto r = s.bind_listeners(); !r) return fail(r.error());
 
   // Advertise what was bound: port 0 becomes the real port, an empty host this machine's name.
@@ -347,6 +423,17 @@ result<void, std::string> server::start() {
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
+  // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
+  // changed by AlterUserScramCredentials counts from the next one.
+  const security::scram_credential_lookup scram_credentials =
+      [store = &s.topics->metadata()](
+          security::scram_mechanism m,
+          const std::string& user) -> std::optional<security::scram_credential> {
+    auto rec = store->scram_credential(user, static_cast<int8_t>(m));
+    if (!rec) return std::nullopt;
+    return security::scram_credential{rec->salt, rec->stored_key, rec->server_key, rec->iterations};
+  };
+  for (auto& rt : s.runtimes) rt->scram_credentials = scram_credentials;
   if (s.config.authorizer_enabled) {
     // ACLs live in the metadata log: loaded before the listeners open.
     s.authorizer = std::make_unique<broker_authorizer>(s.config, s.topics->metadata());
@@ -488,6 +575,11 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     }
     ++count;
     total_connections.fetch_add(1);
+    std::shared_ptr<asio::ssl::context> tls;
+    if (listener.runtime != nullptr && listener.runtime->tls) {
+      maybe_reload_tls(*listener.runtime);
+      tls = listener.runtime->tls;
+    }
     target.connection_count.fetch_add(1, std::memory_order_relaxed);
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     if (config.socket_send_buffer_bytes != -1) {
@@ -495,22 +587,28 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
     }
     connection_info info{next_connection_id.fetch_add(1) + 1, fmt::format("{}:{}", ip, peer.port()),
                          listener.endpoint.name};
-    asio::post(target.context, [this, &target, socket = std::move(socket), info = std::move(info),
-                                ip = std::move(ip)]() mutable {
-      start_connection(target, std::move(socket), std::move(info), std::move(ip));
-    });
+    asio::post(target.context,
+               [this, &target, socket = std::move(socket), info = std::move(info),
+                ip = std::move(ip), runtime = listener.runtime, tls = std::move(tls)]() mutable {
+                 start_connection(target, std::move(socket), std::move(info), std::move(ip),
+                                  runtime, std::move(tls));
+               });
   }
 }
 
 void server::impl::start_connection(event_loop& loop, asio::ip::tcp::socket socket,
-                                    connection_info info, std::string ip) {
+                                    connection_info info, std::string ip,
+                                    const listener_runtime* runtime,
+                                    std::shared_ptr<asio::ssl::context> tls) {
   spdlog::debug("connection {} from {} on {} served by loop {}", info.id, info.peer, info.listener,
                 loop.index);
   uint64_t id = info.id;
-  auto c = std::make_shared<connection>(std::move(socket), std::move(info), *services,
-                                        [this, &loop, ip = std::move(ip)](connection& closed) {
-                                          connection_closed(loop, closed, ip);
-                                        });
+  auto c = std::make_shared<connection>(
+      std::move(socket), std::move(info), *services,
+      [this, &loop, ip = std::move(ip)](connection& closed) {
+        connection_closed(loop, closed, ip);
+      },
+      runtime, std::move(tls));
   loop.connections.emplace(id, c);
   c->start();
   if (loop.draining) c->stop_reading();  // shutdown began while the socket was on its way

@@ -14,9 +14,9 @@
 
 namespace tarn::broker {
 
-// The user level of a client's quota entity: Kafka's principal name. Until the security
-// module authenticates clients, every connection is Kafka's ANONYMOUS principal.
-inline std::string_view quota_user(const request_context&) { return quota::anonymous_user; }
+// The user level of a client's quota entity: Kafka's principal name (ANONYMOUS on PLAINTEXT, the
+// SASL user, or a client certificate's mapped DN).
+inline std::string_view quota_user(const request_context& r) { return r.connection.principal.name; }
 inline std::string_view quota_client_id(const request_context& r) {
   return r.header.client_id ? std::string_view(*r.header.client_id) : std::string_view();
 }

@@ -1,8 +1,13 @@
 // Config and client-quota administration over one broker connection (see config_admin.h).
 #include "client/config_admin.h"
 
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
 #include "protocol/messages/alter_client_quotas_request.h"
 #include "protocol/messages/alter_client_quotas_response.h"
+#include "protocol/messages/alter_user_scram_credentials_request.h"
+#include "protocol/messages/alter_user_scram_credentials_response.h"
 #include "protocol/messages/describe_client_quotas_request.h"
 #include "protocol/messages/describe_client_quotas_response.h"
 #include "protocol/messages/describe_cluster_request.h"
@@ -25,6 +30,7 @@ constexpr int16_t alter_configs_version = 1;
 constexpr int16_t describe_quotas_version = 1;
 constexpr int16_t alter_quotas_version = 1;
 constexpr int16_t describe_scram_version = 0;
+constexpr int16_t alter_scram_version = 0;
 constexpr int16_t describe_cluster_version = 0;
 constexpr int16_t metadata_version = 12;
 constexpr int16_t resource_not_found = 91;
@@ -195,6 +201,45 @@ config_admin::describe_scram_credentials(const std::vector<std::string>& users) 
     for (const auto& i : r.credential_infos) infos.push_back({i.mechanism, i.iterations});
   }
   return out;
+}
+
+result<void, client_error> config_admin::alter_scram_credentials(
+    const std::string& user, const std::vector<scram_credential_change>& changes) {
+  protocol::alter_user_scram_credentials_request req;
+  // The salts and salted passwords the request's views point into.
+  std::vector<std::vector<uint8_t>> salts, salted;
+  salts.reserve(changes.size());
+  salted.reserve(changes.size());
+  for (const auto& c : changes) {
+    if (c.remove) {
+      auto& d = req.deletions.emplace_back();
+      d.name = user;
+      d.mechanism = c.mechanism;
+      continue;
+    }
+    // As Kafka's Admin client: a random salt, SaltedPassword = Hi(password, salt, iterations).
+    const EVP_MD* md = c.mechanism == 1 ? EVP_sha256() : EVP_sha512();
+    auto& salt = salts.emplace_back(32);
+    RAND_bytes(salt.data(), static_cast<int>(salt.size()));
+    auto& key = salted.emplace_back(static_cast<size_t>(EVP_MD_get_size(md)));
+    PKCS5_PBKDF2_HMAC(c.password.data(), static_cast<int>(c.password.size()), salt.data(),
+                      static_cast<int>(salt.size()), c.iterations, md, static_cast<int>(key.size()),
+                      key.data());
+    auto& u = req.upsertions.emplace_back();
+    u.name = user;
+    u.mechanism = c.mechanism;
+    u.iterations = c.iterations;
+    u.salt = salt;
+    u.salted_password = key;
+  }
+  std::vector<uint8_t> buffer;
+  auto resp = call<protocol::alter_user_scram_credentials_response>(*connection_, req,
+                                                                    alter_scram_version, buffer);
+  if (!resp) return fail(transport(resp.error()));
+  for (const auto& r : resp->results) {
+    if (r.error_code != 0) return fail(kafka_error(r.error_code, r.error_message));
+  }
+  return {};
 }
 
 result<std::vector<int32_t>, client_error> config_admin::broker_ids() {

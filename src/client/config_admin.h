@@ -86,6 +86,16 @@ struct scram_credential_info {
   int32_t iterations = 0;
 };
 
+// One SCRAM change of a user: a credential to set from `password` (salted here, as Kafka's Admin
+// client salts it: the broker never sees the password) or, when `password` is empty and
+// `remove` set, one to delete.
+struct scram_credential_change {
+  int8_t mechanism = 0;  // 1 SCRAM-SHA-256, 2 SCRAM-SHA-512
+  int32_t iterations = 4096;
+  std::string password;
+  bool remove = false;
+};
+
 class config_admin {
  public:
   static result<std::unique_ptr<config_admin>, client_error> connect(
@@ -108,6 +118,9 @@ class config_admin {
   // out, as Kafka's Admin client leaves them out).
   result<std::vector<std::pair<std::string, std::vector<scram_credential_info>>>, client_error>
   describe_scram_credentials(const std::vector<std::string>& users);
+  // AlterUserScramCredentials for one user; the first error the broker answers fails it.
+  result<void, client_error> alter_scram_credentials(
+      const std::string& user, const std::vector<scram_credential_change>& changes);
 
   // The broker ids of the cluster (DescribeCluster).
   result<std::vector<int32_t>, client_error> broker_ids();

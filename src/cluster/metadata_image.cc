@@ -32,11 +32,16 @@ void metadata_image::apply(const metadata_record& record) {
           // Level 0 is kept: the feature is no longer finalized, which differs from a feature
           // never set (then the broker's default level is finalized, features.h).
           features[r.name] = r.feature_level;
+        } else if constexpr (std::is_same_v<T, user_scram_credential_record>) {
+          scram_credentials[{r.name, r.mechanism}] = r;
+        } else if constexpr (std::is_same_v<T, remove_user_scram_credential_record>) {
+          scram_credentials.erase({r.name, r.mechanism});
         } else if constexpr (std::is_same_v<T, access_control_entry_record>) {
           acls[r.id] = r;
         } else if constexpr (std::is_same_v<T, remove_access_control_entry_record>) {
           acls.erase(r.id);
         } else {
+          static_assert(std::is_same_v<T, client_quota_record>);
           quota_entity entity;
           for (const auto& e : r.entities) entity.emplace_back(e.entity_type, e.entity_name);
           if (r.remove) {
@@ -85,6 +90,7 @@ std::vector<metadata_record> metadata_image::to_records() const {
       out.push_back(std::move(q));
     }
   }
+  for (const auto& [key, credential] : scram_credentials) out.push_back(credential);
   for (const auto& [id, acl] : acls) out.push_back(acl);
   return out;
 }

@@ -1,7 +1,7 @@
 // The cluster metadata as the records of the metadata log build it (Kafka's MetadataImage, the
 // parts a single node keeps): topics with their ids and partition counts, topic configs, dynamic
-// broker configs, client quotas, ACLs and finalized feature levels. Replaying the log applies each
-// record in order; a snapshot is the image written back as records.
+// broker configs, client quotas, SCRAM credentials, ACLs and finalized feature levels. Replaying
+// the log applies each record in order; a snapshot is the image written back as records.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,8 @@ struct metadata_image {
   std::map<std::pair<int8_t, std::string>, storage::config_map> configs;
   std::map<quota_entity, std::map<std::string, double>> quotas;
   std::map<std::string, int16_t, std::less<>> features;
+  // UserScramCredentialRecords by (user, mechanism).
+  std::map<std::pair<std::string, int8_t>, user_scram_credential_record> scram_credentials;
   // ACL bindings by id (AccessControlEntryRecord; RemoveAccessControlEntryRecord drops one).
   std::map<storage::uuid, access_control_entry_record> acls;
 

@@ -10,7 +10,8 @@ namespace tarn::cluster {
 namespace {
 
 constexpr int16_t key_topic = 2, key_partition = 3, key_config = 4, key_acl = 6, key_remove_acl = 7,
-                  key_remove_topic = 9, key_feature_level = 12, key_client_quota = 14;
+                  key_remove_topic = 9, key_feature_level = 12, key_client_quota = 14,
+                  key_user_scram_credential = 11, key_remove_user_scram_credential = 22;
 
 class entry_writer {
  public:
@@ -32,6 +33,10 @@ class entry_writer {
     } else {
       str(*s);
     }
+  }
+  void blob(const std::vector<uint8_t>& b) {
+    i32(static_cast<int32_t>(b.size()));
+    out_.insert(out_.end(), b.begin(), b.end());
   }
   std::vector<uint8_t>& bytes() { return out_; }
 
@@ -72,6 +77,10 @@ class entry_reader {
     auto s = nullable_str();
     if (!s) ok_ = false;
     return s ? std::move(*s) : std::string();
+  }
+  std::vector<uint8_t> blob() {
+    std::string s = str();
+    return {s.begin(), s.end()};
   }
   size_t left() const { return d_.size() - pos_; }
   void fail() { ok_ = false; }
@@ -121,6 +130,20 @@ void encode_record(entry_writer& w, const metadata_record& record) {
           w.i16(0);
           w.str(r.name);
           w.i16(r.feature_level);
+        } else if constexpr (std::is_same_v<T, user_scram_credential_record>) {
+          w.i16(key_user_scram_credential);
+          w.i16(0);
+          w.str(r.name);
+          w.u8(static_cast<uint8_t>(r.mechanism));
+          w.blob(r.salt);
+          w.blob(r.stored_key);
+          w.blob(r.server_key);
+          w.i32(r.iterations);
+        } else if constexpr (std::is_same_v<T, remove_user_scram_credential_record>) {
+          w.i16(key_remove_user_scram_credential);
+          w.i16(0);
+          w.str(r.name);
+          w.u8(static_cast<uint8_t>(r.mechanism));
         } else if constexpr (std::is_same_v<T, access_control_entry_record>) {
           w.i16(key_acl);
           w.i16(0);
@@ -137,6 +160,7 @@ void encode_record(entry_writer& w, const metadata_record& record) {
           w.i16(0);
           w.uuid(r.id);
         } else {
+          static_assert(std::is_same_v<T, client_quota_record>);
           w.i16(key_client_quota);
           w.i16(0);
           w.i32(static_cast<int32_t>(r.entities.size()));
@@ -214,6 +238,22 @@ std::optional<metadata_record> decode_record(entry_reader& r) {
       q.value = std::bit_cast<double>(static_cast<uint64_t>(r.i64()));
       q.remove = r.u8() != 0;
       return q;
+    }
+    case key_user_scram_credential: {
+      user_scram_credential_record s;
+      s.name = r.str();
+      s.mechanism = static_cast<int8_t>(r.u8());
+      s.salt = r.blob();
+      s.stored_key = r.blob();
+      s.server_key = r.blob();
+      s.iterations = r.i32();
+      return s;
+    }
+    case key_remove_user_scram_credential: {
+      remove_user_scram_credential_record s;
+      s.name = r.str();
+      s.mechanism = static_cast<int8_t>(r.u8());
+      return s;
     }
     default:
       return std::nullopt;

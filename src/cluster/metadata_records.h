@@ -1,6 +1,7 @@
 // The records of the metadata log (docs/metadata.md): Kafka's KRaft metadata vocabulary
 // (TopicRecord, PartitionRecord, ConfigRecord, RemoveTopicRecord, FeatureLevelRecord,
-// ClientQuotaRecord, AccessControlEntryRecord, RemoveAccessControlEntryRecord, with Kafka's api
+// ClientQuotaRecord, UserScramCredentialRecord, RemoveUserScramCredentialRecord,
+// AccessControlEntryRecord, RemoveAccessControlEntryRecord, with Kafka's api
 // keys), the fields tarn uses, and the entry framing: one
 // entry per change (a change of several records is one entry, so it applies whole or not at all),
 // each entry behind a length and a CRC-32C.
@@ -53,6 +54,18 @@ struct client_quota_record {  // apiKey 14
   bool remove = false;
 };
 
+struct user_scram_credential_record {  // apiKey 11: a user's salted credential for one mechanism
+  std::string name;
+  int8_t mechanism = 0;  // 1: SCRAM-SHA-256, 2: SCRAM-SHA-512 (Kafka's ScramMechanism type)
+  std::vector<uint8_t> salt;
+  std::vector<uint8_t> stored_key;
+  std::vector<uint8_t> server_key;
+  int32_t iterations = 0;
+};
+struct remove_user_scram_credential_record {  // apiKey 22
+  std::string name;
+  int8_t mechanism = 0;
+};
 // One ACL binding with its id (Kafka's codes: resource type 2 TOPIC .. 7 USER, pattern type 3
 // LITERAL / 4 PREFIXED, operation 2 ALL .. 15, permission 2 DENY / 3 ALLOW; security/acl.h).
 struct access_control_entry_record {  // apiKey 6
@@ -72,7 +85,8 @@ struct remove_access_control_entry_record {  // apiKey 7
 
 using metadata_record =
     std::variant<topic_record, partition_record, config_record, remove_topic_record,
-                 feature_level_record, client_quota_record, access_control_entry_record,
+                 feature_level_record, client_quota_record, user_scram_credential_record,
+                 remove_user_scram_credential_record, access_control_entry_record,
                  remove_access_control_entry_record>;
 
 // One change: its offset in the log (0, 1, 2, ...) and its records.

@@ -104,6 +104,28 @@ result<void, storage_error> local_metadata_store::change_client_quotas(
   return log_->append(std::move(records));
 }
 
+std::map<std::pair<std::string, int8_t>, user_scram_credential_record>
+local_metadata_store::scram_credentials() const {
+  std::lock_guard g(mu_);
+  return log_->image().scram_credentials;
+}
+
+std::optional<user_scram_credential_record> local_metadata_store::scram_credential(
+    const std::string& user, int8_t mechanism) const {
+  std::lock_guard g(mu_);
+  const auto& all = log_->image().scram_credentials;
+  auto it = all.find({user, mechanism});
+  if (it == all.end()) return std::nullopt;
+  return it->second;
+}
+
+result<void, storage_error> local_metadata_store::change_scram_credentials(
+    std::vector<metadata_record> changes) {
+  std::lock_guard g(mu_);
+  if (changes.empty()) return {};
+  return log_->append(std::move(changes));
+}
+
 std::map<storage::uuid, access_control_entry_record> local_metadata_store::acls() const {
   std::lock_guard g(mu_);
   return log_->image().acls;

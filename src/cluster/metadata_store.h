@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -39,6 +40,14 @@ class metadata_store {
   virtual result<void, storage::storage_error> change_client_quotas(
       std::vector<client_quota_record> changes) = 0;
 
+  // SCRAM credentials (UserScramCredentialRecords): every user's, one user's for a mechanism
+  // (nullopt when it has none), and a batch of upserts and removals as one durable change.
+  virtual std::map<std::pair<std::string, int8_t>, user_scram_credential_record> scram_credentials()
+      const = 0;
+  virtual std::optional<user_scram_credential_record> scram_credential(const std::string& user,
+                                                                       int8_t mechanism) const = 0;
+  virtual result<void, storage::storage_error> change_scram_credentials(
+      std::vector<metadata_record> changes) = 0;
   // ACL bindings (AccessControlEntryRecords) by id, and a batch of creations and removals as
   // one durable change (CreateAcls and DeleteAcls: the authorizer is updated after it returns).
   virtual std::map<storage::uuid, access_control_entry_record> acls() const = 0;
@@ -77,6 +86,12 @@ class local_metadata_store final : public metadata_store, private storage::topic
   std::map<quota_entity, std::map<std::string, double>> client_quotas() const override;
   result<void, storage::storage_error> change_client_quotas(
       std::vector<client_quota_record> changes) override;
+  std::map<std::pair<std::string, int8_t>, user_scram_credential_record> scram_credentials()
+      const override;
+  std::optional<user_scram_credential_record> scram_credential(const std::string& user,
+                                                               int8_t mechanism) const override;
+  result<void, storage::storage_error> change_scram_credentials(
+      std::vector<metadata_record> changes) override;
   std::map<storage::uuid, access_control_entry_record> acls() const override;
   result<void, storage::storage_error> change_acls(std::vector<metadata_record> changes) override;
   int64_t end_offset() const override;

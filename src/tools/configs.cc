@@ -614,9 +614,66 @@ outcome check_quota_keys(const std::vector<entity>& entities,
         what + "deleted for '" + type +
         "' using --bootstrap-server. Unexpected config names: " + join(bad_deletes, ",")));
   }
-  if (scram) {
-    // AlterUserScramCredentials comes with the security work (issue 24).
-    return fail(usage_error("tarn configs does not alter SCRAM credentials yet"));
+  if (scram && (entities.size() != 1 || !entities.front().name || entities.front().name->empty())) {
+    return fail(usage_error("SCRAM credentials can only be altered for a named user"));
+  }
+  return {};
+}
+
+// SCRAM-SHA-256=[iterations=8192,password=...] (brackets already dropped) and --delete-config
+// SCRAM-SHA-256 into AlterUserScramCredentials changes; iterations default to 4096 as in
+// kafka-configs.sh. The client salts the password (client/config_admin).
+outcome alter_scram(client::config_admin& admin, const std::string& user,
+                    const std::vector<std::pair<std::string, std::string>>& adds,
+                    const std::vector<std::string>& deletes) {
+  std::vector<client::scram_credential_change> changes;
+  for (const auto& [k, v] : adds) {
+    if (!is_scram(k)) continue;
+    client::scram_credential_change c;
+    c.mechanism = k == "SCRAM-SHA-256" ? 1 : 2;
+    bool has_password = false;
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      const std::string part =
+          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const size_t eq = part.find('=');
+      const std::string name = part.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+      if (name == "password") {
+        c.password = value;
+        has_password = true;
+      } else if (name == "iterations") {
+        char* end = nullptr;
+        errno = 0;
+        const long n = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || errno != 0 || n < INT32_MIN || n > INT32_MAX) {
+          return fail(usage_error("Invalid iterations for " + k + ": " + value));
+        }
+        c.iterations = static_cast<int32_t>(n);
+      } else {
+        return fail(usage_error("Unexpected SCRAM credential option for " + k + ": " + name +
+                                " (expected iterations and password)"));
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (!has_password || c.password.empty()) {
+      return fail(
+          usage_error("You must supply 'password=...' when adding SCRAM credentials (" + k + ")"));
+    }
+    changes.push_back(std::move(c));
+  }
+  for (const auto& k : deletes) {
+    if (!is_scram(k)) continue;
+    client::scram_credential_change c;
+    c.mechanism = k == "SCRAM-SHA-256" ? 1 : 2;
+    c.remove = true;
+    changes.push_back(std::move(c));
+  }
+  if (changes.empty()) return {};
+  if (auto r = admin.alter_scram_credentials(user, changes); !r) {
+    return fail(broker_error(r.error()));
   }
   return {};
 }
@@ -634,7 +691,21 @@ outcome run(client::config_admin& admin, const configs_options& o,
   outcome r;
   if (is_quota_type(head.type)) {
     r = check_quota_keys(entities, *adds, deletes);
-    if (r) r = alter_quotas(admin, entities, *adds, deletes);
+    // Quota configs through AlterClientQuotas, SCRAM ones through AlterUserScramCredentials, as
+    // kafka-configs.sh splits them.
+    std::vector<std::pair<std::string, std::string>> quota_adds;
+    std::vector<std::string> quota_deletes;
+    for (const auto& kv : *adds) {
+      if (!is_scram(kv.first)) quota_adds.push_back(kv);
+    }
+    for (const auto& k : deletes) {
+      if (!is_scram(k)) quota_deletes.push_back(k);
+    }
+    if (r && (!quota_adds.empty() || !quota_deletes.empty())) {
+      r = alter_quotas(admin, entities, quota_adds, quota_deletes);
+    }
+    const bool scram = quota_adds.size() != adds->size() || quota_deletes.size() != deletes.size();
+    if (r && scram) r = alter_scram(admin, *head.name, *adds, deletes);
   } else {
     r = alter_resource(admin, head, *adds, deletes);
   }

@@ -1,0 +1,60 @@
+// What one listener's security is made of, as the broker's configuration resolved it (Kafka's
+// ssl.* and sasl.* keys, each possibly overridden per listener by listener.name.<name>.<key>).
+// Plain values only: the TLS context and the SASL mechanisms are built from them elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tarn::security {
+
+// Kafka's SecurityProtocol: what a listener speaks (listener.security.protocol.map).
+enum class security_protocol { plaintext, ssl, sasl_plaintext, sasl_ssl };
+
+// "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL" (nullopt for any other name; Kafka's parse is
+// case-insensitive).
+std::optional<security_protocol> parse_security_protocol(std::string_view name);
+const char* to_string(security_protocol p);
+inline bool uses_tls(security_protocol p) {
+  return p == security_protocol::ssl || p == security_protocol::sasl_ssl;
+}
+inline bool uses_sasl(security_protocol p) {
+  return p == security_protocol::sasl_plaintext || p == security_protocol::sasl_ssl;
+}
+
+// ssl.client.auth
+enum class ssl_client_auth { none, requested, required };
+
+// The ssl.* keys a server-side TLS context is built from.
+struct ssl_config {
+  std::string keystore_type = "JKS";
+  std::optional<std::string> keystore_location;
+  std::optional<std::string> keystore_password;
+  std::optional<std::string> key_password;
+  std::optional<std::string> keystore_certificate_chain;  // PEM text (ssl.keystore.type=PEM)
+  std::optional<std::string> keystore_key;                // PEM text (ssl.keystore.type=PEM)
+  std::string truststore_type = "JKS";
+  std::optional<std::string> truststore_location;
+  std::optional<std::string> truststore_password;
+  std::optional<std::string> truststore_certificates;  // PEM text (ssl.truststore.type=PEM)
+  ssl_client_auth client_auth = ssl_client_auth::none;
+  std::vector<std::string> enabled_protocols = {"TLSv1.2", "TLSv1.3"};
+  std::vector<std::string> cipher_suites;  // empty: OpenSSL's defaults
+  std::string principal_mapping_rules = "DEFAULT";
+};
+
+// The SASL side of a SASL_PLAINTEXT or SASL_SSL listener.
+struct sasl_config {
+  std::vector<std::string> enabled_mechanisms = {"GSSAPI"};
+  // The JAAS text per mechanism in upper case ("PLAIN" -> "...PlainLoginModule required ...;"):
+  // listener.name.<l>.<mechanism>.sasl.jaas.config, else sasl.jaas.config.
+  std::map<std::string, std::string> jaas_config;
+  int32_t server_max_receive_size = 524288;      // sasl.server.max.receive.size
+  int32_t failed_authentication_delay_ms = 100;  // connection.failed.authentication.delay.ms
+  int64_t connections_max_reauth_ms = 0;         // connections.max.reauth.ms (0: no expiry)
+};
+
+}  // namespace tarn::security
