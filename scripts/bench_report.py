@@ -853,6 +853,14 @@ def render_txn(b):
                        "n/a" if r is None else ("yes" if r >= 2 else "**no**")]
                       for label, r in goals]))
     out.append("")
+    k = b.select("mib_s", section="txn_consume", broker="Kafka", isolation="read_committed")
+    t = b.select("mib_s", section="txn_consume", broker="tarn", isolation="read_committed")
+    c = b.select("mib_s", section="txn_consume", broker="ceiling", isolation="read_committed")
+    if k and t and c and ratio(c, k):
+        out.append(f"The read_committed consumer's ceiling on this machine (every Fetch answered "
+                   f"from memory) is {rtext(ratio(c, k))} Kafka's rate: no broker's ratio with "
+                   f"this consumer can exceed it here. tarn reaches {ratio(t, c):.0%} of it.")
+        out.append("")
     failed = [r for r in b.results if not r.get("ok") and
               r.get("section") in ("txn", "txn_consume")]
     if failed:
