@@ -165,8 +165,8 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
   // duplicates, without a message (Kafka's ControllerApis.createPartitions).
   std::set<std::string_view> unauthorized;
   for (const auto& [name, count] : name_count) {
-    if (count == 1 && !authorize(request, security::acl_operation::alter,
-                                 security::resource_type::topic, name)) {
+    if (count == 1 &&
+        !authorize(request, security::acl_operation::alter, security::resource_type::topic, name)) {
       unauthorized.insert(name);
       add_result(name, {error_code::topic_authorization_failed, std::nullopt});
     }
