@@ -91,6 +91,31 @@ std::optional<handler_outcome> cluster_denied(const request_context& request,
   return encode_response(r, request.header.api_version);
 }
 
+// CreateAcls' and DeleteAcls' refusal of the whole request, as Kafka's AclApis: one result per
+// creation or filter (added to `results`) with CLUSTER_AUTHORIZATION_FAILED when the caller may
+// not ALTER the cluster, SECURITY_DISABLED without an authorizer; false when neither applies.
+template <class Result>
+bool acl_request_refused(const request_context& request, size_t count,
+                         std::vector<Result>& results) {
+  protocol::error_code code;
+  std::string_view message;
+  if (request.services.authorizer == nullptr) {
+    code = protocol::error_code::security_disabled;
+    message = "No Authorizer is configured.";
+  } else if (!authorize_cluster(request, security::acl_operation::alter)) {
+    code = protocol::error_code::cluster_authorization_failed;
+    message = protocol::describe(code).message;
+  } else {
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto& res = results.emplace_back();
+    res.error_code = protocol::code(code);
+    res.error_message = message;
+  }
+  return true;
+}
+
 // The configs APIs' question for one resource (ConfigResource type codes: 2 topic, 32 group, the
 // others the cluster's): the error when `op` is not allowed on it, else nullopt.
 inline std::optional<protocol::error_code> config_resource_denied(const request_context& request,

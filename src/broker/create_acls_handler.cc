@@ -50,22 +50,8 @@ asio::awaitable<handler_outcome> handle_create_acls(request_context& request) {
   }
 
   protocol::create_acls_response reply;
-  auto fail_all = [&](protocol::error_code code, std::string_view message) {
-    for (size_t i = 0; i < bindings.size(); ++i) {
-      auto& res = reply.results.emplace_back();
-      res.error_code = protocol::code(code);
-      res.error_message = message;
-    }
-    return encode_response(reply, version);
-  };
-  if (request.services.authorizer != nullptr &&
-      !authorize_cluster(request, sec::acl_operation::alter)) {
-    co_return fail_all(
-        protocol::error_code::cluster_authorization_failed,
-        protocol::describe(protocol::error_code::cluster_authorization_failed).message);
-  }
-  if (request.services.authorizer == nullptr) {
-    co_return fail_all(protocol::error_code::security_disabled, "No Authorizer is configured.");
+  if (acl_request_refused(request, bindings.size(), reply.results)) {
+    co_return encode_response(reply, version);
   }
   auto results = request.services.authorizer->create(bindings);
   for (const auto& failed : results) {

@@ -51,22 +51,8 @@ asio::awaitable<handler_outcome> handle_delete_acls(request_context& request) {
   }
 
   protocol::delete_acls_response reply;
-  auto fail_all = [&](protocol::error_code code, std::string_view message) {
-    for (size_t i = 0; i < filters.size(); ++i) {
-      auto& res = reply.filter_results.emplace_back();
-      res.error_code = protocol::code(code);
-      res.error_message = message;
-    }
-    return encode_response(reply, version);
-  };
-  if (request.services.authorizer != nullptr &&
-      !authorize_cluster(request, sec::acl_operation::alter)) {
-    co_return fail_all(
-        protocol::error_code::cluster_authorization_failed,
-        protocol::describe(protocol::error_code::cluster_authorization_failed).message);
-  }
-  if (request.services.authorizer == nullptr) {
-    co_return fail_all(protocol::error_code::security_disabled, "No Authorizer is configured.");
+  if (acl_request_refused(request, filters.size(), reply.filter_results)) {
+    co_return encode_response(reply, version);
   }
   auto results = request.services.authorizer->remove(filters);
   for (const auto& result : results) {
