@@ -1,0 +1,294 @@
+// tarn's etcd client (src/cluster/etcd_client.h) against a real etcd 3.4: ranges, compare-and-
+// swap transactions (a stale revision never overwrites newer state), leases that keep keys alive
+// and whose end removes them, watches that deliver every change once and in order across an etcd
+// restart, and failover between the members of a three-member cluster.
+#include "cluster/etcd_client.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "etcd_process.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+using namespace tarn::cluster::etcd;
+
+class EtcdClient : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!etcd_available()) GTEST_SKIP() << "/usr/bin/etcd is missing (scripts/install-deps)";
+  }
+
+  static std::unique_ptr<etcd_client> connect(const etcd_cluster& etcd) {
+    auto c = etcd_client::create({etcd.endpoints(), 5000, 1000});
+    EXPECT_TRUE(c) << c.error().message;
+    return c ? std::move(*c) : nullptr;
+  }
+};
+
+// Collects a watch's events as "PUT key=value@rev" / "DELETE key@rev" lines.
+class event_log {
+ public:
+  void add(const watch_response& w) {
+    std::lock_guard lock(mu_);
+    for (const auto& e : w.events) {
+      lines_.push_back(e.type == watch_event::kind::put
+                           ? "PUT " + e.kv.key + "=" + e.kv.value + "@" +
+                                 std::to_string(e.kv.mod_revision)
+                           : "DELETE " + e.kv.key + "@" + std::to_string(e.kv.mod_revision));
+    }
+    cv_.notify_all();
+  }
+  void error(const etcd_error& e) {
+    std::lock_guard lock(mu_);
+    errors_.push_back(e);
+    cv_.notify_all();
+  }
+  bool wait_for(size_t count) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, event_timeout, [&] { return lines_.size() >= count; });
+  }
+  bool wait_for_error() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, event_timeout, [&] { return !errors_.empty(); });
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+  std::vector<etcd_error> errors() {
+    std::lock_guard lock(mu_);
+    return errors_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> lines_;
+  std::vector<etcd_error> errors_;
+};
+
+TEST_F(EtcdClient, PrefixRangesAndDeletes) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+  for (const char* k : {"/tarn/brokers/2", "/tarn/brokers/1", "/tarn/brokers/3", "/tarn/other"}) {
+    auto r = c->put(k, std::string("value of ") + k);
+    ASSERT_TRUE(r) << r.error().message;
+  }
+  auto brokers = c->range("/tarn/brokers/", prefix_end("/tarn/brokers/"));
+  ASSERT_TRUE(brokers) << brokers.error().message;
+  ASSERT_EQ(brokers->kvs.size(), 3u);
+  EXPECT_EQ(brokers->kvs[0].key, "/tarn/brokers/1");  // etcd returns keys in byte order
+  EXPECT_EQ(brokers->kvs[2].value, "value of /tarn/brokers/3");
+  EXPECT_EQ(brokers->count, 3);
+
+  auto limited = c->range("/tarn/brokers/", prefix_end("/tarn/brokers/"), 0, 2);
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->kvs.size(), 2u);
+  EXPECT_TRUE(limited->more);
+
+  auto deleted = c->delete_range("/tarn/brokers/", prefix_end("/tarn/brokers/"));
+  ASSERT_TRUE(deleted);
+  auto after = c->range("/tarn/", prefix_end("/tarn/"));
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->kvs.size(), 1u);
+  EXPECT_EQ(after->kvs[0].key, "/tarn/other");
+  EXPECT_GT(after->revision, brokers->revision);
+}
+
+TEST_F(EtcdClient, CompareAndSwapNeverLetsAStaleRevisionWrite) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+
+  // Create-if-absent (how a controller is elected): only the first of two succeeds.
+  auto claim = [&](const std::string& who) {
+    txn_request t;
+    t.compares.push_back({"/tarn/controller",
+                          compare::target_kind::create_revision,
+                          compare::result_kind::equal,
+                          0,
+                          {}});
+    t.success.push_back(request_op::put("/tarn/controller", who));
+    t.failure.push_back(request_op::range("/tarn/controller"));
+    return c->txn(t);
+  };
+  auto first = claim("broker-1");
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(first->succeeded);
+  auto second = claim("broker-2");
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->succeeded);
+  ASSERT_EQ(second->responses.size(), 1u);
+  ASSERT_EQ(second->responses[0].kvs.size(), 1u);
+  EXPECT_EQ(second->responses[0].kvs[0].value, "broker-1");
+
+  // Partition state written by CAS on its mod_revision: two writers read revision r; the first
+  // write wins, the second (now stale) is refused and sees the newer state.
+  ASSERT_TRUE(c->put("/tarn/partitions/t/0", "leader=1 epoch=1"));
+  auto read = c->range("/tarn/partitions/t/0");
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->kvs.size(), 1u);
+  const int64_t r = read->kvs[0].mod_revision;
+  auto cas = [&](const std::string& value) {
+    txn_request t;
+    t.compares.push_back({"/tarn/partitions/t/0",
+                          compare::target_kind::mod_revision,
+                          compare::result_kind::equal,
+                          r,
+                          {}});
+    t.success.push_back(request_op::put("/tarn/partitions/t/0", value));
+    t.failure.push_back(request_op::range("/tarn/partitions/t/0"));
+    return c->txn(t);
+  };
+  auto won = cas("leader=2 epoch=2");
+  ASSERT_TRUE(won);
+  EXPECT_TRUE(won->succeeded);
+  auto lost = cas("leader=3 epoch=2");
+  ASSERT_TRUE(lost);
+  EXPECT_FALSE(lost->succeeded);
+  ASSERT_EQ(lost->responses[0].kvs.size(), 1u);
+  EXPECT_EQ(lost->responses[0].kvs[0].value, "leader=2 epoch=2");
+  EXPECT_EQ(lost->responses[0].kvs[0].mod_revision, won->revision);
+}
+
+TEST_F(EtcdClient, LeaseKeepsItsKeysAndItsEndRemovesThem) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+
+  auto revoked = c->lease_grant(30);
+  ASSERT_TRUE(revoked) << revoked.error().message;
+  EXPECT_EQ(revoked->ttl_s, 30);
+  ASSERT_TRUE(c->put("/tarn/brokers/1", "registered", revoked->id));
+  auto renewed = c->lease_keep_alive(revoked->id);
+  ASSERT_TRUE(renewed) << renewed.error().message;
+  EXPECT_GT(*renewed, 0);
+  auto held = c->range("/tarn/brokers/1");
+  ASSERT_TRUE(held);
+  ASSERT_EQ(held->kvs.size(), 1u);
+  EXPECT_EQ(held->kvs[0].lease, revoked->id);
+
+  auto r = c->lease_revoke(revoked->id);
+  ASSERT_TRUE(r) << r.error().message;
+  auto gone = c->range("/tarn/brokers/1");
+  ASSERT_TRUE(gone);
+  EXPECT_TRUE(gone->kvs.empty());
+  auto after_revoke = c->lease_keep_alive(revoked->id);
+  ASSERT_TRUE(after_revoke);
+  EXPECT_EQ(*after_revoke, 0);  // the lease no longer exists
+  auto again = c->lease_revoke(revoked->id);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, etcd_error::not_found) << again.error().message;
+
+  // A lease nobody renews expires, and its key with it (how a dead broker leaves the cluster).
+  auto expiring = c->lease_grant(1);
+  ASSERT_TRUE(expiring);
+  ASSERT_TRUE(c->put("/tarn/brokers/2", "registered", expiring->id));
+  const auto deadline = std::chrono::steady_clock::now() + event_timeout;
+  bool expired = false;
+  while (!expired && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    auto k = c->range("/tarn/brokers/2");
+    ASSERT_TRUE(k);
+    expired = k->kvs.empty();
+  }
+  EXPECT_TRUE(expired);
+}
+
+TEST_F(EtcdClient, WatchDeliversEveryChangeOnceInOrderAcrossAnEtcdRestart) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->put("/tarn/topics/before", "not seen"));
+  auto start = c->range("/tarn/topics/");
+  ASSERT_TRUE(start);
+
+  event_log log;
+  {
+    etcd_watch watch(
+        {etcd.endpoints(), 5000, 1000}, "/tarn/topics/", prefix_end("/tarn/topics/"),
+        start->revision + 1, [&](const watch_response& w) { log.add(w); },
+        [&](const etcd_error& e) { log.error(e); });
+    auto a = c->put("/tarn/topics/a", "1");
+    auto b = c->put("/tarn/topics/b", "2");
+    auto d = c->delete_range("/tarn/topics/a");
+    ASSERT_TRUE(a && b && d);
+    ASSERT_TRUE(c->put("/tarn/elsewhere", "outside the range"));
+    ASSERT_TRUE(log.wait_for(3));
+
+    // etcd dies; writes fail as unavailable while it is down, and the watch resumes after it is
+    // back, after the last revision it delivered: no event lost, none repeated.
+    etcd.kill(0);
+    auto down = c->put("/tarn/topics/c", "lost");
+    ASSERT_FALSE(down);
+    EXPECT_EQ(down.error().code, etcd_error::unavailable);
+    etcd.start(0);
+    ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+    auto e = c->put("/tarn/topics/e", "5");
+    ASSERT_TRUE(e) << e.error().message;
+    ASSERT_TRUE(log.wait_for(4));
+
+    const std::vector<std::string> expected = {
+        "PUT /tarn/topics/a=1@" + std::to_string(*a),
+        "PUT /tarn/topics/b=2@" + std::to_string(*b),
+        "DELETE /tarn/topics/a@" + std::to_string(*d),
+        "PUT /tarn/topics/e=5@" + std::to_string(*e),
+    };
+    EXPECT_EQ(log.lines(), expected);
+    EXPECT_EQ(watch.next_revision(), *e + 1);
+  }  // the destructor ends the stream and joins
+  EXPECT_TRUE(log.errors().empty());
+}
+
+TEST_F(EtcdClient, FailsOverToAnotherMemberOfTheCluster) {
+  etcd_cluster etcd(3);
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(etcd.wait_ready(i)) << etcd.output(i);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+  auto before = c->put("/tarn/k", "1");
+  ASSERT_TRUE(before) << before.error().message;
+
+  event_log log;
+  etcd_watch watch(
+      {etcd.endpoints(), 5000, 1000}, "/tarn/k", {}, *before + 1,
+      [&](const watch_response& w) { log.add(w); }, [&](const etcd_error& e) { log.error(e); });
+  // The member the client and the watch talk to first dies; the other two keep a quorum.
+  etcd.kill(0);
+  auto after = c->put("/tarn/k", "2");
+  ASSERT_TRUE(after) << after.error().message;
+  auto read = c->range("/tarn/k");
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->kvs.size(), 1u);
+  EXPECT_EQ(read->kvs[0].value, "2");
+  ASSERT_TRUE(log.wait_for(1));
+  EXPECT_EQ(log.lines(), std::vector<std::string>{"PUT /tarn/k=2@" + std::to_string(*after)});
+  EXPECT_TRUE(log.errors().empty());
+}
+
+TEST_F(EtcdClient, UnreachableEndpointsAndBadUrlsAreErrors) {
+  auto c = etcd_client::create({{"http://127.0.0.1:" + std::to_string(free_port())}, 2000, 500});
+  ASSERT_TRUE(c);
+  auto r = (*c)->range("/x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, etcd_error::unavailable);
+
+  for (const char* bad :
+       {"127.0.0.1:2379", "http://127.0.0.1", "http://127.0.0.1:99999", "https://127.0.0.1:2379"}) {
+    auto b = etcd_client::create({{bad}, 1000, 500});
+    ASSERT_FALSE(b) << bad;
+    EXPECT_EQ(b.error().code, etcd_error::invalid_argument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tarn::test

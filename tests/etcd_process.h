@@ -1,0 +1,86 @@
+// A real etcd (Debian's etcd-server 3.4) for the tests that need one: one member or a cluster of
+// three, on free loopback ports, data in a temp directory; stop, SIGKILL and restart on the same
+// ports and data. Tests skip when /usr/bin/etcd is missing (scripts/install-deps installs it).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tarn::test {
+
+inline bool etcd_available() { return std::filesystem::exists("/usr/bin/etcd"); }
+
+class etcd_cluster {
+ public:
+  explicit etcd_cluster(int members = 1) {
+    for (int i = 0; i < members; ++i) {
+      members_.push_back({"m" + std::to_string(i), free_port(), free_port(), nullptr});
+    }
+    for (size_t i = 0; i < members_.size(); ++i) start(i);
+  }
+  ~etcd_cluster() {
+    for (auto& m : members_) {
+      if (m.process) m.process->send_signal(SIGKILL);
+    }
+  }
+
+  // "http://127.0.0.1:port" of every member, for client_options::endpoints.
+  std::vector<std::string> endpoints() const {
+    std::vector<std::string> out;
+    for (const auto& m : members_) out.push_back(endpoint(m));
+    return out;
+  }
+  std::string output(size_t i) const {
+    return members_[i].process ? members_[i].process->output() : "";
+  }
+
+  // Waits for member i's "serving client traffic" (a restarted member prints it again).
+  bool wait_ready(size_t i) const {
+    return members_[i].process &&
+           members_[i].process->wait_for_output("serving client traffic", startup_timeout);
+  }
+
+  void kill(size_t i) {
+    members_[i].process->send_signal(SIGKILL);
+    members_[i].process->wait_exit(event_timeout);
+    members_[i].process.reset();
+  }
+  void start(size_t i) {
+    auto& m = members_[i];
+    std::string initial_cluster;
+    for (const auto& peer : members_) {
+      if (!initial_cluster.empty()) initial_cluster += ",";
+      initial_cluster += peer.name + "=http://127.0.0.1:" + std::to_string(peer.peer_port);
+    }
+    const std::string client = endpoint(m);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
+    m.process = std::make_unique<child_process>(std::vector<std::string>{
+        "/usr/bin/etcd", "--name", m.name, "--data-dir", (dir_.path() / m.name).string(),
+        "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
+        peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", initial_cluster,
+        "--initial-cluster-state", "new", "--initial-cluster-token", "tarn-test",
+        // Short election ticks: a member's loss is noticed in well under a second.
+        "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "info",
+        "--logger", "zap"});
+  }
+
+ private:
+  struct member {
+    std::string name;
+    uint16_t client_port;
+    uint16_t peer_port;
+    std::unique_ptr<child_process> process;
+  };
+  static std::string endpoint(const member& m) {
+    return "http://127.0.0.1:" + std::to_string(m.client_port);
+  }
+
+  temp_dir dir_;
+  std::vector<member> members_;
+};
+
+}  // namespace tarn::test
