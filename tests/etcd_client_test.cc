@@ -1,7 +1,8 @@
 // tarn's etcd client (src/cluster/etcd_client.h) against a real etcd 3.4: ranges, compare-and-
 // swap transactions (a stale revision never overwrites newer state), leases that keep keys alive
 // and whose end removes them, watches that deliver every change once and in order across an etcd
-// restart, and failover between the members of a three-member cluster.
+// restart, and failover between the members of a three-member cluster; then the broker session
+// on top (src/cluster/etcd_session.h): registration, session loss, controller election.
 #include "cluster/etcd_client.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "cluster/etcd_session.h"
 #include "etcd_process.h"
 #include "test_util.h"
 
@@ -288,6 +290,142 @@ TEST_F(EtcdClient, UnreachableEndpointsAndBadUrlsAreErrors) {
     ASSERT_FALSE(b) << bad;
     EXPECT_EQ(b.error().code, etcd_error::invalid_argument) << bad;
   }
+}
+
+TEST_F(EtcdClient, ABrokerRegistersOnceAndItsSessionsEndUnregistersIt) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  session_options options{{etcd.endpoints(), 5000, 1000}, 9000, 2000};
+  auto first = etcd_session::open(options, nullptr);
+  ASSERT_TRUE(first) << first.error().message;
+  auto second = etcd_session::open(options, nullptr);
+  ASSERT_TRUE(second);
+  ASSERT_NE((*first)->lease_id(), (*second)->lease_id());
+
+  auto epoch1 =
+      create_on_lease((*first)->client(), "/tarn/brokers/1", "first", (*first)->lease_id());
+  ASSERT_TRUE(epoch1) << epoch1.error().message;
+  // The same broker id again while the first registration lives: refused, as Kafka refuses a
+  // duplicate broker registration.
+  auto duplicate =
+      create_on_lease((*second)->client(), "/tarn/brokers/1", "second", (*second)->lease_id());
+  ASSERT_FALSE(duplicate);
+  EXPECT_EQ(duplicate.error().code, etcd_error::failed_precondition);
+  EXPECT_NE(duplicate.error().message.find("'first'"), std::string::npos);
+
+  first->reset();  // a clean shutdown revokes the lease: the registration goes at once
+  auto gone = (*second)->client().range("/tarn/brokers/1");
+  ASSERT_TRUE(gone);
+  EXPECT_TRUE(gone->kvs.empty());
+  auto epoch2 =
+      create_on_lease((*second)->client(), "/tarn/brokers/1", "second", (*second)->lease_id());
+  ASSERT_TRUE(epoch2) << epoch2.error().message;
+  EXPECT_GT(*epoch2, *epoch1);  // the broker epoch grows with every registration
+}
+
+// Waits for a flag set by a callback on another thread.
+class signal_flag {
+ public:
+  void set(std::string why = {}) {
+    std::lock_guard lock(mu_);
+    set_ = true;
+    why_ = std::move(why);
+    cv_.notify_all();
+  }
+  bool wait() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, event_timeout, [&] { return set_; });
+  }
+  std::string why() {
+    std::lock_guard lock(mu_);
+    return why_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+  std::string why_;
+};
+
+TEST_F(EtcdClient, ASessionThatStopsRenewingIsLostAndItsRegistrationExpires) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  // A heartbeat interval longer than the session timeout: the lease expires before the first
+  // renewal (a broker stalled in a long pause), and that renewal finds it gone.
+  signal_flag lost;
+  auto stalled = etcd_session::open({{etcd.endpoints(), 5000, 1000}, 1000, 2500},
+                                    [&](const etcd_error& e) { lost.set(e.message); });
+  ASSERT_TRUE(stalled);
+  ASSERT_TRUE(
+      create_on_lease((*stalled)->client(), "/tarn/brokers/7", "7", (*stalled)->lease_id()));
+  ASSERT_TRUE(lost.wait());
+  EXPECT_EQ(lost.why(), "the session's lease expired");
+  EXPECT_FALSE((*stalled)->alive());
+  auto gone = (*stalled)->client().range("/tarn/brokers/7");
+  ASSERT_TRUE(gone);
+  EXPECT_TRUE(gone->kvs.empty());
+}
+
+TEST_F(EtcdClient, ASessionCutOffFromEtcdForItsTimeoutIsLost) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  signal_flag lost;
+  auto session = etcd_session::open({{etcd.endpoints(), 500, 200}, 1000, 100},
+                                    [&](const etcd_error& e) { lost.set(e.message); });
+  ASSERT_TRUE(session);
+  etcd.kill(0);
+  ASSERT_TRUE(lost.wait());
+  EXPECT_NE(lost.why().find("no lease renewal for broker.session.timeout.ms (1000 ms)"),
+            std::string::npos)
+      << lost.why();
+}
+
+TEST_F(EtcdClient, OneControllerAtATimeAndTheRoleMovesWhenItsSessionEnds) {
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const client_options client{etcd.endpoints(), 5000, 1000};
+  struct observed {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::tuple<bool, std::string, int64_t>> changes;
+  };
+  auto candidate = [&](observed& o, int64_t lease, const std::string& name) {
+    return std::make_unique<controller_election>(
+        client, "/tarn/controller", name, lease,
+        [&o](bool is_controller, const std::string& controller, int64_t epoch) {
+          std::lock_guard lock(o.mu);
+          o.changes.emplace_back(is_controller, controller, epoch);
+          o.cv.notify_all();
+        });
+  };
+  auto wait_changes = [](observed& o, size_t n) {
+    std::unique_lock lock(o.mu);
+    return o.cv.wait_for(lock, event_timeout, [&] { return o.changes.size() >= n; });
+  };
+
+  auto session1 = etcd_session::open({client, 9000, 2000}, nullptr);
+  auto session2 = etcd_session::open({client, 9000, 2000}, nullptr);
+  ASSERT_TRUE(session1 && session2);
+  observed o1, o2;
+  auto election1 = candidate(o1, (*session1)->lease_id(), "broker-1");
+  ASSERT_TRUE(wait_changes(o1, 1));
+  auto election2 = candidate(o2, (*session2)->lease_id(), "broker-2");
+  ASSERT_TRUE(wait_changes(o2, 1));
+  const auto [first_is, first_name, first_epoch] = o1.changes[0];
+  EXPECT_TRUE(first_is);
+  EXPECT_EQ(first_name, "broker-1");
+  EXPECT_EQ(o2.changes[0], std::make_tuple(false, std::string("broker-1"), first_epoch));
+
+  // broker-1 shuts down: its lease is revoked, the key goes, broker-2 takes over with a higher
+  // epoch (a stale controller's epoch can be told from the new one).
+  election1.reset();
+  session1->reset();
+  ASSERT_TRUE(wait_changes(o2, 2));
+  const auto [second_is, second_name, second_epoch] = o2.changes[1];
+  EXPECT_TRUE(second_is);
+  EXPECT_EQ(second_name, "broker-2");
+  EXPECT_GT(second_epoch, first_epoch);
 }
 
 }  // namespace
