@@ -2,7 +2,8 @@
 // swap transactions (a stale revision never overwrites newer state), leases that keep keys alive
 // and whose end removes them, watches that deliver every change once and in order across an etcd
 // restart, and failover between the members of a three-member cluster; then the broker session
-// on top (src/cluster/etcd_session.h): registration, session loss, controller election.
+// on top (src/cluster/etcd_session.h): registration, session loss, controller election; and the
+// cluster's metadata log in etcd behind the metadata_store seam (src/cluster/etcd_metadata_log.h).
 #include "cluster/etcd_client.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "cluster/etcd_metadata_log.h"
 #include "cluster/etcd_session.h"
 #include "etcd_process.h"
 #include "test_util.h"
@@ -426,6 +428,122 @@ TEST_F(EtcdClient, OneControllerAtATimeAndTheRoleMovesWhenItsSessionEnds) {
   EXPECT_TRUE(second_is);
   EXPECT_EQ(second_name, "broker-2");
   EXPECT_GT(second_epoch, first_epoch);
+}
+
+// Polls `done` until it holds or event_timeout passes.
+template <typename F>
+bool eventually(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + event_timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+TEST_F(EtcdClient, MetadataStoresOfOneClusterFollowOneLogOfChanges) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const etcd_metadata_options options{{etcd.endpoints(), 5000, 1000}, "/tarn/test-cluster/"};
+  auto a = etcd_metadata_store::open(options);
+  ASSERT_TRUE(a) << a.error().message;
+  auto b = etcd_metadata_store::open(options);
+  ASSERT_TRUE(b) << b.error().message;
+
+  // Broker a creates a topic and sets a cluster-wide config; broker b's image follows.
+  const storage::topic_record orders{"orders", uuid::random(), 3, {{"cleanup.policy", "compact"}}};
+  ASSERT_TRUE((*a)->topic_journal().topic_created(orders));
+  ASSERT_TRUE((*a)->set_broker_configs("", {{"log.retention.ms", "1000"}}));
+  ASSERT_TRUE(eventually([&] { return (*b)->end_offset() == 2; })) << (*b)->end_offset();
+  auto topics = (*b)->topic_journal().load_topics();
+  ASSERT_TRUE(topics);
+  ASSERT_EQ(topics->size(), 1u);
+  EXPECT_EQ((*topics)[0].name, "orders");
+  EXPECT_EQ((*topics)[0].topic_id, orders.topic_id);
+  EXPECT_EQ((*topics)[0].partitions, 3);
+  EXPECT_EQ((*topics)[0].overrides, orders.overrides);
+  EXPECT_EQ((*b)->broker_configs("").at("log.retention.ms"), "1000");
+
+  // And the other way round.
+  ASSERT_TRUE((*b)->set_feature_levels({{"metadata.version", 27}}));
+  ASSERT_TRUE(
+      eventually([&] { return (*a)->finalized_features().count("metadata.version") == 1; }));
+  EXPECT_EQ((*a)->finalized_features().at("metadata.version"), 27);
+
+  // A writer whose image is behind cannot append over a newer change: an entry written behind
+  // a's back takes the next offset; a's next change either waits for it (refused as written by
+  // another writer first, then decided again on the newer image) or follows it.
+  auto raw = etcd_client::create(options.client);
+  ASSERT_TRUE(raw);
+  const int64_t next = (*a)->end_offset();
+  const auto entry =
+      encode_entry({next, {config_record{config_resource_broker, "2", "num.io.threads", "4"}}});
+  auto written =
+      (*raw)->put((*a)->log().entry_key(next),
+                  std::string(reinterpret_cast<const char*>(entry.data()), entry.size()));
+  ASSERT_TRUE(written);
+  auto change = (*a)->set_broker_configs("1", {{"num.network.threads", "2"}});
+  if (!change) {
+    EXPECT_NE(change.error().message.find("written by another writer first"), std::string::npos)
+        << change.error().message;
+    ASSERT_TRUE(eventually([&] { return (*a)->end_offset() == next + 1; }));
+    ASSERT_TRUE((*a)->set_broker_configs("1", {{"num.network.threads", "2"}}));
+  }
+  EXPECT_EQ((*a)->end_offset(), next + 2);
+  ASSERT_TRUE(eventually([&] { return (*b)->end_offset() == next + 2; }));
+  EXPECT_EQ((*b)->broker_configs("2").at("num.io.threads"), "4");
+  EXPECT_EQ((*b)->broker_configs("1").at("num.network.threads"), "2");
+
+  // A broker started later reads the whole log: the same image.
+  auto c = etcd_metadata_store::open(options);
+  ASSERT_TRUE(c) << c.error().message;
+  const auto image_a = (*a)->image();
+  const auto image_c = (*c)->image();
+  EXPECT_EQ(image_c.next_offset, image_a.next_offset);
+  EXPECT_EQ(image_c.to_records().size(), image_a.to_records().size());
+  EXPECT_EQ(image_c.configs, image_a.configs);
+  EXPECT_EQ(image_c.features, image_a.features);
+  ASSERT_EQ(image_c.topics.size(), 1u);
+  EXPECT_EQ(image_c.topics.begin()->second.name, "orders");
+
+  // Another cluster's prefix is another log.
+  auto other = etcd_metadata_store::open({options.client, "/tarn/other-cluster/"});
+  ASSERT_TRUE(other);
+  EXPECT_EQ((*other)->end_offset(), 0);
+}
+
+TEST_F(EtcdClient, ACorruptMetadataEntryStopsFollowersAndRefusesToOpen) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const etcd_metadata_options options{{etcd.endpoints(), 5000, 1000}, "/tarn/c/"};
+  auto a = etcd_metadata_store::open(options);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE((*a)->set_broker_configs("", {{"log.retention.ms", "1000"}}));
+  auto raw = etcd_client::create(options.client);
+  ASSERT_TRUE(raw);
+  auto entry = encode_entry({1, {config_record{config_resource_broker, "", "x", "y"}}});
+  entry.back() ^= 0x01;  // the CRC no longer matches
+  ASSERT_TRUE((*raw)->put((*a)->log().entry_key(1),
+                          std::string(reinterpret_cast<const char*>(entry.data()), entry.size())));
+
+  ASSERT_TRUE(eventually([&] { return !(*a)->log().follow_error().empty(); }));
+  EXPECT_NE((*a)->log().follow_error().find("is not a valid change"), std::string::npos)
+      << (*a)->log().follow_error();
+  auto refused = (*a)->set_broker_configs("", {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, storage::storage_errc::io_error);
+  EXPECT_EQ((*a)->broker_configs("").count("x"), 0u);  // nothing of it applied
+
+  auto reopened = etcd_metadata_store::open(options);
+  ASSERT_FALSE(reopened);
+  EXPECT_EQ(reopened.error().code, storage::storage_errc::corrupt);
+
+  etcd.kill(0);
+  auto unreachable = etcd_metadata_store::open(options);
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().code, storage::storage_errc::io_error);
 }
 
 }  // namespace

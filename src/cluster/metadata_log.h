@@ -5,7 +5,7 @@
 // that unacknowledged change. A bad entry with valid bytes after it is corruption and refuses to
 // open. Every `snapshot_every` entries the image is written as a new snapshot and the log emptied.
 //
-// Not thread-safe: local_metadata_store serializes every call.
+// Thread-safety: callers hold lock() (local_metadata_store does) around every other call.
 #pragma once
 
 #include <memory>
@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "cluster/metadata_image.h"
+#include "cluster/metadata_journal.h"
 #include "storage/io.h"
 
 namespace tarn::cluster {
@@ -32,19 +33,20 @@ struct metadata_recovery {
   int64_t torn_bytes = 0;  // bytes cut from the end of the log
 };
 
-class metadata_log {
+class metadata_log final : public metadata_journal {
  public:
   static result<std::unique_ptr<metadata_log>, storage::storage_error> open(
       const metadata_log_options& options, metadata_recovery* recovery = nullptr);
   metadata_log(const metadata_log&) = delete;
   metadata_log& operator=(const metadata_log&) = delete;
 
-  const metadata_image& image() const { return image_; }
+  std::unique_lock<std::mutex> lock() override { return std::unique_lock(mu_); }
+  const metadata_image& image() const override { return image_; }
   // True when the directory held neither a snapshot nor a log entry.
   bool empty_at_open() const { return empty_at_open_; }
   // Appends one change and fsyncs it (the commit point), then applies it to the image. On an I/O
   // failure the file is cut back and the image is unchanged.
-  result<void, storage::storage_error> append(std::vector<metadata_record> records);
+  result<void, storage::storage_error> append(std::vector<metadata_record> records) override;
   // Writes the image as the snapshot and empties the log.
   result<void, storage::storage_error> snapshot();
 
@@ -53,6 +55,7 @@ class metadata_log {
   result<void, storage::storage_error> load(metadata_recovery& recovery);
   result<void, storage::storage_error> open_log_for_append();
 
+  std::mutex mu_;
   metadata_log_options options_;
   metadata_image image_;
   storage::unique_fd log_fd_;

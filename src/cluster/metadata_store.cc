@@ -1,4 +1,5 @@
-// local_metadata_store: the metadata seam over the local metadata log (metadata_store.h).
+// journal_metadata_store: the metadata seam over a journal of changes, and local_metadata_store
+// opening it on the local metadata log (metadata_store.h).
 #include "cluster/metadata_store.h"
 
 #include <algorithm>
@@ -74,102 +75,103 @@ result<std::unique_ptr<local_metadata_store>, storage_error> local_metadata_stor
   return std::unique_ptr<local_metadata_store>(new local_metadata_store(std::move(*log)));
 }
 
-storage::config_map local_metadata_store::broker_configs(std::string_view resource_name) const {
-  std::lock_guard g(mu_);
-  const auto* c = log_->image().find_configs(config_resource_broker, resource_name);
+storage::config_map journal_metadata_store::broker_configs(std::string_view resource_name) const {
+  auto g = journal_->lock();
+  const auto* c = journal_->image().find_configs(config_resource_broker, resource_name);
   return c != nullptr ? *c : storage::config_map{};
 }
 
-result<void, storage_error> local_metadata_store::set_broker_configs(
+result<void, storage_error> journal_metadata_store::set_broker_configs(
     std::string_view resource_name, const storage::config_map& configs) {
-  std::lock_guard g(mu_);
-  const auto* c = log_->image().find_configs(config_resource_broker, resource_name);
+  auto g = journal_->lock();
+  const auto* c = journal_->image().find_configs(config_resource_broker, resource_name);
   auto changes = config_changes(config_resource_broker, std::string(resource_name),
                                 c != nullptr ? *c : storage::config_map{}, configs);
   if (changes.empty()) return {};
-  return log_->append(std::move(changes));
+  return journal_->append(std::move(changes));
 }
 
-std::map<quota_entity, std::map<std::string, double>> local_metadata_store::client_quotas() const {
-  std::lock_guard g(mu_);
-  return log_->image().quotas;
+std::map<quota_entity, std::map<std::string, double>> journal_metadata_store::client_quotas()
+    const {
+  auto g = journal_->lock();
+  return journal_->image().quotas;
 }
 
-result<void, storage_error> local_metadata_store::change_client_quotas(
+result<void, storage_error> journal_metadata_store::change_client_quotas(
     std::vector<client_quota_record> changes) {
-  std::lock_guard g(mu_);
+  auto g = journal_->lock();
   if (changes.empty()) return {};
   std::vector<metadata_record> records(std::make_move_iterator(changes.begin()),
                                        std::make_move_iterator(changes.end()));
-  return log_->append(std::move(records));
+  return journal_->append(std::move(records));
 }
 
 std::map<std::pair<std::string, int8_t>, user_scram_credential_record>
-local_metadata_store::scram_credentials() const {
-  std::lock_guard g(mu_);
-  return log_->image().scram_credentials;
+journal_metadata_store::scram_credentials() const {
+  auto g = journal_->lock();
+  return journal_->image().scram_credentials;
 }
 
-std::optional<user_scram_credential_record> local_metadata_store::scram_credential(
+std::optional<user_scram_credential_record> journal_metadata_store::scram_credential(
     const std::string& user, int8_t mechanism) const {
-  std::lock_guard g(mu_);
-  const auto& all = log_->image().scram_credentials;
+  auto g = journal_->lock();
+  const auto& all = journal_->image().scram_credentials;
   auto it = all.find({user, mechanism});
   if (it == all.end()) return std::nullopt;
   return it->second;
 }
 
-result<void, storage_error> local_metadata_store::change_scram_credentials(
+result<void, storage_error> journal_metadata_store::change_scram_credentials(
     std::vector<metadata_record> changes) {
-  std::lock_guard g(mu_);
+  auto g = journal_->lock();
   if (changes.empty()) return {};
-  return log_->append(std::move(changes));
+  return journal_->append(std::move(changes));
 }
 
-std::map<storage::uuid, access_control_entry_record> local_metadata_store::acls() const {
-  std::lock_guard g(mu_);
-  return log_->image().acls;
+std::map<storage::uuid, access_control_entry_record> journal_metadata_store::acls() const {
+  auto g = journal_->lock();
+  return journal_->image().acls;
 }
 
-result<void, storage_error> local_metadata_store::change_acls(
+result<void, storage_error> journal_metadata_store::change_acls(
     std::vector<metadata_record> changes) {
-  std::lock_guard g(mu_);
+  auto g = journal_->lock();
   if (changes.empty()) return {};
-  return log_->append(std::move(changes));
+  return journal_->append(std::move(changes));
 }
 
-feature_map local_metadata_store::finalized_features() const {
-  std::lock_guard g(mu_);
-  return log_->image().features;
+feature_map journal_metadata_store::finalized_features() const {
+  auto g = journal_->lock();
+  return journal_->image().features;
 }
 
-int64_t local_metadata_store::end_offset() const {
-  std::lock_guard g(mu_);
-  return log_->image().next_offset;
+int64_t journal_metadata_store::end_offset() const {
+  auto g = journal_->lock();
+  return journal_->image().next_offset;
 }
 
-int64_t local_metadata_store::finalized_features_epoch() const {
-  std::lock_guard g(mu_);
-  return std::max<int64_t>(0, log_->image().next_offset - 1);
+int64_t journal_metadata_store::finalized_features_epoch() const {
+  auto g = journal_->lock();
+  return std::max<int64_t>(0, journal_->image().next_offset - 1);
 }
 
-result<void, storage_error> local_metadata_store::set_feature_levels(const feature_map& levels) {
-  std::lock_guard g(mu_);
+result<void, storage_error> journal_metadata_store::set_feature_levels(const feature_map& levels) {
+  auto g = journal_->lock();
   std::vector<metadata_record> records;
   for (const auto& [name, level] : levels) records.push_back(feature_level_record{name, level});
   if (records.empty()) return {};
-  return log_->append(std::move(records));
+  return journal_->append(std::move(records));
 }
 
-metadata_image local_metadata_store::image() const {
-  std::lock_guard g(mu_);
-  return log_->image();
+metadata_image journal_metadata_store::image() const {
+  auto g = journal_->lock();
+  return journal_->image();
 }
 
-result<std::vector<storage::topic_record>, storage_error> local_metadata_store::load_topics() {
-  std::lock_guard g(mu_);
+result<std::vector<storage::topic_record>, storage_error> journal_metadata_store::load_topics() {
+  auto g = journal_->lock();
   std::vector<storage::topic_record> out;
-  const metadata_image& image = log_->image();
+  const metadata_image& image = journal_->image();
   for (const auto& [id, t] : image.topics) {
     storage::topic_record rec{t.name, id, t.partitions, {}};
     if (const auto* c = image.find_configs(config_resource_topic, t.name)) rec.overrides = *c;
@@ -178,32 +180,32 @@ result<std::vector<storage::topic_record>, storage_error> local_metadata_store::
   return out;
 }
 
-result<void, storage_error> local_metadata_store::topic_created(const storage::topic_record& t) {
-  std::lock_guard g(mu_);
-  return log_->append(records_of_new_topic(t));
+result<void, storage_error> journal_metadata_store::topic_created(const storage::topic_record& t) {
+  auto g = journal_->lock();
+  return journal_->append(records_of_new_topic(t));
 }
 
-result<void, storage_error> local_metadata_store::topic_deleted(const storage::topic_record& t) {
-  std::lock_guard g(mu_);
-  return log_->append({remove_topic_record{t.topic_id}});
+result<void, storage_error> journal_metadata_store::topic_deleted(const storage::topic_record& t) {
+  auto g = journal_->lock();
+  return journal_->append({remove_topic_record{t.topic_id}});
 }
 
-result<void, storage_error> local_metadata_store::partitions_created(const storage::topic_record& t,
-                                                                     int32_t old_count) {
-  std::lock_guard g(mu_);
+result<void, storage_error> journal_metadata_store::partitions_created(
+    const storage::topic_record& t, int32_t old_count) {
+  auto g = journal_->lock();
   std::vector<metadata_record> records;
   for (int32_t p = old_count; p < t.partitions; ++p) {
     records.push_back(partition_record{p, t.topic_id});
   }
-  return log_->append(std::move(records));
+  return journal_->append(std::move(records));
 }
 
-result<void, storage_error> local_metadata_store::topic_config_changed(
+result<void, storage_error> journal_metadata_store::topic_config_changed(
     const storage::topic_record& t, const storage::config_map& old_overrides) {
-  std::lock_guard g(mu_);
+  auto g = journal_->lock();
   auto changes = config_changes(config_resource_topic, t.name, old_overrides, t.overrides);
   if (changes.empty()) return {};
-  return log_->append(std::move(changes));
+  return journal_->append(std::move(changes));
 }
 
 }  // namespace tarn::cluster

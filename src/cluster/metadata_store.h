@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "cluster/metadata_journal.h"
 #include "cluster/metadata_log.h"
 #include "storage/log_config.h"
 #include "storage/topic_metadata.h"
@@ -70,14 +71,12 @@ struct local_store_report {
   int32_t imported_topics = -1;  // >= 0 when an older tarn-topics file was imported
 };
 
-// The metadata log in <log_dir>/tarn-metadata/. On its first open in a log directory written by
-// an older tarn (topics in the `tarn-topics` file), the topics are imported into a first snapshot
-// and the old file removed; topic ids and configs carry over unchanged.
-class local_metadata_store final : public metadata_store, private storage::topic_journal {
+// A metadata_store over a journal: every change is computed from the journal's image and
+// appended to it as one entry, under the journal's lock.
+class journal_metadata_store : public metadata_store, private storage::topic_journal {
  public:
-  static result<std::unique_ptr<local_metadata_store>, storage::storage_error> open(
-      const storage::fs::path& log_dir, int64_t snapshot_every = 1000,
-      local_store_report* report = nullptr);
+  explicit journal_metadata_store(std::unique_ptr<metadata_journal> journal)
+      : journal_(std::move(journal)) {}
 
   storage::topic_journal& topic_journal() override { return *this; }
   storage::config_map broker_configs(std::string_view resource_name) const override;
@@ -103,8 +102,6 @@ class local_metadata_store final : public metadata_store, private storage::topic
   metadata_image image() const;
 
  private:
-  explicit local_metadata_store(std::unique_ptr<metadata_log> log) : log_(std::move(log)) {}
-
   // storage::topic_journal
   result<std::vector<storage::topic_record>, storage::storage_error> load_topics() override;
   result<void, storage::storage_error> topic_created(const storage::topic_record& topic) override;
@@ -114,8 +111,20 @@ class local_metadata_store final : public metadata_store, private storage::topic
   result<void, storage::storage_error> topic_config_changed(
       const storage::topic_record& topic, const storage::config_map& old_overrides) override;
 
-  mutable std::mutex mu_;
-  std::unique_ptr<metadata_log> log_;
+  std::unique_ptr<metadata_journal> journal_;
+};
+
+// The metadata log in <log_dir>/tarn-metadata/. On its first open in a log directory written by
+// an older tarn (topics in the `tarn-topics` file), the topics are imported into a first snapshot
+// and the old file removed; topic ids and configs carry over unchanged.
+class local_metadata_store final : public journal_metadata_store {
+ public:
+  static result<std::unique_ptr<local_metadata_store>, storage::storage_error> open(
+      const storage::fs::path& log_dir, int64_t snapshot_every = 1000,
+      local_store_report* report = nullptr);
+
+ private:
+  using journal_metadata_store::journal_metadata_store;
 };
 
 // The ConfigRecords that turn `from` into `to` for one resource.

@@ -1,0 +1,26 @@
+// The ordered, durable sequence of metadata changes a metadata_store is built on, and the image
+// its changes built: the local metadata log on one node (metadata_log.h), a log kept in etcd in
+// a cluster (etcd_metadata_log.h). The store computes each change from the image and appends it.
+#pragma once
+
+#include <mutex>
+#include <vector>
+
+#include "base/result.h"
+#include "cluster/metadata_image.h"
+#include "storage/storage_error.h"
+
+namespace tarn::cluster {
+
+class metadata_journal {
+ public:
+  virtual ~metadata_journal() = default;
+  // The journal's lock, held around reads of image() and around append(): a journal that learns
+  // of changes made elsewhere (etcd's watch) applies them under it too.
+  virtual std::unique_lock<std::mutex> lock() = 0;
+  virtual const metadata_image& image() const = 0;
+  // Appends one change durably (it applies whole or not at all), then applies it to the image.
+  virtual result<void, storage::storage_error> append(std::vector<metadata_record> records) = 0;
+};
+
+}  // namespace tarn::cluster
