@@ -1,0 +1,141 @@
+// The partition-state rules of partition_state.h.
+#include "cluster/partition_state.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tarn::cluster {
+
+using protocol::error_code;
+
+namespace {
+
+bool contains(const std::vector<int32_t>& v, int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+bool eligible(const broker_states& brokers, int32_t id) {
+  auto it = brokers.find(id);
+  return it != brokers.end() && it->second.eligible();
+}
+
+// The new state with `leader` (epochs bumped as PartitionChangeBuilder does: the leader epoch
+// when the leader changes, the partition epoch on any change).
+partition_state with_leader(partition_state p, int32_t leader) {
+  if (leader != p.leader) {
+    p.leader = leader;
+    ++p.leader_epoch;
+  }
+  ++p.partition_epoch;
+  return p;
+}
+
+}  // namespace
+
+int32_t best_leader(const partition_state& p, const broker_states& brokers, bool unclean_ok) {
+  int32_t best_unclean = no_leader;
+  for (int32_t replica : p.replicas) {
+    if (!eligible(brokers, replica)) continue;
+    if (best_unclean == no_leader) best_unclean = replica;
+    if (contains(p.isr, replica)) return replica;
+  }
+  return unclean_ok ? best_unclean : no_leader;
+}
+
+alter_partition_result alter_partition(const partition_state& p, const alter_partition_request& r,
+                                       const broker_states& brokers) {
+  auto refuse = [&](error_code e) { return alter_partition_result{e, p}; };
+  if (r.leader_epoch != p.leader_epoch) return refuse(error_code::fenced_leader_epoch);
+  if (r.broker_id != p.leader) return refuse(error_code::invalid_request);
+  if (r.partition_epoch != p.partition_epoch) return refuse(error_code::invalid_update_version);
+  std::vector<int32_t> isr;
+  std::set<int32_t> seen;
+  for (const auto& [id, epoch] : r.new_isr) {
+    // Members must be replicas, once each (Kafka's Replicas.validateIsr).
+    if (!contains(p.replicas, id) || !seen.insert(id).second) {
+      return refuse(error_code::invalid_request);
+    }
+    isr.push_back(id);
+  }
+  if (!contains(isr, p.leader)) return refuse(error_code::invalid_request);
+  for (const auto& [id, epoch] : r.new_isr) {
+    auto it = brokers.find(id);
+    // KIP-903: a member that restarted since the leader saw it (another broker epoch) may have
+    // lost its unflushed log, so it cannot join on the strength of what it had before.
+    const bool ineligible =
+        it == brokers.end() || !it->second.eligible() || (epoch != -1 && epoch != it->second.epoch);
+    // Kafka checks every member, those already in the ISR too: a fenced member has been
+    // removed by the controller already (KIP-841), so a request keeping it is stale anyway.
+    if (ineligible) return refuse(error_code::ineligible_replica);
+  }
+  std::vector<int32_t> sorted_new = isr, sorted_old = p.isr;
+  std::sort(sorted_new.begin(), sorted_new.end());
+  std::sort(sorted_old.begin(), sorted_old.end());
+  if (sorted_new == sorted_old) return {error_code::none, p};
+  partition_state next = p;
+  next.isr = std::move(isr);
+  ++next.partition_epoch;
+  return {error_code::none, std::move(next)};
+}
+
+std::optional<partition_state> on_broker_unavailable(const partition_state& p, int32_t broker,
+                                                     const broker_states& brokers,
+                                                     bool unclean_ok) {
+  if (!contains(p.isr, broker) && p.leader != broker) return std::nullopt;
+  partition_state next = p;
+  if (p.isr.size() > 1) {
+    next.isr.erase(std::remove(next.isr.begin(), next.isr.end(), broker), next.isr.end());
+  }
+  int32_t leader = p.leader;
+  if (p.leader == broker) {
+    leader = best_leader(next, brokers, /*unclean_ok=*/false);
+    if (leader == no_leader && unclean_ok) {
+      leader = best_leader(next, brokers, /*unclean_ok=*/true);
+      if (leader != no_leader) next.isr = {leader};  // unclean: the new leader's log is the truth
+    }
+  }
+  if (next.isr == p.isr && leader == p.leader) return std::nullopt;
+  return with_leader(std::move(next), leader);
+}
+
+std::optional<partition_state> on_broker_available(const partition_state& p,
+                                                   const broker_states& brokers, bool unclean_ok) {
+  if (p.has_leader()) return std::nullopt;
+  partition_state next = p;
+  int32_t leader = best_leader(p, brokers, /*unclean_ok=*/false);
+  if (leader == no_leader && unclean_ok) {
+    leader = best_leader(p, brokers, /*unclean_ok=*/true);
+    if (leader != no_leader) next.isr = {leader};
+  }
+  if (leader == no_leader) return std::nullopt;
+  return with_leader(std::move(next), leader);
+}
+
+election_result elect_leader(const partition_state& p, election_type type,
+                             const broker_states& brokers) {
+  if (type == election_type::preferred) {
+    if (p.has_leader() && p.leader == p.preferred_replica()) {
+      return {error_code::election_not_needed, p};
+    }
+    const int32_t preferred = p.preferred_replica();
+    if (preferred != no_leader && contains(p.isr, preferred) && eligible(brokers, preferred)) {
+      return {error_code::none, with_leader(p, preferred)};
+    }
+    // The preferred replica cannot lead; a partition without a leader still gets the best one.
+    if (!p.has_leader()) {
+      const int32_t leader = best_leader(p, brokers, false);
+      if (leader != no_leader) return {error_code::none, with_leader(p, leader)};
+    }
+    return {error_code::preferred_leader_not_available, p};
+  }
+  if (p.has_leader()) return {error_code::election_not_needed, p};
+  int32_t leader = best_leader(p, brokers, false);
+  if (leader != no_leader) return {error_code::none, with_leader(p, leader)};
+  leader = best_leader(p, brokers, true);
+  if (leader == no_leader) return {error_code::eligible_leaders_not_available, p};
+  partition_state next = p;
+  next.isr = {leader};
+  return {error_code::none, with_leader(std::move(next), leader)};
+}
+
+}  // namespace tarn::cluster

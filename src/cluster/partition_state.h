@@ -1,0 +1,91 @@
+// A replicated partition's state as the controller keeps it (Kafka's PartitionRegistration: the
+// replicas, the ISR, the leader, the leader epoch and the partition epoch) and the rules that
+// change it, as Kafka 4.4's ReplicationControlManager and PartitionChangeBuilder apply them:
+// a leader's AlterPartition (KIP-497, with KIP-903's broker epochs), a broker fenced or shutting
+// down leaving every ISR (KIP-841), leaders chosen from the ISR (unclean only when allowed), and
+// ElectLeaders. Pure functions, no I/O: the cluster code writes their results to etcd by
+// compare-and-swap, and tests drive them without a cluster.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "protocol/error_codes.h"
+
+namespace tarn::cluster {
+
+inline constexpr int32_t no_leader = -1;
+
+struct partition_state {
+  std::vector<int32_t> replicas;  // in preference order: replicas[0] is the preferred leader
+  std::vector<int32_t> isr;
+  int32_t leader = no_leader;
+  int32_t leader_epoch = 0;     // grows whenever the leader changes
+  int32_t partition_epoch = 0;  // grows with every change of any field
+  bool operator==(const partition_state&) const = default;
+
+  bool has_leader() const { return leader != no_leader; }
+  int32_t preferred_replica() const { return replicas.empty() ? no_leader : replicas[0]; }
+};
+
+// What the controller knows of a broker (its registration and heartbeat state).
+struct broker_state {
+  int64_t epoch = 0;
+  bool fenced = false;
+  bool in_controlled_shutdown = false;
+  // May lead or be added to an ISR: registered, unfenced and not shutting down.
+  bool eligible() const { return !fenced && !in_controlled_shutdown; }
+};
+using broker_states = std::map<int32_t, broker_state>;
+
+// Kafka's bestLeader: the first replica (in preference order) that is in the ISR and eligible;
+// with `unclean_ok`, else the first eligible replica at all; else no_leader.
+int32_t best_leader(const partition_state& p, const broker_states& brokers, bool unclean_ok);
+
+// A leader's AlterPartition for one partition: the leader epoch and partition epoch it acts on,
+// and the ISR it asks for with each member's broker epoch (-1: not sent, before KIP-903).
+struct alter_partition_request {
+  int32_t broker_id = 0;  // the sender
+  int32_t leader_epoch = 0;
+  int32_t partition_epoch = 0;
+  std::vector<std::pair<int32_t, int64_t>> new_isr;
+};
+struct alter_partition_result {
+  protocol::error_code error = protocol::error_code::none;
+  partition_state state;  // the new state when error is none, else unchanged
+};
+// Checks in Kafka's order: a stale leader epoch (FENCED_LEADER_EPOCH), a sender that is not the
+// leader (INVALID_REQUEST), a stale partition epoch (INVALID_UPDATE_VERSION), an ISR that is not
+// a set of replicas or drops the leader (INVALID_REQUEST), a member that is fenced, shutting
+// down or registered with another epoch (INELIGIBLE_REPLICA). An ISR equal to the current one
+// changes nothing and answers the current state.
+alter_partition_result alter_partition(const partition_state& p, const alter_partition_request& r,
+                                       const broker_states& brokers);
+
+// `broker` was fenced or began a controlled shutdown (already so in `brokers`): it leaves the
+// ISR, unless it is its last member (an ISR is never empty: the last member stays so that it
+// can lead again without data loss); if it led, the best remaining leader takes over (no_leader
+// when none is eligible). nullopt when the partition does not change.
+std::optional<partition_state> on_broker_unavailable(const partition_state& p, int32_t broker,
+                                                     const broker_states& brokers, bool unclean_ok);
+
+// A partition without a leader after a broker came back (unfenced): elects the best leader if
+// one is eligible now. nullopt when the partition does not change.
+std::optional<partition_state> on_broker_available(const partition_state& p,
+                                                   const broker_states& brokers, bool unclean_ok);
+
+// ElectLeaders for one partition (PREFERRED or UNCLEAN): Kafka's answers: ELECTION_NOT_NEEDED
+// when the preferred replica already leads (preferred) or a leader exists (unclean),
+// PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica cannot lead, ELIGIBLE_LEADERS_NOT_
+// AVAILABLE when an unclean election finds no eligible replica.
+struct election_result {
+  protocol::error_code error = protocol::error_code::none;
+  partition_state state;
+};
+enum class election_type { preferred, unclean };
+election_result elect_leader(const partition_state& p, election_type type,
+                             const broker_states& brokers);
+
+}  // namespace tarn::cluster

@@ -1,0 +1,187 @@
+// The partition-state rules (partition_state.h) against Kafka 4.4's controller behaviour:
+// AlterPartition's checks in order, KIP-903's broker epochs, KIP-841's fencing, clean and unclean
+// leader choice, and ElectLeaders' answers.
+#include "cluster/partition_state.h"
+
+#include <gtest/gtest.h>
+
+namespace tarn::cluster {
+namespace {
+
+using protocol::error_code;
+
+broker_states live(std::initializer_list<int32_t> ids) {
+  broker_states b;
+  for (int32_t id : ids) b[id] = broker_state{100 + id, false, false};
+  return b;
+}
+
+partition_state three_replicas() { return partition_state{{1, 2, 3}, {1, 2, 3}, 1, 5, 9}; }
+
+TEST(PartitionState, BestLeaderPrefersTheReplicaOrderWithinTheIsr) {
+  auto p = three_replicas();
+  auto brokers = live({1, 2, 3});
+  EXPECT_EQ(best_leader(p, brokers, false), 1);
+  brokers[1].fenced = true;
+  EXPECT_EQ(best_leader(p, brokers, false), 2);
+  brokers[2].in_controlled_shutdown = true;
+  EXPECT_EQ(best_leader(p, brokers, false), 3);
+  p.isr = {1};  // only the fenced broker is in sync
+  EXPECT_EQ(best_leader(p, brokers, false), no_leader);
+  EXPECT_EQ(best_leader(p, brokers, true), 3);  // unclean: any eligible replica
+  EXPECT_EQ(best_leader(p, live({}), true), no_leader);
+}
+
+TEST(PartitionState, AlterPartitionChecksInKafkasOrder) {
+  const auto p = three_replicas();
+  const auto brokers = live({1, 2, 3});
+  auto request = [](int32_t broker, int32_t leader_epoch, int32_t partition_epoch,
+                    std::vector<std::pair<int32_t, int64_t>> isr) {
+    return alter_partition_request{broker, leader_epoch, partition_epoch, std::move(isr)};
+  };
+  // Stale leader epoch first, even from a non-leader with a stale partition epoch.
+  EXPECT_EQ(alter_partition(p, request(2, 4, 1, {{1, 101}}), brokers).error,
+            error_code::fenced_leader_epoch);
+  EXPECT_EQ(alter_partition(p, request(2, 5, 9, {{1, 101}, {2, 102}}), brokers).error,
+            error_code::invalid_request);  // not the leader
+  EXPECT_EQ(alter_partition(p, request(1, 5, 8, {{1, 101}}), brokers).error,
+            error_code::invalid_update_version);
+  EXPECT_EQ(alter_partition(p, request(1, 5, 9, {{1, 101}, {4, 104}}), brokers).error,
+            error_code::invalid_request);  // 4 is not a replica
+  EXPECT_EQ(alter_partition(p, request(1, 5, 9, {{1, 101}, {1, 101}}), brokers).error,
+            error_code::invalid_request);  // duplicate
+  EXPECT_EQ(alter_partition(p, request(1, 5, 9, {{2, 102}, {3, 103}}), brokers).error,
+            error_code::invalid_request);  // drops the leader
+
+  // A shrink: the partition epoch grows, the leader epoch does not.
+  auto shrunk = alter_partition(p, request(1, 5, 9, {{1, 101}, {3, 103}}), brokers);
+  ASSERT_EQ(shrunk.error, error_code::none);
+  EXPECT_EQ(shrunk.state.isr, (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(shrunk.state.leader, 1);
+  EXPECT_EQ(shrunk.state.leader_epoch, 5);
+  EXPECT_EQ(shrunk.state.partition_epoch, 10);
+  // The same request again is stale now.
+  EXPECT_EQ(alter_partition(shrunk.state, request(1, 5, 9, {{1, 101}, {3, 103}}), brokers).error,
+            error_code::invalid_update_version);
+  // An ISR equal to the current one (any order) changes nothing.
+  auto same = alter_partition(p, request(1, 5, 9, {{3, -1}, {2, -1}, {1, -1}}), brokers);
+  ASSERT_EQ(same.error, error_code::none);
+  EXPECT_EQ(same.state, p);
+}
+
+TEST(PartitionState, AnExpansionNeedsEligibleMembersWithTheirCurrentBrokerEpoch) {
+  partition_state p{{1, 2, 3}, {1}, 1, 2, 4};
+  auto brokers = live({1, 2, 3});
+  // KIP-903: broker 2 restarted (epoch 102 -> 202) since the leader saw it caught up.
+  brokers[2].epoch = 202;
+  EXPECT_EQ(alter_partition(p, {1, 2, 4, {{1, 101}, {2, 102}}}, brokers).error,
+            error_code::ineligible_replica);
+  auto ok = alter_partition(p, {1, 2, 4, {{1, 101}, {2, 202}}}, brokers);
+  ASSERT_EQ(ok.error, error_code::none);
+  EXPECT_EQ(ok.state.isr, (std::vector<int32_t>{1, 2}));
+  // A fenced, shutting-down or unknown broker never joins.
+  brokers[3].fenced = true;
+  EXPECT_EQ(alter_partition(p, {1, 2, 4, {{1, 101}, {3, 103}}}, brokers).error,
+            error_code::ineligible_replica);
+  brokers[3] = {103, false, true};
+  EXPECT_EQ(alter_partition(p, {1, 2, 4, {{1, 101}, {3, 103}}}, brokers).error,
+            error_code::ineligible_replica);
+  brokers.erase(3);
+  EXPECT_EQ(alter_partition(p, {1, 2, 4, {{1, -1}, {3, -1}}}, brokers).error,
+            error_code::ineligible_replica);
+}
+
+TEST(PartitionState, AFencedBrokerLeavesTheIsrAndItsLeadershipMoves) {
+  const auto p = three_replicas();
+  auto brokers = live({1, 2, 3});
+  brokers[3].fenced = true;
+  auto follower_gone = on_broker_unavailable(p, 3, brokers, false);
+  ASSERT_TRUE(follower_gone);
+  EXPECT_EQ(follower_gone->isr, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(follower_gone->leader, 1);
+  EXPECT_EQ(follower_gone->leader_epoch, 5);
+  EXPECT_EQ(follower_gone->partition_epoch, 10);
+
+  brokers[1].fenced = true;
+  auto leader_gone = on_broker_unavailable(*follower_gone, 1, brokers, false);
+  ASSERT_TRUE(leader_gone);
+  EXPECT_EQ(leader_gone->isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(leader_gone->leader, 2);
+  EXPECT_EQ(leader_gone->leader_epoch, 6);
+  EXPECT_EQ(leader_gone->partition_epoch, 11);
+
+  // The last member stays in the ISR with no leader: it can lead again without data loss.
+  brokers[2].fenced = true;
+  auto last_gone = on_broker_unavailable(*leader_gone, 2, brokers, false);
+  ASSERT_TRUE(last_gone);
+  EXPECT_EQ(last_gone->isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(last_gone->leader, no_leader);
+  EXPECT_EQ(last_gone->leader_epoch, 7);
+
+  // A broker outside the ISR and not leading changes nothing.
+  EXPECT_FALSE(on_broker_unavailable(*leader_gone, 3, brokers, false));
+
+  // Broker 3 comes back: not in the ISR, so it may lead only uncleanly.
+  brokers[3].fenced = false;
+  EXPECT_FALSE(on_broker_available(*last_gone, brokers, false));
+  auto unclean = on_broker_available(*last_gone, brokers, true);
+  ASSERT_TRUE(unclean);
+  EXPECT_EQ(unclean->leader, 3);
+  EXPECT_EQ(unclean->isr, (std::vector<int32_t>{3}));
+  // Broker 2 comes back: the clean choice.
+  brokers[2].fenced = false;
+  auto clean = on_broker_available(*last_gone, brokers, false);
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->leader, 2);
+  EXPECT_EQ(clean->isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(clean->leader_epoch, 8);
+}
+
+TEST(PartitionState, UncleanLeaderElectionOnlyWhenEnabled) {
+  partition_state p{{1, 2}, {1}, 1, 3, 3};
+  auto brokers = live({1, 2});
+  brokers[1].fenced = true;
+  auto clean = on_broker_unavailable(p, 1, brokers, false);
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->leader, no_leader);
+  EXPECT_EQ(clean->isr, (std::vector<int32_t>{1}));
+  auto unclean = on_broker_unavailable(p, 1, brokers, true);
+  ASSERT_TRUE(unclean);
+  EXPECT_EQ(unclean->leader, 2);
+  EXPECT_EQ(unclean->isr, (std::vector<int32_t>{2}));
+}
+
+TEST(PartitionState, ElectLeadersAnswersAsKafka) {
+  auto brokers = live({1, 2, 3});
+  const auto p = three_replicas();
+  EXPECT_EQ(elect_leader(p, election_type::preferred, brokers).error,
+            error_code::election_not_needed);
+  EXPECT_EQ(elect_leader(p, election_type::unclean, brokers).error,
+            error_code::election_not_needed);
+
+  partition_state moved = p;
+  moved.leader = 2;
+  auto back = elect_leader(moved, election_type::preferred, brokers);
+  ASSERT_EQ(back.error, error_code::none);
+  EXPECT_EQ(back.state.leader, 1);
+  EXPECT_EQ(back.state.leader_epoch, 6);
+
+  brokers[1].in_controlled_shutdown = true;
+  auto unavailable = elect_leader(moved, election_type::preferred, brokers);
+  EXPECT_EQ(unavailable.error, error_code::preferred_leader_not_available);
+  EXPECT_EQ(unavailable.state, moved);
+
+  partition_state leaderless{{1, 2, 3}, {1}, no_leader, 7, 12};
+  brokers = live({2, 3});
+  EXPECT_EQ(elect_leader(leaderless, election_type::preferred, brokers).error,
+            error_code::preferred_leader_not_available);
+  auto unclean = elect_leader(leaderless, election_type::unclean, brokers);
+  ASSERT_EQ(unclean.error, error_code::none);
+  EXPECT_EQ(unclean.state.leader, 2);
+  EXPECT_EQ(unclean.state.isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(elect_leader(leaderless, election_type::unclean, live({})).error,
+            error_code::eligible_leaders_not_available);
+}
+
+}  // namespace
+}  // namespace tarn::cluster
