@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "cluster/etcd_metadata_log.h"
+#include "cluster/etcd_partition_store.h"
 #include "cluster/etcd_session.h"
 #include "etcd_process.h"
 #include "test_util.h"
@@ -75,6 +76,13 @@ class event_log {
   std::vector<std::string> lines_;
   std::vector<etcd_error> errors_;
 };
+
+// Brokers 1..n registered with epoch 100 + id, `fenced` fenced.
+cluster::broker_states live_brokers_except(std::initializer_list<int32_t> ids, int32_t fenced) {
+  cluster::broker_states b;
+  for (int32_t id : ids) b[id] = cluster::broker_state{100 + id, id == fenced, false};
+  return b;
+}
 
 TEST_F(EtcdClient, PrefixRangesAndDeletes) {
   etcd_cluster etcd;
@@ -544,6 +552,74 @@ TEST_F(EtcdClient, ACorruptMetadataEntryStopsFollowersAndRefusesToOpen) {
   auto unreachable = etcd_metadata_store::open(options);
   ASSERT_FALSE(unreachable);
   EXPECT_EQ(unreachable.error().code, storage::storage_errc::io_error);
+}
+
+TEST_F(EtcdClient, PartitionStateIsOnlyWrittenByCompareAndSwap) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+  etcd_partition_store store(*c, "/tarn/c/");
+  const uuid topic = uuid::random();
+  const partition_state initial{{1, 2, 3}, {1, 2, 3}, 1, 0, 0};
+  auto created = store.create(topic, 0, initial);
+  ASSERT_TRUE(created) << created.error().message;
+  EXPECT_TRUE(*created);
+  auto again = store.create(topic, 0, partition_state{{9}, {9}, 9, 0, 0});
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again);  // it exists: never overwritten by a create
+  ASSERT_TRUE(store.create(topic, 1, partition_state{{2, 3, 1}, {2, 3, 1}, 2, 0, 0}));
+
+  // Two controllers read the same state; the first write wins, the second is refused.
+  auto read = store.read(topic, 0);
+  ASSERT_TRUE(read && *read);
+  EXPECT_EQ((*read)->state, initial);
+  auto broker1_fenced = live_brokers_except({1, 2, 3}, 1);
+  auto moved = on_broker_unavailable((*read)->state, 1, broker1_fenced, false);
+  ASSERT_TRUE(moved);
+  auto first = store.compare_and_set(topic, 0, (*read)->mod_revision, *moved);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(*first);
+  auto stale = store.compare_and_set(topic, 0, (*read)->mod_revision,
+                                     partition_state{{1, 2, 3}, {1}, 1, 1, 1});
+  ASSERT_TRUE(stale);
+  EXPECT_FALSE(*stale);
+  auto now = store.read(topic, 0);
+  ASSERT_TRUE(now && *now);
+  EXPECT_EQ((*now)->state, *moved);
+  EXPECT_EQ((*now)->state.leader, 2);
+
+  // The deposed leader's AlterPartition is fenced by its leader epoch; the new leader's shrink
+  // lands, and repeating it with the old partition epoch is refused.
+  const broker_states brokers = live_brokers_except({1, 2, 3}, 1);
+  auto deposed = store.alter_partition(topic, 0, {1, 0, 0, {{1, -1}, {2, -1}}}, brokers);
+  ASSERT_TRUE(deposed);
+  EXPECT_EQ(deposed->error, protocol::error_code::fenced_leader_epoch);
+  auto shrink = store.alter_partition(
+      topic, 0, {2, moved->leader_epoch, moved->partition_epoch, {{2, 102}}}, brokers);
+  ASSERT_TRUE(shrink);
+  ASSERT_EQ(shrink->error, protocol::error_code::none);
+  EXPECT_EQ(shrink->state.isr, std::vector<int32_t>{2});
+  auto repeated = store.alter_partition(
+      topic, 0, {2, moved->leader_epoch, moved->partition_epoch, {{2, 102}, {3, 103}}}, brokers);
+  ASSERT_TRUE(repeated);
+  EXPECT_EQ(repeated->error, protocol::error_code::invalid_update_version);
+  auto unknown = store.alter_partition(topic, 7, {2, 0, 0, {{2, 102}}}, brokers);
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->error, protocol::error_code::unknown_topic_or_partition);
+
+  auto all = store.read_topic(topic);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).state, shrink->state);
+  EXPECT_EQ(all->at(1).state.leader, 2);
+
+  // What is not a partition state is an error naming the key, not a default state.
+  ASSERT_TRUE(c->put(store.key(topic, 2), "{\"leader\":1}"));
+  auto bad = store.read(topic, 2);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find(store.key(topic, 2)), std::string::npos);
 }
 
 }  // namespace

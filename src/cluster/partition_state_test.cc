@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster/etcd_partition_store.h"
+
 namespace tarn::cluster {
 namespace {
 
@@ -181,6 +183,26 @@ TEST(PartitionState, ElectLeadersAnswersAsKafka) {
   EXPECT_EQ(unclean.state.isr, (std::vector<int32_t>{2}));
   EXPECT_EQ(elect_leader(leaderless, election_type::unclean, live({})).error,
             error_code::eligible_leaders_not_available);
+}
+
+TEST(PartitionState, EtcdValueRoundTripsAndRefusesWhatIsNotAState) {
+  const partition_state p{{3, 1, 2}, {3, 1}, 3, 7, 12};
+  const std::string text = encode_partition_state(p);
+  EXPECT_EQ(text,
+            R"({"isr":[3,1],"leader":3,"leader_epoch":7,"partition_epoch":12,"replicas":[3,1,2]})");
+  EXPECT_EQ(decode_partition_state(text), p);
+  partition_state leaderless{{1}, {1}, no_leader, 0, 0};
+  EXPECT_EQ(decode_partition_state(encode_partition_state(leaderless)), leaderless);
+  for (const char* bad :
+       {"", "[]", "{}", R"({"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0})",
+        R"({"replicas":[1],"isr":[1],"leader":-2,"leader_epoch":0,"partition_epoch":0})",
+        R"({"replicas":[1],"isr":[-1],"leader":1,"leader_epoch":0,"partition_epoch":0})",
+        R"({"replicas":[1],"isr":[1],"leader":1,"leader_epoch":-1,"partition_epoch":0})",
+        R"({"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":4294967296})",
+        R"({"replicas":"1","isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0})",
+        R"({"replicas":[1.5],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0})"}) {
+    EXPECT_FALSE(decode_partition_state(bad)) << bad;
+  }
 }
 
 }  // namespace
