@@ -5,7 +5,7 @@
 //     is past fails with the client's authentication error and nothing is served (the topic it
 //     wanted was never created); an alg "none" token is refused with the JWKS configured;
 //   - the default unsecured validator: kcat (librdkafka's enable.sasl.oauthbearer.unsecure.jwt)
-//     round trips;
+//     round trips; Kafka's Java producer (4.4.0) with its default unsecured login produces;
 //   - by hand: the failure exchange (the JSON challenge, the client's %x01, then
 //     SASL_AUTHENTICATION_FAILED with the JSON as the message), and the token's exp as the KIP-368
 //     session lifetime (a request after it closes the connection).
@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_ref_broker.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -172,6 +173,41 @@ TEST(oauthbearer_test, unsecured_validator_takes_librdkafkas_unsecured_jwt) {
   auto [crc, cout] = run_command("timeout 30 kcat -C -o beginning -c 2 -e -q" + b + options);
   EXPECT_EQ(crc, 0) << cout;
   EXPECT_EQ(cout, "one\ntwo\n");
+}
+
+// Kafka's own Java producer (4.4.0 jars, ProducerPerformance) with its default OAUTHBEARER login
+// (OAuthBearerUnsecuredLoginCallbackHandler) against the default unsecured validator; kcat reads
+// the records back over PLAINTEXT. One JVM start.
+TEST(oauthbearer_test, kafkas_java_producer_authenticates_with_its_unsecured_login) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "a JVM start: the release build runs it (the mechanism is covered above)";
+#endif
+  if (kafka_libs().empty()) GTEST_SKIP() << "no Kafka 4.4.0 jars";
+  if (!have_program("kcat")) GTEST_SKIP() << "kcat is missing";
+  broker_process broker({"--override",
+                         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                         "--override", "sasl.enabled.mechanisms=OAUTHBEARER"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const uint16_t sasl_port = listener_port(broker, "SASL_PLAINTEXT");
+  temp_dir dir;
+  const auto config = dir.path() / "producer.properties";
+  write_file(config,
+             "security.protocol=SASL_PLAINTEXT\n"
+             "sasl.mechanism=OAUTHBEARER\n"
+             "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+             "required unsecuredLoginStringClaim_sub=\"alice\";\n");
+  auto [rc, out] = run_command(
+      "timeout 120 java -cp '" + kafka_libs() +
+      "/*' org.apache.kafka.tools.ProducerPerformance --topic java-oauth --num-records 5 "
+      "--record-size 8 --throughput -1 --producer.config " +
+      config.string() +
+      " --producer-props bootstrap.servers=127.0.0.1:" + std::to_string(sasl_port) + " acks=all");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("5 records sent"), std::string::npos) << out;
+  auto [crc, cout] = run_command("timeout 30 kcat -C -o beginning -c 5 -e -q -b 127.0.0.1:" +
+                                 std::to_string(broker.port()) + " -t java-oauth | wc -l");
+  EXPECT_EQ(crc, 0) << cout;
+  EXPECT_EQ(cout, "5\n");
 }
 
 std::vector<uint8_t> authenticate_frame(const std::string& token, int32_t correlation_id) {
