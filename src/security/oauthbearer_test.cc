@@ -14,6 +14,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include "protocol/error_codes.h"
 #include "security/scram.h"
@@ -445,6 +448,77 @@ TEST(oauthbearer_server, malformed_first_messages_fail_with_the_generic_sentence
   EXPECT_NE(r.error_message.value_or("").find(
                 "(mallory) that is different from the token's principal name (alice)"),
             std::string::npos);
+}
+
+// A key rotated into the JWKS is picked up without waiting for the hourly refresh: the first
+// token naming the unknown kid fails and wakes the refresh thread (at most once a second), the
+// next ones verify.
+TEST_F(jwt_validator_test, a_rotated_key_is_fetched_when_a_token_names_it) {
+  auto jwks =
+      std::make_shared<std::string>(fmt::format(R"({{"keys":[{}]}})", rsa_jwk(rsa_->key, "r1")));
+  auto mu = std::make_shared<std::mutex>();
+  jwt_validator_options o = defaults();
+  o.jwks_endpoint_retry_backoff_ms = 0;
+  auto v = make_jwt_validator(
+      o,
+      [jwks, mu]() -> result<std::string, std::string> {
+        std::lock_guard lock(*mu);
+        return *jwks;
+      },
+      true);
+  ASSERT_TRUE(v) << v.error();
+  const std::string rotated = sign(other_->key, "RS256", "r2", claims());
+  EXPECT_FALSE((*v)->validate(rotated, now_ms));
+  {
+    std::lock_guard lock(*mu);
+    *jwks =
+        fmt::format(R"({{"keys":[{},{}]}})", rsa_jwk(rsa_->key, "r1"), rsa_jwk(other_->key, "r2"));
+  }
+  bool verified = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!verified && std::chrono::steady_clock::now() < deadline) {
+    verified = static_cast<bool>((*v)->validate(rotated, now_ms));
+    if (!verified) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(verified) << "the rotated key was not fetched";
+  EXPECT_TRUE((*v)->validate(sign(rsa_->key, "RS256", "r1", claims()), now_ms));
+}
+
+// Random damage to good messages (bytes flipped, cut, repeated) never crashes or throws: every
+// message ends in a completion, a challenge or a failure. A fixed seed keeps it deterministic.
+TEST_F(jwt_validator_test, damaged_messages_are_refused_without_crashing) {
+  const std::string signed_token = sign(rsa_->key, "RS256", "r1", claims());
+  const std::string none_token = unsecured_token(claims());
+  auto jwt = validator();
+  auto unsecured = make_unsecured_validator({});
+  std::mt19937 rng(42);
+  int outcomes[3] = {0, 0, 0};
+  for (int i = 0; i < 3000; ++i) {
+    std::string m =
+        std::string("n,,\x01") + "auth=Bearer " + (i % 2 ? signed_token : none_token) + "\x01\x01";
+    const int damage = static_cast<int>(rng() % 4);
+    if (damage == 0) {
+      for (int k = 0; k < 3; ++k) m[rng() % m.size()] = static_cast<char>(rng());
+    } else if (damage == 1) {
+      m.resize(rng() % m.size());
+    } else if (damage == 2) {
+      const size_t at = rng() % m.size();
+      m.insert(at, m.substr(at, rng() % 64));
+    } else {
+      // A base64url character changed inside the token: decodes, then fails to verify or parse.
+      const size_t at = 16 + rng() % (m.size() - 18);
+      m[at] = "AQgw_-9z"[rng() % 8];
+    }
+    auto server = make_oauthbearer_server(i % 3 ? jwt : unsecured, [] { return now_ms; });
+    auto step = server->evaluate(of(m));
+    outcomes[static_cast<int>(step.result)]++;
+    if (step.result == sasl_mechanism_server::step::outcome::challenge) {
+      EXPECT_EQ(server->evaluate(of("\x01")).result, sasl_mechanism_server::step::outcome::failed);
+    }
+  }
+  // outcome: 0 challenge (a token refused), 1 complete, 2 failed (a malformed message).
+  EXPECT_GT(outcomes[0] + outcomes[2], 2500)
+      << "most damage is refused: " << outcomes[0] << " " << outcomes[1] << " " << outcomes[2];
 }
 
 TEST(oauthbearer_settings, a_jwks_url_selects_the_jwt_validator) {
