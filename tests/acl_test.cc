@@ -10,8 +10,11 @@
 //     kafka.authorizer.logger line for a denied Produce;
 //   - the ACL APIs' error branches with hand-built requests: SECURITY_DISABLED without an
 //     authorizer, INVALID_REQUEST for bindings Kafka refuses, CLUSTER_AUTHORIZATION_FAILED for a
-//     caller without ALTER/DESCRIBE on the cluster (ElectLeaders and AlterPartitionReassignments:
-//     on each asked partition too), a closed connection for an UNKNOWN code;
+//     caller without ALTER/DESCRIBE on the cluster, a closed connection for an UNKNOWN code;
+//   - admin APIs under allow.everyone.if.no.acl.found, ElectLeaders and
+//     AlterPartitionReassignments refused on each asked partition too;
+//   - a regex subscription (hand-built ConsumerGroupHeartbeat) assigned only the matching topics
+//     the principal may DESCRIBE; DescribeConfigs showing super.users as Kafka does;
 //   - a refused authorizer.class.name stops the broker at start with a clear message;
 //   - Kafka's own kafka-acls (AclCommand, 4.4.0 jars) adds, lists and removes ACLs on tarn and
 //     prints for --list what it prints against Kafka 4.4.0 for the same ACLs (Kafka started by
