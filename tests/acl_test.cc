@@ -11,6 +11,10 @@
 //   - the ACL APIs' error branches with hand-built requests: SECURITY_DISABLED without an
 //     authorizer, INVALID_REQUEST for bindings Kafka refuses, CLUSTER_AUTHORIZATION_FAILED for a
 //     caller without ALTER/DESCRIBE on the cluster, a closed connection for an UNKNOWN code;
+//   - admin APIs under allow.everyone.if.no.acl.found, ElectLeaders and
+//     AlterPartitionReassignments refused on each asked partition too;
+//   - a regex subscription (hand-built ConsumerGroupHeartbeat) assigned only the matching topics
+//     the principal may DESCRIBE; DescribeConfigs showing super.users as Kafka does;
 //   - a refused authorizer.class.name stops the broker at start with a clear message;
 //   - Kafka's own kafka-acls (AclCommand, 4.4.0 jars) adds, lists and removes ACLs on tarn and
 //     prints for --list what it prints against Kafka 4.4.0 for the same ACLs (Kafka started by
@@ -30,6 +34,10 @@
 #include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/alter_partition_reassignments_request.h"
+#include "protocol/messages/alter_partition_reassignments_response.h"
+#include "protocol/messages/consumer_group_heartbeat_request.h"
+#include "protocol/messages/consumer_group_heartbeat_response.h"
 #include "protocol/messages/create_acls_request.h"
 #include "protocol/messages/create_acls_response.h"
 #include "protocol/messages/create_topics_request.h"
@@ -44,6 +52,8 @@
 #include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/describe_groups_request.h"
 #include "protocol/messages/describe_groups_response.h"
+#include "protocol/messages/elect_leaders_request.h"
+#include "protocol/messages/elect_leaders_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/init_producer_id_request.h"
@@ -410,6 +420,100 @@ TEST(acl, admin_apis_follow_the_acls_and_allow_everyone_if_no_acl_found) {
   auto refused = c.call<protocol::create_acls_response>(acls, 3);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->results.at(0).error_code, code(error_code::cluster_authorization_failed));
+
+  // So are ElectLeaders and AlterPartitionReassignments, refused at the top and on each asked
+  // partition, as Kafka's getErrorResponse answers them.
+  const int16_t denied = code(error_code::cluster_authorization_failed);
+  protocol::elect_leaders_request elect;
+  elect.election_type = 0;
+  elect.topic_partitions.emplace().push_back({"open", {0, 1}});
+  auto elected = c.call<protocol::elect_leaders_response>(elect, 2);
+  ASSERT_TRUE(elected);
+  EXPECT_EQ(elected->error_code, denied);
+  ASSERT_EQ(elected->replica_election_results.size(), 1u);
+  EXPECT_EQ(elected->replica_election_results[0].topic, "open");
+  ASSERT_EQ(elected->replica_election_results[0].partition_result.size(), 2u);
+  for (const auto& p : elected->replica_election_results[0].partition_result) {
+    EXPECT_EQ(p.error_code, denied);
+  }
+  protocol::alter_partition_reassignments_request move;
+  auto& topic = move.topics.emplace_back();
+  topic.name = "open";
+  topic.partitions.push_back({0, std::vector<int32_t>{1}});
+  auto moved = c.call<protocol::alter_partition_reassignments_response>(move, 0);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->error_code, denied);
+  ASSERT_EQ(moved->responses.size(), 1u);
+  ASSERT_EQ(moved->responses[0].partitions.size(), 1u);
+  EXPECT_EQ(moved->responses[0].partitions[0].partition_index, 0);
+  EXPECT_EQ(moved->responses[0].partitions[0].error_code, denied);
+}
+
+// A regex subscription (ConsumerGroupHeartbeat) resolves only to the matching topics the member's
+// principal may DESCRIBE, as Kafka's group coordinator filters them.
+TEST(acl, a_regex_subscription_gets_only_the_topics_it_may_describe) {
+  std::vector<std::string> args = authorizer_args(false);
+  args.insert(args.end(), {"--override", "allow.everyone.if.no.acl.found=true"});
+  broker_process tarn(args);
+  ASSERT_NE(tarn.port(), 0) << tarn.output();
+  kafka_conn c(tarn.port(), nullptr);
+  protocol::create_topics_request topics;
+  for (std::string_view name : {"orders-open", "orders-secret"}) {
+    auto& t = topics.topics.emplace_back();
+    t.name = name;
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+  }
+  auto created = c.call<protocol::create_topics_response>(topics, 7);
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->topics.size(), 2u);
+  const auto open_id = created->topics[0].topic_id;
+  // orders-secret gets an ACL (for alice only): User:ANONYMOUS may no longer describe it.
+  protocol::create_acls_request acls;
+  acls.creations = {creation(topic_type, "orders-secret", literal, 8 /* DESCRIBE */, "User:alice")};
+  auto made = c.call<protocol::create_acls_response>(acls, 3);
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->results.at(0).error_code, 0);
+
+  protocol::consumer_group_heartbeat_request join;
+  join.group_id = "regex-group";
+  join.member_id = "aaaaaaaaaaaaaaaaaaaaaa";
+  join.rebalance_timeout_ms = 30000;
+  join.subscribed_topic_regex = "orders-.*";
+  join.topic_partitions.emplace();
+  auto r = c.call<protocol::consumer_group_heartbeat_response>(join, 1);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->error_code, 0);
+  ASSERT_TRUE(r->assignment);
+  ASSERT_EQ(r->assignment->topic_partitions.size(), 1u);
+  EXPECT_EQ(r->assignment->topic_partitions[0].topic_id, open_id) << "orders-open only";
+}
+
+// super.users and allow.everyone.if.no.acl.found are the authorizer's, not KafkaConfig's: Kafka's
+// DescribeConfigs of a broker lists them only when set, as sensitive keys of unknown type.
+TEST(acl, describe_configs_shows_the_authorizer_keys_as_kafka_does) {
+  broker_process tarn(authorizer_args(true));
+  ASSERT_NE(tarn.port(), 0) << tarn.output();
+  kafka_conn c(tarn.port(), nullptr);
+  protocol::describe_configs_request dc;
+  dc.resources.push_back({4, "1", std::nullopt});
+  dc.include_synonyms = true;
+  auto configs = c.call<protocol::describe_configs_response>(dc, 4);
+  ASSERT_TRUE(configs);
+  ASSERT_EQ(configs->results.size(), 1u);
+  ASSERT_EQ(configs->results[0].error_code, 0);
+  bool super_users = false, allow_everyone = false;
+  for (const auto& e : configs->results[0].configs) {
+    if (e.name == "allow.everyone.if.no.acl.found") allow_everyone = true;
+    if (e.name != "super.users") continue;
+    super_users = true;
+    EXPECT_TRUE(e.is_sensitive);
+    EXPECT_FALSE(e.value.has_value());
+    EXPECT_EQ(e.config_source, 4) << "STATIC_BROKER_CONFIG";
+    EXPECT_EQ(e.config_type, 0) << "UNKNOWN";
+  }
+  EXPECT_TRUE(super_users) << "set in the broker's configuration";
+  EXPECT_FALSE(allow_everyone) << "not set: not listed";
 }
 
 TEST(acl, refuses_an_authorizer_it_does_not_have) {

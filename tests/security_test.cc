@@ -20,6 +20,8 @@
 //     listener, SaslHandshake v0's raw tokens; KIP-368 re-authentication and session expiry;
 //   - the authorizer deciding by the SASL principal (a super user produces, another user is
 //     refused with the authorizer's log line naming it);
+//   - a flood of silent TLS and unauthenticated SASL connections closed after
+//     connections.max.idle.ms while a real client keeps working;
 //   - misconfigurations refused at start with the key to fix.
 // GCC 12's -Wrestrict misfires on std::string operator+ with literals (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
@@ -544,6 +546,49 @@ TEST_F(security_test, reauthentication_and_session_expiry) {
   ASSERT_TRUE(d.send_request(18, 0, 3));
   EXPECT_FALSE(d.read_frame(2s)) << "a request after the session expired is not answered";
   EXPECT_TRUE(d.wait_closed(5s));
+}
+
+// No handshake or authentication outlives connections.max.idle.ms, as Kafka's selector closes any
+// idle channel whatever its state: a flood of connections to an SSL listener that send nothing
+// (or a few bytes of a ClientHello) and connections to a SASL listener that never authenticate
+// are closed after it, while a real client keeps producing and consuming over TLS meanwhile. The
+// idle clock is not reset by handshake bytes, so a handshake trickled a byte at a time is cut too.
+TEST_F(security_test, handshakes_and_authentications_end_within_connections_max_idle_ms) {
+  constexpr auto idle = 1500ms;
+  broker_process broker({"--override",
+                         "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,"
+                         "SASL_PLAINTEXT://127.0.0.1:0",
+                         "--override", "ssl.keystore.type=PEM", "--override",
+                         "ssl.keystore.location=" + certs().path("server-keystore.pem"),
+                         "--override", "sasl.enabled.mechanisms=PLAIN", "--override",
+                         std::string("sasl.jaas.config=") + plain_jaas, "--override",
+                         "connections.max.idle.ms=" + std::to_string(idle.count())});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const uint16_t ssl_port = listener_port(broker, "SSL");
+  const uint16_t sasl_port = listener_port(broker, "SASL_PLAINTEXT");
+  ASSERT_NE(ssl_port, 0) << broker.output();
+  const auto opened = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<raw_client>> silent;
+  for (int i = 0; i < 300; ++i) {
+    silent.push_back(std::make_unique<raw_client>(i % 3 == 2 ? sasl_port : ssl_port));
+    ASSERT_TRUE(silent.back()->connected()) << i;
+  }
+  // A TLS record header and the start of a ClientHello, then nothing more.
+  const std::vector<uint8_t> partial_hello = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00};
+  ASSERT_TRUE(silent[0]->send_bytes(partial_hello));
+  // A SASL connection that says ApiVersions and SaslHandshake, then never authenticates.
+  ASSERT_TRUE(silent[2]->send_bytes(handshake_frame("PLAIN", 1)));
+  ASSERT_TRUE(silent[2]->read_frame());
+
+  EXPECT_FALSE(silent[1]->wait_closed(500ms)) << "not closed before connections.max.idle.ms";
+  // A real client over TLS is served meanwhile.
+  EXPECT_TRUE(round_trip(ssl_port, "beside-a-flood",
+                         {"security.protocol=SSL", "ssl.ca.location=" + certs().path("ca.pem")}));
+  size_t closed = 0;
+  for (auto& c : silent) closed += c->wait_closed(idle + 5s) ? 1 : 0;
+  EXPECT_EQ(closed, silent.size());
+  EXPECT_LT(std::chrono::steady_clock::now() - opened, idle + 6s);
+  EXPECT_TRUE(broker.process().wait_for_output("(connections.max.idle.ms)", 1s));
 }
 
 // The seam between the two halves of issue 24: the authorizer decides by the SASL principal.

@@ -18,7 +18,8 @@
 //   - Top-level ErrorCode NONE, ErrorMessage null; AllowReplicationFactorChange (v1) answered as
 //     asked. TimeoutMs ignored.
 //   - A body that does not decode closes the connection.
-// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, top-level only).
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED at the top and on each asked
+// partition).
 // Not supported: quotas.
 #include <spdlog/spdlog.h>
 
@@ -53,10 +54,25 @@ asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_co
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad AlterPartitionReassignments request"};
   }
-  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
-  if (auto denied = cluster_denied<protocol::alter_partition_reassignments_response>(
-          request, security::acl_operation::alter)) {
-    co_return std::move(*denied);
+  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top and on every
+  // asked partition (AlterPartitionReassignmentsRequest.getErrorResponse).
+  if (request.services.authorizer != nullptr &&
+      !authorize_cluster(request, security::acl_operation::alter)) {
+    const auto e = error_code::cluster_authorization_failed;
+    protocol::alter_partition_reassignments_response denied;
+    denied.error_code = code(e);
+    denied.error_message = protocol::describe(e).message;
+    for (const auto& t : decoded->topics) {
+      auto& out = denied.responses.emplace_back();
+      out.name = t.name;
+      for (const auto& p : t.partitions) {
+        reassignment_result& r = out.partitions.emplace_back();
+        r.partition_index = p.partition_index;
+        r.error_code = code(e);
+        r.error_message = protocol::describe(e).message;
+      }
+    }
+    co_return encode_response(denied, version);
   }
   const int32_t node_id = request.services.config.node_id;
   protocol::alter_partition_reassignments_response reply;

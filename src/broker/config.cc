@@ -172,6 +172,19 @@ const std::vector<config_key>& config_keys() {
       {"sasl.server.max.receive.size", config_type::int32, "524288", nullptr},
       {"connection.failed.authentication.delay.ms", config_type::int32, "100", at_least(0)},
       {"connections.max.reauth.ms", config_type::int64, "0", nullptr},
+      // OAUTHBEARER (KIP-255, KIP-768; docs/security.md), read per listener as
+      // listener.name.<l>.oauthbearer.<key>, listener.name.<l>.<key> or the key itself.
+      {"sasl.server.callback.handler.class", config_type::string, nullptr, nullptr},
+      {"sasl.oauthbearer.jwks.endpoint.url", config_type::string, nullptr, nullptr},
+      {"sasl.oauthbearer.jwks.endpoint.refresh.ms", config_type::int64, "3600000", at_least(1)},
+      {"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", config_type::int64, "100", at_least(0)},
+      {"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", config_type::int64, "10000",
+       at_least(0), false},
+      {"sasl.oauthbearer.expected.audience", config_type::list, "", nullptr},
+      {"sasl.oauthbearer.expected.issuer", config_type::string, nullptr, nullptr},
+      {"sasl.oauthbearer.sub.claim.name", config_type::string, "sub", nullptr},
+      {"sasl.oauthbearer.scope.claim.name", config_type::string, "scope", nullptr},
+      {"sasl.oauthbearer.clock.skew.seconds", config_type::int32, "30", at_least(0)},
       {"process.roles", config_type::list, "broker,controller", one_of({"broker", "controller"})},
       {"controller.quorum.voters", config_type::list, "", nullptr, false},
       {"controller.quorum.bootstrap.servers", config_type::list, "", nullptr, false},
@@ -333,7 +346,14 @@ std::string upper_case(std::string_view s) {
 // Keys Kafka reads per listener (listener.name.<listener>.<key>): the TLS ones, and SASL's.
 bool listener_scoped(const std::string& key) {
   return key.starts_with("ssl.") || key == "sasl.enabled.mechanisms" ||
-         key == "sasl.server.max.receive.size" || key == "connections.max.reauth.ms";
+         key == "sasl.server.max.receive.size" || key == "connections.max.reauth.ms" ||
+         key.starts_with("sasl.oauthbearer.");
+}
+
+// Keys Kafka also reads per listener and mechanism (listener.name.<l>.<mechanism>.<key>).
+bool mechanism_scoped(const std::string& key) {
+  return key == "sasl.jaas.config" || key == "connections.max.reauth.ms" ||
+         key == "sasl.server.callback.handler.class" || key.starts_with("sasl.oauthbearer.");
 }
 
 // The key a listener.name.<listener>.<key> or listener.name.<listener>.<mechanism>.<key>
@@ -348,7 +368,7 @@ const config_key* find_listener_key(const std::string& name) {
   const size_t mechanism_end = rest.find('.');
   if (mechanism_end == std::string::npos || mechanism_end == 0) return nullptr;
   const std::string tail = rest.substr(mechanism_end + 1);
-  if (tail == "sasl.jaas.config" || tail == "connections.max.reauth.ms") return find_key(tail);
+  if (mechanism_scoped(tail)) return find_key(tail);
   return nullptr;
 }
 
@@ -628,6 +648,29 @@ result<listener_security, std::string> listener_security_for(const broker_config
       }
     }
   }
+  // OAUTHBEARER's keys: listener.name.<l>.oauthbearer.<key>, else listener.name.<l>.<key>, else
+  // the key (Kafka's mechanism prefix over its listener prefix).
+  auto oauth = [&](const char* key) {
+    auto it = c.listener_prefixed.find(prefix + "oauthbearer." + key);
+    if (it != c.listener_prefixed.end()) {
+      if (auto v = parse_value(*find_key(key), it->second)) return *v;  // checked when read
+    }
+    return listener_value(c, name, key);
+  };
+  security::oauthbearer_config& ob = sasl.oauthbearer;
+  ob.server_callback_handler_class = optional_string(oauth("sasl.server.callback.handler.class"));
+  ob.jwks_endpoint_url = optional_string(oauth("sasl.oauthbearer.jwks.endpoint.url"));
+  ob.jwks_endpoint_refresh_ms =
+      std::get<int64_t>(oauth("sasl.oauthbearer.jwks.endpoint.refresh.ms"));
+  ob.jwks_endpoint_retry_backoff_ms =
+      std::get<int64_t>(oauth("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"));
+  ob.expected_audience =
+      std::get<std::vector<std::string>>(oauth("sasl.oauthbearer.expected.audience"));
+  ob.expected_issuer = optional_string(oauth("sasl.oauthbearer.expected.issuer"));
+  ob.sub_claim_name = optional_string(oauth("sasl.oauthbearer.sub.claim.name")).value_or("sub");
+  ob.scope_claim_name =
+      optional_string(oauth("sasl.oauthbearer.scope.claim.name")).value_or("scope");
+  ob.clock_skew_seconds = std::get<int64_t>(oauth("sasl.oauthbearer.clock.skew.seconds"));
   return out;
 }
 

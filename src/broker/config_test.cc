@@ -233,6 +233,32 @@ TEST(broker_config, named_listeners_with_their_protocols_and_per_listener_securi
             broker_config_type::password);
 }
 
+TEST(broker_config, oauthbearer_keys_per_listener_and_mechanism) {
+  auto c =
+      make_ok({{"listeners", "A://:9094,B://:9095"},
+               {"listener.security.protocol.map", "A:SASL_SSL,B:SASL_PLAINTEXT"},
+               {"inter.broker.listener.name", "B"},
+               {"sasl.enabled.mechanisms", "OAUTHBEARER"},
+               {"sasl.oauthbearer.expected.audience", "tarn,kafka"},
+               {"sasl.oauthbearer.jwks.endpoint.url", "file:/global.json"},
+               {"listener.name.a.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "file:/a.json"},
+               {"listener.name.a.oauthbearer.sasl.server.callback.handler.class",
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"},
+               {"listener.name.b.sasl.oauthbearer.clock.skew.seconds", "5"}});
+  ASSERT_EQ(c.security_by_listener.size(), 2u);
+  const auto& a = c.security_by_listener[0].sasl.oauthbearer;
+  const auto& b = c.security_by_listener[1].sasl.oauthbearer;
+  EXPECT_EQ(a.jwks_endpoint_url, "file:/a.json");
+  EXPECT_TRUE(a.server_callback_handler_class);
+  EXPECT_EQ(a.expected_audience, (std::vector<std::string>{"tarn", "kafka"}));
+  EXPECT_EQ(a.clock_skew_seconds, 30);
+  EXPECT_EQ(a.jwks_endpoint_refresh_ms, 3600000);
+  EXPECT_EQ(b.jwks_endpoint_url, "file:/global.json");
+  EXPECT_FALSE(b.server_callback_handler_class);
+  EXPECT_EQ(b.clock_skew_seconds, 5);
+  EXPECT_EQ(b.sub_claim_name, "sub");
+}
+
 TEST(broker_config, inter_broker_listener_checked_as_kafka_does) {
   EXPECT_EQ(make_ok({{"listeners", "SSL://:9093,INTERNAL://:9094"},
                      {"listener.security.protocol.map", "SSL:SSL,INTERNAL:PLAINTEXT"},

@@ -346,10 +346,11 @@ void connection::dispatch(frame_buffer frame) {
       }
     } else if (auto expires = sasl_->session_expires_at();
                expires && std::chrono::steady_clock::now() > *expires) {
-      // KIP-368: a session past connections.max.reauth.ms that was not re-authenticated.
+      // KIP-368: a session past connections.max.reauth.ms (or its OAUTHBEARER token's exp)
+      // that was not re-authenticated.
       spdlog::info(
-          "closing connection {} from {}: SASL session expired (connections.max.reauth.ms) and "
-          "was not re-authenticated",
+          "closing connection {} from {}: SASL session expired (connections.max.reauth.ms or the "
+          "token's expiry) and was not re-authenticated",
           info_.id, info_.peer);
       reading_done_ = true;
       push_done(prefix->correlation_id, 0, close_connection{"SASL session expired"});

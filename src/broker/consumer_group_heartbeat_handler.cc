@@ -23,7 +23,15 @@ namespace {
 
 asio::awaitable<handler_outcome> handle_consumer_group_heartbeat(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
-  const coordinator::client_info client = client_of(request);
+  coordinator::client_info client = client_of(request);
+  if (request.services.authorizer != nullptr) {
+    // A regex subscription resolves to the matching topics the member may DESCRIBE; as Kafka, an
+    // allowance is logged and a left-out topic is not.
+    client.may_describe_topic = [&request](std::string_view topic) {
+      return authorize(request, security::acl_operation::describe, security::resource_type::topic,
+                       topic, 1, true, false);
+    };
+  }
   co_return co_await serve_group_request<protocol::consumer_group_heartbeat_request>(
       request, "ConsumerGroupHeartbeat",
       [&](const protocol::consumer_group_heartbeat_request& req, int16_t version) {

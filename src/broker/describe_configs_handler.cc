@@ -139,6 +139,12 @@ void describe_topic(const resource_request& res, const storage::topic_info& topi
   }
 }
 
+// The StandardAuthorizer's own keys: tarn's configuration table knows them, Kafka's KafkaConfig
+// does not (the authorizer reads them from the originals).
+bool authorizer_original(const std::string& name) {
+  return name == "super.users" || name == "allow.everyone.if.no.acl.found";
+}
+
 // The dynamic layers of a broker resource (metadata store): this node's, then the cluster default.
 struct broker_layers {
   storage::config_map node;
@@ -178,6 +184,22 @@ void describe_broker(const resource_request& res, const broker_config& config,
     auto node_it = layers.node.find(name);
     auto default_it = layers.cluster_default.find(name);
     auto static_it = config.explicitly_set.find(name);
+    if (authorizer_original(name)) {
+      // Not a KafkaConfig key: Kafka lists it only as set in server.properties, and a key without
+      // a ConfigDef type is sensitive to it (KafkaConfig.maybeSensitive).
+      if (static_it == config.explicitly_set.end()) continue;
+      config_entry e;
+      e.name = name;
+      e.value = std::nullopt;
+      e.is_sensitive = true;
+      e.read_only = true;
+      e.config_source = source_static_broker;
+      if (o.synonyms) e.synonyms.push_back({name, std::nullopt, source_static_broker});
+      e.config_type = 0;  // UNKNOWN
+      e.documentation = std::nullopt;
+      out.configs.push_back(std::move(e));
+      continue;
+    }
     config_entry e;
     e.name = name;
     auto text = config_value_to_string(value);

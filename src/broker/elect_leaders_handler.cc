@@ -15,7 +15,8 @@
 //     partitions whose election was not needed). Topics sorted by name (Kafka: hash order).
 //   - Top-level ErrorCode NONE; TimeoutMs ignored (nothing to wait for).
 //   - A body that does not decode closes the connection.
-// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, top-level only).
+// Authorization: ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED at the top and on each asked
+// partition).
 // Not supported: quotas.
 #include <spdlog/spdlog.h>
 
@@ -50,12 +51,25 @@ asio::awaitable<handler_outcome> handle_elect_leaders(request_context& request) 
                  protocol::describe(decoded.error().code));
     co_return close_connection{"bad ElectLeaders request"};
   }
-  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
-  if (auto denied = cluster_denied<protocol::elect_leaders_response>(
-          request, security::acl_operation::alter)) {
-    co_return std::move(*denied);
-  }
   const auto& req = *decoded;
+  // As Kafka: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top and on every
+  // asked partition (ElectLeadersRequest.getErrorResponse).
+  if (request.services.authorizer != nullptr &&
+      !authorize_cluster(request, security::acl_operation::alter)) {
+    const auto e = error_code::cluster_authorization_failed;
+    protocol::elect_leaders_response denied;
+    denied.error_code = code(e);
+    if (req.topic_partitions) {
+      for (const auto& t : *req.topic_partitions) {
+        auto& out = denied.replica_election_results.emplace_back();
+        out.topic = t.topic;
+        for (int32_t p : t.partitions) {
+          out.partition_result.push_back({p, code(e), protocol::describe(e).message});
+        }
+      }
+    }
+    co_return encode_response(denied, version);
+  }
   protocol::elect_leaders_response reply;
   std::deque<std::string> messages;  // the error messages the reply points to
 

@@ -36,13 +36,18 @@ bool blank(std::string_view s) {
                      [](char c) { return static_cast<unsigned char>(c) <= ' '; });
 }
 
-resolved_regex resolve(const std::string& pattern, const metadata_view& metadata, int64_t now_ms) {
+// The matching topics the heartbeating member's principal may DESCRIBE (Kafka resolves and
+// refreshes a group's regexes with the context of the heartbeat that triggers it).
+resolved_regex resolve(const std::string& pattern, const metadata_view& metadata, int64_t now_ms,
+                       const client_info& client) {
   resolved_regex out;
   out.timestamp_ms = now_ms;
   auto re = compile_re2_regex(pattern, nullptr);
   if (!re) return out;  // Kafka logs and ignores a regex that stopped compiling
   for (const auto& t : metadata.topics()) {
-    if (regex_full_match(*re, t.name)) out.topics.insert(t.name);
+    if (!regex_full_match(*re, t.name)) continue;
+    if (client.may_describe_topic && !client.may_describe_topic(t.name)) continue;
+    out.topics.insert(t.name);
   }
   return out;
 }
@@ -331,7 +336,7 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
                                              "expression: {}.",
                                              new_regex, why)});
         }
-        auto r = resolve(new_regex, metadata, now);
+        auto r = resolve(new_regex, metadata, now, client);
         c.records.push_back(regex_record(group_id_, new_regex, r));
         regexes[new_regex] = std::move(r);
       }
@@ -344,7 +349,8 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
   if (!regexes.empty() && now >= last_regex_refresh_ms_ + regex_refresh_min_interval_ms) {
     c.regex_refresh_ms = now;
     for (auto& [pattern, r] : regexes) {
-      auto fresh = resolve(pattern, metadata, now);
+      if (r.timestamp_ms == now) continue;  // just resolved by this heartbeat
+      auto fresh = resolve(pattern, metadata, now, client);
       if (fresh.topics == r.topics) continue;
       c.records.push_back(regex_record(group_id_, pattern, fresh));
       r = std::move(fresh);

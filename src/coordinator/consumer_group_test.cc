@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "coordinator/group_coordinator.h"
 #include "protocol/reader.h"
 
@@ -109,6 +111,7 @@ class ConsumerGroupTest : public ::testing::Test {
       }
     }
     client_info client{"client-" + b.member_id, "/127.0.0.1"};
+    client.may_describe_topic = may_describe_;
     auto c = ctx();
     return group_.heartbeat(r, version, client, c);
   }
@@ -138,6 +141,9 @@ class ConsumerGroupTest : public ::testing::Test {
     auto c = ctx();
     group_.poll(c);
   }
+
+  // The principal's DESCRIBE on topics (an authorizer); empty: every topic.
+  std::function<bool(std::string_view)> may_describe_;
 
   static partitions assignment_of(const owned_message<response>& r) {
     partitions out;
@@ -397,6 +403,35 @@ TEST_F(ConsumerGroupTest, StaticMemberAwayTooLongIsFenced) {
   poll();
   EXPECT_TRUE(group_.empty());
   EXPECT_EQ(group_.state_name(), "Empty");
+}
+
+// With an authorizer a regex resolves to the matching topics the heartbeating member may
+// DESCRIBE, at its first resolution and at each refresh (Kafka's GroupMetadataManager).
+TEST_F(ConsumerGroupTest, RegexSubscriptionOnlyResolvesToTopicsThePrincipalMayDescribe) {
+  const auto o1 = metadata_.add("orders-1", 2);
+  metadata_.add("orders-secret", 2);
+  std::vector<std::string> asked;
+  may_describe_ = [&](std::string_view t) {
+    asked.emplace_back(t);
+    return t != "orders-secret" && t != "orders-hidden";
+  };
+  beat b;
+  b.member_id = "a";
+  b.regex = "orders-.*";
+  b.rebalance_timeout_ms = 30000;
+  b.owned = partitions{};
+  auto r = send(b);
+  EXPECT_EQ(r.message.error_code, 0);
+  EXPECT_EQ(assignment_of(r), (partitions{{o1, {0, 1}}}));
+  EXPECT_EQ(group_.resolved_regexes().at("orders-.*").topics, (std::set<std::string>{"orders-1"}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"orders-1", "orders-secret"}))
+      << "only matching topics are asked about";
+  metadata_.add("orders-hidden", 1);
+  const auto o2 = metadata_.add("orders-2", 1);
+  now_ += 11000;
+  r = heartbeat("a", 2, partitions{{o1, {0, 1}}});
+  EXPECT_EQ(assignment_of(r), (partitions{{o1, {0, 1}}, {o2, {0}}}));
+  EXPECT_EQ(group_.subscribed_topics(), (std::vector<std::string>{"orders-1", "orders-2"}));
 }
 
 TEST_F(ConsumerGroupTest, RegexSubscriptionFollowsTopicsAsTheyAppear) {

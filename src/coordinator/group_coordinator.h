@@ -72,6 +72,10 @@ namespace tarn::coordinator {
 struct client_info {
   std::string client_id;
   std::string client_host;  // "/ip" as Kafka reports it
+  // Whether the request's principal may DESCRIBE a topic: a regex subscription resolves to the
+  // matching topics it may describe, as Kafka's GroupMetadataManager filters them through the
+  // authorizer. Empty (no authorizer): every topic. Called during the request only.
+  std::function<bool(std::string_view topic)> may_describe_topic = {};
 };
 
 // Kafka's Utils.abs(groupId.hashCode()) % partitions, with Java's String.hashCode over the

@@ -9,6 +9,7 @@
 
 #include "protocol/error_codes.h"
 #include "security/jaas_config.h"
+#include "security/oauthbearer.h"
 
 namespace tarn::security {
 
@@ -251,11 +252,11 @@ result<sasl_settings, std::string> sasl_settings::make(const sasl_config& config
     return fail(fmt::format("listener {}: sasl.enabled.mechanisms is empty", listener));
   }
   for (const auto& m : config.enabled_mechanisms) {
-    if (m != "PLAIN" && !parse_scram_mechanism(m)) {
+    if (m != "PLAIN" && m != "OAUTHBEARER" && !parse_scram_mechanism(m)) {
       return fail(
           fmt::format("listener {}: SASL mechanism {} is not served by tarn (PLAIN, SCRAM-SHA-256, "
-                      "SCRAM-SHA-512); set {}sasl.enabled.mechanisms or sasl.enabled.mechanisms "
-                      "(Kafka's default is GSSAPI)",
+                      "SCRAM-SHA-512, OAUTHBEARER); set {}sasl.enabled.mechanisms or "
+                      "sasl.enabled.mechanisms (Kafka's default is GSSAPI)",
                       listener, m, prefix));
     }
     s.enabled_mechanisms.push_back(m);
@@ -281,6 +282,12 @@ result<sasl_settings, std::string> sasl_settings::make(const sasl_config& config
         if (key.starts_with("user_") && key.size() > 5) s.plain_users[key.substr(5)] = value;
       }
     }
+  }
+  if (std::find(s.enabled_mechanisms.begin(), s.enabled_mechanisms.end(), "OAUTHBEARER") !=
+      s.enabled_mechanisms.end()) {
+    auto validator = make_oauthbearer_validator(config, listener);
+    if (!validator) return fail(validator.error());
+    s.oauthbearer = std::move(*validator);
   }
   return s;
 }
@@ -330,7 +337,7 @@ bool sasl_authenticator::admit(int16_t api_key, std::string* why) {
 }
 
 bool sasl_authenticator::begin_reauthentication() {
-  if (state_ != state::complete || settings_->connections_max_reauth_ms <= 0) return false;
+  if (state_ != state::complete || !expires_at_) return false;
   reauthenticating_ = true;
   state_ = state::handshake;
   return true;
@@ -360,6 +367,8 @@ sasl_authenticator::handshake_answer sasl_authenticator::handshake(int16_t versi
   mechanism_ = name;
   if (name == "PLAIN") {
     server_ = make_plain_server(*settings_);
+  } else if (name == "OAUTHBEARER") {
+    server_ = make_oauthbearer_server(settings_->oauthbearer);
   } else {
     server_ = make_scram_server(*parse_scram_mechanism(name), scram_lookup_);
   }
@@ -396,9 +405,19 @@ sasl_authenticator::token_answer sasl_authenticator::authenticate(
       out.token = std::move(step.token);
       principal_ = kafka_principal::user(server_->authorization_id());
       state_ = state::complete;
-      if (settings_->connections_max_reauth_ms > 0) {
-        out.session_lifetime_ms = settings_->connections_max_reauth_ms;
-        expires_at_ = now + std::chrono::milliseconds(settings_->connections_max_reauth_ms);
+      // SaslServerAuthenticator: the session ends at the earlier of connections.max.reauth.ms
+      // and the credential's own expiry (an OAUTHBEARER token's exp), never below zero.
+      if (auto credential_ms = server_->credential_lifetime_ms();
+          credential_ms || settings_->connections_max_reauth_ms > 0) {
+        int64_t lifetime_ms = settings_->connections_max_reauth_ms > 0
+                                  ? settings_->connections_max_reauth_ms
+                                  : std::max<int64_t>(0, credential_ms.value_or(0));
+        if (credential_ms)
+          lifetime_ms = std::min(lifetime_ms, std::max<int64_t>(0, *credential_ms));
+        out.session_lifetime_ms = lifetime_ms;
+        expires_at_ = now + std::chrono::milliseconds(lifetime_ms);
+      } else {
+        expires_at_.reset();
       }
       return out;
     case sasl_mechanism_server::step::outcome::failed:

@@ -24,6 +24,8 @@
 
 namespace tarn::security {
 
+class oauthbearer_validator;
+
 // The credential store SCRAM reads (the metadata log's UserScramCredentialRecords).
 using scram_credential_lookup =
     std::function<std::optional<scram_credential>(scram_mechanism, const std::string& user)>;
@@ -35,9 +37,12 @@ struct sasl_settings {
   int32_t server_max_receive_size = 524288;
   int32_t failed_authentication_delay_ms = 100;
   int64_t connections_max_reauth_ms = 0;
+  // OAUTHBEARER's validator (shared by the listener's connections), when it is enabled.
+  std::shared_ptr<oauthbearer_validator> oauthbearer;
 
-  // Refuses mechanisms tarn does not serve (GSSAPI, OAUTHBEARER) and a PLAIN without a
-  // PlainLoginModule JAAS entry, naming the key to set.
+  // Refuses mechanisms tarn does not serve (GSSAPI), a PLAIN without a PlainLoginModule JAAS
+  // entry and an OAUTHBEARER whose validator cannot be built (a JWKS that does not load),
+  // naming the key to set.
   static result<sasl_settings, std::string> make(const sasl_config& config,
                                                  const std::string& listener);
 };
@@ -57,6 +62,9 @@ class sasl_mechanism_server {
   virtual step evaluate(std::span<const uint8_t> token) = 0;
   // The authenticated user, once complete.
   virtual const std::string& authorization_id() const = 0;
+  // How long the credential stays valid from completion (OAUTHBEARER: the token's exp), which
+  // bounds the KIP-368 session; nullopt for credentials that do not expire.
+  virtual std::optional<int64_t> credential_lifetime_ms() const { return std::nullopt; }
 };
 
 std::unique_ptr<sasl_mechanism_server> make_plain_server(const sasl_settings& settings);
@@ -100,16 +108,17 @@ class sasl_authenticator {
   token_answer authenticate(std::span<const uint8_t> token,
                             std::chrono::steady_clock::time_point now);
 
-  // KIP-368: a SaslHandshake on an authenticated connection whose listener sets
-  // connections.max.reauth.ms starts a re-authentication (false, and nothing changes, when the
-  // listener does not). Until it completes only SaslHandshake and SaslAuthenticate are admitted;
-  // the mechanism and the principal must stay the same, and the session gets a new lifetime.
+  // KIP-368: a SaslHandshake on an authenticated connection whose session expires
+  // (connections.max.reauth.ms, or an OAUTHBEARER token's exp) starts a re-authentication
+  // (false, and nothing changes, when the session does not expire). Until it completes only
+  // SaslHandshake and SaslAuthenticate are admitted; the mechanism and the principal must stay the
+  // same, and the session gets a new lifetime.
   bool begin_reauthentication();
   bool reauthenticating() const { return reauthenticating_; }
 
   // The principal, once complete (during a re-authentication: the one authenticated before).
   const kafka_principal& principal() const { return principal_; }
-  // When the session ends (connections.max.reauth.ms); nullopt without expiry.
+  // When the session ends (connections.max.reauth.ms, a token's exp); nullopt without expiry.
   std::optional<std::chrono::steady_clock::time_point> session_expires_at() const {
     return expires_at_;
   }

@@ -46,6 +46,20 @@ struct ssl_config {
   std::string principal_mapping_rules = "DEFAULT";
 };
 
+// OAUTHBEARER's validator settings (KIP-768's sasl.oauthbearer.* and the listener's
+// oauthbearer.sasl.server.callback.handler.class).
+struct oauthbearer_config {
+  std::optional<std::string> server_callback_handler_class;
+  std::optional<std::string> jwks_endpoint_url;
+  int64_t jwks_endpoint_refresh_ms = 3600000;
+  int64_t jwks_endpoint_retry_backoff_ms = 100;
+  std::vector<std::string> expected_audience;
+  std::optional<std::string> expected_issuer;
+  std::string sub_claim_name = "sub";
+  std::string scope_claim_name = "scope";
+  int64_t clock_skew_seconds = 30;
+};
+
 // The SASL side of a SASL_PLAINTEXT or SASL_SSL listener.
 struct sasl_config {
   std::vector<std::string> enabled_mechanisms = {"GSSAPI"};
@@ -55,6 +69,7 @@ struct sasl_config {
   int32_t server_max_receive_size = 524288;      // sasl.server.max.receive.size
   int32_t failed_authentication_delay_ms = 100;  // connection.failed.authentication.delay.ms
   int64_t connections_max_reauth_ms = 0;         // connections.max.reauth.ms (0: no expiry)
+  oauthbearer_config oauthbearer;
 };
 
 }  // namespace tarn::security
