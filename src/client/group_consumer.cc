@@ -83,7 +83,9 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
     out = static_cast<int32_t>(std::clamp<int64_t>(*v, INT32_MIN, INT32_MAX));
     return {};
   };
-  if (key == "bootstrap.servers") {
+  if (auto s = security.set(key, value)) {
+    if (!*s) return fail(s->error());
+  } else if (key == "bootstrap.servers") {
     bootstrap_servers = value;
   } else if (key == "group.id") {
     group_id = value;
@@ -174,8 +176,8 @@ group_consumer::group_consumer(group_consumer_config config,
 
 result<std::unique_ptr<group_consumer>, client_error> group_consumer::create(
     group_consumer_config config) {
-  auto cluster =
-      cluster_client::connect(config.bootstrap_servers, config.client_id, config.request_timeout);
+  auto cluster = cluster_client::connect(config.bootstrap_servers, config.client_id,
+                                         config.request_timeout, config.security);
   if (!cluster) return fail(cluster.error());
   return std::unique_ptr<group_consumer>(
       new group_consumer(std::move(config), std::move(*cluster)));
@@ -1005,7 +1007,7 @@ void group_consumer::heartbeat_loop() {
         connected_to->host != target.host || connected_to->port != target.port) {
       connection.reset();
       auto c = blocking_client::connect(target.host, target.port, config_.request_timeout,
-                                        config_.client_id);
+                                        config_.client_id, config_.security);
       if (c && (*c)->negotiate_versions()) {
         connection = std::move(*c);
         connected_to = target;
