@@ -57,6 +57,7 @@ sender::sender(const producer_config& config, record_accumulator& accumulator,
       tls_context_ = std::make_shared<asio::ssl::context>(ctx->release());
     } else {
       fatal_ = producer_error{producer_errc::fatal, 0, false, ctx.error()};
+      metadata_.fail_waiters(*fatal_);
     }
   }
 }
@@ -261,7 +262,10 @@ std::shared_ptr<broker_connection> sender::connection_to(node_id node, clock::ti
     if (error && connection && connection->authentication_failed()) {
       // A refused certificate or password stays refused: fail the sends now, as Java's
       // AuthenticationException does, rather than retry until delivery.timeout.ms.
-      if (!fatal_) fatal_ = producer_error{producer_errc::fatal, 0, false, *error};
+      if (!fatal_) {
+        fatal_ = producer_error{producer_errc::fatal, 0, false, *error};
+        metadata_.fail_waiters(*fatal_);
+      }
     }
     if (error) {
       reconnect_after_[node] =
