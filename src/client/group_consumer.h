@@ -256,6 +256,7 @@ class group_consumer {
   std::map<topic_partition, int32_t> leaders_;       // from the last Metadata
   std::map<uuid, std::string> topic_names_;          // KIP-848 assignments name topics by id
   std::map<int32_t, fetch_session> fetch_sessions_;  // by broker
+  std::vector<uint8_t> fetch_buffer_;                // the last Fetch response
   fetch_statistics fetch_stats_;
   bool leaders_stale_ = true;
   std::chrono::steady_clock::time_point next_auto_commit_;
