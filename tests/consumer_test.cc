@@ -15,6 +15,8 @@
 //     naming it, as an eviction would) the next Fetch gets FETCH_SESSION_ID_NOT_FOUND, the consumer
 //     fetches in full again and reads on without a gap or a duplicate;
 //   - pause/resume: a paused partition is not returned until resumed.
+// Every scenario runs against tarn (a test each) and against Apache Kafka 4.4.0 (scripts/kafka-ref,
+// one test for all, the release build only), with the same assertions.
 #include "tarn/consumer.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +33,7 @@
 
 #include "client/blocking_client.h"
 #include "client/group_consumer.h"
+#include "kafka_ref_broker.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
 #include "tarn/producer.h"
@@ -46,20 +49,35 @@ std::string address(uint16_t port) { return "127.0.0.1:" + std::to_string(port);
 
 class consumer_lib : public ::testing::Test {
  protected:
-  void SetUp() override {
-    broker_ = std::make_unique<broker_process>(
-        std::vector<std::string>{"--override", "offsets.topic.num.partitions=1", "--override",
-                                 "group.initial.rebalance.delay.ms=0",
-                                 // KIP-848 members learn of a new target at their next heartbeat.
-                                 "--override", "group.consumer.heartbeat.interval.ms=200",
-                                 "--override", "group.consumer.min.heartbeat.interval.ms=200"});
-    ASSERT_NE(broker_->port(), 0) << broker_->output();
+  // Starts the broker of the test: false (the test skipped) when it cannot run here.
+  bool start(broker_kind kind) {
+    const std::string skip =
+        start_test_broker(kind,
+                          {"offsets.topic.num.partitions=1", "group.initial.rebalance.delay.ms=0",
+                           // KIP-848 members learn of a new target at their next heartbeat.
+                           "group.consumer.heartbeat.interval.ms=200",
+                           "group.consumer.min.heartbeat.interval.ms=200"},
+                          broker_, port_);
+    if (!skip.empty()) {
+      [&] { GTEST_SKIP() << skip; }();
+      return false;
+    }
+    return port_ != 0;
   }
   void TearDown() override {
     if (broker_) broker_->stop();
   }
 
-  std::string bootstrap() const { return address(broker_->port()); }
+  // The scenarios, each run against tarn by its own test and against Kafka 4.4.0 by one test
+  // (one JVM start for all).
+  void commit_async_completes_in_order_and_a_new_member_resumes_there();
+  void classic_rebalance_listener_revokes_all_then_assigns_halves();
+  void consumer_protocol_rebalance_listener_moves_only_what_changes_owner();
+  void offsets_for_times_follows_kafkas_rule_as_librdkafka_does();
+  void a_paused_partition_is_read_only_after_resume();
+  void fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
+
+  std::string bootstrap() const { return address(port_); }
 
   void create_topic(const std::string& topic, int partitions) {
     const std::string command = "timeout 30 " + std::string(TARN_BINARY) +
@@ -112,10 +130,11 @@ class consumer_lib : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<broker_process> broker_;
+  std::unique_ptr<broker_process> broker_;  // tarn's; Kafka's is shared by the process
+  uint16_t port_ = 0;
 };
 
-TEST_F(consumer_lib, commit_async_completes_in_order_and_a_new_member_resumes_there) {
+void consumer_lib::commit_async_completes_in_order_and_a_new_member_resumes_there() {
   create_topic("ca", 1);
   std::vector<std::string> values;
   for (int i = 0; i < 100; ++i) values.push_back("v" + std::to_string(i));
@@ -203,7 +222,7 @@ struct listener_log {
   }
 };
 
-TEST_F(consumer_lib, classic_rebalance_listener_revokes_all_then_assigns_halves) {
+void consumer_lib::classic_rebalance_listener_revokes_all_then_assigns_halves() {
   create_topic("rb", 4);
   for (int32_t p = 0; p < 4; ++p) produce("rb", p, {"a", "b", "c"});
   const std::vector<std::pair<std::string, std::string>> props = {{"group.id", "g-rebalance"},
@@ -294,7 +313,7 @@ std::set<int32_t> partitions_of(const std::vector<topic_partition>& tps) {
   return out;
 }
 
-TEST_F(consumer_lib, consumer_protocol_rebalance_listener_moves_only_what_changes_owner) {
+void consumer_lib::consumer_protocol_rebalance_listener_moves_only_what_changes_owner() {
   create_topic("rb848", 4);
   for (int32_t p = 0; p < 4; ++p) produce("rb848", p, {"a", "b", "c"});
   const std::vector<std::pair<std::string, std::string>> props = {
@@ -362,7 +381,7 @@ TEST_F(consumer_lib, consumer_protocol_rebalance_listener_moves_only_what_change
   ASSERT_TRUE(a->close());
 }
 
-TEST_F(consumer_lib, offsets_for_times_follows_kafkas_rule_as_librdkafka_does) {
+void consumer_lib::offsets_for_times_follows_kafkas_rule_as_librdkafka_does() {
   create_topic("ts", 1);
   // Out of order on purpose: offset 5 is older than offset 4.
   const std::vector<int64_t> stamps = {1000, 2000, 2000, 3000, 5000, 4000, 6000};
@@ -427,7 +446,7 @@ TEST_F(consumer_lib, offsets_for_times_follows_kafkas_rule_as_librdkafka_does) {
   ASSERT_TRUE(c->close());
 }
 
-TEST_F(consumer_lib, a_paused_partition_is_read_only_after_resume) {
+void consumer_lib::a_paused_partition_is_read_only_after_resume() {
   create_topic("pr", 2);
   produce("pr", 0, {"a0", "a1", "a2"});
   produce("pr", 1, {"b0", "b1"});
@@ -459,7 +478,7 @@ TEST_F(consumer_lib, a_paused_partition_is_read_only_after_resume) {
   ASSERT_TRUE(c->close());
 }
 
-TEST_F(consumer_lib, fetch_sessions_are_incremental_and_survive_the_broker_dropping_them) {
+void consumer_lib::fetch_sessions_are_incremental_and_survive_the_broker_dropping_them() {
   create_topic("fs", 1);
   std::vector<std::string> values;
   for (int i = 0; i < 70; ++i) values.push_back("v" + std::to_string(i));
@@ -526,6 +545,61 @@ TEST_F(consumer_lib, fetch_sessions_are_incremental_and_survive_the_broker_dropp
   EXPECT_GT(c.fetch_stats().incremental_fetches, incremental);  // a new session, incremental again
   EXPECT_NE(c.fetch_session_ids().begin()->second, session_id);
   ASSERT_TRUE(c.close());
+}
+
+TEST_F(consumer_lib, commit_async_completes_in_order_and_a_new_member_resumes_there) {
+  if (start(broker_kind::tarn)) commit_async_completes_in_order_and_a_new_member_resumes_there();
+}
+
+TEST_F(consumer_lib, classic_rebalance_listener_revokes_all_then_assigns_halves) {
+  if (start(broker_kind::tarn)) classic_rebalance_listener_revokes_all_then_assigns_halves();
+}
+
+TEST_F(consumer_lib, consumer_protocol_rebalance_listener_moves_only_what_changes_owner) {
+  if (start(broker_kind::tarn))
+    consumer_protocol_rebalance_listener_moves_only_what_changes_owner();
+}
+
+TEST_F(consumer_lib, offsets_for_times_follows_kafkas_rule_as_librdkafka_does) {
+  if (start(broker_kind::tarn)) offsets_for_times_follows_kafkas_rule_as_librdkafka_does();
+}
+
+TEST_F(consumer_lib, a_paused_partition_is_read_only_after_resume) {
+  if (start(broker_kind::tarn)) a_paused_partition_is_read_only_after_resume();
+}
+
+TEST_F(consumer_lib, fetch_sessions_are_incremental_and_survive_the_broker_dropping_them) {
+  if (start(broker_kind::tarn))
+    fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
+}
+
+// The same scenarios against Apache Kafka 4.4.0, in one test so the JVM starts once.
+TEST_F(consumer_lib, every_scenario_against_kafka_4_4) {
+  if (!start(broker_kind::kafka)) return;
+  {
+    SCOPED_TRACE("commit_async_completes_in_order_and_a_new_member_resumes_there");
+    commit_async_completes_in_order_and_a_new_member_resumes_there();
+  }
+  {
+    SCOPED_TRACE("classic_rebalance_listener_revokes_all_then_assigns_halves");
+    classic_rebalance_listener_revokes_all_then_assigns_halves();
+  }
+  {
+    SCOPED_TRACE("consumer_protocol_rebalance_listener_moves_only_what_changes_owner");
+    consumer_protocol_rebalance_listener_moves_only_what_changes_owner();
+  }
+  {
+    SCOPED_TRACE("offsets_for_times_follows_kafkas_rule_as_librdkafka_does");
+    offsets_for_times_follows_kafkas_rule_as_librdkafka_does();
+  }
+  {
+    SCOPED_TRACE("a_paused_partition_is_read_only_after_resume");
+    a_paused_partition_is_read_only_after_resume();
+  }
+  {
+    SCOPED_TRACE("fetch_sessions_are_incremental_and_survive_the_broker_dropping_them");
+    fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
+  }
 }
 
 }  // namespace
