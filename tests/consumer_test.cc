@@ -14,7 +14,9 @@
 //     incremental; when the broker drops its session (closed here by another client's full Fetch
 //     naming it, as an eviction would) the next Fetch gets FETCH_SESSION_ID_NOT_FOUND, the consumer
 //     fetches in full again and reads on without a gap or a duplicate;
-//   - pause/resume: a paused partition is not returned until resumed.
+//   - pause/resume: a paused partition is not returned until resumed;
+//   - a classic static member removed by an admin LeaveGroup (by its instance id) is fenced: its
+//     listener hears on_partitions_lost (no revocation, no commit) and it joins again.
 // Every scenario runs against tarn (a test each) and against Apache Kafka 4.4.0 (scripts/kafka-ref,
 // one test for all, the release build only), with the same assertions.
 #include "tarn/consumer.h"
@@ -36,6 +38,8 @@
 #include "kafka_ref_broker.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
+#include "protocol/messages/leave_group_request.h"
+#include "protocol/messages/leave_group_response.h"
 #include "tarn/producer.h"
 #include "test_util.h"
 
@@ -75,6 +79,7 @@ class consumer_lib : public ::testing::Test {
   void consumer_protocol_rebalance_listener_moves_only_what_changes_owner();
   void offsets_for_times_follows_kafkas_rule_as_librdkafka_does();
   void a_paused_partition_is_read_only_after_resume();
+  void a_fenced_classic_member_loses_its_partitions_without_committing();
   void fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
 
   std::string bootstrap() const { return address(port_); }
@@ -478,6 +483,50 @@ void consumer_lib::a_paused_partition_is_read_only_after_resume() {
   ASSERT_TRUE(c->close());
 }
 
+void consumer_lib::a_fenced_classic_member_loses_its_partitions_without_committing() {
+  create_topic("lost", 2);
+  produce("lost", 0, {"a", "b"});
+  produce("lost", 1, {"c"});
+  const std::vector<std::pair<std::string, std::string>> props = {
+      {"group.id", "g-lost"},           {"group.instance.id", "i-lost"},
+      {"enable.auto.commit", "true"},   {"auto.offset.reset", "earliest"},
+      {"heartbeat.interval.ms", "100"}, {"session.timeout.ms", "6000"}};
+  auto a = make(props);
+  ASSERT_TRUE(a);
+  consumer* a_ptr = a.get();
+  listener_log log;
+  std::vector<bool> commits;
+  a->subscribe({"lost"}, log.listener(&a_ptr, &commits));
+  ASSERT_EQ(read(*a, 3).size(), 3u);
+  const std::set<int32_t> both = {0, 1};
+  ASSERT_EQ(log.snapshot(), (decltype(log.events){{"assigned", both}}));
+
+  // kafka-consumer-groups --delete-members' request: LeaveGroup naming the instance id.
+  auto admin = client::blocking_client::connect(bootstrap(), 10s, "admin");
+  ASSERT_TRUE(admin) << admin.error();
+  ASSERT_TRUE((*admin)->negotiate_versions());
+  const int16_t v = (*admin)->version_for<protocol::leave_group_request>();
+  ASSERT_GE(v, 3);
+  protocol::leave_group_request leave;
+  leave.group_id = "g-lost";
+  protocol::leave_group_request::member_identity m;
+  m.member_id = "";
+  m.group_instance_id = "i-lost";
+  leave.members.push_back(m);
+  std::vector<uint8_t> buffer;
+  auto left = client::call<protocol::leave_group_response>(**admin, leave, v, buffer);
+  ASSERT_TRUE(left) << left.error();
+  ASSERT_EQ(left->error_code, 0);
+
+  const auto deadline = clock_type::now() + 20s;
+  while (clock_type::now() < deadline && log.snapshot().size() < 3) (void)a->poll(100ms);
+  // Fenced: lost (not revoked: the listener committed nothing), then the member joins again.
+  EXPECT_EQ(log.snapshot(),
+            (decltype(log.events){{"assigned", both}, {"lost", both}, {"assigned", both}}));
+  EXPECT_TRUE(commits.empty());
+  ASSERT_TRUE(a->close());
+}
+
 void consumer_lib::fetch_sessions_are_incremental_and_survive_the_broker_dropping_them() {
   create_topic("fs", 1);
   std::vector<std::string> values;
@@ -573,6 +622,10 @@ TEST_F(consumer_lib, fetch_sessions_are_incremental_and_survive_the_broker_dropp
     fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
 }
 
+TEST_F(consumer_lib, a_fenced_classic_member_loses_its_partitions_without_committing) {
+  if (start(broker_kind::tarn)) a_fenced_classic_member_loses_its_partitions_without_committing();
+}
+
 // The same scenarios against Apache Kafka 4.4.0, in one test so the JVM starts once.
 TEST_F(consumer_lib, every_scenario_against_kafka_4_4) {
   if (!start(broker_kind::kafka)) return;
@@ -599,6 +652,10 @@ TEST_F(consumer_lib, every_scenario_against_kafka_4_4) {
   {
     SCOPED_TRACE("fetch_sessions_are_incremental_and_survive_the_broker_dropping_them");
     fetch_sessions_are_incremental_and_survive_the_broker_dropping_them();
+  }
+  {
+    SCOPED_TRACE("a_fenced_classic_member_loses_its_partitions_without_committing");
+    a_fenced_classic_member_loses_its_partitions_without_committing();
   }
 }
 
