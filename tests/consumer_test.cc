@@ -626,6 +626,23 @@ TEST_F(consumer_lib, a_fenced_classic_member_loses_its_partitions_without_commit
   if (start(broker_kind::tarn)) a_fenced_classic_member_loses_its_partitions_without_committing();
 }
 
+// `tarn perf consume` (the benchmark's tool, on the public consumer) reads the partition to its
+// end on every pass and prints rdkafka_perf's line and its CPU per record.
+TEST_F(consumer_lib, tarn_perf_consume_reads_every_pass_to_the_end) {
+  if (!start(broker_kind::tarn)) return;
+  create_topic("perf", 1);
+  std::vector<std::string> values;
+  for (int i = 0; i < 1000; ++i)
+    values.push_back(std::string(100, static_cast<char>('a' + i % 26)));
+  produce("perf", 0, values);
+  auto [rc, out] =
+      run_command("timeout 60 " + std::string(TARN_BINARY) + " perf consume --bootstrap-server " +
+                  bootstrap() + " --topic perf --passes 3 --consumer-props fetch.max.wait.ms=10");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("3000 records consumed, 300000 bytes, "), std::string::npos) << out;
+  EXPECT_NE(out.find("cpu_us_per_record="), std::string::npos) << out;
+}
+
 // The same scenarios against Apache Kafka 4.4.0, in one test so the JVM starts once.
 TEST_F(consumer_lib, every_scenario_against_kafka_4_4) {
   if (!start(broker_kind::kafka)) return;
