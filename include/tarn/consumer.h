@@ -133,7 +133,9 @@ class consumer {
   // committed offset is absent from the answer.
   result<std::map<topic_partition, int64_t>, consumer_error> committed(
       const std::vector<topic_partition>& partitions);
-  // Commits (with enable.auto.commit) and leaves the group (a dynamic member).
+  // Commits (with enable.auto.commit), waits for the async commits in flight (their callbacks
+  // run), revokes what is assigned (the listener) and leaves the group (a dynamic member; with
+  // group.protocol=consumer a static one too, with epoch -2).
   result<void, consumer_error> close();
   // Makes a poll() under way return early.
   void wakeup();
@@ -154,7 +156,8 @@ class consumer {
       const std::vector<topic_partition>& partitions);
 
   // Stops fetching the partitions (records of theirs already fetched are dropped and fetched
-  // again after resume()), without giving them up: a rebalance forgets the pause, as Java's.
+  // again after resume()), without giving them up. A partition revoked and assigned again is
+  // no longer paused, as in Java.
   void pause(const std::vector<topic_partition>& partitions);
   void resume(const std::vector<topic_partition>& partitions);
   std::vector<topic_partition> paused() const;
