@@ -1115,9 +1115,23 @@ result<void, client_error> group_consumer::close() {
 // ---------------------------------------------------------------------------------------------
 // Heartbeats
 
+blocking_client* coordinator_connection::to(const broker_info& target,
+                                            const group_consumer_config& config) {
+  if (!connection_ || !connection_->is_open() || !connected_to_ ||
+      connected_to_->host != target.host || connected_to_->port != target.port) {
+    connection_.reset();
+    auto c = blocking_client::connect(target.host, target.port, config.request_timeout,
+                                      config.client_id);
+    if (c && (*c)->negotiate_versions()) {
+      connection_ = std::move(*c);
+      connected_to_ = target;
+    }
+  }
+  return connection_.get();
+}
+
 void group_consumer::heartbeat_loop() {
-  std::unique_ptr<blocking_client> connection;
-  std::optional<broker_info> connected_to;
+  coordinator_connection connection;
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     wake_heartbeat_.wait_for(lock, config_.heartbeat_interval);
@@ -1130,26 +1144,17 @@ void group_consumer::heartbeat_loop() {
     const int32_t generation = generation_;
     lock.unlock();
 
-    if (!connection || !connection->is_open() || !connected_to ||
-        connected_to->host != target.host || connected_to->port != target.port) {
-      connection.reset();
-      auto c = blocking_client::connect(target.host, target.port, config_.request_timeout,
-                                        config_.client_id);
-      if (c && (*c)->negotiate_versions()) {
-        connection = std::move(*c);
-        connected_to = target;
-      }
-    }
+    blocking_client* c = connection.to(target, config_);
     int16_t err = -1;
-    if (connection) {
-      const int16_t v = connection->version_for<protocol::heartbeat_request>();
+    if (c != nullptr) {
+      const int16_t v = c->version_for<protocol::heartbeat_request>();
       if (v >= 0) {
         req.group_id = group;
         req.generation_id = generation;
         req.member_id = member_id;
         if (config_.group_instance_id) req.group_instance_id = *config_.group_instance_id;
         std::vector<uint8_t> buffer;
-        auto resp = call<protocol::heartbeat_response>(*connection, req, v, buffer);
+        auto resp = call<protocol::heartbeat_response>(*c, req, v, buffer);
         if (resp) err = resp->error_code;
       }
     }

@@ -118,6 +118,19 @@ struct group_consumer_config {
                                 std::vector<std::string>* ignored = nullptr);
 };
 
+// A side thread's own connection to the group coordinator (the heartbeat and committer
+// threads), made again when it broke or the coordinator moved.
+class coordinator_connection {
+ public:
+  // The connection to `target` (ApiVersions negotiated), or null when it cannot be had now.
+  blocking_client* to(const broker_info& target, const group_consumer_config& config);
+  void reset() { connection_.reset(); }
+
+ private:
+  std::unique_ptr<blocking_client> connection_;
+  std::optional<broker_info> connected_to_;
+};
+
 // A ConsumerGroupHeartbeat's answer, copied out of the response buffer.
 struct consumer_heartbeat_answer {
   int16_t error_code = 0;

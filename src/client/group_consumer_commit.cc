@@ -211,8 +211,7 @@ void group_consumer::invoke_commit_callbacks() {
 // The committer thread: sends the async commits one at a time, in order, on its own connection
 // to the coordinator, and queues each answer for the poll thread.
 void group_consumer::committer_loop() {
-  std::unique_ptr<blocking_client> connection;
-  std::optional<broker_info> connected_to;
+  coordinator_connection connection;
   std::unique_lock lock(mutex_);
   while (true) {
     wake_committer_.wait(lock, [&] { return stopping_ || !commits_to_send_.empty(); });
@@ -230,19 +229,11 @@ void group_consumer::committer_loop() {
       if (!target) {
         commit.error = kafka_error(code(error_code::coordinator_not_available));
       } else {
-        if (!connection || !connection->is_open() || !connected_to ||
-            connected_to->host != target->host || connected_to->port != target->port) {
-          connection.reset();
-          auto c = blocking_client::connect(target->host, target->port, config_.request_timeout,
-                                            config_.client_id);
-          if (c && (*c)->negotiate_versions()) {
-            connection = std::move(*c);
-            connected_to = target;
-          }
-        }
-        const int16_t v = connection ? connection->version_for<protocol::offset_commit_request>(
-                                           offset_commit_max_version)
-                                     : -1;
+        blocking_client* c = connection.to(*target, config_);
+        const int16_t v =
+            c != nullptr
+                ? c->version_for<protocol::offset_commit_request>(offset_commit_max_version)
+                : -1;
         if (v < 0) {
           err = code(error_code::coordinator_not_available);
           commit.error = kafka_error(err);
@@ -250,7 +241,7 @@ void group_consumer::committer_loop() {
           const auto req =
               offset_commit_of(config_, commit.member_id, commit.generation, commit.offsets);
           std::vector<uint8_t> buffer;
-          auto resp = call<protocol::offset_commit_response>(*connection, req, v, buffer);
+          auto resp = call<protocol::offset_commit_response>(*c, req, v, buffer);
           if (!resp) {
             connection.reset();
             err = code(error_code::coordinator_not_available);

@@ -156,8 +156,7 @@ void group_consumer::reconcile(partitions_by_id target) {
 // Heartbeat thread
 
 void group_consumer::consumer_heartbeat_loop() {
-  std::unique_ptr<blocking_client> connection;
-  std::optional<broker_info> connected_to;
+  coordinator_connection connection;
   auto next_due = clock_type::now();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
@@ -173,19 +172,9 @@ void group_consumer::consumer_heartbeat_loop() {
     const consumer_heartbeat_fields fields = membership_->next_heartbeat();
     lock.unlock();
 
-    if (!connection || !connection->is_open() || !connected_to ||
-        connected_to->host != target.host || connected_to->port != target.port) {
-      connection.reset();
-      auto c = blocking_client::connect(target.host, target.port, config_.request_timeout,
-                                        config_.client_id);
-      if (c && (*c)->negotiate_versions()) {
-        connection = std::move(*c);
-        connected_to = target;
-      }
-    }
     std::optional<consumer_heartbeat_answer> answer;
-    if (connection) {
-      if (auto a = send_consumer_heartbeat(*connection, config_.group_id, fields)) {
+    if (blocking_client* c = connection.to(target, config_)) {
+      if (auto a = send_consumer_heartbeat(*c, config_.group_id, fields)) {
         answer = std::move(*a);
       } else {
         connection.reset();
