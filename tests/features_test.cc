@@ -14,13 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/update_features_request.h"
 #include "protocol/messages/update_features_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {
