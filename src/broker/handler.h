@@ -250,6 +250,9 @@ void register_share_group_heartbeat_handler(handler_registry& registry);
 void register_share_group_describe_handler(handler_registry& registry);
 void register_share_fetch_handler(handler_registry& registry);
 void register_share_acknowledge_handler(handler_registry& registry);
+void register_describe_share_group_offsets_handler(handler_registry& registry);
+void register_alter_share_group_offsets_handler(handler_registry& registry);
+void register_delete_share_group_offsets_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

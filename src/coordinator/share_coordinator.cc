@@ -238,6 +238,17 @@ bool share_coordinator::has_group(std::string_view group_id) const {
   return groups_.contains(group_id);
 }
 
+error_code share_coordinator::delete_group(std::string_view group_id) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error_code::group_id_not_found;
+  if (!it->second.members.empty()) return error_code::non_empty_group;
+  groups_.erase(it);
+  std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
+  std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
+  return error_code::none;
+}
+
 share_coordinator::session_step share_coordinator::step_session(
     std::string_view group_id, std::string_view member_id, int32_t epoch,
     const std::vector<share_topic_partition>& added,
@@ -338,6 +349,46 @@ std::optional<int64_t> share_coordinator::start_offset(std::string_view group_id
   auto it = partitions_.find({std::string(group_id), tp.topic_id, tp.partition});
   if (it == partitions_.end()) return std::nullopt;
   return it->second.start_offset();
+}
+
+std::optional<std::vector<share_coordinator::partition_offsets>> share_coordinator::group_offsets(
+    std::string_view group_id) const {
+  std::lock_guard lock(mu_);
+  if (!groups_.contains(group_id)) return std::nullopt;
+  std::vector<partition_offsets> out;
+  for (const auto& [key, p] : partitions_) {
+    if (std::get<0>(key) != group_id) continue;
+    out.push_back({{std::get<1>(key), std::get<2>(key)},
+                   p.start_offset(),
+                   static_cast<int64_t>(p.finished_count())});
+  }
+  return out;
+}
+
+error_code share_coordinator::check_offsets_alterable(std::string_view group_id, bool create) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) {
+    if (!create) return error_code::group_id_not_found;
+    it = groups_.emplace(std::string(group_id), group{}).first;
+    it->second.group_id = std::string(group_id);
+  }
+  return it->second.members.empty() ? error_code::none : error_code::non_empty_group;
+}
+
+void share_coordinator::set_start_offset(std::string_view group_id, const share_topic_partition& tp,
+                                         int64_t start_offset) {
+  std::lock_guard lock(mu_);
+  partitions_.insert_or_assign({std::string(group_id), tp.topic_id, tp.partition},
+                               share_partition(partition_config(), start_offset));
+}
+
+void share_coordinator::delete_topic_offsets(std::string_view group_id,
+                                             const topic_uuid& topic_id) {
+  std::lock_guard lock(mu_);
+  std::erase_if(partitions_, [&](const auto& e) {
+    return std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+  });
 }
 
 void share_coordinator::set_auto_offset_reset(std::string_view group_id, std::string_view value) {

@@ -59,6 +59,9 @@ class share_coordinator {
   // (group id, state) of every share group, for ListGroups.
   std::vector<std::pair<std::string, std::string>> list_groups() const;
   bool has_group(std::string_view group_id) const;
+  // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else the group, its
+  // share-partitions and sessions are gone (NONE); GROUP_ID_NOT_FOUND if there is no such group.
+  protocol::error_code delete_group(std::string_view group_id);
 
   // A ShareFetch or ShareAcknowledge's session step. epoch 0 opens a session (replacing one the
   // member had), -1 closes it, otherwise it must be the session's next epoch
@@ -94,6 +97,26 @@ class share_coordinator {
   // SPSO of a share-partition (nullopt before its first fetch), for describe and tests.
   std::optional<int64_t> start_offset(std::string_view group_id,
                                       const share_topic_partition& tp) const;
+
+  // Every share-partition of the group with its SPSO and the in-flight records whose delivery is
+  // complete (DescribeShareGroupOffsets: lag = high watermark - SPSO - finished); nullopt when
+  // the group does not exist.
+  struct partition_offsets {
+    share_topic_partition tp;
+    int64_t start_offset = 0;
+    int64_t finished = 0;
+  };
+  std::optional<std::vector<partition_offsets>> group_offsets(std::string_view group_id) const;
+
+  // AlterShareGroupOffsets: the group (made if missing, as Kafka) must have no members
+  // (NON_EMPTY_GROUP); then each share-partition restarts at its new SPSO, its in-flight records
+  // forgotten.
+  protocol::error_code check_offsets_alterable(std::string_view group_id, bool create);
+  void set_start_offset(std::string_view group_id, const share_topic_partition& tp,
+                        int64_t start_offset);
+  // DeleteShareGroupOffsets: forgets the group's share-partitions of a topic (they start again
+  // from share.auto.offset.reset at the next fetch).
+  void delete_topic_offsets(std::string_view group_id, const topic_uuid& topic_id);
 
   // The group config share.auto.offset.reset ("latest", Kafka's default, or "earliest").
   void set_auto_offset_reset(std::string_view group_id, std::string_view value);

@@ -124,6 +124,21 @@ TEST(share_coordinator, a_leaving_member_releases_what_it_holds) {
   EXPECT_EQ(got[0], (acquired_range{0, 9, 2}));
 }
 
+TEST(share_coordinator, offsets_are_altered_and_deleted_only_in_an_empty_group) {
+  fixture f;
+  f.metadata.add("t", 1);
+  share_topic_partition tp{f.metadata.topic("t")->id, 0};
+  EXPECT_EQ(f.shares.check_offsets_alterable("g", false), error_code::group_id_not_found);
+  EXPECT_EQ(f.shares.check_offsets_alterable("g", true), error_code::none);  // made, empty
+  f.shares.set_start_offset("g", tp, 4);
+  EXPECT_EQ(f.shares.start_offset("g", tp), 4);
+  EXPECT_EQ(f.shares.next_fetch_offset("g", tp, 0, 10, 0), 4);  // not reset again
+  f.beat("a", 0, true);
+  EXPECT_EQ(f.shares.check_offsets_alterable("g", true), error_code::non_empty_group);
+  f.shares.delete_topic_offsets("g", tp.topic_id);
+  EXPECT_FALSE(f.shares.start_offset("g", tp).has_value());
+}
+
 TEST(share_coordinator, latest_starts_at_the_high_watermark_and_sessions_time_out) {
   fixture f;
   f.metadata.add("t", 1);
@@ -133,8 +148,12 @@ TEST(share_coordinator, latest_starts_at_the_high_watermark_and_sessions_time_ou
   f.beat("a", 0, true);
   EXPECT_EQ(f.shares.list_groups().size(), 1u);
   EXPECT_EQ(f.shares.list_groups()[0].second, "Stable");
+  EXPECT_EQ(f.shares.delete_group("g"), error_code::non_empty_group);
   f.shares.poll(45000);  // group.share.session.timeout.ms
   EXPECT_EQ(f.shares.list_groups()[0].second, "Empty");
+  EXPECT_EQ(f.shares.delete_group("g"), error_code::none);
+  EXPECT_FALSE(f.shares.start_offset("g", tp).has_value());
+  EXPECT_EQ(f.shares.delete_group("g"), error_code::group_id_not_found);
 }
 
 }  // namespace

@@ -209,4 +209,10 @@ size_t share_partition::acquired_count() const {
   }));
 }
 
+size_t share_partition::finished_count() const {
+  return static_cast<size_t>(std::count_if(records_.begin(), records_.end(), [](const auto& r) {
+    return r.state == record_state::acknowledged || r.state == record_state::archived;
+  }));
+}
+
 }  // namespace tarn::coordinator

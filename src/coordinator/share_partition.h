@@ -117,6 +117,9 @@ class share_partition {
   std::optional<record_view> record(int64_t offset) const;
   // Records Acquired now (for tests and describe).
   size_t acquired_count() const;
+  // In-flight records whose delivery is complete (Acknowledged or Archived): what Kafka's lag
+  // leaves out besides the records below the SPSO.
+  size_t finished_count() const;
 
  private:
   struct in_flight_record {

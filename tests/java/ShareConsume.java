@@ -8,6 +8,7 @@
 //   close:   records acquired by a consumer that closes go to another at once
 //   poison:  a record released at every delivery is archived at the delivery-count limit
 // Usage: java -cp '<kafka libs>/*' ShareConsume.java BOOTSTRAP LOCK_MS DELIVERY_LIMIT PREFIX
+//        [SCENARIO,...]   (default: all six, in the order above)
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.*;
@@ -202,13 +203,22 @@ public class ShareConsume {
     Properties p = new Properties();
     p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     admin = Admin.create(p);
+    List<String> run = args.length > 4 ? List.of(args[4].split(","))
+                                       : List.of("all", "release", "reject", "lock", "close", "poison");
     try {
-      all();
-      release();
-      reject();
-      lock(lockMs);
-      close();
-      poison(limit);
+      for (String s : run) {
+        long start = System.currentTimeMillis();
+        switch (s) {
+          case "all" -> all();
+          case "release" -> release();
+          case "reject" -> reject();
+          case "lock" -> lock(lockMs);
+          case "close" -> close();
+          case "poison" -> poison(limit);
+          default -> throw new IllegalArgumentException("unknown scenario " + s);
+        }
+        System.out.println("time: " + s + " " + (System.currentTimeMillis() - start) + " ms");
+      }
     } finally {
       admin.close();
     }
