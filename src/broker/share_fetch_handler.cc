@@ -28,6 +28,7 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
+#include <map>
 
 #include "broker/features.h"
 #include "broker/fetch_waiters.h"
@@ -195,17 +196,20 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   int64_t now = wall_clock_ms();
   // The session's partitions, then any acknowledged partition not in it (a final request).
   std::vector<partition_answer> answers;
-  for (const auto& tp : step.partitions) answers.emplace_back(tp);
+  std::map<coordinator::share_topic_partition, size_t> index;  // into answers
+  for (const auto& tp : step.partitions) {
+    index.emplace(tp, answers.size());
+    answers.emplace_back(tp);
+  }
   const bool renew_allowed = version >= 2 && req.is_renew_ack;
   for (const auto& t : req.topics) {
     for (const auto& p : t.partitions) {
       if (p.acknowledgement_batches.empty()) continue;
       const coordinator::share_topic_partition tp{coordinator::from_wire(t.topic_id),
                                                   p.partition_index};
-      auto it = std::find_if(answers.begin(), answers.end(),
-                             [&](const partition_answer& a) { return a.tp == tp; });
-      if (it == answers.end()) it = answers.insert(answers.end(), partition_answer(tp));
-      it->ack_error =
+      auto [at, fresh] = index.emplace(tp, answers.size());
+      if (fresh) answers.emplace_back(tp);
+      answers[at->second].ack_error =
           apply_acknowledgements(shares, *services.topics, group_id, member_id, tp.topic_id,
                                  tp.partition, p.acknowledgement_batches, renew_allowed, now);
     }

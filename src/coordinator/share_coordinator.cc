@@ -271,13 +271,18 @@ share_coordinator::session_step share_coordinator::step_session(
       it->second.next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
     }
   }
+  // A set, not a search per partition: a request may name very many (bounded by its bytes).
   session& s = it->second;
-  for (const auto& tp : forgotten) std::erase(s.partitions, tp);
-  for (const auto& tp : added) {
-    if (std::find(s.partitions.begin(), s.partitions.end(), tp) == s.partitions.end()) {
-      s.partitions.push_back(tp);
-    }
+  std::set<share_topic_partition> members(s.partitions.begin(), s.partitions.end());
+  for (const auto& tp : forgotten) members.erase(tp);
+  std::vector<share_topic_partition> kept;
+  for (const auto& tp : s.partitions) {
+    if (members.contains(tp)) kept.push_back(tp);
   }
+  for (const auto& tp : added) {
+    if (members.insert(tp).second) kept.push_back(tp);
+  }
+  s.partitions = std::move(kept);
   return {error_code::none, s.partitions};
 }
 

@@ -23,6 +23,9 @@ public class ShareConsume {
   static String bootstrap;
   static String prefix;
   static Admin admin;
+  // How long "nothing comes back" is watched: past the acquisition lock, so a record whose lock
+  // expired would have been redelivered by then.
+  static long quiet;
 
   static void topic(String name, int records) throws Exception {
     admin.createTopics(List.of(new NewTopic(name, 1, (short) 1))).all().get();
@@ -114,7 +117,7 @@ public class ShareConsume {
       long offset = second.isEmpty() ? -1 : second.get(0).offset();
       for (var r : second) c.acknowledge(r, AcknowledgeType.ACCEPT);
       c.commitSync();
-      var third = pollFor(c, 1, 1500);
+      var third = pollFor(c, 1, quiet);
       System.out.println("release: first=" + d1 + " second=" + d2 + " offset=" + offset
           + " after-accept=" + third.size());
     }
@@ -131,7 +134,7 @@ public class ShareConsume {
         c.acknowledge(r, r.offset() == 0 ? AcknowledgeType.REJECT : AcknowledgeType.ACCEPT);
       }
       c.commitSync();
-      var again = pollFor(c, 1, 2500);
+      var again = pollFor(c, 1, quiet);
       System.out.println("reject: first=" + got.size() + " redelivered=" + again.size());
     }
   }
@@ -185,7 +188,7 @@ public class ShareConsume {
       c.subscribe(List.of(t));
       List<Integer> deliveries = new ArrayList<>();
       for (int i = 0; i < limit + 1; ++i) {
-        var got = pollFor(c, 1, i < limit ? 15000 : 2500);
+        var got = pollFor(c, 1, i < limit ? 15000 : quiet);
         if (got.isEmpty()) break;
         deliveries.add((int) got.get(0).deliveryCount().orElse((short) -1));
         c.acknowledge(got.get(0), AcknowledgeType.RELEASE);
@@ -198,6 +201,7 @@ public class ShareConsume {
   public static void main(String[] args) throws Exception {
     bootstrap = args[0];
     long lockMs = Long.parseLong(args[1]);
+    quiet = lockMs + 300;
     int limit = Integer.parseInt(args[2]);
     prefix = args[3];
     Properties p = new Properties();
