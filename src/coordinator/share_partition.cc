@@ -16,8 +16,10 @@ error_code validate_acknowledgement_batches(std::span<const acknowledgement_batc
       return error_code::invalid_request;
     }
     if (b.acknowledge_types.empty()) return error_code::invalid_request;
-    if (b.acknowledge_types.size() > 1 &&
-        b.last_offset - b.first_offset != static_cast<int64_t>(b.acknowledge_types.size()) - 1) {
+    // Unsigned: a hostile range (INT64_MIN to INT64_MAX) must not overflow.
+    const uint64_t span =
+        static_cast<uint64_t>(b.last_offset) - static_cast<uint64_t>(b.first_offset);
+    if (b.acknowledge_types.size() > 1 && span != b.acknowledge_types.size() - 1) {
       return error_code::invalid_request;
     }
     for (int8_t t : b.acknowledge_types) {

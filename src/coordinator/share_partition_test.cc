@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace tarn::coordinator {
 namespace {
 
@@ -177,6 +179,16 @@ TEST(share_partition, validation_of_batches_is_invalid_request) {
   EXPECT_EQ(check({ack(0, 0, {-1})}), error_code::invalid_request);
   EXPECT_EQ(check({ack(0, 0, {renew})}), error_code::invalid_request);  // v1: no RENEW
   EXPECT_EQ(check({ack(0, 0, {renew})}, 4), error_code::none);
+  constexpr int64_t lowest = std::numeric_limits<int64_t>::min();
+  constexpr int64_t highest = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(check({ack(lowest, highest, {accept, accept})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(-5, 0, {accept})}), error_code::invalid_request);  // below -1
+  // A huge range with one type passes the checks; the share-partition refuses it at once.
+  EXPECT_EQ(check({ack(0, highest, {accept})}), error_code::none);
+  share_partition p(cfg(), 0);
+  p.acquire("a", batch(0, 1), 500, 0);
+  std::vector<acknowledgement_batch> huge = {ack(0, highest, {accept})};
+  EXPECT_EQ(p.acknowledge("a", huge, 1), error_code::invalid_record_state);
 }
 
 TEST(share_partition, max_records_and_max_record_locks_bound_acquisition) {
