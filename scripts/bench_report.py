@@ -28,6 +28,10 @@ OBSERVE_END = "<!-- scripts/bench: end of observability -->"
 TXN_BEGIN = ("<!-- scripts/bench: transactions from here (scripts/bench --only txn "
              "rewrites this part alone) -->")
 TXN_END = "<!-- scripts/bench: end of transactions -->"
+# Section 12 likewise: `scripts/bench --only consumer`.
+CONSUMER_BEGIN = ("<!-- scripts/bench: consumer libraries from here (scripts/bench --only "
+                  "consumer rewrites this part alone) -->")
+CONSUMER_END = "<!-- scripts/bench: end of consumer libraries -->"
 MIB = 1024 * 1024
 
 
@@ -477,6 +481,7 @@ def render(b):
     out.extend(render_cleaner(b))
     out.extend(render_observe(b))
     out.extend(render_txn(b))
+    out.extend(render_consumer(b))
     return "\n".join(out)
 
 
@@ -870,6 +875,76 @@ def render_txn(b):
                        f"{r.get('size', '')} run {r.get('rep')}: `{r.get('error', '')[:300]}`")
         out.append("")
     out += [TXN_END, ""]
+    return out
+
+
+CONSUMER_METHOD = """\
+Method. One `tarn serve` (default settings) holds two topics of one partition, of 100 B and of
+1 KiB records, written by `tarn perf produce` (acks=1, linger.ms=5, batch.size=65536) and read
+from the page cache. `bench/rdkafka_perf consume` (librdkafka's consumer, fetch.wait.max.ms=10)
+and `tarn perf consume` (tarn's consumer, include/tarn/consumer.h, fetch.max.wait.ms=10) read the
+partition from its start to its end, several passes a run sized by a calibration pass (not
+counted) to a few seconds; runs alternate (librdkafka, tarn, ...). records/s counts from each
+pass's first record to its last, as section 3; CPU per record is the client process's user +
+system time over the whole run divided by the records it read. Both clients get each record's
+key and value; tarn's copies them into its consumer_record (std::string), librdkafka hands out
+pointers into its fetch buffer."""
+
+
+def render_consumer(b):
+    """Section 12 (scripts/bench's consumer_section) as markdown lines, between its markers."""
+    if not any(r.get("section") == "lib_consume" for r in b.results):
+        return []
+    out = [CONSUMER_BEGIN, "", "### 12. Consumer libraries: tarn's consumer and librdkafka's", "",
+           CONSUMER_METHOD, ""]
+    load = getattr(b, "lib_consume_load", None)
+    started = getattr(b, "lib_consume_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only consumer' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, {b.machine['cores']} cores ({b.machine['cpu']}).")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    rows, goals = [], []
+    for size in b.lib_consume_sizes:
+        label = f"{size} B" if size < 1024 else f"{size // 1024} KiB"
+        lr = b.select("rec_s", section="lib_consume", gen="librdkafka", size=size)
+        tr = b.select("rec_s", section="lib_consume", gen="tarn", size=size)
+        lc = b.select("cpu_us_per_record", section="lib_consume", gen="librdkafka", size=size)
+        tc = b.select("cpu_us_per_record", section="lib_consume", gen="tarn", size=size)
+        rows.append([f"{label}: records/s", cell(lr), cell(tr), rtext(ratio(tr, lr))])
+        rows.append([f"{label}: consumer CPU µs per record", cell(lc), cell(tc),
+                     rtext(ratio(tc, lc))])
+        lm = b.select("mib_s", section="lib_consume", gen="librdkafka", size=size)
+        tm = b.select("mib_s", section="lib_consume", gen="tarn", size=size)
+        rows.append([f"{label}: MB/s (keys and values)", cell(lm), cell(tm), rtext(ratio(tm, lm))])
+        if size < 1024:
+            goals.append((f"{label}: records/s, tarn / librdkafka", ratio(tr, lr), 1.5, True))
+        else:
+            goals.append((f"{label}: records/s, tarn / librdkafka", ratio(tr, lr), 1.0, True))
+            goals.append((f"{label}: CPU per record, tarn / librdkafka", ratio(tc, lc), 0.7,
+                          False))
+    out.append(table(["figure", "librdkafka", "tarn's consumer", "tarn / librdkafka"], rows))
+    out.append("")
+    out.append("#### Goals of this section")
+    out.append("")
+    goal_rows = []
+    for label, r, target, at_least in goals:
+        met = "n/a" if r is None else ("yes" if (r >= target if at_least else r <= target)
+                                       else "**no**")
+        goal_rows.append([label, rtext(r), (">= " if at_least else "<= ") + f"{target:g}", met])
+    out.append(table(["goal", "figure", "target", "met"], goal_rows))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and r.get("section") == "lib_consume"]
+    if failed:
+        out.append(f"{len(failed)} consumer library runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('gen')} {r.get('size')} B run {r.get('rep')}: "
+                       f"`{r.get('error', '')[:300]}`")
+        out.append("")
+    out += [CONSUMER_END, ""]
     return out
 
 

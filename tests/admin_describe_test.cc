@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/alter_partition_reassignments_request.h"
@@ -46,7 +47,6 @@
 #include "protocol/messages/offset_for_leader_epoch_request.h"
 #include "protocol/messages/offset_for_leader_epoch_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

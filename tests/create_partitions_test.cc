@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_partitions_request.h"
@@ -18,7 +19,6 @@
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/delete_records_request.h"
@@ -38,7 +39,6 @@
 #include "protocol/messages/list_offsets_request.h"
 #include "protocol/messages/list_offsets_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/messages/describe_quorum_request.h"
 #include "protocol/messages/describe_quorum_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
@@ -25,7 +26,6 @@
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

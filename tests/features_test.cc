@@ -1,10 +1,10 @@
 // Finalized features in ApiVersions and UpdateFeatures, against tarn and Kafka 4.4.0
 // (scripts/kafka-ref) with the same assertions: kafka-features.sh describe prints the same
-// metadata.version, group.version and transaction.version lines (the epoch aside), and ApiVersions
-// v3 leaves out supported features whose minimum is 0 (KAFKA-17011) while v4 lists them;
-// UpdateFeatures v0-2 (hand-built, validate-only where it would change something) refuses as Kafka
-// does in Kafka's words, and kafka-features.sh upgrade/downgrade/--dry-run print the same on both,
-// a real downgrade of group.version to 0 and back showing in ApiVersions.
+// metadata.version, group.version, transaction.version and share.version lines (the epoch
+// aside), and ApiVersions v3 leaves out supported features whose minimum is 0 (KAFKA-17011) while
+// v4 lists them; UpdateFeatures v0-2 (hand-built, validate-only where it would change something)
+// refuses as Kafka does in Kafka's words, and kafka-features.sh upgrade/downgrade/--dry-run print
+// the same on both, a real downgrade of group.version to 0 and back showing in ApiVersions.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -14,13 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "kafka_client.h"
 #include "kafka_ref_broker.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/update_features_request.h"
 #include "protocol/messages/update_features_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {
@@ -59,6 +59,12 @@ TEST_P(features, kafka_features_describe) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+                     "FinalizedVersionLevel: 2"),
+            std::string::npos)
+      << out;
+  // KIP-932 share groups: on in a fresh Kafka 4.4 cluster (ShareVersion's latest production level
+  // at metadata.version 4.4-IV0 and later).
+  EXPECT_NE(out.find("Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
                      "FinalizedVersionLevel: 2"),
             std::string::npos)
       << out;

@@ -8,13 +8,13 @@
 #include <thread>
 
 #include "fixture_topics.h"
+#include "kafka_client.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
 #include "protocol/messages/list_offsets_request.h"
 #include "protocol/messages/list_offsets_response.h"
 #include "record/record_batch.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

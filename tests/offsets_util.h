@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_client.h"
 #include "protocol/messages/list_offsets_request.h"
 #include "protocol/messages/list_offsets_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 

@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_client.h"
 #include "produce_util.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
 #include "record/record_batch.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kafka_client.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
 #include "protocol/messages/fetch_request.h"
@@ -24,7 +25,6 @@
 #include "protocol/writer.h"
 #include "record/batch_builder.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "base/uuid_text.h"
+#include "kafka_client.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -24,7 +25,6 @@
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
-#include "tools/kafka_client.h"
 
 namespace tarn::test {
 namespace {

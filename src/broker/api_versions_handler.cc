@@ -18,11 +18,12 @@
 //     unsupported_api_versions_outcome below.
 //   - A body that does not decode closes the connection (Kafka's InvalidRequestException).
 //   - v3+: SupportedFeatures and FinalizedFeatures (features.h): metadata.version 7-33 (3.3-IV3 to
-//     4.4-IV2, finalized 33) and group.version 0-1 (finalized 1: KIP-848 groups are served), as
-//     Kafka 4.4.0 reports them; the finalized levels come from the metadata log (a
-//     FeatureLevelRecord overrides the default), the epoch is its last offset. Below v4 a
+//     4.4-IV2, finalized 33), group.version 0-1 (finalized 1: KIP-848 groups are served),
+//     transaction.version 0-2 (finalized 2) and share.version 0-2 (finalized 2: KIP-932 share
+//     groups are served), as Kafka 4.4.0 reports them; the finalized levels come from the metadata
+//     log (a FeatureLevelRecord overrides the default), the epoch is its last offset. Below v4 a
 //     supported feature whose minimum is 0 is left out (KAFKA-17011), as Kafka does. Features
-//     tarn does not implement (transaction.version, share.version, streams.version, ELR) are not
+//     tarn does not implement (streams.version, kraft.version, ELR) are not
 //     listed, so clients do not use them.
 // Not supported: quotas (ThrottleTimeMs is always 0); UpdateFeatures.
 #include <spdlog/spdlog.h>

@@ -299,6 +299,20 @@ const std::vector<config_key>& config_keys() {
       {"group.consumer.assignors", config_type::list, "uniform,range", assignor_list()},
       {"group.consumer.migration.policy", config_type::string, "bidirectional",
        one_of_ignoring_case({"disabled", "downgrade", "upgrade", "bidirectional"})},
+      // KIP-932 share groups (GroupCoordinatorConfig and ShareGroupConfig; share_config.h).
+      {"group.share.session.timeout.ms", config_type::int32, "45000", at_least(1)},
+      {"group.share.min.session.timeout.ms", config_type::int32, "45000", at_least(1)},
+      {"group.share.max.session.timeout.ms", config_type::int32, "60000", at_least(1)},
+      {"group.share.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
+      {"group.share.min.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
+      {"group.share.max.heartbeat.interval.ms", config_type::int32, "15000", at_least(1)},
+      {"group.share.max.size", config_type::int32, "200", at_least(1)},
+      {"group.share.record.lock.duration.ms", config_type::int32, "30000", at_least(1000)},
+      {"group.share.min.record.lock.duration.ms", config_type::int32, "15000", at_least(1000)},
+      {"group.share.max.record.lock.duration.ms", config_type::int32, "60000", at_least(1000)},
+      {"group.share.delivery.count.limit", config_type::int32, "5", at_least(2)},
+      {"group.share.partition.max.record.locks", config_type::int32, "2000", at_least(100)},
+      {"group.share.max.share.sessions", config_type::int32, "2000", at_least(1)},
       // Committed offsets and __consumer_offsets.
       {"offset.metadata.max.bytes", config_type::int32, "4096", nullptr},
       {"offsets.retention.minutes", config_type::int32, "10080", at_least(1)},
@@ -533,6 +547,14 @@ result<void, std::string> finish_group_config(broker_config& c) {
   g.offsets_topic_num_partitions = i32("offsets.topic.num.partitions");
   g.offsets_topic_segment_bytes = i32("offsets.topic.segment.bytes");
   g.offsets_commit_timeout_ms = i32("offsets.commit.timeout.ms");
+  coordinator::share_config& sh = c.share;
+  sh.group_share_session_timeout_ms = i32("group.share.session.timeout.ms");
+  sh.group_share_heartbeat_interval_ms = i32("group.share.heartbeat.interval.ms");
+  sh.group_share_max_size = i32("group.share.max.size");
+  sh.group_share_record_lock_duration_ms = i32("group.share.record.lock.duration.ms");
+  sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
+  sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");
+  sh.group_share_max_share_sessions = i32("group.share.max.share.sessions");
   txn::txn_config& t = c.txn;
   t.max_timeout_ms = i32("transaction.max.timeout.ms");
   t.state_log_num_partitions = i32("transaction.state.log.num.partitions");
@@ -573,6 +595,36 @@ result<void, std::string> finish_group_config(broker_config& c) {
   }
   if (heartbeat.value >= session.value) {
     return fail(fmt::format("{} must be less than {}", heartbeat.key, session.key));
+  }
+  // The same checks for share groups (GroupCoordinatorConfig, ShareGroupConfig).
+  const bound share_heartbeat{sh.group_share_heartbeat_interval_ms,
+                              "group.share.heartbeat.interval.ms"};
+  const bound share_min_heartbeat{i32("group.share.min.heartbeat.interval.ms"),
+                                  "group.share.min.heartbeat.interval.ms"};
+  const bound share_max_heartbeat{i32("group.share.max.heartbeat.interval.ms"),
+                                  "group.share.max.heartbeat.interval.ms"};
+  const bound share_session{sh.group_share_session_timeout_ms, "group.share.session.timeout.ms"};
+  const bound share_min_session{i32("group.share.min.session.timeout.ms"),
+                                "group.share.min.session.timeout.ms"};
+  const bound share_max_session{i32("group.share.max.session.timeout.ms"),
+                                "group.share.max.session.timeout.ms"};
+  const bound lock{sh.group_share_record_lock_duration_ms, "group.share.record.lock.duration.ms"};
+  const bound min_lock{i32("group.share.min.record.lock.duration.ms"),
+                       "group.share.min.record.lock.duration.ms"};
+  const bound max_lock{i32("group.share.max.record.lock.duration.ms"),
+                       "group.share.max.record.lock.duration.ms"};
+  for (auto r :
+       {at_least_other(share_max_heartbeat, share_min_heartbeat),
+        at_least_other(share_heartbeat, share_min_heartbeat),
+        at_most_other(share_heartbeat, share_max_heartbeat),
+        at_least_other(share_max_session, share_min_session),
+        at_least_other(share_session, share_min_session),
+        at_most_other(share_session, share_max_session), at_least_other(max_lock, min_lock),
+        at_least_other(lock, min_lock), at_most_other(lock, max_lock)}) {
+    if (!r) return r;
+  }
+  if (share_heartbeat.value >= share_session.value) {
+    return fail(fmt::format("{} must be less than {}", share_heartbeat.key, share_session.key));
   }
   return {};
 }

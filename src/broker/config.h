@@ -15,6 +15,7 @@
 #include "base/result.h"
 #include "broker/properties.h"
 #include "coordinator/group_config.h"
+#include "coordinator/share_config.h"
 #include "security/security_config.h"
 #include "txn/txn_coordinator.h"
 
@@ -135,6 +136,8 @@ struct broker_config {
   // The group coordinator: group.*, offset.metadata.max.bytes, offsets.* (the replication
   // factor aside).
   coordinator::group_config group;
+  // Share groups (KIP-932): group.share.* (coordinator/share_config.h).
+  coordinator::share_config share;
   // The transaction coordinator: transaction.max.timeout.ms, transaction.state.log.*,
   // transaction.abort.timed.out.transaction.cleanup.interval.ms.
   txn::txn_config txn;

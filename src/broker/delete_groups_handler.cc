@@ -1,4 +1,6 @@
-// DeleteGroups (key 42): deletes empty groups and their committed offsets.
+// DeleteGroups (key 42): deletes empty groups and their committed offsets, and empty share
+// groups with their share-partitions (the share coordinator's answer replaces the group
+// coordinator's GROUP_ID_NOT_FOUND for a share group).
 //
 // Versions served: the schema's, 0-3. The body is decoded with protocol::delete_groups_request
 // and handed to the group coordinator, which decides each group's error and writes the
@@ -8,6 +10,7 @@
 // Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/delete_groups_response.h"
 
@@ -19,8 +22,18 @@ asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) 
   coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::delete_groups_request>(
       request, "DeleteGroups", [&](const protocol::delete_groups_request& req, int16_t version) {
+        auto with_share_groups = [&](auto reply) {
+          if (request.services.shares == nullptr) return reply;
+          for (auto& d : reply.message.results) {
+            if (d.error_code == protocol::code(protocol::error_code::group_id_not_found) &&
+                request.services.shares->has_group(d.group_id)) {
+              d.error_code = protocol::code(request.services.shares->delete_group(d.group_id));
+            }
+          }
+          return reply;
+        };
         if (request.services.authorizer == nullptr) {
-          return groups.delete_groups(req, version, wall_clock_ms());
+          return with_share_groups(groups.delete_groups(req, version, wall_clock_ms()));
         }
         // As Kafka: DELETE on each group; the others answer GROUP_AUTHORIZATION_FAILED after the
         // deleted ones.
@@ -31,7 +44,7 @@ asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) 
           denied.push_back(g);
           return true;
         });
-        auto reply = groups.delete_groups(allowed, version, wall_clock_ms());
+        auto reply = with_share_groups(groups.delete_groups(allowed, version, wall_clock_ms()));
         for (std::string_view g : denied) {
           auto& d = reply.message.results.emplace_back();
           d.group_id = g;

@@ -2,7 +2,9 @@
 // kafka-features.sh describe report them). The levels are Kafka 4.4.0's for the features tarn
 // implements: metadata.version 3.3-IV3 (7) to 4.4-IV2 (33), group.version 1 (KIP-848 consumer
 // groups), transaction.version 2 (KIP-890 part 2: clients bump the epoch at every EndTxn and let
-// Produce add partitions; 0 and 1 keep transactions v1). A FeatureLevelRecord in the metadata
+// Produce add partitions; 0 and 1 keep transactions v1), share.version 2 (KIP-932 share groups,
+// with RENEW acknowledgements: Kafka 4.4's latest production level, which a fresh cluster
+// finalizes; 0 turns share groups off). A FeatureLevelRecord in the metadata
 // log overrides the default finalized level.
 #pragma once
 
@@ -23,6 +25,7 @@ struct supported_feature {
 inline constexpr supported_feature tarn_supported_features[] = {
     {"group.version", 0, 1, 1},
     {"metadata.version", 7, 33, 33},
+    {"share.version", 0, 2, 2},
     {"transaction.version", 0, 2, 2},
 };
 
@@ -36,6 +39,14 @@ inline cluster::feature_map finalized_features(const cluster::metadata_store& st
     if (level > 0) out.emplace(std::string(f.name), level);
   }
   return out;
+}
+
+// Share groups (KIP-932) are served while share.version is finalized at 1 or more, as Kafka 4.4's
+// ShareVersion.supportsShareGroups.
+inline bool share_groups_enabled(const cluster::metadata_store& store) {
+  const cluster::feature_map finalized = finalized_features(store);
+  auto it = finalized.find("share.version");
+  return it != finalized.end() && it->second >= 1;
 }
 
 }  // namespace tarn::broker

@@ -21,7 +21,8 @@
 
 namespace tarn::coordinator {
 class group_coordinator;
-}
+class share_coordinator;
+}  // namespace tarn::coordinator
 namespace tarn::quota {
 class client_quotas;
 }
@@ -90,6 +91,7 @@ struct broker_services {
   txn::txn_coordinator* txns = nullptr;                 // transactions (may be null)
   // ACLs: null when authorizer.class.name is empty (no authorization, authorization.h).
   broker_authorizer* authorizer = nullptr;
+  coordinator::share_coordinator* shares = nullptr;  // share groups (KIP-932)
 };
 
 struct connection_info {
@@ -244,6 +246,13 @@ void register_sasl_authenticate_handler(handler_registry& registry);
 void register_describe_acls_handler(handler_registry& registry);
 void register_create_acls_handler(handler_registry& registry);
 void register_delete_acls_handler(handler_registry& registry);
+void register_share_group_heartbeat_handler(handler_registry& registry);
+void register_share_group_describe_handler(handler_registry& registry);
+void register_share_fetch_handler(handler_registry& registry);
+void register_share_acknowledge_handler(handler_registry& registry);
+void register_describe_share_group_offsets_handler(handler_registry& registry);
+void register_alter_share_group_offsets_handler(handler_registry& registry);
+void register_delete_share_group_offsets_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

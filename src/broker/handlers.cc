@@ -54,6 +54,13 @@ void register_all_handlers(handler_registry& registry) {
   register_offset_delete_handler(registry);
   register_consumer_group_heartbeat_handler(registry);
   register_consumer_group_describe_handler(registry);
+  register_share_group_heartbeat_handler(registry);
+  register_share_group_describe_handler(registry);
+  register_share_fetch_handler(registry);
+  register_share_acknowledge_handler(registry);
+  register_describe_share_group_offsets_handler(registry);
+  register_alter_share_group_offsets_handler(registry);
+  register_delete_share_group_offsets_handler(registry);
   register_describe_client_quotas_handler(registry);
   register_alter_client_quotas_handler(registry);
   register_describe_user_scram_credentials_handler(registry);

@@ -25,6 +25,8 @@
 //     at once and until the broker stops, as Kafka's RuntimeLoggerManager; an unknown logger or
 //     level INVALID_CONFIG, DELETE of the root logger, APPEND and SUBTRACT INVALID_REQUEST,
 //     all with Kafka's messages; every operation is validated before any is applied.
+//   - Group (resource type 32): only share.auto.offset.reset (SET earliest|latest, DELETE), kept
+//     by the share coordinator in memory (not persisted); any other group config INVALID_CONFIG.
 //   - Every other resource type: INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
 // Not supported: alter-config policies.
@@ -41,6 +43,7 @@
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/incremental_alter_configs_request.h"
 #include "protocol/messages/incremental_alter_configs_response.h"
@@ -273,6 +276,31 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
           error = alter_error{e->code, e->message};
         } else if (!decoded->validate_only) {
           spdlog::info("broker loggers altered by {}", request.connection.peer);
+        }
+      }
+    } else if (res.resource_type == resource_type_group && request.services.shares != nullptr) {
+      // Group configs: only share.auto.offset.reset (KIP-932) is kept, by the share coordinator,
+      // in memory. SET earliest|latest, DELETE back to Kafka's default, latest.
+      for (const auto& c : res.configs) {
+        const auto op = static_cast<op_type>(c.config_operation);
+        const std::string_view value = c.value.value_or("");
+        if (c.name != "share.auto.offset.reset") {
+          error = alter_error{error_code::invalid_config,
+                              fmt::format("Group config {} is not supported by tarn", c.name)};
+        } else if (op == op_type::set && value != "earliest" && value != "latest") {
+          error = alter_error{error_code::invalid_config,
+                              fmt::format("Invalid value {} for configuration "
+                                          "share.auto.offset.reset",
+                                          value)};
+        } else if (op != op_type::set && op != op_type::remove) {
+          error = alter_error{error_code::invalid_config, "share.auto.offset.reset is not a list"};
+        }
+      }
+      if (!error && !decoded->validate_only) {
+        for (const auto& c : res.configs) {
+          const auto op = static_cast<op_type>(c.config_operation);
+          request.services.shares->set_auto_offset_reset(
+              res.resource_name, op == op_type::set ? c.value.value_or("latest") : "latest");
         }
       }
     } else if (unknown_config_resource_type(res.resource_type)) {

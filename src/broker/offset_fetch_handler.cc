@@ -18,7 +18,7 @@ namespace tarn::broker {
 
 namespace {
 
-using response = protocol::offset_fetch_response;
+using offset_fetch_reply = protocol::offset_fetch_response;
 
 // The topic's name in a response entry (v10: by id).
 template <class Topic>
@@ -52,7 +52,7 @@ void authorize_topics(const request_context& request, std::vector<Topic>& topics
 }
 
 void authorize_reply(const request_context& request, const protocol::offset_fetch_request& req,
-                     int16_t version, response& reply) {
+                     int16_t version, offset_fetch_reply& reply) {
   const auto gaf = protocol::code(protocol::error_code::group_authorization_failed);
   if (version < 8) {
     if (!authorize_group(request, security::acl_operation::describe, req.group_id)) {

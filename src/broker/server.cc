@@ -40,6 +40,7 @@
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
 #include "coordinator/group_coordinator.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/api_table.h"
 #include "quota/client_quotas.h"
 #include "security/tls_context.h"
@@ -127,6 +128,7 @@ struct server::impl {
   std::unique_ptr<offsets_topic> offsets;
   std::unique_ptr<topic_metadata_view> topic_view;
   std::unique_ptr<coordinator::group_coordinator> groups;
+  std::unique_ptr<coordinator::share_coordinator> shares;  // share groups, in memory
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
   // The transaction coordinator and its seams (docs/transactions.md).
   std::unique_ptr<transaction_state_log> txn_log;
@@ -367,6 +369,7 @@ result<void, std::string> server::start() {
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
+  s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view);
   s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
   s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
   s.txns = std::make_unique<txn::txn_coordinator>(
@@ -423,6 +426,7 @@ result<void, std::string> server::start() {
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
+  s.services->shares = s.shares.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -655,6 +659,7 @@ asio::awaitable<void> server::impl::group_poller() {
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     const int64_t now = wall_clock_ms();
     groups->poll(now);
+    shares->poll(now);  // share-group member session timeouts, acquisition-lock expiry
     // transaction.abort.timed.out.transaction.cleanup.interval.ms
     if (now - last_txn_abort_check_ms >= config.txn.abort_timed_out_interval_ms) {
       last_txn_abort_check_ms = now;

@@ -92,6 +92,7 @@ inline int8_t wire_config_type(storage::config_type t) {
 inline constexpr int8_t resource_type_topic = 2;
 inline constexpr int8_t resource_type_broker = 4;
 inline constexpr int8_t resource_type_broker_logger = 8;
+inline constexpr int8_t resource_type_group = 32;
 
 // A type that is none of Kafka 4.4's ConfigResource.Type ids (TOPIC, BROKER, BROKER_LOGGER,
 // CLIENT_METRICS 16, GROUP 32): Kafka reads it as UNKNOWN, and its alter APIs answer "Unknown

@@ -116,6 +116,7 @@ result<std::map<std::string, topic_layout>, client_error> cluster_client::metada
     topic_layout layout;
     layout.name = std::string(t.name.value_or(""));
     layout.error_code = t.error_code;
+    layout.topic_id = uuid_from_wire(t.topic_id);
     for (const auto& p : t.partitions) {
       layout.partitions.push_back({p.partition_index, p.leader_id, p.error_code});
     }

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/uuid.h"
 #include "client/blocking_client.h"
 #include "client/topic_partition.h"
 #include "protocol/error_codes.h"
+#include "protocol/reader.h"
 
 namespace tarn::client {
 
@@ -43,6 +45,24 @@ bool is_retriable(int16_t code);
 inline constexpr int64_t latest_offset_spec = -1;
 inline constexpr int64_t earliest_offset_spec = -2;
 
+// Topic ids between the wire's 16 bytes and base's uuid (most significant byte first).
+inline uuid uuid_from_wire(const protocol::uuid& id) {
+  uuid out;
+  for (int i = 0; i < 8; ++i) {
+    out.most_significant_bits = (out.most_significant_bits << 8) | id.bytes[i];
+    out.least_significant_bits = (out.least_significant_bits << 8) | id.bytes[8 + i];
+  }
+  return out;
+}
+inline protocol::uuid uuid_to_wire(const uuid& id) {
+  protocol::uuid out;
+  for (int i = 0; i < 8; ++i) {
+    out.bytes[i] = static_cast<uint8_t>(id.most_significant_bits >> (56 - 8 * i));
+    out.bytes[8 + i] = static_cast<uint8_t>(id.least_significant_bits >> (56 - 8 * i));
+  }
+  return out;
+}
+
 struct broker_info {
   int32_t node_id = -1;
   std::string host;
@@ -57,6 +77,7 @@ struct partition_layout {
 
 struct topic_layout {
   std::string name;
+  uuid topic_id;                             // zero before Metadata v10
   int16_t error_code = 0;                    // UNKNOWN_TOPIC_OR_PARTITION for a missing topic
   std::vector<partition_layout> partitions;  // by partition id
 };

@@ -33,7 +33,9 @@ result<std::unique_ptr<consumer>, config_error> consumer::create(
 consumer::consumer(std::unique_ptr<group_consumer> impl) : impl_(std::move(impl)) {}
 consumer::~consumer() = default;
 
-void consumer::subscribe(std::vector<std::string> topics) { impl_->subscribe(std::move(topics)); }
+void consumer::subscribe(std::vector<std::string> topics, rebalance_listener listener) {
+  impl_->subscribe(std::move(topics), std::move(listener));
+}
 void consumer::assign(std::vector<topic_partition> partitions) {
   impl_->assign(std::move(partitions));
 }
@@ -54,6 +56,53 @@ result<void, consumer_error> consumer::commit_sync() {
   if (auto r = impl_->commit_sync(); !r) return fail(public_error(r.error()));
   return {};
 }
+
+result<void, consumer_error> consumer::commit_sync(
+    const std::map<topic_partition, int64_t>& offsets) {
+  if (auto r = impl_->commit_sync(offsets); !r) return fail(public_error(r.error()));
+  return {};
+}
+
+void consumer::commit_async(offset_commit_callback callback) {
+  impl_->commit_async(std::move(callback));
+}
+
+void consumer::commit_async(const std::map<topic_partition, int64_t>& offsets,
+                            offset_commit_callback callback) {
+  impl_->commit_async(offsets, std::move(callback));
+}
+
+result<std::map<topic_partition, int64_t>, consumer_error> consumer::committed(
+    const std::vector<topic_partition>& partitions) {
+  auto r = impl_->committed(partitions);
+  if (!r) return fail(public_error(r.error()));
+  return std::move(*r);
+}
+
+result<std::map<topic_partition, std::optional<offset_and_timestamp>>, consumer_error>
+consumer::offsets_for_times(const std::map<topic_partition, int64_t>& timestamps) {
+  auto r = impl_->offsets_for_times(timestamps);
+  if (!r) return fail(public_error(r.error()));
+  return std::move(*r);
+}
+
+result<std::map<topic_partition, int64_t>, consumer_error> consumer::beginning_offsets(
+    const std::vector<topic_partition>& partitions) {
+  auto r = impl_->list_offsets(partitions, offset_beginning);
+  if (!r) return fail(public_error(r.error()));
+  return std::move(*r);
+}
+
+result<std::map<topic_partition, int64_t>, consumer_error> consumer::end_offsets(
+    const std::vector<topic_partition>& partitions) {
+  auto r = impl_->list_offsets(partitions, offset_end);
+  if (!r) return fail(public_error(r.error()));
+  return std::move(*r);
+}
+
+void consumer::pause(const std::vector<topic_partition>& partitions) { impl_->pause(partitions); }
+void consumer::resume(const std::vector<topic_partition>& partitions) { impl_->resume(partitions); }
+std::vector<topic_partition> consumer::paused() const { return impl_->paused(); }
 
 result<void, consumer_error> consumer::close() {
   if (auto r = impl_->close(); !r) return fail(public_error(r.error()));

@@ -1,10 +1,12 @@
-// The classic-protocol group member (see group_consumer.h).
+// The group member (see group_consumer.h): configuration, the classic protocol's join, positions,
+// fetching, leaving and the classic heartbeat.
 #include "client/group_consumer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "client/consumer_protocol.h"
 #include "client/range_assignor.h"
@@ -159,8 +161,21 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
                   ": tarn's consumer implements only the range assignor");
     }
   } else if (key == "group.protocol") {
-    if (value != "classic" && value != "CLASSIC") {
-      return fail("group.protocol " + value + ": tarn's consumer speaks only the classic protocol");
+    std::string lower = value;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower != "classic" && lower != "consumer") {
+      return fail(
+          fmt::format("Invalid value {} for configuration group.protocol: String must be "
+                      "one of (case insensitive): CLASSIC, CONSUMER",
+                      value));
+    }
+    consumer_protocol = lower == "consumer";
+  } else if (key == "group.remote.assignor") {
+    if (value.empty()) {
+      group_remote_assignor.reset();
+    } else {
+      group_remote_assignor = value;
     }
   } else if (ignored != nullptr) {
     ignored->push_back(key);
@@ -171,7 +186,15 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
 group_consumer::group_consumer(group_consumer_config config,
                                std::unique_ptr<cluster_client> cluster)
     : config_(std::move(config)), cluster_(std::move(cluster)) {
-  if (!config_.group_id.empty()) heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+  if (config_.group_id.empty()) return;
+  if (config_.consumer_protocol) {
+    membership_ = std::make_unique<consumer_membership>(
+        uuid::random().to_string(), config_.group_instance_id, config_.group_remote_assignor,
+        static_cast<int32_t>(config_.max_poll_interval.count()));
+    heartbeat_thread_ = std::thread([this] { consumer_heartbeat_loop(); });
+  } else {
+    heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+  }
 }
 
 result<std::unique_ptr<group_consumer>, client_error> group_consumer::create(
@@ -190,10 +213,13 @@ group_consumer::~group_consumer() {
     stopping_ = true;
   }
   wake_heartbeat_.notify_all();
+  wake_committer_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (committer_thread_.joinable()) committer_thread_.join();
 }
 
-void group_consumer::subscribe(std::vector<std::string> topics) {
+void group_consumer::subscribe(std::vector<std::string> topics, rebalance_listener listener) {
+  listener_ = std::move(listener);
   std::sort(topics.begin(), topics.end());
   topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
   if (topics == topics_) return;
@@ -217,23 +243,26 @@ void group_consumer::seek(const topic_partition& tp, int64_t offset_or_spec) {
   });
 }
 
-result<void, client_error> group_consumer::init_manual_positions() {
-  for (const auto& tp : assigned_) {
-    if (fetch_positions_.count(tp)) continue;
-    int64_t position = 0;
-    auto seek = seeks_.find(tp);
-    if (seek != seeks_.end() && seek->second >= 0) {
-      position = seek->second;
-    } else {
-      auto r = seek != seeks_.end() ? list_offset(tp, seek->second) : reset_offset(tp);
-      if (!r) return fail(r.error());
-      position = *r;
-    }
-    if (seek != seeks_.end()) seeks_.erase(seek);
-    fetch_positions_[tp] = position;
-    positions_[tp] = position;
+void group_consumer::pause(const std::vector<topic_partition>& partitions) {
+  for (const auto& tp : partitions) {
+    if (!std::binary_search(assigned_.begin(), assigned_.end(), tp)) continue;
+    paused_.insert(tp);
+    // What was fetched and not returned is fetched again after resume().
+    std::erase_if(buffered_, [&](const consumer_record& r) {
+      return r.topic == tp.topic && r.partition == tp.partition;
+    });
+    auto pos = positions_.find(tp);
+    auto fetch = fetch_positions_.find(tp);
+    if (pos != positions_.end() && fetch != fetch_positions_.end()) fetch->second = pos->second;
   }
-  return {};
+}
+
+void group_consumer::resume(const std::vector<topic_partition>& partitions) {
+  for (const auto& tp : partitions) paused_.erase(tp);
+}
+
+std::vector<topic_partition> group_consumer::paused() const {
+  return {paused_.begin(), paused_.end()};
 }
 
 std::vector<topic_partition> group_consumer::assignment() const { return assigned_; }
@@ -247,6 +276,12 @@ std::optional<int64_t> group_consumer::position(const topic_partition& tp) const
 std::string group_consumer::member_id() const {
   std::lock_guard lock(mutex_);
   return member_id_;
+}
+
+std::map<int32_t, int32_t> group_consumer::fetch_session_ids() const {
+  std::map<int32_t, int32_t> out;
+  for (const auto& [node, session] : fetch_sessions_) out[node] = session.session_id();
+  return out;
 }
 
 int32_t group_consumer::generation() const {
@@ -282,10 +317,63 @@ void group_consumer::revoke_all() {
   positions_.clear();
   committed_.clear();
   buffered_.clear();
+  seeks_.clear();
+  paused_.clear();
+}
+
+void group_consumer::call_listener(
+    const std::function<void(const std::vector<topic_partition>&)>& f,
+    const std::vector<topic_partition>& tps) {
+  if (f) f(tps);
+}
+
+void group_consumer::prepare_join() {
+  if (join_prepared_) return;  // once per rebalance, however many JoinGroups it takes
+  join_prepared_ = true;
+  bool valid_generation = false;
+  {
+    std::lock_guard lock(mutex_);
+    valid_generation = generation_ >= 0 && !member_id_.empty();
+  }
+  const std::vector<topic_partition> owned = assigned_;
+  if (!valid_generation) {
+    // Fenced: another member may own them already, so nothing is committed.
+    if (!owned.empty()) {
+      call_listener(listener_.on_partitions_lost ? listener_.on_partitions_lost
+                                                 : listener_.on_partitions_revoked,
+                    owned);
+    }
+  } else {
+    // Eager rebalance: commit what was consumed, then give every partition up.
+    if (config_.enable_auto_commit) (void)commit_sync();
+    call_listener(listener_.on_partitions_revoked, owned);
+  }
+  revoke_all();
+}
+
+void group_consumer::leave_prepare() {
+  if (assigned_.empty() || config_.group_id.empty() || topics_.empty()) return;
+  bool valid_generation = false;
+  {
+    std::lock_guard lock(mutex_);
+    valid_generation = config_.consumer_protocol
+                           ? generation_ > 0 && state_ == member_state::stable
+                           : generation_ >= 0 && !member_id_.empty() && !rejoin_needed_;
+  }
+  const std::vector<topic_partition> owned = assigned_;
+  if (valid_generation) {
+    call_listener(listener_.on_partitions_revoked, owned);
+  } else {
+    call_listener(listener_.on_partitions_lost ? listener_.on_partitions_lost
+                                               : listener_.on_partitions_revoked,
+                  owned);
+  }
 }
 
 result<void, client_error> group_consumer::ensure_active_group() {
-  if (config_.group_id.empty()) return init_manual_positions();
+  invoke_commit_callbacks();
+  if (config_.group_id.empty()) return init_positions();
+  if (config_.consumer_protocol) return ensure_active_consumer_group();
   bool needed = false;
   {
     std::lock_guard lock(mutex_);
@@ -293,13 +381,13 @@ result<void, client_error> group_consumer::ensure_active_group() {
     if (subscription_changed_) rejoin_needed_ = true;
     needed = rejoin_needed_ || state_ != member_state::stable;
   }
-  if (!needed) return {};
-  if (!assigned_.empty()) {
-    // Eager rebalance: commit what was consumed, then give every partition up.
-    if (config_.enable_auto_commit) (void)commit_sync();
-    revoke_all();
+  if (needed) {
+    prepare_join();
+    if (auto r = join_and_sync(); !r) return r;
+    join_prepared_ = false;
+    // Before positions are looked up, so a seek() in the listener decides where to start.
+    call_listener(listener_.on_partitions_assigned, assigned_);
   }
-  if (auto r = join_and_sync(); !r) return r;
   return init_positions();
 }
 
@@ -496,8 +584,52 @@ result<void, client_error> group_consumer::join_and_sync() {
 // ---------------------------------------------------------------------------------------------
 // Positions
 
+// Where each assigned partition without a fetch position starts: the seek() given, else the
+// group's committed offset, else auto.offset.reset.
 result<void, client_error> group_consumer::init_positions() {
-  if (assigned_.empty()) return {};
+  std::vector<topic_partition> unknown;
+  std::vector<topic_partition> ask;  // no seek: the group's committed offset decides
+  for (const auto& tp : assigned_) {
+    if (fetch_positions_.count(tp)) continue;
+    unknown.push_back(tp);
+    if (!seeks_.count(tp)) ask.push_back(tp);
+  }
+  if (unknown.empty()) return {};
+  std::map<topic_partition, int64_t> committed;
+  if (!config_.group_id.empty() && !ask.empty()) {
+    auto c = fetch_committed(ask);
+    if (!c) return fail(c.error());
+    committed = std::move(*c);
+  }
+  for (const auto& tp : unknown) {
+    int64_t position = 0;
+    if (auto seek = seeks_.find(tp); seek != seeks_.end()) {
+      if (seek->second >= 0) {
+        position = seek->second;
+      } else {
+        auto r = list_offset(tp, seek->second);
+        if (!r) return fail(r.error());
+        position = r->offset;
+      }
+      seeks_.erase(seek);
+    } else if (auto it = committed.find(tp); it != committed.end()) {
+      position = it->second;
+      committed_[tp] = position;
+    } else {
+      auto reset = reset_offset(tp);
+      if (!reset) return fail(reset.error());
+      position = *reset;
+    }
+    fetch_positions_[tp] = position;
+    positions_[tp] = position;
+  }
+  return {};
+}
+
+// The group's committed offsets of `tps` (OffsetFetch with RequireStable, retried while a
+// transaction's offsets are pending).
+result<std::map<topic_partition, int64_t>, client_error> group_consumer::fetch_committed(
+    const std::vector<topic_partition>& tps) {
   const auto until = clock_type::now() + config_.request_timeout;
   std::map<topic_partition, int64_t> committed;
   while (true) {
@@ -513,7 +645,7 @@ result<void, client_error> group_consumer::init_positions() {
     protocol::offset_fetch_request req;
     std::vector<protocol::offset_fetch_request::offset_fetch_request_topics> topics;
     std::vector<protocol::offset_fetch_request::offset_fetch_request_topic> old_topics;
-    const auto grouped = by_topic(assigned_);  // the request's names point into it
+    const auto grouped = by_topic(tps);  // the request's names point into it
     for (const auto& [topic, ps] : grouped) {
       topics.push_back({});
       topics.back().name = topic;
@@ -568,21 +700,21 @@ result<void, client_error> group_consumer::init_positions() {
     }
     return fail(kafka_error(err));
   }
-  for (const auto& tp : assigned_) {
-    auto it = committed.find(tp);
-    int64_t position = 0;
-    if (it != committed.end()) {
-      position = it->second;
-      committed_[tp] = position;
-    } else {
-      auto reset = reset_offset(tp);
-      if (!reset) return fail(reset.error());
-      position = *reset;
-    }
-    fetch_positions_[tp] = position;
-    positions_[tp] = position;
+  return committed;
+}
+
+result<std::map<topic_partition, int64_t>, client_error> group_consumer::committed(
+    const std::vector<topic_partition>& partitions) {
+  if (config_.group_id.empty()) {
+    return fail(client_error{code(error_code::invalid_group_id),
+                             "To use the group management or offset commit APIs, you must "
+                             "provide a valid group.id in the consumer configuration."});
   }
-  return {};
+  std::vector<topic_partition> tps = partitions;
+  std::sort(tps.begin(), tps.end());
+  tps.erase(std::unique(tps.begin(), tps.end()), tps.end());
+  if (tps.empty()) return std::map<topic_partition, int64_t>{};
+  return fetch_committed(tps);
 }
 
 result<int64_t, client_error> group_consumer::reset_offset(const topic_partition& tp) {
@@ -592,11 +724,48 @@ result<int64_t, client_error> group_consumer::reset_offset(const topic_partition
                                          "[{}-{}]",
                                          tp.topic, tp.partition)});
   }
-  return list_offset(
+  auto r = list_offset(
       tp, config_.auto_offset_reset == "earliest" ? earliest_offset_spec : latest_offset_spec);
+  if (!r) return fail(r.error());
+  return r->offset;
 }
 
-result<int64_t, client_error> group_consumer::list_offset(const topic_partition& tp, int64_t spec) {
+result<std::map<topic_partition, std::optional<offset_and_timestamp>>, client_error>
+group_consumer::offsets_for_times(const std::map<topic_partition, int64_t>& timestamps) {
+  std::map<topic_partition, std::optional<offset_and_timestamp>> out;
+  for (const auto& [tp, timestamp] : timestamps) {
+    if (timestamp < 0) {
+      return fail(client_error{-1, fmt::format("The target time for partition {}-{} is {}. The "
+                                               "target time cannot be negative.",
+                                               tp.topic, tp.partition, timestamp)});
+    }
+    auto r = list_offset(tp, timestamp);
+    if (!r) return fail(r.error());
+    // No record at or after the time: ListOffsets answers offset -1 (Java's null).
+    if (r->offset >= 0) {
+      out[tp] = *r;
+    } else {
+      out[tp] = std::nullopt;
+    }
+  }
+  return out;
+}
+
+result<std::map<topic_partition, int64_t>, client_error> group_consumer::list_offsets(
+    const std::vector<topic_partition>& partitions, int64_t spec) {
+  std::map<topic_partition, int64_t> out;
+  for (const auto& tp : partitions) {
+    auto r = list_offset(tp, spec);
+    if (!r) return fail(r.error());
+    out[tp] = r->offset;
+  }
+  return out;
+}
+
+// ListOffsets for one partition: a spec (earliest_offset_spec, latest_offset_spec) or a
+// timestamp; the answer's offset and timestamp.
+result<offset_and_timestamp, client_error> group_consumer::list_offset(const topic_partition& tp,
+                                                                       int64_t spec) {
   const auto until = clock_type::now() + config_.request_timeout;
   while (true) {
     auto md = cluster_->metadata(std::vector<std::string>{tp.topic});
@@ -633,7 +802,7 @@ result<int64_t, client_error> group_consumer::list_offset(const topic_partition&
     for (const auto& rt : resp->topics) {
       for (const auto& p : rt.partitions) {
         if (p.partition_index != tp.partition) continue;
-        if (p.error_code == 0) return p.offset;
+        if (p.error_code == 0) return offset_and_timestamp{p.offset, p.timestamp};
         if (is_retriable(p.error_code) && backoff_until(until, config_.retry_backoff)) break;
         return fail(kafka_error(p.error_code));
       }
@@ -673,7 +842,12 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
   }
   std::map<int32_t, std::vector<topic_partition>> by_leader;
   for (const auto& [tp, pos] : fetch_positions_) {
+    if (paused_.count(tp)) continue;
     if (auto l = leaders_.find(tp); l != leaders_.end()) by_leader[l->second].push_back(tp);
+  }
+  if (by_leader.empty() && !paused_.empty()) {  // everything is paused
+    std::this_thread::sleep_for(std::min(max_wait, std::chrono::milliseconds(100)));
+    return {};
   }
   if (by_leader.empty()) {
     leaders_stale_ = true;
@@ -695,28 +869,49 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
     req.min_bytes = config_.fetch_min_bytes;
     req.max_bytes = config_.fetch_max_bytes;
     req.isolation_level = config_.isolation_level;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    const auto grouped = by_topic(tps);  // the request's names point into it
-    for (const auto& [topic, ps] : grouped) {
-      protocol::fetch_request::fetch_topic t;
-      t.topic = topic;
-      for (int32_t p : ps) {
-        protocol::fetch_request::fetch_partition fp;
-        fp.partition = p;
-        fp.fetch_offset = fetch_positions_[{topic, p}];
-        fp.partition_max_bytes = config_.max_partition_fetch_bytes;
-        t.partitions.push_back(fp);
-      }
-      req.topics.push_back(std::move(t));
+    // KIP-227: the session with this broker decides which partitions the request names.
+    std::map<topic_partition, fetch_session::partition_state> wanted;
+    for (const auto& tp : tps) {
+      wanted[tp] = {fetch_positions_[tp], config_.max_partition_fetch_bytes};
     }
-    std::vector<uint8_t> buffer;
-    auto resp =
-        call<protocol::fetch_response>(**c, req, v, buffer, config_.request_timeout + max_wait);
+    auto& session = fetch_sessions_[leader];
+    const auto plan = session.build(wanted, v >= 7);
+    req.session_id = plan.session_id;
+    req.session_epoch = plan.session_epoch;
+    ++(plan.full ? fetch_stats_.full_fetches : fetch_stats_.incremental_fetches);
+    for (const auto& [tp, state] : plan.partitions) {  // ordered by topic: a topic's run together
+      if (req.topics.empty() || req.topics.back().topic != tp.topic) {
+        req.topics.emplace_back();
+        req.topics.back().topic = tp.topic;  // points into plan
+      }
+      protocol::fetch_request::fetch_partition fp;
+      fp.partition = tp.partition;
+      fp.fetch_offset = state.fetch_offset;
+      fp.partition_max_bytes = state.max_bytes;
+      req.topics.back().partitions.push_back(fp);
+    }
+    for (const auto& tp : plan.forgotten) {
+      if (req.forgotten_topics_data.empty() || req.forgotten_topics_data.back().topic != tp.topic) {
+        req.forgotten_topics_data.emplace_back();
+        req.forgotten_topics_data.back().topic = tp.topic;
+      }
+      req.forgotten_topics_data.back().partitions.push_back(tp.partition);
+    }
+    // The response lands in one buffer kept across fetches: a fresh megabyte each time cost a
+    // malloc, its zeroing and its page faults (every record is copied out before the next fetch).
+    auto resp = call<protocol::fetch_response>(**c, req, v, fetch_buffer_,
+                                               config_.request_timeout + max_wait);
     if (!resp) {
+      session.on_failure();
       cluster_->drop(leader);
       leaders_stale_ = errors = true;
       continue;  // the next poll fetches again, with fresh metadata
+    }
+    session.on_response(resp->error_code, resp->session_id);
+    if (resp->error_code == code(error_code::fetch_session_id_not_found) ||
+        resp->error_code == code(error_code::invalid_fetch_session_epoch)) {
+      ++fetch_stats_.session_resets;  // evicted: the next fetch is a full one
+      continue;
     }
     if (resp->error_code != 0) {
       return fail(kafka_error(resp->error_code));
@@ -832,11 +1027,17 @@ result<std::vector<consumer_record>, client_error> group_consumer::poll(
     }
     maybe_auto_commit();
     if (!buffered_.empty()) {
-      while (!buffered_.empty() && out.size() < max_records) {
-        auto& r = buffered_.front();
-        positions_[{r.topic, r.partition}] = r.offset + 1;
-        out.push_back(std::move(r));
-        buffered_.pop_front();
+      const size_t n = std::min(max_records, buffered_.size());
+      out.reserve(n);
+      std::move(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(n),
+                std::back_inserter(out));
+      buffered_.erase(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(n));
+      // Positions move past the records returned: one map update per run of a partition's
+      // records rather than one per record.
+      for (size_t i = 0; i < out.size(); ++i) {
+        const bool last_of_run = i + 1 == out.size() || out[i + 1].partition != out[i].partition ||
+                                 out[i + 1].topic != out[i].topic;
+        if (last_of_run) positions_[{out[i].topic, out[i].partition}] = out[i].offset + 1;
       }
       return out;
     }
@@ -854,111 +1055,39 @@ result<std::vector<consumer_record>, client_error> group_consumer::poll(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Committing and leaving
-
-void group_consumer::maybe_auto_commit() {
-  if (!config_.enable_auto_commit || clock_type::now() < next_auto_commit_) return;
-  next_auto_commit_ = clock_type::now() + config_.auto_commit_interval;
-  (void)commit_sync();
-}
-
-result<void, client_error> group_consumer::commit_sync() {
-  if (config_.group_id.empty()) return {};
-  std::map<topic_partition, int64_t> offsets;
-  for (const auto& [tp, pos] : positions_) {
-    auto last = committed_.find(tp);
-    if (last == committed_.end() || last->second != pos) offsets[tp] = pos;
-  }
-  if (offsets.empty()) return {};
-  std::string member_id;
-  int32_t generation = -1;
-  {
-    std::lock_guard lock(mutex_);
-    member_id = member_id_;
-    generation = generation_;
-    if (state_ != member_state::stable) {
-      return fail(kafka_error(code(error_code::rebalance_in_progress)));
-    }
-  }
-  const auto until = clock_type::now() + config_.request_timeout;
-  while (true) {
-    auto c = coordinator();
-    if (!c) return fail(c.error());
-    auto v = version_or_fail<protocol::offset_commit_request>(**c, offset_commit_max_version);
-    if (!v) return fail(v.error());
-    protocol::offset_commit_request req;
-    req.group_id = config_.group_id;
-    req.generation_id_or_member_epoch = generation;
-    req.member_id = member_id;
-    if (config_.group_instance_id) req.group_instance_id = *config_.group_instance_id;
-    std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> topics;
-    for (const auto& [tp, offset] : offsets) topics[tp.topic].push_back({tp.partition, offset});
-    for (const auto& [topic, ps] : topics) {
-      protocol::offset_commit_request::offset_commit_request_topic t;
-      t.name = topic;
-      for (const auto& [p, offset] : ps) {
-        protocol::offset_commit_request::offset_commit_request_partition rp;
-        rp.partition_index = p;
-        rp.committed_offset = offset;
-        rp.committed_leader_epoch = -1;
-        rp.committed_metadata = "";
-        t.partitions.push_back(rp);
-      }
-      req.topics.push_back(std::move(t));
-    }
-    std::vector<uint8_t> buffer;
-    auto resp = call<protocol::offset_commit_response>(**c, req, *v, buffer);
-    if (!resp) {
-      cluster_->forget_coordinator(config_.group_id);
-      if (backoff_until(until, config_.retry_backoff)) continue;
-      return fail(transport_error(resp.error()));
-    }
-    int16_t err = 0;
-    for (const auto& t : resp->topics) {
-      for (const auto& p : t.partitions) {
-        if (p.error_code == 0) {
-          topic_partition tp{std::string(t.name), p.partition_index};
-          if (auto it = offsets.find(tp); it != offsets.end()) committed_[tp] = it->second;
-        } else if (err == 0) {
-          err = p.error_code;
-        }
-      }
-    }
-    if (err == 0) return {};
-    if (is_coordinator_error(err)) {
-      cluster_->forget_coordinator(config_.group_id);
-      if (backoff_until(until, config_.retry_backoff)) continue;
-    }
-    if (err == code(error_code::rebalance_in_progress) ||
-        err == code(error_code::illegal_generation) || err == code(error_code::unknown_member_id)) {
-      std::lock_guard lock(mutex_);
-      rejoin_needed_ = true;
-      if (err == code(error_code::unknown_member_id)) {
-        member_id_.clear();
-        generation_ = -1;
-      }
-    }
-    return fail(kafka_error(err));
-  }
-}
+// Leaving (commits are in group_consumer_commit.cc, KIP-848 in group_consumer_kip848.cc)
 
 result<void, client_error> group_consumer::close() {
   if (closed_) return {};
-  closed_ = true;
   result<void, client_error> outcome;
   if (config_.enable_auto_commit) outcome = commit_sync();
+  // Java's close waits for the async commits in flight and calls their callbacks.
+  wait_for_async_commits(config_.request_timeout);
+  invoke_commit_callbacks();
+  leave_prepare();
+  closed_ = true;
+  std::optional<consumer_heartbeat_fields> leave;
   bool joined = false;
   std::string member_id;
   {
     std::lock_guard lock(mutex_);
+    if (membership_ && membership_->wants_heartbeats()) {
+      membership_->leave();
+      leave = membership_->next_heartbeat();
+    }
     joined = state_ == member_state::stable || !member_id_.empty();
     member_id = member_id_;
     state_ = member_state::unjoined;
     stopping_ = true;
   }
   wake_heartbeat_.notify_all();
+  wake_committer_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  if (joined && !member_id.empty() && !config_.group_instance_id) {
+  if (committer_thread_.joinable()) committer_thread_.join();
+  invoke_commit_callbacks();  // any the committer refused while stopping
+  if (leave) {
+    if (auto c = coordinator()) (void)send_consumer_heartbeat(**c, config_.group_id, *leave);
+  } else if (!membership_ && joined && !member_id.empty() && !config_.group_instance_id) {
     if (auto c = coordinator()) {
       if (auto v = version_or_fail<protocol::leave_group_request>(**c)) {
         protocol::leave_group_request req;
@@ -988,9 +1117,23 @@ result<void, client_error> group_consumer::close() {
 // ---------------------------------------------------------------------------------------------
 // Heartbeats
 
+blocking_client* coordinator_connection::to(const broker_info& target,
+                                            const group_consumer_config& config) {
+  if (!connection_ || !connection_->is_open() || !connected_to_ ||
+      connected_to_->host != target.host || connected_to_->port != target.port) {
+    connection_.reset();
+    auto c = blocking_client::connect(target.host, target.port, config.request_timeout,
+                                      config.client_id, config.security);
+    if (c && (*c)->negotiate_versions()) {
+      connection_ = std::move(*c);
+      connected_to_ = target;
+    }
+  }
+  return connection_.get();
+}
+
 void group_consumer::heartbeat_loop() {
-  std::unique_ptr<blocking_client> connection;
-  std::optional<broker_info> connected_to;
+  coordinator_connection connection;
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     wake_heartbeat_.wait_for(lock, config_.heartbeat_interval);
@@ -1003,35 +1146,29 @@ void group_consumer::heartbeat_loop() {
     const int32_t generation = generation_;
     lock.unlock();
 
-    if (!connection || !connection->is_open() || !connected_to ||
-        connected_to->host != target.host || connected_to->port != target.port) {
-      connection.reset();
-      auto c = blocking_client::connect(target.host, target.port, config_.request_timeout,
-                                        config_.client_id, config_.security);
-      if (c && (*c)->negotiate_versions()) {
-        connection = std::move(*c);
-        connected_to = target;
-      }
-    }
+    blocking_client* c = connection.to(target, config_);
     int16_t err = -1;
-    if (connection) {
-      const int16_t v = connection->version_for<protocol::heartbeat_request>();
+    if (c != nullptr) {
+      const int16_t v = c->version_for<protocol::heartbeat_request>();
       if (v >= 0) {
         req.group_id = group;
         req.generation_id = generation;
         req.member_id = member_id;
         if (config_.group_instance_id) req.group_instance_id = *config_.group_instance_id;
         std::vector<uint8_t> buffer;
-        auto resp = call<protocol::heartbeat_response>(*connection, req, v, buffer);
+        auto resp = call<protocol::heartbeat_response>(*c, req, v, buffer);
         if (resp) err = resp->error_code;
       }
     }
 
     lock.lock();
     if (generation != generation_ || member_id != member_id_) continue;  // rejoined meanwhile
-    if (err == code(error_code::rebalance_in_progress) ||
-        err == code(error_code::illegal_generation)) {
+    if (err == code(error_code::rebalance_in_progress)) {
       rejoin_needed_ = true;
+    } else if (err == code(error_code::illegal_generation)) {
+      // Fenced out of the generation: its partitions are lost (Java resets the generation).
+      rejoin_needed_ = true;
+      generation_ = -1;
     } else if (err == code(error_code::unknown_member_id)) {
       rejoin_needed_ = true;
       member_id_.clear();

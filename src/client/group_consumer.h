@@ -20,14 +20,42 @@
 //   Offsets are committed (OffsetCommit with the generation and member id) by commit_sync(),
 //   every auto.commit.interval.ms from poll() with enable.auto.commit, and by close(), which then
 //   sends LeaveGroup (not for a static member, one with group.instance.id, as Kafka's consumer).
+//   commit_async() hands the commit to a committer thread (started at the first one, its own
+//   connection to the coordinator, one commit at a time in the order made); its answers wait in
+//   a queue until the poll thread runs their callbacks (poll, commit_sync, commit_async, close),
+//   as Java's consumer invokes completed commits' callbacks. commit_sync() waits for the async
+//   commits in flight first, so commits complete in the order they were made.
+//
+//   Rebalance listener (eager, as Java's ConsumerCoordinator.onJoinPrepare): before joining
+//   again a member with a valid generation auto-commits, calls on_partitions_revoked with all its
+//   partitions and gives them up; one whose generation was reset (fenced: UNKNOWN_MEMBER_ID,
+//   ILLEGAL_GENERATION) calls on_partitions_lost instead, without committing. After SyncGroup
+//   on_partitions_assigned gets the new assignment before positions are looked up, so a seek()
+//   in it decides where the partition starts.
+//
+// group.protocol=consumer (KIP-848): no JoinGroup/SyncGroup; the heartbeat thread sends
+// ConsumerGroupHeartbeat (consumer_membership.h holds the member's state: epoch, target,
+// owned partitions), with group.remote.assignor as the server assignor. The poll thread
+// reconciles each new target incrementally, as Java's ConsumerMembershipManager: it revokes the
+// partitions the target dropped first (auto-commit, then on_partitions_revoked), then adds the
+// new ones (on_partitions_assigned with the added set, called even when empty), and the next
+// heartbeat, sent at once, acknowledges what it owns. Fenced (FENCED_MEMBER_EPOCH,
+// UNKNOWN_MEMBER_ID): on_partitions_lost, then it joins again at epoch 0. Commits carry the
+// member epoch (STALE_MEMBER_EPOCH is retried with the newer one); close() leaves with epoch
+// -1 (-2 for a static member).
 //
 // Without a group.id the consumer reads the partitions given to assign() from the offsets given
 // to seek() (or auto.offset.reset), and joins nothing and commits nothing: KafkaConsumer's
 // assign() mode, which the console consumer uses for --partition.
 //
+// Fetches use an incremental fetch session per broker (KIP-227, fetch_session.h): after the
+// first full Fetch only partitions whose fetch offset moved, new ones and forgotten ones are
+// sent; an evicted session (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) makes the
+// next Fetch full.
+//
 // Not done: max.poll.interval.ms is sent as the rebalance timeout but not enforced on the client,
-// the cooperative protocol and other assignors, rack-aware fetching, fetch sessions (every Fetch is
-// a full one), and fetching from several leaders in parallel.
+// the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
+// fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.
 #pragma once
@@ -49,6 +77,8 @@
 
 #include "base/result.h"
 #include "client/cluster_client.h"
+#include "client/consumer_membership.h"
+#include "client/fetch_session.h"
 #include "tarn/consumer.h"  // consumer_record
 
 namespace tarn::client {
@@ -73,6 +103,8 @@ struct group_consumer_config {
   int32_t fetch_max_wait_ms = 500;
   int32_t max_partition_fetch_bytes = 1048576;
   int32_t max_poll_records = 500;
+  bool consumer_protocol = false;  // group.protocol=consumer (KIP-848); Java 4.4's default: classic
+  std::optional<std::string> group_remote_assignor;
   security_config security;  // security.protocol, ssl.*, sasl.* (librdkafka's names)
 
   // Kafka's consumer property names (bootstrap.servers, group.id, client.id,
@@ -80,12 +112,41 @@ struct group_consumer_config {
   // request.timeout.ms, retry.backoff.ms, auto.commit.interval.ms, enable.auto.commit,
   // auto.offset.reset, isolation.level, check.crcs, fetch.min.bytes, fetch.max.bytes,
   // fetch.max.wait.ms, max.partition.fetch.bytes, max.poll.records, partition.assignment.strategy
-  // (range only), group.protocol (classic only)), and librdkafka's security settings
-  // (client_security.h). A property this consumer has no use for (deserializers, ...) is left
-  // alone and listed in `ignored`.
+  // (range only), group.protocol (classic or consumer), group.remote.assignor), and librdkafka's
+  // security settings (client_security.h). A property this consumer has no use for
+  // (deserializers, ...) is left alone and listed in `ignored`.
   result<void, std::string> set(const std::string& key, const std::string& value,
                                 std::vector<std::string>* ignored = nullptr);
 };
+
+// A side thread's own connection to the group coordinator (the heartbeat and committer
+// threads), made again when it broke or the coordinator moved.
+class coordinator_connection {
+ public:
+  // The connection to `target` (ApiVersions negotiated), or null when it cannot be had now.
+  blocking_client* to(const broker_info& target, const group_consumer_config& config);
+  void reset() { connection_.reset(); }
+
+ private:
+  std::unique_ptr<blocking_client> connection_;
+  std::optional<broker_info> connected_to_;
+};
+
+// A ConsumerGroupHeartbeat's answer, copied out of the response buffer.
+struct consumer_heartbeat_answer {
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::optional<std::string> member_id;
+  int32_t member_epoch = 0;
+  int32_t heartbeat_interval_ms = 0;
+  std::optional<partitions_by_id> assignment;
+};
+
+// Sends one ConsumerGroupHeartbeat with these fields on `c` (a transport or decode failure is
+// the error).
+result<consumer_heartbeat_answer, std::string> send_consumer_heartbeat(
+    blocking_client& c, const std::string& group_id, const consumer_heartbeat_fields& fields,
+    std::chrono::milliseconds timeout = {});
 
 class group_consumer {
  public:
@@ -95,7 +156,7 @@ class group_consumer {
   group_consumer& operator=(const group_consumer&) = delete;
 
   // The topics to consume; takes effect at the next poll() (a rebalance when joined already).
-  void subscribe(std::vector<std::string> topics);
+  void subscribe(std::vector<std::string> topics, rebalance_listener listener = {});
 
   // Without a group: the partitions to read (replacing any earlier ones) and where to start
   // one (an offset, or latest_offset_spec / earliest_offset_spec, resolved at the next poll).
@@ -108,8 +169,22 @@ class group_consumer {
   result<std::vector<consumer_record>, client_error> poll(std::chrono::milliseconds timeout,
                                                           size_t max_records = SIZE_MAX);
 
-  // Commits the position of every assigned partition that moved since its last commit.
+  // Commits the position of every assigned partition that moved since its last commit (or
+  // `offsets`), after the async commits in flight.
   result<void, client_error> commit_sync();
+  result<void, client_error> commit_sync(std::map<topic_partition, int64_t> offsets);
+  void commit_async(offset_commit_callback callback);
+  void commit_async(std::map<topic_partition, int64_t> offsets, offset_commit_callback callback);
+  result<std::map<topic_partition, int64_t>, client_error> committed(
+      const std::vector<topic_partition>& partitions);
+  result<std::map<topic_partition, std::optional<offset_and_timestamp>>, client_error>
+  offsets_for_times(const std::map<topic_partition, int64_t>& timestamps);
+  // ListOffsets of each partition at a spec (earliest_offset_spec, latest_offset_spec).
+  result<std::map<topic_partition, int64_t>, client_error> list_offsets(
+      const std::vector<topic_partition>& partitions, int64_t spec);
+  void pause(const std::vector<topic_partition>& partitions);
+  void resume(const std::vector<topic_partition>& partitions);
+  std::vector<topic_partition> paused() const;
 
   // Commits (with enable.auto.commit), leaves the group (a dynamic member), stops heartbeats.
   result<void, client_error> close();
@@ -122,27 +197,65 @@ class group_consumer {
   std::string member_id() const;
   int32_t generation() const;
 
+  // How the Fetches went (tests look at it: sessions used, evictions survived).
+  struct fetch_statistics {
+    int64_t full_fetches = 0;
+    int64_t incremental_fetches = 0;
+    int64_t session_resets = 0;  // FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH
+  };
+  fetch_statistics fetch_stats() const { return fetch_stats_; }
+  // The fetch session id held with each broker (0: none now).
+  std::map<int32_t, int32_t> fetch_session_ids() const;
+
  private:
   explicit group_consumer(group_consumer_config config, std::unique_ptr<cluster_client> cluster);
 
   enum class member_state { unjoined, stable };
 
+  // An async commit on its way to the coordinator, and once answered.
+  struct async_commit {
+    std::map<topic_partition, int64_t> offsets;
+    offset_commit_callback callback;
+    std::string member_id;
+    int32_t generation = -1;
+    std::optional<client_error> error;             // once answered
+    std::map<topic_partition, int64_t> succeeded;  // once answered: what the group took
+  };
+
   result<void, client_error> ensure_active_group();
+  void prepare_join();
+  void leave_prepare();
+  void call_listener(const std::function<void(const std::vector<topic_partition>&)>& f,
+                     const std::vector<topic_partition>& tps);
   result<void, client_error> join_and_sync();
   result<void, client_error> init_positions();
+  result<std::map<topic_partition, int64_t>, client_error> fetch_committed(
+      const std::vector<topic_partition>& tps);
   result<int64_t, client_error> reset_offset(const topic_partition& tp);
-  result<int64_t, client_error> list_offset(const topic_partition& tp, int64_t spec);
-  result<void, client_error> init_manual_positions();
+  result<offset_and_timestamp, client_error> list_offset(const topic_partition& tp, int64_t spec);
+  std::map<topic_partition, int64_t> moved_positions() const;
+  result<void, client_error> commit_offsets(const std::map<topic_partition, int64_t>& offsets);
+  // Applies an OffsetCommit answer's error to the member (rejoin, coordinator lost).
+  void note_commit_error(int16_t err);
+  void wait_for_async_commits(std::chrono::milliseconds timeout);
+  void invoke_commit_callbacks();
+  void committer_loop();
   result<void, client_error> fetch_once(std::chrono::milliseconds max_wait);
   void maybe_auto_commit();
   void revoke_all();
   result<blocking_client*, client_error> coordinator();
   void heartbeat_loop();
+  // KIP-848 (group.protocol=consumer).
+  result<void, client_error> ensure_active_consumer_group();
+  void reconcile(partitions_by_id target);
+  void consumer_heartbeat_loop();
 
   const group_consumer_config config_;
   std::unique_ptr<cluster_client> cluster_;  // poll()'s thread only
   std::vector<std::string> topics_;
+  rebalance_listener listener_;
   bool subscription_changed_ = false;
+  bool join_prepared_ = false;  // the partitions were revoked for the join under way
   bool closed_ = false;
   std::atomic<bool> woken_{false};
 
@@ -152,8 +265,13 @@ class group_consumer {
   std::map<topic_partition, int64_t> fetch_positions_;  // the next offset to fetch
   std::map<topic_partition, int64_t> positions_;        // after the last record returned
   std::map<topic_partition, int64_t> committed_;        // what this member last committed
+  std::set<topic_partition> paused_;
   std::deque<consumer_record> buffered_;
-  std::map<topic_partition, int32_t> leaders_;  // from the last Metadata
+  std::map<topic_partition, int32_t> leaders_;       // from the last Metadata
+  std::map<uuid, std::string> topic_names_;          // KIP-848 assignments name topics by id
+  std::map<int32_t, fetch_session> fetch_sessions_;  // by broker
+  std::vector<uint8_t> fetch_buffer_;                // the last Fetch response
+  fetch_statistics fetch_stats_;
   bool leaders_stale_ = true;
   std::chrono::steady_clock::time_point next_auto_commit_;
 
@@ -169,6 +287,14 @@ class group_consumer {
   std::optional<broker_info> coordinator_;
   bool stopping_ = false;
   std::thread heartbeat_thread_;
+  std::unique_ptr<consumer_membership> membership_;  // group.protocol=consumer
+  // The committer thread's queue (commits to send, in order) and its answers (callbacks to run).
+  std::condition_variable wake_committer_;
+  std::condition_variable commits_answered_;
+  std::deque<async_commit> commits_to_send_;
+  size_t commits_in_flight_ = 0;  // queued or being sent
+  std::deque<async_commit> commits_answered_queue_;
+  std::thread committer_thread_;
 };
 
 }  // namespace tarn::client

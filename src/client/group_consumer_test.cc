@@ -76,12 +76,20 @@ TEST(group_consumer_config, refuses_what_it_cannot_do) {
            {"isolation.level", "serializable"},
            {"max.poll.records", "0"},
            {"partition.assignment.strategy", "cooperative-sticky"},
-           {"group.protocol", "consumer"},
+           {"group.protocol", "streams"},
            {"security.protocol", "TLS"},
            {"sasl.mechanism", "GSSAPI"},
        }) {
     EXPECT_FALSE(c.set(k, v).has_value()) << k << "=" << v;
   }
+  // Both of Java's group protocols, case-insensitive as Java's validator; classic by default.
+  EXPECT_FALSE(c.consumer_protocol);
+  ASSERT_TRUE(c.set("group.protocol", "CONSUMER"));
+  EXPECT_TRUE(c.consumer_protocol);
+  ASSERT_TRUE(c.set("group.remote.assignor", "range"));
+  EXPECT_EQ(c.group_remote_assignor, "range");
+  ASSERT_TRUE(c.set("group.protocol", "classic"));
+  EXPECT_FALSE(c.consumer_protocol);
   auto r = c.set("session.timeout.ms", "soon");
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error(),

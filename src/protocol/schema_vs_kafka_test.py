@@ -164,6 +164,9 @@ def main():
     # __transaction_state's records (schema/transaction_log_*.schema, `header` messages).
     txn_jar_path = os.path.join(d, jar_name("kafka-transaction-coordinator"))
     txn_jar = zipfile.ZipFile(txn_jar_path) if os.path.exists(txn_jar_path) else None
+    # __share_group_state's records (schema/share_{snapshot,update}_*.schema, `header` messages).
+    share_jar_path = os.path.join(d, jar_name("kafka-share-coordinator"))
+    share_jar = zipfile.ZipFile(share_jar_path) if os.path.exists(share_jar_path) else None
     messages, apis = gen.load_all(os.path.join(root, "schema"))
     records = gen.load_records(os.path.join(root, "schema"))
     c = Checker()
@@ -176,6 +179,11 @@ def main():
                 c.err(f"{m.name}: no {jar_name('kafka-transaction-coordinator')} in {d}")
                 continue
             source = txn_jar
+        if re.match(r"Share(Snapshot|Update)(Key|Value)$", m.name):
+            if share_jar is None:
+                c.err(f"{m.name}: no {jar_name('kafka-share-coordinator')} in {d}")
+                continue
+            source = share_jar
         try:
             j = json.loads(strip_comments(source.read(path).decode("utf-8")))
         except KeyError:

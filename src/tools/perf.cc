@@ -1,5 +1,6 @@
 // `tarn perf produce`: kafka-producer-perf-test with tarn's producer. Same options (the common
 // ones) and the same output lines, so results compare line for line with Kafka's tool.
+// (`tarn perf consume` is in perf_consume.cc.)
 // --transactional-id sends in transactions, committed every --transaction-duration-ms (Kafka's
 // option, 3000 by default) or every --transaction-records records (tarn's).
 #include <CLI/CLI.hpp>
@@ -321,6 +322,7 @@ void add_perf(CLI::App& app) {
   auto* perf = app.add_subcommand("perf", "Performance tools (like kafka-*-perf-test)");
   perf->require_subcommand(1);
   auto o = std::make_shared<perf_options>();
+  add_perf_consume(*perf);
   auto* cmd = perf->add_subcommand("produce", "kafka-producer-perf-test with tarn's producer");
   cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port[,host:port...]");
   cmd->add_option("--topic", o->topic, "Produce records to this topic.")->required();

@@ -91,6 +91,13 @@ public class GoldenMessages {
     DescribeProducersRequestData.class, DescribeProducersResponseData.class,
     DescribeTransactionsRequestData.class, DescribeTransactionsResponseData.class,
     ListTransactionsRequestData.class, ListTransactionsResponseData.class,
+    ShareGroupHeartbeatRequestData.class, ShareGroupHeartbeatResponseData.class,
+    ShareGroupDescribeRequestData.class, ShareGroupDescribeResponseData.class,
+    ShareFetchRequestData.class, ShareFetchResponseData.class,
+    ShareAcknowledgeRequestData.class, ShareAcknowledgeResponseData.class,
+    DescribeShareGroupOffsetsRequestData.class, DescribeShareGroupOffsetsResponseData.class,
+    AlterShareGroupOffsetsRequestData.class, AlterShareGroupOffsetsResponseData.class,
+    DeleteShareGroupOffsetsRequestData.class, DeleteShareGroupOffsetsResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 

@@ -1,0 +1,62 @@
+// DeleteShareGroupOffsets (key 92): forgets a share group's state for whole topics (KIP-932;
+// kafka-share-groups.sh --delete-offsets). Versions served: 0, as Kafka 4.4.
+//
+// Behaviour, as Kafka 4.4's GroupCoordinatorService.deleteShareGroupOffsets: an unknown group is
+// GROUP_ID_NOT_FOUND and one with members NON_EMPTY_GROUP (top level); a topic that does not
+// exist is UNKNOWN_TOPIC_OR_PARTITION for that topic; the others' share-partitions are forgotten
+// and start again from share.auto.offset.reset at their next fetch.
+// A body that does not decode closes the connection.
+// Not supported: quotas, authorization (DELETE on the group, READ on the topics are not checked).
+#include "broker/group_handler_util.h"
+#include "broker/share_handler_util.h"
+#include "protocol/messages/delete_share_group_offsets_request.h"
+#include "protocol/messages/delete_share_group_offsets_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+asio::awaitable<handler_outcome> handle_delete_share_group_offsets(request_context& request) {
+  auto decoded = decode_group_request<protocol::delete_share_group_offsets_request>(
+      request, "DeleteShareGroupOffsets");
+  if (!decoded) co_return close_connection{"bad DeleteShareGroupOffsets request"};
+  const int16_t version = request.header.api_version;
+  coordinator::share_coordinator& shares = *request.services.shares;
+  topic_manager& topics = *request.services.topics;
+  protocol::delete_share_group_offsets_response reply;
+  if (auto e = shares.check_offsets_alterable(decoded->group_id, false); e != error_code::none) {
+    reply.error_code = protocol::code(e);
+    co_return encode_response(reply, version);
+  }
+  for (const auto& t : decoded->topics) {
+    auto& rt = reply.responses.emplace_back();
+    rt.topic_name = t.topic_name;
+    std::optional<coordinator::topic_uuid> id;
+    {
+      auto guard = topics.read_lock();
+      if (const storage::topic_info* ti = topics.logs().find_topic(t.topic_name)) {
+        id = to_wire(ti->topic_id).bytes;
+      }
+    }
+    if (!id) {
+      rt.error_code = protocol::code(error_code::unknown_topic_or_partition);
+      continue;
+    }
+    rt.topic_id = coordinator::to_wire(*id);
+    shares.delete_topic_offsets(decoded->group_id, *id);
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_delete_share_group_offsets_handler(handler_registry& registry) {
+  registry.register_handler(protocol::delete_share_group_offsets_request::api_key,
+                            protocol::delete_share_group_offsets_request::min_version,
+                            protocol::delete_share_group_offsets_request::max_version,
+                            handle_delete_share_group_offsets);
+}
+
+}  // namespace tarn::broker

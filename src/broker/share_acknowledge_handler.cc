@@ -1,0 +1,82 @@
+// ShareAcknowledge (key 79): acknowledgements of a share-group member outside a fetch (KIP-932).
+// Versions served: 1-2, as Kafka 4.4.
+//
+// Behaviour, as Kafka 4.4's KafkaApis.handleShareAcknowledgeRequest: the share session's epoch
+// must be the session's next one (0 cannot open a session here: INVALID_SHARE_SESSION_EPOCH;
+// SHARE_SESSION_NOT_FOUND without a session), -1 applies the acknowledgements and closes the
+// session, releasing what the member still holds. Each partition answers its own error:
+// INVALID_REQUEST for malformed batches (order, overlap, type count, type values; RENEW only from
+// v2 with IsRenewAck), UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, INVALID_RECORD_STATE for
+// offsets this member has not acquired. AcquisitionLockTimeoutMs (v2) is
+// group.share.record.lock.duration.ms. UNSUPPORTED_VERSION when share.version is finalized at 0.
+// A body that does not decode closes the connection.
+// Not supported: quotas, authorization (READ on group and topics is not checked).
+#include "broker/features.h"
+#include "broker/group_handler_util.h"
+#include "broker/share_handler_util.h"
+#include "protocol/messages/share_acknowledge_request.h"
+#include "protocol/messages/share_acknowledge_response.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& request) {
+  auto decoded =
+      decode_group_request<protocol::share_acknowledge_request>(request, "ShareAcknowledge");
+  if (!decoded) co_return close_connection{"bad ShareAcknowledge request"};
+  const protocol::share_acknowledge_request& req = *decoded;
+  const int16_t version = request.header.api_version;
+  broker_services& services = request.services;
+  coordinator::share_coordinator& shares = *services.shares;
+  protocol::share_acknowledge_response reply;
+  reply.acquisition_lock_timeout_ms = shares.config().group_share_record_lock_duration_ms;
+  auto top_level = [&](error_code e) {
+    reply.error_code = protocol::code(e);
+    return encode_response(reply, version);
+  };
+  if (!share_groups_enabled(services.topics->metadata())) {
+    co_return top_level(error_code::unsupported_version);
+  }
+  const std::string_view group_id = req.group_id.value_or("");
+  const std::string_view member_id = req.member_id.value_or("");
+  if (group_id.empty() || member_id.empty()) co_return top_level(error_code::invalid_request);
+  const int32_t epoch = req.share_session_epoch;
+  if (epoch == coordinator::share_session_initial_epoch) {
+    co_return top_level(error_code::invalid_share_session_epoch);
+  }
+  auto step = shares.step_session(group_id, member_id, epoch, {}, {});
+  if (step.error != error_code::none) co_return top_level(step.error);
+  const int64_t now = wall_clock_ms();
+  const bool renew_allowed = version >= 2 && req.is_renew_ack;
+  for (const auto& t : req.topics) {
+    auto& rt = reply.responses.emplace_back();
+    rt.topic_id = t.topic_id;
+    for (const auto& p : t.partitions) {
+      auto& rp = rt.partitions.emplace_back();
+      rp.partition_index = p.partition_index;
+      rp.error_code = protocol::code(apply_acknowledgements(
+          shares, *services.topics, group_id, member_id, coordinator::from_wire(t.topic_id),
+          p.partition_index, p.acknowledgement_batches, renew_allowed, now));
+      rp.current_leader.leader_id = services.config.node_id;
+      rp.current_leader.leader_epoch = local_leader_epoch;
+    }
+  }
+  if (epoch == coordinator::share_session_final_epoch) {
+    shares.close_session(group_id, member_id, now);
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_share_acknowledge_handler(handler_registry& registry) {
+  registry.register_handler(protocol::share_acknowledge_request::api_key,
+                            protocol::share_acknowledge_request::min_version,
+                            protocol::share_acknowledge_request::max_version,
+                            handle_share_acknowledge);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,292 @@
+// ShareFetch (key 78): a share-group member's fetch (KIP-932). Versions served: 1-2, as Kafka 4.4.
+//
+// Behaviour, as Kafka 4.4's KafkaApis.handleShareFetchRequest and SharePartitionManager:
+//   - The share session (coordinator::share_coordinator::step_session): ShareSessionEpoch 0 opens
+//     one (acknowledgements with it are INVALID_REQUEST), -1 closes it (its acknowledgements are
+//     applied, nothing is fetched, the member's acquired records are released), otherwise it is
+//     the session's next epoch (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a
+//     session): top-level errors. Topics add partitions to the session, ForgottenTopicsData
+//     removes them; every fetch reads all of the session's partitions.
+//   - Acknowledgements piggybacked on the request are applied first, per partition
+//     (AcknowledgeErrorCode: INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE for
+//     offsets not acquired by this member).
+//   - Each partition reads from where its share-partition next has Available records (up to
+//     MaxBytes, whole batches, never past the high watermark), acquires up to MaxRecords records
+//     for the member and answers the batches read with the AcquiredRecords ranges and their
+//     delivery counts. AcquisitionLockTimeoutMs is group.share.record.lock.duration.ms.
+//   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, an
+//     acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's long poll).
+//   - The group's share.version gate: UNSUPPORTED_VERSION when share.version is finalized at 0.
+// A body that does not decode closes the connection.
+// Not supported: share.isolation.level=read_committed (records are read up to the high
+// watermark), ShareAcquireMode record-limit (batches are acquired record by record up to
+// MaxRecords either way), quotas, authorization (READ on group and topics is not checked).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <chrono>
+#include <map>
+
+#include "broker/features.h"
+#include "broker/fetch_waiters.h"
+#include "broker/group_handler_util.h"
+#include "broker/share_handler_util.h"
+#include "protocol/messages/share_fetch_request.h"
+#include "protocol/messages/share_fetch_response.h"
+#include "storage/log_segment.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+uint32_t be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+uint64_t be64(const uint8_t* p) { return (uint64_t{be32(p)} << 32) | be32(p + 4); }
+
+// The whole v2 batches at the front of `bytes` (a trailing partial batch is cut off).
+std::vector<coordinator::fetched_batch> batches_of(std::vector<uint8_t>& bytes) {
+  std::vector<coordinator::fetched_batch> out;
+  size_t pos = 0;
+  constexpr size_t header = 61;  // a v2 batch header
+  while (bytes.size() - pos >= header) {
+    const uint8_t* b = bytes.data() + pos;
+    const auto base = static_cast<int64_t>(be64(b));
+    const size_t total = 12 + size_t{be32(b + 8)};
+    if (total < header || bytes.size() - pos < total) break;
+    const auto attributes = static_cast<uint16_t>((uint16_t{b[21]} << 8) | b[22]);
+    const auto last_delta = static_cast<int32_t>(be32(b + 23));
+    out.push_back({base, base + last_delta, (attributes & 0x20) != 0});
+    pos += total;
+  }
+  bytes.resize(pos);
+  return out;
+}
+
+struct partition_answer {
+  explicit partition_answer(const coordinator::share_topic_partition& t) : tp(t) {}
+  coordinator::share_topic_partition tp;
+  error_code error = error_code::none;
+  std::optional<error_code> ack_error;  // set when the request acknowledged on this partition
+  std::vector<uint8_t> records;
+  std::vector<coordinator::acquired_range> acquired;
+};
+
+// One pass over the session's partitions: acquire what is there. Returns the records acquired.
+size_t fetch_once(broker_services& services, std::string_view group_id, std::string_view member_id,
+                  const protocol::share_fetch_request& req, std::vector<partition_answer>& answers,
+                  int64_t now_ms) {
+  coordinator::share_coordinator& shares = *services.shares;
+  topic_manager& topics = *services.topics;
+  size_t acquired = 0;
+  int64_t budget = req.max_bytes;
+  int32_t records_left = req.max_records > 0 ? req.max_records : 500;
+  for (partition_answer& a : answers) {
+    if (a.error != error_code::none || !a.acquired.empty()) continue;
+    if (records_left <= 0 || budget <= 0) break;
+    auto topic = find_share_topic(topics, a.tp.topic_id);
+    if (!topic) {
+      a.error = error_code::unknown_topic_id;
+      continue;
+    }
+    if (a.tp.partition < 0 || a.tp.partition >= topic->partitions) {
+      a.error = error_code::unknown_topic_or_partition;
+      continue;
+    }
+    // The coordinator's lock is never taken under the topic map's (its heartbeat reads topic
+    // metadata under its own), so the map is looked up twice.
+    int64_t log_start = 0;
+    int64_t high_watermark = 0;
+    {
+      auto guard = topics.read_lock();
+      const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
+      if (log == nullptr) {
+        a.error = error_code::not_leader_or_follower;
+        continue;
+      }
+      log_start = log->log_start_offset();
+      high_watermark = log->high_watermark();
+    }
+    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, high_watermark, now_ms);
+    if (!from || *from >= high_watermark) continue;
+    std::vector<uint8_t> bytes;
+    {
+      auto guard = topics.read_lock();
+      const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
+      if (log == nullptr) continue;  // deleted meanwhile
+      std::lock_guard log_lock(log->mutex());
+      auto read =
+          log->read(*from, static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX)), true);
+      if (!read) {
+        if (read.error().code != storage::storage_errc::offset_out_of_range) {
+          spdlog::error("ShareFetch {}-{} at {}: {}", topic->name, a.tp.partition, *from,
+                        read.error().message);
+          a.error = error_code::kafka_storage_error;
+        }
+        continue;
+      }
+      if (!read->slice || read->slice->length == 0) continue;
+      bytes.resize(static_cast<size_t>(read->slice->length));
+      if (auto r = storage::read_slice(*read->slice, bytes); !r) {
+        a.error = error_code::kafka_storage_error;
+        continue;
+      }
+    }
+    auto batches = batches_of(bytes);
+    a.acquired = shares.acquire(group_id, member_id, a.tp, batches, records_left, now_ms);
+    if (a.acquired.empty()) continue;
+    for (const auto& r : a.acquired) {
+      const auto n = static_cast<int32_t>(r.last_offset - r.first_offset + 1);
+      records_left -= n;
+      acquired += static_cast<size_t>(n);
+    }
+    budget -= static_cast<int64_t>(bytes.size());
+    a.records = std::move(bytes);
+  }
+  return acquired;
+}
+
+response error_reply(error_code e, int16_t version, int32_t lock_ms) {
+  protocol::share_fetch_response reply;
+  reply.error_code = protocol::code(e);
+  reply.acquisition_lock_timeout_ms = lock_ms;
+  return encode_response(reply, version);
+}
+
+asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
+  auto decoded = decode_group_request<protocol::share_fetch_request>(request, "ShareFetch");
+  if (!decoded) co_return close_connection{"bad ShareFetch request"};
+  const protocol::share_fetch_request& req = *decoded;
+  const int16_t version = request.header.api_version;
+  broker_services& services = request.services;
+  coordinator::share_coordinator& shares = *services.shares;
+  const int32_t lock_ms = shares.config().group_share_record_lock_duration_ms;
+  if (!share_groups_enabled(services.topics->metadata())) {
+    co_return error_reply(error_code::unsupported_version, version, lock_ms);
+  }
+  const std::string_view group_id = req.group_id.value_or("");
+  const std::string_view member_id = req.member_id.value_or("");
+  if (group_id.empty() || member_id.empty()) {
+    co_return error_reply(error_code::invalid_request, version, lock_ms);
+  }
+  const int32_t epoch = req.share_session_epoch;
+  bool has_acks = false;
+  std::vector<coordinator::share_topic_partition> added;
+  std::vector<coordinator::share_topic_partition> forgotten;
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) {
+      added.push_back({coordinator::from_wire(t.topic_id), p.partition_index});
+      if (!p.acknowledgement_batches.empty()) has_acks = true;
+    }
+  }
+  for (const auto& t : req.forgotten_topics_data) {
+    for (int32_t p : t.partitions) forgotten.push_back({coordinator::from_wire(t.topic_id), p});
+  }
+  if (epoch == coordinator::share_session_initial_epoch && has_acks) {
+    co_return error_reply(error_code::invalid_request, version, lock_ms);
+  }
+  auto step = shares.step_session(group_id, member_id, epoch, added, forgotten);
+  if (step.error != error_code::none) co_return error_reply(step.error, version, lock_ms);
+
+  int64_t now = wall_clock_ms();
+  // The session's partitions, then any acknowledged partition not in it (a final request).
+  std::vector<partition_answer> answers;
+  std::map<coordinator::share_topic_partition, size_t> index;  // into answers
+  for (const auto& tp : step.partitions) {
+    index.emplace(tp, answers.size());
+    answers.emplace_back(tp);
+  }
+  const bool renew_allowed = version >= 2 && req.is_renew_ack;
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.acknowledgement_batches.empty()) continue;
+      const coordinator::share_topic_partition tp{coordinator::from_wire(t.topic_id),
+                                                  p.partition_index};
+      auto [at, fresh] = index.emplace(tp, answers.size());
+      if (fresh) answers.emplace_back(tp);
+      answers[at->second].ack_error =
+          apply_acknowledgements(shares, *services.topics, group_id, member_id, tp.topic_id,
+                                 tp.partition, p.acknowledgement_batches, renew_allowed, now);
+    }
+  }
+  const bool fetching = epoch != coordinator::share_session_final_epoch && !renew_allowed;
+  if (epoch == coordinator::share_session_final_epoch) {
+    shares.close_session(group_id, member_id, now);
+  }
+  if (fetching && !answers.empty()) {
+    size_t got = fetch_once(services, group_id, member_id, req, answers, now);
+    if (got == 0 && req.max_wait_ms > 0 && services.waiters != nullptr) {
+      // Long poll: an append to a session partition or an expiring lock wakes it.
+      auto executor = co_await asio::this_coro::executor;
+      auto waiter = std::make_shared<fetch_waiter>(executor);
+      std::vector<storage::topic_partition> tps;
+      for (const auto& a : answers) {
+        if (auto t = find_share_topic(*services.topics, a.tp.topic_id)) {
+          tps.push_back({t->name, a.tp.partition});
+        }
+      }
+      fetch_waiter_registration registration(*services.waiters, waiter, std::move(tps));
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
+      for (;;) {
+        now = wall_clock_ms();
+        got = fetch_once(services, group_id, member_id, req, answers, now);
+        if (got > 0 || std::chrono::steady_clock::now() >= deadline) break;
+        if (!waiter->take_pending()) {
+          auto wake = deadline;
+          if (auto lock = shares.next_lock_deadline(group_id, step.partitions)) {
+            const auto until = std::chrono::milliseconds(std::max<int64_t>(*lock - now, 1));
+            wake = std::min(wake, std::chrono::steady_clock::now() + until);
+          }
+          waiter->timer().expires_at(wake);
+          asio::error_code ec;
+          {
+            quota_excluded_wait waiting(request);
+            co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          }
+          auto cs = co_await asio::this_coro::cancellation_state;
+          if (cs.cancelled() != asio::cancellation_type::none) {
+            co_return close_connection{"connection closed during a share fetch wait"};
+          }
+          waiter->take_pending();
+        }
+      }
+    }
+  }
+
+  protocol::share_fetch_response reply;
+  reply.acquisition_lock_timeout_ms = lock_ms;
+  const bool full = epoch == coordinator::share_session_initial_epoch;
+  for (const partition_answer& a : answers) {
+    if (!full && a.error == error_code::none && !a.ack_error && a.acquired.empty()) continue;
+    if (reply.responses.empty() || reply.responses.back().topic_id.bytes != a.tp.topic_id) {
+      reply.responses.emplace_back().topic_id = coordinator::to_wire(a.tp.topic_id);
+    }
+    auto& p = reply.responses.back().partitions.emplace_back();
+    p.partition_index = a.tp.partition;
+    p.error_code = protocol::code(a.error);
+    if (a.ack_error) p.acknowledge_error_code = protocol::code(*a.ack_error);
+    p.current_leader.leader_id = services.config.node_id;
+    p.current_leader.leader_epoch = local_leader_epoch;
+    p.records = protocol::bytes_view(a.records.data(), a.records.size());
+    for (const auto& r : a.acquired) {
+      p.acquired_records.push_back({r.first_offset, r.last_offset, r.delivery_count});
+    }
+  }
+  co_return encode_response(reply, version);
+}
+
+}  // namespace
+
+void register_share_fetch_handler(handler_registry& registry) {
+  registry.register_handler(protocol::share_fetch_request::api_key,
+                            protocol::share_fetch_request::min_version,
+                            protocol::share_fetch_request::max_version, handle_share_fetch);
+}
+
+}  // namespace tarn::broker

@@ -1,0 +1,64 @@
+// What ShareFetch and ShareAcknowledge share (share_fetch_handler.cc,
+// share_acknowledge_handler.cc): finding a topic by id, turning a partition's acknowledgement
+// batches into the coordinator's, and applying them with Kafka's error codes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/handler.h"
+#include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
+#include "coordinator/wire_ids.h"
+#include "protocol/error_codes.h"
+
+namespace tarn::broker {
+
+// A topic of the share session as the broker knows it now.
+struct share_topic {
+  std::string name;
+  int32_t partitions = 0;
+};
+
+// The topic with that id, or nullopt (UNKNOWN_TOPIC_ID).
+inline std::optional<share_topic> find_share_topic(topic_manager& topics,
+                                                   const coordinator::topic_uuid& id) {
+  auto guard = topics.read_lock();
+  for (const storage::topic_info* t : topics.logs().topics()) {
+    if (to_wire(t->topic_id).bytes == id) return share_topic{t->name, t->partitions};
+  }
+  return std::nullopt;
+}
+
+// Applies one partition's acknowledgement batches (ShareFetch or ShareAcknowledge): the request
+// checks of Kafka's KafkaApis (INVALID_REQUEST), the topic's existence (UNKNOWN_TOPIC_ID,
+// UNKNOWN_TOPIC_OR_PARTITION), then the share-partition's verdict (INVALID_RECORD_STATE).
+template <class Batch>
+protocol::error_code apply_acknowledgements(coordinator::share_coordinator& shares,
+                                            topic_manager& topics, std::string_view group_id,
+                                            std::string_view member_id,
+                                            const coordinator::topic_uuid& topic_id,
+                                            int32_t partition, const std::vector<Batch>& batches,
+                                            bool renew_allowed, int64_t now_ms) {
+  std::vector<coordinator::acknowledgement_batch> acks;
+  acks.reserve(batches.size());
+  for (const Batch& b : batches) {
+    acks.push_back({b.first_offset, b.last_offset,
+                    std::vector<int8_t>(b.acknowledge_types.begin(), b.acknowledge_types.end())});
+  }
+  const int8_t max_type = renew_allowed ? 4 : 3;
+  if (auto e = coordinator::validate_acknowledgement_batches(acks, max_type);
+      e != protocol::error_code::none) {
+    return e;
+  }
+  auto topic = find_share_topic(topics, topic_id);
+  if (!topic) return protocol::error_code::unknown_topic_id;
+  if (partition < 0 || partition >= topic->partitions) {
+    return protocol::error_code::unknown_topic_or_partition;
+  }
+  return shares.acknowledge(group_id, member_id, {topic_id, partition}, acks, now_ms);
+}
+
+}  // namespace tarn::broker

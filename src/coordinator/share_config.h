@@ -1,0 +1,21 @@
+// The broker settings of share groups (KIP-932), Kafka 4.4's names and defaults
+// (GroupCoordinatorConfig's group.share.*, ShareGroupConfig). The broker fills it from its
+// configuration.
+#pragma once
+
+#include <cstdint>
+
+namespace tarn::coordinator {
+
+// Kafka 4.4's broker settings for share groups (GroupCoordinatorConfig, ShareGroupConfig).
+struct share_config {
+  int32_t group_share_heartbeat_interval_ms = 5000;       // group.share.heartbeat.interval.ms
+  int32_t group_share_session_timeout_ms = 45000;         // group.share.session.timeout.ms
+  int32_t group_share_max_size = 200;                     // group.share.max.size
+  int32_t group_share_record_lock_duration_ms = 30000;    // group.share.record.lock.duration.ms
+  int32_t group_share_delivery_count_limit = 5;           // group.share.delivery.count.limit
+  int32_t group_share_partition_max_record_locks = 2000;  // group.share.partition.max.record.locks
+  int32_t group_share_max_share_sessions = 2000;          // group.share.max.share.sessions
+};
+
+}  // namespace tarn::coordinator

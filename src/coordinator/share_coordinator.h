@@ -1,0 +1,172 @@
+// The share coordinator (KIP-932): share groups and their members (ShareGroupHeartbeat, with
+// Kafka's simple assignor computing the assignment on the server), the share sessions of
+// ShareFetch/ShareAcknowledge (Kafka's ShareSessionCache) and every share-partition's delivery
+// state (share_partition.h). Kafka 4.4 splits this between the group coordinator, the broker's
+// SharePartitionManager and the share coordinator; on one node they are one object here.
+//
+// Handlers call it with decoded requests and time in milliseconds; one mutex guards it all (a
+// share group's work is short: no I/O happens under it). State is in memory: a restart forgets
+// the groups and the delivery state (docs/share-groups.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "coordinator/group_coordinator.h"
+#include "coordinator/metadata_view.h"
+#include "coordinator/owned_message.h"
+#include "coordinator/share_config.h"
+#include "coordinator/share_partition.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/share_group_describe_request.h"
+#include "protocol/messages/share_group_describe_response.h"
+#include "protocol/messages/share_group_heartbeat_request.h"
+#include "protocol/messages/share_group_heartbeat_response.h"
+
+namespace tarn::coordinator {
+
+// A share-partition of a group: (topic id, partition).
+struct share_topic_partition {
+  topic_uuid topic_id{};
+  int32_t partition = 0;
+  auto operator<=>(const share_topic_partition&) const = default;
+};
+
+// The epochs of ShareFetch/ShareAcknowledge (Kafka's ShareRequestMetadata).
+inline constexpr int32_t share_session_initial_epoch = 0;
+inline constexpr int32_t share_session_final_epoch = -1;
+
+class share_coordinator {
+ public:
+  share_coordinator(share_config config, const metadata_view& metadata)
+      : config_(config), metadata_(metadata) {}
+
+  const share_config& config() const { return config_; }
+
+  // ShareGroupHeartbeat: join (epoch 0), heartbeat (the member's epoch) or leave (-1).
+  owned_message<protocol::share_group_heartbeat_response> heartbeat(
+      const protocol::share_group_heartbeat_request& request, const client_info& client,
+      int64_t now_ms);
+  owned_message<protocol::share_group_describe_response> describe(
+      const protocol::share_group_describe_request& request);
+
+  // (group id, state) of every share group, for ListGroups.
+  std::vector<std::pair<std::string, std::string>> list_groups() const;
+  bool has_group(std::string_view group_id) const;
+  // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else the group, its
+  // share-partitions and sessions are gone (NONE); GROUP_ID_NOT_FOUND if there is no such group.
+  protocol::error_code delete_group(std::string_view group_id);
+
+  // A ShareFetch or ShareAcknowledge's session step. epoch 0 opens a session (replacing one the
+  // member had), -1 closes it, otherwise it must be the session's next epoch
+  // (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without one). `added` joins the
+  // session's partitions and `forgotten` leaves them. Returns the session's partitions.
+  struct session_step {
+    protocol::error_code error = protocol::error_code::none;
+    std::vector<share_topic_partition> partitions;
+  };
+  session_step step_session(std::string_view group_id, std::string_view member_id, int32_t epoch,
+                            const std::vector<share_topic_partition>& added,
+                            const std::vector<share_topic_partition>& forgotten);
+  // Ends the member's session (the final epoch): what it holds is released.
+  void close_session(std::string_view group_id, std::string_view member_id, int64_t now_ms);
+
+  // Where the next fetch of the share-partition reads (creating it on first use with
+  // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start), or
+  // nullopt when nothing can be acquired now.
+  std::optional<int64_t> next_fetch_offset(std::string_view group_id,
+                                           const share_topic_partition& tp,
+                                           int64_t log_start_offset, int64_t high_watermark,
+                                           int64_t now_ms);
+  std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
+                                      const share_topic_partition& tp,
+                                      std::span<const fetched_batch> batches, int32_t max_records,
+                                      int64_t now_ms);
+  protocol::error_code acknowledge(std::string_view group_id, std::string_view member_id,
+                                   const share_topic_partition& tp,
+                                   std::span<const acknowledgement_batch> batches, int64_t now_ms);
+  // The earliest acquisition-lock deadline among the partitions (a waiting fetch wakes then).
+  std::optional<int64_t> next_lock_deadline(std::string_view group_id,
+                                            const std::vector<share_topic_partition>& tps) const;
+  // SPSO of a share-partition (nullopt before its first fetch), for describe and tests.
+  std::optional<int64_t> start_offset(std::string_view group_id,
+                                      const share_topic_partition& tp) const;
+
+  // Every share-partition of the group with its SPSO and the in-flight records whose delivery is
+  // complete (DescribeShareGroupOffsets: lag = high watermark - SPSO - finished); nullopt when
+  // the group does not exist.
+  struct partition_offsets {
+    share_topic_partition tp;
+    int64_t start_offset = 0;
+    int64_t finished = 0;
+  };
+  std::optional<std::vector<partition_offsets>> group_offsets(std::string_view group_id) const;
+
+  // AlterShareGroupOffsets: the group (made if missing, as Kafka) must have no members
+  // (NON_EMPTY_GROUP); then each share-partition restarts at its new SPSO, its in-flight records
+  // forgotten.
+  protocol::error_code check_offsets_alterable(std::string_view group_id, bool create);
+  void set_start_offset(std::string_view group_id, const share_topic_partition& tp,
+                        int64_t start_offset);
+  // DeleteShareGroupOffsets: forgets the group's share-partitions of a topic (they start again
+  // from share.auto.offset.reset at the next fetch).
+  void delete_topic_offsets(std::string_view group_id, const topic_uuid& topic_id);
+
+  // The group config share.auto.offset.reset ("latest", Kafka's default, or "earliest").
+  void set_auto_offset_reset(std::string_view group_id, std::string_view value);
+
+  // Member session timeouts and acquisition-lock expiry.
+  void poll(int64_t now_ms);
+
+ private:
+  struct member {
+    std::string member_id;
+    int32_t member_epoch = 0;
+    std::optional<std::string> rack_id;
+    std::string client_id;
+    std::string client_host;
+    std::vector<std::string> subscribed_topic_names;
+    std::map<topic_uuid, std::vector<int32_t>> assignment;
+    int64_t deadline_ms = 0;
+  };
+  struct group {
+    std::string group_id;
+    int32_t group_epoch = 0;
+    int32_t assignment_epoch = 0;
+    std::map<std::string, member, std::less<>> members;
+    std::string auto_offset_reset = "latest";
+  };
+  struct session {
+    int32_t next_epoch = 1;
+    std::vector<share_topic_partition> partitions;
+  };
+  using partition_key = std::tuple<std::string, topic_uuid, int32_t>;
+  using session_key = std::pair<std::string, std::string>;
+
+  // Recomputes the target assignment (Kafka's simple assignor); bumps the group epoch if it
+  // changed.
+  void reassign(group& g);
+  void remove_member(group& g, std::string_view member_id, int64_t now_ms);
+  share_partition_config partition_config() const;
+
+  share_config config_;
+  const metadata_view& metadata_;
+  mutable std::mutex mu_;
+  std::map<std::string, group, std::less<>> groups_;
+  std::map<partition_key, share_partition> partitions_;
+  std::map<session_key, session> sessions_;
+};
+
+// Kafka's simple assignor for share groups: per topic, with its subscribers in member-id order,
+// partition p goes to member p % members when there are more partitions than subscribers, and
+// member i gets partition i % partitions otherwise (a partition may then be shared).
+std::map<std::string, std::map<topic_uuid, std::vector<int32_t>>> simple_share_assignment(
+    const std::map<std::string, std::vector<topic_description>>& subscriptions);
+
+}  // namespace tarn::coordinator

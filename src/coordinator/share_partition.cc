@@ -1,0 +1,220 @@
+// The share-partition state machine (share_partition.h): acquisition, acknowledgement, lock
+// expiry and the SPSO's advance, as Kafka 4.4's SharePartition.
+#include "coordinator/share_partition.h"
+
+#include <algorithm>
+
+namespace tarn::coordinator {
+
+using protocol::error_code;
+
+error_code validate_acknowledgement_batches(std::span<const acknowledgement_batch> batches,
+                                            int8_t max_type) {
+  int64_t previous_last = -1;
+  for (const acknowledgement_batch& b : batches) {
+    if (b.first_offset > b.last_offset || b.first_offset < previous_last) {
+      return error_code::invalid_request;
+    }
+    if (b.acknowledge_types.empty()) return error_code::invalid_request;
+    // Unsigned: a hostile range (INT64_MIN to INT64_MAX) must not overflow.
+    const uint64_t span =
+        static_cast<uint64_t>(b.last_offset) - static_cast<uint64_t>(b.first_offset);
+    if (b.acknowledge_types.size() > 1 && span != b.acknowledge_types.size() - 1) {
+      return error_code::invalid_request;
+    }
+    for (int8_t t : b.acknowledge_types) {
+      if (t < 0 || t > max_type) return error_code::invalid_request;
+    }
+    previous_last = b.last_offset;
+  }
+  return error_code::none;
+}
+
+void share_partition::give_back(in_flight_record& r) {
+  // Kafka archives a record released (or timed out) once it was delivered the limit's times.
+  r.state = r.delivery_count >= config_.delivery_count_limit ? record_state::archived
+                                                             : record_state::available;
+  r.member_id.clear();
+  r.lock_deadline_ms = 0;
+}
+
+void share_partition::advance_start() {
+  while (!records_.empty() && (records_.front().state == record_state::acknowledged ||
+                               records_.front().state == record_state::archived)) {
+    records_.pop_front();
+    ++start_offset_;
+  }
+}
+
+void share_partition::expire_locks(int64_t now_ms) {
+  bool changed = false;
+  for (in_flight_record& r : records_) {
+    if (r.state == record_state::acquired && r.lock_deadline_ms <= now_ms) {
+      give_back(r);
+      changed = true;
+    }
+  }
+  if (changed) advance_start();
+}
+
+std::optional<int64_t> share_partition::next_lock_deadline() const {
+  std::optional<int64_t> out;
+  for (const in_flight_record& r : records_) {
+    if (r.state == record_state::acquired && (!out || r.lock_deadline_ms < *out)) {
+      out = r.lock_deadline_ms;
+    }
+  }
+  return out;
+}
+
+std::optional<int64_t> share_partition::next_fetch_offset(int64_t now_ms) {
+  expire_locks(now_ms);
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i].state == record_state::available) {
+      return start_offset_ + static_cast<int64_t>(i);
+    }
+  }
+  if (records_.size() < static_cast<size_t>(std::max(config_.max_record_locks, 0))) {
+    return end_offset();
+  }
+  return std::nullopt;
+}
+
+std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
+                                                     std::span<const fetched_batch> batches,
+                                                     int32_t max_records, int64_t now_ms) {
+  expire_locks(now_ms);
+  std::vector<acquired_range> out;
+  int32_t taken = 0;
+  const int64_t deadline = now_ms + config_.record_lock_duration_ms;
+  auto take = [&](int64_t offset, in_flight_record& r) {
+    r.state = record_state::acquired;
+    ++r.delivery_count;
+    r.member_id = std::string(member_id);
+    r.lock_deadline_ms = deadline;
+    ++taken;
+    if (!out.empty() && out.back().last_offset + 1 == offset &&
+        out.back().delivery_count == r.delivery_count) {
+      out.back().last_offset = offset;
+    } else {
+      out.push_back({offset, offset, r.delivery_count});
+    }
+  };
+  const auto lock_limit = static_cast<size_t>(std::max(config_.max_record_locks, 0));
+  auto walk = [&] {
+    for (const fetched_batch& b : batches) {
+      for (int64_t o = std::max(b.base_offset, start_offset_); o <= b.last_offset; ++o) {
+        if (taken >= max_records) return;
+        if (o < end_offset()) {
+          in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
+          if (r.state != record_state::available) continue;
+          if (b.is_control) {
+            r.state = record_state::archived;
+            continue;
+          }
+          take(o, r);
+          continue;
+        }
+        // Past the SPEO: offsets the log does not hold (compaction) are archived on the way.
+        while (end_offset() < o && records_.size() < lock_limit) {
+          records_.push_back({record_state::archived, 0, 0, {}});
+        }
+        if (records_.size() >= lock_limit) return;
+        records_.push_back({});
+        if (b.is_control) {
+          records_.back().state = record_state::archived;
+          continue;
+        }
+        take(o, records_.back());
+      }
+    }
+  };
+  walk();
+  advance_start();
+  return out;
+}
+
+error_code share_partition::acknowledge(std::string_view member_id,
+                                        std::span<const acknowledgement_batch> batches,
+                                        int64_t now_ms) {
+  expire_locks(now_ms);
+  auto type_of = [](const acknowledgement_batch& b, int64_t offset) {
+    return static_cast<acknowledge_type>(
+        b.acknowledge_types.size() == 1
+            ? b.acknowledge_types.front()
+            : b.acknowledge_types[static_cast<size_t>(offset - b.first_offset)]);
+  };
+  // Validate everything first: Kafka rolls back a partially applied acknowledgement.
+  for (const acknowledgement_batch& b : batches) {
+    if (b.first_offset < start_offset_ || b.last_offset >= end_offset()) {
+      return error_code::invalid_record_state;
+    }
+    for (int64_t o = b.first_offset; o <= b.last_offset; ++o) {
+      const in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
+      if (r.state != record_state::acquired || r.member_id != member_id) {
+        return error_code::invalid_record_state;
+      }
+    }
+  }
+  for (const acknowledgement_batch& b : batches) {
+    for (int64_t o = b.first_offset; o <= b.last_offset; ++o) {
+      in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
+      switch (type_of(b, o)) {
+        case acknowledge_type::accept:
+          r.state = record_state::acknowledged;
+          r.member_id.clear();
+          break;
+        case acknowledge_type::release:
+          give_back(r);
+          break;
+        case acknowledge_type::gap:
+        case acknowledge_type::reject:
+          r.state = record_state::archived;
+          r.member_id.clear();
+          break;
+        case acknowledge_type::renew:
+          r.lock_deadline_ms = now_ms + config_.record_lock_duration_ms;
+          break;
+      }
+    }
+  }
+  advance_start();
+  return error_code::none;
+}
+
+void share_partition::release_member(std::string_view member_id, int64_t now_ms) {
+  expire_locks(now_ms);
+  for (in_flight_record& r : records_) {
+    if (r.state == record_state::acquired && r.member_id == member_id) give_back(r);
+  }
+  advance_start();
+}
+
+void share_partition::reset_start_offset(int64_t offset) {
+  while (!records_.empty() && start_offset_ < offset) {
+    records_.pop_front();
+    ++start_offset_;
+  }
+  if (start_offset_ < offset) start_offset_ = offset;
+  advance_start();
+}
+
+std::optional<share_partition::record_view> share_partition::record(int64_t offset) const {
+  if (offset < start_offset_ || offset >= end_offset()) return std::nullopt;
+  const in_flight_record& r = records_[static_cast<size_t>(offset - start_offset_)];
+  return record_view{r.state, r.delivery_count, r.member_id, r.lock_deadline_ms};
+}
+
+size_t share_partition::acquired_count() const {
+  return static_cast<size_t>(std::count_if(records_.begin(), records_.end(), [](const auto& r) {
+    return r.state == record_state::acquired;
+  }));
+}
+
+size_t share_partition::finished_count() const {
+  return static_cast<size_t>(std::count_if(records_.begin(), records_.end(), [](const auto& r) {
+    return r.state == record_state::acknowledged || r.state == record_state::archived;
+  }));
+}
+
+}  // namespace tarn::coordinator

@@ -1,0 +1,140 @@
+// One share-partition's delivery state (KIP-932, Kafka 4.4's SharePartition): the share-partition
+// start offset (SPSO), end offset (SPEO) and, between them, every in-flight record with its state,
+// delivery count and acquisition lock. Pure state machine: time is passed in, lock expiry happens
+// when an operation (or expire_locks) sees a deadline in the past, so unit tests need no clock.
+//
+//          acquire (delivery count + 1, lock until now + record.lock.duration.ms)
+//   Available ─────────────────────────────► Acquired ──ACCEPT──► Acknowledged ─┐
+//      ▲                                      │  │ │                              │ SPSO moves
+//      └── RELEASE / lock expiry / member ────┘  │ └─REJECT, GAP──► Archived ─────┤ over the
+//          left, while delivery count < limit    │                     ▲          │ finished prefix
+//                                                └── the same at the ──┘          ▼
+//                                                    delivery-count limit     (forgotten)
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/error_codes.h"
+
+namespace tarn::coordinator {
+
+// Kafka's RecordState ids (what Kafka persists in __share_group_state and shows in logs).
+enum class record_state : int8_t { available = 0, acquired = 1, acknowledged = 2, archived = 4 };
+
+// The AcknowledgeTypes of ShareFetch/ShareAcknowledge (RENEW from v2, KIP-1222).
+enum class acknowledge_type : int8_t { gap = 0, accept = 1, release = 2, reject = 3, renew = 4 };
+
+struct share_partition_config {
+  int32_t record_lock_duration_ms = 30000;  // group.share.record.lock.duration.ms
+  int32_t delivery_count_limit = 5;         // group.share.delivery.count.limit
+  int32_t max_record_locks = 2000;          // group.share.partition.max.record.locks
+};
+
+// A record batch as read from the log: its offsets, and whether it is a control batch
+// (transaction markers are never delivered: archived as they are passed).
+struct fetched_batch {
+  int64_t base_offset = 0;
+  int64_t last_offset = 0;
+  bool is_control = false;
+};
+
+// What ShareFetch answers as AcquiredRecords: consecutive offsets with one delivery count.
+struct acquired_range {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  int16_t delivery_count = 0;
+  bool operator==(const acquired_range&) const = default;
+};
+
+// One AcknowledgementBatch: one type for the whole range, or one per offset.
+struct acknowledgement_batch {
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  std::vector<int8_t> acknowledge_types;
+};
+
+// The checks Kafka's KafkaApis makes on a partition's acknowledgement batches before they reach
+// the share-partition: first <= last, batches in ascending order (a batch may not start below
+// the previous one's last offset), one type or one per offset, types within 0..max_type
+// (3, or 4 when RENEW is allowed). INVALID_REQUEST when one fails, else NONE.
+protocol::error_code validate_acknowledgement_batches(
+    std::span<const acknowledgement_batch> batches, int8_t max_type);
+
+class share_partition {
+ public:
+  struct record_view {
+    record_state state = record_state::available;
+    int16_t delivery_count = 0;
+    std::string member_id;  // the holder while Acquired
+    int64_t lock_deadline_ms = 0;
+  };
+
+  share_partition(share_partition_config config, int64_t start_offset)
+      : config_(config), start_offset_(start_offset) {}
+
+  int64_t start_offset() const { return start_offset_; }
+  int64_t end_offset() const { return start_offset_ + static_cast<int64_t>(records_.size()); }
+  size_t in_flight() const { return records_.size(); }
+  const share_partition_config& config() const { return config_; }
+  void set_config(const share_partition_config& c) { config_ = c; }
+
+  // Where the next fetch should read: the first Available in-flight record, else the SPEO while
+  // fewer than max_record_locks records are in flight; nullopt when nothing can be acquired.
+  std::optional<int64_t> next_fetch_offset(int64_t now_ms);
+
+  // Acquires for `member` what the batches read from the log hold, in order, up to max_records
+  // records: Available in-flight records, then new ones past the SPEO (offsets the log skips are
+  // archived, control batches too). Returns the acquired offsets as ranges.
+  std::vector<acquired_range> acquire(std::string_view member_id,
+                                      std::span<const fetched_batch> batches, int32_t max_records,
+                                      int64_t now_ms);
+
+  // Applies one partition's acknowledgements, all or nothing: every offset must be in flight and
+  // Acquired by `member_id` (with its lock not expired), else INVALID_RECORD_STATE and nothing
+  // changes. Batches must have passed validate_acknowledgement_batches.
+  protocol::error_code acknowledge(std::string_view member_id,
+                                   std::span<const acknowledgement_batch> batches, int64_t now_ms);
+
+  // The member's share session closed or it left the group: what it holds goes back (Available,
+  // or Archived at the delivery-count limit), as Kafka's releaseAcquiredRecords.
+  void release_member(std::string_view member_id, int64_t now_ms);
+
+  // Releases every record whose acquisition lock passed its deadline.
+  void expire_locks(int64_t now_ms);
+  // The earliest lock deadline (to wake a waiting fetch), or nullopt when nothing is Acquired.
+  std::optional<int64_t> next_lock_deadline() const;
+
+  // Moves the SPSO to `offset` when the log no longer holds the records below it (retention,
+  // DeleteRecords) or an AlterShareGroupOffsets resets it: everything below is forgotten.
+  void reset_start_offset(int64_t offset);
+
+  std::optional<record_view> record(int64_t offset) const;
+  // Records Acquired now (for tests and describe).
+  size_t acquired_count() const;
+  // In-flight records whose delivery is complete (Acknowledged or Archived): what Kafka's lag
+  // leaves out besides the records below the SPSO.
+  size_t finished_count() const;
+
+ private:
+  struct in_flight_record {
+    record_state state = record_state::available;
+    int16_t delivery_count = 0;
+    int64_t lock_deadline_ms = 0;
+    std::string member_id;
+  };
+
+  void give_back(in_flight_record& r);
+  void advance_start();
+
+  share_partition_config config_;
+  int64_t start_offset_;
+  std::deque<in_flight_record> records_;  // records_[i] is offset start_offset_ + i
+};
+
+}  // namespace tarn::coordinator

@@ -1,0 +1,234 @@
+// The share-partition state machine without sockets: every transition, lock expiry, the
+// delivery-count limit, SPSO advance and the acknowledgement error codes Kafka 4.4 gives.
+#include "coordinator/share_partition.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace tarn::coordinator {
+namespace {
+
+using protocol::error_code;
+
+share_partition_config cfg(int32_t lock_ms = 1000, int32_t limit = 3, int32_t locks = 100) {
+  return {lock_ms, limit, locks};
+}
+
+std::vector<fetched_batch> batch(int64_t first, int64_t last, bool control = false) {
+  return {{first, last, control}};
+}
+
+acknowledgement_batch ack(int64_t first, int64_t last, std::vector<int8_t> types) {
+  return {first, last, std::move(types)};
+}
+
+constexpr int8_t gap = 0, accept = 1, release = 2, reject = 3, renew = 4;
+
+record_state state(const share_partition& p, int64_t o) { return p.record(o)->state; }
+
+TEST(share_partition, acquires_new_records_and_advances_over_accepted_prefix) {
+  share_partition p(cfg(), 0);
+  EXPECT_EQ(p.next_fetch_offset(0), 0);
+  auto got = p.acquire("a", batch(0, 4), 500, 0);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 4, 1}));
+  EXPECT_EQ(p.end_offset(), 5);
+  EXPECT_EQ(p.acquired_count(), 5u);
+  EXPECT_EQ(p.record(2)->member_id, "a");
+  EXPECT_EQ(p.record(2)->lock_deadline_ms, 1000);
+  // Nothing left to acquire below the SPEO: the next fetch reads new records.
+  EXPECT_EQ(p.next_fetch_offset(10), 5);
+
+  std::vector<acknowledgement_batch> acks = {ack(0, 1, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_EQ(p.start_offset(), 2);
+  // Acknowledged out of order: the SPSO waits for the prefix.
+  acks = {ack(3, 3, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_EQ(p.start_offset(), 2);
+  EXPECT_EQ(state(p, 3), record_state::acknowledged);
+  acks = {ack(2, 2, {reject}), ack(4, 4, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_EQ(p.start_offset(), 5);
+  EXPECT_EQ(p.in_flight(), 0u);
+}
+
+TEST(share_partition, release_makes_records_available_with_the_next_delivery_count) {
+  share_partition p(cfg(), 0);
+  p.acquire("a", batch(0, 2), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(0, 2, {accept, release, accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(p.start_offset(), 1);
+  EXPECT_EQ(state(p, 1), record_state::available);
+  EXPECT_EQ(p.record(1)->member_id, "");
+  EXPECT_EQ(p.next_fetch_offset(1), 1);
+  // Another member reads from 1: only the released record is acquired again (2 is finished).
+  auto got = p.acquire("b", batch(0, 2), 500, 2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{1, 1, 2}));
+  EXPECT_EQ(p.record(1)->member_id, "b");
+}
+
+TEST(share_partition, reject_and_gap_archive_and_are_never_redelivered) {
+  share_partition p(cfg(), 10);
+  p.acquire("a", batch(10, 12), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(11, 12, {reject, gap})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(state(p, 11), record_state::archived);
+  EXPECT_EQ(state(p, 12), record_state::archived);
+  acks = {ack(10, 10, {release})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  auto got = p.acquire("b", batch(10, 12), 500, 2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{10, 10, 2}));
+}
+
+TEST(share_partition, lock_expiry_releases_to_another_member) {
+  share_partition p(cfg(1000), 0);
+  p.acquire("a", batch(0, 1), 500, 0);
+  EXPECT_EQ(p.next_lock_deadline(), 1000);
+  EXPECT_EQ(p.next_fetch_offset(999), 2);   // still locked
+  EXPECT_EQ(p.next_fetch_offset(1000), 0);  // expired: back to Available
+  EXPECT_EQ(state(p, 0), record_state::available);
+  EXPECT_FALSE(p.next_lock_deadline().has_value());
+  // The late acknowledgement of the first holder is refused, the state unchanged.
+  std::vector<acknowledgement_batch> acks = {ack(0, 1, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1001), error_code::invalid_record_state);
+  auto got = p.acquire("b", batch(0, 1), 500, 1001);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 1, 2}));
+  EXPECT_EQ(p.acknowledge("b", acks, 1002), error_code::none);
+  EXPECT_EQ(p.start_offset(), 2);
+}
+
+TEST(share_partition, renew_extends_the_lock) {
+  share_partition p(cfg(1000), 0);
+  p.acquire("a", batch(0, 0), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(0, 0, {renew})};
+  EXPECT_EQ(p.acknowledge("a", acks, 900), error_code::none);
+  EXPECT_EQ(state(p, 0), record_state::acquired);
+  p.expire_locks(1500);
+  EXPECT_EQ(state(p, 0), record_state::acquired);
+  p.expire_locks(1900);
+  EXPECT_EQ(state(p, 0), record_state::available);
+}
+
+TEST(share_partition, delivery_count_limit_archives_a_poison_record) {
+  share_partition p(cfg(1000, 3), 0);
+  for (int delivery = 1; delivery <= 3; ++delivery) {
+    auto got = p.acquire("a", batch(0, 1), 500, delivery * 10);
+    ASSERT_EQ(got.size(), 1u) << delivery;
+    EXPECT_EQ(got[0].delivery_count, delivery);
+    std::vector<acknowledgement_batch> acks = {ack(0, 1, {release})};
+    EXPECT_EQ(p.acknowledge("a", acks, delivery * 10 + 1), error_code::none);
+  }
+  // Released at the limit: archived, and the SPSO moves past it.
+  EXPECT_EQ(p.in_flight(), 0u);
+  EXPECT_EQ(p.start_offset(), 2);
+  EXPECT_EQ(p.next_fetch_offset(100), 2);
+}
+
+TEST(share_partition, delivery_count_limit_on_lock_expiry_and_member_release) {
+  share_partition p(cfg(100, 2), 0);
+  p.acquire("a", batch(0, 0), 500, 0);
+  p.expire_locks(100);
+  EXPECT_EQ(state(p, 0), record_state::available);
+  p.acquire("b", batch(0, 1), 500, 200);
+  EXPECT_EQ(p.record(0)->delivery_count, 2);
+  p.release_member("b", 250);
+  // Record 0 reached the limit (archived, SPSO moves); record 1 goes back.
+  EXPECT_EQ(p.start_offset(), 1);
+  EXPECT_EQ(state(p, 1), record_state::available);
+  EXPECT_EQ(p.record(1)->delivery_count, 1);
+}
+
+TEST(share_partition, acknowledgements_of_records_not_held_are_invalid_record_state) {
+  share_partition p(cfg(), 5);
+  p.acquire("a", batch(5, 9), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(4, 5, {accept})};  // below the SPSO
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::invalid_record_state);
+  acks = {ack(9, 10, {accept})};  // past the SPEO
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::invalid_record_state);
+  acks = {ack(5, 5, {accept})};  // another member's
+  EXPECT_EQ(p.acknowledge("b", acks, 1), error_code::invalid_record_state);
+  // All or nothing: a good batch before a bad one changes nothing.
+  acks = {ack(5, 6, {accept}), ack(8, 10, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::invalid_record_state);
+  EXPECT_EQ(state(p, 5), record_state::acquired);
+  EXPECT_EQ(p.start_offset(), 5);
+  // Acknowledging twice: the second finds it no longer Acquired.
+  acks = {ack(5, 5, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  acks = {ack(6, 6, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::invalid_record_state);
+}
+
+TEST(share_partition, validation_of_batches_is_invalid_request) {
+  auto check = [](std::vector<acknowledgement_batch> b, int8_t max = 3) {
+    return validate_acknowledgement_batches(b, max);
+  };
+  EXPECT_EQ(check({ack(0, 3, {accept}), ack(4, 5, {accept, reject})}), error_code::none);
+  EXPECT_EQ(check({ack(3, 2, {accept})}), error_code::invalid_request);  // first > last
+  EXPECT_EQ(check({ack(0, 5, {accept}), ack(4, 6, {accept})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(5, 6, {accept}), ack(0, 1, {accept})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(0, 2, {})}), error_code::invalid_request);                // no type
+  EXPECT_EQ(check({ack(0, 2, {accept, accept})}), error_code::invalid_request);  // 2 for 3
+  EXPECT_EQ(check({ack(0, 0, {5})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(0, 0, {-1})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(0, 0, {renew})}), error_code::invalid_request);  // v1: no RENEW
+  EXPECT_EQ(check({ack(0, 0, {renew})}, 4), error_code::none);
+  constexpr int64_t lowest = std::numeric_limits<int64_t>::min();
+  constexpr int64_t highest = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(check({ack(lowest, highest, {accept, accept})}), error_code::invalid_request);
+  EXPECT_EQ(check({ack(-5, 0, {accept})}), error_code::invalid_request);  // below -1
+  // A huge range with one type passes the checks; the share-partition refuses it at once.
+  EXPECT_EQ(check({ack(0, highest, {accept})}), error_code::none);
+  share_partition p(cfg(), 0);
+  p.acquire("a", batch(0, 1), 500, 0);
+  std::vector<acknowledgement_batch> huge = {ack(0, highest, {accept})};
+  EXPECT_EQ(p.acknowledge("a", huge, 1), error_code::invalid_record_state);
+}
+
+TEST(share_partition, max_records_and_max_record_locks_bound_acquisition) {
+  share_partition p(cfg(1000, 5, 4), 0);
+  auto got = p.acquire("a", batch(0, 9), 3, 0);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 2, 1}));
+  got = p.acquire("b", batch(3, 9), 10, 0);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{3, 3, 1}));  // 4 records in flight: the limit
+  EXPECT_FALSE(p.next_fetch_offset(1).has_value());
+  std::vector<acknowledgement_batch> acks = {ack(0, 2, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(p.next_fetch_offset(1), 4);
+}
+
+TEST(share_partition, control_batches_and_log_gaps_are_archived) {
+  share_partition p(cfg(), 0);
+  std::vector<fetched_batch> read = {{0, 1, false}, {2, 2, true}, {5, 6, false}};
+  auto got = p.acquire("a", read, 500, 0);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (acquired_range{0, 1, 1}));
+  EXPECT_EQ(got[1], (acquired_range{5, 6, 1}));
+  EXPECT_EQ(state(p, 2), record_state::archived);
+  EXPECT_EQ(state(p, 3), record_state::archived);
+  std::vector<acknowledgement_batch> acks = {ack(0, 1, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(p.start_offset(), 5);
+}
+
+TEST(share_partition, reset_start_offset_forgets_what_is_below) {
+  share_partition p(cfg(), 0);
+  p.acquire("a", batch(0, 4), 500, 0);
+  p.reset_start_offset(3);
+  EXPECT_EQ(p.start_offset(), 3);
+  EXPECT_EQ(p.end_offset(), 5);
+  p.reset_start_offset(10);
+  EXPECT_EQ(p.start_offset(), 10);
+  EXPECT_EQ(p.in_flight(), 0u);
+}
+
+}  // namespace
+}  // namespace tarn::coordinator

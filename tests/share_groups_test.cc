@@ -1,0 +1,435 @@
+// Share groups (KIP-932) against the real broker:
+//   - Kafka 4.4.0's KafkaShareConsumer in one JVM (tests/java/ShareConsume.java): three consumers
+//     on one single-partition topic receive every record once; RELEASE redelivers with delivery
+//     count 2; REJECT archives; a consumer that stops polling loses its records to another after
+//     the acquisition lock; one that closes loses them at once; the delivery-count limit archives
+//     a poison record. Against Kafka 4.4.0 (the reference half, release tree only) the poison
+//     scenario runs with the same assertion.
+//   - Hand-built requests for the error branches: ShareGroupHeartbeat (unknown member, unknown
+//     group, fenced epoch, missing subscription), ShareFetch/ShareAcknowledge sessions (no
+//     session, wrong epoch, acknowledgements on the opening request) and acknowledgements of
+//     offsets not acquired (INVALID_RECORD_STATE) or malformed (INVALID_REQUEST); ApiVersions'
+//     share APIs and share.version.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <regex>
+
+#include "kafka_conn.h"
+#include "kafka_ref_broker.h"
+#include "produce_util.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/alter_share_group_offsets_request.h"
+#include "protocol/messages/alter_share_group_offsets_response.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/delete_groups_request.h"
+#include "protocol/messages/delete_groups_response.h"
+#include "protocol/messages/delete_share_group_offsets_request.h"
+#include "protocol/messages/delete_share_group_offsets_response.h"
+#include "protocol/messages/describe_share_group_offsets_request.h"
+#include "protocol/messages/describe_share_group_offsets_response.h"
+#include "protocol/messages/list_groups_request.h"
+#include "protocol/messages/list_groups_response.h"
+#include "protocol/messages/share_acknowledge_request.h"
+#include "protocol/messages/share_acknowledge_response.h"
+#include "protocol/messages/share_fetch_request.h"
+#include "protocol/messages/share_fetch_response.h"
+#include "protocol/messages/share_group_describe_request.h"
+#include "protocol/messages/share_group_describe_response.h"
+#include "protocol/messages/share_group_heartbeat_request.h"
+#include "protocol/messages/share_group_heartbeat_response.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+using protocol::code;
+using protocol::error_code;
+
+std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR) + "/" + rel; }
+
+constexpr int lock_ms = 1000;
+constexpr int delivery_limit = 3;
+
+// The broker settings of every test here (key=value), for tarn and for Kafka 4.4.0.
+std::vector<std::string> share_settings() {
+  return {"group.share.min.record.lock.duration.ms=" + std::to_string(lock_ms),
+          "group.share.record.lock.duration.ms=" + std::to_string(lock_ms),
+          "group.share.delivery.count.limit=" + std::to_string(delivery_limit)};
+}
+
+std::vector<std::string> share_args() {
+  std::vector<std::string> out;
+  for (const auto& s : share_settings()) {
+    out.push_back("--override");
+    out.push_back(s);
+  }
+  return out;
+}
+
+// What each scenario of ShareConsume.java prints when the broker behaves as Kafka 4.4 does.
+const std::vector<std::pair<std::string, std::string>> expectations = {
+    {"all", "all: received=300 distinct=300 duplicates=0 "},
+    {"release", "release: first=1 second=2 offset=0 after-accept=0"},
+    {"reject", "reject: first=2 redelivered=0"},
+    {"lock", "lock: held=5 redelivered=5 delivery=2 waited-at-least-lock=true"},
+    {"close", "close: held=4 redelivered=4 delivery=2"},
+    {"poison", "poison: deliveries=[1, 2, 3]"},
+};
+// Against Kafka 4.4.0 (the oracle) one scenario runs, with the same assertion: each takes 6 to
+// 11 s there (its share coordinator persists every share-partition's state) after a 14 s start.
+// All six gave tarn's lines when last run against it (poison: 9 s).
+const std::string kafka_scenario = "poison";
+
+// The scenarios against tarn, and against Kafka 4.4.0.
+class share_consumer : public ::testing::TestWithParam<broker_kind> {};
+
+TEST_P(share_consumer, kafka_share_consumer_scenarios) {
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  std::unique_ptr<broker_process> tarn;
+  uint16_t port = 0;
+  if (auto skip = start_test_broker(GetParam(), share_settings(), tarn, port); !skip.empty()) {
+    GTEST_SKIP() << skip;
+  }
+  ASSERT_NE(port, 0);
+  const bool kafka = GetParam() == broker_kind::kafka;
+  const auto started = std::chrono::steady_clock::now();
+  auto [rc, out] = run_command(
+      "timeout 120 java -cp '" + libs + "/*' " + source("tests/java/ShareConsume.java") +
+      " 127.0.0.1:" + std::to_string(port) + " " + std::to_string(lock_ms) + " " +
+      std::to_string(delivery_limit) + " " + test_name_prefix() + std::to_string(getpid()) +
+      (kafka ? " " + kafka_scenario : std::string()) + " 2>&1");
+  std::cout << "share scenarios: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count()
+            << " ms\n"
+            << out;
+  EXPECT_EQ(rc, 0) << out;
+  for (const auto& [scenario, expected] : expectations) {
+    if (kafka && scenario != kafka_scenario) continue;
+    EXPECT_NE(out.find(expected), std::string::npos) << scenario << ": " << out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(brokers, share_consumer,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
+
+class share_requests : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_ = std::make_unique<broker_process>(share_args());
+    ASSERT_NE(broker_->port(), 0) << broker_->output();
+    ASSERT_EQ(create_topic(broker_->port(), "q", 1), 0);
+    raw_client c(broker_->port());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(produce_one(c, i + 1, "q", 0, value_batch("v" + std::to_string(i))).error_code, 0);
+    }
+    conn_ = std::make_unique<kafka_conn>(broker_->port(), nullptr);
+  }
+  void TearDown() override {
+    conn_.reset();
+    if (broker_) broker_->stop();
+  }
+
+  reply<protocol::share_group_heartbeat_response> beat(std::string_view member, int32_t epoch,
+                                                       bool subscribe,
+                                                       std::string_view group = "g") {
+    protocol::share_group_heartbeat_request r;
+    r.group_id = group;
+    r.member_id = member;
+    r.member_epoch = epoch;
+    if (subscribe) r.subscribed_topic_names = topics_;
+    return conn_->call<protocol::share_group_heartbeat_response>(r, 1);
+  }
+
+  reply<protocol::share_fetch_response> fetch(
+      std::string_view member, int32_t epoch, bool with_partition,
+      std::vector<protocol::share_fetch_request::acknowledgement_batch> acks = {}) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 100;
+    r.min_bytes = 1;
+    r.max_records = 500;
+    r.batch_size = 500;
+    if (with_partition || !acks.empty()) {
+      auto& t = r.topics.emplace_back();
+      t.topic_id = topic_id_;
+      auto& p = t.partitions.emplace_back();
+      p.partition_index = 0;
+      p.acknowledgement_batches = std::move(acks);
+    }
+    return conn_->call<protocol::share_fetch_response>(r, 2);
+  }
+
+  reply<protocol::share_acknowledge_response> acknowledge(
+      std::string_view member, int32_t epoch,
+      std::vector<protocol::share_acknowledge_request::acknowledgement_batch> acks) {
+    protocol::share_acknowledge_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.share_session_epoch = epoch;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = topic_id_;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    p.acknowledgement_batches = std::move(acks);
+    return conn_->call<protocol::share_acknowledge_response>(r, 1);
+  }
+
+  std::unique_ptr<broker_process> broker_;
+  std::unique_ptr<kafka_conn> conn_;
+  std::vector<std::string_view> topics_ = {"q"};
+  protocol::uuid topic_id_{};
+  std::vector<int8_t> accept_ = {1};
+};
+
+TEST_F(share_requests, api_versions_lists_the_share_apis_and_share_version) {
+  protocol::api_versions_request req;
+  req.client_software_name = "t";
+  req.client_software_version = "1";
+  auto r = conn_->call<protocol::api_versions_response>(req, 4);
+  ASSERT_TRUE(r);
+  std::map<int16_t, std::pair<int16_t, int16_t>> apis;
+  for (const auto& a : r->api_keys) apis[a.api_key] = {a.min_version, a.max_version};
+  EXPECT_EQ(apis[76], (std::pair<int16_t, int16_t>{1, 1}));
+  EXPECT_EQ(apis[77], (std::pair<int16_t, int16_t>{1, 1}));
+  EXPECT_EQ(apis[78], (std::pair<int16_t, int16_t>{1, 2}));
+  EXPECT_EQ(apis[79], (std::pair<int16_t, int16_t>{1, 2}));
+  bool supported = false, finalized = false;
+  for (const auto& f : r->supported_features) {
+    if (f.name == "share.version") supported = f.min_version == 0 && f.max_version == 2;
+  }
+  for (const auto& f : r->finalized_features) {
+    if (f.name == "share.version") finalized = f.min_version_level == 2 && f.max_version_level == 2;
+  }
+  EXPECT_TRUE(supported);
+  EXPECT_TRUE(finalized);
+}
+
+TEST_F(share_requests, heartbeat_error_branches_and_describe) {
+  EXPECT_EQ(beat("m1", 1, false, "nope")->error_code, code(error_code::group_id_not_found));
+  EXPECT_EQ(beat("m1", 0, false)->error_code, code(error_code::invalid_request));
+  EXPECT_EQ(beat("", 0, true)->error_code, code(error_code::invalid_request));
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined);
+  EXPECT_EQ(joined->error_code, 0);
+  EXPECT_EQ(joined->heartbeat_interval_ms, 5000);
+  ASSERT_TRUE(joined->assignment.has_value());
+  ASSERT_EQ(joined->assignment->topic_partitions.size(), 1u);
+  EXPECT_EQ(joined->assignment->topic_partitions[0].partitions, std::vector<int32_t>{0});
+  EXPECT_EQ(beat("stranger", 1, false)->error_code, code(error_code::unknown_member_id));
+  EXPECT_EQ(beat("m1", joined->member_epoch + 7, false)->error_code,
+            code(error_code::fenced_member_epoch));
+  EXPECT_EQ(beat("m1", joined->member_epoch, false)->error_code, 0);
+
+  protocol::share_group_describe_request d;
+  std::vector<std::string_view> ids = {"g", "missing"};
+  d.group_ids = ids;
+  auto described = conn_->call<protocol::share_group_describe_response>(d, 1);
+  ASSERT_TRUE(described);
+  ASSERT_EQ(described->groups.size(), 2u);
+  EXPECT_EQ(described->groups[0].group_state, "Stable");
+  EXPECT_EQ(described->groups[0].assignor_name, "simple");
+  ASSERT_EQ(described->groups[0].members.size(), 1u);
+  EXPECT_EQ(described->groups[0].members[0].member_id, "m1");
+  EXPECT_EQ(described->groups[1].error_code, code(error_code::group_id_not_found));
+
+  protocol::list_groups_request l;
+  auto listed = conn_->call<protocol::list_groups_response>(l, 5);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->groups.size(), 1u);
+  EXPECT_EQ(listed->groups[0].group_type, "share");
+
+  // DeleteGroups: refused while the group has a member, done once it left.
+  protocol::delete_groups_request del;
+  std::vector<std::string_view> names = {"g"};
+  del.groups_names = names;
+  EXPECT_EQ(conn_->call<protocol::delete_groups_response>(del, 2)->results.at(0).error_code,
+            code(error_code::non_empty_group));
+  auto left = beat("m1", -1, false);
+  EXPECT_EQ(left->error_code, 0);
+  EXPECT_EQ(left->member_epoch, -1);
+  EXPECT_EQ(conn_->call<protocol::delete_groups_response>(del, 2)->results.at(0).error_code, 0);
+  d.group_ids = {"g"};
+  described = conn_->call<protocol::share_group_describe_response>(d, 1);
+  EXPECT_EQ(described->groups.at(0).error_code, code(error_code::group_id_not_found));
+}
+
+TEST_F(share_requests, sessions_and_acknowledgement_errors) {
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  // share.auto.offset.reset is latest: the three records are before the start; produce three
+  // more after the share-partition exists.
+  EXPECT_EQ(fetch("m1", 4, true)->error_code, code(error_code::share_session_not_found));
+  EXPECT_EQ(fetch("m1", 0, true, {{0, 0, accept_}})->error_code, code(error_code::invalid_request));
+  auto opened = fetch("m1", 0, true);
+  ASSERT_TRUE(opened);
+  EXPECT_EQ(opened->error_code, 0);
+  EXPECT_EQ(opened->acquisition_lock_timeout_ms, lock_ms);
+  raw_client c(broker_->port());
+  for (int i = 3; i < 6; ++i) {
+    ASSERT_EQ(produce_one(c, i, "q", 0, value_batch("v" + std::to_string(i))).error_code, 0);
+  }
+  auto got = fetch("m1", 1, false);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->responses.size(), 1u);
+  const auto& p = got->responses[0].partitions.at(0);
+  ASSERT_EQ(p.acquired_records.size(), 1u);
+  EXPECT_EQ(p.acquired_records[0].first_offset, 3);
+  EXPECT_EQ(p.acquired_records[0].last_offset, 5);
+  EXPECT_EQ(p.acquired_records[0].delivery_count, 1);
+  EXPECT_FALSE(p.records.empty());
+
+  EXPECT_EQ(fetch("m1", 7, false)->error_code, code(error_code::invalid_share_session_epoch));
+  EXPECT_EQ(acknowledge("m1", 0, {{3, 3, accept_}})->error_code,
+            code(error_code::invalid_share_session_epoch));
+  // Offsets not acquired (before the start, past the end, another member's): per partition.
+  auto below = acknowledge("m1", 2, {{1, 3, accept_}});
+  ASSERT_TRUE(below);
+  EXPECT_EQ(below->error_code, 0);
+  EXPECT_EQ(below->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_record_state));
+  auto past = acknowledge("m1", 3, {{5, 9, accept_}});
+  EXPECT_EQ(past->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_record_state));
+  // Another member (with a session of its own) acknowledging m1's records.
+  ASSERT_EQ(beat("m2", 0, true)->error_code, 0);
+  auto m2 = fetch("m2", 0, true);
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(m2->error_code, 0);
+  protocol::share_acknowledge_request theirs;
+  theirs.group_id = "g";
+  theirs.member_id = "m2";
+  theirs.share_session_epoch = 1;
+  auto& tt = theirs.topics.emplace_back();
+  tt.topic_id = topic_id_;
+  tt.partitions.emplace_back().acknowledgement_batches = {{3, 3, accept_}};
+  auto stolen = conn_->call<protocol::share_acknowledge_response>(theirs, 1);
+  ASSERT_TRUE(stolen);
+  EXPECT_EQ(stolen->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_record_state));
+  // Overlapping batches and a type count that does not match: INVALID_REQUEST.
+  auto overlap = acknowledge("m1", 4, {{3, 4, accept_}, {2, 5, accept_}});
+  EXPECT_EQ(overlap->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_request));
+  auto counts = acknowledge("m1", 5, {{3, 5, {1, 1}}});
+  EXPECT_EQ(counts->responses.at(0).partitions.at(0).error_code, code(error_code::invalid_request));
+  auto bad_type = acknowledge("m1", 6, {{3, 5, {4}}});  // RENEW needs v2 and IsRenewAck
+  EXPECT_EQ(bad_type->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_request));
+  // Nothing was applied: the records are still m1's, and it accepts them.
+  auto ok = acknowledge("m1", 7, {{3, 5, accept_}});
+  EXPECT_EQ(ok->responses.at(0).partitions.at(0).error_code, 0);
+  auto twice = acknowledge("m1", 8, {{3, 3, accept_}});
+  EXPECT_EQ(twice->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_record_state));
+  // DescribeShareGroupOffsets: the SPSO moved past the accepted records; nothing left to deliver.
+  protocol::describe_share_group_offsets_request offsets;
+  auto& og = offsets.groups.emplace_back();
+  og.group_id = "g";
+  offsets.groups.emplace_back().group_id = "missing";
+  auto described = conn_->call<protocol::describe_share_group_offsets_response>(offsets, 1);
+  ASSERT_TRUE(described);
+  ASSERT_EQ(described->groups.size(), 2u);
+  ASSERT_EQ(described->groups[0].topics.size(), 1u);
+  EXPECT_EQ(described->groups[0].topics[0].topic_name, "q");
+  EXPECT_EQ(described->groups[0].topics[0].partitions.at(0).start_offset, 6);
+  EXPECT_EQ(described->groups[0].topics[0].partitions.at(0).lag, 0);
+  EXPECT_EQ(described->groups[1].error_code, code(error_code::group_id_not_found));
+  // Closing the session: the final epoch.
+  auto closed = acknowledge("m1", -1, {});
+  EXPECT_EQ(closed->error_code, 0);
+  EXPECT_EQ(fetch("m1", 9, false)->error_code, code(error_code::share_session_not_found));
+}
+
+// AlterShareGroupOffsets and DeleteShareGroupOffsets: only in an empty group; an altered start
+// offset is where the next fetch acquires from.
+TEST_F(share_requests, offsets_are_altered_and_deleted_in_an_empty_group) {
+  protocol::alter_share_group_offsets_request alter;
+  alter.group_id = "g";  // made by the request, as Kafka
+  auto& at = alter.topics.emplace_back();
+  at.topic_name = "q";
+  at.partitions.push_back({0, 1});
+  auto& missing = alter.topics.emplace_back();
+  missing.topic_name = "nope";
+  missing.partitions.push_back({0, 0});
+  auto altered = conn_->call<protocol::alter_share_group_offsets_response>(alter, 0);
+  ASSERT_TRUE(altered);
+  EXPECT_EQ(altered->error_code, 0);
+  ASSERT_EQ(altered->responses.size(), 2u);
+  EXPECT_EQ(altered->responses[0].partitions.at(0).error_code, 0);
+  EXPECT_EQ(altered->responses[1].partitions.at(0).error_code,
+            code(error_code::unknown_topic_or_partition));
+
+  protocol::describe_share_group_offsets_request offsets;
+  offsets.groups.emplace_back().group_id = "g";
+  auto described = conn_->call<protocol::describe_share_group_offsets_response>(offsets, 1);
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->groups.at(0).topics.at(0).partitions.at(0).start_offset, 1);
+  EXPECT_EQ(described->groups.at(0).topics.at(0).partitions.at(0).lag, 2);
+
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  EXPECT_EQ(conn_->call<protocol::alter_share_group_offsets_response>(alter, 0)->error_code,
+            code(error_code::non_empty_group));
+  auto got = fetch("m1", 0, true);
+  ASSERT_TRUE(got);
+  const auto& acquired = got->responses.at(0).partitions.at(0).acquired_records;
+  ASSERT_EQ(acquired.size(), 1u);
+  EXPECT_EQ(acquired[0].first_offset, 1);
+  EXPECT_EQ(acquired[0].last_offset, 2);
+
+  protocol::delete_share_group_offsets_request del;
+  del.group_id = "g";
+  del.topics.emplace_back().topic_name = "q";
+  del.topics.emplace_back().topic_name = "nope";
+  EXPECT_EQ(conn_->call<protocol::delete_share_group_offsets_response>(del, 0)->error_code,
+            code(error_code::non_empty_group));
+  ASSERT_EQ(beat("m1", -1, false)->error_code, 0);
+  auto deleted = conn_->call<protocol::delete_share_group_offsets_response>(del, 0);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->error_code, 0);
+  ASSERT_EQ(deleted->responses.size(), 2u);
+  EXPECT_EQ(deleted->responses[0].error_code, 0);
+  EXPECT_EQ(deleted->responses[1].error_code, code(error_code::unknown_topic_or_partition));
+  described = conn_->call<protocol::describe_share_group_offsets_response>(offsets, 1);
+  EXPECT_TRUE(described->groups.at(0).topics.empty());
+  del.group_id = "other";
+  EXPECT_EQ(conn_->call<protocol::delete_share_group_offsets_response>(del, 0)->error_code,
+            code(error_code::group_id_not_found));
+}
+
+// Kafka's own kafka-share-groups.sh (ShareGroupCommand) describes all of tarn's share groups:
+// ListGroups with the share type, ShareGroupDescribe and DescribeShareGroupOffsets v1.
+TEST_F(share_requests, kafka_share_groups_tool_lists_and_describes) {
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  ASSERT_EQ(fetch("m1", 0, true)->error_code, 0);  // starts the share-partition at 3 (latest)
+  const std::string tool = "timeout 60 java -cp '" + libs +
+                           "/*' org.apache.kafka.tools.consumer.group.ShareGroupCommand "
+                           "--bootstrap-server 127.0.0.1:" +
+                           std::to_string(broker_->port());
+  // --describe --all-groups: ListGroups (share type), ShareGroupDescribe and
+  // DescribeShareGroupOffsets in one JVM.
+  auto [rc, out] = run_command(tool + " --describe --all-groups 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  std::cout << out;
+  const std::string squeezed = "\n" + std::regex_replace(out, std::regex("[ \t]+"), " ");
+  EXPECT_NE(squeezed.find("GROUP TOPIC PARTITION START-OFFSET LAG"), std::string::npos) << out;
+  EXPECT_NE(squeezed.find("\ng q 0 3 0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tarn::test
