@@ -23,7 +23,7 @@ foreach(m ${tarn_library_modules})
 endforeach()
 target_link_libraries(tarn_shared PRIVATE -Wl,--whole-archive ${tarn_whole_archives}
                       -Wl,--no-whole-archive PkgConfig::ISAL ZLIB::ZLIB Snappy::snappy
-                      PkgConfig::LZ4 PkgConfig::ZSTD PkgConfig::RE2 fmt::fmt OpenSSL::Crypto
+                      PkgConfig::LZ4 PkgConfig::ZSTD PkgConfig::RE2 fmt::fmt OpenSSL::SSL OpenSSL::Crypto
                       Threads::Threads)
 target_link_options(tarn_shared PRIVATE -Wl,--no-undefined)
 add_dependencies(tarn_shared ${tarn_library_modules})

@@ -1,11 +1,14 @@
 // Blocking Kafka request client (see blocking_client.h): POSIX sockets with a poll() deadline per
-// read and write, so a silent broker ends in an error rather than a hang.
+// read and write, so a silent broker ends in an error rather than a hang; OpenSSL's SSL_* on the
+// same fd for TLS, and the SASL exchange through the generated SaslHandshake/SaslAuthenticate.
 #include "client/blocking_client.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +25,10 @@
 #include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/request_header.h"
 #include "protocol/messages/response_header.h"
+#include "protocol/messages/sasl_authenticate_request.h"
+#include "protocol/messages/sasl_authenticate_response.h"
+#include "protocol/messages/sasl_handshake_request.h"
+#include "protocol/messages/sasl_handshake_response.h"
 
 namespace tarn::client {
 
@@ -57,17 +64,20 @@ int connect_one(const std::string& host, const std::string& port, std::string& e
 }  // namespace
 
 result<std::unique_ptr<blocking_client>, std::string> blocking_client::connect(
-    const std::string& host, int32_t port, std::chrono::milliseconds timeout,
-    std::string client_id) {
+    const std::string& host, int32_t port, std::chrono::milliseconds timeout, std::string client_id,
+    const security_config& security) {
   std::string error;
   int fd = connect_one(host, std::to_string(port), error);
   if (fd < 0) return fail(error);
-  return std::unique_ptr<blocking_client>(
+  std::unique_ptr<blocking_client> c(
       new blocking_client(fd, host, port, timeout, std::move(client_id)));
+  if (auto s = c->secure(security); !s) return fail(s.error());
+  return c;
 }
 
 result<std::unique_ptr<blocking_client>, std::string> blocking_client::connect(
-    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id) {
+    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id,
+    const security_config& security) {
   std::string error = "empty bootstrap server list";
   std::stringstream list(bootstrap);
   std::string server;
@@ -84,19 +94,151 @@ result<std::unique_ptr<blocking_client>, std::string> blocking_client::connect(
     const std::string port = server.substr(colon + 1);
     int fd = connect_one(host, port, error);
     if (fd >= 0) {
-      return std::unique_ptr<blocking_client>(
+      std::unique_ptr<blocking_client> c(
           new blocking_client(fd, host, std::atoi(port.c_str()), timeout, client_id));
+      // A TLS or SASL failure is the answer (a wrong password is wrong on every broker).
+      if (auto s = c->secure(security); !s) return fail(s.error());
+      return c;
     }
   }
   return fail(error);
 }
 
-blocking_client::~blocking_client() {
+blocking_client::~blocking_client() { close_connection(); }
+
+void blocking_client::close_connection() {
+  if (ssl_ != nullptr) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+  }
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+result<void, std::string> blocking_client::secure(const security_config& security) {
+  if (auto ok = security.validate(); !ok) return fail(ok.error());
+  if (security.tls()) {
+    auto ctx = make_ssl_context(security);
+    if (!ctx) return fail(ctx.error());
+    ssl_ = SSL_new(ctx->get());  // holds its own reference to the context
+    if (ssl_ == nullptr) return fail(ssl_failure(nullptr, host_, port_));
+    if (auto p = prepare_ssl(ssl_, host_, security); !p) return fail(p.error());
+    // Non-blocking: SSL_read may need several socket reads (or a write) per call, and each wait
+    // must keep the poll deadline.
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    SSL_set_fd(ssl_, fd_);
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    ERR_clear_error();
+    while (true) {
+      const int rc = SSL_connect(ssl_);
+      if (rc == 1) break;
+      const int e = SSL_get_error(ssl_, rc);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || left.count() <= 0) {
+        std::string why =
+            left.count() <= 0 && (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                ? fmt::format("SSL handshake with {}:{} timed out", host_, port_)
+                : ssl_failure(ssl_, host_, port_);
+        if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
+          why = fmt::format(
+              "SSL handshake with {}:{} failed: the broker closed the connection "
+              "(is its listener SSL?)",
+              host_, port_);
+        }
+        close_connection();
+        return fail(std::move(why));
+      }
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+        close_connection();
+        return fail(fmt::format("poll: {}", std::strerror(errno)));
+      }
+    }
+  }
+  if (security.sasl()) {
+    if (auto a = authenticate(security); !a) {
+      close_connection();
+      return fail(a.error());
+    }
+  }
+  return {};
+}
+
+result<void, std::string> blocking_client::authenticate(const security_config& security) {
+  const std::string mechanism(sasl_mechanism_name(security.mechanism));
+  std::vector<uint8_t> buffer;
+  protocol::sasl_handshake_request handshake;
+  handshake.mechanism = mechanism;
+  auto h = call<protocol::sasl_handshake_response>(*this, handshake, 1, buffer);
+  if (!h) return fail(fmt::format("SaslHandshake with {}:{}: {}", host_, port_, h.error()));
+  if (h->error_code != 0) {
+    std::string enabled;
+    for (auto m : h->mechanisms) enabled += (enabled.empty() ? "" : ", ") + std::string(m);
+    return fail(fmt::format("the broker {}:{} does not enable SASL mechanism {} (enabled: {})",
+                            host_, port_, mechanism, enabled));
+  }
+  sasl_session session(security);
+  std::string server_message;
+  while (true) {
+    auto next = session.next(server_message);
+    if (!next) {
+      return fail(fmt::format("SASL {} authentication with {}:{} failed: {}", mechanism, host_,
+                              port_, next.error()));
+    }
+    if (!next->has_value()) return {};
+    protocol::sasl_authenticate_request request;
+    request.auth_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>((*next)->data()),
+                                                  (*next)->size());
+    auto r = call<protocol::sasl_authenticate_response>(*this, request, 1, buffer);
+    if (!r) return fail(fmt::format("SaslAuthenticate with {}:{}: {}", host_, port_, r.error()));
+    if (r->error_code != 0) {
+      return fail(fmt::format("SASL {} authentication with {}:{} failed: {}", mechanism, host_,
+                              port_, r->error_message.value_or("(no message)")));
+    }
+    server_message.assign(reinterpret_cast<const char*>(r->auth_bytes.data()),
+                          r->auth_bytes.size());
+  }
+}
+
+template <typename Op>
+result<void, std::string> blocking_client::tls_io(size_t n, std::chrono::milliseconds timeout,
+                                                  bool writing, Op op) {
+  // Try first, then wait: OpenSSL may hold decrypted bytes the socket no longer shows.
+  size_t done = 0;
+  ERR_clear_error();
+  while (done < n) {
+    const int rc = op(done);
+    if (rc > 0) {
+      done += static_cast<size_t>(rc);
+      continue;
+    }
+    const int e = SSL_get_error(ssl_, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      if (ready == 0) {
+        return fail(std::string(writing ? "timed out sending the request"
+                                        : "timed out waiting for the response"));
+      }
+      if (ready < 0 && errno != EINTR) return fail(fmt::format("poll: {}", std::strerror(errno)));
+      continue;
+    }
+    if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
+      return fail(std::string("the broker closed the connection"));
+    }
+    // A TLS alert, e.g. the broker refusing our certificate after a TLS 1.3 handshake.
+    return fail(ssl_failure(ssl_, host_, port_));
+  }
+  return {};
 }
 
 result<void, std::string> blocking_client::write_all(std::span<const uint8_t> bytes,
                                                      std::chrono::milliseconds timeout) {
+  if (ssl_ != nullptr)
+    return tls_io(bytes.size(), timeout, true, [&](size_t done) {
+      return SSL_write(ssl_, bytes.data() + done, static_cast<int>(bytes.size() - done));
+    });
   size_t sent = 0;
   while (sent < bytes.size()) {
     pollfd p{fd_, POLLOUT, 0};
@@ -116,6 +258,10 @@ result<void, std::string> blocking_client::write_all(std::span<const uint8_t> by
 
 result<void, std::string> blocking_client::read_exact(uint8_t* out, size_t n,
                                                       std::chrono::milliseconds timeout) {
+  if (ssl_ != nullptr)
+    return tls_io(n, timeout, false, [&](size_t done) {
+      return SSL_read(ssl_, out + done, static_cast<int>(n - done));
+    });
   size_t got = 0;
   while (got < n) {
     pollfd p{fd_, POLLIN, 0};
@@ -154,8 +300,7 @@ result<std::span<const uint8_t>, std::string> blocking_client::round_trip(
   // Any failure past this point leaves the stream at an unknown position: the connection is closed
   // so that a later request cannot read this one's late response.
   auto broken = [this](std::string why) {
-    ::close(fd_);
-    fd_ = -1;
+    close_connection();
     return fail(std::move(why));
   };
   if (auto s = write_all(frame, timeout); !s) return broken(s.error());

@@ -1,7 +1,7 @@
-// A minimal blocking Kafka request client: one TCP connection, one request at a time, the
-// generated protocol codecs for bodies and headers. The command-line tools' admin requests (`tarn
-// topics`), group_admin and group_consumer use it; the producer has its own pipelined,
-// asynchronous broker_connection (connection.h).
+// A minimal blocking Kafka request client: one TCP connection (TLS and SASL when the security
+// settings ask), one request at a time, the generated protocol codecs for bodies and headers. The
+// command-line tools' admin requests (`tarn topics`), group_admin and group_consumer use it; the
+// producer has its own pipelined, asynchronous broker_connection (connection.h).
 //
 // Thread: one thread at a time per client (callers lock around it when they share one).
 #pragma once
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "client/client_security.h"
 #include "protocol/headers.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
@@ -25,14 +26,16 @@ namespace tarn::client {
 class blocking_client {
  public:
   // Connects to the first reachable "host:port" of a comma-separated bootstrap list. `timeout`
-  // bounds every read and write (a silent broker ends in an error rather than a hang).
+  // bounds every read and write (a silent broker ends in an error rather than a hang), the TLS
+  // handshake and each SASL step included. With SASL, the connection is authenticated
+  // (SaslHandshake v1, then SaslAuthenticate with KIP-152 framing) before connect returns.
   static result<std::unique_ptr<blocking_client>, std::string> connect(
       const std::string& bootstrap, std::chrono::milliseconds timeout = std::chrono::seconds(30),
-      std::string client_id = "tarn-tools");
+      std::string client_id = "tarn-tools", const security_config& security = {});
   // Connects to one broker.
   static result<std::unique_ptr<blocking_client>, std::string> connect(
       const std::string& host, int32_t port, std::chrono::milliseconds timeout,
-      std::string client_id);
+      std::string client_id, const security_config& security = {});
   ~blocking_client();
   blocking_client(const blocking_client&) = delete;
   blocking_client& operator=(const blocking_client&) = delete;
@@ -68,11 +71,19 @@ class blocking_client {
         port_(port),
         timeout_(timeout),
         client_id_(std::move(client_id)) {}
+  // The TLS handshake (when security.protocol asks) and the SASL exchange (likewise).
+  result<void, std::string> secure(const security_config& security);
+  result<void, std::string> authenticate(const security_config& security);
+  void close_connection();
+  template <typename Op>
+  result<void, std::string> tls_io(size_t n, std::chrono::milliseconds timeout, bool writing,
+                                   Op op);
   result<void, std::string> write_all(std::span<const uint8_t> bytes,
                                       std::chrono::milliseconds timeout);
   result<void, std::string> read_exact(uint8_t* out, size_t n, std::chrono::milliseconds timeout);
 
   int fd_ = -1;
+  SSL* ssl_ = nullptr;  // set with TLS: every byte goes through it (the fd is then non-blocking)
   std::string host_;
   int32_t port_ = 0;
   std::chrono::milliseconds timeout_;

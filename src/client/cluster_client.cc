@@ -56,19 +56,21 @@ bool backoff_until(std::chrono::steady_clock::time_point deadline,
 }
 
 result<std::unique_ptr<cluster_client>, client_error> cluster_client::connect(
-    const std::string& bootstrap, std::string client_id,
-    std::chrono::milliseconds request_timeout) {
-  auto c = blocking_client::connect(bootstrap, request_timeout, client_id);
+    const std::string& bootstrap, std::string client_id, std::chrono::milliseconds request_timeout,
+    const security_config& security) {
+  auto c = blocking_client::connect(bootstrap, request_timeout, client_id, security);
   if (!c) return fail(client_error{-1, c.error()});
   if (auto v = (*c)->negotiate_versions(); !v) return fail(client_error{-1, v.error()});
-  return std::unique_ptr<cluster_client>(
+  std::unique_ptr<cluster_client> cluster(
       new cluster_client(std::move(*c), std::move(client_id), request_timeout));
+  cluster->security_ = security;
+  return cluster;
 }
 
 result<void, client_error> cluster_client::ensure_bootstrap() {
   if (bootstrap_->is_open()) return {};
   auto c = blocking_client::connect(bootstrap_->host(), bootstrap_->port(), request_timeout_,
-                                    client_id_);
+                                    client_id_, security_);
   if (!c) return fail(client_error{-1, c.error()});
   if (auto v = (*c)->negotiate_versions(); !v) return fail(client_error{-1, v.error()});
   bootstrap_ = std::move(*c);
@@ -148,8 +150,8 @@ result<blocking_client*, client_error> cluster_client::node(int32_t node_id) {
     if (auto b = ensure_bootstrap(); !b) return fail(b.error());
     return bootstrap_.get();
   }
-  auto c =
-      blocking_client::connect(info->second.host, info->second.port, request_timeout_, client_id_);
+  auto c = blocking_client::connect(info->second.host, info->second.port, request_timeout_,
+                                    client_id_, security_);
   if (!c) return fail(client_error{-1, c.error()});
   if (auto v = (*c)->negotiate_versions(); !v) return fail(client_error{-1, v.error()});
   blocking_client* raw = c->get();

@@ -87,7 +87,8 @@ class cluster_client {
   // Connects to the first reachable broker of a comma-separated host:port list.
   static result<std::unique_ptr<cluster_client>, client_error> connect(
       const std::string& bootstrap, std::string client_id,
-      std::chrono::milliseconds request_timeout = std::chrono::seconds(30));
+      std::chrono::milliseconds request_timeout = std::chrono::seconds(30),
+      const security_config& security = {});
 
   // The bootstrap broker's connection (reconnected if an error closed it); valid until the next
   // call on this object.
@@ -138,6 +139,7 @@ class cluster_client {
   std::unique_ptr<blocking_client> bootstrap_;
   std::string client_id_;
   std::chrono::milliseconds request_timeout_;
+  security_config security_;  // for every connection it opens later
   std::map<int32_t, broker_info> brokers_;
   std::map<int32_t, std::unique_ptr<blocking_client>> nodes_;
   std::map<std::pair<int8_t, std::string>, broker_info> coordinators_;  // by key type and key

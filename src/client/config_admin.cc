@@ -74,8 +74,9 @@ const char* config_source_name(int8_t source) {
 }
 
 result<std::unique_ptr<config_admin>, client_error> config_admin::connect(
-    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id) {
-  auto c = blocking_client::connect(bootstrap, timeout, std::move(client_id));
+    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id,
+    const security_config& security) {
+  auto c = blocking_client::connect(bootstrap, timeout, std::move(client_id), security);
   if (!c) return fail(transport(c.error()));
   return std::unique_ptr<config_admin>(new config_admin(std::move(*c)));
 }

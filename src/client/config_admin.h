@@ -100,7 +100,7 @@ class config_admin {
  public:
   static result<std::unique_ptr<config_admin>, client_error> connect(
       const std::string& bootstrap, std::chrono::milliseconds timeout = std::chrono::seconds(30),
-      std::string client_id = "tarn-configs");
+      std::string client_id = "tarn-configs", const security_config& security = {});
 
   // Every config of the resource (DescribeConfigs with all keys), synonyms included when asked.
   result<std::vector<config_entry>, client_error> describe_configs(config_resource_type type,

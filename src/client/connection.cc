@@ -1,4 +1,4 @@
-// A broker connection: connect with a deadline, ApiVersions, in-order request/response
+// A broker connection: connect with a deadline, TLS, ApiVersions, SASL, in-order request/response
 // pipelining, request timeouts.
 #include "client/connection.h"
 
@@ -8,13 +8,19 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/sasl_authenticate_request.h"
+#include "protocol/messages/sasl_authenticate_response.h"
+#include "protocol/messages/sasl_handshake_request.h"
+#include "protocol/messages/sasl_handshake_response.h"
 
 namespace tarn::client {
 
 broker_connection::broker_connection(asio::io_context& io, int32_t node, broker_address address,
                                      std::string client_id,
                                      std::chrono::milliseconds request_timeout,
-                                     std::chrono::milliseconds connect_timeout)
+                                     std::chrono::milliseconds connect_timeout,
+                                     std::shared_ptr<asio::ssl::context> tls,
+                                     security_config security)
     : io_(io),
       node_(node),
       address_(std::move(address)),
@@ -22,6 +28,8 @@ broker_connection::broker_connection(asio::io_context& io, int32_t node, broker_
       request_timeout_(request_timeout),
       connect_timeout_(connect_timeout),
       socket_(io),
+      tls_context_(std::move(tls)),
+      security_(std::move(security)),
       resolver_(io),
       timer_(io) {}
 
@@ -66,6 +74,7 @@ void broker_connection::connect(std::function<void(const std::string* error)> do
               }
               std::error_code ignored;
               self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+              if (self->tls_context_) return self->handshake(done);
               self->read_size();
               self->send_api_versions(done);
             });
@@ -116,14 +125,118 @@ void broker_connection::send_api_versions(std::function<void(const std::string* 
           for (const auto& api : body->api_keys) {
             self->broker_versions_[api.api_key] = {api.min_version, api.max_version};
           }
-          self->state_ = state::ready;
-          self->timer_.cancel();
-          self->arm_timer();
-          done(nullptr);
           *attempt = nullptr;  // break the self-reference
+          if (self->security_.sasl()) return self->authenticate(done);
+          self->become_ready(done);
         });
   };
   (*attempt)(api_versions_versions.max_version);
+}
+
+void broker_connection::handshake(connect_callback done) {
+  tls_.emplace(socket_, *tls_context_);
+  if (auto p = prepare_ssl(tls_->native_handle(), address_.host, security_); !p) {
+    return fail_authentication(p.error(), done);
+  }
+  auto self = shared_from_this();
+  tls_->async_handshake(asio::ssl::stream_base::client, [self, done](const std::error_code& ec) {
+    if (self->state_ != state::connecting) {
+      std::string why = fmt::format("SSL handshake with {}:{} timed out", self->address_.host,
+                                    self->address_.port);
+      return done(&why);
+    }
+    if (ec) {
+      const long verify = SSL_get_verify_result(self->tls_->native_handle());
+      std::string why =
+          verify != X509_V_OK
+              ? fmt::format("SSL handshake with {}:{} failed: broker certificate verify failed: {}",
+                            self->address_.host, self->address_.port,
+                            X509_verify_cert_error_string(verify))
+              : fmt::format("SSL handshake with {}:{} failed: {}", self->address_.host,
+                            self->address_.port, ec.message());
+      return self->fail_authentication(why, done);
+    }
+    self->read_size();
+    self->send_api_versions(done);
+  });
+}
+
+void broker_connection::authenticate(connect_callback done) {
+  auto self = shared_from_this();
+  send(
+      [self](int32_t correlation_id) {
+        protocol::sasl_handshake_request request;
+        request.mechanism = sasl_mechanism_name(self->security_.mechanism);
+        return frame_request(request, 1, correlation_id, self->client_id_);
+      },
+      true,
+      [self, done](result<std::span<const uint8_t>, std::string> response) {
+        if (!response) return done(&response.error());
+        auto body = decode_response<protocol::sasl_handshake_response>(*response, 1);
+        if (!body) {
+          self->close(body.error());
+          return done(&body.error());
+        }
+        if (body->error_code != 0) {
+          std::string enabled;
+          for (auto m : body->mechanisms) enabled += (enabled.empty() ? "" : ", ") + std::string(m);
+          return self->fail_authentication(
+              fmt::format("the broker {}:{} does not enable SASL mechanism {} (enabled: {})",
+                          self->address_.host, self->address_.port,
+                          sasl_mechanism_name(self->security_.mechanism), enabled),
+              done);
+        }
+        self->sasl_step(std::make_shared<sasl_session>(self->security_), {}, done);
+      });
+}
+
+void broker_connection::sasl_step(std::shared_ptr<sasl_session> session, std::string server_message,
+                                  connect_callback done) {
+  auto failed = [this](std::string_view why) {
+    return fmt::format("SASL {} authentication with {}:{} failed: {}",
+                       sasl_mechanism_name(security_.mechanism), address_.host, address_.port, why);
+  };
+  auto next = session->next(server_message);
+  if (!next) return fail_authentication(failed(next.error()), done);
+  if (!next->has_value()) return become_ready(done);
+  auto self = shared_from_this();
+  send(
+      [self, message = std::move(**next)](int32_t correlation_id) {
+        protocol::sasl_authenticate_request request;
+        request.auth_bytes = std::span<const uint8_t>(
+            reinterpret_cast<const uint8_t*>(message.data()), message.size());
+        return frame_request(request, 1, correlation_id, self->client_id_);
+      },
+      true,
+      [self, session, done, failed](result<std::span<const uint8_t>, std::string> response) {
+        if (!response) return done(&response.error());
+        auto body = decode_response<protocol::sasl_authenticate_response>(*response, 1);
+        if (!body) {
+          self->close(body.error());
+          return done(&body.error());
+        }
+        if (body->error_code != 0) {
+          return self->fail_authentication(failed(body->error_message.value_or("(no message)")),
+                                           done);
+        }
+        self->sasl_step(session,
+                        std::string(reinterpret_cast<const char*>(body->auth_bytes.data()),
+                                    body->auth_bytes.size()),
+                        done);
+      });
+}
+
+void broker_connection::become_ready(const connect_callback& done) {
+  state_ = state::ready;
+  timer_.cancel();
+  arm_timer();
+  done(nullptr);
+}
+
+void broker_connection::fail_authentication(const std::string& why, const connect_callback& done) {
+  authentication_failed_ = true;
+  close(why);
+  done(&why);
 }
 
 int16_t broker_connection::version_for(int16_t api_key, int16_t our_min, int16_t our_max) const {
@@ -161,53 +274,59 @@ void broker_connection::write_next() {
   writes_in_progress_ = write_queue_.size();
   ++writes_;
   auto self = shared_from_this();
-  asio::async_write(socket_, write_buffers_, [self](const std::error_code& ec, size_t) {
-    self->writing_ = false;
-    if (self->state_ == state::closed) return;
-    if (ec) return self->close("write failed: " + ec.message());
-    // The written entries leave the queue before any handler runs: a handler may send again.
-    std::vector<response_handler> written;
-    for (size_t i = 0; i < self->writes_in_progress_; ++i) {
-      if (auto& done = self->write_queue_.front().on_written) written.push_back(std::move(done));
-      self->write_queue_.pop_front();
-    }
-    self->writes_in_progress_ = 0;
-    self->unanswered_writes_ -= written.size();
-    for (auto& done : written) done(std::span<const uint8_t>());
-    self->write_next();
+  on_stream([&](auto& stream) {
+    asio::async_write(stream, write_buffers_, [self](const std::error_code& ec, size_t) {
+      self->writing_ = false;
+      if (self->state_ == state::closed) return;
+      if (ec) return self->close("write failed: " + ec.message());
+      // The written entries leave the queue before any handler runs: a handler may send again.
+      std::vector<response_handler> written;
+      for (size_t i = 0; i < self->writes_in_progress_; ++i) {
+        if (auto& done = self->write_queue_.front().on_written) written.push_back(std::move(done));
+        self->write_queue_.pop_front();
+      }
+      self->writes_in_progress_ = 0;
+      self->unanswered_writes_ -= written.size();
+      for (auto& done : written) done(std::span<const uint8_t>());
+      self->write_next();
+    });
   });
 }
 
 void broker_connection::read_size() {
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(size_bytes_), [self](const std::error_code& ec, size_t) {
-    if (self->state_ == state::closed) return;
-    if (ec) return self->close("read failed: " + ec.message());
-    const uint32_t size = uint32_t{self->size_bytes_[0]} << 24 |
-                          uint32_t{self->size_bytes_[1]} << 16 |
-                          uint32_t{self->size_bytes_[2]} << 8 | uint32_t{self->size_bytes_[3]};
-    if (size < 4 || size > static_cast<uint32_t>(max_response_bytes)) {
-      return self->close(fmt::format("invalid response size {}", size));
-    }
-    self->read_body(size);
+  on_stream([&](auto& stream) {
+    asio::async_read(stream, asio::buffer(size_bytes_), [self](const std::error_code& ec, size_t) {
+      if (self->state_ == state::closed) return;
+      if (ec) return self->close("read failed: " + ec.message());
+      const uint32_t size = uint32_t{self->size_bytes_[0]} << 24 |
+                            uint32_t{self->size_bytes_[1]} << 16 |
+                            uint32_t{self->size_bytes_[2]} << 8 | uint32_t{self->size_bytes_[3]};
+      if (size < 4 || size > static_cast<uint32_t>(max_response_bytes)) {
+        return self->close(fmt::format("invalid response size {}", size));
+      }
+      self->read_body(size);
+    });
   });
 }
 
 void broker_connection::read_body(uint32_t size) {
   body_.resize(size);
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(body_), [self](const std::error_code& ec, size_t) {
-    if (self->state_ == state::closed) return;
-    if (ec) return self->close("read failed: " + ec.message());
-    auto correlation_id = peek_correlation_id(self->body_);
-    if (self->in_flight_.empty() || !correlation_id ||
-        self->in_flight_.front().correlation_id != *correlation_id) {
-      return self->close("response with an unexpected correlation id");
-    }
-    auto handler = std::move(self->in_flight_.front().handler);
-    self->in_flight_.pop_front();
-    handler(std::span<const uint8_t>(self->body_));
-    if (self->state_ != state::closed) self->read_size();
+  on_stream([&](auto& stream) {
+    asio::async_read(stream, asio::buffer(body_), [self](const std::error_code& ec, size_t) {
+      if (self->state_ == state::closed) return;
+      if (ec) return self->close("read failed: " + ec.message());
+      auto correlation_id = peek_correlation_id(self->body_);
+      if (self->in_flight_.empty() || !correlation_id ||
+          self->in_flight_.front().correlation_id != *correlation_id) {
+        return self->close("response with an unexpected correlation id");
+      }
+      auto handler = std::move(self->in_flight_.front().handler);
+      self->in_flight_.pop_front();
+      handler(std::span<const uint8_t>(self->body_));
+      if (self->state_ != state::closed) self->read_size();
+    });
   });
 }
 

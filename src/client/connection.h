@@ -1,13 +1,16 @@
 // One TCP connection from the producer to one broker (librdkafka's rd_kafka_broker_t, reduced):
-// connect, learn the broker's API versions, then pipeline requests and match responses in order
-// (Kafka answers the requests of a connection in the order they were sent). A request not
-// answered within request.timeout.ms closes the connection, failing everything in flight, as
-// Java's NetworkClient does.
+// connect (TLS through asio's ssl::stream when security.protocol asks), learn the broker's API
+// versions, authenticate (SaslHandshake v1 + SaslAuthenticate, KIP-152), then pipeline requests and
+// match responses in order (Kafka answers the requests of a connection in the order they were
+// sent). A request not answered within request.timeout.ms closes the connection, failing everything
+// in flight, as Java's NetworkClient does.
 //
 // Thread: every member runs on the sender's io_context thread; nothing here is locked.
 #pragma once
 
 #include <asio.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/ssl/stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "client/client_security.h"
 #include "client/producer_config.h"
 
 namespace tarn::client {
@@ -31,10 +35,13 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
  public:
   broker_connection(asio::io_context& io, int32_t node, broker_address address,
                     std::string client_id, std::chrono::milliseconds request_timeout,
-                    std::chrono::milliseconds connect_timeout);
+                    std::chrono::milliseconds connect_timeout,
+                    std::shared_ptr<asio::ssl::context> tls = nullptr,
+                    security_config security = {});
   ~broker_connection();
 
-  // Resolves, connects and exchanges ApiVersions; `done` gets the error, if any.
+  // Resolves, connects, shakes hands (TLS), exchanges ApiVersions and authenticates (SASL);
+  // `done` gets the error, if any. socket.connection.setup.timeout.ms bounds all of it.
   void connect(std::function<void(const std::string* error)> done);
 
   // Queues a request built by `build(correlation_id)`. With expect_response false (Produce
@@ -55,6 +62,9 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
   bool ready() const { return state_ == state::ready; }
   bool connecting() const { return state_ == state::connecting; }
   bool closed() const { return state_ == state::closed; }
+  // The connection failed its TLS handshake or SASL authentication: retrying cannot help (Java
+  // fails the producer's sends with an AuthenticationException instead).
+  bool authentication_failed() const { return authentication_failed_; }
   size_t in_flight() const { return in_flight_.size() + unanswered_writes_; }
   int32_t node() const { return node_; }
   // Writes started on the socket so far (each carries every request queued when it starts).
@@ -76,7 +86,24 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
     response_handler on_written;  // set for a request without a response
   };
 
-  void send_api_versions(std::function<void(const std::string* error)> done);
+  using connect_callback = std::function<void(const std::string* error)>;
+  void send_api_versions(connect_callback done);
+  void handshake(connect_callback done);
+  void authenticate(connect_callback done);
+  void sasl_step(std::shared_ptr<sasl_session> session, std::string server_message,
+                 connect_callback done);
+  void become_ready(const connect_callback& done);
+  void fail_authentication(const std::string& why, const connect_callback& done);
+  // Runs `f` on the stream bytes travel on: the TLS stream when there is one, else the socket.
+  // One branch per read or write, not a virtual call per byte: PLAINTEXT stays as fast.
+  template <typename F>
+  void on_stream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(socket_);
+    }
+  }
   void write_next();
   void read_size();
   void read_body(uint32_t size);
@@ -89,6 +116,10 @@ class broker_connection : public std::enable_shared_from_this<broker_connection>
   const std::chrono::milliseconds request_timeout_;
   const std::chrono::milliseconds connect_timeout_;
   asio::ip::tcp::socket socket_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // set: TLS (shared by the producer's)
+  std::optional<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
+  const security_config security_;
+  bool authentication_failed_ = false;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer timer_;
   state state_ = state::idle;

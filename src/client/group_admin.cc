@@ -31,8 +31,9 @@ using protocol::error_code;
 }  // namespace
 
 result<std::unique_ptr<group_admin>, client_error> group_admin::connect(
-    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id) {
-  auto cluster = cluster_client::connect(bootstrap, std::move(client_id), timeout);
+    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id,
+    const security_config& security) {
+  auto cluster = cluster_client::connect(bootstrap, std::move(client_id), timeout, security);
   if (!cluster) return fail(cluster.error());
   return std::unique_ptr<group_admin>(new group_admin(std::move(*cluster), timeout));
 }

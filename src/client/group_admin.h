@@ -71,7 +71,7 @@ class group_admin {
   // 5000 ms by default there).
   static result<std::unique_ptr<group_admin>, client_error> connect(
       const std::string& bootstrap, std::chrono::milliseconds timeout = std::chrono::seconds(30),
-      std::string client_id = "tarn-groups");
+      std::string client_id = "tarn-groups", const security_config& security = {});
 
   // ListGroups; a filter needs v4 (states) / v5 (types) and fails when the broker is older.
   result<std::vector<group_listing>, client_error> list_groups(

@@ -85,7 +85,9 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
     out = static_cast<int32_t>(std::clamp<int64_t>(*v, INT32_MIN, INT32_MAX));
     return {};
   };
-  if (key == "bootstrap.servers") {
+  if (auto s = security.set(key, value)) {
+    if (!*s) return fail(s->error());
+  } else if (key == "bootstrap.servers") {
     bootstrap_servers = value;
   } else if (key == "group.id") {
     group_id = value;
@@ -197,8 +199,8 @@ group_consumer::group_consumer(group_consumer_config config,
 
 result<std::unique_ptr<group_consumer>, client_error> group_consumer::create(
     group_consumer_config config) {
-  auto cluster =
-      cluster_client::connect(config.bootstrap_servers, config.client_id, config.request_timeout);
+  auto cluster = cluster_client::connect(config.bootstrap_servers, config.client_id,
+                                         config.request_timeout, config.security);
   if (!cluster) return fail(cluster.error());
   return std::unique_ptr<group_consumer>(
       new group_consumer(std::move(config), std::move(*cluster)));
@@ -1121,7 +1123,7 @@ blocking_client* coordinator_connection::to(const broker_info& target,
       connected_to_->host != target.host || connected_to_->port != target.port) {
     connection_.reset();
     auto c = blocking_client::connect(target.host, target.port, config.request_timeout,
-                                      config.client_id);
+                                      config.client_id, config.security);
     if (c && (*c)->negotiate_versions()) {
       connection_ = std::move(*c);
       connected_to_ = target;

@@ -105,15 +105,16 @@ struct group_consumer_config {
   int32_t max_poll_records = 500;
   bool consumer_protocol = false;  // group.protocol=consumer (KIP-848); Java 4.4's default: classic
   std::optional<std::string> group_remote_assignor;
+  security_config security;  // security.protocol, ssl.*, sasl.* (librdkafka's names)
 
   // Kafka's consumer property names (bootstrap.servers, group.id, client.id,
   // group.instance.id, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms,
   // request.timeout.ms, retry.backoff.ms, auto.commit.interval.ms, enable.auto.commit,
   // auto.offset.reset, isolation.level, check.crcs, fetch.min.bytes, fetch.max.bytes,
   // fetch.max.wait.ms, max.partition.fetch.bytes, max.poll.records, partition.assignment.strategy
-  // (range only), group.protocol (classic or consumer), group.remote.assignor). A property this
-  // consumer has no use for (deserializers, security settings, ...) is left alone and listed in
-  // `ignored`.
+  // (range only), group.protocol (classic or consumer), group.remote.assignor), and librdkafka's
+  // security settings (client_security.h). A property this consumer has no use for
+  // (deserializers, ...) is left alone and listed in `ignored`.
   result<void, std::string> set(const std::string& key, const std::string& value,
                                 std::vector<std::string>* ignored = nullptr);
 };

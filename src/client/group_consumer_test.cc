@@ -62,7 +62,9 @@ TEST(group_consumer_config, takes_kafka_property_names) {
   EXPECT_EQ(c.auto_offset_reset, "earliest");
   EXPECT_EQ(c.isolation_level, 1);
   EXPECT_EQ(c.max_poll_records, 7);
-  EXPECT_EQ(ignored, (std::vector<std::string>{"key.deserializer", "security.protocol"}));
+  // security.protocol is taken now (client_security.h), no longer ignored.
+  EXPECT_EQ(c.security.protocol, security_protocol::plaintext);
+  EXPECT_EQ(ignored, (std::vector<std::string>{"key.deserializer"}));
 }
 
 TEST(group_consumer_config, refuses_what_it_cannot_do) {
@@ -75,6 +77,8 @@ TEST(group_consumer_config, refuses_what_it_cannot_do) {
            {"max.poll.records", "0"},
            {"partition.assignment.strategy", "cooperative-sticky"},
            {"group.protocol", "streams"},
+           {"security.protocol", "TLS"},
+           {"sasl.mechanism", "GSSAPI"},
        }) {
     EXPECT_FALSE(c.set(k, v).has_value()) << k << "=" << v;
   }

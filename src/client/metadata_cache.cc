@@ -55,6 +55,7 @@ result<std::shared_ptr<const topic_metadata>, producer_error> metadata_cache::wa
   };
   std::unique_lock lock(mutex_);
   while (!enough()) {
+    if (failed_) return fail(*failed_);
     if (found && partition) update_requested_ = true;  // maybe the topic grew
     if (updated_.wait_until(lock, deadline) == std::cv_status::timeout) {
       auto it = topics_.find(name);
@@ -75,6 +76,14 @@ result<std::shared_ptr<const topic_metadata>, producer_error> metadata_cache::wa
     found = it == topics_.end() ? nullptr : it->second;
   }
   return found;
+}
+
+void metadata_cache::fail_waiters(producer_error error) {
+  {
+    std::unique_lock lock(mutex_);
+    failed_ = std::move(error);
+  }
+  updated_.notify_all();
 }
 
 std::optional<node_id> metadata_cache::leader_of(const topic_partition& tp) const {

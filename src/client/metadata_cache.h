@@ -70,6 +70,9 @@ class metadata_cache {
 
   // A refresh is wanted (unknown topic, NOT_LEADER_OR_FOLLOWER, ...): the sender fetches soon.
   void request_update();
+  // Every wait_for_topic, now and later, fails with `error` (the producer cannot fetch metadata:
+  // its TLS handshake or SASL authentication was refused).
+  void fail_waiters(producer_error error);
   // True once per request_update(), for the sender. Thread: sender.
   bool take_update_request();
   // Incremented by every update(), after the new metadata is in: metadata read from topic()
@@ -84,6 +87,7 @@ class metadata_cache {
   std::set<std::string, std::less<>> wanted_;  // topics send() asked for
   std::atomic<uint64_t> version_{0};           // written under mutex_
   bool update_requested_ = false;
+  std::optional<producer_error> failed_;  // set by fail_waiters
 };
 
 }  // namespace tarn::client

@@ -152,6 +152,13 @@ result<std::unique_ptr<producer>, config_error> producer::create(
     const std::vector<std::pair<std::string, std::string>>& properties) {
   auto config = parse_producer_config(properties);
   if (!config) return fail(config.error());
+  if (config->security.tls()) {
+    // An unreadable CA, certificate or key is a configuration error, found before any send.
+    if (auto ctx = make_ssl_context(config->security); !ctx) {
+      const std::string& why = ctx.error();
+      return fail(config_error{why.substr(0, why.find(' ')), "", why});
+    }
+  }
   auto p = std::unique_ptr<producer>(new producer(std::make_unique<impl>(*config)));
   p->impl_->io.start();
   return p;

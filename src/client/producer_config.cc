@@ -196,22 +196,6 @@ result<void, config_error> set_transactional_id(producer_config& c, std::string_
 }
 
 // Java's security.protocol is accepted so copied configurations work, but only PLAINTEXT.
-result<void, config_error> set_security_protocol(producer_config&, std::string_view key,
-                                                 std::string_view value) {
-  std::string upper(trim(value));
-  std::transform(upper.begin(), upper.end(), upper.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-  if (upper == "PLAINTEXT") return {};
-  if (upper == "SSL" || upper == "SASL_PLAINTEXT" || upper == "SASL_SSL") {
-    return fail(config_error{std::string(key), std::string(value),
-                             fmt::format("Unsupported value {} for configuration {}: tarn's "
-                                         "producer speaks PLAINTEXT only",
-                                         value, key)});
-  }
-  return fail(invalid(key, value,
-                      "String must be one of (case insensitive): SASL_SSL, PLAINTEXT, SSL, "
-                      "SASL_PLAINTEXT"));
-}
 
 struct key_entry {
   std::string_view name;
@@ -255,7 +239,6 @@ const std::vector<key_entry>& supported_keys() {
        boolean_key(&c::partitioner_adaptive_partitioning_enable)},
       {"partitioner.availability.timeout.ms",
        integer_key<int64_t>(&c::partitioner_availability_timeout_ms, 0)},
-      {"security.protocol", set_security_protocol},
       {"transactional.id", set_transactional_id},
       {"transaction.timeout.ms", integer_key<int32_t>(&c::transaction_timeout_ms, 0)},
   };
@@ -311,6 +294,11 @@ result<producer_config, config_error> parse_producer_config(
   producer_config config;
   std::set<std::string_view> explicitly_set;
   for (const auto& [key, value] : properties) {
+    // security.protocol, ssl.*, sasl.*: librdkafka's names (client_security.h).
+    if (auto s = config.security.set(key, trim(value))) {
+      if (!*s) return fail(config_error{key, value, s->error()});
+      continue;
+    }
     const auto& keys = supported_keys();
     auto it =
         std::find_if(keys.begin(), keys.end(), [&](const key_entry& e) { return e.name == key; });
@@ -384,6 +372,11 @@ result<producer_config, config_error> parse_producer_config(
     }
     config.delivery_timeout_ms = static_cast<int32_t>(
         std::min<int64_t>(linger_and_request_ms, std::numeric_limits<int32_t>::max()));
+  }
+  if (auto ok = config.security.validate(); !ok) {
+    return fail(config_error{"security.protocol",
+                             std::string(security_protocol_name(config.security.protocol)),
+                             ok.error()});
   }
   return config;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "client/client_security.h"
 #include "record/compression.h"
 #include "tarn/producer_record.h"
 
@@ -57,6 +58,7 @@ struct producer_config {
   // Set: the producer is transactional (idempotence is then required, as in Java).
   std::optional<std::string> transactional_id;
   int32_t transaction_timeout_ms = 60000;
+  security_config security;  // security.protocol, ssl.*, sasl.* (librdkafka's names)
 };
 
 // config_error is public: include/tarn/producer_record.h.

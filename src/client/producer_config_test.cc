@@ -139,12 +139,33 @@ TEST(producer_config, unknown_and_unsupported_keys_are_refused) {
             "does not support");
   EXPECT_EQ(bad({{"ssl.keystore.location", "/x"}}).key, "ssl.keystore.location");
   EXPECT_TRUE(ok({{"security.protocol", "plaintext"}}).bootstrap_servers.size() == 1);
-  EXPECT_EQ(bad({{"security.protocol", "SSL"}}).key, "security.protocol");
+  EXPECT_EQ(bad({{"security.protocol", "TLS"}}).key, "security.protocol");
+  EXPECT_EQ(bad({{"sasl.mechanism", "GSSAPI"}}).key, "sasl.mechanism");
   EXPECT_EQ(
       ok({{"partitioner.availability.timeout.ms", "100"}}).partitioner_availability_timeout_ms,
       100);
   EXPECT_EQ(bad({{"partitioner.availability.timeout.ms", "-1"}}).key,
             "partitioner.availability.timeout.ms");
+}
+
+TEST(producer_config, security_settings_use_librdkafka_names) {
+  auto c = ok({{"security.protocol", "SASL_SSL"},
+               {"sasl.mechanisms", "SCRAM-SHA-512"},
+               {"sasl.username", "alice"},
+               {"sasl.password", "pw"},
+               {"ssl.ca.location", "/ca.pem"}});
+  EXPECT_EQ(c.security.protocol, security_protocol::sasl_ssl);
+  EXPECT_EQ(c.security.mechanism, sasl_mechanism::scram_sha_512);
+  EXPECT_EQ(c.security.sasl_username, "alice");
+  EXPECT_EQ(c.security.ssl_ca_location, "/ca.pem");
+  EXPECT_TRUE(c.security.ssl_endpoint_identification);
+  EXPECT_EQ(ok({{"security.protocol", "ssl"}}).security.protocol, security_protocol::ssl);
+  // SASL without sasl.username is refused at creation, not at the first connection.
+  auto no_user = bad({{"security.protocol", "SASL_PLAINTEXT"}});
+  EXPECT_EQ(no_user.key, "security.protocol");
+  EXPECT_NE(no_user.message.find("sasl.username"), std::string::npos);
+  EXPECT_EQ(bad({{"ssl.endpoint.identification.algorithm", "dns"}}).key,
+            "ssl.endpoint.identification.algorithm");
 }
 
 TEST(producer_config, later_duplicate_wins) {

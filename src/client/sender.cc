@@ -49,7 +49,18 @@ constexpr std::chrono::milliseconds max_poll{50};
 
 sender::sender(const producer_config& config, record_accumulator& accumulator,
                metadata_cache& metadata, transaction_manager* txn)
-    : config_(config), accumulator_(accumulator), metadata_(metadata), txn_(txn), timer_(io_) {}
+    : config_(config), accumulator_(accumulator), metadata_(metadata), txn_(txn), timer_(io_) {
+  if (config_.security.tls()) {
+    // One context for every connection: the CA and the client certificate are read once.
+    auto ctx = make_ssl_context(config_.security);
+    if (ctx) {
+      tls_context_ = std::make_shared<asio::ssl::context>(ctx->release());
+    } else {
+      fatal_ = producer_error{producer_errc::fatal, 0, false, ctx.error()};
+      metadata_.fail_waiters(*fatal_);
+    }
+  }
+}
 
 size_t sender::abort_undrained(const producer_error& error) {
   std::promise<size_t> done;
@@ -243,9 +254,19 @@ std::shared_ptr<broker_connection> sender::connection_to(node_id node, clock::ti
   if (!address) return nullptr;
   auto c = std::make_shared<broker_connection>(
       io_, node, *address, config_.client_id, std::chrono::milliseconds(config_.request_timeout_ms),
-      std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms));
+      std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms), tls_context_,
+      config_.security);
   connections_[node] = c;
-  c->connect([this, node](const std::string* error) {
+  c->connect([this, node, weak = std::weak_ptr<broker_connection>(c)](const std::string* error) {
+    auto connection = weak.lock();
+    if (error && connection && connection->authentication_failed()) {
+      // A refused certificate or password stays refused: fail the sends now, as Java's
+      // AuthenticationException does, rather than retry until delivery.timeout.ms.
+      if (!fatal_) {
+        fatal_ = producer_error{producer_errc::fatal, 0, false, *error};
+        metadata_.fail_waiters(*fatal_);
+      }
+    }
     if (error) {
       reconnect_after_[node] =
           clock::now() + std::chrono::milliseconds(config_.reconnect_backoff_ms);

@@ -139,6 +139,7 @@ class sender {
   bool epoch_bump_required_ = false;
   std::vector<topic_partition> partitions_to_rewrite_;
   std::optional<producer_error> fatal_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // with security.protocol SSL or SASL_SSL
 };
 
 }  // namespace tarn::client

@@ -33,8 +33,9 @@ client_error transport(std::string message) { return client_error{-1, std::move(
 }  // namespace
 
 result<std::unique_ptr<topic_admin>, client_error> topic_admin::connect(
-    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id) {
-  auto c = blocking_client::connect(bootstrap, timeout, std::move(client_id));
+    const std::string& bootstrap, std::chrono::milliseconds timeout, std::string client_id,
+    const security_config& security) {
+  auto c = blocking_client::connect(bootstrap, timeout, std::move(client_id), security);
   if (!c) return fail(transport(c.error()));
   return std::unique_ptr<topic_admin>(new topic_admin(std::move(*c)));
 }

@@ -63,7 +63,7 @@ class topic_admin {
   // `timeout` bounds every request (a silent broker ends in an error).
   static result<std::unique_ptr<topic_admin>, client_error> connect(
       const std::string& bootstrap, std::chrono::milliseconds timeout = std::chrono::seconds(30),
-      std::string client_id = "tarn-tools");
+      std::string client_id = "tarn-tools", const security_config& security = {});
 
   result<void, client_error> create_topic(const new_topic& topic);
   // Metadata of one topic or, for nullopt, of every topic, without auto-creation. A topic that

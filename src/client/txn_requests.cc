@@ -79,10 +79,10 @@ result<void, txn_request_error> txn_requests::call(txn_api api, std::string_view
   };
   while (true) {
     if (!cluster_) {
-      auto connected =
-          cluster_client::connect(bootstrap_list(config_.bootstrap_servers),
-                                  config_.client_id.empty() ? "tarn-producer" : config_.client_id,
-                                  std::chrono::milliseconds(config_.request_timeout_ms));
+      auto connected = cluster_client::connect(
+          bootstrap_list(config_.bootstrap_servers),
+          config_.client_id.empty() ? "tarn-producer" : config_.client_id,
+          std::chrono::milliseconds(config_.request_timeout_ms), config_.security);
       if (!connected) {
         last = connected.error().message;
         if (!backoff_until(deadline, backoff)) return timed_out();

@@ -5,7 +5,8 @@
 // and users (DescribeClientQuotas/AlterClientQuotas, users also DescribeUserScramCredentials).
 // The output is kafka-configs.sh 4.4's, line for line ("Dynamic configs for topic T are:",
 // "  k=v sensitive=false synonyms={...}", "Quota configs for client-id 'c' are k=v, ...",
-// "Completed updating config for topic T."); errors go to stderr with exit status 1.
+// "Completed updating config for topic T."); errors go to stderr with exit status 1. Secured
+// brokers: -X k=v or --command-config FILE (security.protocol, ssl.*, sasl.*).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "client/config_admin.h"
+#include "tools/client_settings.h"
 #include "tools/java_format.h"
 #include "tools/subcommands.h"
 
@@ -34,6 +36,7 @@ using client::config_resource_type;
 
 struct configs_options {
   std::string bootstrap_server;
+  client_settings settings;  // -X, --command-config
   bool describe = false, alter = false, all = false;
   std::vector<std::string> entity_types;
   // --entity-name values and --entity-default flags in command-line order ("" for a default).
@@ -729,7 +732,13 @@ int run_configs(const configs_options& o) {
     r = fail(usage_error("More entity names specified than entity types"));
   }
   if (r) {
-    auto admin = client::config_admin::connect(o.bootstrap_server);
+    auto security = o.settings.security();
+    if (!security) {
+      std::fprintf(stderr, "%s\n", security.error().c_str());
+      return 1;
+    }
+    auto admin = client::config_admin::connect(o.bootstrap_server, std::chrono::seconds(30),
+                                               "tarn-configs", *security);
     if (!admin) {
       r = fail(broker_error(admin.error()));
     } else {
@@ -755,6 +764,7 @@ void add_configs(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "configs", "Describe and alter topic, broker, broker-logger and client-quota configs");
   cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port of a broker")->required();
+  o->settings.add_to(cmd);
   cmd->add_flag("--describe", o->describe, "List the configs of the entity");
   cmd->add_flag("--alter", o->alter, "Change the configs of the entity");
   cmd->add_flag("--all", o->all, "With --describe: every config, not only the dynamic ones");

@@ -338,6 +338,8 @@ void add_consume(CLI::App& app) {
   cmd->add_option("--consumer-property", opts->consumer_properties,
                   "Consumer config key=value (group.id, auto.offset.reset, enable.auto.commit, "
                   "auto.commit.interval.ms, session.timeout.ms, client.id, ...)");
+  cmd->add_option("-X", opts->consumer_properties,
+                  "Same as --consumer-property (security.protocol, ssl.*, sasl.*, ...)");
   cmd->add_option("--consumer.config,--command-config", opts->consumer_config,
                   "A properties file of consumer configs");
   cmd->callback([opts] { set_subcommand_exit_code(run_consume(*opts)); });

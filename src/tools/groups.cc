@@ -10,7 +10,7 @@
 //        --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm] | --by-duration PnDTnHnMnS)
 //       [--dry-run (default) | --execute] [--export]
 //   --delete-offsets --group G --topic T[:P,P] ...
-//   [--timeout MS (5000)] [--command-config FILE (accepted, not read)]
+//   [--timeout MS (5000)] [--command-config FILE] [-X k=v ...] (security settings only)
 // The tables, messages and their order are the Java tool's: columns padded as its printf
 // formats pad them (at least 15 wide, wider for longer values), rows of a reset or a delete in the
 // iteration order of the Java HashMap the tool prints from. Where the Java tool prints an error
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "client/group_admin.h"
+#include "tools/client_settings.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -59,7 +60,7 @@ struct groups_options {
   std::string to_datetime, by_duration;
   bool dry_run = false, execute = false, export_csv = false;
   int64_t timeout_ms = 5000;
-  std::string command_config;
+  client_settings client;  // -X, --command-config
   // Set from the parsed options.
   bool state_given = false, type_given = false;
 };
@@ -1173,8 +1174,13 @@ int run_groups(const groups_options& o) {
                    "without prompting.\n");
     }
   }
-  auto admin = client::group_admin::connect(o.bootstrap_server,
-                                            std::chrono::milliseconds(o.timeout_ms), "tarn-groups");
+  auto security = o.client.security();
+  if (!security) {
+    std::fprintf(stderr, "%s\n", security.error().c_str());
+    return 1;
+  }
+  auto admin = client::group_admin::connect(
+      o.bootstrap_server, std::chrono::milliseconds(o.timeout_ms), "tarn-groups", *security);
   if (!admin) {
     print(command_failed(java_error(admin.error())).text);
     return 1;
@@ -1234,8 +1240,7 @@ void add_groups(CLI::App& app) {
   cmd->add_flag("--execute", o->execute, "Commit the new offsets");
   cmd->add_flag("--export", o->export_csv, "Print the reset plan as CSV");
   cmd->add_option("--timeout", o->timeout_ms, "Timeout of each operation in ms (5000)");
-  cmd->add_option("--command-config", o->command_config,
-                  "Client properties file (accepted; tarn's admin has no settings to take)");
+  o->client.add_to(cmd);
   cmd->callback([o, state, type] {
     o->state_given = state->count() > 0;
     o->type_given = type->count() > 0;

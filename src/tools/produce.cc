@@ -148,7 +148,9 @@ void add_produce(CLI::App& app) {
   cmd->add_option("--topic", options->topic, "The topic to produce to")->required();
   cmd->add_option("--producer-property", options->producer_properties,
                   "A producer setting as key=value (Java's names); repeatable");
-  cmd->add_option("--producer.config", options->producer_config_file,
+  cmd->add_option("-X", options->producer_properties,
+                  "Same as --producer-property (security.protocol, ssl.*, sasl.*, ...)");
+  cmd->add_option("--producer.config,--command-config", options->producer_config_file,
                   "A Java .properties file of producer settings");
   cmd->add_option("--property", options->reader_properties,
                   "Line reader settings: parse.key=true, key.separator=<sep>, null.marker=<m>");

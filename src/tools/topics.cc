@@ -4,7 +4,8 @@
 // IncrementalAlterConfigs v1, CreatePartitions v3 for --alter --partitions), so it works against
 // tarn and against Kafka alike. Output lines follow kafka-topics.sh 4.4: "Created topic T.", the
 // --describe topic and partition lines, one name per line for --list, and "Error while executing
-// topic command : <message>" with exit status 1 on failure.
+// topic command : <message>" with exit status 1 on failure. Over TLS/SASL with -X k=v or
+// --command-config FILE (security.protocol, ssl.*, sasl.*: client/client_security.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "client/topic_admin.h"
+#include "tools/client_settings.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -25,6 +27,7 @@ constexpr int16_t unknown_topic_or_partition = 3;
 
 struct topics_options {
   std::string bootstrap_server;
+  client_settings client;  // -X, --command-config
   bool create = false, describe = false, remove = false, alter = false, list = false;
   std::string topic;
   int32_t partitions = -1;
@@ -193,7 +196,13 @@ int run_topics(const topics_options& o) {
     std::fprintf(stderr, "Missing required argument \"[topic]\"\n");
     return 1;
   }
-  auto admin = client::topic_admin::connect(o.bootstrap_server);
+  auto security = o.client.security();
+  if (!security) {
+    std::printf("Error while executing topic command : %s\n", security.error().c_str());
+    return 1;
+  }
+  auto admin = client::topic_admin::connect(o.bootstrap_server, std::chrono::seconds(30),
+                                            "tarn-tools", *security);
   if (!admin) {
     std::printf("Error while executing topic command : %s\n", admin.error().message.c_str());
     return 1;
@@ -216,6 +225,7 @@ void add_topics(CLI::App& app) {
   auto o = std::make_shared<topics_options>();
   auto* cmd = app.add_subcommand("topics", "Create, describe, alter, delete, list topics");
   cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port of a broker")->required();
+  o->client.add_to(cmd);
   cmd->add_flag("--create", o->create, "Create a new topic");
   cmd->add_flag("--describe", o->describe, "Describe the topic (all topics without --topic)");
   cmd->add_flag("--delete", o->remove, "Delete the topic");
