@@ -22,6 +22,7 @@
 
 #include "kafka_ref_broker.h"
 #include "test_util.h"
+#include "tls_util.h"
 
 namespace tarn::test {
 namespace {
@@ -90,12 +91,6 @@ print(' '.join(got))
 bool have_python_modules() {
   return run_command(std::string(python) + " -c 'import confluent_kafka, jwt, cryptography'")
              .first == 0;
-}
-
-uint16_t listener_port(broker_process& broker, const std::string& listener) {
-  auto port =
-      broker.process().wait_for_number_after("listening on " + listener + "://127.0.0.1:", 10s);
-  return port ? static_cast<uint16_t>(std::stoi(*port)) : 0;
 }
 
 void write_file(const std::filesystem::path& p, const std::string& text) {

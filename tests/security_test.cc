@@ -36,6 +36,7 @@
 
 #include "kafka_ref_broker.h"
 #include "test_util.h"
+#include "tls_util.h"
 
 namespace tarn::test {
 namespace {
@@ -46,11 +47,8 @@ const char* const plain_jaas =
 
 // The CA, the server's keystores (PKCS12 with a password, PEM) and a client certificate, made
 // once for the whole test program.
-class certificates {
- public:
-  certificates() {
-    // Two CAs (the second for the keystore reload), the server's keystores for each, a client.
-    const std::string script = "set -e; cd " + dir_.path().string() + R"(
+const test_certificates& certs() {
+  static const test_certificates c(R"(
       ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
       openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=tarn-test-ca
       openssl req -x509 $ec -keyout ca2.key -out ca2.pem -days 2 -subj /CN=other-ca
@@ -67,36 +65,8 @@ class certificates {
       openssl req $ec -keyout client.key -out client.csr -subj /O=tarn/OU=eng/CN=client
       openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
         -out client.pem -days 2
-    )";
-    const std::string script_file = (dir_.path() / "make-certs.sh").string();
-    {
-      std::ofstream out(script_file);
-      out << script;
-    }
-    auto [rc, out] = run_command("bash " + script_file);
-    ok_ = rc == 0;
-    output_ = out;
-  }
-  bool ok() const { return ok_; }
-  const std::string& output() const { return output_; }
-  std::string path(const char* name) const { return (dir_.path() / name).string(); }
-
- private:
-  temp_dir dir_;
-  bool ok_ = false;
-  std::string output_;
-};
-
-const certificates& certs() {
-  static const certificates c;
+    )");
   return c;
-}
-
-// The port a started broker bound for `listener` (from its "listening on" line), 0 if none.
-uint16_t listener_port(broker_process& broker, const std::string& listener) {
-  auto port =
-      broker.process().wait_for_number_after("listening on " + listener + "://127.0.0.1:", 10s);
-  return port ? static_cast<uint16_t>(std::stoi(*port)) : 0;
 }
 
 std::string kcat_options(const std::vector<std::string>& settings) {

@@ -20,16 +20,15 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tls_util.h"
 
 namespace tarn::test {
 namespace {
 
 // A CA, a second CA that signed nothing the broker serves, the broker's PEM keystore (CN and SAN
 // localhost/127.0.0.1), a client certificate signed by the first CA.
-class certificates {
- public:
-  certificates() {
-    const std::string script = "set -e; cd " + dir_.path().string() + R"(
+const test_certificates& certs() {
+  static const test_certificates c(R"(
       ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
       openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=tarn-test-ca
       openssl req -x509 $ec -keyout other-ca.key -out other-ca.pem -days 2 -subj /CN=other-ca
@@ -41,35 +40,8 @@ class certificates {
       openssl req $ec -keyout client.key -out client.csr -subj /O=tarn/CN=tool-client
       openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
         -out client.pem -days 2
-    )";
-    const std::string script_file = (dir_.path() / "make-certs.sh").string();
-    {
-      std::ofstream out(script_file);
-      out << script;
-    }
-    auto [rc, out] = run_command("bash " + script_file + " 2>&1");
-    ok_ = rc == 0;
-    output_ = out;
-  }
-  bool ok() const { return ok_; }
-  const std::string& output() const { return output_; }
-  std::string path(const char* name) const { return (dir_.path() / name).string(); }
-
- private:
-  temp_dir dir_;
-  bool ok_ = false;
-  std::string output_;
-};
-
-const certificates& certs() {
-  static const certificates c;
+    )");
   return c;
-}
-
-uint16_t listener_port(broker_process& broker, const std::string& listener) {
-  auto port =
-      broker.process().wait_for_number_after("listening on " + listener + "://127.0.0.1:", 10s);
-  return port ? static_cast<uint16_t>(std::stoi(*port)) : 0;
 }
 
 std::string x_options(const std::vector<std::string>& settings) {
