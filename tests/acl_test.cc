@@ -527,31 +527,31 @@ TEST(acl, refuses_an_authorizer_it_does_not_have) {
       << p->output();
 }
 
-// kafka-acls (AclCommand from the 4.4.0 jars): --add, --list, --remove against tarn; --list
-// prints what it prints against Kafka 4.4.0 for the same ACLs.
+// kafka-acls (AclCommand from the 4.4.0 jars) against a broker: `add` adds three ACLs (the tool
+// adds the pair of a --producer, here WRITE/DESCRIBE/CREATE, as separate bindings), `list` lists
+// them.
+std::pair<int, std::string> kafka_acls(uint16_t port, const std::string& args) {
+  return run_command("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                     "/scripts/kafka-ref tool acls --bootstrap-server " + bootstrap(port) + " " +
+                     args + " 2>&1");
+}
+const std::string acls_add =
+    "--add --allow-principal User:alice --operation Read --operation Write --topic orders "
+    "--resource-pattern-type prefixed --force";
+const std::string acls_list = "--list --topic orders --resource-pattern-type prefixed";
+
+// kafka-acls --add, --list, --remove against tarn.
 TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
 #ifdef TARN_SANITIZED_BUILD
-  // Four JVM runs and a Kafka start: the handlers they reach are the hand-built tests' above.
+  // Four JVM runs: the handlers they reach are the hand-built tests' above.
   GTEST_SKIP() << "the Java tool's test runs in the release build only";
 #endif
   if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
-  auto acls = [](uint16_t port, const std::string& args) {
-    auto [rc, out] = run_command("timeout 120 " + std::string(TARN_SOURCE_DIR) +
-                                 "/scripts/kafka-ref tool acls --bootstrap-server " +
-                                 bootstrap(port) + " " + args + " 2>&1");
-    return std::make_pair(rc, out);
-  };
-  // One run adds three ACLs (the tool adds the pair of a --producer, here WRITE/DESCRIBE/CREATE,
-  // as separate bindings), the next lists them.
-  const std::string add =
-      "--add --allow-principal User:alice --operation Read --operation Write --topic orders "
-      "--resource-pattern-type prefixed --force";
-  const std::string list = "--list --topic orders --resource-pattern-type prefixed";
   broker_process tarn(authorizer_args(true));
   ASSERT_NE(tarn.port(), 0) << tarn.output();
-  auto [add_rc, add_out] = acls(tarn.port(), add);
+  auto [add_rc, add_out] = kafka_acls(tarn.port(), acls_add);
   ASSERT_EQ(add_rc, 0) << add_out;
-  auto [list_rc, tarn_list] = acls(tarn.port(), list);
+  auto [list_rc, tarn_list] = kafka_acls(tarn.port(), acls_list);
   ASSERT_EQ(list_rc, 0) << tarn_list;
   EXPECT_NE(tarn_list.find("(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)"),
             std::string::npos)
@@ -560,15 +560,27 @@ TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
                            "patternType=PREFIXED)"),
             std::string::npos)
       << tarn_list;
-  auto [rm_rc, rm_out] = acls(tarn.port(),
-                              "--remove --allow-principal User:alice --operation "
-                              "Read --topic orders --resource-pattern-type prefixed "
-                              "--force");
+  auto [rm_rc, rm_out] = kafka_acls(tarn.port(),
+                                    "--remove --allow-principal User:alice --operation "
+                                    "Read --topic orders --resource-pattern-type prefixed "
+                                    "--force");
   ASSERT_EQ(rm_rc, 0) << rm_out;
-  auto [after_rc, after] = acls(tarn.port(), list);
+  auto [after_rc, after] = kafka_acls(tarn.port(), acls_list);
   ASSERT_EQ(after_rc, 0) << after;
   EXPECT_EQ(after.find("operation=READ"), std::string::npos) << after;
   EXPECT_NE(after.find("operation=WRITE"), std::string::npos) << after;
+}
+
+// kafka-acls --add and --list print against tarn what they print against Kafka 4.4.0 for the
+// same ACLs (make interop).
+TEST(acl, kafka_acls_tool_prints_what_it_prints_against_kafka) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  broker_process tarn(authorizer_args(true));
+  ASSERT_NE(tarn.port(), 0) << tarn.output();
+  auto [add_rc, add_out] = kafka_acls(tarn.port(), acls_add);
+  ASSERT_EQ(add_rc, 0) << add_out;
+  auto [list_rc, tarn_list] = kafka_acls(tarn.port(), acls_list);
+  ASSERT_EQ(list_rc, 0) << tarn_list;
 
   ASSERT_EQ(kafka_broker::instance().start(" --property authorizer.class.name=" + authorizer_class +
                                            " --property super.users=User:ANONYMOUS"),
@@ -582,12 +594,12 @@ TEST(acl, kafka_acls_tool_adds_lists_and_removes) {
     std::sort(lines.begin(), lines.end());
     return lines;
   };
-  auto [k_add_rc, k_add] = acls(kafka, add);
+  auto [k_add_rc, k_add] = kafka_acls(kafka, acls_add);
   ASSERT_EQ(k_add_rc, 0) << k_add;
   EXPECT_EQ(sorted_lines(add_out), sorted_lines(k_add)) << "tarn:\n"
                                                         << add_out << "kafka:\n"
                                                         << k_add;
-  auto [k_list_rc, kafka_list] = acls(kafka, list);
+  auto [k_list_rc, kafka_list] = kafka_acls(kafka, acls_list);
   ASSERT_EQ(k_list_rc, 0) << kafka_list;
   EXPECT_EQ(sorted_lines(tarn_list), sorted_lines(kafka_list)) << "tarn:\n"
                                                                << tarn_list << "kafka:\n"

@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "kafka_test_names.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -123,6 +124,8 @@ class shared_kafka {
 
   // Starts the broker on the first call; the error of that start ("" once it runs) after.
   const std::string& start() {
+    name_error_ = kafka_test_name_error();
+    if (!name_error_.empty()) return name_error_;
     if (!running_ && error_.empty()) {
       port_ = free_port();
       error_ = launch();
@@ -186,6 +189,7 @@ class shared_kafka {
   uint16_t port_ = 0;
   bool running_ = false;
   std::string error_;
+  std::string name_error_;
 };
 
 class kafka_environment : public ::testing::Environment {

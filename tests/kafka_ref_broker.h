@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kafka_test_names.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -24,6 +25,8 @@ class kafka_broker {
   // "" once running, else why not.
   // `extra` is added to kafka-ref start (e.g. " --property k=v"); the first start decides.
   const std::string& start(const std::string& extra = "") {
+    name_error_ = kafka_test_name_error();
+    if (!name_error_.empty()) return name_error_;
     if (!running_ && error_.empty()) {
       port_ = free_port();
       auto [rc, out] = run_command("timeout 200 " + kafka_ref() + " start --timeout 180 --port " +
@@ -58,6 +61,7 @@ class kafka_broker {
   uint16_t port_ = 0;
   bool running_ = false;
   std::string error_;
+  std::string name_error_;
 };
 
 // The Kafka 4.4.0 jars' directory (for Kafka's own tools and the Java client run with

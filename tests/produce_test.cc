@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "kafka_test_names.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
 #include "protocol/messages/init_producer_id_request.h"
@@ -552,7 +553,8 @@ produce_response::partition_produce_response produce_test_access::send(
 }
 int64_t produce_test_access::pid() { return t_.init_producer_id(); }
 
-TEST_F(produce_test, kafka_4_4_answers_the_same) {
+TEST_F(produce_test, error_cases_answered_the_same_against_kafka) {
+  ASSERT_EQ(kafka_test_name_error(), "");
   auto [libs_rc, libs] = run_command(std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref libs");
   if (libs_rc != 0 || run_command("command -v java").first != 0) {
     GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
@@ -577,4 +579,14 @@ TEST_F(produce_test, kafka_4_4_answers_the_same) {
   const auto theirs = run_error_cases(tarn_side);
   ASSERT_EQ(ours.size(), theirs.size());
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_EQ(ours[i], theirs[i]);
+}
+
+// Only tests named as the interop oracle may start Apache Kafka (tests/kafka_test_names.h):
+// this one, named otherwise, is refused with the reason.
+TEST(kafka_test_names, a_test_named_otherwise_may_not_start_kafka) {
+  const std::string error = kafka_test_name_error();
+  EXPECT_NE(error.find("kafka_test_names.a_test_named_otherwise_may_not_start_kafka"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("make interop"), std::string::npos) << error;
 }

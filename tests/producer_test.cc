@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "kafka_test_names.h"
 #include "offsets_util.h"
 #include "test_util.h"
 
@@ -621,6 +622,7 @@ TEST(producer_against_tarn, idempotent_producer_survives_broker_restarts) {
 
 // The same codec x acks sweep against Apache Kafka 4.4.0 (started with scripts/kafka-ref).
 TEST(producer_against_kafka, every_codec_and_acks_arrive_once_in_order) {
+  ASSERT_EQ(kafka_test_name_error(), "");
   if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
   auto [prc, port_text] = run_command(
       "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
