@@ -32,6 +32,10 @@ TXN_END = "<!-- scripts/bench: end of transactions -->"
 CONSUMER_BEGIN = ("<!-- scripts/bench: consumer libraries from here (scripts/bench --only "
                   "consumer rewrites this part alone) -->")
 CONSUMER_END = "<!-- scripts/bench: end of consumer libraries -->"
+# Section 13 likewise: `scripts/bench --only share`.
+SHARE_BEGIN = ("<!-- scripts/bench: share groups from here (scripts/bench --only share rewrites "
+               "this part alone) -->")
+SHARE_END = "<!-- scripts/bench: end of share groups -->"
 MIB = 1024 * 1024
 
 
@@ -482,6 +486,7 @@ def render(b):
     out.extend(render_observe(b))
     out.extend(render_txn(b))
     out.extend(render_consumer(b))
+    out.extend(render_share(b))
     return "\n".join(out)
 
 
@@ -945,6 +950,75 @@ def render_consumer(b):
                        f"`{r.get('error', '')[:300]}`")
         out.append("")
     out += [CONSUMER_END, ""]
+    return out
+
+
+SHARE_METHOD = """\
+Method. tarn (`tarn serve`, default settings) and Apache Kafka 4.4.0 (scripts/kafka-ref, default
+settings) run at once. Each holds two topics of 1 KiB records, of one partition and of eight,
+written by `tarn perf produce` (acks=1) before the runs. A run starts one JVM
+(bench/ShareConsumePerf.java, kafka-clients 4.4.0) with 1, 4 or 16 KafkaShareConsumers in a new
+share group whose share.auto.offset.reset is earliest; they poll with implicit acknowledgement
+until all of them together have every record of the topic. records/s counts from the first
+record any consumer got to the one that completed the topic; broker CPU is the broker process's
+user + system time over the run (JVM start and group join included). Runs alternate (tarn, Kafka,
+...); a warm-up run on each broker first is not counted. Duplicates (a record delivered twice) are
+counted and shown; a healthy run has none."""
+
+
+def render_share(b):
+    """Section 13 (scripts/bench's share_section) as markdown lines, between its markers."""
+    if not any(r.get("section") == "share" for r in b.results):
+        return []
+    out = [SHARE_BEGIN, "", "### 13. Share groups (KIP-932): tarn and Kafka 4.4.0", "",
+           SHARE_METHOD, ""]
+    load = getattr(b, "share_load", None)
+    started = getattr(b, "share_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only share' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, {b.machine['cores']} cores ({b.machine['cpu']}), "
+             f"{b.share_records:,} records of {b.share_record_size} B a topic.")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    rows, goals = [], []
+    for partitions in b.share_partitions:
+        for consumers in b.share_consumers:
+            label = (f"{partitions} partition{'s' if partitions > 1 else ''}, {consumers} "
+                     f"consumer{'s' if consumers > 1 else ''}")
+            match = {"section": "share", "partitions": partitions, "consumers": consumers}
+            kr = b.select("rec_s", broker="Kafka", **match)
+            tr = b.select("rec_s", broker="tarn", **match)
+            kc = b.select("broker_cpu_s", broker="Kafka", **match)
+            tc = b.select("broker_cpu_s", broker="tarn", **match)
+            dups = [r.get("duplicates") or 0 for r in b.results
+                    if r.get("ok") and all(r.get(k) == v for k, v in match.items())]
+            rows.append([label + ": records/s", cell(kr), cell(tr), rtext(ratio(tr, kr))])
+            rows.append([label + ": broker CPU s a run", cell(kc), cell(tc), rtext(ratio(tc, kc))])
+            if any(dups):
+                rows.append([label + ": duplicates (all runs)", "", str(sum(dups)), ""])
+            goals.append((f"{label}: records/s, tarn / Kafka", ratio(tr, kr), 2.0))
+    out.append(table(["figure", "Kafka 4.4.0", "tarn", "tarn / Kafka"], rows))
+    out.append("")
+    out.append("#### Goals of this section")
+    out.append("")
+    goal_rows = []
+    for label, r, target in goals:
+        met = "n/a" if r is None else ("yes" if r >= target else "**no**")
+        goal_rows.append([label, rtext(r), f">= {target:g}", met])
+    out.append(table(["goal", "figure", "target", "met"], goal_rows))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and r.get("section") == "share"]
+    if failed:
+        out.append(f"{len(failed)} share-group runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} {r.get('partitions')} partitions "
+                       f"{r.get('consumers')} consumers run {r.get('rep')}: "
+                       f"`{r.get('error', '')[:300]}`")
+        out.append("")
+    out += [SHARE_END, ""]
     return out
 
 

@@ -33,6 +33,8 @@
 #include "protocol/messages/describe_share_group_offsets_response.h"
 #include "protocol/messages/list_groups_request.h"
 #include "protocol/messages/list_groups_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "protocol/messages/share_acknowledge_request.h"
 #include "protocol/messages/share_acknowledge_response.h"
 #include "protocol/messages/share_fetch_request.h"
@@ -149,15 +151,16 @@ class share_requests : public ::testing::Test {
 
   reply<protocol::share_fetch_response> fetch(
       std::string_view member, int32_t epoch, bool with_partition,
-      std::vector<protocol::share_fetch_request::acknowledgement_batch> acks = {}) {
+      std::vector<protocol::share_fetch_request::acknowledgement_batch> acks = {},
+      int32_t max_records = 500) {
     protocol::share_fetch_request r;
     r.group_id = "g";
     r.member_id = member;
     r.share_session_epoch = epoch;
     r.max_wait_ms = 100;
     r.min_bytes = 1;
-    r.max_records = 500;
-    r.batch_size = 500;
+    r.max_records = max_records;
+    r.batch_size = max_records;
     if (with_partition || !acks.empty()) {
       auto& t = r.topics.emplace_back();
       t.topic_id = topic_id_;
@@ -348,6 +351,95 @@ TEST_F(share_requests, sessions_and_acknowledgement_errors) {
   auto closed = acknowledge("m1", -1, {});
   EXPECT_EQ(closed->error_code, 0);
   EXPECT_EQ(fetch("m1", 9, false)->error_code, code(error_code::share_session_not_found));
+}
+
+// The base offsets of the v2 batches in a ShareFetch answer's records.
+std::vector<int64_t> batch_base_offsets(std::span<const uint8_t> records) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (records.size() - pos >= 61) {
+    int64_t base = 0;
+    for (int i = 0; i < 8; ++i) base = (base << 8) | records[pos + i];
+    uint32_t length = 0;
+    for (int i = 8; i < 12; ++i) length = (length << 8) | records[pos + i];
+    out.push_back(base);
+    pos += 12 + length;
+  }
+  EXPECT_EQ(pos, records.size()) << "a partial batch in the answer";
+  return out;
+}
+
+// A ShareFetch answers only the batches holding what it acquired (MaxRecords bounds them, not
+// MaxBytes), as Kafka slices them; a batch larger than the broker's read chunk (1 MiB) is read
+// and acquired whole.
+TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  ASSERT_EQ(fetch("m1", 0, true)->error_code, 0);  // the share-partition starts at the end (3)
+  raw_client c(broker_->port());
+  for (int i = 3; i < 8; ++i) {
+    ASSERT_EQ(produce_one(c, i, "q", 0, value_batch("v" + std::to_string(i))).error_code, 0);
+  }
+  auto one = fetch("m1", 1, false, {}, 1);
+  ASSERT_TRUE(one);
+  const auto& p1 = one->responses.at(0).partitions.at(0);
+  ASSERT_EQ(p1.acquired_records.size(), 1u);
+  EXPECT_EQ(p1.acquired_records[0].first_offset, 3);
+  EXPECT_EQ(p1.acquired_records[0].last_offset, 3);
+  EXPECT_EQ(batch_base_offsets(p1.records), std::vector<int64_t>{3});
+  auto rest = fetch("m1", 2, false, {{3, 3, accept_}}, 2);
+  ASSERT_TRUE(rest);
+  const auto& p2 = rest->responses.at(0).partitions.at(0);
+  ASSERT_EQ(p2.acquired_records.size(), 1u);
+  EXPECT_EQ(p2.acquired_records[0].first_offset, 4);
+  EXPECT_EQ(p2.acquired_records[0].last_offset, 5);
+  EXPECT_EQ(batch_base_offsets(p2.records), (std::vector<int64_t>{4, 5}));
+
+  // A 3 MiB record between two small ones (the topic allows 4 MiB batches).
+  ASSERT_EQ(create_topic(broker_->port(), "big", 1, {{"max.message.bytes", "4194304"}}), 0);
+  protocol::uuid big_id{};
+  {
+    protocol::metadata_request m;
+    m.topics.emplace().emplace_back().name = "big";
+    auto md = conn_->call<protocol::metadata_response>(m, 12);
+    ASSERT_TRUE(md);
+    ASSERT_EQ(md->topics.size(), 1u);
+    big_id = md->topics[0].topic_id;
+  }
+  ASSERT_NE(big_id, protocol::uuid{});
+  auto open_big = [&](int32_t epoch, int32_t max_records) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = "m1";
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 100;
+    r.min_bytes = 1;
+    r.max_bytes = 50 * 1024 * 1024;
+    r.max_records = max_records;
+    r.batch_size = max_records;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = big_id;
+    t.partitions.emplace_back().partition_index = 0;
+    return conn_->call<protocol::share_fetch_response>(r, 2);
+  };
+  ASSERT_EQ(open_big(3, 500)->error_code, 0);  // adds the partition; it starts at its end (0)
+  ASSERT_EQ(produce_one(c, 8, "big", 0, value_batch("a")).error_code, 0);
+  ASSERT_EQ(produce_one(c, 9, "big", 0, value_batch(std::string(3 << 20, 'x'))).error_code, 0);
+  ASSERT_EQ(produce_one(c, 10, "big", 0, value_batch("b")).error_code, 0);
+  auto got = open_big(4, 2);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->error_code, 0);
+  const protocol::share_fetch_response::partition_data* big = nullptr;
+  for (const auto& t : got->responses) {
+    if (t.topic_id == big_id) big = &t.partitions.at(0);
+  }
+  ASSERT_NE(big, nullptr);
+  ASSERT_EQ(big->acquired_records.size(), 1u);
+  EXPECT_EQ(big->acquired_records[0].first_offset, 0);
+  EXPECT_EQ(big->acquired_records[0].last_offset, 1);
+  EXPECT_EQ(batch_base_offsets(big->records), (std::vector<int64_t>{0, 1}));
+  EXPECT_GT(big->records.size(), size_t{3} << 20);
 }
 
 // AlterShareGroupOffsets and DeleteShareGroupOffsets: only in an empty group; an altered start

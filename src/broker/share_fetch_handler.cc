@@ -11,9 +11,11 @@
 //     (AcknowledgeErrorCode: INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE for
 //     offsets not acquired by this member).
 //   - Each partition reads from where its share-partition next has Available records (up to
-//     MaxBytes, whole batches, never past the high watermark), acquires up to MaxRecords records
-//     for the member and answers the batches read with the AcquiredRecords ranges and their
-//     delivery counts. AcquisitionLockTimeoutMs is group.share.record.lock.duration.ms.
+//     MaxBytes, whole batches, never past the high watermark; in chunks, until MaxRecords are
+//     acquired), acquires up to MaxRecords records for the member and answers the batches from
+//     the first to the last holding an acquired record (as Kafka slices its FileRecords) with
+//     the AcquiredRecords ranges and their delivery counts. AcquisitionLockTimeoutMs is
+//     group.share.record.lock.duration.ms.
 //   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, an
 //     acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's long poll).
 //   - The group's share.version gate: UNSUPPORTED_VERSION when share.version is finalized at 0.
@@ -49,24 +51,39 @@ uint32_t be32(const uint8_t* p) {
 }
 uint64_t be64(const uint8_t* p) { return (uint64_t{be32(p)} << 32) | be32(p + 4); }
 
-// The whole v2 batches at the front of `bytes` (a trailing partial batch is cut off).
-std::vector<coordinator::fetched_batch> batches_of(std::vector<uint8_t>& bytes) {
-  std::vector<coordinator::fetched_batch> out;
-  size_t pos = 0;
-  constexpr size_t header = 61;  // a v2 batch header
-  while (bytes.size() - pos >= header) {
+constexpr size_t share_batch_header_bytes = 61;  // a v2 batch header
+
+// A batch read for a ShareFetch: its offsets and where its bytes are in the read buffer.
+struct share_read_batch {
+  coordinator::fetched_batch batch;
+  size_t position = 0;
+  size_t size = 0;
+};
+
+// Appends the whole v2 batches of bytes[from, end) to `out`; returns where they end (a trailing
+// partial batch is left out).
+size_t parse_share_batches(const std::vector<uint8_t>& bytes, size_t from,
+                           std::vector<share_read_batch>& out) {
+  size_t pos = from;
+  while (bytes.size() - pos >= share_batch_header_bytes) {
     const uint8_t* b = bytes.data() + pos;
     const auto base = static_cast<int64_t>(be64(b));
     const size_t total = 12 + size_t{be32(b + 8)};
-    if (total < header || bytes.size() - pos < total) break;
+    if (total < share_batch_header_bytes || bytes.size() - pos < total) break;
     const auto attributes = static_cast<uint16_t>((uint16_t{b[21]} << 8) | b[22]);
     const auto last_delta = static_cast<int32_t>(be32(b + 23));
-    out.push_back({base, base + last_delta, (attributes & 0x20) != 0});
+    out.push_back({{base, base + last_delta, (attributes & 0x20) != 0}, pos, total});
     pos += total;
   }
-  bytes.resize(pos);
-  return out;
+  return pos;
 }
+
+// A ShareFetch acquires at most MaxRecords records (500 from the Java client) while its MaxBytes
+// is fetch.max.bytes (50 MiB): reading all of MaxBytes would copy, and answer, records nobody
+// acquired. So the log is read in chunks of this size (or one batch, if larger) until enough
+// records are acquired, and the answer holds only the batches from the first to the last one with
+// an acquired record, as Kafka's ShareFetchUtils slices its FileRecords.
+constexpr int64_t share_read_chunk_bytes = 1 << 20;
 
 struct partition_answer {
   explicit partition_answer(const coordinator::share_topic_partition& t) : tp(t) {}
@@ -114,7 +131,7 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
     }
     auto from = shares.next_fetch_offset(group_id, a.tp, log_start, high_watermark, now_ms);
     if (!from || *from >= high_watermark) continue;
-    std::vector<uint8_t> bytes;
+    storage::file_slice slice;
     {
       auto guard = topics.read_lock();
       const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
@@ -131,22 +148,66 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
         continue;
       }
       if (!read->slice || read->slice->length == 0) continue;
-      bytes.resize(static_cast<size_t>(read->slice->length));
-      if (auto r = storage::read_slice(*read->slice, bytes); !r) {
+      slice = *read->slice;  // its segment file stays open while the slice holds it
+    }
+    // Chunk by chunk: read, acquire from the whole batches read, until MaxRecords are acquired
+    // or the slice (MaxBytes, the high watermark) ends.
+    std::vector<uint8_t> bytes;
+    std::vector<share_read_batch> batches;
+    size_t parsed = 0;
+    int64_t read_bytes = 0;
+    while (records_left > 0 && read_bytes < slice.length) {
+      int64_t want = std::min<int64_t>(slice.length - read_bytes, share_read_chunk_bytes);
+      if (bytes.size() - parsed >= 12) {  // a batch larger than a chunk: read it whole
+        want = std::max<int64_t>(want, 12 + int64_t{be32(bytes.data() + parsed + 8)} -
+                                           static_cast<int64_t>(bytes.size() - parsed));
+        want = std::min<int64_t>(want, slice.length - read_bytes);
+      }
+      const size_t at = bytes.size();
+      bytes.resize(at + static_cast<size_t>(want));
+      storage::file_slice part{slice.file, slice.position + read_bytes, static_cast<int32_t>(want)};
+      if (auto r = storage::read_slice(part, std::span<uint8_t>(bytes).subspan(at)); !r) {
         a.error = error_code::kafka_storage_error;
-        continue;
+        break;
+      }
+      read_bytes += want;
+      const size_t first_new = batches.size();
+      parsed = parse_share_batches(bytes, parsed, batches);
+      if (batches.size() == first_new) continue;  // still inside one batch
+      std::vector<coordinator::fetched_batch> chunk;
+      for (size_t i = first_new; i < batches.size(); ++i) chunk.push_back(batches[i].batch);
+      auto got = shares.acquire(group_id, member_id, a.tp, chunk, records_left, now_ms);
+      // Records the member holds and a chunk that gave it nothing more (the rest is others' or
+      // past the partition's lock limit): answer what it has.
+      if (got.empty() && !a.acquired.empty()) break;
+      for (const auto& r : got) {
+        const auto n = static_cast<int32_t>(r.last_offset - r.first_offset + 1);
+        records_left -= n;
+        acquired += static_cast<size_t>(n);
+      }
+      for (const auto& r : got) {  // a range that goes on across chunks stays one range
+        if (!a.acquired.empty() && a.acquired.back().last_offset + 1 == r.first_offset &&
+            a.acquired.back().delivery_count == r.delivery_count) {
+          a.acquired.back().last_offset = r.last_offset;
+        } else {
+          a.acquired.push_back(r);
+        }
       }
     }
-    auto batches = batches_of(bytes);
-    a.acquired = shares.acquire(group_id, member_id, a.tp, batches, records_left, now_ms);
     if (a.acquired.empty()) continue;
-    for (const auto& r : a.acquired) {
-      const auto n = static_cast<int32_t>(r.last_offset - r.first_offset + 1);
-      records_left -= n;
-      acquired += static_cast<size_t>(n);
-    }
-    budget -= static_cast<int64_t>(bytes.size());
-    a.records = std::move(bytes);
+    // The batches from the first to the last that holds an acquired offset.
+    auto holds_acquired = [&](const share_read_batch& b) {
+      return std::any_of(a.acquired.begin(), a.acquired.end(), [&](const auto& r) {
+        return r.first_offset <= b.batch.last_offset && r.last_offset >= b.batch.base_offset;
+      });
+    };
+    auto first = std::find_if(batches.begin(), batches.end(), holds_acquired);
+    auto last = std::find_if(batches.rbegin(), batches.rend(), holds_acquired);
+    const size_t begin = first->position;
+    const size_t end = last->position + last->size;
+    a.records.assign(bytes.begin() + static_cast<std::ptrdiff_t>(begin),
+                     bytes.begin() + static_cast<std::ptrdiff_t>(end));
+    budget -= static_cast<int64_t>(a.records.size());
   }
   return acquired;
 }

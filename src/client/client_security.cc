@@ -112,20 +112,6 @@ std::optional<std::string_view> attribute(std::string_view message, char a) {
 
 }  // namespace
 
-std::string_view security_protocol_name(security_protocol p) {
-  switch (p) {
-    case security_protocol::plaintext:
-      return "PLAINTEXT";
-    case security_protocol::ssl:
-      return "SSL";
-    case security_protocol::sasl_plaintext:
-      return "SASL_PLAINTEXT";
-    case security_protocol::sasl_ssl:
-      return "SASL_SSL";
-  }
-  return "PLAINTEXT";
-}
-
 std::string_view sasl_mechanism_name(sasl_mechanism m) {
   switch (m) {
     case sasl_mechanism::plain:
@@ -147,18 +133,9 @@ std::optional<result<void, std::string>> security_config::set(std::string_view k
                     value, key, allowed));
   };
   if (key == "security.protocol") {
-    const std::string v = upper(value);
-    if (v == "PLAINTEXT") {
-      protocol = security_protocol::plaintext;
-    } else if (v == "SSL") {
-      protocol = security_protocol::ssl;
-    } else if (v == "SASL_PLAINTEXT") {
-      protocol = security_protocol::sasl_plaintext;
-    } else if (v == "SASL_SSL") {
-      protocol = security_protocol::sasl_ssl;
-    } else {
-      return invalid("PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
-    }
+    auto p = parse_security_protocol(value);
+    if (!p) return invalid("PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
+    protocol = *p;
     return result<void, std::string>{};
   }
   if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
@@ -212,7 +189,7 @@ std::optional<result<void, std::string>> security_config::set(std::string_view k
 result<void, std::string> security_config::validate() const {
   if (sasl() && sasl_username.empty()) {
     return fail(fmt::format("security.protocol {} needs sasl.username (and sasl.password)",
-                            security_protocol_name(protocol)));
+                            to_string(protocol)));
   }
   if (ssl_certificate_location.empty() != ssl_key_location.empty()) {
     return fail(std::string(

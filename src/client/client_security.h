@@ -11,14 +11,14 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/security_protocol.h"
 
 namespace tarn::client {
 
-enum class security_protocol { plaintext, ssl, sasl_plaintext, sasl_ssl };
+using tarn::security_protocol;  // the broker's listeners use the same (src/base)
 enum class sasl_mechanism { plain, scram_sha_256, scram_sha_512 };
 
-std::string_view security_protocol_name(security_protocol p);  // "SASL_SSL", ...
-std::string_view sasl_mechanism_name(sasl_mechanism m);        // "SCRAM-SHA-512", ...
+std::string_view sasl_mechanism_name(sasl_mechanism m);  // "SCRAM-SHA-512", ...
 
 struct security_config {
   security_protocol protocol = security_protocol::plaintext;
@@ -31,12 +31,8 @@ struct security_config {
   std::string sasl_username;
   std::string sasl_password;
 
-  bool tls() const {
-    return protocol == security_protocol::ssl || protocol == security_protocol::sasl_ssl;
-  }
-  bool sasl() const {
-    return protocol == security_protocol::sasl_plaintext || protocol == security_protocol::sasl_ssl;
-  }
+  bool tls() const { return uses_tls(protocol); }
+  bool sasl() const { return uses_sasl(protocol); }
 
   // Applies one librdkafka setting: nullopt when `key` is not a security key, else whether its
   // value was valid (an error message as the other keys give). sasl.jaas.config (Java's

@@ -374,8 +374,7 @@ result<producer_config, config_error> parse_producer_config(
         std::min<int64_t>(linger_and_request_ms, std::numeric_limits<int32_t>::max()));
   }
   if (auto ok = config.security.validate(); !ok) {
-    return fail(config_error{"security.protocol",
-                             std::string(security_protocol_name(config.security.protocol)),
+    return fail(config_error{"security.protocol", std::string(to_string(config.security.protocol)),
                              ok.error()});
   }
   return config;

@@ -9,21 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "base/security_protocol.h"
+
 namespace tarn::security {
 
-// Kafka's SecurityProtocol: what a listener speaks (listener.security.protocol.map).
-enum class security_protocol { plaintext, ssl, sasl_plaintext, sasl_ssl };
-
-// "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL" (nullopt for any other name; Kafka's parse is
-// case-insensitive).
-std::optional<security_protocol> parse_security_protocol(std::string_view name);
-const char* to_string(security_protocol p);
-inline bool uses_tls(security_protocol p) {
-  return p == security_protocol::ssl || p == security_protocol::sasl_ssl;
-}
-inline bool uses_sasl(security_protocol p) {
-  return p == security_protocol::sasl_plaintext || p == security_protocol::sasl_ssl;
-}
+// Kafka's SecurityProtocol: what a listener speaks (listener.security.protocol.map); shared with
+// the client library through src/base.
+using tarn::parse_security_protocol;
+using tarn::security_protocol;
+using tarn::to_string;
+using tarn::uses_sasl;
+using tarn::uses_tls;
 
 // ssl.client.auth
 enum class ssl_client_auth { none, requested, required };

@@ -1,10 +1,11 @@
 // Kafka's SecurityProtocol names.
-#include "security/security_config.h"
+#include "base/security_protocol.h"
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 
-namespace tarn::security {
+namespace tarn {
 
 std::optional<security_protocol> parse_security_protocol(std::string_view name) {
   std::string upper(name);
@@ -17,7 +18,7 @@ std::optional<security_protocol> parse_security_protocol(std::string_view name) 
   return std::nullopt;
 }
 
-const char* to_string(security_protocol p) {
+std::string_view to_string(security_protocol p) {
   switch (p) {
     case security_protocol::plaintext:
       return "PLAINTEXT";
@@ -31,4 +32,4 @@ const char* to_string(security_protocol p) {
   return "PLAINTEXT";
 }
 
-}  // namespace tarn::security
+}  // namespace tarn
