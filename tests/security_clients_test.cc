@@ -3,13 +3,12 @@
 // unauthenticated connections flooding secured listeners:
 //   - Java (tests/java/SecurityClients.java, one JVM for every case): KafkaProducer and
 //     KafkaConsumer round trips over SSL, mTLS (ssl.client.auth=required, PEM keystore; the
-//     certificate's DN is the principal), SASL_SSL with PLAIN, SCRAM-SHA-256 (the user added by
-//     the Java Admin's alterUserScramCredentials), SCRAM-SHA-512 (the user added by `tarn
-//     configs`) and OAUTHBEARER with an RS256 JWT read from a file by the Java client's
-//     OAuthBearerLoginCallbackHandler, validated by tarn against a JWKS file; a wrong password, an
-//     expired token, a broker certificate from another CA and a client certificate from another CA
-//     end in SaslAuthenticationException / SslAuthenticationException, and no topic of theirs is
-//     created;
+//     certificate's DN is the principal), SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+//     (the user added by `tarn configs`) and OAUTHBEARER with an RS256 JWT read from a file by the
+//     Java client's OAuthBearerLoginCallbackHandler, validated by tarn against a JWKS file; a wrong
+//     password, an expired token, a broker certificate from another CA and a client certificate
+//     from another CA end in SaslAuthenticationException / SslAuthenticationException, and no topic
+//     of theirs is created;
 //   - kafka-python 2.0.2 (tests/python/security_kafka_python.py): round trips over SSL, mTLS,
 //     SASL_SSL PLAIN and SCRAM-SHA-512; wrong passwords and an untrusted broker refused;
 //   - thousands of idle connections to an SSL and a SASL_SSL listener that never finish the TLS
@@ -132,13 +131,16 @@ class security_clients : public testing::Test {
     ssl_port_ = listener_port(*broker_, "SSL");
     mtls_port_ = listener_port(*broker_, "MTLS");
     sasl_port_ = listener_port(*broker_, "SASL_SSL");
-    // alice's SCRAM-SHA-512 credential, added by tarn's own tool (AlterUserScramCredentials).
-    scram_output_ =
-        run_command("timeout 60 " + std::string(TARN_BINARY) +
-                    " configs --bootstrap-server 127.0.0.1:" + std::to_string(broker_->port()) +
-                    " --alter --add-config 'SCRAM-SHA-512=[password=alice-scram]' "
-                    "--entity-type users --entity-name alice")
-            .second;
+    // alice's SCRAM credentials, added by tarn's own tool (AlterUserScramCredentials), one
+    // request per mechanism: Kafka's controller refuses two changes of a user in one request.
+    for (const char* mechanism : {"SCRAM-SHA-256", "SCRAM-SHA-512"}) {
+      scram_output_ +=
+          run_command("timeout 60 " + std::string(TARN_BINARY) +
+                      " configs --bootstrap-server 127.0.0.1:" + std::to_string(broker_->port()) +
+                      " --alter --add-config '" + mechanism +
+                      "=[password=alice-scram]' --entity-type users --entity-name alice")
+              .second;
+    }
   }
   static void TearDownTestSuite() {
     delete broker_;
@@ -152,7 +154,7 @@ class security_clients : public testing::Test {
     ASSERT_NE(ssl_port_, 0) << broker_->output();
     ASSERT_NE(mtls_port_, 0) << broker_->output();
     ASSERT_NE(sasl_port_, 0) << broker_->output();
-    ASSERT_NE(scram_output_.find("Completed updating config for user alice."), std::string::npos)
+    ASSERT_EQ(lines_with(scram_output_, "Completed updating config for user alice.").size(), 2u)
         << scram_output_;
   }
 
@@ -213,7 +215,6 @@ TEST_F(security_clients, java_clients_over_ssl_mtls_and_sasl_ssl) {
     return p;
   };
   const std::string cases =
-      java_case("bob-scram scram bob bob-scram", broker_->port(), {}) +
       java_case("java-ssl round-trip", ssl_port_, with({"security.protocol=SSL"})) +
       java_case("java-mtls round-trip", mtls_port_,
                 with({"security.protocol=SSL", "ssl.keystore.type=PEM",
@@ -223,7 +224,7 @@ TEST_F(security_clients, java_clients_over_ssl_mtls_and_sasl_ssl) {
                      "org.apache.kafka.common.security.plain.PlainLoginModule required "
                      "username=\"alice\" password=\"alice-secret\";")) +
       java_case("java-scram-sha-256 round-trip", sasl_port_,
-                sasl("SCRAM-SHA-256", scram_jaas("bob", "bob-scram"))) +
+                sasl("SCRAM-SHA-256", scram_jaas("alice", "alice-scram"))) +
       java_case("java-scram-sha-512 round-trip", sasl_port_,
                 sasl("SCRAM-SHA-512", scram_jaas("alice", "alice-scram"))) +
       java_case("java-oauthbearer round-trip", sasl_port_, oauth("token.jwt")) +
@@ -246,10 +247,9 @@ TEST_F(security_clients, java_clients_over_ssl_mtls_and_sasl_ssl) {
                   cases_file.string() + " 2>&1");
   EXPECT_EQ(rc, 0) << out;
   const std::string three = " ok produced=3 consumed=3 [one, two, three]";
-  for (const char* expected : {"bob-scram scram ok", "java-ssl", "java-mtls", "java-plain",
-                               "java-scram-sha-256", "java-scram-sha-512", "java-oauthbearer"}) {
-    const std::string line =
-        std::string(expected) + (std::string(expected).ends_with(" ok") ? "" : three);
+  for (const char* expected : {"java-ssl", "java-mtls", "java-plain", "java-scram-sha-256",
+                               "java-scram-sha-512", "java-oauthbearer"}) {
+    const std::string line = expected + three;
     EXPECT_EQ(lines_with(out, line).size(), 1u) << line << "\n" << out;
   }
   for (const auto& [name, exception] : std::vector<std::pair<std::string, std::string>>{

@@ -7,8 +7,6 @@
 //                prints "NAME ok produced=3 consumed=3 [one, two, three]"
 //   refused      the same; prints "NAME refused <simple name of the authentication exception>"
 //                when the clients fail with one (an AuthenticationException or a cause that is)
-//   scram USER PASSWORD   Admin.alterUserScramCredentials: SCRAM-SHA-256 and -512 for USER;
-//                prints "NAME scram ok"
 // Any other outcome prints "NAME error <exception>": the C++ test asserts each line.
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,11 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ScramCredentialInfo;
-import org.apache.kafka.clients.admin.ScramMechanism;
-import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -44,7 +37,7 @@ public class SecurityClients {
       }
       String result;
       try {
-        result = head[1].equals("scram") ? scram(p, head[2], head[3]) : roundTrip(p, head[0]);
+        result = roundTrip(p, head[0]);
       } catch (Throwable t) {
         AuthenticationException auth = authentication(t);
         result = auth != null && head[1].equals("refused")
@@ -62,19 +55,6 @@ public class SecurityClients {
       if (c instanceof AuthenticationException a) return a;
     }
     return null;
-  }
-
-  static String scram(Properties p, String user, String password) throws Exception {
-    // One request per mechanism: Kafka's controller (ScramControlManager) refuses two changes of
-    // one user in a request (DUPLICATE_RESOURCE), and so does tarn.
-    try (Admin admin = Admin.create(p)) {
-      for (ScramMechanism m : List.of(ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)) {
-        UserScramCredentialUpsertion up =
-            new UserScramCredentialUpsertion(user, new ScramCredentialInfo(m, 4096), password);
-        admin.alterUserScramCredentials(List.of(up)).all().get(20, TimeUnit.SECONDS);
-      }
-    }
-    return "scram ok";
   }
 
   static String roundTrip(Properties common, String topic) throws Exception {
