@@ -1,9 +1,10 @@
 // Overload (issue 9, part 6): 1,000 concurrent producing connections, every one answered and
 // every record read back, with the broker's peak RSS reported; max.connections (accepting stops
-// until a slot frees), max.connections.per.ip and its overrides (the excess connection is
-// closed, as Kafka 4.4 does), queued.max.requests (pipelined requests beyond it are not read
-// until answers go out; nothing lost, order kept) and queued.max.request.bytes (a broker-wide
-// budget of request bytes read but not answered; beyond it sockets are not read).
+// until a slot frees, whichever listener the slots are taken on), max.connections.per.ip and its
+// overrides (the excess connection is closed, as Kafka 4.4 does), queued.max.requests (pipelined
+// requests beyond it are not read until answers go out; nothing lost, order kept) and
+// queued.max.request.bytes (a broker-wide budget of request bytes read but not answered; beyond it
+// sockets are not read).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -139,6 +140,30 @@ TEST(overload, max_connections_stops_accepting_until_a_slot_frees) {
   clients[0].reset();  // a slot frees: the waiting client is accepted and served
   EXPECT_TRUE(answered(waiting, 42, 10s));
   EXPECT_TRUE(api_versions_round_trip(waiting, 43));
+}
+
+// max.connections counts the connections of every listener: with the slots taken on one, a
+// client of another waits too (each listener's accept loop used to let one more in).
+TEST(overload, max_connections_counts_every_listener) {
+  broker_process broker({"--override", "listeners=PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+                         "--override",
+                         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+                         "OTHER:PLAINTEXT",
+                         "--override", "max.connections=3"});
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  auto other_port = broker.process().wait_for_number_after("listening on OTHER://127.0.0.1:", 10s);
+  ASSERT_TRUE(other_port) << broker.output();
+  std::vector<std::unique_ptr<raw_client>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<raw_client>(broker.port()));
+    ASSERT_TRUE(api_versions_round_trip(*clients.back(), i)) << "connection " << i;
+  }
+  raw_client waiting(static_cast<uint16_t>(std::stoi(*other_port)));
+  ASSERT_TRUE(waiting.connected());
+  ASSERT_TRUE(waiting.send_request(api_versions_key, 0, 42));
+  EXPECT_FALSE(answered(waiting, 42, 700ms)) << "served beyond max.connections";
+  clients[0].reset();
+  EXPECT_TRUE(answered(waiting, 42, event_timeout));
 }
 
 TEST(overload, max_connections_per_ip_closes_the_excess_connection_with_overrides) {

@@ -565,6 +565,14 @@ asio::awaitable<void> server::impl::accept_loop(listener_socket& listener) {
       co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
+    // Another listener's accept loop may have taken the last slot while this one waited in
+    // async_accept: hold the accepted socket unserved until a slot frees, as Kafka's acceptor
+    // waits in ConnectionQuotas.inc after accept(). Without this each listener overshot
+    // max.connections by one.
+    while (total_connections.load() >= config.max_connections && !stopping) {
+      co_await accept_wakeup->wait();
+    }
+    if (stopping) break;
     auto peer = socket.remote_endpoint(ec);
     if (ec) continue;  // the client already went away
     std::string ip = peer.address().to_string();
