@@ -7,8 +7,7 @@
 //   --delete (--group G ... | --all-groups)
 //   --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
 //       (--to-earliest | --to-latest | --to-current | --to-offset N |
-//        --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm]) [--dry-run (default) | --execute]
-//       [--export]
+//        --to-datetime YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm]) (--dry-run | --execute) [--export]
 //   --delete-offsets --group G --topic T ...
 //   [--timeout MS (5000)] [--command-config FILE] [-X k=v ...] (security settings only)
 // The tables and messages are the Java tool's (group_command.h for what both group tools
@@ -80,7 +79,10 @@ result<void, failure_text> run_list(client::group_admin& admin, const share_grou
                              [&](const std::string& s) { return lower(s) == want; });
       if (it == share_group_states().end()) {
         std::string valid;
-        for (const auto& s : share_group_states()) valid += (valid.empty() ? "" : ", ") + s;
+        for (const auto& s : share_group_states()) {
+          if (!valid.empty()) valid += ", ";
+          valid += s;
+        }
         return fail(failure_text{"Invalid state list '" + o.state +
                                  "'. Valid states are: " + valid + "\n"});
       }
@@ -126,8 +128,12 @@ std::string assignment_string(const std::vector<client::topic_partitions>& assig
   for (auto& [topic, ps] : by_topic) {
     std::sort(ps.begin(), ps.end());
     std::string s = topic + ":";
-    for (size_t i = 0; i < ps.size(); ++i) s += (i ? "," : "") + std::to_string(ps[i]);
-    out += (out.empty() ? "" : ";") + s;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (i > 0) s += ',';
+      s += std::to_string(ps[i]);
+    }
+    if (!out.empty()) out += ';';
+    out += s;
   }
   return out;
 }
@@ -259,7 +265,11 @@ result<void, failure_text> run_describe(client::group_admin& admin, const share_
 
 std::string quoted_list(const std::vector<std::string>& groups) {
   std::string out;
-  for (const auto& g : java_hash_map_order(groups)) out += (out.empty() ? "'" : ", '") + g + "'";
+  for (const auto& g : java_hash_map_order(groups)) {
+    out += out.empty() ? "'" : ", '";
+    out += g;
+    out += '\'';
+  }
   return out;
 }
 
@@ -385,7 +395,7 @@ result<void, failure_text> run_reset(client::group_admin& admin, const share_gro
   if (auto ok = check_partitions(admin, tps); !ok) return fail(ok.error());
   auto prepared = prepare_offsets(admin, o, tps, current);
   if (!prepared) return fail(prepared.error());
-  if (o.execute && !o.dry_run && !prepared->empty()) {
+  if (o.execute && !prepared->empty()) {
     auto altered = admin.alter_share_group_offsets(group, *prepared);
     if (!altered) return fail(command_failed(altered.error().message));
     for (const auto& [tp, e] : *altered) {
@@ -508,9 +518,9 @@ int run_share_groups(const share_groups_options& o) {
         "Option [describe] takes at most one of these options: [members], [offsets], [state]");
   }
   if (o.reset) {
-    if (o.dry_run && o.execute) {
-      return usage(
-          "Option [reset-offsets] takes at most one of these options: [dry-run], [execute]");
+    // Kafka 4.4's share tool, unlike the consumer-group one, has no default: one of the two.
+    if (o.dry_run == o.execute) {
+      return usage("Option [reset-offsets] takes the option: [execute] or [dry-run]");
     }
     const int scenarios = int{o.to_earliest} + int{o.to_latest} + int{o.to_current} +
                           int{o.to_offset.has_value()} + int{!o.to_datetime.empty()};
@@ -582,7 +592,7 @@ void add_share_groups(CLI::App& app) {
   cmd->add_option("--to-offset", o->to_offset, "Reset to this offset");
   cmd->add_option("--to-datetime", o->to_datetime,
                   "Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[Z|+hh:mm]");
-  cmd->add_flag("--dry-run", o->dry_run, "Print the new offsets only (the default)");
+  cmd->add_flag("--dry-run", o->dry_run, "Print the new offsets only");
   cmd->add_flag("--execute", o->execute, "Set the new offsets");
   cmd->add_flag("--export", o->export_csv, "Print the reset plan as CSV");
   cmd->add_option("--timeout", o->timeout_ms, "Timeout of each operation in ms (5000)");
