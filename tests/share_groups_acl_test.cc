@@ -8,9 +8,10 @@
 //     subscription to a topic without DESCRIBE;
 //   - ShareFetch/ShareAcknowledge: GROUP_AUTHORIZATION_FAILED at the top level; per partition
 //     TOPIC_AUTHORIZATION_FAILED for a topic without READ (fetch and acknowledgement errors);
-//   - ShareGroupDescribe: refused groups first with GROUP_AUTHORIZATION_FAILED;
-//   - DescribeShareGroupOffsets: GROUP_AUTHORIZATION_FAILED per group, refused topics after the
-//     others with TOPIC_AUTHORIZATION_FAILED and offsets -1;
+//   - ShareGroupDescribe: refused groups first with GROUP_AUTHORIZATION_FAILED; a group assigning
+//     a topic without DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members;
+//   - DescribeShareGroupOffsets: GROUP_AUTHORIZATION_FAILED per group, refused named topics after
+//     the others with TOPIC_AUTHORIZATION_FAILED and offsets -1, left out of an all-topics answer;
 //   - AlterShareGroupOffsets (READ group) and DeleteShareGroupOffsets (DELETE group): top-level
 //     GROUP_AUTHORIZATION_FAILED; refused topics (READ) answered first;
 //   - DescribeGroups of a share group: Dead, and from v6 GROUP_ID_NOT_FOUND "Group g is not a
@@ -28,6 +29,8 @@
 #include "protocol/messages/alter_share_group_offsets_response.h"
 #include "protocol/messages/create_acls_request.h"
 #include "protocol/messages/create_acls_response.h"
+#include "protocol/messages/delete_acls_request.h"
+#include "protocol/messages/delete_acls_response.h"
 #include "protocol/messages/delete_share_group_offsets_request.h"
 #include "protocol/messages/delete_share_group_offsets_response.h"
 #include "protocol/messages/describe_groups_request.h"
@@ -53,7 +56,8 @@ using protocol::code;
 using protocol::error_code;
 
 constexpr int8_t topic_type = 2, group_type = 3, literal = 3;
-constexpr int8_t op_all = 2, op_read = 3, op_describe = 8, allow = 3;
+constexpr int8_t op_any = 1, op_all = 2, op_read = 3, op_describe = 8, allow = 3;
+constexpr int8_t any_pattern = 1, permission_any = 1;
 
 protocol::create_acls_request::acl_creation acl(int8_t type, std::string_view name, int8_t op,
                                                 std::string_view principal) {
@@ -278,6 +282,49 @@ TEST(share_acl, share_apis_check_the_group_and_topic_acls_as_kafka) {
   EXPECT_EQ(deleted->responses[0].error_code, code(error_code::topic_authorization_failed));
   EXPECT_EQ(deleted->responses[1].topic_name, "q");
   EXPECT_EQ(deleted->responses[1].error_code, 0);
+
+  // Once ANONYMOUS may read "secret", the member's fetch starts its share-partition; when its
+  // ACLs are gone again, the all-topics offsets leave it out and ShareGroupDescribe hides the
+  // group whose member is assigned it.
+  protocol::create_acls_request read_secret;
+  read_secret.creations = {acl(topic_type, "secret", op_read, "User:ANONYMOUS")};
+  ASSERT_EQ(c.call<protocol::create_acls_response>(read_secret, 3)->results.at(0).error_code, 0);
+  auto fetched = share_fetch("g", 3, {});
+  ASSERT_TRUE(fetched);
+  ASSERT_EQ(fetched->error_code, 0);
+  auto all_offsets = [&] {
+    protocol::describe_share_group_offsets_request r;
+    r.groups.emplace_back().group_id = "g";  // Topics null: every share-partition
+    auto answer = c.call<protocol::describe_share_group_offsets_response>(r, 1);
+    std::vector<std::string> names;
+    if (answer) {
+      for (const auto& t : answer->groups.at(0).topics) names.emplace_back(t.topic_name);
+    }
+    return names;
+  };
+  EXPECT_EQ(all_offsets(), (std::vector<std::string>{"q", "secret"}));
+  protocol::delete_acls_request revoke;
+  auto& f = revoke.filters.emplace_back();
+  f.resource_type_filter = topic_type;
+  f.resource_name_filter = "secret";
+  f.pattern_type_filter = any_pattern;
+  f.principal_filter = "User:ANONYMOUS";
+  f.host_filter = std::nullopt;
+  f.operation = op_any;
+  f.permission_type = permission_any;
+  auto revoked = c.call<protocol::delete_acls_response>(revoke, 3);
+  ASSERT_TRUE(revoked);
+  ASSERT_EQ(revoked->filter_results.at(0).matching_acls.size(), 2u);  // DESCRIBE and READ
+  EXPECT_EQ(all_offsets(), (std::vector<std::string>{"q"}));
+  d.group_ids = {"g"};
+  d.include_authorized_operations = false;
+  auto hidden_group = c.call<protocol::share_group_describe_response>(d, 1);
+  ASSERT_TRUE(hidden_group);
+  ASSERT_EQ(hidden_group->groups.size(), 1u);
+  EXPECT_EQ(hidden_group->groups[0].error_code, code(error_code::topic_authorization_failed));
+  EXPECT_EQ(hidden_group->groups[0].error_message.value_or(""),
+            "The group has described topic(s) that the client is not authorized to describe.");
+  EXPECT_TRUE(hidden_group->groups[0].members.empty());
 
   // DescribeGroups of a share group, as Kafka answers a group that is not classic.
   protocol::describe_groups_request dg;
