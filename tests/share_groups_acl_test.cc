@@ -4,8 +4,9 @@
 // ACL of another principal only (refused), group "gread" allows ANONYMOUS only READ (and so
 // DESCRIBE), topic "secret" only DESCRIBE (so a member may subscribe to it and is assigned it, but
 // may not read it). As Kafka 4.4's KafkaApis answers:
-//   - ShareGroupHeartbeat: GROUP_AUTHORIZATION_FAILED, then TOPIC_AUTHORIZATION_FAILED for a
-//     subscription to a topic without DESCRIBE;
+//   - ShareGroupHeartbeat: GROUP_AUTHORIZATION_FAILED, then INVALID_REQUEST for a member id
+//     longer than 36, then TOPIC_AUTHORIZATION_FAILED for a subscription to a topic without
+//     DESCRIBE;
 //   - ShareFetch/ShareAcknowledge: GROUP_AUTHORIZATION_FAILED at the top level; per partition
 //     TOPIC_AUTHORIZATION_FAILED for a topic without READ (fetch and acknowledgement errors);
 //   - ShareGroupDescribe: refused groups first with GROUP_AUTHORIZATION_FAILED; a group assigning
@@ -107,6 +108,12 @@ TEST(share_acl, share_apis_check_the_group_and_topic_acls_as_kafka) {
   EXPECT_EQ(beat("gno", "m1", 0, {"q"})->error_code, code(error_code::group_authorization_failed));
   EXPECT_EQ(beat("g", "m1", 0, {"q", "hidden"})->error_code,
             code(error_code::topic_authorization_failed));
+  // A member id longer than a UUID's 36 characters: INVALID_REQUEST, after the group's check and
+  // before the topics'.
+  const std::string long_id(37, 'm');
+  EXPECT_EQ(beat("gno", long_id, 0, {"hidden"})->error_code,
+            code(error_code::group_authorization_failed));
+  EXPECT_EQ(beat("g", long_id, 0, {"hidden"})->error_code, code(error_code::invalid_request));
   auto joined = beat("g", "m1", 0, {"q", "secret"});
   ASSERT_TRUE(joined);
   ASSERT_EQ(joined->error_code, 0);

@@ -48,7 +48,9 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
   if (!authorize_group(request, security::acl_operation::read, group_id)) {
     co_return top_level(error_code::group_authorization_failed);
   }
-  if (group_id.empty() || member_id.empty()) co_return top_level(error_code::invalid_request);
+  if (group_id.empty() || !share_member_id_valid(member_id)) {
+    co_return top_level(error_code::invalid_request);
+  }
   const int32_t epoch = req.share_session_epoch;
   if (epoch == coordinator::share_session_initial_epoch) {
     co_return top_level(error_code::invalid_share_session_epoch);
@@ -58,7 +60,9 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
   const int64_t now = wall_clock_ms();
   const bool renew_allowed = version >= 2 && req.is_renew_ack;
   std::vector<coordinator::topic_uuid> asked_topics;
-  for (const auto& t : req.topics) asked_topics.push_back(coordinator::from_wire(t.topic_id));
+  if (services.authorizer != nullptr) {
+    for (const auto& t : req.topics) asked_topics.push_back(coordinator::from_wire(t.topic_id));
+  }
   const share_topic_readers readers(request, *services.topics, asked_topics);
   for (const auto& t : req.topics) {
     auto& rt = reply.responses.emplace_back();

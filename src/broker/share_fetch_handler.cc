@@ -179,7 +179,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   if (!authorize_group(request, security::acl_operation::read, group_id)) {
     co_return error_reply(error_code::group_authorization_failed, version, lock_ms);
   }
-  if (group_id.empty() || member_id.empty()) {
+  if (group_id.empty() || !share_member_id_valid(member_id)) {
     co_return error_reply(error_code::invalid_request, version, lock_ms);
   }
   const int32_t epoch = req.share_session_epoch;
@@ -222,7 +222,9 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   // READ on each topic, asked once per topic as Kafka's filterByAuthorized: a refused topic's
   // partitions are neither fetched nor acknowledged.
   std::vector<coordinator::topic_uuid> asked_topics;
-  for (const partition_answer& a : answers) asked_topics.push_back(a.tp.topic_id);
+  if (services.authorizer != nullptr) {  // (nothing to ask on the hot path without one)
+    for (const partition_answer& a : answers) asked_topics.push_back(a.tp.topic_id);
+  }
   const share_topic_readers readers(request, *services.topics, asked_topics);
   for (size_t i = 0; i < step.partitions.size(); ++i) {  // the session's: fetched
     if (!readers.allowed(answers[i].tp.topic_id)) {

@@ -19,6 +19,12 @@
 
 namespace tarn::broker {
 
+// Kafka's KafkaApis.isMemberIdValid: a share-group member id is 1 to 36 characters (a UUID's
+// text), else the request is INVALID_REQUEST (after the group's authorization).
+inline bool share_member_id_valid(std::string_view member_id) {
+  return !member_id.empty() && member_id.size() <= 36;
+}
+
 // A topic of the share session as the broker knows it now.
 struct share_topic {
   std::string name;
