@@ -6,8 +6,12 @@
 // does not exist, and must have no members (NON_EMPTY_GROUP, top level); a topic that does not
 // exist, or a partition it does not have, is UNKNOWN_TOPIC_OR_PARTITION for that partition; each
 // other share-partition restarts at the StartOffset given, its in-flight records forgotten.
+// Authorization, as Kafka 4.4's KafkaApis.handleAlterShareGroupOffsetsRequest: READ on the group,
+// else GROUP_AUTHORIZATION_FAILED (top level, with its message); READ on each topic, else each of
+// its partitions is TOPIC_AUTHORIZATION_FAILED. As there, the topics refused by the broker
+// (unauthorized, or not existing) are answered first, then the ones the group's state took.
 // A body that does not decode closes the connection.
-// Not supported: quotas, authorization (READ on the group, READ on the topics are not checked).
+// Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
 #include "protocol/messages/alter_share_group_offsets_request.h"
@@ -27,32 +31,63 @@ asio::awaitable<handler_outcome> handle_alter_share_group_offsets(request_contex
   coordinator::share_coordinator& shares = *request.services.shares;
   topic_manager& topics = *request.services.topics;
   protocol::alter_share_group_offsets_response reply;
+  if (!authorize_group(request, security::acl_operation::read, decoded->group_id)) {
+    const auto e = error_code::group_authorization_failed;
+    reply.error_code = protocol::code(e);
+    reply.error_message = protocol::describe(e).message;
+    co_return encode_response(reply, version);
+  }
   if (auto e = shares.check_offsets_alterable(decoded->group_id, true); e != error_code::none) {
     reply.error_code = protocol::code(e);
     co_return encode_response(reply, version);
   }
-  for (const auto& t : decoded->topics) {
-    auto& rt = reply.responses.emplace_back();
-    rt.topic_name = t.topic_name;
+  struct topic_answer {
+    const protocol::alter_share_group_offsets_request::alter_share_group_offsets_request_topic*
+        topic;
     std::optional<share_topic> info;
     coordinator::topic_uuid id{};
+    error_code refused = error_code::none;  // the broker's verdict on the whole topic
+  };
+  std::vector<topic_answer> answers;
+  for (const auto& t : decoded->topics) {
+    topic_answer a{&t, std::nullopt, {}, error_code::none};
     {
       auto guard = topics.read_lock();
       if (const storage::topic_info* ti = topics.logs().find_topic(t.topic_name)) {
-        info = share_topic{ti->name, ti->partitions};
-        id = to_wire(ti->topic_id).bytes;
+        a.info = share_topic{ti->name, ti->partitions};
+        a.id = to_wire(ti->topic_id).bytes;
       }
     }
-    if (info) rt.topic_id = coordinator::to_wire(id);
-    for (const auto& p : t.partitions) {
+    if (!authorize(request, security::acl_operation::read, security::resource_type::topic,
+                   t.topic_name)) {
+      a.refused = error_code::topic_authorization_failed;
+    } else if (!a.info) {
+      a.refused = error_code::unknown_topic_or_partition;
+    }
+    answers.push_back(a);
+  }
+  auto answer = [&](const topic_answer& a) {
+    auto& rt = reply.responses.emplace_back();
+    rt.topic_name = a.topic->topic_name;
+    if (a.info) rt.topic_id = coordinator::to_wire(a.id);
+    for (const auto& p : a.topic->partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
-      if (!info || p.partition_index < 0 || p.partition_index >= info->partitions) {
+      if (a.refused != error_code::none) {
+        rp.error_code = protocol::code(a.refused);
+        rp.error_message = protocol::describe(a.refused).message;
+      } else if (p.partition_index < 0 || p.partition_index >= a.info->partitions) {
         rp.error_code = protocol::code(error_code::unknown_topic_or_partition);
-        continue;
+      } else {
+        shares.set_start_offset(decoded->group_id, {a.id, p.partition_index}, p.start_offset);
       }
-      shares.set_start_offset(decoded->group_id, {id, p.partition_index}, p.start_offset);
     }
+  };
+  for (const auto& a : answers) {
+    if (a.refused != error_code::none) answer(a);
+  }
+  for (const auto& a : answers) {
+    if (a.refused == error_code::none) answer(a);
   }
   co_return encode_response(reply, version);
 }

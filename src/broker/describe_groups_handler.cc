@@ -3,10 +3,14 @@
 // Versions served: the schema's, 0-6 (as Kafka 4.4). The body is decoded with
 // protocol::describe_groups_request and handed to the group coordinator; its answer is encoded
 // at the request's version.
+// A share group (which the share coordinator holds, not the group coordinator) is answered as
+// Kafka 4.4's GroupMetadataManager.describeGroups answers any group that is not classic: state
+// Dead and, from v6, GROUP_ID_NOT_FOUND "Group <id> is not a classic group.".
 // A body that does not decode closes the connection.
 // Not supported: quotas; authorization (AuthorizedOperations as the coordinator reports them).
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/messages/describe_groups_request.h"
 #include "protocol/messages/describe_groups_response.h"
 
@@ -14,12 +18,29 @@ namespace tarn::broker {
 
 namespace {
 
+using describe_reply = coordinator::owned_message<protocol::describe_groups_response>;
+
+// The group coordinator's answer with its share groups' entries as Kafka's.
+describe_reply describe(const request_context& request,
+                        const protocol::describe_groups_request& req, int16_t version) {
+  describe_reply reply = request.services.groups->describe_groups(req, version);
+  const coordinator::share_coordinator* shares = request.services.shares;
+  if (shares == nullptr || version < 6) return reply;
+  for (auto& g : reply.message.groups) {
+    if (g.error_code == protocol::code(protocol::error_code::group_id_not_found) &&
+        shares->has_group(g.group_id)) {
+      g.error_message =
+          reply.arena.keep("Group " + std::string(g.group_id) + " is not a classic group.");
+    }
+  }
+  return reply;
+}
+
 asio::awaitable<handler_outcome> handle_describe_groups(request_context& request) {
-  coordinator::group_coordinator& groups = *request.services.groups;
   co_return co_await serve_group_request<protocol::describe_groups_request>(
       request, "DescribeGroups",
       [&](const protocol::describe_groups_request& req, int16_t version) {
-        if (request.services.authorizer == nullptr) return groups.describe_groups(req, version);
+        if (request.services.authorizer == nullptr) return describe(request, req, version);
         // As Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
         protocol::describe_groups_request allowed = req;
         std::vector<std::string_view> denied;
@@ -28,7 +49,7 @@ asio::awaitable<handler_outcome> handle_describe_groups(request_context& request
           denied.push_back(g);
           return true;
         });
-        auto reply = groups.describe_groups(allowed, version);
+        auto reply = describe(request, allowed, version);
         // The refused groups come first (Kafka adds them before it asks the coordinator), and
         // only described groups get their authorized operations.
         std::vector<protocol::describe_groups_response::described_group> all;

@@ -7,8 +7,13 @@
 // with StartOffset -1 (and Lag -1) for one not started yet and UNKNOWN_TOPIC_OR_PARTITION for a
 // topic that does not exist. Lag is the high watermark minus the SPSO minus the in-flight records
 // whose delivery is complete (acknowledged or archived). LeaderEpoch is 0 (tarn's only epoch).
+// Authorization, as Kafka 4.4's KafkaApis.handleDescribeShareGroupOffsetsRequest: DESCRIBE on the
+// group, else GROUP_AUTHORIZATION_FAILED at the group level; DESCRIBE on each topic: with Topics
+// null the topics the principal may not describe are left out, named ones are answered after the
+// others with TopicId zero and each partition TOPIC_AUTHORIZATION_FAILED (StartOffset and Lag -1).
+// An empty Topics list answers the group with no topics and no error.
 // A body that does not decode closes the connection.
-// Not supported: quotas, authorization (DESCRIBE on the group and topics is not checked).
+// Not supported: quotas.
 #include <map>
 
 #include "broker/group_handler_util.h"
@@ -32,9 +37,18 @@ asio::awaitable<handler_outcome> handle_describe_share_group_offsets(request_con
   topic_manager& topics = *request.services.topics;
   response_type reply;
   coordinator::message_arena arena;
+  auto may_describe = [&](std::string_view topic) {
+    return authorize(request, security::acl_operation::describe, security::resource_type::topic,
+                     topic);
+  };
   for (const auto& g : decoded->groups) {
     auto& rg = reply.groups.emplace_back();
     rg.group_id = g.group_id;
+    if (!authorize_group(request, security::acl_operation::describe, g.group_id)) {
+      rg.error_code = protocol::code(error_code::group_authorization_failed);
+      continue;
+    }
+    if (g.topics && g.topics->empty()) continue;
     auto started = shares.group_offsets(g.group_id);
     if (!started) {
       rg.error_code = protocol::code(error_code::group_id_not_found);
@@ -52,6 +66,9 @@ asio::awaitable<handler_outcome> handle_describe_share_group_offsets(request_con
       std::vector<int32_t> partitions;
     };
     std::vector<wanted> asked;
+    std::vector<const protocol::describe_share_group_offsets_request::
+                    describe_share_group_offsets_request_topic*>
+        refused;                                     // named topics the principal may not describe
     std::map<std::string, int64_t> high_watermarks;  // "topic/partition"
     {
       auto guard = topics.read_lock();
@@ -70,9 +87,17 @@ asio::awaitable<handler_outcome> handle_describe_share_group_offsets(request_con
             w.partitions.push_back(key.second);
           }
         }
-        for (auto& [id, w] : all) asked.push_back(std::move(w));
+        for (auto& [id, w] : all) {
+          if (request.services.authorizer == nullptr || may_describe(w.name)) {
+            asked.push_back(std::move(w));
+          }
+        }
       } else {
         for (const auto& t : *g.topics) {
+          if (request.services.authorizer != nullptr && !may_describe(t.topic_name)) {
+            refused.push_back(&t);
+            continue;
+          }
           wanted w{std::string(t.topic_name), std::nullopt, t.partitions};
           if (const storage::topic_info* info = topics.logs().find_topic(t.topic_name)) {
             w.id = to_wire(info->topic_id).bytes;
@@ -110,6 +135,18 @@ asio::awaitable<handler_outcome> handle_describe_share_group_offsets(request_con
         rp.start_offset = it->second.start_offset;
         rp.lag =
             std::max<int64_t>(0, high_watermark - it->second.start_offset - it->second.finished);
+      }
+    }
+    for (const auto* t : refused) {
+      auto& rt = rg.topics.emplace_back();
+      rt.topic_name = t->topic_name;
+      for (int32_t p : t->partitions) {
+        auto& rp = rt.partitions.emplace_back();
+        rp.partition_index = p;
+        rp.start_offset = -1;
+        rp.lag = -1;
+        rp.error_code = protocol::code(error_code::topic_authorization_failed);
+        rp.error_message = protocol::describe(error_code::topic_authorization_failed).message;
       }
     }
   }

@@ -9,8 +9,11 @@
 // v2 with IsRenewAck), UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, INVALID_RECORD_STATE for
 // offsets this member has not acquired. AcquisitionLockTimeoutMs (v2) is
 // group.share.record.lock.duration.ms. UNSUPPORTED_VERSION when share.version is finalized at 0.
+// Authorization, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED at the top level
+// (before the member id and the session are looked at); READ on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for its partitions (after the batches' INVALID_REQUEST checks).
 // A body that does not decode closes the connection.
-// Not supported: quotas, authorization (READ on group and topics is not checked).
+// Not supported: quotas.
 #include "broker/features.h"
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
@@ -42,7 +45,12 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
   }
   const std::string_view group_id = req.group_id.value_or("");
   const std::string_view member_id = req.member_id.value_or("");
-  if (group_id.empty() || member_id.empty()) co_return top_level(error_code::invalid_request);
+  if (!authorize_group(request, security::acl_operation::read, group_id)) {
+    co_return top_level(error_code::group_authorization_failed);
+  }
+  if (group_id.empty() || !share_member_id_valid(member_id)) {
+    co_return top_level(error_code::invalid_request);
+  }
   const int32_t epoch = req.share_session_epoch;
   if (epoch == coordinator::share_session_initial_epoch) {
     co_return top_level(error_code::invalid_share_session_epoch);
@@ -51,6 +59,11 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
   if (step.error != error_code::none) co_return top_level(step.error);
   const int64_t now = wall_clock_ms();
   const bool renew_allowed = version >= 2 && req.is_renew_ack;
+  std::vector<coordinator::topic_uuid> asked_topics;
+  if (services.authorizer != nullptr) {
+    for (const auto& t : req.topics) asked_topics.push_back(coordinator::from_wire(t.topic_id));
+  }
+  const share_topic_readers readers(request, *services.topics, asked_topics);
   for (const auto& t : req.topics) {
     auto& rt = reply.responses.emplace_back();
     rt.topic_id = t.topic_id;
@@ -59,7 +72,7 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
       rp.partition_index = p.partition_index;
       rp.error_code = protocol::code(apply_acknowledgements(
           shares, *services.topics, group_id, member_id, coordinator::from_wire(t.topic_id),
-          p.partition_index, p.acknowledgement_batches, renew_allowed, now));
+          p.partition_index, p.acknowledgement_batches, renew_allowed, now, &readers));
       rp.current_leader.leader_id = services.config.node_id;
       rp.current_leader.leader_epoch = local_leader_epoch;
     }

@@ -19,10 +19,15 @@
 //   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, an
 //     acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's long poll).
 //   - The group's share.version gate: UNSUPPORTED_VERSION when share.version is finalized at 0.
+//   - Authorization, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED at the top
+//     level (before the member id is looked at); READ on each topic of the session and of the
+//     acknowledgements, else TOPIC_AUTHORIZATION_FAILED for its partitions (ErrorCode, and
+//     AcknowledgeErrorCode for acknowledged ones). A topic id the broker does not know stays
+//     UNKNOWN_TOPIC_ID.
 // A body that does not decode closes the connection.
 // Not supported: share.isolation.level=read_committed (records are read up to the high
 // watermark), ShareAcquireMode record-limit (batches are acquired record by record up to
-// MaxRecords either way), quotas, authorization (READ on group and topics is not checked).
+// MaxRecords either way), quotas.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -232,7 +237,10 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   }
   const std::string_view group_id = req.group_id.value_or("");
   const std::string_view member_id = req.member_id.value_or("");
-  if (group_id.empty() || member_id.empty()) {
+  if (!authorize_group(request, security::acl_operation::read, group_id)) {
+    co_return error_reply(error_code::group_authorization_failed, version, lock_ms);
+  }
+  if (group_id.empty() || !share_member_id_valid(member_id)) {
     co_return error_reply(error_code::invalid_request, version, lock_ms);
   }
   const int32_t epoch = req.share_session_epoch;
@@ -270,9 +278,28 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
                                                   p.partition_index};
       auto [at, fresh] = index.emplace(tp, answers.size());
       if (fresh) answers.emplace_back(tp);
-      answers[at->second].ack_error =
-          apply_acknowledgements(shares, *services.topics, group_id, member_id, tp.topic_id,
-                                 tp.partition, p.acknowledgement_batches, renew_allowed, now);
+    }
+  }
+  // READ on each topic, asked once per topic as Kafka's filterByAuthorized: a refused topic's
+  // partitions are neither fetched nor acknowledged.
+  std::vector<coordinator::topic_uuid> asked_topics;
+  if (services.authorizer != nullptr) {  // (nothing to ask on the hot path without one)
+    for (const partition_answer& a : answers) asked_topics.push_back(a.tp.topic_id);
+  }
+  const share_topic_readers readers(request, *services.topics, asked_topics);
+  for (size_t i = 0; i < step.partitions.size(); ++i) {  // the session's: fetched
+    if (!readers.allowed(answers[i].tp.topic_id)) {
+      answers[i].error = error_code::topic_authorization_failed;
+    }
+  }
+  for (const auto& t : req.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.acknowledgement_batches.empty()) continue;
+      const coordinator::share_topic_partition tp{coordinator::from_wire(t.topic_id),
+                                                  p.partition_index};
+      answers[index.at(tp)].ack_error = apply_acknowledgements(
+          shares, *services.topics, group_id, member_id, tp.topic_id, tp.partition,
+          p.acknowledgement_batches, renew_allowed, now, &readers);
     }
   }
   const bool fetching = epoch != coordinator::share_session_final_epoch && !renew_allowed;

@@ -9,10 +9,12 @@
 // The body is decoded with protocol::share_group_heartbeat_request and handed to the share
 // coordinator with the member's client id and host; its answer is encoded at the request's
 // version. A body that does not decode closes the connection.
-// Authorization: READ on the group, DESCRIBE on each subscribed topic (Kafka's KafkaApis).
+// Authorization: READ on the group, then (after the member id's check, INVALID_REQUEST for one
+// empty or longer than 36) DESCRIBE on each subscribed topic, as Kafka's KafkaApis.
 // Not supported: quotas.
 #include "broker/features.h"
 #include "broker/group_handler_util.h"
+#include "broker/share_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/share_coordinator.h"
 #include "protocol/messages/share_group_heartbeat_request.h"
@@ -34,15 +36,15 @@ asio::awaitable<handler_outcome> handle_share_group_heartbeat(request_context& r
         std::optional<error_code> refused;
         if (!enabled) {
           refused = error_code::unsupported_version;
-        } else if (request.services.authorizer != nullptr) {
-          if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
-            refused = error_code::group_authorization_failed;
-          } else if (req.subscribed_topic_names) {
-            for (std::string_view t : *req.subscribed_topic_names) {
-              if (!authorize(request, security::acl_operation::describe,
-                             security::resource_type::topic, t)) {
-                refused = error_code::topic_authorization_failed;
-              }
+        } else if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
+          refused = error_code::group_authorization_failed;
+        } else if (!share_member_id_valid(req.member_id)) {
+          refused = error_code::invalid_request;  // before the topics, as Kafka
+        } else if (request.services.authorizer != nullptr && req.subscribed_topic_names) {
+          for (std::string_view t : *req.subscribed_topic_names) {
+            if (!authorize(request, security::acl_operation::describe,
+                           security::resource_type::topic, t)) {
+              refused = error_code::topic_authorization_failed;
             }
           }
         }

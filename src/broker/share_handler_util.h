@@ -1,12 +1,15 @@
 // What ShareFetch and ShareAcknowledge share (share_fetch_handler.cc,
-// share_acknowledge_handler.cc): finding a topic by id, turning a partition's acknowledgement
-// batches into the coordinator's, and applying them with Kafka's error codes.
+// share_acknowledge_handler.cc): finding a topic by id, READ on the topics a request names,
+// turning a partition's acknowledgement batches into the coordinator's, and applying them with
+// Kafka's error codes.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -15,6 +18,12 @@
 #include "protocol/error_codes.h"
 
 namespace tarn::broker {
+
+// Kafka's KafkaApis.isMemberIdValid: a share-group member id is 1 to 36 characters (a UUID's
+// text), else the request is INVALID_REQUEST (after the group's authorization).
+inline bool share_member_id_valid(std::string_view member_id) {
+  return !member_id.empty() && member_id.size() <= 36;
+}
 
 // A topic of the share session as the broker knows it now.
 struct share_topic {
@@ -32,16 +41,42 @@ inline std::optional<share_topic> find_share_topic(topic_manager& topics,
   return std::nullopt;
 }
 
+// Which of the topics a ShareFetch or ShareAcknowledge names the principal may READ: asked once
+// per topic name, as Kafka's filterByAuthorized. A topic id the broker does not know is allowed
+// here (it answers UNKNOWN_TOPIC_ID), and so is everything without an authorizer.
+class share_topic_readers {
+ public:
+  share_topic_readers(const request_context& request, topic_manager& topics,
+                      const std::vector<coordinator::topic_uuid>& ids) {
+    if (request.services.authorizer == nullptr) return;
+    for (const auto& id : ids) {
+      if (allowed_.count(id)) continue;
+      auto topic = find_share_topic(topics, id);
+      allowed_[id] = !topic || authorize(request, security::acl_operation::read,
+                                         security::resource_type::topic, topic->name);
+    }
+  }
+  bool allowed(const coordinator::topic_uuid& id) const {
+    auto it = allowed_.find(id);
+    return it == allowed_.end() || it->second;
+  }
+
+ private:
+  std::map<coordinator::topic_uuid, bool> allowed_;
+};
+
 // Applies one partition's acknowledgement batches (ShareFetch or ShareAcknowledge): the request
-// checks of Kafka's KafkaApis (INVALID_REQUEST), the topic's existence (UNKNOWN_TOPIC_ID,
-// UNKNOWN_TOPIC_OR_PARTITION), then the share-partition's verdict (INVALID_RECORD_STATE).
+// checks of Kafka's KafkaApis (INVALID_REQUEST), the topic's existence (UNKNOWN_TOPIC_ID), READ
+// on it (TOPIC_AUTHORIZATION_FAILED, when `readers` is given), the partition's
+// (UNKNOWN_TOPIC_OR_PARTITION), then the share-partition's verdict (INVALID_RECORD_STATE).
 template <class Batch>
 protocol::error_code apply_acknowledgements(coordinator::share_coordinator& shares,
                                             topic_manager& topics, std::string_view group_id,
                                             std::string_view member_id,
                                             const coordinator::topic_uuid& topic_id,
                                             int32_t partition, const std::vector<Batch>& batches,
-                                            bool renew_allowed, int64_t now_ms) {
+                                            bool renew_allowed, int64_t now_ms,
+                                            const share_topic_readers* readers = nullptr) {
   std::vector<coordinator::acknowledgement_batch> acks;
   acks.reserve(batches.size());
   for (const Batch& b : batches) {
@@ -55,6 +90,9 @@ protocol::error_code apply_acknowledgements(coordinator::share_coordinator& shar
   }
   auto topic = find_share_topic(topics, topic_id);
   if (!topic) return protocol::error_code::unknown_topic_id;
+  if (readers != nullptr && !readers->allowed(topic_id)) {
+    return protocol::error_code::topic_authorization_failed;
+  }
   if (partition < 0 || partition >= topic->partitions) {
     return protocol::error_code::unknown_topic_or_partition;
   }

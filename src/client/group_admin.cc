@@ -7,10 +7,16 @@
 #include <set>
 
 #include "protocol/error_codes.h"
+#include "protocol/messages/alter_share_group_offsets_request.h"
+#include "protocol/messages/alter_share_group_offsets_response.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/delete_groups_response.h"
+#include "protocol/messages/delete_share_group_offsets_request.h"
+#include "protocol/messages/delete_share_group_offsets_response.h"
 #include "protocol/messages/describe_groups_request.h"
 #include "protocol/messages/describe_groups_response.h"
+#include "protocol/messages/describe_share_group_offsets_request.h"
+#include "protocol/messages/describe_share_group_offsets_response.h"
 #include "protocol/messages/list_groups_request.h"
 #include "protocol/messages/list_groups_response.h"
 #include "protocol/messages/list_offsets_request.h"
@@ -21,6 +27,8 @@
 #include "protocol/messages/offset_delete_response.h"
 #include "protocol/messages/offset_fetch_request.h"
 #include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/share_group_describe_request.h"
+#include "protocol/messages/share_group_describe_response.h"
 
 namespace tarn::client {
 
@@ -382,6 +390,141 @@ result<offset_delete_result, client_error> group_admin::delete_offsets(
           for (const auto& p : t.partitions) {
             out.partitions[{std::string(t.name), p.partition_index}] = p.error_code;
           }
+        }
+        return out;
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Share groups (KIP-932)
+
+result<share_group_description, client_error> group_admin::describe_share_group(
+    const std::string& group) {
+  return with_coordinator<share_group_description>(
+      group, [&](blocking_client& c) -> result<share_group_description, client_error> {
+        auto v = version_or_fail<protocol::share_group_describe_request>(c);
+        if (!v) return fail(v.error());
+        protocol::share_group_describe_request req;
+        req.group_ids.push_back(group);
+        std::vector<uint8_t> buffer;
+        auto resp = call<protocol::share_group_describe_response>(c, req, *v, buffer);
+        if (!resp) return fail(transport_error(resp.error()));
+        if (resp->groups.size() != 1) {
+          return fail(transport_error("ShareGroupDescribe: no group described"));
+        }
+        const auto& g = resp->groups[0];
+        if (g.error_code != 0) return fail(kafka_error(g.error_code, g.error_message));
+        share_group_description d;
+        d.group_id = std::string(g.group_id);
+        d.state = std::string(g.group_state);
+        d.group_epoch = g.group_epoch;
+        d.assignment_epoch = g.assignment_epoch;
+        d.assignor = std::string(g.assignor_name);
+        d.coordinator = {-1, c.host(), c.port()};
+        for (const auto& m : g.members) {
+          share_group_member member;
+          member.member_id = std::string(m.member_id);
+          member.client_id = std::string(m.client_id);
+          member.client_host = std::string(m.client_host);
+          member.member_epoch = m.member_epoch;
+          for (const auto& tp : m.assignment.topic_partitions) {
+            member.assignment.push_back(
+                {std::string(tp.topic_name), {tp.partitions.begin(), tp.partitions.end()}});
+          }
+          d.members.push_back(std::move(member));
+        }
+        if (auto known = cluster_->known_coordinator(group)) d.coordinator = *known;
+        return d;
+      });
+}
+
+result<std::map<topic_partition, share_partition_offset>, client_error>
+group_admin::list_share_group_offsets(const std::string& group) {
+  using out_type = std::map<topic_partition, share_partition_offset>;
+  return with_coordinator<out_type>(
+      group, [&](blocking_client& c) -> result<out_type, client_error> {
+        auto v = version_or_fail<protocol::describe_share_group_offsets_request>(c);
+        if (!v) return fail(v.error());
+        protocol::describe_share_group_offsets_request req;
+        auto& g = req.groups.emplace_back();
+        g.group_id = group;
+        g.topics = std::nullopt;  // every share-partition
+        std::vector<uint8_t> buffer;
+        auto resp = call<protocol::describe_share_group_offsets_response>(c, req, *v, buffer);
+        if (!resp) return fail(transport_error(resp.error()));
+        if (resp->groups.size() != 1) {
+          return fail(transport_error("DescribeShareGroupOffsets: no group in the response"));
+        }
+        const auto& rg = resp->groups[0];
+        if (rg.error_code != 0) return fail(kafka_error(rg.error_code, rg.error_message));
+        out_type out;
+        for (const auto& t : rg.topics) {
+          for (const auto& p : t.partitions) {
+            if (p.error_code != 0) continue;
+            share_partition_offset o;
+            if (p.start_offset >= 0) {
+              o.start_offset = p.start_offset;
+              if (p.leader_epoch >= 0) o.leader_epoch = p.leader_epoch;
+              if (*v >= 1 && p.lag >= 0) o.lag = p.lag;
+            }
+            out[{std::string(t.topic_name), p.partition_index}] = o;
+          }
+        }
+        return out;
+      });
+}
+
+result<std::map<topic_partition, client_error>, client_error>
+group_admin::alter_share_group_offsets(const std::string& group,
+                                       const std::map<topic_partition, int64_t>& offsets) {
+  using out_type = std::map<topic_partition, client_error>;
+  return with_coordinator<out_type>(
+      group, [&](blocking_client& c) -> result<out_type, client_error> {
+        auto v = version_or_fail<protocol::alter_share_group_offsets_request>(c);
+        if (!v) return fail(v.error());
+        protocol::alter_share_group_offsets_request req;
+        req.group_id = group;
+        std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> topics;
+        for (const auto& [tp, offset] : offsets) topics[tp.topic].push_back({tp.partition, offset});
+        for (const auto& [topic, ps] : topics) {
+          auto& t = req.topics.emplace_back();
+          t.topic_name = topic;
+          for (const auto& [p, offset] : ps) t.partitions.push_back({p, offset});
+        }
+        std::vector<uint8_t> buffer;
+        auto resp = call<protocol::alter_share_group_offsets_response>(c, req, *v, buffer);
+        if (!resp) return fail(transport_error(resp.error()));
+        if (resp->error_code != 0) return fail(kafka_error(resp->error_code, resp->error_message));
+        out_type out;
+        for (const auto& t : resp->responses) {
+          for (const auto& p : t.partitions) {
+            out[{std::string(t.topic_name), p.partition_index}] =
+                p.error_code == 0 ? client_error{0, ""}
+                                  : kafka_error(p.error_code, p.error_message);
+          }
+        }
+        return out;
+      });
+}
+
+result<share_offsets_delete_result, client_error> group_admin::delete_share_group_offsets(
+    const std::string& group, const std::vector<std::string>& topics) {
+  return with_coordinator<share_offsets_delete_result>(
+      group, [&](blocking_client& c) -> result<share_offsets_delete_result, client_error> {
+        auto v = version_or_fail<protocol::delete_share_group_offsets_request>(c);
+        if (!v) return fail(v.error());
+        protocol::delete_share_group_offsets_request req;
+        req.group_id = group;
+        for (const auto& t : topics) req.topics.emplace_back().topic_name = t;
+        std::vector<uint8_t> buffer;
+        auto resp = call<protocol::delete_share_group_offsets_response>(c, req, *v, buffer);
+        if (!resp) return fail(transport_error(resp.error()));
+        if (is_retriable(resp->error_code)) return fail(kafka_error(resp->error_code));
+        share_offsets_delete_result out;
+        if (resp->error_code != 0) out.error = kafka_error(resp->error_code, resp->error_message);
+        for (const auto& t : resp->responses) {
+          out.topics[std::string(t.topic_name)] =
+              t.error_code == 0 ? client_error{0, ""} : kafka_error(t.error_code, t.error_message);
         }
         return out;
       });

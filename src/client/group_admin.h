@@ -1,7 +1,9 @@
-// Consumer-group administration, what kafka-consumer-groups.sh needs of Kafka's Admin client, as
-// a small blocking library: ListGroups and ListOffsets go to the brokers (one, for tarn today),
-// DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups and OffsetDelete to each group's
-// coordinator (FindCoordinator key type 0). Retriable errors (a coordinator loading or moving)
+// Consumer-group and share-group administration, what kafka-consumer-groups.sh and
+// kafka-share-groups.sh need of Kafka's Admin client, as a small blocking library: ListGroups and
+// ListOffsets go to the brokers (one, for tarn today), DescribeGroups, OffsetFetch, OffsetCommit,
+// DeleteGroups and OffsetDelete, and for share groups ShareGroupDescribe and
+// Describe/Alter/DeleteShareGroupOffsets, to each group's coordinator (FindCoordinator key type
+// 0). Retriable errors (a coordinator loading or moving)
 // are retried until the admin's timeout, as Admin retries until default.api.timeout.ms.
 //
 // Thread: one thread at a time.
@@ -65,6 +67,40 @@ struct offset_delete_result {
   std::map<topic_partition, int16_t> partitions;  // error per partition (0: deleted)
 };
 
+// A share group's member (ShareGroupDescribe).
+struct share_group_member {
+  std::string member_id;
+  std::string client_id;
+  std::string client_host;
+  int32_t member_epoch = 0;
+  std::vector<topic_partitions> assignment;
+};
+
+struct share_group_description {
+  std::string group_id;
+  std::string state;  // Empty, Stable, Dead, ...
+  int32_t group_epoch = 0;
+  int32_t assignment_epoch = 0;
+  std::string assignor;
+  std::vector<share_group_member> members;
+  broker_info coordinator;
+};
+
+// One share-partition's start offset (DescribeShareGroupOffsets): nullopt values for a
+// partition the group has not started.
+struct share_partition_offset {
+  std::optional<int64_t> start_offset;
+  std::optional<int32_t> leader_epoch;
+  std::optional<int64_t> lag;
+};
+
+// DeleteShareGroupOffsets: the group's error (0, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) and
+// each topic's (code 0 when deleted).
+struct share_offsets_delete_result {
+  client_error error{0, ""};
+  std::map<std::string, client_error> topics;
+};
+
 class group_admin {
  public:
   // `timeout` bounds each operation, retries included (kafka-consumer-groups.sh --timeout,
@@ -107,6 +143,23 @@ class group_admin {
   // OffsetDelete for the partitions.
   result<offset_delete_result, client_error> delete_offsets(
       const std::string& group, const std::vector<topic_partition>& partitions);
+
+  // ShareGroupDescribe; a group that is not a share group fails with GROUP_ID_NOT_FOUND.
+  result<share_group_description, client_error> describe_share_group(const std::string& group);
+
+  // DescribeShareGroupOffsets for every share-partition the group has (Topics null); partitions
+  // answered with an error are left out.
+  result<std::map<topic_partition, share_partition_offset>, client_error> list_share_group_offsets(
+      const std::string& group);
+
+  // AlterShareGroupOffsets: the error per partition (0: set); a top-level error (NON_EMPTY_GROUP,
+  // GROUP_AUTHORIZATION_FAILED) fails the call.
+  result<std::map<topic_partition, client_error>, client_error> alter_share_group_offsets(
+      const std::string& group, const std::map<topic_partition, int64_t>& offsets);
+
+  // DeleteShareGroupOffsets for whole topics.
+  result<share_offsets_delete_result, client_error> delete_share_group_offsets(
+      const std::string& group, const std::vector<std::string>& topics);
 
   std::chrono::milliseconds timeout() const { return timeout_; }
 

@@ -25,8 +25,8 @@ void add_version(CLI::App& app) {
 
 std::vector<add_subcommand_fn> all_subcommands() {
   return {
-      add_serve,   add_topics, add_configs,  add_groups,  add_produce,
-      add_consume, add_perf,   add_dump_log, add_version,
+      add_serve,   add_topics,  add_configs, add_groups,   add_share_groups,
+      add_produce, add_consume, add_perf,    add_dump_log, add_version,
   };
 }
 

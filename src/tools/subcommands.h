@@ -24,6 +24,7 @@ void add_perf_consume(CLI::App& perf);  // tools/perf_consume.cc: `perf consume`
 void add_topics(CLI::App& app);         // tools/topics.cc
 void add_consume(CLI::App& app);        // tools/consume.cc
 void add_groups(CLI::App& app);         // tools/groups.cc
+void add_share_groups(CLI::App& app);   // tools/share_groups.cc
 void add_configs(CLI::App& app);        // tools/configs.cc
 
 // Every registered subcommand, in help order.
