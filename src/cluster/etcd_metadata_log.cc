@@ -143,11 +143,12 @@ std::string etcd_metadata_log::follow_error() const {
 
 result<std::unique_ptr<etcd_metadata_store>, storage_error> etcd_metadata_store::open(
     etcd_metadata_options options) {
+  const int32_t node_id = options.node_id;
   auto log = etcd_metadata_log::open(std::move(options));
   if (!log) return fail(log.error());
   etcd_metadata_log* raw = log->get();
   return std::unique_ptr<etcd_metadata_store>(
-      new etcd_metadata_store(raw, std::unique_ptr<metadata_journal>(std::move(*log))));
+      new etcd_metadata_store(raw, std::unique_ptr<metadata_journal>(std::move(*log)), node_id));
 }
 
 }  // namespace tarn::cluster

@@ -19,7 +19,8 @@ namespace tarn::cluster {
 
 struct etcd_metadata_options {
   etcd::client_options client;
-  std::string prefix;  // the cluster's keys, e.g. "/tarn/<cluster.id>/"
+  std::string prefix;    // the cluster's keys, e.g. "/tarn/<cluster.id>/"
+  int32_t node_id = -1;  // this broker: the leader recorded for the topics it creates
 };
 
 class etcd_metadata_log final : public metadata_journal {
@@ -69,8 +70,11 @@ class etcd_metadata_store final : public journal_metadata_store {
   etcd_metadata_log& log() { return *log_; }
 
  private:
-  etcd_metadata_store(etcd_metadata_log* log, std::unique_ptr<metadata_journal> owned)
-      : journal_metadata_store(std::move(owned)), log_(log) {}
+  etcd_metadata_store(etcd_metadata_log* log, std::unique_ptr<metadata_journal> owned,
+                      int32_t node_id)
+      : journal_metadata_store(std::move(owned)), log_(log) {
+    local_leader_ = node_id;
+  }
   etcd_metadata_log* log_;  // the journal the base owns
 };
 

@@ -28,10 +28,13 @@ std::vector<metadata_record> config_changes(int8_t resource_type, const std::str
 
 namespace {
 
-std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t) {
+std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t,
+                                                  int32_t leader = -1) {
   std::vector<metadata_record> out;
   out.push_back(topic_record{t.name, t.topic_id});
-  for (int32_t p = 0; p < t.partitions; ++p) out.push_back(partition_record{p, t.topic_id});
+  for (int32_t p = 0; p < t.partitions; ++p) {
+    out.push_back(partition_record{p, t.topic_id, leader});
+  }
   for (auto& c : config_changes(config_resource_topic, t.name, {}, t.overrides)) {
     out.push_back(std::move(c));
   }
@@ -173,6 +176,8 @@ result<std::vector<storage::topic_record>, storage_error> journal_metadata_store
   std::vector<storage::topic_record> out;
   const metadata_image& image = journal_->image();
   for (const auto& [id, t] : image.topics) {
+    // In a cluster, the topics other brokers lead are theirs: no log here (docs/cluster.md).
+    if (!hosted_here(t)) continue;
     storage::topic_record rec{t.name, id, t.partitions, {}};
     if (const auto* c = image.find_configs(config_resource_topic, t.name)) rec.overrides = *c;
     out.push_back(std::move(rec));
@@ -180,9 +185,22 @@ result<std::vector<storage::topic_record>, storage_error> journal_metadata_store
   return out;
 }
 
+bool journal_metadata_store::hosted_here(const topic_image& t) const {
+  return local_leader_ < 0 || t.leader < 0 || t.leader == local_leader_;
+}
+
 result<void, storage_error> journal_metadata_store::topic_created(const storage::topic_record& t) {
   auto g = journal_->lock();
-  return journal_->append(records_of_new_topic(t));
+  // In a cluster the log manager knows only its own topics; the image knows every broker's.
+  // Internal topics (__consumer_offsets, ...) are each broker's own for now (docs/cluster.md).
+  if (local_leader_ >= 0 && !t.name.starts_with("__")) {
+    if (const topic_image* other = journal_->image().find_topic(t.name)) {
+      return fail(storage_error{
+          storage::storage_errc::already_exists,
+          fmt::format("Topic '{}' already exists (led by broker {}).", t.name, other->leader)});
+    }
+  }
+  return journal_->append(records_of_new_topic(t, local_leader_));
 }
 
 result<void, storage_error> journal_metadata_store::topic_deleted(const storage::topic_record& t) {
@@ -195,7 +213,7 @@ result<void, storage_error> journal_metadata_store::partitions_created(
   auto g = journal_->lock();
   std::vector<metadata_record> records;
   for (int32_t p = old_count; p < t.partitions; ++p) {
-    records.push_back(partition_record{p, t.topic_id});
+    records.push_back(partition_record{p, t.topic_id, local_leader_});
   }
   return journal_->append(std::move(records));
 }

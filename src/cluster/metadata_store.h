@@ -101,7 +101,13 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   // For tests and tools: a copy of the whole image.
   metadata_image image() const;
 
+ protected:
+  // In a cluster, this broker's node id: the topics it creates are recorded with it as their
+  // leader, and the log manager loads only those (and internal topics). -1 on a single node.
+  int32_t local_leader_ = -1;
+
  private:
+  bool hosted_here(const topic_image& t) const;
   // storage::topic_journal
   result<std::vector<storage::topic_record>, storage::storage_error> load_topics() override;
   result<void, storage::storage_error> topic_created(const storage::topic_record& topic) override;
