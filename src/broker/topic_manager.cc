@@ -229,10 +229,6 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
                               store.error().message));
     }
     cluster::etcd_metadata_log& log = (*store)->log();
-    {
-      auto g = log.lock();
-      m->refresh_remote_topics(log.image(), config.node_id);
-    }
     // Topics other brokers create or delete arrive here, on the log's watch thread, under the
     // journal's lock: the image is read directly, not through the store (which would take it).
     log.on_remote_change(
@@ -248,6 +244,11 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
           }
           mgr->refresh_remote_topics(log.image(), node_id);
         });
+    {
+      // After the hook is in place, under the journal's lock: no change slips between the two.
+      auto g = log.lock();
+      m->refresh_remote_topics(log.image(), config.node_id);
+    }
     spdlog::info("cluster metadata in etcd ({}) under {}: {} topic(s) led by other brokers",
                  fmt::join(config.etcd_connect, ","), o.prefix, m->remote_topics().size());
     m->metadata_ = std::move(*store);
