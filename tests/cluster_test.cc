@@ -118,7 +118,7 @@ int16_t create_topic(uint16_t port, const std::string& name, int32_t partitions)
   return r->topics[0].error_code;
 }
 
-class three_brokers : public ::testing::Test {
+class cluster_three_brokers : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!etcd_available()) GTEST_SKIP() << "etcd is not installed (scripts/install-deps)";
@@ -140,7 +140,7 @@ class three_brokers : public ::testing::Test {
   std::vector<std::unique_ptr<broker_process>> brokers_;
 };
 
-TEST_F(three_brokers, see_each_other_and_agree_on_cluster_and_controller) {
+TEST_F(cluster_three_brokers, see_each_other_and_agree_on_cluster_and_controller) {
   std::set<std::string> cluster_ids;
   std::set<int32_t> controllers;
   for (int32_t id = 1; id <= 3; ++id) {
@@ -196,7 +196,7 @@ TEST_F(three_brokers, see_each_other_and_agree_on_cluster_and_controller) {
   }
 }
 
-TEST_F(three_brokers, a_topic_created_on_one_is_listed_by_all) {
+TEST_F(cluster_three_brokers, a_topic_created_on_one_is_listed_by_all) {
   ASSERT_EQ(create_topic(port(1), "orders", 3), 0);
   for (int32_t id = 2; id <= 3; ++id) {
     auto v = wait_for(port(id), [](const cluster_view& v) { return v.topics.count("orders"); });
@@ -235,7 +235,7 @@ TEST_F(three_brokers, a_topic_created_on_one_is_listed_by_all) {
   EXPECT_EQ(v.topics.count("payments"), 1u);
 }
 
-TEST_F(three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
+TEST_F(cluster_three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
   auto before = wait_for(port(1), [](const cluster_view& v) { return v.controller >= 1; });
   const int32_t controller = before.controller;
   ASSERT_GE(controller, 1);
@@ -275,7 +275,7 @@ TEST_F(three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
   EXPECT_EQ(other.controller, after.controller);
 }
 
-TEST_F(three_brokers, a_duplicate_node_id_is_refused) {
+TEST_F(cluster_three_brokers, a_duplicate_node_id_is_refused) {
   broker_process dup(cluster_args(*etcd_, 2));
   EXPECT_EQ(dup.port(), 0);
   auto status = dup.process().wait_exit(event_timeout);
@@ -289,7 +289,7 @@ TEST_F(three_brokers, a_duplicate_node_id_is_refused) {
   EXPECT_EQ(v.brokers[2].first, port(2));
 }
 
-TEST_F(three_brokers, a_broker_cut_off_for_its_session_timeout_is_fenced_and_exits) {
+TEST_F(cluster_three_brokers, a_broker_cut_off_for_its_session_timeout_is_fenced_and_exits) {
   child_process& b3 = brokers_[2]->process();
   b3.send_signal(SIGSTOP);
   auto v = wait_for(
@@ -306,7 +306,7 @@ TEST_F(three_brokers, a_broker_cut_off_for_its_session_timeout_is_fenced_and_exi
       << brokers_[2]->output();
 }
 
-TEST(cluster, without_etcd_the_broker_is_a_single_node_as_before) {
+TEST(cluster_single_node, without_etcd_the_broker_runs_as_before) {
   broker_process b({"--override", "node.id=7"});
   ASSERT_NE(b.port(), 0) << b.output();
   auto v = metadata_of(b.port());

@@ -131,6 +131,22 @@ result<void, storage_error> etcd_metadata_log::append(std::vector<metadata_recor
   return {};
 }
 
+bool etcd_metadata_log::catch_up() {
+  if (!follow_error_.empty()) return false;
+  const int64_t before = image_.next_offset;
+  auto entries = client_->range(entry_key(before), etcd::prefix_end(log_prefix_));
+  if (!entries) return false;
+  for (const auto& kv : entries->kvs) {
+    auto applied = apply_entry(kv.key, kv.value);
+    if (!applied) {
+      follow_error_ = applied.error().message;
+      return false;
+    }
+    if (!*applied) break;  // a gap: the watch brings the rest in order
+  }
+  return image_.next_offset > before;
+}
+
 void etcd_metadata_log::on_remote_change(std::function<void(const metadata_entry&)> handler) {
   std::lock_guard g(mu_);
   on_remote_change_ = std::move(handler);

@@ -36,6 +36,9 @@ class etcd_metadata_log final : public metadata_journal {
   // Fails (io_error) when etcd is unreachable, or when another writer took the offset first
   // (the watch then brings that change in; the caller decides again on the newer image).
   result<void, storage::storage_error> append(std::vector<metadata_record> records) override;
+  // Reads the entries from the image's next offset on and applies them (what the watch would
+  // bring a moment later); true when it applied at least one.
+  bool catch_up() override;
 
   // Called under lock() after a change written by another broker was applied.
   void on_remote_change(std::function<void(const metadata_entry&)> handler);

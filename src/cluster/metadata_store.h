@@ -6,6 +6,7 @@
 // Thread-safety: every member may be called from any thread; implementations serialize.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,15 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
 
  private:
   bool hosted_here(const topic_image& t) const;
+  // Appends what `decide` makes of the image (nothing when it decides no records). When another
+  // writer appended first (a cluster's journal, metadata_journal::catch_up), decides again on the
+  // image caught up, at most max_append_attempts times in all. Call under the journal's lock.
+  using decision = result<std::vector<metadata_record>, storage::storage_error>;
+  static constexpr int max_append_attempts = 5;
+  result<void, storage::storage_error> append_decided(
+      const std::function<decision(const metadata_image&)>& decide);
+  // The same for a change that does not depend on the image: appended after what it missed.
+  result<void, storage::storage_error> append_caught_up(std::vector<metadata_record> records);
   // storage::topic_journal
   result<std::vector<storage::topic_record>, storage::storage_error> load_topics() override;
   result<void, storage::storage_error> topic_created(const storage::topic_record& topic) override;
