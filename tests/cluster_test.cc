@@ -161,6 +161,28 @@ TEST_F(cluster_three_brokers, see_each_other_and_agree_on_cluster_and_controller
   EXPECT_GE(*controllers.begin(), 1);
   EXPECT_LE(*controllers.begin(), 3);
 
+  // Every Metadata version tarn serves lists the three (racks from v1, the controller from v1).
+  for (int16_t version = protocol::metadata_request::min_version;
+       version <= protocol::metadata_request::max_version; ++version) {
+    kafka_conn c(port(1), nullptr);
+    protocol::metadata_request req;
+    if (version == 0) req.topics.emplace();  // v0: an empty list means every topic
+    auto r = c.call<protocol::metadata_response>(req, version);
+    ASSERT_TRUE(r) << "v" << version;
+    std::set<int32_t> ids;
+    for (const auto& b : r->brokers) {
+      ids.insert(b.node_id);
+      EXPECT_EQ(b.port, port(b.node_id)) << "v" << version;
+      if (version >= 1) {
+        EXPECT_EQ(b.rack, "rack-" + std::to_string(b.node_id)) << "v" << version;
+      }
+    }
+    EXPECT_EQ(ids, (std::set<int32_t>{1, 2, 3})) << "v" << version;
+    if (version >= 1) {
+      EXPECT_EQ(r->controller_id, *controllers.begin()) << "v" << version;
+    }
+  }
+
   // DescribeCluster v1 and v2: the same brokers, racks and controller.
   for (int16_t version : {1, 2}) {
     kafka_conn c(port(2), nullptr);
