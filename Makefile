@@ -18,7 +18,7 @@ UNITY       ?= ON
 # suites leave them out (CI's 60-minute budget). tests/kafka_test_names.h holds tests to it.
 KAFKA_TESTS := $(shell cat tests/kafka_tests.regex)
 
-.PHONY: all deps build run package test test-unit test-asan test-tsan crash-test soak fuzz fuzz-long bench bench-quick interop format clean
+.PHONY: all deps build run cluster package test test-unit test-asan test-tsan crash-test soak fuzz fuzz-long bench bench-quick interop format clean
 
 all: build
 
@@ -41,6 +41,10 @@ package: deps build
 run: deps build
 	mkdir -p data
 	$(BUILD)/tarn serve
+
+# Three brokers on one etcd on this machine (docs/cluster.md); Ctrl-C stops them all.
+cluster: deps build
+	scripts/cluster-up --tarn $(BUILD)/tarn
 
 # The whole suite: unit and integration tests of the release build, then the fuzz targets for
 # a bounded time each.

@@ -521,6 +521,60 @@ TEST_F(EtcdClient, MetadataStoresOfOneClusterFollowOneLogOfChanges) {
   EXPECT_EQ((*other)->end_offset(), 0);
 }
 
+// In a cluster each broker's store records itself as the leader of the topics it creates, loads
+// only those into its log manager, and refuses a name another broker has taken (internal topics
+// excepted: each broker has its own for now, docs/cluster.md).
+TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const client_options client{etcd.endpoints(), 5000, 1000};
+  auto one = etcd_metadata_store::open({client, "/tarn/owners/", 1});
+  ASSERT_TRUE(one) << one.error().message;
+  auto two = etcd_metadata_store::open({client, "/tarn/owners/", 2});
+  ASSERT_TRUE(two) << two.error().message;
+  std::vector<int64_t> remote_offsets;
+  std::mutex mu;
+  (*two)->log().on_remote_change([&](const metadata_entry& e) {
+    std::lock_guard g(mu);
+    remote_offsets.push_back(e.offset);
+  });
+
+  const storage::topic_record orders{"orders", uuid::random(), 2, {}};
+  ASSERT_TRUE((*one)->topic_journal().topic_created(orders));
+  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 1; }));
+  {
+    std::lock_guard g(mu);
+    EXPECT_EQ(remote_offsets, std::vector<int64_t>{0});
+  }
+  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).leader, 1);
+  auto ones = (*one)->topic_journal().load_topics();
+  auto twos = (*two)->topic_journal().load_topics();
+  ASSERT_TRUE(ones && twos);
+  ASSERT_EQ(ones->size(), 1u);
+  EXPECT_EQ((*ones)[0].name, "orders");
+  EXPECT_TRUE(twos->empty()) << "broker 2 must not open logs of broker 1's topic";
+
+  // The name is taken cluster-wide; an internal topic is each broker's own.
+  auto again = (*two)->topic_journal().topic_created({"orders", uuid::random(), 1, {}});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, storage::storage_errc::already_exists);
+  ASSERT_TRUE((*one)->topic_journal().topic_created({"__consumer_offsets", uuid::random(), 1, {}}));
+  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 2; }));
+  ASSERT_TRUE((*two)->topic_journal().topic_created({"__consumer_offsets", uuid::random(), 1, {}}));
+  twos = (*two)->topic_journal().load_topics();
+  ASSERT_TRUE(twos);
+  ASSERT_EQ(twos->size(), 1u);
+  EXPECT_EQ((*twos)[0].name, "__consumer_offsets");
+  // A partition broker 1 adds is recorded with it as leader too. Broker 1 may not have seen
+  // broker 2's last change yet: its append then loses the race, catches up and goes after it.
+  auto grown = (*one)->topic_journal().partitions_created({"orders", orders.topic_id, 3, {}}, 2);
+  ASSERT_TRUE(grown) << grown.error().message;
+  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 4; }));
+  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).partitions, 3);
+  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).leader, 1);
+}
+
 TEST_F(EtcdClient, ACorruptMetadataEntryStopsFollowersAndRefusesToOpen) {
   using namespace tarn::cluster;
   etcd_cluster etcd;

@@ -191,6 +191,12 @@ const std::vector<config_key>& config_keys() {
       // Kafka requires node.id; tarn defaults it to 1 so that `tarn serve` starts bare.
       {"node.id", config_type::int32, "1", at_least(0)},
       {"broker.id", config_type::int32, "-1", nullptr},
+      // A cluster on etcd (docs/cluster.md): etcd's client endpoints, in the spirit of
+      // ZooKeeper-era Kafka's zookeeper.connect; empty runs single-node on the local metadata log.
+      {"etcd.connect", config_type::string, "", nullptr},
+      {"broker.session.timeout.ms", config_type::int32, "9000", at_least(1)},
+      {"broker.heartbeat.interval.ms", config_type::int32, "2000", at_least(1)},
+      {"broker.rack", config_type::string, nullptr, nullptr},
       // Threads, sockets, connections.
       {"num.network.threads", config_type::int32, nullptr, at_least(1)},
       {"num.io.threads", config_type::int32, "8", at_least(1)},
@@ -733,6 +739,10 @@ result<void, std::string> finish(broker_config& c) {
   auto i32 = [&](const char* k) { return static_cast<int32_t>(as_int(c, k)); };
 
   c.node_id = i32("node.id");
+  c.etcd_connect = split_list(str("etcd.connect"));
+  c.broker_session_timeout_ms = i32("broker.session.timeout.ms");
+  c.broker_heartbeat_interval_ms = i32("broker.heartbeat.interval.ms");
+  c.broker_rack = optional_string(c.values.at("broker.rack"));
   if (c.explicitly_set.count("broker.id") && i32("broker.id") != c.node_id) {
     return fail(fmt::format(
         "Invalid value {} for configuration broker.id: must equal node.id ({}) when both are set",

@@ -83,6 +83,13 @@ struct broker_config {
   int32_t node_id = 1;
   std::vector<std::string> log_dirs;
 
+  // A cluster on etcd (docs/cluster.md): etcd.connect's endpoints (empty: single node on the
+  // local metadata log), the session's bounds and this broker's rack.
+  std::vector<std::string> etcd_connect;
+  int32_t broker_session_timeout_ms = 9000;
+  int32_t broker_heartbeat_interval_ms = 2000;
+  std::optional<std::string> broker_rack;
+
   // Topic creation and produce validation (broker-wide defaults of the topic configs).
   int32_t num_partitions = 1;
   int32_t default_replication_factor = 1;

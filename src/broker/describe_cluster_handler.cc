@@ -6,7 +6,9 @@
 //   - EndpointType (v1+) BROKER (1): ClusterId from meta.properties, this node once with the
 //     host and port of the advertised listener the request came on, rack null, IsFenced false
 //     (v2); ControllerId = node.id (a KRaft broker names a random alive broker: here the only
-//     one); EndpointType 1 in the answer.
+//     one); EndpointType 1 in the answer. In a cluster (etcd.connect, docs/cluster.md): every
+//     live registered broker with its endpoint on that listener and its broker.rack, and the
+//     controller the election chose (-1 while there is none).
 //   - EndpointType CONTROLLER (2), asked of a broker: MISMATCHED_ENDPOINT_TYPE with Kafka's
 //     message; any other type UNSUPPORTED_ENDPOINT_TYPE. At v0 (where the field is always 1)
 //     Kafka would say INVALID_REQUEST; unreachable.
@@ -15,7 +17,7 @@
 //     DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE); else INT32_MIN. No authorization check
 //     otherwise, as Kafka. IncludeFencedBrokers changes nothing (never fenced).
 //   - A body that does not decode closes the connection.
-// Not supported: racks, quotas (ThrottleTimeMs 0).
+// Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
 #include <string>
@@ -65,16 +67,17 @@ asio::awaitable<handler_outcome> handle_describe_cluster(request_context& reques
     reply.error_message = message;
     co_return encode_response(reply, version);
   }
-  const int32_t node_id = request.services.config.node_id;
-  const listener_endpoint& advertised =
-      advertised_listener_for(request.services, request.connection);
+  const listed_cluster cluster = cluster_as_listed(request.services, request.connection);
   reply.endpoint_type = endpoint_type_broker;
   reply.cluster_id = request.services.topics->cluster_id();  // fixed at start
-  reply.controller_id = node_id;
-  auto& broker = reply.brokers.emplace_back();
-  broker.broker_id = node_id;
-  broker.host = advertised.host;
-  broker.port = advertised.port;
+  reply.controller_id = cluster.controller_id;
+  for (const auto& b : cluster.brokers) {
+    auto& broker = reply.brokers.emplace_back();
+    broker.broker_id = b.node_id;
+    broker.host = b.host;
+    broker.port = b.port;
+    broker.rack = b.rack;
+  }
   if (decoded->include_cluster_authorized_operations) {
     reply.cluster_authorized_operations = authorized_operations(
         request, security::resource_type::cluster, security::cluster_resource_name);

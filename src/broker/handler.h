@@ -26,6 +26,9 @@ class share_coordinator;
 namespace tarn::quota {
 class client_quotas;
 }
+namespace tarn::cluster {
+class cluster_membership;
+}
 namespace tarn::txn {
 class txn_coordinator;
 }
@@ -92,6 +95,8 @@ struct broker_services {
   // ACLs: null when authorizer.class.name is empty (no authorization, authorization.h).
   broker_authorizer* authorizer = nullptr;
   coordinator::share_coordinator* shares = nullptr;  // share groups (KIP-932)
+  // In a cluster: the live brokers and the controller (null on a single node).
+  cluster::cluster_membership* membership = nullptr;
 };
 
 struct connection_info {

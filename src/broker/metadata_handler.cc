@@ -1,12 +1,16 @@
 // Metadata (key 3): the brokers, the cluster id and controller, and the topics with their
-// partitions. tarn is a single node, so it leads every partition.
+// partitions. A single node leads every partition; in a cluster (docs/cluster.md) each broker
+// leads the topics it created, for now their only replica.
 //
 // Versions served: 0-13 (kafka-python uses v0/v1, librdkafka v4, kafkajs v6, Java and franz-go
 // v12+). The body is decoded with protocol::metadata_request.
 // Behaviour:
 //   - Brokers: this node (node.id) once, with the host and bound port of the advertised listener
 //     of the listener the request arrived on; rack null. ControllerId = node.id, ClusterId = the
-//     id kept in the log directory's meta.properties.
+//     id kept in the log directory's meta.properties. In a cluster: every live registered
+//     broker with its endpoint on that listener and broker.rack, and the elected controller
+//     (-1 while none); topics other brokers lead are listed with that broker as leader, replica
+//     and ISR, or leader -1 / LEADER_NOT_AVAILABLE / offline while it is not live.
 //   - Topics: a null list (v1+) or an empty one (v0) means every topic, sorted by name. Each
 //     partition: leader node.id, leader epoch 0, replicas = isr = [node.id], no offline replicas.
 //     Topic ids from v10. A name asked twice is answered once (Kafka uses a set).
@@ -95,6 +99,34 @@ metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
   return r;
 }
 
+// In a cluster, a topic another broker created and leads (for now its only replica and ISR,
+// docs/cluster.md). While that broker is not live its partitions have no leader:
+// LEADER_NOT_AVAILABLE with leader -1 and the replica offline, as Kafka answers.
+metadata_topic describe_remote_topic(const remote_topic& t, const listed_cluster& cluster,
+                                     std::optional<int32_t> ops) {
+  metadata_topic r;
+  r.name = t.name;
+  r.topic_id = to_wire(t.topic_id);
+  r.is_internal = is_internal_topic(t.name);
+  const bool live = cluster.live(t.leader);
+  r.partitions.reserve(static_cast<size_t>(t.partitions));
+  for (int32_t p = 0; p < t.partitions; ++p) {
+    protocol::metadata_response::metadata_response_partition part;
+    part.partition_index = p;
+    part.leader_id = live ? t.leader : -1;
+    part.leader_epoch = local_leader_epoch;
+    part.replica_nodes = {t.leader};
+    part.isr_nodes = {t.leader};
+    if (!live) {
+      part.error_code = static_cast<int16_t>(error_code::leader_not_available);
+      part.offline_replicas = {t.leader};
+    }
+    r.partitions.push_back(std::move(part));
+  }
+  if (ops) r.topic_authorized_operations = *ops;
+  return r;
+}
+
 // A topic answered without partitions. IsInternal still follows the name, as Kafka 4.4 answers
 // __consumer_offsets before it exists (UNKNOWN_TOPIC_OR_PARTITION, IsInternal true).
 metadata_topic topic_error(error_code code, std::optional<std::string_view> name) {
@@ -120,11 +152,20 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   topic_manager& topics = *request.services.topics;
 
   protocol::metadata_response reply;
-  const listener_endpoint& advertised =
-      advertised_listener_for(request.services, request.connection);
-  reply.brokers.push_back({node_id, advertised.host, advertised.port, std::nullopt});
+  // Owns the strings the answer's brokers and remote topics point into until it is encoded.
+  const listed_cluster cluster = cluster_as_listed(request.services, request.connection);
+  for (const auto& b : cluster.brokers) {
+    reply.brokers.push_back({b.node_id, b.host, b.port, b.rack});
+  }
   reply.cluster_id = topics.cluster_id();
-  reply.controller_id = node_id;
+  reply.controller_id = cluster.controller_id;
+  const std::vector<remote_topic> remote = topics.remote_topics();
+  auto find_remote = [&](std::string_view name) -> const remote_topic* {
+    for (const auto& t : remote) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
 
   const bool include_ops = decoded->include_topic_authorized_operations;
   auto ops_of = [&](std::string_view name) -> std::optional<int32_t> {
@@ -153,7 +194,8 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   storage::log_manager& logs = topics.logs();
   if (!all_topics && may_create) {
     const bool missing = std::ranges::any_of(*decoded->topics, [&](const auto& want) {
-      return want.name.has_value() && logs.find_topic(*want.name) == nullptr;
+      return want.name.has_value() && logs.find_topic(*want.name) == nullptr &&
+             find_remote(*want.name) == nullptr;
     });
     if (missing) {
       shared.unlock();
@@ -163,9 +205,19 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   if (all_topics) {
     // Topics the client may not DESCRIBE are left out, without a log line (Kafka: logIfDenied
     // false for an all-topics request).
-    for (const storage::topic_info* t : logs.topics()) {
-      if (!may_describe(t->name, false)) continue;
-      reply.topics.push_back(describe_topic(*t, node_id, ops_of(t->name)));
+    // Both lists are sorted by name: merged, the answer is too.
+    const std::vector<const storage::topic_info*> local = logs.topics();
+    size_t l = 0, o = 0;
+    while (l < local.size() || o < remote.size()) {
+      if (o == remote.size() || (l < local.size() && local[l]->name < remote[o].name)) {
+        const storage::topic_info* t = local[l++];
+        if (!may_describe(t->name, false)) continue;
+        reply.topics.push_back(describe_topic(*t, node_id, ops_of(t->name)));
+      } else {
+        const remote_topic& t = remote[o++];
+        if (!may_describe(t.name, false)) continue;
+        reply.topics.push_back(describe_remote_topic(t, cluster, ops_of(t.name)));
+      }
     }
     co_return encode_response(reply, version);
   }
@@ -188,7 +240,21 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       for (const storage::topic_info* t : logs.topics()) {
         if (t->topic_id == id) found = t;
       }
-      if (found != nullptr && !may_describe(found->name, true)) {
+      const remote_topic* found_remote = nullptr;
+      for (const auto& t : remote) {
+        if (t.topic_id == id) found_remote = &t;
+      }
+      if (found_remote != nullptr) {
+        if (!may_describe(found_remote->name, true)) {
+          metadata_topic denied = topic_error(error_code::topic_authorization_failed, std::nullopt);
+          denied.topic_id = want.topic_id;
+          denied.is_internal = false;
+          denied_describe.push_back(std::move(denied));
+        } else {
+          reply.topics.push_back(
+              describe_remote_topic(*found_remote, cluster, ops_of(found_remote->name)));
+        }
+      } else if (found != nullptr && !may_describe(found->name, true)) {
         metadata_topic denied = topic_error(error_code::topic_authorization_failed, std::nullopt);
         denied.topic_id = want.topic_id;
         denied.is_internal = false;
@@ -212,6 +278,10 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     }
     if (const storage::topic_info* t = logs.find_topic(name)) {
       reply.topics.push_back(describe_topic(*t, node_id, ops_of(name)));
+      continue;
+    }
+    if (const remote_topic* t = find_remote(name)) {
+      reply.topics.push_back(describe_remote_topic(*t, cluster, ops_of(name)));
       continue;
     }
     if (may_create && !cluster_create &&

@@ -39,6 +39,7 @@
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
+#include "cluster/cluster_membership.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/share_coordinator.h"
 #include "protocol/api_table.h"
@@ -138,6 +139,9 @@ struct server::impl {
   int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
   std::unique_ptr<broker_console> console;
   std::unique_ptr<broker_authorizer> authorizer;  // null: authorizer.class.name is empty
+  // In a cluster (etcd.connect): the session, registration and controller candidacy.
+  std::unique_ptr<cluster::cluster_membership> membership;
+  std::atomic<bool> fenced{false};  // the session was lost: the broker stops with exit code 1
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -182,6 +186,7 @@ struct server::impl {
   asio::awaitable<void> group_poller();
   void join_groups_loader();
   int connection_limit_for(const std::string& ip) const;
+  result<void, std::string> join_cluster(const std::vector<listener_endpoint>& advertised);
 };
 
 server::server(broker_config config) : impl_(std::make_unique<impl>(std::move(config))) {}
@@ -355,6 +360,9 @@ result<void, std::string> server::start() {
     if (advertised[i].port == 0) advertised[i].port = s.bound[i].port;
     if (advertised[i].host.empty()) advertised[i].host = asio::ip::host_name();
   }
+  if (s.topics->in_cluster()) {
+    if (auto r = s.join_cluster(advertised); !r) return fail(r.error());
+  }
   // Kafka's FetchSessionCache: min.incremental.fetch.session.eviction.ms is fixed at 120000.
   s.fetch_sessions = std::make_unique<fetch_session_cache>(
       s.config.max_incremental_fetch_session_cache_slots, 120000);
@@ -427,6 +435,7 @@ result<void, std::string> server::start() {
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.services->shares = s.shares.get();
+  s.services->membership = s.membership.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -509,9 +518,16 @@ int server::run() {
     if (loop->thread.joinable()) loop->thread.join();
   }
   s.join_groups_loader();
+  // Leave the cluster: revoking the lease removes the registration (and gives up the controller
+  // role) at once, so the others need not wait for the session timeout.
+  s.membership.reset();
   // Everything that writes to the log directory has stopped: the marker can go down.
   if (auto r = s.topics->shutdown(); !r) {
     spdlog::error("shutdown: {}", r.error());
+    return 1;
+  }
+  if (s.fenced.load()) {
+    spdlog::error("shut down after losing the cluster session (fenced)");
     return 1;
   }
   spdlog::info("shut down cleanly");
@@ -522,6 +538,36 @@ void server::request_shutdown() {
   auto& s = *impl_;
   asio::post(s.loop0().context,
              [&s] { asio::co_spawn(s.loop0().context, s.shutdown("requested"), asio::detached); });
+}
+
+// Registers this broker in the cluster (docs/cluster.md). A broker whose session is lost is
+// fenced: Kafka's fenced broker stops serving as a member until it registers again; tarn keeps
+// it simple and shuts the broker down cleanly with exit code 1, so its supervisor restarts it
+// and it registers afresh (a new broker epoch).
+result<void, std::string> server::impl::join_cluster(
+    const std::vector<listener_endpoint>& advertised) {
+  cluster::membership_options o;
+  o.session.client.endpoints = cluster::etcd_endpoint_urls(config.etcd_connect);
+  o.session.session_timeout_ms = config.broker_session_timeout_ms;
+  o.session.heartbeat_interval_ms = config.broker_heartbeat_interval_ms;
+  o.prefix = cluster_prefix(topics->cluster_id());
+  o.self.node_id = config.node_id;
+  o.self.incarnation_id = storage::uuid::random().to_string();
+  for (const auto& l : advertised) o.self.listeners.push_back({l.name, l.host, l.port});
+  o.self.rack = config.broker_rack;
+  auto joined = cluster::cluster_membership::join(o, [this](const std::string& why) {
+    spdlog::error("cluster session lost ({}): broker {} is fenced and shuts down", why,
+                  config.node_id);
+    fenced.store(true);
+    asio::post(loop0().context,
+               [this] { asio::co_spawn(loop0().context, shutdown("fenced"), asio::detached); });
+  });
+  if (!joined) return fail(joined.error());
+  membership = std::move(*joined);
+  spdlog::info("broker {} registered in cluster {} (broker epoch {}), {} live broker(s)",
+               config.node_id, topics->cluster_id(), membership->broker_epoch(),
+               membership->live_brokers().size());
+  return {};
 }
 
 event_loop& server::impl::pick_loop() {

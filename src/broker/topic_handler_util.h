@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/strong_types.h"
 #include "broker/handler.h"
+#include "cluster/cluster_membership.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
 #include "storage/log.h"
@@ -37,6 +40,43 @@ inline const listener_endpoint& advertised_listener_for(const broker_services& s
     if (l.name == connection.listener) return l;
   }
   return services.advertised_listeners.front();
+}
+
+// A broker as Metadata and DescribeCluster list it: its endpoint on the listener the request came
+// on. On a single node, this broker; in a cluster, every live registered broker that has that
+// listener (Kafka leaves out the others), in node id order.
+struct listed_broker {
+  int32_t node_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+};
+struct listed_cluster {
+  std::vector<listed_broker> brokers;
+  int32_t controller_id = -1;
+  bool live(int32_t node_id) const {
+    for (const auto& b : brokers) {
+      if (b.node_id == node_id) return true;
+    }
+    return false;
+  }
+};
+inline listed_cluster cluster_as_listed(const broker_services& services,
+                                        const connection_info& connection) {
+  listed_cluster out;
+  if (services.membership == nullptr) {
+    const listener_endpoint& advertised = advertised_listener_for(services, connection);
+    out.brokers.push_back({services.config.node_id, advertised.host, advertised.port, {}});
+    out.controller_id = services.config.node_id;
+    return out;
+  }
+  for (const auto& b : services.membership->live_brokers()) {
+    const cluster::broker_endpoint* e = b.endpoint(connection.listener);
+    if (e == nullptr) continue;
+    out.brokers.push_back({b.node_id, e->host, e->port, b.rack});
+  }
+  out.controller_id = services.membership->controller_id();
+  return out;
 }
 
 template <class Message>

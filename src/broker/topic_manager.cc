@@ -2,6 +2,7 @@
 #include "broker/topic_manager.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <ctime>
 
 #include "broker/properties.h"
+#include "cluster/cluster_membership.h"
+#include "cluster/etcd_metadata_log.h"
 #include "storage/io.h"
 #include "storage/topic_metadata.h"
 
@@ -27,7 +30,8 @@ storage::config_map topic_defaults_from(const broker_config& config) {
 }
 
 result<std::string, std::string> load_or_create_meta_properties(const std::string& log_dir,
-                                                                int32_t node_id) {
+                                                                int32_t node_id,
+                                                                const cluster_id_agreement& agree) {
   const std::string path = log_dir + "/" + meta_properties_file_name;
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
@@ -46,9 +50,24 @@ result<std::string, std::string> load_or_create_meta_properties(const std::strin
           "should remove all data in your data directories.",
           node_id, stored_node, path));
     }
+    if (agree) {
+      auto agreed = agree(cluster_id);
+      if (!agreed) return fail(agreed.error());
+      if (*agreed != cluster_id) {
+        return fail(fmt::format(
+            "The Cluster ID {} doesn't match stored clusterId {} in meta.properties. The broker "
+            "is trying to join the wrong cluster. Configured etcd.connect may be wrong.",
+            *agreed, cluster_id));
+      }
+    }
     return cluster_id;
   }
   std::string cluster_id = storage::uuid::random().to_string();
+  if (agree) {
+    auto agreed = agree(cluster_id);
+    if (!agreed) return fail(agreed.error());
+    cluster_id = *agreed;
+  }
   std::time_t t = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof(when), "%a %b %d %H:%M:%S UTC %Y", std::gmtime(&t));
@@ -87,6 +106,25 @@ bool same_cleaner(const storage::cleaner_config& a, const storage::cleaner_confi
          a.dedupe_buffer_load_factor == b.dedupe_buffer_load_factor &&
          a.io_buffer_size == b.io_buffer_size && a.max_message_size == b.max_message_size &&
          a.max_io_bytes_per_second == b.max_io_bytes_per_second && a.backoff_ms == b.backoff_ms;
+}
+
+result<std::unique_ptr<cluster::metadata_store>, std::string> open_local_store(
+    const std::string& log_dir) {
+  cluster::local_store_report store_report;
+  auto store = cluster::local_metadata_store::open(log_dir, 1000, &store_report);
+  if (!store) {
+    return fail(
+        fmt::format("cannot open the metadata log in {}: {}", log_dir, store.error().message));
+  }
+  if (store_report.imported_topics >= 0) {
+    spdlog::info("log directory {}: {} topic(s) imported from {} into the metadata log", log_dir,
+                 store_report.imported_topics, storage::topic_metadata_file_name);
+  }
+  if (store_report.recovery.torn_bytes > 0) {
+    spdlog::warn("metadata log in {}: cut a torn tail of {} byte(s) (a change never acknowledged)",
+                 log_dir, store_report.recovery.torn_bytes);
+  }
+  return std::unique_ptr<cluster::metadata_store>(std::move(*store));
 }
 
 }  // namespace
@@ -134,28 +172,91 @@ result<void, std::string> topic_manager::apply_dynamic_configs(const broker_conf
   return {};
 }
 
+std::string cluster_prefix(std::string_view cluster_id) {
+  return fmt::format("{}{}/", cluster_key_root, cluster_id);
+}
+
+void topic_manager::refresh_remote_topics(const cluster::metadata_image& image, int32_t node_id) {
+  std::map<std::string, remote_topic, std::less<>> remote;
+  for (const auto& [id, t] : image.topics) {
+    // Internal topics are each broker's own for now (docs/cluster.md).
+    if (t.leader < 0 || t.leader == node_id || t.name.starts_with("__")) continue;
+    remote.emplace(t.name, remote_topic{t.name, id, t.partitions, t.leader});
+  }
+  std::lock_guard g(remote_mu_);
+  remote_ = std::move(remote);
+}
+
+std::vector<remote_topic> topic_manager::remote_topics() const {
+  std::lock_guard g(remote_mu_);
+  std::vector<remote_topic> out;
+  out.reserve(remote_.size());
+  for (const auto& [name, t] : remote_) out.push_back(t);
+  return out;
+}
+
+std::optional<remote_topic> topic_manager::find_remote_topic(std::string_view name) const {
+  std::lock_guard g(remote_mu_);
+  auto it = remote_.find(name);
+  if (it == remote_.end()) return std::nullopt;
+  return it->second;
+}
+
 result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     const broker_config& config, const std::string& log_dir) {
   std::unique_ptr<topic_manager> m(new topic_manager());
-  auto cluster = load_or_create_meta_properties(log_dir, config.node_id);
+  const std::vector<std::string> etcd_endpoints = cluster::etcd_endpoint_urls(config.etcd_connect);
+  m->in_cluster_ = !etcd_endpoints.empty();
+  cluster_id_agreement agree;
+  if (m->in_cluster_) {
+    agree = [&etcd_endpoints](const std::string& proposed) {
+      return cluster::agree_cluster_id(etcd_endpoints, std::string(cluster_key_root), proposed);
+    };
+  }
+  auto cluster = load_or_create_meta_properties(log_dir, config.node_id, agree);
   if (!cluster) return fail(cluster.error());
   m->cluster_id_ = std::move(*cluster);
 
-  cluster::local_store_report store_report;
-  auto store = cluster::local_metadata_store::open(log_dir, 1000, &store_report);
-  if (!store) {
-    return fail(
-        fmt::format("cannot open the metadata log in {}: {}", log_dir, store.error().message));
+  if (m->in_cluster_) {
+    // The cluster's metadata log in etcd (docs/cluster.md) instead of the local one.
+    cluster::etcd_metadata_options o;
+    o.client.endpoints = etcd_endpoints;
+    o.prefix = cluster_prefix(m->cluster_id_);
+    o.node_id = config.node_id;
+    auto store = cluster::etcd_metadata_store::open(o);
+    if (!store) {
+      return fail(fmt::format("cannot open the cluster metadata log in etcd under {}: {}", o.prefix,
+                              store.error().message));
+    }
+    cluster::etcd_metadata_log& log = (*store)->log();
+    // Topics other brokers create or delete arrive here, on the log's watch thread, under the
+    // journal's lock: the image is read directly, not through the store (which would take it).
+    log.on_remote_change(
+        [mgr = m.get(), &log, node_id = config.node_id](const cluster::metadata_entry& entry) {
+          for (const auto& r : entry.records) {
+            if (const auto* t = std::get_if<cluster::topic_record>(&r)) {
+              spdlog::info("cluster metadata: topic {} created by another broker (offset {})",
+                           t->name, entry.offset);
+            } else if (const auto* d = std::get_if<cluster::remove_topic_record>(&r)) {
+              spdlog::info("cluster metadata: topic id {} deleted by another broker (offset {})",
+                           d->topic_id.to_string(), entry.offset);
+            }
+          }
+          mgr->refresh_remote_topics(log.image(), node_id);
+        });
+    {
+      // After the hook is in place, under the journal's lock: no change slips between the two.
+      auto g = log.lock();
+      m->refresh_remote_topics(log.image(), config.node_id);
+    }
+    spdlog::info("cluster metadata in etcd ({}) under {}: {} topic(s) led by other brokers",
+                 fmt::join(config.etcd_connect, ","), o.prefix, m->remote_topics().size());
+    m->metadata_ = std::move(*store);
+  } else {
+    auto opened = open_local_store(log_dir);
+    if (!opened) return fail(opened.error());
+    m->metadata_ = std::move(*opened);
   }
-  if (store_report.imported_topics >= 0) {
-    spdlog::info("log directory {}: {} topic(s) imported from {} into the metadata log", log_dir,
-                 store_report.imported_topics, storage::topic_metadata_file_name);
-  }
-  if (store_report.recovery.torn_bytes > 0) {
-    spdlog::warn("metadata log in {}: cut a torn tail of {} byte(s) (a change never acknowledged)",
-                 log_dir, store_report.recovery.torn_bytes);
-  }
-  m->metadata_ = std::move(*store);
 
   auto effective = effective_config(config, *m->metadata_);
   if (!effective) {

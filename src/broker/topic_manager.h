@@ -9,10 +9,15 @@
 // creation or deletion holds them back only for that moment (docs/broker.md).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "broker/config.h"
@@ -22,6 +27,10 @@
 namespace tarn::broker {
 
 inline constexpr const char* meta_properties_file_name = "meta.properties";
+// A cluster's keys in etcd: the cluster id at <root>cluster/id, everything else under
+// cluster_prefix(id) = <root><cluster.id>/ (docs/cluster.md).
+inline constexpr std::string_view cluster_key_root = "/tarn/";
+std::string cluster_prefix(std::string_view cluster_id);
 
 // The server.properties keys that were set, as storage's config_map: the broker-level defaults
 // (and their DescribeConfigs synonyms) of the topic configs. Keys left at Kafka's default are not
@@ -30,9 +39,21 @@ storage::config_map topic_defaults_from(const broker_config& config);
 
 // meta.properties in the log directory (Kafka's MetaProperties v1: version, cluster.id, node.id,
 // directory.id). Written on first start with a fresh cluster id; a node.id that differs from the
-// configuration refuses the start, as Kafka does. Returns the cluster id.
-result<std::string, std::string> load_or_create_meta_properties(const std::string& log_dir,
-                                                                int32_t node_id);
+// configuration refuses the start, as Kafka does. In a cluster, `agree` turns the id this broker
+// has (or a fresh one) into the cluster's (cluster_membership.h: agree_cluster_id); a stored id
+// that differs refuses the start (Kafka's InconsistentClusterIdException). Returns the cluster id.
+using cluster_id_agreement = std::function<result<std::string, std::string>(const std::string&)>;
+result<std::string, std::string> load_or_create_meta_properties(
+    const std::string& log_dir, int32_t node_id, const cluster_id_agreement& agree = {});
+
+// In a cluster, a topic another broker created and leads (docs/cluster.md: for now its only
+// replica); this broker has no log of it.
+struct remote_topic {
+  std::string name;
+  storage::uuid topic_id;
+  int32_t partitions = 0;
+  int32_t leader = -1;
+};
 
 class topic_manager {
  public:
@@ -57,6 +78,12 @@ class topic_manager {
   storage::log_manager& logs() { return *logs_; }
   // The cluster metadata seam (the metadata log, docs/metadata.md); thread-safe on its own.
   cluster::metadata_store& metadata() { return *metadata_; }
+  // Whether the metadata is the cluster's, in etcd (etcd.connect is set).
+  bool in_cluster() const { return in_cluster_; }
+  // In a cluster, the topics other brokers lead (as etcd_metadata_log::on_remote_change keeps
+  // them), by name; empty on a single node. Any thread; takes a lock of its own.
+  std::vector<remote_topic> remote_topics() const;
+  std::optional<remote_topic> find_remote_topic(std::string_view name) const;
 
   // The static configuration overlaid by the dynamic broker configs of the metadata store: the
   // cluster-wide default (resource "") first, then this node's, as Kafka's DynamicBrokerConfig
@@ -77,7 +104,13 @@ class topic_manager {
  private:
   topic_manager() = default;
 
+  // Rebuilds remote_ from the image (under the journal's lock, which the caller holds).
+  void refresh_remote_topics(const cluster::metadata_image& image, int32_t node_id);
+
   mutable std::mutex control_mu_;
+  bool in_cluster_ = false;
+  mutable std::mutex remote_mu_;
+  std::map<std::string, remote_topic, std::less<>> remote_;
   std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;

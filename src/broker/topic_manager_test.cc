@@ -95,5 +95,40 @@ TEST(meta_properties, created_once_then_read_back_and_node_id_checked) {
   std::filesystem::remove_all(dir);
 }
 
+// In a cluster the id comes from etcd (agree_cluster_id, faked here): a fresh log directory
+// adopts the cluster's; one that holds another id is refused (InconsistentClusterIdException).
+TEST(meta_properties, a_cluster_member_adopts_the_cluster_id_and_refuses_another) {
+  auto dir = std::filesystem::temp_directory_path() / "tarn-meta-properties-cluster-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string cluster = "AAAAAAAAAAAAAAAAAAAAAA";
+  std::string proposed;
+  auto etcd = [&](const std::string& p) -> result<std::string, std::string> {
+    proposed = p;
+    return cluster;
+  };
+  auto first = load_or_create_meta_properties(dir.string(), 2, etcd);
+  ASSERT_TRUE(first.has_value()) << first.error();
+  EXPECT_EQ(*first, cluster);
+  EXPECT_EQ(proposed.size(), 22u) << "a fresh id is proposed";
+  auto again = load_or_create_meta_properties(dir.string(), 2, etcd);
+  ASSERT_TRUE(again.has_value()) << again.error();
+  EXPECT_EQ(proposed, cluster) << "the stored id is proposed";
+  auto other = load_or_create_meta_properties(
+      dir.string(), 2, [](const std::string&) -> result<std::string, std::string> {
+        return std::string("BBBBBBBBBBBBBBBBBBBBBB");
+      });
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.error().find("doesn't match stored clusterId"), std::string::npos)
+      << other.error();
+  auto down = load_or_create_meta_properties(
+      dir.string(), 2, [](const std::string&) -> result<std::string, std::string> {
+        return fail(std::string("etcd unreachable"));
+      });
+  ASSERT_FALSE(down.has_value());
+  EXPECT_EQ(down.error(), "etcd unreachable");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tarn::broker

@@ -131,6 +131,22 @@ result<void, storage_error> etcd_metadata_log::append(std::vector<metadata_recor
   return {};
 }
 
+bool etcd_metadata_log::catch_up() {
+  if (!follow_error_.empty()) return false;
+  const int64_t before = image_.next_offset;
+  auto entries = client_->range(entry_key(before), etcd::prefix_end(log_prefix_));
+  if (!entries) return false;
+  for (const auto& kv : entries->kvs) {
+    auto applied = apply_entry(kv.key, kv.value);
+    if (!applied) {
+      follow_error_ = applied.error().message;
+      return false;
+    }
+    if (!*applied) break;  // a gap: the watch brings the rest in order
+  }
+  return image_.next_offset > before;
+}
+
 void etcd_metadata_log::on_remote_change(std::function<void(const metadata_entry&)> handler) {
   std::lock_guard g(mu_);
   on_remote_change_ = std::move(handler);
@@ -143,11 +159,12 @@ std::string etcd_metadata_log::follow_error() const {
 
 result<std::unique_ptr<etcd_metadata_store>, storage_error> etcd_metadata_store::open(
     etcd_metadata_options options) {
+  const int32_t node_id = options.node_id;
   auto log = etcd_metadata_log::open(std::move(options));
   if (!log) return fail(log.error());
   etcd_metadata_log* raw = log->get();
   return std::unique_ptr<etcd_metadata_store>(
-      new etcd_metadata_store(raw, std::unique_ptr<metadata_journal>(std::move(*log))));
+      new etcd_metadata_store(raw, std::unique_ptr<metadata_journal>(std::move(*log)), node_id));
 }
 
 }  // namespace tarn::cluster

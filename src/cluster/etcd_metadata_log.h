@@ -19,7 +19,8 @@ namespace tarn::cluster {
 
 struct etcd_metadata_options {
   etcd::client_options client;
-  std::string prefix;  // the cluster's keys, e.g. "/tarn/<cluster.id>/"
+  std::string prefix;    // the cluster's keys, e.g. "/tarn/<cluster.id>/"
+  int32_t node_id = -1;  // this broker: the leader recorded for the topics it creates
 };
 
 class etcd_metadata_log final : public metadata_journal {
@@ -35,6 +36,9 @@ class etcd_metadata_log final : public metadata_journal {
   // Fails (io_error) when etcd is unreachable, or when another writer took the offset first
   // (the watch then brings that change in; the caller decides again on the newer image).
   result<void, storage::storage_error> append(std::vector<metadata_record> records) override;
+  // Reads the entries from the image's next offset on and applies them (what the watch would
+  // bring a moment later); true when it applied at least one.
+  bool catch_up() override;
 
   // Called under lock() after a change written by another broker was applied.
   void on_remote_change(std::function<void(const metadata_entry&)> handler);
@@ -69,8 +73,11 @@ class etcd_metadata_store final : public journal_metadata_store {
   etcd_metadata_log& log() { return *log_; }
 
  private:
-  etcd_metadata_store(etcd_metadata_log* log, std::unique_ptr<metadata_journal> owned)
-      : journal_metadata_store(std::move(owned)), log_(log) {}
+  etcd_metadata_store(etcd_metadata_log* log, std::unique_ptr<metadata_journal> owned,
+                      int32_t node_id)
+      : journal_metadata_store(std::move(owned)), log_(log) {
+    local_leader_ = node_id;
+  }
   etcd_metadata_log* log_;  // the journal the base owns
 };
 

@@ -14,6 +14,7 @@ void metadata_image::apply(const metadata_record& record) {
           if (it != topics.end() && r.partition_id >= it->second.partitions) {
             it->second.partitions = r.partition_id + 1;
           }
+          if (it != topics.end() && r.leader >= 0) it->second.leader = r.leader;
         } else if constexpr (std::is_same_v<T, config_record>) {
           auto key = std::make_pair(r.resource_type, r.resource_name);
           if (r.value) {
@@ -76,7 +77,7 @@ std::vector<metadata_record> metadata_image::to_records() const {
   for (const auto& [name, level] : features) out.push_back(feature_level_record{name, level});
   for (const auto& [id, t] : topics) {
     out.push_back(topic_record{t.name, id});
-    for (int32_t p = 0; p < t.partitions; ++p) out.push_back(partition_record{p, id});
+    for (int32_t p = 0; p < t.partitions; ++p) out.push_back(partition_record{p, id, t.leader});
   }
   for (const auto& [key, map] : configs) {
     for (const auto& [k, v] : map) out.push_back(config_record{key.first, key.second, k, v});

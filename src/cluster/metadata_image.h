@@ -20,6 +20,7 @@ struct topic_image {
   std::string name;
   storage::uuid topic_id;
   int32_t partitions = 0;
+  int32_t leader = -1;  // in a cluster, the broker leading its partitions (-1 on a single node)
 };
 
 using quota_entity = std::vector<std::pair<std::string, std::optional<std::string>>>;

@@ -21,6 +21,11 @@ class metadata_journal {
   virtual const metadata_image& image() const = 0;
   // Appends one change durably (it applies whole or not at all), then applies it to the image.
   virtual result<void, storage::storage_error> append(std::vector<metadata_record> records) = 0;
+  // After append() failed: when the reason is that another writer appended first (a journal
+  // shared by several brokers), applies the changes this journal had not seen yet and returns
+  // true, so the caller can decide again on the newer image. Under lock(). A journal with one
+  // writer (the local log) never loses a race: false.
+  virtual bool catch_up() { return false; }
 };
 
 }  // namespace tarn::cluster

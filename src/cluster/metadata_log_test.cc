@@ -55,6 +55,7 @@ TEST(MetadataRecords, EveryRecordTypeRoundTrips) {
   EXPECT_FALSE(std::get<config_record>(d.entry.records[3]).value.has_value());
   EXPECT_EQ(std::get<remove_topic_record>(d.entry.records[4]).topic_id, id_of(2));
   EXPECT_EQ(std::get<feature_level_record>(d.entry.records[5]).feature_level, 27);
+  EXPECT_EQ(std::get<partition_record>(d.entry.records[1]).leader, -1);
   const auto& q2 = std::get<client_quota_record>(d.entry.records[6]);
   EXPECT_EQ(q2.entities.size(), 2u);
   EXPECT_FALSE(q2.entities[1].entity_name.has_value());
@@ -374,4 +375,30 @@ TEST(LocalMetadataStore, AclsSurviveReopenAndSnapshots) {
 }
 
 }  // namespace
+// A cluster's PartitionRecord carries its leader (version 1); a single node's stays version 0,
+// byte for byte what it was, and both decode, and a snapshot keeps the leader.
+TEST(metadata_records, partition_leader_round_trips_as_version_1) {
+  metadata_entry single{0, {partition_record{0, id_of(1)}}};
+  metadata_entry cluster{0, {partition_record{0, id_of(1), 3}}};
+  auto a = encode_entry(single);
+  auto b = encode_entry(cluster);
+  EXPECT_EQ(b.size(), a.size() + 4);
+  auto da = decode_entry(a);
+  auto db = decode_entry(b);
+  ASSERT_EQ(da.status, decode_status::ok) << da.message;
+  ASSERT_EQ(db.status, decode_status::ok) << db.message;
+  EXPECT_EQ(std::get<partition_record>(da.entry.records[0]).leader, -1);
+  EXPECT_EQ(std::get<partition_record>(db.entry.records[0]).leader, 3);
+
+  metadata_image image;
+  image.apply(topic_record{"t", id_of(1)});
+  image.apply(partition_record{0, id_of(1), 3});
+  image.apply(partition_record{1, id_of(1), 3});
+  EXPECT_EQ(image.topics.at(id_of(1)).leader, 3);
+  metadata_image rebuilt;
+  for (const auto& r : image.to_records()) rebuilt.apply(r);
+  EXPECT_EQ(rebuilt.topics.at(id_of(1)).leader, 3);
+  EXPECT_EQ(rebuilt.topics.at(id_of(1)).partitions, 2);
+}
+
 }  // namespace tarn::cluster

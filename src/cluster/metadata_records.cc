@@ -111,9 +111,10 @@ void encode_record(entry_writer& w, const metadata_record& record) {
           w.uuid(r.topic_id);
         } else if constexpr (std::is_same_v<T, partition_record>) {
           w.i16(key_partition);
-          w.i16(0);
+          w.i16(r.leader >= 0 ? 1 : 0);
           w.i32(r.partition_id);
           w.uuid(r.topic_id);
+          if (r.leader >= 0) w.i32(r.leader);
         } else if constexpr (std::is_same_v<T, config_record>) {
           w.i16(key_config);
           w.i16(0);
@@ -179,7 +180,8 @@ void encode_record(entry_writer& w, const metadata_record& record) {
 std::optional<metadata_record> decode_record(entry_reader& r) {
   int16_t key = r.i16();
   int16_t version = r.i16();
-  if (!r.ok() || version != 0) return std::nullopt;
+  // PartitionRecord has a version 1 (with its leader); every other record only version 0.
+  if (!r.ok() || version < 0 || version > (key == key_partition ? 1 : 0)) return std::nullopt;
   switch (key) {
     case key_topic: {
       topic_record t;
@@ -191,6 +193,7 @@ std::optional<metadata_record> decode_record(entry_reader& r) {
       partition_record p;
       p.partition_id = r.i32();
       p.topic_id = r.uuid();
+      if (version >= 1) p.leader = r.i32();
       return p;
     }
     case key_config: {

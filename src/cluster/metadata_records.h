@@ -29,6 +29,9 @@ struct topic_record {  // apiKey 2
 struct partition_record {  // apiKey 3: one per partition
   int32_t partition_id = 0;
   storage::uuid topic_id;
+  // In a cluster, the broker that leads it (and for now its only replica: docs/cluster.md);
+  // -1 on a single node. Written as version 1 only when set, so a single node's log is unchanged.
+  int32_t leader = -1;
 };
 struct config_record {  // apiKey 4: value nullopt removes the key
   int8_t resource_type = 0;

@@ -28,10 +28,13 @@ std::vector<metadata_record> config_changes(int8_t resource_type, const std::str
 
 namespace {
 
-std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t) {
+std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t,
+                                                  int32_t leader = -1) {
   std::vector<metadata_record> out;
   out.push_back(topic_record{t.name, t.topic_id});
-  for (int32_t p = 0; p < t.partitions; ++p) out.push_back(partition_record{p, t.topic_id});
+  for (int32_t p = 0; p < t.partitions; ++p) {
+    out.push_back(partition_record{p, t.topic_id, leader});
+  }
   for (auto& c : config_changes(config_resource_topic, t.name, {}, t.overrides)) {
     out.push_back(std::move(c));
   }
@@ -84,11 +87,11 @@ storage::config_map journal_metadata_store::broker_configs(std::string_view reso
 result<void, storage_error> journal_metadata_store::set_broker_configs(
     std::string_view resource_name, const storage::config_map& configs) {
   auto g = journal_->lock();
-  const auto* c = journal_->image().find_configs(config_resource_broker, resource_name);
-  auto changes = config_changes(config_resource_broker, std::string(resource_name),
-                                c != nullptr ? *c : storage::config_map{}, configs);
-  if (changes.empty()) return {};
-  return journal_->append(std::move(changes));
+  return append_decided([&](const metadata_image& image) -> decision {
+    const auto* c = image.find_configs(config_resource_broker, resource_name);
+    return config_changes(config_resource_broker, std::string(resource_name),
+                          c != nullptr ? *c : storage::config_map{}, configs);
+  });
 }
 
 std::map<quota_entity, std::map<std::string, double>> journal_metadata_store::client_quotas()
@@ -103,7 +106,7 @@ result<void, storage_error> journal_metadata_store::change_client_quotas(
   if (changes.empty()) return {};
   std::vector<metadata_record> records(std::make_move_iterator(changes.begin()),
                                        std::make_move_iterator(changes.end()));
-  return journal_->append(std::move(records));
+  return append_caught_up(std::move(records));
 }
 
 std::map<std::pair<std::string, int8_t>, user_scram_credential_record>
@@ -125,7 +128,7 @@ result<void, storage_error> journal_metadata_store::change_scram_credentials(
     std::vector<metadata_record> changes) {
   auto g = journal_->lock();
   if (changes.empty()) return {};
-  return journal_->append(std::move(changes));
+  return append_caught_up(std::move(changes));
 }
 
 std::map<storage::uuid, access_control_entry_record> journal_metadata_store::acls() const {
@@ -137,7 +140,7 @@ result<void, storage_error> journal_metadata_store::change_acls(
     std::vector<metadata_record> changes) {
   auto g = journal_->lock();
   if (changes.empty()) return {};
-  return journal_->append(std::move(changes));
+  return append_caught_up(std::move(changes));
 }
 
 feature_map journal_metadata_store::finalized_features() const {
@@ -160,7 +163,7 @@ result<void, storage_error> journal_metadata_store::set_feature_levels(const fea
   std::vector<metadata_record> records;
   for (const auto& [name, level] : levels) records.push_back(feature_level_record{name, level});
   if (records.empty()) return {};
-  return journal_->append(std::move(records));
+  return append_caught_up(std::move(records));
 }
 
 metadata_image journal_metadata_store::image() const {
@@ -173,6 +176,8 @@ result<std::vector<storage::topic_record>, storage_error> journal_metadata_store
   std::vector<storage::topic_record> out;
   const metadata_image& image = journal_->image();
   for (const auto& [id, t] : image.topics) {
+    // In a cluster, the topics other brokers lead are theirs: no log here (docs/cluster.md).
+    if (!hosted_here(t)) continue;
     storage::topic_record rec{t.name, id, t.partitions, {}};
     if (const auto* c = image.find_configs(config_resource_topic, t.name)) rec.overrides = *c;
     out.push_back(std::move(rec));
@@ -180,14 +185,46 @@ result<std::vector<storage::topic_record>, storage_error> journal_metadata_store
   return out;
 }
 
+result<void, storage_error> journal_metadata_store::append_decided(
+    const std::function<decision(const metadata_image&)>& decide) {
+  for (int attempt = 1;; ++attempt) {
+    auto records = decide(journal_->image());
+    if (!records) return fail(records.error());
+    if (records->empty()) return {};
+    auto appended = journal_->append(std::move(*records));
+    // Lost to another writer (a cluster's journal): decide again on the image it caught up to.
+    if (appended || attempt == max_append_attempts || !journal_->catch_up()) return appended;
+  }
+}
+
+result<void, storage_error> journal_metadata_store::append_caught_up(
+    std::vector<metadata_record> records) {
+  return append_decided([&](const metadata_image&) -> decision { return records; });
+}
+
+bool journal_metadata_store::hosted_here(const topic_image& t) const {
+  return local_leader_ < 0 || t.leader < 0 || t.leader == local_leader_;
+}
+
 result<void, storage_error> journal_metadata_store::topic_created(const storage::topic_record& t) {
   auto g = journal_->lock();
-  return journal_->append(records_of_new_topic(t));
+  return append_decided([&](const metadata_image& image) -> decision {
+    // In a cluster the log manager knows only its own topics; the image knows every broker's.
+    // Internal topics (__consumer_offsets, ...) are each broker's own for now (docs/cluster.md).
+    if (local_leader_ >= 0 && !t.name.starts_with("__")) {
+      if (const topic_image* other = image.find_topic(t.name)) {
+        return fail(storage_error{
+            storage::storage_errc::already_exists,
+            fmt::format("Topic '{}' already exists (led by broker {}).", t.name, other->leader)});
+      }
+    }
+    return records_of_new_topic(t, local_leader_);
+  });
 }
 
 result<void, storage_error> journal_metadata_store::topic_deleted(const storage::topic_record& t) {
   auto g = journal_->lock();
-  return journal_->append({remove_topic_record{t.topic_id}});
+  return append_caught_up({remove_topic_record{t.topic_id}});
 }
 
 result<void, storage_error> journal_metadata_store::partitions_created(
@@ -195,9 +232,9 @@ result<void, storage_error> journal_metadata_store::partitions_created(
   auto g = journal_->lock();
   std::vector<metadata_record> records;
   for (int32_t p = old_count; p < t.partitions; ++p) {
-    records.push_back(partition_record{p, t.topic_id});
+    records.push_back(partition_record{p, t.topic_id, local_leader_});
   }
-  return journal_->append(std::move(records));
+  return append_caught_up(std::move(records));
 }
 
 result<void, storage_error> journal_metadata_store::topic_config_changed(
@@ -205,7 +242,7 @@ result<void, storage_error> journal_metadata_store::topic_config_changed(
   auto g = journal_->lock();
   auto changes = config_changes(config_resource_topic, t.name, old_overrides, t.overrides);
   if (changes.empty()) return {};
-  return journal_->append(std::move(changes));
+  return append_caught_up(std::move(changes));
 }
 
 }  // namespace tarn::cluster

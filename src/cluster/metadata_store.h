@@ -6,6 +6,7 @@
 // Thread-safety: every member may be called from any thread; implementations serialize.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -101,7 +102,22 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   // For tests and tools: a copy of the whole image.
   metadata_image image() const;
 
+ protected:
+  // In a cluster, this broker's node id: the topics it creates are recorded with it as their
+  // leader, and the log manager loads only those (and internal topics). -1 on a single node.
+  int32_t local_leader_ = -1;
+
  private:
+  bool hosted_here(const topic_image& t) const;
+  // Appends what `decide` makes of the image (nothing when it decides no records). When another
+  // writer appended first (a cluster's journal, metadata_journal::catch_up), decides again on the
+  // image caught up, at most max_append_attempts times in all. Call under the journal's lock.
+  using decision = result<std::vector<metadata_record>, storage::storage_error>;
+  static constexpr int max_append_attempts = 5;
+  result<void, storage::storage_error> append_decided(
+      const std::function<decision(const metadata_image&)>& decide);
+  // The same for a change that does not depend on the image: appended after what it missed.
+  result<void, storage::storage_error> append_caught_up(std::vector<metadata_record> records);
   // storage::topic_journal
   result<std::vector<storage::topic_record>, storage::storage_error> load_topics() override;
   result<void, storage::storage_error> topic_created(const storage::topic_record& topic) override;
