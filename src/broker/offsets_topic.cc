@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "broker/topic_handler_util.h"
+#include "coordinator/share_state.h"
 #include "record/record_batch.h"
 #include "storage/log_validator.h"
 #include "storage/producer_state.h"
@@ -89,6 +90,25 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
   if (created) {
     spdlog::info("created {} with {} partition(s)", coordinator::offsets_topic_name,
                  config.offsets_topic_num_partitions);
+  }
+  return created;
+}
+
+storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config) {
+  return {{"cleanup.policy", "delete"},
+          {"compression.type", "producer"},
+          {"segment.bytes", std::to_string(config.share_coordinator_state_topic_segment_bytes)},
+          {"retention.ms", "-1"}};
+}
+
+result<const storage::topic_info*, storage::storage_error> create_share_group_state_topic(
+    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms) {
+  auto created = logs.create_topic(coordinator::share_group_state_topic_name,
+                                   config.share_coordinator_state_topic_num_partitions,
+                                   share_group_state_topic_overrides(config), now_ms);
+  if (created) {
+    spdlog::info("created {} with {} partition(s)", coordinator::share_group_state_topic_name,
+                 config.share_coordinator_state_topic_num_partitions);
   }
   return created;
 }
