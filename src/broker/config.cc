@@ -318,6 +318,10 @@ const std::vector<config_key>& config_keys() {
       {"share.coordinator.state.topic.segment.bytes", config_type::int32, "104857600", at_least(1)},
       {"share.coordinator.snapshot.update.records.per.snapshot", config_type::int32, "500",
        between(0, 500)},
+      {"share.coordinator.state.topic.prune.interval.ms", config_type::int32, "300000",
+       at_least(1)},
+      {"share.coordinator.cold.partition.snapshot.interval.ms", config_type::int32, "300000",
+       at_least(1)},
       // Committed offsets and __consumer_offsets.
       {"offset.metadata.max.bytes", config_type::int32, "4096", nullptr},
       {"offsets.retention.minutes", config_type::int32, "10080", at_least(1)},
@@ -566,6 +570,10 @@ result<void, std::string> finish_group_config(broker_config& c) {
       i32("share.coordinator.state.topic.segment.bytes");
   sh.share_coordinator_snapshot_update_records_per_snapshot =
       i32("share.coordinator.snapshot.update.records.per.snapshot");
+  sh.share_coordinator_state_topic_prune_interval_ms =
+      i32("share.coordinator.state.topic.prune.interval.ms");
+  sh.share_coordinator_cold_partition_snapshot_interval_ms =
+      i32("share.coordinator.cold.partition.snapshot.interval.ms");
   txn::txn_config& t = c.txn;
   t.max_timeout_ms = i32("transaction.max.timeout.ms");
   t.state_log_num_partitions = i32("transaction.state.log.num.partitions");

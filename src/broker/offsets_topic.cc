@@ -292,6 +292,29 @@ result<void, std::string> offsets_topic::replay(
   return {};
 }
 
+result<void, error_code> offsets_topic::delete_records_before(int32_t partition, offset_t offset) {
+  auto guard = topics_.read_lock();
+  storage::log* log = topics_.logs().get_log(topic_, partition_id{partition});
+  if (log == nullptr) return fail(error_code::unknown_topic_or_partition);
+  bool moved = false;
+  {
+    std::lock_guard log_lock(log->mutex());
+    const offset_t before = log->log_start_offset();
+    if (auto r = log->delete_records_before(offset, wall_clock_ms()); !r) {
+      spdlog::error("pruning {}-{} below {}: {}", topic_, partition, offset, r.error().message);
+      return fail(error_code::kafka_storage_error);
+    }
+    moved = log->log_start_offset() != before;
+  }
+  if (moved) {
+    if (auto c = topics_.logs().checkpoint_log_start_offsets(); !c) {
+      spdlog::error("pruning {}: writing log-start-offset-checkpoint failed: {}", topic_,
+                    c.error().message);
+    }
+  }
+  return {};
+}
+
 std::optional<coordinator::topic_description> topic_metadata_view::topic(
     std::string_view name) const {
   auto guard = topics_.read_lock();

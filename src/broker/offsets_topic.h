@@ -81,6 +81,10 @@ class offsets_topic final : public coordinator::offsets_log {
   result<offset_t, protocol::error_code> append(
       int32_t partition, std::vector<uint8_t> batch,
       std::optional<uint32_t> txn_markers_before) override;
+  // storage's delete_records_before under the log's mutex, then the log start offsets
+  // checkpointed (as DeleteRecords does).
+  result<void, protocol::error_code> delete_records_before(int32_t partition,
+                                                           offset_t offset) override;
   // Reads the partition from its log start to the log end offset it has when the replay starts,
   // in chunks of load_buffer_bytes (at least one batch each), with
   // storage's reader; compressed batches are decompressed (record/). A record without a key is

@@ -381,7 +381,7 @@ result<void, std::string> server::start() {
     // Share-partition state is replayed before the listeners open, so no share request sees a
     // coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile).
     const auto start = std::chrono::steady_clock::now();
-    if (auto loaded = s.shares->load(); !loaded) {
+    if (auto loaded = s.shares->load(wall_clock_ms()); !loaded) {
       return fail("cannot load __share_group_state: " + loaded.error());
     }
     if (s.shares->skipped_state_records() > 0) {

@@ -21,6 +21,8 @@ struct share_config {
   int32_t share_coordinator_state_topic_num_partitions = 50;
   int32_t share_coordinator_state_topic_segment_bytes = 104857600;
   int32_t share_coordinator_snapshot_update_records_per_snapshot = 500;
+  int32_t share_coordinator_state_topic_prune_interval_ms = 300000;
+  int32_t share_coordinator_cold_partition_snapshot_interval_ms = 300000;
 };
 
 }  // namespace tarn::coordinator

@@ -456,11 +456,65 @@ void share_coordinator::poll(int64_t now_ms) {
     }
     for (const auto& mid : expired) remove_member(g, mid, now_ms);
   }
+  maybe_prune(now_ms);
   for (auto& [key, p] : partitions_) {
     if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
     p.expire_locks(now_ms);
     // A failed write is not lost: the next write of the share-partition carries the change.
     persist(key, p, now_ms);
+  }
+}
+
+void share_coordinator::maybe_prune(int64_t now_ms) {
+  if (state_log_ == nullptr) return;
+  if (last_prune_ms_ < 0) {
+    last_prune_ms_ = now_ms;
+    last_cold_snapshot_ms_ = now_ms;
+    return;
+  }
+  const int32_t partitions = state_partitions_.load();
+  if (partitions <= 0) return;
+  auto partition_of = [partitions](const partition_key& key) {
+    return share_state_partition_for({std::get<0>(key), std::get<1>(key), std::get<2>(key)},
+                                     partitions);
+  };
+  if (now_ms - last_cold_snapshot_ms_ >=
+      config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+    last_cold_snapshot_ms_ = now_ms;
+    std::vector<partition_key> cold;
+    for (const auto& [key, ps] : persisted_) {
+      if (now_ms - ps.last_write_ms <
+          config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+        continue;
+      }
+      // Already the last record of its partition: a new snapshot would free nothing.
+      if (ps.updates_since_snapshot == 0 &&
+          ps.snapshot_offset >= last_written_offset_[partition_of(key)]) {
+        continue;
+      }
+      cold.push_back(key);
+    }
+    for (const auto& key : cold) {
+      if (auto it = partitions_.find(key); it != partitions_.end()) {
+        persist(key, it->second, now_ms, true);
+      }
+    }
+  }
+  if (now_ms - last_prune_ms_ < config_.share_coordinator_state_topic_prune_interval_ms) return;
+  last_prune_ms_ = now_ms;
+  std::map<int32_t, int64_t> needed;  // per partition: its oldest snapshot still needed
+  for (const auto& [key, ps] : persisted_) {
+    const int32_t part = partition_of(key);
+    const int64_t from = std::max<int64_t>(ps.snapshot_offset, 0);
+    auto [it, fresh] = needed.emplace(part, from);
+    if (!fresh) it->second = std::min(it->second, from);
+  }
+  for (const auto& [part, last] : last_written_offset_) {
+    auto n = needed.find(part);
+    const int64_t before = n == needed.end() ? last + 1 : n->second;
+    if (before <= pruned_before_[part]) continue;
+    // A failure is retried at the next interval.
+    if (state_log_->delete_records_before(part, before)) pruned_before_[part] = before;
   }
 }
 
@@ -529,11 +583,14 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
         return error_code::unknown_server_error;
     }
   }
+  const int32_t state_partition = share_state_partition_for(pk, partitions);
+  last_written_offset_[state_partition] = *written;
   if (is_snapshot) {
-    persisted_[key] = {std::move(next), 0};
+    persisted_[key] = {std::move(next), 0, *written, now_ms};
   } else {
     it->second.state = std::move(next);
     ++it->second.updates_since_snapshot;
+    it->second.last_write_ms = now_ms;
   }
   return error_code::none;
 }
@@ -546,8 +603,11 @@ void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms)
   for (int16_t type : {share_snapshot_record_type, share_update_record_type}) {
     const auto k = encode_share_state_key(type, pk);
     // Best effort: a tombstone that fails leaves the old state, which load() brings back.
-    (void)state_log_->append(share_state_partition_for(pk, partitions),
-                             build_share_state_batch(k, std::nullopt, now_ms), std::nullopt);
+    const int32_t part = share_state_partition_for(pk, partitions);
+    if (auto w = state_log_->append(part, build_share_state_batch(k, std::nullopt, now_ms),
+                                    std::nullopt)) {
+      last_written_offset_[part] = *w;
+    }
   }
 }
 
@@ -562,16 +622,17 @@ size_t share_coordinator::share_partition_count() const {
   return partitions_.size();
 }
 
-result<void, std::string> share_coordinator::load() {
+result<void, std::string> share_coordinator::load(int64_t now_ms) {
   if (state_log_ == nullptr) return {};
   auto n = state_log_->partitions();
   if (!n) return {};  // created on first use
   state_partitions_.store(*n);
   share_state_replay replay;
   for (int32_t i = 0; i < *n; ++i) {
-    auto done = state_log_->replay(i, [&replay](const offsets_record& r) {
+    auto done = state_log_->replay(i, [&](const offsets_record& r) {
+      last_written_offset_[i] = r.offset;
       if (r.marker_commit) return;  // nothing transactional writes to __share_group_state
-      replay.apply(r.key, r.value);
+      replay.apply(r.offset, r.key, r.value);
     });
     if (!done)
       return fail(std::string(share_group_state_topic_name) + "-" + std::to_string(i) + ": " +
@@ -584,7 +645,7 @@ result<void, std::string> share_coordinator::load() {
     auto p =
         share_partition::restore(partition_config(), e.state.start_offset, e.state.state_batches);
     partitions_.insert_or_assign(key, std::move(p));
-    persisted_[key] = {e.state, e.updates_since_snapshot};
+    persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset, now_ms};
     if (!groups_.contains(pk.group_id)) {
       auto& g = groups_.emplace(pk.group_id, group{}).first->second;
       g.group_id = pk.group_id;

@@ -66,7 +66,7 @@ class share_coordinator {
   // Replays every partition of __share_group_state (if the topic exists) into the
   // share-partitions, before share requests are served. Share groups that have state come back
   // Empty (their members rejoin). An error text when a partition cannot be read.
-  result<void, std::string> load();
+  result<void, std::string> load(int64_t now_ms);
   // Share-partitions held (for the start-up log line and tests).
   size_t share_partition_count() const;
   // Records of __share_group_state that did not decode during load() and were skipped.
@@ -144,7 +144,7 @@ class share_coordinator {
   // The group config share.auto.offset.reset ("latest", Kafka's default, or "earliest").
   void set_auto_offset_reset(std::string_view group_id, std::string_view value);
 
-  // Member session timeouts and acquisition-lock expiry.
+  // Member session timeouts, acquisition-lock expiry and the pruning of __share_group_state.
   void poll(int64_t now_ms);
 
  private:
@@ -191,9 +191,17 @@ class share_coordinator {
   // persist() for every share-partition of the group (after a member's records were released).
   void persist_group(std::string_view group_id, int64_t now_ms);
 
+  // Kafka's pruning of __share_group_state (share.coordinator.state.topic.prune.interval.ms):
+  // each partition's records below the oldest snapshot a share-partition still needs are
+  // deleted; share-partitions idle for share.coordinator.cold.partition.snapshot.interval.ms get a
+  // fresh snapshot first, so an idle one does not hold the topic back forever.
+  void maybe_prune(int64_t now_ms);
+
   struct persisted_state {
     share_group_offset state;
     int32_t updates_since_snapshot = 0;
+    int64_t snapshot_offset = -1;  // of its latest snapshot in the topic
+    int64_t last_write_ms = 0;
   };
 
   share_config config_;
@@ -202,6 +210,10 @@ class share_coordinator {
   std::atomic<int32_t> state_partitions_{0};  // of __share_group_state, once it exists
   int64_t skipped_records_ = 0;
   std::map<partition_key, persisted_state> persisted_;  // under mu_
+  std::map<int32_t, int64_t> last_written_offset_;      // per partition of the topic; under mu_
+  std::map<int32_t, int64_t> pruned_before_;            // under mu_
+  int64_t last_prune_ms_ = -1;                          // under mu_
+  int64_t last_cold_snapshot_ms_ = -1;                  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, group, std::less<>> groups_;
   std::map<partition_key, share_partition> partitions_;

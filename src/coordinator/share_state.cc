@@ -234,7 +234,7 @@ std::vector<state_batch> changed_state_batches(std::span<const state_batch> befo
   return out;
 }
 
-void share_state_replay::apply(std::span<const uint8_t> key,
+void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
                                std::optional<std::span<const uint8_t>> value) {
   protocol::reader kr(key);
   const int16_t type = kr.read_int16();
@@ -270,6 +270,7 @@ void share_state_replay::apply(std::span<const uint8_t> key,
     e.state = {v->snapshot_epoch,          v->state_epoch,      v->leader_epoch,    v->start_offset,
                v->delivery_complete_count, v->create_timestamp, v->write_timestamp, batches_of(*v)};
     e.updates_since_snapshot = 0;
+    e.snapshot_offset = offset;
     return;
   }
   auto v = protocol::share_update_value::decode(vr, version);
@@ -287,6 +288,7 @@ void share_state_replay::apply(std::span<const uint8_t> key,
     e.state.start_offset = v->start_offset;
     e.state.delivery_complete_count = v->delivery_complete_count;
     e.state.state_batches = combine_state_batches({}, updates, v->start_offset);
+    e.snapshot_offset = offset;
     return;
   }
   share_group_offset& s = it->second.state;

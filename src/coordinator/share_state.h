@@ -94,9 +94,12 @@ class share_state_replay {
   struct entry {
     share_group_offset state;
     int32_t updates_since_snapshot = 0;
+    int64_t snapshot_offset = -1;  // where its state starts in the topic (pruning keeps it)
   };
 
-  void apply(std::span<const uint8_t> key, std::optional<std::span<const uint8_t>> value);
+  // The record at `offset` of a partition of the topic.
+  void apply(int64_t offset, std::span<const uint8_t> key,
+             std::optional<std::span<const uint8_t>> value);
 
   const std::map<share_partition_key, entry>& states() const { return states_; }
   int64_t skipped() const { return skipped_; }

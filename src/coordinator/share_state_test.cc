@@ -124,7 +124,7 @@ TEST(share_state, writes_replay_into_the_same_state) {
   for (const auto& [k, v] : records) EXPECT_TRUE(v.has_value());
 
   share_coordinator restarted(f.config, f.metadata, &f.log);
-  ASSERT_TRUE(restarted.load().has_value());
+  ASSERT_TRUE(restarted.load(0).has_value());
   EXPECT_EQ(restarted.share_partition_count(), 1u);
   EXPECT_EQ(restarted.start_offset("g", f.tp), 5);
   EXPECT_TRUE(restarted.has_group("g"));  // Empty, its members rejoin
@@ -149,7 +149,7 @@ TEST(share_state, a_snapshot_follows_the_configured_number_of_updates) {
   // The first state, 3 updates, a snapshot again, 3 updates.
   EXPECT_EQ(types, (std::vector<int16_t>{0, 1, 1, 1, 0, 1, 1, 1}));
   share_coordinator restarted(f.config, f.metadata, &f.log);
-  ASSERT_TRUE(restarted.load().has_value());
+  ASSERT_TRUE(restarted.load(0).has_value());
   EXPECT_EQ(restarted.start_offset("g", f.tp), 6);
 }
 
@@ -161,29 +161,29 @@ TEST(share_state, replay_skips_unknown_and_undecodable_records_and_obeys_tombsto
   s.state_batches = {{7, 8, 2, 1}, {9, 9, 0, 1}};
   const auto snapshot_key = encode_share_state_key(share_snapshot_record_type, key);
   const auto value = encode_share_snapshot_value(s);
-  replay.apply(snapshot_key, std::span<const uint8_t>(value));
+  replay.apply(0, snapshot_key, std::span<const uint8_t>(value));
   // A record type of another coordinator: ignored, not counted.
   const std::vector<uint8_t> other = {0, 9, 0, 0};
-  replay.apply(other, std::span<const uint8_t>(value));
+  replay.apply(1, other, std::span<const uint8_t>(value));
   // A torn update (its value cut short) and a key shorter than its type: skipped.
   share_group_offset d;
   d.start_offset = 9;
   d.state_batches = {{9, 9, 2, 1}};
   const auto update_key = encode_share_state_key(share_update_record_type, key);
   const auto update = encode_share_update_value(d);
-  replay.apply(update_key, std::span<const uint8_t>(update.data(), update.size() - 3));
+  replay.apply(2, update_key, std::span<const uint8_t>(update.data(), update.size() - 3));
   const std::vector<uint8_t> stub = {0};
-  replay.apply(stub, std::span<const uint8_t>(value));
+  replay.apply(3, stub, std::span<const uint8_t>(value));
   EXPECT_EQ(replay.skipped(), 2);
   ASSERT_EQ(replay.states().size(), 1u);
   EXPECT_EQ(replay.states().begin()->second.state, s);
   // The whole update applies: 9 acknowledged, the SPSO at 9.
-  replay.apply(update_key, std::span<const uint8_t>(update));
+  replay.apply(4, update_key, std::span<const uint8_t>(update));
   EXPECT_EQ(replay.states().begin()->second.state.start_offset, 9);
   EXPECT_EQ(replay.states().begin()->second.state.state_batches,
             (std::vector<state_batch>{{9, 9, 2, 1}}));
   EXPECT_EQ(replay.states().begin()->second.updates_since_snapshot, 1);
-  replay.apply(snapshot_key, std::nullopt);
+  replay.apply(5, snapshot_key, std::nullopt);
   EXPECT_TRUE(replay.states().empty());
 }
 
@@ -200,8 +200,35 @@ TEST(share_state, a_failed_write_rolls_the_acknowledgement_back) {
   EXPECT_EQ(share_fixture::ack(shares, "m", 0, 4, acknowledge_type::accept, f.tp),
             error_code::none);
   share_coordinator restarted(f.config, f.metadata, &f.log);
-  ASSERT_TRUE(restarted.load().has_value());
+  ASSERT_TRUE(restarted.load(0).has_value());
   EXPECT_EQ(restarted.start_offset("g", f.tp), 5);
+}
+
+TEST(share_state, pruning_keeps_the_latest_snapshot_and_what_follows) {
+  share_fixture f;
+  f.config.share_coordinator_state_topic_prune_interval_ms = 1000;
+  f.config.share_coordinator_cold_partition_snapshot_interval_ms = 1000;
+  share_coordinator shares(f.config, f.metadata, &f.log);
+  shares.set_auto_offset_reset("g", "earliest");
+  shares.poll(0);  // the intervals start
+  share_fixture::take(shares, "m", 0, 9, 0, f.tp);
+  for (int64_t o = 9; o >= 4; --o) {  // from the top: the SPSO stays at 0, six updates
+    EXPECT_EQ(share_fixture::ack(shares, "m", o, o, acknowledge_type::accept, f.tp),
+              error_code::none);
+  }
+  const int32_t part = share_state_partition_for({"g", f.tp.topic_id, 0}, 50);
+  // 8 records: snapshot 0, updates 1-3, snapshot 4 (the 4th write after 3 updates), updates 5-7.
+  shares.poll(500);
+  EXPECT_EQ(f.log.log_start(part), 0);
+  // The interval passed: the idle share-partition gets a snapshot (offset 8), then all before
+  // it goes.
+  shares.poll(2000);
+  EXPECT_EQ(f.log.log_start(part), 8);
+  share_coordinator restarted(f.config, f.metadata, &f.log);
+  ASSERT_TRUE(restarted.load(0).has_value());
+  EXPECT_EQ(restarted.start_offset("g", f.tp), 0);
+  auto again = share_fixture::take(restarted, "m2", 0, 9, 0, f.tp);
+  EXPECT_EQ(again, (std::vector<acquired_range>{{0, 3, 2}}));
 }
 
 TEST(share_state, deleted_offsets_are_tombstoned) {
@@ -214,7 +241,7 @@ TEST(share_state, deleted_offsets_are_tombstoned) {
   EXPECT_FALSE(records[records.size() - 1].second.has_value());
   EXPECT_FALSE(records[records.size() - 2].second.has_value());
   share_coordinator restarted(f.config, f.metadata, &f.log);
-  ASSERT_TRUE(restarted.load().has_value());
+  ASSERT_TRUE(restarted.load(0).has_value());
   EXPECT_EQ(restarted.share_partition_count(), 0u);
 }
 
