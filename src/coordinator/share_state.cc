@@ -100,9 +100,9 @@ int32_t share_state_partition_for(const share_partition_key& key, int32_t num_pa
   if (num_partitions <= 0) return 0;
   const std::string text =
       key.group_id + ":" + topic_id_text(key.topic_id) + ":" + std::to_string(key.partition);
-  // Kafka's Utils.abs: the sign bit cleared (INT_MIN becomes 0, not itself).
-  const auto positive =
-      static_cast<int32_t>(static_cast<uint32_t>(java_string_hash(text)) & 0x7fffffffU);
+  // Kafka's Utils.abs: Math.abs, with INT_MIN (whose absolute value is not an int) as 0.
+  const int32_t hash = java_string_hash(text);
+  const int32_t positive = hash == INT32_MIN ? 0 : (hash < 0 ? -hash : hash);
   return positive % num_partitions;
 }
 
