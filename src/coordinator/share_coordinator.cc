@@ -240,7 +240,7 @@ bool share_coordinator::has_group(std::string_view group_id) const {
 }
 
 error_code share_coordinator::delete_group(std::string_view group_id) {
-  ensure_state_topic();
+  // No ensure_state_topic(): what has state was written, so the topic exists.
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
@@ -428,7 +428,6 @@ void share_coordinator::set_start_offset(std::string_view group_id, const share_
 
 void share_coordinator::delete_topic_offsets(std::string_view group_id,
                                              const topic_uuid& topic_id) {
-  ensure_state_topic();
   std::lock_guard lock(mu_);
   std::erase_if(partitions_, [&](const auto& e) {
     const bool gone = std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
