@@ -319,6 +319,15 @@ const std::vector<config_key>& config_keys() {
       {"group.share.delivery.count.limit", config_type::int32, "5", at_least(2)},
       {"group.share.partition.max.record.locks", config_type::int32, "2000", at_least(100)},
       {"group.share.max.share.sessions", config_type::int32, "2000", at_least(1)},
+      // The share coordinator's __share_group_state (ShareCoordinatorConfig).
+      {"share.coordinator.state.topic.num.partitions", config_type::int32, "50", at_least(1)},
+      {"share.coordinator.state.topic.segment.bytes", config_type::int32, "104857600", at_least(1)},
+      {"share.coordinator.snapshot.update.records.per.snapshot", config_type::int32, "500",
+       between(0, 500)},
+      {"share.coordinator.state.topic.prune.interval.ms", config_type::int32, "300000",
+       at_least(1)},
+      {"share.coordinator.cold.partition.snapshot.interval.ms", config_type::int32, "300000",
+       at_least(1)},
       // Committed offsets and __consumer_offsets.
       {"offset.metadata.max.bytes", config_type::int32, "4096", nullptr},
       {"offsets.retention.minutes", config_type::int32, "10080", at_least(1)},
@@ -561,6 +570,16 @@ result<void, std::string> finish_group_config(broker_config& c) {
   sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
   sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");
   sh.group_share_max_share_sessions = i32("group.share.max.share.sessions");
+  sh.share_coordinator_state_topic_num_partitions =
+      i32("share.coordinator.state.topic.num.partitions");
+  sh.share_coordinator_state_topic_segment_bytes =
+      i32("share.coordinator.state.topic.segment.bytes");
+  sh.share_coordinator_snapshot_update_records_per_snapshot =
+      i32("share.coordinator.snapshot.update.records.per.snapshot");
+  sh.share_coordinator_state_topic_prune_interval_ms =
+      i32("share.coordinator.state.topic.prune.interval.ms");
+  sh.share_coordinator_cold_partition_snapshot_interval_ms =
+      i32("share.coordinator.cold.partition.snapshot.interval.ms");
   txn::txn_config& t = c.txn;
   t.max_timeout_ms = i32("transaction.max.timeout.ms");
   t.state_log_num_partitions = i32("transaction.state.log.num.partitions");

@@ -352,6 +352,30 @@ TEST(broker_config, transaction_keys_reach_the_transaction_coordinator) {
             std::string::npos);
 }
 
+TEST(broker_config, share_coordinator_keys_reach_the_share_coordinator) {
+  const broker_config d = make_ok({});
+  EXPECT_EQ(d.share.share_coordinator_state_topic_num_partitions, 50);
+  EXPECT_EQ(d.share.share_coordinator_state_topic_segment_bytes, 104857600);
+  EXPECT_EQ(d.share.share_coordinator_snapshot_update_records_per_snapshot, 500);
+  EXPECT_EQ(d.share.share_coordinator_state_topic_prune_interval_ms, 300000);
+  EXPECT_EQ(d.share.share_coordinator_cold_partition_snapshot_interval_ms, 300000);
+  const broker_config c =
+      make_ok({{"share.coordinator.state.topic.num.partitions", "3"},
+               {"share.coordinator.state.topic.segment.bytes", "1048576"},
+               {"share.coordinator.snapshot.update.records.per.snapshot", "0"},
+               {"share.coordinator.state.topic.prune.interval.ms", "1000"},
+               {"share.coordinator.cold.partition.snapshot.interval.ms", "2000"}});
+  EXPECT_EQ(c.share.share_coordinator_state_topic_num_partitions, 3);
+  EXPECT_EQ(c.share.share_coordinator_state_topic_segment_bytes, 1048576);
+  EXPECT_EQ(c.share.share_coordinator_snapshot_update_records_per_snapshot, 0);
+  EXPECT_EQ(c.share.share_coordinator_state_topic_prune_interval_ms, 1000);
+  EXPECT_EQ(c.share.share_coordinator_cold_partition_snapshot_interval_ms, 2000);
+  // Kafka's range: between 0 and 500 updates per snapshot.
+  EXPECT_NE(make_error({{"share.coordinator.snapshot.update.records.per.snapshot", "501"}})
+                .find("share.coordinator.snapshot.update.records.per.snapshot"),
+            std::string::npos);
+}
+
 TEST(broker_config, process_roles_must_include_broker) {
   auto e = make_error({{"process.roles", "controller"}});
   EXPECT_NE(e.find("process.roles"), std::string::npos) << e;

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "broker/topic_handler_util.h"
+#include "coordinator/share_state.h"
 #include "record/record_batch.h"
 #include "storage/log_validator.h"
 #include "storage/producer_state.h"
@@ -89,6 +90,25 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
   if (created) {
     spdlog::info("created {} with {} partition(s)", coordinator::offsets_topic_name,
                  config.offsets_topic_num_partitions);
+  }
+  return created;
+}
+
+storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config) {
+  return {{"cleanup.policy", "delete"},
+          {"compression.type", "producer"},
+          {"segment.bytes", std::to_string(config.share_coordinator_state_topic_segment_bytes)},
+          {"retention.ms", "-1"}};
+}
+
+result<const storage::topic_info*, storage::storage_error> create_share_group_state_topic(
+    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms) {
+  auto created = logs.create_topic(coordinator::share_group_state_topic_name,
+                                   config.share_coordinator_state_topic_num_partitions,
+                                   share_group_state_topic_overrides(config), now_ms);
+  if (created) {
+    spdlog::info("created {} with {} partition(s)", coordinator::share_group_state_topic_name,
+                 config.share_coordinator_state_topic_num_partitions);
   }
   return created;
 }
@@ -267,6 +287,29 @@ result<void, std::string> offsets_topic::replay(
     }
     if (next <= chunk_start) {
       return fail(fmt::format("{}-{}: no whole batch at offset {}", topic, partition, chunk_start));
+    }
+  }
+  return {};
+}
+
+result<void, error_code> offsets_topic::delete_records_before(int32_t partition, offset_t offset) {
+  auto guard = topics_.read_lock();
+  storage::log* log = topics_.logs().get_log(topic_, partition_id{partition});
+  if (log == nullptr) return fail(error_code::unknown_topic_or_partition);
+  bool moved = false;
+  {
+    std::lock_guard log_lock(log->mutex());
+    const offset_t before = log->log_start_offset();
+    if (auto r = log->delete_records_before(offset, wall_clock_ms()); !r) {
+      spdlog::error("pruning {}-{} below {}: {}", topic_, partition, offset, r.error().message);
+      return fail(error_code::kafka_storage_error);
+    }
+    moved = log->log_start_offset() != before;
+  }
+  if (moved) {
+    if (auto c = topics_.logs().checkpoint_log_start_offsets(); !c) {
+      spdlog::error("pruning {}: writing log-start-offset-checkpoint failed: {}", topic_,
+                    c.error().message);
     }
   }
   return {};

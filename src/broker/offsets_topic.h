@@ -20,6 +20,7 @@
 #include "coordinator/group_config.h"
 #include "coordinator/metadata_view.h"
 #include "coordinator/offsets_log.h"
+#include "coordinator/share_config.h"
 #include "storage/log_config.h"
 #include "storage/log_manager.h"
 
@@ -41,6 +42,17 @@ storage::config_map offsets_topic_overrides(const coordinator::group_config& con
 // Kafka's AutoTopicCreationManager creates internal topics with their own configs).
 result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
     storage::log_manager& logs, const coordinator::group_config& config, int64_t now_ms);
+
+// The topic configs Kafka 4.4 gives __share_group_state (ShareCoordinatorService's
+// shareGroupStateTopicConfigs): cleanup.policy=delete with retention.ms=-1 (the share coordinator
+// writes deltas, which compaction would lose), compression.type=producer,
+// segment.bytes=share.coordinator.state.topic.segment.bytes.
+storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config);
+
+// Creates __share_group_state with share.coordinator.state.topic.num.partitions partitions and
+// those overrides; the caller holds topics.control_lock().
+result<const storage::topic_info*, storage::storage_error> create_share_group_state_topic(
+    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms);
 
 class offsets_topic final : public coordinator::offsets_log {
  public:
@@ -69,6 +81,10 @@ class offsets_topic final : public coordinator::offsets_log {
   result<offset_t, protocol::error_code> append(
       int32_t partition, std::vector<uint8_t> batch,
       std::optional<uint32_t> txn_markers_before) override;
+  // storage's delete_records_before under the log's mutex, then the log start offsets
+  // checkpointed (as DeleteRecords does).
+  result<void, protocol::error_code> delete_records_before(int32_t partition,
+                                                           offset_t offset) override;
   // Reads the partition from its log start to the log end offset it has when the replay starts,
   // in chunks of load_buffer_bytes (at least one batch each), with
   // storage's reader; compressed batches are decompressed (record/). A record without a key is

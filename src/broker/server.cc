@@ -129,7 +129,8 @@ struct server::impl {
   std::unique_ptr<offsets_topic> offsets;
   std::unique_ptr<topic_metadata_view> topic_view;
   std::unique_ptr<coordinator::group_coordinator> groups;
-  std::unique_ptr<coordinator::share_coordinator> shares;  // share groups, in memory
+  std::unique_ptr<offsets_topic> share_state;  // __share_group_state
+  std::unique_ptr<coordinator::share_coordinator> shares;
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
   // The transaction coordinator and its seams (docs/transactions.md).
   std::unique_ptr<transaction_state_log> txn_log;
@@ -377,7 +378,30 @@ result<void, std::string> server::start() {
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
-  s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view);
+  s.share_state = std::make_unique<offsets_topic>(
+      *s.topics, std::string(coordinator::share_group_state_topic_name),
+      [share = s.config.share](storage::log_manager& logs, int64_t now_ms) {
+        return create_share_group_state_topic(logs, share, now_ms);
+      });
+  s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,
+                                                              s.share_state.get());
+  {
+    // Share-partition state is replayed before the listeners open, so no share request sees a
+    // coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+    const auto start = std::chrono::steady_clock::now();
+    if (auto loaded = s.shares->load(wall_clock_ms()); !loaded) {
+      return fail("cannot load __share_group_state: " + loaded.error());
+    }
+    if (s.shares->skipped_state_records() > 0) {
+      spdlog::warn("{} record(s) of __share_group_state did not decode and were skipped",
+                   s.shares->skipped_state_records());
+    }
+    spdlog::info("share coordinator loaded {} share-partition(s) in {} ms",
+                 s.shares->share_partition_count(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  }
   s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
   s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
   s.txns = std::make_unique<txn::txn_coordinator>(

@@ -53,6 +53,16 @@ class offsets_log {
       int32_t partition, std::vector<uint8_t> batch,
       std::optional<uint32_t> txn_markers_before) = 0;
 
+  // Moves the partition's log start offset up to `offset` (records below it are gone; a no-op
+  // at or below the start), as DeleteRecords does. The share coordinator prunes
+  // __share_group_state with it; the other topics are compacted and never call it.
+  virtual result<void, protocol::error_code> delete_records_before(int32_t partition,
+                                                                   offset_t offset) {
+    (void)partition;
+    (void)offset;
+    return {};
+  }
+
   // Calls `fn` for every record of `partition` from its log start to its end, in offset order
   // (a control batch as one marker record). An error stops the replay.
   virtual result<void, std::string> replay(

@@ -1,5 +1,6 @@
 // The broker settings of share groups (KIP-932), Kafka 4.4's names and defaults
-// (GroupCoordinatorConfig's group.share.*, ShareGroupConfig). The broker fills it from its
+// (GroupCoordinatorConfig's group.share.*, ShareGroupConfig, ShareCoordinatorConfig's
+// share.coordinator.*). The broker fills it from its
 // configuration.
 #pragma once
 
@@ -16,6 +17,12 @@ struct share_config {
   int32_t group_share_delivery_count_limit = 5;           // group.share.delivery.count.limit
   int32_t group_share_partition_max_record_locks = 2000;  // group.share.partition.max.record.locks
   int32_t group_share_max_share_sessions = 2000;          // group.share.max.share.sessions
+  // The share coordinator's __share_group_state (Kafka's ShareCoordinatorConfig).
+  int32_t share_coordinator_state_topic_num_partitions = 50;
+  int32_t share_coordinator_state_topic_segment_bytes = 104857600;
+  int32_t share_coordinator_snapshot_update_records_per_snapshot = 500;
+  int32_t share_coordinator_state_topic_prune_interval_ms = 300000;
+  int32_t share_coordinator_cold_partition_snapshot_interval_ms = 300000;
 };
 
 }  // namespace tarn::coordinator

@@ -88,6 +88,7 @@ void share_coordinator::remove_member(group& g, std::string_view member_id, int6
   for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == g.group_id) p.release_member(member_id, now_ms);
   }
+  persist_group(g.group_id, now_ms);
 }
 
 owned_message<protocol::share_group_heartbeat_response> share_coordinator::heartbeat(
@@ -239,11 +240,15 @@ bool share_coordinator::has_group(std::string_view group_id) const {
 }
 
 error_code share_coordinator::delete_group(std::string_view group_id) {
+  // No ensure_state_topic(): what has state was written, so the topic exists.
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
   if (!it->second.members.empty()) return error_code::non_empty_group;
   groups_.erase(it);
+  for (const auto& [key, p] : partitions_) {
+    if (std::get<0>(key) == group_id) persist_delete(key, 0);
+  }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
   return error_code::none;
@@ -293,6 +298,7 @@ void share_coordinator::close_session(std::string_view group_id, std::string_vie
   for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) p.release_member(member_id, now_ms);
   }
+  persist_group(group_id, now_ms);
 }
 
 std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view group_id,
@@ -300,6 +306,7 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view gro
                                                             int64_t log_start_offset,
                                                             int64_t high_watermark,
                                                             int64_t now_ms) {
+  ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
@@ -307,11 +314,22 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view gro
     std::string reset = "latest";
     if (auto g = groups_.find(group_id); g != groups_.end()) reset = g->second.auto_offset_reset;
     const int64_t start = reset == "earliest" ? log_start_offset : high_watermark;
-    it = partitions_.emplace(std::move(key), share_partition(partition_config(), start)).first;
+    // Kafka initializes the share-partition's state (a first snapshot) before it is used: after
+    // a restart it goes on from this SPSO, not from the high watermark of then.
+    share_partition fresh(partition_config(), start);
+    if (persist(key, fresh, now_ms) != error_code::none) return std::nullopt;
+    it = partitions_.emplace(key, std::move(fresh)).first;
   }
+  share_partition& p = it->second;
+  const share_partition before = p;
   // Records the log no longer holds (retention, DeleteRecords) cannot be delivered.
-  if (it->second.start_offset() < log_start_offset) it->second.reset_start_offset(log_start_offset);
-  return it->second.next_fetch_offset(now_ms);
+  if (p.start_offset() < log_start_offset) p.reset_start_offset(log_start_offset);
+  auto next = p.next_fetch_offset(now_ms);  // expires locks
+  if (persist(key, p, now_ms) != error_code::none) {
+    p = before;
+    return std::nullopt;
+  }
+  return next;
 }
 
 std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id,
@@ -320,9 +338,18 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        std::span<const fetched_batch> batches,
                                                        int32_t max_records, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  auto it = partitions_.find({std::string(group_id), tp.topic_id, tp.partition});
+  partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto it = partitions_.find(key);
   if (it == partitions_.end()) return {};
-  return it->second.acquire(member_id, batches, max_records, now_ms);
+  // The delivery counts are written before the records are handed out (a crash then counts the
+  // delivery that was under way); nothing is handed out when that write fails.
+  const share_partition before = it->second;
+  auto acquired = it->second.acquire(member_id, batches, max_records, now_ms);
+  if (persist(key, it->second, now_ms) != error_code::none) {
+    it->second = before;
+    return {};
+  }
+  return acquired;
 }
 
 error_code share_coordinator::acknowledge(std::string_view group_id, std::string_view member_id,
@@ -330,9 +357,17 @@ error_code share_coordinator::acknowledge(std::string_view group_id, std::string
                                           std::span<const acknowledgement_batch> batches,
                                           int64_t now_ms) {
   std::lock_guard lock(mu_);
-  auto it = partitions_.find({std::string(group_id), tp.topic_id, tp.partition});
+  partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto it = partitions_.find(key);
   if (it == partitions_.end()) return error_code::invalid_record_state;
-  return it->second.acknowledge(member_id, batches, now_ms);
+  // As Kafka's SharePartition: applied, written, and rolled back if the write fails.
+  const share_partition before = it->second;
+  if (auto e = it->second.acknowledge(member_id, batches, now_ms); e != error_code::none) return e;
+  if (auto e = persist(key, it->second, now_ms); e != error_code::none) {
+    it->second = before;
+    return e;
+  }
+  return error_code::none;
 }
 
 std::optional<int64_t> share_coordinator::next_lock_deadline(
@@ -383,16 +418,21 @@ error_code share_coordinator::check_offsets_alterable(std::string_view group_id,
 
 void share_coordinator::set_start_offset(std::string_view group_id, const share_topic_partition& tp,
                                          int64_t start_offset) {
+  ensure_state_topic();
   std::lock_guard lock(mu_);
-  partitions_.insert_or_assign({std::string(group_id), tp.topic_id, tp.partition},
-                               share_partition(partition_config(), start_offset));
+  partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto& p = partitions_.insert_or_assign(key, share_partition(partition_config(), start_offset))
+                .first->second;
+  persist(key, p, 0, true);  // a new snapshot: the old batches are void
 }
 
 void share_coordinator::delete_topic_offsets(std::string_view group_id,
                                              const topic_uuid& topic_id) {
   std::lock_guard lock(mu_);
   std::erase_if(partitions_, [&](const auto& e) {
-    return std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+    const bool gone = std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+    if (gone) persist_delete(e.first, 0);
+    return gone;
   });
 }
 
@@ -415,7 +455,202 @@ void share_coordinator::poll(int64_t now_ms) {
     }
     for (const auto& mid : expired) remove_member(g, mid, now_ms);
   }
-  for (auto& [key, p] : partitions_) p.expire_locks(now_ms);
+  maybe_prune(now_ms);
+  for (auto& [key, p] : partitions_) {
+    if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
+    p.expire_locks(now_ms);
+    // A failed write is not lost: the next write of the share-partition carries the change.
+    persist(key, p, now_ms);
+  }
+}
+
+void share_coordinator::maybe_prune(int64_t now_ms) {
+  if (state_log_ == nullptr) return;
+  if (last_prune_ms_ < 0) {
+    last_prune_ms_ = now_ms;
+    last_cold_snapshot_ms_ = now_ms;
+    return;
+  }
+  const int32_t partitions = state_partitions_.load();
+  if (partitions <= 0) return;
+  auto partition_of = [partitions](const partition_key& key) {
+    return share_state_partition_for({std::get<0>(key), std::get<1>(key), std::get<2>(key)},
+                                     partitions);
+  };
+  if (now_ms - last_cold_snapshot_ms_ >=
+      config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+    last_cold_snapshot_ms_ = now_ms;
+    std::vector<partition_key> cold;
+    for (const auto& [key, ps] : persisted_) {
+      if (now_ms - ps.last_write_ms <
+          config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+        continue;
+      }
+      // Already the last record of its partition: a new snapshot would free nothing.
+      if (ps.updates_since_snapshot == 0 &&
+          ps.snapshot_offset >= last_written_offset_[partition_of(key)]) {
+        continue;
+      }
+      cold.push_back(key);
+    }
+    for (const auto& key : cold) {
+      if (auto it = partitions_.find(key); it != partitions_.end()) {
+        persist(key, it->second, now_ms, true);
+      }
+    }
+  }
+  if (now_ms - last_prune_ms_ < config_.share_coordinator_state_topic_prune_interval_ms) return;
+  last_prune_ms_ = now_ms;
+  std::map<int32_t, int64_t> needed;  // per partition: its oldest snapshot still needed
+  for (const auto& [key, ps] : persisted_) {
+    const int32_t part = partition_of(key);
+    const int64_t from = std::max<int64_t>(ps.snapshot_offset, 0);
+    auto [it, fresh] = needed.emplace(part, from);
+    if (!fresh) it->second = std::min(it->second, from);
+  }
+  for (const auto& [part, last] : last_written_offset_) {
+    auto n = needed.find(part);
+    const int64_t before = n == needed.end() ? last + 1 : n->second;
+    if (before <= pruned_before_[part]) continue;
+    // A failure is retried at the next interval.
+    if (state_log_->delete_records_before(part, before)) pruned_before_[part] = before;
+  }
+}
+
+bool share_coordinator::ensure_state_topic() {
+  if (state_log_ == nullptr || state_partitions_.load() > 0) return true;
+  auto n = state_log_->ensure_topic();
+  if (!n) return false;
+  state_partitions_.store(*n);
+  return true;
+}
+
+error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
+                                      int64_t now_ms, bool snapshot) {
+  if (state_log_ == nullptr) return error_code::none;
+  int32_t partitions = state_partitions_.load();
+  if (partitions <= 0) {
+    auto n = state_log_->partitions();
+    if (!n || *n <= 0) return error_code::coordinator_not_available;
+    partitions = *n;
+    state_partitions_.store(partitions);
+  }
+  share_group_offset next;
+  next.start_offset = p.start_offset();
+  next.delivery_complete_count = static_cast<int32_t>(p.finished_count());
+  next.state_batches = p.persisted_batches();
+  next.write_timestamp_ms = now_ms;
+  auto it = persisted_.find(key);
+  const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  std::vector<uint8_t> record_key;
+  std::vector<uint8_t> value;
+  const bool is_snapshot = it == persisted_.end() || snapshot ||
+                           it->second.updates_since_snapshot >=
+                               config_.share_coordinator_snapshot_update_records_per_snapshot;
+  if (is_snapshot) {
+    next.snapshot_epoch = it == persisted_.end() ? 0 : it->second.state.snapshot_epoch + 1;
+    next.create_timestamp_ms =
+        it == persisted_.end() ? now_ms : it->second.state.create_timestamp_ms;
+    record_key = encode_share_state_key(share_snapshot_record_type, pk);
+    value = encode_share_snapshot_value(next);
+  } else {
+    const share_group_offset& last = it->second.state;
+    share_group_offset delta = next;
+    delta.snapshot_epoch = last.snapshot_epoch;
+    delta.state_batches = changed_state_batches(last.state_batches, next.state_batches);
+    if (delta.state_batches.empty() && last.start_offset == next.start_offset &&
+        last.delivery_complete_count == next.delivery_complete_count) {
+      return error_code::none;  // nothing Kafka persists changed (e.g. a lock renewed)
+    }
+    next.snapshot_epoch = last.snapshot_epoch;
+    next.create_timestamp_ms = last.create_timestamp_ms;
+    record_key = encode_share_state_key(share_update_record_type, pk);
+    value = encode_share_update_value(delta);
+  }
+  auto written = state_log_->append(
+      share_state_partition_for(pk, partitions),
+      build_share_state_batch(record_key, std::span<const uint8_t>(value), now_ms), std::nullopt);
+  if (!written) {
+    // Kafka's coordinator runtime answers an append it could not make this way (the persister
+    // then fails the acknowledgement with it).
+    switch (written.error()) {
+      case error_code::unknown_topic_or_partition:
+      case error_code::not_enough_replicas:
+      case error_code::request_timed_out:
+        return error_code::coordinator_not_available;
+      default:
+        return error_code::unknown_server_error;
+    }
+  }
+  const int32_t state_partition = share_state_partition_for(pk, partitions);
+  last_written_offset_[state_partition] = *written;
+  if (is_snapshot) {
+    persisted_[key] = {std::move(next), 0, *written, now_ms};
+  } else {
+    it->second.state = std::move(next);
+    ++it->second.updates_since_snapshot;
+    it->second.last_write_ms = now_ms;
+  }
+  return error_code::none;
+}
+
+void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms) {
+  if (persisted_.erase(key) == 0 || state_log_ == nullptr) return;
+  const int32_t partitions = state_partitions_.load();
+  if (partitions <= 0) return;
+  const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  for (int16_t type : {share_snapshot_record_type, share_update_record_type}) {
+    const auto k = encode_share_state_key(type, pk);
+    // Best effort: a tombstone that fails leaves the old state, which load() brings back.
+    const int32_t part = share_state_partition_for(pk, partitions);
+    if (auto w = state_log_->append(part, build_share_state_batch(k, std::nullopt, now_ms),
+                                    std::nullopt)) {
+      last_written_offset_[part] = *w;
+    }
+  }
+}
+
+void share_coordinator::persist_group(std::string_view group_id, int64_t now_ms) {
+  for (const auto& [key, p] : partitions_) {
+    if (std::get<0>(key) == group_id) persist(key, p, now_ms);
+  }
+}
+
+size_t share_coordinator::share_partition_count() const {
+  std::lock_guard lock(mu_);
+  return partitions_.size();
+}
+
+result<void, std::string> share_coordinator::load(int64_t now_ms) {
+  if (state_log_ == nullptr) return {};
+  auto n = state_log_->partitions();
+  if (!n) return {};  // created on first use
+  state_partitions_.store(*n);
+  share_state_replay replay;
+  for (int32_t i = 0; i < *n; ++i) {
+    auto done = state_log_->replay(i, [&](const offsets_record& r) {
+      last_written_offset_[i] = r.offset;
+      if (r.marker_commit) return;  // nothing transactional writes to __share_group_state
+      replay.apply(r.offset, r.key, r.value);
+    });
+    if (!done)
+      return fail(std::string(share_group_state_topic_name) + "-" + std::to_string(i) + ": " +
+                  done.error());
+  }
+  std::lock_guard lock(mu_);
+  skipped_records_ = replay.skipped();
+  for (const auto& [pk, e] : replay.states()) {
+    partition_key key{pk.group_id, pk.topic_id, pk.partition};
+    auto p =
+        share_partition::restore(partition_config(), e.state.start_offset, e.state.state_batches);
+    partitions_.insert_or_assign(key, std::move(p));
+    persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset, now_ms};
+    if (!groups_.contains(pk.group_id)) {
+      auto& g = groups_.emplace(pk.group_id, group{}).first->second;
+      g.group_id = pk.group_id;
+    }
+  }
+  return {};
 }
 
 }  // namespace tarn::coordinator

@@ -5,10 +5,20 @@
 // SharePartitionManager and the share coordinator; on one node they are one object here.
 //
 // Handlers call it with decoded requests and time in milliseconds; one mutex guards it all (a
-// share group's work is short: no I/O happens under it). State is in memory: a restart forgets
-// the groups and the delivery state (docs/share-groups.md).
+// share group's work is short). Every change of a share-partition's delivery state is written to
+// __share_group_state (share_state.h: ShareSnapshot, then ShareUpdate deltas, a snapshot again
+// after share.coordinator.snapshot.update.records.per.snapshot updates) through the offsets_log
+// seam, under that mutex, before the call returns: an acknowledgement is answered only once its
+// record is appended, as Kafka answers after the persister's write. load() replays the topic at
+// start. Group membership and sessions stay in memory (members rejoin after a restart).
+//
+// Lock order: this mutex, then the topic manager's read lock (the seam's append). A broker path
+// holding topics.read_lock() or control_lock() may call in only where nothing is written
+// (set_auto_offset_reset); creating the topic takes control_lock() and so happens before the
+// mutex is taken (ensure_state_topic).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -20,9 +30,11 @@
 
 #include "coordinator/group_coordinator.h"
 #include "coordinator/metadata_view.h"
+#include "coordinator/offsets_log.h"
 #include "coordinator/owned_message.h"
 #include "coordinator/share_config.h"
 #include "coordinator/share_partition.h"
+#include "coordinator/share_state.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/share_group_describe_request.h"
 #include "protocol/messages/share_group_describe_response.h"
@@ -44,10 +56,21 @@ inline constexpr int32_t share_session_final_epoch = -1;
 
 class share_coordinator {
  public:
-  share_coordinator(share_config config, const metadata_view& metadata)
-      : config_(config), metadata_(metadata) {}
+  // `state_log` is __share_group_state; without one (unit tests) nothing is persisted.
+  share_coordinator(share_config config, const metadata_view& metadata,
+                    offsets_log* state_log = nullptr)
+      : config_(config), metadata_(metadata), state_log_(state_log) {}
 
   const share_config& config() const { return config_; }
+
+  // Replays every partition of __share_group_state (if the topic exists) into the
+  // share-partitions, before share requests are served. Share groups that have state come back
+  // Empty (their members rejoin). An error text when a partition cannot be read.
+  result<void, std::string> load(int64_t now_ms);
+  // Share-partitions held (for the start-up log line and tests).
+  size_t share_partition_count() const;
+  // Records of __share_group_state that did not decode during load() and were skipped.
+  int64_t skipped_state_records() const { return skipped_records_; }
 
   // ShareGroupHeartbeat: join (epoch 0), heartbeat (the member's epoch) or leave (-1).
   owned_message<protocol::share_group_heartbeat_response> heartbeat(
@@ -121,7 +144,7 @@ class share_coordinator {
   // The group config share.auto.offset.reset ("latest", Kafka's default, or "earliest").
   void set_auto_offset_reset(std::string_view group_id, std::string_view value);
 
-  // Member session timeouts and acquisition-lock expiry.
+  // Member session timeouts, acquisition-lock expiry and the pruning of __share_group_state.
   void poll(int64_t now_ms);
 
  private:
@@ -155,8 +178,42 @@ class share_coordinator {
   void remove_member(group& g, std::string_view member_id, int64_t now_ms);
   share_partition_config partition_config() const;
 
+  // Creates __share_group_state on first use (without the mutex: creation takes the topic
+  // manager's control lock). False when it cannot be created.
+  bool ensure_state_topic();
+  // Writes what changed in `p` since its last write (a snapshot first, then updates; a snapshot
+  // whenever `snapshot` is set or the updates reach the configured count). NONE when written or
+  // nothing changed; the error the share APIs answer when the append failed.
+  protocol::error_code persist(const partition_key& key, const share_partition& p, int64_t now_ms,
+                               bool snapshot = false);
+  // Tombstones for a share-partition's snapshot and update keys (its state is deleted).
+  void persist_delete(const partition_key& key, int64_t now_ms);
+  // persist() for every share-partition of the group (after a member's records were released).
+  void persist_group(std::string_view group_id, int64_t now_ms);
+
+  // Kafka's pruning of __share_group_state (share.coordinator.state.topic.prune.interval.ms):
+  // each partition's records below the oldest snapshot a share-partition still needs are
+  // deleted; share-partitions idle for share.coordinator.cold.partition.snapshot.interval.ms get a
+  // fresh snapshot first, so an idle one does not hold the topic back forever.
+  void maybe_prune(int64_t now_ms);
+
+  struct persisted_state {
+    share_group_offset state;
+    int32_t updates_since_snapshot = 0;
+    int64_t snapshot_offset = -1;  // of its latest snapshot in the topic
+    int64_t last_write_ms = 0;
+  };
+
   share_config config_;
   const metadata_view& metadata_;
+  offsets_log* state_log_ = nullptr;
+  std::atomic<int32_t> state_partitions_{0};  // of __share_group_state, once it exists
+  int64_t skipped_records_ = 0;
+  std::map<partition_key, persisted_state> persisted_;  // under mu_
+  std::map<int32_t, int64_t> last_written_offset_;      // per partition of the topic; under mu_
+  std::map<int32_t, int64_t> pruned_before_;            // under mu_
+  int64_t last_prune_ms_ = -1;                          // under mu_
+  int64_t last_cold_snapshot_ms_ = -1;                  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, group, std::less<>> groups_;
   std::map<partition_key, share_partition> partitions_;

@@ -199,6 +199,47 @@ void share_partition::reset_start_offset(int64_t offset) {
   advance_start();
 }
 
+share_partition share_partition::restore(share_partition_config config, int64_t start_offset,
+                                         std::span<const state_batch> batches) {
+  share_partition p(config, start_offset);
+  for (const state_batch& b : batches) {
+    if (b.last_offset < p.end_offset() || b.first_offset > b.last_offset) continue;
+    const int64_t last = std::min(b.last_offset, start_offset + max_restored_records - 1);
+    while (p.end_offset() < b.first_offset && p.end_offset() <= last) p.records_.push_back({});
+    while (p.end_offset() <= last) {
+      in_flight_record r;
+      // Acquired is never persisted; an unknown state id is taken as Available (delivered again
+      // rather than lost).
+      r.state = b.delivery_state == static_cast<int8_t>(record_state::acknowledged)
+                    ? record_state::acknowledged
+                : b.delivery_state == static_cast<int8_t>(record_state::archived)
+                    ? record_state::archived
+                    : record_state::available;
+      r.delivery_count = b.delivery_count;
+      p.records_.push_back(std::move(r));
+    }
+  }
+  p.advance_start();
+  return p;
+}
+
+std::vector<state_batch> share_partition::persisted_batches() const {
+  std::vector<state_batch> out;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const in_flight_record& r = records_[i];
+    const int64_t offset = start_offset_ + static_cast<int64_t>(i);
+    const auto state =
+        static_cast<int8_t>(r.state == record_state::acquired ? record_state::available : r.state);
+    if (!out.empty() && out.back().delivery_state == state &&
+        out.back().delivery_count == r.delivery_count) {
+      out.back().last_offset = offset;
+    } else {
+      out.push_back({offset, offset, state, r.delivery_count});
+    }
+  }
+  return out;
+}
+
 std::optional<share_partition::record_view> share_partition::record(int64_t offset) const {
   if (offset < start_offset_ || offset >= end_offset()) return std::nullopt;
   const in_flight_record& r = records_[static_cast<size_t>(offset - start_offset_)];

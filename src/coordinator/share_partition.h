@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/share_state.h"
 #include "protocol/error_codes.h"
 
 namespace tarn::coordinator {
@@ -77,6 +78,19 @@ class share_partition {
 
   share_partition(share_partition_config config, int64_t start_offset)
       : config_(config), start_offset_(start_offset) {}
+
+  // A share-partition as __share_group_state left it: SPSO and the persisted batches (offsets
+  // between them that no batch covers are Available, never delivered). At most
+  // max_restored_records records are taken back in flight (a bound on what a corrupt record can
+  // make us allocate); tarn never keeps more than group.share.partition.max.record.locks.
+  static constexpr int64_t max_restored_records = int64_t{1} << 20;
+  static share_partition restore(share_partition_config config, int64_t start_offset,
+                                 std::span<const state_batch> batches);
+
+  // What Kafka persists of the in-flight records (share_state.h): runs from the SPSO of one
+  // state and delivery count; an Acquired record is written as Available with its count, so
+  // after a crash it comes back with the delivery that was under way counted.
+  std::vector<state_batch> persisted_batches() const;
 
   int64_t start_offset() const { return start_offset_; }
   int64_t end_offset() const { return start_offset_ + static_cast<int64_t>(records_.size()); }

@@ -3,6 +3,7 @@
 // metadata_view over a fixed set of topics.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -43,10 +44,19 @@ class memory_offsets_log : public offsets_log {
     return view.last_offset();
   }
 
+  result<void, protocol::error_code> delete_records_before(int32_t partition,
+                                                           offset_t offset) override {
+    offset_t& start = log_start_[partition];
+    start = std::max(start, offset);
+    return {};
+  }
+  offset_t log_start(int32_t partition) { return log_start_[partition]; }
+
   result<void, std::string> replay(int32_t partition,
                                    const std::function<void(const offsets_record&)>& fn) override {
     for (const auto& b : batches_[partition]) {
       record::record_batch_view view(b);
+      if (view.last_offset() < log_start_[partition]) continue;
       record::record_stream stream(view.compression(), view.records_bytes(), SIZE_MAX);
       record::record_view r;
       while (stream.next(r)) {
@@ -89,6 +99,7 @@ class memory_offsets_log : public offsets_log {
   std::optional<int32_t> partitions_;
   std::map<int32_t, std::vector<std::vector<uint8_t>>> batches_;
   std::map<int32_t, offset_t> next_offset_;
+  std::map<int32_t, offset_t> log_start_;
 };
 
 class memory_metadata : public metadata_view {

@@ -1,0 +1,252 @@
+// Share-partition state across a broker crash (__share_group_state, docs/share-groups.md):
+//   - hand-built ShareFetch/ShareAcknowledge accept, reject and release records and hold others
+//     acquired; the broker is SIGKILLed and restarted on the same log.dirs; a new member's
+//     fetches never see an accepted or rejected record again, get the held ones back with their
+//     delivery counted, and every record ends accepted or rejected once (a checker over every
+//     delivery of both runs);
+//   - Kafka 4.4.0's own `kafka-dump-log.sh --share-group-state-decoder` decodes the segments tarn
+//     wrote and shows that state (skipped without java and the Kafka jars).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+
+#include "kafka_conn.h"
+#include "kafka_ref_broker.h"
+#include "produce_util.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/describe_share_group_offsets_request.h"
+#include "protocol/messages/describe_share_group_offsets_response.h"
+#include "protocol/messages/share_acknowledge_request.h"
+#include "protocol/messages/share_acknowledge_response.h"
+#include "protocol/messages/share_fetch_request.h"
+#include "protocol/messages/share_fetch_response.h"
+#include "protocol/messages/share_group_heartbeat_request.h"
+#include "protocol/messages/share_group_heartbeat_response.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::code;
+
+constexpr int8_t accept_type = 1;
+constexpr int8_t release_type = 2;
+constexpr int8_t reject_type = 3;
+
+// One member of share group "g" on topic "q" partition 0 of a broker, by hand-built requests.
+class share_member {
+ public:
+  share_member(uint16_t port, std::string member_id)
+      : conn_(port, nullptr), id_(std::move(member_id)) {}
+
+  // Joins (ShareGroupHeartbeat epoch 0) and opens a share session with the partition; what the
+  // opening ShareFetch acquired is in `opened`.
+  bool join() {
+    protocol::share_group_heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = id_;
+    r.member_epoch = 0;
+    r.subscribed_topic_names = topics_;
+    auto joined = conn_.call<protocol::share_group_heartbeat_response>(r, 1);
+    if (!joined || joined->error_code != 0 || !joined->assignment ||
+        joined->assignment->topic_partitions.empty()) {
+      return false;
+    }
+    topic_id_ = joined->assignment->topic_partitions[0].topic_id;
+    opened = fetch(true);
+    return opened.error_code == 0;
+  }
+
+  struct fetched {
+    int16_t error_code = -1;
+    int16_t partition_error = 0;
+    std::map<int64_t, int16_t> acquired;  // offset -> delivery count
+  };
+  fetched opened;
+  fetched fetch(bool open = false) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = id_;
+    r.share_session_epoch = open ? 0 : epoch_;
+    r.max_wait_ms = 200;
+    r.min_bytes = 1;
+    r.max_records = 500;
+    r.batch_size = 500;
+    if (open) {
+      auto& t = r.topics.emplace_back();
+      t.topic_id = topic_id_;
+      t.partitions.emplace_back().partition_index = 0;
+    }
+    fetched out;
+    auto got = conn_.call<protocol::share_fetch_response>(r, 1);
+    if (!got) return out;
+    epoch_ = open ? 1 : epoch_ + 1;
+    out.error_code = got->error_code;
+    for (const auto& t : got->responses) {
+      for (const auto& p : t.partitions) {
+        out.partition_error = p.error_code;
+        for (const auto& a : p.acquired_records) {
+          for (int64_t o = a.first_offset; o <= a.last_offset; ++o)
+            out.acquired[o] = a.delivery_count;
+        }
+      }
+    }
+    return out;
+  }
+
+  // ShareAcknowledge of one offset with one type; the partition's error code.
+  int16_t acknowledge(int64_t first, int64_t last, int8_t type) {
+    protocol::share_acknowledge_request r;
+    r.group_id = "g";
+    r.member_id = id_;
+    r.share_session_epoch = epoch_;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = topic_id_;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    std::vector<int8_t> types = {type};
+    p.acknowledgement_batches = {{first, last, types}};
+    auto got = conn_.call<protocol::share_acknowledge_response>(r, 1);
+    if (!got) return -1;
+    ++epoch_;
+    if (got->error_code != 0) return got->error_code;
+    return got->responses.at(0).partitions.at(0).error_code;
+  }
+
+  int64_t start_offset() {
+    protocol::describe_share_group_offsets_request r;
+    r.groups.emplace_back().group_id = "g";
+    auto got = conn_.call<protocol::describe_share_group_offsets_response>(r, 1);
+    if (!got || got->groups.empty() || got->groups[0].topics.empty()) return -1;
+    return got->groups[0].topics[0].partitions.at(0).start_offset;
+  }
+
+ private:
+  kafka_conn conn_;
+  std::string id_;
+  std::vector<std::string_view> topics_ = {"q"};
+  protocol::uuid topic_id_{};
+  int32_t epoch_ = 0;
+};
+
+void produce(uint16_t port, int from, int to) {
+  raw_client c(port);
+  for (int i = from; i < to; ++i) {
+    ASSERT_EQ(produce_one(c, i + 1, "q", 0, value_batch("v" + std::to_string(i))).error_code, 0);
+  }
+}
+
+// Every delivery of every record in both runs, and how each ended.
+struct delivery_checker {
+  std::map<int64_t, std::vector<int16_t>> deliveries;
+  std::map<int64_t, int8_t> ended;  // accept or reject, once
+
+  void delivered(const std::map<int64_t, int16_t>& acquired) {
+    for (const auto& [o, count] : acquired) {
+      EXPECT_FALSE(ended.contains(o)) << "offset " << o << " delivered after it was finished";
+      deliveries[o].push_back(count);
+    }
+  }
+  void finished(int64_t first, int64_t last, int8_t type) {
+    for (int64_t o = first; o <= last; ++o) {
+      EXPECT_TRUE(ended.emplace(o, type).second) << "offset " << o << " finished twice";
+    }
+  }
+};
+
+TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_back) {
+  temp_dir dir;
+  const fs::path data = dir.path() / "data";
+  delivery_checker check;
+  {
+    broker_process broker({}, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    ASSERT_EQ(create_topic(broker.port(), "q", 1), 0);
+    share_member m1(broker.port(), "m1");
+    ASSERT_TRUE(m1.join());  // the share-partition starts at the high watermark: 0
+    EXPECT_TRUE(m1.opened.acquired.empty());
+    produce(broker.port(), 0, 10);
+    auto first = m1.fetch();
+    ASSERT_EQ(first.error_code, 0);
+    ASSERT_EQ(first.acquired.size(), 10u);
+    check.delivered(first.acquired);
+    // Out of order, so Acknowledged and Archived batches are written before the SPSO moves.
+    ASSERT_EQ(m1.acknowledge(1, 3, accept_type), 0);
+    check.finished(1, 3, accept_type);
+    ASSERT_EQ(m1.acknowledge(4, 4, reject_type), 0);
+    check.finished(4, 4, reject_type);
+    ASSERT_EQ(m1.acknowledge(0, 0, accept_type), 0);
+    check.finished(0, 0, accept_type);
+    ASSERT_EQ(m1.acknowledge(5, 5, release_type), 0);
+    auto again = m1.fetch();  // 5 comes back to m1 with delivery count 2
+    EXPECT_EQ(again.acquired, (std::map<int64_t, int16_t>{{5, 2}}));
+    check.delivered(again.acquired);
+    EXPECT_EQ(m1.start_offset(), 5);
+    // 5..9 are acquired by m1 when the broker dies.
+    broker.process().send_signal(SIGKILL);
+    ASSERT_TRUE(broker.process().wait_exit(10s).has_value());
+  }
+  broker_process broker({}, data);
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  EXPECT_NE(broker.output().find("share coordinator loaded 1 share-partition(s)"),
+            std::string::npos)
+      << broker.output();
+  share_member m2(broker.port(), "m2");
+  ASSERT_TRUE(m2.join());  // its opening ShareFetch may already acquire the held records
+  check.delivered(m2.opened.acquired);
+  std::map<int64_t, int16_t> after = m2.opened.acquired;
+  EXPECT_EQ(m2.start_offset(), 5);
+  produce(broker.port(), 10, 13);
+  for (int i = 0; i < 5 && after.size() < 8; ++i) {
+    auto got = m2.fetch();
+    ASSERT_EQ(got.error_code, 0);
+    check.delivered(got.acquired);
+    after.insert(got.acquired.begin(), got.acquired.end());
+  }
+  // The held records come back with the delivery under way counted; new ones are first
+  // deliveries; nothing finished is delivered again (the checker).
+  EXPECT_EQ(after, (std::map<int64_t, int16_t>{
+                       {5, 3}, {6, 2}, {7, 2}, {8, 2}, {9, 2}, {10, 1}, {11, 1}, {12, 1}}));
+  ASSERT_EQ(m2.acknowledge(5, 12, accept_type), 0);
+  check.finished(5, 12, accept_type);
+  EXPECT_TRUE(m2.fetch().acquired.empty());
+  EXPECT_EQ(m2.start_offset(), 13);
+  // Nothing lost: every offset produced ended once, and its deliveries were counted 1, 2, ...
+  for (int64_t o = 0; o < 13; ++o) {
+    EXPECT_TRUE(check.ended.contains(o)) << o;
+    const auto& d = check.deliveries[o];
+    for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(d[i], static_cast<int16_t>(i + 1)) << o;
+  }
+
+  // Kafka 4.4.0's dump tool decodes what tarn wrote.
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  std::string files;
+  for (const auto& e : fs::directory_iterator(data)) {
+    if (e.path().filename().string().rfind("__share_group_state-", 0) != 0) continue;
+    for (const auto& f : fs::directory_iterator(e.path())) {
+      if (f.path().extension() == ".log" && fs::file_size(f.path()) > 0) {
+        files += (files.empty() ? "" : ",") + f.path().string();
+      }
+    }
+  }
+  ASSERT_FALSE(files.empty());
+  auto [rc, out] = run_command("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                               "/scripts/kafka-ref tool dump-log "
+                               "--share-group-state-decoder --files " +
+                               files + " 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("Exception"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Unknown"), std::string::npos) << out;
+  // The first snapshot (SPSO 0, nothing in flight) and the last write (SPSO 13).
+  EXPECT_NE(out.find("\"type\":\"0\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"groupId\":\"g\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"startOffset\":13"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"deliveryState\":2"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"deliveryState\":4"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tarn::test
