@@ -66,6 +66,11 @@ class dynamic_configs : public ::testing::TestWithParam<broker_kind> {
 };
 
 TEST_P(dynamic_configs, kafka_configs_sets_describes_and_removes_broker_configs) {
+#ifdef TARN_SANITIZED_BUILD
+  // A JVM a command: the tool's output is the release suite's to check; the config APIs have the
+  // hand-built tests of this file, which the sanitizer trees run.
+  GTEST_SKIP() << "kafka-configs.sh's test runs in the release build only";
+#endif
   auto [rc, out] = run_command("timeout 120 java -cp '" + kafka_libs() +
                                "/*' org.apache.kafka.tools.TopicCommand --bootstrap-server " +
                                bootstrap() + " --create --topic dyn-follow --partitions 1 2>&1");

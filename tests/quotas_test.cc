@@ -112,6 +112,11 @@ class quotas : public ::testing::TestWithParam<broker_kind> {
 // What kafka-configs prints for these calls, with this test's names in place of ${p}; the same
 // text for tarn and Kafka.
 TEST_P(quotas, kafka_configs_sets_describes_and_deletes_client_quotas) {
+#ifdef TARN_SANITIZED_BUILD
+  // A JVM a command: the tool's output is the release suite's to check; the quota APIs have the
+  // hand-built tests below, which the sanitizer trees run.
+  GTEST_SKIP() << "kafka-configs.sh's test runs in the release build only";
+#endif
   if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
   const std::string c = name("client"), u = name("user");
   set_quota("--entity-type clients --entity-name " + c,
