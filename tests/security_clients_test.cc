@@ -10,7 +10,8 @@
 //     from another CA end in SaslAuthenticationException / SslAuthenticationException, and no topic
 //     of theirs is created;
 //   - kafka-python 2.0.2 (tests/python/security_kafka_python.py): round trips over SSL, mTLS,
-//     SASL_SSL PLAIN and SCRAM-SHA-512; wrong passwords and an untrusted broker refused;
+//     SASL_SSL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (a signed JWT); wrong
+//     passwords, an expired token and an untrusted broker refused;
 //   - thousands of idle connections to an SSL and a SASL_SSL listener that never finish the TLS
 //     handshake or never authenticate, from four source addresses, under max.connections and
 //     max.connections.per.ip: the excess per address is closed at once, connections beyond
@@ -281,8 +282,9 @@ TEST_F(security_clients, kafka_python_over_ssl_mtls_and_sasl_ssl) {
                                std::to_string(ssl_port_) + " " + std::to_string(mtls_port_) + " " +
                                std::to_string(sasl_port_));
   EXPECT_EQ(rc, 0) << out;
-  for (const char* name : {"kafka-python-ssl", "kafka-python-mtls", "kafka-python-plain",
-                           "kafka-python-scram-sha-512"}) {
+  for (const char* name :
+       {"kafka-python-ssl", "kafka-python-mtls", "kafka-python-plain", "kafka-python-scram-sha-256",
+        "kafka-python-scram-sha-512", "kafka-python-oauthbearer"}) {
     EXPECT_EQ(lines_with(out, std::string(name) + " ok ['one', 'two', 'three']").size(), 1u)
         << name << "\n"
         << out;
@@ -298,11 +300,18 @@ TEST_F(security_clients, kafka_python_over_ssl_mtls_and_sasl_ssl) {
         << name << "\n"
         << out;
   }
+  // An expired token: the broker answers OAUTHBEARER's failure with KIP-255's error challenge
+  // ({"status":"invalid_token"}), which kafka-python 2.0.2 does not parse: its
+  // AuthenticationFailedError, and no data.
+  EXPECT_EQ(lines_with(out, "kafka-python-expired-token refused AuthenticationFailedError").size(),
+            1u)
+      << out;
   EXPECT_EQ(lines_with(out, "kafka-python-untrusted refused SSLCertVerificationError").size(), 1u)
       << out;
   const std::string listing = topic_listing();
   EXPECT_NE(listing.find("\"kafka-python-plain\""), std::string::npos) << listing;
   EXPECT_EQ(listing.find("kafka-python-wrong"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("kafka-python-expired"), std::string::npos) << listing;
   EXPECT_EQ(listing.find("kafka-python-untrusted"), std::string::npos) << listing;
 }
 

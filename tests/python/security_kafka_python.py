@@ -1,6 +1,7 @@
 # kafka-python (Debian's python3-kafka 2.0.2) over tarn's secured listeners, one line per case:
 #   python3 security_kafka_python.py CERT_DIR SSL_PORT MTLS_PORT SASL_SSL_PORT
-# CERT_DIR holds ca.pem, ca2.pem (another CA), client.pem and client.key. A round trip sends three
+# CERT_DIR holds ca.pem, ca2.pem (another CA), client.pem, client.key and the signed JWTs
+# token.jwt and expired.jwt (OAUTHBEARER). A round trip sends three
 # records to partition 0 of a topic named after the case and reads them back ("NAME ok [...]");
 # a refused case prints "NAME refused EXCEPTION" plus "while-authenticating" when kafka-python
 # logged the connection dropped in its <authenticating> state: kafka-python 2.0.2 speaks
@@ -11,6 +12,7 @@ import sys
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.oauth.abstract import AbstractTokenProvider
 
 cert_dir, ssl_port, mtls_port, sasl_port = sys.argv[1:5]
 
@@ -28,6 +30,17 @@ log = remember()
 logging.getLogger('kafka').addHandler(log)
 logging.getLogger('kafka').setLevel(logging.ERROR)
 logging.getLogger('kafka').propagate = False
+
+
+class token_file(AbstractTokenProvider):
+    """OAUTHBEARER's token: a signed JWT the test wrote (its JWKS is the broker's)."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.jwt = open(path).read().strip()
+
+    def token(self):
+        return self.jwt
 
 
 def case(name, expect, port, **conf):
@@ -64,10 +77,16 @@ case('kafka-python-mtls', 'ok', mtls_port, security_protocol='SSL',
      ssl_certfile=cert_dir + '/client.pem', ssl_keyfile=cert_dir + '/client.key')
 case('kafka-python-plain', 'ok', sasl_port, sasl_mechanism='PLAIN',
      sasl_plain_password='alice-secret', **sasl)
+case('kafka-python-scram-sha-256', 'ok', sasl_port, sasl_mechanism='SCRAM-SHA-256',
+     sasl_plain_password='alice-scram', **sasl)
 case('kafka-python-scram-sha-512', 'ok', sasl_port, sasl_mechanism='SCRAM-SHA-512',
      sasl_plain_password='alice-scram', **sasl)
+case('kafka-python-oauthbearer', 'ok', sasl_port, security_protocol='SASL_SSL',
+     sasl_mechanism='OAUTHBEARER', sasl_oauth_token_provider=token_file(cert_dir + '/token.jwt'))
 case('kafka-python-wrong-plain', 'refused', sasl_port, sasl_mechanism='PLAIN',
      sasl_plain_password='wrong', **sasl)
 case('kafka-python-wrong-scram', 'refused', sasl_port, sasl_mechanism='SCRAM-SHA-512',
      sasl_plain_password='wrong', **sasl)
+case('kafka-python-expired-token', 'refused', sasl_port, security_protocol='SASL_SSL',
+     sasl_mechanism='OAUTHBEARER', sasl_oauth_token_provider=token_file(cert_dir + '/expired.jwt'))
 case('kafka-python-untrusted', 'refused', ssl_port, security_protocol='SSL', ca='ca2.pem')
