@@ -273,6 +273,28 @@ TEST_F(security_clients, java_clients_over_ssl_mtls_and_sasl_ssl) {
   }
 }
 
+// confluent-kafka 2.x (librdkafka) over the SASL_SSL listener with the two mechanisms its other
+// tests cover over SASL_PLAINTEXT only: SCRAM-SHA-256 and OAUTHBEARER with a signed JWT; an
+// expired token refused with librdkafka's authentication error and no topic.
+TEST_F(security_clients, confluent_kafka_over_sasl_ssl_scram_sha_256_and_oauthbearer) {
+  const char* const confluent2 = "/opt/tarn/py-confluent2/bin/python";
+  if (!std::filesystem::exists(confluent2)) {
+    GTEST_SKIP() << "confluent-kafka 2.x is missing: scripts/install-deps";
+  }
+  auto [rc, out] = run_command("timeout 120 " + std::string(confluent2) + " " + TARN_SOURCE_DIR +
+                               "/tests/python/security_confluent.py " + certs().path("") + " " +
+                               std::to_string(sasl_port_) + " 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  for (const char* name : {"confluent-scram-sha-256", "confluent-oauthbearer"}) {
+    EXPECT_EQ(lines_with(out, std::string(name) + " ok ['one', 'two', 'three']").size(), 1u)
+        << name << "\n"
+        << out;
+  }
+  EXPECT_EQ(lines_with(out, "confluent-expired-token refused _AUTHENTICATION").size(), 1u) << out;
+  const std::string listing = topic_listing();
+  EXPECT_EQ(listing.find("confluent-expired"), std::string::npos) << listing;
+}
+
 TEST_F(security_clients, kafka_python_over_ssl_mtls_and_sasl_ssl) {
   if (run_command(std::string(python) + " -c 'import kafka'").first != 0) {
     GTEST_SKIP() << "kafka-python (python3-kafka) is missing: scripts/install-deps";
