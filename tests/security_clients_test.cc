@@ -45,10 +45,6 @@ namespace {
 
 const char* const python = "/usr/bin/python3";
 
-const char* const plain_jaas =
-    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" "
-    "password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
-
 // The CA, another CA, the broker's PEM keystore (SAN localhost and 127.0.0.1), a client
 // certificate from the CA and one from the other CA (PEM keystores: key then certificate, as the
 // Java client's ssl.keystore.type=PEM reads them); an RSA key's JWKS (kid k1) and two RS256 JWTs

@@ -41,10 +41,6 @@
 namespace tarn::test {
 namespace {
 
-const char* const plain_jaas =
-    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" "
-    "password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
-
 // The CA, the server's keystores (PKCS12 with a password, PEM) and a client certificate, made
 // once for the whole test program.
 const test_certificates& certs() {

@@ -33,6 +33,12 @@ class test_certificates {
   std::string output_;
 };
 
+// The PLAIN users of the secured test brokers (Kafka's PlainLoginModule JAAS line): admin and
+// alice.
+inline const char* const plain_jaas =
+    "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" "
+    "password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
+
 // The port a started broker bound for `listener` (from its "listening on" line), 0 if none.
 inline uint16_t listener_port(broker_process& broker, const std::string& listener) {
   auto port =
