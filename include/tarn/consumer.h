@@ -117,6 +117,12 @@ class consumer {
   // wakeup(). Positions move past the records returned.
   result<std::vector<consumer_record>, consumer_error> poll(std::chrono::milliseconds timeout,
                                                             size_t max_records = SIZE_MAX);
+  // The same into `records`, replacing what it holds, and the number of records. The strings of
+  // the records passed back in are reused for the next ones, so a loop that polls into one
+  // vector allocates nothing a record once warm (the records of the last call are gone).
+  result<size_t, consumer_error> poll(std::vector<consumer_record>& records,
+                                      std::chrono::milliseconds timeout,
+                                      size_t max_records = SIZE_MAX);
   // Commits the position of every assigned partition that moved since its last commit, after
   // every earlier commit_async() has been answered (its callback called first).
   result<void, consumer_error> commit_sync();

@@ -52,6 +52,13 @@ result<std::vector<consumer_record>, consumer_error> consumer::poll(
   return std::move(*records);
 }
 
+result<size_t, consumer_error> consumer::poll(std::vector<consumer_record>& records,
+                                              std::chrono::milliseconds timeout,
+                                              size_t max_records) {
+  if (auto r = impl_->poll(records, timeout, max_records); !r) return fail(public_error(r.error()));
+  return records.size();
+}
+
 result<void, consumer_error> consumer::commit_sync() {
   if (auto r = impl_->commit_sync(); !r) return fail(public_error(r.error()));
   return {};

@@ -238,9 +238,8 @@ void group_consumer::seek(const topic_partition& tp, int64_t offset_or_spec) {
   seeks_[tp] = offset_or_spec;
   fetch_positions_.erase(tp);
   positions_.erase(tp);
-  std::erase_if(buffered_, [&](const consumer_record& r) {
-    return r.topic == tp.topic && r.partition == tp.partition;
-  });
+  buffered_.drop_if(
+      [&](const consumer_record& r) { return r.topic == tp.topic && r.partition == tp.partition; });
 }
 
 void group_consumer::pause(const std::vector<topic_partition>& partitions) {
@@ -248,7 +247,7 @@ void group_consumer::pause(const std::vector<topic_partition>& partitions) {
     if (!std::binary_search(assigned_.begin(), assigned_.end(), tp)) continue;
     paused_.insert(tp);
     // What was fetched and not returned is fetched again after resume().
-    std::erase_if(buffered_, [&](const consumer_record& r) {
+    buffered_.drop_if([&](const consumer_record& r) {
       return r.topic == tp.topic && r.partition == tp.partition;
     });
     auto pos = positions_.find(tp);
@@ -984,15 +983,15 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
           while (reader.next(rec)) {
             const int64_t offset = batch.base_offset() + rec.offset_delta;
             if (offset < pos->second) continue;
-            consumer_record out;
-            out.topic = tp.topic;
+            consumer_record& out = buffered_.emplace_back();
+            out.topic = buffered_.take_string(tp.topic.data(), tp.topic.size());
             out.partition = tp.partition;
             out.offset = offset;
             out.log_append_time = log_append_time;
             out.timestamp = log_append_time ? batch.max_timestamp()
                                             : batch.base_timestamp() + rec.timestamp_delta;
-            if (rec.key) out.key = as_string(rec.key);
-            if (rec.value) out.value = as_string(rec.value);
+            if (rec.key) out.key = buffered_.take_string(rec.key->data(), rec.key->size());
+            if (rec.value) out.value = buffered_.take_string(rec.value->data(), rec.value->size());
             for (const auto& h : rec.headers()) {
               std::optional<std::string> value;
               if (h.value) value = as_string(h.value);
@@ -1000,7 +999,6 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
                   std::string(reinterpret_cast<const char*>(h.key.data()), h.key.size()),
                   std::move(value));
             }
-            buffered_.push_back(std::move(out));
           }
           pos->second = std::max(pos->second, batch.next_offset());
         }
@@ -1015,23 +1013,27 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
 
 result<std::vector<consumer_record>, client_error> group_consumer::poll(
     std::chrono::milliseconds timeout, size_t max_records) {
+  std::vector<consumer_record> out;
+  if (auto r = poll(out, timeout, max_records); !r) return fail(r.error());
+  return out;
+}
+
+result<void, client_error> group_consumer::poll(std::vector<consumer_record>& out,
+                                                std::chrono::milliseconds timeout,
+                                                size_t max_records) {
+  buffered_.recycle(out);
   if (closed_) return fail(client_error{-1, "the consumer is closed"});
   const auto deadline = clock_type::now() + timeout;
   max_records = std::min(max_records, static_cast<size_t>(config_.max_poll_records));
-  std::vector<consumer_record> out;
   while (true) {
-    if (woken_.exchange(false, std::memory_order_relaxed)) return out;
+    if (woken_.exchange(false, std::memory_order_relaxed)) return {};
     if (auto r = ensure_active_group(); !r) {
-      if (woken_.exchange(false, std::memory_order_relaxed)) return out;
+      if (woken_.exchange(false, std::memory_order_relaxed)) return {};
       return fail(r.error());
     }
     maybe_auto_commit();
     if (!buffered_.empty()) {
-      const size_t n = std::min(max_records, buffered_.size());
-      out.reserve(n);
-      std::move(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(n),
-                std::back_inserter(out));
-      buffered_.erase(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(n));
+      buffered_.pop_into(out, max_records);
       // Positions move past the records returned: one map update per run of a partition's
       // records rather than one per record.
       for (size_t i = 0; i < out.size(); ++i) {
@@ -1039,10 +1041,10 @@ result<std::vector<consumer_record>, client_error> group_consumer::poll(
                                  out[i + 1].topic != out[i].topic;
         if (last_of_run) positions_[{out[i].topic, out[i].partition}] = out[i].offset + 1;
       }
-      return out;
+      return {};
     }
     const auto now = clock_type::now();
-    if (now >= deadline) return out;
+    if (now >= deadline) return {};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     wait = std::clamp(wait, std::chrono::milliseconds(0),
                       std::chrono::milliseconds(config_.fetch_max_wait_ms));

@@ -79,6 +79,7 @@
 #include "client/cluster_client.h"
 #include "client/consumer_membership.h"
 #include "client/fetch_session.h"
+#include "client/record_buffer.h"
 #include "tarn/consumer.h"  // consumer_record
 
 namespace tarn::client {
@@ -168,6 +169,9 @@ class group_consumer {
   // the records returned. An empty vector after the timeout (or after wakeup()).
   result<std::vector<consumer_record>, client_error> poll(std::chrono::milliseconds timeout,
                                                           size_t max_records = SIZE_MAX);
+  // poll() into `out`, replacing its records; their strings are kept for reuse.
+  result<void, client_error> poll(std::vector<consumer_record>& out,
+                                  std::chrono::milliseconds timeout, size_t max_records);
 
   // Commits the position of every assigned partition that moved since its last commit (or
   // `offsets`), after the async commits in flight.
@@ -266,7 +270,7 @@ class group_consumer {
   std::map<topic_partition, int64_t> positions_;        // after the last record returned
   std::map<topic_partition, int64_t> committed_;        // what this member last committed
   std::set<topic_partition> paused_;
-  std::deque<consumer_record> buffered_;
+  record_buffer buffered_;
   std::map<topic_partition, int32_t> leaders_;       // from the last Metadata
   std::map<uuid, std::string> topic_names_;          // KIP-848 assignments name topics by id
   std::map<int32_t, fetch_session> fetch_sessions_;  // by broker

@@ -141,7 +141,7 @@ void group_consumer::reconcile(partitions_by_id target) {
       seeks_.erase(tp);
       paused_.erase(tp);
     }
-    std::erase_if(buffered_, [&](const consumer_record& r) {
+    buffered_.drop_if([&](const consumer_record& r) {
       return std::binary_search(revoked.begin(), revoked.end(),
                                 topic_partition{r.topic, r.partition});
     });

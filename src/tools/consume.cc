@@ -268,6 +268,7 @@ int run_consume(const consume_options& o) {
   int64_t processed = 0;
   auto last_progress = std::chrono::steady_clock::now();
   std::string out;
+  std::vector<client::consumer_record> records;  // polled into again and again: strings reused
   int exit_code = 0;
   while (!g_stop.load() && (o.max_messages < 0 || processed < o.max_messages)) {
     auto wait = std::chrono::milliseconds(500);
@@ -285,19 +286,18 @@ int run_consume(const consume_options& o) {
     }
     const size_t limit =
         o.max_messages < 0 ? SIZE_MAX : static_cast<size_t>(o.max_messages - processed);
-    auto records = c.poll(wait, limit);
-    if (!records) {
-      std::fprintf(stderr, "%s\n", records.error().message.c_str());
+    if (auto polled = c.poll(records, wait, limit); !polled) {
+      std::fprintf(stderr, "%s\n", polled.error().message.c_str());
       exit_code = 1;
       break;
     }
-    for (const auto& r : *records) {
+    for (const auto& r : records) {
       out.clear();
       format_record(out, *f, r);
       std::fwrite(out.data(), 1, out.size(), stdout);
       ++processed;
     }
-    if (!records->empty()) {
+    if (!records.empty()) {
       last_progress = std::chrono::steady_clock::now();
       std::fflush(stdout);
     }
