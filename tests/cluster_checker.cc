@@ -395,11 +395,28 @@ bool final_read(const std::string& bootstrap, const options& o, std::vector<read
 run_result run(cluster_harness& cluster, const options& o) {
   run_result result;
   const auto started = steady::now();
+  std::mutex log_mutex;
   auto note = [&](const std::string& what) {
+    std::lock_guard lock(log_mutex);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started);
     char stamp[32];
     std::snprintf(stamp, sizeof stamp, "+%.1fs ", static_cast<double>(ms.count()) / 1000.0);
     result.nemesis_log.push_back(stamp + what);
+  };
+  // Runs `action`, then notes it at its start time with how long it took and whether it failed.
+  auto timed = [&](const std::string& what, const auto& action) {
+    const auto begun = steady::now();
+    const bool ok = action();
+    const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(begun - started);
+    const auto took_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - begun);
+    char line[200];
+    std::snprintf(line, sizeof line, "+%.1fs %s (%.1f s)%s",
+                  static_cast<double>(at_ms.count()) / 1000.0, what.c_str(),
+                  static_cast<double>(took_ms.count()) / 1000.0, ok ? "" : " FAILED");
+    std::lock_guard lock(log_mutex);
+    result.nemesis_log.push_back(line);
+    return ok;
   };
 
   if (auto error =
@@ -442,50 +459,49 @@ run_result run(cluster_harness& cluster, const options& o) {
       const auto until = steady::now() + d;
       while (!stop_nemesis && steady::now() < until) std::this_thread::sleep_for(50ms);
     };
+    // The kinds in turn from a random one, so a short run has each; the nodes at random.
+    size_t turn = random() % o.faults.size();
     while (!stop_nemesis) {
       sleep_unless_stopped(between(o.quiet_min, o.quiet_max));
       if (stop_nemesis) break;
       const int node = static_cast<int>(random() % static_cast<uint32_t>(cluster.node_count()));
-      const fault f = o.faults[random() % o.faults.size()];
+      const fault f = o.faults[turn++ % o.faults.size()];
       const auto lasts = between(o.fault_min, o.fault_max);
       const std::string who = "node " + std::to_string(node + 1);
-      bool done = false;
-      switch (f) {
-        case fault::kill:
-          done = cluster.kill(node);
-          break;
-        case fault::stop:
-          done = cluster.stop(node);
-          break;
-        case fault::pause:
-          done = cluster.pause(node);
-          break;
-      }
       const char* verb = f == fault::kill ? "kill -9" : f == fault::stop ? "stop" : "pause";
-      note(std::string(verb) + " " + who + (done ? "" : " FAILED"));
+      const bool done = timed(std::string(verb) + " " + who, [&] {
+        switch (f) {
+          case fault::kill:
+            return cluster.kill(node);
+          case fault::stop:
+            return cluster.stop(node);
+          case fault::pause:
+            return cluster.pause(node);
+        }
+        return false;
+      });
+      if (!done) {
+        nemesis_error = std::string(verb) + " " + who + " failed";
+        return;
+      }
       std::this_thread::sleep_for(lasts);  // a fault always ends: no early stop here
-      const bool healed = f == fault::pause ? cluster.resume(node) : cluster.restart(node);
-      note(std::string(f == fault::pause ? "resume " : "restart ") + who +
-           (healed ? "" : " FAILED"));
+      const bool healed = timed(std::string(f == fault::pause ? "resume " : "restart ") + who, [&] {
+        return f == fault::pause ? cluster.resume(node) : cluster.restart(node);
+      });
       if (!healed) {
         nemesis_error = "could not heal " + who + " after " + verb;
         return;
       }
-      const auto heal_started = steady::now();
-      const bool replicated = wait_fully_replicated(cluster, o.topic, o.heal_timeout);
-      const auto took =
-          std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - heal_started);
-      note(replicated ? "fully replicated again after " + std::to_string(took.count()) + " ms"
-                      : "NOT fully replicated " + std::to_string(took.count()) + " ms after");
+      timed("wait until the topic is fully replicated",
+            [&] { return wait_fully_replicated(cluster, o.topic, o.heal_timeout); });
     }
   });
 
   std::this_thread::sleep_for(o.duration);
   stop_nemesis = true;
   nemesis.join();
-  if (!wait_fully_replicated(cluster, o.topic, o.heal_timeout)) {
-    note("the topic is not fully replicated at the end of the run");
-  }
+  timed("end of the faults: wait until the topic is fully replicated",
+        [&] { return wait_fully_replicated(cluster, o.topic, o.heal_timeout); });
   stop_writers = true;
   for (int i = 0; i < o.writers; ++i) threads[static_cast<size_t>(i)].join();
   note("writers stopped");
