@@ -465,11 +465,33 @@ run_result run(cluster_harness& cluster, const options& o) {
       sleep_unless_stopped(between(o.quiet_min, o.quiet_max));
       if (stop_nemesis) break;
       const int node = static_cast<int>(random() % static_cast<uint32_t>(cluster.node_count()));
+      // The other end of a cut link: another node.
+      const int other = (node + 1 +
+                         static_cast<int>(random() % static_cast<uint32_t>(
+                                                         std::max(1, cluster.node_count() - 1)))) %
+                        cluster.node_count();
       const fault f = o.faults[turn++ % o.faults.size()];
       const auto lasts = between(o.fault_min, o.fault_max);
       const std::string who = "node " + std::to_string(node + 1);
-      const char* verb = f == fault::kill ? "kill -9" : f == fault::stop ? "stop" : "pause";
-      const bool done = timed(std::string(verb) + " " + who, [&] {
+      std::string what;
+      switch (f) {
+        case fault::kill:
+          what = "kill -9 " + who;
+          break;
+        case fault::stop:
+          what = "stop " + who;
+          break;
+        case fault::pause:
+          what = "pause " + who;
+          break;
+        case fault::isolate:
+          what = "isolate " + who + " from the other nodes";
+          break;
+        case fault::cut:
+          what = "cut the link between " + who + " and node " + std::to_string(other + 1);
+          break;
+      }
+      const bool done = timed(what, [&] {
         switch (f) {
           case fault::kill:
             return cluster.kill(node);
@@ -477,19 +499,36 @@ run_result run(cluster_harness& cluster, const options& o) {
             return cluster.stop(node);
           case fault::pause:
             return cluster.pause(node);
+          case fault::isolate:
+            return cluster.isolate(node);
+          case fault::cut:
+            return cluster.cut(node, other);
         }
         return false;
       });
       if (!done) {
-        nemesis_error = std::string(verb) + " " + who + " failed";
+        nemesis_error = what + " failed";
         return;
       }
       std::this_thread::sleep_for(lasts);  // a fault always ends: no early stop here
-      const bool healed = timed(std::string(f == fault::pause ? "resume " : "restart ") + who, [&] {
-        return f == fault::pause ? cluster.resume(node) : cluster.restart(node);
+      const char* heal = f == fault::pause                        ? "resume "
+                         : f == fault::isolate || f == fault::cut ? "heal the partition of "
+                                                                  : "restart ";
+      const bool healed = timed(heal + who, [&] {
+        switch (f) {
+          case fault::pause:
+            return cluster.resume(node);
+          case fault::isolate:
+          case fault::cut:
+            return cluster.heal_partitions();
+          case fault::kill:
+          case fault::stop:
+            return cluster.restart(node);
+        }
+        return false;
       });
       if (!healed) {
-        nemesis_error = "could not heal " + who + " after " + verb;
+        nemesis_error = "could not heal after: " + what;
         return;
       }
       timed("wait until the topic is fully replicated",

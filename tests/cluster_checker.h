@@ -70,7 +70,9 @@ struct analysis {
 
 analysis analyze(const history& h);
 
-enum class fault : uint8_t { kill, pause, stop };
+// kill -9, SIGSTOP, SIGTERM (each healed by a restart or SIGCONT); a node cut off from the
+// others, the link between two nodes cut (healed by removing the rules; cluster.can_partition()).
+enum class fault : uint8_t { kill, pause, stop, isolate, cut };
 
 struct options {
   std::string topic = "checked";

@@ -1,6 +1,7 @@
 // The fault-injection checker (cluster_checker.h): its analysis on hand-made histories (no
-// processes), a run against a three-node Apache Kafka 4.4.0 KRaft cluster with kills and pauses
-// (the reference: it must find nothing; make interop), and runs against a three-broker tarn
+// processes), runs against a three-node Apache Kafka 4.4.0 KRaft cluster with kills, pauses,
+// restarts and network partitions (the reference: it must find nothing; make interop), and runs
+// against a three-broker tarn
 // cluster on etcd: without faults today (make test), with faults once tarn replicates.
 // Run time and seed: TARN_CLUSTER_CHECK_SECONDS, TARN_CLUSTER_CHECK_SEED (make soak sets them).
 #include "cluster_checker.h"
@@ -201,6 +202,38 @@ TEST(cluster_checker, kills_and_pauses_lose_nothing_against_kafka) {
   o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
   o.faults = {checker::fault::kill, checker::fault::pause, checker::fault::stop};
   // min.insync.replicas=2 is the cluster's (kafka-ref cluster-start); said again on the topic.
+  o.topic_configs = {{"min.insync.replicas", "2"}, {"unclean.leader.election.enable", "false"}};
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
+#endif
+}
+
+// Network partitions between Kafka's nodes (nftables rules on the packets of each node's cgroup:
+// scripts/kafka-ref partition) for TARN_CLUSTER_CHECK_SECONDS: a node cut off from the others
+// (the old leader keeps clients' requests it can no longer commit) or one link cut, each for up
+// to 8 s (past the 3 s session timeout), and pauses between. Skipped where partitions cannot be
+// made (not root, no nft, cgroup v2 not under /sys/fs/cgroup).
+TEST(cluster_checker, partitions_lose_nothing_against_kafka) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Kafka 4.4.0 reference runs in the release build only";
+#else
+  if (!have_program("java") || !have_program("kcat")) GTEST_SKIP() << "java or kcat missing";
+  auto cluster = make_kafka_cluster(3);
+  const std::string error = cluster->start();
+  ASSERT_EQ(error, "");
+  if (!cluster->can_partition()) {
+    GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
+  }
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 60));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
+              checker::fault::pause};
+  o.fault_max = std::chrono::milliseconds(8000);
   o.topic_configs = {{"min.insync.replicas", "2"}, {"unclean.leader.election.enable", "false"}};
   auto r = checker::run(*cluster, o);
   report(r, *cluster);

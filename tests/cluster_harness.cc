@@ -103,6 +103,15 @@ class kafka_cluster final : public cluster_harness {
   bool pause(int node) override { return op("pause", node, node_state::paused); }
   bool resume(int node) override { return op("resume", node, node_state::up); }
 
+  bool can_partition() const override {
+    return std::filesystem::exists(node_dir(0) / "cgroup.nft");
+  }
+  bool isolate(int node) override { return partition("--isolate " + std::to_string(node + 1)); }
+  bool cut(int a, int b) override {
+    return partition("--cut " + std::to_string(a + 1) + " " + std::to_string(b + 1));
+  }
+  bool heal_partitions() override { return partition("--heal"); }
+
   std::string diagnostics() const override {
     std::string out;
     for (int i = 0; i < nodes_; ++i) {
@@ -125,6 +134,12 @@ class kafka_cluster final : public cluster_harness {
     if (rc != 0) return false;
     set_state(node, after);
     return true;
+  }
+
+  bool partition(const std::string& how) {
+    return run_command("timeout 60 " + kafka_ref() + " partition --dir " + dir().string() + " " +
+                       how)
+               .first == 0;
   }
 
   int nodes_;
