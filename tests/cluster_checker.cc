@@ -155,11 +155,13 @@ using client::topic_partition;
 using steady = std::chrono::steady_clock;
 
 std::vector<std::pair<std::string, std::string>> producer_properties(const std::string& bootstrap,
-                                                                     int writer) {
+                                                                     int writer, const options& o) {
+  // Idempotence needs acks=all; the weaker settings (a check of the checker) go without it.
+  const bool all = o.acks == "all" || o.acks == "-1";
   return {{"bootstrap.servers", bootstrap},
           {"client.id", "checker-writer-" + std::to_string(writer)},
-          {"acks", "all"},
-          {"enable.idempotence", "true"},
+          {"acks", o.acks},
+          {"enable.idempotence", all ? "true" : "false"},
           {"max.in.flight.requests.per.connection", "5"},
           {"linger.ms", "5"},
           // Short enough that a paused leader is given up on and the new one found within a
@@ -208,7 +210,7 @@ class writer {
       if (!p_ || replace_) {
         if (p_) p_->close(std::chrono::milliseconds(0));  // what it held ends indeterminate
         replace_ = false;
-        auto created = producer::create(producer_properties(bootstrap_, index_));
+        auto created = producer::create(producer_properties(bootstrap_, index_, o_));
         if (!created) {
           std::this_thread::sleep_for(200ms);
           continue;

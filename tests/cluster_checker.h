@@ -82,6 +82,9 @@ struct options {
   int writers = 3;
   int readers = 2;
   int writes_per_second = 150;  // per writer
+  // The writers' acks: "all" (idempotent), or "1" (not idempotent) to check that the checker
+  // sees what a weaker setting loses.
+  std::string acks = "all";
   std::chrono::seconds duration{10};
   uint32_t seed = 1;
   // Empty: no nemesis. Otherwise one of these, on a random node, at a time.
