@@ -473,24 +473,36 @@ run_result run(cluster_harness& cluster, const options& o) {
                                                          std::max(1, cluster.node_count() - 1)))) %
                         cluster.node_count();
       const fault f = o.faults[turn++ % o.faults.size()];
+      const int member = static_cast<int>(
+          random() % static_cast<uint32_t>(std::max(1, cluster.metadata_member_count())));
       const auto lasts = between(o.fault_min, o.fault_max);
       const std::string who = "node " + std::to_string(node + 1);
-      std::string what;
+      const std::string metadata_member = "metadata member " + std::to_string(member + 1);
+      std::string what, heal;
       switch (f) {
         case fault::kill:
           what = "kill -9 " + who;
+          heal = "restart " + who;
           break;
         case fault::stop:
           what = "stop " + who;
+          heal = "restart " + who;
           break;
         case fault::pause:
           what = "pause " + who;
+          heal = "resume " + who;
           break;
         case fault::isolate:
           what = "isolate " + who + " from the other nodes";
+          heal = "heal the partitions";
           break;
         case fault::cut:
           what = "cut the link between " + who + " and node " + std::to_string(other + 1);
+          heal = "heal the partitions";
+          break;
+        case fault::kill_metadata:
+          what = "kill -9 " + metadata_member;
+          heal = "restart " + metadata_member;
           break;
       }
       const bool done = timed(what, [&] {
@@ -505,6 +517,8 @@ run_result run(cluster_harness& cluster, const options& o) {
             return cluster.isolate(node);
           case fault::cut:
             return cluster.cut(node, other);
+          case fault::kill_metadata:
+            return cluster.kill_metadata_member(member);
         }
         return false;
       });
@@ -513,10 +527,7 @@ run_result run(cluster_harness& cluster, const options& o) {
         return;
       }
       std::this_thread::sleep_for(lasts);  // a fault always ends: no early stop here
-      const char* heal = f == fault::pause                        ? "resume "
-                         : f == fault::isolate || f == fault::cut ? "heal the partition of "
-                                                                  : "restart ";
-      const bool healed = timed(heal + who, [&] {
+      const bool healed = timed(heal, [&] {
         switch (f) {
           case fault::pause:
             return cluster.resume(node);
@@ -526,6 +537,8 @@ run_result run(cluster_harness& cluster, const options& o) {
           case fault::kill:
           case fault::stop:
             return cluster.restart(node);
+          case fault::kill_metadata:
+            return cluster.restart_metadata_member(member);
         }
         return false;
       });

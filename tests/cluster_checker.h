@@ -71,8 +71,10 @@ struct analysis {
 analysis analyze(const history& h);
 
 // kill -9, SIGSTOP, SIGTERM (each healed by a restart or SIGCONT); a node cut off from the
-// others, the link between two nodes cut (healed by removing the rules; cluster.can_partition()).
-enum class fault : uint8_t { kill, pause, stop, isolate, cut };
+// others, the link between two nodes cut (healed by removing the rules; cluster.can_partition());
+// kill -9 of a metadata quorum member (etcd for tarn; cluster.metadata_member_count() > 0),
+// healed by its restart.
+enum class fault : uint8_t { kill, pause, stop, isolate, cut, kill_metadata };
 
 struct options {
   std::string topic = "checked";

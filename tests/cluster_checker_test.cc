@@ -275,8 +275,10 @@ TEST(cluster_checker, tarn_cluster_without_faults_loses_nothing) {
 // with single-replica partitions a killed leader's acknowledged writes are unreadable until it
 // returns, and nothing stands in for it.
 TEST(cluster_checker, DISABLED_tarn_kills_and_pauses_lose_nothing) {
-  auto cluster = make_tarn_cluster(3, {"default.replication.factor=3", "min.insync.replicas=2",
-                                       "unclean.leader.election.enable=false"});
+  auto cluster = make_tarn_cluster(3,
+                                   {"default.replication.factor=3", "min.insync.replicas=2",
+                                    "unclean.leader.election.enable=false"},
+                                   3);  // etcd of three members: one may be killed
   const std::string error = cluster->start();
   if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
   ASSERT_EQ(error, "");
@@ -284,7 +286,8 @@ TEST(cluster_checker, DISABLED_tarn_kills_and_pauses_lose_nothing) {
   o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
   o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
   o.replication_factor = 3;
-  o.faults = {checker::fault::kill, checker::fault::pause, checker::fault::stop};
+  o.faults = {checker::fault::kill, checker::fault::pause, checker::fault::stop,
+              checker::fault::kill_metadata};
   auto r = checker::run(*cluster, o);
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();

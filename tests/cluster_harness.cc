@@ -156,15 +156,22 @@ constexpr int32_t tarn_session_timeout_ms = 2000;
 
 class tarn_cluster final : public cluster_harness {
  public:
-  tarn_cluster(int nodes, std::vector<std::string> overrides)
-      : overrides_(std::move(overrides)), nodes_(static_cast<size_t>(nodes)) {}
+  tarn_cluster(int nodes, std::vector<std::string> overrides, int etcd_members)
+      : overrides_(std::move(overrides)),
+        etcd_members_(etcd_members),
+        nodes_(static_cast<size_t>(nodes)) {}
 
   std::string name() const override { return "tarn"; }
 
   std::string start() override {
     if (!etcd_available()) return "etcd is not installed (scripts/install-deps)";
-    etcd_ = std::make_unique<etcd_cluster>(1);
-    if (!etcd_->wait_ready(0)) return "etcd did not start: " + etcd_->output(0);
+    etcd_ = std::make_unique<etcd_cluster>(etcd_members_);
+    for (int m = 0; m < etcd_members_; ++m) {
+      if (!etcd_->wait_ready(static_cast<size_t>(m))) {
+        return "etcd member " + std::to_string(m) +
+               " did not start: " + etcd_->output(static_cast<size_t>(m));
+      }
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) {
       nodes_[i].data = tmp_.path() / ("node-" + std::to_string(i + 1));
       if (!launch(static_cast<int>(i))) {
@@ -203,6 +210,16 @@ class tarn_cluster final : public cluster_harness {
     nodes_.at(static_cast<size_t>(node)).process->send_signal(SIGCONT);
     set_state(node, node_state::up);
     return true;
+  }
+
+  int metadata_member_count() const override { return etcd_members_; }
+  bool kill_metadata_member(int member) override {
+    etcd_->kill(static_cast<size_t>(member));
+    return true;
+  }
+  bool restart_metadata_member(int member) override {
+    etcd_->start(static_cast<size_t>(member));  // its data directory kept: it rejoins
+    return etcd_->wait_ready(static_cast<size_t>(member));
   }
 
   std::string diagnostics() const override {
@@ -268,6 +285,7 @@ class tarn_cluster final : public cluster_harness {
   }
 
   std::vector<std::string> overrides_;
+  int etcd_members_;
   temp_dir tmp_;
   std::unique_ptr<etcd_cluster> etcd_;
   std::vector<node> nodes_;
@@ -294,8 +312,9 @@ std::unique_ptr<cluster_harness> make_kafka_cluster(int nodes,
   return std::make_unique<kafka_cluster>(nodes, std::move(properties));
 }
 
-std::unique_ptr<cluster_harness> make_tarn_cluster(int nodes, std::vector<std::string> overrides) {
-  return std::make_unique<tarn_cluster>(nodes, std::move(overrides));
+std::unique_ptr<cluster_harness> make_tarn_cluster(int nodes, std::vector<std::string> overrides,
+                                                   int etcd_members) {
+  return std::make_unique<tarn_cluster>(nodes, std::move(overrides), etcd_members);
 }
 
 std::string create_topic(const cluster_harness& cluster, const std::string& topic,

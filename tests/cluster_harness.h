@@ -50,6 +50,12 @@ class cluster_harness {
   virtual bool cut(int /*a*/, int /*b*/) { return false; }
   virtual bool heal_partitions() { return false; }
 
+  // The members of the metadata quorum where they are processes apart from the nodes (tarn's
+  // etcd); 0 for Kafka, whose controllers are its nodes. kill -9 and restart of member i.
+  virtual int metadata_member_count() const { return 0; }
+  virtual bool kill_metadata_member(int /*member*/) { return false; }
+  virtual bool restart_metadata_member(int /*member*/) { return false; }
+
   // "127.0.0.1:p1,127.0.0.1:p2,...": every node, as a client's bootstrap.servers.
   std::string bootstrap_servers() const;
   node_state state(int node) const;
@@ -67,9 +73,11 @@ class cluster_harness {
 // `properties` are added to every node's server.properties (k=v).
 std::unique_ptr<cluster_harness> make_kafka_cluster(int nodes,
                                                     std::vector<std::string> properties = {});
-// `overrides` are added to every node's `tarn serve` as --override k=v.
+// `overrides` are added to every node's `tarn serve` as --override k=v; cluster metadata on an
+// etcd of `etcd_members` members.
 std::unique_ptr<cluster_harness> make_tarn_cluster(int nodes,
-                                                   std::vector<std::string> overrides = {});
+                                                   std::vector<std::string> overrides = {},
+                                                   int etcd_members = 1);
 
 // What Metadata says of one partition.
 struct partition_view {
