@@ -75,14 +75,15 @@ class kafka_cluster final : public cluster_harness {
     std::string command = "timeout 400 " + kafka_ref() + " cluster-start --timeout 300 --nodes " +
                           std::to_string(nodes_) + " --dir " + dir().string();
     for (const auto& p : properties_) command += " --property " + p;
-    auto [rc, out] = run_command(command);
-    if (rc != 0) return "kafka-ref cluster-start failed (" + std::to_string(rc) + "): " + out;
+    // Stopped at the end even when the start fails half-way (some nodes may run); should the
+    // test process die without stopping the cluster, a detached shell stops it.
     started_ = true;
-    // Should the test process die without stopping the cluster, a detached shell stops it.
     run_command("(setsid sh -c 'while kill -0 " + std::to_string(::getpid()) +
                 " 2>/dev/null; do sleep 1; done; " + kafka_ref() + " cluster-stop --dir " +
                 dir().string() + "; rm -rf " + tmp_.path().string() +
                 "' </dev/null >/dev/null 2>&1 &)");
+    auto [rc, out] = run_command(command);
+    if (rc != 0) return "kafka-ref cluster-start failed (" + std::to_string(rc) + "): " + out;
     for (int i = 0; i < nodes_; ++i) {
       std::ifstream in(node_dir(i) / "port");
       int p = 0;
@@ -160,6 +161,12 @@ class tarn_cluster final : public cluster_harness {
       : overrides_(std::move(overrides)),
         etcd_members_(etcd_members),
         nodes_(static_cast<size_t>(nodes)) {}
+  ~tarn_cluster() override {
+    for (auto& n : nodes_) n.process.reset();  // SIGKILL, waited for: the groups empty
+    if (can_partition()) {
+      run_command("timeout 60 " + kafka_ref() + " cgroups --remove --dir " + dir());
+    }
+  }
 
   std::string name() const override { return "tarn"; }
 
@@ -172,8 +179,19 @@ class tarn_cluster final : public cluster_harness {
                " did not start: " + etcd_->output(static_cast<size_t>(m));
       }
     }
+    // Each node in a cgroup of its own where partitions can be made (scripts/kafka-ref's
+    // cgroups and partition commands, as for Kafka's nodes, which read <dir>/node-<i>/port).
+    std::filesystem::create_directories(dir());
+    run_command("timeout 60 " + kafka_ref() + " cgroups --dir " + dir() + " --nodes " +
+                std::to_string(nodes_.size()));
+    if (can_partition()) {
+      run_command("(setsid sh -c 'while kill -0 " + std::to_string(::getpid()) +
+                  " 2>/dev/null; do sleep 1; done; " + kafka_ref() + " cgroups --remove --dir " +
+                  dir() + "' </dev/null >/dev/null 2>&1 &)");
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      nodes_[i].data = tmp_.path() / ("node-" + std::to_string(i + 1));
+      nodes_[i].dir = std::filesystem::path(dir()) / ("node-" + std::to_string(i + 1));
+      std::filesystem::create_directories(nodes_[i].dir);
       if (!launch(static_cast<int>(i))) {
         return "tarn node " + std::to_string(i + 1) + " did not start: " + output(i);
       }
@@ -212,6 +230,15 @@ class tarn_cluster final : public cluster_harness {
     return true;
   }
 
+  bool can_partition() const override {
+    return std::filesystem::exists(std::filesystem::path(dir()) / "node-1" / "cgroup.nft");
+  }
+  bool isolate(int node) override { return partition("--isolate " + std::to_string(node + 1)); }
+  bool cut(int a, int b) override {
+    return partition("--cut " + std::to_string(a + 1) + " " + std::to_string(b + 1));
+  }
+  bool heal_partitions() override { return partition("--heal"); }
+
   int metadata_member_count() const override { return etcd_members_; }
   bool kill_metadata_member(int member) override {
     etcd_->kill(static_cast<size_t>(member));
@@ -232,10 +259,17 @@ class tarn_cluster final : public cluster_harness {
 
  private:
   struct node {
-    uint16_t port = 0;  // 0 until its first start picked one; kept across restarts
-    std::filesystem::path data;
+    uint16_t port = 0;          // 0 until its first start picked one; kept across restarts
+    std::filesystem::path dir;  // data in <dir>/data
     std::unique_ptr<child_process> process;
   };
+
+  static std::string kafka_ref() { return std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref"; }
+  std::string dir() const { return (tmp_.path() / "cluster").string(); }
+  bool partition(const std::string& how) {
+    return run_command("timeout 60 " + kafka_ref() + " partition --dir " + dir() + " " + how)
+               .first == 0;
+  }
 
   std::string output(size_t i) const {
     return nodes_[i].process ? nodes_[i].process->output() : "";
@@ -248,29 +282,32 @@ class tarn_cluster final : public cluster_harness {
       if (!connect.empty()) connect += ",";
       connect += e.substr(e.find("://") + 3);
     }
-    std::vector<std::string> args = {
-        "serve",
-        "--override",
-        "listeners=PLAINTEXT://127.0.0.1:" + std::to_string(n.port),
-        "--override",
-        "log.dirs=" + n.data.string(),
-        "--override",
-        "node.id=" + std::to_string(index + 1),
-        "--override",
-        "etcd.connect=" + connect,
-        "--override",
-        "broker.session.timeout.ms=" + std::to_string(tarn_session_timeout_ms),
-        "--override",
-        "broker.heartbeat.interval.ms=500"};
-    for (const auto& o : overrides_) {
-      args.push_back("--override");
-      args.push_back(o);
+    std::vector<std::string> args;
+    if (std::filesystem::exists(n.dir / "cgroup")) {
+      // Joins its group, then becomes tarn (the same pid, so signals reach tarn).
+      std::string group = read_file(n.dir / "cgroup");
+      group = group.substr(0, group.find('\n'));
+      args = {"/bin/sh", "-c", "echo $$ >\"$0/cgroup.procs\" && exec \"$@\"", group};
     }
-    n.process = run_tarn(std::move(args));
+    std::vector<std::string> serve = {
+        TARN_BINARY,  "serve",
+        "--override", "listeners=PLAINTEXT://127.0.0.1:" + std::to_string(n.port),
+        "--override", "log.dirs=" + (n.dir / "data").string(),
+        "--override", "node.id=" + std::to_string(index + 1),
+        "--override", "etcd.connect=" + connect,
+        "--override", "broker.session.timeout.ms=" + std::to_string(tarn_session_timeout_ms),
+        "--override", "broker.heartbeat.interval.ms=500"};
+    for (const auto& o : overrides_) {
+      serve.push_back("--override");
+      serve.push_back(o);
+    }
+    args.insert(args.end(), serve.begin(), serve.end());
+    n.process = std::make_unique<child_process>(std::move(args));
     auto port =
         n.process->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", startup_timeout);
     if (!port) return false;
     n.port = static_cast<uint16_t>(std::stoi(*port));
+    std::ofstream(n.dir / "port") << n.port << "\n";
     return true;
   }
 
