@@ -284,10 +284,11 @@ class tarn_cluster final : public cluster_harness {
     }
     std::vector<std::string> args;
     if (std::filesystem::exists(n.dir / "cgroup")) {
-      // Joins its group, then becomes tarn (the same pid, so signals reach tarn).
+      // Joins its group, then becomes tarn (the same pid, so signals reach tarn). A group it
+      // cannot join costs the partitions only, not the node.
       std::string group = read_file(n.dir / "cgroup");
       group = group.substr(0, group.find('\n'));
-      args = {"/bin/sh", "-c", "echo $$ >\"$0/cgroup.procs\" && exec \"$@\"", group};
+      args = {"/bin/sh", "-c", "echo $$ 2>/dev/null >\"$0/cgroup.procs\"; exec \"$@\"", group};
     }
     std::vector<std::string> serve = {
         TARN_BINARY,  "serve",
