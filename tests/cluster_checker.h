@@ -1,8 +1,9 @@
 // A fault-injection checker in the Jepsen style for a replicated cluster (issue 27): concurrent
 // idempotent producers (acks=all, tarn's client library) write unique values to a replicated
-// topic while consumers read it and a nemesis kills (-9), pauses (SIGSTOP) and restarts the
-// nodes one at a time on a seeded schedule; after the faults heal a final read takes everything,
-// and the history of writes and reads is analysed:
+// topic while consumers read it and a nemesis, on a seeded schedule and one fault at a time,
+// kills (-9), pauses (SIGSTOP) and restarts nodes, partitions them from each other (nftables) and
+// kills metadata quorum members (etcd); after the faults heal a final read takes everything, and
+// the history of writes and reads is analysed:
 //   - lost write: acknowledged (or read during the run), absent from the final read;
 //   - duplicate: one value at two positions (partition, offset);
 //   - inconsistent offset: two different values at one position, across reads and acks;
