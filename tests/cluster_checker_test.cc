@@ -271,6 +271,32 @@ TEST(cluster_checker, tarn_cluster_without_faults_loses_nothing) {
   EXPECT_EQ(r.a.acknowledged, r.a.writes) << "nothing fails without faults";
 }
 
+// tarn's cluster today under kill -9 and SIGTERM of one broker at a time, restarted on its port
+// and data: a single-replica topic's leader (its creator) dies too, so its partitions are away
+// until it is back, and the idempotent producers' retries must land once each. Soak only (make
+// soak sets TARN_CLUSTER_CHECK_SECONDS; 25 s by hand measured valid, 19,820 writes, 5 faults).
+TEST(cluster_checker, tarn_single_replica_kills_lose_nothing) {
+  if (std::getenv("TARN_CLUSTER_CHECK_SECONDS") == nullptr) {
+    GTEST_SKIP() << "make soak runs it (TARN_CLUSTER_CHECK_SECONDS)";
+  }
+  auto cluster = make_tarn_cluster(3);
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.replication_factor = 1;
+  // A broker paused past its session (2 s) is fenced and exits: no pauses, faults under 3 s.
+  o.faults = {checker::fault::kill, checker::fault::stop};
+  o.fault_max = std::chrono::milliseconds(3000);
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+}
+
 // The same run as against Kafka, once tarn replicates partitions (issue 27; branch repl):
 // replication factor 3, min.insync.replicas=2, kills, pauses and restarts. Disabled until then:
 // with single-replica partitions a killed leader's acknowledged writes are unreadable until it
