@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -111,6 +112,25 @@ analysis analyze(const history& h) {
                        " during the run, absent from the final read");
     }
   }
+  // Per (writer, instance, partition), the acknowledged offsets in send order must rise.
+  std::map<std::tuple<int, int, int32_t>, std::vector<const write_op*>> sent_by;
+  for (const auto& w : h.writes) {
+    if (w.outcome == write_outcome::acknowledged) {
+      sent_by[{w.writer, w.instance, w.partition}].push_back(&w);
+    }
+  }
+  for (auto& [who, ops] : sent_by) {
+    std::stable_sort(ops.begin(), ops.end(), [](const write_op* x, const write_op* y) {
+      return x->sequence < y->sequence;
+    });
+    for (size_t i = 1; i < ops.size(); ++i) {
+      if (ops[i]->sequence > ops[i - 1]->sequence && ops[i]->offset < ops[i - 1]->offset) {
+        a.reordered.push_back(ops[i]->value + " at " + at({ops[i]->partition, ops[i]->offset}) +
+                              ", sent after " + ops[i - 1]->value + " at " +
+                              at({ops[i - 1]->partition, ops[i - 1]->offset}));
+      }
+    }
+  }
   for (const auto& w : h.writes) {
     if (w.outcome != write_outcome::indeterminate) continue;
     if (read_any.contains(w.value)) {
@@ -129,8 +149,8 @@ std::string analysis::summary(size_t examples) const {
       << " unseen), " << reads << " reads (" << final_reads << " in the final read"
       << (final_read_complete ? "" : ", which did not complete") << "); anomalies: " << lost.size()
       << " lost, " << duplicates.size() << " duplicate, " << inconsistent_offsets.size()
-      << " inconsistent offsets, " << phantoms.size()
-      << " phantom: " << (valid() ? "valid" : "INVALID") << "\n";
+      << " inconsistent offsets, " << phantoms.size() << " phantom, " << reordered.size()
+      << " reordered: " << (valid() ? "valid" : "INVALID") << "\n";
   auto list = [&](const char* kind, const std::vector<std::string>& items) {
     for (size_t i = 0; i < items.size() && i < examples; ++i) {
       out << "  " << kind << ": " << items[i] << "\n";
@@ -143,6 +163,7 @@ std::string analysis::summary(size_t examples) const {
   list("duplicate", duplicates);
   list("inconsistent offset", inconsistent_offsets);
   list("phantom", phantoms);
+  list("reordered", reordered);
   list("unseen", unseen);
   return out.str();
 }
@@ -227,9 +248,10 @@ class writer {
       {
         std::lock_guard lock(mutex_);
         i = ops_.size();
-        ops_.push_back({"w" + std::to_string(index_) + "-" + std::to_string(sequence++),
+        ops_.push_back({"w" + std::to_string(index_) + "-" + std::to_string(sequence),
                         static_cast<int32_t>(random_() % static_cast<uint32_t>(o_.partitions)),
-                        write_outcome::indeterminate, -1});
+                        write_outcome::indeterminate, -1, index_, instances_ - 1, sequence});
+        ++sequence;
       }
       client::producer_record record;
       record.topic = o_.topic;

@@ -8,8 +8,9 @@
 //   - duplicate: one value at two positions (partition, offset);
 //   - inconsistent offset: two different values at one position, across reads and acks;
 //   - phantom: a value read that no producer sent (or whose send was refused before it left);
+//   - reordered: one producer's acknowledged writes to a partition out of their send order;
 //   - unseen (informational): a write whose outcome the producer could not learn, never read.
-// The verdict: none of the first four. Against a cluster with min.insync.replicas=2 and unclean
+// The verdict: none of the first five. Against a cluster with min.insync.replicas=2 and unclean
 // election off, with at most one node faulted at a time, there must be none.
 // The analysis is a pure function of the history, unit-tested on hand-made histories.
 #pragma once
@@ -36,6 +37,11 @@ struct write_op {
   int32_t partition = 0;
   write_outcome outcome = write_outcome::indeterminate;
   int64_t offset = -1;  // the acknowledged offset
+  // Who sent it: one producer instance's writes to one partition are acknowledged in the order
+  // they were sent (idempotence keeps order with up to 5 requests in flight).
+  int writer = 0;
+  int instance = 0;  // the writer's producer, counted from 0 (a fatal error replaces it)
+  int64_t sequence = 0;
 };
 
 struct read_op {
@@ -57,13 +63,15 @@ struct analysis {
   size_t reads = 0, final_reads = 0;
   size_t recovered = 0;  // indeterminate writes that were read
   std::vector<std::string> lost, duplicates, inconsistent_offsets, phantoms;
+  // One producer instance's acknowledged writes to a partition at offsets out of its send order.
+  std::vector<std::string> reordered;
   std::vector<std::string> unseen;  // informational
   bool final_read_complete = false;
 
   // No anomaly of the kinds that count, and a final read to judge by.
   bool valid() const {
     return final_read_complete && lost.empty() && duplicates.empty() &&
-           inconsistent_offsets.empty() && phantoms.empty();
+           inconsistent_offsets.empty() && phantoms.empty() && reordered.empty();
   }
   // The counts on one line, then up to `examples` lines of each anomaly.
   std::string summary(size_t examples = 10) const;

@@ -161,6 +161,26 @@ TEST(cluster_checker, analysis_finds_phantoms_and_lists_unseen_writes_without_fa
   EXPECT_EQ(a.unseen.size(), 1u);
 }
 
+TEST(cluster_checker, analysis_finds_one_producers_writes_out_of_send_order) {
+  history h;
+  auto sent = [](std::string value, int64_t offset, int writer, int instance, int64_t sequence) {
+    write_op w = acked(std::move(value), 0, offset);
+    w.writer = writer;
+    w.instance = instance;
+    w.sequence = sequence;
+    return w;
+  };
+  h.writes = {sent("w0-0", 0, 0, 0, 0), sent("w0-1", 2, 0, 0, 1), sent("w0-2", 1, 0, 0, 2),
+              // Another writer, and a new instance of the first: their order is their own.
+              sent("w1-0", 4, 1, 0, 0), sent("w0-3", 3, 0, 1, 3)};
+  for (const auto& w : h.writes) h.reads.push_back(seen(0, w.offset, w.value));
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_FALSE(a.valid());
+  ASSERT_EQ(a.reordered.size(), 1u) << a.summary();
+  EXPECT_EQ(a.reordered[0], "w0-2 at 0/1, sent after w0-1 at 0/2");
+}
+
 TEST(cluster_checker, analysis_of_a_large_history_is_fast) {
   history h;
   for (int64_t i = 0; i < 50'000; ++i) {
