@@ -1,0 +1,346 @@
+// The fault-injection checker (cluster_checker.h): its analysis on hand-made histories (no
+// processes), runs against a three-node Apache Kafka 4.4.0 KRaft cluster with kills, pauses,
+// restarts and network partitions (the reference: it must find nothing; make interop), and runs
+// against a three-broker tarn
+// cluster on etcd: without faults today (make test), with faults once tarn replicates.
+// Run time and seed: TARN_CLUSTER_CHECK_SECONDS, TARN_CLUSTER_CHECK_SEED (make soak sets them).
+#include "cluster_checker.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cluster_harness.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+using checker::analyze;
+using checker::history;
+using checker::read_op;
+using checker::write_op;
+using checker::write_outcome;
+
+int env_or(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+write_op acked(std::string value, int32_t partition, int64_t offset) {
+  return {std::move(value), partition, write_outcome::acknowledged, offset};
+}
+write_op unknown(std::string value, int32_t partition) {
+  return {std::move(value), partition, write_outcome::indeterminate, -1};
+}
+read_op seen(int32_t partition, int64_t offset, std::string value, bool final = true) {
+  return {partition, offset, std::move(value), final};
+}
+
+// ---- the analysis ----
+
+TEST(cluster_checker, analysis_of_a_clean_history_is_valid) {
+  history h;
+  h.writes = {acked("w0-0", 0, 0),
+              acked("w0-1", 0, 1),
+              acked("w1-0", 1, 0),
+              unknown("w1-1", 1),
+              {"w1-2", 1, write_outcome::failed, -1}};
+  h.reads = {seen(0, 0, "w0-0", false), seen(0, 0, "w0-0"), seen(0, 1, "w0-1"), seen(1, 0, "w1-0"),
+             seen(1, 1, "w1-1")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_TRUE(a.valid()) << a.summary();
+  EXPECT_EQ(a.writes, 5u);
+  EXPECT_EQ(a.acknowledged, 3u);
+  EXPECT_EQ(a.failed, 1u);
+  EXPECT_EQ(a.indeterminate, 1u);
+  EXPECT_EQ(a.recovered, 1u);  // the indeterminate write was read
+  EXPECT_TRUE(a.unseen.empty());
+  EXPECT_EQ(a.reads, 5u);
+  EXPECT_EQ(a.final_reads, 4u);
+}
+
+TEST(cluster_checker, analysis_finds_an_acknowledged_write_missing_from_the_final_read) {
+  history h;
+  h.writes = {acked("w0-0", 0, 0), acked("w0-1", 0, 1)};
+  h.reads = {seen(0, 0, "w0-0")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_FALSE(a.valid());
+  ASSERT_EQ(a.lost.size(), 1u) << a.summary();
+  EXPECT_EQ(a.lost[0], "w0-1 acknowledged at 0/1, absent from the final read");
+  EXPECT_TRUE(a.duplicates.empty());
+  EXPECT_TRUE(a.inconsistent_offsets.empty());
+}
+
+TEST(cluster_checker, analysis_finds_a_value_read_during_the_run_then_gone) {
+  history h;
+  h.writes = {unknown("w0-0", 2)};
+  h.reads = {seen(2, 7, "w0-0", false)};  // read, so committed, yet not in the final read
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  ASSERT_EQ(a.lost.size(), 1u) << a.summary();
+  EXPECT_EQ(a.lost[0], "w0-0 read at 2/7 during the run, absent from the final read");
+  EXPECT_EQ(a.recovered, 1u);
+}
+
+TEST(cluster_checker, analysis_judges_no_loss_without_a_complete_final_read) {
+  history h;
+  h.writes = {acked("w0-0", 0, 0)};
+  h.final_read_complete = false;
+  auto a = analyze(h);
+  EXPECT_TRUE(a.lost.empty());
+  EXPECT_FALSE(a.valid()) << "no verdict without the final read";
+  EXPECT_NE(a.summary().find("did not complete"), std::string::npos) << a.summary();
+}
+
+TEST(cluster_checker, analysis_finds_a_duplicate) {
+  history h;
+  h.writes = {acked("w0-0", 0, 0), unknown("w0-1", 0)};
+  // A retried send appended twice (the idempotent producer's dedup failed).
+  h.reads = {seen(0, 0, "w0-0"), seen(0, 1, "w0-1"), seen(0, 2, "w0-1")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_FALSE(a.valid());
+  ASSERT_EQ(a.duplicates.size(), 1u) << a.summary();
+  EXPECT_EQ(a.duplicates[0], "w0-1 at 0/1 0/2");
+  EXPECT_TRUE(a.lost.empty());
+  EXPECT_TRUE(a.inconsistent_offsets.empty());
+}
+
+TEST(cluster_checker, analysis_finds_an_ack_at_another_offset_than_read) {
+  history h;
+  h.writes = {acked("w0-0", 1, 4)};
+  h.reads = {seen(1, 5, "w0-0")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  ASSERT_EQ(a.duplicates.size(), 1u) << a.summary();
+  EXPECT_EQ(a.duplicates[0], "w0-0 at 1/4 1/5");
+}
+
+TEST(cluster_checker, analysis_finds_inconsistent_offsets_across_reads_and_acks) {
+  history h;
+  h.writes = {acked("w0-0", 0, 3), acked("w1-0", 0, 4), unknown("w2-0", 0)};
+  // Offset 3 read with another value than acknowledged (a truncated leader's log reused it);
+  // offset 4 read with two values by two reads during the run.
+  h.reads = {seen(0, 3, "w2-0", false), seen(0, 4, "w1-0", false), seen(0, 4, "w0-0"),
+             seen(0, 3, "w2-0")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_FALSE(a.valid());
+  ASSERT_EQ(a.inconsistent_offsets.size(), 2u) << a.summary();
+  EXPECT_EQ(a.inconsistent_offsets[0], "0/3 holds w0-0 w2-0");
+  EXPECT_EQ(a.inconsistent_offsets[1], "0/4 holds w0-0 w1-0");
+  // w0-0 was acknowledged at 3 and read at 4; w1-0 was acknowledged, then vanished.
+  ASSERT_EQ(a.duplicates.size(), 1u);
+  EXPECT_EQ(a.duplicates[0], "w0-0 at 0/3 0/4");
+  ASSERT_EQ(a.lost.size(), 1u);
+  EXPECT_EQ(a.lost[0], "w1-0 acknowledged at 0/4, absent from the final read");
+}
+
+TEST(cluster_checker, analysis_finds_phantoms_and_lists_unseen_writes_without_failing) {
+  history h;
+  h.writes = {acked("w0-0", 0, 0), unknown("w0-1", 0), {"w0-2", 0, write_outcome::failed, -1}};
+  h.reads = {seen(0, 0, "w0-0"), seen(0, 1, "w0-2"), seen(0, 2, "garbage")};
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  ASSERT_EQ(a.phantoms.size(), 2u) << a.summary();
+  EXPECT_EQ(a.phantoms[0], "garbage read at 0/2, never sent");
+  EXPECT_EQ(a.phantoms[1], "w0-2 read at 0/1, its send was refused before it left the client");
+  ASSERT_EQ(a.unseen.size(), 1u);
+  EXPECT_EQ(a.unseen[0], "w0-1 (partition 0)");
+
+  h.reads.pop_back();
+  h.reads.pop_back();
+  a = analyze(h);
+  EXPECT_TRUE(a.valid()) << "an unseen indeterminate write is allowed: " << a.summary();
+  EXPECT_EQ(a.unseen.size(), 1u);
+}
+
+TEST(cluster_checker, analysis_finds_one_producers_writes_out_of_send_order) {
+  history h;
+  auto sent = [](std::string value, int64_t offset, int writer, int instance, int64_t sequence) {
+    write_op w = acked(std::move(value), 0, offset);
+    w.writer = writer;
+    w.instance = instance;
+    w.sequence = sequence;
+    return w;
+  };
+  h.writes = {sent("w0-0", 0, 0, 0, 0), sent("w0-1", 2, 0, 0, 1), sent("w0-2", 1, 0, 0, 2),
+              // Another writer, and a new instance of the first: their order is their own.
+              sent("w1-0", 4, 1, 0, 0), sent("w0-3", 3, 0, 1, 3)};
+  for (const auto& w : h.writes) h.reads.push_back(seen(0, w.offset, w.value));
+  h.final_read_complete = true;
+  auto a = analyze(h);
+  EXPECT_FALSE(a.valid());
+  ASSERT_EQ(a.reordered.size(), 1u) << a.summary();
+  EXPECT_EQ(a.reordered[0], "w0-2 at 0/1, sent after w0-1 at 0/2");
+}
+
+TEST(cluster_checker, analysis_of_a_large_history_is_fast) {
+  history h;
+  for (int64_t i = 0; i < 50'000; ++i) {
+    const auto p = static_cast<int32_t>(i % 3);
+    h.writes.push_back(acked("w" + std::to_string(i % 4) + "-" + std::to_string(i), p, i / 3));
+    h.reads.push_back(seen(p, i / 3, h.writes.back().value, false));
+    h.reads.push_back(seen(p, i / 3, h.writes.back().value));
+  }
+  h.final_read_complete = true;
+  const auto started = clock_type::now();
+  auto a = analyze(h);
+  const auto took = clock_type::now() - started;
+  EXPECT_TRUE(a.valid()) << a.summary();
+  // Near-linear: a quadratic analysis would take minutes here; generous for sanitizer trees.
+  EXPECT_LT(took, 30s);
+}
+
+// ---- runs against clusters ----
+
+void report(const checker::run_result& r, const cluster_harness& cluster) {
+  std::cout << "cluster_checker against " << cluster.name() << ": " << r.a.summary(20)
+            << r.producer_instances << " producer instances, " << r.consumer_restarts
+            << " consumer restarts\n";
+  for (const auto& line : r.nemesis_log) std::cout << "  " << line << "\n";
+}
+
+// Kills (-9), pauses (SIGSTOP) and graceful restarts of one node at a time for
+// TARN_CLUSTER_CHECK_SECONDS (60 by default) against Kafka 4.4.0: the reference, so the checker
+// itself is checked. Its name puts it in make interop (tests/kafka_tests.regex).
+TEST(cluster_checker, kills_and_pauses_lose_nothing_against_kafka) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Kafka 4.4.0 reference runs in the release build only";
+#else
+  if (!have_program("java") || !have_program("kcat")) GTEST_SKIP() << "java or kcat missing";
+  auto cluster = make_kafka_cluster(3);
+  const std::string error = cluster->start();
+  ASSERT_EQ(error, "");
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 60));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.faults = {checker::fault::kill, checker::fault::pause, checker::fault::stop};
+  // min.insync.replicas=2 is the cluster's (kafka-ref cluster-start); said again on the topic.
+  o.topic_configs = {{"min.insync.replicas", "2"}, {"unclean.leader.election.enable", "false"}};
+  // TARN_CLUSTER_CHECK_ACKS=1 checks the checker: acks=1 without idempotence, min.insync=1 and
+  // unclean election may lose or duplicate writes, and the test should then fail.
+  if (const char* acks = std::getenv("TARN_CLUSTER_CHECK_ACKS"); acks && *acks) {
+    o.acks = acks;
+    o.topic_configs = {{"min.insync.replicas", "1"}, {"unclean.leader.election.enable", "true"}};
+  }
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
+#endif
+}
+
+// Network partitions between Kafka's nodes (nftables rules on the packets of each node's cgroup:
+// scripts/kafka-ref partition) for TARN_CLUSTER_CHECK_SECONDS: a node cut off from the others
+// (the old leader keeps clients' requests it can no longer commit) or one link cut, each for up
+// to 8 s (past the 3 s session timeout), and pauses between. Skipped where partitions cannot be
+// made (not root, no nft, cgroup v2 not under /sys/fs/cgroup).
+TEST(cluster_checker, partitions_lose_nothing_against_kafka) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Kafka 4.4.0 reference runs in the release build only";
+#else
+  if (!have_program("java") || !have_program("kcat")) GTEST_SKIP() << "java or kcat missing";
+  auto cluster = make_kafka_cluster(3);
+  const std::string error = cluster->start();
+  ASSERT_EQ(error, "");
+  if (!cluster->can_partition()) {
+    GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
+  }
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 60));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
+              checker::fault::pause};
+  o.fault_max = std::chrono::milliseconds(8000);
+  o.topic_configs = {{"min.insync.replicas", "2"}, {"unclean.leader.election.enable", "false"}};
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
+#endif
+}
+
+// tarn's cluster today: three brokers on etcd, no replication yet, so a single-replica topic
+// (its creator leads every partition) and no faults: the harness, the client library against a
+// cluster and the checker's plumbing, in a few seconds.
+TEST(cluster_checker, tarn_cluster_without_faults_loses_nothing) {
+  auto cluster = make_tarn_cluster(3);
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_TARN_SECONDS", 3));
+  o.replication_factor = 1;
+  o.writes_per_second = 300;
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_EQ(r.a.acknowledged, r.a.writes) << "nothing fails without faults";
+}
+
+// tarn's cluster today under kill -9 and SIGTERM of one broker at a time, restarted on its port
+// and data: a single-replica topic's leader (its creator) dies too, so its partitions are away
+// until it is back, and the idempotent producers' retries must land once each. Soak only (make
+// soak sets TARN_CLUSTER_CHECK_SECONDS; 25 s by hand: valid, 11,268 writes, 5 faults).
+TEST(cluster_checker, tarn_single_replica_kills_lose_nothing) {
+  if (std::getenv("TARN_CLUSTER_CHECK_SECONDS") == nullptr) {
+    GTEST_SKIP() << "make soak runs it (TARN_CLUSTER_CHECK_SECONDS)";
+  }
+  auto cluster = make_tarn_cluster(3);
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.replication_factor = 1;
+  // A broker paused past its session (2 s) is fenced and exits: no pauses, faults under 3 s.
+  o.faults = {checker::fault::kill, checker::fault::stop};
+  o.fault_max = std::chrono::milliseconds(3000);
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+}
+
+// The same run as against Kafka, once tarn replicates partitions (issue 27; branch repl):
+// replication factor 3, min.insync.replicas=2, kills, pauses and restarts. Disabled until then:
+// with single-replica partitions a killed leader's acknowledged writes are unreadable until it
+// returns, and nothing stands in for it.
+TEST(cluster_checker, DISABLED_tarn_kills_and_pauses_lose_nothing) {
+  auto cluster = make_tarn_cluster(3,
+                                   {"default.replication.factor=3", "min.insync.replicas=2",
+                                    "unclean.leader.election.enable=false"},
+                                   3);  // etcd of three members: one may be killed
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.replication_factor = 3;
+  o.faults = {checker::fault::kill, checker::fault::pause, checker::fault::stop,
+              checker::fault::kill_metadata};
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+}
+
+}  // namespace
+}  // namespace tarn::test
