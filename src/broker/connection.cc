@@ -74,10 +74,6 @@ connection::connection(asio::ip::tcp::socket socket, connection_info info,
   if (tls_context_) {
     tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *tls_context_);
   }
-  if (services_.append_pool != nullptr) {
-    lane_ = std::make_unique<append_lane>(*services_.append_pool);
-    info_.lane = lane_.get();
-  }
   if (listener_ != nullptr && listener_->sasl) {
     sasl_ = std::make_unique<security::sasl_authenticator>(listener_->sasl,
                                                            listener_->scram_credentials);

@@ -20,7 +20,6 @@
 #include <memory>
 #include <string>
 
-#include "broker/append_lane.h"
 #include "broker/handler.h"
 #include "broker/request_memory.h"
 #include "security/sasl_authenticator.h"
@@ -160,8 +159,7 @@ class connection : public std::enable_shared_from_this<connection> {
   size_t read_begin_ = 0;
   size_t read_end_ = 0;
 
-  request_memory_lease next_lease_;    // taken by read_frame, handed to the request's slot
-  std::unique_ptr<append_lane> lane_;  // null without an append pool
+  request_memory_lease next_lease_;  // taken by read_frame, handed to the request's slot
 
   bool reading_done_ = false;  // no more requests will be read
   bool draining_ = false;      // stop_reading() was called: answer what was read, then close

@@ -19,9 +19,6 @@
 #include "broker/request_header.h"
 #include "security/principal.h"
 
-namespace asio {
-class thread_pool;
-}
 namespace tarn::coordinator {
 class group_coordinator;
 class share_coordinator;
@@ -40,8 +37,6 @@ class sasl_authenticator;
 }
 
 namespace tarn::broker {
-
-class append_lane;
 
 // Bytes of an open file sent as part of a response body (with sendfile: stored record batches go
 // from the page cache to the socket without a copy). The region goes out just before
@@ -102,9 +97,6 @@ struct broker_services {
   coordinator::share_coordinator* shares = nullptr;  // share groups (KIP-932)
   // In a cluster: the live brokers and the controller (null on a single node).
   cluster::cluster_membership* membership = nullptr;
-  // The append threads (num.io.threads) the connections' append lanes run on (append_lane.h);
-  // null: Produce appends on the connection's loop.
-  asio::thread_pool* append_pool = nullptr;
 };
 
 struct connection_info {
@@ -116,9 +108,6 @@ struct connection_info {
   // The SASL state of a SASL_PLAINTEXT or SASL_SSL connection (null on other listeners), for
   // the SaslHandshake and SaslAuthenticate handlers. Owned by the connection.
   security::sasl_authenticator* sasl = nullptr;
-  // Where Produce appends of this connection run off its loop (null: on the loop). Owned by the
-  // connection; used on its loop only.
-  append_lane* lane = nullptr;
 };
 
 // The bytes of one request frame (without its 4-byte size). Not zero-initialised: it is filled

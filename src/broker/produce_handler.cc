@@ -55,7 +55,6 @@
 #include <chrono>
 #include <variant>
 
-#include "broker/append_lane.h"
 #include "broker/authorization.h"
 #include "broker/broker_metrics.h"
 #include "broker/handler.h"
@@ -453,73 +452,60 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
 
   // Step 6, per partition under its lock (the map lock shared, so appends to other partitions
   // from other loops go on meanwhile).
-  // With an append lane (a large request, or one behind another still on the lane) this runs on
-  // an append thread while the connection's loop reads the next request: the socket copy of
-  // that one overlaps the page-cache copy of this one. It touches only `work`, the log under its
-  // locks and what is read-only meanwhile.
-  auto append_all = [&] {
-    for (auto& tw : work) {
-      for (auto& pw : tw.parts) {
-        if (pw.failure) continue;
-        auto guard = topics.read_lock();
-        storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
-        if (log == nullptr) {  // deleted since step 1
-          pw.failure =
-              to_failure(request_error{error_code::unknown_topic_or_partition, "topic deleted"});
-          continue;
-        }
-        std::lock_guard log_lock(log->mutex());
-        storage::validated_batch& vb = pw.validated;
-        if (vb.transactional &&
-            log->producers().markers_written(vb.producer_id) != pw.markers_before_check) {
-          // The transaction ended between the check and now: appending would open a transaction
-          // no marker closes (the last stable offset would stop there for good).
-          pw.failure = to_failure(request_error{
-              error_code::invalid_txn_state,
-              fmt::format("the transaction of producer {} ended while its batch to {}-{} waited",
-                          vb.producer_id, tw.name, pw.index)});
-          continue;
-        }
-        const offset_t first = log->log_end_offset();
-        const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
-        const bool idempotent = vb.producer_id != record::no_producer_id;
-        storage::producer_append pa;
-        if (idempotent) {
-          record::record_batch_view view(vb.bytes);
-          pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, view.last_sequence()};
-          auto check = log->producers().check(pa, first);
-          if (!check) {
-            pw.failure = to_failure(std::move(check.error()));
-            pw.log_start_offset = log->log_start_offset();
-            continue;
-          }
-          if (*check) {  // a retry: answered with the original offsets, not written again
-            pw.base_offset = (*check)->first_offset();
-            pw.log_append_time_ms = (*check)->timestamp;
-            pw.log_start_offset = log->log_start_offset();
-            continue;
-          }
-        }
-        if (auto a = log->append(vb.bytes, now); !a) {
-          if (a.error().code == storage::storage_errc::io_error)
-            log_storage_error(tw.name, pw.index, a.error());
-          pw.failure = to_failure(std::move(a.error()));
-          continue;
-        }
-        if (idempotent)
-          log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
-        pw.base_offset = first;
-        pw.written = true;
-        pw.log_append_time_ms = vb.log_append_time ? now : -1;
-        pw.log_start_offset = log->log_start_offset();
+  for (auto& tw : work) {
+    for (auto& pw : tw.parts) {
+      if (pw.failure) continue;
+      auto guard = topics.read_lock();
+      storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
+      if (log == nullptr) {  // deleted since step 1
+        pw.failure =
+            to_failure(request_error{error_code::unknown_topic_or_partition, "topic deleted"});
+        continue;
       }
+      std::lock_guard log_lock(log->mutex());
+      storage::validated_batch& vb = pw.validated;
+      if (vb.transactional &&
+          log->producers().markers_written(vb.producer_id) != pw.markers_before_check) {
+        // The transaction ended between the check and now: appending would open a transaction
+        // no marker closes (the last stable offset would stop there for good).
+        pw.failure = to_failure(request_error{
+            error_code::invalid_txn_state,
+            fmt::format("the transaction of producer {} ended while its batch to {}-{} waited",
+                        vb.producer_id, tw.name, pw.index)});
+        continue;
+      }
+      const offset_t first = log->log_end_offset();
+      const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
+      const bool idempotent = vb.producer_id != record::no_producer_id;
+      storage::producer_append pa;
+      if (idempotent) {
+        record::record_batch_view view(vb.bytes);
+        pa = {vb.producer_id, vb.producer_epoch, vb.base_sequence, view.last_sequence()};
+        auto check = log->producers().check(pa, first);
+        if (!check) {
+          pw.failure = to_failure(std::move(check.error()));
+          pw.log_start_offset = log->log_start_offset();
+          continue;
+        }
+        if (*check) {  // a retry: answered with the original offsets, not written again
+          pw.base_offset = (*check)->first_offset();
+          pw.log_append_time_ms = (*check)->timestamp;
+          pw.log_start_offset = log->log_start_offset();
+          continue;
+        }
+      }
+      if (auto a = log->append(vb.bytes, now); !a) {
+        if (a.error().code == storage::storage_errc::io_error)
+          log_storage_error(tw.name, pw.index, a.error());
+        pw.failure = to_failure(std::move(a.error()));
+        continue;
+      }
+      if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
+      pw.base_offset = first;
+      pw.written = true;
+      pw.log_append_time_ms = vb.log_append_time ? now : -1;
+      pw.log_start_offset = log->log_start_offset();
     }
-  };
-  if (append_lane* lane = request.connection.lane;
-      lane != nullptr && lane->takes(request.frame.size)) {
-    co_await lane->run(append_all);
-  } else {
-    append_all();
   }
 
   // Kafka reports the log start offset with these errors.

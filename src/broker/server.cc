@@ -18,7 +18,6 @@
 #include <asio/redirect_error.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
-#include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <csignal>
@@ -106,9 +105,6 @@ struct server::impl {
 
   broker_config config;
   handler_registry registry;
-  // Before `services` and `loops`: the connections' append lanes are strands on it, so it
-  // outlives them; its threads are joined once the loops have stopped (run(), ~server).
-  std::unique_ptr<asio::thread_pool> append_pool;
   std::unique_ptr<broker_services> services;
   std::vector<std::unique_ptr<event_loop>> loops;
   std::vector<int> cpus;
@@ -204,7 +200,6 @@ server::~server() {
       loop->thread.join();
     }
   }
-  if (impl_->append_pool) impl_->append_pool->join();
   impl_->join_groups_loader();
 }
 
@@ -465,10 +460,6 @@ result<void, std::string> server::start() {
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.services->shares = s.shares.get();
   s.services->membership = s.membership.get();
-  // Kafka's request handler threads (num.io.threads): Produce appends of large requests run
-  // there while the loops read the next requests (append_lane.h).
-  s.append_pool = std::make_unique<asio::thread_pool>(s.config.num_io_threads);
-  s.services->append_pool = s.append_pool.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -550,9 +541,6 @@ int server::run() {
   for (auto& loop : s.loops) {
     if (loop->thread.joinable()) loop->thread.join();
   }
-  // The appends handed to the lanes are done (their answers were written in the drain, or
-  // their loops stopped): the log directory can be shut down.
-  if (s.append_pool) s.append_pool->join();
   s.join_groups_loader();
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
