@@ -4,8 +4,8 @@
 //
 //   produce_replay --bootstrap-server H:P --topic T [--bytes B] [--batch-bytes S]
 //                  [--record-size R] [--acks A] [--partitions N] [--in-flight K]
-//                  [--distinct-batches D] [--compression-type C] [--create-topic]
-//                  [--timeout-ms MS]
+//                  [--distinct-batches D] [--compression-type C] [--connections C]
+//                  [--create-topic] [--timeout-ms MS]
 //
 // The batches: in codec C (none by default), no producer id (-1, no idempotence, so any broker
 // accepts repeats), records of R bytes (1 KiB) with random A-Z values and no key, as
@@ -17,6 +17,12 @@
 // partition is sent before timing, retried while the partition is not ready yet; after that,
 // any non-zero error code in a response is a failure. The run ends when B bytes of record
 // batches are acknowledged (acks=0: written to the socket).
+//
+// With --connections C (1), C connections replay at once, each on its own thread (so the client's
+// socket copies spread over cores as the broker's do), each B/C bytes; connection c sends to the
+// partitions p with p mod C = c (to partition c mod N when N < C). The figures are the sum over
+// the connections, timed from their common start to the last one's end: the broker's ingest when
+// several event loops share it (scripts/bench's scaling section).
 //
 // Output: kafka-producer-perf-test's summary line (records, records/s, MB/s of record values,
 // and latency from a request's send to its response), then a line of key=value figures with the
@@ -30,6 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <latch>
 #include <optional>
 #include <random>
 #include <span>
@@ -71,6 +78,7 @@ struct options {
   int partitions = 1;
   int in_flight = 5;
   int distinct_batches = 4;
+  int connections = 1;
   record::compression_type compression = record::compression_type::none;
   bool create_topic = false;
   int64_t timeout_ms = 300'000;
@@ -276,9 +284,10 @@ result<void, std::string> check_produce_response(std::span<const uint8_t> respon
 // Before timing: one request per partition, retried while the broker says the partition is not
 // ready (a topic just created may not have its leader yet).
 result<void, std::string> warm_up(broker_link& link, std::vector<request_template>& templates,
-                                  int16_t version, const options& o, int32_t& correlation_id) {
-  for (int p = 0; p < o.partitions; ++p) {
-    auto& t = templates[static_cast<size_t>(p) % templates.size()];
+                                  size_t partitions, int16_t version, const options& o,
+                                  int32_t& correlation_id) {
+  for (size_t p = 0; p < partitions; ++p) {
+    auto& t = templates[p % templates.size()];
     // The broker's last answer, so that a deadline reached while a retry is on the wire still
     // says why the run failed (on a loaded machine the last retry's answer may come too late).
     std::string last_refusal;
@@ -335,6 +344,7 @@ class replay {
     int64_t records = 0;
     int64_t batch_bytes = 0;
     double seconds = 0;
+    steady::time_point start, end;
     std::vector<double> latency_ms;
   };
 
@@ -347,6 +357,8 @@ class replay {
     if (!error_.empty()) return fail(error_);
     if (!finished()) return fail(std::string("timed out"));
     totals_.seconds = std::chrono::duration<double>(end_ - start_).count();
+    totals_.start = start_;
+    totals_.end = end_;
     return std::move(totals_);
   }
 
@@ -446,6 +458,47 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))];
 }
 
+// One connection of the run: its socket, its partitions' request templates and its replay.
+struct connection_run {
+  asio::io_context io;
+  std::unique_ptr<broker_link> link;
+  std::vector<request_template> templates;
+  size_t partitions = 0;  // templates[0, partitions) cover each of its partitions once
+  options o;              // the run's, with this connection's share of the bytes
+  int32_t correlation_id = 10;
+};
+
+// The partitions connection c of `connections` sends to.
+std::vector<int32_t> partitions_of(int c, const options& o) {
+  std::vector<int32_t> out;
+  for (int p = c; p < o.partitions; p += o.connections) out.push_back(p);
+  if (out.empty()) out.push_back(c % o.partitions);
+  return out;
+}
+
+std::vector<request_template> make_templates(const std::vector<batch>& batches,
+                                             const std::vector<int32_t>& partitions,
+                                             int16_t version, const options& o) {
+  std::vector<request_template> templates;
+  const size_t count = std::max(static_cast<size_t>(o.distinct_batches), partitions.size());
+  for (size_t k = 0; k < count; ++k) {
+    request_template t;
+    t.batch_index = k % batches.size();
+    t.partition = partitions[k % partitions.size()];
+    protocol::produce_request request;
+    request.acks = static_cast<int16_t>(o.acks);
+    request.timeout_ms = 30'000;
+    auto& topic = request.topic_data.emplace_back();
+    topic.name = o.topic;
+    auto& partition = topic.partition_data.emplace_back();
+    partition.index = t.partition;
+    partition.records = record::bytes_view(batches[t.batch_index].bytes);
+    t.bytes = client::frame_request(request, version, 0, client_id);
+    templates.push_back(std::move(t));
+  }
+  return templates;
+}
+
 int run(const options& o) {
   const auto deadline = steady::now() + std::chrono::milliseconds(o.timeout_ms);
   auto failed = [](const std::string& why) {
@@ -455,41 +508,64 @@ int run(const options& o) {
   auto batches = build_batches(o);
   if (!batches) return failed(batches.error());
 
-  asio::io_context io;
-  broker_link link(io, deadline);
-  if (auto c = link.connect(o.bootstrap_server); !c) return failed(c.error());
-  auto table = api_versions(link);
-  if (!table) return failed(table.error());
-  const int16_t version = choose(*table, client::produce_versions);
-  if (version < 0) return failed("the broker shares no Produce version (3-12)");
-  if (o.create_topic) {
-    if (auto c = create_topic(link, *table, o); !c) return failed(c.error());
+  std::vector<std::unique_ptr<connection_run>> conns;
+  int16_t version = -1;
+  for (int c = 0; c < o.connections; ++c) {
+    auto conn = std::make_unique<connection_run>();
+    conn->o = o;
+    conn->o.bytes = std::max<int64_t>(1, o.bytes / o.connections);
+    conn->link = std::make_unique<broker_link>(conn->io, deadline);
+    if (auto r = conn->link->connect(o.bootstrap_server); !r) return failed(r.error());
+    auto table = api_versions(*conn->link);
+    if (!table) return failed(table.error());
+    if (c == 0) {
+      version = choose(*table, client::produce_versions);
+      if (version < 0) return failed("the broker shares no Produce version (3-12)");
+      if (o.create_topic) {
+        if (auto r = create_topic(*conn->link, *table, o); !r) return failed(r.error());
+      }
+    }
+    const auto partitions = partitions_of(c, o);
+    conn->partitions = partitions.size();
+    conn->templates = make_templates(*batches, partitions, version, o);
+    if (auto w = warm_up(*conn->link, conn->templates, conn->partitions, version, o,
+                         conn->correlation_id);
+        !w) {
+      return failed(w.error());
+    }
+    conns.push_back(std::move(conn));
   }
 
-  std::vector<request_template> templates;
-  const size_t count = static_cast<size_t>(std::max(o.distinct_batches, o.partitions));
-  for (size_t k = 0; k < count; ++k) {
-    request_template t;
-    t.batch_index = k % batches->size();
-    t.partition = static_cast<int32_t>(k % static_cast<size_t>(o.partitions));
-    protocol::produce_request request;
-    request.acks = static_cast<int16_t>(o.acks);
-    request.timeout_ms = 30'000;
-    auto& topic = request.topic_data.emplace_back();
-    topic.name = o.topic;
-    auto& partition = topic.partition_data.emplace_back();
-    partition.index = t.partition;
-    partition.records = record::bytes_view((*batches)[t.batch_index].bytes);
-    t.bytes = client::frame_request(request, version, 0, client_id);
-    templates.push_back(std::move(t));
+  // The timed phase: one thread a connection, released together.
+  std::vector<result<replay::totals, std::string>> results(conns.size(),
+                                                           fail(std::string("did not run")));
+  {
+    std::latch go(static_cast<std::ptrdiff_t>(conns.size()));
+    std::vector<std::thread> threads;
+    for (size_t c = 0; c < conns.size(); ++c) {
+      threads.emplace_back([&, c] {
+        auto& conn = *conns[c];
+        replay r(*conn.link, conn.templates, *batches, version, conn.o, conn.correlation_id + 1);
+        go.arrive_and_wait();
+        results[c] = r.run(conn.io);
+      });
+    }
+    for (auto& t : threads) t.join();
   }
-
-  int32_t correlation_id = 10;
-  if (auto w = warm_up(link, templates, version, o, correlation_id); !w) return failed(w.error());
-
-  replay r(link, templates, *batches, version, o, correlation_id + 1);
-  auto totals = r.run(io);
+  auto totals = std::move(results[0]);
   if (!totals) return failed(totals.error());
+  for (size_t c = 1; c < results.size(); ++c) {
+    if (!results[c]) return failed("connection " + std::to_string(c) + ": " + results[c].error());
+    const auto& more = *results[c];
+    totals->requests += more.requests;
+    totals->records += more.records;
+    totals->batch_bytes += more.batch_bytes;
+    totals->start = std::min(totals->start, more.start);
+    totals->end = std::max(totals->end, more.end);
+    totals->latency_ms.insert(totals->latency_ms.end(), more.latency_ms.begin(),
+                              more.latency_ms.end());
+  }
+  totals->seconds = std::chrono::duration<double>(totals->end - totals->start).count();
 
   auto& lat = totals->latency_ms;
   std::sort(lat.begin(), lat.end());
@@ -506,11 +582,11 @@ int run(const options& o) {
               percentile(lat, 0.99), percentile(lat, 0.999));
   std::printf("batch_bytes=%" PRId64 " requests=%" PRId64
               " elapsed_s=%.6f batch_mib_s=%.2f records_per_batch=%d produce_version=%d "
-              "acks=%d partitions=%d in_flight=%d compression_type=%s\n",
+              "acks=%d partitions=%d in_flight=%d compression_type=%s connections=%d\n",
               totals->batch_bytes, totals->requests, secs,
               static_cast<double>(totals->batch_bytes) / (1 << 20) / secs, (*batches)[0].records,
               version, o.acks, o.partitions, o.in_flight,
-              std::string(record::compression_name(o.compression)).c_str());
+              std::string(record::compression_name(o.compression)).c_str(), o.connections);
   return 0;
 }
 
@@ -530,6 +606,8 @@ int main(int argc, char** argv) {
   app.add_option("--partitions", o.partitions)->check(CLI::Range(1, 10000));
   app.add_option("--in-flight", o.in_flight)->check(CLI::Range(1, 1000));
   app.add_option("--distinct-batches", o.distinct_batches)->check(CLI::Range(1, 64));
+  app.add_option("--connections", o.connections, "connections replaying at once, a thread each")
+      ->check(CLI::Range(1, 256));
   app.add_option_function<std::string>(
       "--compression-type",
       [&o](const std::string& name) {

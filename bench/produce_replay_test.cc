@@ -56,6 +56,31 @@ TEST(produce_replay, every_acknowledged_batch_is_in_the_log) {
   EXPECT_EQ(stored_records, records + 2 * per_batch);
 }
 
+TEST(produce_replay, connections_share_the_bytes_and_the_partitions) {
+  broker_process broker;
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  // 3 connections on 3 partitions (one each), 64 KiB batches, 1.5 MiB in all.
+  auto replay = run_replay(broker.port(), {"--topic", "replay3", "--create-topic", "--partitions",
+                                           "3", "--connections", "3", "--batch-bytes", "65536",
+                                           "--bytes", "1572864", "--timeout-ms", "30000"});
+  auto status = replay->wait_exit(60s);
+  ASSERT_TRUE(status && status->exited && status->code == 0) << replay->output();
+  const std::string out = replay->output();
+  std::smatch figures;
+  ASSERT_TRUE(std::regex_search(
+      out, figures,
+      std::regex(R"(batch_bytes=(\d+) requests=(\d+) .*records_per_batch=(\d+).*connections=3)")))
+      << out;
+  const int64_t requests = std::stoll(figures[2]);
+  EXPECT_GE(std::stoll(figures[1]), 1572864);
+  for (int32_t partition = 0; partition < 3; ++partition) {
+    // Each connection's share (8 requests) and its warm-up request, all on its own partition.
+    EXPECT_EQ(static_cast<int64_t>(fetch_all(broker.port(), "replay3", partition).size()),
+              requests / 3 + 1)
+        << "partition " << partition;
+  }
+}
+
 TEST(produce_replay, batches_in_the_codec_asked_for) {
   broker_process broker;
   ASSERT_NE(broker.port(), 0) << broker.output();

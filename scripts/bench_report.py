@@ -36,6 +36,10 @@ CONSUMER_END = "<!-- scripts/bench: end of consumer libraries -->"
 SHARE_BEGIN = ("<!-- scripts/bench: share groups from here (scripts/bench --only share rewrites "
                "this part alone) -->")
 SHARE_END = "<!-- scripts/bench: end of share groups -->"
+# Section 14 likewise: `scripts/bench --only scaling`.
+SCALING_BEGIN = ("<!-- scripts/bench: ingest scaling from here (scripts/bench --only scaling "
+                 "rewrites this part alone) -->")
+SCALING_END = "<!-- scripts/bench: end of ingest scaling -->"
 MIB = 1024 * 1024
 
 
@@ -487,6 +491,7 @@ def render(b):
     out.extend(render_txn(b))
     out.extend(render_consumer(b))
     out.extend(render_share(b))
+    out.extend(render_scaling(b))
     return "\n".join(out)
 
 
@@ -1019,6 +1024,76 @@ def render_share(b):
                        f"`{r.get('error', '')[:300]}`")
         out.append("")
     out += [SHARE_END, ""]
+    return out
+
+
+SCALING_METHOD = """\
+Method. For each count N of event loops, a tarn broker (`num.network.threads=N`) and an Apache
+Kafka 4.4.0 broker (`num.network.threads=N`, `num.io.threads=N`; otherwise both at their
+defaults) are up at once. `bench/produce_replay --connections 8` replays prebuilt 1 MiB batches
+of 1 KiB records (acks=1, 5 requests in flight a connection) over 8 connections, a client thread
+each, to a new topic of 8 partitions, one partition a connection, until the bytes are
+acknowledged; MB/s is the sum over the connections from their common start to the last one's
+end. Runs alternate (tarn, Kafka, ...) after one warm-up run on each broker (not counted). The
+same 8 connections load every row, so only the broker's loop count changes. The client's
+threads share the machine with the broker: on a machine with fewer cores than loops plus
+client threads, a row measures how the broker behaves oversubscribed, not how it scales."""
+
+
+def render_scaling(b):
+    """Section 14 (scripts/bench's scaling_section) as markdown lines, between its markers."""
+    if not any(r.get("section") == "scaling" for r in b.results):
+        return []
+    cores = b.machine["cores"]
+    out = [SCALING_BEGIN, "", "### 14. Ingest scaling with event loops (num.network.threads)", "",
+           SCALING_METHOD, ""]
+    load = getattr(b, "scaling_load", None)
+    started = getattr(b, "scaling_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only scaling' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, {cores} cores ({b.machine['cpu']}), "
+             f"{b.ingest_bytes // MIB} MiB a run.")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    rows = []
+    one = {name: b.select("mib_s", section="scaling", broker=name, loops=1)
+           for name in ("tarn", "Kafka")}
+    for loops in b.scaling_loops:
+        t = b.select("mib_s", section="scaling", broker="tarn", loops=loops)
+        k = b.select("mib_s", section="scaling", broker="Kafka", loops=loops)
+        tc = b.select("broker_cpu_s_per_gb", section="scaling", broker="tarn", loops=loops)
+        kc = b.select("broker_cpu_s_per_gb", section="scaling", broker="Kafka", loops=loops)
+        note = f"loops > cores: machine has {cores} cores" if loops > cores else ""
+        rows.append([str(loops), cell(t), rtext(ratio(t, one["tarn"])), cell(tc), cell(k),
+                     rtext(ratio(k, one["Kafka"])), cell(kc), rtext(ratio(t, k)), note])
+    out.append(table(["loops", "tarn MB/s", "tarn / 1 loop", "tarn broker CPU s per GB",
+                      "Kafka MB/s", "Kafka / 1 loop", "Kafka broker CPU s per GB",
+                      "tarn / Kafka", ""], rows))
+    out.append("")
+    out.append("#### Goals of this section")
+    out.append("")
+    top = max(b.scaling_loops)
+    r = ratio(b.select("mib_s", section="scaling", broker="tarn", loops=top), one["tarn"])
+    rk = ratio(b.select("mib_s", section="scaling", broker="Kafka", loops=top), one["Kafka"])
+    if cores >= top:
+        met = "n/a" if r is None else ("yes" if r >= 6 else "**no**")
+    else:
+        met = f"not measurable: {cores} cores"
+    out.append(table(["goal", "tarn", "Kafka (beside it)", "target", "met"],
+                     [[f"ingest with {top} loops / with 1 loop, on a machine of >= {top} cores",
+                       rtext(r), rtext(rk), ">= 6", met]]))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and r.get("section") == "scaling"]
+    if failed:
+        out.append(f"{len(failed)} scaling runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} {r.get('loops')} loops run {r.get('rep')}: "
+                       f"`{r.get('error', '')[:300]}`")
+        out.append("")
+    out += [SCALING_END, ""]
     return out
 
 

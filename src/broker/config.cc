@@ -201,7 +201,10 @@ const std::vector<config_key>& config_keys() {
       {"num.network.threads", config_type::int32, nullptr, at_least(1)},
       {"num.io.threads", config_type::int32, "8", at_least(1)},
       {"socket.send.buffer.bytes", config_type::int32, "102400", nullptr},
-      {"socket.receive.buffer.bytes", config_type::int32, "102400", nullptr},
+      // -1 (the kernel's autotuning) rather than Kafka's 102400: a 100 KiB SO_RCVBUF caps each
+      // recv and stalls the sender, and -1 ingested 1.4-2.2x the MB/s at equal or less CPU per GB
+      // (docs/benchmarks.md, broker ingest, 2026-12-06). Kafka's server.properties sets it anyway.
+      {"socket.receive.buffer.bytes", config_type::int32, "-1", nullptr},
       {"socket.request.max.bytes", config_type::int32, "104857600", at_least(1)},
       {"max.connections", config_type::int32, "2147483647", at_least(0)},
       {"max.connections.per.ip", config_type::int32, "2147483647", at_least(0)},

@@ -59,7 +59,7 @@ struct broker_config {
   int32_t num_io_threads = 8;       // blocking-work pool (fsync, file deletion)
   int32_t socket_request_max_bytes = 104857600;
   int32_t socket_send_buffer_bytes = 102400;  // -1 = OS default
-  int32_t socket_receive_buffer_bytes = 102400;
+  int32_t socket_receive_buffer_bytes = -1;   // -1 = OS default (autotuning); Kafka: 102400
   int32_t max_connections = INT32_MAX;
   int32_t max_connections_per_ip = INT32_MAX;
   std::map<std::string, int32_t> max_connections_per_ip_overrides;

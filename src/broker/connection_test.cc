@@ -20,6 +20,7 @@ namespace tarn::broker {
 namespace {
 
 constexpr int16_t test_api = 100;
+constexpr int16_t echo_api = 101;  // answers with its body, whatever its size
 enum class kind : uint8_t { respond = 0, none = 1, close = 2 };
 std::atomic<int> cancelled_handlers{0};
 
@@ -39,6 +40,11 @@ asio::awaitable<handler_outcome> test_handler(request_context& request) {
   }
   if (k == kind::none) co_return no_response{};
   if (k == kind::close) co_return close_connection{"asked to"};
+  co_return response{std::vector<uint8_t>(body.begin(), body.end())};
+}
+
+asio::awaitable<handler_outcome> echo_handler(request_context& request) {
+  auto body = request.body();
   co_return response{std::vector<uint8_t>(body.begin(), body.end())};
 }
 
@@ -72,6 +78,7 @@ class connection_harness {
         acceptor_(loop_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
         client_(client_context_) {
     registry_.register_handler(test_api, 0, 0, test_handler);
+    registry_.register_handler(echo_api, 0, 0, echo_handler);
     client_.connect(acceptor_.local_endpoint());
     asio::ip::tcp::socket server_side = acceptor_.accept();
     auto c = std::make_shared<connection>(std::move(server_side), connection_info{1, "test", "T"},
@@ -131,6 +138,35 @@ TEST(connection, out_of_order_completion_is_answered_in_request_order) {
     ASSERT_EQ(r->second.size(), 5u);
     EXPECT_EQ(r->second[3], static_cast<uint8_t>(100 - 10 * i));
   }
+}
+
+TEST(connection, a_frame_larger_than_the_read_buffer_arriving_in_pieces_is_read_whole) {
+  connection_harness h;
+  // An echo request of 300 KiB (the read buffer holds 64 KiB), then a small request behind it
+  // in the last piece: the frame is allocated once its size is read and filled as bytes come.
+  std::vector<uint8_t> big = {0, 0, 0, 0, 0, echo_api, 0, 0, 0, 0, 0, 7, 0xff, 0xff};
+  for (size_t i = 0; i < 300 * 1024; ++i) big.push_back(static_cast<uint8_t>(i * 131 + 7));
+  const auto size = static_cast<uint32_t>(big.size() - 4);
+  for (int i = 0; i < 4; ++i)
+    big[static_cast<size_t>(i)] = static_cast<uint8_t>(size >> (24 - 8 * i));
+  auto small = test_request(8, 0, kind::respond);
+  big.insert(big.end(), small.begin(), small.end());
+  const size_t cuts[] = {3, 40 * 1024, 200 * 1024, big.size()};
+  size_t from = 0;
+  for (size_t to : cuts) {
+    h.send(std::vector<uint8_t>(big.begin() + static_cast<std::ptrdiff_t>(from),
+                                big.begin() + static_cast<std::ptrdiff_t>(to)));
+    from = to;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto r = h.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->first, 7);
+  ASSERT_EQ(r->second.size(), 300u * 1024);
+  EXPECT_TRUE(std::equal(r->second.begin(), r->second.end(), big.begin() + 14));
+  r = h.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->first, 8);
 }
 
 TEST(connection, no_response_outcome_sends_nothing_for_that_request) {

@@ -67,8 +67,8 @@ int run_serve(const serve_options& options) {
     spdlog::error("refusing to start: {}", config.error());
     return 1;
   }
-  // Request frames of a few hundred KiB to a few MiB (a Produce of 1 MiB batches grows its
-  // buffer 64 KiB, 128 KiB, ... 1 MiB) must come back from the heap already mapped. With glibc's
+  // Request frames of a few hundred KiB to a few MiB (a Produce of 1 MiB batches takes a 1 MiB
+  // frame buffer) must come back from the heap already mapped. With glibc's
   // sliding thresholds, one event loop's frames were mmap'd or trimmed and faulted in again on
   // every request: 476,000 minor faults and twice the system time per GiB ingested
   // (docs/benchmarks.md, broker ingest ceiling). Fixed thresholds keep them: frames up to
