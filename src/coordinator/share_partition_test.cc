@@ -230,5 +230,42 @@ TEST(share_partition, reset_start_offset_forgets_what_is_below) {
   EXPECT_EQ(p.in_flight(), 0u);
 }
 
+// What the coordinator does when a __share_group_state write fails: the change is undone, from
+// records changed, records dropped off the front and records added past the SPEO alike.
+TEST(share_partition, undo_puts_back_the_state_of_begin_change) {
+  share_partition p(cfg(1000, 3, 100), 0);
+  p.acquire("a", batch(0, 9), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(0, 3, {accept}), ack(5, 5, {release})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  const auto before = p.persisted_batches();
+  ASSERT_EQ(p.start_offset(), 4);
+
+  p.begin_change();
+  // The rest acknowledged (the SPSO moves over all of it), then new records past the SPEO, then
+  // lock expiry of those at a later time.
+  acks = {ack(4, 4, {accept}), ack(6, 9, {reject})};
+  ASSERT_EQ(p.acknowledge("a", acks, 20), error_code::none);
+  p.acquire("b", batch(5, 14), 500, 20);
+  EXPECT_EQ(p.start_offset(), 5);
+  EXPECT_EQ(p.end_offset(), 15);
+  p.expire_locks(5000);
+  p.undo();
+  EXPECT_EQ(p.start_offset(), 4);
+  EXPECT_EQ(p.end_offset(), 10);
+  EXPECT_EQ(p.persisted_batches(), before);
+  EXPECT_EQ(p.record(4)->member_id, "a");
+  EXPECT_EQ(p.record(4)->lock_deadline_ms, 1000);
+  EXPECT_EQ(state(p, 5), record_state::available);
+  EXPECT_EQ(p.acquired_count(), 5u);  // 4, 6, 7, 8, 9
+
+  // keep() ends the journal: a later undo() changes nothing.
+  p.begin_change();
+  acks = {ack(4, 4, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 20), error_code::none);
+  p.keep();
+  p.undo();
+  EXPECT_EQ(p.start_offset(), 5);
+}
+
 }  // namespace
 }  // namespace tarn::coordinator
