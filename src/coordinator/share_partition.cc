@@ -155,7 +155,11 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
           take(o, r);
           continue;
         }
-        // Past the SPEO: offsets the log does not hold (compaction) are archived on the way.
+        // Past the SPEO: offsets the log does not hold (compaction) are archived on the way, but
+        // only between batches given here. Batches that start past the SPEO (a later chunk of a
+        // read whose first chunk could not be acquired, the record locks being full then) say
+        // nothing of the offsets before them: archiving those would lose records never delivered.
+        if (end_offset() < o && end_offset() < batches.front().base_offset) return;
         while (end_offset() < o && records_.size() < lock_limit) {
           records_.push_back({record_state::archived, 0, 0, {}});
         }

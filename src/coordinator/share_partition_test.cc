@@ -267,5 +267,27 @@ TEST(share_partition, undo_puts_back_the_state_of_begin_change) {
   EXPECT_EQ(p.start_offset(), 5);
 }
 
+// A read in chunks: the first chunk's records could not be acquired (the record locks were full)
+// and, by the time the second chunk is offered, acknowledgements freed the locks. The offsets
+// between the SPEO and the second chunk are not gaps of the log: nothing is archived, nothing
+// acquired, and the next fetch reads from the SPEO again.
+TEST(share_partition, batches_starting_past_the_end_offset_archive_nothing) {
+  share_partition p(cfg(1000, 3, 100), 0);
+  ASSERT_EQ(p.acquire("a", batch(0, 99), 500, 0).size(), 1u);  // the 100 locks are full
+  EXPECT_TRUE(p.acquire("b", batch(100, 149), 500, 0).empty());
+  std::vector<acknowledgement_batch> acks = {ack(0, 99, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_TRUE(p.acquire("b", batch(150, 199), 500, 10).empty());
+  EXPECT_EQ(p.start_offset(), 100);
+  EXPECT_EQ(p.end_offset(), 100);
+  EXPECT_EQ(p.next_fetch_offset(10), 100);
+  // Gaps between the batches of one read are the log's: archived.
+  std::vector<fetched_batch> read = {{100, 109, false}, {120, 129, false}};
+  auto got = p.acquire("b", read, 500, 10);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1], (acquired_range{120, 129, 1}));
+  EXPECT_EQ(state(p, 115), record_state::archived);
+}
+
 }  // namespace
 }  // namespace tarn::coordinator
