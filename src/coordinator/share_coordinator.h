@@ -66,7 +66,8 @@ class share_coordinator {
 
   // Called (without the coordinator's mutex) for a share-partition whose records may have become
   // acquirable: an acknowledgement (RELEASE makes records Available, ACCEPT and REJECT move the
-  // SPSO and so free record locks), a member's records released, locks expired. The broker wakes
+  // SPSO and so free record locks), locks expired (not a closed session's or departed member's
+  // records: see release_member_records). The broker wakes
   // the ShareFetches waiting on it, as Kafka's acknowledgements complete its delayed share
   // fetches; without it a waiting fetch would sleep to its MaxWaitMs. Set before serving.
   void set_available_listener(std::function<void(const share_topic_partition&)> listener) {
@@ -185,8 +186,7 @@ class share_coordinator {
   owned_message<protocol::share_group_heartbeat_response> heartbeat_locked(
       const protocol::share_group_heartbeat_request& request, const client_info& client,
       int64_t now_ms);
-  // Releases what the member holds in the group's share-partitions (noting those for the
-  // listener). Under mu_.
+  // Releases what the member holds in the group's share-partitions. Under mu_.
   void release_member_records(std::string_view group_id, std::string_view member_id,
                               int64_t now_ms);
   // Hands the share-partitions noted under mu_ to the listener; called after mu_ is released.
