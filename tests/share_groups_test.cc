@@ -16,6 +16,7 @@
 #include <chrono>
 #include <iostream>
 #include <regex>
+#include <thread>
 
 #include "kafka_conn.h"
 #include "kafka_ref_broker.h"
@@ -524,6 +525,82 @@ TEST_F(share_requests, kafka_share_groups_tool_lists_and_describes) {
   const std::string squeezed = "\n" + std::regex_replace(out, std::regex("[ \t]+"), " ");
   EXPECT_NE(squeezed.find("GROUP TOPIC PARTITION START-OFFSET LAG"), std::string::npos) << out;
   EXPECT_NE(squeezed.find("\ng q 0 3 0"), std::string::npos) << out;
+}
+
+// A ShareFetch waiting for records (nothing acquirable: another member holds them all) is woken
+// when that member releases them, as Kafka's acknowledgements complete its delayed share fetches,
+// not at its MaxWaitMs (20 s here) nor at the lock's expiry (30 s, the default). The bound of
+// 10 s only tells the two apart; the answer normally comes within milliseconds.
+TEST(share_wakeup, a_waiting_fetch_wakes_when_another_member_releases) {
+  broker_process broker;  // group.share.record.lock.duration.ms at its default, 30 s
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  ASSERT_EQ(create_topic(broker.port(), "q", 1), 0);
+  kafka_conn m1(broker.port(), nullptr);
+  kafka_conn m2(broker.port(), nullptr);
+  std::vector<std::string_view> topics = {"q"};
+  auto join = [&](kafka_conn& c, std::string_view member) {
+    protocol::share_group_heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.subscribed_topic_names = topics;
+    return c.call<protocol::share_group_heartbeat_response>(r, 1);
+  };
+  auto joined = join(m1, "m1");
+  ASSERT_TRUE(joined && joined->assignment);
+  const protocol::uuid topic_id = joined->assignment->topic_partitions.at(0).topic_id;
+  auto fetch_request = [&](std::string_view member, int32_t epoch, int32_t max_wait_ms) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = max_wait_ms;
+    r.min_bytes = 1;
+    r.max_records = 500;
+    r.batch_size = 500;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = topic_id;
+    t.partitions.emplace_back().partition_index = 0;
+    return r;
+  };
+  // The share-partition starts at the log end (share.auto.offset.reset latest); then 0-2.
+  ASSERT_EQ(m1.call<protocol::share_fetch_response>(fetch_request("m1", 0, 0), 2)->error_code, 0);
+  raw_client producer(broker.port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(produce_one(producer, i + 1, "q", 0, value_batch("v")).error_code, 0);
+  }
+  auto held = m1.call<protocol::share_fetch_response>(fetch_request("m1", 1, 0), 2);
+  ASSERT_TRUE(held);
+  ASSERT_EQ(held->responses.at(0).partitions.at(0).acquired_records.size(), 1u);
+
+  ASSERT_TRUE(join(m2, "m2"));
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_GT(m2.send(fetch_request("m2", 0, 20000), 2), 0);
+  // m2's fetch is waiting (m1 holds 0-2) before m1 gives the records back.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  protocol::share_acknowledge_request release;
+  release.group_id = "g";
+  release.member_id = "m1";
+  release.share_session_epoch = 2;
+  auto& t = release.topics.emplace_back();
+  t.topic_id = topic_id;
+  auto& p = t.partitions.emplace_back();
+  p.partition_index = 0;
+  p.acknowledgement_batches.push_back({0, 2, {2}});
+  auto released = m1.call<protocol::share_acknowledge_response>(release, 1);
+  ASSERT_TRUE(released);
+  EXPECT_EQ(released->responses.at(0).partitions.at(0).error_code, 0);
+
+  auto woken = m2.receive<protocol::share_fetch_response>(2);
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  ASSERT_TRUE(woken);
+  ASSERT_EQ(woken->error_code, 0);
+  const auto& got = woken->responses.at(0).partitions.at(0).acquired_records;
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first_offset, 0);
+  EXPECT_EQ(got[0].last_offset, 2);
+  EXPECT_EQ(got[0].delivery_count, 2);
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  broker.stop();
 }
 
 }  // namespace

@@ -385,6 +385,12 @@ result<void, std::string> server::start() {
       });
   s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,
                                                               s.share_state.get());
+  // ShareFetches long-poll in the same waiting room as Fetches: records acknowledged, released
+  // or timed out wake them as an append does.
+  s.shares->set_available_listener([view = s.topic_view.get(), w = s.waiters.get()](
+                                       const coordinator::share_topic_partition& tp) {
+    if (auto t = view->topic_by_id(tp.topic_id)) w->notify({t->name, tp.partition});
+  });
   {
     // Share-partition state is replayed before the listeners open, so no share request sees a
     // coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile).

@@ -16,8 +16,10 @@
 //     the first to the last holding an acquired record (as Kafka slices its FileRecords) with
 //     the AcquiredRecords ranges and their delivery counts. AcquisitionLockTimeoutMs is
 //     group.share.record.lock.duration.ms.
-//   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, an
-//     acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's long poll).
+//   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, records
+//     there acknowledged, released or timed out (the share coordinator's listener wakes the same
+//     waiting room), an acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's
+//     long poll; Kafka's acknowledgements complete its delayed share fetches likewise).
 //   - The group's share.version gate: UNSUPPORTED_VERSION when share.version is finalized at 0.
 //   - Authorization, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED at the top
 //     level (before the member id is looked at); READ on each topic of the session and of the
@@ -43,6 +45,7 @@
 #include "broker/share_handler_util.h"
 #include "protocol/messages/share_fetch_request.h"
 #include "protocol/messages/share_fetch_response.h"
+#include "record/record_batch.h"
 #include "storage/log_segment.h"
 
 namespace tarn::broker {
@@ -51,13 +54,6 @@ namespace {
 
 using protocol::error_code;
 
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-uint64_t be64(const uint8_t* p) { return (uint64_t{be32(p)} << 32) | be32(p + 4); }
-
-constexpr size_t share_batch_header_bytes = 61;  // a v2 batch header
-
 // A batch read for a ShareFetch: its offsets and where its bytes are in the read buffer.
 struct share_read_batch {
   coordinator::fetched_batch batch;
@@ -65,22 +61,25 @@ struct share_read_batch {
   size_t size = 0;
 };
 
-// Appends the whole v2 batches of bytes[from, end) to `out`; returns where they end (a trailing
-// partial batch is left out).
+// Appends the whole batches of bytes[from, end) to `out`; returns where they end (a trailing
+// partial batch, the rest of a chunk, is left for the next read).
 size_t parse_share_batches(const std::vector<uint8_t>& bytes, size_t from,
                            std::vector<share_read_batch>& out) {
-  size_t pos = from;
-  while (bytes.size() - pos >= share_batch_header_bytes) {
-    const uint8_t* b = bytes.data() + pos;
-    const auto base = static_cast<int64_t>(be64(b));
-    const size_t total = 12 + size_t{be32(b + 8)};
-    if (total < share_batch_header_bytes || bytes.size() - pos < total) break;
-    const auto attributes = static_cast<uint16_t>((uint16_t{b[21]} << 8) | b[22]);
-    const auto last_delta = static_cast<int32_t>(be32(b + 23));
-    out.push_back({{base, base + last_delta, (attributes & 0x20) != 0}, pos, total});
-    pos += total;
+  record::batch_reader reader(std::span<const uint8_t>(bytes).subspan(from));
+  record::record_batch_view b;
+  while (reader.next(b)) {
+    out.push_back({{b.base_offset(), b.last_offset(), b.is_control()},
+                   static_cast<size_t>(b.bytes().data() - bytes.data()),
+                   b.size_bytes()});
   }
-  return pos;
+  return from + reader.position();
+}
+
+// The size of the batch starting at bytes[at] (whose first 12 bytes are there): baseOffset and
+// batchLength, Kafka's LOG_OVERHEAD.
+int64_t share_batch_size(const std::vector<uint8_t>& bytes, size_t at) {
+  const record::record_batch_view head(std::span<const uint8_t>(bytes).subspan(at));
+  return static_cast<int64_t>(record::log_overhead) + head.batch_length();
 }
 
 // A ShareFetch acquires at most MaxRecords records (500 from the Java client) while its MaxBytes
@@ -163,9 +162,9 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
     int64_t read_bytes = 0;
     while (records_left > 0 && read_bytes < slice.length) {
       int64_t want = std::min<int64_t>(slice.length - read_bytes, share_read_chunk_bytes);
-      if (bytes.size() - parsed >= 12) {  // a batch larger than a chunk: read it whole
-        want = std::max<int64_t>(want, 12 + int64_t{be32(bytes.data() + parsed + 8)} -
-                                           static_cast<int64_t>(bytes.size() - parsed));
+      if (bytes.size() - parsed >= record::log_overhead) {  // a batch larger than a chunk: whole
+        want = std::max<int64_t>(
+            want, share_batch_size(bytes, parsed) - static_cast<int64_t>(bytes.size() - parsed));
         want = std::min<int64_t>(want, slice.length - read_bytes);
       }
       const size_t at = bytes.size();

@@ -85,13 +85,41 @@ void share_coordinator::remove_member(group& g, std::string_view member_id, int6
   reassign(g);
   g.assignment_epoch = g.group_epoch;
   sessions_.erase({g.group_id, std::string(member_id)});
-  for (auto& [key, p] : partitions_) {
-    if (std::get<0>(key) == g.group_id) p.release_member(member_id, now_ms);
-  }
+  release_member_records(g.group_id, member_id, now_ms);
   persist_group(g.group_id, now_ms);
 }
 
+void share_coordinator::release_member_records(std::string_view group_id,
+                                               std::string_view member_id, int64_t now_ms) {
+  // Not noted for the listener: a member closing its session or leaving gives back records its
+  // application may have seen without acknowledging them yet (the Java client's close), and
+  // handing them at once to a fetch that waits would deliver them twice where Kafka's tests see
+  // them once. Waiting fetches find them at their next poll.
+  for (auto& [key, p] : partitions_) {
+    if (std::get<0>(key) == group_id) p.release_member(member_id, now_ms);
+  }
+}
+
+void share_coordinator::notify_available() {
+  std::vector<share_topic_partition> woken;
+  {
+    std::lock_guard lock(mu_);
+    woken.swap(available_);
+  }
+  if (!on_available_) return;
+  std::sort(woken.begin(), woken.end());
+  woken.erase(std::unique(woken.begin(), woken.end()), woken.end());
+  for (const auto& tp : woken) on_available_(tp);
+}
+
 owned_message<protocol::share_group_heartbeat_response> share_coordinator::heartbeat(
+    const protocol::share_group_heartbeat_request& req, const client_info& client, int64_t now_ms) {
+  auto out = heartbeat_locked(req, client, now_ms);
+  notify_available();  // a member that left gave back what it held
+  return out;
+}
+
+owned_message<protocol::share_group_heartbeat_response> share_coordinator::heartbeat_locked(
     const protocol::share_group_heartbeat_request& req, const client_info& client, int64_t now_ms) {
   // The request checks of Kafka's KafkaApis and GroupMetadataManager (INVALID_REQUEST).
   if (req.group_id.empty()) {
@@ -293,12 +321,13 @@ share_coordinator::session_step share_coordinator::step_session(
 
 void share_coordinator::close_session(std::string_view group_id, std::string_view member_id,
                                       int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  sessions_.erase({std::string(group_id), std::string(member_id)});
-  for (auto& [key, p] : partitions_) {
-    if (std::get<0>(key) == group_id) p.release_member(member_id, now_ms);
+  {
+    std::lock_guard lock(mu_);
+    sessions_.erase({std::string(group_id), std::string(member_id)});
+    release_member_records(group_id, member_id, now_ms);
+    persist_group(group_id, now_ms);
   }
-  persist_group(group_id, now_ms);
+  notify_available();
 }
 
 std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view group_id,
@@ -321,14 +350,15 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view gro
     it = partitions_.emplace(key, std::move(fresh)).first;
   }
   share_partition& p = it->second;
-  const share_partition before = p;
+  p.begin_change();
   // Records the log no longer holds (retention, DeleteRecords) cannot be delivered.
   if (p.start_offset() < log_start_offset) p.reset_start_offset(log_start_offset);
   auto next = p.next_fetch_offset(now_ms);  // expires locks
   if (persist(key, p, now_ms) != error_code::none) {
-    p = before;
+    p.undo();
     return std::nullopt;
   }
+  p.keep();
   return next;
 }
 
@@ -343,12 +373,14 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
   if (it == partitions_.end()) return {};
   // The delivery counts are written before the records are handed out (a crash then counts the
   // delivery that was under way); nothing is handed out when that write fails.
-  const share_partition before = it->second;
-  auto acquired = it->second.acquire(member_id, batches, max_records, now_ms);
-  if (persist(key, it->second, now_ms) != error_code::none) {
-    it->second = before;
+  share_partition& p = it->second;
+  p.begin_change();
+  auto acquired = p.acquire(member_id, batches, max_records, now_ms);
+  if (persist(key, p, now_ms) != error_code::none) {
+    p.undo();
     return {};
   }
+  p.keep();
   return acquired;
 }
 
@@ -356,18 +388,28 @@ error_code share_coordinator::acknowledge(std::string_view group_id, std::string
                                           const share_topic_partition& tp,
                                           std::span<const acknowledgement_batch> batches,
                                           int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  partition_key key{std::string(group_id), tp.topic_id, tp.partition};
-  auto it = partitions_.find(key);
-  if (it == partitions_.end()) return error_code::invalid_record_state;
-  // As Kafka's SharePartition: applied, written, and rolled back if the write fails.
-  const share_partition before = it->second;
-  if (auto e = it->second.acknowledge(member_id, batches, now_ms); e != error_code::none) return e;
-  if (auto e = persist(key, it->second, now_ms); e != error_code::none) {
-    it->second = before;
-    return e;
+  error_code verdict = error_code::none;
+  {
+    std::lock_guard lock(mu_);
+    partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+    auto it = partitions_.find(key);
+    if (it == partitions_.end()) return error_code::invalid_record_state;
+    // As Kafka's SharePartition: applied, written, and rolled back if the write fails (an
+    // acknowledgement that fails its checks changes nothing, but the lock expiry before them
+    // may).
+    share_partition& p = it->second;
+    p.begin_change();
+    verdict = p.acknowledge(member_id, batches, now_ms);
+    if (auto e = persist(key, p, now_ms); e != error_code::none) {
+      p.undo();
+      return verdict != error_code::none ? verdict : e;
+    }
+    p.keep();
+    if (verdict != error_code::none) return verdict;
+    available_.push_back(tp);
   }
-  return error_code::none;
+  notify_available();
+  return verdict;
 }
 
 std::optional<int64_t> share_coordinator::next_lock_deadline(
@@ -447,21 +489,25 @@ void share_coordinator::set_auto_offset_reset(std::string_view group_id, std::st
 }
 
 void share_coordinator::poll(int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  for (auto& [id, g] : groups_) {
-    std::vector<std::string> expired;
-    for (const auto& [mid, m] : g.members) {
-      if (m.deadline_ms <= now_ms) expired.push_back(mid);
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, g] : groups_) {
+      std::vector<std::string> expired;
+      for (const auto& [mid, m] : g.members) {
+        if (m.deadline_ms <= now_ms) expired.push_back(mid);
+      }
+      for (const auto& mid : expired) remove_member(g, mid, now_ms);
     }
-    for (const auto& mid : expired) remove_member(g, mid, now_ms);
+    maybe_prune(now_ms);
+    for (auto& [key, p] : partitions_) {
+      if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
+      p.expire_locks(now_ms);
+      available_.push_back({std::get<1>(key), std::get<2>(key)});
+      // A failed write is not lost: the next write of the share-partition carries the change.
+      persist(key, p, now_ms);
+    }
   }
-  maybe_prune(now_ms);
-  for (auto& [key, p] : partitions_) {
-    if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
-    p.expire_locks(now_ms);
-    // A failed write is not lost: the next write of the share-partition carries the change.
-    persist(key, p, now_ms);
-  }
+  notify_available();
 }
 
 void share_coordinator::maybe_prune(int64_t now_ms) {

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -62,6 +63,16 @@ class share_coordinator {
       : config_(config), metadata_(metadata), state_log_(state_log) {}
 
   const share_config& config() const { return config_; }
+
+  // Called (without the coordinator's mutex) for a share-partition whose records may have become
+  // acquirable: an acknowledgement (RELEASE makes records Available, ACCEPT and REJECT move the
+  // SPSO and so free record locks), locks expired (not a closed session's or departed member's
+  // records: see release_member_records). The broker wakes
+  // the ShareFetches waiting on it, as Kafka's acknowledgements complete its delayed share
+  // fetches; without it a waiting fetch would sleep to its MaxWaitMs. Set before serving.
+  void set_available_listener(std::function<void(const share_topic_partition&)> listener) {
+    on_available_ = std::move(listener);
+  }
 
   // Replays every partition of __share_group_state (if the topic exists) into the
   // share-partitions, before share requests are served. Share groups that have state come back
@@ -172,6 +183,15 @@ class share_coordinator {
   using partition_key = std::tuple<std::string, topic_uuid, int32_t>;
   using session_key = std::pair<std::string, std::string>;
 
+  owned_message<protocol::share_group_heartbeat_response> heartbeat_locked(
+      const protocol::share_group_heartbeat_request& request, const client_info& client,
+      int64_t now_ms);
+  // Releases what the member holds in the group's share-partitions. Under mu_.
+  void release_member_records(std::string_view group_id, std::string_view member_id,
+                              int64_t now_ms);
+  // Hands the share-partitions noted under mu_ to the listener; called after mu_ is released.
+  void notify_available();
+
   // Recomputes the target assignment (Kafka's simple assignor); bumps the group epoch if it
   // changed.
   void reassign(group& g);
@@ -218,6 +238,8 @@ class share_coordinator {
   std::map<std::string, group, std::less<>> groups_;
   std::map<partition_key, share_partition> partitions_;
   std::map<session_key, session> sessions_;
+  std::function<void(const share_topic_partition&)> on_available_;
+  std::vector<share_topic_partition> available_;  // for on_available_; under mu_
 };
 
 // Kafka's simple assignor for share groups: per topic, with its subscribers in member-id order,

@@ -30,27 +30,64 @@ error_code validate_acknowledgement_batches(std::span<const acknowledgement_batc
   return error_code::none;
 }
 
+void share_partition::begin_change() { journal_ = change_journal{start_offset_, end_offset(), {}}; }
+
+void share_partition::undo() {
+  if (!journal_) return;
+  change_journal j = std::move(*journal_);
+  journal_.reset();
+  // Back to the window [SPSO, SPEO) of begin_change(): records added since are cut off, records
+  // dropped from the front come back (as placeholders the journal then fills in).
+  if (start_offset_ >= j.end_offset) {
+    records_.clear();
+    start_offset_ = j.end_offset;
+  }
+  while (end_offset() > j.end_offset) records_.pop_back();
+  while (start_offset_ > j.start_offset) {
+    records_.emplace_front();
+    --start_offset_;
+  }
+  // Newest first, so a record changed twice ends with its first saved value.
+  for (auto it = j.saved.rbegin(); it != j.saved.rend(); ++it) {
+    records_[static_cast<size_t>(it->first - start_offset_)] = std::move(it->second);
+  }
+}
+
+share_partition::in_flight_record& share_partition::mutable_record(size_t i) {
+  const int64_t offset = start_offset_ + static_cast<int64_t>(i);
+  if (journal_ && offset < journal_->end_offset) journal_->saved.emplace_back(offset, records_[i]);
+  return records_[i];
+}
+
+void share_partition::pop_front_record() {
+  if (journal_ && start_offset_ < journal_->end_offset) {
+    journal_->saved.emplace_back(start_offset_, std::move(records_.front()));
+  }
+  records_.pop_front();
+  ++start_offset_;
+}
+
 void share_partition::give_back(in_flight_record& r) {
   // Kafka archives a record released (or timed out) once it was delivered the limit's times.
   r.state = r.delivery_count >= config_.delivery_count_limit ? record_state::archived
                                                              : record_state::available;
-  r.member_id.clear();
+  r.holder.reset();
   r.lock_deadline_ms = 0;
 }
 
 void share_partition::advance_start() {
   while (!records_.empty() && (records_.front().state == record_state::acknowledged ||
                                records_.front().state == record_state::archived)) {
-    records_.pop_front();
-    ++start_offset_;
+    pop_front_record();
   }
 }
 
 void share_partition::expire_locks(int64_t now_ms) {
   bool changed = false;
-  for (in_flight_record& r : records_) {
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const in_flight_record& r = records_[i];
     if (r.state == record_state::acquired && r.lock_deadline_ms <= now_ms) {
-      give_back(r);
+      give_back(mutable_record(i));
       changed = true;
     }
   }
@@ -87,10 +124,12 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
   std::vector<acquired_range> out;
   int32_t taken = 0;
   const int64_t deadline = now_ms + config_.record_lock_duration_ms;
+  std::shared_ptr<const std::string> holder;  // made at the first record taken
   auto take = [&](int64_t offset, in_flight_record& r) {
+    if (!holder) holder = std::make_shared<const std::string>(member_id);
     r.state = record_state::acquired;
     ++r.delivery_count;
-    r.member_id = std::string(member_id);
+    r.holder = holder;
     r.lock_deadline_ms = deadline;
     ++taken;
     if (!out.empty() && out.back().last_offset + 1 == offset &&
@@ -106,8 +145,9 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
       for (int64_t o = std::max(b.base_offset, start_offset_); o <= b.last_offset; ++o) {
         if (taken >= max_records) return;
         if (o < end_offset()) {
-          in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
-          if (r.state != record_state::available) continue;
+          const auto i = static_cast<size_t>(o - start_offset_);
+          if (records_[i].state != record_state::available) continue;
+          in_flight_record& r = mutable_record(i);
           if (b.is_control) {
             r.state = record_state::archived;
             continue;
@@ -115,7 +155,11 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
           take(o, r);
           continue;
         }
-        // Past the SPEO: offsets the log does not hold (compaction) are archived on the way.
+        // Past the SPEO: offsets the log does not hold (compaction) are archived on the way, but
+        // only between batches given here. Batches that start past the SPEO (a later chunk of a
+        // read whose first chunk could not be acquired, the record locks being full then) say
+        // nothing of the offsets before them: archiving those would lose records never delivered.
+        if (end_offset() < o && end_offset() < batches.front().base_offset) return;
         while (end_offset() < o && records_.size() < lock_limit) {
           records_.push_back({record_state::archived, 0, 0, {}});
         }
@@ -151,18 +195,18 @@ error_code share_partition::acknowledge(std::string_view member_id,
     }
     for (int64_t o = b.first_offset; o <= b.last_offset; ++o) {
       const in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
-      if (r.state != record_state::acquired || r.member_id != member_id) {
+      if (r.state != record_state::acquired || !r.held_by(member_id)) {
         return error_code::invalid_record_state;
       }
     }
   }
   for (const acknowledgement_batch& b : batches) {
     for (int64_t o = b.first_offset; o <= b.last_offset; ++o) {
-      in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
+      in_flight_record& r = mutable_record(static_cast<size_t>(o - start_offset_));
       switch (type_of(b, o)) {
         case acknowledge_type::accept:
           r.state = record_state::acknowledged;
-          r.member_id.clear();
+          r.holder.reset();
           break;
         case acknowledge_type::release:
           give_back(r);
@@ -170,7 +214,7 @@ error_code share_partition::acknowledge(std::string_view member_id,
         case acknowledge_type::gap:
         case acknowledge_type::reject:
           r.state = record_state::archived;
-          r.member_id.clear();
+          r.holder.reset();
           break;
         case acknowledge_type::renew:
           r.lock_deadline_ms = now_ms + config_.record_lock_duration_ms;
@@ -182,19 +226,22 @@ error_code share_partition::acknowledge(std::string_view member_id,
   return error_code::none;
 }
 
-void share_partition::release_member(std::string_view member_id, int64_t now_ms) {
+bool share_partition::release_member(std::string_view member_id, int64_t now_ms) {
   expire_locks(now_ms);
-  for (in_flight_record& r : records_) {
-    if (r.state == record_state::acquired && r.member_id == member_id) give_back(r);
+  bool released = false;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const in_flight_record& r = records_[i];
+    if (r.state == record_state::acquired && r.held_by(member_id)) {
+      give_back(mutable_record(i));
+      released = true;
+    }
   }
   advance_start();
+  return released;
 }
 
 void share_partition::reset_start_offset(int64_t offset) {
-  while (!records_.empty() && start_offset_ < offset) {
-    records_.pop_front();
-    ++start_offset_;
-  }
+  while (!records_.empty() && start_offset_ < offset) pop_front_record();
   if (start_offset_ < offset) start_offset_ = offset;
   advance_start();
 }
@@ -243,7 +290,8 @@ std::vector<state_batch> share_partition::persisted_batches() const {
 std::optional<share_partition::record_view> share_partition::record(int64_t offset) const {
   if (offset < start_offset_ || offset >= end_offset()) return std::nullopt;
   const in_flight_record& r = records_[static_cast<size_t>(offset - start_offset_)];
-  return record_view{r.state, r.delivery_count, r.member_id, r.lock_deadline_ms};
+  return record_view{r.state, r.delivery_count, r.holder ? *r.holder : std::string(),
+                     r.lock_deadline_ms};
 }
 
 size_t share_partition::acquired_count() const {

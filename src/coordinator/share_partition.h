@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -116,8 +117,9 @@ class share_partition {
                                    std::span<const acknowledgement_batch> batches, int64_t now_ms);
 
   // The member's share session closed or it left the group: what it holds goes back (Available,
-  // or Archived at the delivery-count limit), as Kafka's releaseAcquiredRecords.
-  void release_member(std::string_view member_id, int64_t now_ms);
+  // or Archived at the delivery-count limit), as Kafka's releaseAcquiredRecords. True when it
+  // held something.
+  bool release_member(std::string_view member_id, int64_t now_ms);
 
   // Releases every record whose acquisition lock passed its deadline.
   void expire_locks(int64_t now_ms);
@@ -127,6 +129,16 @@ class share_partition {
   // Moves the SPSO to `offset` when the log no longer holds the records below it (retention,
   // DeleteRecords) or an AlterShareGroupOffsets resets it: everything below is forgotten.
   void reset_start_offset(int64_t offset);
+
+  // A change that may have to be taken back: the coordinator applies an operation, writes it to
+  // __share_group_state and undoes it when the write fails. begin_change() starts a journal of
+  // what the operations after it overwrite or drop of the records in flight then (records added
+  // past the SPEO need none: undo cuts them off), so undo costs what the change touched, not a
+  // copy of the share-partition. keep() ends the journal; undo() puts the state of
+  // begin_change() back.
+  void begin_change();
+  void keep() { journal_.reset(); }
+  void undo();
 
   std::optional<record_view> record(int64_t offset) const;
   // Records Acquired now (for tests and describe).
@@ -140,15 +152,27 @@ class share_partition {
     record_state state = record_state::available;
     int16_t delivery_count = 0;
     int64_t lock_deadline_ms = 0;
-    std::string member_id;
+    // The member holding it while Acquired: one string per acquire() shared by every record it
+    // took, so a record costs no allocation of its own.
+    std::shared_ptr<const std::string> holder;
+    bool held_by(std::string_view member_id) const { return holder && *holder == member_id; }
+  };
+  struct change_journal {
+    int64_t start_offset = 0;  // the SPSO and SPEO at begin_change()
+    int64_t end_offset = 0;
+    std::vector<std::pair<int64_t, in_flight_record>> saved;  // (offset, value before), in order
   };
 
+  // records_[i] about to change: journaled first when a change is open.
+  in_flight_record& mutable_record(size_t i);
+  void pop_front_record();
   void give_back(in_flight_record& r);
   void advance_start();
 
   share_partition_config config_;
   int64_t start_offset_;
   std::deque<in_flight_record> records_;  // records_[i] is offset start_offset_ + i
+  std::optional<change_journal> journal_;
 };
 
 }  // namespace tarn::coordinator

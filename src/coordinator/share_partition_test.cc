@@ -230,5 +230,64 @@ TEST(share_partition, reset_start_offset_forgets_what_is_below) {
   EXPECT_EQ(p.in_flight(), 0u);
 }
 
+// What the coordinator does when a __share_group_state write fails: the change is undone, from
+// records changed, records dropped off the front and records added past the SPEO alike.
+TEST(share_partition, undo_puts_back_the_state_of_begin_change) {
+  share_partition p(cfg(1000, 3, 100), 0);
+  p.acquire("a", batch(0, 9), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(0, 3, {accept}), ack(5, 5, {release})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  const auto before = p.persisted_batches();
+  ASSERT_EQ(p.start_offset(), 4);
+
+  p.begin_change();
+  // The rest acknowledged (the SPSO moves over all of it), then new records past the SPEO, then
+  // lock expiry of those at a later time.
+  acks = {ack(4, 4, {accept}), ack(6, 9, {reject})};
+  ASSERT_EQ(p.acknowledge("a", acks, 20), error_code::none);
+  p.acquire("b", batch(5, 14), 500, 20);
+  EXPECT_EQ(p.start_offset(), 5);
+  EXPECT_EQ(p.end_offset(), 15);
+  p.expire_locks(5000);
+  p.undo();
+  EXPECT_EQ(p.start_offset(), 4);
+  EXPECT_EQ(p.end_offset(), 10);
+  EXPECT_EQ(p.persisted_batches(), before);
+  EXPECT_EQ(p.record(4)->member_id, "a");
+  EXPECT_EQ(p.record(4)->lock_deadline_ms, 1000);
+  EXPECT_EQ(state(p, 5), record_state::available);
+  EXPECT_EQ(p.acquired_count(), 5u);  // 4, 6, 7, 8, 9
+
+  // keep() ends the journal: a later undo() changes nothing.
+  p.begin_change();
+  acks = {ack(4, 4, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 20), error_code::none);
+  p.keep();
+  p.undo();
+  EXPECT_EQ(p.start_offset(), 5);
+}
+
+// A read in chunks: the first chunk's records could not be acquired (the record locks were full)
+// and, by the time the second chunk is offered, acknowledgements freed the locks. The offsets
+// between the SPEO and the second chunk are not gaps of the log: nothing is archived, nothing
+// acquired, and the next fetch reads from the SPEO again.
+TEST(share_partition, batches_starting_past_the_end_offset_archive_nothing) {
+  share_partition p(cfg(1000, 3, 100), 0);
+  ASSERT_EQ(p.acquire("a", batch(0, 99), 500, 0).size(), 1u);  // the 100 locks are full
+  EXPECT_TRUE(p.acquire("b", batch(100, 149), 500, 0).empty());
+  std::vector<acknowledgement_batch> acks = {ack(0, 99, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_TRUE(p.acquire("b", batch(150, 199), 500, 10).empty());
+  EXPECT_EQ(p.start_offset(), 100);
+  EXPECT_EQ(p.end_offset(), 100);
+  EXPECT_EQ(p.next_fetch_offset(10), 100);
+  // Gaps between the batches of one read are the log's: archived.
+  std::vector<fetched_batch> read = {{100, 109, false}, {120, 129, false}};
+  auto got = p.acquire("b", read, 500, 10);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1], (acquired_range{120, 129, 1}));
+  EXPECT_EQ(state(p, 115), record_state::archived);
+}
+
 }  // namespace
 }  // namespace tarn::coordinator

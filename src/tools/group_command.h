@@ -1,13 +1,16 @@
 // What `tarn groups` (groups.cc) and `tarn share-groups` (share_groups.cc) share, as Kafka's
 // ConsumerGroupCommand and ShareGroupCommand share their printing and GroupOffsetsResetter: the
-// Java tool's padding, error texts and HashMap row order, --topic T:P,P arguments, partition
-// checks, date parsing and the offsets of a reset (earliest, latest, by time, clamped).
+// options both take and their checks, connecting, the Java tool's padding, error texts and
+// HashMap row order, --topic T:P,P arguments, partition checks, date parsing, the offsets of a
+// reset (earliest, latest, by time, clamped, current) and the printed reset plan. The inline
+// helpers are here; the larger pieces in group_command.cc.
 #pragma once
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "client/group_admin.h"
+#include "tools/client_settings.h"
 
 namespace tarn::tools::group_command {
 
@@ -414,5 +418,69 @@ inline result<std::map<topic_partition, int64_t>, failure_text> offsets_for_time
   }
   return out;
 }
+
+// ---------------------------------------------------------------------------------------------
+// What both commands take, check, connect with and print (group_command.cc)
+
+// The options kafka-consumer-groups.sh and kafka-share-groups.sh have in common.
+struct group_options {
+  std::string bootstrap_server;
+  bool list = false, describe = false, remove = false, reset = false, delete_offsets = false;
+  std::vector<std::string> groups;
+  bool all_groups = false;
+  std::vector<std::string> topics;
+  bool all_topics = false;
+  std::string state;  // --state's value (with --list), when given
+  bool members = false, offsets = false, verbose = false;
+  bool to_earliest = false, to_latest = false, to_current = false;
+  std::optional<int64_t> to_offset;
+  std::string to_datetime;
+  bool dry_run = false, execute = false, export_csv = false;
+  int64_t timeout_ms = 5000;
+  client_settings client;    // -X, --command-config
+  bool state_given = false;  // set from the parsed options
+
+  int action_count() const {
+    return int{list} + int{describe} + int{remove} + int{reset} + int{delete_offsets};
+  }
+};
+
+// The usage checks the two tools word alike (nullopt when they pass): --all-groups with --group,
+// more than one of --describe's views, the reset's scope (--topic or --all-topics).
+std::optional<std::string> check_common_options(const group_options& o);
+
+// Prints a usage error to stderr; the exit code 1.
+int usage_error(const std::string& message);
+
+// Connects to the bootstrap server with the command's security settings and runs `action` on
+// the admin client; prints a failure as the Java tool does. The exit code.
+int run_with_admin(const group_options& o, std::string_view client_id,
+                   const std::function<result<void, failure_text>(client::group_admin&)>& action);
+
+// The offsets a reset moves `tps` to, for the scenarios both tools have: --to-offset (clamped
+// into the log), --to-earliest, --to-latest, --to-datetime, else --to-current from `current`
+// (the log end for a partition without one). A tool's own scenarios are handled before.
+result<std::map<topic_partition, int64_t>, failure_text> common_reset_offsets(
+    client::group_admin& admin, const group_options& o, const std::vector<topic_partition>& tps,
+    const std::map<topic_partition, int64_t>& current);
+
+// A group's row of a reset plan: its partitions and new offsets in the Java tool's order.
+struct group_reset {
+  std::string group;
+  std::vector<std::pair<topic_partition, int64_t>> offsets;
+};
+
+// The partitions of `tps` with a new offset in `prepared`, once each, in the order of the Java
+// tool's HashMap.
+std::vector<std::pair<topic_partition, int64_t>> reset_rows(
+    const std::vector<topic_partition>& tps, const std::map<topic_partition, int64_t>& prepared);
+
+// The plan as printed: CSV with --export (the group as a first column when `group_column`),
+// else GROUP TOPIC PARTITION NEW-OFFSET.
+void print_reset_plan(const std::vector<const group_reset*>& groups, bool export_csv,
+                      bool group_column);
+
+// 'a', 'b' in the order of the Java tool's HashMap of group ids.
+std::string quoted_list(const std::vector<std::string>& groups);
 
 }  // namespace tarn::tools::group_command

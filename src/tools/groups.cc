@@ -41,24 +41,12 @@ using client::client_error;
 using client::topic_partition;
 using namespace group_command;
 
-struct groups_options {
-  std::string bootstrap_server;
-  bool list = false, describe = false, remove = false, reset = false, delete_offsets = false;
-  std::vector<std::string> groups;
-  bool all_groups = false;
-  std::vector<std::string> topics;
-  bool all_topics = false;
-  std::string state;  // --state's value (with --list), when given
+// kafka-consumer-groups.sh's options: both group tools' and its own.
+struct groups_options : group_options {
   std::string type;
-  bool members = false, offsets = false, verbose = false;
-  bool to_earliest = false, to_latest = false, to_current = false;
-  std::optional<int64_t> to_offset, shift_by;
-  std::string to_datetime, by_duration;
-  bool dry_run = false, execute = false, export_csv = false;
-  int64_t timeout_ms = 5000;
-  client_settings client;  // -X, --command-config
-  // Set from the parsed options.
-  bool state_given = false, type_given = false;
+  std::optional<int64_t> shift_by;
+  std::string by_duration;
+  bool type_given = false;  // set from the parsed options
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -410,12 +398,6 @@ result<void, failure_text> run_describe(client::group_admin& admin, const groups
 // ---------------------------------------------------------------------------------------------
 // --delete
 
-std::string quoted_list(const std::vector<std::string>& groups) {
-  std::string out;
-  for (const auto& g : java_hash_map_order(groups)) out += (out.empty() ? "'" : ", '") + g + "'";
-  return out;
-}
-
 result<void, failure_text> run_delete(client::group_admin& admin, const groups_options& o) {
   auto groups = target_groups(admin, o);
   if (!groups) return fail(groups.error());
@@ -492,13 +474,6 @@ result<int64_t, failure_text> parse_duration_ms(const std::string& s) {
 result<std::map<topic_partition, int64_t>, failure_text> prepare_offsets(
     client::group_admin& admin, const groups_options& o, const std::vector<topic_partition>& tps,
     const std::map<topic_partition, client::committed_offset>& committed) {
-  if (o.to_offset) {
-    std::map<topic_partition, int64_t> requested;
-    for (const auto& tp : tps) requested[tp] = *o.to_offset;
-    return clamp_offsets(admin, requested);
-  }
-  if (o.to_earliest) return offsets_at(admin, tps, client::earliest_offset_spec, "starting offset");
-  if (o.to_latest) return offsets_at(admin, tps, client::latest_offset_spec, "ending offset");
   if (o.shift_by) {
     std::map<topic_partition, int64_t> requested;
     for (const auto& tp : tps) {
@@ -511,11 +486,6 @@ result<std::map<topic_partition, int64_t>, failure_text> prepare_offsets(
     }
     return clamp_offsets(admin, requested);
   }
-  if (!o.to_datetime.empty()) {
-    auto ts = parse_datetime(o.to_datetime);
-    if (!ts) return fail(ts.error());
-    return offsets_for_time(admin, tps, *ts);
-  }
   if (!o.by_duration.empty()) {
     auto d = parse_duration_ms(o.by_duration);
     if (!d) return fail(d.error());
@@ -524,29 +494,11 @@ result<std::map<topic_partition, int64_t>, failure_text> prepare_offsets(
                             .count();
     return offsets_for_time(admin, tps, now - *d);
   }
-  // --to-current: the committed offsets, the log end where there is none.
-  std::map<topic_partition, int64_t> out;
-  std::vector<topic_partition> without;
-  for (const auto& tp : tps) {
-    auto it = committed.find(tp);
-    if (it != committed.end()) {
-      out[tp] = it->second.offset;
-    } else {
-      without.push_back(tp);
-    }
-  }
-  if (!without.empty()) {
-    auto ends = offsets_at(admin, without, client::latest_offset_spec, "ending offset");
-    if (!ends) return fail(ends.error());
-    out.insert(ends->begin(), ends->end());
-  }
-  return out;
+  // The rest, --to-current from the committed offsets (the log end where there is none).
+  std::map<topic_partition, int64_t> current;
+  for (const auto& [tp, c] : committed) current[tp] = c.offset;
+  return common_reset_offsets(admin, o, tps, current);
 }
-
-struct group_reset {
-  std::string group;
-  std::vector<std::pair<topic_partition, int64_t>> offsets;  // in the Java tool's order
-};
 
 result<void, failure_text> run_reset(client::group_admin& admin, const groups_options& o) {
   auto groups = target_groups(admin, o);
@@ -587,15 +539,7 @@ result<void, failure_text> run_reset(client::group_admin& admin, const groups_op
         if (err != 0) return fail(command_failed(client::kafka_error(err).message));
       }
     }
-    group_reset r{group, {}};
-    std::vector<topic_partition> keys;
-    for (const auto& tp : tps) {
-      if (prepared->count(tp) && std::find(keys.begin(), keys.end(), tp) == keys.end()) {
-        keys.push_back(tp);
-      }
-    }
-    for (const auto& tp : java_hash_map_order(keys)) r.offsets.emplace_back(tp, prepared->at(tp));
-    resets.push_back(std::move(r));
+    resets.push_back({group, reset_rows(tps, *prepared)});
   }
   // Groups in the order of the tool's HashMap of group ids.
   std::vector<std::string> ids;
@@ -606,33 +550,7 @@ result<void, failure_text> run_reset(client::group_admin& admin, const groups_op
       if (r.group == id) ordered.push_back(&r);
     }
   }
-  if (o.export_csv) {
-    std::string out;
-    for (const auto* r : ordered) {
-      for (const auto& [tp, off] : r->offsets) {
-        if (o.groups.size() != 1) out += r->group + ",";
-        out += tp.topic + "," + std::to_string(tp.partition) + "," + std::to_string(off) + "\n";
-      }
-    }
-    print(out + "\n");
-  } else {
-    size_t group_width = 15, topic_width = 15;
-    for (const auto* r : ordered) {
-      group_width = std::max(group_width, r->group.size());
-      for (const auto& [tp, off] : r->offsets) topic_width = std::max(topic_width, tp.topic.size());
-    }
-    auto line = [&](const std::string& g, const std::string& t, const std::string& p,
-                    const std::string& n) {
-      print("\n" + pad(g, group_width) + " " + pad(t, topic_width) + " " + pad(p, 10) + " " + n);
-    };
-    if (!ordered.empty()) line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET");
-    for (const auto* r : ordered) {
-      for (const auto& [tp, off] : r->offsets) {
-        line(r->group, tp.topic, std::to_string(tp.partition), std::to_string(off));
-      }
-    }
-    print("\n");
-  }
+  print_reset_plan(ordered, o.export_csv, o.groups.size() != 1);
   if (!errors.empty()) return fail(failure_text{""});
   return {};
 }
@@ -729,59 +647,45 @@ result<void, failure_text> run_delete_offsets(client::group_admin& admin, const 
 // ---------------------------------------------------------------------------------------------
 
 int run_groups(const groups_options& o) {
-  const int actions =
-      int{o.list} + int{o.describe} + int{o.remove} + int{o.reset} + int{o.delete_offsets};
-  auto usage = [](const std::string& message) {
-    std::fprintf(stderr, "%s\n", message.c_str());
-    return 1;
-  };
-  if (actions != 1) {
-    return usage(
+  if (o.action_count() != 1) {
+    return usage_error(
         "Command must include exactly one action: --list, --describe, --delete, "
         "--reset-offsets, --delete-offsets");
   }
   const bool has_groups = !o.groups.empty() || o.all_groups;
-  if (o.describe && !has_groups) {
-    return usage("Option [describe] takes one of these options: [all-groups], [group]");
-  }
-  if (o.remove && !has_groups) {
-    return usage("Option [delete] takes one of these options: [all-groups], [group]");
-  }
-  if (o.reset && !has_groups) {
-    return usage("Option [reset-offsets] takes one of these options: [all-groups], [group]");
+  for (const auto& [asked, name] :
+       {std::pair{o.describe, "describe"}, std::pair{o.remove, "delete"},
+        std::pair{o.reset, "reset-offsets"}}) {
+    if (asked && !has_groups) {
+      return usage_error(std::string("Option [") + name +
+                         "] takes one of these options: [all-groups], [group]");
+    }
   }
   if (o.delete_offsets && (o.groups.size() != 1 || o.topics.empty())) {
-    return usage("Option [delete-offsets] takes the following options: [topic], [group]");
+    return usage_error("Option [delete-offsets] takes the following options: [topic], [group]");
   }
   if (!o.groups.empty() && o.all_groups) {
-    return usage("Option [all-groups] is not valid with [group]");
+    return usage_error("Option [all-groups] is not valid with [group]");
   }
   if (o.describe && int{o.members} + int{o.offsets} + int{o.state_given} > 1) {
-    return usage(
-        "Option [describe] takes at most one of these options: [members], [offsets], "
-        "[state]");
+    return usage_error(
+        "Option [describe] takes at most one of these options: [members], [offsets], [state]");
   }
   if (o.reset) {
     if (o.dry_run && o.execute) {
-      return usage(
-          "Option [reset-offsets] takes at most one of these options: [dry-run], "
-          "[execute]");
+      return usage_error(
+          "Option [reset-offsets] takes at most one of these options: [dry-run], [execute]");
     }
     const int scenarios = int{o.to_earliest} + int{o.to_latest} + int{o.to_current} +
                           int{o.to_offset.has_value()} + int{o.shift_by.has_value()} +
                           int{!o.to_datetime.empty()} + int{!o.by_duration.empty()};
     if (scenarios != 1) {
-      return usage(
+      return usage_error(
           "Option '[reset-offsets]' requires one of the following scenarios: [to-offset], "
           "[to-datetime], [by-duration], [to-earliest], [to-latest], [shift-by], [from-file], "
           "[to-current]");
     }
-    if (!o.all_topics && o.topics.empty()) {
-      return usage("One of the reset scopes should be defined: --all-topics, --topic.");
-    }
-    if (o.all_topics && !o.topics.empty()) {
-      return usage("Option [all-topics] is not valid with [topic]");
-    }
+    if (auto message = check_common_options(o)) return usage_error(*message);
     if (!o.dry_run && !o.execute) {
       std::fprintf(stderr,
                    "WARN: No action will be performed as the --execute option is missing. In "
@@ -791,28 +695,13 @@ int run_groups(const groups_options& o) {
                    "without prompting.\n");
     }
   }
-  auto security = o.client.security();
-  if (!security) {
-    std::fprintf(stderr, "%s\n", security.error().c_str());
-    return 1;
-  }
-  auto admin = client::group_admin::connect(
-      o.bootstrap_server, std::chrono::milliseconds(o.timeout_ms), "tarn-groups", *security);
-  if (!admin) {
-    print(command_failed(java_error(admin.error())).text);
-    return 1;
-  }
-  result<void, failure_text> r = o.list       ? run_list(**admin, o)
-                                 : o.describe ? run_describe(**admin, o)
-                                 : o.remove   ? run_delete(**admin, o)
-                                 : o.reset    ? run_reset(**admin, o)
-                                              : run_delete_offsets(**admin, o);
-  std::fflush(stderr);
-  if (!r) {
-    print(r.error().text);
-    return 1;
-  }
-  return 0;
+  return run_with_admin(o, "tarn-groups", [&](client::group_admin& admin) {
+    return o.list       ? run_list(admin, o)
+           : o.describe ? run_describe(admin, o)
+           : o.remove   ? run_delete(admin, o)
+           : o.reset    ? run_reset(admin, o)
+                        : run_delete_offsets(admin, o);
+  });
 }
 
 }  // namespace

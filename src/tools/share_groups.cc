@@ -36,23 +36,8 @@ using client::client_error;
 using client::topic_partition;
 using namespace group_command;
 
-struct share_groups_options {
-  std::string bootstrap_server;
-  bool list = false, describe = false, remove = false, reset = false, delete_offsets = false;
-  std::vector<std::string> groups;
-  bool all_groups = false;
-  std::vector<std::string> topics;
-  bool all_topics = false;
-  std::string state;  // --state's value (with --list), when given
-  bool members = false, offsets = false, verbose = false;
-  bool to_earliest = false, to_latest = false, to_current = false;
-  std::optional<int64_t> to_offset;
-  std::string to_datetime;
-  bool dry_run = false, execute = false, export_csv = false;
-  int64_t timeout_ms = 5000;
-  client_settings client;    // -X, --command-config
-  bool state_given = false;  // set from the parsed options
-};
+// kafka-share-groups.sh has only the options both group tools have.
+using share_groups_options = group_options;
 
 // GroupState.groupStatesForType(SHARE), in the order tarn names them in its error.
 const std::vector<std::string>& share_group_states() {
@@ -263,16 +248,6 @@ result<void, failure_text> run_describe(client::group_admin& admin, const share_
 // ---------------------------------------------------------------------------------------------
 // --delete
 
-std::string quoted_list(const std::vector<std::string>& groups) {
-  std::string out;
-  for (const auto& g : java_hash_map_order(groups)) {
-    out += out.empty() ? "'" : ", '";
-    out += g;
-    out += '\'';
-  }
-  return out;
-}
-
 result<void, failure_text> run_delete(client::group_admin& admin, const share_groups_options& o) {
   auto listed = share_groups(admin);
   if (!listed) return fail(listed.error());
@@ -332,41 +307,6 @@ result<void, failure_text> run_delete(client::group_admin& admin, const share_gr
 // ---------------------------------------------------------------------------------------------
 // --reset-offsets
 
-result<std::map<topic_partition, int64_t>, failure_text> prepare_offsets(
-    client::group_admin& admin, const share_groups_options& o,
-    const std::vector<topic_partition>& tps,
-    const std::map<topic_partition, client::share_partition_offset>& current) {
-  if (o.to_offset) {
-    std::map<topic_partition, int64_t> requested;
-    for (const auto& tp : tps) requested[tp] = *o.to_offset;
-    return clamp_offsets(admin, requested);
-  }
-  if (o.to_earliest) return offsets_at(admin, tps, client::earliest_offset_spec, "starting offset");
-  if (o.to_latest) return offsets_at(admin, tps, client::latest_offset_spec, "ending offset");
-  if (!o.to_datetime.empty()) {
-    auto ts = parse_datetime(o.to_datetime);
-    if (!ts) return fail(ts.error());
-    return offsets_for_time(admin, tps, *ts);
-  }
-  // --to-current (resetToCurrentForShareGroup): the start offsets, the log end where none.
-  std::map<topic_partition, int64_t> out;
-  std::vector<topic_partition> without;
-  for (const auto& tp : tps) {
-    auto it = current.find(tp);
-    if (it != current.end() && it->second.start_offset) {
-      out[tp] = *it->second.start_offset;
-    } else {
-      without.push_back(tp);
-    }
-  }
-  if (!without.empty()) {
-    auto ends = offsets_at(admin, without, client::latest_offset_spec, "ending offset");
-    if (!ends) return fail(ends.error());
-    out.insert(ends->begin(), ends->end());
-  }
-  return out;
-}
-
 result<void, failure_text> run_reset(client::group_admin& admin, const share_groups_options& o) {
   const std::string& group = o.groups.front();
   auto d = admin.describe_share_group(group);
@@ -393,7 +333,12 @@ result<void, failure_text> run_reset(client::group_admin& admin, const share_gro
     for (const auto& [tp, off] : current) tps.push_back(tp);
   }
   if (auto ok = check_partitions(admin, tps); !ok) return fail(ok.error());
-  auto prepared = prepare_offsets(admin, o, tps, current);
+  // --to-current (resetToCurrentForShareGroup): the start offsets.
+  std::map<topic_partition, int64_t> start_offsets;
+  for (const auto& [tp, off] : current) {
+    if (off.start_offset) start_offsets[tp] = *off.start_offset;
+  }
+  auto prepared = common_reset_offsets(admin, o, tps, start_offsets);
   if (!prepared) return fail(prepared.error());
   if (o.execute && !prepared->empty()) {
     auto altered = admin.alter_share_group_offsets(group, *prepared);
@@ -402,33 +347,8 @@ result<void, failure_text> run_reset(client::group_admin& admin, const share_gro
       if (e.code != 0) return fail(command_failed(e.message));
     }
   }
-  std::vector<topic_partition> keys;
-  for (const auto& tp : tps) {
-    if (prepared->count(tp) && std::find(keys.begin(), keys.end(), tp) == keys.end()) {
-      keys.push_back(tp);
-    }
-  }
-  keys = java_hash_map_order(keys);
-  if (o.export_csv) {
-    std::string out;
-    for (const auto& tp : keys) {
-      out += tp.topic + "," + std::to_string(tp.partition) + "," +
-             std::to_string(prepared->at(tp)) + "\n";
-    }
-    print(out + "\n");
-    return {};
-  }
-  size_t group_width = std::max<size_t>(15, group.size()), topic_width = 15;
-  for (const auto& tp : keys) topic_width = std::max(topic_width, tp.topic.size());
-  auto line = [&](const std::string& g, const std::string& t, const std::string& p,
-                  const std::string& n) {
-    print("\n" + pad(g, group_width) + " " + pad(t, topic_width) + " " + pad(p, 10) + " " + n);
-  };
-  line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET");
-  for (const auto& tp : keys) {
-    line(group, tp.topic, std::to_string(tp.partition), std::to_string(prepared->at(tp)));
-  }
-  print("\n");
+  const group_reset plan{group, reset_rows(tps, *prepared)};
+  print_reset_plan({&plan}, o.export_csv, false);
   return {};
 }
 
@@ -487,77 +407,47 @@ result<void, failure_text> run_delete_offsets(client::group_admin& admin,
 
 int run_share_groups(const share_groups_options& o) {
   command_noun() = "share group";
-  const int actions =
-      int{o.list} + int{o.describe} + int{o.remove} + int{o.reset} + int{o.delete_offsets};
-  auto usage = [](const std::string& message) {
-    std::fprintf(stderr, "%s\n", message.c_str());
-    return 1;
-  };
-  if (actions != 1) {
-    return usage(
+  if (o.action_count() != 1) {
+    return usage_error(
         "Command must include exactly one action: --list, --describe, --delete, "
         "--reset-offsets, --delete-offsets.");
   }
   const bool has_groups = !o.groups.empty() || o.all_groups;
   if ((o.describe || o.remove) && !has_groups) {
-    return usage(std::string("Option [") + (o.describe ? "describe" : "delete") +
-                 "] takes one of these options: [all-groups], [group]");
+    return usage_error(std::string("Option [") + (o.describe ? "describe" : "delete") +
+                       "] takes one of these options: [all-groups], [group]");
   }
   if (!o.groups.empty() && o.all_groups) {
-    return usage("Option [all-groups] is not valid with [group]");
+    return usage_error("Option [all-groups] is not valid with [group]");
   }
   if ((o.reset || o.delete_offsets) && o.groups.size() != 1) {
-    return usage(std::string("Option [") + (o.reset ? "reset-offsets" : "delete-offsets") +
-                 "] takes the option: [group]");
+    return usage_error(std::string("Option [") + (o.reset ? "reset-offsets" : "delete-offsets") +
+                       "] takes the option: [group]");
   }
   if (o.delete_offsets && o.topics.empty()) {
-    return usage("Option [delete-offsets] takes the following options: [topic], [group]");
-  }
-  if (o.describe && int{o.members} + int{o.offsets} + int{o.state_given} > 1) {
-    return usage(
-        "Option [describe] takes at most one of these options: [members], [offsets], [state]");
+    return usage_error("Option [delete-offsets] takes the following options: [topic], [group]");
   }
   if (o.reset) {
     // Kafka 4.4's share tool, unlike the consumer-group one, has no default: one of the two.
     if (o.dry_run == o.execute) {
-      return usage("Option [reset-offsets] takes the option: [execute] or [dry-run]");
+      return usage_error("Option [reset-offsets] takes the option: [execute] or [dry-run]");
     }
     const int scenarios = int{o.to_earliest} + int{o.to_latest} + int{o.to_current} +
                           int{o.to_offset.has_value()} + int{!o.to_datetime.empty()};
     if (scenarios != 1) {
-      return usage(
+      return usage_error(
           "Option '[reset-offsets]' requires one of the following scenarios: [to-offset], "
           "[from-file], [to-datetime], [to-earliest], [to-latest], [to-current]");
     }
-    if (!o.all_topics && o.topics.empty()) {
-      return usage("One of the reset scopes should be defined: --all-topics, --topic.");
-    }
-    if (o.all_topics && !o.topics.empty()) {
-      return usage("Option [all-topics] is not valid with [topic]");
-    }
   }
-  auto security = o.client.security();
-  if (!security) {
-    std::fprintf(stderr, "%s\n", security.error().c_str());
-    return 1;
-  }
-  auto admin = client::group_admin::connect(
-      o.bootstrap_server, std::chrono::milliseconds(o.timeout_ms), "tarn-share-groups", *security);
-  if (!admin) {
-    print(command_failed(java_error(admin.error())).text);
-    return 1;
-  }
-  result<void, failure_text> r = o.list       ? run_list(**admin, o)
-                                 : o.describe ? run_describe(**admin, o)
-                                 : o.remove   ? run_delete(**admin, o)
-                                 : o.reset    ? run_reset(**admin, o)
-                                              : run_delete_offsets(**admin, o);
-  std::fflush(stderr);
-  if (!r) {
-    print(r.error().text);
-    return 1;
-  }
-  return 0;
+  if (auto message = check_common_options(o)) return usage_error(*message);
+  return run_with_admin(o, "tarn-share-groups", [&](client::group_admin& admin) {
+    return o.list       ? run_list(admin, o)
+           : o.describe ? run_describe(admin, o)
+           : o.remove   ? run_delete(admin, o)
+           : o.reset    ? run_reset(admin, o)
+                        : run_delete_offsets(admin, o);
+  });
 }
 
 }  // namespace
