@@ -185,6 +185,26 @@ void topic_manager::refresh_remote_topics(const cluster::metadata_image& image, 
   }
   std::lock_guard g(remote_mu_);
   remote_ = std::move(remote);
+  if (on_topics_changed_) on_topics_changed_();
+}
+
+void topic_manager::on_cluster_topics_changed(std::function<void()> handler) {
+  std::lock_guard g(remote_mu_);
+  on_topics_changed_ = std::move(handler);
+}
+
+std::optional<storage::topic_record> topic_manager::cluster_topic(
+    const storage::uuid& topic_id) const {
+  if (etcd_log_ == nullptr) return std::nullopt;
+  auto g = etcd_log_->lock();
+  const cluster::metadata_image& image = etcd_log_->image();
+  auto it = image.topics.find(topic_id);
+  if (it == image.topics.end()) return std::nullopt;
+  storage::topic_record r{it->second.name, topic_id, it->second.partitions, {}};
+  if (const auto* c = image.find_configs(cluster::config_resource_topic, it->second.name)) {
+    r.overrides = *c;
+  }
+  return r;
 }
 
 std::vector<remote_topic> topic_manager::remote_topics() const {
@@ -251,6 +271,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     }
     spdlog::info("cluster metadata in etcd ({}) under {}: {} topic(s) led by other brokers",
                  fmt::join(config.etcd_connect, ","), o.prefix, m->remote_topics().size());
+    m->etcd_log_ = &log;
     m->metadata_ = std::move(*store);
   } else {
     auto opened = open_local_store(log_dir);

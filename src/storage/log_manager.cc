@@ -306,6 +306,37 @@ result<const topic_info*, storage_error> log_manager::create_topic(std::string_v
   return raw;
 }
 
+result<const topic_info*, storage_error> log_manager::adopt_topic(
+    const topic_record& topic, const std::vector<partition_id>& partitions, timestamp_ms now) {
+  if (topics_.count(topic.name) != 0) {
+    return fail(storage_error{storage_errc::already_exists,
+                              fmt::format("Topic '{}' already exists.", topic.name)});
+  }
+  auto config = resolve_log_config(topic.overrides, broker_props_);
+  if (!config) return fail(config.error());
+  auto info = std::make_unique<topic_info>();
+  info->name = topic.name;
+  info->topic_id = topic.topic_id;
+  info->partitions = topic.partitions;
+  info->overrides = topic.overrides;
+  info->config = *config;
+  topic_info* raw = info.get();
+  std::vector<std::unique_ptr<log>> opened;
+  for (partition_id p : partitions) {
+    if (p < 0 || p >= topic.partitions) continue;
+    auto l = open_partition(*raw, p, 0, 0, false, now, nullptr);
+    if (!l) return fail(l.error());
+    opened.push_back(std::move(*l));
+  }
+  std::unique_lock maps(map_mu_);
+  topics_.emplace(raw->name, std::move(info));
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  return raw;
+}
+
 result<void, storage_error> log_manager::delete_topic(std::string_view name) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));

@@ -88,6 +88,14 @@ class log_manager {
   result<void, storage_error> create_partitions(std::string_view name, int32_t new_count,
                                                 timestamp_ms now);
 
+  // In a cluster, a topic another broker created and recorded, of which this broker holds
+  // `partitions` as a follower (docs/cluster.md, "Replication"): those logs are opened (created,
+  // or recovered when their directories exist) and nothing is recorded. Serialised like
+  // create_topic. already_exists when the topic is known.
+  result<const topic_info*, storage_error> adopt_topic(const topic_record& topic,
+                                                       const std::vector<partition_id>& partitions,
+                                                       timestamp_ms now);
+
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;
   // Installs `listener` on every log, present and future (see storage::append_listener).
