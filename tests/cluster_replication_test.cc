@@ -184,6 +184,12 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
     raw_client follower(port(2));
     auto a = produce_one(follower, 1, topic, 0, value_batch("not here"));
     EXPECT_EQ(a.error_code, code(error_code::not_leader_or_follower));
+    // Consumers read from the leader, up to the high watermark the ISR reached.
+    ASSERT_TRUE(follower.send_bytes(fetch_frame(2, topic, 0, 0, 0, 1)));
+    EXPECT_EQ(decode_fetch(follower.read_frame(10s)).error_code,
+              code(error_code::not_leader_or_follower));
+    ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
+    EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 5);
   }
   // The followers hold the leader's batches byte for byte at the same offsets.
   const std::string leader_bytes = file_bytes(segment(1, topic));
