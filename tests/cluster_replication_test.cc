@@ -20,6 +20,8 @@
 #include "kafka_conn.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/delete_topics_request.h"
+#include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
@@ -59,6 +61,7 @@ std::optional<partition_view> partition_of(uint16_t port, const std::string& top
   kafka_conn c(port, nullptr);
   if (!c.connected()) return std::nullopt;
   protocol::metadata_request req;
+  req.allow_auto_topic_creation = false;
   auto& t = req.topics.emplace().emplace_back();
   t.name = topic;
   auto r = c.call<protocol::metadata_response>(req, 12);
@@ -242,6 +245,27 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
   const std::string final_bytes = file_bytes(segment(1, topic));
   for (int32_t id = 2; id <= 3; ++id) {
     EXPECT_EQ(file_bytes(segment(id, topic)), final_bytes) << "broker " << id;
+  }
+
+  // Deleted on the leader: the followers drop their copies when the states go.
+  {
+    kafka_conn c(port(1), nullptr);
+    protocol::delete_topics_request req;
+    req.topic_names = {topic};
+    req.timeout_ms = 10000;
+    auto r = c.call<protocol::delete_topics_response>(req, 4);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->responses.size(), 1u);
+    EXPECT_EQ(r->responses[0].error_code, 0);
+  }
+  for (int32_t id = 2; id <= 3; ++id) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::filesystem::exists(segment(id, topic)) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_FALSE(std::filesystem::exists(segment(id, topic))) << "broker " << id;
+    EXPECT_FALSE(partition_of(port(id), topic).has_value()) << "broker " << id;
   }
 }
 

@@ -279,6 +279,8 @@ void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
     if (!key) continue;
     if (ev.type == cluster::etcd::watch_event::kind::delete_key) {
       partitions_.erase({key->first, key->second});
+      work_pending_ = true;
+      cv_.notify_all();
       continue;
     }
     auto state = cluster::decode_partition_state(ev.kv.value);
@@ -301,6 +303,39 @@ result<void, std::string> replica_manager::create_partition_states(
     }
   }
   return {};
+}
+
+result<void, std::string> replica_manager::delete_partition_states(const storage::uuid& topic_id) {
+  const std::string dir = fmt::format("{}partitions/{}/", prefix_, topic_id.to_string());
+  auto deleted = client_->delete_range(dir, cluster::etcd::prefix_end(dir));
+  if (!deleted) return fail("etcd: " + deleted.error().message);
+  std::lock_guard g(mu_);
+  std::erase_if(partitions_, [&](const auto& p) { return p.first.first == topic_id; });
+  return {};
+}
+
+void replica_manager::delete_unreplicated_copies() {
+  std::vector<std::pair<storage::uuid, std::string>> gone;
+  {
+    std::lock_guard g(mu_);
+    for (const auto& [id, name] : adopted_) {
+      const bool any = std::any_of(partitions_.begin(), partitions_.end(),
+                                   [&](const auto& p) { return p.first.first == id; });
+      if (!any) gone.emplace_back(id, name);
+    }
+    for (const auto& [id, name] : gone) adopted_.erase(id);
+  }
+  for (const auto& [id, name] : gone) {
+    auto guard = topics_.control_lock();
+    storage::log_manager& logs = topics_.logs();
+    const storage::topic_info* info = logs.find_topic(name);
+    if (info == nullptr || info->topic_id != id) continue;
+    if (auto d = logs.delete_topic(name, false); !d) {
+      spdlog::error("deleting the copy of {}: {}", name, d.error().message);
+    } else {
+      spdlog::info("deleted the copy of topic {} (its leader deleted it)", name);
+    }
+  }
 }
 
 const replica_manager::entry* replica_manager::find(std::string_view topic,
@@ -392,7 +427,10 @@ void replica_manager::run_worker() {
     const bool pending = work_pending_;
     work_pending_ = false;
     lock.unlock();
-    if (pending) open_replica_logs();
+    if (pending) {
+      delete_unreplicated_copies();
+      open_replica_logs();
+    }
     maybe_change_isr();
     lock.lock();
   }
@@ -425,6 +463,8 @@ void replica_manager::open_replica_logs() {
           continue;
         }
         spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));
+        std::lock_guard g(mu_);
+        adopted_[topic_id] = topic->name;
       }
       for (int32_t p : parts) {
         storage::log* log = logs.get_log(topic->name, p);

@@ -52,6 +52,9 @@ class replica_manager {
   result<void, std::string> create_partition_states(
       const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment);
 
+  // DeleteTopics on the leader: the topic's states go; each follower then deletes its copy.
+  result<void, std::string> delete_partition_states(const storage::uuid& topic_id);
+
   // The state of a partition as last read from etcd, by topic name or id.
   std::optional<cluster::partition_state> state(std::string_view topic, int32_t partition) const;
   std::optional<cluster::partition_state> state(const storage::uuid& topic_id,
@@ -93,6 +96,9 @@ class replica_manager {
   void run_worker();
   // Opens the logs of partitions this broker replicates that it has not opened yet.
   void open_replica_logs();
+  // Deletes the copies of topics this broker followed whose states are gone (DeleteTopics on
+  // the leader), without recording anything: the leader recorded the deletion.
+  void delete_unreplicated_copies();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
   void run_fetcher(int index);
@@ -113,6 +119,7 @@ class replica_manager {
   bool stopping_ = false;
   bool work_pending_ = false;
   std::map<entry_key, entry> partitions_;
+  std::map<storage::uuid, std::string> adopted_;  // topics this broker opened as a follower
   std::atomic<bool> stop_fetchers_{false};
 
   std::thread worker_;

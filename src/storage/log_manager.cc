@@ -337,7 +337,7 @@ result<const topic_info*, storage_error> log_manager::adopt_topic(
   return raw;
 }
 
-result<void, storage_error> log_manager::delete_topic(std::string_view name) {
+result<void, storage_error> log_manager::delete_topic(std::string_view name, bool record) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));
   // A cleaning of its partitions must not swap into a log about to go (LogManager.asyncDelete
@@ -348,8 +348,9 @@ result<void, storage_error> log_manager::delete_topic(std::string_view name) {
     records = topic_records();
     std::erase_if(records, [&](const topic_record& r) { return r.name == name; });
   }
-  auto p = journal_ != nullptr ? journal_->topic_deleted(record_of(*it->second))
-                               : persist_topics(records);
+  auto p = !record               ? result<void, storage_error>{}
+           : journal_ != nullptr ? journal_->topic_deleted(record_of(*it->second))
+                                 : persist_topics(records);
   if (!p) return p;
   // Out of the maps under the map lock (which waits for the appends and reads in progress), then
   // closed and removed without it.

@@ -80,7 +80,8 @@ class log_manager {
                                                         timestamp_ms now);
   // DeleteTopics: forgets the topic (commit point), renames each partition directory to
   // "<dir>.<uuid>-delete" as Kafka does, then removes it synchronously.
-  result<void, storage_error> delete_topic(std::string_view name);
+  // `record` false: a cluster follower's copy of a topic its leader deleted (and recorded).
+  result<void, storage_error> delete_topic(std::string_view name, bool record = true);
   // Replaces the topic's overrides (the broker computes them from IncrementalAlterConfigs ops);
   // validated, persisted, and applied to the topic's logs.
   result<void, storage_error> set_topic_config(std::string_view name, const config_map& overrides);
