@@ -141,6 +141,7 @@ class cluster_replication : public ::testing::Test {
   }
 
   std::unique_ptr<etcd_cluster> etcd_;
+  std::vector<std::unique_ptr<broker_process>> retired_;  // stopped; they own data directories
   std::vector<std::unique_ptr<broker_process>> brokers_;
 };
 
@@ -245,6 +246,27 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
   const std::string final_bytes = file_bytes(segment(1, topic));
   for (int32_t id = 2; id <= 3; ++id) {
     EXPECT_EQ(file_bytes(segment(id, topic)), final_bytes) << "broker " << id;
+  }
+
+  // Follower 3 restarted on its data: it keeps its log (loaded as a followed topic, not set
+  // aside), fetches what it missed and joins the ISR again.
+  ASSERT_TRUE(broker(3).stop().has_value());
+  {
+    auto a = produce_one(leader, correlation++, topic, 0, value_batch("while 3 restarts"));
+    EXPECT_EQ(a.error_code, 0);
+    EXPECT_EQ(a.base_offset, 8);
+  }
+  const std::filesystem::path data3 = broker(3).data_dir();
+  retired_.push_back(std::move(brokers_[2]));  // owns the data directory
+  brokers_[2] = std::make_unique<broker_process>(replication_args(*etcd_, 3), data3);
+  ASSERT_NE(port(3), 0) << broker(3).output();
+  auto rejoined =
+      wait_for_partition(port(1), topic, [](const partition_view& v) { return v.isr.size() == 3; });
+  ASSERT_TRUE(rejoined);
+  EXPECT_EQ(sorted(rejoined->isr), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(file_bytes(segment(3, topic)), file_bytes(segment(1, topic)));
+  for (const auto& e : std::filesystem::directory_iterator(data3)) {
+    EXPECT_FALSE(e.path().filename().string().ends_with("-stray")) << e.path();
   }
 
   // Deleted on the leader: the followers drop their copies when the states go.

@@ -463,8 +463,6 @@ void replica_manager::open_replica_logs() {
           continue;
         }
         spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));
-        std::lock_guard g(mu_);
-        adopted_[topic_id] = topic->name;
       }
       for (int32_t p : parts) {
         storage::log* log = logs.get_log(topic->name, p);
@@ -478,6 +476,8 @@ void replica_manager::open_replica_logs() {
         }
         it->second.topic = topic->name;
         it->second.local_log = true;
+        // A follower's copy (adopted now, or loaded at start): deleted with its states.
+        if (it->second.state.state.leader != node_id_) adopted_[topic_id] = topic->name;
         opened.push_back(p);
       }
     }

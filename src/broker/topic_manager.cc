@@ -12,6 +12,7 @@
 #include "broker/properties.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/etcd_metadata_log.h"
+#include "cluster/etcd_partition_store.h"
 #include "storage/io.h"
 #include "storage/topic_metadata.h"
 
@@ -243,7 +244,25 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     o.client.endpoints = etcd_endpoints;
     o.prefix = cluster_prefix(m->cluster_id_);
     o.node_id = config.node_id;
-    auto store = cluster::etcd_metadata_store::open(o);
+    // The topics this broker follows (their partition states name it a replica): loaded like its
+    // own, so that a restart keeps their logs instead of setting them aside as stray.
+    std::set<storage::uuid> followed;
+    if (auto client = cluster::etcd::etcd_client::create(o.client)) {
+      const std::string dir = o.prefix + "partitions/";
+      if (auto states = (*client)->range(dir, cluster::etcd::prefix_end(dir))) {
+        for (const auto& kv : states->kvs) {
+          auto state = cluster::decode_partition_state(kv.value);
+          const std::string_view rest = std::string_view(kv.key).substr(dir.size());
+          auto id = storage::uuid::parse(rest.substr(0, rest.find('/')));
+          if (!state || !id || state->leader == config.node_id) continue;
+          if (std::find(state->replicas.begin(), state->replicas.end(), config.node_id) !=
+              state->replicas.end()) {
+            followed.insert(*id);
+          }
+        }
+      }
+    }
+    auto store = cluster::etcd_metadata_store::open(o, std::move(followed));
     if (!store) {
       return fail(fmt::format("cannot open the cluster metadata log in etcd under {}: {}", o.prefix,
                               store.error().message));
