@@ -197,6 +197,14 @@ const std::vector<config_key>& config_keys() {
       {"broker.session.timeout.ms", config_type::int32, "9000", at_least(1)},
       {"broker.heartbeat.interval.ms", config_type::int32, "2000", at_least(1)},
       {"broker.rack", config_type::string, nullptr, nullptr},
+      // Replication in a cluster (docs/cluster.md, "Replication"): Kafka's ReplicationConfigs.
+      {"replica.lag.time.max.ms", config_type::int64, "30000", at_least(1)},
+      {"replica.fetch.max.bytes", config_type::int32, "1048576", at_least(0)},
+      {"replica.fetch.wait.max.ms", config_type::int32, "500", at_least(0)},
+      {"replica.fetch.min.bytes", config_type::int32, "1", at_least(1)},
+      {"replica.fetch.backoff.ms", config_type::int32, "1000", at_least(0)},
+      {"replica.socket.timeout.ms", config_type::int32, "30000", at_least(1)},
+      {"num.replica.fetchers", config_type::int32, "1", at_least(1)},
       // Threads, sockets, connections.
       {"num.network.threads", config_type::int32, nullptr, at_least(1)},
       {"num.io.threads", config_type::int32, "8", at_least(1)},
@@ -764,6 +772,13 @@ result<void, std::string> finish(broker_config& c) {
   c.etcd_connect = split_list(str("etcd.connect"));
   c.broker_session_timeout_ms = i32("broker.session.timeout.ms");
   c.broker_heartbeat_interval_ms = i32("broker.heartbeat.interval.ms");
+  c.replica_lag_time_max_ms = as_int(c, "replica.lag.time.max.ms");
+  c.replica_fetch_max_bytes = i32("replica.fetch.max.bytes");
+  c.replica_fetch_wait_max_ms = i32("replica.fetch.wait.max.ms");
+  c.replica_fetch_min_bytes = i32("replica.fetch.min.bytes");
+  c.replica_fetch_backoff_ms = i32("replica.fetch.backoff.ms");
+  c.replica_socket_timeout_ms = i32("replica.socket.timeout.ms");
+  c.num_replica_fetchers = i32("num.replica.fetchers");
   c.broker_rack = optional_string(c.values.at("broker.rack"));
   if (c.explicitly_set.count("broker.id") && i32("broker.id") != c.node_id) {
     return fail(fmt::format(

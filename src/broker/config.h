@@ -89,6 +89,14 @@ struct broker_config {
   int32_t broker_session_timeout_ms = 9000;
   int32_t broker_heartbeat_interval_ms = 2000;
   std::optional<std::string> broker_rack;
+  // Replication (docs/cluster.md, "Replication"): Kafka's keys and defaults.
+  int64_t replica_lag_time_max_ms = 30000;
+  int32_t replica_fetch_max_bytes = 1048576;
+  int32_t replica_fetch_wait_max_ms = 500;
+  int32_t replica_fetch_min_bytes = 1;
+  int32_t replica_fetch_backoff_ms = 1000;
+  int32_t replica_socket_timeout_ms = 30000;
+  int32_t num_replica_fetchers = 1;
 
   // Topic creation and produce validation (broker-wide defaults of the topic configs).
   int32_t num_partitions = 1;

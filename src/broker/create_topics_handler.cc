@@ -47,9 +47,12 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "cluster/cluster_membership.h"
+#include "cluster/replica_state.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -97,8 +100,10 @@ topic_error from_storage(const storage::storage_error& e) {
 }
 
 // Resolves partitions and replication factor; fills `partitions`.
+// `live_brokers`: how many brokers may hold replicas (1 on a single node).
 std::optional<topic_error> check_layout(const request_topic& t, const broker_config& config,
-                                        int32_t& partitions) {
+                                        int32_t live_brokers, int32_t& partitions,
+                                        int32_t& replication_factor) {
   const int32_t node_id = config.node_id;
   if (!t.assignments.empty()) {
     if (t.num_partitions != -1) {
@@ -158,27 +163,29 @@ std::optional<topic_error> check_layout(const request_topic& t, const broker_con
     return topic_error{error_code::invalid_partitions,
                        "Number of partitions was set to an invalid non-positive value."};
   }
-  if (rf > 1) {
+  if (rf > live_brokers) {
     return topic_error{
         error_code::invalid_replication_factor,
         fmt::format("Unable to replicate the partition {} time(s): The target replication factor "
-                    "of {} cannot be reached because only 1 broker(s) are registered or some "
+                    "of {} cannot be reached because only {} broker(s) are registered or some "
                     "brokers have all their log directories cordoned.",
-                    rf, rf)};
+                    rf, rf, live_brokers)};
   }
+  replication_factor = rf;
   return std::nullopt;
 }
 
 // Every check CreateTopics makes, in Kafka's order, without creating anything.
 std::optional<topic_error> check_topic(const request_topic& t, const broker_config& config,
-                                       const storage::log_manager& logs,
-                                       storage::config_map& overrides, int32_t& partitions) {
+                                       const storage::log_manager& logs, int32_t live_brokers,
+                                       storage::config_map& overrides, int32_t& partitions,
+                                       int32_t& replication_factor) {
   if (auto v = storage::validate_topic_name(t.name); !v) return from_storage(v.error());
   if (logs.find_topic(t.name) != nullptr) {
     return topic_error{error_code::topic_already_exists,
                        fmt::format("Topic '{}' already exists.", t.name)};
   }
-  if (auto e = check_layout(t, config, partitions)) return e;
+  if (auto e = check_layout(t, config, live_brokers, partitions, replication_factor)) return e;
   for (const auto& c : t.configs) {
     if (!c.value.has_value()) {
       return topic_error{error_code::invalid_config,
@@ -246,6 +253,12 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   // Answered after the others, as Kafka appends it to the controller's results.
   bool cluster_metadata_asked = false;
   controller_mutation_quota quota(request, 6);
+  // In a cluster, replicas go to the live brokers (docs/cluster.md, "Replication").
+  std::vector<int32_t> live_ids{config.node_id};
+  if (request.services.membership != nullptr) {
+    live_ids.clear();
+    for (const auto& b : request.services.membership->live_brokers()) live_ids.push_back(b.node_id);
+  }
   auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
@@ -263,7 +276,10 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     result.name = t.name;
     storage::config_map overrides;
     int32_t partitions = 0;
-    std::optional<topic_error> error = check_topic(t, config, logs, overrides, partitions);
+    int32_t replication_factor = 1;
+    std::optional<topic_error> error =
+        check_topic(t, config, logs, static_cast<int32_t>(live_ids.size()), overrides, partitions,
+                    replication_factor);
     if (!error && !quota.record(partitions)) error = throttled_error();
     storage::uuid topic_id = storage::uuid::random();
     if (!error && !decoded->validate_only) {
@@ -272,6 +288,24 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
         topic_id = (*created)->topic_id;
         spdlog::info("created topic {} ({} partition(s), id {}) for {}", t.name, partitions,
                      topic_id.to_string(), request.connection.peer);
+        if (replica_manager* replicas = request.services.replicas) {
+          // Each partition's state in etcd; the replicas open their logs when they see it.
+          auto assignment =
+              cluster::assign_replicas(config.node_id, live_ids, partitions, replication_factor);
+          tarn::result<void, std::string> states;
+          if (assignment.empty()) {
+            states = fail(std::string("no live replicas"));
+          } else {
+            states = replicas->create_partition_states(topic_id, assignment);
+          }
+          if (!states) {
+            spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
+          } else if (replication_factor > 1) {
+            for (int32_t p = 0; p < partitions; ++p) {
+              if (storage::log* log = logs.get_log(t.name, p)) log->set_replicated(0);
+            }
+          }
+        }
       } else {
         error = from_storage(created.error());
       }
@@ -283,7 +317,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
     result.error_message = std::nullopt;
     result.topic_id = to_wire(topic_id);
     result.num_partitions = partitions;
-    result.replication_factor = 1;
+    result.replication_factor = static_cast<int16_t>(replication_factor);
     auto& configs = result.configs.emplace();
     for (const auto& d : storage::describe_topic_configs(overrides, logs.broker_props())) {
       protocol::create_topics_response::creatable_topic_configs c;

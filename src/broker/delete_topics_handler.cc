@@ -25,6 +25,7 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -122,6 +123,11 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
       result.error_message = std::nullopt;
     } else if (w.name) {
       topic = logs.find_topic(*w.name);
+      // A follower's copy of a replicated topic: only its leader deletes it (docs/cluster.md).
+      if (topic != nullptr && request.services.replicas != nullptr &&
+          request.services.replicas->follows(topic->name, 0)) {
+        topic = nullptr;
+      }
       if (topic != nullptr && !may(security::acl_operation::delete_, *w.name)) {
         result.error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
         result.error_message = std::nullopt;
@@ -133,6 +139,10 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
     } else {
       for (const storage::topic_info* t : logs.topics()) {
         if (t->topic_id == w.id) topic = t;
+      }
+      if (topic != nullptr && request.services.replicas != nullptr &&
+          request.services.replicas->follows(topic->name, 0)) {
+        topic = nullptr;
       }
       if (topic == nullptr) {
         set_error(error_code::unknown_topic_id,
@@ -157,8 +167,15 @@ asio::awaitable<handler_outcome> handle_delete_topics(request_context& request) 
       std::string& name = strings.emplace_back(topic->name);
       result.name = name;
       result.topic_id = to_wire(topic->topic_id);
+      const storage::uuid topic_id = topic->topic_id;
       if (auto d = logs.delete_topic(name); d) {
         spdlog::info("deleted topic {} for {}", name, request.connection.peer);
+        if (request.services.replicas != nullptr) {
+          // Its followers drop their copies when the states go (replica_manager.h).
+          if (auto r = request.services.replicas->delete_partition_states(topic_id); !r) {
+            spdlog::error("topic {}: partition states not deleted: {}", name, r.error());
+          }
+        }
         deleted.push_back(name);
         result.error_message = std::nullopt;
       } else {

@@ -27,6 +27,7 @@
 #include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "broker/topic_partitions_page.h"
@@ -127,6 +128,15 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
       part.leader_epoch = local_leader_epoch;
       part.replica_nodes = {node_id};
       part.isr_nodes = {node_id};
+      // In a cluster, a replicated partition's state in etcd (docs/cluster.md, "Replication").
+      if (request.services.replicas != nullptr) {
+        if (auto st = request.services.replicas->state(info_by_topic.at(e.name)->topic_id, p)) {
+          part.leader_id = st->leader;
+          part.leader_epoch = st->leader_epoch;
+          part.replica_nodes = st->replicas;
+          part.isr_nodes = st->isr;
+        }
+      }
       part.eligible_leader_replicas.emplace();
       part.last_known_elr.emplace();
     }

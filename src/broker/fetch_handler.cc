@@ -26,8 +26,15 @@
 //     wakes it to read again.
 //   - The stored bytes go out with sendfile: the response body is encoded around them and each
 //     partition's records are a file region (handler.h), never copied through user space.
-// Not supported: follower fetches (ReplicaId/ReplicaState are ignored), preferred read replicas
-// (always -1), diverging-epoch detection (single leader, epoch 0).
+//   - In a cluster (docs/cluster.md, "Replication"): a fetch with a replica id (ReplicaState v15+,
+//     ReplicaId below) is a follower's: it reads up to the log end offset, records the
+//     follower's fetch offset as its log end offset (replica_manager.h; the high watermark may
+//     move and wake waiting fetches and acks=all produces), and gets NOT_LEADER_OR_FOLLOWER where
+//     this broker does not lead the partition or the id is not one of its replicas. A consumer's
+//     fetch of a partition this broker follows is NOT_LEADER_OR_FOLLOWER; consumers read up to
+//     the high watermark, which the ISR moves.
+// Not supported: preferred read replicas (always -1), diverging-epoch detection (the leader does
+// not change yet, epoch 0).
 // Quotas (KIP-219, KafkaApis.handleFetchRequest): MaxBytes is capped by what the client's
 // consumer_byte_rate allows in one quota window; the response's size is recorded against it
 // and the handling time against request_percentage. A throttled fetch is answered empty with
@@ -48,6 +55,7 @@
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -80,6 +88,8 @@ struct fetch_params {
   int32_t max_bytes = 0;
   int32_t min_bytes = 0;
   int8_t isolation_level = 0;
+  int32_t replica_id = -1;              // a follower's fetch when >= 0
+  replica_manager* replicas = nullptr;  // in a cluster
 };
 
 std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
@@ -135,9 +145,16 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       continue;
     }
     if (metrics != nullptr) pr.metrics = metrics->topic(info->name);
-    const storage::log* log = logs.get_log(info->name, index);
+    storage::log* log = logs.get_log(info->name, index);
     const int32_t epoch = entry.request.current_leader_epoch;
+    // A single node ignores replica ids, as before clusters existed.
+    const bool follower_fetch = params.replica_id >= 0 && params.replicas != nullptr;
     if (log == nullptr) {
+      pr.error_code = code(error_code::not_leader_or_follower);
+    } else if (follower_fetch) {
+      pr.error_code = code(params.replicas->on_follower_fetch(info->name, index, params.replica_id,
+                                                              entry.request.fetch_offset, *log));
+    } else if (params.replicas != nullptr && params.replicas->follows(info->name, index)) {
       pr.error_code = code(error_code::not_leader_or_follower);
     } else if (epoch >= 0 && epoch < local_leader_epoch) {
       pr.error_code = code(error_code::fenced_leader_epoch);
@@ -156,7 +173,8 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     std::lock_guard log_lock(log->mutex());
     auto read = log->read(
         entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one,
-        committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt);
+        committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt,
+        follower_fetch);
     if (!read) {
       any_error = true;
       if (read.error().code == storage::storage_errc::offset_out_of_range) {
@@ -401,6 +419,8 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   }
   params.min_bytes = std::min(req.min_bytes, params.max_bytes);
   params.isolation_level = req.isolation_level;
+  params.replica_id = version >= 15 ? req.replica_state.replica_id : req.replica_id;
+  params.replicas = services.replicas;
 
   size_t total = 0;
   bool any_error = false;

@@ -38,6 +38,8 @@ class sasl_authenticator;
 
 namespace tarn::broker {
 
+class replica_manager;
+
 // Bytes of an open file sent as part of a response body (with sendfile: stored record batches go
 // from the page cache to the socket without a copy). The region goes out just before
 // body[body_offset]; `owner` keeps the descriptor open until the response is written.
@@ -97,6 +99,8 @@ struct broker_services {
   coordinator::share_coordinator* shares = nullptr;  // share groups (KIP-932)
   // In a cluster: the live brokers and the controller (null on a single node).
   cluster::cluster_membership* membership = nullptr;
+  // In a cluster: partition states, the ISR and the replica fetchers (null on a single node).
+  replica_manager* replicas = nullptr;
 };
 
 struct connection_info {

@@ -28,6 +28,7 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -191,6 +192,10 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
       } else if (info == nullptr || index < 0 || index >= info->partitions) {
         out.partitions.push_back(error_response(index, error_code::unknown_topic_or_partition));
       } else if (const storage::log* log = logs.get_log(t.name, index); log == nullptr) {
+        out.partitions.push_back(error_response(index, error_code::not_leader_or_follower));
+      } else if (request.services.replicas != nullptr &&
+                 request.services.replicas->follows(t.name, index)) {
+        // A follower of a replicated partition (docs/cluster.md, "Replication").
         out.partitions.push_back(error_response(index, error_code::not_leader_or_follower));
       } else if (p.current_leader_epoch >= 0 && p.current_leader_epoch < local_leader_epoch) {
         out.partitions.push_back(error_response(index, error_code::fenced_leader_epoch));

@@ -50,6 +50,7 @@
 #include "broker/authorization.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -78,8 +79,31 @@ error_code metadata_error(const storage::storage_error& e) {
   }
 }
 
+// In a cluster, a partition with a state in etcd (docs/cluster.md, "Replication"): its
+// replicas, ISR, leader and leader epoch from that state; a leader that is not live is none
+// (LEADER_NOT_AVAILABLE, leader -1) and replicas that are not live are offline, as Kafka answers.
+bool describe_replicated(protocol::metadata_response::metadata_response_partition& part,
+                         const replica_manager* replicas, const storage::uuid& topic_id,
+                         const listed_cluster& cluster) {
+  if (replicas == nullptr) return false;
+  auto s = replicas->state(topic_id, part.partition_index);
+  if (!s) return false;
+  const bool live = s->leader >= 0 && cluster.live(s->leader);
+  part.leader_id = live ? s->leader : -1;
+  part.leader_epoch = s->leader_epoch;
+  part.replica_nodes = s->replicas;
+  part.isr_nodes = s->isr;
+  part.offline_replicas.clear();
+  for (int32_t r : s->replicas) {
+    if (!cluster.live(r)) part.offline_replicas.push_back(r);
+  }
+  part.error_code = live ? 0 : static_cast<int16_t>(error_code::leader_not_available);
+  return true;
+}
+
 // `ops`: the TopicAuthorizedOperations bit set, when the request asked for it.
 metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
+                              const replica_manager* replicas, const listed_cluster& cluster,
                               std::optional<int32_t> ops) {
   metadata_topic r;
   r.name = t.name;
@@ -93,6 +117,7 @@ metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
     part.leader_epoch = local_leader_epoch;
     part.replica_nodes = {node_id};
     part.isr_nodes = {node_id};
+    describe_replicated(part, replicas, t.topic_id, cluster);
     r.partitions.push_back(std::move(part));
   }
   if (ops) r.topic_authorized_operations = *ops;
@@ -103,7 +128,7 @@ metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
 // docs/cluster.md). While that broker is not live its partitions have no leader:
 // LEADER_NOT_AVAILABLE with leader -1 and the replica offline, as Kafka answers.
 metadata_topic describe_remote_topic(const remote_topic& t, const listed_cluster& cluster,
-                                     std::optional<int32_t> ops) {
+                                     const replica_manager* replicas, std::optional<int32_t> ops) {
   metadata_topic r;
   r.name = t.name;
   r.topic_id = to_wire(t.topic_id);
@@ -121,6 +146,7 @@ metadata_topic describe_remote_topic(const remote_topic& t, const listed_cluster
       part.error_code = static_cast<int16_t>(error_code::leader_not_available);
       part.offline_replicas = {t.leader};
     }
+    describe_replicated(part, replicas, t.topic_id, cluster);
     r.partitions.push_back(std::move(part));
   }
   if (ops) r.topic_authorized_operations = *ops;
@@ -150,6 +176,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   const broker_config& config = request.services.config;
   const int32_t node_id = config.node_id;
   topic_manager& topics = *request.services.topics;
+  const replica_manager* replicas = request.services.replicas;
 
   protocol::metadata_response reply;
   // Owns the strings the answer's brokers and remote topics point into until it is encoded.
@@ -212,11 +239,13 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       if (o == remote.size() || (l < local.size() && local[l]->name < remote[o].name)) {
         const storage::topic_info* t = local[l++];
         if (!may_describe(t->name, false)) continue;
-        reply.topics.push_back(describe_topic(*t, node_id, ops_of(t->name)));
+        reply.topics.push_back(describe_topic(*t, node_id, replicas, cluster, ops_of(t->name)));
       } else {
         const remote_topic& t = remote[o++];
+        // A topic this broker follows is in its log manager too: listed once, above.
+        if (logs.find_topic(t.name) != nullptr) continue;
         if (!may_describe(t.name, false)) continue;
-        reply.topics.push_back(describe_remote_topic(t, cluster, ops_of(t.name)));
+        reply.topics.push_back(describe_remote_topic(t, cluster, replicas, ops_of(t.name)));
       }
     }
     co_return encode_response(reply, version);
@@ -252,7 +281,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
           denied_describe.push_back(std::move(denied));
         } else {
           reply.topics.push_back(
-              describe_remote_topic(*found_remote, cluster, ops_of(found_remote->name)));
+              describe_remote_topic(*found_remote, cluster, replicas, ops_of(found_remote->name)));
         }
       } else if (found != nullptr && !may_describe(found->name, true)) {
         metadata_topic denied = topic_error(error_code::topic_authorization_failed, std::nullopt);
@@ -260,7 +289,8 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
         denied.is_internal = false;
         denied_describe.push_back(std::move(denied));
       } else if (found != nullptr) {
-        reply.topics.push_back(describe_topic(*found, node_id, ops_of(found->name)));
+        reply.topics.push_back(
+            describe_topic(*found, node_id, replicas, cluster, ops_of(found->name)));
       } else {
         metadata_topic missing = topic_error(error_code::unknown_topic_id, std::nullopt);
         missing.topic_id = want.topic_id;
@@ -277,11 +307,11 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       continue;
     }
     if (const storage::topic_info* t = logs.find_topic(name)) {
-      reply.topics.push_back(describe_topic(*t, node_id, ops_of(name)));
+      reply.topics.push_back(describe_topic(*t, node_id, replicas, cluster, ops_of(name)));
       continue;
     }
     if (const remote_topic* t = find_remote(name)) {
-      reply.topics.push_back(describe_remote_topic(*t, cluster, ops_of(name)));
+      reply.topics.push_back(describe_remote_topic(*t, cluster, replicas, ops_of(name)));
       continue;
     }
     if (may_create && !cluster_create &&

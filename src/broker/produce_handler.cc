@@ -15,9 +15,10 @@
 //      key is still INVALID_TOPIC_EXCEPTION). As in Kafka 4.4 (ReplicaManager.appendToLocalLog),
 //      the one exception is the client id "__admin_client" (AdminUtils.ADMIN_CLIENT_ID), whose
 //      appends go through; checked against Kafka 4.4.0 with raw requests.
-//   4. this broker leads the partition (always: tarn is one node) else NOT_LEADER_OR_FOLLOWER;
+//   4. this broker leads the partition (a single node leads all) else NOT_LEADER_OR_FOLLOWER;
 //      acks=-1: ISR size (1) >= min(min.insync.replicas, replica count 1), else
-//      NOT_ENOUGH_REPLICAS.
+//      NOT_ENOUGH_REPLICAS; a replicated partition in a cluster (docs/cluster.md, "Replication")
+//      as Kafka: ISR size (from its state in etcd) >= min.insync.replicas.
 //   5. storage::validate_batch: baseOffset 0 (INVALID_RECORD), max.message.bytes
 //      (MESSAGE_TOO_LARGE), CRC (CORRUPT_MESSAGE), batch shape (INVALID_RECORD), keys on compacted
 //      topics (INVALID_RECORD + RecordErrors), timestamps (INVALID_TIMESTAMP + RecordErrors).
@@ -32,7 +33,11 @@
 // steps 1-3 and unknown topic, leadership, size and CRC errors).
 // acks=0: no response; if any partition failed, the connection is closed (Kafka does the same).
 // acks=1 and acks=-1: answered after the append; with one replica the high watermark covers the
-// batch at once, so acks=-1 never waits and never gets REQUEST_TIMED_OUT.
+// batch at once, so acks=-1 never waits and never gets REQUEST_TIMED_OUT. A replicated partition
+// with acks=-1 waits (Kafka's produce purgatory, on the request's event loop without blocking
+// it) until the high watermark passes the batch: then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// when the ISR shrank below min.insync.replicas meanwhile; REQUEST_TIMED_OUT after TimeoutMs
+// (the batch stays in the log, as in Kafka).
 // A body that does not decode closes the connection.
 //
 // Locking (docs/broker.md, "Partitions and locks"): the handler holds topic_manager's map lock
@@ -51,14 +56,19 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <chrono>
 #include <variant>
 
 #include "broker/authorization.h"
 #include "broker/broker_metrics.h"
+#include "broker/fetch_waiters.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
+#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -171,6 +181,8 @@ struct partition_work {
   int64_t log_append_time_ms = -1;
   int64_t log_start_offset = -1;
   bool written = false;  // appended now (not a retry answered from the producer state)
+  int64_t last_offset = -1;
+  bool await_replicas = false;  // acks=-1 on a replicated partition: wait for the high watermark
   // A transactional batch: its producer's markers in the partition when the transaction was
   // asked whether it holds the partition; a marker written since then refuses the batch.
   uint32_t markers_before_check = 0;
@@ -406,8 +418,21 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
   for (auto& tw : work) {
     for (auto& pw : tw.parts) {
       if (pw.failure) continue;
-      const int32_t replicas = 1, isr = 1;
-      if (req.acks == -1 && isr < std::min(tw.config.min_insync_replicas, replicas)) {
+      int32_t replicas = 1, isr = 1, min_isr = std::min(tw.config.min_insync_replicas, 1);
+      if (request.services.replicas != nullptr) {
+        if (auto st = request.services.replicas->state(tw.name, pw.index)) {
+          if (st->leader != request.services.config.node_id) {
+            pw.failure = to_failure(request_error{error_code::not_leader_or_follower,
+                                                  "this broker does not lead the partition"});
+            continue;
+          }
+          replicas = static_cast<int32_t>(st->replicas.size());
+          isr = static_cast<int32_t>(st->isr.size());
+          min_isr = replicas > 1 ? tw.config.min_insync_replicas
+                                 : std::min(tw.config.min_insync_replicas, replicas);
+        }
+      }
+      if (req.acks == -1 && isr < min_isr) {
         pw.failure = to_failure(request_error{error_code::not_enough_replicas,
                                               "ISR below the effective min.insync.replicas"});
         continue;
@@ -501,10 +526,83 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         continue;
       }
       if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
+      if (log->replicated() && request.services.replicas != nullptr) {
+        request.services.replicas->on_leader_append(tw.name, pw.index, *log);
+        pw.await_replicas = req.acks == -1;
+      }
       pw.base_offset = first;
+      pw.last_offset = last;
       pw.written = true;
       pw.log_append_time_ms = vb.log_append_time ? now : -1;
       pw.log_start_offset = log->log_start_offset();
+    }
+  }
+
+  // acks=-1 on replicated partitions: the produce purgatory.
+  std::vector<storage::topic_partition> awaited;
+  for (auto& tw : work) {
+    for (auto& pw : tw.parts) {
+      if (!pw.failure && pw.await_replicas) awaited.push_back({tw.name, pw.index});
+    }
+  }
+  if (!awaited.empty()) {
+    auto executor = co_await asio::this_coro::executor;
+    auto waiter = std::make_shared<fetch_waiter>(executor);
+    fetch_waiter_registration registration(*request.services.waiters, waiter, awaited);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(req.timeout_ms, 0));
+    for (;;) {
+      bool all_done = true;
+      {
+        auto guard = topics.read_lock();
+        for (auto& tw : work) {
+          for (auto& pw : tw.parts) {
+            if (pw.failure || !pw.await_replicas) continue;
+            const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
+            if (log == nullptr) {
+              pw.failure =
+                  to_failure(request_error{error_code::not_leader_or_follower, "partition gone"});
+            } else if (log->high_watermark() > pw.last_offset) {
+              // Kafka's checkEnoughReplicasReachOffset.
+              pw.await_replicas = false;
+              const int32_t isr = request.services.replicas->isr_size(tw.name, pw.index);
+              if (isr >= 0 && isr < tw.config.min_insync_replicas) {
+                pw.failure = to_failure(request_error{
+                    error_code::not_enough_replicas_after_append,
+                    fmt::format("the ISR of {}-{} shrank to {} below min.insync.replicas {}",
+                                tw.name, pw.index, isr, tw.config.min_insync_replicas)});
+              }
+            } else {
+              all_done = false;
+            }
+          }
+        }
+      }
+      if (all_done) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        for (auto& tw : work) {
+          for (auto& pw : tw.parts) {
+            if (pw.failure || !pw.await_replicas) continue;
+            pw.failure = to_failure(
+                request_error{error_code::request_timed_out,
+                              fmt::format("the ISR of {}-{} did not reach offset {} within {} ms",
+                                          tw.name, pw.index, pw.last_offset + 1, req.timeout_ms)});
+          }
+        }
+        break;
+      }
+      if (!waiter->take_pending()) {
+        waiter->timer().expires_at(deadline);
+        asio::error_code ec;
+        {
+          quota_excluded_wait waiting(request);
+          co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none) {
+          co_return close_connection{"connection closed during an acks=all wait"};
+        }
+      }
     }
   }
 

@@ -36,6 +36,7 @@
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
 #include "broker/producer_ids.h"
+#include "broker/replica_manager.h"
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
@@ -142,6 +143,7 @@ struct server::impl {
   std::unique_ptr<broker_authorizer> authorizer;  // null: authorizer.class.name is empty
   // In a cluster (etcd.connect): the session, registration and controller candidacy.
   std::unique_ptr<cluster::cluster_membership> membership;
+  std::unique_ptr<replica_manager> replicas;  // in a cluster; stopped before membership
   std::atomic<bool> fenced{false};  // the session was lost: the broker stops with exit code 1
   bool clean_shutdown = false;
 
@@ -373,6 +375,12 @@ result<void, std::string> server::start() {
     s.topics->logs().set_append_listener(
         [w = s.waiters.get()](const storage::topic_partition& tp) { w->notify(tp); });
   }
+  if (s.membership) {
+    auto started = replica_manager::start(s.config, cluster_prefix(s.topics->cluster_id()),
+                                          *s.topics, *s.membership, *s.waiters);
+    if (!started) return fail(started.error());
+    s.replicas = std::move(*started);
+  }
   s.memory = std::make_unique<request_memory>(s.config.queued_max_request_bytes);
   s.offsets = std::make_unique<offsets_topic>(*s.topics, s.config.group);
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
@@ -466,6 +474,7 @@ result<void, std::string> server::start() {
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.services->shares = s.shares.get();
   s.services->membership = s.membership.get();
+  s.services->replicas = s.replicas.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -550,6 +559,7 @@ int server::run() {
   s.join_groups_loader();
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
+  s.replicas.reset();
   s.membership.reset();
   // Everything that writes to the log directory has stopped: the marker can go down.
   if (auto r = s.topics->shutdown(); !r) {

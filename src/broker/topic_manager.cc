@@ -12,6 +12,7 @@
 #include "broker/properties.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/etcd_metadata_log.h"
+#include "cluster/etcd_partition_store.h"
 #include "storage/io.h"
 #include "storage/topic_metadata.h"
 
@@ -185,6 +186,26 @@ void topic_manager::refresh_remote_topics(const cluster::metadata_image& image, 
   }
   std::lock_guard g(remote_mu_);
   remote_ = std::move(remote);
+  if (on_topics_changed_) on_topics_changed_();
+}
+
+void topic_manager::on_cluster_topics_changed(std::function<void()> handler) {
+  std::lock_guard g(remote_mu_);
+  on_topics_changed_ = std::move(handler);
+}
+
+std::optional<storage::topic_record> topic_manager::cluster_topic(
+    const storage::uuid& topic_id) const {
+  if (etcd_log_ == nullptr) return std::nullopt;
+  auto g = etcd_log_->lock();
+  const cluster::metadata_image& image = etcd_log_->image();
+  auto it = image.topics.find(topic_id);
+  if (it == image.topics.end()) return std::nullopt;
+  storage::topic_record r{it->second.name, topic_id, it->second.partitions, {}};
+  if (const auto* c = image.find_configs(cluster::config_resource_topic, it->second.name)) {
+    r.overrides = *c;
+  }
+  return r;
 }
 
 std::vector<remote_topic> topic_manager::remote_topics() const {
@@ -223,7 +244,25 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     o.client.endpoints = etcd_endpoints;
     o.prefix = cluster_prefix(m->cluster_id_);
     o.node_id = config.node_id;
-    auto store = cluster::etcd_metadata_store::open(o);
+    // The topics this broker follows (their partition states name it a replica): loaded like its
+    // own, so that a restart keeps their logs instead of setting them aside as stray.
+    std::set<storage::uuid> followed;
+    if (auto client = cluster::etcd::etcd_client::create(o.client)) {
+      const std::string dir = o.prefix + "partitions/";
+      if (auto states = (*client)->range(dir, cluster::etcd::prefix_end(dir))) {
+        for (const auto& kv : states->kvs) {
+          auto state = cluster::decode_partition_state(kv.value);
+          const std::string_view rest = std::string_view(kv.key).substr(dir.size());
+          auto id = storage::uuid::parse(rest.substr(0, rest.find('/')));
+          if (!state || !id || state->leader == config.node_id) continue;
+          if (std::find(state->replicas.begin(), state->replicas.end(), config.node_id) !=
+              state->replicas.end()) {
+            followed.insert(*id);
+          }
+        }
+      }
+    }
+    auto store = cluster::etcd_metadata_store::open(o, std::move(followed));
     if (!store) {
       return fail(fmt::format("cannot open the cluster metadata log in etcd under {}: {}", o.prefix,
                               store.error().message));
@@ -251,6 +290,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     }
     spdlog::info("cluster metadata in etcd ({}) under {}: {} topic(s) led by other brokers",
                  fmt::join(config.etcd_connect, ","), o.prefix, m->remote_topics().size());
+    m->etcd_log_ = &log;
     m->metadata_ = std::move(*store);
   } else {
     auto opened = open_local_store(log_dir);

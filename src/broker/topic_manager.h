@@ -24,6 +24,10 @@
 #include "cluster/metadata_store.h"
 #include "storage/log_manager.h"
 
+namespace tarn::cluster {
+class etcd_metadata_log;
+}
+
 namespace tarn::broker {
 
 inline constexpr const char* meta_properties_file_name = "meta.properties";
@@ -84,6 +88,14 @@ class topic_manager {
   // them), by name; empty on a single node. Any thread; takes a lock of its own.
   std::vector<remote_topic> remote_topics() const;
   std::optional<remote_topic> find_remote_topic(std::string_view name) const;
+  // In a cluster, a topic of the cluster's metadata (any broker's) by id, with its configs;
+  // nullopt when unknown (or on a single node). Any thread; takes the journal's lock, so not
+  // from inside on_cluster_topics_changed.
+  std::optional<storage::topic_record> cluster_topic(const storage::uuid& topic_id) const;
+  // Called (on the metadata log's watch thread, under its lock: only signal from it) whenever
+  // another broker created or deleted a topic; the replica manager then looks again for topics
+  // it replicates.
+  void on_cluster_topics_changed(std::function<void()> handler);
 
   // The static configuration overlaid by the dynamic broker configs of the metadata store: the
   // cluster-wide default (resource "") first, then this node's, as Kafka's DynamicBrokerConfig
@@ -111,6 +123,8 @@ class topic_manager {
   bool in_cluster_ = false;
   mutable std::mutex remote_mu_;
   std::map<std::string, remote_topic, std::less<>> remote_;
+  std::function<void()> on_topics_changed_;            // guarded by remote_mu_
+  cluster::etcd_metadata_log* etcd_log_ = nullptr;     // in a cluster: the journal metadata_ owns
   std::unique_ptr<cluster::metadata_store> metadata_;  // outlives logs_, which writes through it
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;

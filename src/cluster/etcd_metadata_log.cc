@@ -158,13 +158,13 @@ std::string etcd_metadata_log::follow_error() const {
 }
 
 result<std::unique_ptr<etcd_metadata_store>, storage_error> etcd_metadata_store::open(
-    etcd_metadata_options options) {
+    etcd_metadata_options options, std::set<storage::uuid> followed) {
   const int32_t node_id = options.node_id;
   auto log = etcd_metadata_log::open(std::move(options));
   if (!log) return fail(log.error());
   etcd_metadata_log* raw = log->get();
-  return std::unique_ptr<etcd_metadata_store>(
-      new etcd_metadata_store(raw, std::unique_ptr<metadata_journal>(std::move(*log)), node_id));
+  return std::unique_ptr<etcd_metadata_store>(new etcd_metadata_store(
+      raw, std::unique_ptr<metadata_journal>(std::move(*log)), node_id, std::move(followed)));
 }
 
 }  // namespace tarn::cluster

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cluster/etcd_client.h"
@@ -68,15 +69,18 @@ class etcd_metadata_log final : public metadata_journal {
 // The metadata seam over etcd: journal_metadata_store on an etcd_metadata_log.
 class etcd_metadata_store final : public journal_metadata_store {
  public:
+  // `followed_topics`: the topics this broker follows (docs/cluster.md, "Replication"), loaded
+  // like its own.
   static result<std::unique_ptr<etcd_metadata_store>, storage::storage_error> open(
-      etcd_metadata_options options);
+      etcd_metadata_options options, std::set<storage::uuid> followed_topics = {});
   etcd_metadata_log& log() { return *log_; }
 
  private:
   etcd_metadata_store(etcd_metadata_log* log, std::unique_ptr<metadata_journal> owned,
-                      int32_t node_id)
+                      int32_t node_id, std::set<storage::uuid> followed)
       : journal_metadata_store(std::move(owned)), log_(log) {
     local_leader_ = node_id;
+    followed_here_ = std::move(followed);
   }
   etcd_metadata_log* log_;  // the journal the base owns
 };

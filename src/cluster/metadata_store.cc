@@ -203,7 +203,8 @@ result<void, storage_error> journal_metadata_store::append_caught_up(
 }
 
 bool journal_metadata_store::hosted_here(const topic_image& t) const {
-  return local_leader_ < 0 || t.leader < 0 || t.leader == local_leader_;
+  return local_leader_ < 0 || t.leader < 0 || t.leader == local_leader_ ||
+         followed_here_.contains(t.topic_id);
 }
 
 result<void, storage_error> journal_metadata_store::topic_created(const storage::topic_record& t) {

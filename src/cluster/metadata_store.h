@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/result.h"
@@ -106,6 +107,9 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   // In a cluster, this broker's node id: the topics it creates are recorded with it as their
   // leader, and the log manager loads only those (and internal topics). -1 on a single node.
   int32_t local_leader_ = -1;
+  // In a cluster, the topics another broker leads of which this broker is a follower (their
+  // partition states in etcd name it): loaded too, so that a restart keeps their logs.
+  std::set<storage::uuid> followed_here_;
 
  private:
   bool hosted_here(const topic_image& t) const;

@@ -150,8 +150,58 @@ result<std::unique_ptr<log>, storage_error> log::open(const log_options& options
 
 void log::set_log_end_offset(offset_t leo) {
   log_end_offset_.store(leo, std::memory_order_release);
+  if (replicated_.load(std::memory_order_acquire)) {
+    // Replicated: the ISR moves it (set_high_watermark); a shorter log bounds it.
+    if (high_watermark() > leo) high_watermark_.store(leo, std::memory_order_release);
+    return;
+  }
   // One replica: everything appended is replicated to the whole ISR at once.
   high_watermark_.store(leo, std::memory_order_release);
+}
+
+void log::set_replicated(offset_t high_watermark) {
+  replicated_.store(true, std::memory_order_release);
+  high_watermark_.store(std::min(high_watermark, log_end_offset()), std::memory_order_release);
+}
+
+void log::set_high_watermark(offset_t high_watermark) {
+  const offset_t hw = std::min(high_watermark, log_end_offset());
+  offset_t current = high_watermark_.load(std::memory_order_acquire);
+  while (hw > current && !high_watermark_.compare_exchange_weak(current, hw)) {
+  }
+}
+
+result<void, storage_error> log::append_as_follower(std::span<const uint8_t> batches,
+                                                    timestamp_ms now) {
+  // Checked whole before anything is written, so a bad fetch leaves the log as it was.
+  std::span<const uint8_t> rest = batches;
+  offset_t expected = log_end_offset();
+  while (!rest.empty()) {
+    auto h = read_batch_header(rest);
+    if (!h) return fail(storage_error{storage_errc::corrupt, h.error().message});
+    const int64_t size = h->size_in_bytes();
+    if (h->batch_length < batch_header_size - log_overhead ||
+        size > static_cast<int64_t>(rest.size())) {
+      return fail(storage_error{
+          storage_errc::corrupt,
+          fmt::format("batch of {} bytes in a follower append of {} bytes", size, rest.size())});
+    }
+    const auto one = rest.first(static_cast<size_t>(size));
+    if (!record::record_batch_view(one).crc_matches()) {
+      return fail(storage_error{storage_errc::corrupt,
+                                fmt::format("batch at offset {} for {} fails its CRC",
+                                            h->base_offset, partition_dir_name(tp_))});
+    }
+    if (h->base_offset != expected) {
+      return fail(
+          storage_error{storage_errc::invalid_argument,
+                        fmt::format("follower append to {} at log end offset {} got a batch at {}",
+                                    partition_dir_name(tp_), expected, h->base_offset)});
+    }
+    expected = h->next_offset();
+    rest = rest.subspan(static_cast<size_t>(size));
+  }
+  return append(batches, now);
 }
 
 result<void, storage_error> log::load(const log_options& options, recovery_report& report) {
@@ -497,20 +547,22 @@ result<void, storage_error> log::append_batches(std::span<const uint8_t> batches
 
 result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_bytes,
                                                  bool min_one_batch,
-                                                 std::optional<offset_t> max_offset) const {
+                                                 std::optional<offset_t> max_offset,
+                                                 bool to_log_end) const {
   log_read_result out;
   out.log_end_offset = log_end_offset();
   out.high_watermark = high_watermark();
   out.log_start_offset = log_start_offset();
   out.last_stable_offset = last_stable_offset();
-  if (offset < out.log_start_offset || offset > out.high_watermark) {
+  const offset_t end = to_log_end ? out.log_end_offset : out.high_watermark;
+  if (offset < out.log_start_offset || offset > end) {
     return fail(storage_error{
         storage_errc::offset_out_of_range,
         fmt::format("Received request for offset {} for partition {}, but we only have log "
                     "segments from offset {} up to {}.",
-                    offset, partition_dir_name(tp_), out.log_start_offset, out.high_watermark)});
+                    offset, partition_dir_name(tp_), out.log_start_offset, end)});
   }
-  if (offset == out.high_watermark) return out;
+  if (offset == end) return out;
   if (max_offset && offset >= *max_offset) return out;
   // The segment holding `offset`, then later ones if it holds nothing at or after it.
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,

@@ -141,9 +141,26 @@ class log {
   // no bytes; an offset outside [log start, HW] is offset_out_of_range with Kafka's message.
   // `max_offset` (read_committed: the last stable offset) ends the bytes before the batch holding
   // it; an offset at or past it returns no bytes.
+  // `to_log_end` (a follower's fetch from this leader) reads up to the log end offset instead.
   result<log_read_result, storage_error> read(offset_t offset, int32_t max_bytes,
                                               bool min_one_batch,
-                                              std::optional<offset_t> max_offset = {}) const;
+                                              std::optional<offset_t> max_offset = {},
+                                              bool to_log_end = false) const;
+
+  // ---- Replication (docs/cluster.md, "Replication"). ----
+  // A replica of a replicated partition: from now on the high watermark no longer follows the
+  // log end offset but what set_high_watermark() says (the leader's ISR, or the leader's high
+  // watermark on a follower). Any thread.
+  void set_replicated(offset_t high_watermark);
+  bool replicated() const { return replicated_.load(std::memory_order_acquire); }
+  // Moves the high watermark forward (never back, never past the log end offset). Any thread.
+  void set_high_watermark(offset_t high_watermark);
+  // A follower's append of the leader's batches, byte for byte at the leader's offsets (Kafka's
+  // appendAsFollower): every batch must be whole with a matching CRC, and the first must start at
+  // the log end offset (the follower fetched from there), else corrupt / invalid_argument and
+  // nothing after the bad batch is written. Owner thread only, like append().
+  result<void, storage_error> append_as_follower(std::span<const uint8_t> batches,
+                                                 timestamp_ms now);
 
   // ---- Transactions (docs/transactions.md). Owner thread only, like append(). ----
   // The last stable offset: the first offset of the oldest open transaction, else the high
@@ -268,6 +285,7 @@ class log {
   std::atomic<offset_t> log_start_offset_{0};
   std::atomic<offset_t> log_end_offset_{0};
   std::atomic<offset_t> high_watermark_{0};
+  std::atomic<bool> replicated_{false};
   std::atomic<offset_t> recovery_point_{0};
   timestamp_ms last_flush_ms_ = 0;
   bool segments_created_ = true;  // a segment file was created since the directory was fsynced

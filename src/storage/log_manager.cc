@@ -306,7 +306,38 @@ result<const topic_info*, storage_error> log_manager::create_topic(std::string_v
   return raw;
 }
 
-result<void, storage_error> log_manager::delete_topic(std::string_view name) {
+result<const topic_info*, storage_error> log_manager::adopt_topic(
+    const topic_record& topic, const std::vector<partition_id>& partitions, timestamp_ms now) {
+  if (topics_.count(topic.name) != 0) {
+    return fail(storage_error{storage_errc::already_exists,
+                              fmt::format("Topic '{}' already exists.", topic.name)});
+  }
+  auto config = resolve_log_config(topic.overrides, broker_props_);
+  if (!config) return fail(config.error());
+  auto info = std::make_unique<topic_info>();
+  info->name = topic.name;
+  info->topic_id = topic.topic_id;
+  info->partitions = topic.partitions;
+  info->overrides = topic.overrides;
+  info->config = *config;
+  topic_info* raw = info.get();
+  std::vector<std::unique_ptr<log>> opened;
+  for (partition_id p : partitions) {
+    if (p < 0 || p >= topic.partitions) continue;
+    auto l = open_partition(*raw, p, 0, 0, false, now, nullptr);
+    if (!l) return fail(l.error());
+    opened.push_back(std::move(*l));
+  }
+  std::unique_lock maps(map_mu_);
+  topics_.emplace(raw->name, std::move(info));
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  return raw;
+}
+
+result<void, storage_error> log_manager::delete_topic(std::string_view name, bool record) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));
   // A cleaning of its partitions must not swap into a log about to go (LogManager.asyncDelete
@@ -317,8 +348,9 @@ result<void, storage_error> log_manager::delete_topic(std::string_view name) {
     records = topic_records();
     std::erase_if(records, [&](const topic_record& r) { return r.name == name; });
   }
-  auto p = journal_ != nullptr ? journal_->topic_deleted(record_of(*it->second))
-                               : persist_topics(records);
+  auto p = !record               ? result<void, storage_error>{}
+           : journal_ != nullptr ? journal_->topic_deleted(record_of(*it->second))
+                                 : persist_topics(records);
   if (!p) return p;
   // Out of the maps under the map lock (which waits for the appends and reads in progress), then
   // closed and removed without it.

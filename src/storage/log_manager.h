@@ -80,13 +80,22 @@ class log_manager {
                                                         timestamp_ms now);
   // DeleteTopics: forgets the topic (commit point), renames each partition directory to
   // "<dir>.<uuid>-delete" as Kafka does, then removes it synchronously.
-  result<void, storage_error> delete_topic(std::string_view name);
+  // `record` false: a cluster follower's copy of a topic its leader deleted (and recorded).
+  result<void, storage_error> delete_topic(std::string_view name, bool record = true);
   // Replaces the topic's overrides (the broker computes them from IncrementalAlterConfigs ops);
   // validated, persisted, and applied to the topic's logs.
   result<void, storage_error> set_topic_config(std::string_view name, const config_map& overrides);
   // CreatePartitions: grows the partition count.
   result<void, storage_error> create_partitions(std::string_view name, int32_t new_count,
                                                 timestamp_ms now);
+
+  // In a cluster, a topic another broker created and recorded, of which this broker holds
+  // `partitions` as a follower (docs/cluster.md, "Replication"): those logs are opened (created,
+  // or recovered when their directories exist) and nothing is recorded. Serialised like
+  // create_topic. already_exists when the topic is known.
+  result<const topic_info*, storage_error> adopt_topic(const topic_record& topic,
+                                                       const std::vector<partition_id>& partitions,
+                                                       timestamp_ms now);
 
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;

@@ -1,0 +1,133 @@
+// Replica placement, the leader's view of its followers, the high watermark and the ISR
+// decisions (replica_state.h).
+#include "cluster/replica_state.h"
+
+#include <algorithm>
+
+namespace tarn::cluster {
+
+std::vector<std::vector<int32_t>> assign_replicas(int32_t leader, std::vector<int32_t> live_brokers,
+                                                  int32_t partitions, int32_t replication_factor) {
+  std::sort(live_brokers.begin(), live_brokers.end());
+  live_brokers.erase(std::unique(live_brokers.begin(), live_brokers.end()), live_brokers.end());
+  const bool leader_live =
+      std::find(live_brokers.begin(), live_brokers.end(), leader) != live_brokers.end();
+  if (replication_factor < 1 || !leader_live ||
+      replication_factor > static_cast<int32_t>(live_brokers.size()) || partitions < 0) {
+    return {};
+  }
+  std::vector<int32_t> others;
+  for (int32_t b : live_brokers) {
+    if (b != leader) others.push_back(b);
+  }
+  std::vector<std::vector<int32_t>> out;
+  out.reserve(static_cast<size_t>(partitions));
+  for (int32_t p = 0; p < partitions; ++p) {
+    std::vector<int32_t> replicas{leader};
+    for (int32_t j = 0; j + 1 < replication_factor; ++j) {
+      replicas.push_back(others[static_cast<size_t>(p + j) % others.size()]);
+    }
+    out.push_back(std::move(replicas));
+  }
+  return out;
+}
+
+leader_replication::leader_replication(int32_t local_id, partition_state state,
+                                       int64_t high_watermark, int64_t now_ms)
+    : local_id_(local_id), state_(std::move(state)), high_watermark_(high_watermark) {
+  for (int32_t r : state_.replicas) {
+    if (r != local_id_) followers_[r] = follower_progress{-1, now_ms, 0, 0};
+  }
+}
+
+void leader_replication::update_state(partition_state state, int64_t now_ms) {
+  state_ = std::move(state);
+  for (int32_t r : state_.replicas) {
+    if (r != local_id_ && !followers_.contains(r)) {
+      followers_[r] = follower_progress{-1, now_ms, 0, 0};
+    }
+  }
+  std::erase_if(followers_, [&](const auto& f) {
+    return std::find(state_.replicas.begin(), state_.replicas.end(), f.first) ==
+           state_.replicas.end();
+  });
+}
+
+bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset,
+                                           int64_t leader_end_offset, int64_t now_ms) {
+  auto it = followers_.find(replica);
+  if (it == followers_.end()) return false;
+  follower_progress& f = it->second;
+  if (fetch_offset >= leader_end_offset) {
+    f.last_caught_up_ms = std::max(f.last_caught_up_ms, now_ms);
+  } else if (fetch_offset >= f.leader_end_offset_at_last_fetch) {
+    f.last_caught_up_ms = std::max(f.last_caught_up_ms, f.last_fetch_ms);
+  }
+  f.log_end_offset = fetch_offset;
+  f.leader_end_offset_at_last_fetch = leader_end_offset;
+  f.last_fetch_ms = now_ms;
+  return true;
+}
+
+int64_t leader_replication::update_high_watermark(int64_t leader_end_offset) {
+  int64_t hw = leader_end_offset;
+  for (int32_t r : state_.isr) {
+    if (r == local_id_) continue;
+    auto it = followers_.find(r);
+    // A member whose offset is not known yet holds the high watermark where it is.
+    const int64_t leo = it == followers_.end() ? -1 : it->second.log_end_offset;
+    hw = std::min(hw, leo < 0 ? high_watermark_ : leo);
+  }
+  high_watermark_ = std::max(high_watermark_, std::min(hw, leader_end_offset));
+  return high_watermark_;
+}
+
+std::vector<int32_t> leader_replication::out_of_sync_replicas(int64_t now_ms,
+                                                              int64_t lag_time_max_ms,
+                                                              int64_t leader_end_offset) const {
+  std::vector<int32_t> out;
+  for (int32_t r : state_.isr) {
+    if (r == local_id_) continue;
+    auto it = followers_.find(r);
+    if (it == followers_.end()) continue;
+    const follower_progress& f = it->second;
+    // Kafka: lastCaughtUpTimeMs older than the lag bound and not at the log end right now.
+    if (f.log_end_offset != leader_end_offset && now_ms - f.last_caught_up_ms > lag_time_max_ms) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> leader_replication::caught_up_followers() const {
+  std::vector<int32_t> out;
+  for (const auto& [r, f] : followers_) {
+    if (std::find(state_.isr.begin(), state_.isr.end(), r) != state_.isr.end()) continue;
+    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_) out.push_back(r);
+  }
+  return out;
+}
+
+int64_t follower_high_watermark(int64_t leader_high_watermark, int64_t local_end_offset,
+                                int64_t current_high_watermark) {
+  return std::max(current_high_watermark, std::min(leader_high_watermark, local_end_offset));
+}
+
+std::vector<int32_t> isr_without(const std::vector<int32_t>& isr,
+                                 const std::vector<int32_t>& drop) {
+  std::vector<int32_t> out;
+  for (int32_t r : isr) {
+    if (std::find(drop.begin(), drop.end(), r) == drop.end()) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<int32_t> isr_with(const std::vector<int32_t>& isr, const std::vector<int32_t>& add) {
+  std::vector<int32_t> out = isr;
+  for (int32_t r : add) {
+    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace tarn::cluster

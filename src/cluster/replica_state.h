@@ -1,0 +1,84 @@
+// The replication data path's rules as Kafka's Partition and ReplicaManager apply them, without
+// sockets or logs (docs/cluster.md, "Replication"): where a new topic's replicas go, what a
+// partition leader knows of its followers (each one's log end offset from its fetches and when
+// it last caught up), the high watermark that follows from the ISR, which followers fall out of
+// the ISR (replica.lag.time.max.ms) and which may join it again, and what a follower takes as its
+// own high watermark. The broker's replica manager feeds these with fetches and clock readings
+// and writes their ISR decisions to etcd (etcd_partition_store::alter_partition).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "cluster/partition_state.h"
+
+namespace tarn::cluster {
+
+// The replicas of a new topic's partitions, Kafka's StripedReplicaPlacer without racks reduced to
+// tarn's interim rule that the creating broker leads every partition of its topics
+// (docs/cluster.md): partition p gets `leader` first, then replication_factor - 1 of the other
+// live brokers (ascending ids) taken round-robin from index p, so followers are spread over the
+// cluster. Empty when replication_factor is below 1 or above the live brokers.
+std::vector<std::vector<int32_t>> assign_replicas(int32_t leader, std::vector<int32_t> live_brokers,
+                                                  int32_t partitions, int32_t replication_factor);
+
+// What the leader knows of one follower (Kafka's ReplicaState).
+struct follower_progress {
+  int64_t log_end_offset = -1;  // unknown until its first fetch
+  int64_t last_caught_up_ms = 0;
+  int64_t last_fetch_ms = 0;
+  int64_t leader_end_offset_at_last_fetch = 0;
+};
+
+// The leader side of one partition. Not thread-safe: its owner serialises the calls.
+class leader_replication {
+ public:
+  // `now_ms`: every follower counts as caught up at the moment this broker became leader, as
+  // Kafka resets lastCaughtUpTime on becoming leader, so the ISR is not shrunk at once.
+  leader_replication(int32_t local_id, partition_state state, int64_t high_watermark,
+                     int64_t now_ms);
+
+  const partition_state& state() const { return state_; }
+  // A newer state from etcd (after an ISR change). Followers that joined are tracked from now.
+  void update_state(partition_state state, int64_t now_ms);
+
+  // A follower's fetch from `fetch_offset` (its log end offset) while the leader's log end offset
+  // was `leader_end_offset` (Kafka's Replica.updateFetchStateOrThrow): it is caught up now when it
+  // has everything, or was at the previous fetch when it has what the leader had then. False when
+  // `replica` is not a replica of the partition (the fetch is refused).
+  bool on_follower_fetch(int32_t replica, int64_t fetch_offset, int64_t leader_end_offset,
+                         int64_t now_ms);
+
+  // The high watermark: the smallest log end offset over the ISR (the leader's is
+  // `leader_end_offset`), never moving back. `leader_end_offset` bounds it.
+  int64_t update_high_watermark(int64_t leader_end_offset);
+  int64_t high_watermark() const { return high_watermark_; }
+
+  // Kafka's getOutOfSyncReplicas: ISR followers not caught up within `lag_time_max_ms`.
+  std::vector<int32_t> out_of_sync_replicas(int64_t now_ms, int64_t lag_time_max_ms,
+                                            int64_t leader_end_offset) const;
+  // Followers outside the ISR that reached the high watermark (Kafka's isFollowerInSync): they
+  // may join it.
+  std::vector<int32_t> caught_up_followers() const;
+  const std::map<int32_t, follower_progress>& followers() const { return followers_; }
+
+ private:
+  int32_t local_id_;
+  partition_state state_;
+  int64_t high_watermark_;
+  std::map<int32_t, follower_progress> followers_;
+};
+
+// A follower's high watermark after a fetch: the leader's, bounded by what it has itself, never
+// below what it had.
+int64_t follower_high_watermark(int64_t leader_high_watermark, int64_t local_end_offset,
+                                int64_t current_high_watermark);
+
+// The ISR left when `drop` leave it (never the leader: an ISR keeps its leader).
+std::vector<int32_t> isr_without(const std::vector<int32_t>& isr, const std::vector<int32_t>& drop);
+// The ISR with `add` joined, in replica order (as Kafka lists it after an expansion, the new
+// members last; order does not matter to the rules).
+std::vector<int32_t> isr_with(const std::vector<int32_t>& isr, const std::vector<int32_t>& add);
+
+}  // namespace tarn::cluster

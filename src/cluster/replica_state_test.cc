@@ -1,0 +1,83 @@
+// The replication rules (replica_state.h) without sockets: placement, follower progress, the
+// high watermark over the ISR, ISR shrink after replica.lag.time.max.ms and expansion at the
+// high watermark.
+#include "cluster/replica_state.h"
+
+#include <gtest/gtest.h>
+
+namespace tarn::cluster {
+namespace {
+
+using ids = std::vector<int32_t>;
+
+TEST(ReplicaState, PlacementLeadsWithTheCreatorAndStripesFollowers) {
+  auto a = assign_replicas(2, {3, 1, 2}, 4, 3);
+  ASSERT_EQ(a.size(), 4U);
+  for (const auto& r : a) {
+    EXPECT_EQ(r.size(), 3U);
+    EXPECT_EQ(r[0], 2);
+  }
+  auto b = assign_replicas(1, {1, 2, 3, 4}, 3, 2);
+  EXPECT_EQ(b, (std::vector<ids>{{1, 2}, {1, 3}, {1, 4}}));
+  EXPECT_EQ(assign_replicas(1, {1}, 2, 1), (std::vector<ids>{{1}, {1}}));
+  EXPECT_TRUE(assign_replicas(1, {1, 2}, 1, 3).empty());  // more than the live brokers
+  EXPECT_TRUE(assign_replicas(1, {1, 2}, 1, 0).empty());
+  EXPECT_TRUE(assign_replicas(5, {1, 2}, 1, 1).empty());  // the leader is not live
+}
+
+partition_state three() { return partition_state{{1, 2, 3}, {1, 2, 3}, 1, 0, 0}; }
+
+TEST(ReplicaState, HighWatermarkIsTheSmallestEndOffsetOfTheIsr) {
+  leader_replication l(1, three(), 0, 1000);
+  // Followers not heard from yet hold it.
+  EXPECT_EQ(l.update_high_watermark(10), 0);
+  ASSERT_TRUE(l.on_follower_fetch(2, 10, 10, 1001));
+  EXPECT_EQ(l.update_high_watermark(10), 0);
+  ASSERT_TRUE(l.on_follower_fetch(3, 7, 10, 1001));
+  EXPECT_EQ(l.update_high_watermark(10), 7);
+  ASSERT_TRUE(l.on_follower_fetch(3, 10, 12, 1002));
+  EXPECT_EQ(l.update_high_watermark(12), 10);
+  // Never backwards, never past the leader.
+  ASSERT_TRUE(l.on_follower_fetch(3, 4, 12, 1003));
+  EXPECT_EQ(l.update_high_watermark(12), 10);
+  EXPECT_FALSE(l.on_follower_fetch(4, 12, 12, 1003));  // not a replica
+  // Only the ISR counts: with 3 out, follower 2 alone decides.
+  l.update_state(partition_state{{1, 2, 3}, {1, 2}, 1, 0, 1}, 1004);
+  ASSERT_TRUE(l.on_follower_fetch(2, 12, 12, 1004));
+  EXPECT_EQ(l.update_high_watermark(12), 12);
+}
+
+TEST(ReplicaState, FollowersThatLagLeaveTheIsrAndReturnAtTheHighWatermark) {
+  const int64_t lag = 100;
+  leader_replication l(1, three(), 0, 1000);
+  EXPECT_TRUE(l.out_of_sync_replicas(1050, lag, 0).empty());
+  // Both at the end: caught up at each fetch.
+  ASSERT_TRUE(l.on_follower_fetch(2, 5, 5, 1090));
+  ASSERT_TRUE(l.on_follower_fetch(3, 5, 5, 1090));
+  EXPECT_EQ(l.update_high_watermark(5), 5);
+  // The leader appends; 2 keeps fetching and catching up, 3 stops.
+  ASSERT_TRUE(l.on_follower_fetch(2, 5, 8, 1150));  // had what the leader had at its last fetch
+  ASSERT_TRUE(l.on_follower_fetch(2, 8, 8, 1180));
+  EXPECT_EQ(l.out_of_sync_replicas(1180, lag, 8), ids{});
+  EXPECT_EQ(l.out_of_sync_replicas(1191, lag, 8), ids{3});
+  // A follower at the log end is never out of sync, however long ago it fetched.
+  EXPECT_EQ(l.out_of_sync_replicas(5000, lag, 8), ids{3});
+  l.update_state(partition_state{{1, 2, 3}, {1, 2}, 1, 0, 1}, 1200);
+  EXPECT_EQ(l.update_high_watermark(8), 8);
+  EXPECT_EQ(l.caught_up_followers(), ids{});
+  ASSERT_TRUE(l.on_follower_fetch(3, 7, 8, 1300));
+  EXPECT_EQ(l.caught_up_followers(), ids{});
+  ASSERT_TRUE(l.on_follower_fetch(3, 8, 8, 1310));
+  EXPECT_EQ(l.caught_up_followers(), ids{3});
+}
+
+TEST(ReplicaState, FollowerHighWatermarkAndIsrEdits) {
+  EXPECT_EQ(follower_high_watermark(10, 7, 3), 7);
+  EXPECT_EQ(follower_high_watermark(5, 7, 3), 5);
+  EXPECT_EQ(follower_high_watermark(2, 7, 3), 3);
+  EXPECT_EQ(isr_without({1, 2, 3}, {2}), (ids{1, 3}));
+  EXPECT_EQ(isr_with({1, 3}, {2, 3}), (ids{1, 3, 2}));
+}
+
+}  // namespace
+}  // namespace tarn::cluster
