@@ -86,13 +86,14 @@ inline produce_answer produce_one(raw_client& c, int32_t correlation_id, const s
 
 // CreateTopics v7; returns the topic's error code (-100 when there was no answer).
 inline int16_t create_topic(uint16_t port, const std::string& name, int32_t partitions,
-                            std::vector<std::pair<std::string, std::string>> configs = {}) {
+                            std::vector<std::pair<std::string, std::string>> configs = {},
+                            int16_t replication_factor = 1) {
   protocol::create_topics_request req;
   req.timeout_ms = 30000;
   auto& t = req.topics.emplace_back();
   t.name = name;
   t.num_partitions = partitions;
-  t.replication_factor = 1;
+  t.replication_factor = replication_factor;
   for (auto& [k, v] : configs) {
     auto& c = t.configs.emplace_back();
     c.name = k;
