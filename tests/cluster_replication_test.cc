@@ -87,31 +87,27 @@ std::vector<int32_t> sorted(std::vector<int32_t> v) {
   return v;
 }
 
-// CreateTopics v7 with a replication factor; the topic's error code.
-int16_t create_replicated_topic(uint16_t port, const std::string& name, int16_t rf,
-                                std::vector<std::pair<std::string, std::string>> configs = {}) {
-  protocol::create_topics_request req;
-  req.timeout_ms = 30000;
-  auto& t = req.topics.emplace_back();
-  t.name = name;
-  t.num_partitions = 1;
-  t.replication_factor = rf;
-  for (auto& [k, v] : configs) {
-    auto& c = t.configs.emplace_back();
-    c.name = k;
-    c.value = v;
+// SIGSTOP, then wait until every thread of the process is stopped: kill() returns before a
+// loaded machine has stopped them, and a follower still running would fetch what comes next.
+bool stop_process(const child_process& p) {
+  p.send_signal(SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(p.pid()) + "/task";
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all_stopped = true;
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream in(t.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), {});
+      const auto paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
+        all_stopped = false;
+      }
+    }
+    if (!ec && all_stopped) return true;
+    std::this_thread::sleep_for(5ms);
   }
-  std::vector<uint8_t> body;
-  protocol::writer w(body);
-  req.encode(w, 7);
-  raw_client c(port);
-  if (!c.send_request(19, 7, 1, body, true)) return -100;
-  auto frame = c.read_frame(30s);
-  if (!frame) return -100;
-  protocol::reader r(std::span<const uint8_t>(*frame).subspan(5));
-  auto decoded = protocol::create_topics_response::decode(r, 7);
-  if (!decoded) return -101;
-  return decoded->topics.at(0).error_code;
+  return false;
 }
 
 std::string file_bytes(const std::filesystem::path& p) {
@@ -159,9 +155,9 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
     }
     ASSERT_EQ(seen, 3u) << "broker " << id;
   }
-  EXPECT_EQ(create_replicated_topic(port(1), "too-many", 4),
+  EXPECT_EQ(create_topic(port(1), "too-many", 1, {}, 4),
             code(error_code::invalid_replication_factor));
-  ASSERT_EQ(create_replicated_topic(port(1), topic, 3, {{"min.insync.replicas", "2"}}), 0);
+  ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);
 
   // Every broker reports the partition state from etcd: led by its creator, three in sync.
   for (int32_t id = 1; id <= 3; ++id) {
@@ -204,7 +200,7 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
 
   // Follower 3 paused: it leaves the ISR after replica.lag.time.max.ms, and acks=all with
   // min.insync.replicas=2 goes on with the two left.
-  broker(3).process().send_signal(SIGSTOP);
+  ASSERT_TRUE(stop_process(broker(3).process()));
   {
     auto a = produce_one(leader, correlation++, topic, 0, value_batch("while 3 sleeps"));
     EXPECT_EQ(a.error_code, 0);
@@ -216,7 +212,7 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
   EXPECT_EQ(sorted(shrunk->isr), (std::vector<int32_t>{1, 2}));
 
   // Follower 2 paused too: the ISR is the leader alone, below min.insync.replicas.
-  broker(2).process().send_signal(SIGSTOP);
+  ASSERT_TRUE(stop_process(broker(2).process()));
   {
     // Appended (the ISR had two members), then answered once 2 left the ISR.
     auto a = produce_one(leader, correlation++, topic, 0, value_batch("while 2 and 3 sleep"));
