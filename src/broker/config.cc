@@ -329,6 +329,10 @@ const std::vector<config_key>& config_keys() {
       {"group.share.max.record.lock.duration.ms", config_type::int32, "60000", at_least(1000)},
       {"group.share.delivery.count.limit", config_type::int32, "5", at_least(2)},
       {"group.share.partition.max.record.locks", config_type::int32, "2000", at_least(100)},
+      {"group.share.min.partition.max.record.locks", config_type::int32, "100", at_least(100)},
+      {"group.share.max.partition.max.record.locks", config_type::int32, "4000", at_least(100)},
+      {"group.share.min.delivery.count.limit", config_type::int32, "2", at_least(2)},
+      {"group.share.max.delivery.count.limit", config_type::int32, "10", at_least(2)},
       {"group.share.max.share.sessions", config_type::int32, "2000", at_least(1)},
       // The share coordinator's __share_group_state (ShareCoordinatorConfig).
       {"share.coordinator.state.topic.num.partitions", config_type::int32, "50", at_least(1)},
@@ -581,6 +585,16 @@ result<void, std::string> finish_group_config(broker_config& c) {
   sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
   sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");
   sh.group_share_max_share_sessions = i32("group.share.max.share.sessions");
+  sh.group_share_min_heartbeat_interval_ms = i32("group.share.min.heartbeat.interval.ms");
+  sh.group_share_max_heartbeat_interval_ms = i32("group.share.max.heartbeat.interval.ms");
+  sh.group_share_min_session_timeout_ms = i32("group.share.min.session.timeout.ms");
+  sh.group_share_max_session_timeout_ms = i32("group.share.max.session.timeout.ms");
+  sh.group_share_min_record_lock_duration_ms = i32("group.share.min.record.lock.duration.ms");
+  sh.group_share_max_record_lock_duration_ms = i32("group.share.max.record.lock.duration.ms");
+  sh.group_share_min_delivery_count_limit = i32("group.share.min.delivery.count.limit");
+  sh.group_share_max_delivery_count_limit = i32("group.share.max.delivery.count.limit");
+  sh.group_share_min_partition_max_record_locks = i32("group.share.min.partition.max.record.locks");
+  sh.group_share_max_partition_max_record_locks = i32("group.share.max.partition.max.record.locks");
   sh.share_coordinator_state_topic_num_partitions =
       i32("share.coordinator.state.topic.num.partitions");
   sh.share_coordinator_state_topic_segment_bytes =

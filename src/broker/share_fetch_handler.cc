@@ -230,7 +230,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   const int16_t version = request.header.api_version;
   broker_services& services = request.services;
   coordinator::share_coordinator& shares = *services.shares;
-  const int32_t lock_ms = shares.config().group_share_record_lock_duration_ms;
+  const int32_t lock_ms = shares.group_settings(req.group_id.value_or("")).record_lock_duration_ms;
   if (!share_groups_enabled(services.topics->metadata())) {
     co_return error_reply(error_code::unsupported_version, version, lock_ms);
   }
