@@ -52,6 +52,7 @@
 #include "protocol/messages/share_group_describe_response.h"
 #include "protocol/messages/share_group_heartbeat_request.h"
 #include "protocol/messages/share_group_heartbeat_response.h"
+#include "tarn/producer.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -562,6 +563,94 @@ TEST_F(share_requests, a_group_id_belongs_to_one_group_type) {
   ASSERT_TRUE(share);
   EXPECT_EQ(share->error_code, code(error_code::group_id_not_found));
   EXPECT_EQ(share->error_message.value_or(""), "Group cg is not a share group.");
+}
+
+// share.isolation.level=read_committed with tarn's transactional producer: a committed
+// transaction's record is delivered, an aborted one's never (archived), and an open one's only
+// once it commits (reads stop at the last stable offset).
+TEST_F(share_requests, read_committed_delivers_committed_transactions_only) {
+  protocol::incremental_alter_configs_request alter;
+  auto& res = alter.resources.emplace_back();
+  res.resource_type = 32;
+  res.resource_name = "g";
+  res.configs.push_back({"share.isolation.level", 0, "read_committed"});
+  res.configs.push_back({"share.auto.offset.reset", 0, "earliest"});
+  auto altered = conn_->call<protocol::incremental_alter_configs_response>(alter, 1);
+  ASSERT_TRUE(altered);
+  ASSERT_EQ(altered->responses.at(0).error_code, 0);
+
+  auto made = client::producer::create(
+      {{"bootstrap.servers", "127.0.0.1:" + std::to_string(broker_->port())},
+       {"transactional.id", "share-tx"},
+       {"max.block.ms", "20000"}});
+  ASSERT_TRUE(made) << made.error().message;
+  auto& p = *made;
+  ASSERT_TRUE(p->init_transactions());
+  auto send = [&](const std::string& value) {
+    client::producer_record r;
+    r.topic = "q";
+    r.partition = 0;
+    r.value = value;
+    auto f = p->send(r);
+    p->flush();
+    return f.get().has_value();
+  };
+  // The log: 0-2 plain records (SetUp), 3 committed, 4 its marker, 5 aborted, 6 its marker,
+  // 7 in a transaction still open.
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("committed"));
+  ASSERT_TRUE(p->commit_transaction());
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("aborted"));
+  ASSERT_TRUE(p->abort_transaction());
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("open"));
+
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  auto offsets_of = [](const protocol::share_fetch_response& r) {
+    std::vector<int64_t> out;
+    for (const auto& t : r.responses) {
+      for (const auto& part : t.partitions) {
+        for (const auto& a : part.acquired_records) {
+          for (int64_t o = a.first_offset; o <= a.last_offset; ++o) out.push_back(o);
+        }
+      }
+    }
+    return out;
+  };
+  // The transaction markers are written after EndTxn is answered (as Kafka's), so the last
+  // stable offset catches up a moment later: fetch (accepting what came) until `last` arrives.
+  int32_t epoch = 0;
+  std::vector<int64_t> received;
+  auto fetch_until = [&](int64_t last) {
+    std::vector<protocol::share_fetch_request::acknowledgement_batch> acks;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           std::find(received.begin(), received.end(), last) == received.end()) {
+      auto got = fetch("m1", epoch, epoch == 0, std::move(acks));
+      ++epoch;
+      acks.clear();
+      if (!got) return;
+      for (int64_t o : offsets_of(*got.body)) {
+        received.push_back(o);
+        acks.push_back({o, o, accept_});
+      }
+    }
+    if (!acks.empty()) {
+      std::vector<protocol::share_acknowledge_request::acknowledgement_batch> last_acks;
+      for (const auto& a : acks) last_acks.push_back({a.first_offset, a.last_offset, accept_});
+      ASSERT_EQ(acknowledge("m1", epoch++, std::move(last_acks))->error_code, 0);
+    }
+  };
+  fetch_until(3);
+  EXPECT_EQ(received, (std::vector<int64_t>{0, 1, 2, 3}));
+  ASSERT_TRUE(p->commit_transaction());
+  p->close();
+  fetch_until(7);
+  // 5 (aborted) is never delivered, 7 only once committed.
+  EXPECT_EQ(received, (std::vector<int64_t>{0, 1, 2, 3, 7}));
 }
 
 // Group configs: IncrementalAlterConfigs on the GROUP resource with Kafka's checks, DescribeConfigs

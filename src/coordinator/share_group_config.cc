@@ -81,6 +81,7 @@ struct string_key {
 
 constexpr string_key string_keys[] = {
     {"share.auto.offset.reset", "latest"},
+    {"share.isolation.level", "read_uncommitted"},
 };
 
 const int_key* find_int_key(std::string_view name) {
@@ -149,6 +150,11 @@ std::optional<std::string> validate_share_group_config(const share_config& broke
            "` for configuration share.auto.offset.reset. The value must be either 'earliest', "
            "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.";
   }
+  if (name == "share.isolation.level") {
+    const std::string_view v = trim(value);
+    if (v == "read_committed" || v == "read_uncommitted") return std::nullopt;
+    return invalid + "String must be one of: read_committed, read_uncommitted";
+  }
   if (is_kafka_group_config(name)) {
     return "Group config " + std::string(name) + " is not supported by tarn";
   }
@@ -174,6 +180,9 @@ share_group_settings effective_share_group_settings(const share_config& broker,
       int_of("share.partition.max.record.locks", broker.group_share_partition_max_record_locks);
   if (auto it = overrides.find("share.auto.offset.reset"); it != overrides.end()) {
     s.auto_offset_reset = std::string(trim(it->second));
+  }
+  if (auto it = overrides.find("share.isolation.level"); it != overrides.end()) {
+    s.read_committed = trim(it->second) == "read_committed";
   }
   return s;
 }

@@ -39,6 +39,10 @@ TEST(share_group_config, values_are_checked_with_kafkas_messages) {
             "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for "
             "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' "
             "or of the format 'by_duration:<PnDTnHnMn.nS>'.");
+  EXPECT_EQ(error_of("share.isolation.level", "read_committed"), "valid");
+  EXPECT_EQ(error_of("share.isolation.level", "foo"),
+            "Invalid value foo for configuration share.isolation.level: String must be one of: "
+            "read_committed, read_uncommitted");
   EXPECT_EQ(error_of("nosuch.key", "1"), "Unknown group config name: nosuch.key");
   EXPECT_EQ(error_of("consumer.session.timeout.ms", "45000"),
             "Group config consumer.session.timeout.ms is not supported by tarn");
@@ -59,6 +63,9 @@ TEST(share_group_config, overrides_replace_the_broker_defaults) {
   EXPECT_EQ(s.delivery_count_limit, 7);
   EXPECT_EQ(s.auto_offset_reset, "earliest");
   EXPECT_EQ(s.heartbeat_interval_ms, 5000);
+  EXPECT_FALSE(s.read_committed);
+  EXPECT_TRUE(effective_share_group_settings(broker, {{"share.isolation.level", "read_committed"}})
+                  .read_committed);
 }
 
 TEST(share_group_config, described_in_name_order_with_their_default_synonyms) {
