@@ -663,6 +663,19 @@ result<void, std::string> finish_group_config(broker_config& c) {
                        "group.share.min.record.lock.duration.ms"};
   const bound max_lock{i32("group.share.max.record.lock.duration.ms"),
                        "group.share.max.record.lock.duration.ms"};
+  // The bounds of the group configs share.delivery.count.limit and
+  // share.partition.max.record.locks hold the broker's own values too (ShareGroupConfig).
+  const bound deliveries{sh.group_share_delivery_count_limit, "group.share.delivery.count.limit"};
+  const bound min_deliveries{i32("group.share.min.delivery.count.limit"),
+                             "group.share.min.delivery.count.limit"};
+  const bound max_deliveries{i32("group.share.max.delivery.count.limit"),
+                             "group.share.max.delivery.count.limit"};
+  const bound locks{sh.group_share_partition_max_record_locks,
+                    "group.share.partition.max.record.locks"};
+  const bound min_locks{i32("group.share.min.partition.max.record.locks"),
+                        "group.share.min.partition.max.record.locks"};
+  const bound max_locks{i32("group.share.max.partition.max.record.locks"),
+                        "group.share.max.partition.max.record.locks"};
   for (auto r :
        {at_least_other(share_max_heartbeat, share_min_heartbeat),
         at_least_other(share_heartbeat, share_min_heartbeat),
@@ -670,7 +683,10 @@ result<void, std::string> finish_group_config(broker_config& c) {
         at_least_other(share_max_session, share_min_session),
         at_least_other(share_session, share_min_session),
         at_most_other(share_session, share_max_session), at_least_other(max_lock, min_lock),
-        at_least_other(lock, min_lock), at_most_other(lock, max_lock)}) {
+        at_least_other(lock, min_lock), at_most_other(lock, max_lock),
+        at_least_other(max_deliveries, min_deliveries), at_least_other(deliveries, min_deliveries),
+        at_most_other(deliveries, max_deliveries), at_least_other(max_locks, min_locks),
+        at_least_other(locks, min_locks), at_most_other(locks, max_locks)}) {
     if (!r) return r;
   }
   if (share_heartbeat.value >= share_session.value) {
