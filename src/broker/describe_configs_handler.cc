@@ -310,7 +310,12 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       {storage::config_source::dynamic_broker_config, &layers.node},
       {storage::config_source::dynamic_default_broker_config, &layers.cluster_default},
       {storage::config_source::static_broker_config, &static_props}};
-  const auto group_configs = topics.metadata().group_configs();
+  // Group configs are read only when a group is asked for (a copy of every group's).
+  const bool any_group =
+      std::any_of(decoded->resources.begin(), decoded->resources.end(),
+                  [](const auto& res) { return res.resource_type == resource_type_group; });
+  const auto group_configs =
+      any_group ? topics.metadata().group_configs() : std::map<std::string, storage::config_map>{};
   auto guard = topics.read_lock();
   // One resource of a type Kafka does not know fails the whole request in Kafka 4.4: every
   // resource is answered INVALID_REQUEST with its default message and no configs.
