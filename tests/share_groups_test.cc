@@ -26,12 +26,20 @@
 #include "protocol/messages/alter_share_group_offsets_response.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/consumer_group_heartbeat_request.h"
+#include "protocol/messages/consumer_group_heartbeat_response.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/delete_groups_response.h"
 #include "protocol/messages/delete_share_group_offsets_request.h"
 #include "protocol/messages/delete_share_group_offsets_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/describe_share_group_offsets_request.h"
 #include "protocol/messages/describe_share_group_offsets_response.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
+#include "protocol/messages/join_group_request.h"
+#include "protocol/messages/join_group_response.h"
 #include "protocol/messages/list_groups_request.h"
 #include "protocol/messages/list_groups_response.h"
 #include "protocol/messages/metadata_request.h"
@@ -44,6 +52,7 @@
 #include "protocol/messages/share_group_describe_response.h"
 #include "protocol/messages/share_group_heartbeat_request.h"
 #include "protocol/messages/share_group_heartbeat_response.h"
+#include "tarn/producer.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -516,6 +525,242 @@ TEST_F(share_requests, offsets_are_altered_and_deleted_in_an_empty_group) {
   EXPECT_EQ(conn_->call<protocol::delete_share_group_offsets_response>(del, 0)->error_code,
             code(error_code::group_id_not_found));
 }
+
+// A group id is one type's: a share group refuses JoinGroup (INCONSISTENT_GROUP_PROTOCOL) and
+// ConsumerGroupHeartbeat (GROUP_ID_NOT_FOUND), and a consumer group refuses ShareGroupHeartbeat
+// (GROUP_ID_NOT_FOUND), with the messages Kafka 4.4 gives (its console consumers printed them).
+TEST_F(share_requests, a_group_id_belongs_to_one_group_type) {
+  ASSERT_EQ(beat("m1", 0, true)->error_code, 0);
+  protocol::join_group_request join;
+  join.group_id = "g";
+  join.session_timeout_ms = 30000;
+  join.rebalance_timeout_ms = 30000;
+  join.member_id = "";
+  join.protocol_type = "consumer";
+  const std::vector<uint8_t> metadata;
+  join.protocols.push_back({"range", metadata});
+  auto joined = conn_->call<protocol::join_group_response>(join, 9);
+  ASSERT_TRUE(joined);
+  EXPECT_EQ(joined->error_code, code(error_code::inconsistent_group_protocol));
+
+  protocol::consumer_group_heartbeat_request cg;
+  cg.group_id = "g";
+  cg.member_id = "consumer-member-1";
+  cg.member_epoch = 0;
+  cg.rebalance_timeout_ms = 30000;
+  cg.subscribed_topic_names = topics_;
+  cg.topic_partitions.emplace();
+  auto refused = conn_->call<protocol::consumer_group_heartbeat_response>(cg, 0);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->error_code, code(error_code::group_id_not_found));
+  EXPECT_EQ(refused->error_message.value_or(""), "Group g is not a consumer group.");
+
+  cg.group_id = "cg";
+  auto made = conn_->call<protocol::consumer_group_heartbeat_response>(cg, 0);
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->error_code, 0) << made->error_message.value_or("");
+  auto share = beat("m1", 0, true, "cg");
+  ASSERT_TRUE(share);
+  EXPECT_EQ(share->error_code, code(error_code::group_id_not_found));
+  EXPECT_EQ(share->error_message.value_or(""), "Group cg is not a share group.");
+}
+
+// share.isolation.level=read_committed with tarn's transactional producer: a committed
+// transaction's record is delivered, an aborted one's never (archived), and an open one's only
+// once it commits (reads stop at the last stable offset).
+TEST_F(share_requests, read_committed_delivers_committed_transactions_only) {
+  protocol::incremental_alter_configs_request alter;
+  auto& res = alter.resources.emplace_back();
+  res.resource_type = 32;
+  res.resource_name = "g";
+  res.configs.push_back({"share.isolation.level", 0, "read_committed"});
+  res.configs.push_back({"share.auto.offset.reset", 0, "earliest"});
+  // The fixture's broker locks records for 1 s; a loaded machine may take longer between two
+  // fetches, and the records would come again.
+  res.configs.push_back({"share.record.lock.duration.ms", 0, "30000"});
+  auto altered = conn_->call<protocol::incremental_alter_configs_response>(alter, 1);
+  ASSERT_TRUE(altered);
+  ASSERT_EQ(altered->responses.at(0).error_code, 0);
+
+  auto made = client::producer::create(
+      {{"bootstrap.servers", "127.0.0.1:" + std::to_string(broker_->port())},
+       {"transactional.id", "share-tx"},
+       {"max.block.ms", "20000"}});
+  ASSERT_TRUE(made) << made.error().message;
+  auto& p = *made;
+  ASSERT_TRUE(p->init_transactions());
+  auto send = [&](const std::string& value) {
+    client::producer_record r;
+    r.topic = "q";
+    r.partition = 0;
+    r.value = value;
+    auto f = p->send(r);
+    p->flush();
+    return f.get().has_value();
+  };
+  // The log: 0-2 plain records (SetUp), 3 committed, 4 its marker, 5 aborted, 6 its marker,
+  // 7 in a transaction still open.
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("committed"));
+  ASSERT_TRUE(p->commit_transaction());
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("aborted"));
+  ASSERT_TRUE(p->abort_transaction());
+  ASSERT_TRUE(p->begin_transaction());
+  ASSERT_TRUE(send("open"));
+
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  auto offsets_of = [](const protocol::share_fetch_response& r) {
+    std::vector<int64_t> out;
+    for (const auto& t : r.responses) {
+      for (const auto& part : t.partitions) {
+        for (const auto& a : part.acquired_records) {
+          for (int64_t o = a.first_offset; o <= a.last_offset; ++o) out.push_back(o);
+        }
+      }
+    }
+    return out;
+  };
+  // The transaction markers are written after EndTxn is answered (as Kafka's), so the last
+  // stable offset catches up a moment later: fetch (accepting what came) until `last` arrives.
+  int32_t epoch = 0;
+  std::vector<int64_t> received;
+  auto fetch_until = [&](int64_t last) {
+    std::vector<protocol::share_fetch_request::acknowledgement_batch> acks;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline &&
+           std::find(received.begin(), received.end(), last) == received.end()) {
+      auto got = fetch("m1", epoch, epoch == 0, std::move(acks));
+      ++epoch;
+      acks.clear();
+      if (!got) return;
+      for (int64_t o : offsets_of(*got.body)) {
+        received.push_back(o);
+        acks.push_back({o, o, accept_});
+      }
+    }
+    if (!acks.empty()) {
+      std::vector<protocol::share_acknowledge_request::acknowledgement_batch> last_acks;
+      for (const auto& a : acks) last_acks.push_back({a.first_offset, a.last_offset, accept_});
+      ASSERT_EQ(acknowledge("m1", epoch++, std::move(last_acks))->error_code, 0);
+    }
+  };
+  fetch_until(3);
+  EXPECT_EQ(received, (std::vector<int64_t>{0, 1, 2, 3}));
+  ASSERT_TRUE(p->commit_transaction());
+  p->close();
+  fetch_until(7);
+  // 5 (aborted) is never delivered, 7 only once committed.
+  EXPECT_EQ(received, (std::vector<int64_t>{0, 1, 2, 3, 7}));
+}
+
+// Group configs: IncrementalAlterConfigs on the GROUP resource with Kafka's checks, DescribeConfigs
+// listing them, the share-partitions using them (the lock ShareFetch announces, the start of
+// share.auto.offset.reset earliest), and all of it back after a restart (the metadata log).
+TEST_F(share_requests, group_configs_are_checked_applied_and_survive_a_restart) {
+  auto alter = [&](std::vector<std::pair<std::string_view, std::string_view>> configs) {
+    protocol::incremental_alter_configs_request req;
+    auto& res = req.resources.emplace_back();
+    res.resource_type = 32;
+    res.resource_name = "g";
+    for (const auto& [k, v] : configs) res.configs.push_back({k, 0, v});
+    return conn_->call<protocol::incremental_alter_configs_response>(req, 1);
+  };
+  auto set =
+      alter({{"share.record.lock.duration.ms", "2000"}, {"share.auto.offset.reset", "earliest"}});
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->responses.at(0).error_code, 0) << set->responses.at(0).error_message.value_or("");
+  auto bad = alter({{"share.delivery.count.limit", "11"}});
+  EXPECT_EQ(bad->responses.at(0).error_code, code(error_code::invalid_config));
+  EXPECT_EQ(bad->responses.at(0).error_message.value_or(""),
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.");
+  bad = alter({{"no.such.config", "1"}});
+  EXPECT_EQ(bad->responses.at(0).error_message.value_or(""),
+            "Unknown group config name: no.such.config");
+
+  auto describe = [&](kafka_conn& conn) {
+    protocol::describe_configs_request req;
+    req.resources.push_back({32, "g", std::nullopt});
+    req.include_synonyms = true;
+    auto r = conn.call<protocol::describe_configs_response>(req, 4);
+    std::map<std::string, std::pair<std::string, int8_t>> out;
+    if (!r) return out;
+    for (const auto& c : r->results.at(0).configs) {
+      out[std::string(c.name)] = {std::string(c.value.value_or("")), c.config_source};
+    }
+    return out;
+  };
+  auto configs = describe(*conn_);
+  using entry = std::pair<std::string, int8_t>;
+  EXPECT_EQ(configs["share.record.lock.duration.ms"], (entry{"2000", 8}));  // GROUP_CONFIG
+  EXPECT_EQ(configs["share.delivery.count.limit"], (entry{std::to_string(delivery_limit), 5}));
+  EXPECT_EQ(configs["share.auto.offset.reset"], (entry{"earliest", 8}));
+
+  auto joined = beat("m1", 0, true);
+  ASSERT_TRUE(joined && joined->assignment);
+  topic_id_ = joined->assignment->topic_partitions.at(0).topic_id;
+  auto got = fetch("m1", 0, true);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->acquisition_lock_timeout_ms, 2000);
+  const auto& acquired = got->responses.at(0).partitions.at(0).acquired_records;
+  ASSERT_EQ(acquired.size(), 1u);
+  EXPECT_EQ(acquired[0].first_offset, 0);  // earliest, not the log end (3)
+
+  conn_.reset();
+  ASSERT_TRUE(broker_->stop());
+  broker_process again(share_args(), broker_->data_dir());
+  ASSERT_NE(again.port(), 0) << again.output();
+  kafka_conn conn(again.port(), nullptr);
+  configs = describe(conn);
+  EXPECT_EQ(configs["share.record.lock.duration.ms"], (entry{"2000", 8}));
+  EXPECT_EQ(configs["share.auto.offset.reset"], (entry{"earliest", 8}));
+  again.stop();
+}
+
+// kafka-configs.sh --entity-type groups against tarn and Kafka 4.4.0: an alter and the
+// describe of what it set print the same lines on both (the broker defaults on both sides).
+class share_group_configs : public ::testing::TestWithParam<broker_kind> {};
+
+TEST_P(share_group_configs, kafka_configs_alters_and_describes_a_share_group) {
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  std::unique_ptr<broker_process> tarn;
+  uint16_t port = 0;
+  if (auto skip = start_test_broker(GetParam(), {}, tarn, port); !skip.empty())
+    GTEST_SKIP() << skip;
+  ASSERT_NE(port, 0);
+  const std::string group = test_name_prefix() + std::to_string(getpid());
+  const std::string tool = "timeout 60 java -cp '" + libs +
+                           "/*' org.apache.kafka.tools.ConfigCommand --bootstrap-server "
+                           "127.0.0.1:" +
+                           std::to_string(port) +
+                           " --entity-type groups "
+                           "--entity-name " +
+                           group;
+  auto [rc, out] = run_command(tool +
+                               " --alter --add-config share.record.lock.duration.ms=20000,"
+                               "share.delivery.count.limit=4 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Completed updating config for group " + group + "."), std::string::npos)
+      << out;
+  std::tie(rc, out) = run_command(tool + " --describe 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  const std::string expected =
+      "Dynamic configs for group " + group +
+      " are:\n"
+      "  share.delivery.count.limit=4 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+      "share.delivery.count.limit=4, DEFAULT_CONFIG:group.share.delivery.count.limit=5}\n"
+      "  share.record.lock.duration.ms=20000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+      "share.record.lock.duration.ms=20000, DEFAULT_CONFIG:group.share.record.lock.duration.ms="
+      "30000}\n";
+  EXPECT_NE(out.find(expected), std::string::npos) << out;
+  if (tarn) tarn->stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(brokers, share_group_configs,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
 
 // Kafka's own kafka-share-groups.sh (ShareGroupCommand) describes all of tarn's share groups:
 // ListGroups with the share type, ShareGroupDescribe and DescribeShareGroupOffsets v1.

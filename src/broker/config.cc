@@ -329,6 +329,10 @@ const std::vector<config_key>& config_keys() {
       {"group.share.max.record.lock.duration.ms", config_type::int32, "60000", at_least(1000)},
       {"group.share.delivery.count.limit", config_type::int32, "5", at_least(2)},
       {"group.share.partition.max.record.locks", config_type::int32, "2000", at_least(100)},
+      {"group.share.min.partition.max.record.locks", config_type::int32, "100", at_least(100)},
+      {"group.share.max.partition.max.record.locks", config_type::int32, "4000", at_least(100)},
+      {"group.share.min.delivery.count.limit", config_type::int32, "2", at_least(2)},
+      {"group.share.max.delivery.count.limit", config_type::int32, "10", at_least(2)},
       {"group.share.max.share.sessions", config_type::int32, "2000", at_least(1)},
       // The share coordinator's __share_group_state (ShareCoordinatorConfig).
       {"share.coordinator.state.topic.num.partitions", config_type::int32, "50", at_least(1)},
@@ -581,6 +585,16 @@ result<void, std::string> finish_group_config(broker_config& c) {
   sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
   sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");
   sh.group_share_max_share_sessions = i32("group.share.max.share.sessions");
+  sh.group_share_min_heartbeat_interval_ms = i32("group.share.min.heartbeat.interval.ms");
+  sh.group_share_max_heartbeat_interval_ms = i32("group.share.max.heartbeat.interval.ms");
+  sh.group_share_min_session_timeout_ms = i32("group.share.min.session.timeout.ms");
+  sh.group_share_max_session_timeout_ms = i32("group.share.max.session.timeout.ms");
+  sh.group_share_min_record_lock_duration_ms = i32("group.share.min.record.lock.duration.ms");
+  sh.group_share_max_record_lock_duration_ms = i32("group.share.max.record.lock.duration.ms");
+  sh.group_share_min_delivery_count_limit = i32("group.share.min.delivery.count.limit");
+  sh.group_share_max_delivery_count_limit = i32("group.share.max.delivery.count.limit");
+  sh.group_share_min_partition_max_record_locks = i32("group.share.min.partition.max.record.locks");
+  sh.group_share_max_partition_max_record_locks = i32("group.share.max.partition.max.record.locks");
   sh.share_coordinator_state_topic_num_partitions =
       i32("share.coordinator.state.topic.num.partitions");
   sh.share_coordinator_state_topic_segment_bytes =
@@ -649,6 +663,19 @@ result<void, std::string> finish_group_config(broker_config& c) {
                        "group.share.min.record.lock.duration.ms"};
   const bound max_lock{i32("group.share.max.record.lock.duration.ms"),
                        "group.share.max.record.lock.duration.ms"};
+  // The bounds of the group configs share.delivery.count.limit and
+  // share.partition.max.record.locks hold the broker's own values too (ShareGroupConfig).
+  const bound deliveries{sh.group_share_delivery_count_limit, "group.share.delivery.count.limit"};
+  const bound min_deliveries{i32("group.share.min.delivery.count.limit"),
+                             "group.share.min.delivery.count.limit"};
+  const bound max_deliveries{i32("group.share.max.delivery.count.limit"),
+                             "group.share.max.delivery.count.limit"};
+  const bound locks{sh.group_share_partition_max_record_locks,
+                    "group.share.partition.max.record.locks"};
+  const bound min_locks{i32("group.share.min.partition.max.record.locks"),
+                        "group.share.min.partition.max.record.locks"};
+  const bound max_locks{i32("group.share.max.partition.max.record.locks"),
+                        "group.share.max.partition.max.record.locks"};
   for (auto r :
        {at_least_other(share_max_heartbeat, share_min_heartbeat),
         at_least_other(share_heartbeat, share_min_heartbeat),
@@ -656,7 +683,10 @@ result<void, std::string> finish_group_config(broker_config& c) {
         at_least_other(share_max_session, share_min_session),
         at_least_other(share_session, share_min_session),
         at_most_other(share_session, share_max_session), at_least_other(max_lock, min_lock),
-        at_least_other(lock, min_lock), at_most_other(lock, max_lock)}) {
+        at_least_other(lock, min_lock), at_most_other(lock, max_lock),
+        at_least_other(max_deliveries, min_deliveries), at_least_other(deliveries, min_deliveries),
+        at_most_other(deliveries, max_deliveries), at_least_other(max_locks, min_locks),
+        at_least_other(locks, min_locks), at_most_other(locks, max_locks)}) {
     if (!r) return r;
   }
   if (share_heartbeat.value >= share_session.value) {

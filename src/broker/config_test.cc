@@ -524,6 +524,21 @@ TEST(broker_config, group_coordinator_keys_are_validated_as_kafka_does) {
                   "group.consumer.heartbeat.interval.ms must be less than "
                   "group.consumer.session.timeout.ms"))
       << e;
+  // The share group bounds hold the broker's own values (ShareGroupConfig).
+  e = make_error({{"group.share.delivery.count.limit", "11"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.delivery.count.limit must be less than or equal to "
+                  "group.share.max.delivery.count.limit"))
+      << e;
+  e = make_error({{"group.share.min.partition.max.record.locks", "3000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.partition.max.record.locks must be greater than or equal to "
+                  "group.share.min.partition.max.record.locks"))
+      << e;
+  EXPECT_EQ(make_ok({{"group.share.max.delivery.count.limit", "12"},
+                     {"group.share.delivery.count.limit", "11"}})
+                .share.group_share_max_delivery_count_limit,
+            12);
 }
 
 TEST(parse_override, key_value) {

@@ -14,6 +14,7 @@
 // Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/messages/consumer_group_heartbeat_request.h"
 #include "protocol/messages/consumer_group_heartbeat_response.h"
 
@@ -53,6 +54,15 @@ asio::awaitable<handler_outcome> handle_consumer_group_heartbeat(request_context
             m.message.error_code = protocol::code(*denied);
             return m;
           }
+        }
+        // A share group owns the id: Kafka 4.4 answers GROUP_ID_NOT_FOUND.
+        if (request.services.shares != nullptr &&
+            request.services.shares->has_group(req.group_id)) {
+          coordinator::owned_message<protocol::consumer_group_heartbeat_response> m;
+          m.message.error_code = protocol::code(protocol::error_code::group_id_not_found);
+          m.message.error_message =
+              m.arena.keep("Group " + std::string(req.group_id) + " is not a consumer group.");
+          return m;
         }
         return groups.consumer_group_heartbeat(req, version, client, wall_clock_ms());
       });

@@ -24,7 +24,11 @@
 //     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
 //     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
 //     messages.
-//   - Other resource types (client metrics, groups): INVALID_REQUEST. A type Kafka does not know
+//   - Group (resource type 32), any name: the share.* group configs tarn serves
+//     (share_group_config.h) with the group's value, ConfigSource GROUP_CONFIG (8), or the
+//     broker's, DEFAULT_CONFIG (5) with the group.share.* key as its synonym, as Kafka 4.4 lists
+//     them. Kafka also lists its consumer.*, streams.* and errors.* group configs; tarn does not.
+//   - Other resource types (client metrics): INVALID_REQUEST. A type Kafka does not know
 //     fails the whole request, as in Kafka 4.4: every resource INVALID_REQUEST with that code's
 //     default message.
 //   - A body that does not decode closes the connection.
@@ -42,6 +46,7 @@
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_group_config.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/describe_configs_request.h"
 #include "protocol/messages/describe_configs_response.h"
@@ -250,6 +255,36 @@ void describe_broker(const resource_request& res, const broker_config& config,
   }
 }
 
+// A group: the share.* configs tarn serves (share_group_config.h), whether or not the group
+// exists, as Kafka describes any group name: GROUP_CONFIG (8) when set on the group, else
+// DEFAULT_CONFIG (5) with the broker's value under the broker key's name.
+void describe_group(const resource_request& res, const coordinator::share_config& share,
+                    const std::map<std::string, storage::config_map>& all,
+                    const describe_options& o, std::deque<std::string>& strings,
+                    resource_result& out) {
+  constexpr int8_t source_group = 8;
+  auto it = all.find(std::string(res.resource_name));
+  const storage::config_map none;
+  for (auto& d :
+       coordinator::describe_share_group_configs(share, it != all.end() ? it->second : none)) {
+    if (!wanted(res, d.name)) continue;
+    config_entry e;
+    e.name = strings.emplace_back(std::move(d.name));
+    e.value = strings.emplace_back(std::move(d.value));
+    e.read_only = false;
+    e.config_source = d.overridden ? source_group : source_default;
+    e.is_sensitive = false;
+    if (o.synonyms) {
+      if (d.overridden) e.synonyms.push_back({e.name, e.value, source_group});
+      e.synonyms.push_back({strings.emplace_back(std::move(d.default_name)),
+                            strings.emplace_back(std::move(d.default_value)), source_default});
+    }
+    e.config_type = d.is_int ? int8_t{3} : int8_t{2};  // INT, STRING
+    e.documentation = std::nullopt;
+    out.configs.push_back(std::move(e));
+  }
+}
+
 asio::awaitable<handler_outcome> handle_describe_configs(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
@@ -275,6 +310,12 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
       {storage::config_source::dynamic_broker_config, &layers.node},
       {storage::config_source::dynamic_default_broker_config, &layers.cluster_default},
       {storage::config_source::static_broker_config, &static_props}};
+  // Group configs are read only when a group is asked for (a copy of every group's).
+  const bool any_group =
+      std::any_of(decoded->resources.begin(), decoded->resources.end(),
+                  [](const auto& res) { return res.resource_type == resource_type_group; });
+  const auto group_configs =
+      any_group ? topics.metadata().group_configs() : std::map<std::string, storage::config_map>{};
   auto guard = topics.read_lock();
   // One resource of a type Kafka does not know fails the whole request in Kafka 4.4: every
   // resource is answered INVALID_REQUEST with its default message and no configs.
@@ -348,10 +389,12 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
           c.documentation = std::nullopt;
         }
       }
+    } else if (res.resource_type == resource_type_group) {
+      describe_group(res, config.share, group_configs, options, strings, result);
     } else {
       set_error(error_code::invalid_request,
                 fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "
-                            "(supported: 2 = topic, 4 = broker, 8 = broker logger)",
+                            "(supported: 2 = topic, 4 = broker, 8 = broker logger, 32 = group)",
                             res.resource_type));
     }
     reply.results.push_back(std::move(result));

@@ -70,14 +70,20 @@ inline coordinator::client_info client_of(const request_context& request) {
 // error code set (Kafka's getErrorResponse(GROUP_AUTHORIZATION_FAILED) for Heartbeat, SyncGroup,
 // LeaveGroup; JoinGroup also has generation -1 and, from v7, a null protocol name).
 template <class Response>
-coordinator::owned_message<Response> group_authorization_failed(int16_t version) {
+coordinator::owned_message<Response> group_error_response(protocol::error_code error,
+                                                          int16_t version) {
   coordinator::owned_message<Response> m;
-  m.message.error_code = protocol::code(protocol::error_code::group_authorization_failed);
+  m.message.error_code = protocol::code(error);
   if constexpr (requires { m.message.generation_id; }) m.message.generation_id = -1;
   if constexpr (requires { m.message.leader; }) {
     if (version >= 7) m.message.protocol_name = std::nullopt;
   }
   return m;
+}
+
+template <class Response>
+coordinator::owned_message<Response> group_authorization_failed(int16_t version) {
+  return group_error_response<Response>(protocol::error_code::group_authorization_failed, version);
 }
 
 inline bool authorize_group(const request_context& request, security::acl_operation op,

@@ -25,8 +25,11 @@
 //     at once and until the broker stops, as Kafka's RuntimeLoggerManager; an unknown logger or
 //     level INVALID_CONFIG, DELETE of the root logger, APPEND and SUBTRACT INVALID_REQUEST,
 //     all with Kafka's messages; every operation is validated before any is applied.
-//   - Group (resource type 32): only share.auto.offset.reset (SET earliest|latest, DELETE), kept
-//     by the share coordinator in memory (not persisted); any other group config INVALID_CONFIG.
+//   - Group (resource type 32): the share.* configs of share_group_config.h (SET, DELETE),
+//     checked with Kafka's bounds and messages (INVALID_CONFIG), recorded in the metadata log
+//     (ConfigRecords, they survive restarts) and applied by the share coordinator at once. Kafka's
+//     other group configs (consumer.*, streams.*, ...) INVALID_CONFIG "not supported by tarn";
+//     unknown names INVALID_CONFIG "Unknown group config name".
 //   - Every other resource type: INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
 // Not supported: alter-config policies.
@@ -44,6 +47,7 @@
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/share_coordinator.h"
+#include "coordinator/share_group_config.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/incremental_alter_configs_request.h"
 #include "protocol/messages/incremental_alter_configs_response.h"
@@ -219,6 +223,51 @@ result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> ap
   return std::make_pair(std::move(configs), std::move(changed));
 }
 
+// Applies the operations of a GROUP resource to the group's configs (Kafka's GroupConfig): SET
+// and DELETE; every value is checked as Kafka checks it (share_group_config.h).
+result<storage::config_map, alter_error> apply_group_ops(
+    const alter_resource& res, const std::map<std::string, storage::config_map>& all,
+    const coordinator::share_config& share) {
+  std::set<std::string_view> keys;
+  for (const auto& c : res.configs) {
+    if (!keys.insert(c.name).second) {
+      return fail(alter_error{error_code::invalid_request, "Error due to duplicate config keys"});
+    }
+  }
+  auto it = all.find(std::string(res.resource_name));
+  storage::config_map configs = it != all.end() ? it->second : storage::config_map{};
+  for (const auto& c : res.configs) {
+    const auto op = static_cast<op_type>(c.config_operation);
+    if (c.config_operation < 0 || c.config_operation > 3) {
+      return fail(alter_error{
+          error_code::invalid_request,
+          fmt::format("Unknown config operation {} for key {}", c.config_operation, c.name)});
+    }
+    if (op != op_type::remove && !c.value.has_value()) {
+      return fail(alter_error{error_code::invalid_request,
+                              fmt::format("Null value not supported for : {}", c.name)});
+    }
+    if (!coordinator::is_served_share_group_config(c.name)) {
+      auto message = coordinator::validate_share_group_config(share, c.name, "");
+      return fail(alter_error{error_code::invalid_config, message.value_or("")});
+    }
+    if (op == op_type::append || op == op_type::subtract) {
+      return fail(alter_error{error_code::invalid_config,
+                              fmt::format("Can't {} to key {} because its type is not LIST.",
+                                          op == op_type::append ? "APPEND" : "SUBTRACT", c.name)});
+    }
+    if (op == op_type::remove) {
+      configs.erase(std::string(c.name));
+      continue;
+    }
+    if (auto message = coordinator::validate_share_group_config(share, c.name, *c.value)) {
+      return fail(alter_error{error_code::invalid_config, std::move(*message)});
+    }
+    configs[std::string(c.name)] = std::string(*c.value);
+  }
+  return configs;
+}
+
 asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_context& request) {
   const int16_t version = request.header.api_version;
   protocol::reader r(request.body());
@@ -279,30 +328,23 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
         }
       }
     } else if (res.resource_type == resource_type_group && request.services.shares != nullptr) {
-      // Group configs: only share.auto.offset.reset (KIP-932) is kept, by the share coordinator,
-      // in memory. SET earliest|latest, DELETE back to Kafka's default, latest.
-      for (const auto& c : res.configs) {
-        const auto op = static_cast<op_type>(c.config_operation);
-        const std::string_view value = c.value.value_or("");
-        if (c.name != "share.auto.offset.reset") {
-          error = alter_error{error_code::invalid_config,
-                              fmt::format("Group config {} is not supported by tarn", c.name)};
-        } else if (op == op_type::set && value != "earliest" && value != "latest") {
-          error = alter_error{error_code::invalid_config,
-                              fmt::format("Invalid value {} for configuration "
-                                          "share.auto.offset.reset",
-                                          value)};
-        } else if (op != op_type::set && op != op_type::remove) {
-          error = alter_error{error_code::invalid_config, "share.auto.offset.reset is not a list"};
+      // Group configs (the share.* keys tarn serves): recorded in the metadata log as Kafka
+      // records them (ConfigRecords of the GROUP resource), then handed to the share coordinator.
+      guard.unlock();
+      auto ops = apply_group_ops(res, topics.metadata().group_configs(),
+                                 request.services.shares->config());
+      if (!ops) {
+        error = ops.error();
+      } else if (!decoded->validate_only) {
+        if (auto s = topics.metadata().set_group_configs(res.resource_name, *ops); !s) {
+          error = alter_error{error_code::kafka_storage_error, s.error().message};
+        } else {
+          request.services.shares->set_group_configs(res.resource_name, *ops);
+          spdlog::info("group {}: configs altered by {}", res.resource_name,
+                       request.connection.peer);
         }
       }
-      if (!error && !decoded->validate_only) {
-        for (const auto& c : res.configs) {
-          const auto op = static_cast<op_type>(c.config_operation);
-          request.services.shares->set_auto_offset_reset(
-              res.resource_name, op == op_type::set ? c.value.value_or("latest") : "latest");
-        }
-      }
+      guard.lock();
     } else if (unknown_config_resource_type(res.resource_type)) {
       error = alter_error{error_code::invalid_request,
                           fmt::format("Unknown resource type {}", res.resource_type)};

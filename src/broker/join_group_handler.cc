@@ -15,6 +15,7 @@
 // Not supported: quotas.
 #include "broker/group_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/messages/join_group_request.h"
 #include "protocol/messages/join_group_response.h"
 
@@ -32,6 +33,13 @@ asio::awaitable<handler_outcome> handle_join_group(request_context& request) {
           coordinator::join_callback done) {
         if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
           done(group_authorization_failed<protocol::join_group_response>(version));
+          return;
+        }
+        // A share group owns the id: Kafka 4.4 answers INCONSISTENT_GROUP_PROTOCOL.
+        if (request.services.shares != nullptr &&
+            request.services.shares->has_group(req.group_id)) {
+          done(group_error_response<protocol::join_group_response>(
+              protocol::error_code::inconsistent_group_protocol, version));
           return;
         }
         groups.join_group(req, version, client, wall_clock_ms(), std::move(done));

@@ -399,6 +399,11 @@ result<void, std::string> server::start() {
                                        const coordinator::share_topic_partition& tp) {
     if (auto t = view->topic_by_id(tp.topic_id)) w->notify({t->name, tp.partition});
   });
+  // Group configs (share.*) are in the metadata log; applied before the share-partitions they
+  // shape are replayed.
+  for (const auto& [group_id, configs] : s.topics->metadata().group_configs()) {
+    s.shares->set_group_configs(group_id, configs);
+  }
   {
     // Share-partition state is replayed before the listeners open, so no share request sees a
     // coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile).

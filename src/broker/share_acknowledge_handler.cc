@@ -35,7 +35,8 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
   broker_services& services = request.services;
   coordinator::share_coordinator& shares = *services.shares;
   protocol::share_acknowledge_response reply;
-  reply.acquisition_lock_timeout_ms = shares.config().group_share_record_lock_duration_ms;
+  reply.acquisition_lock_timeout_ms =
+      shares.group_settings(req.group_id.value_or("")).record_lock_duration_ms;
   auto top_level = [&](error_code e) {
     reply.error_code = protocol::code(e);
     return encode_response(reply, version);

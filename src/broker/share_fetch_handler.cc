@@ -27,8 +27,10 @@
 //     AcknowledgeErrorCode for acknowledged ones). A topic id the broker does not know stays
 //     UNKNOWN_TOPIC_ID.
 // A body that does not decode closes the connection.
-// Not supported: share.isolation.level=read_committed (records are read up to the high
-// watermark), ShareAcquireMode record-limit (batches are acquired record by record up to
+//   - share.isolation.level=read_committed (a group config): reads stop at the last stable
+//     offset, and batches of aborted transactions are archived as they are passed, never
+//     delivered (as Kafka's SharePartition filters with the fetch's aborted transactions).
+// Not supported: ShareAcquireMode record-limit (batches are acquired record by record up to
 // MaxRecords either way), quotas.
 #include <spdlog/spdlog.h>
 
@@ -54,11 +56,14 @@ namespace {
 
 using protocol::error_code;
 
-// A batch read for a ShareFetch: its offsets and where its bytes are in the read buffer.
+// A batch read for a ShareFetch: its offsets, where its bytes are in the read buffer, and what
+// read_committed asks of it (its producer, whether it is transactional).
 struct share_read_batch {
   coordinator::fetched_batch batch;
   size_t position = 0;
   size_t size = 0;
+  int64_t producer_id = -1;
+  bool transactional = false;
 };
 
 // Appends the whole batches of bytes[from, end) to `out`; returns where they end (a trailing
@@ -70,7 +75,9 @@ size_t parse_share_batches(const std::vector<uint8_t>& bytes, size_t from,
   while (reader.next(b)) {
     out.push_back({{b.base_offset(), b.last_offset(), b.is_control()},
                    static_cast<size_t>(b.bytes().data() - bytes.data()),
-                   b.size_bytes()});
+                   b.size_bytes(),
+                   b.producer_id(),
+                   b.is_transactional()});
   }
   return from + reader.position();
 }
@@ -107,6 +114,9 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
   size_t acquired = 0;
   int64_t budget = req.max_bytes;
   int32_t records_left = req.max_records > 0 ? req.max_records : 500;
+  // share.isolation.level=read_committed: read up to the last stable offset, and archive the
+  // batches of aborted transactions (never delivered), as Kafka's SharePartition.
+  const bool committed_only = shares.group_settings(group_id).read_committed;
   for (partition_answer& a : answers) {
     if (a.error != error_code::none || !a.acquired.empty()) continue;
     if (records_left <= 0 || budget <= 0) break;
@@ -122,7 +132,7 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
     // The coordinator's lock is never taken under the topic map's (its heartbeat reads topic
     // metadata under its own), so the map is looked up twice.
     int64_t log_start = 0;
-    int64_t high_watermark = 0;
+    int64_t readable_end = 0;  // the high watermark, or the last stable offset (read_committed)
     {
       auto guard = topics.read_lock();
       const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
@@ -131,18 +141,25 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
         continue;
       }
       log_start = log->log_start_offset();
-      high_watermark = log->high_watermark();
+      readable_end = log->high_watermark();
+      if (committed_only) {
+        std::lock_guard log_lock(log->mutex());
+        readable_end = log->last_stable_offset();
+      }
     }
-    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, high_watermark, now_ms);
-    if (!from || *from >= high_watermark) continue;
+    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms);
+    if (!from || *from >= readable_end) continue;
     storage::file_slice slice;
+    std::vector<coordinator::aborted_batch_filter::aborted_transaction> aborted;
     {
       auto guard = topics.read_lock();
       const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
       if (log == nullptr) continue;  // deleted meanwhile
       std::lock_guard log_lock(log->mutex());
+      const std::optional<offset_t> lso =
+          committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt;
       auto read =
-          log->read(*from, static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX)), true);
+          log->read(*from, static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX)), true, lso);
       if (!read) {
         if (read.error().code != storage::storage_errc::offset_out_of_range) {
           spdlog::error("ShareFetch {}-{} at {}: {}", topic->name, a.tp.partition, *from,
@@ -153,7 +170,13 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
       }
       if (!read->slice || read->slice->length == 0) continue;
       slice = *read->slice;  // its segment file stays open while the slice holds it
+      if (lso) {
+        for (const auto& t : log->collect_aborted_txns(*from, *lso)) {
+          aborted.push_back({t.producer_id, t.first_offset});
+        }
+      }
     }
+    coordinator::aborted_batch_filter filter(std::move(aborted));
     // Chunk by chunk: read, acquire from the whole batches read, until MaxRecords are acquired
     // or the slice (MaxBytes, the high watermark) ends.
     std::vector<uint8_t> bytes;
@@ -179,7 +202,14 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
       parsed = parse_share_batches(bytes, parsed, batches);
       if (batches.size() == first_new) continue;  // still inside one batch
       std::vector<coordinator::fetched_batch> chunk;
-      for (size_t i = first_new; i < batches.size(); ++i) chunk.push_back(batches[i].batch);
+      for (size_t i = first_new; i < batches.size(); ++i) {
+        share_read_batch& b = batches[i];
+        if (committed_only) {
+          b.batch.aborted = filter.aborted(b.batch.base_offset, b.producer_id, b.transactional,
+                                           b.batch.is_control);
+        }
+        chunk.push_back(b.batch);
+      }
       auto got = shares.acquire(group_id, member_id, a.tp, chunk, records_left, now_ms);
       // Records the member holds and a chunk that gave it nothing more (the rest is others' or
       // past the partition's lock limit): answer what it has.
@@ -230,7 +260,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   const int16_t version = request.header.api_version;
   broker_services& services = request.services;
   coordinator::share_coordinator& shares = *services.shares;
-  const int32_t lock_ms = shares.config().group_share_record_lock_duration_ms;
+  const int32_t lock_ms = shares.group_settings(req.group_id.value_or("")).record_lock_duration_ms;
   if (!share_groups_enabled(services.topics->metadata())) {
     co_return error_reply(error_code::unsupported_version, version, lock_ms);
   }

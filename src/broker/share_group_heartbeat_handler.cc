@@ -53,6 +53,14 @@ asio::awaitable<handler_outcome> handle_share_group_heartbeat(request_context& r
           m.message.error_code = protocol::code(*refused);
           return m;
         }
+        // A classic or consumer group owns the id: Kafka 4.4 answers GROUP_ID_NOT_FOUND.
+        if (request.services.groups->has_group(req.group_id)) {
+          coordinator::owned_message<protocol::share_group_heartbeat_response> m;
+          m.message.error_code = protocol::code(error_code::group_id_not_found);
+          m.message.error_message =
+              m.arena.keep("Group " + std::string(req.group_id) + " is not a share group.");
+          return m;
+        }
         return shares.heartbeat(req, client, wall_clock_ms());
       });
 }

@@ -21,6 +21,7 @@ namespace tarn::cluster {
 // Kafka's ConfigResource.Type codes, as ConfigRecord stores them.
 inline constexpr int8_t config_resource_topic = 2;
 inline constexpr int8_t config_resource_broker = 4;
+inline constexpr int8_t config_resource_group = 32;
 
 struct topic_record {  // apiKey 2
   std::string name;

@@ -94,6 +94,25 @@ result<void, storage_error> journal_metadata_store::set_broker_configs(
   });
 }
 
+std::map<std::string, storage::config_map> journal_metadata_store::group_configs() const {
+  auto g = journal_->lock();
+  std::map<std::string, storage::config_map> out;
+  for (const auto& [key, configs] : journal_->image().configs) {
+    if (key.first == config_resource_group && !configs.empty()) out.emplace(key.second, configs);
+  }
+  return out;
+}
+
+result<void, storage_error> journal_metadata_store::set_group_configs(
+    std::string_view group_id, const storage::config_map& configs) {
+  auto g = journal_->lock();
+  return append_decided([&](const metadata_image& image) -> decision {
+    const auto* c = image.find_configs(config_resource_group, group_id);
+    return config_changes(config_resource_group, std::string(group_id),
+                          c != nullptr ? *c : storage::config_map{}, configs);
+  });
+}
+
 std::map<quota_entity, std::map<std::string, double>> journal_metadata_store::client_quotas()
     const {
   auto g = journal_->lock();

@@ -37,6 +37,11 @@ class metadata_store {
   // return).
   virtual result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) = 0;
+  // Group configs (ConfigRecords of GROUP resources, as Kafka keeps them): every group's, and
+  // one group's replaced (one change, durable on return).
+  virtual std::map<std::string, storage::config_map> group_configs() const = 0;
+  virtual result<void, storage::storage_error> set_group_configs(
+      std::string_view group_id, const storage::config_map& configs) = 0;
 
   // Client quotas (ClientQuotaRecords): what is set, and a batch of changes as one durable change.
   virtual std::map<quota_entity, std::map<std::string, double>> client_quotas() const = 0;
@@ -84,6 +89,9 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   storage::config_map broker_configs(std::string_view resource_name) const override;
   result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) override;
+  std::map<std::string, storage::config_map> group_configs() const override;
+  result<void, storage::storage_error> set_group_configs(
+      std::string_view group_id, const storage::config_map& configs) override;
   std::map<quota_entity, std::map<std::string, double>> client_quotas() const override;
   result<void, storage::storage_error> change_client_quotas(
       std::vector<client_quota_record> changes) override;

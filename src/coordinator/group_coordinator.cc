@@ -1005,6 +1005,13 @@ owned_message<protocol::offset_delete_response> group_coordinator::offset_delete
 
 // --- Administration ----------------------------------------------------------------------------
 
+bool group_coordinator::has_group(std::string_view group_id) {
+  shard& s = *shard_for(group_id);
+  std::lock_guard lock(s.mu);
+  return s.classic.find(group_id) != s.classic.end() ||
+         s.consumer.find(group_id) != s.consumer.end();
+}
+
 owned_message<protocol::describe_groups_response> group_coordinator::describe_groups(
     const protocol::describe_groups_request& request, int16_t version) {
   using resp = protocol::describe_groups_response;

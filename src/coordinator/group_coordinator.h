@@ -150,6 +150,9 @@ class group_coordinator {
   // Group administration.
   owned_message<protocol::describe_groups_response> describe_groups(
       const protocol::describe_groups_request& request, int16_t version);
+  // Whether a classic or consumer group holds the id (a share group may not take it, as in
+  // Kafka 4.4). False while its shard is loading.
+  bool has_group(std::string_view group_id);
   owned_message<protocol::list_groups_response> list_groups(
       const protocol::list_groups_request& request, int16_t version);
   owned_message<protocol::delete_groups_response> delete_groups(

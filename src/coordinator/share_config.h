@@ -17,6 +17,21 @@ struct share_config {
   int32_t group_share_delivery_count_limit = 5;           // group.share.delivery.count.limit
   int32_t group_share_partition_max_record_locks = 2000;  // group.share.partition.max.record.locks
   int32_t group_share_max_share_sessions = 2000;          // group.share.max.share.sessions
+  // The bounds a group's own share.* configs must keep (share_group_config.h).
+  int32_t group_share_min_heartbeat_interval_ms = 5000;   // group.share.min.heartbeat.interval.ms
+  int32_t group_share_max_heartbeat_interval_ms = 15000;  // group.share.max.heartbeat.interval.ms
+  int32_t group_share_min_session_timeout_ms = 45000;     // group.share.min.session.timeout.ms
+  int32_t group_share_max_session_timeout_ms = 60000;     // group.share.max.session.timeout.ms
+  int32_t group_share_min_record_lock_duration_ms =
+      15000;  // group.share.min.record.lock.duration.ms
+  int32_t group_share_max_record_lock_duration_ms =
+      60000;                                          // group.share.max.record.lock.duration.ms
+  int32_t group_share_min_delivery_count_limit = 2;   // group.share.min.delivery.count.limit
+  int32_t group_share_max_delivery_count_limit = 10;  // group.share.max.delivery.count.limit
+  int32_t group_share_min_partition_max_record_locks =
+      100;  // group.share.min.partition.max.record.locks
+  int32_t group_share_max_partition_max_record_locks =
+      4000;  // group.share.max.partition.max.record.locks
   // The share coordinator's __share_group_state (Kafka's ShareCoordinatorConfig).
   int32_t share_coordinator_state_topic_num_partitions = 50;
   int32_t share_coordinator_state_topic_segment_bytes = 104857600;

@@ -50,9 +50,19 @@ std::map<std::string, std::map<topic_uuid, std::vector<int32_t>>> simple_share_a
   return out;
 }
 
-share_partition_config share_coordinator::partition_config() const {
-  return {config_.group_share_record_lock_duration_ms, config_.group_share_delivery_count_limit,
-          config_.group_share_partition_max_record_locks};
+share_group_settings share_coordinator::settings(std::string_view group_id) const {
+  if (auto it = group_settings_.find(group_id); it != group_settings_.end()) return it->second;
+  return effective_share_group_settings(config_, {});
+}
+
+share_group_settings share_coordinator::group_settings(std::string_view group_id) const {
+  std::lock_guard lock(mu_);
+  return settings(group_id);
+}
+
+share_partition_config share_coordinator::partition_config(std::string_view group_id) const {
+  const share_group_settings s = settings(group_id);
+  return {s.record_lock_duration_ms, s.delivery_count_limit, s.partition_max_record_locks};
 }
 
 void share_coordinator::reassign(group& g) {
@@ -146,7 +156,7 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
     owned_message<protocol::share_group_heartbeat_response> out;
     out.message.member_id = out.arena.keep(req.member_id);
     out.message.member_epoch = share_session_final_epoch;
-    out.message.heartbeat_interval_ms = config_.group_share_heartbeat_interval_ms;
+    out.message.heartbeat_interval_ms = settings(req.group_id).heartbeat_interval_ms;
     return out;
   }
   if (git == groups_.end()) {
@@ -190,7 +200,8 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
       if (!joining) ++g.group_epoch;
     }
   }
-  m.deadline_ms = now_ms + config_.group_share_session_timeout_ms;
+  const share_group_settings gs = settings(g.group_id);
+  m.deadline_ms = now_ms + gs.session_timeout_ms;
   // Topic metadata may have changed too (a subscribed topic created, partitions added).
   const int32_t epoch_before = m.member_epoch;
   reassign(g);
@@ -200,7 +211,7 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
   owned_message<protocol::share_group_heartbeat_response> out;
   out.message.member_id = out.arena.keep(m.member_id);
   out.message.member_epoch = m.member_epoch;
-  out.message.heartbeat_interval_ms = config_.group_share_heartbeat_interval_ms;
+  out.message.heartbeat_interval_ms = gs.heartbeat_interval_ms;
   // Share groups have no revocation: a member moves to its target at once. The assignment goes
   // to a joining member and to one whose epoch moved (its assignment may have changed).
   if (joining || req.member_epoch == 0 || epoch_before != m.member_epoch) {
@@ -340,12 +351,11 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view gro
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
   if (it == partitions_.end()) {
-    std::string reset = "latest";
-    if (auto g = groups_.find(group_id); g != groups_.end()) reset = g->second.auto_offset_reset;
-    const int64_t start = reset == "earliest" ? log_start_offset : high_watermark;
+    const int64_t start =
+        settings(group_id).auto_offset_reset == "earliest" ? log_start_offset : high_watermark;
     // Kafka initializes the share-partition's state (a first snapshot) before it is used: after
     // a restart it goes on from this SPSO, not from the high watermark of then.
-    share_partition fresh(partition_config(), start);
+    share_partition fresh(partition_config(group_id), start);
     if (persist(key, fresh, now_ms) != error_code::none) return std::nullopt;
     it = partitions_.emplace(key, std::move(fresh)).first;
   }
@@ -463,8 +473,9 @@ void share_coordinator::set_start_offset(std::string_view group_id, const share_
   ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
-  auto& p = partitions_.insert_or_assign(key, share_partition(partition_config(), start_offset))
-                .first->second;
+  auto& p =
+      partitions_.insert_or_assign(key, share_partition(partition_config(group_id), start_offset))
+          .first->second;
   persist(key, p, 0, true);  // a new snapshot: the old batches are void
 }
 
@@ -478,14 +489,18 @@ void share_coordinator::delete_topic_offsets(std::string_view group_id,
   });
 }
 
-void share_coordinator::set_auto_offset_reset(std::string_view group_id, std::string_view value) {
+void share_coordinator::set_group_configs(std::string_view group_id,
+                                          const group_config_overrides& overrides) {
   std::lock_guard lock(mu_);
-  auto it = groups_.find(group_id);
-  if (it == groups_.end()) {
-    it = groups_.emplace(std::string(group_id), group{}).first;
-    it->second.group_id = std::string(group_id);
+  const share_group_settings s = effective_share_group_settings(config_, overrides);
+  group_settings_.insert_or_assign(std::string(group_id), s);
+  // Kafka reads the group's config at each use: the lock duration and delivery-count limit of
+  // its share-partitions change now, for what they do next (locks taken keep their deadline).
+  const share_partition_config pc{s.record_lock_duration_ms, s.delivery_count_limit,
+                                  s.partition_max_record_locks};
+  for (auto& [key, p] : partitions_) {
+    if (std::get<0>(key) == group_id) p.set_config(pc);
   }
-  it->second.auto_offset_reset = std::string(value);
 }
 
 void share_coordinator::poll(int64_t now_ms) {
@@ -687,8 +702,8 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
   skipped_records_ = replay.skipped();
   for (const auto& [pk, e] : replay.states()) {
     partition_key key{pk.group_id, pk.topic_id, pk.partition};
-    auto p =
-        share_partition::restore(partition_config(), e.state.start_offset, e.state.state_batches);
+    auto p = share_partition::restore(partition_config(pk.group_id), e.state.start_offset,
+                                      e.state.state_batches);
     partitions_.insert_or_assign(key, std::move(p));
     persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset, now_ms};
     if (!groups_.contains(pk.group_id)) {

@@ -14,7 +14,7 @@
 //
 // Lock order: this mutex, then the topic manager's read lock (the seam's append). A broker path
 // holding topics.read_lock() or control_lock() may call in only where nothing is written
-// (set_auto_offset_reset); creating the topic takes control_lock() and so happens before the
+// (set_group_configs); creating the topic takes control_lock() and so happens before the
 // mutex is taken (ensure_state_topic).
 #pragma once
 
@@ -34,6 +34,7 @@
 #include "coordinator/offsets_log.h"
 #include "coordinator/owned_message.h"
 #include "coordinator/share_config.h"
+#include "coordinator/share_group_config.h"
 #include "coordinator/share_partition.h"
 #include "coordinator/share_state.h"
 #include "protocol/error_codes.h"
@@ -152,8 +153,13 @@ class share_coordinator {
   // from share.auto.offset.reset at the next fetch).
   void delete_topic_offsets(std::string_view group_id, const topic_uuid& topic_id);
 
-  // The group config share.auto.offset.reset ("latest", Kafka's default, or "earliest").
-  void set_auto_offset_reset(std::string_view group_id, std::string_view value);
+  // A group's share.* configs (share_group_config.h; validated by the caller), replacing what was
+  // set before: share.auto.offset.reset for share-partitions made from now on, the lock duration,
+  // delivery-count limit and record locks for every share-partition of the group, the heartbeat
+  // interval and session timeout at each member's next heartbeat. The group need not exist.
+  void set_group_configs(std::string_view group_id, const group_config_overrides& overrides);
+  // What the group runs with (its configs over the broker's defaults).
+  share_group_settings group_settings(std::string_view group_id) const;
 
   // Member session timeouts, acquisition-lock expiry and the pruning of __share_group_state.
   void poll(int64_t now_ms);
@@ -174,7 +180,6 @@ class share_coordinator {
     int32_t group_epoch = 0;
     int32_t assignment_epoch = 0;
     std::map<std::string, member, std::less<>> members;
-    std::string auto_offset_reset = "latest";
   };
   struct session {
     int32_t next_epoch = 1;
@@ -196,7 +201,9 @@ class share_coordinator {
   // changed.
   void reassign(group& g);
   void remove_member(group& g, std::string_view member_id, int64_t now_ms);
-  share_partition_config partition_config() const;
+  // The group's settings: its configs over the broker's defaults. Under mu_.
+  share_group_settings settings(std::string_view group_id) const;
+  share_partition_config partition_config(std::string_view group_id) const;
 
   // Creates __share_group_state on first use (without the mutex: creation takes the topic
   // manager's control lock). False when it cannot be created.
@@ -236,6 +243,8 @@ class share_coordinator {
   int64_t last_cold_snapshot_ms_ = -1;                  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, group, std::less<>> groups_;
+  // Groups with share.* configs set (kept apart from groups_: a group's configs outlive it).
+  std::map<std::string, share_group_settings, std::less<>> group_settings_;
   std::map<partition_key, share_partition> partitions_;
   std::map<session_key, session> sessions_;
   std::function<void(const share_topic_partition&)> on_available_;

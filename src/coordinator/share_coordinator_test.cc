@@ -110,7 +110,7 @@ TEST(share_coordinator, a_leaving_member_releases_what_it_holds) {
   const topic_uuid id = f.metadata.topic("t")->id;
   share_topic_partition tp{id, 0};
   f.beat("a", 0, true);
-  f.shares.set_auto_offset_reset("g", "earliest");
+  f.shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   EXPECT_EQ(f.shares.next_fetch_offset("g", tp, 0, 10, 0), 0);
   std::vector<fetched_batch> read = {{0, 9, false}};
   auto got = f.shares.acquire("g", "a", tp, read, 500, 0);
@@ -154,6 +154,36 @@ TEST(share_coordinator, latest_starts_at_the_high_watermark_and_sessions_time_ou
   EXPECT_EQ(f.shares.delete_group("g"), error_code::none);
   EXPECT_FALSE(f.shares.start_offset("g", tp).has_value());
   EXPECT_EQ(f.shares.delete_group("g"), error_code::group_id_not_found);
+}
+
+}  // namespace
+}  // namespace tarn::coordinator
+
+namespace tarn::coordinator {
+namespace {
+
+TEST(share_coordinator, a_groups_configs_replace_the_broker_defaults) {
+  fixture f;
+  f.metadata.add("t", 1);
+  share_topic_partition tp{f.metadata.topic("t")->id, 0};
+  f.shares.set_group_configs("g", {{"share.heartbeat.interval.ms", "7000"},
+                                   {"share.record.lock.duration.ms", "20000"},
+                                   {"share.auto.offset.reset", "earliest"}});
+  EXPECT_EQ(f.beat("a", 0, true).heartbeat_interval_ms, 7000);
+  EXPECT_EQ(f.beat("a", 0, true, "other").heartbeat_interval_ms, 5000);
+  EXPECT_EQ(f.shares.next_fetch_offset("g", tp, 0, 10, 0), 0);
+  std::vector<fetched_batch> read = {{0, 9, false}};
+  ASSERT_EQ(f.shares.acquire("g", "a", tp, read, 500, 0).size(), 1u);
+  // The lock is the group's 20 s, not the broker's 30 s.
+  EXPECT_EQ(f.shares.next_lock_deadline("g", {tp}), 20000);
+  // A change reaches the share-partitions already made: the delivery-count limit of 2 archives a
+  // record whose lock expires at its second delivery.
+  f.shares.set_group_configs("g", {{"share.delivery.count.limit", "2"}});
+  EXPECT_EQ(f.shares.next_fetch_offset("g", tp, 0, 10, 20000), 0);
+  ASSERT_EQ(f.shares.acquire("g", "a", tp, read, 500, 20000).size(), 1u);
+  EXPECT_EQ(f.shares.next_lock_deadline("g", {tp}), 50000);  // back to the broker's 30 s
+  f.shares.poll(50000);
+  EXPECT_EQ(f.shares.start_offset("g", tp), 10);  // all ten archived
 }
 
 }  // namespace

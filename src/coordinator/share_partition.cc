@@ -148,7 +148,7 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
           const auto i = static_cast<size_t>(o - start_offset_);
           if (records_[i].state != record_state::available) continue;
           in_flight_record& r = mutable_record(i);
-          if (b.is_control) {
+          if (b.never_delivered()) {
             r.state = record_state::archived;
             continue;
           }
@@ -165,7 +165,7 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
         }
         if (records_.size() >= lock_limit) return;
         records_.push_back({});
-        if (b.is_control) {
+        if (b.never_delivered()) {
           records_.back().state = record_state::archived;
           continue;
         }
@@ -176,6 +176,26 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
   walk();
   advance_start();
   return out;
+}
+
+aborted_batch_filter::aborted_batch_filter(std::vector<aborted_transaction> aborted)
+    : pending_(std::move(aborted)) {
+  std::stable_sort(pending_.begin(), pending_.end(),
+                   [](const auto& a, const auto& b) { return a.first_offset < b.first_offset; });
+}
+
+bool aborted_batch_filter::aborted(int64_t base_offset, int64_t producer_id, bool is_transactional,
+                                   bool is_control) {
+  while (next_ < pending_.size() && pending_[next_].first_offset <= base_offset) {
+    open_.push_back(pending_[next_++].producer_id);
+  }
+  auto it = std::find(open_.begin(), open_.end(), producer_id);
+  if (it == open_.end() || !is_transactional) return false;
+  if (is_control) {
+    open_.erase(it);  // the ABORT marker ends the aborted transaction
+    return false;
+  }
+  return true;
 }
 
 error_code share_partition::acknowledge(std::string_view member_id,

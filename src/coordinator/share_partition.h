@@ -39,11 +39,36 @@ struct share_partition_config {
 };
 
 // A record batch as read from the log: its offsets, and whether it is a control batch
-// (transaction markers are never delivered: archived as they are passed).
+// (transaction markers are never delivered: archived as they are passed) or, for a group with
+// share.isolation.level=read_committed, a batch of an aborted transaction (archived the same
+// way, as Kafka's SharePartition archives them).
 struct fetched_batch {
   int64_t base_offset = 0;
   int64_t last_offset = 0;
   bool is_control = false;
+  bool aborted = false;
+  bool never_delivered() const { return is_control || aborted; }
+};
+
+// share.isolation.level=read_committed: which batches read (below the last stable offset) belong
+// to aborted transactions, the way Kafka's consumer filters a read_committed fetch and its
+// SharePartition filters what it acquires. Given the aborted transactions overlapping the read
+// (producer id, first offset; storage's collect_aborted_txns), each batch is asked in log order.
+class aborted_batch_filter {
+ public:
+  struct aborted_transaction {
+    int64_t producer_id = -1;
+    int64_t first_offset = 0;
+  };
+  explicit aborted_batch_filter(std::vector<aborted_transaction> aborted);
+  // True for a transactional data batch of a producer whose aborted transaction is open at its
+  // offset; the producer's control batch (its ABORT marker) closes that transaction.
+  bool aborted(int64_t base_offset, int64_t producer_id, bool is_transactional, bool is_control);
+
+ private:
+  std::vector<aborted_transaction> pending_;  // by first offset, not reached yet
+  size_t next_ = 0;
+  std::vector<int64_t> open_;  // producers inside an aborted transaction
 };
 
 // What ShareFetch answers as AcquiredRecords: consecutive offsets with one delivery count.

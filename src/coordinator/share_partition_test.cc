@@ -289,5 +289,48 @@ TEST(share_partition, batches_starting_past_the_end_offset_archive_nothing) {
   EXPECT_EQ(state(p, 115), record_state::archived);
 }
 
+// share.isolation.level=read_committed: producer 7's transaction at 0-1 aborts (marker at 3),
+// producer 8's at 2 commits (marker at 5), producer 7's next one (4) commits (marker at 6). The
+// filter marks 0-1 aborted; acquisition archives them with the markers and delivers 2 and 4.
+TEST(share_partition, aborted_transactions_are_archived_never_delivered) {
+  aborted_batch_filter filter({{7, 0}});
+  struct read_batch {
+    int64_t base, last, producer;
+    bool control;
+  };
+  const std::vector<read_batch> log = {{0, 1, 7, false}, {2, 2, 8, false}, {3, 3, 7, true},
+                                       {4, 4, 7, false}, {5, 5, 8, true},  {6, 6, 7, true}};
+  std::vector<fetched_batch> read;
+  for (const auto& b : log) {
+    fetched_batch f{b.base, b.last, b.control};
+    f.aborted = filter.aborted(b.base, b.producer, true, b.control);
+    read.push_back(f);
+  }
+  EXPECT_TRUE(read[0].aborted);
+  for (size_t i = 1; i < read.size(); ++i) EXPECT_FALSE(read[i].aborted) << i;
+
+  share_partition p(cfg(), 0);
+  auto got = p.acquire("a", read, 500, 0);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], (acquired_range{2, 2, 1}));
+  EXPECT_EQ(got[1], (acquired_range{4, 4, 1}));
+  EXPECT_EQ(p.start_offset(), 2);  // 0-1 finished (archived) at once
+  std::vector<acknowledgement_batch> acks = {ack(2, 2, {accept}), ack(4, 4, {accept})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  EXPECT_EQ(p.start_offset(), 7);
+}
+
+// A non-transactional batch of a producer with an aborted transaction open is delivered (it
+// cannot be in the transaction), and the filter forgets a producer once its marker passed.
+TEST(share_partition, the_aborted_filter_spares_non_transactional_batches) {
+  aborted_batch_filter filter({{7, 10}, {7, 20}});
+  EXPECT_FALSE(filter.aborted(5, 7, true, false));  // before the aborted transaction
+  EXPECT_TRUE(filter.aborted(10, 7, true, false));
+  EXPECT_FALSE(filter.aborted(11, 7, false, false));  // not transactional
+  EXPECT_FALSE(filter.aborted(12, 7, true, true));    // the ABORT marker
+  EXPECT_FALSE(filter.aborted(13, 7, true, false));   // a later transaction
+  EXPECT_TRUE(filter.aborted(20, 7, true, false));
+}
+
 }  // namespace
 }  // namespace tarn::coordinator

@@ -107,7 +107,7 @@ struct share_fixture {
 TEST(share_state, writes_replay_into_the_same_state) {
   share_fixture f;
   share_coordinator shares(f.config, f.metadata, &f.log);
-  shares.set_auto_offset_reset("g", "earliest");
+  shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   ASSERT_EQ(share_fixture::take(shares, "m", 0, 9, 0, f.tp).size(), 1u);
   EXPECT_EQ(share_fixture::ack(shares, "m", 0, 3, acknowledge_type::accept, f.tp),
             error_code::none);
@@ -136,7 +136,7 @@ TEST(share_state, writes_replay_into_the_same_state) {
 TEST(share_state, a_snapshot_follows_the_configured_number_of_updates) {
   share_fixture f;
   share_coordinator shares(f.config, f.metadata, &f.log);
-  shares.set_auto_offset_reset("g", "earliest");
+  shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   share_fixture::take(shares, "m", 0, 9, 0, f.tp);  // snapshot, then an update (the acquisition)
   for (int64_t o = 0; o < 6; ++o) {
     EXPECT_EQ(share_fixture::ack(shares, "m", o, o, acknowledge_type::accept, f.tp),
@@ -190,7 +190,7 @@ TEST(share_state, replay_skips_unknown_and_undecodable_records_and_obeys_tombsto
 TEST(share_state, a_failed_write_rolls_the_acknowledgement_back) {
   share_fixture f;
   share_coordinator shares(f.config, f.metadata, &f.log);
-  shares.set_auto_offset_reset("g", "earliest");
+  shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   share_fixture::take(shares, "m", 0, 4, 0, f.tp);
   f.log.fail_with = error_code::not_enough_replicas;
   EXPECT_EQ(share_fixture::ack(shares, "m", 0, 4, acknowledge_type::accept, f.tp),
@@ -209,7 +209,7 @@ TEST(share_state, pruning_keeps_the_latest_snapshot_and_what_follows) {
   f.config.share_coordinator_state_topic_prune_interval_ms = 1000;
   f.config.share_coordinator_cold_partition_snapshot_interval_ms = 1000;
   share_coordinator shares(f.config, f.metadata, &f.log);
-  shares.set_auto_offset_reset("g", "earliest");
+  shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   shares.poll(0);  // the intervals start
   share_fixture::take(shares, "m", 0, 9, 0, f.tp);
   for (int64_t o = 9; o >= 4; --o) {  // from the top: the SPSO stays at 0, six updates

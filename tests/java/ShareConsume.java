@@ -49,6 +49,16 @@ public class ShareConsume {
         .all().get();
   }
 
+  // The group's own acquisition lock (group config share.record.lock.duration.ms): the broker's
+  // is short for the lock scenario, and a loaded machine may take longer than it between polls.
+  static void lockMs(String group, int ms) throws Exception {
+    ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group);
+    admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(
+        new ConfigEntry("share.record.lock.duration.ms", Integer.toString(ms)),
+        AlterConfigOp.OpType.SET))))
+        .all().get();
+  }
+
   static KafkaShareConsumer<String, String> consumer(String group, boolean explicit, int max) {
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -73,6 +83,8 @@ public class ShareConsume {
     final int n = 300;
     topic(t, n);
     earliest(g);
+    // Each record once among three consumers: no lock may expire between two polls.
+    lockMs(g, 15000);
     Map<Long, Integer> seen = new ConcurrentHashMap<>();
     AtomicInteger duplicates = new AtomicInteger();
     AtomicInteger total = new AtomicInteger();
