@@ -14,6 +14,10 @@
 //     if (!records) { /* records.error().message */ break; }
 //     for (const auto& r : *records) { /* r.topic, r.partition, r.offset, r.key, r.value */ }
 //   }
+//   // Or without copying keys and values out of the fetched bytes (tarn/consumer_record_view.h):
+//   tarn::client::consumer_records batch;  // views valid until the next poll into it
+//   (*consumer)->poll(batch, std::chrono::milliseconds(500));
+//   for (const auto& r : batch) { /* r.key, r.value: std::optional<std::string_view> */ }
 //   (*consumer)->close();  // commits (enable.auto.commit) and leaves the group
 //
 // Threads: every call from one thread (the poll thread); wakeup() from any (a signal handler's
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "tarn/config_error.h"
+#include "tarn/consumer_record_view.h"
 #include "tarn/result.h"
 #include "tarn/topic_partition.h"
 
@@ -43,16 +48,7 @@ namespace tarn::client {
 
 class group_consumer;
 
-struct consumer_record {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t offset = 0;
-  int64_t timestamp = -1;
-  bool log_append_time = false;  // the timestamp is the broker's (LogAppendTime)
-  std::optional<std::string> key;
-  std::optional<std::string> value;
-  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-};
+// consumer_record (owning) and consumer_record_view are in tarn/consumer_record_view.h.
 
 struct consumer_error {
   int16_t kafka_error_code = -1;  // Kafka's error code, or -1 for a client-side failure
@@ -122,6 +118,13 @@ class consumer {
   // vector allocates nothing a record once warm (the records of the last call are gone).
   result<size_t, consumer_error> poll(std::vector<consumer_record>& records,
                                       std::chrono::milliseconds timeout,
+                                      size_t max_records = SIZE_MAX);
+  // The same as views into the fetched bytes (tarn/consumer_record_view.h): nothing of a record
+  // is copied. `records` is cleared first (its views are invalid from then on, and the buffers
+  // they borrowed go back to the consumer for the next fetch), then holds the new records and
+  // their buffers until it is cleared, destroyed or passed to poll() again. A consumer_records
+  // moved away keeps its views valid (the consumer then fetches into other buffers).
+  result<size_t, consumer_error> poll(consumer_records& records, std::chrono::milliseconds timeout,
                                       size_t max_records = SIZE_MAX);
   // Commits the position of every assigned partition that moved since its last commit, after
   // every earlier commit_async() has been answered (its callback called first).

@@ -64,8 +64,9 @@ result<int64_t, std::string> parse_int(const std::string& key, const std::string
   return v;
 }
 
-std::string as_string(const std::optional<record::bytes_view>& b) {
-  return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+std::optional<std::string_view> as_view(const std::optional<record::bytes_view>& b) {
+  if (!b) return std::nullopt;
+  return std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
 }
 
 }  // namespace
@@ -238,8 +239,9 @@ void group_consumer::seek(const topic_partition& tp, int64_t offset_or_spec) {
   seeks_[tp] = offset_or_spec;
   fetch_positions_.erase(tp);
   positions_.erase(tp);
-  buffered_.drop_if(
-      [&](const consumer_record& r) { return r.topic == tp.topic && r.partition == tp.partition; });
+  buffered_.drop_if([&](const consumer_record_view& r) {
+    return r.topic == tp.topic && r.partition == tp.partition;
+  });
 }
 
 void group_consumer::pause(const std::vector<topic_partition>& partitions) {
@@ -247,7 +249,7 @@ void group_consumer::pause(const std::vector<topic_partition>& partitions) {
     if (!std::binary_search(assigned_.begin(), assigned_.end(), tp)) continue;
     paused_.insert(tp);
     // What was fetched and not returned is fetched again after resume().
-    buffered_.drop_if([&](const consumer_record& r) {
+    buffered_.drop_if([&](const consumer_record_view& r) {
       return r.topic == tp.topic && r.partition == tp.partition;
     });
     auto pos = positions_.find(tp);
@@ -896,9 +898,10 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
       }
       req.forgotten_topics_data.back().partitions.push_back(tp.partition);
     }
-    // The response lands in one buffer kept across fetches: a fresh megabyte each time cost a
-    // malloc, its zeroing and its page faults (every record is copied out before the next fetch).
-    auto resp = call<protocol::fetch_response>(**c, req, v, fetch_buffer_,
+    // The response lands in an arena from the pool, reused once no record borrows it: a fresh
+    // megabyte each time cost a malloc, its zeroing and its page faults.
+    std::shared_ptr<fetch_arena> arena = arenas_->take();
+    auto resp = call<protocol::fetch_response>(**c, req, v, arena->response,
                                                config_.request_timeout + max_wait);
     if (!resp) {
       session.on_failure();
@@ -915,6 +918,7 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
     if (resp->error_code != 0) {
       return fail(kafka_error(resp->error_code));
     }
+    bool borrowed = false;  // buffered_ holds the arena (once a record borrows it)
     for (const auto& t : resp->responses) {
       for (const auto& pd : t.partitions) {
         const topic_partition tp{std::string(t.topic), pd.partition_index};
@@ -971,34 +975,45 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
             pos->second = batch.next_offset();
             continue;
           }
-          auto records = record::batch_records::open(batch, 1u << 30);
-          if (!records) {
-            return fail(transport_error(fmt::format("{}-{}: the batch at offset {} does not decode",
-                                                    tp.topic, tp.partition, batch.base_offset())));
+          // The records section: where it is, or decompressed into the arena.
+          record::bytes_view section = batch.records_bytes();
+          if (batch.is_compressed()) {
+            auto plain = arena->decompress(batch.compression(), section, 1u << 30);
+            if (!plain) {
+              return fail(transport_error(
+                  fmt::format("{}-{}: the batch at offset {} does not decompress: {}", tp.topic,
+                              tp.partition, batch.base_offset(), plain.error().message)));
+            }
+            section = *plain;
+          }
+          if (!borrowed) {
+            buffered_.borrow(arena);
+            borrowed = true;
           }
           const bool log_append_time =
               batch.timestamp_type() == record::timestamp_type::log_append_time;
-          auto reader = records->reader();
+          const int64_t base_offset = batch.base_offset();
+          const int64_t base_timestamp = batch.base_timestamp();
+          const int64_t max_timestamp = batch.max_timestamp();
+          record::record_reader reader(section);
           record::record_view rec;
           while (reader.next(rec)) {
-            const int64_t offset = batch.base_offset() + rec.offset_delta;
+            const int64_t offset = base_offset + rec.offset_delta;
             if (offset < pos->second) continue;
-            consumer_record& out = buffered_.emplace_back();
-            out.topic = buffered_.take_string(tp.topic.data(), tp.topic.size());
+            consumer_record_view& out = buffered_.emplace_back();
+            out.topic = t.topic;
             out.partition = tp.partition;
             out.offset = offset;
             out.log_append_time = log_append_time;
-            out.timestamp = log_append_time ? batch.max_timestamp()
-                                            : batch.base_timestamp() + rec.timestamp_delta;
-            if (rec.key) out.key = buffered_.take_string(rec.key->data(), rec.key->size());
-            if (rec.value) out.value = buffered_.take_string(rec.value->data(), rec.value->size());
-            for (const auto& h : rec.headers()) {
-              std::optional<std::string> value;
-              if (h.value) value = as_string(h.value);
-              out.headers.emplace_back(
-                  std::string(reinterpret_cast<const char*>(h.key.data()), h.key.size()),
-                  std::move(value));
-            }
+            out.timestamp = log_append_time ? max_timestamp : base_timestamp + rec.timestamp_delta;
+            out.key = as_view(rec.key);
+            out.value = as_view(rec.value);
+            out.headers = record_headers_view(rec.header_bytes.data(), rec.header_count);
+          }
+          if (reader.error()) {
+            return fail(transport_error(fmt::format(
+                "{}-{}: a record of the batch at offset {} does not decode: {}", tp.topic,
+                tp.partition, batch.base_offset(), record::describe(*reader.error()))));
           }
           pos->second = std::max(pos->second, batch.next_offset());
         }
@@ -1018,13 +1033,9 @@ result<std::vector<consumer_record>, client_error> group_consumer::poll(
   return out;
 }
 
-result<void, client_error> group_consumer::poll(std::vector<consumer_record>& out,
-                                                std::chrono::milliseconds timeout,
-                                                size_t max_records) {
-  buffered_.recycle(out);
+result<void, client_error> group_consumer::poll_until_buffered(std::chrono::milliseconds timeout) {
   if (closed_) return fail(client_error{-1, "the consumer is closed"});
   const auto deadline = clock_type::now() + timeout;
-  max_records = std::min(max_records, static_cast<size_t>(config_.max_poll_records));
   while (true) {
     if (woken_.exchange(false, std::memory_order_relaxed)) return {};
     if (auto r = ensure_active_group(); !r) {
@@ -1032,17 +1043,7 @@ result<void, client_error> group_consumer::poll(std::vector<consumer_record>& ou
       return fail(r.error());
     }
     maybe_auto_commit();
-    if (!buffered_.empty()) {
-      buffered_.pop_into(out, max_records);
-      // Positions move past the records returned: one map update per run of a partition's
-      // records rather than one per record.
-      for (size_t i = 0; i < out.size(); ++i) {
-        const bool last_of_run = i + 1 == out.size() || out[i + 1].partition != out[i].partition ||
-                                 out[i + 1].topic != out[i].topic;
-        if (last_of_run) positions_[{out[i].topic, out[i].partition}] = out[i].offset + 1;
-      }
-      return {};
-    }
+    if (!buffered_.empty()) return {};
     const auto now = clock_type::now();
     if (now >= deadline) return {};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -1054,6 +1055,40 @@ result<void, client_error> group_consumer::poll(std::vector<consumer_record>& ou
       for (const auto& [tp, pos] : fetch_positions_) positions_[tp] = pos;
     }
   }
+}
+
+template <typename Records>
+void group_consumer::advance_positions(const Records& out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool last_of_run = i + 1 == out.size() || out[i + 1].partition != out[i].partition ||
+                             out[i + 1].topic != out[i].topic;
+    if (last_of_run) {
+      positions_[{std::string(out[i].topic), out[i].partition}] = out[i].offset + 1;
+    }
+  }
+}
+
+result<void, client_error> group_consumer::poll(std::vector<consumer_record>& out,
+                                                std::chrono::milliseconds timeout,
+                                                size_t max_records) {
+  buffered_.recycle(out);
+  if (auto r = poll_until_buffered(timeout); !r) return r;
+  if (buffered_.empty()) return {};
+  buffered_.pop_into(out, std::min(max_records, static_cast<size_t>(config_.max_poll_records)));
+  advance_positions(out);
+  return {};
+}
+
+result<void, client_error> group_consumer::poll(consumer_records& out,
+                                                std::chrono::milliseconds timeout,
+                                                size_t max_records) {
+  // Released first, so the fetch below can reuse the arenas they borrowed.
+  out.clear();
+  if (auto r = poll_until_buffered(timeout); !r) return r;
+  if (buffered_.empty()) return {};
+  buffered_.pop_into(out, std::min(max_records, static_cast<size_t>(config_.max_poll_records)));
+  advance_positions(out);
+  return {};
 }
 
 // ---------------------------------------------------------------------------------------------

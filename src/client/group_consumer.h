@@ -78,6 +78,7 @@
 #include "base/result.h"
 #include "client/cluster_client.h"
 #include "client/consumer_membership.h"
+#include "client/fetch_arena.h"
 #include "client/fetch_session.h"
 #include "client/record_buffer.h"
 #include "tarn/consumer.h"  // consumer_record
@@ -172,6 +173,9 @@ class group_consumer {
   // poll() into `out`, replacing its records; their strings are kept for reuse.
   result<void, client_error> poll(std::vector<consumer_record>& out,
                                   std::chrono::milliseconds timeout, size_t max_records);
+  // poll() as views borrowing the fetch arenas (cleared first, so its arenas can be reused).
+  result<void, client_error> poll(consumer_records& out, std::chrono::milliseconds timeout,
+                                  size_t max_records);
 
   // Commits the position of every assigned partition that moved since its last commit (or
   // `offsets`), after the async commits in flight.
@@ -245,6 +249,11 @@ class group_consumer {
   void invoke_commit_callbacks();
   void committer_loop();
   result<void, client_error> fetch_once(std::chrono::milliseconds max_wait);
+  // Joins, commits and fetches until records are buffered or the timeout passes (or a wakeup).
+  result<void, client_error> poll_until_buffered(std::chrono::milliseconds timeout);
+  // Positions move past the records returned: one map update per run of a partition's records.
+  template <typename Records>
+  void advance_positions(const Records& out);
   void maybe_auto_commit();
   void revoke_all();
   result<blocking_client*, client_error> coordinator();
@@ -274,7 +283,8 @@ class group_consumer {
   std::map<topic_partition, int32_t> leaders_;       // from the last Metadata
   std::map<uuid, std::string> topic_names_;          // KIP-848 assignments name topics by id
   std::map<int32_t, fetch_session> fetch_sessions_;  // by broker
-  std::vector<uint8_t> fetch_buffer_;                // the last Fetch response
+  // Fetch responses and decompressed batches, reused once nothing borrows them.
+  std::shared_ptr<fetch_arena_pool> arenas_ = fetch_arena_pool::create();
   fetch_statistics fetch_stats_;
   bool leaders_stale_ = true;
   std::chrono::steady_clock::time_point next_auto_commit_;
