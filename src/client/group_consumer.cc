@@ -1037,6 +1037,7 @@ result<void, client_error> group_consumer::poll_until_buffered(std::chrono::mill
   if (closed_) return fail(client_error{-1, "the consumer is closed"});
   const auto deadline = clock_type::now() + timeout;
   while (true) {
+    last_poll_ns_.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
     if (woken_.exchange(false, std::memory_order_relaxed)) return {};
     if (auto r = ensure_active_group(); !r) {
       if (woken_.exchange(false, std::memory_order_relaxed)) return {};
@@ -1181,6 +1182,38 @@ void group_consumer::heartbeat_loop() {
     const std::string group = config_.group_id;
     const std::string member_id = member_id_;
     const int32_t generation = generation_;
+    const auto since_poll =
+        clock_type::now() -
+        clock_type::time_point(clock_type::duration(last_poll_ns_.load(std::memory_order_relaxed)));
+    if (since_poll > config_.max_poll_interval) {
+      // The application stopped polling: leave, so the group gives the partitions to others
+      // (Java's maybeLeaveGroup). The next poll() loses them and joins again.
+      member_id_.clear();
+      generation_ = -1;
+      rejoin_needed_ = true;
+      state_ = member_state::unjoined;
+      lock.unlock();
+      if (!config_.group_instance_id) {
+        if (blocking_client* c = connection.to(target, config_)) {
+          if (const int16_t v = c->version_for<protocol::leave_group_request>(); v >= 0) {
+            protocol::leave_group_request leave;
+            leave.group_id = group;
+            if (v >= 3) {
+              protocol::leave_group_request::member_identity m;
+              m.member_id = member_id;
+              m.reason = "consumer poll timeout has expired.";
+              leave.members.push_back(m);
+            } else {
+              leave.member_id = member_id;
+            }
+            std::vector<uint8_t> buffer;
+            if (!call<protocol::leave_group_response>(*c, leave, v, buffer)) connection.reset();
+          }
+        }
+      }
+      lock.lock();
+      continue;
+    }
     lock.unlock();
 
     blocking_client* c = connection.to(target, config_);

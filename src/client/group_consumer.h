@@ -53,8 +53,14 @@
 // sent; an evicted session (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) makes the
 // next Fetch full.
 //
-// Not done: max.poll.interval.ms is sent as the rebalance timeout but not enforced on the client,
-// the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
+// max.poll.interval.ms (classic protocol): the heartbeat thread watches the time since the poll
+// thread last polled; past it, the member leaves the group (LeaveGroup with Java's reason; a
+// static member only forgets its generation) and stops heartbeating, so the group rebalances
+// without it, as Java's and librdkafka's consumers do. The next poll() then loses the partitions
+// (on_partitions_lost: another member may own them already) and joins again.
+//
+// Not done: max.poll.interval.ms with group.protocol=consumer (it is sent as the rebalance timeout
+// only), the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
 // fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.
@@ -271,6 +277,9 @@ class group_consumer {
   bool join_prepared_ = false;  // the partitions were revoked for the join under way
   bool closed_ = false;
   std::atomic<bool> woken_{false};
+  // When the poll thread last polled (steady clock, ns): the heartbeat thread's
+  // max.poll.interval.ms check.
+  std::atomic<int64_t> last_poll_ns_{0};
 
   // Assignment and positions (poll()'s thread only).
   std::vector<topic_partition> assigned_;
