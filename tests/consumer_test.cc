@@ -18,7 +18,8 @@
 //   - a classic static member removed by an admin LeaveGroup (by its instance id) is fenced: its
 //     listener hears on_partitions_lost (no revocation, no commit) and it joins again;
 //   - max.poll.interval.ms (tarn only): a classic member that stops polling leaves the group on
-//     its own, and its next poll() loses its partitions and joins again.
+//     its own, and its next poll() loses its partitions and joins again;
+//   - a pattern subscription (tarn only) follows the topics it matches, new ones included.
 // Every scenario runs against tarn (a test each) and against Apache Kafka 4.4.0 (scripts/kafka-ref,
 // one test for all, the release build only), with the same assertions.
 #include "tarn/consumer.h"
@@ -709,6 +710,45 @@ TEST_F(consumer_lib, a_member_that_stops_polling_leaves_the_group) {
   EXPECT_NE(c.member_id(), first_member);
   EXPECT_EQ(events, (std::vector<std::string>{"assigned 2", "lost 2", "assigned 2"}));
   ASSERT_TRUE(c.close());
+}
+
+// Regular-expression subscription (librdkafka's '^' convention): the member is assigned every
+// partition of the topics the expression matches and none of the others, a topic created later
+// that matches joins at the next listing (metadata.max.age.ms), and an invalid expression fails
+// poll().
+TEST_F(consumer_lib, a_pattern_subscription_follows_the_matching_topics) {
+  if (!start(broker_kind::tarn)) return;
+  create_topic("rx-a", 1);
+  create_topic("rx-b", 2);
+  create_topic("other", 1);
+  auto c = make({{"group.id", "rx-group"},
+                 {"metadata.max.age.ms", "300"},
+                 {"heartbeat.interval.ms", "200"},
+                 {"fetch.max.wait.ms", "100"}});
+  ASSERT_TRUE(c);
+  c->subscribe({"^rx-.*"});
+  auto poll_until_assigned = [&](size_t n) {
+    const auto deadline = clock_type::now() + 20s;
+    while (c->assignment().size() != n && clock_type::now() < deadline) {
+      auto r = c->poll(100ms);
+      ASSERT_TRUE(r) << r.error().message;
+    }
+  };
+  poll_until_assigned(3);
+  EXPECT_EQ(c->assignment(), (std::vector<topic_partition>{{"rx-a", 0}, {"rx-b", 0}, {"rx-b", 1}}));
+  create_topic("rx-c", 1);
+  poll_until_assigned(4);
+  EXPECT_EQ(c->assignment(),
+            (std::vector<topic_partition>{{"rx-a", 0}, {"rx-b", 0}, {"rx-b", 1}, {"rx-c", 0}}));
+  ASSERT_TRUE(c->close());
+
+  auto bad = make({{"group.id", "rx-bad"}});
+  ASSERT_TRUE(bad);
+  bad->subscribe({"^rx-(("});
+  auto r = bad->poll(100ms);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("not a valid regular expression"), std::string::npos)
+      << r.error().message;
 }
 
 // The same scenarios against Apache Kafka 4.4.0, in one test so the JVM starts once.

@@ -91,7 +91,7 @@ class consumer {
   // The Java consumer's properties: bootstrap.servers, group.id, group.protocol (classic or
   // consumer), group.remote.assignor, client.id, group.instance.id, auto.offset.reset,
   // enable.auto.commit, auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms,
-  // max.poll.interval.ms, max.poll.records, isolation.level, fetch.min.bytes, fetch.max.bytes,
+  // max.poll.interval.ms, max.poll.records, metadata.max.age.ms, isolation.level, fetch.min.bytes, fetch.max.bytes,
   // fetch.max.wait.ms, max.partition.fetch.bytes, request.timeout.ms, retry.backoff.ms. Others
   // (deserializers, ...) are accepted and unused.
   static result<std::unique_ptr<consumer>, config_error> create(
@@ -101,7 +101,11 @@ class consumer {
   consumer& operator=(const consumer&) = delete;
 
   // The topics to read as a member of group.id; takes effect at the next poll(). The listener
-  // (optional) hears of every partition assigned and revoked from then on.
+  // (optional) hears of every partition assigned and revoked from then on. A name beginning with
+  // '^' is a regular expression (librdkafka's convention, ECMAScript syntax): every topic it
+  // matches but internal ones ("__..."), listed again every metadata.max.age.ms (librdkafka's
+  // topic.metadata.refresh.interval.ms is read too), so topics created later join the
+  // subscription. An invalid expression makes poll() fail.
   void subscribe(std::vector<std::string> topics, rebalance_listener listener = {});
   // Without a group: the partitions to read (replacing any earlier ones).
   void assign(std::vector<topic_partition> partitions);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <regex>
 
 #include "client/consumer_protocol.h"
 #include "client/range_assignor.h"
@@ -110,6 +111,8 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
     return ms(request_timeout);
   } else if (key == "retry.backoff.ms") {
     return ms(retry_backoff);
+  } else if (key == "metadata.max.age.ms" || key == "topic.metadata.refresh.interval.ms") {
+    return ms(metadata_max_age);
   } else if (key == "auto.commit.interval.ms") {
     return ms(auto_commit_interval);
   } else if (key == "enable.auto.commit") {
@@ -221,11 +224,60 @@ group_consumer::~group_consumer() {
 
 void group_consumer::subscribe(std::vector<std::string> topics, rebalance_listener listener) {
   listener_ = std::move(listener);
+  std::vector<std::string> names;
+  std::vector<std::string> patterns;
+  for (auto& t : topics) (t.starts_with('^') ? patterns : names).push_back(std::move(t));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  subscription_error_.reset();
+  for (const auto& p : patterns) {
+    // std::regex reports a bad expression by throwing; it becomes poll()'s error.
+    try {
+      std::regex check(p);
+    } catch (const std::regex_error& e) {
+      subscription_error_ = client_error{
+          -1, fmt::format("subscribe: {} is not a valid regular expression: {}", p, e.what())};
+    }
+  }
+  literal_topics_ = names;
+  patterns_listed_at_.reset();
+  patterns_ = std::move(patterns);
+  if (!patterns_.empty()) return;  // the next poll lists the topics they match
+  if (names == topics_) return;
+  topics_ = std::move(names);
+  subscription_changed_ = true;
+}
+
+result<void, client_error> group_consumer::resolve_patterns() {
+  if (subscription_error_) return fail(*subscription_error_);
+  if (patterns_.empty()) return {};
+  const auto now = clock_type::now();
+  if (patterns_listed_at_ && now - *patterns_listed_at_ < config_.metadata_max_age) return {};
+  auto md = cluster_->metadata(std::nullopt);  // every topic
+  if (!md) {
+    if (patterns_listed_at_) return {};  // keep the last list until the cluster answers
+    return fail(md.error());
+  }
+  patterns_listed_at_ = now;
+  std::vector<std::regex> expressions;
+  for (const auto& p : patterns_) expressions.emplace_back(p);  // valid: subscribe() checked
+  std::vector<std::string> topics = literal_topics_;
+  for (const auto& [name, layout] : *md) {
+    if (name.starts_with("__")) continue;  // internal topics, as Java's exclude.internal.topics
+    for (const auto& e : expressions) {
+      if (std::regex_search(name, e)) {
+        topics.push_back(name);
+        break;
+      }
+    }
+  }
   std::sort(topics.begin(), topics.end());
   topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
-  if (topics == topics_) return;
-  topics_ = std::move(topics);
-  subscription_changed_ = true;
+  if (topics != topics_) {
+    topics_ = std::move(topics);
+    subscription_changed_ = true;
+  }
+  return {};
 }
 
 void group_consumer::assign(std::vector<topic_partition> partitions) {
@@ -374,6 +426,7 @@ void group_consumer::leave_prepare() {
 result<void, client_error> group_consumer::ensure_active_group() {
   invoke_commit_callbacks();
   if (config_.group_id.empty()) return init_positions();
+  if (auto r = resolve_patterns(); !r) return r;
   if (config_.consumer_protocol) return ensure_active_consumer_group();
   bool needed = false;
   {

@@ -102,6 +102,9 @@ struct group_consumer_config {
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds retry_backoff{100};
   std::chrono::milliseconds auto_commit_interval{5000};
+  // How often a pattern subscription lists the cluster's topics again (Java's
+  // metadata.max.age.ms; librdkafka's topic.metadata.refresh.interval.ms is read too).
+  std::chrono::milliseconds metadata_max_age{300000};
   bool enable_auto_commit = true;
   std::string auto_offset_reset = "latest";  // earliest, latest or none
   int8_t isolation_level = 0;                // 1: read_committed
@@ -163,7 +166,11 @@ class group_consumer {
   group_consumer(const group_consumer&) = delete;
   group_consumer& operator=(const group_consumer&) = delete;
 
-  // The topics to consume; takes effect at the next poll() (a rebalance when joined already).
+  // The topics to consume; takes effect at the next poll() (a rebalance when joined already). A
+  // name beginning with '^' is a regular expression (librdkafka's convention; ECMAScript syntax):
+  // every topic it matches is subscribed, except internal ones ("__..."), as the cluster's topic
+  // list says every metadata.max.age.ms; a topic created or deleted later changes the
+  // subscription (and rebalances) at the next listing. An invalid expression fails poll().
   void subscribe(std::vector<std::string> topics, rebalance_listener listener = {});
 
   // Without a group: the partitions to read (replacing any earlier ones) and where to start
@@ -237,6 +244,8 @@ class group_consumer {
   };
 
   result<void, client_error> ensure_active_group();
+  // Pattern subscriptions: the matching topics, listed again when metadata.max.age.ms passed.
+  result<void, client_error> resolve_patterns();
   void prepare_join();
   void leave_prepare();
   void call_listener(const std::function<void(const std::vector<topic_partition>&)>& f,
@@ -271,7 +280,11 @@ class group_consumer {
 
   const group_consumer_config config_;
   std::unique_ptr<cluster_client> cluster_;  // poll()'s thread only
-  std::vector<std::string> topics_;
+  std::vector<std::string> topics_;          // subscribed: the names given, and what patterns match
+  std::vector<std::string> literal_topics_;  // the names given
+  std::vector<std::string> patterns_;        // the expressions given ('^...')
+  std::optional<std::chrono::steady_clock::time_point> patterns_listed_at_;
+  std::optional<client_error> subscription_error_;  // an invalid expression
   rebalance_listener listener_;
   bool subscription_changed_ = false;
   bool join_prepared_ = false;  // the partitions were revoked for the join under way
