@@ -897,8 +897,9 @@ partition from its start to its end, several passes a run sized by a calibration
 counted) to a few seconds; runs alternate (librdkafka, tarn, ...). records/s counts from each
 pass's first record to its last, as section 3; CPU per record is the client process's user +
 system time over the whole run divided by the records it read. Both clients get each record's
-key and value; tarn's copies them into its consumer_record (std::string), librdkafka hands out
-pointers into its fetch buffer."""
+key and value as pointers into their fetch buffers (tarn's record views, poll(consumer_records&);
+librdkafka's rd_kafka_message_t). Each keeps its default check.crcs: true in tarn (as Java),
+false in librdkafka."""
 
 
 def render_consumer(b):

@@ -14,6 +14,10 @@
 //     if (!records) { /* records.error().message */ break; }
 //     for (const auto& r : *records) { /* r.topic, r.partition, r.offset, r.key, r.value */ }
 //   }
+//   // Or without copying keys and values out of the fetched bytes (tarn/consumer_record_view.h):
+//   tarn::client::consumer_records batch;  // views valid until the next poll into it
+//   (*consumer)->poll(batch, std::chrono::milliseconds(500));
+//   for (const auto& r : batch) { /* r.key, r.value: std::optional<std::string_view> */ }
 //   (*consumer)->close();  // commits (enable.auto.commit) and leaves the group
 //
 // Threads: every call from one thread (the poll thread); wakeup() from any (a signal handler's
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "tarn/config_error.h"
+#include "tarn/consumer_record_view.h"
 #include "tarn/result.h"
 #include "tarn/topic_partition.h"
 
@@ -43,16 +48,7 @@ namespace tarn::client {
 
 class group_consumer;
 
-struct consumer_record {
-  std::string topic;
-  int32_t partition = 0;
-  int64_t offset = 0;
-  int64_t timestamp = -1;
-  bool log_append_time = false;  // the timestamp is the broker's (LogAppendTime)
-  std::optional<std::string> key;
-  std::optional<std::string> value;
-  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-};
+// consumer_record (owning) and consumer_record_view are in tarn/consumer_record_view.h.
 
 struct consumer_error {
   int16_t kafka_error_code = -1;  // Kafka's error code, or -1 for a client-side failure
@@ -95,7 +91,7 @@ class consumer {
   // The Java consumer's properties: bootstrap.servers, group.id, group.protocol (classic or
   // consumer), group.remote.assignor, client.id, group.instance.id, auto.offset.reset,
   // enable.auto.commit, auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms,
-  // max.poll.interval.ms, max.poll.records, isolation.level, fetch.min.bytes, fetch.max.bytes,
+  // max.poll.interval.ms, max.poll.records, metadata.max.age.ms, isolation.level, fetch.min.bytes, fetch.max.bytes,
   // fetch.max.wait.ms, max.partition.fetch.bytes, request.timeout.ms, retry.backoff.ms. Others
   // (deserializers, ...) are accepted and unused.
   static result<std::unique_ptr<consumer>, config_error> create(
@@ -105,7 +101,11 @@ class consumer {
   consumer& operator=(const consumer&) = delete;
 
   // The topics to read as a member of group.id; takes effect at the next poll(). The listener
-  // (optional) hears of every partition assigned and revoked from then on.
+  // (optional) hears of every partition assigned and revoked from then on. A name beginning with
+  // '^' is a regular expression (librdkafka's convention, ECMAScript syntax): every topic it
+  // matches but internal ones ("__..."), listed again every metadata.max.age.ms (librdkafka's
+  // topic.metadata.refresh.interval.ms is read too), so topics created later join the
+  // subscription. An invalid expression makes poll() fail.
   void subscribe(std::vector<std::string> topics, rebalance_listener listener = {});
   // Without a group: the partitions to read (replacing any earlier ones).
   void assign(std::vector<topic_partition> partitions);
@@ -122,6 +122,13 @@ class consumer {
   // vector allocates nothing a record once warm (the records of the last call are gone).
   result<size_t, consumer_error> poll(std::vector<consumer_record>& records,
                                       std::chrono::milliseconds timeout,
+                                      size_t max_records = SIZE_MAX);
+  // The same as views into the fetched bytes (tarn/consumer_record_view.h): nothing of a record
+  // is copied. `records` is cleared first (its views are invalid from then on, and the buffers
+  // they borrowed go back to the consumer for the next fetch), then holds the new records and
+  // their buffers until it is cleared, destroyed or passed to poll() again. A consumer_records
+  // moved away keeps its views valid (the consumer then fetches into other buffers).
+  result<size_t, consumer_error> poll(consumer_records& records, std::chrono::milliseconds timeout,
                                       size_t max_records = SIZE_MAX);
   // Commits the position of every assigned partition that moved since its last commit, after
   // every earlier commit_async() has been answered (its callback called first).

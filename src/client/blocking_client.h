@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -22,6 +23,29 @@
 #include "protocol/writer.h"
 
 namespace tarn::client {
+
+// std::allocator, except that a value-less construct leaves the element uninitialised, so a
+// vector's resize() does not zero bytes that a read overwrites at once.
+template <typename T>
+struct uninitialized_allocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = uninitialized_allocator<U>;
+  };
+  uninitialized_allocator() = default;
+  template <typename U>
+  uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+// A response buffer that grows without zeroing (the consumer's fetch buffers).
+using fetch_bytes = std::vector<uint8_t, uninitialized_allocator<uint8_t>>;
 
 class blocking_client {
  public:
@@ -41,11 +65,12 @@ class blocking_client {
   blocking_client& operator=(const blocking_client&) = delete;
 
   // Sends one request (header + body) and returns the response body (after the header), which
-  // borrows `buffer`. `timeout` overrides the client's for this request (a JoinGroup waits as
-  // long as the group's rebalance).
+  // borrows `buffer` (a std::vector<uint8_t> or fetch_bytes). `timeout` overrides the client's
+  // for this request (a JoinGroup waits as long as the group's rebalance).
+  template <typename Buffer>
   result<std::span<const uint8_t>, std::string> round_trip(int16_t api_key, int16_t api_version,
                                                            std::span<const uint8_t> body,
-                                                           std::vector<uint8_t>& buffer,
+                                                           Buffer& buffer,
                                                            std::chrono::milliseconds timeout = {});
 
   // Asks the broker for its API versions (ApiVersions v3, else v0) and remembers them for
@@ -89,15 +114,15 @@ class blocking_client {
   std::chrono::milliseconds timeout_;
   std::string client_id_;
   int32_t next_correlation_id_ = 1;
+  int rcvlowat_ = 1;  // the socket's SO_RCVLOWAT (read_exact sets it before it waits)
   std::map<int16_t, std::pair<int16_t, int16_t>> versions_;  // api key -> broker's [min, max]
 };
 
 // Sends `request` at `version` and decodes the response, which borrows `buffer` (keep it alive
 // as long as the response).
-template <class Response, class Request>
+template <class Response, class Request, class Buffer>
 result<Response, std::string> call(blocking_client& client, const Request& request, int16_t version,
-                                   std::vector<uint8_t>& buffer,
-                                   std::chrono::milliseconds timeout = {}) {
+                                   Buffer& buffer, std::chrono::milliseconds timeout = {}) {
   std::vector<uint8_t> body;
   body.reserve(request.encoded_size(version));
   protocol::writer w(body);

@@ -59,6 +59,13 @@ result<size_t, consumer_error> consumer::poll(std::vector<consumer_record>& reco
   return records.size();
 }
 
+result<size_t, consumer_error> consumer::poll(consumer_records& records,
+                                              std::chrono::milliseconds timeout,
+                                              size_t max_records) {
+  if (auto r = impl_->poll(records, timeout, max_records); !r) return fail(public_error(r.error()));
+  return records.size();
+}
+
 result<void, consumer_error> consumer::commit_sync() {
   if (auto r = impl_->commit_sync(); !r) return fail(public_error(r.error()));
   return {};

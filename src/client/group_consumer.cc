@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <regex>
 
 #include "client/consumer_protocol.h"
 #include "client/range_assignor.h"
@@ -64,8 +65,9 @@ result<int64_t, std::string> parse_int(const std::string& key, const std::string
   return v;
 }
 
-std::string as_string(const std::optional<record::bytes_view>& b) {
-  return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+std::optional<std::string_view> as_view(const std::optional<record::bytes_view>& b) {
+  if (!b) return std::nullopt;
+  return std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
 }
 
 }  // namespace
@@ -109,6 +111,8 @@ result<void, std::string> group_consumer_config::set(const std::string& key,
     return ms(request_timeout);
   } else if (key == "retry.backoff.ms") {
     return ms(retry_backoff);
+  } else if (key == "metadata.max.age.ms" || key == "topic.metadata.refresh.interval.ms") {
+    return ms(metadata_max_age);
   } else if (key == "auto.commit.interval.ms") {
     return ms(auto_commit_interval);
   } else if (key == "enable.auto.commit") {
@@ -220,11 +224,60 @@ group_consumer::~group_consumer() {
 
 void group_consumer::subscribe(std::vector<std::string> topics, rebalance_listener listener) {
   listener_ = std::move(listener);
+  std::vector<std::string> names;
+  std::vector<std::string> patterns;
+  for (auto& t : topics) (t.starts_with('^') ? patterns : names).push_back(std::move(t));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  subscription_error_.reset();
+  for (const auto& p : patterns) {
+    // std::regex reports a bad expression by throwing; it becomes poll()'s error.
+    try {
+      std::regex check(p);
+    } catch (const std::regex_error& e) {
+      subscription_error_ = client_error{
+          -1, fmt::format("subscribe: {} is not a valid regular expression: {}", p, e.what())};
+    }
+  }
+  literal_topics_ = names;
+  patterns_listed_at_.reset();
+  patterns_ = std::move(patterns);
+  if (!patterns_.empty()) return;  // the next poll lists the topics they match
+  if (names == topics_) return;
+  topics_ = std::move(names);
+  subscription_changed_ = true;
+}
+
+result<void, client_error> group_consumer::resolve_patterns() {
+  if (subscription_error_) return fail(*subscription_error_);
+  if (patterns_.empty()) return {};
+  const auto now = clock_type::now();
+  if (patterns_listed_at_ && now - *patterns_listed_at_ < config_.metadata_max_age) return {};
+  auto md = cluster_->metadata(std::nullopt);  // every topic
+  if (!md) {
+    if (patterns_listed_at_) return {};  // keep the last list until the cluster answers
+    return fail(md.error());
+  }
+  patterns_listed_at_ = now;
+  std::vector<std::regex> expressions;
+  for (const auto& p : patterns_) expressions.emplace_back(p);  // valid: subscribe() checked
+  std::vector<std::string> topics = literal_topics_;
+  for (const auto& [name, layout] : *md) {
+    if (name.starts_with("__")) continue;  // internal topics, as Java's exclude.internal.topics
+    for (const auto& e : expressions) {
+      if (std::regex_search(name, e)) {
+        topics.push_back(name);
+        break;
+      }
+    }
+  }
   std::sort(topics.begin(), topics.end());
   topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
-  if (topics == topics_) return;
-  topics_ = std::move(topics);
-  subscription_changed_ = true;
+  if (topics != topics_) {
+    topics_ = std::move(topics);
+    subscription_changed_ = true;
+  }
+  return {};
 }
 
 void group_consumer::assign(std::vector<topic_partition> partitions) {
@@ -238,8 +291,9 @@ void group_consumer::seek(const topic_partition& tp, int64_t offset_or_spec) {
   seeks_[tp] = offset_or_spec;
   fetch_positions_.erase(tp);
   positions_.erase(tp);
-  buffered_.drop_if(
-      [&](const consumer_record& r) { return r.topic == tp.topic && r.partition == tp.partition; });
+  buffered_.drop_if([&](const consumer_record_view& r) {
+    return r.topic == tp.topic && r.partition == tp.partition;
+  });
 }
 
 void group_consumer::pause(const std::vector<topic_partition>& partitions) {
@@ -247,7 +301,7 @@ void group_consumer::pause(const std::vector<topic_partition>& partitions) {
     if (!std::binary_search(assigned_.begin(), assigned_.end(), tp)) continue;
     paused_.insert(tp);
     // What was fetched and not returned is fetched again after resume().
-    buffered_.drop_if([&](const consumer_record& r) {
+    buffered_.drop_if([&](const consumer_record_view& r) {
       return r.topic == tp.topic && r.partition == tp.partition;
     });
     auto pos = positions_.find(tp);
@@ -372,6 +426,7 @@ void group_consumer::leave_prepare() {
 result<void, client_error> group_consumer::ensure_active_group() {
   invoke_commit_callbacks();
   if (config_.group_id.empty()) return init_positions();
+  if (auto r = resolve_patterns(); !r) return r;
   if (config_.consumer_protocol) return ensure_active_consumer_group();
   bool needed = false;
   {
@@ -896,9 +951,10 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
       }
       req.forgotten_topics_data.back().partitions.push_back(tp.partition);
     }
-    // The response lands in one buffer kept across fetches: a fresh megabyte each time cost a
-    // malloc, its zeroing and its page faults (every record is copied out before the next fetch).
-    auto resp = call<protocol::fetch_response>(**c, req, v, fetch_buffer_,
+    // The response lands in an arena from the pool, reused once no record borrows it: a fresh
+    // megabyte each time cost a malloc, its zeroing and its page faults.
+    std::shared_ptr<fetch_arena> arena = arenas_->take();
+    auto resp = call<protocol::fetch_response>(**c, req, v, arena->response,
                                                config_.request_timeout + max_wait);
     if (!resp) {
       session.on_failure();
@@ -915,6 +971,7 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
     if (resp->error_code != 0) {
       return fail(kafka_error(resp->error_code));
     }
+    bool borrowed = false;  // buffered_ holds the arena (once a record borrows it)
     for (const auto& t : resp->responses) {
       for (const auto& pd : t.partitions) {
         const topic_partition tp{std::string(t.topic), pd.partition_index};
@@ -971,34 +1028,45 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
             pos->second = batch.next_offset();
             continue;
           }
-          auto records = record::batch_records::open(batch, 1u << 30);
-          if (!records) {
-            return fail(transport_error(fmt::format("{}-{}: the batch at offset {} does not decode",
-                                                    tp.topic, tp.partition, batch.base_offset())));
+          // The records section: where it is, or decompressed into the arena.
+          record::bytes_view section = batch.records_bytes();
+          if (batch.is_compressed()) {
+            auto plain = arena->decompress(batch.compression(), section, 1u << 30);
+            if (!plain) {
+              return fail(transport_error(
+                  fmt::format("{}-{}: the batch at offset {} does not decompress: {}", tp.topic,
+                              tp.partition, batch.base_offset(), plain.error().message)));
+            }
+            section = *plain;
+          }
+          if (!borrowed) {
+            buffered_.borrow(arena);
+            borrowed = true;
           }
           const bool log_append_time =
               batch.timestamp_type() == record::timestamp_type::log_append_time;
-          auto reader = records->reader();
+          const int64_t base_offset = batch.base_offset();
+          const int64_t base_timestamp = batch.base_timestamp();
+          const int64_t max_timestamp = batch.max_timestamp();
+          record::record_reader reader(section);
           record::record_view rec;
           while (reader.next(rec)) {
-            const int64_t offset = batch.base_offset() + rec.offset_delta;
+            const int64_t offset = base_offset + rec.offset_delta;
             if (offset < pos->second) continue;
-            consumer_record& out = buffered_.emplace_back();
-            out.topic = buffered_.take_string(tp.topic.data(), tp.topic.size());
+            consumer_record_view& out = buffered_.emplace_back();
+            out.topic = t.topic;
             out.partition = tp.partition;
             out.offset = offset;
             out.log_append_time = log_append_time;
-            out.timestamp = log_append_time ? batch.max_timestamp()
-                                            : batch.base_timestamp() + rec.timestamp_delta;
-            if (rec.key) out.key = buffered_.take_string(rec.key->data(), rec.key->size());
-            if (rec.value) out.value = buffered_.take_string(rec.value->data(), rec.value->size());
-            for (const auto& h : rec.headers()) {
-              std::optional<std::string> value;
-              if (h.value) value = as_string(h.value);
-              out.headers.emplace_back(
-                  std::string(reinterpret_cast<const char*>(h.key.data()), h.key.size()),
-                  std::move(value));
-            }
+            out.timestamp = log_append_time ? max_timestamp : base_timestamp + rec.timestamp_delta;
+            out.key = as_view(rec.key);
+            out.value = as_view(rec.value);
+            out.headers = record_headers_view(rec.header_bytes.data(), rec.header_count);
+          }
+          if (reader.error()) {
+            return fail(transport_error(fmt::format(
+                "{}-{}: a record of the batch at offset {} does not decode: {}", tp.topic,
+                tp.partition, batch.base_offset(), record::describe(*reader.error()))));
           }
           pos->second = std::max(pos->second, batch.next_offset());
         }
@@ -1018,31 +1086,18 @@ result<std::vector<consumer_record>, client_error> group_consumer::poll(
   return out;
 }
 
-result<void, client_error> group_consumer::poll(std::vector<consumer_record>& out,
-                                                std::chrono::milliseconds timeout,
-                                                size_t max_records) {
-  buffered_.recycle(out);
+result<void, client_error> group_consumer::poll_until_buffered(std::chrono::milliseconds timeout) {
   if (closed_) return fail(client_error{-1, "the consumer is closed"});
   const auto deadline = clock_type::now() + timeout;
-  max_records = std::min(max_records, static_cast<size_t>(config_.max_poll_records));
   while (true) {
+    last_poll_ns_.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
     if (woken_.exchange(false, std::memory_order_relaxed)) return {};
     if (auto r = ensure_active_group(); !r) {
       if (woken_.exchange(false, std::memory_order_relaxed)) return {};
       return fail(r.error());
     }
     maybe_auto_commit();
-    if (!buffered_.empty()) {
-      buffered_.pop_into(out, max_records);
-      // Positions move past the records returned: one map update per run of a partition's
-      // records rather than one per record.
-      for (size_t i = 0; i < out.size(); ++i) {
-        const bool last_of_run = i + 1 == out.size() || out[i + 1].partition != out[i].partition ||
-                                 out[i + 1].topic != out[i].topic;
-        if (last_of_run) positions_[{out[i].topic, out[i].partition}] = out[i].offset + 1;
-      }
-      return {};
-    }
+    if (!buffered_.empty()) return {};
     const auto now = clock_type::now();
     if (now >= deadline) return {};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
@@ -1054,6 +1109,40 @@ result<void, client_error> group_consumer::poll(std::vector<consumer_record>& ou
       for (const auto& [tp, pos] : fetch_positions_) positions_[tp] = pos;
     }
   }
+}
+
+template <typename Records>
+void group_consumer::advance_positions(const Records& out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool last_of_run = i + 1 == out.size() || out[i + 1].partition != out[i].partition ||
+                             out[i + 1].topic != out[i].topic;
+    if (last_of_run) {
+      positions_[{std::string(out[i].topic), out[i].partition}] = out[i].offset + 1;
+    }
+  }
+}
+
+result<void, client_error> group_consumer::poll(std::vector<consumer_record>& out,
+                                                std::chrono::milliseconds timeout,
+                                                size_t max_records) {
+  buffered_.recycle(out);
+  if (auto r = poll_until_buffered(timeout); !r) return r;
+  if (buffered_.empty()) return {};
+  buffered_.pop_into(out, std::min(max_records, static_cast<size_t>(config_.max_poll_records)));
+  advance_positions(out);
+  return {};
+}
+
+result<void, client_error> group_consumer::poll(consumer_records& out,
+                                                std::chrono::milliseconds timeout,
+                                                size_t max_records) {
+  // Released first, so the fetch below can reuse the arenas they borrowed.
+  out.clear();
+  if (auto r = poll_until_buffered(timeout); !r) return r;
+  if (buffered_.empty()) return {};
+  buffered_.pop_into(out, std::min(max_records, static_cast<size_t>(config_.max_poll_records)));
+  advance_positions(out);
+  return {};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1146,6 +1235,38 @@ void group_consumer::heartbeat_loop() {
     const std::string group = config_.group_id;
     const std::string member_id = member_id_;
     const int32_t generation = generation_;
+    const auto since_poll =
+        clock_type::now() -
+        clock_type::time_point(clock_type::duration(last_poll_ns_.load(std::memory_order_relaxed)));
+    if (since_poll > config_.max_poll_interval) {
+      // The application stopped polling: leave, so the group gives the partitions to others
+      // (Java's maybeLeaveGroup). The next poll() loses them and joins again.
+      member_id_.clear();
+      generation_ = -1;
+      rejoin_needed_ = true;
+      state_ = member_state::unjoined;
+      lock.unlock();
+      if (!config_.group_instance_id) {
+        if (blocking_client* c = connection.to(target, config_)) {
+          if (const int16_t v = c->version_for<protocol::leave_group_request>(); v >= 0) {
+            protocol::leave_group_request leave;
+            leave.group_id = group;
+            if (v >= 3) {
+              protocol::leave_group_request::member_identity m;
+              m.member_id = member_id;
+              m.reason = "consumer poll timeout has expired.";
+              leave.members.push_back(m);
+            } else {
+              leave.member_id = member_id;
+            }
+            std::vector<uint8_t> buffer;
+            if (!call<protocol::leave_group_response>(*c, leave, v, buffer)) connection.reset();
+          }
+        }
+      }
+      lock.lock();
+      continue;
+    }
     lock.unlock();
 
     blocking_client* c = connection.to(target, config_);

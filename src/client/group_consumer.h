@@ -53,8 +53,14 @@
 // sent; an evicted session (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) makes the
 // next Fetch full.
 //
-// Not done: max.poll.interval.ms is sent as the rebalance timeout but not enforced on the client,
-// the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
+// max.poll.interval.ms (classic protocol): the heartbeat thread watches the time since the poll
+// thread last polled; past it, the member leaves the group (LeaveGroup with Java's reason; a
+// static member only forgets its generation) and stops heartbeating, so the group rebalances
+// without it, as Java's and librdkafka's consumers do. The next poll() then loses the partitions
+// (on_partitions_lost: another member may own them already) and joins again.
+//
+// Not done: max.poll.interval.ms with group.protocol=consumer (it is sent as the rebalance timeout
+// only), the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
 // fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.
@@ -78,6 +84,7 @@
 #include "base/result.h"
 #include "client/cluster_client.h"
 #include "client/consumer_membership.h"
+#include "client/fetch_arena.h"
 #include "client/fetch_session.h"
 #include "client/record_buffer.h"
 #include "tarn/consumer.h"  // consumer_record
@@ -95,6 +102,9 @@ struct group_consumer_config {
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds retry_backoff{100};
   std::chrono::milliseconds auto_commit_interval{5000};
+  // How often a pattern subscription lists the cluster's topics again (Java's
+  // metadata.max.age.ms; librdkafka's topic.metadata.refresh.interval.ms is read too).
+  std::chrono::milliseconds metadata_max_age{300000};
   bool enable_auto_commit = true;
   std::string auto_offset_reset = "latest";  // earliest, latest or none
   int8_t isolation_level = 0;                // 1: read_committed
@@ -156,7 +166,11 @@ class group_consumer {
   group_consumer(const group_consumer&) = delete;
   group_consumer& operator=(const group_consumer&) = delete;
 
-  // The topics to consume; takes effect at the next poll() (a rebalance when joined already).
+  // The topics to consume; takes effect at the next poll() (a rebalance when joined already). A
+  // name beginning with '^' is a regular expression (librdkafka's convention; ECMAScript syntax):
+  // every topic it matches is subscribed, except internal ones ("__..."), as the cluster's topic
+  // list says every metadata.max.age.ms; a topic created or deleted later changes the
+  // subscription (and rebalances) at the next listing. An invalid expression fails poll().
   void subscribe(std::vector<std::string> topics, rebalance_listener listener = {});
 
   // Without a group: the partitions to read (replacing any earlier ones) and where to start
@@ -172,6 +186,9 @@ class group_consumer {
   // poll() into `out`, replacing its records; their strings are kept for reuse.
   result<void, client_error> poll(std::vector<consumer_record>& out,
                                   std::chrono::milliseconds timeout, size_t max_records);
+  // poll() as views borrowing the fetch arenas (cleared first, so its arenas can be reused).
+  result<void, client_error> poll(consumer_records& out, std::chrono::milliseconds timeout,
+                                  size_t max_records);
 
   // Commits the position of every assigned partition that moved since its last commit (or
   // `offsets`), after the async commits in flight.
@@ -227,6 +244,8 @@ class group_consumer {
   };
 
   result<void, client_error> ensure_active_group();
+  // Pattern subscriptions: the matching topics, listed again when metadata.max.age.ms passed.
+  result<void, client_error> resolve_patterns();
   void prepare_join();
   void leave_prepare();
   void call_listener(const std::function<void(const std::vector<topic_partition>&)>& f,
@@ -245,6 +264,11 @@ class group_consumer {
   void invoke_commit_callbacks();
   void committer_loop();
   result<void, client_error> fetch_once(std::chrono::milliseconds max_wait);
+  // Joins, commits and fetches until records are buffered or the timeout passes (or a wakeup).
+  result<void, client_error> poll_until_buffered(std::chrono::milliseconds timeout);
+  // Positions move past the records returned: one map update per run of a partition's records.
+  template <typename Records>
+  void advance_positions(const Records& out);
   void maybe_auto_commit();
   void revoke_all();
   result<blocking_client*, client_error> coordinator();
@@ -256,12 +280,19 @@ class group_consumer {
 
   const group_consumer_config config_;
   std::unique_ptr<cluster_client> cluster_;  // poll()'s thread only
-  std::vector<std::string> topics_;
+  std::vector<std::string> topics_;          // subscribed: the names given, and what patterns match
+  std::vector<std::string> literal_topics_;  // the names given
+  std::vector<std::string> patterns_;        // the expressions given ('^...')
+  std::optional<std::chrono::steady_clock::time_point> patterns_listed_at_;
+  std::optional<client_error> subscription_error_;  // an invalid expression
   rebalance_listener listener_;
   bool subscription_changed_ = false;
   bool join_prepared_ = false;  // the partitions were revoked for the join under way
   bool closed_ = false;
   std::atomic<bool> woken_{false};
+  // When the poll thread last polled (steady clock, ns): the heartbeat thread's
+  // max.poll.interval.ms check.
+  std::atomic<int64_t> last_poll_ns_{0};
 
   // Assignment and positions (poll()'s thread only).
   std::vector<topic_partition> assigned_;
@@ -274,7 +305,8 @@ class group_consumer {
   std::map<topic_partition, int32_t> leaders_;       // from the last Metadata
   std::map<uuid, std::string> topic_names_;          // KIP-848 assignments name topics by id
   std::map<int32_t, fetch_session> fetch_sessions_;  // by broker
-  std::vector<uint8_t> fetch_buffer_;                // the last Fetch response
+  // Fetch responses and decompressed batches, reused once nothing borrows them.
+  std::shared_ptr<fetch_arena_pool> arenas_ = fetch_arena_pool::create();
   fetch_statistics fetch_stats_;
   bool leaders_stale_ = true;
   std::chrono::steady_clock::time_point next_auto_commit_;

@@ -141,9 +141,9 @@ void group_consumer::reconcile(partitions_by_id target) {
       seeks_.erase(tp);
       paused_.erase(tp);
     }
-    buffered_.drop_if([&](const consumer_record& r) {
+    buffered_.drop_if([&](const consumer_record_view& r) {
       return std::binary_search(revoked.begin(), revoked.end(),
-                                topic_partition{r.topic, r.partition});
+                                topic_partition{std::string(r.topic), r.partition});
     });
   }
   assigned_ = wanted;

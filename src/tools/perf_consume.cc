@@ -1,5 +1,6 @@
 // `tarn perf consume`: reads one partition from its start to its end with tarn's consumer
-// (include/tarn/consumer.h, assign mode), --passes times over, and prints what
+// (include/tarn/consumer.h, assign mode, records as views into the fetched bytes:
+// tarn/consumer_record_view.h), --passes times over, and prints what
 // bench/rdkafka_perf consume prints for librdkafka's consumer, so `make bench` compares the two
 // line for line, plus the process's CPU time per record:
 //
@@ -75,7 +76,7 @@ int run_perf_consume(const perf_consume_options& o) {
   int64_t records = 0;
   int64_t bytes = 0;
   clock_type::duration timed{};
-  std::vector<client::consumer_record> polled;  // one vector, so record strings are reused
+  client::consumer_records polled;  // one batch, so its fetch buffers are reused
   for (int32_t pass = 0; pass < o.passes; ++pass) {
     consumer.seek(tp, client::offset_beginning);
     int64_t pass_records = 0;
