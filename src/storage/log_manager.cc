@@ -337,6 +337,29 @@ result<const topic_info*, storage_error> log_manager::adopt_topic(
   return raw;
 }
 
+result<void, storage_error> log_manager::adopt_partitions(
+    std::string_view name, int32_t partition_count, const std::vector<partition_id>& partitions,
+    timestamp_ms now) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  topic_info& t = *it->second;
+  const int32_t count = std::max(t.partitions, partition_count);
+  std::vector<std::unique_ptr<log>> opened;
+  for (partition_id p : partitions) {
+    if (p < 0 || p >= count || logs_.count(topic_partition{t.name, p}) != 0) continue;
+    auto l = open_partition(t, p, 0, 0, false, now, nullptr);
+    if (!l) return fail(l.error());
+    opened.push_back(std::move(*l));
+  }
+  std::unique_lock maps(map_mu_);
+  t.partitions = count;
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  return {};
+}
+
 result<void, storage_error> log_manager::delete_topic(std::string_view name, bool record) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));

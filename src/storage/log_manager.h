@@ -97,6 +97,14 @@ class log_manager {
                                                        const std::vector<partition_id>& partitions,
                                                        timestamp_ms now);
 
+  // In a cluster, partitions its leader added (CreatePartitions, recorded by the leader) to a
+  // topic this broker follows: the topic's count grows to `partition_count` and the logs of
+  // `partitions` not open yet are opened (created, or recovered when their directories exist);
+  // nothing is recorded. Serialised like create_topic. not_found when the topic is unknown.
+  result<void, storage_error> adopt_partitions(std::string_view name, int32_t partition_count,
+                                               const std::vector<partition_id>& partitions,
+                                               timestamp_ms now);
+
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;
   // Installs `listener` on every log, present and future (see storage::append_listener).
