@@ -447,5 +447,83 @@ TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_
             "their log directories cordoned.");
 }
 
+// Followers that stay in the ISR while paused (a long lag bound), and a high-watermark
+// checkpoint every 100 ms.
+class cluster_replication_checkpoint : public cluster_replication {
+ protected:
+  std::vector<std::string> extra_overrides() const override {
+    return {"replica.lag.time.max.ms=30000", "replica.high.watermark.checkpoint.interval.ms=100"};
+  }
+  std::string checkpoint(int32_t id) {
+    return file_bytes(broker(id).data_dir() / "replication-offset-checkpoint");
+  }
+  // Waits until broker `id`'s replication-offset-checkpoint holds `line`.
+  bool wait_for_checkpoint(int32_t id, const std::string& line,
+                           std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (checkpoint(id).find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+};
+
+// replication-offset-checkpoint: a follower restarted while the partition's high watermark is
+// held back (the other follower, paused, is still in the ISR) starts at its checkpointed high
+// watermark, not at its log end offset (Kafka's Partition.createLog), and its periodic
+// checkpoint follows the high watermark once the ISR lets it move.
+TEST_F(cluster_replication_checkpoint,
+       a_restarted_follower_starts_at_its_checkpointed_high_watermark) {
+  const std::string topic = "hw";
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
+  ASSERT_TRUE(wait_for_partition(port(2), topic,
+                                 [](const partition_view& v) { return v.isr.size() == 3; }));
+  raw_client leader(port(1));
+  int32_t correlation = 1;
+  for (int i = 0; i < 3; ++i) {
+    auto a = produce_one(leader, correlation++, topic, 0, value_batch("v" + std::to_string(i)));
+    ASSERT_EQ(a.error_code, 0);
+  }
+  ASSERT_TRUE(wait_for_checkpoint(2, "\nhw 0 3\n")) << checkpoint(2);
+
+  // Follower 3 paused, in the ISR still: an acks=1 record stays above the high watermark (3),
+  // while follower 2 fetches it (log end offset 4).
+  ASSERT_TRUE(stop_process(broker(3).process()));
+  ASSERT_TRUE(leader.send_bytes(produce_frame(correlation++, topic, 0, value_batch("v3"), 1)));
+  ASSERT_EQ(decode_produce(leader.read_frame(10s)).error_code, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (file_bytes(segment(2, topic)) != file_bytes(segment(1, topic)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(file_bytes(segment(2, topic)), file_bytes(segment(1, topic)));
+  ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
+  EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 3);
+
+  // Stopped cleanly, follower 2 checkpoints its high watermark (3, not its log end offset 4)...
+  ASSERT_TRUE(broker(2).stop().has_value());
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+  // ... and starts from it: the file its start rewrites says 3 (it said its log end offset, 4,
+  // before the checkpoint was read back), and stays there while the high watermark cannot move.
+  const std::filesystem::path data2 = broker(2).data_dir();
+  retired_.push_back(std::move(brokers_[1]));  // owns the data directory
+  brokers_[1] = std::make_unique<broker_process>(args(2), data2);
+  ASSERT_NE(port(2), 0) << broker(2).output();
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+  ASSERT_TRUE(
+      wait_for_partition(port(2), topic, [](const partition_view& v) { return v.leader == 1; }));
+  std::this_thread::sleep_for(500ms);  // several checkpoint intervals, fetches from the leader
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+
+  // Follower 3 resumed: the high watermark reaches 4 on the leader and then on follower 2.
+  broker(3).process().send_signal(SIGCONT);
+  EXPECT_TRUE(wait_for_checkpoint(1, "\nhw 0 4\n")) << checkpoint(1);
+  EXPECT_TRUE(wait_for_checkpoint(2, "\nhw 0 4\n")) << checkpoint(2);
+  ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
+  EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 4);
+}
+
 }  // namespace
 }  // namespace tarn::test
