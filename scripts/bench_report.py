@@ -40,6 +40,10 @@ SHARE_END = "<!-- scripts/bench: end of share groups -->"
 SCALING_BEGIN = ("<!-- scripts/bench: ingest scaling from here (scripts/bench --only scaling "
                  "rewrites this part alone) -->")
 SCALING_END = "<!-- scripts/bench: end of ingest scaling -->"
+# Section 15 likewise: `scripts/bench --only replication`.
+REPLICATION_BEGIN = ("<!-- scripts/bench: replication from here (scripts/bench --only "
+                     "replication rewrites this part alone) -->")
+REPLICATION_END = "<!-- scripts/bench: end of replication -->"
 MIB = 1024 * 1024
 
 
@@ -492,6 +496,7 @@ def render(b):
     out.extend(render_consumer(b))
     out.extend(render_share(b))
     out.extend(render_scaling(b))
+    out.extend(render_replication(b))
     return "\n".join(out)
 
 
@@ -1095,6 +1100,105 @@ def render_scaling(b):
                        f"`{r.get('error', '')[:300]}`")
         out.append("")
     out += [SCALING_END, ""]
+    return out
+
+
+REPLICATION_METHOD = """\
+Method. A tarn cluster (one etcd, three `tarn serve` with `etcd.connect`, everything else at its
+default, as `scripts/cluster-up` starts them) and a three-node Apache Kafka 4.4.0 KRaft cluster
+(`scripts/kafka-ref cluster-start`: every node broker and controller, 1 GiB heap each as Kafka's
+start script sets, Kafka's defaults for broker sessions, `replica.lag.time.max.ms` and replica
+sockets) are up at once on this machine. Each run creates a topic with replication factor 3 and
+`min.insync.replicas=2`, sends 2,000 records into it (not counted: connections, the followers'
+first fetches), then `bench/rdkafka_perf produce` (librdkafka) sends with acks=all; runs alternate
+(tarn, Kafka, ...). Throughput: unthrottled, each cluster's runs sized by a calibration run to
+last about the section-1 run time. Latency: a fixed rate of half the Kafka cluster's median
+records/s on the same load, `linger.ms=0`, p99 of the send-to-acknowledgement times. Cluster CPU:
+user + system seconds of every broker process (and tarn's etcd) per GB of record values. tarn's
+leader of every partition is the broker that created the topic (leadership does not move yet,
+docs/cluster.md), Kafka's placer spreads leaders over its nodes; all six brokers and the client
+share the machine's cores."""
+
+
+def render_replication(b):
+    """Section 15 (scripts/bench's replication_section) as markdown lines, between its markers."""
+    if not any(r.get("section") == "replication" for r in b.results):
+        return []
+    out = [REPLICATION_BEGIN, "", "### 15. Replication: acks=all, replication factor 3", "",
+           REPLICATION_METHOD, ""]
+    load = getattr(b, "replication_load", None)
+    started = getattr(b, "replication_started_at", None) or b.started_at
+    facts = (f"Run: `scripts/bench{' --quick' if b.quick else ''}"
+             f"{' --only replication' if getattr(b.args, 'only', None) else ''}`, {started}, "
+             f"tarn {b.revision}, {b.machine['cores']} cores ({b.machine['cpu']}).")
+    if load:
+        facts += (" Load average (1/5/15 min) "
+                  f"{'/'.join(f'{x:.1f}' for x in load[0])} when the section started, "
+                  f"{'/'.join(f'{x:.1f}' for x in load[1])} when it ended.")
+    out += [facts + f" Median of {b.reps} runs (min–max).", ""]
+    rows, goals = [], []
+    for ld in b.replication_loads:
+        sel = {name: {f: b.select(f, section="replication", phase="throughput", broker=name,
+                                  load=ld.key)
+                      for f in ("rec_s", "mib_s", "p99", "cluster_cpu_s_per_gb")}
+               for name in ("tarn", "Kafka")}
+        lat = {name: b.select("p99", section="replication", phase="latency", broker=name,
+                              load=ld.key) for name in ("tarn", "Kafka")}
+        got = {name: b.select("rec_s", section="replication", phase="latency", broker=name,
+                              load=ld.key) for name in ("tarn", "Kafka")}
+        rate = getattr(b, "replication_rate", {}).get(ld.key)
+        rows.append([ld.label, cell(sel["tarn"]["rec_s"]), cell(sel["tarn"]["mib_s"]),
+                     cell(sel["tarn"]["p99"]), cell(sel["tarn"]["cluster_cpu_s_per_gb"]),
+                     cell(sel["Kafka"]["rec_s"]), cell(sel["Kafka"]["mib_s"]),
+                     cell(sel["Kafka"]["p99"]), cell(sel["Kafka"]["cluster_cpu_s_per_gb"]),
+                     rtext(ratio(sel["tarn"]["rec_s"], sel["Kafka"]["rec_s"]))])
+        lat_ratio = ratio(lat["tarn"], lat["Kafka"])
+        # A cluster that did not keep up with the rate queued records in the client: its p99 is
+        # mostly that wait, not the time a record takes through the cluster.
+        behind = [name for name in ("tarn", "Kafka")
+                  if rate and got[name] and got[name]["median"] < 0.9 * rate]
+        rows_lat = [f"{ld.label}, {num(rate) if rate else 'n/a'} records/s, linger.ms=0",
+                    cell(got["tarn"]), cell(lat["tarn"]), cell(got["Kafka"]), cell(lat["Kafka"]),
+                    rtext(lat_ratio)]
+        goals.append((ld, ratio(sel["tarn"]["rec_s"], sel["Kafka"]["rec_s"]), lat_ratio,
+                      rows_lat, behind))
+    out.append("Unthrottled (records/s, MB/s of record values, p99 ms of the same runs, cluster "
+               "CPU s per GB):")
+    out.append("")
+    out.append(table(["load", "tarn rec/s", "tarn MB/s", "tarn p99 ms", "tarn CPU s/GB",
+                      "Kafka rec/s", "Kafka MB/s", "Kafka p99 ms", "Kafka CPU s/GB",
+                      "tarn / Kafka rec/s"], rows))
+    out.append("")
+    out.append("At a fixed rate (records/s reached, p99 ms from send to acknowledgement):")
+    out.append("")
+    out.append(table(["load and rate asked", "tarn rec/s", "tarn p99 ms", "Kafka rec/s",
+                      "Kafka p99 ms", "tarn / Kafka p99"], [g[3] for g in goals]))
+    out.append("")
+    for ld, _, _, _, behind in goals:
+        for name in behind:
+            out.append(f"- {ld.label}: the {name} cluster did not keep up with the rate asked "
+                       "(median below 90% of it), so its p99 is mostly time queued in the client.")
+    if any(g[4] for g in goals):
+        out.append("")
+    out.append("#### Goals of this section")
+    out.append("")
+    goal_rows = []
+    for ld, thr, lat_ratio, _, _ in goals:
+        goal_rows.append([f"acks=all records/s, replication factor 3 ({ld.label})", rtext(thr),
+                          ">= 2x", "n/a" if thr is None else ("yes" if thr >= 2 else "**no**")])
+        goal_rows.append([f"acks=all p99 at a fixed rate ({ld.label})", rtext(lat_ratio),
+                          "<= 0.20x", "n/a" if lat_ratio is None else
+                          ("yes" if lat_ratio <= 0.2 else "**no**")])
+    out.append(table(["goal", "tarn / Kafka", "target", "met"], goal_rows))
+    out.append("")
+    failed = [r for r in b.results if not r.get("ok") and r.get("section") == "replication"]
+    if failed:
+        out.append(f"{len(failed)} replication runs failed; the first few:")
+        for r in failed[:6]:
+            out.append(f"- {r.get('broker')} {r.get('load')} {r.get('phase')} run "
+                       f"{r.get('rep')}: `{r.get('error', '')[:300]}`")
+        out.append("")
+    out += [REPLICATION_END, ""]
     return out
 
 

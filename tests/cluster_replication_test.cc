@@ -20,6 +20,8 @@
 #include "kafka_conn.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/create_partitions_request.h"
+#include "protocol/messages/create_partitions_response.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/metadata_request.h"
@@ -56,8 +58,10 @@ struct partition_view {
   std::vector<int32_t> replicas, isr;
 };
 
-// Metadata v12 for `topic`, partition 0; nullopt when there is no answer or no such partition.
-std::optional<partition_view> partition_of(uint16_t port, const std::string& topic) {
+// Metadata v12 for `topic`, partition `partition`; nullopt when there is no answer or no such
+// partition.
+std::optional<partition_view> partition_of(uint16_t port, const std::string& topic,
+                                           int32_t partition = 0) {
   kafka_conn c(port, nullptr);
   if (!c.connected()) return std::nullopt;
   protocol::metadata_request req;
@@ -65,21 +69,68 @@ std::optional<partition_view> partition_of(uint16_t port, const std::string& top
   auto& t = req.topics.emplace().emplace_back();
   t.name = topic;
   auto r = c.call<protocol::metadata_response>(req, 12);
-  if (!r || r->topics.size() != 1 || r->topics[0].partitions.empty()) return std::nullopt;
-  const auto& p = r->topics[0].partitions[0];
-  return partition_view{p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes};
+  if (!r || r->topics.size() != 1) return std::nullopt;
+  for (const auto& p : r->topics[0].partitions) {
+    if (p.partition_index == partition) {
+      return partition_view{p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes};
+    }
+  }
+  return std::nullopt;
 }
 
 template <class Pred>
 std::optional<partition_view> wait_for_partition(uint16_t port, const std::string& topic, Pred done,
-                                                 std::chrono::milliseconds timeout = 10s) {
+                                                 std::chrono::milliseconds timeout = 10s,
+                                                 int32_t partition = 0) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto v = partition_of(port, topic);
+  auto v = partition_of(port, topic, partition);
   while (!(v && done(*v)) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);
-    v = partition_of(port, topic);
+    v = partition_of(port, topic, partition);
   }
   return v;
+}
+
+// Metadata v12 naming `topic` with AllowAutoTopicCreation: the topic's error code (-1 without an
+// answer).
+int16_t metadata_auto_create(uint16_t port, const std::string& topic) {
+  kafka_conn c(port, nullptr);
+  protocol::metadata_request req;
+  req.allow_auto_topic_creation = true;
+  auto& t = req.topics.emplace().emplace_back();
+  t.name = topic;
+  auto r = c.call<protocol::metadata_response>(req, 12);
+  if (!r || r->topics.size() != 1) return -1;
+  return r->topics[0].error_code;
+}
+
+using assignment = std::vector<std::vector<int32_t>>;
+
+struct create_partitions_answer {
+  int16_t error = -1;
+  std::string message;
+};
+
+// CreatePartitions v3 of one topic to `count` partitions, with manual assignments if given.
+create_partitions_answer create_partitions(uint16_t port, const std::string& topic, int32_t count,
+                                           std::optional<assignment> assignments = std::nullopt) {
+  kafka_conn c(port, nullptr);
+  protocol::create_partitions_request req;
+  auto& t = req.topics.emplace_back();
+  t.name = topic;
+  t.count_ = count;
+  if (assignments) {
+    t.assignments.emplace();
+    for (const auto& ids : *assignments) {
+      t.assignments->emplace_back().broker_ids.assign(ids.begin(), ids.end());
+    }
+  } else {
+    t.assignments = std::nullopt;
+  }
+  req.timeout_ms = 10000;
+  auto r = c.call<protocol::create_partitions_response>(req, 3);
+  if (!r || r->results.size() != 1) return {};
+  return {r->results[0].error_code, std::string(r->results[0].error_message.value_or(""))};
 }
 
 std::vector<int32_t> sorted(std::vector<int32_t> v) {
@@ -122,9 +173,31 @@ class cluster_replication : public ::testing::Test {
     etcd_ = std::make_unique<etcd_cluster>(1);
     ASSERT_TRUE(etcd_->wait_ready(0)) << etcd_->output(0);
     for (int32_t id = 1; id <= 3; ++id) {
-      brokers_.push_back(std::make_unique<broker_process>(replication_args(*etcd_, id)));
+      brokers_.push_back(std::make_unique<broker_process>(args(id)));
       ASSERT_NE(brokers_.back()->port(), 0) << brokers_.back()->output();
     }
+  }
+  // Overrides a test adds to every broker's (k=v).
+  virtual std::vector<std::string> extra_overrides() const { return {}; }
+  std::vector<std::string> args(int32_t id) const {
+    auto a = replication_args(*etcd_, id);
+    for (const auto& kv : extra_overrides()) {
+      a.push_back("--override");
+      a.push_back(kv);
+    }
+    return a;
+  }
+  // Waits until broker `id` lists `count` live brokers in Metadata.
+  bool wait_for_brokers(int32_t id, size_t count) {
+    kafka_conn c(port(id), nullptr);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    size_t seen = 0;
+    while (seen != count && std::chrono::steady_clock::now() < deadline) {
+      auto r = c.call<protocol::metadata_response>(protocol::metadata_request{}, 12);
+      seen = r ? r->brokers.size() : 0;
+      if (seen != count) std::this_thread::sleep_for(50ms);
+    }
+    return seen == count;
   }
   void TearDown() override {
     // A paused broker would not stop on SIGTERM.
@@ -132,8 +205,9 @@ class cluster_replication : public ::testing::Test {
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
   uint16_t port(int32_t id) { return broker(id).port(); }
-  std::filesystem::path segment(int32_t id, const std::string& topic) {
-    return broker(id).data_dir() / (topic + "-0") / "00000000000000000000.log";
+  std::filesystem::path segment(int32_t id, const std::string& topic, int32_t partition = 0) {
+    return broker(id).data_dir() / (topic + "-" + std::to_string(partition)) /
+           "00000000000000000000.log";
   }
 
   std::unique_ptr<etcd_cluster> etcd_;
@@ -144,17 +218,7 @@ class cluster_replication : public ::testing::Test {
 TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followers) {
   const std::string topic = "replicated";
   // Every broker must see the other two before a topic can have three replicas.
-  for (int32_t id = 1; id <= 3; ++id) {
-    kafka_conn c(port(id), nullptr);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    size_t seen = 0;
-    while (seen < 3 && std::chrono::steady_clock::now() < deadline) {
-      auto r = c.call<protocol::metadata_response>(protocol::metadata_request{}, 12);
-      seen = r ? r->brokers.size() : 0;
-      if (seen < 3) std::this_thread::sleep_for(50ms);
-    }
-    ASSERT_EQ(seen, 3u) << "broker " << id;
-  }
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
   EXPECT_EQ(create_topic(port(1), "too-many", 1, {}, 4),
             code(error_code::invalid_replication_factor));
   ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);
@@ -254,7 +318,7 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
   }
   const std::filesystem::path data3 = broker(3).data_dir();
   retired_.push_back(std::move(brokers_[2]));  // owns the data directory
-  brokers_[2] = std::make_unique<broker_process>(replication_args(*etcd_, 3), data3);
+  brokers_[2] = std::make_unique<broker_process>(args(3), data3);
   ASSERT_NE(port(3), 0) << broker(3).output();
   auto rejoined =
       wait_for_partition(port(1), topic, [](const partition_view& v) { return v.isr.size() == 3; });
@@ -285,6 +349,181 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
     EXPECT_FALSE(std::filesystem::exists(segment(id, topic))) << "broker " << id;
     EXPECT_FALSE(partition_of(port(id), topic).has_value()) << "broker " << id;
   }
+}
+
+// Brokers that auto-create topics with three replicas (default.replication.factor=3).
+class cluster_replication_defaults : public cluster_replication {
+ protected:
+  std::vector<std::string> extra_overrides() const override {
+    return {"default.replication.factor=3", "num.partitions=1"};
+  }
+};
+
+// Auto-creation (Metadata) asks for default.replication.factor replicas and writes the partition
+// states as CreateTopics does; CreatePartitions places the new partitions with the topic's
+// replication factor, and the followers open and replicate them. Either fails as Kafka's does
+// when the factor exceeds the live brokers.
+TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_replicated) {
+  const std::string topic = "auto";
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  // Kafka answers an auto-created topic UNKNOWN_TOPIC_OR_PARTITION; the client asks again.
+  EXPECT_EQ(metadata_auto_create(port(1), topic), code(error_code::unknown_topic_or_partition));
+  for (int32_t id = 1; id <= 3; ++id) {
+    auto p = wait_for_partition(port(id), topic, [](const partition_view& v) {
+      return v.leader == 1 && v.isr.size() == 3;
+    });
+    ASSERT_TRUE(p) << "broker " << id;
+    EXPECT_EQ(p->replicas, (std::vector<int32_t>{1, 2, 3})) << "broker " << id;
+  }
+  raw_client leader(port(1));
+  int32_t correlation = 1;
+  {
+    auto a = produce_one(leader, correlation++, topic, 0, value_batch("auto-created"));
+    ASSERT_EQ(a.error_code, 0);  // acks=all: the followers have it
+  }
+
+  // Grown to three partitions: each with three replicas, striped as CreateTopics places them.
+  auto grown = create_partitions(port(1), topic, 3);
+  ASSERT_EQ(grown.error, 0) << grown.message;
+  const std::vector<std::vector<int32_t>> placed = {{1, 3, 2}, {1, 2, 3}};
+  for (int32_t p = 1; p <= 2; ++p) {
+    for (int32_t id = 1; id <= 3; ++id) {
+      auto v = wait_for_partition(
+          port(id), topic, [](const partition_view& v) { return v.isr.size() == 3; }, 10s, p);
+      ASSERT_TRUE(v) << "broker " << id << " partition " << p;
+      EXPECT_EQ(v->leader, 1);
+      EXPECT_EQ(v->replicas, placed[static_cast<size_t>(p - 1)])
+          << "broker " << id << " partition " << p;
+    }
+    // acks=all on a new partition: answered once both followers fetched it.
+    auto a = produce_one(leader, correlation++, topic, p, value_batch("new partition"));
+    ASSERT_EQ(a.error_code, 0) << "partition " << p;
+    const std::string leader_bytes = file_bytes(segment(1, topic, p));
+    ASSERT_FALSE(leader_bytes.empty());
+    for (int32_t id = 2; id <= 3; ++id) {
+      EXPECT_EQ(file_bytes(segment(id, topic, p)), leader_bytes)
+          << "broker " << id << " partition " << p;
+    }
+  }
+  // On a follower the topic is its leader's to grow, as DeleteTopics answers there.
+  EXPECT_EQ(create_partitions(port(2), topic, 4).error,
+            code(error_code::unknown_topic_or_partition));
+  // Manual assignments: the topic's replica count, led by its leader (tarn's interim rule).
+  auto short_list = create_partitions(port(1), topic, 4, assignment{{1, 2}});
+  EXPECT_EQ(short_list.error, code(error_code::invalid_replica_assignment));
+  EXPECT_EQ(short_list.message,
+            "The manual partition assignment includes a partition with 2 replica(s), but this is "
+            "not consistent with previous partitions, which have 3 replica(s).");
+  EXPECT_EQ(create_partitions(port(1), topic, 4, assignment{{2, 1, 3}}).error,
+            code(error_code::invalid_replica_assignment));
+  EXPECT_EQ(create_partitions(port(1), topic, 4, assignment{{1, 2, 9}}).message,
+            "The manual partition assignment includes broker 9, but no such broker is registered.");
+  auto manual = create_partitions(port(1), topic, 4, assignment{{1, 3, 2}});
+  ASSERT_EQ(manual.error, 0) << manual.message;
+  auto v3 = wait_for_partition(
+      port(2), topic, [](const partition_view& v) { return v.isr.size() == 3; }, 10s, 3);
+  ASSERT_TRUE(v3);
+  EXPECT_EQ(v3->replicas, (std::vector<int32_t>{1, 3, 2}));
+
+  // Broker 3 gone (a clean stop leaves at once): three replicas cannot be placed. Auto-creation
+  // creates nothing and keeps answering UNKNOWN_TOPIC_OR_PARTITION, as Kafka's does;
+  // CreatePartitions is INVALID_REPLICATION_FACTOR with Kafka's message.
+  ASSERT_TRUE(broker(3).stop().has_value());
+  ASSERT_TRUE(wait_for_brokers(1, 2));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(metadata_auto_create(port(1), "too-few"),
+              code(error_code::unknown_topic_or_partition));
+  }
+  EXPECT_FALSE(std::filesystem::exists(broker(1).data_dir() / "too-few-0"));
+  // Written before the answer, but the test's reader thread may not have drained the pipe yet.
+  EXPECT_TRUE(broker(1).process().wait_for_output(
+      "Auto topic creation failed for too-few with error 'INVALID_REPLICATION_FACTOR': Unable to "
+      "replicate the partition 3 time(s)",
+      5s));
+  auto refused = create_partitions(port(1), topic, 5);
+  EXPECT_EQ(refused.error, code(error_code::invalid_replication_factor));
+  EXPECT_EQ(refused.message,
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
+            "cannot be reached because only 2 broker(s) are registered or some brokers have all "
+            "their log directories cordoned.");
+}
+
+// Followers that stay in the ISR while paused (a long lag bound), and a high-watermark
+// checkpoint every 100 ms.
+class cluster_replication_checkpoint : public cluster_replication {
+ protected:
+  std::vector<std::string> extra_overrides() const override {
+    return {"replica.lag.time.max.ms=30000", "replica.high.watermark.checkpoint.interval.ms=100"};
+  }
+  std::string checkpoint(int32_t id) {
+    return file_bytes(broker(id).data_dir() / "replication-offset-checkpoint");
+  }
+  // Waits until broker `id`'s replication-offset-checkpoint holds `line`.
+  bool wait_for_checkpoint(int32_t id, const std::string& line,
+                           std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (checkpoint(id).find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+};
+
+// replication-offset-checkpoint: a follower restarted while the partition's high watermark is
+// held back (the other follower, paused, is still in the ISR) starts at its checkpointed high
+// watermark, not at its log end offset (Kafka's Partition.createLog), and its periodic
+// checkpoint follows the high watermark once the ISR lets it move.
+TEST_F(cluster_replication_checkpoint,
+       a_restarted_follower_starts_at_its_checkpointed_high_watermark) {
+  const std::string topic = "hw";
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
+  ASSERT_TRUE(wait_for_partition(port(2), topic,
+                                 [](const partition_view& v) { return v.isr.size() == 3; }));
+  raw_client leader(port(1));
+  int32_t correlation = 1;
+  for (int i = 0; i < 3; ++i) {
+    auto a = produce_one(leader, correlation++, topic, 0, value_batch("v" + std::to_string(i)));
+    ASSERT_EQ(a.error_code, 0);
+  }
+  ASSERT_TRUE(wait_for_checkpoint(2, "\nhw 0 3\n")) << checkpoint(2);
+
+  // Follower 3 paused, in the ISR still: an acks=1 record stays above the high watermark (3),
+  // while follower 2 fetches it (log end offset 4).
+  ASSERT_TRUE(stop_process(broker(3).process()));
+  ASSERT_TRUE(leader.send_bytes(produce_frame(correlation++, topic, 0, value_batch("v3"), 1)));
+  ASSERT_EQ(decode_produce(leader.read_frame(10s)).error_code, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (file_bytes(segment(2, topic)) != file_bytes(segment(1, topic)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(file_bytes(segment(2, topic)), file_bytes(segment(1, topic)));
+  ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
+  EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 3);
+
+  // Stopped cleanly, follower 2 checkpoints its high watermark (3, not its log end offset 4)...
+  ASSERT_TRUE(broker(2).stop().has_value());
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+  // ... and starts from it: the file its start rewrites says 3 (it said its log end offset, 4,
+  // before the checkpoint was read back), and stays there while the high watermark cannot move.
+  const std::filesystem::path data2 = broker(2).data_dir();
+  retired_.push_back(std::move(brokers_[1]));  // owns the data directory
+  brokers_[1] = std::make_unique<broker_process>(args(2), data2);
+  ASSERT_NE(port(2), 0) << broker(2).output();
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+  ASSERT_TRUE(
+      wait_for_partition(port(2), topic, [](const partition_view& v) { return v.leader == 1; }));
+  std::this_thread::sleep_for(500ms);  // several checkpoint intervals, fetches from the leader
+  EXPECT_NE(checkpoint(2).find("\nhw 0 3\n"), std::string::npos) << checkpoint(2);
+
+  // Follower 3 resumed: the high watermark reaches 4 on the leader and then on follower 2.
+  broker(3).process().send_signal(SIGCONT);
+  EXPECT_TRUE(wait_for_checkpoint(1, "\nhw 0 4\n")) << checkpoint(1);
+  EXPECT_TRUE(wait_for_checkpoint(2, "\nhw 0 4\n")) << checkpoint(2);
+  ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
+  EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 4);
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "etcd_process.h"
@@ -24,6 +26,10 @@
 #include "protocol/messages/delete_topics_response.h"
 #include "protocol/messages/describe_cluster_request.h"
 #include "protocol/messages/describe_cluster_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
+#include "protocol/messages/describe_topic_partitions_request.h"
+#include "protocol/messages/describe_topic_partitions_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
@@ -116,6 +122,44 @@ int16_t create_topic(uint16_t port, const std::string& name, int32_t partitions)
   auto r = c.call<protocol::create_topics_response>(req, 7);
   if (!r || r->topics.size() != 1) return -1;
   return r->topics[0].error_code;
+}
+
+// DescribeTopicPartitions v0 (what kafka-topics.sh --describe and Admin.describeTopics send) of
+// one topic's partition 0 on the broker at `port`.
+struct described_partition {
+  int16_t topic_error = -1, error = -1;
+  int32_t leader = -2;
+  std::vector<int32_t> replicas, offline;
+};
+std::optional<described_partition> describe_partition(uint16_t port, const std::string& topic) {
+  kafka_conn c(port, nullptr);
+  protocol::describe_topic_partitions_request req;
+  req.topics.emplace_back().name = topic;
+  auto r = c.call<protocol::describe_topic_partitions_response>(req, 0);
+  if (!r || r->topics.size() != 1) return std::nullopt;
+  described_partition d;
+  d.topic_error = r->topics[0].error_code;
+  if (!r->topics[0].partitions.empty()) {
+    const auto& p = r->topics[0].partitions[0];
+    d.error = p.error_code;
+    d.leader = p.leader_id;
+    d.replicas = p.replica_nodes;
+    d.offline = p.offline_replicas;
+  }
+  return d;
+}
+
+// DescribeConfigs v4 of a topic on the broker at `port`: its error code and how many configs.
+std::pair<int16_t, size_t> describe_topic_configs(uint16_t port, const std::string& topic) {
+  kafka_conn c(port, nullptr);
+  protocol::describe_configs_request req;
+  auto& res = req.resources.emplace_back();
+  res.resource_type = 2;  // TOPIC
+  res.resource_name = topic;
+  res.configuration_keys = std::nullopt;
+  auto r = c.call<protocol::describe_configs_response>(req, 4);
+  if (!r || r->results.size() != 1) return {-1, 0};
+  return {r->results[0].error_code, r->results[0].configs.size()};
 }
 
 class cluster_three_brokers : public ::testing::Test {
@@ -240,6 +284,16 @@ TEST_F(cluster_three_brokers, a_topic_created_on_one_is_listed_by_all) {
   ASSERT_EQ(v.topics.count("payments"), 1u);
   EXPECT_EQ(v.topics["payments"][0].leader, 3);
   EXPECT_EQ(v.topics["orders"][0].leader, 1);
+  // DescribeTopicPartitions and DescribeConfigs on a broker without a copy of it answer it too
+  // (kafka-topics.sh --describe sends them to any broker).
+  auto described = describe_partition(port(1), "payments");
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->topic_error, 0);
+  EXPECT_EQ(described->leader, 3);
+  EXPECT_EQ(described->replicas, std::vector<int32_t>{3});
+  auto configs = describe_topic_configs(port(1), "payments");
+  EXPECT_EQ(configs.first, 0);
+  EXPECT_GT(configs.second, 10u);
 
   // Deleted by its creator, it disappears from the others.
   {
@@ -290,6 +344,12 @@ TEST_F(cluster_three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
   ASSERT_EQ(after.topics.count("kept-by-the-dead"), 1u);
   EXPECT_EQ(after.topics["kept-by-the-dead"][0].leader, -1);
   EXPECT_EQ(after.topics["kept-by-the-dead"][0].error, code(error_code::leader_not_available));
+  // DescribeTopicPartitions alike (kafka-topics.sh --unavailable-partitions lists it).
+  auto described = describe_partition(port(witness), "kept-by-the-dead");
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->error, code(error_code::leader_not_available));
+  EXPECT_EQ(described->leader, -1);
+  EXPECT_EQ(described->offline, std::vector<int32_t>{controller});
   // Every survivor names the same new controller.
   const int32_t third = 6 - controller - witness;
   auto other = wait_for(port(third), [&](const cluster_view& v) {

@@ -205,6 +205,9 @@ const std::vector<config_key>& config_keys() {
       {"replica.fetch.backoff.ms", config_type::int32, "1000", at_least(0)},
       {"replica.socket.timeout.ms", config_type::int32, "30000", at_least(1)},
       {"num.replica.fetchers", config_type::int32, "1", at_least(1)},
+      // Kafka's has no validator; <= 0 writes replication-offset-checkpoint only at open and
+      // clean shutdown (Kafka's scheduler runs a task of period <= 0 once).
+      {"replica.high.watermark.checkpoint.interval.ms", config_type::int64, "5000", nullptr},
       // Threads, sockets, connections.
       {"num.network.threads", config_type::int32, nullptr, at_least(1)},
       {"num.io.threads", config_type::int32, "8", at_least(1)},
@@ -274,7 +277,7 @@ const std::vector<config_key>& config_keys() {
       {"log.flush.interval.messages", config_type::int64, "9223372036854775807", at_least(1)},
       {"log.flush.interval.ms", config_type::int64, nullptr, nullptr},
       {"log.flush.scheduler.interval.ms", config_type::int64, "9223372036854775807", nullptr},
-      {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0), false},
+      {"log.flush.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0)},
       {"log.flush.start.offset.checkpoint.interval.ms", config_type::int32, "60000", at_least(0),
        false},
       // The log cleaner (Kafka's CleanerConfig; storage/log_cleaner.h).
@@ -809,6 +812,9 @@ result<void, std::string> finish(broker_config& c) {
   c.replica_fetch_backoff_ms = i32("replica.fetch.backoff.ms");
   c.replica_socket_timeout_ms = i32("replica.socket.timeout.ms");
   c.num_replica_fetchers = i32("num.replica.fetchers");
+  c.replica_high_watermark_checkpoint_interval_ms =
+      as_int(c, "replica.high.watermark.checkpoint.interval.ms");
+  c.log_flush_offset_checkpoint_interval_ms = i32("log.flush.offset.checkpoint.interval.ms");
   c.broker_rack = optional_string(c.values.at("broker.rack"));
   if (c.explicitly_set.count("broker.id") && i32("broker.id") != c.node_id) {
     return fail(fmt::format(

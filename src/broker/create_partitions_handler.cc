@@ -7,10 +7,19 @@
 //   - An unknown topic UNKNOWN_TOPIC_OR_PARTITION; a count equal to the current one
 //     INVALID_PARTITIONS "Topic already has N partition(s)."; a smaller one INVALID_PARTITIONS
 //     "The topic T currently has N partition(s); M would not be an increase.".
-//   - Assignments: null = placed on this broker. Otherwise one per new partition (else
-//     INVALID_REPLICA_ASSIGNMENT "Attempted to add ..."), each exactly [node.id] on this single
-//     broker: an empty list, an unknown broker id, a broker twice or more than one replica are
-//     INVALID_REPLICA_ASSIGNMENT with Kafka's messages.
+//   - Assignments: null = placed by the broker (on this one on a single node). Otherwise one per
+//     new partition (else INVALID_REPLICA_ASSIGNMENT "Attempted to add ..."): an empty list, a
+//     broker that is not live (on a single node: any other than node.id), a broker twice or a
+//     replica count other than the topic's replication factor are INVALID_REPLICA_ASSIGNMENT
+//     with Kafka's messages.
+//   - In a cluster (docs/cluster.md, "Replication"): the new partitions get the replication
+//     factor of the existing ones (partition 0's replica count, as Kafka takes it), placed as
+//     CreateTopics places them (cluster::assign_replicas, striping on from the first new
+//     partition), and their states in etcd; their followers open them. A factor above the live
+//     brokers is INVALID_REPLICATION_FACTOR with Kafka's message. A manual assignment must list
+//     this broker first (tarn's interim rule that a topic's creator leads every partition):
+//     INVALID_REPLICA_ASSIGNMENT otherwise. On a follower the topic is unknown
+//     (UNKNOWN_TOPIC_OR_PARTITION), as DeleteTopics answers it there: its leader grows it.
 //   - More than 10,000 new partitions over the request (Kafka 4.4's
 //     validateTotalNumberOfPartitions, before anything else): every topic of the request fails
 //     with POLICY_VIOLATION "Excessively large number of additional partitions per request.", as
@@ -24,6 +33,7 @@
 //     included: strict from v3 (THROTTLING_QUOTA_EXCEEDED with a null message while in debt),
 //     permissive before; ThrottleTimeMs the time until it is paid.
 // Not supported: timeout_ms (creation is synchronous).
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,9 +43,11 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "broker/topic_placement.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_partitions_request.h"
 #include "protocol/messages/create_partitions_response.h"
@@ -56,8 +68,13 @@ struct partition_error {
   std::optional<std::string> message;
 };
 
-// validateManualPartitionAssignment on a cluster of this one broker, replication factor 1.
-partition_error check_assignments(const topic_request& t, int32_t additional, int32_t node_id) {
+// Kafka's validateManualPartitionAssignment for each new partition: every replica a live
+// registered broker (this one alone on a single node), none twice, as many as the topic's
+// replication factor. In a cluster, also tarn's interim rule that a topic's creator leads all of
+// its partitions (docs/cluster.md): the first replica, the preferred leader, must be this broker.
+partition_error check_assignments(const topic_request& t, int32_t additional,
+                                  const std::vector<int32_t>& live_brokers,
+                                  int32_t replication_factor, int32_t node_id, bool in_cluster) {
   if (!t.assignments) return {};
   if (static_cast<int64_t>(t.assignments->size()) != additional) {
     return {error_code::invalid_replica_assignment,
@@ -74,7 +91,7 @@ partition_error check_assignments(const topic_request& t, int32_t additional, in
     std::sort(ids.begin(), ids.end());
     std::optional<int32_t> prev;
     for (int32_t id : ids) {
-      if (id != node_id) {
+      if (!std::binary_search(live_brokers.begin(), live_brokers.end(), id)) {
         return {error_code::invalid_replica_assignment,
                 fmt::format("The manual partition assignment includes broker {}, but no such "
                             "broker is registered.",
@@ -88,12 +105,18 @@ partition_error check_assignments(const topic_request& t, int32_t additional, in
       }
       prev = id;
     }
-    if (ids.size() != 1) {
+    if (static_cast<int32_t>(ids.size()) != replication_factor) {
       return {error_code::invalid_replica_assignment,
               fmt::format("The manual partition assignment includes a partition with {} "
                           "replica(s), but this is not consistent with previous partitions, "
-                          "which have 1 replica(s).",
-                          ids.size())};
+                          "which have {} replica(s).",
+                          ids.size(), replication_factor)};
+    }
+    if (in_cluster && a.broker_ids.front() != node_id) {
+      return {error_code::invalid_replica_assignment,
+              fmt::format("The manual partition assignment [{}] does not start with broker {}, "
+                          "which leads the topic's partitions: leadership does not move yet.",
+                          fmt::join(a.broker_ids, ","), node_id)};
     }
   }
   return {};
@@ -128,6 +151,9 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
 
   topic_manager& topics = *request.services.topics;
   const int32_t node_id = request.services.config.node_id;
+  const bool in_cluster = request.services.replicas != nullptr;
+  // Where new partitions' replicas may go (this broker alone on a single node), sorted.
+  const std::vector<int32_t> live_ids = replica_candidates(request.services);
   protocol::create_partitions_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
   auto add_result = [&](std::string_view name, const partition_error& e) {
@@ -177,6 +203,10 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
     partition_error e;
     const storage::topic_info* topic = logs.find_topic(t.name);
     if (unauthorized.contains(t.name)) continue;  // answered above
+    // A follower's copy: the topic is its leader's to grow (as DeleteTopics answers it here).
+    if (topic != nullptr && in_cluster && request.services.replicas->follows(topic->name, 0)) {
+      topic = nullptr;
+    }
     if (topic == nullptr) {
       e = {error_code::unknown_topic_or_partition, std::nullopt};
     } else if (t.count_ == topic->partitions) {
@@ -188,12 +218,32 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
                        t.name, topic->partitions, t.count_)};
     } else {
       const int32_t additional = t.count_ - topic->partitions;
+      // The existing partitions' replica count, as Kafka places new partitions with; a topic
+      // whose partitions have no states (a single node) has one replica.
+      const std::optional<int32_t> replicated = topic_replication_factor(request.services, *topic);
+      const int32_t replication_factor = replicated.value_or(1);
+      std::vector<std::vector<int32_t>> assignment;
       if (t.assignments && static_cast<int64_t>(t.assignments->size()) != additional) {
-        e = check_assignments(t, additional, node_id);  // the count's error
+        e = check_assignments(t, additional, live_ids, replication_factor, node_id,
+                              in_cluster);  // the count's error
       } else if (!quota.record(additional)) {
         e = {error_code::throttling_quota_exceeded, std::nullopt};  // null, as Kafka's
       } else {
-        e = check_assignments(t, additional, node_id);
+        e = check_assignments(t, additional, live_ids, replication_factor, node_id, in_cluster);
+        if (e.code == error_code::none && t.assignments) {
+          for (const auto& a : *t.assignments) {
+            assignment.emplace_back(a.broker_ids.begin(), a.broker_ids.end());
+          }
+        } else if (e.code == error_code::none) {
+          // Kafka's replica placer refuses a factor above the live brokers.
+          assignment = place_partitions(node_id, live_ids, topic->partitions, additional,
+                                        replication_factor);
+          if (assignment.empty()) {
+            e = {error_code::invalid_replication_factor,
+                 replication_factor_error(replication_factor,
+                                          static_cast<int32_t>(live_ids.size()))};
+          }
+        }
       }
       if (e.code == error_code::none) {
         if (!decoded->validate_only) {
@@ -205,6 +255,15 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
           } else {
             spdlog::info("topic {}: partitions {} -> {} for {}", name, old_count, t.count_,
                          request.connection.peer);
+            if (replicated) {
+              // In a cluster, the new partitions' states; their followers open them.
+              auto states =
+                  record_partition_states(request.services, logs, *topic, old_count, assignment);
+              if (!states) {
+                spdlog::error("topic {}: states of partitions {}-{} not written: {}", name,
+                              old_count, t.count_ - 1, states.error());
+              }
+            }
           }
         }
       }

@@ -47,12 +47,10 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
-#include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
-#include "cluster/cluster_membership.h"
-#include "cluster/replica_state.h"
+#include "broker/topic_placement.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
@@ -164,12 +162,8 @@ std::optional<topic_error> check_layout(const request_topic& t, const broker_con
                        "Number of partitions was set to an invalid non-positive value."};
   }
   if (rf > live_brokers) {
-    return topic_error{
-        error_code::invalid_replication_factor,
-        fmt::format("Unable to replicate the partition {} time(s): The target replication factor "
-                    "of {} cannot be reached because only {} broker(s) are registered or some "
-                    "brokers have all their log directories cordoned.",
-                    rf, rf, live_brokers)};
+    return topic_error{error_code::invalid_replication_factor,
+                       replication_factor_error(rf, live_brokers)};
   }
   replication_factor = rf;
   return std::nullopt;
@@ -254,11 +248,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   bool cluster_metadata_asked = false;
   controller_mutation_quota quota(request, 6);
   // In a cluster, replicas go to the live brokers (docs/cluster.md, "Replication").
-  std::vector<int32_t> live_ids{config.node_id};
-  if (request.services.membership != nullptr) {
-    live_ids.clear();
-    for (const auto& b : request.services.membership->live_brokers()) live_ids.push_back(b.node_id);
-  }
+  const std::vector<int32_t> live_ids = replica_candidates(request.services);
   auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
   for (const auto& t : decoded->topics) {
@@ -288,23 +278,13 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
         topic_id = (*created)->topic_id;
         spdlog::info("created topic {} ({} partition(s), id {}) for {}", t.name, partitions,
                      topic_id.to_string(), request.connection.peer);
-        if (replica_manager* replicas = request.services.replicas) {
-          // Each partition's state in etcd; the replicas open their logs when they see it.
-          auto assignment =
-              cluster::assign_replicas(config.node_id, live_ids, partitions, replication_factor);
-          tarn::result<void, std::string> states;
-          if (assignment.empty()) {
-            states = fail(std::string("no live replicas"));
-          } else {
-            states = replicas->create_partition_states(topic_id, assignment);
-          }
-          if (!states) {
-            spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
-          } else if (replication_factor > 1) {
-            for (int32_t p = 0; p < partitions; ++p) {
-              if (storage::log* log = logs.get_log(t.name, p)) log->set_replicated(0);
-            }
-          }
+        // In a cluster, each partition's state in etcd; the replicas open their logs when they
+        // see it.
+        auto states = record_partition_states(
+            request.services, logs, **created, 0,
+            place_partitions(config.node_id, live_ids, 0, partitions, replication_factor));
+        if (!states) {
+          spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
         }
       } else {
         error = from_storage(created.error());

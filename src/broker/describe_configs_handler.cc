@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <charconv>
 #include <deque>
+#include <map>
 
 #include "broker/authorization.h"
 #include "broker/broker_loggers.h"
@@ -316,6 +317,21 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
                   [](const auto& res) { return res.resource_type == resource_type_group; });
   const auto group_configs =
       any_group ? topics.metadata().group_configs() : std::map<std::string, storage::config_map>{};
+  // In a cluster, topics other brokers lead and this one holds no copy of: their configs from the
+  // cluster's metadata (docs/cluster.md), read before the map lock.
+  std::map<std::string, storage::topic_info, std::less<>> remote_topics;
+  for (const auto& res : decoded->resources) {
+    if (res.resource_type != resource_type_topic) continue;
+    if (auto remote = topics.find_remote_topic(res.resource_name)) {
+      if (auto record = topics.cluster_topic(remote->topic_id)) {
+        storage::topic_info& info = remote_topics[remote->name];
+        info.name = remote->name;
+        info.topic_id = remote->topic_id;
+        info.partitions = remote->partitions;
+        info.overrides = std::move(record->overrides);
+      }
+    }
+  }
   auto guard = topics.read_lock();
   // One resource of a type Kafka does not know fails the whole request in Kafka 4.4: every
   // resource is answered INVALID_REQUEST with its default message and no configs.
@@ -354,6 +370,9 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
         set_error(describe_configs_error(v.error()), v.error().message);
       } else if (const auto* t = topics.logs().find_topic(res.resource_name)) {
         describe_topic(res, *t, topic_layers, options, strings, result);
+      } else if (auto remote = remote_topics.find(res.resource_name);
+                 remote != remote_topics.end()) {
+        describe_topic(res, remote->second, topic_layers, options, strings, result);
       } else {
         // Kafka 4.4 answers an empty message here (checked with the reference broker).
         storage::storage_error missing{storage::storage_errc::not_found, ""};

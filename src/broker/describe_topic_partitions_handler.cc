@@ -10,6 +10,10 @@
 //     __share_group_state), the principal's topic operations; each partition: leader
 //     node.id, leader epoch 0, replicas = isr = [node.id], ELR and last known ELR empty, no
 //     offline replicas.
+//   - In a cluster (docs/cluster.md): also the topics other brokers lead that this broker holds
+//     no copy of (as Metadata lists them); a partition with a state in etcd has its replicas,
+//     ISR, leader and leader epoch; a leader that is not live is -1 with LEADER_NOT_AVAILABLE,
+//     and replicas that are not live are offline, as Metadata answers them.
 //   - An asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
 //     when its name is not a legal topic name; zero topic id, no partitions. Never auto-created.
 //   - A cursor whose topic is not among the asked ones, or whose partition is negative: Kafka's
@@ -64,13 +68,26 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
   const int32_t node_id = request.services.config.node_id;
   dtp_response reply;
   topic_manager& topics = *request.services.topics;
+  // In a cluster, the live brokers (a leader that is not live is none, its replicas offline) and
+  // the topics other brokers lead that this one holds no copy of, as Metadata lists them.
+  const listed_cluster cluster = cluster_as_listed(request.services, request.connection);
+  const std::vector<remote_topic> remote = topics.remote_topics();
   auto guard = topics.read_lock();
   storage::log_manager& logs = topics.logs();
+  struct listed_topic {
+    storage::uuid topic_id;
+    int32_t leader = -1;  // the leader of partitions without a state in etcd
+  };
   std::map<std::string_view, int32_t> partitions_by_topic;
-  std::map<std::string_view, const storage::topic_info*> info_by_topic;
+  std::map<std::string_view, listed_topic> info_by_topic;
   for (const storage::topic_info* t : logs.topics()) {
     partitions_by_topic.emplace(t->name, t->partitions);
-    info_by_topic.emplace(t->name, t);
+    info_by_topic.emplace(t->name, listed_topic{t->topic_id, node_id});
+  }
+  for (const remote_topic& t : remote) {
+    if (partitions_by_topic.emplace(t.name, t.partitions).second) {
+      info_by_topic.emplace(t.name, listed_topic{t.topic_id, t.leader});
+    }
   }
   // DESCRIBE on each topic (Kafka's DescribeTopicPartitionsRequestHandler): all topics leaves
   // out the others; named ones answer TOPIC_AUTHORIZATION_FAILED after the page.
@@ -119,23 +136,33 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
                                 : error_code::invalid_topic_exception);
       continue;
     }
-    out.topic_id = to_wire(info_by_topic.at(e.name)->topic_id);
+    const listed_topic& listed = info_by_topic.at(e.name);
+    out.topic_id = to_wire(listed.topic_id);
     out.partitions.reserve(static_cast<size_t>(e.end_partition - e.first_partition));
     for (int32_t p = e.first_partition; p < e.end_partition; ++p) {
       auto& part = out.partitions.emplace_back();
       part.partition_index = p;
-      part.leader_id = node_id;
+      part.leader_id = listed.leader;
       part.leader_epoch = local_leader_epoch;
-      part.replica_nodes = {node_id};
-      part.isr_nodes = {node_id};
+      part.replica_nodes = {listed.leader};
+      part.isr_nodes = {listed.leader};
       // In a cluster, a replicated partition's state in etcd (docs/cluster.md, "Replication").
       if (request.services.replicas != nullptr) {
-        if (auto st = request.services.replicas->state(info_by_topic.at(e.name)->topic_id, p)) {
+        if (auto st = request.services.replicas->state(listed.topic_id, p)) {
           part.leader_id = st->leader;
           part.leader_epoch = st->leader_epoch;
           part.replica_nodes = st->replicas;
           part.isr_nodes = st->isr;
         }
+      }
+      // A leader that is not live is none, and replicas that are not live are offline, as
+      // Metadata answers (Kafka's KRaftMetadataCache for both).
+      if (part.leader_id < 0 || !cluster.live(part.leader_id)) {
+        part.leader_id = -1;
+        part.error_code = code(error_code::leader_not_available);
+      }
+      for (int32_t r : part.replica_nodes) {
+        if (!cluster.live(r)) part.offline_replicas.push_back(r);
       }
       part.eligible_leader_replicas.emplace();
       part.last_known_elr.emplace();

@@ -21,7 +21,13 @@
 //     reference broker with Metadata v0, v1; older Kafka said LEADER_NOT_AVAILABLE) and the
 //     client retries; tarn creates synchronously, so the retry already sees the topic. Without
 //     auto-creation: UNKNOWN_TOPIC_OR_PARTITION. A creation that fails (a '.'/'_' collision) is
-//     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR.
+//     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR. The topic asks for
+//     default.replication.factor replicas (Kafka's AutoTopicCreationManager): above the live
+//     brokers (above 1 on a single node) nothing is created, the broker logs Kafka's
+//     INVALID_REPLICATION_FACTOR message and answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4.4
+//     does (checked against it with default.replication.factor=3 on one node). In a cluster the
+//     partitions are placed and get their states as CreateTopics gives them (topic_placement.h).
+//     Internal topics keep their single-replica rule (docs/cluster.md).
 //   - v10+ topics asked by id (null name): the topic with that id, else UNKNOWN_TOPIC_ID with a
 //     null name.
 //   - Authorization (authorizer.class.name set): as Kafka, DESCRIBE on each topic; an all-topics
@@ -53,6 +59,7 @@
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "broker/topic_placement.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
@@ -262,6 +269,9 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
                 security::cluster_resource_name, 1, true, false);
   std::set<std::string_view> seen_names;
   std::deque<std::string> created_names;
+  // Where auto-created topics' replicas may go (this broker alone on a single node).
+  const std::vector<int32_t> live_ids =
+      may_create ? replica_candidates(request.services) : std::vector<int32_t>{};
   for (const auto& want : *decoded->topics) {
     if (!want.name.has_value()) {
       storage::uuid id = from_wire(want.topic_id);
@@ -331,11 +341,34 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     // __consumer_offsets gets its own partition count and configs (Kafka's
     // AutoTopicCreationManager creates internal topics as their coordinator would).
     const bool offsets = name == coordinator::offsets_topic_name;
+    // Any other topic default.replication.factor replicas, as Kafka's AutoTopicCreationManager
+    // asks its controller for. Internal topics stay each broker's own (docs/cluster.md).
+    const bool replicated = !is_internal_topic(name);
+    const int32_t replication_factor = replicated ? config.default_replication_factor : 1;
+    if (replication_factor > static_cast<int32_t>(live_ids.size())) {
+      // Kafka's controller refuses the creation; its broker logs why and keeps answering
+      // UNKNOWN_TOPIC_OR_PARTITION, so the client retries until its own timeout.
+      spdlog::warn(
+          "Auto topic creation failed for {} with error 'INVALID_REPLICATION_FACTOR': {}", name,
+          replication_factor_error(replication_factor, static_cast<int32_t>(live_ids.size())));
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+      continue;
+    }
     auto created = offsets ? create_offsets_topic(logs, config.group, wall_clock_ms())
                            : logs.create_topic(name, config.num_partitions, {}, wall_clock_ms());
     if (created) {
       spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", name,
                    (*created)->partitions, request.connection.peer);
+      if (replicated) {
+        // In a cluster, its partition states, as CreateTopics writes them.
+        const int32_t partitions = (*created)->partitions;
+        auto states = record_partition_states(
+            request.services, logs, **created, 0,
+            place_partitions(node_id, live_ids, 0, partitions, replication_factor));
+        if (!states) {
+          spdlog::error("topic {}: partition states not written: {}", name, states.error());
+        }
+      }
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
     } else {
       spdlog::warn("auto-creation of topic {} failed: {}", name, created.error().message);

@@ -290,16 +290,18 @@ void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
 }
 
 result<void, std::string> replica_manager::create_partition_states(
-    const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment) {
-  for (size_t p = 0; p < assignment.size(); ++p) {
-    cluster::partition_state s{assignment[p], assignment[p], assignment[p][0], 0, 0};
-    auto created = store_->create(topic_id, static_cast<int32_t>(p), s);
+    const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment,
+    int32_t first_partition) {
+  for (size_t i = 0; i < assignment.size(); ++i) {
+    const int32_t p = first_partition + static_cast<int32_t>(i);
+    cluster::partition_state s{assignment[i], assignment[i], assignment[i][0], 0, 0};
+    auto created = store_->create(topic_id, p, s);
     if (!created) return fail("etcd: " + created.error().message);
     // The watch brings it too; applied now so that this broker leads at once.
-    auto read = store_->read(topic_id, static_cast<int32_t>(p));
+    auto read = store_->read(topic_id, p);
     if (read && *read) {
       std::lock_guard g(mu_);
-      apply_state(topic_id, static_cast<int32_t>(p), **read);
+      apply_state(topic_id, p, **read);
     }
   }
   return {};
@@ -460,6 +462,15 @@ void replica_manager::open_replica_logs() {
         auto adopted = logs.adopt_topic(*topic, parts, wall_clock_ms());
         if (!adopted) {
           spdlog::error("replica logs of {}: {}", topic->name, adopted.error().message);
+          continue;
+        }
+        spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));
+      } else if (std::any_of(parts.begin(), parts.end(),
+                             [&](int32_t p) { return logs.get_log(topic->name, p) == nullptr; })) {
+        // Partitions the leader added (CreatePartitions) to a topic this broker follows.
+        auto grown = logs.adopt_partitions(topic->name, topic->partitions, parts, wall_clock_ms());
+        if (!grown) {
+          spdlog::error("replica logs of {}: {}", topic->name, grown.error().message);
           continue;
         }
         spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));

@@ -47,10 +47,12 @@ class replica_manager {
   replica_manager(const replica_manager&) = delete;
   replica_manager& operator=(const replica_manager&) = delete;
 
-  // CreateTopics in a cluster: the states of a new topic's partitions (leader = replicas[0],
-  // ISR = replicas, epochs 0), created only if absent.
+  // CreateTopics, auto-creation and CreatePartitions in a cluster: the states of new partitions
+  // first_partition, first_partition + 1, ... (leader = replicas[0], ISR = replicas, epochs 0),
+  // created only if absent.
   result<void, std::string> create_partition_states(
-      const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment);
+      const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment,
+      int32_t first_partition = 0);
 
   // DeleteTopics on the leader: the topic's states go; each follower then deletes its copy.
   result<void, std::string> delete_partition_states(const storage::uuid& topic_id);

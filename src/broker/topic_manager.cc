@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 
@@ -238,6 +239,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   if (!cluster) return fail(cluster.error());
   m->cluster_id_ = std::move(*cluster);
 
+  std::set<std::pair<storage::uuid, int32_t>> replicated;
   if (m->in_cluster_) {
     // The cluster's metadata log in etcd (docs/cluster.md) instead of the local one.
     cluster::etcd_metadata_options o;
@@ -254,6 +256,19 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
           auto state = cluster::decode_partition_state(kv.value);
           const std::string_view rest = std::string_view(kv.key).substr(dir.size());
           auto id = storage::uuid::parse(rest.substr(0, rest.find('/')));
+          // Replicated partitions of this broker, led or followed: their high watermarks start
+          // from replication-offset-checkpoint (storage::log_manager_options::replicated).
+          int32_t index = -1;
+          if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
+            const std::string_view tail = rest.substr(slash + 1);
+            const auto [end, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), index);
+            if (ec != std::errc() || end != tail.data() + tail.size()) index = -1;
+          }
+          if (state && id && index >= 0 && state->replicas.size() > 1 &&
+              std::find(state->replicas.begin(), state->replicas.end(), config.node_id) !=
+                  state->replicas.end()) {
+            replicated.insert({*id, index});
+          }
           if (!state || !id || state->leader == config.node_id) continue;
           if (std::find(state->replicas.begin(), state->replicas.end(), config.node_id) !=
               state->replicas.end()) {
@@ -313,6 +328,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   options.journal = &m->metadata_->topic_journal();
   options.broker_props = topic_defaults_from(m->effective_);
   options.now = wall_clock_ms();
+  options.replicated = std::move(replicated);
   storage::startup_report report;
   auto logs = storage::log_manager::open(options, &report);
   if (!logs) {
@@ -352,10 +368,22 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
                                 spdlog::info("log retention: {}", line);
                               }
                             });
+  // Kafka's high-watermark and recovery-point checkpoint schedules, for every partition (a
+  // single node's high watermark is its log end offset, as Kafka's is on a one-broker ISR).
+  m->logs_->start_checkpoints(config.replica_high_watermark_checkpoint_interval_ms,
+                              config.log_flush_offset_checkpoint_interval_ms,
+                              [](bool warning, const std::string& line) {
+                                if (warning) {
+                                  spdlog::warn("log checkpoints: {}", line);
+                                } else {
+                                  spdlog::info("log checkpoints: {}", line);
+                                }
+                              });
   return m;
 }
 
 result<void, std::string> topic_manager::shutdown() {
+  logs_->stop_checkpoints();
   logs_->stop_retention();
   logs_->stop_cleaner();
   auto guard = control_lock();

@@ -35,6 +35,7 @@ std::string partition_dir_name(const topic_partition& tp);
 struct partition_offset {
   topic_partition tp;
   offset_t offset = 0;
+  bool operator==(const partition_offset&) const = default;
 };
 
 struct epoch_entry {

@@ -36,6 +36,19 @@ TEST(Checkpoint, OffsetCheckpointBytesAndRoundTrip) {
   EXPECT_EQ((*back)[2].offset, 9007199254740993);
 }
 
+// replication-offset-checkpoint as Kafka 4.4.0 wrote it (a single-node KRaft broker, topic t2
+// of two partitions, three records in partition 1): the same format, read and written alike
+// (Kafka lists the entries in its map's order, tarn sorted).
+TEST(Checkpoint, ReplicationOffsetCheckpointAsKafkaWritesIt) {
+  auto entries = decode_offset_checkpoint("0\n2\nt2 1 3\nt2 0 0\n", "x");
+  ASSERT_TRUE(entries);
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].tp, (topic_partition{"t2", 1}));
+  EXPECT_EQ((*entries)[0].offset, 3);
+  EXPECT_EQ(encode_offset_checkpoint({(*entries)[1], (*entries)[0]}), "0\n2\nt2 0 0\nt2 1 3\n");
+  EXPECT_EQ(encode_offset_checkpoint({}), "0\n0\n");
+}
+
 TEST(Checkpoint, MissingAndEmptyFilesAreNoEntries) {
   temp_dir dir;
   auto missing = read_offset_checkpoint(dir.path() / "nope");

@@ -36,6 +36,7 @@ log_manager::log_manager(const log_manager_options& options)
     : log_dir_(options.log_dir), broker_props_(options.broker_props), journal_(options.journal) {}
 
 log_manager::~log_manager() {
+  stop_checkpoints();
   stop_retention();
   stop_cleaner();
   for (auto& [tp, l] : logs_) (void)l->close();
@@ -149,9 +150,16 @@ result<void, storage_error> log_manager::load(const log_manager_options& options
   if (!recovery_points) return fail(recovery_points.error());
   auto log_starts = read_offset_checkpoint(log_dir_ / log_start_offset_checkpoint_name);
   if (!log_starts) return fail(log_starts.error());
-  std::map<topic_partition, offset_t> rp, ls;
+  std::map<topic_partition, offset_t> rp, ls, hw;
   for (auto& e : *recovery_points) rp[e.tp] = e.offset;
   for (auto& e : *log_starts) ls[e.tp] = e.offset;
+  // Read only where a replicated partition's high watermark starts from it (a single node's high
+  // watermark is its log end offset).
+  if (!options.replicated.empty()) {
+    auto high_watermarks = read_offset_checkpoint(log_dir_ / kReplicationCheckpoint);
+    if (!high_watermarks) return fail(high_watermarks.error());
+    for (auto& e : *high_watermarks) hw[e.tp] = e.offset;
+  }
 
   // Leftovers: finish interrupted deletions; set aside directories of unknown topics.
   std::vector<fs::directory_entry> entries;
@@ -190,6 +198,12 @@ result<void, storage_error> log_manager::load(const log_manager_options& options
       auto l = open_partition(*topic, p, rp.count(tp) ? rp[tp] : 0, ls.count(tp) ? ls[tp] : 0,
                               report.had_clean_shutdown, options.now, &rr);
       if (!l) return fail(l.error());
+      if (options.replicated.contains({topic->topic_id, p})) {
+        // Kafka's Partition.createLog: the checkpointed high watermark (0 when absent), bounded
+        // by the log start and end offsets (UnifiedLog.updateHighWatermark).
+        const offset_t checkpointed = hw.count(tp) ? hw[tp] : offset_t{0};
+        (*l)->set_replicated(std::max(checkpointed, (*l)->log_start_offset()));
+      }
       report.logs.push_back(std::move(rr));
       logs_.emplace(tp, std::move(*l));
     }
@@ -335,6 +349,29 @@ result<const topic_info*, storage_error> log_manager::adopt_topic(
     logs_.emplace(std::move(tp), std::move(l));
   }
   return raw;
+}
+
+result<void, storage_error> log_manager::adopt_partitions(
+    std::string_view name, int32_t partition_count, const std::vector<partition_id>& partitions,
+    timestamp_ms now) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  topic_info& t = *it->second;
+  const int32_t count = std::max(t.partitions, partition_count);
+  std::vector<std::unique_ptr<log>> opened;
+  for (partition_id p : partitions) {
+    if (p < 0 || p >= count || logs_.count(topic_partition{t.name, p}) != 0) continue;
+    auto l = open_partition(t, p, 0, 0, false, now, nullptr);
+    if (!l) return fail(l.error());
+    opened.push_back(std::move(*l));
+  }
+  std::unique_lock maps(map_mu_);
+  t.partitions = count;
+  for (auto& l : opened) {
+    topic_partition tp = l->tp();
+    logs_.emplace(std::move(tp), std::move(l));
+  }
+  return {};
 }
 
 result<void, storage_error> log_manager::delete_topic(std::string_view name, bool record) {
@@ -484,11 +521,43 @@ result<void, storage_error> log_manager::checkpoint() {
     ls.push_back({tp, l->log_start_offset()});
     hw.push_back({tp, l->high_watermark()});
   }
+  written_recovery_points_.clear();
+  written_high_watermarks_.clear();
   auto a = write_offset_checkpoint(log_dir_ / recovery_point_checkpoint_name, rp);
   if (!a) return a;
+  written_recovery_points_ = std::move(rp);
   auto b = write_offset_checkpoint(log_dir_ / log_start_offset_checkpoint_name, ls);
   if (!b) return b;
-  return write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
+  auto c = write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
+  if (!c) return c;
+  written_high_watermarks_ = std::move(hw);
+  return {};
+}
+
+result<void, storage_error> log_manager::checkpoint_high_watermarks() {
+  std::lock_guard writer(checkpoint_mu_);
+  std::vector<partition_offset> hw;
+  hw.reserve(logs_.size());
+  for (const auto& [tp, l] : logs_) hw.push_back({tp, l->high_watermark()});
+  if (hw == written_high_watermarks_) return {};
+  written_high_watermarks_.clear();  // unknown until the write succeeds
+  auto w = write_offset_checkpoint(log_dir_ / kReplicationCheckpoint, hw);
+  if (!w) return w;
+  written_high_watermarks_ = std::move(hw);
+  return {};
+}
+
+result<void, storage_error> log_manager::checkpoint_recovery_points() {
+  std::lock_guard writer(checkpoint_mu_);
+  std::vector<partition_offset> rp;
+  rp.reserve(logs_.size());
+  for (const auto& [tp, l] : logs_) rp.push_back({tp, l->recovery_point()});
+  if (rp == written_recovery_points_) return {};
+  written_recovery_points_.clear();
+  auto w = write_offset_checkpoint(log_dir_ / recovery_point_checkpoint_name, rp);
+  if (!w) return w;
+  written_recovery_points_ = std::move(rp);
+  return {};
 }
 
 result<void, storage_error> log_manager::checkpoint_log_start_offsets() {
@@ -554,6 +623,68 @@ void log_manager::start_retention(int64_t interval_ms, cleaner_log_fn log_line) 
   });
 }
 
+void log_manager::start_checkpoints(int64_t high_watermark_interval_ms,
+                                    int64_t recovery_point_interval_ms, cleaner_log_fn log_line) {
+  if (checkpoint_thread_.joinable()) return;
+  if (high_watermark_interval_ms <= 0 && recovery_point_interval_ms <= 0) return;
+  checkpoint_stopping_ = false;
+  checkpoint_thread_ = std::thread([this, high_watermark_interval_ms, recovery_point_interval_ms,
+                                    log_line = std::move(log_line)] {
+    using clock = std::chrono::steady_clock;
+    using ms = std::chrono::milliseconds;
+    struct task {
+      int64_t interval_ms;
+      clock::time_point next;
+      result<void, storage_error> (log_manager::*write)();
+      const char* what;
+    };
+    const auto start = clock::now();
+    std::vector<task> tasks;
+    if (high_watermark_interval_ms > 0) {
+      tasks.push_back({high_watermark_interval_ms, start + ms(high_watermark_interval_ms),
+                       &log_manager::checkpoint_high_watermarks, "high watermark"});
+    }
+    if (recovery_point_interval_ms > 0) {
+      tasks.push_back({recovery_point_interval_ms, start + ms(recovery_point_interval_ms),
+                       &log_manager::checkpoint_recovery_points, "recovery point"});
+    }
+    for (;;) {
+      clock::time_point due = tasks.front().next;
+      for (const auto& t : tasks) due = std::min(due, t.next);
+      {
+        // Woken at least once a minute, so no deadline is ever far enough to overflow.
+        std::unique_lock lock(checkpoint_task_mu_);
+        const auto wait = std::min<clock::duration>(due - clock::now(), std::chrono::minutes(1));
+        if (checkpoint_wake_.wait_for(lock, wait, [&] { return checkpoint_stopping_; })) return;
+      }
+      const auto now = clock::now();
+      if (now < due) continue;
+      // Not a blocking lock: stop_checkpoints() may run on a thread that holds map_mu_.
+      std::shared_lock owner(map_mu_, std::defer_lock);
+      while (!owner.try_lock()) {
+        std::unique_lock lock(checkpoint_task_mu_);
+        if (checkpoint_wake_.wait_for(lock, ms(1), [&] { return checkpoint_stopping_; })) return;
+      }
+      for (auto& t : tasks) {
+        if (now < t.next) continue;
+        t.next = now + ms(t.interval_ms);
+        if (auto w = (this->*t.write)(); !w) {
+          log_line(true, fmt::format("{} checkpoint failed: {}", t.what, w.error().message));
+        }
+      }
+    }
+  });
+}
+
+void log_manager::stop_checkpoints() {
+  {
+    std::lock_guard lock(checkpoint_task_mu_);
+    checkpoint_stopping_ = true;
+  }
+  checkpoint_wake_.notify_all();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+}
+
 void log_manager::stop_retention() {
   {
     std::lock_guard lock(retention_mu_);
@@ -575,6 +706,7 @@ result<void, storage_error> log_manager::flush_dirty_logs(timestamp_ms now) {
 
 result<void, storage_error> log_manager::shutdown(int64_t broker_epoch, timestamp_ms now) {
   if (shut_down_) return {};
+  stop_checkpoints();
   stop_retention();
   stop_cleaner();
   std::unique_lock maps(map_mu_);

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -37,6 +38,11 @@ struct log_manager_options {
   timestamp_ms now = 0;
   // Where topic changes are recorded (topic_metadata.h); nullptr = the tarn-topics file.
   topic_journal* journal = nullptr;
+  // In a cluster, the partitions (topic id, index) with more than one replica, this broker one
+  // of them (docs/cluster.md, "Replication"): each such log is opened replicated, its high
+  // watermark the replication-offset-checkpoint entry (0 when absent) bounded by its log start
+  // and end offsets, as Kafka's Partition.createLog takes it, instead of its log end offset.
+  std::set<std::pair<uuid, partition_id>> replicated;
 };
 
 struct startup_report {
@@ -97,6 +103,14 @@ class log_manager {
                                                        const std::vector<partition_id>& partitions,
                                                        timestamp_ms now);
 
+  // In a cluster, partitions its leader added (CreatePartitions, recorded by the leader) to a
+  // topic this broker follows: the topic's count grows to `partition_count` and the logs of
+  // `partitions` not open yet are opened (created, or recovered when their directories exist);
+  // nothing is recorded. Serialised like create_topic. not_found when the topic is unknown.
+  result<void, storage_error> adopt_partitions(std::string_view name, int32_t partition_count,
+                                               const std::vector<partition_id>& partitions,
+                                               timestamp_ms now);
+
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;
   // Installs `listener` on every log, present and future (see storage::append_listener).
@@ -122,6 +136,13 @@ class log_manager {
   // Writes recovery-point-offset-checkpoint, log-start-offset-checkpoint and
   // replication-offset-checkpoint (high watermarks) for every log.
   result<void, storage_error> checkpoint();
+  // Only replication-offset-checkpoint (Kafka's ReplicaManager.checkpointHighWatermarks, every
+  // replica.high.watermark.checkpoint.interval.ms), and only recovery-point-offset-checkpoint
+  // (LogManager.checkpointLogRecoveryOffsets, every log.flush.offset.checkpoint.interval.ms).
+  // Each rewrites its file only when an entry changed since this log manager last wrote it, so
+  // an idle broker does not fsync every few seconds. Read the logs' atomic offsets only.
+  result<void, storage_error> checkpoint_high_watermarks();
+  result<void, storage_error> checkpoint_recovery_points();
   // Only log-start-offset-checkpoint, after DeleteRecords or retention moved a log start offset
   // (Kafka writes it every log.flush.start.offset.checkpoint.interval.ms; tarn at once, so a
   // deletion survives a crash). Reads the logs' atomic offsets only.
@@ -138,6 +159,15 @@ class log_manager {
   // it).
   void start_retention(int64_t interval_ms, cleaner_log_fn log_line);
   void stop_retention();
+  // The checkpoint task (Kafka's "highwatermark-checkpoint" and "kafka-recovery-point-checkpoint"
+  // schedules): a thread that runs checkpoint_high_watermarks() every `high_watermark_interval_ms`
+  // and checkpoint_recovery_points() every `recovery_point_interval_ms` (an interval <= 0: never;
+  // open() and shutdown() write both anyway), holding map_mutex() shared (try_lock, as retention
+  // takes it) while it writes. `log_line` gets one line per failed write. stop_checkpoints()
+  // joins it (shutdown() and the destructor call it).
+  void start_checkpoints(int64_t high_watermark_interval_ms, int64_t recovery_point_interval_ms,
+                         cleaner_log_fn log_line);
+  void stop_checkpoints();
   // Kafka's LogManager.flushDirtyLogs: flushes every log whose flush.ms has passed since its
   // last flush. Every log is tried; the first error is returned.
   result<void, storage_error> flush_dirty_logs(timestamp_ms now);
@@ -169,6 +199,13 @@ class log_manager {
   std::thread retention_thread_;
   std::mutex retention_mu_;
   std::mutex checkpoint_mu_;  // one writer of the checkpoint files at a time
+  // What the last write of each file held (under checkpoint_mu_), to skip unchanged rewrites.
+  std::vector<partition_offset> written_high_watermarks_;
+  std::vector<partition_offset> written_recovery_points_;
+  std::thread checkpoint_thread_;
+  std::mutex checkpoint_task_mu_;
+  std::condition_variable checkpoint_wake_;
+  bool checkpoint_stopping_ = false;
   mutable std::shared_mutex map_mu_;
   std::condition_variable retention_wake_;
   bool retention_stopping_ = false;

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <thread>
 
 #include "storage/test_batches.h"
 
@@ -172,6 +175,89 @@ TEST(LogManager, CreatePartitionsGrowsTheTopic) {
   EXPECT_EQ((*m)->find_topic("t")->partitions, 3);
   EXPECT_NE((*m)->get_log("t", 2), nullptr);
   EXPECT_FALSE((*m)->create_partitions("t", 2, 0));
+}
+
+// replication-offset-checkpoint (docs/storage.md): a replicated partition (in a cluster, its
+// states in etcd name this broker among several replicas) starts at its checkpointed high
+// watermark bounded by its log start and end offsets, 0 when the file has no entry; any other
+// starts at its log end offset, as before.
+TEST(LogManager, ReplicatedPartitionsStartAtTheirCheckpointedHighWatermark) {
+  temp_dir dir;
+  uuid id;
+  {
+    auto m = log_manager::open(opts(dir.path()));
+    ASSERT_TRUE(m);
+    auto t = (*m)->create_topic("r", 4, {}, 1000);
+    ASSERT_TRUE(t);
+    id = (*t)->topic_id;
+    ASSERT_TRUE((*m)->create_topic("single", 1, {}, 1000));
+    for (int p = 0; p < 4; ++p) {
+      log* l = (*m)->get_log("r", p);
+      ASSERT_TRUE(l->append(make_batch(0, 5, 2000), 2000));
+      l->set_replicated(3);  // the ISR has the first three records
+    }
+    log* s = (*m)->get_log("single", 0);
+    ASSERT_TRUE(s->append(make_batch(0, 5, 2000), 2000));
+    ASSERT_TRUE((*m)->get_log("r", 3)->delete_records_before(2, 2000));
+    ASSERT_TRUE((*m)->shutdown(1, 3000));
+  }
+  // A clean shutdown writes every partition's high watermark, the replicated ones' included.
+  EXPECT_EQ(file_text(dir.path() / "replication-offset-checkpoint"),
+            "0\n5\nr 0 3\nr 1 3\nr 2 3\nr 3 3\nsingle 0 5\n");
+  // An entry past the log end, one missing, one below the log start.
+  ASSERT_TRUE(write_offset_checkpoint(dir.path() / "replication-offset-checkpoint",
+                                      {{{"r", 0}, 3}, {{"r", 1}, 9}, {{"r", 3}, 1}}));
+  log_manager_options o = opts(dir.path());
+  for (int p = 0; p < 4; ++p) o.replicated.insert({id, p});
+  auto m = log_manager::open(o);
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)->get_log("r", 0)->high_watermark(), 3);
+  EXPECT_EQ((*m)->get_log("r", 1)->high_watermark(), 5);  // bounded by the log end offset
+  EXPECT_EQ((*m)->get_log("r", 2)->high_watermark(), 0);  // no entry: 0, as Kafka
+  EXPECT_EQ((*m)->get_log("r", 3)->high_watermark(), 2);  // bounded by the log start offset
+  for (int p = 0; p < 4; ++p) EXPECT_TRUE((*m)->get_log("r", p)->replicated());
+  EXPECT_FALSE((*m)->get_log("single", 0)->replicated());
+  EXPECT_EQ((*m)->get_log("single", 0)->high_watermark(), 5);
+  // The open rewrites the file from what it loaded, not from the log end offsets.
+  EXPECT_EQ(file_text(dir.path() / "replication-offset-checkpoint"),
+            "0\n5\nr 0 3\nr 1 5\nr 2 0\nr 3 2\nsingle 0 5\n");
+}
+
+// The checkpoint task rewrites replication-offset-checkpoint and
+// recovery-point-offset-checkpoint on their intervals, and only when an entry changed.
+TEST(LogManager, CheckpointTaskWritesWhatChanged) {
+  temp_dir dir;
+  auto m = log_manager::open(opts(dir.path()));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE((*m)->create_topic("t", 1, {}, 1000));
+  const fs::path hw_file = dir.path() / "replication-offset-checkpoint";
+  const fs::path rp_file = dir.path() / "recovery-point-offset-checkpoint";
+  EXPECT_EQ(file_text(hw_file), "0\n0\n");  // as open wrote it: no topic yet
+  (*m)->start_checkpoints(20, 20, [](bool, const std::string& line) { ADD_FAILURE() << line; });
+  log* l = (*m)->get_log("t", 0);
+  {
+    std::lock_guard g(l->mutex());
+    ASSERT_TRUE(l->append(make_batch(0, 4, 2000), 2000));
+    ASSERT_TRUE(l->flush(2000));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((file_text(hw_file) != "0\n1\nt 0 4\n" || file_text(rp_file) != "0\n1\nt 0 4\n") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(file_text(hw_file), "0\n1\nt 0 4\n");
+  EXPECT_EQ(file_text(rp_file), "0\n1\nt 0 4\n");
+  (*m)->stop_checkpoints();
+  // Nothing changed since: no rewrite (the file removed here stays away).
+  fs::remove(hw_file);
+  ASSERT_TRUE((*m)->checkpoint_high_watermarks());
+  EXPECT_FALSE(fs::exists(hw_file));
+  {
+    std::lock_guard g(l->mutex());
+    ASSERT_TRUE(l->append(make_batch(4, 1, 2000), 2000));
+  }
+  ASSERT_TRUE((*m)->checkpoint_high_watermarks());
+  EXPECT_EQ(file_text(hw_file), "0\n1\nt 0 5\n");
 }
 
 }  // namespace

@@ -1,0 +1,217 @@
+// Kafka's own kafka-topics.sh (Apache Kafka 4.4.0's TopicCommand, run through scripts/kafka-ref
+// tool) against a replicated cluster (docs/cluster.md, "Replication", issue 27): three brokers,
+// a topic with replication factor 3 and min.insync.replicas=2. --describe shows the leader,
+// replicas and ISR; a follower paused (SIGSTOP) until the ISR shrinks makes the partition
+// under-replicated and at its min ISR, not unavailable and not under its min ISR; resumed, the
+// partition is whole again. The same scenario runs against tarn (etcd and three `tarn serve`)
+// and against a three-node Kafka 4.4.0 KRaft cluster, the reference that checks the scenario
+// itself: both halves start a JVM, so both are named for `make interop`
+// (tests/kafka_tests.regex).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_harness.h"
+#include "kafka_ref_broker.h"
+#include "kafka_test_names.h"
+#include "produce_util.h"
+#include "test_util.h"
+#include "tool_output.h"
+
+namespace tarn::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One partition line of kafka-topics.sh --describe ("\tTopic: t\tPartition: 0\tLeader: 1\t
+// Replicas: 1,2,3\tIsr: 1,2,3\tElr: \tLastKnownElr: ").
+struct described_partition {
+  int32_t partition = -1;
+  int32_t leader = -2;
+  std::vector<int32_t> replicas, isr;
+  bool elr_empty = false;
+};
+
+std::vector<int32_t> ids_of(const std::string& list) {
+  std::vector<int32_t> out;
+  std::stringstream in(list);
+  std::string id;
+  while (std::getline(in, id, ',')) {
+    if (!id.empty()) out.push_back(std::stoi(id));
+  }
+  return out;
+}
+
+std::vector<described_partition> partition_lines(const std::string& out) {
+  static const std::regex line(
+      R"(Partition: (\d+)\tLeader: (-?\d+|none)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)\tElr: ([\d,]*|N/A)\tLastKnownElr: ([\d,]*|N/A))");
+  std::vector<described_partition> parts;
+  std::stringstream in(out);
+  std::string text;
+  while (std::getline(in, text)) {
+    std::smatch m;
+    if (!std::regex_search(text, m, line)) continue;
+    described_partition p;
+    p.partition = std::stoi(m[1]);
+    p.leader = m[2] == "none" ? -1 : std::stoi(m[2]);
+    p.replicas = ids_of(m[3]);
+    p.isr = ids_of(m[4]);
+    // Empty lists, or N/A where the cluster has no ELR (KIP-966 off): none either way.
+    p.elr_empty = (m[5].length() == 0 || m[5] == "N/A") && (m[6].length() == 0 || m[6] == "N/A");
+    parts.push_back(std::move(p));
+  }
+  return parts;
+}
+
+std::vector<int32_t> sorted(std::vector<int32_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+class cluster_tools : public ::testing::TestWithParam<broker_kind> {
+ protected:
+  void SetUp() override {
+    if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+    if (GetParam() == broker_kind::kafka) {
+#ifdef TARN_SANITIZED_BUILD
+      GTEST_SKIP() << "the Kafka reference half checks the scenario only (release builds)";
+#endif
+      if (auto why = kafka_test_name_error(); !why.empty()) FAIL() << why;
+      // An ISR shrinks after replica.lag.time.max.ms: short, so the test does not wait 30 s.
+      cluster_ = make_kafka_cluster(3, {"replica.lag.time.max.ms=2000"});
+    } else {
+      // A paused broker keeps its session (it must not be fenced while paused: it would exit
+      // when resumed); its ISR membership goes after replica.lag.time.max.ms.
+      cluster_ =
+          make_tarn_cluster(3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
+                                "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100"});
+    }
+    const std::string why = cluster_->start();
+    if (!why.empty()) {
+      if (GetParam() == broker_kind::tarn &&
+          why.find("etcd is not installed") != std::string::npos) {
+        GTEST_SKIP() << why;
+      }
+      FAIL() << why;
+    }
+    // The tool's requests time out soon, should one reach the paused broker (clients keep one
+    // connection per broker the metadata lists).
+    std::ofstream(dir_.path() / "admin.properties")
+        << "request.timeout.ms=5000\ndefault.api.timeout.ms=20000\n";
+  }
+  void TearDown() override {
+    if (cluster_) {
+      for (int n = 0; n < cluster_->node_count(); ++n) {
+        if (cluster_->state(n) == node_state::paused) cluster_->resume(n);
+      }
+      if (HasFailure()) std::cerr << cluster_->diagnostics();
+    }
+  }
+
+  // kafka-topics.sh through node `via` (a live one; the others come from its metadata).
+  split_output topics(int via, const std::string& args) {
+    return run_split("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                     "/scripts/kafka-ref tool topics --bootstrap-server 127.0.0.1:" +
+                     std::to_string(cluster_->port(via)) + " --command-config " +
+                     (dir_.path() / "admin.properties").string() + " " + args);
+  }
+
+  temp_dir dir_;
+  std::unique_ptr<cluster_harness> cluster_;
+};
+
+TEST_P(cluster_tools, kafka_topics_reports_isr_and_under_replication_against_kafka) {
+  const std::string topic = "described";
+  ASSERT_EQ(create_topic(*cluster_, topic, 1, 3, {{"min.insync.replicas", "2"}}), "");
+  ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 30s)) << cluster_->diagnostics();
+
+  // --describe: the topic line, then the partition with its leader, replicas and ISR.
+  auto described = topics(0, "--describe --topic " + topic);
+  ASSERT_EQ(described.code, 0) << described.err;
+  EXPECT_NE(described.out.find("Topic: " + topic + "\tTopicId: "), std::string::npos)
+      << described.out;
+  EXPECT_NE(described.out.find("\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: "),
+            std::string::npos)
+      << described.out;
+  EXPECT_NE(described.out.find("min.insync.replicas=2"), std::string::npos) << described.out;
+  auto parts = partition_lines(described.out);
+  ASSERT_EQ(parts.size(), 1u) << described.out;
+  const described_partition whole = parts[0];
+  EXPECT_EQ(whole.partition, 0);
+  EXPECT_EQ(sorted(whole.replicas), (std::vector<int32_t>{1, 2, 3})) << described.out;
+  EXPECT_EQ(sorted(whole.isr), (std::vector<int32_t>{1, 2, 3})) << described.out;
+  EXPECT_NE(std::find(whole.replicas.begin(), whole.replicas.end(), whole.leader),
+            whole.replicas.end())
+      << described.out;
+  EXPECT_TRUE(whole.elr_empty) << described.out;
+  // Nothing is under-replicated yet.
+  auto none = topics(0, "--describe --under-replicated-partitions");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_TRUE(partition_lines(none.out).empty()) << none.out;
+
+  // A follower paused until the leader drops it from the ISR: a record it cannot fetch (a
+  // follower that has the leader's log end stays caught up however long it is silent, in Kafka
+  // as in tarn).
+  const int32_t follower =
+      whole.replicas[0] == whole.leader ? whole.replicas[1] : whole.replicas[0];
+  const int leader_node = whole.leader - 1;
+  ASSERT_TRUE(cluster_->pause(follower - 1));
+  {
+    raw_client leader(cluster_->port(leader_node));
+    ASSERT_TRUE(leader.send_bytes(produce_frame(1, topic, 0, value_batch("unfetched"), 1)));
+    ASSERT_EQ(decode_produce(leader.read_frame(30s)).error_code, 0);
+  }
+  std::vector<int32_t> isr;
+  const auto deadline = std::chrono::steady_clock::now() + 40s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto d = describe_topic(*cluster_, topic);
+    if (d && d->size() == 1 && (*d)[0].isr.size() == 2) {
+      isr = (*d)[0].isr;
+      break;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(isr.size(), 2u) << cluster_->diagnostics();
+  EXPECT_EQ(std::find(isr.begin(), isr.end(), follower), isr.end());
+
+  // --under-replicated-partitions lists it, with the two in sync; --at-min-isr-partitions too
+  // (two in sync, min.insync.replicas=2); it is neither unavailable nor under its min ISR.
+  auto under = topics(leader_node, "--describe --under-replicated-partitions");
+  ASSERT_EQ(under.code, 0) << under.err;
+  auto listed = partition_lines(under.out);
+  ASSERT_EQ(listed.size(), 1u) << under.out << under.err;
+  EXPECT_NE(under.out.find("Topic: " + topic + "\tPartition: 0"), std::string::npos) << under.out;
+  EXPECT_EQ(listed[0].leader, whole.leader);
+  EXPECT_EQ(sorted(listed[0].isr), sorted(isr)) << under.out;
+  EXPECT_EQ(listed[0].replicas, whole.replicas) << under.out;
+  auto unavailable = topics(leader_node, "--describe --unavailable-partitions");
+  ASSERT_EQ(unavailable.code, 0) << unavailable.err;
+  EXPECT_TRUE(partition_lines(unavailable.out).empty()) << unavailable.out;
+  auto at_min = topics(leader_node, "--describe --at-min-isr-partitions");
+  ASSERT_EQ(at_min.code, 0) << at_min.err;
+  EXPECT_EQ(partition_lines(at_min.out).size(), 1u) << at_min.out << at_min.err;
+  auto under_min = topics(leader_node, "--describe --under-min-isr-partitions");
+  ASSERT_EQ(under_min.code, 0) << under_min.err;
+  EXPECT_TRUE(partition_lines(under_min.out).empty()) << under_min.out;
+
+  // Resumed: it catches up and the partition is whole again.
+  ASSERT_TRUE(cluster_->resume(follower - 1));
+  ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 40s)) << cluster_->diagnostics();
+  auto whole_again = topics(leader_node, "--describe --under-replicated-partitions");
+  ASSERT_EQ(whole_again.code, 0) << whole_again.err;
+  EXPECT_TRUE(partition_lines(whole_again.out).empty()) << whole_again.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(both, cluster_tools,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
+
+}  // namespace
+}  // namespace tarn::test
