@@ -22,8 +22,7 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
-#include "protocol/messages/metadata_request.h"
-#include "protocol/messages/metadata_response.h"
+#include "replication_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -36,83 +35,7 @@ using protocol::error_code;
 // Sessions long enough to outlast the pauses below (a broker paused past its session would be
 // fenced and exit); the lag bound short, so that the ISR shrinks within a second or so.
 std::vector<std::string> replication_args(const etcd_cluster& etcd, int32_t node_id) {
-  std::string connect;
-  for (const auto& e : etcd.endpoints()) {
-    if (!connect.empty()) connect += ",";
-    connect += e.substr(e.find("://") + 3);
-  }
-  return {"--override", "node.id=" + std::to_string(node_id),
-          "--override", "etcd.connect=" + connect,
-          "--override", "broker.session.timeout.ms=15000",
-          "--override", "broker.heartbeat.interval.ms=500",
-          "--override", "replica.lag.time.max.ms=800",
-          "--override", "replica.fetch.wait.max.ms=100",
-          "--override", "replica.fetch.backoff.ms=100"};
-}
-
-struct partition_view {
-  int16_t error = -1;
-  int32_t leader = -2;
-  std::vector<int32_t> replicas, isr;
-};
-
-// Metadata v12 for `topic`, partition 0; nullopt when there is no answer or no such partition.
-std::optional<partition_view> partition_of(uint16_t port, const std::string& topic) {
-  kafka_conn c(port, nullptr);
-  if (!c.connected()) return std::nullopt;
-  protocol::metadata_request req;
-  req.allow_auto_topic_creation = false;
-  auto& t = req.topics.emplace().emplace_back();
-  t.name = topic;
-  auto r = c.call<protocol::metadata_response>(req, 12);
-  if (!r || r->topics.size() != 1 || r->topics[0].partitions.empty()) return std::nullopt;
-  const auto& p = r->topics[0].partitions[0];
-  return partition_view{p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes};
-}
-
-template <class Pred>
-std::optional<partition_view> wait_for_partition(uint16_t port, const std::string& topic, Pred done,
-                                                 std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto v = partition_of(port, topic);
-  while (!(v && done(*v)) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(50ms);
-    v = partition_of(port, topic);
-  }
-  return v;
-}
-
-std::vector<int32_t> sorted(std::vector<int32_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-// SIGSTOP, then wait until every thread of the process is stopped: kill() returns before a
-// loaded machine has stopped them, and a follower still running would fetch what comes next.
-bool stop_process(const child_process& p) {
-  p.send_signal(SIGSTOP);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  const std::filesystem::path tasks = "/proc/" + std::to_string(p.pid()) + "/task";
-  while (std::chrono::steady_clock::now() < deadline) {
-    bool all_stopped = true;
-    std::error_code ec;
-    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
-      std::ifstream in(t.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), {});
-      const auto paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
-        all_stopped = false;
-      }
-    }
-    if (!ec && all_stopped) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-std::string file_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return tarn::test::replication_args(etcd, node_id, 15000, 800);
 }
 
 class cluster_replication : public ::testing::Test {
@@ -144,17 +67,7 @@ class cluster_replication : public ::testing::Test {
 TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followers) {
   const std::string topic = "replicated";
   // Every broker must see the other two before a topic can have three replicas.
-  for (int32_t id = 1; id <= 3; ++id) {
-    kafka_conn c(port(id), nullptr);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    size_t seen = 0;
-    while (seen < 3 && std::chrono::steady_clock::now() < deadline) {
-      auto r = c.call<protocol::metadata_response>(protocol::metadata_request{}, 12);
-      seen = r ? r->brokers.size() : 0;
-      if (seen < 3) std::this_thread::sleep_for(50ms);
-    }
-    ASSERT_EQ(seen, 3u) << "broker " << id;
-  }
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
   EXPECT_EQ(create_topic(port(1), "too-many", 1, {}, 4),
             code(error_code::invalid_replication_factor));
   ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);

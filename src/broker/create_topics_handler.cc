@@ -296,14 +296,10 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
           if (assignment.empty()) {
             states = fail(std::string("no live replicas"));
           } else {
-            states = replicas->create_partition_states(topic_id, assignment);
+            states = replicas->create_partition_states(topic_id, std::string(t.name), assignment);
           }
           if (!states) {
             spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
-          } else if (replication_factor > 1) {
-            for (int32_t p = 0; p < partitions; ++p) {
-              if (storage::log* log = logs.get_log(t.name, p)) log->set_replicated(0);
-            }
           }
         }
       } else {
