@@ -123,12 +123,27 @@ TEST_F(cluster_failover, a_killed_leader_fails_over_and_comes_back_as_a_truncate
   const std::string topic = "failover";
   for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
   ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);
+  // A topic of three partitions: every replica opens every partition's log, though the states
+  // reach it one by one (a topic adopted at the first one's must not miss the later ones).
+  ASSERT_EQ(create_topic(port(1), "spread", 3, {}, 3), 0);
   for (int32_t id = 1; id <= 3; ++id) {
     auto p = wait_for_partition(port(id), topic, [](const partition_view& v) {
       return v.leader == 1 && v.isr.size() == 3;
     });
     ASSERT_TRUE(p && p->leader == 1 && p->isr.size() == 3) << "broker " << id;
     EXPECT_EQ(p->leader_epoch, 0);
+  }
+
+  for (int32_t id = 1; id <= 3; ++id) {
+    for (int32_t p = 0; p < 3; ++p) {
+      const auto log =
+          broker(id).data_dir() / ("spread-" + std::to_string(p)) / "00000000000000000000.log";
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!std::filesystem::exists(log) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+      }
+      EXPECT_TRUE(std::filesystem::exists(log)) << log;
+    }
   }
 
   // Five idempotent batches, acks=all: every replica has them.

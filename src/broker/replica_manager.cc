@@ -15,6 +15,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 
 #include "broker/fetch_waiters.h"
 #include "broker/topic_handler_util.h"
@@ -559,7 +560,11 @@ void replica_manager::open_replica_logs() {
     const storage::topic_info* info = logs.find_topic(topic->name);
     if (info != nullptr && info->topic_id != topic_id) continue;  // an older topic's name
     if (info == nullptr) {
-      auto adopted = logs.adopt_topic(*topic, parts, wall_clock_ms());
+      // Every partition's log, as a restart loads them (the states of the others may arrive a
+      // moment later: a topic is adopted once).
+      std::vector<int32_t> all(static_cast<size_t>(std::max(topic->partitions, 0)));
+      std::iota(all.begin(), all.end(), 0);
+      auto adopted = logs.adopt_topic(*topic, all, wall_clock_ms());
       if (!adopted) {
         spdlog::error("replica logs of {}: {}", topic->name, adopted.error().message);
         continue;
