@@ -154,6 +154,7 @@ class kafka_cluster final : public cluster_harness {
 
 // Short sessions, as in cluster_test.cc: a dead broker leaves the cluster within seconds.
 constexpr int32_t tarn_session_timeout_ms = 2000;
+constexpr int32_t tarn_heartbeat_interval_ms = 500;
 
 class tarn_cluster final : public cluster_harness {
  public:
@@ -231,9 +232,12 @@ class tarn_cluster final : public cluster_harness {
     n.process->send_signal(SIGCONT);
     // A node paused past its session is fenced (docs/cluster.md): it shuts down with exit code 1
     // as soon as it runs again, and its supervisor (systemd's Restart=on-failure) starts it
-    // again; the harness is that supervisor.
-    if (clock_type::now() - n.paused_at >= std::chrono::milliseconds(tarn_session_timeout_ms)) {
-      if (n.process->wait_exit(std::chrono::seconds(5))) return restart(node);
+    // again; the harness is that supervisor. Its lease may have expired from a heartbeat
+    // interval short of the session on (the last renewal came up to one interval before the
+    // pause).
+    if (clock_type::now() - n.paused_at >=
+        std::chrono::milliseconds(tarn_session_timeout_ms - tarn_heartbeat_interval_ms)) {
+      if (n.process->wait_exit(std::chrono::seconds(4))) return restart(node);
     }
     set_state(node, node_state::up);
     return true;
@@ -307,7 +311,7 @@ class tarn_cluster final : public cluster_harness {
         "--override", "node.id=" + std::to_string(index + 1),
         "--override", "etcd.connect=" + connect,
         "--override", "broker.session.timeout.ms=" + std::to_string(tarn_session_timeout_ms),
-        "--override", "broker.heartbeat.interval.ms=500"};
+        "--override", "broker.heartbeat.interval.ms=" + std::to_string(tarn_heartbeat_interval_ms)};
     for (const auto& o : overrides_) {
       serve.push_back("--override");
       serve.push_back(o);
