@@ -317,6 +317,13 @@ TEST_F(cluster_failover, a_killed_leader_fails_over_and_comes_back_as_a_truncate
   retired_.push_back(std::move(brokers_[0]));
   brokers_[0] = std::make_unique<broker_process>(failover_args(*etcd_, 1), data1);
   ASSERT_NE(port(1), 0) << broker(1).output();
+  {
+    // From its first moment it knows it no longer leads: a producer with stale metadata is
+    // refused, not acknowledged from a log the leader does not share.
+    raw_client stale(port(1));
+    auto refused = produce_with(stale, 1, topic, value_batch("stale"), -1);
+    EXPECT_EQ(refused.error_code, code(error_code::not_leader_or_follower));
+  }
   auto rejoined = wait_for_partition(
       port(2), topic, [](const partition_view& v) { return v.isr.size() == 3; }, 10s);
   ASSERT_TRUE(rejoined);

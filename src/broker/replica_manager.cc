@@ -15,6 +15,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "broker/fetch_waiters.h"
@@ -88,12 +89,13 @@ class leader_connection {
     target_.clear();
   }
 
-  // Sends one request and returns the response body (after its header).
+  // Sends one request and returns the response body (after its header). `abandon` is asked
+  // every 100 ms while it waits: true gives the request up (and the connection with it).
   result<std::span<const uint8_t>, std::string> round_trip(int16_t api_key, int16_t api_version,
                                                            std::span<const uint8_t> body,
                                                            std::vector<uint8_t>& buffer,
                                                            int64_t timeout_ms,
-                                                           const std::atomic<bool>& stop) {
+                                                           const std::function<bool()>& abandon) {
     protocol::request_header header;
     header.request_api_key = api_key;
     header.request_api_version = api_version;
@@ -110,9 +112,11 @@ class leader_connection {
       close_connection();
       return fail(std::move(why));
     };
-    if (auto s = io(frame.data(), frame.size(), true, deadline, stop); !s) return broken(s.error());
+    if (auto s = io(frame.data(), frame.size(), true, deadline, abandon); !s) {
+      return broken(s.error());
+    }
     uint8_t size_bytes[4];
-    if (auto r = io(size_bytes, 4, false, deadline, stop); !r) return broken(r.error());
+    if (auto r = io(size_bytes, 4, false, deadline, abandon); !r) return broken(r.error());
     const int32_t response_size =
         static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
                              (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
@@ -120,7 +124,7 @@ class leader_connection {
       return broken(fmt::format("bad response size {}", response_size));
     }
     buffer.resize(static_cast<size_t>(response_size));
-    if (auto r = io(buffer.data(), buffer.size(), false, deadline, stop); !r) {
+    if (auto r = io(buffer.data(), buffer.size(), false, deadline, abandon); !r) {
       return broken(r.error());
     }
     protocol::reader r(buffer);
@@ -134,10 +138,10 @@ class leader_connection {
 
  private:
   result<void, std::string> io(uint8_t* data, size_t n, bool sending, int64_t deadline_ms,
-                               const std::atomic<bool>& stop) {
+                               const std::function<bool()>& abandon) {
     size_t done = 0;
     while (done < n) {
-      if (stop.load()) return fail(std::string("stopping"));
+      if (abandon()) return fail(std::string("abandoned (stopping, or a leader changed)"));
       const int64_t left = deadline_ms - steady_ms();
       if (left <= 0) return fail(std::string("timed out"));
       pollfd p{fd_, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
@@ -189,6 +193,11 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
   auto states = m->client_->range(dir, cluster::etcd::prefix_end(dir));
   if (!states) return fail("cannot read the partition states from etcd: " + states.error().message);
   {
+    std::vector<storage::uuid> ids;
+    for (const auto& kv : states->kvs) {
+      if (auto key = parse_partition_key(kv.key, dir)) ids.push_back(key->first);
+    }
+    const auto names = m->topic_names(ids);
     auto maps = topics.read_lock();
     std::lock_guard g(m->mu_);
     std::vector<storage::topic_partition> wake;
@@ -196,7 +205,7 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
       auto key = parse_partition_key(kv.key, dir);
       auto state = cluster::decode_partition_state(kv.value);
       if (!key || !state) continue;
-      m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, wake);
+      m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
     }
     m->work_pending_ = true;
   }
@@ -264,11 +273,26 @@ bool replica_manager::unclean_allowed(const storage::uuid& topic_id) const {
   return it != broker.end() && it->second == "true";
 }
 
+std::map<storage::uuid, std::string> replica_manager::topic_names(
+    const std::vector<storage::uuid>& topic_ids) const {
+  std::map<storage::uuid, std::string> out;
+  for (const auto& id : topic_ids) {
+    if (out.contains(id)) continue;
+    if (auto topic = topics_.cluster_topic(id)) out.emplace(id, topic->name);
+  }
+  return out;
+}
+
 void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partition,
                                   cluster::versioned_partition_state state,
+                                  const std::map<storage::uuid, std::string>& names,
                                   std::vector<storage::topic_partition>& wake) {
   entry& e = partitions_[{topic_id, partition}];
   if (e.state.mod_revision > state.mod_revision) return;  // an older read
+  // Named at once when the metadata log has the topic: the handlers find partitions by name,
+  // and one they cannot find follows the single-node rules (a broker restarted on the logs of a
+  // partition it used to lead must not serve it before its role is settled).
+  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) e.topic = n->second;
   if (e.state.state.leader != state.state.leader ||
       e.state.state.leader_epoch != state.state.leader_epoch) {
     leadership_changes_.fetch_add(1);
@@ -322,6 +346,11 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
 void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
   const std::string dir = prefix_ + "partitions/";
   std::vector<storage::topic_partition> wake;
+  std::vector<storage::uuid> ids;
+  for (const auto& ev : w.events) {
+    if (auto key = parse_partition_key(ev.kv.key, dir)) ids.push_back(key->first);
+  }
+  const auto names = topic_names(ids);  // the metadata log's lock, before the others
   {
     auto maps = topics_.read_lock();
     std::lock_guard g(mu_);
@@ -336,7 +365,7 @@ void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
       }
       auto state = cluster::decode_partition_state(ev.kv.value);
       if (!state) continue;
-      apply_state(key->first, key->second, {std::move(*state), ev.kv.mod_revision}, wake);
+      apply_state(key->first, key->second, {std::move(*state), ev.kv.mod_revision}, names, wake);
     }
   }
   for (const auto& tp : wake) waiters_.notify(tp);
@@ -362,7 +391,7 @@ result<void, std::string> replica_manager::create_partition_states(
       e.topic = topic;
       e.local_log = true;
       adopted_[topic_id] = topic;
-      apply_state(topic_id, index, **read, wake);
+      apply_state(topic_id, index, **read, {}, wake);
     }
   }
   return {};
@@ -767,10 +796,13 @@ void replica_manager::run_fetcher(int index) {
       std::vector<uint8_t> body;
       protocol::writer w(body);
       req.encode(w, replica_fetch_version);
+      // A leader that stopped answering (paused, cut off) holds the fetch up to
+      // replica.socket.timeout.ms; a leadership change gives it up at once, so that the
+      // partitions this fetcher serves follow their new leaders without waiting for it.
       auto answer = conn.round_trip(
           protocol::fetch_request::api_key, replica_fetch_version, body, buffer,
           int64_t{config_.replica_socket_timeout_ms} + config_.replica_fetch_wait_max_ms,
-          stop_fetchers_);
+          [&] { return stop_fetchers_.load() || leadership_changes_.load() != changes_seen; });
       if (!answer) {
         spdlog::debug("replica fetcher {}: leader {}: {}", index, leader, answer.error());
         failed = true;

@@ -127,9 +127,14 @@ class replica_manager {
   // Applies a state read or watched (under mu_; the caller holds the topic map lock shared or
   // the control lock, so the partition's log may be looked up): the role it gives this broker
   // is taken at once. Adds to `wake` the partitions whose waiting requests must look again.
+  // `names`: topic names by id from the metadata log (topic_names(), looked up before any of
+  // this class's locks: the metadata log calls into it under its own lock).
   void apply_state(const storage::uuid& topic_id, int32_t partition,
                    cluster::versioned_partition_state state,
+                   const std::map<storage::uuid, std::string>& names,
                    std::vector<storage::topic_partition>& wake);
+  std::map<storage::uuid, std::string> topic_names(
+      const std::vector<storage::uuid>& topic_ids) const;
   // Takes or gives up the leadership the entry's state says (under mu_, as apply_state).
   void settle_role(entry& e, std::vector<storage::topic_partition>& wake);
   void on_watch(const cluster::etcd::watch_response& w);
