@@ -318,10 +318,14 @@ TEST_F(cluster_failover, a_killed_leader_fails_over_and_comes_back_as_a_truncate
   brokers_[0] = std::make_unique<broker_process>(failover_args(*etcd_, 1), data1);
   ASSERT_NE(port(1), 0) << broker(1).output();
   {
-    // From its first moment it knows it no longer leads: a producer with stale metadata is
-    // refused, not acknowledged from a log the leader does not share.
+    // From its first moment it knows it no longer leads: a consumer or producer with stale
+    // metadata is refused, not served from (or acknowledged into) a log the leader does not
+    // share; its records at 5 and 6 were never committed.
     raw_client stale(port(1));
-    auto refused = produce_with(stale, 1, topic, value_batch("stale"), -1);
+    ASSERT_TRUE(stale.send_bytes(fetch_frame(1, topic, 0, 5, 0, 1)));
+    EXPECT_EQ(decode_fetch(stale.read_frame(10s)).error_code,
+              code(error_code::not_leader_or_follower));
+    auto refused = produce_with(stale, 2, topic, value_batch("stale"), -1);
     EXPECT_EQ(refused.error_code, code(error_code::not_leader_or_follower));
   }
   auto rejoined = wait_for_partition(
