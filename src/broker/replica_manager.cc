@@ -320,7 +320,7 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
       // the followers start unknown (they hold the high watermark until they fetch) and caught
       // up as of now, and the high watermark stays where this replica had it; it moves once the
       // ISR has reached it. Batches appended from now on carry the new leader epoch.
-      e.leader.emplace(node_id_, s, log->high_watermark(), steady_ms());
+      e.leader.emplace(node_id_, s, log->high_watermark(), steady_ms(), log->log_end_offset());
       const int64_t hw = e.leader->update_high_watermark(log->log_end_offset());
       log->set_high_watermark(hw);
       spdlog::info(

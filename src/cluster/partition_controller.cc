@@ -74,7 +74,10 @@ void partition_controller::run() {
     cv_.wait_for(lock, std::chrono::milliseconds(options_.rescan_interval_ms),
                  [this] { return stopping_ || (is_controller_ && dirty_); });
     if (stopping_) break;
-    if (!is_controller_) continue;
+    if (!is_controller_) {
+      known_epochs_.clear();
+      continue;
+    }
     dirty_ = false;
     const int64_t epoch = epoch_;
     lock.unlock();
@@ -107,6 +110,16 @@ bool partition_controller::scan(int64_t epoch) {
     live[id] = broker_state{kv.create_revision, false, false};
     live_ids.push_back(id);
   }
+  // Brokers whose registration changed since the last scan: they restarted in between.
+  broker_states before_restart = live;
+  std::vector<int32_t> restarted;
+  for (const auto& [id, b] : live) {
+    auto known = known_epochs_.find(id);
+    if (known != known_epochs_.end() && known->second != b.epoch) {
+      restarted.push_back(id);
+      before_restart.erase(id);
+    }
+  }
   auto states = client_->range(partitions_dir, etcd::prefix_end(partitions_dir));
   if (!states) {
     spdlog::warn("controller: cannot read the partition states: {}", states.error().message);
@@ -117,7 +130,10 @@ bool partition_controller::scan(int64_t epoch) {
     auto key = parse_partition_key(kv.key, partitions_dir);
     auto state = decode_partition_state(kv.value);
     if (!key || !state) continue;
-    auto next = reconcile(*state, live, unclean_ && unclean_(key->first));
+    const bool unclean = unclean_ && unclean_(key->first);
+    std::optional<partition_state> next;
+    if (!restarted.empty()) next = reconcile(*state, before_restart, unclean);
+    if (auto after = reconcile(next ? *next : *state, live, unclean)) next = std::move(after);
     if (!next) continue;
     etcd::txn_request t;
     t.compares.push_back({kv.key,
@@ -149,6 +165,12 @@ bool partition_controller::scan(int64_t epoch) {
         epoch, key->first.to_string(), key->second, state->leader, next->leader, next->leader_epoch,
         fmt::join(state->isr, ","), fmt::join(next->isr, ","), next->partition_epoch,
         fmt::join(live_ids, ","));
+  }
+  known_epochs_.clear();
+  for (const auto& [id, b] : live) known_epochs_[id] = b.epoch;
+  if (!restarted.empty()) {
+    spdlog::info("controller (epoch {}): broker(s) [{}] registered again since the last scan",
+                 epoch, fmt::join(restarted, ","));
   }
   return done;
 }

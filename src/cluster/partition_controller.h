@@ -8,6 +8,13 @@
 // `rescan_interval_ms` while it holds the role), so a missed event, a lost race or a new
 // controller all end in the same place: the decision is a pure function of the two ranges read.
 //
+// A broker that died and registered again before a scan saw it gone (a kill -9 and a restart
+// within moments of its lease's expiry) is still one that restarted: its registration's epoch
+// changed since the last scan. KRaft's controller fences the old incarnation before it unfences
+// the new one, so the broker's leaderships move (or are taken again at a new leader epoch) and it
+// leaves the ISRs; this controller does the same by reconciling first without it, then with it.
+// (A controller that took the role after the restart does not know the older epoch.)
+//
 // Every write is one etcd transaction that succeeds only while the partition's key is unchanged
 // since the scan read it (compare-and-swap on its mod_revision) and the controller key still has
 // this controller's epoch (its create revision), so a deposed controller that has not noticed yet
@@ -20,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,6 +88,8 @@ class partition_controller {
   bool is_controller_ = false;
   int64_t epoch_ = 0;
   bool dirty_ = false;  // a scan is due
+  // The broker epochs the last scan saw (the controller thread only; cleared with the role).
+  std::map<int32_t, int64_t> known_epochs_;
   std::thread thread_;
 };
 

@@ -33,8 +33,12 @@ std::vector<std::vector<int32_t>> assign_replicas(int32_t leader, std::vector<in
 }
 
 leader_replication::leader_replication(int32_t local_id, partition_state state,
-                                       int64_t high_watermark, int64_t now_ms)
-    : local_id_(local_id), state_(std::move(state)), high_watermark_(high_watermark) {
+                                       int64_t high_watermark, int64_t now_ms,
+                                       int64_t epoch_start_offset)
+    : local_id_(local_id),
+      state_(std::move(state)),
+      high_watermark_(high_watermark),
+      epoch_start_offset_(epoch_start_offset) {
   for (int32_t r : state_.replicas) {
     if (r != local_id_) followers_[r] = follower_progress{-1, now_ms, 0, 0};
   }
@@ -106,7 +110,10 @@ std::vector<int32_t> leader_replication::caught_up_followers() const {
   std::vector<int32_t> out;
   for (const auto& [r, f] : followers_) {
     if (std::find(state_.isr.begin(), state_.isr.end(), r) != state_.isr.end()) continue;
-    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_) out.push_back(r);
+    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_ &&
+        f.log_end_offset >= epoch_start_offset_) {
+      out.push_back(r);
+    }
   }
   return out;
 }

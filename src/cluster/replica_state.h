@@ -37,8 +37,10 @@ class leader_replication {
  public:
   // `now_ms`: every follower counts as caught up at the moment this broker became leader, as
   // Kafka resets lastCaughtUpTime on becoming leader, so the ISR is not shrunk at once.
+  // `epoch_start_offset`: this leader's log end offset when it took the role (Kafka's
+  // leaderEpochStartOffset): a follower joins the ISR only once it has reached it too.
   leader_replication(int32_t local_id, partition_state state, int64_t high_watermark,
-                     int64_t now_ms);
+                     int64_t now_ms, int64_t epoch_start_offset = 0);
 
   const partition_state& state() const { return state_; }
   // A newer state from etcd (after an ISR change). Followers that joined are tracked from now.
@@ -65,8 +67,10 @@ class leader_replication {
   // Kafka's getOutOfSyncReplicas: ISR followers not caught up within `lag_time_max_ms`.
   std::vector<int32_t> out_of_sync_replicas(int64_t now_ms, int64_t lag_time_max_ms,
                                             int64_t leader_end_offset) const;
-  // Followers outside the ISR that reached the high watermark (Kafka's isFollowerInSync): they
-  // may join it.
+  // Followers outside the ISR that reached the high watermark and the start of this leader's
+  // epoch (Kafka's isFollowerInSync): they may join it. (A leader restarted without a
+  // high-watermark checkpoint starts low; the epoch start keeps a follower that is behind its
+  // log out.)
   std::vector<int32_t> caught_up_followers() const;
   const std::map<int32_t, follower_progress>& followers() const { return followers_; }
 
@@ -75,6 +79,7 @@ class leader_replication {
   partition_state state_;
   std::vector<int32_t> pending_isr_;
   int64_t high_watermark_;
+  int64_t epoch_start_offset_;
   std::map<int32_t, follower_progress> followers_;
 };
 

@@ -123,5 +123,16 @@ TEST(ReplicaState, FollowerTruncationAsKafkasFetcher) {
   EXPECT_EQ(follower_truncation({}, 20, {3, 90}), (truncation{20, true}));
 }
 
+TEST(ReplicaState, AFollowerJoinsOnlyOnceItReachedTheStartOfTheLeadersEpoch) {
+  // A leader restarted without a high-watermark checkpoint: its high watermark starts at 0, its
+  // epoch at its log end offset 100. Follower 2 at 40 is behind: not in sync, whatever the high
+  // watermark says.
+  leader_replication l(1, partition_state{{1, 2}, {1}, 1, 3, 0}, 0, 0, 100);
+  l.on_follower_fetch(2, 40, 100, 1);
+  EXPECT_TRUE(l.caught_up_followers().empty());
+  l.on_follower_fetch(2, 100, 100, 2);
+  EXPECT_EQ(l.caught_up_followers(), (std::vector<int32_t>{2}));
+}
+
 }  // namespace
 }  // namespace tarn::cluster
