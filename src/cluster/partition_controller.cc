@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -125,7 +126,16 @@ bool partition_controller::scan(int64_t epoch) {
     spdlog::warn("controller: cannot read the partition states: {}", states.error().message);
     return false;
   }
-  bool done = true;
+  // The decisions, then their writes: up to max_changes_per_txn in one transaction (etcd's
+  // default --max-txn-ops is 128: one compare and one put each, plus the controller key's
+  // compare), so that a broker leading many partitions hands them over in one round trip; a
+  // batch that loses its compare-and-swap is retried one change at a time, to keep the others.
+  struct change {
+    const etcd::key_value* kv;
+    std::pair<uuid, int32_t> key;
+    partition_state from, to;
+  };
+  std::vector<change> changes;
   for (const auto& kv : states->kvs) {
     auto key = parse_partition_key(kv.key, partitions_dir);
     auto state = decode_partition_state(kv.value);
@@ -134,37 +144,65 @@ bool partition_controller::scan(int64_t epoch) {
     std::optional<partition_state> next;
     if (!restarted.empty()) next = reconcile(*state, before_restart, unclean);
     if (auto after = reconcile(next ? *next : *state, live, unclean)) next = std::move(after);
-    if (!next) continue;
+    if (next) changes.push_back({&kv, *key, std::move(*state), std::move(*next)});
+  }
+  // One transaction for changes[from, to): whether it was written.
+  auto write = [&](size_t from, size_t to) -> result<bool, etcd::etcd_error> {
     etcd::txn_request t;
-    t.compares.push_back({kv.key,
-                          etcd::compare::target_kind::mod_revision,
-                          etcd::compare::result_kind::equal,
-                          kv.mod_revision,
-                          {}});
     t.compares.push_back({controller_key,
                           etcd::compare::target_kind::create_revision,
                           etcd::compare::result_kind::equal,
                           epoch,
                           {}});
-    t.success.push_back(etcd::request_op::put(kv.key, encode_partition_state(*next)));
+    for (size_t i = from; i < to; ++i) {
+      t.compares.push_back({changes[i].kv->key,
+                            etcd::compare::target_kind::mod_revision,
+                            etcd::compare::result_kind::equal,
+                            changes[i].kv->mod_revision,
+                            {}});
+      t.success.push_back(
+          etcd::request_op::put(changes[i].kv->key, encode_partition_state(changes[i].to)));
+    }
     auto written = client_->txn(t);
-    if (!written) {
-      spdlog::warn("controller: writing {}: {}", kv.key, written.error().message);
-      return false;
-    }
-    if (!written->succeeded) {
-      // The partition changed since the read (a leader's AlterPartition), or this broker is no
-      // longer the controller: read again and decide on what is there now.
-      done = false;
-      continue;
-    }
+    if (!written) return fail(written.error());
+    return written->succeeded;
+  };
+  auto report = [&](const change& c) {
     changes_written_.fetch_add(1);
     spdlog::info(
         "controller (epoch {}): partition {}-{}: leader {} -> {} (leader epoch {}), ISR [{}] -> "
         "[{}] (partition epoch {}), live brokers [{}]",
-        epoch, key->first.to_string(), key->second, state->leader, next->leader, next->leader_epoch,
-        fmt::join(state->isr, ","), fmt::join(next->isr, ","), next->partition_epoch,
+        epoch, c.key.first.to_string(), c.key.second, c.from.leader, c.to.leader, c.to.leader_epoch,
+        fmt::join(c.from.isr, ","), fmt::join(c.to.isr, ","), c.to.partition_epoch,
         fmt::join(live_ids, ","));
+  };
+  constexpr size_t max_changes_per_txn = 60;
+  bool done = true;
+  for (size_t from = 0; from < changes.size(); from += max_changes_per_txn) {
+    const size_t to = std::min(changes.size(), from + max_changes_per_txn);
+    auto batch = write(from, to);
+    if (!batch) {
+      spdlog::warn("controller: writing partition states: {}", batch.error().message);
+      return false;
+    }
+    if (*batch) {
+      for (size_t i = from; i < to; ++i) report(changes[i]);
+      continue;
+    }
+    for (size_t i = from; i < to; ++i) {
+      auto one = to - from == 1 ? batch : write(i, i + 1);
+      if (!one) {
+        spdlog::warn("controller: writing {}: {}", changes[i].kv->key, one.error().message);
+        return false;
+      }
+      if (*one) {
+        report(changes[i]);
+      } else {
+        // The partition changed since the read (a leader's AlterPartition), or this broker is no
+        // longer the controller: read again and decide on what is there now.
+        done = false;
+      }
+    }
   }
   known_epochs_.clear();
   for (const auto& [id, b] : live) known_epochs_[id] = b.epoch;
