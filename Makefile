@@ -92,8 +92,9 @@ crash-test: deps build
 # against a three-node Apache Kafka 4.4.0 KRaft cluster, CLUSTER_CHECK_SECONDS for each of its
 # two runs (one node killed, paused or restarted at a time; one node isolated or a link cut, by
 # nftables) on the schedule of CLUSTER_CHECK_SEED (make interop runs them 60 s each), and tarn's
-# three brokers with one killed or restarted at a time (a single-replica topic: no replication yet). Its tarn twin (cluster_checker.DISABLED_tarn_kills_and_pauses_lose_nothing) joins
-# once tarn replicates: add --gtest_also_run_disabled_tests and its name to the filter.
+# three brokers with one killed or restarted at a time, twice: a single-replica topic, and the
+# Kafka run's twin (replication factor 3, leaders failing over; kills, pauses, restarts, etcd
+# member kills).
 TXN_CHECK_SECONDS ?= 120
 CLUSTER_CHECK_SECONDS ?= 600
 CLUSTER_CHECK_SEED ?= 1
@@ -104,7 +105,7 @@ soak: deps build
 	scripts/kafka-ref fetch
 	cd $(BUILD) && TARN_CLUSTER_CHECK_SECONDS=$(CLUSTER_CHECK_SECONDS) \
 	  TARN_CLUSTER_CHECK_SEED=$(CLUSTER_CHECK_SEED) ./tests/cluster_checker_test \
-	  --gtest_filter='cluster_checker.*against_kafka:cluster_checker.tarn_single_replica_kills*'
+	  --gtest_filter='cluster_checker.*against_kafka:cluster_checker.tarn_single_replica_kills*:cluster_checker.tarn_kills_and_pauses*'
 
 # Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
 fuzz-long:

@@ -317,11 +317,15 @@ TEST(cluster_checker, tarn_single_replica_kills_lose_nothing) {
   EXPECT_GT(r.a.acknowledged, 0u);
 }
 
-// The same run as against Kafka, once tarn replicates partitions (issue 27; branch repl):
-// replication factor 3, min.insync.replicas=2, kills, pauses and restarts. Disabled until then:
-// with single-replica partitions a killed leader's acknowledged writes are unreadable until it
-// returns, and nothing stands in for it.
-TEST(cluster_checker, DISABLED_tarn_kills_and_pauses_lose_nothing) {
+// The same run as against Kafka, with tarn's leaders failing over (docs/cluster.md,
+// "Fail-over"): replication factor 3, min.insync.replicas=2, unclean election off; kill -9,
+// pauses (one past the 2 s session is fenced, exits and is started again, as its supervisor
+// would), SIGTERM and restarts of one broker at a time, and kills of one etcd member of three.
+// Soak only, as the single-replica run (make soak sets TARN_CLUSTER_CHECK_SECONDS).
+TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
+  if (std::getenv("TARN_CLUSTER_CHECK_SECONDS") == nullptr) {
+    GTEST_SKIP() << "make soak runs it (TARN_CLUSTER_CHECK_SECONDS)";
+  }
   auto cluster = make_tarn_cluster(3,
                                    {"default.replication.factor=3", "min.insync.replicas=2",
                                     "unclean.leader.election.enable=false"},

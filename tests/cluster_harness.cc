@@ -154,6 +154,7 @@ class kafka_cluster final : public cluster_harness {
 
 // Short sessions, as in cluster_test.cc: a dead broker leaves the cluster within seconds.
 constexpr int32_t tarn_session_timeout_ms = 2000;
+constexpr int32_t tarn_heartbeat_interval_ms = 500;
 
 class tarn_cluster final : public cluster_harness {
  public:
@@ -220,12 +221,24 @@ class tarn_cluster final : public cluster_harness {
     return false;
   }
   bool pause(int node) override {
-    nodes_.at(static_cast<size_t>(node)).process->send_signal(SIGSTOP);
+    auto& n = nodes_.at(static_cast<size_t>(node));
+    n.process->send_signal(SIGSTOP);
+    n.paused_at = clock_type::now();
     set_state(node, node_state::paused);
     return true;
   }
   bool resume(int node) override {
-    nodes_.at(static_cast<size_t>(node)).process->send_signal(SIGCONT);
+    auto& n = nodes_.at(static_cast<size_t>(node));
+    n.process->send_signal(SIGCONT);
+    // A node paused past its session is fenced (docs/cluster.md): it shuts down with exit code 1
+    // as soon as it runs again, and its supervisor (systemd's Restart=on-failure) starts it
+    // again; the harness is that supervisor. Its lease may have expired from a heartbeat
+    // interval short of the session on (the last renewal came up to one interval before the
+    // pause).
+    if (clock_type::now() - n.paused_at >=
+        std::chrono::milliseconds(tarn_session_timeout_ms - tarn_heartbeat_interval_ms)) {
+      if (n.process->wait_exit(std::chrono::seconds(4))) return restart(node);
+    }
     set_state(node, node_state::up);
     return true;
   }
@@ -262,6 +275,7 @@ class tarn_cluster final : public cluster_harness {
     uint16_t port = 0;          // 0 until its first start picked one; kept across restarts
     std::filesystem::path dir;  // data in <dir>/data
     std::unique_ptr<child_process> process;
+    clock_type::time_point paused_at{};
   };
 
   static std::string kafka_ref() { return std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref"; }
@@ -297,7 +311,7 @@ class tarn_cluster final : public cluster_harness {
         "--override", "node.id=" + std::to_string(index + 1),
         "--override", "etcd.connect=" + connect,
         "--override", "broker.session.timeout.ms=" + std::to_string(tarn_session_timeout_ms),
-        "--override", "broker.heartbeat.interval.ms=500"};
+        "--override", "broker.heartbeat.interval.ms=" + std::to_string(tarn_heartbeat_interval_ms)};
     for (const auto& o : overrides_) {
       serve.push_back("--override");
       serve.push_back(o);

@@ -24,8 +24,7 @@
 #include "protocol/messages/create_partitions_response.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
-#include "protocol/messages/metadata_request.h"
-#include "protocol/messages/metadata_response.h"
+#include "replication_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -38,57 +37,7 @@ using protocol::error_code;
 // Sessions long enough to outlast the pauses below (a broker paused past its session would be
 // fenced and exit); the lag bound short, so that the ISR shrinks within a second or so.
 std::vector<std::string> replication_args(const etcd_cluster& etcd, int32_t node_id) {
-  std::string connect;
-  for (const auto& e : etcd.endpoints()) {
-    if (!connect.empty()) connect += ",";
-    connect += e.substr(e.find("://") + 3);
-  }
-  return {"--override", "node.id=" + std::to_string(node_id),
-          "--override", "etcd.connect=" + connect,
-          "--override", "broker.session.timeout.ms=15000",
-          "--override", "broker.heartbeat.interval.ms=500",
-          "--override", "replica.lag.time.max.ms=800",
-          "--override", "replica.fetch.wait.max.ms=100",
-          "--override", "replica.fetch.backoff.ms=100"};
-}
-
-struct partition_view {
-  int16_t error = -1;
-  int32_t leader = -2;
-  std::vector<int32_t> replicas, isr;
-};
-
-// Metadata v12 for `topic`, partition `partition`; nullopt when there is no answer or no such
-// partition.
-std::optional<partition_view> partition_of(uint16_t port, const std::string& topic,
-                                           int32_t partition = 0) {
-  kafka_conn c(port, nullptr);
-  if (!c.connected()) return std::nullopt;
-  protocol::metadata_request req;
-  req.allow_auto_topic_creation = false;
-  auto& t = req.topics.emplace().emplace_back();
-  t.name = topic;
-  auto r = c.call<protocol::metadata_response>(req, 12);
-  if (!r || r->topics.size() != 1) return std::nullopt;
-  for (const auto& p : r->topics[0].partitions) {
-    if (p.partition_index == partition) {
-      return partition_view{p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes};
-    }
-  }
-  return std::nullopt;
-}
-
-template <class Pred>
-std::optional<partition_view> wait_for_partition(uint16_t port, const std::string& topic, Pred done,
-                                                 std::chrono::milliseconds timeout = 10s,
-                                                 int32_t partition = 0) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto v = partition_of(port, topic, partition);
-  while (!(v && done(*v)) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(50ms);
-    v = partition_of(port, topic, partition);
-  }
-  return v;
+  return tarn::test::replication_args(etcd, node_id, 15000, 800);
 }
 
 // Metadata v12 naming `topic` with AllowAutoTopicCreation: the topic's error code (-1 without an
@@ -133,39 +82,6 @@ create_partitions_answer create_partitions(uint16_t port, const std::string& top
   return {r->results[0].error_code, std::string(r->results[0].error_message.value_or(""))};
 }
 
-std::vector<int32_t> sorted(std::vector<int32_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-// SIGSTOP, then wait until every thread of the process is stopped: kill() returns before a
-// loaded machine has stopped them, and a follower still running would fetch what comes next.
-bool stop_process(const child_process& p) {
-  p.send_signal(SIGSTOP);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  const std::filesystem::path tasks = "/proc/" + std::to_string(p.pid()) + "/task";
-  while (std::chrono::steady_clock::now() < deadline) {
-    bool all_stopped = true;
-    std::error_code ec;
-    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
-      std::ifstream in(t.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), {});
-      const auto paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
-        all_stopped = false;
-      }
-    }
-    if (!ec && all_stopped) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-std::string file_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class cluster_replication : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -187,18 +103,6 @@ class cluster_replication : public ::testing::Test {
     }
     return a;
   }
-  // Waits until broker `id` lists `count` live brokers in Metadata.
-  bool wait_for_brokers(int32_t id, size_t count) {
-    kafka_conn c(port(id), nullptr);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    size_t seen = 0;
-    while (seen != count && std::chrono::steady_clock::now() < deadline) {
-      auto r = c.call<protocol::metadata_response>(protocol::metadata_request{}, 12);
-      seen = r ? r->brokers.size() : 0;
-      if (seen != count) std::this_thread::sleep_for(50ms);
-    }
-    return seen == count;
-  }
   void TearDown() override {
     // A paused broker would not stop on SIGTERM.
     for (auto& b : brokers_) b->process().send_signal(SIGCONT);
@@ -218,7 +122,7 @@ class cluster_replication : public ::testing::Test {
 TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followers) {
   const std::string topic = "replicated";
   // Every broker must see the other two before a topic can have three replicas.
-  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
   EXPECT_EQ(create_topic(port(1), "too-many", 1, {}, 4),
             code(error_code::invalid_replication_factor));
   ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);
@@ -365,7 +269,7 @@ class cluster_replication_defaults : public cluster_replication {
 // when the factor exceeds the live brokers.
 TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_replicated) {
   const std::string topic = "auto";
-  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
   // Kafka answers an auto-created topic UNKNOWN_TOPIC_OR_PARTITION; the client asks again.
   EXPECT_EQ(metadata_auto_create(port(1), topic), code(error_code::unknown_topic_or_partition));
   for (int32_t id = 1; id <= 3; ++id) {
@@ -429,7 +333,7 @@ TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_
   // creates nothing and keeps answering UNKNOWN_TOPIC_OR_PARTITION, as Kafka's does;
   // CreatePartitions is INVALID_REPLICATION_FACTOR with Kafka's message.
   ASSERT_TRUE(broker(3).stop().has_value());
-  ASSERT_TRUE(wait_for_brokers(1, 2));
+  ASSERT_TRUE(wait_for_brokers(port(1), 2));
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(metadata_auto_create(port(1), "too-few"),
               code(error_code::unknown_topic_or_partition));
@@ -477,7 +381,7 @@ class cluster_replication_checkpoint : public cluster_replication {
 TEST_F(cluster_replication_checkpoint,
        a_restarted_follower_starts_at_its_checkpointed_high_watermark) {
   const std::string topic = "hw";
-  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(id, 3)) << "broker " << id;
+  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
   ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
   ASSERT_TRUE(wait_for_partition(port(2), topic,
                                  [](const partition_view& v) { return v.isr.size() == 3; }));

@@ -8,6 +8,7 @@
 
 #include "broker/console_backend_impl.h"
 #include "broker/offsets_topic.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
@@ -141,8 +142,9 @@ std::vector<std::pair<std::string, std::vector<int32_t>>> decode_consumer_assign
 }  // namespace
 
 broker_console::broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
-                               const broker_config& config, broker_metrics& metrics)
-    : topics_(topics), groups_(groups), config_(config), metrics_(metrics) {}
+                               const broker_config& config, broker_metrics& metrics,
+                               const replica_manager* replicas)
+    : topics_(topics), groups_(groups), config_(config), metrics_(metrics), replicas_(replicas) {}
 
 std::vector<console_topic> broker_console::list_topics() const {
   std::vector<console_topic> out;
@@ -467,8 +469,16 @@ result<int64_t, console_error> broker_console::produce_record(
       return fail(console_error{console_errc::not_found, "the topic was deleted meanwhile"});
     }
     std::lock_guard log_lock(log->mutex());
+    const leadership lead =
+        leadership_of(replicas_, request.topic, request.partition, config_.node_id);
+    if (!lead.serving) {
+      return fail(console_error{
+          console_errc::invalid,
+          fmt::format("broker {} does not lead {}-{} (broker {} does)", config_.node_id,
+                      request.topic, request.partition, lead.leader_id)});
+    }
     offset = static_cast<int64_t>(log->log_end_offset());
-    storage::assign_offsets(*validated, offset, local_leader_epoch);
+    storage::assign_offsets(*validated, offset, lead.leader_epoch);
     if (auto a = log->append(validated->bytes, now); !a) return fail(console_error_of(a.error()));
   }
   for (topic_metrics* m : {&metrics_.all_topics, cells.get()}) {

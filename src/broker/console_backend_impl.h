@@ -12,6 +12,8 @@ class group_coordinator;
 
 namespace tarn::broker {
 
+class replica_manager;
+
 class topic_manager;
 
 class broker_console final : public console_backend {
@@ -20,8 +22,11 @@ class broker_console final : public console_backend {
   // a million directories).
   static constexpr int32_t max_partitions = 10000;
 
+  // `replicas`: in a cluster, records go only to partitions this broker serves as leader, with
+  // their leader epoch.
   broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
-                 const broker_config& config, broker_metrics& metrics);
+                 const broker_config& config, broker_metrics& metrics,
+                 const replica_manager* replicas = nullptr);
 
   std::vector<console_topic> list_topics() const override;
   result<console_topic, console_error> describe_topic(std::string_view name) const override;
@@ -46,6 +51,7 @@ class broker_console final : public console_backend {
   coordinator::group_coordinator& groups_;
   const broker_config& config_;
   broker_metrics& metrics_;
+  const replica_manager* replicas_;
 };
 
 }  // namespace tarn::broker

@@ -18,7 +18,8 @@
 //   - Errors per partition: UNKNOWN_TOPIC_ID (v13+ id not known; records null),
 //     UNKNOWN_TOPIC_OR_PARTITION (records null), NOT_LEADER_OR_FOLLOWER (a known partition
 //     without a log), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (CurrentLeaderEpoch v9+ below /
-//     above 0), OFFSET_OUT_OF_RANGE (outside [log start, high watermark]), KAFKA_STORAGE_ERROR
+//     above the partition's: 0 on a single node), OFFSET_OUT_OF_RANGE (outside [log start, log
+//     end]), KAFKA_STORAGE_ERROR
 //     (NOT_LEADER_OR_FOLLOWER below v6), UNSUPPORTED_COMPRESSION_TYPE (zstd topic below v10);
 //     all with high watermark, LSO and log start offset -1.
 //   - Long polling: when fewer than MinBytes are readable and nothing failed, the fetch waits up
@@ -26,15 +27,22 @@
 //     wakes it to read again.
 //   - The stored bytes go out with sendfile: the response body is encoded around them and each
 //     partition's records are a file region (handler.h), never copied through user space.
-//   - In a cluster (docs/cluster.md, "Replication"): a fetch with a replica id (ReplicaState v15+,
-//     ReplicaId below) is a follower's: it reads up to the log end offset, records the
-//     follower's fetch offset as its log end offset (replica_manager.h; the high watermark may
-//     move and wake waiting fetches and acks=all produces), and gets NOT_LEADER_OR_FOLLOWER where
-//     this broker does not lead the partition or the id is not one of its replicas. A consumer's
-//     fetch of a partition this broker follows is NOT_LEADER_OR_FOLLOWER; consumers read up to
-//     the high watermark, which the ISR moves.
-// Not supported: preferred read replicas (always -1), diverging-epoch detection (the leader does
-// not change yet, epoch 0).
+//   - In a cluster (docs/cluster.md, "Replication" and "Fail-over"): a fetch with a replica id
+//     (ReplicaState v15+, ReplicaId below) is a follower's: NOT_LEADER_OR_FOLLOWER where this
+//     broker does not serve as the partition's leader or the id is not one of its replicas,
+//     FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a CurrentLeaderEpoch older / newer than the
+//     partition's; with LastFetchedEpoch (v12+) whose end in this leader's epoch cache is below
+//     FetchOffset (or an older epoch), DivergingEpoch {the largest epoch at or below it, its end
+//     here} and no records, answered at once (the follower truncates there and fetches again,
+//     replica_manager.h); otherwise it reads up to the log end offset and records the fetch
+//     offset as the follower's log end offset (the high watermark may move and wake waiting
+//     fetches and acks=all produces). A consumer's fetch of a partition this broker does not
+//     serve as leader is NOT_LEADER_OR_FOLLOWER and its CurrentLeaderEpoch is checked against
+//     the partition's leader epoch; consumers read up to the high watermark, which the ISR
+//     moves (a FetchOffset between the high watermark and the log end offset, as on a new leader
+//     whose ISR has not caught up yet, reads nothing yet, as in Kafka). NOT_LEADER_OR_FOLLOWER
+//     and FENCED_LEADER_EPOCH carry KIP-951's CurrentLeader (v12+) and NodeEndpoints (v16+).
+// Not supported: preferred read replicas (always -1).
 // Quotas (KIP-219, KafkaApis.handleFetchRequest): MaxBytes is capped by what the client's
 // consumer_byte_rate allows in one quota window; the response's size is recorded against it
 // and the handling time against request_percentage. A throttled fetch is answered empty with
@@ -55,6 +63,7 @@
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
 #include "broker/handler.h"
+#include "broker/leader_hints.h"
 #include "broker/replica_manager.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
@@ -79,7 +88,9 @@ struct partition_read {
   int64_t log_start_offset = -1;
   std::optional<storage::file_slice> slice;
   std::vector<storage::aborted_txn> aborted;  // READ_COMMITTED: overlapping aborted transactions
-  std::shared_ptr<topic_metrics> metrics;     // the topic's BrokerTopicMetrics (null if unknown)
+  // A follower whose log diverges from this leader's (Fetch v12+): DivergingEpoch, no records.
+  std::optional<storage::epoch_and_end_offset> diverging;
+  std::shared_ptr<topic_metrics> metrics;  // the topic's BrokerTopicMetrics (null if unknown)
   size_t bytes() const { return slice ? static_cast<size_t>(slice->length) : 0; }
 };
 
@@ -90,6 +101,8 @@ struct fetch_params {
   int8_t isolation_level = 0;
   int32_t replica_id = -1;              // a follower's fetch when >= 0
   replica_manager* replicas = nullptr;  // in a cluster
+  int32_t node_id = 0;
+  leader_hints* hints = nullptr;  // KIP-951, v12+
 };
 
 std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
@@ -151,17 +164,16 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     const bool follower_fetch = params.replica_id >= 0 && params.replicas != nullptr;
     if (log == nullptr) {
       pr.error_code = code(error_code::not_leader_or_follower);
-    } else if (follower_fetch) {
-      pr.error_code = code(params.replicas->on_follower_fetch(info->name, index, params.replica_id,
-                                                              entry.request.fetch_offset, *log));
-    } else if (params.replicas != nullptr && params.replicas->follows(info->name, index)) {
-      pr.error_code = code(error_code::not_leader_or_follower);
-    } else if (epoch >= 0 && epoch < local_leader_epoch) {
-      pr.error_code = code(error_code::fenced_leader_epoch);
-    } else if (epoch > local_leader_epoch) {
-      pr.error_code = code(error_code::unknown_leader_epoch);
-    } else if (params.version < 10 &&
-               info->config.compression_type == storage::broker_compression::zstd) {
+    } else if (!follower_fetch) {
+      const leadership lead = leadership_of(params.replicas, info->name, index, params.node_id);
+      if (!lead.serving) {
+        pr.error_code = code(error_code::not_leader_or_follower);
+      } else {
+        pr.error_code = code(check_current_leader_epoch(epoch, lead.leader_epoch));
+      }
+    }
+    if (pr.error_code == 0 && params.version < 10 &&
+        info->config.compression_type == storage::broker_compression::zstd) {
       pr.error_code = code(error_code::unsupported_compression_type);
     }
     if (pr.error_code != 0) {
@@ -171,6 +183,23 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
     const bool committed_only = params.isolation_level == read_committed;
     std::lock_guard log_lock(log->mutex());
+    if (follower_fetch) {
+      const auto f = params.replicas->on_follower_fetch(
+          info->name, index, params.replica_id, epoch, entry.request.fetch_offset,
+          params.version >= 12 ? entry.request.last_fetched_epoch : -1, *log);
+      if (f.error != error_code::none || f.diverging) {
+        // A diverging follower is answered at once (Kafka's fetchMessages does not wait).
+        any_error = true;
+        pr.error_code = code(f.error);
+        if (f.diverging) {
+          pr.diverging = f.diverging;
+          pr.high_watermark = log->high_watermark();
+          pr.last_stable_offset = log->last_stable_offset();
+          pr.log_start_offset = log->log_start_offset();
+        }
+        continue;
+      }
+    }
     auto read = log->read(
         entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one,
         committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt,
@@ -330,8 +359,20 @@ result<response, std::string> build_response(const fetch_context& ctx,
       auto& list = p.aborted_transactions.emplace();
       for (const auto& t : pr.aborted) list.push_back({t.producer_id, t.first_offset});
     }
+    if (pr.diverging) {
+      p.diverging_epoch.epoch = pr.diverging->epoch;
+      p.diverging_epoch.end_offset = pr.diverging->end_offset;
+    }
+    if (params.hints != nullptr && params.version >= 12 &&
+        (pr.error_code == code(error_code::not_leader_or_follower) ||
+         pr.error_code == code(error_code::fenced_leader_epoch))) {
+      params.hints->fill(key.topic, key.partition, p.current_leader);
+    }
     if (!pr.records_null) p.records = protocol::bytes_view(&no_bytes, 0);
     slices.back().push_back(pr.bytes() > 0 ? &*pr.slice : nullptr);
+  }
+  if (params.hints != nullptr && params.version >= 16) {
+    reply.node_endpoints = params.hints->endpoints<protocol::fetch_response::node_endpoint>();
   }
   if (auto spliced = encode_with_regions(reply, params.version, slices)) return std::move(*spliced);
   // Not expected; copying is always correct.
@@ -421,6 +462,9 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   params.isolation_level = req.isolation_level;
   params.replica_id = version >= 15 ? req.replica_state.replica_id : req.replica_id;
   params.replicas = services.replicas;
+  params.node_id = services.config.node_id;
+  leader_hints hints(services, request.connection);
+  params.hints = &hints;
 
   size_t total = 0;
   bool any_error = false;

@@ -7,7 +7,8 @@
 //     Kafka's cache holds the entry written when the broker became leader).
 //   - -1 LATEST: the high watermark for consumers (READ_UNCOMMITTED) or the last stable offset
 //     (READ_COMMITTED: the first offset of the oldest open transaction), the LEO for
-//     ReplicaId -2 (debugging); timestamp -1; the partition's leader epoch (0, as Metadata says).
+//     ReplicaId -2 (debugging); timestamp -1; the partition's leader epoch (as Metadata says: 0 on
+//     a single node, the state's in a cluster).
 //   - -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp, its batch's epoch.
 //   - -4 EARLIEST_LOCAL (v8+): the log start offset (all of the log is local).
 //   - -5 LATEST_TIERED (v9+) and -6 EARLIEST_PENDING_UPLOAD (v11+): offset -1, timestamp -1,
@@ -16,8 +17,11 @@
 //     timestamp and its batch's leader epoch; offset -1 when none exists below the high watermark.
 //   - A negative target unknown or above the request version: UNSUPPORTED_VERSION. A partition
 //     listed twice: INVALID_REQUEST. Unknown topic or partition index: UNKNOWN_TOPIC_OR_PARTITION;
-//     a partition of a known topic without a loaded log: NOT_LEADER_OR_FOLLOWER. CurrentLeaderEpoch
-//     (v4+) below ours (0): FENCED_LEADER_EPOCH, above: UNKNOWN_LEADER_EPOCH.
+//     a partition of a known topic without a loaded log, or one this broker does not serve as
+//     leader in a cluster: NOT_LEADER_OR_FOLLOWER. CurrentLeaderEpoch (v4+) below the partition's
+//     leader epoch: FENCED_LEADER_EPOCH, above: UNKNOWN_LEADER_EPOCH. KIP-207: a consumer's LATEST
+//     (or a timestamp found at or past the high watermark) on a new leader whose high watermark
+//     is still below the start of its leader epoch: OFFSET_NOT_AVAILABLE (retriable).
 //   - LeaderEpoch in the response only from v4.
 // A body that does not decode closes the connection.
 #include <spdlog/spdlog.h>
@@ -85,7 +89,8 @@ partition_response error_response(int32_t partition, error_code e) {
 }
 
 partition_response list_one(const storage::log& log, int32_t partition, int64_t timestamp,
-                            int32_t replica_id, int8_t isolation_level, int16_t version) {
+                            int32_t replica_id, int8_t isolation_level, int16_t version,
+                            int32_t leader_epoch) {
   partition_response p;
   p.partition_index = partition;
   constexpr int8_t read_committed = 1;
@@ -98,7 +103,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
     case earliest_timestamp:
     case earliest_local_timestamp: {
       found.offset = log.log_start_offset();
-      const auto epochs = leader_epoch_cache_of(log);
+      const auto epochs = leader_epoch_cache_of(log, leader_epoch);
       if (!epochs.empty() && epochs.front().start_offset <= found.offset) {
         found.leader_epoch = epochs.front().epoch;
       }
@@ -106,7 +111,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
     }
     case latest_timestamp:
       found.offset = last_fetchable;
-      found.leader_epoch = local_leader_epoch;
+      found.leader_epoch = leader_epoch;
       break;
     case latest_tiered_timestamp:
     case earliest_pending_upload_timestamp:
@@ -123,6 +128,18 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
       }
       if (!*s) return p;
       found = {(*s)->timestamp, (*s)->offset, (*s)->leader_epoch.value_or(-1)};
+    }
+  }
+  // KIP-207: a new leader whose high watermark has not reached the start of its epoch yet
+  // (its ISR has not caught up) answers LATEST, and a timestamp found past what is fetchable,
+  // with OFFSET_NOT_AVAILABLE, so that the client asks again rather than take an offset that
+  // is about to move (Kafka's Partition.fetchOffsetForTimestamp, for consumers only).
+  if (replica_id == -1 && (timestamp == latest_timestamp || check_fetchable)) {
+    const auto epochs = leader_epoch_cache_of(log, leader_epoch);
+    const int64_t epoch_start = epochs.back().start_offset;
+    if (epochs.back().epoch == leader_epoch && epoch_start > log.high_watermark() &&
+        (timestamp == latest_timestamp || found.offset >= last_fetchable)) {
+      return error_response(partition, error_code::offset_not_available);
     }
   }
   if (check_fetchable && found.offset >= last_fetchable) return p;
@@ -193,18 +210,18 @@ asio::awaitable<handler_outcome> handle_list_offsets(request_context& request) {
         out.partitions.push_back(error_response(index, error_code::unknown_topic_or_partition));
       } else if (const storage::log* log = logs.get_log(t.name, index); log == nullptr) {
         out.partitions.push_back(error_response(index, error_code::not_leader_or_follower));
-      } else if (request.services.replicas != nullptr &&
-                 request.services.replicas->follows(t.name, index)) {
-        // A follower of a replicated partition (docs/cluster.md, "Replication").
+      } else if (const leadership lead = leadership_of(request.services.replicas, t.name, index,
+                                                       request.services.config.node_id);
+                 !lead.serving) {
+        // Not the leader of a replicated partition (docs/cluster.md, "Replication").
         out.partitions.push_back(error_response(index, error_code::not_leader_or_follower));
-      } else if (p.current_leader_epoch >= 0 && p.current_leader_epoch < local_leader_epoch) {
-        out.partitions.push_back(error_response(index, error_code::fenced_leader_epoch));
-      } else if (p.current_leader_epoch > local_leader_epoch) {
-        out.partitions.push_back(error_response(index, error_code::unknown_leader_epoch));
+      } else if (auto e = check_current_leader_epoch(p.current_leader_epoch, lead.leader_epoch);
+                 e != error_code::none) {
+        out.partitions.push_back(error_response(index, e));
       } else {
         std::lock_guard log_lock(log->mutex());
-        out.partitions.push_back(
-            list_one(*log, index, p.timestamp, req.replica_id, req.isolation_level, version));
+        out.partitions.push_back(list_one(*log, index, p.timestamp, req.replica_id,
+                                          req.isolation_level, version, lead.leader_epoch));
       }
     }
   }

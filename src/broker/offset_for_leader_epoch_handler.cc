@@ -5,13 +5,14 @@
 // Versions served: 2-4 (Kafka 4.4's range; v4 flexible). Behaviour, as Kafka 4.4's
 // ReplicaManager.lastOffsetForLeaderEpoch and Partition.lastOffsetForLeaderEpoch:
 //   - An unknown topic or partition index: UNKNOWN_TOPIC_OR_PARTITION; a partition of a known
-//     topic without a loaded log: NOT_LEADER_OR_FOLLOWER.
-//   - CurrentLeaderEpoch other than -1 (no check): below the partition's epoch (0)
-//     FENCED_LEADER_EPOCH, above it UNKNOWN_LEADER_EPOCH.
+//     topic without a loaded log, or one this broker does not serve as leader in a cluster:
+//     NOT_LEADER_OR_FOLLOWER.
+//   - CurrentLeaderEpoch other than -1 (no check): below the partition's leader epoch (0 on a
+//     single node, the state's in a cluster) FENCED_LEADER_EPOCH, above it UNKNOWN_LEADER_EPOCH.
 //   - Otherwise the end offset of LeaderEpoch from the leader-epoch-checkpoint entries
 //     (storage/leader_epoch_lookup.h: the latest epoch ends at the log end offset, an unknown
 //     epoch as LeaderEpochFileCache.endOffsetFor answers, -1/-1 when undefined; a partition
-//     that never had a batch as if Kafka's become-leader entry were there:
+//     without a batch of its current leader epoch as if Kafka's become-leader entry were there:
 //     topic_handler_util.h's leader_epoch_cache_of).
 //   - ReplicaId (v3+) changes nothing: Kafka answers consumers (-1) and brokers alike (only the
 //     leader answers).
@@ -24,6 +25,7 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -38,11 +40,9 @@ namespace {
 using protocol::error_code;
 using epoch_end_offset = protocol::offset_for_leader_epoch_response::epoch_end_offset;
 
-constexpr int32_t no_partition_leader_epoch = -1;  // RecordBatch.NO_PARTITION_LEADER_EPOCH
-
 epoch_end_offset end_offset_of(const storage::topic_info* info, storage::log* log,
                                int32_t partition, int32_t current_leader_epoch,
-                               int32_t leader_epoch) {
+                               int32_t leader_epoch, const leadership& lead) {
   epoch_end_offset out;
   out.partition = partition;
   if (info == nullptr || partition < 0 || partition >= info->partitions) {
@@ -53,19 +53,15 @@ epoch_end_offset end_offset_of(const storage::topic_info* info, storage::log* lo
     out.error_code = code(error_code::not_leader_or_follower);
     return out;
   }
-  if (current_leader_epoch != no_partition_leader_epoch) {
-    if (current_leader_epoch < local_leader_epoch) {
-      out.error_code = code(error_code::fenced_leader_epoch);
-      return out;
-    }
-    if (current_leader_epoch > local_leader_epoch) {
-      out.error_code = code(error_code::unknown_leader_epoch);
-      return out;
-    }
+  if (!lead.serving) {  // only the leader answers (fetchOnlyFromLeader)
+    out.error_code = code(error_code::not_leader_or_follower);
+    return out;
   }
+  out.error_code = code(check_current_leader_epoch(current_leader_epoch, lead.leader_epoch));
+  if (out.error_code != 0) return out;
   std::lock_guard log_lock(log->mutex());  // the epoch cache changes with appends
-  auto found = storage::end_offset_for_epoch(leader_epoch_cache_of(*log), leader_epoch,
-                                             log->log_end_offset());
+  auto found = storage::end_offset_for_epoch(leader_epoch_cache_of(*log, lead.leader_epoch),
+                                             leader_epoch, log->log_end_offset());
   out.leader_epoch = found.epoch;
   out.end_offset = found.end_offset;
   return out;
@@ -114,8 +110,10 @@ asio::awaitable<handler_outcome> handle_offset_for_leader_epoch(request_context&
     const storage::topic_info* info = logs.find_topic(t.topic);
     for (const auto& p : t.partitions) {
       storage::log* log = info != nullptr ? logs.get_log(t.topic, p.partition) : nullptr;
+      const leadership lead = leadership_of(request.services.replicas, t.topic, p.partition,
+                                            request.services.config.node_id);
       out.partitions.push_back(
-          end_offset_of(info, log, p.partition, p.current_leader_epoch, p.leader_epoch));
+          end_offset_of(info, log, p.partition, p.current_leader_epoch, p.leader_epoch, lead));
     }
   }
   guard.unlock();

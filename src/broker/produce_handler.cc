@@ -15,7 +15,9 @@
 //      key is still INVALID_TOPIC_EXCEPTION). As in Kafka 4.4 (ReplicaManager.appendToLocalLog),
 //      the one exception is the client id "__admin_client" (AdminUtils.ADMIN_CLIENT_ID), whose
 //      appends go through; checked against Kafka 4.4.0 with raw requests.
-//   4. this broker leads the partition (a single node leads all) else NOT_LEADER_OR_FOLLOWER;
+//   4. this broker leads the partition (a single node leads all; in a cluster, it serves as the
+//      leader its partition state names) else NOT_LEADER_OR_FOLLOWER, with KIP-951's
+//      CurrentLeader and NodeEndpoints (v10+) naming the leader the state names;
 //      acks=-1: ISR size (1) >= min(min.insync.replicas, replica count 1), else
 //      NOT_ENOUGH_REPLICAS; a replicated partition in a cluster (docs/cluster.md, "Replication")
 //      as Kafka: ISR size (from its state in etcd) >= min.insync.replicas.
@@ -23,11 +25,13 @@
 //      (MESSAGE_TOO_LARGE), CRC (CORRUPT_MESSAGE), batch shape (INVALID_RECORD), keys on compacted
 //      topics (INVALID_RECORD + RecordErrors), timestamps (INVALID_TIMESTAMP + RecordErrors).
 //      ErrorMessage is set only with RecordErrors, as Kafka does.
-//   6. under the partition lock: offsets from the log end offset, leader epoch 0 (what Metadata
-//      reports); then the idempotence check (producer_state.h): a retried batch is answered with
-//      its first offset and not written; a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER; a stale
-//      epoch INVALID_PRODUCER_EPOCH; then one write of the batch (the request's own bytes on the
-//      in-place path) and the producer state update. A failed partition changes nothing.
+//   6. under the partition lock: leadership checked again (NOT_LEADER_OR_FOLLOWER if it moved
+//      since step 4), offsets from the log end offset, PartitionLeaderEpoch the partition's
+//      leader epoch (0 on a single node; the state's in a cluster: what Metadata reports); then the
+//      idempotence check (producer_state.h): a retried batch is answered with its first offset and
+//      not written; a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER; a stale epoch
+//      INVALID_PRODUCER_EPOCH; then one write of the batch (the request's own bytes on the in-place
+//      path) and the producer state update. A failed partition changes nothing.
 // Responses: BaseOffset, LogAppendTimeMs (now on LogAppendTime topics, else -1; a retried batch
 // gets its batch timestamp, as Kafka), LogStartOffset (-1 where Kafka leaves it unknown: errors of
 // steps 1-3 and unknown topic, leadership, size and CRC errors).
@@ -36,8 +40,9 @@
 // batch at once, so acks=-1 never waits and never gets REQUEST_TIMED_OUT. A replicated partition
 // with acks=-1 waits (Kafka's produce purgatory, on the request's event loop without blocking
 // it) until the high watermark passes the batch: then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
-// when the ISR shrank below min.insync.replicas meanwhile; REQUEST_TIMED_OUT after TimeoutMs
-// (the batch stays in the log, as in Kafka).
+// when the ISR shrank below min.insync.replicas meanwhile; NOT_LEADER_OR_FOLLOWER when this
+// broker stopped leading the partition (or its leader epoch moved) meanwhile; REQUEST_TIMED_OUT
+// after TimeoutMs (the batch stays in the log, as in Kafka).
 // A body that does not decode closes the connection.
 //
 // Locking (docs/broker.md, "Partitions and locks"): the handler holds topic_manager's map lock
@@ -67,6 +72,7 @@
 #include "broker/broker_metrics.h"
 #include "broker/fetch_waiters.h"
 #include "broker/handler.h"
+#include "broker/leader_hints.h"
 #include "broker/offsets_topic.h"
 #include "broker/replica_manager.h"
 #include "broker/throttle.h"
@@ -183,6 +189,7 @@ struct partition_work {
   bool written = false;  // appended now (not a retry answered from the producer state)
   int64_t last_offset = -1;
   bool await_replicas = false;  // acks=-1 on a replicated partition: wait for the high watermark
+  int32_t leader_epoch = local_leader_epoch;  // stamped into the batch; the purgatory checks it
   // A transactional batch: its producer's markers in the partition when the transaction was
   // asked whether it holds the partition; a marker written since then refuses the batch.
   uint32_t markers_before_check = 0;
@@ -421,7 +428,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       int32_t replicas = 1, isr = 1, min_isr = std::min(tw.config.min_insync_replicas, 1);
       if (request.services.replicas != nullptr) {
         if (auto st = request.services.replicas->state(tw.name, pw.index)) {
-          if (st->leader != request.services.config.node_id) {
+          if (request.services.replicas->follows(tw.name, pw.index)) {
             pw.failure = to_failure(request_error{error_code::not_leader_or_follower,
                                                   "this broker does not lead the partition"});
             continue;
@@ -499,8 +506,18 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
                         vb.producer_id, tw.name, pw.index)});
         continue;
       }
+      // Leadership as of now, under the log's mutex: a broker that stopped leading (or whose
+      // leader epoch moved) since step 4 appends nothing; the batch carries the leader epoch.
+      const leadership lead = leadership_of(request.services.replicas, tw.name, pw.index,
+                                            request.services.config.node_id);
+      if (!lead.serving) {
+        pw.failure = to_failure(request_error{error_code::not_leader_or_follower,
+                                              "this broker no longer leads the partition"});
+        continue;
+      }
+      pw.leader_epoch = lead.leader_epoch;
       const offset_t first = log->log_end_offset();
-      const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
+      const offset_t last = storage::assign_offsets(vb, first, lead.leader_epoch);
       const bool idempotent = vb.producer_id != record::no_producer_id;
       storage::producer_append pa;
       if (idempotent) {
@@ -559,9 +576,19 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
           for (auto& pw : tw.parts) {
             if (pw.failure || !pw.await_replicas) continue;
             const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
+            const leadership lead = leadership_of(request.services.replicas, tw.name, pw.index,
+                                                  request.services.config.node_id);
             if (log == nullptr) {
               pw.failure =
                   to_failure(request_error{error_code::not_leader_or_follower, "partition gone"});
+            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch) {
+              // Kafka's DelayedProduce on a leader that lost the role: the ISR it waited for is
+              // another leader's now.
+              pw.await_replicas = false;
+              pw.failure = to_failure(
+                  request_error{error_code::not_leader_or_follower,
+                                fmt::format("{}-{} changed leader while waiting for the ISR",
+                                            tw.name, pw.index)});
             } else if (log->high_watermark() > pw.last_offset) {
               // Kafka's checkEnoughReplicasReachOffset.
               pw.await_replicas = false;
@@ -621,6 +648,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
 
   // The response.
   protocol::produce_response reply;
+  leader_hints hints(request.services, request.connection);  // KIP-951, v10+
   bool any_error = false;
   for (auto& tw : work) {
     auto& tr = reply.responses.emplace_back();
@@ -646,7 +674,13 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         pr.record_errors.push_back({e.batch_index, std::string_view(e.message)});
       }
       if (!f.record_errors.empty()) pr.error_message = std::string_view(f.reason);
+      if (f.code == error_code::not_leader_or_follower && version >= 10) {
+        hints.fill(tw.name, pw.index, pr.current_leader);
+      }
     }
+  }
+  if (version >= 10) {
+    reply.node_endpoints = hints.endpoints<protocol::produce_response::node_endpoint>();
   }
   if (quota::client_quotas* quotas = request.services.quotas) {
     const int64_t t = wall_clock_ms();

@@ -15,6 +15,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <numeric>
 
 #include "broker/fetch_waiters.h"
 #include "broker/topic_handler_util.h"
@@ -87,12 +89,13 @@ class leader_connection {
     target_.clear();
   }
 
-  // Sends one request and returns the response body (after its header).
+  // Sends one request and returns the response body (after its header). `abandon` is asked
+  // every 100 ms while it waits: true gives the request up (and the connection with it).
   result<std::span<const uint8_t>, std::string> round_trip(int16_t api_key, int16_t api_version,
                                                            std::span<const uint8_t> body,
                                                            std::vector<uint8_t>& buffer,
                                                            int64_t timeout_ms,
-                                                           const std::atomic<bool>& stop) {
+                                                           const std::function<bool()>& abandon) {
     protocol::request_header header;
     header.request_api_key = api_key;
     header.request_api_version = api_version;
@@ -109,9 +112,11 @@ class leader_connection {
       close_connection();
       return fail(std::move(why));
     };
-    if (auto s = io(frame.data(), frame.size(), true, deadline, stop); !s) return broken(s.error());
+    if (auto s = io(frame.data(), frame.size(), true, deadline, abandon); !s) {
+      return broken(s.error());
+    }
     uint8_t size_bytes[4];
-    if (auto r = io(size_bytes, 4, false, deadline, stop); !r) return broken(r.error());
+    if (auto r = io(size_bytes, 4, false, deadline, abandon); !r) return broken(r.error());
     const int32_t response_size =
         static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
                              (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
@@ -119,7 +124,7 @@ class leader_connection {
       return broken(fmt::format("bad response size {}", response_size));
     }
     buffer.resize(static_cast<size_t>(response_size));
-    if (auto r = io(buffer.data(), buffer.size(), false, deadline, stop); !r) {
+    if (auto r = io(buffer.data(), buffer.size(), false, deadline, abandon); !r) {
       return broken(r.error());
     }
     protocol::reader r(buffer);
@@ -133,10 +138,10 @@ class leader_connection {
 
  private:
   result<void, std::string> io(uint8_t* data, size_t n, bool sending, int64_t deadline_ms,
-                               const std::atomic<bool>& stop) {
+                               const std::function<bool()>& abandon) {
     size_t done = 0;
     while (done < n) {
-      if (stop.load()) return fail(std::string("stopping"));
+      if (abandon()) return fail(std::string("abandoned (stopping, or a leader changed)"));
       const int64_t left = deadline_ms - steady_ms();
       if (left <= 0) return fail(std::string("timed out"));
       pollfd p{fd_, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
@@ -159,22 +164,7 @@ class leader_connection {
   std::string target_;
 };
 
-// <prefix>partitions/<topic id>/<index> -> (topic id, index).
-std::optional<std::pair<storage::uuid, int32_t>> parse_partition_key(std::string_view key,
-                                                                     std::string_view dir) {
-  if (!key.starts_with(dir)) return std::nullopt;
-  key.remove_prefix(dir.size());
-  const size_t slash = key.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  auto id = storage::uuid::parse(key.substr(0, slash));
-  const std::string_view tail = key.substr(slash + 1);
-  int32_t index = -1;
-  const auto [end, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), index);
-  if (!id || ec != std::errc() || end != tail.data() + tail.size() || index < 0) {
-    return std::nullopt;
-  }
-  return std::make_pair(*id, index);
-}
+using cluster::parse_partition_key;
 
 }  // namespace
 
@@ -203,12 +193,19 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
   auto states = m->client_->range(dir, cluster::etcd::prefix_end(dir));
   if (!states) return fail("cannot read the partition states from etcd: " + states.error().message);
   {
+    std::vector<storage::uuid> ids;
+    for (const auto& kv : states->kvs) {
+      if (auto key = parse_partition_key(kv.key, dir)) ids.push_back(key->first);
+    }
+    const auto names = m->topic_names(ids);
+    auto maps = topics.read_lock();
     std::lock_guard g(m->mu_);
+    std::vector<storage::topic_partition> wake;
     for (const auto& kv : states->kvs) {
       auto key = parse_partition_key(kv.key, dir);
       auto state = cluster::decode_partition_state(kv.value);
       if (!key || !state) continue;
-      m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision});
+      m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
     }
     m->work_pending_ = true;
   }
@@ -228,12 +225,29 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
       [](const cluster::etcd::etcd_error& e) {
         spdlog::error("partition states: the watch stopped ({})", e.message);
       });
+  // The controller's part: active while this broker holds the role (docs/cluster.md).
+  cluster::partition_controller_options co;
+  co.client = o;
+  co.prefix = m->prefix_;
+  auto controller = cluster::partition_controller::start(
+      co, [self](const storage::uuid& topic_id) { return self->unclean_allowed(topic_id); });
+  if (!controller) return fail("etcd: " + controller.error().message);
+  m->controller_ = std::move(*controller);
+  membership.set_listener([self] {
+    self->controller_->set_controller(self->membership_.is_controller(),
+                                      self->membership_.controller_epoch());
+    self->controller_->brokers_changed();
+  });
   spdlog::info("replica manager: {} partition state(s) in etcd, {} replica fetcher(s)",
                states->kvs.size(), config.num_replica_fetchers);
   return m;
 }
 
 replica_manager::~replica_manager() {
+  if (controller_) {
+    membership_.set_listener({});
+    controller_.reset();
+  }
   topics_.on_cluster_topics_changed({});
   watch_.reset();
   stop_fetchers_.store(true);
@@ -246,62 +260,138 @@ replica_manager::~replica_manager() {
   if (worker_.joinable()) worker_.join();
 }
 
+bool replica_manager::unclean_allowed(const storage::uuid& topic_id) const {
+  constexpr std::string_view key = "unclean.leader.election.enable";
+  if (auto topic = topics_.cluster_topic(topic_id)) {
+    if (auto it = topic->overrides.find(key); it != topic->overrides.end()) {
+      return it->second == "true";
+    }
+  }
+  auto maps = topics_.read_lock();
+  const storage::config_map& broker = topics_.logs().broker_props();
+  auto it = broker.find(key);
+  return it != broker.end() && it->second == "true";
+}
+
+std::map<storage::uuid, std::string> replica_manager::topic_names(
+    const std::vector<storage::uuid>& topic_ids) const {
+  std::map<storage::uuid, std::string> out;
+  for (const auto& id : topic_ids) {
+    if (out.contains(id)) continue;
+    if (auto topic = topics_.cluster_topic(id)) out.emplace(id, topic->name);
+  }
+  return out;
+}
+
 void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partition,
-                                  cluster::versioned_partition_state state) {
+                                  cluster::versioned_partition_state state,
+                                  const std::map<storage::uuid, std::string>& names,
+                                  std::vector<storage::topic_partition>& wake) {
   entry& e = partitions_[{topic_id, partition}];
   if (e.state.mod_revision > state.mod_revision) return;  // an older read
+  // Named at once when the metadata log has the topic: the handlers find partitions by name,
+  // and one they cannot find follows the single-node rules (a broker restarted on the logs of a
+  // partition it used to lead must not serve it before its role is settled).
+  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) e.topic = n->second;
+  if (e.state.state.leader != state.state.leader ||
+      e.state.state.leader_epoch != state.state.leader_epoch) {
+    leadership_changes_.fetch_add(1);
+  }
   e.topic_id = topic_id;
   e.partition = partition;
   e.state = std::move(state);
-  const cluster::partition_state& s = e.state.state;
-  if (s.leader == node_id_) {
-    if (e.leader) {
-      e.leader->update_state(s, steady_ms());
-    } else {
-      e.leader.emplace(node_id_, s, 0, steady_ms());
-    }
-  } else {
-    e.leader.reset();
-  }
-  const bool replica =
-      std::find(s.replicas.begin(), s.replicas.end(), node_id_) != s.replicas.end();
-  if (replica && !e.local_log) {
+  settle_role(e, wake);
+  const auto& r = e.state.state.replicas;
+  if (!e.local_log && std::find(r.begin(), r.end(), node_id_) != r.end()) {
     work_pending_ = true;
     cv_.notify_all();
   }
 }
 
-void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
-  const std::string dir = prefix_ + "partitions/";
-  std::lock_guard g(mu_);
-  for (const auto& ev : w.events) {
-    auto key = parse_partition_key(ev.kv.key, dir);
-    if (!key) continue;
-    if (ev.type == cluster::etcd::watch_event::kind::delete_key) {
-      partitions_.erase({key->first, key->second});
-      work_pending_ = true;
-      cv_.notify_all();
-      continue;
+void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition>& wake) {
+  const cluster::partition_state& s = e.state.state;
+  storage::log* log = e.local_log ? topics_.logs().get_log(e.topic, e.partition) : nullptr;
+  if (s.leader == node_id_ && log != nullptr) {
+    if (e.leader && e.leader->state().leader_epoch == s.leader_epoch) {
+      e.leader->update_state(s, steady_ms());  // an ISR change
+    } else {
+      // Kafka's Partition.makeLeader: the fetcher leaves the partition (it follows only states
+      // naming another leader, and still_following() stops a fetch in flight from appending),
+      // the followers start unknown (they hold the high watermark until they fetch) and caught
+      // up as of now, and the high watermark stays where this replica had it; it moves once the
+      // ISR has reached it. Batches appended from now on carry the new leader epoch.
+      e.leader.emplace(node_id_, s, log->high_watermark(), steady_ms(), log->log_end_offset());
+      const int64_t hw = e.leader->update_high_watermark(log->log_end_offset());
+      log->set_high_watermark(hw);
+      spdlog::info(
+          "leader of {}-{} at leader epoch {} from log end offset {} (high watermark {}), ISR "
+          "[{}]",
+          e.topic, e.partition, s.leader_epoch, log->log_end_offset(), log->high_watermark(),
+          fmt::join(s.isr, ","));
+      wake.push_back({e.topic, e.partition});
     }
-    auto state = cluster::decode_partition_state(ev.kv.value);
-    if (!state) continue;
-    apply_state(key->first, key->second, {std::move(*state), ev.kv.mod_revision});
+    return;
+  }
+  if (e.leader) {
+    // Kafka's Partition.makeFollower: produces waiting for the ISR get NOT_LEADER_OR_FOLLOWER;
+    // the fetcher follows the new leader from this replica's log end offset and truncates where
+    // the new leader's log diverges.
+    spdlog::info("{}-{}: leader {} at leader epoch {}; this broker follows", e.topic, e.partition,
+                 s.leader, s.leader_epoch);
+    e.leader.reset();
+    wake.push_back({e.topic, e.partition});
   }
 }
 
+void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
+  const std::string dir = prefix_ + "partitions/";
+  std::vector<storage::topic_partition> wake;
+  std::vector<storage::uuid> ids;
+  for (const auto& ev : w.events) {
+    if (auto key = parse_partition_key(ev.kv.key, dir)) ids.push_back(key->first);
+  }
+  const auto names = topic_names(ids);  // the metadata log's lock, before the others
+  {
+    auto maps = topics_.read_lock();
+    std::lock_guard g(mu_);
+    for (const auto& ev : w.events) {
+      auto key = parse_partition_key(ev.kv.key, dir);
+      if (!key) continue;
+      if (ev.type == cluster::etcd::watch_event::kind::delete_key) {
+        partitions_.erase({key->first, key->second});
+        work_pending_ = true;
+        cv_.notify_all();
+        continue;
+      }
+      auto state = cluster::decode_partition_state(ev.kv.value);
+      if (!state) continue;
+      apply_state(key->first, key->second, {std::move(*state), ev.kv.mod_revision}, names, wake);
+    }
+  }
+  for (const auto& tp : wake) waiters_.notify(tp);
+}
+
 result<void, std::string> replica_manager::create_partition_states(
-    const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment,
-    int32_t first_partition) {
-  for (size_t i = 0; i < assignment.size(); ++i) {
-    const int32_t p = first_partition + static_cast<int32_t>(i);
-    cluster::partition_state s{assignment[i], assignment[i], assignment[i][0], 0, 0};
-    auto created = store_->create(topic_id, p, s);
+    const storage::uuid& topic_id, const std::string& topic,
+    const std::vector<std::vector<int32_t>>& assignment, int32_t first_partition) {
+  std::vector<storage::topic_partition> wake;
+  for (size_t p = 0; p < assignment.size(); ++p) {
+    const int32_t index = first_partition + static_cast<int32_t>(p);
+    cluster::partition_state s{assignment[p], assignment[p], assignment[p][0], 0, 0};
+    auto created = store_->create(topic_id, index, s);
     if (!created) return fail("etcd: " + created.error().message);
-    // The watch brings it too; applied now so that this broker leads at once.
-    auto read = store_->read(topic_id, p);
-    if (read && *read) {
+    // The watch brings it too; applied now, with the log the caller created, so that this
+    // broker leads at once.
+    auto read = store_->read(topic_id, index);
+    storage::log* log = topics_.logs().get_log(topic, index);
+    if (read && *read && log != nullptr) {
+      if (assignment[p].size() > 1 && !log->replicated()) log->set_replicated(0);
       std::lock_guard g(mu_);
-      apply_state(topic_id, p, **read);
+      entry& e = partitions_[{topic_id, index}];
+      e.topic = topic;
+      e.local_log = true;
+      adopted_[topic_id] = topic;
+      apply_state(topic_id, index, **read, {}, wake);
     }
   }
   return {};
@@ -368,10 +458,27 @@ std::optional<cluster::partition_state> replica_manager::state(const storage::uu
   return it->second.state.state;
 }
 
+std::optional<replica_manager::partition_role> replica_manager::role(std::string_view topic,
+                                                                     int32_t partition) const {
+  std::lock_guard g(mu_);
+  const entry* e = find(topic, partition);
+  if (e == nullptr) return std::nullopt;
+  return partition_role{e->state.state.leader, e->state.state.leader_epoch, e->leader.has_value()};
+}
+
 bool replica_manager::follows(std::string_view topic, int32_t partition) const {
   std::lock_guard g(mu_);
   const entry* e = find(topic, partition);
-  return e != nullptr && e->state.state.leader != node_id_;
+  return e != nullptr && !e->leader;
+}
+
+bool replica_manager::still_following(const storage::uuid& topic_id, int32_t partition,
+                                      int32_t leader_epoch) const {
+  std::lock_guard g(mu_);
+  auto it = partitions_.find({topic_id, partition});
+  if (it == partitions_.end() || !it->second.local_log || it->second.leader) return false;
+  const cluster::partition_state& s = it->second.state.state;
+  return s.leader != node_id_ && s.leader >= 0 && s.leader_epoch == leader_epoch;
 }
 
 void replica_manager::on_leader_append(std::string_view topic, int32_t partition,
@@ -388,17 +495,41 @@ void replica_manager::on_leader_append(std::string_view topic, int32_t partition
   if (after > before) waiters_.notify(log.tp());
 }
 
-protocol::error_code replica_manager::on_follower_fetch(std::string_view topic, int32_t partition,
-                                                        int32_t replica, int64_t fetch_offset,
-                                                        storage::log& log) {
+replica_manager::follower_fetch_result replica_manager::on_follower_fetch(
+    std::string_view topic, int32_t partition, int32_t replica, int32_t current_leader_epoch,
+    int64_t fetch_offset, int32_t last_fetched_epoch, storage::log& log) {
+  follower_fetch_result out;
   int64_t before = 0, after = 0;
   {
     std::lock_guard g(mu_);
     entry* e = find(topic, partition);
-    if (e == nullptr || !e->leader || !log.replicated()) return error_code::not_leader_or_follower;
+    if (e == nullptr || !e->leader || !log.replicated()) {
+      out.error = error_code::not_leader_or_follower;
+      return out;
+    }
+    out.error = check_current_leader_epoch(current_leader_epoch, e->state.state.leader_epoch);
+    if (out.error != error_code::none) return out;
+    const auto& replicas = e->state.state.replicas;
+    if (replica == node_id_ ||
+        std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) {
+      out.error = error_code::not_leader_or_follower;
+      return out;
+    }
     const int64_t leo = log.log_end_offset();
+    if (last_fetched_epoch >= 0) {
+      // Kafka's Partition.readRecords: the end of the follower's last epoch in this log.
+      const auto end = storage::end_offset_for_epoch(
+          leader_epoch_cache_of(log, e->state.state.leader_epoch), last_fetched_epoch, leo);
+      if (end.epoch < last_fetched_epoch || end.end_offset < fetch_offset) {
+        out.diverging = end;
+        return out;
+      }
+    }
+    // Recorded only for an offset this log has (an out-of-range fetch is answered as such).
+    if (fetch_offset < log.log_start_offset() || fetch_offset > leo) return out;
     if (!e->leader->on_follower_fetch(replica, fetch_offset, leo, steady_ms())) {
-      return error_code::not_leader_or_follower;
+      out.error = error_code::not_leader_or_follower;
+      return out;
     }
     before = log.high_watermark();
     after = e->leader->update_high_watermark(leo);
@@ -409,7 +540,7 @@ protocol::error_code replica_manager::on_follower_fetch(std::string_view topic, 
     }
   }
   if (after > before) waiters_.notify(log.tp());
-  return error_code::none;
+  return out;
 }
 
 int32_t replica_manager::isr_size(std::string_view topic, int32_t partition) const {
@@ -449,50 +580,57 @@ void replica_manager::open_replica_logs() {
       wanted[key.first].push_back(key.second);
     }
   }
+  std::vector<storage::topic_partition> wake;
   for (auto& [topic_id, parts] : wanted) {
     std::optional<storage::topic_record> topic = topics_.cluster_topic(topic_id);
     if (!topic) continue;  // the metadata log has not brought it yet: on_cluster_topics_changed
-    std::vector<int32_t> opened;
-    {
-      auto guard = topics_.control_lock();
-      storage::log_manager& logs = topics_.logs();
-      const storage::topic_info* info = logs.find_topic(topic->name);
-      if (info != nullptr && info->topic_id != topic_id) continue;  // an older topic's name
-      if (info == nullptr) {
-        auto adopted = logs.adopt_topic(*topic, parts, wall_clock_ms());
-        if (!adopted) {
-          spdlog::error("replica logs of {}: {}", topic->name, adopted.error().message);
-          continue;
-        }
-        spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));
-      } else if (std::any_of(parts.begin(), parts.end(),
-                             [&](int32_t p) { return logs.get_log(topic->name, p) == nullptr; })) {
-        // Partitions the leader added (CreatePartitions) to a topic this broker follows.
-        auto grown = logs.adopt_partitions(topic->name, topic->partitions, parts, wall_clock_ms());
-        if (!grown) {
-          spdlog::error("replica logs of {}: {}", topic->name, grown.error().message);
-          continue;
-        }
-        spdlog::info("follower of {} partition(s) {}", topic->name, fmt::join(parts, ","));
+    auto guard = topics_.control_lock();
+    storage::log_manager& logs = topics_.logs();
+    const storage::topic_info* info = logs.find_topic(topic->name);
+    if (info != nullptr && info->topic_id != topic_id) continue;  // an older topic's name
+    if (info == nullptr) {
+      // Every partition's log, as a restart loads them (the states of the others may arrive a
+      // moment later: a topic is adopted once).
+      std::vector<int32_t> all(static_cast<size_t>(std::max(topic->partitions, 0)));
+      std::iota(all.begin(), all.end(), 0);
+      auto adopted = logs.adopt_topic(*topic, all, wall_clock_ms());
+      if (!adopted) {
+        spdlog::error("replica logs of {}: {}", topic->name, adopted.error().message);
+        continue;
       }
-      for (int32_t p : parts) {
-        storage::log* log = logs.get_log(topic->name, p);
-        if (log == nullptr) continue;
-        std::lock_guard g(mu_);
-        auto it = partitions_.find({topic_id, p});
-        if (it == partitions_.end()) continue;
-        // A single replica keeps the single-node rule (the high watermark is the log end).
-        if (it->second.state.state.replicas.size() > 1 && !log->replicated()) {
-          log->set_replicated(log->high_watermark());
-        }
-        it->second.topic = topic->name;
-        it->second.local_log = true;
-        // A follower's copy (adopted now, or loaded at start): deleted with its states.
-        if (it->second.state.state.leader != node_id_) adopted_[topic_id] = topic->name;
-        opened.push_back(p);
+      spdlog::info("replica of {} partition(s) {}", topic->name, fmt::join(parts, ","));
+    } else if (std::any_of(parts.begin(), parts.end(),
+                           [&](int32_t p) { return logs.get_log(topic->name, p) == nullptr; })) {
+      // Partitions the leader added (CreatePartitions) to a topic this broker replicates.
+      auto grown = logs.adopt_partitions(topic->name, topic->partitions, parts, wall_clock_ms());
+      if (!grown) {
+        spdlog::error("replica logs of {}: {}", topic->name, grown.error().message);
+        continue;
       }
+      spdlog::info("replica of {} partition(s) {}", topic->name, fmt::join(parts, ","));
+    }
+    for (int32_t p : parts) {
+      storage::log* log = logs.get_log(topic->name, p);
+      if (log == nullptr) continue;
+      std::lock_guard g(mu_);
+      auto it = partitions_.find({topic_id, p});
+      if (it == partitions_.end()) continue;
+      // A single replica keeps the single-node rule (the high watermark is the log end). A log
+      // loaded at start is replicated already, at its checkpointed high watermark
+      // (replication-offset-checkpoint); one adopted now starts at its log start offset and
+      // learns the rest (from the leader's answers, or as leader from its ISR), so that nothing
+      // the ISR may not have is ever readable.
+      if (it->second.state.state.replicas.size() > 1 && !log->replicated()) {
+        log->set_replicated(log->log_start_offset());
+      }
+      it->second.topic = topic->name;
+      it->second.local_log = true;
+      // Deleted with its states (replica_manager.h).
+      adopted_[topic_id] = topic->name;
+      settle_role(it->second, wake);
     }
   }
+  for (const auto& tp : wake) waiters_.notify(tp);
 }
 
 void replica_manager::maybe_change_isr() {
@@ -519,6 +657,9 @@ void replica_manager::maybe_change_isr() {
       std::vector<int32_t> isr =
           cluster::isr_with(cluster::isr_without(e.state.state.isr, out), in);
       if (isr.empty() || isr == e.state.state.isr) continue;
+      // KIP-497's maximal ISR: until the change is in etcd (and the controller may elect from
+      // it) the high watermark counts the members joining as well as those leaving.
+      e.leader->set_pending_isr(isr);
       changes.push_back({key.first, key.second, e.topic, e.state.state, std::move(isr)});
     }
   }
@@ -539,18 +680,17 @@ void replica_manager::maybe_change_isr() {
     auto altered = store_->alter_partition(c.topic_id, c.partition, r, brokers);
     if (!altered) {
       spdlog::warn("AlterPartition {}-{}: etcd: {}", c.topic, c.partition, altered.error().message);
-      continue;
-    }
-    if (altered->error != error_code::none) {
+    } else if (altered->error != error_code::none) {
       spdlog::info("AlterPartition {}-{} to ISR [{}] refused: {}", c.topic, c.partition,
                    fmt::join(c.isr, ","), protocol::describe(altered->error).name);
-      continue;
+    } else {
+      spdlog::info("ISR of {}-{} from [{}] to [{}] (partition epoch {})", c.topic, c.partition,
+                   fmt::join(c.from.isr, ","), fmt::join(altered->state.isr, ","),
+                   altered->state.partition_epoch);
     }
-    spdlog::info("ISR of {}-{} from [{}] to [{}] (partition epoch {})", c.topic, c.partition,
-                 fmt::join(c.from.isr, ","), fmt::join(altered->state.isr, ","),
-                 altered->state.partition_epoch);
-    // Applied now (the watch brings the same state with its revision): a smaller ISR may let the
-    // high watermark move.
+    // Applied now when it was written (the watch brings the same state with its revision): a
+    // smaller ISR may let the high watermark move. Refused or failed, the pending ISR is dropped
+    // and the next check decides again on what etcd holds.
     int64_t before = 0, after = 0;
     storage::topic_partition tp{c.topic, c.partition};
     {
@@ -559,9 +699,13 @@ void replica_manager::maybe_change_isr() {
       std::lock_guard g(mu_);
       auto it = partitions_.find({c.topic_id, c.partition});
       if (it == partitions_.end() || log == nullptr || !it->second.leader) continue;
-      if (it->second.state.state.partition_epoch < altered->state.partition_epoch) {
+      const bool written = altered && altered->error == error_code::none;
+      if (written && it->second.state.state.partition_epoch < altered->state.partition_epoch &&
+          it->second.state.state.leader_epoch == altered->state.leader_epoch) {
         it->second.state.state = altered->state;
         it->second.leader->update_state(altered->state, steady_ms());
+      } else {
+        it->second.leader->set_pending_isr({});
       }
       before = log->high_watermark();
       after = it->second.leader->update_high_watermark(log->log_end_offset());
@@ -588,7 +732,7 @@ void replica_manager::run_fetcher(int index) {
       std::lock_guard g(mu_);
       for (const auto& [key, e] : partitions_) {
         const auto& s = e.state.state;
-        if (!e.local_log || s.leader == node_id_ || s.leader < 0) continue;
+        if (!e.local_log || e.leader || s.leader == node_id_ || s.leader < 0) continue;
         const size_t h = std::hash<std::string>{}(key.first.to_string()) + key.second;
         if (static_cast<int>(h % static_cast<size_t>(config_.num_replica_fetchers)) != index) {
           continue;
@@ -601,6 +745,10 @@ void replica_manager::run_fetcher(int index) {
       continue;
     }
     bool failed = false;
+    // Only errors that a state on its way will clear (the leader or this broker has not seen the
+    // newest one yet): retried after a short pause rather than replica.fetch.backoff.ms.
+    bool only_epoch_errors = true;
+    const uint64_t changes_seen = leadership_changes_.load();
     for (auto& [leader, targets] : by_leader) {
       if (stop_fetchers_.load()) break;
       leader_connection& conn = connections[leader];
@@ -620,6 +768,7 @@ void replica_manager::run_fetcher(int index) {
         }
         if (!conn.connected()) {
           failed = true;
+          only_epoch_errors = false;
           continue;
         }
       }
@@ -635,7 +784,7 @@ void replica_manager::run_fetcher(int index) {
       {
         auto maps = topics_.read_lock();
         for (const auto& t : targets) {
-          const storage::log* log = topics_.logs().get_log(t.topic, t.partition);
+          storage::log* log = topics_.logs().get_log(t.topic, t.partition);
           if (log == nullptr) continue;
           const protocol::uuid wire_id = to_wire(t.topic_id);
           if (req.topics.empty() || req.topics.back().topic_id.bytes != wire_id.bytes) {
@@ -643,7 +792,11 @@ void replica_manager::run_fetcher(int index) {
           }
           auto& p = req.topics.back().partitions.emplace_back();
           p.partition = t.partition;
+          std::lock_guard log_lock(log->mutex());  // the epoch cache changes with appends
           p.fetch_offset = log->log_end_offset();
+          // The epoch of the last batch it has (Kafka's latestEpoch): the leader compares it
+          // with its own log and answers DivergingEpoch where they part (Fetch v12+).
+          p.last_fetched_epoch = log->latest_epoch();
           p.current_leader_epoch = t.leader_epoch;
           p.log_start_offset = log->log_start_offset();
           p.partition_max_bytes = config_.replica_fetch_max_bytes;
@@ -653,13 +806,17 @@ void replica_manager::run_fetcher(int index) {
       std::vector<uint8_t> body;
       protocol::writer w(body);
       req.encode(w, replica_fetch_version);
+      // A leader that stopped answering (paused, cut off) holds the fetch up to
+      // replica.socket.timeout.ms; a leadership change gives it up at once, so that the
+      // partitions this fetcher serves follow their new leaders without waiting for it.
       auto answer = conn.round_trip(
           protocol::fetch_request::api_key, replica_fetch_version, body, buffer,
           int64_t{config_.replica_socket_timeout_ms} + config_.replica_fetch_wait_max_ms,
-          stop_fetchers_);
+          [&] { return stop_fetchers_.load() || leadership_changes_.load() != changes_seen; });
       if (!answer) {
         spdlog::debug("replica fetcher {}: leader {}: {}", index, leader, answer.error());
         failed = true;
+        only_epoch_errors = false;
         continue;
       }
       protocol::reader r(*answer);
@@ -667,32 +824,65 @@ void replica_manager::run_fetcher(int index) {
       if (!resp) {
         conn.close_connection();
         failed = true;
+        only_epoch_errors = false;
         continue;
       }
       for (const auto& t : resp->responses) {
         const storage::uuid topic_id = from_wire(t.topic_id);
-        std::string name;
-        for (const auto& target : targets) {
-          if (target.topic_id == topic_id) name = target.topic;
+        const fetch_target* target = nullptr;
+        for (const auto& candidate : targets) {
+          if (candidate.topic_id == topic_id) target = &candidate;
         }
+        if (target == nullptr) continue;
         for (const auto& p : t.partitions) {
-          if (name.empty()) continue;
           if (p.error_code != 0) {
-            spdlog::debug("replica fetcher {}: {}-{} from leader {}: error {}", index, name,
-                          p.partition_index, leader, p.error_code);
+            // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: one of the two
+            // has not seen the newest state yet; the watch brings it.
+            spdlog::debug("replica fetcher {}: {}-{} from leader {}: error {}", index,
+                          target->topic, p.partition_index, leader, p.error_code);
             failed = true;
+            const auto e = static_cast<error_code>(p.error_code);
+            only_epoch_errors = only_epoch_errors && (e == error_code::not_leader_or_follower ||
+                                                      e == error_code::fenced_leader_epoch ||
+                                                      e == error_code::unknown_leader_epoch);
             continue;
           }
           auto maps = topics_.read_lock();
-          storage::log* log = topics_.logs().get_log(name, p.partition_index);
+          storage::log* log = topics_.logs().get_log(target->topic, p.partition_index);
           if (log == nullptr) continue;
           std::lock_guard log_lock(log->mutex());
+          // The answer of a leader this broker no longer follows at that epoch changes nothing
+          // (a fetch in flight when the leadership moved, here or elsewhere).
+          if (!still_following(topic_id, p.partition_index, target->leader_epoch)) continue;
+          if (p.diverging_epoch.epoch >= 0) {
+            // Kafka's truncateOnFetchResponse: cut where the logs part, then fetch again.
+            const cluster::truncation cut = cluster::follower_truncation(
+                log->epoch_entries(), log->log_end_offset(),
+                {p.diverging_epoch.epoch, p.diverging_epoch.end_offset});
+            const int64_t from = log->log_end_offset();
+            auto truncated = log->truncate_to(cut.offset, wall_clock_ms());
+            if (!truncated) {
+              spdlog::error("replica fetcher {}: truncating {}-{} to {}: {}", index, target->topic,
+                            p.partition_index, cut.offset, truncated.error().message);
+              failed = true;
+              only_epoch_errors = false;
+            } else {
+              spdlog::info(
+                  "{}-{}: truncated from {} to {}{} (leader {} at leader epoch {}: epoch {} "
+                  "ends at {})",
+                  target->topic, p.partition_index, from, log->log_end_offset(),
+                  cut.complete ? "" : ", to compare an older epoch next", leader,
+                  target->leader_epoch, p.diverging_epoch.epoch, p.diverging_epoch.end_offset);
+            }
+            continue;
+          }
           if (p.records && !p.records->empty()) {
             auto appended = log->append_as_follower(*p.records, wall_clock_ms());
             if (!appended) {
-              spdlog::warn("replica fetcher {}: {}-{}: {}", index, name, p.partition_index,
+              spdlog::warn("replica fetcher {}: {}-{}: {}", index, target->topic, p.partition_index,
                            appended.error().message);
               failed = true;
+              only_epoch_errors = false;
               continue;
             }
           }
@@ -702,10 +892,14 @@ void replica_manager::run_fetcher(int index) {
       }
     }
     if (failed) {
-      // replica.fetch.backoff.ms, in steps so that a stop is noticed.
-      const int64_t until = steady_ms() + config_.replica_fetch_backoff_ms;
-      while (!stop_fetchers_.load() && steady_ms() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      // replica.fetch.backoff.ms, in steps so that a stop or a leadership change is noticed.
+      const int64_t backoff_ms = only_epoch_errors
+                                     ? std::min<int64_t>(config_.replica_fetch_backoff_ms, 50)
+                                     : config_.replica_fetch_backoff_ms;
+      const int64_t until = steady_ms() + backoff_ms;
+      while (!stop_fetchers_.load() && steady_ms() < until &&
+             leadership_changes_.load() == changes_seen) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
   }

@@ -1,15 +1,21 @@
-// A cluster broker's replicas (Kafka's ReplicaManager, docs/cluster.md "Replication"): the
-// partition states in etcd (etcd_partition_store, followed by a watch on the partitions prefix),
-// the local logs of the partitions this broker replicates (a follower opens them when a state
-// names it), the leader's view of its followers (cluster/replica_state.h: their log end offsets,
-// the high watermark over the ISR) and its ISR changes (AlterPartition through etcd), and the
-// follower's replica fetchers (num.replica.fetchers threads, each with one blocking connection
-// per leader, Fetch v15 with ReplicaState).
+// A cluster broker's replicas (Kafka's ReplicaManager, docs/cluster.md "Replication" and
+// "Fail-over"): the partition states in etcd (etcd_partition_store, followed by a watch on the
+// partitions prefix), the local logs of the partitions this broker replicates (a follower opens
+// them when a state names it), the role each state gives this broker and its switches (a state
+// naming it leader makes it stop fetching the partition and lead from its log end offset at the
+// state's leader epoch; one naming another broker makes it a follower of that one), the leader's
+// view of its followers (cluster/replica_state.h: their log end offsets, the high watermark over
+// the ISR, DivergingEpoch) and its ISR changes (AlterPartition through etcd), the follower's
+// replica fetchers (num.replica.fetchers threads, each with one blocking connection per leader,
+// Fetch v15 with ReplicaState and LastFetchedEpoch, truncating where the leader's answer says the
+// logs diverge), and the controller's part (cluster/partition_controller.h, active while this
+// broker holds the role).
 //
 // Threads: handlers call the public members from any event loop (they take mu_ briefly and
 // never wait on etcd); the watch thread applies states; a worker thread opens logs and writes ISR
-// changes to etcd; each fetcher thread talks to leaders. Lock order: topic_manager's control
-// lock, then its map lock, then a log's mutex, then mu_; mu_ is never held around I/O.
+// changes to etcd; each fetcher thread talks to leaders; the controller has its own. Lock order:
+// topic_manager's control lock, then its map lock, then a log's mutex, then mu_; mu_ is never
+// held around I/O.
 #pragma once
 
 #include <atomic>
@@ -24,12 +30,15 @@
 
 #include "base/result.h"
 #include "broker/config.h"
+#include "broker/topic_handler_util.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/etcd_client.h"
 #include "cluster/etcd_partition_store.h"
+#include "cluster/partition_controller.h"
 #include "cluster/replica_state.h"
 #include "protocol/error_codes.h"
 #include "storage/checkpoint_file.h"
+#include "storage/leader_epoch_lookup.h"
 #include "storage/log.h"
 
 namespace tarn::broker {
@@ -47,12 +56,13 @@ class replica_manager {
   replica_manager(const replica_manager&) = delete;
   replica_manager& operator=(const replica_manager&) = delete;
 
-  // CreateTopics, auto-creation and CreatePartitions in a cluster: the states of new partitions
-  // first_partition, first_partition + 1, ... (leader = replicas[0], ISR = replicas, epochs 0),
-  // created only if absent.
+  // CreateTopics, auto-creation and CreatePartitions in a cluster (the caller holds
+  // topic_manager's control lock; the logs exist): the states of new partitions first_partition,
+  // first_partition + 1, ... (leader = replicas[0], ISR = replicas, epochs 0), created only if
+  // absent; logs of more than one replica become replicated and this broker leads them at once.
   result<void, std::string> create_partition_states(
-      const storage::uuid& topic_id, const std::vector<std::vector<int32_t>>& assignment,
-      int32_t first_partition = 0);
+      const storage::uuid& topic_id, const std::string& topic,
+      const std::vector<std::vector<int32_t>>& assignment, int32_t first_partition = 0);
 
   // DeleteTopics on the leader: the topic's states go; each follower then deletes its copy.
   result<void, std::string> delete_partition_states(const storage::uuid& topic_id);
@@ -62,16 +72,38 @@ class replica_manager {
   std::optional<cluster::partition_state> state(const storage::uuid& topic_id,
                                                 int32_t partition) const;
 
-  // Whether the partition is replicated (has a state in etcd) and this broker is not its leader:
-  // produce and consumer fetches get NOT_LEADER_OR_FOLLOWER.
+  // What the handlers ask of a partition with a state: which broker leads it at which leader
+  // epoch, and whether this broker serves as that leader now (the state names it and it has
+  // taken the role over: its log is open, its fetching has stopped). nullopt for a partition
+  // without a state (the single-node rules apply: this broker leads at local_leader_epoch).
+  struct partition_role {
+    int32_t leader_id = -1;
+    int32_t leader_epoch = 0;
+    bool serving = false;
+  };
+  std::optional<partition_role> role(std::string_view topic, int32_t partition) const;
+
+  // Whether the partition is replicated (has a state in etcd) and this broker does not serve as
+  // its leader: produce and consumer fetches get NOT_LEADER_OR_FOLLOWER.
   bool follows(std::string_view topic, int32_t partition) const;
 
-  // A follower's fetch from this leader at `fetch_offset` (its log end offset; the caller holds
-  // the topic map lock shared): records it, moves the log's high watermark when the ISR allows
-  // and wakes what waits on it. NOT_LEADER_OR_FOLLOWER when this broker does not lead the
-  // partition or `replica` is not one of its replicas.
-  protocol::error_code on_follower_fetch(std::string_view topic, int32_t partition, int32_t replica,
-                                         int64_t fetch_offset, storage::log& log);
+  // A follower's fetch from this leader (Kafka's Partition.fetchRecords for a follower; the
+  // caller holds the topic map lock shared and the log's mutex): NOT_LEADER_OR_FOLLOWER when
+  // this broker does not serve as the partition's leader or `replica` is not one of its
+  // replicas, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a CurrentLeaderEpoch older / newer
+  // than the partition's. With a LastFetchedEpoch (Fetch v12+), a follower whose log diverges
+  // from this one (its last epoch is unknown here, or ends here before its fetch offset) gets
+  // `diverging` (the largest epoch at or below its last one and where it ends here) and no
+  // records, and its fetch is not recorded. Otherwise the fetch offset is recorded as its log end
+  // offset, the high watermark moves when the ISR allows and what waits on it wakes.
+  struct follower_fetch_result {
+    protocol::error_code error = protocol::error_code::none;
+    std::optional<storage::epoch_and_end_offset> diverging;
+  };
+  follower_fetch_result on_follower_fetch(std::string_view topic, int32_t partition,
+                                          int32_t replica, int32_t current_leader_epoch,
+                                          int64_t fetch_offset, int32_t last_fetched_epoch,
+                                          storage::log& log);
   // After this leader appended to the partition (the caller holds the map lock shared and the
   // log's mutex): an ISR of the leader alone moves the high watermark at once.
   void on_leader_append(std::string_view topic, int32_t partition, storage::log& log);
@@ -85,25 +117,44 @@ class replica_manager {
     int32_t partition = 0;
     cluster::versioned_partition_state state;
     bool local_log = false;  // this broker's log is open and replicated
+    // While this broker serves as the partition's leader (the state names it and its log is
+    // open): what it knows of its followers.
     std::optional<cluster::leader_replication> leader;
   };
   using entry_key = std::pair<storage::uuid, int32_t>;
 
   replica_manager(const broker_config& config, std::string prefix, topic_manager& topics,
                   cluster::cluster_membership& membership, fetch_waiters& waiters);
-  // Applies a state read or watched (under mu_).
+  // Applies a state read or watched (under mu_; the caller holds the topic map lock shared or
+  // the control lock, so the partition's log may be looked up): the role it gives this broker
+  // is taken at once. Adds to `wake` the partitions whose waiting requests must look again.
+  // `names`: topic names by id from the metadata log (topic_names(), looked up before any of
+  // this class's locks: the metadata log calls into it under its own lock).
   void apply_state(const storage::uuid& topic_id, int32_t partition,
-                   cluster::versioned_partition_state state);
+                   cluster::versioned_partition_state state,
+                   const std::map<storage::uuid, std::string>& names,
+                   std::vector<storage::topic_partition>& wake);
+  std::map<storage::uuid, std::string> topic_names(
+      const std::vector<storage::uuid>& topic_ids) const;
+  // Takes or gives up the leadership the entry's state says (under mu_, as apply_state).
+  void settle_role(entry& e, std::vector<storage::topic_partition>& wake);
   void on_watch(const cluster::etcd::watch_response& w);
   void run_worker();
   // Opens the logs of partitions this broker replicates that it has not opened yet.
   void open_replica_logs();
-  // Deletes the copies of topics this broker followed whose states are gone (DeleteTopics on
+  // Deletes the copies of topics this broker replicated whose states are gone (DeleteTopics on
   // the leader), without recording anything: the leader recorded the deletion.
   void delete_unreplicated_copies();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
   void run_fetcher(int index);
+  // Whether a fetcher may change its copy of the partition with what the leader it fetched from
+  // at `leader_epoch` answered (under the log's mutex): the state still names that leader and
+  // epoch, and this broker follows it.
+  bool still_following(const storage::uuid& topic_id, int32_t partition,
+                       int32_t leader_epoch) const;
+  // unclean.leader.election.enable of a topic (its override, else the broker's).
+  bool unclean_allowed(const storage::uuid& topic_id) const;
   const entry* find(std::string_view topic, int32_t partition) const;  // under mu_
   entry* find(std::string_view topic, int32_t partition);              // under mu_
 
@@ -121,12 +172,32 @@ class replica_manager {
   bool stopping_ = false;
   bool work_pending_ = false;
   std::map<entry_key, entry> partitions_;
-  std::map<storage::uuid, std::string> adopted_;  // topics this broker opened as a follower
+  std::map<storage::uuid, std::string> adopted_;  // replicated topics whose logs are open here
   std::atomic<bool> stop_fetchers_{false};
+  // Grows whenever a state names another leader or leader epoch: a fetcher backing off starts
+  // over at once (the new leader may be ready now).
+  std::atomic<uint64_t> leadership_changes_{0};
 
   std::thread worker_;
   std::vector<std::thread> fetchers_;
   std::unique_ptr<cluster::etcd::etcd_watch> watch_;
+  std::unique_ptr<cluster::partition_controller> controller_;
 };
+
+// What a handler acts on for one partition: whether this broker serves as its leader, which
+// broker leads it, at which leader epoch. Without a cluster, or for a partition without a state
+// (a topic with the single-node rules), this broker leads at local_leader_epoch.
+struct leadership {
+  bool serving = true;
+  int32_t leader_id = -1;
+  int32_t leader_epoch = local_leader_epoch;
+};
+inline leadership leadership_of(const replica_manager* replicas, std::string_view topic,
+                                int32_t partition, int32_t node_id) {
+  if (replicas == nullptr) return {true, node_id, local_leader_epoch};
+  auto r = replicas->role(topic, partition);
+  if (!r) return {true, node_id, local_leader_epoch};
+  return {r->serving, r->leader_id, r->leader_epoch};
+}
 
 }  // namespace tarn::broker

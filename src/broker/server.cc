@@ -422,7 +422,7 @@ result<void, std::string> server::start() {
                      .count());
   }
   s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
-  s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get());
+  s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get(), s.replicas.get());
   s.txns = std::make_unique<txn::txn_coordinator>(
       s.config.txn, *s.txn_log, *s.txn_markers,
       [dir = s.config.log_dirs.front()] { return next_producer_id(dir); },
@@ -472,7 +472,8 @@ result<void, std::string> server::start() {
           return std::nullopt;
         });
   }
-  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics);
+  s.console =
+      std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics, s.replicas.get());
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),

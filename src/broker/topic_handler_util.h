@@ -11,6 +11,7 @@
 #include "base/strong_types.h"
 #include "broker/handler.h"
 #include "cluster/cluster_membership.h"
+#include "protocol/error_codes.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
 #include "storage/log.h"
@@ -23,13 +24,30 @@ namespace tarn::broker {
 // and what Metadata, ListOffsets and Fetch report and check.
 inline constexpr leader_epoch_t local_leader_epoch = 0;
 
-// A partition's leader epoch cache as Kafka's would hold it. Kafka writes (leader epoch, log end
-// offset) into leader-epoch-checkpoint when the broker becomes the partition's leader; tarn only
-// when the first batch is appended, so a cache still empty reads as that one entry (what
-// ListOffsets EARLIEST and OffsetForLeaderEpoch answer for a partition that never had a record).
-inline std::vector<storage::epoch_entry> leader_epoch_cache_of(const storage::log& log) {
-  if (!log.epoch_entries().empty()) return log.epoch_entries();
-  return {{local_leader_epoch, log.log_end_offset()}};
+// A partition's leader epoch cache as Kafka's leader would hold it. Kafka writes (leader epoch,
+// log end offset) into leader-epoch-checkpoint when the broker becomes the partition's leader;
+// tarn only when the first batch of the epoch is appended, so a cache whose newest epoch is below
+// `current_epoch` (the partition's leader epoch: local_leader_epoch on a single node, the state's
+// in a cluster) reads as if that entry were there, starting at the log end offset (what
+// ListOffsets EARLIEST, OffsetForLeaderEpoch and a follower's DivergingEpoch answer for an epoch
+// without a batch yet). The caller holds the log's mutex.
+inline std::vector<storage::epoch_entry> leader_epoch_cache_of(
+    const storage::log& log, leader_epoch_t current_epoch = local_leader_epoch) {
+  std::vector<storage::epoch_entry> out = log.epoch_entries();
+  if (out.empty() || out.back().epoch < current_epoch) {
+    out.push_back({current_epoch, log.log_end_offset()});
+  }
+  return out;
+}
+
+// Kafka's check of a request's CurrentLeaderEpoch against the partition's leader epoch
+// (Partition.localLogWithEpochOrThrow): -1 is not checked; an older one is FENCED_LEADER_EPOCH
+// (the client's metadata is stale), a newer one UNKNOWN_LEADER_EPOCH (this broker's is).
+inline protocol::error_code check_current_leader_epoch(int32_t requested, int32_t current) {
+  if (requested == -1) return protocol::error_code::none;
+  if (requested < current) return protocol::error_code::fenced_leader_epoch;
+  if (requested > current) return protocol::error_code::unknown_leader_epoch;
+  return protocol::error_code::none;
 }
 
 // The advertised listener of the listener a request came on (the first one if none matches):

@@ -246,8 +246,9 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     o.client.endpoints = etcd_endpoints;
     o.prefix = cluster_prefix(m->cluster_id_);
     o.node_id = config.node_id;
-    // The topics this broker follows (their partition states name it a replica): loaded like its
-    // own, so that a restart keeps their logs instead of setting them aside as stray.
+    // The topics this broker replicates (their partition states name it a replica, leading or
+    // following: leadership moves): loaded like its own, so that a restart keeps their logs
+    // instead of setting them aside as stray.
     std::set<storage::uuid> followed;
     if (auto client = cluster::etcd::etcd_client::create(o.client)) {
       const std::string dir = o.prefix + "partitions/";
@@ -269,7 +270,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
                   state->replicas.end()) {
             replicated.insert({*id, index});
           }
-          if (!state || !id || state->leader == config.node_id) continue;
+          if (!state || !id) continue;
           if (std::find(state->replicas.begin(), state->replicas.end(), config.node_id) !=
               state->replicas.end()) {
             followed.insert(*id);

@@ -45,16 +45,10 @@ result<void, std::string> record_partition_states(
   replica_manager* replicas = services.replicas;
   if (replicas == nullptr) return {};
   if (assignment.empty()) return fail(std::string("no live replicas"));
-  if (auto states = replicas->create_partition_states(topic.topic_id, assignment, first_partition);
-      !states) {
-    return states;
-  }
-  for (size_t i = 0; i < assignment.size(); ++i) {
-    if (assignment[i].size() < 2) continue;
-    const int32_t p = first_partition + static_cast<int32_t>(i);
-    if (storage::log* log = logs.get_log(topic.name, p)) log->set_replicated(0);
-  }
-  return {};
+  // The replica manager also makes the new logs of several replicas replicated (their high
+  // watermark follows the ISR) before this broker leads them.
+  (void)logs;
+  return replicas->create_partition_states(topic.topic_id, topic.name, assignment, first_partition);
 }
 
 std::optional<int32_t> topic_replication_factor(const broker_services& services,

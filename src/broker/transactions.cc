@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 
 namespace tarn::broker {
@@ -55,7 +56,9 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
                  ? error_code::transaction_coordinator_fenced
                  : error_code::invalid_producer_epoch;
     }
-    auto written = log->append_txn_marker(m, local_leader_epoch, wall_clock_ms());
+    const leadership lead = leadership_of(replicas_, topic, partition, -1);
+    if (!lead.serving) return error_code::not_leader_or_follower;
+    auto written = log->append_txn_marker(m, lead.leader_epoch, wall_clock_ms());
     if (!written) {
       spdlog::error("marker for producer {} to {}-{} failed: {}", marker.producer_id, topic,
                     partition, written.error().message);

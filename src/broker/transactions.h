@@ -22,6 +22,8 @@
 
 namespace tarn::broker {
 
+class replica_manager;
+
 // The topic configs Kafka gives __transaction_state (TransactionLog): cleanup.policy=compact,
 // compression.type=uncompressed, segment.bytes=transaction.state.log.segment.bytes.
 storage::config_map transaction_state_topic_overrides(const txn::txn_config& config);
@@ -52,8 +54,11 @@ class transaction_state_log final : public txn::txn_log {
 // shard -> topics).
 class partition_markers final : public txn::txn_markers {
  public:
-  partition_markers(topic_manager& topics, coordinator::group_coordinator* groups)
-      : topics_(topics), groups_(groups) {}
+  // `replicas`: in a cluster, a replicated partition takes a marker only while this broker
+  // serves as its leader, and the marker carries its leader epoch.
+  partition_markers(topic_manager& topics, coordinator::group_coordinator* groups,
+                    const replica_manager* replicas = nullptr)
+      : topics_(topics), groups_(groups), replicas_(replicas) {}
 
   protocol::error_code write_marker(std::string_view topic, int32_t partition,
                                     const txn::marker_request& marker) override;
@@ -61,6 +66,7 @@ class partition_markers final : public txn::txn_markers {
  private:
   topic_manager& topics_;
   coordinator::group_coordinator* groups_;
+  const replica_manager* replicas_;
 };
 
 // One producer a partition's producer state knows (UnifiedLog.activeProducers), what

@@ -127,22 +127,44 @@ result<std::unique_ptr<cluster_membership>, std::string> cluster_membership::joi
       [](const etcd::etcd_error&) {});
   m->election_ = std::make_unique<etcd::controller_election>(
       o.session.client, o.prefix + "controller", std::to_string(o.self.node_id),
-      m->session_->lease_id(), [self](bool, const std::string& controller, int64_t) {
+      m->session_->lease_id(),
+      [self](bool is_controller, const std::string& controller, int64_t epoch) {
         int32_t id = -1;
         std::from_chars(controller.data(), controller.data() + controller.size(), id);
+        self->controller_epoch_.store(epoch);
+        self->is_controller_.store(is_controller);
         self->controller_id_.store(id);
+        self->notify_listener();
       });
   return m;
 }
 
 cluster_membership::~cluster_membership() {
+  set_listener({});
   election_.reset();
   watch_.reset();
   session_.reset();  // revokes the lease: the registration and a held controller key go with it
 }
 
+void cluster_membership::set_listener(std::function<void()> listener) {
+  std::lock_guard g(listener_mu_);
+  listener_ = std::move(listener);
+  if (listener_) listener_();
+}
+
+void cluster_membership::notify_listener() {
+  std::lock_guard g(listener_mu_);
+  if (listener_) listener_();
+}
+
 void cluster_membership::on_brokers(const etcd::watch_response& w) {
   const std::string brokers_prefix = options_.prefix + "brokers/";
+  on_brokers_locked(w, brokers_prefix);
+  notify_listener();
+}
+
+void cluster_membership::on_brokers_locked(const etcd::watch_response& w,
+                                           const std::string& brokers_prefix) {
   std::lock_guard g(mu_);
   for (const auto& e : w.events) {
     const int32_t id = node_id_of_key(e.kv.key, brokers_prefix);

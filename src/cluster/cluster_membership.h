@@ -73,17 +73,31 @@ class cluster_membership {
   std::vector<broker_registration> live_brokers() const;
   // The controller's node id from the election, -1 while there is none.
   int32_t controller_id() const { return controller_id_.load(); }
+  // Whether this broker holds the controller role, and the role's epoch (the controller key's
+  // create revision) when it does.
+  bool is_controller() const { return is_controller_.load(); }
+  int64_t controller_epoch() const { return controller_epoch_.load(); }
+  // Called on the watch's or the election's thread after the live brokers or the controller
+  // changed, and once at once; it must only signal (partition_controller does its work on its
+  // own thread). An empty function removes it; set_listener returns when no call is running.
+  void set_listener(std::function<void()> listener);
   int64_t broker_epoch() const { return broker_epoch_; }
   bool alive() const { return session_ && session_->alive(); }
 
  private:
   explicit cluster_membership(membership_options options) : options_(std::move(options)) {}
   void on_brokers(const etcd::watch_response& w);
+  void on_brokers_locked(const etcd::watch_response& w, const std::string& brokers_prefix);
+  void notify_listener();
 
   membership_options options_;
   std::unique_ptr<etcd::etcd_session> session_;
   int64_t broker_epoch_ = 0;
   std::atomic<int32_t> controller_id_{-1};
+  std::atomic<bool> is_controller_{false};
+  std::atomic<int64_t> controller_epoch_{0};
+  std::mutex listener_mu_;  // held around every call of listener_
+  std::function<void()> listener_;
   mutable std::mutex mu_;
   std::map<int32_t, broker_registration> brokers_;
   std::unique_ptr<etcd::etcd_watch> watch_;

@@ -58,6 +58,22 @@ std::optional<partition_state> decode_partition_state(std::string_view text) {
   return p;
 }
 
+std::optional<std::pair<uuid, int32_t>> parse_partition_key(std::string_view key,
+                                                            std::string_view dir) {
+  if (!key.starts_with(dir)) return std::nullopt;
+  key.remove_prefix(dir.size());
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto id = uuid::parse(key.substr(0, slash));
+  const std::string_view tail = key.substr(slash + 1);
+  int32_t index = -1;
+  const auto [end, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), index);
+  if (!id || ec != std::errc() || end != tail.data() + tail.size() || index < 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(*id, index);
+}
+
 std::string etcd_partition_store::key(const uuid& topic_id, int32_t partition) const {
   return fmt::format("{}partitions/{}/{}", prefix_, topic_id.to_string(), partition);
 }

@@ -24,6 +24,11 @@ std::string encode_partition_state(const partition_state& p);
 // nullopt when `text` is not a partition state (wrong JSON, negative or missing fields).
 std::optional<partition_state> decode_partition_state(std::string_view text);
 
+// <prefix>partitions/<topic id>/<index> -> (topic id, index), given `dir` = <prefix>partitions/;
+// nullopt for any other key.
+std::optional<std::pair<uuid, int32_t>> parse_partition_key(std::string_view key,
+                                                            std::string_view dir);
+
 class etcd_partition_store {
  public:
   etcd_partition_store(etcd::etcd_client& client, std::string prefix)

@@ -111,6 +111,24 @@ std::optional<partition_state> on_broker_available(const partition_state& p,
   return with_leader(std::move(next), leader);
 }
 
+std::optional<partition_state> reconcile(const partition_state& p, const broker_states& brokers,
+                                         bool unclean_ok) {
+  std::vector<int32_t> gone;
+  for (int32_t id : p.isr) {
+    if (id != p.leader && !eligible(brokers, id)) gone.push_back(id);
+  }
+  if (p.has_leader() && !eligible(brokers, p.leader)) gone.push_back(p.leader);
+  partition_state next = p;
+  for (int32_t id : gone) {
+    if (auto changed = on_broker_unavailable(next, id, brokers, unclean_ok)) next = *changed;
+  }
+  if (auto elected = on_broker_available(next, brokers, unclean_ok)) next = *elected;
+  if (next.leader == p.leader && next.isr == p.isr) return std::nullopt;
+  next.leader_epoch = p.leader_epoch + (next.leader != p.leader ? 1 : 0);
+  next.partition_epoch = p.partition_epoch + 1;
+  return next;
+}
+
 election_result elect_leader(const partition_state& p, election_type type,
                              const broker_states& brokers) {
   if (type == election_type::preferred) {

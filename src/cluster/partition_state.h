@@ -76,6 +76,18 @@ std::optional<partition_state> on_broker_unavailable(const partition_state& p, i
 std::optional<partition_state> on_broker_available(const partition_state& p,
                                                    const broker_states& brokers, bool unclean_ok);
 
+// What the controller makes of a partition against the brokers it knows (Kafka's controller
+// applies the same rules one broker event at a time; tarn's controller compares the state with
+// the live registrations, so a missed event or a new controller changes nothing): every broker
+// the state names as leader or ISR member that is not eligible is handled as
+// on_broker_unavailable() says, followers first and the leader last (so that a leader which dies
+// with its whole ISR stays its last member: it has everything the ISR acknowledged); then a
+// partition left without a leader gets one as on_broker_available() says. The result is one
+// change: the partition epoch + 1, the leader epoch + 1 when the leader changed. nullopt when
+// nothing changes, so applying it twice is applying it once.
+std::optional<partition_state> reconcile(const partition_state& p, const broker_states& brokers,
+                                         bool unclean_ok);
+
 // ElectLeaders for one partition (PREFERRED or UNCLEAN): Kafka's answers: ELECTION_NOT_NEEDED
 // when the preferred replica already leads (preferred) or a leader exists (unclean),
 // PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica cannot lead, ELIGIBLE_LEADERS_NOT_

@@ -153,6 +153,80 @@ TEST(PartitionState, UncleanLeaderElectionOnlyWhenEnabled) {
   EXPECT_EQ(unclean->isr, (std::vector<int32_t>{2}));
 }
 
+TEST(PartitionState, ReconcileComparesTheStateWithTheLiveBrokersInOneChange) {
+  const auto p = three_replicas();  // leader 1, ISR {1,2,3}, epochs 5/9
+  EXPECT_FALSE(reconcile(p, live({1, 2, 3}), false));
+  EXPECT_FALSE(reconcile(p, live({1, 2, 3}), true));
+
+  // The leader gone: the next ISR member in replica order leads; one change, both epochs + 1.
+  auto leader_gone = reconcile(p, live({2, 3}), false);
+  ASSERT_TRUE(leader_gone);
+  EXPECT_EQ(leader_gone->leader, 2);
+  EXPECT_EQ(leader_gone->isr, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(leader_gone->leader_epoch, 6);
+  EXPECT_EQ(leader_gone->partition_epoch, 10);
+  EXPECT_EQ(leader_gone->replicas, p.replicas);
+  // Idempotent: the result against the same brokers changes nothing more.
+  EXPECT_FALSE(reconcile(*leader_gone, live({2, 3}), false));
+
+  // A follower gone: it leaves the ISR, the leader and its epoch stay.
+  auto follower_gone = reconcile(p, live({1, 2}), false);
+  ASSERT_TRUE(follower_gone);
+  EXPECT_EQ(follower_gone->leader, 1);
+  EXPECT_EQ(follower_gone->isr, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(follower_gone->leader_epoch, 5);
+  EXPECT_EQ(follower_gone->partition_epoch, 10);
+
+  // The leader and a follower gone at once: one change.
+  auto two_gone = reconcile(p, live({3}), false);
+  ASSERT_TRUE(two_gone);
+  EXPECT_EQ(two_gone->leader, 3);
+  EXPECT_EQ(two_gone->isr, (std::vector<int32_t>{3}));
+  EXPECT_EQ(two_gone->leader_epoch, 6);
+  EXPECT_EQ(two_gone->partition_epoch, 10);
+
+  // Everyone gone: the followers leave first, so the leader is the ISR's last member (it has
+  // everything the ISR acknowledged) and the partition has no leader.
+  auto all_gone = reconcile(p, live({}), false);
+  ASSERT_TRUE(all_gone);
+  EXPECT_EQ(all_gone->leader, no_leader);
+  EXPECT_EQ(all_gone->isr, (std::vector<int32_t>{1}));
+  EXPECT_EQ(all_gone->leader_epoch, 6);
+  EXPECT_FALSE(reconcile(*all_gone, live({}), false));
+  // A replica outside the ISR back: no clean leader; an unclean one only when allowed.
+  EXPECT_FALSE(reconcile(*all_gone, live({2}), false));
+  auto unclean = reconcile(*all_gone, live({2}), true);
+  ASSERT_TRUE(unclean);
+  EXPECT_EQ(unclean->leader, 2);
+  EXPECT_EQ(unclean->isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(unclean->leader_epoch, 7);
+  // The last ISR member back: it leads again (Kafka's on_broker_available).
+  auto back = reconcile(*all_gone, live({1, 2}), false);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->leader, 1);
+  EXPECT_EQ(back->isr, (std::vector<int32_t>{1}));
+  EXPECT_EQ(back->leader_epoch, 7);
+
+  // A leader gone whose ISR holds nobody else: unclean election only when allowed.
+  partition_state alone{{1, 2}, {1}, 1, 0, 0};
+  auto clean = reconcile(alone, live({2}), false);
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->leader, no_leader);
+  EXPECT_EQ(clean->isr, (std::vector<int32_t>{1}));
+  auto taken = reconcile(alone, live({2}), true);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->leader, 2);
+  EXPECT_EQ(taken->isr, (std::vector<int32_t>{2}));
+  EXPECT_EQ(taken->leader_epoch, 1);
+
+  // A fenced or shutting-down broker counts as gone (KIP-841).
+  auto brokers = live({1, 2, 3});
+  brokers[1].in_controlled_shutdown = true;
+  auto shutting = reconcile(p, brokers, false);
+  ASSERT_TRUE(shutting);
+  EXPECT_EQ(shutting->leader, 2);
+}
+
 TEST(PartitionState, ElectLeadersAnswersAsKafka) {
   auto brokers = live({1, 2, 3});
   const auto p = three_replicas();

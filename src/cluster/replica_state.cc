@@ -33,8 +33,12 @@ std::vector<std::vector<int32_t>> assign_replicas(int32_t leader, std::vector<in
 }
 
 leader_replication::leader_replication(int32_t local_id, partition_state state,
-                                       int64_t high_watermark, int64_t now_ms)
-    : local_id_(local_id), state_(std::move(state)), high_watermark_(high_watermark) {
+                                       int64_t high_watermark, int64_t now_ms,
+                                       int64_t epoch_start_offset)
+    : local_id_(local_id),
+      state_(std::move(state)),
+      high_watermark_(high_watermark),
+      epoch_start_offset_(epoch_start_offset) {
   for (int32_t r : state_.replicas) {
     if (r != local_id_) followers_[r] = follower_progress{-1, now_ms, 0, 0};
   }
@@ -42,6 +46,7 @@ leader_replication::leader_replication(int32_t local_id, partition_state state,
 
 void leader_replication::update_state(partition_state state, int64_t now_ms) {
   state_ = std::move(state);
+  pending_isr_.clear();
   for (int32_t r : state_.replicas) {
     if (r != local_id_ && !followers_.contains(r)) {
       followers_[r] = follower_progress{-1, now_ms, 0, 0};
@@ -71,13 +76,15 @@ bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset
 
 int64_t leader_replication::update_high_watermark(int64_t leader_end_offset) {
   int64_t hw = leader_end_offset;
-  for (int32_t r : state_.isr) {
-    if (r == local_id_) continue;
+  auto bound = [&](int32_t r) {
+    if (r == local_id_) return;
     auto it = followers_.find(r);
     // A member whose offset is not known yet holds the high watermark where it is.
     const int64_t leo = it == followers_.end() ? -1 : it->second.log_end_offset;
     hw = std::min(hw, leo < 0 ? high_watermark_ : leo);
-  }
+  };
+  for (int32_t r : state_.isr) bound(r);
+  for (int32_t r : pending_isr_) bound(r);  // a member twice bounds it twice: the same
   high_watermark_ = std::max(high_watermark_, std::min(hw, leader_end_offset));
   return high_watermark_;
 }
@@ -103,7 +110,10 @@ std::vector<int32_t> leader_replication::caught_up_followers() const {
   std::vector<int32_t> out;
   for (const auto& [r, f] : followers_) {
     if (std::find(state_.isr.begin(), state_.isr.end(), r) != state_.isr.end()) continue;
-    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_) out.push_back(r);
+    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_ &&
+        f.log_end_offset >= epoch_start_offset_) {
+      out.push_back(r);
+    }
   }
   return out;
 }
@@ -111,6 +121,18 @@ std::vector<int32_t> leader_replication::caught_up_followers() const {
 int64_t follower_high_watermark(int64_t leader_high_watermark, int64_t local_end_offset,
                                 int64_t current_high_watermark) {
   return std::max(current_high_watermark, std::min(leader_high_watermark, local_end_offset));
+}
+
+truncation follower_truncation(const std::vector<storage::epoch_entry>& follower_epochs,
+                               int64_t follower_end_offset,
+                               const storage::epoch_and_end_offset& leader) {
+  const auto own =
+      storage::end_offset_for_epoch(follower_epochs, leader.epoch, follower_end_offset);
+  if (own.end_offset == storage::undefined_epoch_offset) {
+    return {std::min(leader.end_offset, follower_end_offset), true};
+  }
+  if (own.epoch != leader.epoch) return {std::min(own.end_offset, follower_end_offset), false};
+  return {std::min({own.end_offset, leader.end_offset, follower_end_offset}), true};
 }
 
 std::vector<int32_t> isr_without(const std::vector<int32_t>& isr,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/partition_state.h"
+#include "storage/leader_epoch_lookup.h"
 
 namespace tarn::cluster {
 
@@ -36,12 +37,20 @@ class leader_replication {
  public:
   // `now_ms`: every follower counts as caught up at the moment this broker became leader, as
   // Kafka resets lastCaughtUpTime on becoming leader, so the ISR is not shrunk at once.
+  // `epoch_start_offset`: this leader's log end offset when it took the role (Kafka's
+  // leaderEpochStartOffset): a follower joins the ISR only once it has reached it too.
   leader_replication(int32_t local_id, partition_state state, int64_t high_watermark,
-                     int64_t now_ms);
+                     int64_t now_ms, int64_t epoch_start_offset = 0);
 
   const partition_state& state() const { return state_; }
   // A newer state from etcd (after an ISR change). Followers that joined are tracked from now.
+  // Ends a pending ISR change.
   void update_state(partition_state state, int64_t now_ms);
+  // An ISR change this leader is writing to etcd (KIP-497's maximal ISR): until the new state
+  // arrives (update_state) or the change is dropped (an empty `isr`), the high watermark is the
+  // smallest log end offset over the current ISR and the pending one together, so no offset
+  // counts as committed that a member the controller may already elect from lacks.
+  void set_pending_isr(std::vector<int32_t> isr) { pending_isr_ = std::move(isr); }
 
   // A follower's fetch from `fetch_offset` (its log end offset) while the leader's log end offset
   // was `leader_end_offset` (Kafka's Replica.updateFetchStateOrThrow): it is caught up now when it
@@ -58,15 +67,19 @@ class leader_replication {
   // Kafka's getOutOfSyncReplicas: ISR followers not caught up within `lag_time_max_ms`.
   std::vector<int32_t> out_of_sync_replicas(int64_t now_ms, int64_t lag_time_max_ms,
                                             int64_t leader_end_offset) const;
-  // Followers outside the ISR that reached the high watermark (Kafka's isFollowerInSync): they
-  // may join it.
+  // Followers outside the ISR that reached the high watermark and the start of this leader's
+  // epoch (Kafka's isFollowerInSync): they may join it. (A leader restarted without a
+  // high-watermark checkpoint starts low; the epoch start keeps a follower that is behind its
+  // log out.)
   std::vector<int32_t> caught_up_followers() const;
   const std::map<int32_t, follower_progress>& followers() const { return followers_; }
 
  private:
   int32_t local_id_;
   partition_state state_;
+  std::vector<int32_t> pending_isr_;
   int64_t high_watermark_;
+  int64_t epoch_start_offset_;
   std::map<int32_t, follower_progress> followers_;
 };
 
@@ -74,6 +87,22 @@ class leader_replication {
 // below what it had.
 int64_t follower_high_watermark(int64_t leader_high_watermark, int64_t local_end_offset,
                                 int64_t current_high_watermark);
+
+// Where a follower truncates its log when the leader answered a fetch with DivergingEpoch
+// {epoch, end offset} (Kafka's AbstractFetcherThread.getOffsetTruncationState), given the
+// follower's leader epoch cache and log end offset: the follower looks up the leader's epoch in
+// its own cache; when it has that epoch, it keeps what both logs hold of it (the smaller of the
+// two ends: complete); when its largest epoch at or below it is another one, it cuts at that
+// epoch's end here and fetches again, so the leader compares the next epoch down (not complete);
+// when it has no epoch at or below it, it cuts at the leader's end. Never past its own log end.
+struct truncation {
+  int64_t offset = 0;
+  bool complete = true;
+  bool operator==(const truncation&) const = default;
+};
+truncation follower_truncation(const std::vector<storage::epoch_entry>& follower_epochs,
+                               int64_t follower_end_offset,
+                               const storage::epoch_and_end_offset& leader);
 
 // The ISR left when `drop` leave it (never the leader: an ISR keeps its leader).
 std::vector<int32_t> isr_without(const std::vector<int32_t>& isr, const std::vector<int32_t>& drop);

@@ -79,5 +79,60 @@ TEST(ReplicaState, FollowerHighWatermarkAndIsrEdits) {
   EXPECT_EQ(isr_with({1, 3}, {2, 3}), (ids{1, 3, 2}));
 }
 
+TEST(ReplicaState, APendingIsrChangeHoldsTheHighWatermarkForItsNewMembers) {
+  // Leader 1 with ISR {1, 2}; follower 3 caught up and about to join.
+  leader_replication l(1, partition_state{{1, 2, 3}, {1, 2}, 1, 0, 0}, 0, 0);
+  l.on_follower_fetch(2, 10, 10, 1);
+  l.on_follower_fetch(3, 10, 10, 1);
+  EXPECT_EQ(l.update_high_watermark(10), 10);
+  l.set_pending_isr({1, 2, 3});
+  // 2 has 12, 3 still 10: while 3's joining is being written the high watermark waits for it.
+  l.on_follower_fetch(2, 12, 12, 2);
+  EXPECT_EQ(l.update_high_watermark(12), 10);
+  l.on_follower_fetch(3, 12, 12, 3);
+  EXPECT_EQ(l.update_high_watermark(12), 12);
+  // Dropped (refused): the ISR in the state alone counts again.
+  l.set_pending_isr({});
+  l.on_follower_fetch(2, 14, 14, 4);
+  EXPECT_EQ(l.update_high_watermark(14), 14);
+  // A shrink pending: the leaving member still counts until the new state arrives.
+  l.set_pending_isr({1});
+  EXPECT_EQ(l.update_high_watermark(16), 14);
+  l.update_state(partition_state{{1, 2, 3}, {1}, 1, 0, 1}, 5);
+  EXPECT_EQ(l.update_high_watermark(16), 16);
+}
+
+TEST(ReplicaState, FollowerTruncationAsKafkasFetcher) {
+  using storage::epoch_entry;
+  // The follower led at epoch 0 and wrote 10-11 that nobody else has; the new leader (epoch 1)
+  // answers DivergingEpoch {0, 10}: epoch 0 ends at 10 there.
+  const std::vector<epoch_entry> old_leader{{0, 0}};
+  EXPECT_EQ(follower_truncation(old_leader, 12, {0, 10}), (truncation{10, true}));
+  // Never past its own end.
+  EXPECT_EQ(follower_truncation(old_leader, 8, {0, 10}), (truncation{8, true}));
+
+  // The follower's last epoch 2 is unknown to the leader, whose largest epoch below it is 1
+  // ending at 45; the follower has no epoch 1: it cuts where its epoch 0 ends (50) and asks again.
+  const std::vector<epoch_entry> follower{{0, 0}, {2, 50}};
+  EXPECT_EQ(follower_truncation(follower, 60, {1, 45}), (truncation{50, false}));
+  // Then the leader answers for epoch 0, which ends at 40 there.
+  EXPECT_EQ(follower_truncation({{0, 0}}, 50, {0, 40}), (truncation{40, true}));
+
+  // No epoch at or below the leader's: cut at the leader's end.
+  EXPECT_EQ(follower_truncation({{5, 100}}, 120, {3, 90}), (truncation{90, true}));
+  EXPECT_EQ(follower_truncation({}, 20, {3, 90}), (truncation{20, true}));
+}
+
+TEST(ReplicaState, AFollowerJoinsOnlyOnceItReachedTheStartOfTheLeadersEpoch) {
+  // A leader restarted without a high-watermark checkpoint: its high watermark starts at 0, its
+  // epoch at its log end offset 100. Follower 2 at 40 is behind: not in sync, whatever the high
+  // watermark says.
+  leader_replication l(1, partition_state{{1, 2}, {1}, 1, 3, 0}, 0, 0, 100);
+  l.on_follower_fetch(2, 40, 100, 1);
+  EXPECT_TRUE(l.caught_up_followers().empty());
+  l.on_follower_fetch(2, 100, 100, 2);
+  EXPECT_EQ(l.caught_up_followers(), (std::vector<int32_t>{2}));
+}
+
 }  // namespace
 }  // namespace tarn::cluster

@@ -32,6 +32,10 @@ segment_options segment_options_for(const log_config& c) {
 
 namespace {
 
+// A transaction marker batch is one small control record; a larger "marker" is not read whole on
+// a replay.
+constexpr int64_t max_marker_batch_bytes = 4096;
+
 segment_options options_for(const log_config& c) { return segment_options_for(c); }
 
 // The base offset in a "<20 digits>.<anything>" name (LogFileUtils.offsetFromFile), or nullopt.
@@ -201,7 +205,78 @@ result<void, storage_error> log::append_as_follower(std::span<const uint8_t> bat
     expected = h->next_offset();
     rest = rest.subspan(static_cast<size_t>(size));
   }
-  return append(batches, now);
+  auto appended = append(batches, now);
+  // The producer state follows what was written, as the leader's did (Kafka's appendAsFollower:
+  // analyzeAndValidateProducerState with origin REPLICATION, which takes the batches without
+  // checking their sequences): after a fail-over this replica answers an idempotent producer's
+  // retry with the original offsets and takes its next sequence.
+  const offset_t written_end = log_end_offset();
+  rest = batches;
+  while (!rest.empty()) {
+    auto h = read_batch_header(rest);
+    if (!h || h->base_offset >= written_end) break;
+    const auto one = rest.first(static_cast<size_t>(h->size_in_bytes()));
+    auto u = update_producers(one);
+    if (!u) return u;
+    rest = rest.subspan(one.size());
+  }
+  return appended;
+}
+
+result<bool, storage_error> log::truncate_to(offset_t offset, timestamp_ms now) {
+  if (offset < 0) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("cannot truncate {} to offset {}", partition_dir_name(tp_), offset)});
+  }
+  if (offset >= log_end_offset()) return false;
+  std::error_code txn_ec;
+  auto drop_segment = [&](log_segment& seg) -> result<void, storage_error> {
+    fs::remove(dir_ / segment_file_name(seg.base_offset(), ".txnindex"), txn_ec);
+    return seg.remove();
+  };
+  if (offset <= segments_.front()->base_offset()) {
+    // UnifiedLog.truncateFullyAndStartAt: nothing below the offset is kept.
+    for (auto& seg : segments_) {
+      auto rm = drop_segment(*seg);
+      if (!rm) return fail(rm.error());
+    }
+    segments_.clear();
+    auto seg = log_segment::create(dir_, offset, options_for(config_), now);
+    if (!seg) return fail(seg.error());
+    segments_.push_back(std::move(*seg));
+    segments_created_ = true;
+    log_start_offset_.store(offset, std::memory_order_release);
+  } else {
+    // LocalLog.truncateTo: the segments after the one holding the offset go, that one is cut at
+    // the batch holding the offset and becomes the active segment again.
+    while (segments_.back()->base_offset() > offset) {
+      auto rm = drop_segment(*segments_.back());
+      if (!rm) return fail(rm.error());
+      segments_.pop_back();
+    }
+    auto cut = active().truncate_to(offset);
+    if (!cut) return fail(cut.error());
+  }
+  set_log_end_offset(active().next_offset());
+  const offset_t leo = log_end_offset();
+  if (recovery_point() > leo) recovery_point_.store(leo, std::memory_order_release);
+  // The epoch cache forgets the epochs that start at or after the new end (truncateFromEnd).
+  size_t keep = epochs_.size();
+  while (keep > 0 && epochs_[keep - 1].start_offset >= leo) --keep;
+  if (keep != epochs_.size()) {
+    epochs_.resize(keep);
+    auto w = write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+    if (!w) return fail(w.error());
+  }
+  // Aborted transactions and producer state as if the log had always ended here: the .txnindex
+  // entries past the end go, the producer state is rebuilt from the newest snapshot at or below
+  // the end (those above it are deleted) and the batches after it.
+  auto txns = load_txn_indexes();
+  if (!txns) return fail(txns.error());
+  auto producers = load_producer_state();
+  if (!producers) return fail(producers.error());
+  return true;
 }
 
 result<void, storage_error> log::load(const log_options& options, recovery_report& report) {
@@ -436,6 +511,7 @@ result<void, storage_error> log::load_producer_state() {
   // Kafka's UnifiedLog.rebuildProducerState: every data batch with a producer id after the
   // snapshot updates the state, as its append did.
   std::array<uint8_t, batch_header_size> header{};
+  std::vector<uint8_t> whole;
   for (const auto& seg : segments_) {
     if (seg->next_offset() <= from) continue;
     int64_t position = 0;
@@ -445,39 +521,51 @@ result<void, storage_error> log::load_producer_state() {
       record::record_batch_view batch(header);
       const int64_t size = int64_t{batch.batch_length()} + log_overhead;
       if (size < batch_header_size) break;
-      if (batch.last_offset() >= from && batch.has_producer_id() && !batch.is_control()) {
-        producer_append a{batch.producer_id(), batch.producer_epoch(), batch.base_sequence(),
-                          batch.last_sequence()};
-        producers_.update(a, batch.base_offset(), batch.last_offset(), batch.max_timestamp(),
-                          batch.is_transactional());
-      } else if (batch.last_offset() >= from && batch.has_producer_id() && batch.is_control() &&
-                 size <= 4096) {
-        // A transaction marker (UnifiedLog's replay of an EndTransactionMarker): closes the
-        // producer's transaction; an abort is indexed again if its .txnindex entry was lost.
-        std::vector<uint8_t> whole(static_cast<size_t>(size));
-        auto rb = seg->read_bytes(position, whole);
-        if (!rb) return rb;
-        auto rec = record::decode_record(
-            std::span<const uint8_t>(whole).subspan(record::record_batch_overhead));
-        if (rec && rec->key && rec->key->size() >= 4) {
-          const auto& k = *rec->key;
-          const int16_t type = static_cast<int16_t>((k[2] << 8) | k[3]);
-          int32_t coordinator_epoch = -1;
-          if (rec->value && rec->value->size() >= 6) {
-            const auto& v = *rec->value;
-            coordinator_epoch = static_cast<int32_t>(
-                (uint32_t{v[2]} << 24) | (uint32_t{v[3]} << 16) | (uint32_t{v[4]} << 8) | v[5]);
-          }
-          txn_marker m{batch.producer_id(), batch.producer_epoch(), coordinator_epoch, type == 1};
-          if (auto aborted =
-                  producers_.complete_txn(m, batch.base_offset(), batch.max_timestamp())) {
-            auto w = index_aborted_txn(*aborted);
-            if (!w) return w;
-          }
+      if (batch.last_offset() >= from && batch.has_producer_id()) {
+        std::span<const uint8_t> bytes = header;
+        // A transaction marker is read whole (its record says commit or abort).
+        if (batch.is_control() && size <= max_marker_batch_bytes) {
+          whole.resize(static_cast<size_t>(size));
+          auto rb = seg->read_bytes(position, whole);
+          if (!rb) return rb;
+          bytes = whole;
         }
+        auto u = update_producers(bytes);
+        if (!u) return u;
       }
       position += size;
     }
+  }
+  return {};
+}
+
+result<void, storage_error> log::update_producers(std::span<const uint8_t> bytes) {
+  record::record_batch_view batch(bytes);
+  if (!batch.has_producer_id()) return {};
+  if (!batch.is_control()) {
+    producer_append a{batch.producer_id(), batch.producer_epoch(), batch.base_sequence(),
+                      batch.last_sequence()};
+    producers_.update(a, batch.base_offset(), batch.last_offset(), batch.max_timestamp(),
+                      batch.is_transactional());
+    return {};
+  }
+  // A transaction marker (UnifiedLog's replay of an EndTransactionMarker): closes the producer's
+  // transaction; an abort is indexed in .txnindex (again, if its entry was lost).
+  const int64_t size = int64_t{batch.batch_length()} + log_overhead;
+  if (size > static_cast<int64_t>(bytes.size())) return {};
+  auto rec = record::decode_record(bytes.subspan(record::record_batch_overhead));
+  if (!rec || !rec->key || rec->key->size() < 4) return {};
+  const auto& k = *rec->key;
+  const int16_t type = static_cast<int16_t>((k[2] << 8) | k[3]);
+  int32_t coordinator_epoch = -1;
+  if (rec->value && rec->value->size() >= 6) {
+    const auto& v = *rec->value;
+    coordinator_epoch = static_cast<int32_t>((uint32_t{v[2]} << 24) | (uint32_t{v[3]} << 16) |
+                                             (uint32_t{v[4]} << 8) | v[5]);
+  }
+  txn_marker m{batch.producer_id(), batch.producer_epoch(), coordinator_epoch, type == 1};
+  if (auto aborted = producers_.complete_txn(m, batch.base_offset(), batch.max_timestamp())) {
+    return index_aborted_txn(*aborted);
   }
   return {};
 }
@@ -555,14 +643,16 @@ result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_by
   out.log_start_offset = log_start_offset();
   out.last_stable_offset = last_stable_offset();
   const offset_t end = to_log_end ? out.log_end_offset : out.high_watermark;
-  if (offset < out.log_start_offset || offset > end) {
+  if (offset < out.log_start_offset || offset > out.log_end_offset) {
     return fail(storage_error{
         storage_errc::offset_out_of_range,
         fmt::format("Received request for offset {} for partition {}, but we only have log "
                     "segments from offset {} up to {}.",
-                    offset, partition_dir_name(tp_), out.log_start_offset, end)});
+                    offset, partition_dir_name(tp_), out.log_start_offset, out.log_end_offset)});
   }
-  if (offset == end) return out;
+  // Between the high watermark and the log end (a new leader whose ISR has not caught up yet):
+  // nothing to read yet, as Kafka's LocalLog.read answers.
+  if (offset >= end) return out;
   if (max_offset && offset >= *max_offset) return out;
   // The segment holding `offset`, then later ones if it holds nothing at or after it.
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,

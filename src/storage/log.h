@@ -137,8 +137,9 @@ class log {
   result<void, storage_error> append(std::span<const uint8_t> batches, timestamp_ms now);
 
   // Whole batches starting with the batch that contains `offset`, at most `max_bytes` (or the
-  // whole first batch if `min_one_batch`), never past the high watermark. offset == HW returns
-  // no bytes; an offset outside [log start, HW] is offset_out_of_range with Kafka's message.
+  // whole first batch if `min_one_batch`), never past the high watermark. An offset at or past
+  // the HW (up to the LEO) returns no bytes; one outside [log start, LEO] is offset_out_of_range
+  // with Kafka's message.
   // `max_offset` (read_committed: the last stable offset) ends the bytes before the batch holding
   // it; an offset at or past it returns no bytes.
   // `to_log_end` (a follower's fetch from this leader) reads up to the log end offset instead.
@@ -159,8 +160,19 @@ class log {
   // appendAsFollower): every batch must be whole with a matching CRC, and the first must start at
   // the log end offset (the follower fetched from there), else corrupt / invalid_argument and
   // nothing after the bad batch is written. Owner thread only, like append().
+  // The producer state is updated from every batch written, as the leader's append did.
   result<void, storage_error> append_as_follower(std::span<const uint8_t> batches,
                                                  timestamp_ms now);
+  // A follower's truncation after a leader change (Kafka's UnifiedLog.truncateTo): removes every
+  // batch from the one holding `offset` on, so the log ends at `offset` (at the start of that
+  // batch when `offset` is inside one): the later segments are deleted with their .txnindex, the
+  // segment holding it is cut (its indexes too) and becomes active; at or below the first
+  // segment's base offset the log starts over empty at `offset`. The high watermark and recovery
+  // point come down to the new end, the leader epoch cache forgets the epochs starting at or
+  // after it (leader-epoch-checkpoint rewritten), and the aborted-transaction index and producer
+  // state are rebuilt as if the log had always ended there. False when `offset` is at or past
+  // the log end offset (nothing to do). Owner thread only, like append().
+  result<bool, storage_error> truncate_to(offset_t offset, timestamp_ms now);
 
   // ---- Transactions (docs/transactions.md). Owner thread only, like append(). ----
   // The last stable offset: the first offset of the oldest open transaction, else the high
@@ -218,6 +230,8 @@ class log {
 
   // The leader epoch cache (leader-epoch-checkpoint), oldest first.
   const std::vector<epoch_entry>& epoch_entries() const { return epochs_; }
+  // The epoch of the newest entry, -1 when there is none (a follower's LastFetchedEpoch).
+  leader_epoch_t latest_epoch() const { return epochs_.empty() ? -1 : epochs_.back().epoch; }
 
   // ---- For the log cleaner (log_cleaner.h); owner's serialisation, like append(). ----
   // Every segment but the active one, oldest first.
@@ -269,6 +283,11 @@ class log {
   void set_log_end_offset(offset_t leo);
   // Loads the newest producer snapshot at or below the LEO and replays the batches after it.
   result<void, storage_error> load_producer_state();
+  // The producer-state effect of one stored batch with a producer id, as its append had (Kafka's
+  // UnifiedLog.updateProducers): a data batch updates the producer's entry; a transaction
+  // marker, which `bytes` must hold whole (else it is skipped), closes its transaction and
+  // indexes an abort. A batch without a producer id changes nothing.
+  result<void, storage_error> update_producers(std::span<const uint8_t> bytes);
 
   topic_partition tp_;
   fs::path dir_;

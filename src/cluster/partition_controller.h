@@ -1,0 +1,96 @@
+// The controller's part of leader fail-over (docs/cluster.md, "Fail-over"): while this broker
+// holds the controller role, it compares every partition state in etcd with the live broker
+// registrations and writes what reconcile() (partition_state.h) decides: a broker whose
+// registration is gone (its session ended: killed, paused past its session, cut off, stopped)
+// leaves every ISR and hands its leaderships to the next in-sync replica, with the leader epoch
+// and partition epoch bumped; a broker that registers again gives leaderless partitions a leader.
+// Kafka's controller reacts to each broker event; this one rescans on each (and every
+// `rescan_interval_ms` while it holds the role), so a missed event, a lost race or a new
+// controller all end in the same place: the decision is a pure function of the two ranges read.
+//
+// A broker that died and registered again before a scan saw it gone (a kill -9 and a restart
+// within moments of its lease's expiry) is still one that restarted: its registration's epoch
+// changed since the last scan. KRaft's controller fences the old incarnation before it unfences
+// the new one, so the broker's leaderships move (or are taken again at a new leader epoch) and it
+// leaves the ISRs; this controller does the same by reconciling first without it, then with it.
+// (A controller that took the role after the restart does not know the older epoch.)
+//
+// Every write is one etcd transaction that succeeds only while the partition's key is unchanged
+// since the scan read it (compare-and-swap on its mod_revision) and the controller key still has
+// this controller's epoch (its create revision), so a deposed controller that has not noticed yet
+// can never overwrite newer state nor act on its stale view of the brokers.
+//
+// Threads: one of its own, which does every etcd request; the members may be called from any
+// thread and only signal it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/uuid.h"
+#include "cluster/etcd_client.h"
+#include "cluster/partition_state.h"
+
+namespace tarn::cluster {
+
+struct partition_controller_options {
+  etcd::client_options client;
+  std::string prefix;  // the cluster's keys, "/tarn/<cluster.id>/"
+  // While controller: a scan at least this often, besides one on every change it is told of.
+  int64_t rescan_interval_ms = 3000;
+  // After a failed scan (etcd unreachable, a write that lost a race): the next one this soon.
+  int64_t retry_backoff_ms = 100;
+};
+
+class partition_controller {
+ public:
+  // Whether a topic allows unclean leader election (unclean.leader.election.enable, the topic's
+  // override or the broker's default). Called on the controller's thread.
+  using unclean_policy = std::function<bool(const uuid& topic_id)>;
+
+  static result<std::unique_ptr<partition_controller>, etcd::etcd_error> start(
+      partition_controller_options options, unclean_policy unclean);
+  ~partition_controller();  // stops the thread (a scan in progress finishes its request)
+  partition_controller(const partition_controller&) = delete;
+  partition_controller& operator=(const partition_controller&) = delete;
+
+  // The election's verdict (cluster_membership): this broker is the controller with `epoch` (the
+  // controller key's create revision), or not. Becoming controller scans at once.
+  void set_controller(bool is_controller, int64_t epoch);
+  // A broker registered or its registration went: the controller scans again.
+  void brokers_changed();
+
+  // Partition states this controller wrote (for tests and the log).
+  int64_t changes_written() const { return changes_written_.load(); }
+
+ private:
+  partition_controller(partition_controller_options options, unclean_policy unclean,
+                       std::unique_ptr<etcd::etcd_client> client);
+  void run();
+  // One pass over every partition with the controller epoch `epoch`: false when it must be
+  // repeated soon (etcd failed, or a write lost its compare-and-swap).
+  bool scan(int64_t epoch);
+
+  partition_controller_options options_;
+  unclean_policy unclean_;
+  std::unique_ptr<etcd::etcd_client> client_;
+  std::atomic<int64_t> changes_written_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool is_controller_ = false;
+  int64_t epoch_ = 0;
+  bool dirty_ = false;  // a scan is due
+  // The broker epochs the last scan saw (the controller thread only; cleared with the role).
+  std::map<int32_t, int64_t> known_epochs_;
+  std::thread thread_;
+};
+
+}  // namespace tarn::cluster
