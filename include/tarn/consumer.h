@@ -91,9 +91,9 @@ class consumer {
   // The Java consumer's properties: bootstrap.servers, group.id, group.protocol (classic or
   // consumer), group.remote.assignor, client.id, group.instance.id, auto.offset.reset,
   // enable.auto.commit, auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms,
-  // max.poll.interval.ms, max.poll.records, metadata.max.age.ms, isolation.level, fetch.min.bytes, fetch.max.bytes,
-  // fetch.max.wait.ms, max.partition.fetch.bytes, request.timeout.ms, retry.backoff.ms. Others
-  // (deserializers, ...) are accepted and unused.
+  // max.poll.interval.ms, max.poll.records, metadata.max.age.ms, isolation.level, fetch.min.bytes,
+  // fetch.max.bytes, fetch.max.wait.ms, max.partition.fetch.bytes, request.timeout.ms,
+  // retry.backoff.ms. Others (deserializers, ...) are accepted and unused.
   static result<std::unique_ptr<consumer>, config_error> create(
       const std::vector<std::pair<std::string, std::string>>& properties);
   ~consumer();  // close() unless closed already
