@@ -258,7 +258,7 @@ asio::awaitable<handler_outcome> handle_create_partitions(request_context& reque
             if (replicated) {
               // In a cluster, the new partitions' states; their followers open them.
               auto states =
-                  record_partition_states(request.services, logs, *topic, old_count, assignment);
+                  record_partition_states(request.services, *topic, old_count, assignment);
               if (!states) {
                 spdlog::error("topic {}: states of partitions {}-{} not written: {}", name,
                               old_count, t.count_ - 1, states.error());

@@ -281,7 +281,7 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
         // In a cluster, each partition's state in etcd; the replicas open their logs when they
         // see it.
         auto states = record_partition_states(
-            request.services, logs, **created, 0,
+            request.services, **created, 0,
             place_partitions(config.node_id, live_ids, 0, partitions, replication_factor));
         if (!states) {
           spdlog::error("topic {}: partition states not written: {}", t.name, states.error());

@@ -363,7 +363,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
         // In a cluster, its partition states, as CreateTopics writes them.
         const int32_t partitions = (*created)->partitions;
         auto states = record_partition_states(
-            request.services, logs, **created, 0,
+            request.services, **created, 0,
             place_partitions(node_id, live_ids, 0, partitions, replication_factor));
         if (!states) {
           spdlog::error("topic {}: partition states not written: {}", name, states.error());

@@ -40,14 +40,13 @@ std::vector<std::vector<int32_t>> place_partitions(int32_t leader,
 }
 
 result<void, std::string> record_partition_states(
-    broker_services& services, storage::log_manager& logs, const storage::topic_info& topic,
-    int32_t first_partition, const std::vector<std::vector<int32_t>>& assignment) {
+    broker_services& services, const storage::topic_info& topic, int32_t first_partition,
+    const std::vector<std::vector<int32_t>>& assignment) {
   replica_manager* replicas = services.replicas;
   if (replicas == nullptr) return {};
   if (assignment.empty()) return fail(std::string("no live replicas"));
   // The replica manager also makes the new logs of several replicas replicated (their high
   // watermark follows the ISR) before this broker leads them.
-  (void)logs;
   return replicas->create_partition_states(topic.topic_id, topic.name, assignment, first_partition);
 }
 

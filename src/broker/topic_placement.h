@@ -38,8 +38,8 @@ std::vector<std::vector<int32_t>> place_partitions(int32_t leader,
 // more than one replica, the new logs become replicated (the high watermark follows the ISR).
 // Nothing on a single node (services.replicas null). Hold the topic manager's control lock.
 result<void, std::string> record_partition_states(
-    broker_services& services, storage::log_manager& logs, const storage::topic_info& topic,
-    int32_t first_partition, const std::vector<std::vector<int32_t>>& assignment);
+    broker_services& services, const storage::topic_info& topic, int32_t first_partition,
+    const std::vector<std::vector<int32_t>>& assignment);
 
 // The replication factor of an existing topic, as Kafka takes it for CreatePartitions: its
 // partition 0's replica count, from its state in etcd. nullopt when that partition has no state
