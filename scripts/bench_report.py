@@ -92,7 +92,12 @@ def scaled(a, k):
 
 
 def rtext(r, digits=2):
-    return "n/a" if r is None else f"{r:.{digits}f}x"
+    """A ratio as text; below 0.1 with two significant digits, so 0.0019x does not read 0.00x."""
+    if r is None:
+        return "n/a"
+    if 0 < abs(r) < 0.1:
+        return f"{r:.2g}x"
+    return f"{r:.{digits}f}x"
 
 
 def table(header, rows):
@@ -144,7 +149,7 @@ def library_cells(b):
     cells = []
     for ld in b.library_loads:
         k = {"section": "library", "load": ld.key}
-        c = {"label": ld.label}
+        c = {"label": ld.label, "size": ld.size}
         for gen, short in (("tarn", "tarn"), ("librdkafka", "lib"), ("java", "java"),
                            ("replay", "ceiling")):
             c[short + "_rec"] = b.select("rec_s", gen=gen, **k)
@@ -312,8 +317,10 @@ def render(b):
     out.append(f"### 4. Producer libraries against the same {lib_broker or 'tarn'} broker "
                "(1 partition, linger.ms=5, batch.size=16384, enable.idempotence=false)")
     out.append("")
-    out.append("The cells of the producer's speed goal: `tarn perf produce` at least 1.5x "
-               "librdkafka's records/s at no more client CPU (user + system) per record.")
+    out.append("The cells of the producer's speed goal (issue 26's criterion): `tarn perf "
+               "produce` at 100 B at least 1.5x librdkafka's records/s; at 1 KiB at least "
+               "librdkafka's records/s at no more than 0.85x its client CPU (user + system) per "
+               "record.")
     out.append("")
     lib = library_cells(b)
     java_cols = any(c["java_rec"] for c in lib)
@@ -437,26 +444,30 @@ def render(b):
         unit = "MiB" if field == "idle_rss_mib" else "ms"
         goal(name, f"{cell(ts)} {unit}", f"Kafka {cell(ks)} {unit}", ratio(ks, ts),
              f"Kafka / tarn >= {target}", lambda x, t=target: x >= t)
-    cells = [c for c in lib if c["rec_ratio"] is not None]
-    if cells:
+    # The producer's goal as issue 26 decided it: at 100 B, 1.5x librdkafka's records/s; at
+    # 1 KiB (where 1.5x lies above what two cores give client and broker together), at least
+    # librdkafka's records/s at no more than 0.85x its CPU per record; every cell.
+    for size, size_text, target in ((100, "100 B", 1.5), (1024, "1 KiB", 1.0)):
+        cells = [c for c in lib if c["rec_ratio"] is not None and c["size"] == size]
+        if not cells:
+            continue
         worst = min(cells, key=lambda c: c["rec_ratio"])
         gm = statistics.geometric_mean([c["rec_ratio"] for c in cells])
         above = [c for c in cells if max(c["goal_vs_ceiling"] or 0, c["goal_vs_bound"] or 0) > 1]
         ceiling = (f"; in {len(above)} of them 1.5x librdkafka is above the broker's ceiling "
-                   "or the machine bound (section 4)"
-                   if any(c["goal_vs_ceiling"] or c["goal_vs_bound"] for c in cells) else "")
-        goal(f"tarn perf produce records/s, worst of {len(cells)} cells: {worst['label']} "
-             f"(geometric mean {gm:.2f}x{ceiling})", cell(worst["tarn_rec"]),
-             f"librdkafka {cell(worst['lib_rec'])}", worst["rec_ratio"], ">= 1.5x",
-             lambda x: x >= 1.5)
-    cells = [c for c in lib if c["cpu_ratio"] is not None]
+                   "or the machine bound (section 4)" if above and target > 1 else "")
+        goal(f"tarn perf produce records/s at {size_text}, worst of {len(cells)} cells: "
+             f"{worst['label']} (geometric mean {gm:.2f}x{ceiling})", cell(worst["tarn_rec"]),
+             f"librdkafka {cell(worst['lib_rec'])}", worst["rec_ratio"], f">= {target:g}x",
+             lambda x, t=target: x >= t)
+    cells = [c for c in lib if c["cpu_ratio"] is not None and c["size"] == 1024]
     if cells:
         worst = max(cells, key=lambda c: c["cpu_ratio"])
         gm = statistics.geometric_mean([c["cpu_ratio"] for c in cells])
-        goal(f"tarn perf produce CPU per record, worst of {len(cells)} cells: {worst['label']} "
-             f"(geometric mean {gm:.2f}x)", f"{cell(worst['tarn_cpu'])} s/M",
-             f"librdkafka {cell(worst['lib_cpu'])} s/M", worst["cpu_ratio"], "<= 1x",
-             lambda x: x <= 1)
+        goal(f"tarn perf produce CPU per record at 1 KiB, worst of {len(cells)} cells: "
+             f"{worst['label']} (geometric mean {gm:.2f}x)", f"{cell(worst['tarn_cpu'])} s/M",
+             f"librdkafka {cell(worst['lib_cpu'])} s/M", worst["cpu_ratio"], "<= 0.85x",
+             lambda x: x <= 0.85)
     out.append(table(["goal", "tarn", "reference", "ratio", "target", "met"], goals))
     out.append("")
     if b.notes:
@@ -1115,9 +1126,9 @@ first fetches), then `bench/rdkafka_perf produce` (librdkafka) sends with acks=a
 last about the section-1 run time. Latency: a fixed rate of half the Kafka cluster's median
 records/s on the same load, `linger.ms=0`, p99 of the send-to-acknowledgement times. Cluster CPU:
 user + system seconds of every broker process (and tarn's etcd) per GB of record values. tarn's
-leader of every partition is the broker that created the topic (leadership does not move yet,
-docs/cluster.md), Kafka's placer spreads leaders over its nodes; all six brokers and the client
-share the machine's cores."""
+leader of a new topic's partition is the broker that created it (placement, docs/cluster.md;
+leadership moves only when a broker fails), Kafka's placer spreads leaders over its nodes; all
+six brokers and the client share the machine's cores."""
 
 
 def render_replication(b):
