@@ -295,8 +295,8 @@ TEST(LogSegment, PreallocatedSegmentReadsOnlyItsBatchesAndTrimsLikeAPlainOne) {
   EXPECT_EQ((*b)->file_length(), (*b)->size());
   ASSERT_TRUE((*a)->close());
   ASSERT_TRUE((*b)->close());
-  for (const char* name :
-       {"00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex"}) {
+  for (const char* name : {"00000000000000000000.log", "00000000000000000000.index",
+                           "00000000000000000000.timeindex"}) {
     EXPECT_EQ(file_bytes(pre_dir.path() / name), file_bytes(plain_dir.path() / name)) << name;
   }
 }
@@ -339,7 +339,8 @@ TEST(LogSegment, CrashWithPreallocatedTailRecoversToTheLastBatch) {
   ASSERT_TRUE(seg);
   auto batches = fill(**seg, 20, 3, 5000);
   const int64_t size = (*seg)->size();
-  fs::copy(dir.path(), crashed.path(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy(dir.path(), crashed.path(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   ASSERT_TRUE((*seg)->close());
   const fs::path log_file = crashed.path() / "00000000000000000000.log";
   ASSERT_EQ(fs::file_size(log_file), 1u << 20);
@@ -355,8 +356,8 @@ TEST(LogSegment, CrashWithPreallocatedTailRecoversToTheLastBatch) {
   EXPECT_EQ(fs::file_size(log_file), static_cast<uintmax_t>(size));
   EXPECT_EQ((*reopened)->next_offset(), batches.back().last + 1);
   ASSERT_TRUE((*reopened)->close());
-  for (const char* name :
-       {"00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex"}) {
+  for (const char* name : {"00000000000000000000.log", "00000000000000000000.index",
+                           "00000000000000000000.timeindex"}) {
     EXPECT_EQ(file_bytes(crashed.path() / name), file_bytes(dir.path() / name)) << name;
   }
 }

@@ -360,7 +360,8 @@ TEST(Log, PreallocatedSegmentsAreTrimmedAtRollAndCloseToPlainFiles) {
   EXPECT_EQ(read_all(**b, 0), concat(batches, batches.size()));
   const auto sizes = (*b)->segment_sizes();
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const auto length = fs::file_size((*b)->dir() / segment_file_name(sizes[i].base_offset, ".log"));
+    const auto length =
+        fs::file_size((*b)->dir() / segment_file_name(sizes[i].base_offset, ".log"));
     if (i + 1 < sizes.size()) {
       EXPECT_EQ(length, static_cast<uintmax_t>(sizes[i].size)) << "rolled segment " << i;
     } else {
