@@ -144,5 +144,53 @@ TEST_F(recovery_restart, deleted_and_garbled_indexes_are_rebuilt) {
   expect_recovered_to(n_ + 1, "indexes garbled");
 }
 
+// log.preallocate=true (and the topic's preallocate): the active segment's .log is segment.bytes
+// long on disk while the broker runs; a SIGKILL leaves its zeros, which the next broker cuts at the
+// last batch (appending right after it); a clean shutdown cuts it to its batches, so
+// `tarn dump-log` reads the file whole, as the file of a broker without preallocation.
+TEST(recovery_restart_preallocate, preallocated_segment_is_cut_after_a_crash_and_at_shutdown) {
+  temp_dir dir;
+  const fs::path data = dir.path() / "data";
+  const std::vector<std::string> args = {"--override", "log.preallocate=true", "--override",
+                                         "log.segment.bytes=1048576"};
+  const fs::path log = data / "t-0" / "00000000000000000000.log";
+  const fs::path other = data / "u-0" / "00000000000000000000.log";
+  size_t bytes = 0;
+  {
+    broker_process b(args, data);
+    ASSERT_NE(b.port(), 0) << b.output();
+    ASSERT_EQ(test::create_topic(b.port(), "t", 1), 0);
+    // The topic's own key turns it off for u (and on where the broker's is off).
+    ASSERT_EQ(test::create_topic(b.port(), "u", 1, {{"preallocate", "false"}}), 0);
+    for (int i = 0; i < 3; ++i) {
+      auto batch = one_batch(i);
+      ASSERT_EQ(produce(b.port(), batch), (std::pair<int16_t, int64_t>{0, i}));
+      bytes += batch.size();
+    }
+    EXPECT_EQ(fs::file_size(log), 1048576u);
+    EXPECT_EQ(fs::file_size(other), 0u);
+    b.process().send_signal(SIGKILL);
+    ASSERT_TRUE(b.process().wait_exit(10s).has_value());
+  }
+  EXPECT_EQ(fs::file_size(log), 1048576u);  // the crash leaves the zeros
+  {
+    broker_process b(args, data);
+    ASSERT_NE(b.port(), 0) << b.output();
+    auto batch = one_batch(3);
+    EXPECT_EQ(produce(b.port(), batch), (std::pair<int16_t, int64_t>{0, 3})) << b.output();
+    bytes += batch.size();
+    EXPECT_EQ(fs::file_size(log), bytes);  // cut by recovery, then appended to
+    EXPECT_TRUE(b.stop().has_value()) << b.output();
+  }
+  EXPECT_EQ(fs::file_size(log), bytes);
+  auto dump = run_tarn({"dump-log", "--files", log.string()});
+  auto status = dump->wait_exit(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->exited && status->code == 0) << dump->output();
+  EXPECT_NE(dump->output().find("baseOffset: 3 lastOffset: 3"), std::string::npos)
+      << dump->output();
+  EXPECT_EQ(dump->output().find("invalid bytes"), std::string::npos) << dump->output();
+}
+
 }  // namespace
 }  // namespace tarn::test

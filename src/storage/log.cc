@@ -21,6 +21,7 @@ segment_options segment_options_for(const log_config& c) {
   segment_options o;
   o.index_interval_bytes = c.index_interval_bytes;
   o.max_index_bytes = c.segment_index_bytes;
+  o.preallocate_bytes = c.preallocate ? c.segment_bytes : 0;
   // LogConfig.randomSegmentJitter: drawn per segment from [0, min(jitter, segment.ms)).
   if (c.segment_jitter_ms > 0) {
     static thread_local std::mt19937_64 rng{std::random_device{}()};

@@ -45,7 +45,8 @@ struct log_options {
   timestamp_ms now = 0;
 };
 
-// The segment options a log's config gives (index interval, index size; jitter drawn).
+// The segment options a log's config gives (index interval, index size, preallocation; jitter
+// drawn).
 segment_options segment_options_for(const log_config& config);
 
 // A rolled segment as the cleaner sees it, copied under the owner's serialisation so the

@@ -89,6 +89,7 @@ result<std::unique_ptr<log_segment>, storage_error> log_segment::create(
     std::string_view suffix) {
   std::unique_ptr<log_segment> seg(new log_segment(base_offset, options, now, suffix));
   auto r = seg->open_files(dir, /*create=*/true, /*thorough=*/true);
+  if (r && options.preallocate_bytes > 0) r = seg->preallocate(options.preallocate_bytes);
   if (!r) {
     // Out of space or inodes after the .log was created (by us: O_EXCL): leave nothing
     // behind, so that a retry can create the segment again.
@@ -130,6 +131,7 @@ result<void, storage_error> log_segment::open_files(const fs::path& dir, bool cr
   struct stat st {};
   if (::fstat(file->fd.get(), &st) != 0) return fail(io_error("stat", file->path, errno));
   size_ = st.st_size;
+  file_length_ = st.st_size;
   file_ = std::move(file);
 
   fs::path index_path = dir / (segment_file_name(base_offset_, ".index") + suffix_);
@@ -205,6 +207,42 @@ result<void, storage_error> log_segment::load_state() {
     index_rebuild_needed_ = true;
     index_problem_ = fmt::format("{} bytes after the last whole batch", size_ - position);
   }
+  return {};
+}
+
+result<void, storage_error> log_segment::preallocate(int64_t bytes) {
+  const int fd = file_->fd.get();
+  int rc = 0;
+  do {
+    rc = ::fallocate(fd, 0, 0, bytes);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) {
+    file_length_ = bytes;
+    return {};
+  }
+  const int err = errno;
+  if (err == EOPNOTSUPP || err == ENOSYS) {
+    // What Kafka gets from RandomAccessFile.setLength: a sparse file of that length.
+    if (::ftruncate(fd, bytes) != 0) return fail(io_error("truncate", file_->path, errno));
+    file_length_ = bytes;
+    return {};
+  }
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
+    // Less free space than a whole segment: it grows with its appends instead, as without
+    // preallocation, and a full disk fails the append that meets it. A partial allocation goes.
+    if (::ftruncate(fd, 0) != 0) return fail(io_error("truncate", file_->path, errno));
+    file_length_ = 0;
+    return {};
+  }
+  return fail(io_error("fallocate", file_->path, err));
+}
+
+result<void, storage_error> log_segment::trim() {
+  if (file_length_ <= size_) return {};
+  if (::ftruncate(file_->fd.get(), size_) != 0) {
+    return fail(io_error("truncate", file_->path, errno));
+  }
+  file_length_ = size_;
   return {};
 }
 
@@ -318,13 +356,16 @@ result<void, storage_error> log_segment::append(std::span<const uint8_t> batch,
   if (!w) {
     if (::ftruncate(file_->fd.get(), physical_position) != 0) {
       // The bytes past size_ are overwritten by the next append, or cut by recovery.
+      file_length_ = std::max(file_length_, physical_position + static_cast<int64_t>(batch.size()));
       return fail(storage_error{
           w.error().code, fmt::format("{}; truncating back to {} failed: {}", w.error().message,
                                       physical_position, std::strerror(errno))});
     }
+    file_length_ = physical_position;  // a preallocated tail goes with the torn bytes
     return w;
   }
   size_ += static_cast<int64_t>(batch.size());
+  file_length_ = std::max(file_length_, size_);
   if (physical_position == 0) rolling_based_timestamp_ = info.max_timestamp;
   if (info.max_timestamp > max_timestamp_so_far_) {
     max_timestamp_so_far_ = info.max_timestamp;
@@ -475,6 +516,7 @@ result<segment_recovery, storage_error> log_segment::recover() {
     if (::ftruncate(file_->fd.get(), valid) != 0)
       return fail(io_error("truncate", file_->path, errno));
     size_ = valid;
+    file_length_ = valid;
   }
   next_offset_ = next;
   max_timestamp_so_far_ = max_ts;
@@ -506,10 +548,12 @@ result<int64_t, storage_error> log_segment::truncate_to(offset_t offset) {
   if (*mapping) {
     int64_t position = (*mapping)->position;
     truncated = size_ - position;
+    // A preallocated tail goes too, as Kafka's FileRecords.truncateTo cuts the channel.
     if (::ftruncate(file_->fd.get(), position) != 0) {
       return fail(io_error("truncate", file_->path, errno));
     }
     size_ = position;
+    file_length_ = position;
   }
   if (size_ == 0) rolling_based_timestamp_.reset();
   bytes_since_last_index_entry_ = 0;
@@ -524,7 +568,9 @@ result<void, storage_error> log_segment::on_become_inactive() {
   if (!t) return t;
   auto r1 = offset_index_->trim_to_valid_size();
   if (!r1) return r1;
-  return time_index_->trim_to_valid_size();
+  auto r2 = time_index_->trim_to_valid_size();
+  if (!r2) return r2;
+  return trim();
 }
 
 result<void, storage_error> log_segment::make_active() {
@@ -547,10 +593,14 @@ result<void, storage_error> log_segment::close() {
                                      /*skip_full_check=*/true);
   auto r1 = offset_index_->close();
   auto r2 = time_index_->close();
+  // UnifiedLog.close makes the active segment inactive first, which trims the .log: after a
+  // clean shutdown the files are Kafka's byte for byte, preallocated or not.
+  auto l = trim();
   file_.reset();
   if (!t) return t;
   if (!r1) return r1;
-  return r2;
+  if (!r2) return r2;
+  return l;
 }
 
 result<void, storage_error> log_segment::remove() {

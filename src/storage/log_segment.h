@@ -1,7 +1,9 @@
 // One segment of a partition log: `<base>.log` (the batches, byte for byte as Kafka stores them),
 // `<base>.index` and `<base>.timeindex`, named by the 20-digit zero-padded base offset. Appends
 // write through with one pwrite per batch (no fsync) and add index entries by Kafka's per-batch
-// rule (KAFKA-806); reads return file slices of whole batches for sendfile.
+// rule (KAFKA-806); reads return file slices of whole batches for sendfile. With `preallocate` a
+// new .log is allocated to segment.bytes up front and cut back to its batches when the segment
+// stops being active or closes (docs/storage.md#preallocation).
 // Not thread-safe: the owning partition's thread uses it (docs/storage.md#threading). File slices
 // handed out keep the .log descriptor alive, so a slice stays readable after the segment is
 // deleted.
@@ -63,6 +65,11 @@ struct segment_options {
   int32_t index_interval_bytes = 4096;
   int32_t max_index_bytes = 10485760;  // segment.index.bytes
   int64_t roll_jitter_ms = 0;          // drawn once per segment from segment.jitter.ms
+  // Kafka's LogConfig.initFileSize: preallocate ? segment.bytes : 0. A segment created with it
+  // has its .log allocated (fallocate) to this length, so appends land in allocated blocks
+  // instead of reserving delayed-allocation blocks page by page; the zeros past the last batch
+  // are cut when the segment becomes inactive or closes, or by recovery after a crash.
+  int64_t preallocate_bytes = 0;
 };
 
 // Kafka's RollParams.
@@ -108,6 +115,8 @@ class log_segment {
 
   offset_t base_offset() const { return base_offset_; }
   int64_t size() const { return size_; }
+  // The .log file's length: size() plus a preallocated tail not yet cut.
+  int64_t file_length() const { return file_length_; }
   // Offset after the last batch; base_offset() when empty.
   offset_t next_offset() const { return next_offset_; }
   timestamp_ms max_timestamp_so_far() const { return max_timestamp_so_far_; }
@@ -169,14 +178,15 @@ class log_segment {
   // the segment); returns the bytes removed.
   result<int64_t, storage_error> truncate_to(offset_t offset);
 
-  // The segment stops being active: final time index entry, indexes trimmed.
+  // The segment stops being active: final time index entry, indexes trimmed, the .log cut to
+  // its batches (a preallocated tail dropped).
   result<void, storage_error> on_become_inactive();
   // The segment becomes active again (after load): indexes re-grown to segment.index.bytes.
   result<void, storage_error> make_active();
 
   // fdatasync of the .log and msync of both indexes.
   result<void, storage_error> flush();
-  // Final time index entry, indexes trimmed, files closed.
+  // Final time index entry, indexes and a preallocated .log trimmed, files closed.
   result<void, storage_error> close();
   // Closes and deletes the three files and the .txnindex if any (open slices keep the .log data
   // readable).
@@ -188,6 +198,11 @@ class log_segment {
   result<void, storage_error> open_files(const fs::path& dir, bool create, bool thorough);
   result<std::optional<batch_position>, storage_error> header_at(int64_t position) const;
   result<void, storage_error> load_state();
+  // Allocates the new .log to `bytes` (fallocate; a sparse length where the file system has no
+  // fallocate, as Java's setLength; nothing when the disk lacks the space).
+  result<void, storage_error> preallocate(int64_t bytes);
+  // Cuts the .log to size_ when a preallocated tail is left (Kafka's FileRecords.trim).
+  result<void, storage_error> trim();
   int64_t time_waited_for_roll(timestamp_ms now, timestamp_ms message_timestamp);
 
   offset_t base_offset_;
@@ -196,7 +211,8 @@ class log_segment {
   std::shared_ptr<segment_file> file_;
   std::unique_ptr<offset_index> offset_index_;
   std::unique_ptr<time_index> time_index_;
-  int64_t size_ = 0;
+  int64_t size_ = 0;         // bytes of batches (where the next append goes)
+  int64_t file_length_ = 0;  // the .log's length: size_, or more while preallocated
   offset_t next_offset_;
   timestamp_ms max_timestamp_so_far_ = no_timestamp;
   offset_t offset_of_max_timestamp_so_far_;

@@ -254,5 +254,134 @@ TEST(LogSegment, AppendRejectsOffsetsOutsideTheSegment) {
   EXPECT_EQ((*seg)->size(), 0);
 }
 
+// preallocate=true (Kafka's initFileSize): the .log is segment.bytes long while active, reads and
+// lookups never go past the last batch, and the segment trims to its batches when it becomes
+// inactive, leaving the same three files a segment without preallocation writes.
+TEST(LogSegment, PreallocatedSegmentReadsOnlyItsBatchesAndTrimsLikeAPlainOne) {
+  temp_dir plain_dir;
+  temp_dir pre_dir;
+  segment_options plain;
+  plain.index_interval_bytes = 1500;
+  segment_options pre = plain;
+  pre.preallocate_bytes = 1 << 20;
+  auto a = log_segment::create(plain_dir.path(), 0, plain, 0);
+  auto b = log_segment::create(pre_dir.path(), 0, pre, 0);
+  ASSERT_TRUE(a && b);
+  const fs::path log_file = pre_dir.path() / "00000000000000000000.log";
+  EXPECT_EQ(fs::file_size(log_file), 1u << 20);
+  EXPECT_EQ((*b)->size(), 0);
+  auto batches = fill(**a, 20, 3, 5000);
+  fill(**b, 20, 3, 5000);
+  EXPECT_EQ((*b)->size(), (*a)->size());
+  EXPECT_EQ((*b)->file_length(), 1 << 20);
+  EXPECT_EQ(fs::file_size(log_file), 1u << 20);  // appends land inside the allocation
+
+  // Reads stop at the last batch: past it there is nothing, and a read of everything is exactly
+  // the batches.
+  auto past = (*b)->read(batches.back().last + 1, 1 << 20, INT64_MAX, true);
+  ASSERT_TRUE(past);
+  EXPECT_FALSE(*past);
+  auto all = (*b)->read(0, 1 << 20, INT64_MAX, true);
+  ASSERT_TRUE(all && *all);
+  EXPECT_EQ((*all)->length, (*b)->size());
+  auto last = (*b)->translate_offset(batches.back().last);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->position, batches.back().position);
+  EXPECT_FALSE(*(*b)->translate_offset(batches.back().last + 1));
+
+  ASSERT_TRUE((*a)->on_become_inactive());
+  ASSERT_TRUE((*b)->on_become_inactive());
+  EXPECT_EQ(fs::file_size(log_file), static_cast<uintmax_t>((*b)->size()));
+  EXPECT_EQ((*b)->file_length(), (*b)->size());
+  ASSERT_TRUE((*a)->close());
+  ASSERT_TRUE((*b)->close());
+  for (const char* name : {"00000000000000000000.log", "00000000000000000000.index",
+                           "00000000000000000000.timeindex"}) {
+    EXPECT_EQ(file_bytes(pre_dir.path() / name), file_bytes(plain_dir.path() / name)) << name;
+  }
+}
+
+TEST(LogSegment, PreallocatedSegmentIsTrimmedOnCloseAndReopensWhole) {
+  temp_dir dir;
+  segment_options opts;
+  opts.preallocate_bytes = 1 << 20;
+  std::vector<appended> batches;
+  int64_t size = 0;
+  {
+    auto seg = log_segment::create(dir.path(), 0, opts, 0);
+    ASSERT_TRUE(seg);
+    batches = fill(**seg, 10, 3, 5000);
+    size = (*seg)->size();
+    ASSERT_TRUE((*seg)->close());  // still the active segment: close trims it
+  }
+  EXPECT_EQ(fs::file_size(dir.path() / "00000000000000000000.log"), static_cast<uintmax_t>(size));
+  // Reopened (as after a clean shutdown): nothing to recover, appends go on after the last batch.
+  auto seg = log_segment::open(dir.path(), 0, opts, 0);
+  ASSERT_TRUE(seg);
+  EXPECT_FALSE((*seg)->index_rebuild_needed()) << (*seg)->index_problem();
+  EXPECT_EQ((*seg)->size(), size);
+  EXPECT_EQ((*seg)->next_offset(), batches.back().last + 1);
+  ASSERT_TRUE((*seg)->make_active());
+  auto more = fill(**seg, 3, 3, 9000, batches.back().last + 1);
+  EXPECT_EQ((*seg)->next_offset(), more.back().last + 1);
+}
+
+// A crash leaves the preallocated zeros after the last batch: the segment opens needing
+// recovery, and recovery cuts the file at the last whole batch, keeping every batch.
+TEST(LogSegment, CrashWithPreallocatedTailRecoversToTheLastBatch) {
+  temp_dir dir;
+  temp_dir crashed;
+  segment_options opts;
+  opts.index_interval_bytes = 1500;
+  opts.max_index_bytes = 4096;
+  opts.preallocate_bytes = 1 << 20;
+  auto seg = log_segment::create(dir.path(), 0, opts, 0);
+  ASSERT_TRUE(seg);
+  auto batches = fill(**seg, 20, 3, 5000);
+  const int64_t size = (*seg)->size();
+  fs::copy(dir.path(), crashed.path(),
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  ASSERT_TRUE((*seg)->close());
+  const fs::path log_file = crashed.path() / "00000000000000000000.log";
+  ASSERT_EQ(fs::file_size(log_file), 1u << 20);
+
+  auto reopened = log_segment::open(crashed.path(), 0, opts, 0);
+  ASSERT_TRUE(reopened);
+  EXPECT_TRUE((*reopened)->index_rebuild_needed());
+  auto rec = (*reopened)->recover();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->valid_batches, 20);
+  EXPECT_EQ(rec->valid_bytes, size);
+  EXPECT_EQ(rec->truncated_bytes, (1 << 20) - size);
+  EXPECT_EQ(fs::file_size(log_file), static_cast<uintmax_t>(size));
+  EXPECT_EQ((*reopened)->next_offset(), batches.back().last + 1);
+  ASSERT_TRUE((*reopened)->close());
+  for (const char* name : {"00000000000000000000.log", "00000000000000000000.index",
+                           "00000000000000000000.timeindex"}) {
+    EXPECT_EQ(file_bytes(crashed.path() / name), file_bytes(dir.path() / name)) << name;
+  }
+}
+
+// truncate_to cuts the preallocated tail with the batches (Kafka's FileRecords.truncateTo cuts the
+// file), and appends after it go on where the batches end.
+TEST(LogSegment, TruncateToCutsThePreallocatedTail) {
+  temp_dir dir;
+  segment_options opts;
+  opts.preallocate_bytes = 1 << 20;
+  auto seg = log_segment::create(dir.path(), 0, opts, 0);
+  ASSERT_TRUE(seg);
+  auto batches = fill(**seg, 10, 3, 5000);
+  auto cut = (*seg)->truncate_to(batches[6].base);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ((*seg)->size(), batches[6].position);
+  EXPECT_EQ(fs::file_size(dir.path() / "00000000000000000000.log"),
+            static_cast<uintmax_t>(batches[6].position));
+  auto more = fill(**seg, 2, 3, 9000, batches[6].base);
+  EXPECT_EQ((*seg)->next_offset(), more.back().last + 1);
+  auto all = (*seg)->read(0, 1 << 20, INT64_MAX, true);
+  ASSERT_TRUE(all && *all);
+  EXPECT_EQ((*all)->length, (*seg)->size());
+}
+
 }  // namespace
 }  // namespace tarn::storage

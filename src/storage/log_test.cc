@@ -342,6 +342,89 @@ TEST_P(IndexDamage, IsRebuiltIdentically) {
 
 INSTANTIATE_TEST_SUITE_P(DeletedGarbledWrongLength, IndexDamage, ::testing::Values(0, 1, 2));
 
+// With preallocate (log.preallocate), the active segment's .log is segment.bytes long, each rolled
+// segment is cut to its batches, and after close the directory holds the files a log without
+// preallocation writes, byte for byte.
+TEST(Log, PreallocatedSegmentsAreTrimmedAtRollAndCloseToPlainFiles) {
+  temp_dir plain_dir;
+  temp_dir pre_dir;
+  log_config plain = small_config();
+  log_config pre = plain;
+  pre.preallocate = true;
+  auto a = log::open(options_in(plain_dir.path(), plain));
+  auto b = log::open(options_in(pre_dir.path(), pre));
+  ASSERT_TRUE(a && b);
+  auto batches = append_batches(**a, 40);
+  append_batches(**b, 40);
+  ASSERT_GT((*b)->segment_count(), 2);
+  EXPECT_EQ(read_all(**b, 0), concat(batches, batches.size()));
+  const auto sizes = (*b)->segment_sizes();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const auto length =
+        fs::file_size((*b)->dir() / segment_file_name(sizes[i].base_offset, ".log"));
+    if (i + 1 < sizes.size()) {
+      EXPECT_EQ(length, static_cast<uintmax_t>(sizes[i].size)) << "rolled segment " << i;
+    } else {
+      EXPECT_EQ(length, static_cast<uintmax_t>(pre.segment_bytes)) << "active segment";
+    }
+  }
+  ASSERT_TRUE((*a)->close());
+  ASSERT_TRUE((*b)->close());
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator((*a)->dir())) {
+    const fs::path other = (*b)->dir() / entry.path().filename();
+    EXPECT_EQ(file_bytes(other), file_bytes(entry.path())) << entry.path().filename();
+    ++files;
+  }
+  EXPECT_EQ(files, static_cast<size_t>(std::distance(fs::directory_iterator((*b)->dir()),
+                                                     fs::directory_iterator())));
+
+  // Reopened after the clean shutdown: nothing to recover, appends go on.
+  recovery_report report;
+  auto again = log::open(options_in(pre_dir.path(), pre), &report);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(report.indexes_rebuilt.empty());
+  EXPECT_EQ(report.truncated_bytes, 0);
+  EXPECT_EQ((*again)->log_end_offset(), 120);
+  append_batches(**again, 5);
+  EXPECT_EQ((*again)->log_end_offset(), 135);
+}
+
+// A crash with a preallocated active segment: recovery cuts its zeros at the last whole batch,
+// keeps every batch, and leaves the files a clean close writes.
+TEST(LogRecovery, CrashWithPreallocatedActiveSegmentTruncatesAtTheLastBatch) {
+  temp_dir dir;
+  temp_dir crashed;
+  log_config c = small_config();
+  c.preallocate = true;
+  c.segment_bytes = 1 << 20;
+  c.index_interval_bytes = 512;
+  auto l = log::open(options_in(dir.path(), c));
+  ASSERT_TRUE(l);
+  auto batches = append_batches(**l, 30);
+  const int64_t size = (*l)->size_bytes();
+  fs::copy(dir.path(), crashed.path(), fs::copy_options::recursive);
+  const fs::path log_file = crashed.path() / "t-0" / "00000000000000000000.log";
+  ASSERT_EQ(fs::file_size(log_file), 1u << 20);
+  ASSERT_TRUE((*l)->close());
+
+  recovery_report report;
+  auto r = log::open(options_in(crashed.path(), c, /*clean=*/false), &report);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(report.segments_recovered, 1);
+  EXPECT_EQ(report.truncated_bytes, (1 << 20) - size);
+  EXPECT_TRUE(report.deleted_segments.empty());
+  EXPECT_EQ(fs::file_size(log_file), static_cast<uintmax_t>(size));
+  EXPECT_EQ((*r)->log_end_offset(), 90);
+  EXPECT_EQ(read_all(**r, 0), concat(batches, batches.size()));
+  // The recovered active segment takes appends after its last batch.
+  auto more = append_batches(**r, 2);
+  EXPECT_EQ((*r)->log_end_offset(), 96);
+  ASSERT_TRUE((*r)->close());
+  EXPECT_EQ(fs::file_size(log_file),
+            static_cast<uintmax_t>(size + more[0].size() + more[1].size()));
+}
+
 TEST(LogRecovery, ActiveSegmentIndexesArePreallocatedAndTrimmedOnClose) {
   temp_dir dir;
   log_config c = small_config();
