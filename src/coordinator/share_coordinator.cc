@@ -64,7 +64,8 @@ share_group_settings share_coordinator::group_settings(std::string_view group_id
 
 share_partition_config share_coordinator::partition_config(std::string_view group_id) const {
   const share_group_settings s = settings(group_id);
-  return {s.record_lock_duration_ms, s.delivery_count_limit, s.partition_max_record_locks};
+  return {s.record_lock_duration_ms, s.delivery_count_limit, s.partition_max_record_locks,
+          s.renew_acknowledge_enabled};
 }
 
 void share_coordinator::reassign(group& g, int64_t now_ms) {
@@ -432,18 +433,19 @@ void share_coordinator::close_session(std::string_view group_id, std::string_vie
   notify_available();
 }
 
-std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view group_id,
-                                                            const share_topic_partition& tp,
-                                                            int64_t log_start_offset,
-                                                            int64_t high_watermark,
-                                                            int64_t now_ms) {
+std::optional<int64_t> share_coordinator::next_fetch_offset(
+    std::string_view group_id, const share_topic_partition& tp, int64_t log_start_offset,
+    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start) {
   ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
   if (it == partitions_.end()) {
-    const int64_t start =
-        settings(group_id).auto_offset_reset == "earliest" ? log_start_offset : high_watermark;
+    const share_group_settings gs = settings(group_id);
+    if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
+    const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
+                          : gs.auto_offset_reset == "earliest" ? log_start_offset
+                                                               : high_watermark;
     // Kafka initializes the share-partition's state (a first snapshot) before it is used: after
     // a restart it goes on from this SPSO, not from the high watermark of then.
     share_partition fresh(partition_config(group_id), start);
@@ -597,7 +599,7 @@ void share_coordinator::set_group_configs(std::string_view group_id,
   // Kafka reads the group's config at each use: the lock duration and delivery-count limit of
   // its share-partitions change now, for what they do next (locks taken keep their deadline).
   const share_partition_config pc{s.record_lock_duration_ms, s.delivery_count_limit,
-                                  s.partition_max_record_locks};
+                                  s.partition_max_record_locks, s.renew_acknowledge_enabled};
   for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) p.set_config(pc);
   }

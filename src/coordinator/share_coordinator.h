@@ -127,12 +127,14 @@ class share_coordinator {
   void close_session(std::string_view group_id, std::string_view member_id, int64_t now_ms);
 
   // Where the next fetch of the share-partition reads (creating it on first use with
-  // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start), or
-  // nullopt when nothing can be acquired now.
+  // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start,
+  // by_duration at `by_duration_start`, which the caller found in the log), or nullopt when
+  // nothing can be acquired now.
   std::optional<int64_t> next_fetch_offset(std::string_view group_id,
                                            const share_topic_partition& tp,
                                            int64_t log_start_offset, int64_t high_watermark,
-                                           int64_t now_ms);
+                                           int64_t now_ms,
+                                           std::optional<int64_t> by_duration_start = {});
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
