@@ -346,13 +346,17 @@ void share_group_replay::apply(std::span<const uint8_t> key,
     }
     return;
   }
-  auto& g = group(group_id);
-  auto [mit, fresh] = g.members.try_emplace(member_id);
-  share_group_member& m = mit->second;
-  if (fresh) m.member_id = member_id;
+  // The value decodes before anything is made: a torn record leaves no member behind.
+  auto member = [&]() -> share_group_member& {
+    auto& g = group(group_id);
+    auto [mit, fresh] = g.members.try_emplace(member_id);
+    if (fresh) mit->second.member_id = member_id;
+    return mit->second;
+  };
   if (type == record_type_share_group_member_metadata) {
     auto v = decode_share_value<protocol::share_group_member_metadata_value>(*value);
     if (!v) return skip();
+    share_group_member& m = member();
     m.rack_id = v->rack_id ? std::optional<std::string>(*v->rack_id) : std::nullopt;
     m.client_id = std::string(v->client_id);
     m.client_host = std::string(v->client_host);
@@ -362,10 +366,11 @@ void share_group_replay::apply(std::span<const uint8_t> key,
   } else if (type == record_type_share_group_target_assignment_member) {
     auto v = decode_share_value<protocol::share_group_target_assignment_member_value>(*value);
     if (!v) return skip();
-    m.assignment = share_assignment_of(v->topic_partitions);
+    member().assignment = share_assignment_of(v->topic_partitions);
   } else {
     auto v = decode_share_value<protocol::share_group_current_member_assignment_value>(*value);
     if (!v) return skip();
+    share_group_member& m = member();
     m.member_epoch = v->member_epoch;
     m.previous_member_epoch = v->previous_member_epoch;
     m.current_assignment = share_assignment_of(v->assigned_partitions);

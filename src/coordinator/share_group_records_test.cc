@@ -170,8 +170,11 @@ TEST(share_group_records, kafkas_records_replay_into_the_group) {
   auto value = golden("share_group_metadata.value.bin");
   value.resize(5);
   replay.apply(golden("share_group_metadata.key.bin"), std::span<const uint8_t>(value));
-  EXPECT_EQ(replay.skipped(), 1);
-  EXPECT_TRUE(replay.groups().empty());
+  auto member = golden("share_group_member_metadata.value.bin");
+  member.resize(member.size() - 3);
+  replay.apply(golden("share_group_member_metadata.key.bin"), std::span<const uint8_t>(member));
+  EXPECT_EQ(replay.skipped(), 2);
+  EXPECT_TRUE(replay.groups().empty());  // no group, no member made of the torn records
 }
 
 TEST(share_group_records, the_group_coordinator_leaves_share_records_alone) {
