@@ -36,6 +36,8 @@
 #include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/describe_share_group_offsets_request.h"
 #include "protocol/messages/describe_share_group_offsets_response.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/incremental_alter_configs_request.h"
 #include "protocol/messages/incremental_alter_configs_response.h"
 #include "protocol/messages/join_group_request.h"
@@ -79,6 +81,10 @@ std::vector<std::string> share_args() {
     out.push_back("--override");
     out.push_back(s);
   }
+  // The first heartbeat creates __consumer_offsets (share groups are kept there): one partition
+  // instead of 50 spares these single-group tests ~1.5 s of creating and closing logs.
+  out.push_back("--override");
+  out.push_back("offsets.topic.num.partitions=1");
   return out;
 }
 
@@ -718,6 +724,171 @@ TEST_F(share_requests, group_configs_are_checked_applied_and_survive_a_restart) 
   EXPECT_EQ(configs["share.auto.offset.reset"], (entry{"earliest", 8}));
   again.stop();
 }
+
+// share.auto.offset.reset=by_duration: a new share-partition starts at the first record of the
+// last 30 days (the first records are from 2023: OFFSET_NOT_AVAILABLE until one is there);
+// share.renew.acknowledge.enable=false: RENEW is INVALID_RECORD_STATE, the record stays held.
+// The same hand-built requests and expectations against tarn and Kafka 4.4.0 (which initializes
+// share-partitions asynchronously, hence the retries).
+class share_group_config_effects : public ::testing::TestWithParam<broker_kind> {};
+
+TEST_P(share_group_config_effects, by_duration_and_renew_acknowledge_enable) {
+  std::unique_ptr<broker_process> tarn;
+  uint16_t port = 0;
+  if (auto skip = start_test_broker(GetParam(), share_settings(), tarn, port); !skip.empty()) {
+    GTEST_SKIP() << skip;
+  }
+  ASSERT_NE(port, 0);
+  static int runs = 0;  // the Kafka broker is shared: a name of its own for each run
+  const std::string name = test_name_prefix() + std::to_string(getpid()) + "-" +
+                           std::to_string(runs++);  // topic and group
+  ASSERT_EQ(create_topic(port, name, 1), 0);
+  raw_client c(port);
+  // A topic Kafka has just made may not have its leader yet: retried as a producer retries.
+  auto produce = [&](int32_t correlation_id, const std::vector<uint8_t>& batch) {
+    int16_t error = -1;
+    for (int i = 0; i < 100; ++i) {
+      error = produce_one(c, correlation_id, name, 0, batch).error_code;
+      if (error != code(error_code::not_leader_or_follower) &&
+          error != code(error_code::unknown_topic_or_partition)) {
+        break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return error;
+  };
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(produce(i + 1, value_batch("old" + std::to_string(i))), 0);
+  }
+  kafka_conn conn(port, nullptr);
+  protocol::incremental_alter_configs_request req;
+  auto& res = req.resources.emplace_back();
+  res.resource_type = 32;
+  res.resource_name = name;
+  res.configs.push_back({"share.auto.offset.reset", 0, "by_duration:P30D"});
+  res.configs.push_back({"share.renew.acknowledge.enable", 0, "false"});
+  // Not share_settings()' one second: the record must stay held until it is accepted at the end.
+  res.configs.push_back({"share.record.lock.duration.ms", 0, "15000"});
+  auto set = conn.call<protocol::incremental_alter_configs_response>(req, 1);
+  ASSERT_TRUE(set);
+  ASSERT_EQ(set->responses.at(0).error_code, 0) << set->responses.at(0).error_message.value_or("");
+  res.configs = {{"share.auto.offset.reset", 0, "by_duration:-P1D"}};
+  auto negative = conn.call<protocol::incremental_alter_configs_response>(req, 1);
+  EXPECT_EQ(negative->responses.at(0).error_code, code(error_code::invalid_config));
+
+  std::vector<std::string_view> topics = {name};
+  std::vector<std::string_view> keys = {name};
+  protocol::find_coordinator_request fc;  // Kafka creates __consumer_offsets here
+  fc.key_type = 0;
+  fc.coordinator_keys = keys;
+  ASSERT_TRUE(conn.call<protocol::find_coordinator_response>(fc, 4));
+  protocol::uuid topic_id{};
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < deadline) {  // Kafka assigns initialized partitions
+    protocol::share_group_heartbeat_request hb;
+    hb.group_id = name;
+    hb.member_id = "by-duration-member-0000000000000001";
+    hb.member_epoch = 0;
+    hb.subscribed_topic_names = topics;
+    auto joined = conn.call<protocol::share_group_heartbeat_response>(hb, 1);
+    ASSERT_TRUE(joined);
+    if (joined->error_code == code(error_code::not_coordinator) ||
+        joined->error_code == code(error_code::coordinator_not_available) ||
+        joined->error_code == code(error_code::coordinator_load_in_progress)) {
+      std::this_thread::sleep_for(100ms);  // __consumer_offsets is still being made
+      continue;
+    }
+    ASSERT_EQ(joined->error_code, 0) << joined->error_message.value_or("");
+    if (joined->assignment && !joined->assignment->topic_partitions.empty()) {
+      topic_id = joined->assignment->topic_partitions[0].topic_id;
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_NE(topic_id, protocol::uuid{});
+  int32_t epoch = 0;
+  auto fetch = [&]() {
+    protocol::share_fetch_request r;
+    r.group_id = name;
+    r.member_id = "by-duration-member-0000000000000001";
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 100;
+    r.min_bytes = 1;
+    r.max_records = 100;
+    r.batch_size = 100;
+    if (epoch == 0) {
+      auto& t = r.topics.emplace_back();
+      t.topic_id = topic_id;
+      t.partitions.emplace_back().partition_index = 0;
+    }
+    auto got = conn.call<protocol::share_fetch_response>(r, 1);
+    epoch = epoch == INT32_MAX ? 1 : epoch + 1;
+    return got;
+  };
+  // No record of the last 30 days: the share-partition cannot start.
+  int16_t partition_error = 0;
+  for (int i = 0; i < 50 && partition_error == 0; ++i) {
+    auto got = fetch();
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->error_code, 0);
+    for (const auto& t : got->responses) {
+      for (const auto& p : t.partitions) {
+        partition_error = p.error_code;
+        EXPECT_TRUE(p.acquired_records.empty());
+      }
+    }
+  }
+  EXPECT_EQ(partition_error, code(error_code::offset_not_available));
+  // A record of now: the share-partition starts at it (offset 3), not at 0 nor at the end.
+  record::batch_builder_config bc;
+  bc.batch_size = 1 << 16;
+  record::batch_builder b(bc);
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  b.try_append(now, std::nullopt, record::as_bytes(std::string_view("fresh")));
+  ASSERT_EQ(produce(9, *b.build()), 0);
+  std::vector<protocol::share_fetch_response::acquired_records_data> acquired;
+  for (int i = 0; i < 50 && acquired.empty(); ++i) {
+    auto got = fetch();
+    ASSERT_TRUE(got);
+    for (const auto& t : got->responses) {
+      for (const auto& p : t.partitions) {
+        acquired.insert(acquired.end(), p.acquired_records.begin(), p.acquired_records.end());
+      }
+    }
+  }
+  ASSERT_EQ(acquired.size(), 1u);
+  EXPECT_EQ(acquired[0].first_offset, 3);
+  EXPECT_EQ(acquired[0].last_offset, 3);
+
+  protocol::share_acknowledge_request ack;
+  ack.group_id = name;
+  ack.member_id = "by-duration-member-0000000000000001";
+  ack.share_session_epoch = epoch;
+  ack.is_renew_ack = true;
+  auto& t = ack.topics.emplace_back();
+  t.topic_id = topic_id;
+  std::vector<int8_t> renew_type = {4};
+  t.partitions.emplace_back().acknowledgement_batches = {{3, 3, renew_type}};
+  auto refused = conn.call<protocol::share_acknowledge_response>(ack, 2);
+  ASSERT_TRUE(refused);
+  ASSERT_EQ(refused->error_code, 0);
+  EXPECT_EQ(refused->responses.at(0).partitions.at(0).error_code,
+            code(error_code::invalid_record_state));
+  // Still this member's: it accepts the record.
+  ++epoch;
+  ack.share_session_epoch = epoch;
+  ack.is_renew_ack = false;
+  std::vector<int8_t> accept_type = {1};
+  ack.topics[0].partitions[0].acknowledgement_batches = {{3, 3, accept_type}};
+  auto ok = conn.call<protocol::share_acknowledge_response>(ack, 2);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->responses.at(0).partitions.at(0).error_code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(brokers, share_group_config_effects,
+                         ::testing::Values(broker_kind::tarn, broker_kind::kafka), kind_name);
 
 // kafka-configs.sh --entity-type groups against tarn and Kafka 4.4.0: an alter and the
 // describe of what it set print the same lines on both (the broker defaults on both sides).

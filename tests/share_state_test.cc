@@ -5,7 +5,11 @@
 //     delivery counted, and every record ends accepted or rejected once (a checker over every
 //     delivery of both runs);
 //   - Kafka 4.4.0's own `kafka-dump-log.sh --share-group-state-decoder` decodes the segments tarn
-//     wrote and shows that state (skipped without java and the Kafka jars).
+//     wrote and shows that state (skipped without java and the Kafka jars);
+//   - the share group itself (epochs, members, assignments, initialized share-partitions) is in
+//     __consumer_offsets: it survives a SIGKILL, a member found in the log goes on with its epoch,
+//     DeleteGroups' tombstones make it gone after a restart, and Kafka 4.4.0's
+//     `kafka-dump-log.sh --offsets-decoder` decodes those records.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -16,12 +20,16 @@
 #include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/delete_groups_request.h"
+#include "protocol/messages/delete_groups_response.h"
 #include "protocol/messages/describe_share_group_offsets_request.h"
 #include "protocol/messages/describe_share_group_offsets_response.h"
 #include "protocol/messages/share_acknowledge_request.h"
 #include "protocol/messages/share_acknowledge_response.h"
 #include "protocol/messages/share_fetch_request.h"
 #include "protocol/messages/share_fetch_response.h"
+#include "protocol/messages/share_group_describe_request.h"
+#include "protocol/messages/share_group_describe_response.h"
 #include "protocol/messages/share_group_heartbeat_request.h"
 #include "protocol/messages/share_group_heartbeat_response.h"
 #include "test_util.h"
@@ -55,6 +63,7 @@ class share_member {
         joined->assignment->topic_partitions.empty()) {
       return false;
     }
+    member_epoch = joined->member_epoch;
     topic_id_ = joined->assignment->topic_partitions[0].topic_id;
     opened = fetch(true);
     return opened.error_code == 0;
@@ -116,6 +125,20 @@ class share_member {
     return got->responses.at(0).partitions.at(0).error_code;
   }
 
+  // ShareGroupHeartbeat with the member's epoch (-1 leaves); the error code, and the epoch
+  // answered kept in member_epoch.
+  int16_t heartbeat(bool leave = false) {
+    protocol::share_group_heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = id_;
+    r.member_epoch = leave ? -1 : member_epoch;
+    auto got = conn_.call<protocol::share_group_heartbeat_response>(r, 1);
+    if (!got) return -1;
+    if (got->error_code == 0) member_epoch = got->member_epoch;
+    return got->error_code;
+  }
+  int32_t member_epoch = 0;
+
   int64_t start_offset() {
     protocol::describe_share_group_offsets_request r;
     r.groups.emplace_back().group_id = "g";
@@ -131,6 +154,11 @@ class share_member {
   protocol::uuid topic_id_{};
   int32_t epoch_ = 0;
 };
+
+// The brokers' args: share groups are kept in __consumer_offsets, and these one-group tests need
+// one partition of it, not 50 to create and close.
+const std::vector<std::string> one_offsets_partition = {"--override",
+                                                        "offsets.topic.num.partitions=1"};
 
 void produce(uint16_t port, int from, int to) {
   raw_client c(port);
@@ -162,7 +190,7 @@ TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_bac
   const fs::path data = dir.path() / "data";
   delivery_checker check;
   {
-    broker_process broker({}, data);
+    broker_process broker(one_offsets_partition, data);
     ASSERT_NE(broker.port(), 0) << broker.output();
     ASSERT_EQ(create_topic(broker.port(), "q", 1), 0);
     share_member m1(broker.port(), "m1");
@@ -189,9 +217,9 @@ TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_bac
     broker.process().send_signal(SIGKILL);
     ASSERT_TRUE(broker.process().wait_exit(10s).has_value());
   }
-  broker_process broker({}, data);
+  broker_process broker(one_offsets_partition, data);
   ASSERT_NE(broker.port(), 0) << broker.output();
-  EXPECT_NE(broker.output().find("share coordinator loaded 1 share-partition(s)"),
+  EXPECT_NE(broker.output().find("share coordinator loaded 1 share group(s), 1 share-partition(s)"),
             std::string::npos)
       << broker.output();
   share_member m2(broker.port(), "m2");
@@ -246,6 +274,119 @@ TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_bac
   EXPECT_NE(out.find("\"startOffset\":13"), std::string::npos) << out;
   EXPECT_NE(out.find("\"deliveryState\":2"), std::string::npos) << out;
   EXPECT_NE(out.find("\"deliveryState\":4"), std::string::npos) << out;
+}
+
+// What ShareGroupDescribe says of group "g": epochs, then each member's id, epoch and partitions.
+struct described {
+  int16_t error_code = -1;
+  int32_t group_epoch = -1;
+  int32_t assignment_epoch = -1;
+  std::map<std::string, std::pair<int32_t, std::vector<int32_t>>> members;
+  bool operator==(const described&) const = default;
+};
+described describe_group(uint16_t port) {
+  kafka_conn conn(port, nullptr);
+  protocol::share_group_describe_request r;
+  r.group_ids = {"g"};
+  described out;
+  auto got = conn.call<protocol::share_group_describe_response>(r, 1);
+  if (!got || got->groups.empty()) return out;
+  const auto& g = got->groups[0];
+  out.error_code = g.error_code;
+  out.group_epoch = g.group_epoch;
+  out.assignment_epoch = g.assignment_epoch;
+  for (const auto& m : g.members) {
+    std::vector<int32_t> parts;
+    for (const auto& tp : m.assignment.topic_partitions) {
+      parts.insert(parts.end(), tp.partitions.begin(), tp.partitions.end());
+    }
+    out.members[std::string(m.member_id)] = {m.member_epoch, parts};
+  }
+  return out;
+}
+
+TEST(share_state, the_group_survives_a_sigkill_and_delete_groups_survives_a_restart) {
+  temp_dir dir;
+  const fs::path data = dir.path() / "data";
+  described before;
+  {
+    broker_process broker(one_offsets_partition, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    ASSERT_EQ(create_topic(broker.port(), "q", 1), 0);
+    share_member m1(broker.port(), "m1");
+    share_member m2(broker.port(), "m2");
+    ASSERT_TRUE(m1.join());  // its ShareFetch initializes share-partition q-0
+    ASSERT_TRUE(m2.join());
+    ASSERT_EQ(m1.heartbeat(), 0);  // m1 catches up with the epoch m2's join made
+    ASSERT_EQ(m1.member_epoch, m2.member_epoch);
+    before = describe_group(broker.port());
+    ASSERT_EQ(before.error_code, 0);
+    EXPECT_EQ(before.group_epoch, m2.member_epoch);
+    ASSERT_EQ(before.members.size(), 2u);
+    broker.process().send_signal(SIGKILL);
+    ASSERT_TRUE(broker.process().wait_exit(10s).has_value());
+  }
+  {
+    broker_process broker(one_offsets_partition, data);
+    ASSERT_NE(broker.port(), 0) << broker.output();
+    EXPECT_NE(
+        broker.output().find("share coordinator loaded 1 share group(s), 1 share-partition(s)"),
+        std::string::npos)
+        << broker.output();
+    // The same group: epochs, members, their epochs and assignments.
+    EXPECT_EQ(describe_group(broker.port()), before);
+    // Members found in the log go on with the epoch they had (Kafka's onLoaded), then leave.
+    share_member m1(broker.port(), "m1");
+    share_member m2(broker.port(), "m2");
+    m1.member_epoch = before.members["m1"].first;
+    m2.member_epoch = before.members["m2"].first;
+    EXPECT_EQ(m1.heartbeat(), 0);
+    EXPECT_EQ(m1.member_epoch, before.group_epoch);
+    EXPECT_EQ(m1.heartbeat(true), 0);
+    EXPECT_EQ(m2.heartbeat(true), 0);
+    kafka_conn conn(broker.port(), nullptr);
+    protocol::delete_groups_request del;
+    del.groups_names = {"g"};
+    auto deleted = conn.call<protocol::delete_groups_response>(del, 2);
+    ASSERT_TRUE(deleted);
+    ASSERT_EQ(deleted->results.size(), 1u);
+    EXPECT_EQ(deleted->results[0].error_code, 0);
+  }
+  broker_process broker(one_offsets_partition, data);
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  EXPECT_NE(broker.output().find("share coordinator loaded 0 share group(s), 0 share-partition(s)"),
+            std::string::npos)
+      << broker.output();
+  EXPECT_EQ(describe_group(broker.port()).error_code,
+            code(protocol::error_code::group_id_not_found));
+
+  // Kafka 4.4.0's dump tool decodes the share-group records tarn wrote to __consumer_offsets.
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  std::string files;
+  for (const auto& e : fs::directory_iterator(data)) {
+    if (e.path().filename().string().rfind("__consumer_offsets-", 0) != 0) continue;
+    for (const auto& f : fs::directory_iterator(e.path())) {
+      if (f.path().extension() == ".log" && fs::file_size(f.path()) > 0) {
+        files += (files.empty() ? "" : ",") + f.path().string();
+      }
+    }
+  }
+  ASSERT_FALSE(files.empty());
+  auto [rc, out] =
+      run_command("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                  "/scripts/kafka-ref tool dump-log --offsets-decoder --files " + files + " 2>&1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("Exception"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Unknown"), std::string::npos) << out;
+  // Every share-group record type, with its fields as Kafka names them, and the tombstones.
+  for (int type = 10; type <= 15; ++type) {
+    EXPECT_NE(out.find("\"type\":\"" + std::to_string(type) + "\""), std::string::npos)
+        << type << "\n"
+        << out;
+  }
+  EXPECT_NE(out.find("\"subscribedTopicNames\":[\"q\"]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"initializedTopics\":[{"), std::string::npos) << out;
+  EXPECT_NE(out.find("<DELETE>"), std::string::npos) << out;
 }
 
 }  // namespace

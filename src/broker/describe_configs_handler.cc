@@ -280,7 +280,9 @@ void describe_group(const resource_request& res, const coordinator::share_config
       e.synonyms.push_back({strings.emplace_back(std::move(d.default_name)),
                             strings.emplace_back(std::move(d.default_value)), source_default});
     }
-    e.config_type = d.is_int ? int8_t{3} : int8_t{2};  // INT, STRING
+    e.config_type = d.is_int    ? int8_t{3}
+                    : d.is_bool ? int8_t{1}
+                                : int8_t{2};  // INT, BOOLEAN, STRING
     e.documentation = std::nullopt;
     out.configs.push_back(std::move(e));
   }

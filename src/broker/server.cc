@@ -391,8 +391,9 @@ result<void, std::string> server::start() {
       [share = s.config.share](storage::log_manager& logs, int64_t now_ms) {
         return create_share_group_state_topic(logs, share, now_ms);
       });
+  // Share groups' own records go to __consumer_offsets, beside the other groups' (as Kafka's).
   s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,
-                                                              s.share_state.get());
+                                                              s.share_state.get(), s.offsets.get());
   // ShareFetches long-poll in the same waiting room as Fetches: records acknowledged, released
   // or timed out wake them as an append does.
   s.shares->set_available_listener([view = s.topic_view.get(), w = s.waiters.get()](
@@ -405,18 +406,23 @@ result<void, std::string> server::start() {
     s.shares->set_group_configs(group_id, configs);
   }
   {
-    // Share-partition state is replayed before the listeners open, so no share request sees a
-    // coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+    // Share groups and share-partition state are replayed before the listeners open, so no
+    // share request sees a coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS
+    // meanwhile).
     const auto start = std::chrono::steady_clock::now();
     if (auto loaded = s.shares->load(wall_clock_ms()); !loaded) {
-      return fail("cannot load __share_group_state: " + loaded.error());
+      return fail("cannot load the share coordinator's state: " + loaded.error());
     }
     if (s.shares->skipped_state_records() > 0) {
       spdlog::warn("{} record(s) of __share_group_state did not decode and were skipped",
                    s.shares->skipped_state_records());
     }
-    spdlog::info("share coordinator loaded {} share-partition(s) in {} ms",
-                 s.shares->share_partition_count(),
+    if (s.shares->skipped_group_records() > 0) {
+      spdlog::warn("{} share-group record(s) of __consumer_offsets did not decode and were skipped",
+                   s.shares->skipped_group_records());
+    }
+    spdlog::info("share coordinator loaded {} share group(s), {} share-partition(s) in {} ms",
+                 s.shares->group_count(), s.shares->share_partition_count(),
                  std::chrono::duration_cast<std::chrono::milliseconds>(
                      std::chrono::steady_clock::now() - start)
                      .count());

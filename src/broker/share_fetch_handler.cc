@@ -116,7 +116,8 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
   int32_t records_left = req.max_records > 0 ? req.max_records : 500;
   // share.isolation.level=read_committed: read up to the last stable offset, and archive the
   // batches of aborted transactions (never delivered), as Kafka's SharePartition.
-  const bool committed_only = shares.group_settings(group_id).read_committed;
+  const coordinator::share_group_settings settings = shares.group_settings(group_id);
+  const bool committed_only = settings.read_committed;
   for (partition_answer& a : answers) {
     if (a.error != error_code::none || !a.acquired.empty()) continue;
     if (records_left <= 0 || budget <= 0) break;
@@ -147,7 +148,33 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
         readable_end = log->last_stable_offset();
       }
     }
-    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms);
+    // share.auto.offset.reset=by_duration: a new share-partition starts at the first record at or
+    // after now - duration, as Kafka's SharePartition asks its log (ListOffsets by time,
+    // read_uncommitted); none below the high watermark yet is OFFSET_NOT_AVAILABLE, as Kafka's
+    // initialization fails, and the next fetch tries again.
+    std::optional<int64_t> by_duration_start;
+    if (settings.auto_offset_reset_duration_ms && !shares.start_offset(group_id, a.tp)) {
+      auto guard = topics.read_lock();
+      const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
+      if (log == nullptr) {
+        a.error = error_code::not_leader_or_follower;
+        continue;
+      }
+      std::lock_guard log_lock(log->mutex());
+      auto found = log->find_offset_by_timestamp(now_ms - *settings.auto_offset_reset_duration_ms,
+                                                 log->log_start_offset());
+      if (!found) {
+        a.error = error_code::kafka_storage_error;
+        continue;
+      }
+      if (!*found || (*found)->offset >= log->high_watermark()) {
+        a.error = error_code::offset_not_available;
+        continue;
+      }
+      by_duration_start = (*found)->offset;
+    }
+    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms,
+                                         by_duration_start);
     if (!from || *from >= readable_end) continue;
     storage::file_slice slice;
     std::vector<coordinator::aborted_batch_filter::aborted_transaction> aborted;

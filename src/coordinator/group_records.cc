@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "coordinator/share_group_records.h"
 #include "protocol/reader.h"
 #include "protocol/records/group_metadata_key.h"
 #include "protocol/records/group_metadata_value.h"
@@ -187,6 +188,7 @@ result<loaded_record, std::string> decode_record(std::span<const uint8_t> key,
     return loaded_record(std::move(out));
   }
 
+  if (is_share_group_record_type(type)) return loaded_record(loaded_share_group_record{type});
   if (type >= 3) {
     // KIP-848 records: every key struct starts with the group id (a non-compact string).
     const std::string_view group = kr.read_string(false);

@@ -59,8 +59,13 @@ struct loaded_consumer_group_record {
   int16_t record_type = 0;
   std::string group_id;
 };
-using loaded_record =
-    std::variant<loaded_offset_commit, loaded_group_metadata, loaded_consumer_group_record>;
+// A share group's record (types 10-15): the share coordinator replays those
+// (share_group_records.h); the group coordinator leaves them alone.
+struct loaded_share_group_record {
+  int16_t record_type = 0;
+};
+using loaded_record = std::variant<loaded_offset_commit, loaded_group_metadata,
+                                   loaded_consumer_group_record, loaded_share_group_record>;
 
 // Decodes a record; an error names what did not decode. Unknown record types are errors too
 // (the loader logs and skips them).

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "coordinator/consumer_group_internal.h"
+#include "coordinator/group_records.h"
 #include "coordinator/wire_ids.h"
 
 namespace tarn::coordinator {
@@ -62,17 +64,23 @@ share_group_settings share_coordinator::group_settings(std::string_view group_id
 
 share_partition_config share_coordinator::partition_config(std::string_view group_id) const {
   const share_group_settings s = settings(group_id);
-  return {s.record_lock_duration_ms, s.delivery_count_limit, s.partition_max_record_locks};
+  return {s.record_lock_duration_ms, s.delivery_count_limit, s.partition_max_record_locks,
+          s.renew_acknowledge_enabled};
 }
 
-void share_coordinator::reassign(group& g) {
+void share_coordinator::reassign(group& g, int64_t now_ms) {
   std::map<std::string, std::vector<topic_description>> subscriptions;
+  std::set<std::string> subscribed;
   for (const auto& [id, m] : g.members) {
     auto& topics = subscriptions[id];
     for (const std::string& name : m.subscribed_topic_names) {
+      subscribed.insert(name);
       if (auto t = metadata_.topic(name)) topics.push_back(std::move(*t));
     }
   }
+  // ShareGroupMetadataValue's MetadataHash: tarn's hash of the subscribed topics' metadata, as
+  // its consumer groups write (not Kafka's Murmur3; nothing outside the group compares it).
+  g.metadata_hash = topics_hash(subscribed, metadata_);
   auto target = simple_share_assignment(subscriptions);
   bool changed = false;
   for (auto& [id, m] : g.members) {
@@ -84,19 +92,78 @@ void share_coordinator::reassign(group& g) {
   if (changed) {
     ++g.group_epoch;
     g.assignment_epoch = g.group_epoch;
+    g.assignment_timestamp_ms = now_ms;
   }
 }
 
-void share_coordinator::remove_member(group& g, std::string_view member_id, int64_t now_ms) {
+error_code share_coordinator::remove_member(group& g, std::string_view member_id, int64_t now_ms) {
   auto it = g.members.find(member_id);
-  if (it == g.members.end()) return;
+  if (it == g.members.end()) return error_code::none;
+  const std::string id(member_id);  // member_id may be the erased member's own key
+  std::optional<group> before = g;
   g.members.erase(it);
   ++g.group_epoch;
-  reassign(g);
+  reassign(g, now_ms);
+  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
   g.assignment_epoch = g.group_epoch;
-  sessions_.erase({g.group_id, std::string(member_id)});
-  release_member_records(g.group_id, member_id, now_ms);
+  if (auto e = write_group(before, g, now_ms); e != error_code::none) {
+    g = std::move(*before);
+    return e;
+  }
+  sessions_.erase({g.group_id, id});
+  release_member_records(g.group_id, id, now_ms);
   persist_group(g.group_id, now_ms);
+  return error_code::none;
+}
+
+void share_coordinator::ensure_group_topic() {
+  if (group_log_ == nullptr || group_log_->partitions()) return;
+  (void)group_log_->ensure_topic();  // failing, the write answers COORDINATOR_NOT_AVAILABLE
+}
+
+error_code share_coordinator::write_records(std::string_view group_id,
+                                            std::vector<coordinator_record> records,
+                                            int64_t now_ms) {
+  if (group_log_ == nullptr || records.empty()) return error_code::none;
+  auto n = group_log_->partitions();
+  if (!n || *n <= 0) return error_code::coordinator_not_available;
+  auto batch = build_coordinator_batch(records, now_ms);
+  if (batch.empty()) return error_code::unknown_server_error;
+  // The group's partition of __consumer_offsets, where Kafka keeps every group's records.
+  auto written = group_log_->append(partition_for(group_id, *n), std::move(batch), std::nullopt);
+  if (!written) return append_error_to_response_error(written.error());
+  return error_code::none;
+}
+
+error_code share_coordinator::write_group(const std::optional<group>& before, const group& g,
+                                          int64_t now_ms) {
+  return write_records(g.group_id, share_group_change_records(before, g), now_ms);
+}
+
+void share_coordinator::update_initialized(std::string_view group_id, int64_t now_ms) {
+  auto git = groups_.find(group_id);
+  if (git == groups_.end()) return;
+  std::map<topic_uuid, share_initialized_topic> now;
+  for (auto it = partitions_.lower_bound({std::string(group_id), topic_uuid{}, INT32_MIN});
+       it != partitions_.end() && std::get<0>(it->first) == group_id; ++it) {
+    auto& t = now[std::get<1>(it->first)];
+    t.partitions.push_back(std::get<2>(it->first));  // the map's order: sorted
+  }
+  for (auto& [topic, t] : now) {
+    if (auto d = metadata_.topic_by_id(topic)) {
+      t.topic_name = d->name;
+    } else if (auto old = git->second.initialized.find(topic);
+               old != git->second.initialized.end()) {
+      t.topic_name = old->second.topic_name;
+    }
+  }
+  if (now == git->second.initialized) return;
+  std::optional<group> before = git->second;
+  git->second.initialized = std::move(now);
+  // Best effort: the share-partitions' own state is in __share_group_state already, and the next
+  // change writes the whole set again.
+  if (write_group(before, git->second, now_ms) != error_code::none)
+    git->second = std::move(*before);
 }
 
 void share_coordinator::release_member_records(std::string_view group_id,
@@ -124,6 +191,7 @@ void share_coordinator::notify_available() {
 
 owned_message<protocol::share_group_heartbeat_response> share_coordinator::heartbeat(
     const protocol::share_group_heartbeat_request& req, const client_info& client, int64_t now_ms) {
+  ensure_group_topic();
   auto out = heartbeat_locked(req, client, now_ms);
   notify_available();  // a member that left gave back what it held
   return out;
@@ -152,13 +220,16 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
     if (git == groups_.end() || !git->second.members.contains(req.member_id)) {
       return heartbeat_error(error_code::unknown_member_id, "");
     }
-    remove_member(git->second, req.member_id, now_ms);
+    if (auto e = remove_member(git->second, req.member_id, now_ms); e != error_code::none) {
+      return heartbeat_error(e, "");
+    }
     owned_message<protocol::share_group_heartbeat_response> out;
     out.message.member_id = out.arena.keep(req.member_id);
     out.message.member_epoch = share_session_final_epoch;
     out.message.heartbeat_interval_ms = settings(req.group_id).heartbeat_interval_ms;
     return out;
   }
+  std::optional<group> before;  // the group as persisted, to write what changes
   if (git == groups_.end()) {
     if (req.member_epoch != 0) {
       return heartbeat_error(error_code::group_id_not_found,
@@ -166,6 +237,8 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
     }
     git = groups_.emplace(std::string(req.group_id), group{}).first;
     git->second.group_id = std::string(req.group_id);
+  } else {
+    before = git->second;
   }
   group& g = git->second;
   auto mit = g.members.find(req.member_id);
@@ -204,9 +277,24 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
   m.deadline_ms = now_ms + gs.session_timeout_ms;
   // Topic metadata may have changed too (a subscribed topic created, partitions added).
   const int32_t epoch_before = m.member_epoch;
-  reassign(g);
+  reassign(g, now_ms);
+  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
   g.assignment_epoch = g.group_epoch;
-  m.member_epoch = g.group_epoch;
+  if (m.member_epoch != g.group_epoch) {
+    m.previous_member_epoch = m.member_epoch;
+    m.member_epoch = g.group_epoch;
+  }
+  // Share groups revoke nothing: the member's current assignment is its target at once.
+  m.current_assignment = m.assignment;
+  if (auto e = write_group(before, g, now_ms); e != error_code::none) {
+    // Nothing happened: the group is as it was (or was never made).
+    if (before) {
+      g = std::move(*before);
+    } else {
+      groups_.erase(git);
+    }
+    return heartbeat_error(e, "");
+  }
 
   owned_message<protocol::share_group_heartbeat_response> out;
   out.message.member_id = out.arena.keep(m.member_id);
@@ -284,6 +372,10 @@ error_code share_coordinator::delete_group(std::string_view group_id) {
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
   if (!it->second.members.empty()) return error_code::non_empty_group;
+  if (auto e = write_records(group_id, share_group_tombstones(it->second), 0);
+      e != error_code::none) {
+    return e;
+  }
   groups_.erase(it);
   for (const auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) persist_delete(key, 0);
@@ -341,23 +433,25 @@ void share_coordinator::close_session(std::string_view group_id, std::string_vie
   notify_available();
 }
 
-std::optional<int64_t> share_coordinator::next_fetch_offset(std::string_view group_id,
-                                                            const share_topic_partition& tp,
-                                                            int64_t log_start_offset,
-                                                            int64_t high_watermark,
-                                                            int64_t now_ms) {
+std::optional<int64_t> share_coordinator::next_fetch_offset(
+    std::string_view group_id, const share_topic_partition& tp, int64_t log_start_offset,
+    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start) {
   ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
   if (it == partitions_.end()) {
-    const int64_t start =
-        settings(group_id).auto_offset_reset == "earliest" ? log_start_offset : high_watermark;
+    const share_group_settings gs = settings(group_id);
+    if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
+    const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
+                          : gs.auto_offset_reset == "earliest" ? log_start_offset
+                                                               : high_watermark;
     // Kafka initializes the share-partition's state (a first snapshot) before it is used: after
     // a restart it goes on from this SPSO, not from the high watermark of then.
     share_partition fresh(partition_config(group_id), start);
     if (persist(key, fresh, now_ms) != error_code::none) return std::nullopt;
     it = partitions_.emplace(key, std::move(fresh)).first;
+    update_initialized(group_id, now_ms);
   }
   share_partition& p = it->second;
   p.begin_change();
@@ -458,12 +552,18 @@ std::optional<std::vector<share_coordinator::partition_offsets>> share_coordinat
 }
 
 error_code share_coordinator::check_offsets_alterable(std::string_view group_id, bool create) {
+  if (create) ensure_group_topic();
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) {
     if (!create) return error_code::group_id_not_found;
     it = groups_.emplace(std::string(group_id), group{}).first;
     it->second.group_id = std::string(group_id);
+    // Written (its epoch record) so that the group is there after a restart.
+    if (auto e = write_group(std::nullopt, it->second, 0); e != error_code::none) {
+      groups_.erase(it);
+      return e;
+    }
   }
   return it->second.members.empty() ? error_code::none : error_code::non_empty_group;
 }
@@ -477,6 +577,7 @@ void share_coordinator::set_start_offset(std::string_view group_id, const share_
       partitions_.insert_or_assign(key, share_partition(partition_config(group_id), start_offset))
           .first->second;
   persist(key, p, 0, true);  // a new snapshot: the old batches are void
+  update_initialized(group_id, 0);
 }
 
 void share_coordinator::delete_topic_offsets(std::string_view group_id,
@@ -487,6 +588,7 @@ void share_coordinator::delete_topic_offsets(std::string_view group_id,
     if (gone) persist_delete(e.first, 0);
     return gone;
   });
+  update_initialized(group_id, 0);
 }
 
 void share_coordinator::set_group_configs(std::string_view group_id,
@@ -497,7 +599,7 @@ void share_coordinator::set_group_configs(std::string_view group_id,
   // Kafka reads the group's config at each use: the lock duration and delivery-count limit of
   // its share-partitions change now, for what they do next (locks taken keep their deadline).
   const share_partition_config pc{s.record_lock_duration_ms, s.delivery_count_limit,
-                                  s.partition_max_record_locks};
+                                  s.partition_max_record_locks, s.renew_acknowledge_enabled};
   for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) p.set_config(pc);
   }
@@ -511,7 +613,8 @@ void share_coordinator::poll(int64_t now_ms) {
       for (const auto& [mid, m] : g.members) {
         if (m.deadline_ms <= now_ms) expired.push_back(mid);
       }
-      for (const auto& mid : expired) remove_member(g, mid, now_ms);
+      // A member whose removal cannot be written stays, and is tried again at the next poll.
+      for (const auto& mid : expired) (void)remove_member(g, mid, now_ms);
     }
     maybe_prune(now_ms);
     for (auto& [key, p] : partitions_) {
@@ -682,7 +785,34 @@ size_t share_coordinator::share_partition_count() const {
   return partitions_.size();
 }
 
+size_t share_coordinator::group_count() const {
+  std::lock_guard lock(mu_);
+  return groups_.size();
+}
+
 result<void, std::string> share_coordinator::load(int64_t now_ms) {
+  if (group_log_ != nullptr) {
+    if (auto groups = group_log_->partitions()) {
+      share_group_replay replay;
+      for (int32_t i = 0; i < *groups; ++i) {
+        auto done = group_log_->replay(i, [&](const offsets_record& r) {
+          if (r.marker_commit) return;  // TxnOffsetCommit's markers: not share-group records
+          replay.apply(r.key, r.value);
+        });
+        if (!done) {
+          return fail(std::string(offsets_topic_name) + "-" + std::to_string(i) + ": " +
+                      done.error());
+        }
+      }
+      std::lock_guard lock(mu_);
+      skipped_group_records_ = replay.skipped();
+      for (auto& [id, g] : replay.groups()) {
+        const int64_t deadline = now_ms + settings(id).session_timeout_ms;
+        for (auto& [mid, m] : g.members) m.deadline_ms = deadline;
+        groups_.insert_or_assign(id, std::move(g));
+      }
+    }
+  }
   if (state_log_ == nullptr) return {};
   auto n = state_log_->partitions();
   if (!n) return {};  // created on first use

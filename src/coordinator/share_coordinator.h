@@ -9,8 +9,11 @@
 // __share_group_state (share_state.h: ShareSnapshot, then ShareUpdate deltas, a snapshot again
 // after share.coordinator.snapshot.update.records.per.snapshot updates) through the offsets_log
 // seam, under that mutex, before the call returns: an acknowledgement is answered only once its
-// record is appended, as Kafka answers after the persister's write. load() replays the topic at
-// start. Group membership and sessions stay in memory (members rejoin after a restart).
+// record is appended, as Kafka answers after the persister's write. Share groups (epochs,
+// members, target and current assignments, which share-partitions have state) are written to
+// the group's partition of __consumer_offsets with Kafka's share-group records
+// (share_group_records.h) before a heartbeat is answered. load() replays both topics at start;
+// share sessions stay in memory (clients open new ones, as with Kafka).
 //
 // Lock order: this mutex, then the topic manager's read lock (the seam's append). A broker path
 // holding topics.read_lock() or control_lock() may call in only where nothing is written
@@ -35,6 +38,7 @@
 #include "coordinator/owned_message.h"
 #include "coordinator/share_config.h"
 #include "coordinator/share_group_config.h"
+#include "coordinator/share_group_records.h"
 #include "coordinator/share_partition.h"
 #include "coordinator/share_state.h"
 #include "protocol/error_codes.h"
@@ -58,10 +62,12 @@ inline constexpr int32_t share_session_final_epoch = -1;
 
 class share_coordinator {
  public:
-  // `state_log` is __share_group_state; without one (unit tests) nothing is persisted.
+  // `state_log` is __share_group_state and `group_log` __consumer_offsets (the group
+  // coordinator's seam: both append under the log's own lock); without them (unit tests)
+  // nothing is persisted.
   share_coordinator(share_config config, const metadata_view& metadata,
-                    offsets_log* state_log = nullptr)
-      : config_(config), metadata_(metadata), state_log_(state_log) {}
+                    offsets_log* state_log = nullptr, offsets_log* group_log = nullptr)
+      : config_(config), metadata_(metadata), state_log_(state_log), group_log_(group_log) {}
 
   const share_config& config() const { return config_; }
 
@@ -75,14 +81,22 @@ class share_coordinator {
     on_available_ = std::move(listener);
   }
 
-  // Replays every partition of __share_group_state (if the topic exists) into the
-  // share-partitions, before share requests are served. Share groups that have state come back
-  // Empty (their members rejoin). An error text when a partition cannot be read.
+  // Replays the share-group records of __consumer_offsets and every partition of
+  // __share_group_state (where the topics exist), before share requests are served. A group
+  // comes back with its epochs, members and assignments; each member's session timeout starts
+  // at `now_ms`, as Kafka's onLoaded schedules it, so a member that heartbeats with its epoch
+  // goes on and one that does not is removed after group.share.session.timeout.ms. A group that
+  // has only share-partition state comes back Empty. An error text when a partition cannot be
+  // read.
   result<void, std::string> load(int64_t now_ms);
   // Share-partitions held (for the start-up log line and tests).
   size_t share_partition_count() const;
+  // Share groups held (for the start-up log line and tests).
+  size_t group_count() const;
   // Records of __share_group_state that did not decode during load() and were skipped.
   int64_t skipped_state_records() const { return skipped_records_; }
+  // Share-group records of __consumer_offsets that did not decode during load() and were skipped.
+  int64_t skipped_group_records() const { return skipped_group_records_; }
 
   // ShareGroupHeartbeat: join (epoch 0), heartbeat (the member's epoch) or leave (-1).
   owned_message<protocol::share_group_heartbeat_response> heartbeat(
@@ -113,12 +127,14 @@ class share_coordinator {
   void close_session(std::string_view group_id, std::string_view member_id, int64_t now_ms);
 
   // Where the next fetch of the share-partition reads (creating it on first use with
-  // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start), or
-  // nullopt when nothing can be acquired now.
+  // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start,
+  // by_duration at `by_duration_start`, which the caller found in the log), or nullopt when
+  // nothing can be acquired now.
   std::optional<int64_t> next_fetch_offset(std::string_view group_id,
                                            const share_topic_partition& tp,
                                            int64_t log_start_offset, int64_t high_watermark,
-                                           int64_t now_ms);
+                                           int64_t now_ms,
+                                           std::optional<int64_t> by_duration_start = {});
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
@@ -165,22 +181,8 @@ class share_coordinator {
   void poll(int64_t now_ms);
 
  private:
-  struct member {
-    std::string member_id;
-    int32_t member_epoch = 0;
-    std::optional<std::string> rack_id;
-    std::string client_id;
-    std::string client_host;
-    std::vector<std::string> subscribed_topic_names;
-    std::map<topic_uuid, std::vector<int32_t>> assignment;
-    int64_t deadline_ms = 0;
-  };
-  struct group {
-    std::string group_id;
-    int32_t group_epoch = 0;
-    int32_t assignment_epoch = 0;
-    std::map<std::string, member, std::less<>> members;
-  };
+  using member = share_group_member;
+  using group = share_group_state;
   struct session {
     int32_t next_epoch = 1;
     std::vector<share_topic_partition> partitions;
@@ -199,8 +201,24 @@ class share_coordinator {
 
   // Recomputes the target assignment (Kafka's simple assignor); bumps the group epoch if it
   // changed.
-  void reassign(group& g);
-  void remove_member(group& g, std::string_view member_id, int64_t now_ms);
+  void reassign(group& g, int64_t now_ms);
+  // Removes the member (leave or session timeout) and writes the group; then gives back what the
+  // member held. The append's error (the group unchanged) when the group could not be written.
+  protocol::error_code remove_member(group& g, std::string_view member_id, int64_t now_ms);
+  // Appends the records that take the group from `before` (nullopt: new) to `g` to its
+  // partition of __consumer_offsets, in one batch. NONE when written or nothing changed, else the
+  // append's error mapped as Kafka's coordinator maps it (append_error_to_response_error); the
+  // caller then puts the group back.
+  protocol::error_code write_group(const std::optional<group>& before, const group& g,
+                                   int64_t now_ms);
+  protocol::error_code write_records(std::string_view group_id,
+                                     std::vector<coordinator_record> records, int64_t now_ms);
+  // Creates __consumer_offsets on first use, without the mutex (as ensure_state_topic).
+  void ensure_group_topic();
+  // The group's initialized share-partitions (ShareGroupStatePartitionMetadata) from the
+  // share-partitions held, written when they changed (best effort: the next change writes the
+  // whole set again). Under mu_.
+  void update_initialized(std::string_view group_id, int64_t now_ms);
   // The group's settings: its configs over the broker's defaults. Under mu_.
   share_group_settings settings(std::string_view group_id) const;
   share_partition_config partition_config(std::string_view group_id) const;
@@ -234,8 +252,10 @@ class share_coordinator {
   share_config config_;
   const metadata_view& metadata_;
   offsets_log* state_log_ = nullptr;
+  offsets_log* group_log_ = nullptr;
   std::atomic<int32_t> state_partitions_{0};  // of __share_group_state, once it exists
   int64_t skipped_records_ = 0;
+  int64_t skipped_group_records_ = 0;
   std::map<partition_key, persisted_state> persisted_;  // under mu_
   std::map<int32_t, int64_t> last_written_offset_;      // per partition of the topic; under mu_
   std::map<int32_t, int64_t> pruned_before_;            // under mu_

@@ -2,7 +2,9 @@
 #include "coordinator/share_group_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <utility>
 
 namespace tarn::coordinator {
 
@@ -84,6 +86,11 @@ constexpr string_key string_keys[] = {
     {"share.isolation.level", "read_uncommitted"},
 };
 
+// BOOLEAN keys (no broker key: the default is the key's own DEFAULT_CONFIG).
+constexpr string_key bool_keys[] = {
+    {"share.renew.acknowledge.enable", "true"},
+};
+
 const int_key* find_int_key(std::string_view name) {
   for (const auto& k : int_keys) {
     if (k.name == name) return &k;
@@ -93,6 +100,13 @@ const int_key* find_int_key(std::string_view name) {
 
 const string_key* find_string_key(std::string_view name) {
   for (const auto& k : string_keys) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const string_key* find_bool_key(std::string_view name) {
+  for (const auto& k : bool_keys) {
     if (k.name == name) return &k;
   }
   return nullptr;
@@ -112,6 +126,38 @@ std::optional<int32_t> parse_int(std::string_view text) {
   return v;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// ConfigDef's BOOLEAN: true or false in any case, after trimming.
+std::optional<bool> parse_bool(std::string_view text) {
+  text = trim(text);
+  if (iequals(text, "true")) return true;
+  if (iequals(text, "false")) return false;
+  return std::nullopt;
+}
+
+constexpr std::string_view by_duration_prefix = "by_duration:";
+
+// ShareGroupAutoOffsetResetStrategy.fromString: earliest, latest (exactly), or by_duration: and
+// a duration that is not negative; the duration for by_duration.
+struct parsed_reset {
+  bool valid = false;
+  std::optional<int64_t> duration_ms;
+};
+parsed_reset parse_auto_offset_reset(std::string_view value) {
+  value = trim(value);
+  if (value == "earliest" || value == "latest") return {true, std::nullopt};
+  if (!value.starts_with(by_duration_prefix)) return {};
+  auto d = parse_iso8601_duration_ms(value.substr(by_duration_prefix.size()));
+  if (!d || *d < 0) return {};  // Kafka: "Negative duration is not supported"
+  return {true, d};
+}
+
 }  // namespace
 
 bool is_kafka_group_config(std::string_view name) {
@@ -119,7 +165,94 @@ bool is_kafka_group_config(std::string_view name) {
 }
 
 bool is_served_share_group_config(std::string_view name) {
-  return find_int_key(name) != nullptr || find_string_key(name) != nullptr;
+  return find_int_key(name) != nullptr || find_string_key(name) != nullptr ||
+         find_bool_key(name) != nullptr;
+}
+
+std::optional<int64_t> parse_iso8601_duration_ms(std::string_view text) {
+  // [-+]?P([-+]?n D)?(T([-+]?n H)?([-+]?n M)?([-+]?n([.,]f{0,9})? S)?)?
+  size_t i = 0;
+  auto peek = [&]() -> char {
+    return i < text.size() ? static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])))
+                           : '\0';
+  };
+  bool negate = false;
+  if (peek() == '-' || peek() == '+') negate = text[i++] == '-';
+  if (peek() != 'P') return std::nullopt;
+  ++i;
+  // One signed number; its digits' end in `end`.
+  auto number = [&](size_t& at, __int128& out) -> bool {
+    size_t j = at;
+    bool neg = false;
+    if (j < text.size() && (text[j] == '-' || text[j] == '+')) neg = text[j++] == '-';
+    const size_t digits = j;
+    __int128 v = 0;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
+      v = v * 10 + (text[j++] - '0');
+      if (v > INT64_MAX) return false;  // Java's Long.parseLong overflows
+    }
+    if (j == digits) return false;
+    out = neg ? -v : v;
+    at = j;
+    return true;
+  };
+  __int128 nanos = 0;
+  bool any = false;
+  auto unit_at = [&](size_t at) -> char {
+    return at < text.size() ? static_cast<char>(std::toupper(static_cast<unsigned char>(text[at])))
+                            : '\0';
+  };
+  // Days.
+  {
+    size_t j = i;
+    __int128 v = 0;
+    if (number(j, v) && unit_at(j) == 'D') {
+      nanos += v * 86400 * 1000000000;
+      i = j + 1;
+      any = true;
+    }
+  }
+  if (peek() == 'T') {
+    ++i;
+    bool any_time = false;
+    constexpr std::pair<char, int64_t> units[] = {{'H', 3600}, {'M', 60}};
+    for (const auto& [unit, scale] : units) {
+      size_t j = i;
+      __int128 v = 0;
+      if (number(j, v) && unit_at(j) == unit) {
+        nanos += v * scale * 1000000000;
+        i = j + 1;
+        any_time = true;
+      }
+    }
+    size_t j = i;
+    __int128 v = 0;
+    if (number(j, v)) {
+      const bool neg = text[i] == '-';
+      __int128 frac = 0;
+      if (j < text.size() && (text[j] == '.' || text[j] == ',')) {
+        ++j;
+        int n = 0;
+        while (j < text.size() && text[j] >= '0' && text[j] <= '9' && n < 9) {
+          frac = frac * 10 + (text[j++] - '0');
+          ++n;
+        }
+        for (; n < 9; ++n) frac *= 10;
+      }
+      if (unit_at(j) != 'S') return std::nullopt;
+      nanos += v * 1000000000 + (neg ? -frac : frac);
+      i = j + 1;
+      any_time = true;
+    }
+    if (!any_time) return std::nullopt;  // "T" must have a part after it
+    any = true;
+  }
+  if (!any || i != text.size()) return std::nullopt;
+  if (negate) nanos = -nanos;
+  // Milliseconds, rounded away from the present (up for a positive duration).
+  __int128 ms = nanos >= 0 ? (nanos + 999999) / 1000000 : -((-nanos) / 1000000);
+  if (ms > INT64_MAX || ms < INT64_MIN) return std::nullopt;
+  return static_cast<int64_t>(ms);
 }
 
 std::optional<std::string> validate_share_group_config(const share_config& broker,
@@ -140,12 +273,7 @@ std::optional<std::string> validate_share_group_config(const share_config& broke
     return std::nullopt;
   }
   if (name == "share.auto.offset.reset") {
-    const std::string_view v = trim(value);
-    if (v == "earliest" || v == "latest") return std::nullopt;
-    if (v.starts_with("by_duration:")) {
-      // Valid in Kafka 4.4; tarn cannot start a share-partition at a timestamp yet.
-      return "share.auto.offset.reset by_duration is not supported by tarn";
-    }
+    if (parse_auto_offset_reset(value).valid) return std::nullopt;
     return invalid + "Invalid value `" + std::string(value) +
            "` for configuration share.auto.offset.reset. The value must be either 'earliest', "
            "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.";
@@ -154,6 +282,10 @@ std::optional<std::string> validate_share_group_config(const share_config& broke
     const std::string_view v = trim(value);
     if (v == "read_committed" || v == "read_uncommitted") return std::nullopt;
     return invalid + "String must be one of: read_committed, read_uncommitted";
+  }
+  if (find_bool_key(name) != nullptr) {
+    if (parse_bool(value)) return std::nullopt;
+    return invalid + "Expected value to be either true or false";
   }
   if (is_kafka_group_config(name)) {
     return "Group config " + std::string(name) + " is not supported by tarn";
@@ -179,10 +311,16 @@ share_group_settings effective_share_group_settings(const share_config& broker,
   s.partition_max_record_locks =
       int_of("share.partition.max.record.locks", broker.group_share_partition_max_record_locks);
   if (auto it = overrides.find("share.auto.offset.reset"); it != overrides.end()) {
-    s.auto_offset_reset = std::string(trim(it->second));
+    if (auto r = parse_auto_offset_reset(it->second); r.valid) {
+      s.auto_offset_reset = std::string(trim(it->second));
+      s.auto_offset_reset_duration_ms = r.duration_ms;
+    }
   }
   if (auto it = overrides.find("share.isolation.level"); it != overrides.end()) {
     s.read_committed = trim(it->second) == "read_committed";
+  }
+  if (auto it = overrides.find("share.renew.acknowledge.enable"); it != overrides.end()) {
+    s.renew_acknowledge_enabled = parse_bool(it->second).value_or(true);
   }
   return s;
 }
@@ -203,6 +341,14 @@ std::vector<described_share_group_config> describe_share_group_configs(
     d.name = std::string(k.name);
     d.default_name = std::string(k.name);
     d.default_value = std::string(k.default_value);
+    out.push_back(std::move(d));
+  }
+  for (const auto& k : bool_keys) {
+    described_share_group_config d;
+    d.name = std::string(k.name);
+    d.default_name = std::string(k.name);
+    d.default_value = std::string(k.default_value);
+    d.is_bool = true;
     out.push_back(std::move(d));
   }
   for (auto& d : out) {

@@ -25,9 +25,19 @@ struct share_group_settings {
   int32_t record_lock_duration_ms = 30000;
   int32_t delivery_count_limit = 5;
   int32_t partition_max_record_locks = 2000;
-  std::string auto_offset_reset = "latest";  // earliest | latest
-  bool read_committed = false;               // share.isolation.level
+  std::string auto_offset_reset = "latest";  // earliest | latest | by_duration:<ISO-8601>
+  // by_duration: how far before now a new share-partition starts (the first record at or after
+  // that time); nullopt for earliest and latest.
+  std::optional<int64_t> auto_offset_reset_duration_ms;
+  bool read_committed = false;            // share.isolation.level
+  bool renew_acknowledge_enabled = true;  // share.renew.acknowledge.enable
 };
+
+// java.time.Duration.parse's ISO-8601 form (PnDTnHnMn.nS, case-insensitive, signed parts, a
+// fraction of up to nine digits on the seconds), in milliseconds rounded up (a duration of
+// 0.5 ms reaches back one millisecond, as Instant.now().minus(d).toEpochMilli() does); nullopt
+// when it does not parse or does not fit.
+std::optional<int64_t> parse_iso8601_duration_ms(std::string_view text);
 
 share_group_settings effective_share_group_settings(const share_config& broker,
                                                     const group_config_overrides& overrides);
@@ -50,7 +60,8 @@ struct described_share_group_config {
   bool overridden = false;
   std::string default_name;  // the DEFAULT_CONFIG synonym: group.share.* or the key itself
   std::string default_value;
-  bool is_int = false;  // INT, else STRING
+  bool is_int = false;   // INT
+  bool is_bool = false;  // BOOLEAN; neither: STRING
 };
 std::vector<described_share_group_config> describe_share_group_configs(
     const share_config& broker, const group_config_overrides& overrides);

@@ -48,6 +48,55 @@ TEST(share_group_config, values_are_checked_with_kafkas_messages) {
             "Group config consumer.session.timeout.ms is not supported by tarn");
 }
 
+// share.auto.offset.reset's by_duration as Kafka's ShareGroupAutoOffsetResetStrategy reads it
+// (java.time.Duration.parse), and share.renew.acknowledge.enable as a ConfigDef BOOLEAN.
+TEST(share_group_config, by_duration_and_renew_acknowledge_enable) {
+  EXPECT_EQ(parse_iso8601_duration_ms("PT1H"), 3600000);
+  EXPECT_EQ(parse_iso8601_duration_ms("P2D"), 2 * 86400000);
+  EXPECT_EQ(parse_iso8601_duration_ms("p1dt2h3m4.5s"), 86400000 + 7200000 + 180000 + 4500);
+  EXPECT_EQ(parse_iso8601_duration_ms("PT0.0005S"), 1);  // rounded up: reaches back 1 ms
+  EXPECT_EQ(parse_iso8601_duration_ms("PT-1.5S"), -1500);
+  EXPECT_EQ(parse_iso8601_duration_ms("-PT1M"), -60000);
+  EXPECT_EQ(parse_iso8601_duration_ms("PT1,25S"), 1250);
+  EXPECT_EQ(parse_iso8601_duration_ms("PT1.S"), 1000);
+  for (std::string_view bad : {"", "P", "PT", "1H", "PT1H2", "PT1S1M", "P1H", "PT1.0123456789S",
+                               "P1DT", "PT 1H", "P99999999999999999999D"}) {
+    EXPECT_FALSE(parse_iso8601_duration_ms(bad)) << bad;
+  }
+  EXPECT_EQ(error_of("share.auto.offset.reset", "by_duration:PT12H"), "valid");
+  EXPECT_EQ(error_of("share.auto.offset.reset", "by_duration:P0D"), "valid");
+  const std::string message =
+      "The value must be either 'earliest', 'latest' or of the format "
+      "'by_duration:<PnDTnHnMn.nS>'.";
+  for (std::string_view bad : {"by_duration:-PT1H", "by_duration:", "by_duration", "by_duration:1h",
+                               "BY_DURATION:PT1H", "LATEST", "none"}) {
+    EXPECT_NE(error_of("share.auto.offset.reset", bad).find(message), std::string::npos) << bad;
+  }
+  auto s = effective_share_group_settings(share_config{},
+                                          {{"share.auto.offset.reset", "by_duration:PT1M"}});
+  EXPECT_EQ(s.auto_offset_reset_duration_ms, 60000);
+  EXPECT_FALSE(effective_share_group_settings(share_config{}, {}).auto_offset_reset_duration_ms);
+
+  EXPECT_EQ(error_of("share.renew.acknowledge.enable", "false"), "valid");
+  EXPECT_EQ(error_of("share.renew.acknowledge.enable", "TRUE"), "valid");
+  EXPECT_EQ(error_of("share.renew.acknowledge.enable", "yes"),
+            "Invalid value yes for configuration share.renew.acknowledge.enable: Expected value "
+            "to be either true or false");
+  EXPECT_TRUE(effective_share_group_settings(share_config{}, {}).renew_acknowledge_enabled);
+  EXPECT_FALSE(
+      effective_share_group_settings(share_config{}, {{"share.renew.acknowledge.enable", "False"}})
+          .renew_acknowledge_enabled);
+  auto d = describe_share_group_configs(share_config{}, {});
+  auto renew = std::find_if(
+      d.begin(), d.end(), [](const auto& e) { return e.name == "share.renew.acknowledge.enable"; });
+  ASSERT_NE(renew, d.end());
+  EXPECT_TRUE(renew->is_bool);
+  EXPECT_EQ(renew->value, "true");
+  // Still refused: Kafka's assignment batching is not applied by tarn.
+  EXPECT_EQ(error_of("share.assignment.interval.ms", "1000"),
+            "Group config share.assignment.interval.ms is not supported by tarn");
+}
+
 TEST(share_group_config, bounds_come_from_the_broker) {
   share_config broker;
   broker.group_share_max_record_lock_duration_ms = 90000;

@@ -218,6 +218,9 @@ error_code share_partition::acknowledge(std::string_view member_id,
       if (r.state != record_state::acquired || !r.held_by(member_id)) {
         return error_code::invalid_record_state;
       }
+      if (!config_.renew_acknowledge_enabled && type_of(b, o) == acknowledge_type::renew) {
+        return error_code::invalid_record_state;
+      }
     }
   }
   for (const acknowledgement_batch& b : batches) {

@@ -36,6 +36,9 @@ struct share_partition_config {
   int32_t record_lock_duration_ms = 30000;  // group.share.record.lock.duration.ms
   int32_t delivery_count_limit = 5;         // group.share.delivery.count.limit
   int32_t max_record_locks = 2000;          // group.share.partition.max.record.locks
+  // share.renew.acknowledge.enable: false makes a RENEW INVALID_RECORD_STATE, as Kafka's
+  // SharePartition ("Renewing acquisition locks is not enabled for the group.").
+  bool renew_acknowledge_enabled = true;
 };
 
 // A record batch as read from the log: its offsets, and whether it is a control batch

@@ -12,7 +12,7 @@ namespace {
 using protocol::error_code;
 
 share_partition_config cfg(int32_t lock_ms = 1000, int32_t limit = 3, int32_t locks = 100) {
-  return {lock_ms, limit, locks};
+  return {lock_ms, limit, locks, true};
 }
 
 std::vector<fetched_batch> batch(int64_t first, int64_t last, bool control = false) {
@@ -112,6 +112,20 @@ TEST(share_partition, renew_extends_the_lock) {
   EXPECT_EQ(state(p, 0), record_state::acquired);
   p.expire_locks(1900);
   EXPECT_EQ(state(p, 0), record_state::available);
+}
+
+// share.renew.acknowledge.enable=false: RENEW is INVALID_RECORD_STATE and nothing in the
+// acknowledgement applies (the lock keeps its deadline).
+TEST(share_partition, renew_refused_when_disabled) {
+  share_partition_config c = cfg(1000);
+  c.renew_acknowledge_enabled = false;
+  share_partition p(c, 0);
+  p.acquire("a", batch(0, 1), 500, 0);
+  std::vector<acknowledgement_batch> acks = {ack(0, 0, {accept}), ack(1, 1, {renew})};
+  EXPECT_EQ(p.acknowledge("a", acks, 900), error_code::invalid_record_state);
+  EXPECT_EQ(state(p, 0), record_state::acquired);
+  p.expire_locks(1000);
+  EXPECT_EQ(state(p, 1), record_state::available);
 }
 
 TEST(share_partition, delivery_count_limit_archives_a_poison_record) {

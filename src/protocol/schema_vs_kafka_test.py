@@ -30,9 +30,9 @@ ARTIFACTS = ("kafka-clients", "kafka-group-coordinator")
 # What GoldenMessages.java --errors also needs on the class path (kafka-clients logs through it),
 # fetched beside them when there is no scripts/kafka-ref.
 SLF4J = "org.slf4j:slf4j-api:2.0.17"
-# The group coordinator's records that tarn must carry: everything but share and streams groups.
-OFFSETS_RECORDS = re.compile(r"(LegacyOffsetCommit|OffsetCommit|GroupMetadata|ConsumerGroup\w*)"
-                             r"(Key|Value)")
+# The group coordinator's records that tarn must carry: everything but streams groups' records.
+OFFSETS_RECORDS = re.compile(r"(LegacyOffsetCommit|OffsetCommit|GroupMetadata|ConsumerGroup\w*"
+                             r"|ShareGroup\w*)(Key|Value)")
 
 
 def libs_dir(root):

@@ -34,6 +34,9 @@ import org.apache.kafka.coordinator.group.GroupCoordinatorRecordHelpers;
 import org.apache.kafka.coordinator.group.GroupCoordinatorRecordSerde;
 import org.apache.kafka.coordinator.group.OffsetAndMetadata;
 import org.apache.kafka.coordinator.group.generated.*;
+import org.apache.kafka.coordinator.group.modern.MemberState;
+import org.apache.kafka.coordinator.group.modern.share.ShareGroup;
+import org.apache.kafka.coordinator.group.modern.share.ShareGroupMember;
 import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class OffsetsRecordsGolden {
@@ -52,6 +55,7 @@ public class OffsetsRecordsGolden {
     offsetCommits();
     groupMetadata();
     consumerGroups();
+    shareGroups();
     Files.writeString(out.resolve("index.txt"), INDEX.toString());
     System.out.println("wrote " + files + " golden record files to " + out);
   }
@@ -199,6 +203,69 @@ public class OffsetsRecordsGolden {
             (short) 0)));
     write("consumer_group_regular_expression_tombstone",
         GroupCoordinatorRecordHelpers.newConsumerGroupRegularExpressionTombstone(g, "orders-.*"));
+  }
+
+  // Share groups (record types 10-15), every one through GroupCoordinatorRecordHelpers.
+  static void shareGroups() {
+    String g = "sg";
+    Map<Uuid, Set<Integer>> assigned = new LinkedHashMap<>();
+    assigned.put(TOPIC_A, new LinkedHashSet<>(List.of(0, 2)));
+    assigned.put(TOPIC_B, new LinkedHashSet<>(List.of(1)));
+    ShareGroupMember member = new ShareGroupMember.Builder("m-1")
+        .setMemberEpoch(12)
+        .setPreviousMemberEpoch(11)
+        .setState(MemberState.STABLE)
+        .setRackId(null)
+        .setClientId("client-1")
+        .setClientHost("/10.0.0.1")
+        .setSubscribedTopicNames(List.of("payments", "orders"))
+        .setAssignedPartitions(assigned)
+        .build();
+    ShareGroupMember racked = new ShareGroupMember.Builder(member, "m-2")
+        .setRackId("rack-a")
+        .setSubscribedTopicNames(List.of())
+        .setAssignedPartitions(Map.of())
+        .build();
+    write("share_group_member_metadata",
+        GroupCoordinatorRecordHelpers.newShareGroupMemberSubscriptionRecord(g, member));
+    write("share_group_member_metadata_rack",
+        GroupCoordinatorRecordHelpers.newShareGroupMemberSubscriptionRecord(g, racked));
+    write("share_group_member_metadata_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupMemberSubscriptionTombstoneRecord(g, "m-1"));
+    write("share_group_metadata",
+        GroupCoordinatorRecordHelpers.newShareGroupEpochRecord(g, 12, 0x1234_5678_9abc_def0L));
+    write("share_group_metadata_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupEpochTombstoneRecord(g));
+    write("share_group_target_assignment_metadata",
+        GroupCoordinatorRecordHelpers.newShareGroupTargetAssignmentMetadataRecord(g, 12, NOW));
+    write("share_group_target_assignment_metadata_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupTargetAssignmentMetadataTombstoneRecord(g));
+    write("share_group_target_assignment_member",
+        GroupCoordinatorRecordHelpers.newShareGroupTargetAssignmentRecord(g, "m-1", assigned));
+    write("share_group_target_assignment_member_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupTargetAssignmentTombstoneRecord(g, "m-1"));
+    write("share_group_current_member_assignment",
+        GroupCoordinatorRecordHelpers.newShareGroupCurrentAssignmentRecord(g, member));
+    write("share_group_current_member_assignment_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupCurrentAssignmentTombstoneRecord(g, "m-1"));
+    Map<Uuid, ShareGroup.InitMapValue> initialized = new LinkedHashMap<>();
+    initialized.put(TOPIC_A, new ShareGroup.InitMapValue("orders",
+        new LinkedHashSet<>(List.of(0, 1, 2)), NOW));
+    initialized.put(TOPIC_B, new ShareGroup.InitMapValue("payments",
+        new LinkedHashSet<>(List.of(0)), NOW));
+    write("share_group_state_partition_metadata",
+        GroupCoordinatorRecordHelpers.newShareGroupStatePartitionMetadataRecord(g, Map.of(),
+            initialized, Map.of()));
+    Map<Uuid, ShareGroup.InitMapValue> initializing = new LinkedHashMap<>();
+    initializing.put(TOPIC_B, new ShareGroup.InitMapValue("payments",
+        new LinkedHashSet<>(List.of(1)), NOW));
+    Map<Uuid, String> deleting = new LinkedHashMap<>();
+    deleting.put(TOPIC_A, "orders");
+    write("share_group_state_partition_metadata_all",
+        GroupCoordinatorRecordHelpers.newShareGroupStatePartitionMetadataRecord(g, initializing,
+            Map.of(), deleting));
+    write("share_group_state_partition_metadata_tombstone",
+        GroupCoordinatorRecordHelpers.newShareGroupStatePartitionMetadataTombstoneRecord(g));
   }
 
   static byte[] bytes(String s) {
