@@ -25,6 +25,16 @@ inline std::optional<std::string_view> record_bytes_view(
   return std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
 }
 
+// The batch's CRC-32C against its bytes (check.crcs), the error in Kafka's consumer's words.
+inline result<void, client_error> check_batch_crc(const record::record_batch_view& batch,
+                                                  std::string_view topic, int32_t partition) {
+  if (batch.crc_matches()) return {};
+  return fail(client_error{
+      -1, fmt::format("Record batch for partition {}-{} at offset {} is invalid, cause: Record "
+                      "is corrupt (stored crc = {}, computed crc = {})",
+                      topic, partition, batch.base_offset(), batch.crc(), batch.compute_crc())});
+}
+
 // Decodes the records of `batch` (not a control batch) of `topic`-`partition`. A corrupt batch
 // (with check_crcs), one that does not decompress or a record that does not decode is the error,
 // in the words Kafka's consumer uses.
@@ -32,11 +42,8 @@ template <typename Keep>
 result<void, client_error> decode_batch(const record::record_batch_view& batch, fetch_arena& arena,
                                         bool check_crcs, std::string_view topic, int32_t partition,
                                         Keep&& keep) {
-  if (check_crcs && !batch.crc_matches()) {
-    return fail(client_error{
-        -1, fmt::format("Record batch for partition {}-{} at offset {} is invalid, cause: Record "
-                        "is corrupt (stored crc = {}, computed crc = {})",
-                        topic, partition, batch.base_offset(), batch.crc(), batch.compute_crc())});
+  if (check_crcs) {
+    if (auto crc = check_batch_crc(batch, topic, partition); !crc) return crc;
   }
   // The records section: where it is, or decompressed into the arena.
   record::bytes_view section = batch.records_bytes();

@@ -1001,6 +1001,10 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
         record::record_batch_view batch;
         while (batches.next(batch)) {
           if (batch.next_offset() <= pos->second) continue;
+          // Every batch, control and aborted ones too, as Java's CompletedFetch checks them.
+          if (config_.check_crcs) {
+            if (auto crc = check_batch_crc(batch, t.topic, tp.partition); !crc) return crc;
+          }
           if (config_.isolation_level == 1 && batch.has_producer_id()) {
             while (next_aborted < aborted.size() &&
                    aborted[next_aborted].first <= batch.next_offset() - 1) {
@@ -1020,7 +1024,7 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
           }
           const int64_t from = pos->second;
           auto decoded =
-              decode_batch(batch, *arena, config_.check_crcs, t.topic, tp.partition,
+              decode_batch(batch, *arena, /*check_crcs=*/false, t.topic, tp.partition,
                            [&](int64_t offset) -> consumer_record_view* {
                              if (offset < from) return nullptr;
                              if (!borrowed) {  // buffered_ holds the arena once a record borrows it
