@@ -72,7 +72,7 @@ class install : public ::testing::Test {
 TEST_F(install, public_headers_compile_alone) {
   for (const char* header : {"tarn/producer.h", "tarn/producer_record.h", "tarn/consumer.h",
                              "tarn/consumer_record_view.h", "tarn/topic_partition.h",
-                             "tarn/config_error.h", "tarn/result.h"}) {
+                             "tarn/config_error.h", "tarn/result.h", "tarn/share_consumer.h"}) {
     auto [rc, out] = run_command("printf '#include <" + std::string(header) +
                                  ">\\n' | g++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I'" +
                                  prefix_ + "/include' -x c++ - 2>&1");

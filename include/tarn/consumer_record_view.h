@@ -28,6 +28,9 @@ struct consumer_record {
   int64_t offset = 0;
   int64_t timestamp = -1;
   bool log_append_time = false;  // the timestamp is the broker's (LogAppendTime)
+  // How many times a share group has handed this record out, this time included (Java's
+  // ConsumerRecord.deliveryCount()); nullopt for a consumer's records (tarn/share_consumer.h).
+  std::optional<int16_t> delivery_count;
   std::optional<std::string> key;
   std::optional<std::string> value;
   std::vector<std::pair<std::string, std::optional<std::string>>> headers;
@@ -114,7 +117,8 @@ struct consumer_record_view {
   int32_t partition = 0;
   int64_t offset = 0;
   int64_t timestamp = -1;
-  bool log_append_time = false;  // the timestamp is the broker's (LogAppendTime)
+  bool log_append_time = false;           // the timestamp is the broker's (LogAppendTime)
+  std::optional<int16_t> delivery_count;  // share groups only (consumer_record's)
   std::optional<std::string_view> key;
   std::optional<std::string_view> value;
   record_headers_view headers;
@@ -129,6 +133,7 @@ inline consumer_record consumer_record_view::to_record() const {
   r.offset = offset;
   r.timestamp = timestamp;
   r.log_append_time = log_append_time;
+  r.delivery_count = delivery_count;
   if (key) r.key = std::string(*key);
   if (value) r.value = std::string(*value);
   for (const auto& h : headers) {

@@ -23,7 +23,7 @@
 namespace tarn::client {
 
 // Kafka's ConfigResource.Type ids.
-enum class config_resource_type : int8_t { topic = 2, broker = 4, broker_logger = 8 };
+enum class config_resource_type : int8_t { topic = 2, broker = 4, broker_logger = 8, group = 32 };
 
 // ConfigEntry.ConfigSource ids, as DescribeConfigs sends them.
 enum class config_source : int8_t {

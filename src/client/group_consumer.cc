@@ -9,6 +9,7 @@
 #include <iterator>
 #include <regex>
 
+#include "client/batch_decode.h"
 #include "client/consumer_protocol.h"
 #include "client/range_assignor.h"
 #include "protocol/error_codes.h"
@@ -63,11 +64,6 @@ result<int64_t, std::string> parse_int(const std::string& key, const std::string
         fmt::format("Invalid value {} for configuration {}: Not a number of type INT", value, key));
   }
   return v;
-}
-
-std::optional<std::string_view> as_view(const std::optional<record::bytes_view>& b) {
-  if (!b) return std::nullopt;
-  return std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
 }
 
 }  // namespace
@@ -1005,11 +1001,9 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
         record::record_batch_view batch;
         while (batches.next(batch)) {
           if (batch.next_offset() <= pos->second) continue;
-          if (config_.check_crcs && !batch.crc_matches()) {
-            return fail(transport_error(fmt::format(
-                "Record batch for partition {}-{} at offset {} is invalid, cause: Record is "
-                "corrupt (stored crc = {}, computed crc = {})",
-                tp.topic, tp.partition, batch.base_offset(), batch.crc(), batch.compute_crc())));
+          // Every batch, control and aborted ones too, as Java's CompletedFetch checks them.
+          if (config_.check_crcs) {
+            if (auto crc = check_batch_crc(batch, t.topic, tp.partition); !crc) return crc;
           }
           if (config_.isolation_level == 1 && batch.has_producer_id()) {
             while (next_aborted < aborted.size() &&
@@ -1028,46 +1022,18 @@ result<void, client_error> group_consumer::fetch_once(std::chrono::milliseconds 
             pos->second = batch.next_offset();
             continue;
           }
-          // The records section: where it is, or decompressed into the arena.
-          record::bytes_view section = batch.records_bytes();
-          if (batch.is_compressed()) {
-            auto plain = arena->decompress(batch.compression(), section, 1u << 30);
-            if (!plain) {
-              return fail(transport_error(
-                  fmt::format("{}-{}: the batch at offset {} does not decompress: {}", tp.topic,
-                              tp.partition, batch.base_offset(), plain.error().message)));
-            }
-            section = *plain;
-          }
-          if (!borrowed) {
-            buffered_.borrow(arena);
-            borrowed = true;
-          }
-          const bool log_append_time =
-              batch.timestamp_type() == record::timestamp_type::log_append_time;
-          const int64_t base_offset = batch.base_offset();
-          const int64_t base_timestamp = batch.base_timestamp();
-          const int64_t max_timestamp = batch.max_timestamp();
-          record::record_reader reader(section);
-          record::record_view rec;
-          while (reader.next(rec)) {
-            const int64_t offset = base_offset + rec.offset_delta;
-            if (offset < pos->second) continue;
-            consumer_record_view& out = buffered_.emplace_back();
-            out.topic = t.topic;
-            out.partition = tp.partition;
-            out.offset = offset;
-            out.log_append_time = log_append_time;
-            out.timestamp = log_append_time ? max_timestamp : base_timestamp + rec.timestamp_delta;
-            out.key = as_view(rec.key);
-            out.value = as_view(rec.value);
-            out.headers = record_headers_view(rec.header_bytes.data(), rec.header_count);
-          }
-          if (reader.error()) {
-            return fail(transport_error(fmt::format(
-                "{}-{}: a record of the batch at offset {} does not decode: {}", tp.topic,
-                tp.partition, batch.base_offset(), record::describe(*reader.error()))));
-          }
+          const int64_t from = pos->second;
+          auto decoded =
+              decode_batch(batch, *arena, /*check_crcs=*/false, t.topic, tp.partition,
+                           [&](int64_t offset) -> consumer_record_view* {
+                             if (offset < from) return nullptr;
+                             if (!borrowed) {  // buffered_ holds the arena once a record borrows it
+                               buffered_.borrow(arena);
+                               borrowed = true;
+                             }
+                             return &buffered_.emplace_back();
+                           });
+          if (!decoded) return fail(decoded.error());
           pos->second = std::max(pos->second, batch.next_offset());
         }
       }

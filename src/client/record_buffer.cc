@@ -60,6 +60,7 @@ void record_buffer::pop_into(std::vector<consumer_record>& out, size_t n) {
     r.offset = v.offset;
     r.timestamp = v.timestamp;
     r.log_append_time = v.log_append_time;
+    r.delivery_count = v.delivery_count;
     take_string(r.key, v.key);
     take_string(r.value, v.value);
     if (!v.headers.empty()) {

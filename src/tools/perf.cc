@@ -1,6 +1,7 @@
 // `tarn perf produce`: kafka-producer-perf-test with tarn's producer. Same options (the common
 // ones) and the same output lines, so results compare line for line with Kafka's tool.
-// (`tarn perf consume` is in perf_consume.cc.)
+// (`tarn perf consume` is in perf_consume.cc, `tarn perf share-consume` in
+// perf_share_consume.cc.)
 // --transactional-id sends in transactions, committed every --transaction-duration-ms (Kafka's
 // option, 3000 by default) or every --transaction-records records (tarn's).
 #include <CLI/CLI.hpp>
@@ -323,6 +324,7 @@ void add_perf(CLI::App& app) {
   perf->require_subcommand(1);
   auto o = std::make_shared<perf_options>();
   add_perf_consume(*perf);
+  add_perf_share_consume(*perf);
   auto* cmd = perf->add_subcommand("produce", "kafka-producer-perf-test with tarn's producer");
   cmd->add_option("--bootstrap-server", o->bootstrap_server, "host:port[,host:port...]");
   cmd->add_option("--topic", o->topic, "Produce records to this topic.")->required();
