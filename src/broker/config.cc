@@ -294,8 +294,9 @@ const std::vector<config_key>& config_keys() {
        nullptr},
       {"log.cleaner.backoff.ms", config_type::int64, "15000", at_least(0)},
       // Internal topics and coordinators of a Kafka cluster: replication settings that have no
-      // meaning on a single node.
-      {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1), false},
+      // meaning on a single node. offsets.topic.replication.factor places __consumer_offsets in
+      // a cluster (docs/cluster.md, "Coordinators").
+      {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1)},
       {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
       {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
       {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
@@ -579,6 +580,7 @@ result<void, std::string> finish_group_config(broker_config& c) {
   g.offsets_retention_check_interval_ms = as_int(c, "offsets.retention.check.interval.ms");
   g.offsets_topic_num_partitions = i32("offsets.topic.num.partitions");
   g.offsets_topic_segment_bytes = i32("offsets.topic.segment.bytes");
+  g.offsets_topic_replication_factor = i32("offsets.topic.replication.factor");
   g.offsets_commit_timeout_ms = i32("offsets.commit.timeout.ms");
   coordinator::share_config& sh = c.share;
   sh.group_share_session_timeout_ms = i32("group.share.session.timeout.ms");

@@ -8,6 +8,11 @@
 //     came on (as Metadata reports the broker), and ErrorMessage "NONE" (Kafka's Errors.NONE
 //     message). Any other error (COORDINATOR_NOT_AVAILABLE while the topic cannot be created):
 //     that error with its message and Node.noNode (id -1, host "", port -1).
+//     In a cluster (docs/cluster.md, "Coordinators") the group's coordinator is the leader of
+//     its partition of __consumer_offsets (abs(Java hashCode of the id) % partitions): that
+//     broker with its endpoint on the request's listener, from any broker;
+//     COORDINATOR_NOT_AVAILABLE while the partition has no live leader (or no state yet), as
+//     Kafka's getCoordinator answers a partition without a leader.
 //   - KeyType 1 (TRANSACTION): the transaction coordinator (txn/txn_coordinator.h), which
 //     creates __transaction_state on first use; answered as a group's.
 //   - KeyType 2 (SHARE): tarn has no share coordinator, so it is answered
@@ -29,12 +34,14 @@
 // Not supported: quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
 #include "protocol/error_codes.h"
@@ -107,10 +114,22 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
         return error_code::none;
     }
   };
+  std::optional<listed_cluster> cluster;  // the live brokers, listed once a request
   auto answer = [&](std::string_view key) -> std::pair<error_code, node> {
     if (const error_code d = denied(key); d != error_code::none) return {d, node{}};
     const error_code code = find_coordinator_error(services, decoded->key_type, key, version);
     if (code != error_code::none) return {code, node{}};
+    if (decoded->key_type == key_type_group && services.replicas != nullptr) {
+      // The leader of the group's partition of __consumer_offsets.
+      const int32_t partition = services.groups->partition_for_group(key);
+      auto role = services.replicas->role(coordinator::offsets_topic_name, partition);
+      if (!role || role->leader_id < 0) return {error_code::coordinator_not_available, node{}};
+      if (!cluster) cluster = cluster_as_listed(services, request.connection);
+      for (const auto& b : cluster->brokers) {
+        if (b.node_id == role->leader_id) return {code, node{b.node_id, b.host, b.port}};
+      }
+      return {error_code::coordinator_not_available, node{}};
+    }
     return {code, node{services.config.node_id, advertised.host, advertised.port}};
   };
   protocol::find_coordinator_response reply;

@@ -175,6 +175,7 @@ class pending_group_reply : public std::enable_shared_from_this<pending_group_re
   }
 
   const Message& message() const { return reply_->message; }
+  Message& message() { return reply_->message; }
 
  private:
   asio::steady_timer timer_;

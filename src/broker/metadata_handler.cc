@@ -342,9 +342,13 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     // AutoTopicCreationManager creates internal topics as their coordinator would).
     const bool offsets = name == coordinator::offsets_topic_name;
     // Any other topic default.replication.factor replicas, as Kafka's AutoTopicCreationManager
-    // asks its controller for. Internal topics stay each broker's own (docs/cluster.md).
-    const bool replicated = !is_internal_topic(name);
-    const int32_t replication_factor = replicated ? config.default_replication_factor : 1;
+    // asks its controller for, and __consumer_offsets offsets.topic.replication.factor in a
+    // cluster. The other internal topics stay each broker's own (docs/cluster.md).
+    const bool cluster_offsets = offsets && request.services.replicas != nullptr;
+    const bool replicated = !is_internal_topic(name) || cluster_offsets;
+    const int32_t replication_factor = cluster_offsets
+                                           ? config.group.offsets_topic_replication_factor
+                                           : (replicated ? config.default_replication_factor : 1);
     if (replication_factor > static_cast<int32_t>(live_ids.size())) {
       // Kafka's controller refuses the creation; its broker logs why and keeps answering
       // UNKNOWN_TOPIC_OR_PARTITION, so the client retries until its own timeout.

@@ -11,6 +11,7 @@
 // (listed after the coordinator's answer) and the rest committed.
 // Not supported: quotas.
 #include "broker/group_handler_util.h"
+#include "broker/group_write_wait.h"
 #include "broker/topic_manager.h"
 #include "protocol/messages/offset_commit_request.h"
 #include "protocol/messages/offset_commit_response.h"
@@ -58,6 +59,24 @@ std::vector<commit_response_t::offset_commit_response_topic> take_unauthorized(
   return out;
 }
 
+// In a cluster the commit is answered once the group's partition committed it
+// (group_write_wait.h); a failed wait is every written partition's error.
+asio::awaitable<void> await_committed(request_context& request, std::string_view group_id,
+                                      commit_response_t& reply) {
+  bool wrote = false;
+  for (const auto& t : reply.topics) {
+    for (const auto& p : t.partitions) wrote = wrote || p.error_code == 0;
+  }
+  if (!wrote) co_return;
+  const protocol::error_code e = co_await await_group_write_committed(request, group_id);
+  if (e == protocol::error_code::none) co_return;
+  for (auto& t : reply.topics) {
+    for (auto& p : t.partitions) {
+      if (p.error_code == 0) p.error_code = protocol::code(e);
+    }
+  }
+}
+
 handler_outcome with_unauthorized(
     commit_response_t reply, std::vector<commit_response_t::offset_commit_response_topic> denied,
     int16_t version) {
@@ -81,6 +100,7 @@ asio::awaitable<handler_outcome> handle_offset_commit(request_context& request) 
   auto denied = take_unauthorized(request, *decoded, group_denied);
   if (group_denied) co_return with_unauthorized({}, std::move(denied), version);
   if (auto reply = groups.try_offset_commit(*decoded, version, now_ms)) {
+    co_await await_committed(request, decoded->group_id, reply->message);
     if (denied.empty()) co_return encode_response(reply->message, version);
     co_return with_unauthorized(reply->message, std::move(denied), version);
   }
@@ -107,6 +127,7 @@ asio::awaitable<handler_outcome> handle_offset_commit(request_context& request) 
   if (!co_await pending->wait(request)) {
     co_return close_connection{"connection closed during an OffsetCommit"};
   }
+  co_await await_committed(request, decoded->group_id, pending->message());
   if (denied.empty()) co_return encode_response(pending->message(), version);
   co_return with_unauthorized(pending->message(), std::move(denied), version);
 }

@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_placement.h"
+#include "cluster/cluster_membership.h"
 #include "coordinator/share_state.h"
 #include "record/record_batch.h"
 #include "storage/log_validator.h"
@@ -69,6 +74,10 @@ coordinator::topic_description describe(const storage::topic_info& t) {
   return {t.name, to_wire(t.topic_id).bytes, t.partitions};
 }
 
+coordinator::topic_description describe(const remote_topic& t) {
+  return {t.name, to_wire(t.topic_id).bytes, t.partitions};
+}
+
 }  // namespace
 
 bool is_internal_topic(std::string_view name) {
@@ -123,13 +132,28 @@ offsets_topic::offsets_topic(topic_manager& topics, const coordinator::group_con
           load_buffer_bytes) {}
 
 result<int32_t, error_code> offsets_topic::ensure_topic() {
-  {
-    auto shared = topics_.read_lock();
-    if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
-  }
+  if (auto n = partitions()) return *n;
   auto guard = topics_.control_lock();  // creation changes the maps
   storage::log_manager& logs = topics_.logs();
   if (const storage::topic_info* t = logs.find_topic(topic_)) return t->partitions;
+  std::vector<int32_t> live;
+  if (cluster_) {
+    // Another broker made it (its name is taken cluster-wide); this broker opens its replicas'
+    // logs when the states name it.
+    if (auto remote = topics_.find_remote_topic(topic_)) return remote->partitions;
+    for (const auto& b : cluster_->membership->live_brokers()) live.push_back(b.node_id);
+    std::sort(live.begin(), live.end());
+    if (static_cast<int32_t>(live.size()) < cluster_->replication_factor) {
+      // Kafka's controller refuses the creation (INVALID_REPLICATION_FACTOR) and its broker
+      // answers FindCoordinator COORDINATOR_NOT_AVAILABLE until enough brokers are live.
+      log_rate_limited(
+          fmt::format("Auto topic creation failed for {} with error 'INVALID_REPLICATION_FACTOR'",
+                      topic_),
+          replication_factor_error(cluster_->replication_factor,
+                                   static_cast<int32_t>(live.size())));
+      return fail(error_code::coordinator_not_available);
+    }
+  }
   auto created = create_(logs, wall_clock_ms());
   if (!created) {
     // Kafka answers FindCoordinator COORDINATOR_NOT_AVAILABLE while its internal topic cannot be
@@ -137,12 +161,29 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
     log_rate_limited(fmt::format("cannot create {}", topic_), created.error().message);
     return fail(error_code::coordinator_not_available);
   }
-  return (*created)->partitions;
+  const storage::topic_info& t = **created;
+  if (cluster_) {
+    // Its partition states: the creator leads every partition first (the interim placement
+    // rule, docs/cluster.md "Replication"); the controller moves them when a leader dies.
+    auto states = cluster_->replicas->create_partition_states(
+        t.topic_id, t.name,
+        place_partitions(cluster_->node_id, live, 0, t.partitions, cluster_->replication_factor));
+    if (!states) {
+      spdlog::error("{}: partition states not written: {}", topic_, states.error());
+      return fail(error_code::coordinator_not_available);
+    }
+  }
+  return t.partitions;
 }
 
 std::optional<int32_t> offsets_topic::partitions() const {
-  auto guard = topics_.read_lock();
-  if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
+  {
+    auto guard = topics_.read_lock();
+    if (const storage::topic_info* t = topics_.logs().find_topic(topic_)) return t->partitions;
+  }
+  if (cluster_) {
+    if (auto remote = topics_.find_remote_topic(topic_)) return remote->partitions;
+  }
   return std::nullopt;
 }
 
@@ -178,8 +219,13 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
       log->producers().markers_written(vb.producer_id) != *txn_markers_before) {
     return fail(error_code::invalid_txn_state);  // its transaction ended while it waited
   }
+  // Leadership as of now, under the log's mutex (as Produce checks it): a broker that stopped
+  // leading the partition appends nothing; the batch carries the leader epoch.
+  const leadership lead = leadership_of(cluster_ ? cluster_->replicas : nullptr, topic, partition,
+                                        cluster_ ? cluster_->node_id : -1);
+  if (!lead.serving) return fail(error_code::not_leader_or_follower);
   const offset_t first = log->log_end_offset();
-  const offset_t last = storage::assign_offsets(vb, first, local_leader_epoch);
+  const offset_t last = storage::assign_offsets(vb, first, lead.leader_epoch);
   const bool idempotent = vb.producer_id != record::no_producer_id;
   storage::producer_append pa;
   if (idempotent) {
@@ -200,6 +246,7 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
     return fail(append_error(a.error()));
   }
   if (idempotent) log->producers().update(pa, first, last, vb.max_timestamp, vb.transactional);
+  if (cluster_ && log->replicated()) cluster_->replicas->on_leader_append(topic, partition, *log);
   return last;
 }
 
@@ -315,27 +362,46 @@ result<void, error_code> offsets_topic::delete_records_before(int32_t partition,
   return {};
 }
 
+// In a cluster the coordinator sees every topic of the cluster: the ones this broker holds a log
+// of and those only other brokers hold (a group commits offsets of topics wherever they live).
 std::optional<coordinator::topic_description> topic_metadata_view::topic(
     std::string_view name) const {
-  auto guard = topics_.read_lock();
-  if (const storage::topic_info* t = topics_.logs().find_topic(name)) return describe(*t);
+  {
+    auto guard = topics_.read_lock();
+    if (const storage::topic_info* t = topics_.logs().find_topic(name)) return describe(*t);
+  }
+  if (auto r = topics_.find_remote_topic(name)) return describe(*r);
   return std::nullopt;
 }
 
 std::optional<coordinator::topic_description> topic_metadata_view::topic_by_id(
     const coordinator::topic_uuid& id) const {
   const storage::uuid wanted = from_wire(protocol::uuid{id});
-  auto guard = topics_.read_lock();
-  for (const storage::topic_info* t : topics_.logs().topics()) {
-    if (t->topic_id == wanted) return describe(*t);
+  {
+    auto guard = topics_.read_lock();
+    for (const storage::topic_info* t : topics_.logs().topics()) {
+      if (t->topic_id == wanted) return describe(*t);
+    }
+  }
+  for (const remote_topic& r : topics_.remote_topics()) {
+    if (r.topic_id == wanted) return describe(r);
   }
   return std::nullopt;
 }
 
 std::vector<coordinator::topic_description> topic_metadata_view::topics() const {
   std::vector<coordinator::topic_description> out;
-  auto guard = topics_.read_lock();
-  for (const storage::topic_info* t : topics_.logs().topics()) out.push_back(describe(*t));
+  std::set<std::string, std::less<>> names;
+  {
+    auto guard = topics_.read_lock();
+    for (const storage::topic_info* t : topics_.logs().topics()) {
+      out.push_back(describe(*t));
+      names.insert(t->name);
+    }
+  }
+  for (const remote_topic& r : topics_.remote_topics()) {
+    if (!names.contains(r.name)) out.push_back(describe(r));
+  }
   return out;
 }
 

@@ -24,7 +24,13 @@
 #include "storage/log_config.h"
 #include "storage/log_manager.h"
 
+namespace tarn::cluster {
+class cluster_membership;
+}
+
 namespace tarn::broker {
+
+class replica_manager;
 
 // Kafka 4.4's internal topics (Topic.isInternal): the topics of its group, transaction and share
 // coordinators, __consumer_offsets, __transaction_state and __share_group_state, whether they
@@ -72,6 +78,20 @@ class offsets_topic final : public coordinator::offsets_log {
         create_(std::move(create)),
         load_buffer_bytes_(load_buffer_bytes) {}
 
+  // In a cluster (docs/cluster.md, "Coordinators"): the topic is one for the whole cluster,
+  // created by the first broker that needs it with `replication_factor` replicas placed over the
+  // live brokers (nothing while fewer are live: COORDINATOR_NOT_AVAILABLE, as Kafka's controller
+  // refuses the creation), listed by every broker; appends go to the partition's leader only
+  // (NOT_LEADER_OR_FOLLOWER elsewhere) at its leader epoch, and move its high watermark as
+  // Produce's appends do. Without it the topic is this broker's own (a single node).
+  struct cluster_placement {
+    replica_manager* replicas = nullptr;
+    cluster::cluster_membership* membership = nullptr;
+    int32_t node_id = -1;
+    int32_t replication_factor = 1;
+  };
+  void place_in_cluster(cluster_placement placement) { cluster_ = placement; }
+
   result<int32_t, protocol::error_code> ensure_topic() override;
   std::optional<int32_t> partitions() const override;
   // Produce's step 6 (produce_handler.cc): storage's validation of the batch (base offset 0,
@@ -98,6 +118,7 @@ class offsets_topic final : public coordinator::offsets_log {
   std::string topic_;
   create_fn create_;
   int32_t load_buffer_bytes_;
+  std::optional<cluster_placement> cluster_;
 };
 
 // Topic ids are storage's uuid in the topic map and 16 bytes for the coordinator (the wire's

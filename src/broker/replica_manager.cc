@@ -256,8 +256,45 @@ replica_manager::~replica_manager() {
     std::lock_guard g(mu_);
     stopping_ = true;
     cv_.notify_all();
+    leadership_cv_.notify_all();
   }
   if (worker_.joinable()) worker_.join();
+  if (leadership_notifier_.joinable()) leadership_notifier_.join();
+}
+
+void replica_manager::watch_leadership(std::string topic, leadership_fn fn) {
+  std::lock_guard g(mu_);
+  leadership_topic_ = std::move(topic);
+  leadership_fn_ = std::move(fn);
+  for (const auto& [key, e] : partitions_) {
+    if (e.leader && e.topic == leadership_topic_)
+      leadership_events_.emplace_back(e.partition, true);
+  }
+  if (!leadership_notifier_.joinable()) {
+    leadership_notifier_ = std::thread([this] { run_leadership_notifier(); });
+  }
+  leadership_cv_.notify_all();
+}
+
+void replica_manager::note_leadership(const entry& e, bool leads) {
+  if (leadership_fn_ && !e.topic.empty() && e.topic == leadership_topic_) {
+    leadership_events_.emplace_back(e.partition, leads);
+    leadership_cv_.notify_all();
+  }
+}
+
+void replica_manager::run_leadership_notifier() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    leadership_cv_.wait(lock, [this] { return stopping_ || !leadership_events_.empty(); });
+    if (stopping_) break;
+    auto events = std::move(leadership_events_);
+    leadership_events_.clear();
+    leadership_fn fn = leadership_fn_;
+    lock.unlock();
+    for (const auto& [partition, leads] : events) fn(partition, leads);
+    lock.lock();
+  }
 }
 
 bool replica_manager::unclean_allowed(const storage::uuid& topic_id) const {
@@ -329,6 +366,7 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
           e.topic, e.partition, s.leader_epoch, log->log_end_offset(), log->high_watermark(),
           fmt::join(s.isr, ","));
       wake.push_back({e.topic, e.partition});
+      note_leadership(e, true);
     }
     return;
   }
@@ -340,6 +378,7 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
                  s.leader, s.leader_epoch);
     e.leader.reset();
     wake.push_back({e.topic, e.partition});
+    note_leadership(e, false);
   }
 }
 

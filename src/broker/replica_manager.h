@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,6 +111,14 @@ class replica_manager {
   // The partition's ISR size, -1 when it has no state.
   int32_t isr_size(std::string_view topic, int32_t partition) const;
 
+  // Tells `fn(partition, leads)` each time this broker starts (true) or stops (false) serving as
+  // the leader of a partition of `topic`, first for every partition it leads now: Kafka's
+  // onElection/onResignation, which load and unload a coordinator's partitions
+  // (__consumer_offsets, docs/cluster.md "Coordinators"). On a thread of its own, in the order
+  // the roles changed, never under this class's locks (a load may take its time). One topic.
+  using leadership_fn = std::function<void(int32_t partition, bool leads)>;
+  void watch_leadership(std::string topic, leadership_fn fn);
+
  private:
   struct entry {
     std::string topic;  // "" until the metadata log has the topic
@@ -148,6 +157,9 @@ class replica_manager {
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
   void run_fetcher(int index);
+  void run_leadership_notifier();
+  // Queues the entry's role for watch_leadership's listener (under mu_).
+  void note_leadership(const entry& e, bool leads);
   // Whether a fetcher may change its copy of the partition with what the leader it fetched from
   // at `leader_epoch` answered (under the log's mutex): the state still names that leader and
   // epoch, and this broker follows it.
@@ -180,6 +192,12 @@ class replica_manager {
 
   std::thread worker_;
   std::vector<std::thread> fetchers_;
+  // watch_leadership: the topic, its listener and the role changes not told yet (under mu_).
+  std::string leadership_topic_;
+  leadership_fn leadership_fn_;
+  std::vector<std::pair<int32_t, bool>> leadership_events_;
+  std::condition_variable leadership_cv_;
+  std::thread leadership_notifier_;
   std::unique_ptr<cluster::etcd::etcd_watch> watch_;
   std::unique_ptr<cluster::partition_controller> controller_;
 };

@@ -383,6 +383,11 @@ result<void, std::string> server::start() {
   }
   s.memory = std::make_unique<request_memory>(s.config.queued_max_request_bytes);
   s.offsets = std::make_unique<offsets_topic>(*s.topics, s.config.group);
+  if (s.replicas) {
+    // One __consumer_offsets for the cluster (docs/cluster.md, "Coordinators").
+    s.offsets->place_in_cluster({s.replicas.get(), s.membership.get(), s.config.node_id,
+                                 s.config.group.offsets_topic_replication_factor});
+  }
   s.topic_view = std::make_unique<topic_metadata_view>(*s.topics);
   s.groups =
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
@@ -523,14 +528,38 @@ result<void, std::string> server::start() {
   // The groups of __consumer_offsets load on a thread of their own, so the listeners open at
   // once; until a partition is loaded the coordinator answers its groups'
   // COORDINATOR_LOAD_IN_PROGRESS.
-  s.groups_loader = std::thread([g = s.groups.get()] {
-    const auto start = std::chrono::steady_clock::now();
-    g->load(wall_clock_ms());
-    spdlog::info("group coordinator loaded in {} ms",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count());
-  });
+  if (s.replicas) {
+    // In a cluster a partition's groups are this broker's while it leads the partition: loaded
+    // when it becomes leader, dropped when it stops (Kafka's onElection/onResignation).
+    s.groups->start_unowned(wall_clock_ms());
+    s.replicas->watch_leadership(
+        std::string(coordinator::offsets_topic_name),
+        [g = s.groups.get()](int32_t partition, bool leads) {
+          if (!leads) {
+            g->unload_partition(partition, wall_clock_ms());
+            spdlog::info("group coordinator: {}-{} unloaded (no longer its leader)",
+                         coordinator::offsets_topic_name, partition);
+            return;
+          }
+          const auto start = std::chrono::steady_clock::now();
+          if (g->load_partition(partition, wall_clock_ms())) {
+            spdlog::info("group coordinator: {}-{} loaded in {} ms",
+                         coordinator::offsets_topic_name, partition,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count());
+          }
+        });
+  } else {
+    s.groups_loader = std::thread([g = s.groups.get()] {
+      const auto start = std::chrono::steady_clock::now();
+      g->load(wall_clock_ms());
+      spdlog::info("group coordinator loaded in {} ms",
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    });
+  }
   asio::co_spawn(s.loop0().context, s.group_poller(), asio::detached);
   for (auto& listener : s.acceptors) {
     asio::co_spawn(s.loop0().context, s.accept_loop(listener), asio::detached);

@@ -20,6 +20,7 @@
 // Not supported: quotas (ThrottleTimeMs 0).
 #include "broker/authorization.h"
 #include "broker/group_handler_util.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -129,6 +130,19 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
     co_return encode_response(reply, version);
   }
   auto reply = groups->txn_offset_commit(*decoded, version, wall_clock_ms(), markers_before);
+  // In a cluster: answered once the group's partition committed the batch (group_write_wait.h).
+  bool wrote = false;
+  for (const auto& t : reply.message.topics) {
+    for (const auto& p : t.partitions) wrote = wrote || p.error_code == 0;
+  }
+  if (wrote) {
+    const error_code e = co_await await_group_write_committed(request, decoded->group_id);
+    for (auto& t : reply.message.topics) {
+      for (auto& p : t.partitions) {
+        if (e != error_code::none && p.error_code == 0) p.error_code = protocol::code(e);
+      }
+    }
+  }
   if (denied.empty()) co_return encode_response(reply.message, version);
   protocol::txn_offset_commit_response merged = reply.message;
   add_denied(merged);

@@ -34,7 +34,9 @@ struct group_config {
   int64_t offsets_retention_check_interval_ms = 600000;  // offsets.retention.check.interval.ms
   int32_t offsets_topic_num_partitions = 50;             // offsets.topic.num.partitions
   int32_t offsets_topic_segment_bytes = 104857600;       // offsets.topic.segment.bytes
-  int32_t offsets_commit_timeout_ms = 5000;              // offsets.commit.timeout.ms
+  // offsets.topic.replication.factor: in a cluster only (a single node has one replica).
+  int32_t offsets_topic_replication_factor = 3;
+  int32_t offsets_commit_timeout_ms = 5000;  // offsets.commit.timeout.ms
 };
 
 }  // namespace tarn::coordinator

@@ -62,9 +62,13 @@ struct shard {
   // handed to the holder instead of blocking its network thread (combining_mutex.h).
   combining_mutex mu;
   bool loaded = false;
-  // __consumer_offsets was deleted: the shard holds nothing and answers NOT_COORDINATOR until
-  // the topic exists again (Kafka unloads the partition).
+  // __consumer_offsets was deleted, or (in a cluster) this broker does not lead the partition:
+  // the shard holds nothing and answers NOT_COORDINATOR until the topic exists again or this
+  // broker leads it (Kafka unloads the partition).
   bool unloaded = false;
+  // Grows with every load and unload: a load that finds it changed when its replay ends was
+  // overtaken (the leadership moved meanwhile) and installs nothing.
+  uint64_t generation = 0;
   // A group id names a classic group or a KIP-848 consumer group, never both.
   std::map<std::string, std::unique_ptr<classic_group>, std::less<>> classic;
   std::map<std::string, std::unique_ptr<consumer_group>, std::less<>> consumer;
@@ -227,64 +231,134 @@ shard* group_coordinator::shard_for(std::string_view group_id) {
 
 // --- Load --------------------------------------------------------------------------------------
 
+namespace {
+
+// Replays `partition` of __consumer_offsets into `s` (whose maps are empty): offsets, pending
+// transactional offsets, classic groups from their GroupMetadata, consumer groups from their
+// records. What Kafka's CoordinatorLoaderImpl does for one partition.
+void replay_partition(shard& s, offsets_log& log, int64_t now_ms) {
+  std::map<std::string, std::optional<classic_group_snapshot>> groups;
+  auto replayed = log.replay(s.partition, [&](const offsets_record& r) {
+    if (r.marker_commit) {
+      complete_pending(s, r.producer_id, *r.marker_commit);
+      return;
+    }
+    auto decoded = decode_record(r.key, r.value);
+    if (!decoded) return;  // unknown or corrupt record: skipped, as Kafka skips unknown types
+    if (auto* oc = std::get_if<loaded_offset_commit>(&*decoded);
+        oc != nullptr && r.producer_id >= 0) {
+      // A TxnOffsetCommit: pending until its marker (later in this replay, or never).
+      if (oc->value) {
+        s.pending_txn[r.producer_id][oc->group_id][{oc->topic, oc->partition}] = *oc->value;
+      }
+      if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
+    } else if (oc != nullptr) {
+      auto& offsets = s.offsets[oc->group_id];
+      if (oc->value) {
+        offsets[{oc->topic, oc->partition}] = *oc->value;
+      } else {
+        offsets.erase({oc->topic, oc->partition});
+        if (offsets.empty()) s.offsets.erase(oc->group_id);
+      }
+      if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
+    } else if (auto* gm = std::get_if<loaded_group_metadata>(&*decoded)) {
+      if (gm->value) {
+        groups[gm->group_id] = std::move(gm->value);
+        s.consumer.erase(gm->group_id);  // the id became a classic group again
+      } else {
+        groups.erase(gm->group_id);
+      }
+    } else if (auto* cg = std::get_if<loaded_consumer_group_record>(&*decoded)) {
+      auto& g = s.consumer[cg->group_id];
+      if (!g) g = std::make_unique<consumer_group>(cg->group_id);
+      (void)g->replay(cg->record_type, r.key, r.value);
+      if (r.value) groups.erase(cg->group_id);  // the id became a consumer group
+      if (g->dead()) s.consumer.erase(cg->group_id);
+    }
+  });
+  (void)replayed;
+  for (auto& [id, snapshot] : groups) {
+    if (!snapshot && !s.offsets.count(id)) continue;
+    if (s.consumer.count(id)) continue;  // offsets of a consumer group
+    auto g = std::make_unique<classic_group>(id, now_ms);
+    if (snapshot) g->restore(std::move(*snapshot), now_ms);
+    s.classic[id] = std::move(g);
+  }
+}
+
+}  // namespace
+
 void group_coordinator::load(int64_t now_ms) {
   const bool exists = log_.partitions().has_value();
   for (auto& sp : shards_) {
     shard& s = *sp;
     std::lock_guard lock(s.mu);
-    if (exists) {
-      std::map<std::string, std::optional<classic_group_snapshot>> groups;
-      auto replayed = log_.replay(s.partition, [&](const offsets_record& r) {
-        if (r.marker_commit) {
-          complete_pending(s, r.producer_id, *r.marker_commit);
-          return;
-        }
-        auto decoded = decode_record(r.key, r.value);
-        if (!decoded) return;  // unknown or corrupt record: skipped, as Kafka skips unknown types
-        if (auto* oc = std::get_if<loaded_offset_commit>(&*decoded);
-            oc != nullptr && r.producer_id >= 0) {
-          // A TxnOffsetCommit: pending until its marker (later in this replay, or never).
-          if (oc->value) {
-            s.pending_txn[r.producer_id][oc->group_id][{oc->topic, oc->partition}] = *oc->value;
-          }
-          if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
-        } else if (oc != nullptr) {
-          auto& offsets = s.offsets[oc->group_id];
-          if (oc->value) {
-            offsets[{oc->topic, oc->partition}] = *oc->value;
-          } else {
-            offsets.erase({oc->topic, oc->partition});
-            if (offsets.empty()) s.offsets.erase(oc->group_id);
-          }
-          if (!groups.count(oc->group_id)) groups[oc->group_id] = std::nullopt;
-        } else if (auto* gm = std::get_if<loaded_group_metadata>(&*decoded)) {
-          if (gm->value) {
-            groups[gm->group_id] = std::move(gm->value);
-            s.consumer.erase(gm->group_id);  // the id became a classic group again
-          } else {
-            groups.erase(gm->group_id);
-          }
-        } else if (auto* cg = std::get_if<loaded_consumer_group_record>(&*decoded)) {
-          auto& g = s.consumer[cg->group_id];
-          if (!g) g = std::make_unique<consumer_group>(cg->group_id);
-          (void)g->replay(cg->record_type, r.key, r.value);
-          if (r.value) groups.erase(cg->group_id);  // the id became a consumer group
-          if (g->dead()) s.consumer.erase(cg->group_id);
-        }
-      });
-      (void)replayed;
-      for (auto& [id, snapshot] : groups) {
-        if (!snapshot && !s.offsets.count(id)) continue;
-        if (s.consumer.count(id)) continue;  // offsets of a consumer group
-        auto g = std::make_unique<classic_group>(id, now_ms);
-        if (snapshot) g->restore(std::move(*snapshot), now_ms);
-        s.classic[id] = std::move(g);
-      }
-    }
+    if (exists) replay_partition(s, log_, now_ms);
     s.loaded = true;
   }
   last_expiry_check_ms_ = now_ms;
   loaded_.store(true, std::memory_order_release);
+}
+
+void group_coordinator::start_unowned(int64_t now_ms) {
+  placed_by_leadership_.store(true, std::memory_order_release);
+  for (auto& sp : shards_) {
+    std::lock_guard lock(sp->mu);
+    sp->loaded = false;
+    sp->unloaded = true;
+  }
+  last_expiry_check_ms_ = now_ms;
+  loaded_.store(true, std::memory_order_release);
+}
+
+bool group_coordinator::load_partition(int32_t partition, int64_t now_ms) {
+  if (partition < 0 || static_cast<size_t>(partition) >= shards_.size()) return false;
+  shard& s = *shards_[static_cast<size_t>(partition)];
+  uint64_t generation = 0;
+  {
+    // Loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS (not the shard's lock: the replay
+    // runs without it, so requests are answered meanwhile instead of waiting).
+    std::lock_guard lock(s.mu);
+    if (s.loaded) return true;
+    generation = ++s.generation;
+    s.unloaded = false;
+  }
+  shard fresh;
+  fresh.partition = partition;
+  replay_partition(fresh, log_, now_ms);
+  std::lock_guard lock(s.mu);
+  if (s.generation != generation) return false;  // unloaded (or reloaded) meanwhile
+  s.classic = std::move(fresh.classic);
+  s.consumer = std::move(fresh.consumer);
+  s.offsets = std::move(fresh.offsets);
+  s.pending_txn = std::move(fresh.pending_txn);
+  s.loaded = true;
+  return true;
+}
+
+void group_coordinator::unload_partition(int32_t partition, int64_t now_ms) {
+  if (partition < 0 || static_cast<size_t>(partition) >= shards_.size()) return;
+  run_in_shard(*shards_[static_cast<size_t>(partition)], config_, metadata_, log_, now_ms,
+               [&](shard& sh, group_context& ctx) {
+                 // Kafka's onResignation: waiting JoinGroup/SyncGroup get NOT_COORDINATOR (the
+                 // members find the new coordinator), the groups are forgotten here (the new
+                 // leader replays them from the log).
+                 ++sh.generation;
+                 for (auto& [id, g] : sh.classic) g->fail_waiting(error_code::not_coordinator, ctx);
+                 sh.classic.clear();
+                 sh.consumer.clear();
+                 sh.offsets.clear();
+                 sh.pending_txn.clear();
+                 sh.loaded = false;
+                 sh.unloaded = true;
+               });
+}
+
+bool group_coordinator::owns_partition(int32_t partition) {
+  if (partition < 0 || static_cast<size_t>(partition) >= shards_.size()) return false;
+  shard& s = *shards_[static_cast<size_t>(partition)];
+  std::lock_guard lock(s.mu);
+  return s.loaded;
 }
 
 error_code group_coordinator::find_coordinator(std::string_view group_id) {
@@ -293,8 +367,10 @@ error_code group_coordinator::find_coordinator(std::string_view group_id) {
     auto created = log_.ensure_topic();
     if (!created) return error_code::coordinator_not_available;
   }
-  // A recreated __consumer_offsets: its shards start empty (nothing to replay).
-  if (offsets_topic_deleted_.exchange(false, std::memory_order_acq_rel)) {
+  // A recreated __consumer_offsets: its shards start empty (nothing to replay). In a cluster
+  // the shards follow the partitions' leadership instead (load_partition).
+  if (!placed_by_leadership_.load(std::memory_order_acquire) &&
+      offsets_topic_deleted_.exchange(false, std::memory_order_acq_rel)) {
     for (auto& sp : shards_) {
       std::lock_guard lock(sp->mu);
       if (!sp->unloaded) continue;

@@ -99,6 +99,22 @@ class group_coordinator {
   void load(int64_t now_ms);
   bool loaded() const { return loaded_.load(std::memory_order_acquire); }
 
+  // In a cluster each partition of __consumer_offsets is coordinated by its leader
+  // (docs/cluster.md, "Coordinators"): instead of load(), the broker calls start_unowned() (every
+  // partition answers NOT_COORDINATOR), then load_partition when it becomes a partition's leader
+  // and unload_partition when it stops leading it.
+  void start_unowned(int64_t now_ms);
+  // Replays one partition (blocking; its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile,
+  // without waiting on the shard's lock) and serves its groups. False when an unload_partition
+  // overtook it (nothing installed) or the partition is out of range.
+  bool load_partition(int32_t partition, int64_t now_ms);
+  // Kafka's onResignation for one partition: waiting JoinGroup/SyncGroup answered
+  // NOT_COORDINATOR, its groups and offsets dropped from memory (the log keeps them), and
+  // NOT_COORDINATOR for its groups from now on.
+  void unload_partition(int32_t partition, int64_t now_ms);
+  // Whether the partition is loaded and served here.
+  bool owns_partition(int32_t partition);
+
   // FindCoordinator for a group id: creates __consumer_offsets on first use. NONE when this
   // broker coordinates the group (always, once the topic exists), else the error to answer
   // (COORDINATOR_NOT_AVAILABLE while the topic cannot be created).
@@ -213,6 +229,7 @@ class group_coordinator {
   std::atomic<bool> loaded_{false};
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> offsets_topic_deleted_{false};
+  std::atomic<bool> placed_by_leadership_{false};  // start_unowned() was called
   int64_t last_expiry_check_ms_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "coordinator/group_records.h"
 #include "coordinator/test_support.h"
@@ -930,6 +931,92 @@ TEST_F(fixture, deleting_consumer_offsets_drops_every_group_until_the_topic_is_b
   EXPECT_EQ(heartbeat("g", j->member_id, 1), code(error_code::unknown_member_id));
   ASSERT_EQ(commit("simple", 0, 7), 0);
   EXPECT_EQ(fetch("simple", 0), 7);
+}
+
+// In a cluster each partition of __consumer_offsets is coordinated by its leader: a coordinator
+// started unowned answers NOT_COORDINATOR, loads only the partitions it is told it leads (their
+// groups and offsets from the log, nothing of the others), and unloading one answers its waiting
+// JoinGroup and later requests NOT_COORDINATOR while the other partitions go on.
+TEST_F(fixture, partitions_load_and_unload_one_at_a_time_as_leadership_moves) {
+  // Two groups on different partitions, committed through a coordinator owning everything.
+  const std::string g1 = "group-a";
+  std::string g2 = "group-b";
+  for (int i = 0; partition_for(g2, 50) == partition_for(g1, 50); ++i)
+    g2 = "group-b" + std::to_string(i);
+  const int32_t p1 = partition_for(g1, 50);
+  const int32_t p2 = partition_for(g2, 50);
+  ASSERT_EQ(commit(g1, 0, 11), 0);
+  ASSERT_EQ(commit(g2, 1, 22), 0);
+
+  // A new broker's coordinator over the same log, owning nothing yet.
+  c = std::make_unique<group_coordinator>(config, log, metadata);
+  c->start_unowned(now);
+  int16_t group_error = -1;
+  fetch(g1, 0, &group_error);
+  EXPECT_EQ(group_error, code(error_code::not_coordinator));
+  EXPECT_EQ(commit(g2, 1, 23), code(error_code::not_coordinator));
+  EXPECT_EQ(join(g1, "")->error, code(error_code::not_coordinator));
+  protocol::list_groups_request l;
+  EXPECT_EQ(c->list_groups(l, 5).message.error_code, 0) << "nothing led, nothing loading";
+  EXPECT_TRUE(c->list_groups(l, 5).message.groups.empty());
+
+  // Leader of p1 only: g1's offsets are back, g2 is still another broker's.
+  ASSERT_TRUE(c->load_partition(p1, now));
+  EXPECT_TRUE(c->owns_partition(p1));
+  EXPECT_FALSE(c->owns_partition(p2));
+  EXPECT_EQ(fetch(g1, 0), 11);
+  fetch(g2, 1, &group_error);
+  EXPECT_EQ(group_error, code(error_code::not_coordinator));
+  ASSERT_EQ(c->list_groups(l, 5).message.groups.size(), 1u) << "ListGroups: led partitions only";
+  EXPECT_EQ(c->list_groups(l, 5).message.groups[0].group_id, g1);
+  ASSERT_EQ(commit(g1, 0, 12), 0);
+  EXPECT_TRUE(c->load_partition(p1, now)) << "loading a led partition again changes nothing";
+  EXPECT_EQ(fetch(g1, 0), 12);
+
+  // Leader of p2 too; then p1 moves away while a JoinGroup of g1 waits.
+  ASSERT_TRUE(c->load_partition(p2, now));
+  EXPECT_EQ(fetch(g2, 1), 22);
+  auto waiting = join_dynamic(g1);
+  ASSERT_FALSE(waiting->done) << "waiting for the initial delay";
+  c->unload_partition(p1, now);
+  ASSERT_TRUE(waiting->done);
+  EXPECT_EQ(waiting->error, code(error_code::not_coordinator));
+  EXPECT_FALSE(c->owns_partition(p1));
+  fetch(g1, 0, &group_error);
+  EXPECT_EQ(group_error, code(error_code::not_coordinator));
+  EXPECT_EQ(commit(g1, 0, 13), code(error_code::not_coordinator));
+  EXPECT_EQ(fetch(g2, 1), 22) << "the other partition goes on";
+
+  // Back again: replayed from the log, with the commit made while it was led before.
+  ASSERT_TRUE(c->load_partition(p1, now));
+  EXPECT_EQ(fetch(g1, 0), 12);
+  EXPECT_EQ(c->find_coordinator(g1), error_code::none);
+  EXPECT_TRUE(c->owns_partition(p1));
+}
+
+// A partition whose load is overtaken by an unload (the leadership moved on while the log was
+// replayed) installs nothing; while it loads, its groups answer COORDINATOR_LOAD_IN_PROGRESS.
+TEST_F(fixture, a_load_overtaken_by_an_unload_installs_nothing) {
+  const std::string g = "group-a";
+  const int32_t p = partition_for(g, 50);
+  ASSERT_EQ(commit(g, 0, 5), 0);
+  c = std::make_unique<group_coordinator>(config, log, metadata);
+  c->start_unowned(now);
+  int16_t during = -1;
+  bool overtaken = false;
+  log.on_replay = [&] {
+    if (std::exchange(overtaken, true)) return;
+    during = commit(g, 0, 6);
+    c->unload_partition(p, now);
+  };
+  EXPECT_FALSE(c->load_partition(p, now));
+  EXPECT_EQ(during, code(error_code::coordinator_load_in_progress));
+  EXPECT_FALSE(c->owns_partition(p));
+  int16_t group_error = -1;
+  fetch(g, 0, &group_error);
+  EXPECT_EQ(group_error, code(error_code::not_coordinator));
+  ASSERT_TRUE(c->load_partition(p, now));
+  EXPECT_EQ(fetch(g, 0), 5);
 }
 
 }  // namespace

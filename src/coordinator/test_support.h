@@ -54,6 +54,7 @@ class memory_offsets_log : public offsets_log {
 
   result<void, std::string> replay(int32_t partition,
                                    const std::function<void(const offsets_record&)>& fn) override {
+    if (on_replay) on_replay();
     for (const auto& b : batches_[partition]) {
       record::record_batch_view view(b);
       if (view.last_offset() < log_start_[partition]) continue;
@@ -94,6 +95,7 @@ class memory_offsets_log : public offsets_log {
   protocol::error_code fail_with = protocol::error_code::none;
   int appends = 0;
   std::function<void()> on_append;  // called first in every append (a test may block there)
+  std::function<void()> on_replay;  // called first in every replay
 
  private:
   std::optional<int32_t> partitions_;

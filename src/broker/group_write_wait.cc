@@ -1,0 +1,78 @@
+// The wait for a group coordinator's write to be committed (group_write_wait.h).
+#include "broker/group_write_wait.h"
+
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "broker/fetch_waiters.h"
+#include "broker/replica_manager.h"
+#include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
+
+namespace tarn::broker {
+
+using protocol::error_code;
+
+asio::awaitable<error_code> await_group_write_committed(request_context& request,
+                                                        std::string_view group_id) {
+  const broker_services& services = request.services;
+  if (services.replicas == nullptr || services.groups == nullptr || services.waiters == nullptr) {
+    co_return error_code::none;
+  }
+  topic_manager& topics = *services.topics;
+  const std::string topic(coordinator::offsets_topic_name);
+  const int32_t partition = services.groups->partition_for_group(group_id);
+  offset_t target = 0;
+  int32_t leader_epoch = 0;
+  {
+    auto guard = topics.read_lock();
+    storage::log* log = topics.logs().get_log(topic, partition_id{partition});
+    if (log == nullptr) co_return error_code::none;  // nothing was written
+    std::lock_guard log_lock(log->mutex());
+    if (!log->replicated()) co_return error_code::none;
+    target = log->log_end_offset();
+    const leadership lead =
+        leadership_of(services.replicas, topic, partition, services.config.node_id);
+    if (!lead.serving) co_return error_code::not_coordinator;
+    leader_epoch = lead.leader_epoch;
+    if (log->high_watermark() >= target) co_return error_code::none;
+  }
+  auto waiter = std::make_shared<fetch_waiter>(co_await asio::this_coro::executor);
+  const std::vector<storage::topic_partition> tps{{topic, partition}};
+  fetch_waiter_registration registration(*services.waiters, waiter, tps);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(services.config.group.offsets_commit_timeout_ms);
+  for (;;) {
+    {
+      auto guard = topics.read_lock();
+      const storage::log* log = topics.logs().get_log(topic, partition_id{partition});
+      const leadership lead =
+          leadership_of(services.replicas, topic, partition, services.config.node_id);
+      // The leadership moved while waiting (Kafka fails the write with NOT_LEADER_OR_FOLLOWER,
+      // which the group APIs answer NOT_COORDINATOR): the client finds the new coordinator.
+      if (log == nullptr || !lead.serving || lead.leader_epoch != leader_epoch) {
+        co_return error_code::not_coordinator;
+      }
+      if (log->high_watermark() >= target) co_return error_code::none;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      co_return error_code::coordinator_not_available;  // REQUEST_TIMED_OUT, as Kafka maps it
+    }
+    if (!waiter->take_pending()) {
+      waiter->timer().expires_at(deadline);
+      asio::error_code ec;
+      {
+        quota_excluded_wait waiting(request);
+        co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none) co_return error_code::not_coordinator;
+    }
+  }
+}
+
+}  // namespace tarn::broker
