@@ -86,13 +86,16 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
 #endif
       if (auto why = kafka_test_name_error(); !why.empty()) FAIL() << why;
       // An ISR shrinks after replica.lag.time.max.ms: short, so the test does not wait 30 s.
-      cluster_ = make_kafka_cluster(3, {"replica.lag.time.max.ms=2000"});
+      // No automatic rebalancing: the leader election test moves leaders back by hand.
+      cluster_ = make_kafka_cluster(
+          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false"});
     } else {
       // A paused broker keeps its session (it must not be fenced while paused: it would exit
       // when resumed); its ISR membership goes after replica.lag.time.max.ms.
       cluster_ =
           make_tarn_cluster(3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
-                                "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100"});
+                                "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100",
+                                "auto.leader.rebalance.enable=false"});
     }
     const std::string why = cluster_->start();
     if (!why.empty()) {
@@ -124,9 +127,81 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
                      (dir_.path() / "admin.properties").string() + " " + args);
   }
 
+  // kafka-leader-election.sh (Kafka 4.4.0's LeaderElectionCommand) through node `via`.
+  split_output leader_election(int via, const std::string& args) {
+    return run_split("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                     "/scripts/kafka-ref tool org.apache.kafka.tools.LeaderElectionCommand "
+                     "--bootstrap-server 127.0.0.1:" +
+                     std::to_string(cluster_->port(via)) + " --command-config " +
+                     (dir_.path() / "admin.properties").string() + " " + args);
+  }
+
   temp_dir dir_;
   std::unique_ptr<cluster_harness> cluster_;
 };
+
+// kafka-leader-election.sh against a cluster whose preferred leader was stopped (a controlled
+// shutdown moves its leadership away) and came back in sync: PREFERRED of every partition moves
+// the leadership back, then nothing is left to elect, UNCLEAN finds every partition led, and a
+// named partition already led by its preferred replica is reported as such.
+TEST_P(cluster_tools, kafka_leader_election_restores_preferred_leaders_against_kafka) {
+  const std::string topic = "elected";
+  ASSERT_EQ(create_topic(*cluster_, topic, 1, 3), "");
+  ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 30s)) << cluster_->diagnostics();
+  auto d = describe_topic(*cluster_, topic);
+  ASSERT_TRUE(d && d->size() == 1u);
+  const int32_t preferred = (*d)[0].replicas[0];
+  ASSERT_EQ((*d)[0].leader, preferred);
+
+  ASSERT_TRUE(cluster_->stop(preferred - 1)) << cluster_->diagnostics();
+  int32_t leader = -1;
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    d = describe_topic(*cluster_, topic);
+    if (d && d->size() == 1 && (*d)[0].leader >= 0 && (*d)[0].leader != preferred) {
+      leader = (*d)[0].leader;
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_NE(leader, -1) << cluster_->diagnostics();
+  ASSERT_TRUE(cluster_->restart(preferred - 1)) << cluster_->diagnostics();
+  ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 40s)) << cluster_->diagnostics();
+  d = describe_topic(*cluster_, topic);
+  ASSERT_TRUE(d && d->size() == 1u);
+  EXPECT_EQ((*d)[0].leader, leader);  // no automatic rebalancing here
+
+  const int via = leader - 1;
+  auto elected = leader_election(via, "--election-type PREFERRED --all-topic-partitions");
+  ASSERT_EQ(elected.code, 0) << elected.out << elected.err;
+  EXPECT_NE(elected.out.find("Successfully completed leader election (PREFERRED) for partitions " +
+                             topic + "-0"),
+            std::string::npos)
+      << elected.out;
+  deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    d = describe_topic(*cluster_, topic);
+    if (d && d->size() == 1 && (*d)[0].leader == preferred) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(d && d->size() == 1u);
+  EXPECT_EQ((*d)[0].leader, preferred);
+
+  // Nothing left to elect: every partition is led by its preferred replica, and led at all.
+  for (const char* type : {"PREFERRED", "UNCLEAN"}) {
+    auto none =
+        leader_election(via, std::string("--election-type ") + type + " --all-topic-partitions");
+    ASSERT_EQ(none.code, 0) << none.out << none.err;
+    EXPECT_EQ(none.out.find("Successfully"), std::string::npos) << type << ": " << none.out;
+    EXPECT_EQ(none.out.find("Error"), std::string::npos) << type << ": " << none.out;
+  }
+  auto named =
+      leader_election(via, "--election-type PREFERRED --topic " + topic + " --partition 0");
+  ASSERT_EQ(named.code, 0) << named.out << named.err;
+  EXPECT_NE(named.out.find("Valid replica already elected for partitions " + topic + "-0"),
+            std::string::npos)
+      << named.out;
+}
 
 TEST_P(cluster_tools, kafka_topics_reports_isr_and_under_replication_against_kafka) {
   const std::string topic = "described";

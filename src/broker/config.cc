@@ -208,6 +208,12 @@ const std::vector<config_key>& config_keys() {
       // Kafka's has no validator; <= 0 writes replication-offset-checkpoint only at open and
       // clean shutdown (Kafka's scheduler runs a task of period <= 0 once).
       {"replica.high.watermark.checkpoint.interval.ms", config_type::int64, "5000", nullptr},
+      // Leadership moved on purpose (docs/cluster.md, "Controlled shutdown" and "Preferred
+      // leaders"). Kafka 4.4 has no leader.imbalance.per.broker.percentage any more (the KRaft
+      // controller rebalances every partition not led by its preferred replica).
+      {"controlled.shutdown.enable", config_type::boolean, "true", nullptr},
+      {"auto.leader.rebalance.enable", config_type::boolean, "true", nullptr},
+      {"leader.imbalance.check.interval.seconds", config_type::int64, "300", at_least(1)},
       // Threads, sockets, connections.
       {"num.network.threads", config_type::int32, nullptr, at_least(1)},
       {"num.io.threads", config_type::int32, "8", at_least(1)},
@@ -818,6 +824,9 @@ result<void, std::string> finish(broker_config& c) {
       as_int(c, "replica.high.watermark.checkpoint.interval.ms");
   c.log_flush_offset_checkpoint_interval_ms = i32("log.flush.offset.checkpoint.interval.ms");
   c.broker_rack = optional_string(c.values.at("broker.rack"));
+  c.controlled_shutdown_enable = std::get<bool>(c.values.at("controlled.shutdown.enable"));
+  c.auto_leader_rebalance_enable = std::get<bool>(c.values.at("auto.leader.rebalance.enable"));
+  c.leader_imbalance_check_interval_seconds = as_int(c, "leader.imbalance.check.interval.seconds");
   if (c.explicitly_set.count("broker.id") && i32("broker.id") != c.node_id) {
     return fail(fmt::format(
         "Invalid value {} for configuration broker.id: must equal node.id ({}) when both are set",

@@ -97,6 +97,10 @@ struct broker_config {
   int32_t replica_fetch_backoff_ms = 1000;
   int32_t replica_socket_timeout_ms = 30000;
   int32_t num_replica_fetchers = 1;
+  // Leadership moved on purpose (docs/cluster.md): Kafka's keys and defaults.
+  bool controlled_shutdown_enable = true;
+  bool auto_leader_rebalance_enable = true;
+  int64_t leader_imbalance_check_interval_seconds = 300;
   // Checkpoints (storage::log_manager::start_checkpoints): replication-offset-checkpoint and
   // recovery-point-offset-checkpoint, every this many ms (<= 0: only at open and clean shutdown).
   int64_t replica_high_watermark_checkpoint_interval_ms = 5000;

@@ -229,6 +229,8 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
   cluster::partition_controller_options co;
   co.client = o;
   co.prefix = m->prefix_;
+  co.auto_leader_rebalance = config.auto_leader_rebalance_enable;
+  co.leader_imbalance_check_interval_ms = config.leader_imbalance_check_interval_seconds * 1000;
   auto controller = cluster::partition_controller::start(
       co, [self](const storage::uuid& topic_id) { return self->unclean_allowed(topic_id); });
   if (!controller) return fail("etcd: " + controller.error().message);
@@ -582,6 +584,34 @@ replica_manager::follower_fetch_result replica_manager::on_follower_fetch(
   return out;
 }
 
+int32_t replica_manager::leaderships() const {
+  std::lock_guard g(mu_);
+  return static_cast<int32_t>(
+      std::count_if(partitions_.begin(), partitions_.end(),
+                    [&](const auto& p) { return p.second.state.state.leader == node_id_; }));
+}
+
+result<std::vector<cluster::election_result>, std::string> replica_manager::elect_leaders(
+    cluster::election_type type, const std::vector<std::pair<storage::uuid, int32_t>>& partitions) {
+  // A client of its own: the worker's and the watch's requests need not wait behind these.
+  cluster::etcd::client_options o;
+  o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
+  auto client = cluster::etcd::etcd_client::create(o);
+  if (!client) return fail("etcd: " + client.error().message);
+  auto elected = cluster::elect_leaders(**client, prefix_, type, partitions);
+  if (!elected) return fail("etcd: " + elected.error().message);
+  return std::move(*elected);
+}
+
+std::vector<std::tuple<storage::uuid, std::string, int32_t>>
+replica_manager::partitions_with_states() const {
+  std::lock_guard g(mu_);
+  std::vector<std::tuple<storage::uuid, std::string, int32_t>> out;
+  out.reserve(partitions_.size());
+  for (const auto& [key, e] : partitions_) out.emplace_back(key.first, e.topic, key.second);
+  return out;
+}
+
 int32_t replica_manager::isr_size(std::string_view topic, int32_t partition) const {
   std::lock_guard g(mu_);
   const entry* e = find(topic, partition);
@@ -682,6 +712,13 @@ void replica_manager::maybe_change_isr() {
   };
   std::vector<change> changes;
   const int64_t now = steady_ms();
+  // The brokers as their registrations show them: a follower in controlled shutdown (or gone)
+  // may not join an ISR (KIP-841; Kafka's Partition.isReplicaIsrEligible), and the controller
+  // would refuse it anyway.
+  cluster::broker_states brokers;
+  for (const auto& b : membership_.live_brokers()) {
+    brokers[b.node_id] = cluster::broker_state{b.epoch, false, b.in_controlled_shutdown};
+  }
   {
     auto maps = topics_.read_lock();
     std::lock_guard g(mu_);
@@ -691,7 +728,11 @@ void replica_manager::maybe_change_isr() {
       if (log == nullptr) continue;
       const auto out = e.leader->out_of_sync_replicas(now, config_.replica_lag_time_max_ms,
                                                       log->log_end_offset());
-      const auto in = e.leader->caught_up_followers();
+      auto in = e.leader->caught_up_followers();
+      std::erase_if(in, [&](int32_t id) {
+        auto b = brokers.find(id);
+        return b == brokers.end() || !b->second.eligible();
+      });
       if (out.empty() && in.empty()) continue;
       std::vector<int32_t> isr =
           cluster::isr_with(cluster::isr_without(e.state.state.isr, out), in);
@@ -703,10 +744,6 @@ void replica_manager::maybe_change_isr() {
     }
   }
   if (changes.empty()) return;
-  cluster::broker_states brokers;
-  for (const auto& b : membership_.live_brokers()) {
-    brokers[b.node_id] = cluster::broker_state{b.epoch, false, false};
-  }
   for (const auto& c : changes) {
     cluster::alter_partition_request r;
     r.broker_id = node_id_;

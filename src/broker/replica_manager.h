@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "base/result.h"
@@ -110,6 +111,16 @@ class replica_manager {
   void on_leader_append(std::string_view topic, int32_t partition, storage::log& log);
   // The partition's ISR size, -1 when it has no state.
   int32_t isr_size(std::string_view topic, int32_t partition) const;
+  // How many partition states name this broker leader (a controlled shutdown waits for none).
+  int32_t leaderships() const;
+  // ElectLeaders in the cluster (cluster::elect_leaders: read, decide, compare-and-swap) for
+  // partitions with states, by topic id and index; blocking on etcd.
+  result<std::vector<cluster::election_result>, std::string> elect_leaders(
+      cluster::election_type type,
+      const std::vector<std::pair<storage::uuid, int32_t>>& partitions);
+  // Every partition with a state (topic name from the metadata log, "" while unknown), for an
+  // ElectLeaders of every partition.
+  std::vector<std::tuple<storage::uuid, std::string, int32_t>> partitions_with_states() const;
 
   // Tells `fn(partition, leads)` each time this broker starts (true) or stops (false) serving as
   // the leader of a partition of `topic`, first for every partition it leads now: Kafka's

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -53,6 +54,10 @@ namespace {
 
 // How long a clean shutdown waits for requests in flight before closing what is left.
 constexpr auto shutdown_drain_timeout = std::chrono::seconds(10);
+// How long a controlled shutdown waits for the controller to move this broker's leaderships
+// away: Kafka's broker waits for the controller's approval within its shutdown's bound, five
+// minutes (KafkaBroker.shutdown()), with no key of its own.
+constexpr auto controlled_shutdown_timeout = std::chrono::minutes(5);
 // How often the group coordinator's timers are fired (coordinator::group_coordinator::poll).
 constexpr auto group_poll_interval = std::chrono::milliseconds(100);
 
@@ -151,7 +156,8 @@ struct server::impl {
   std::unordered_map<std::string, int> connections_per_ip;
   std::unique_ptr<wakeup> accept_wakeup;
   std::unique_ptr<asio::signal_set> signals;
-  bool stopping = false;
+  bool stopping = false;        // the listeners close; loop 0 only
+  bool shutdown_begun = false;  // shutdown() runs (the controlled part may come first)
 
   std::atomic<int> total_connections{0};
   // For snapshot(): the metric cells, readiness, start time and the loops' CPU clocks.
@@ -185,6 +191,7 @@ struct server::impl {
   void maybe_reload_tls(listener_runtime& runtime);
   void connection_closed(event_loop& loop, connection& c, const std::string& ip);
   asio::awaitable<void> shutdown(std::string reason);
+  asio::awaitable<void> controlled_shutdown();
   asio::awaitable<void> log_flusher(std::chrono::milliseconds interval);
   asio::awaitable<void> group_poller();
   void join_groups_loader();
@@ -591,7 +598,7 @@ int server::run() {
   s.loop0_thread = pthread_self();
   s.loop0_thread_known.store(true, std::memory_order_release);
   // The acceptors were bound in start(); they accept once loop 0 runs, which is now.
-  asio::post(s.loop0().context, [&s] { s.ready.store(!s.stopping); });
+  asio::post(s.loop0().context, [&s] { s.ready.store(!s.shutdown_begun); });
   s.loop0().context.run();
   s.ready.store(false);
   for (auto& loop : s.loops) {
@@ -818,11 +825,18 @@ void server::impl::join_groups_loader() {
 }
 
 asio::awaitable<void> server::impl::shutdown(std::string reason) {
-  if (stopping) co_return;
-  stopping = true;
+  if (shutdown_begun) co_return;
+  shutdown_begun = true;
   ready.store(false);
-  spdlog::info("shutting down ({}): closing listeners, answering requests in flight", reason);
   signals->cancel();
+  // In a cluster, leaderships move before the listeners close, so that clients are told where
+  // the partitions went (NOT_LEADER_OR_FOLLOWER with KIP-951's hints) rather than lose the
+  // connection and wait for a session timeout. Not when fenced: the cluster has let it go.
+  if (membership && replicas && config.controlled_shutdown_enable && !fenced.load()) {
+    co_await controlled_shutdown();
+  }
+  stopping = true;
+  spdlog::info("shutting down ({}): closing listeners, answering requests in flight", reason);
   for (auto& l : acceptors) {
     asio::error_code ec;
     l.acceptor->close(ec);
@@ -864,6 +878,46 @@ asio::awaitable<void> server::impl::shutdown(std::string reason) {
       l->work.reset();
       l->context.stop();
     });
+  }
+}
+
+// Kafka's controlled shutdown under KRaft (BrokerLifecycleManager.beginControlledShutdown): the
+// broker tells the controller it is stopping, the controller moves its leaderships away and takes
+// it out of the ISRs (KIP-841), and the broker goes on serving until it leads nothing. Here the
+// telling is a flag in the broker's registration in etcd (cluster_membership::
+// begin_controlled_shutdown) and the waiting watches the partition states this broker follows.
+asio::awaitable<void> server::impl::controlled_shutdown() {
+  const auto started = std::chrono::steady_clock::now();
+  spdlog::info(
+      "controlled shutdown: broker {} leads {} partition(s); asking the controller to "
+      "move them",
+      config.node_id, replicas->leaderships());
+  asio::steady_timer timer(loop0().context);
+  // The etcd request on a thread of its own: loop 0 goes on serving its connections meanwhile.
+  auto begun =
+      std::async(std::launch::async, [this] { return membership->begin_controlled_shutdown(); });
+  while (begun.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    timer.expires_after(std::chrono::milliseconds(2));
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  if (auto r = begun.get(); !r) {
+    spdlog::warn("controlled shutdown: {}; shutting down without it", r.error());
+    co_return;
+  }
+  const auto deadline = started + controlled_shutdown_timeout;
+  while (replicas->leaderships() > 0 && std::chrono::steady_clock::now() < deadline &&
+         !fenced.load()) {
+    timer.expires_after(std::chrono::milliseconds(5));
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+  if (int32_t left = replicas->leaderships(); left > 0) {
+    spdlog::warn("controlled shutdown: still leading {} partition(s) after {} ms; shutting down",
+                 left, took);
+  } else {
+    spdlog::info("controlled shutdown: leads no partition after {} ms", took);
   }
 }
 

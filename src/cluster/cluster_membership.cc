@@ -28,6 +28,8 @@ std::string encode_broker_registration(const broker_registration& r) {
   }
   j["listeners"] = std::move(listeners);
   j["rack"] = r.rack ? json(*r.rack) : json(nullptr);
+  // Only while true, so that a registration stays byte for byte what it was before the field.
+  if (r.in_controlled_shutdown) j["in_controlled_shutdown"] = true;
   return j.dump();
 }
 
@@ -65,6 +67,11 @@ std::optional<broker_registration> decode_broker_registration(std::string_view t
   if (rack != j.end() && !rack->is_null()) {
     if (!rack->is_string()) return std::nullopt;
     r.rack = rack->get<std::string>();
+  }
+  auto shutting_down = j.find("in_controlled_shutdown");
+  if (shutting_down != j.end()) {
+    if (!shutting_down->is_boolean()) return std::nullopt;
+    r.in_controlled_shutdown = shutting_down->get<bool>();
   }
   return r;
 }
@@ -144,6 +151,24 @@ cluster_membership::~cluster_membership() {
   election_.reset();
   watch_.reset();
   session_.reset();  // revokes the lease: the registration and a held controller key go with it
+}
+
+result<void, std::string> cluster_membership::begin_controlled_shutdown() {
+  const std::string key = options_.prefix + "brokers/" + std::to_string(options_.self.node_id);
+  broker_registration self = options_.self;
+  self.in_controlled_shutdown = true;
+  etcd::txn_request t;
+  t.compares.push_back({key,
+                        etcd::compare::target_kind::create_revision,
+                        etcd::compare::result_kind::equal,
+                        broker_epoch_,
+                        {}});
+  t.success.push_back(
+      etcd::request_op::put(key, encode_broker_registration(self), session_->lease_id()));
+  auto written = session_->client().txn(t);
+  if (!written) return fail("etcd: " + written.error().message);
+  if (!written->succeeded) return fail(std::string("the registration is gone (session lost)"));
+  return {};
 }
 
 void cluster_membership::set_listener(std::function<void()> listener) {

@@ -35,6 +35,9 @@ struct broker_registration {
   std::string incarnation_id;  // a fresh uuid per start, as Kafka's
   std::vector<broker_endpoint> listeners;
   std::optional<std::string> rack;
+  // Kafka's BrokerRegistrationChangeRecord.InControlledShutdown: the broker is stopping and asks
+  // the controller to move its leaderships away (KIP-841: it may neither lead nor join an ISR).
+  bool in_controlled_shutdown = false;
   int64_t epoch = 0;  // the key's create revision (not in the value)
   bool operator==(const broker_registration&) const = default;
 
@@ -83,6 +86,13 @@ class cluster_membership {
   void set_listener(std::function<void()> listener);
   int64_t broker_epoch() const { return broker_epoch_; }
   bool alive() const { return session_ && session_->alive(); }
+
+  // Controlled shutdown (controlled.shutdown.enable, docs/cluster.md): rewrites this broker's
+  // registration with in_controlled_shutdown set, on the same lease and only while the key is
+  // still this registration (its create revision is the broker epoch), so the broker epoch does
+  // not change; the controller then moves every leadership away and takes the broker out of
+  // every ISR where it is not the last member. An error is a sentence for the log.
+  result<void, std::string> begin_controlled_shutdown();
 
  private:
   explicit cluster_membership(membership_options options) : options_(std::move(options)) {}

@@ -26,6 +26,23 @@ TEST(broker_registration, round_trips_with_and_without_rack) {
   EXPECT_FALSE(back->rack.has_value());
 }
 
+TEST(broker_registration, carries_a_controlled_shutdown_only_while_set) {
+  broker_registration r;
+  r.node_id = 2;
+  r.incarnation_id = "x";
+  // Without the flag the value is what it was before the field existed.
+  EXPECT_EQ(encode_broker_registration(r).find("in_controlled_shutdown"), std::string::npos);
+  r.in_controlled_shutdown = true;
+  auto back = decode_broker_registration(encode_broker_registration(r));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->in_controlled_shutdown);
+  EXPECT_EQ(*back, r);
+  EXPECT_FALSE(
+      decode_broker_registration(
+          R"({"node_id":1,"incarnation_id":"x","listeners":[],"in_controlled_shutdown":1})")
+          .has_value());
+}
+
 TEST(broker_registration, refuses_what_is_not_one) {
   for (
       const char* text : {

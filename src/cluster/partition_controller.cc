@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "cluster/cluster_membership.h"
 #include "cluster/etcd_partition_store.h"
 
 namespace tarn::cluster {
@@ -70,19 +71,45 @@ void partition_controller::brokers_changed() {
 }
 
 void partition_controller::run() {
+  using clock = std::chrono::steady_clock;
+  const auto imbalance_interval =
+      std::chrono::milliseconds(std::max<int64_t>(options_.leader_imbalance_check_interval_ms, 1));
+  // The first check one interval after this broker becomes controller, as Kafka's controller
+  // schedules it.
+  // (A time point and a flag rather than an optional: GCC 12 reports the optional's value as
+  // maybe uninitialized at -O3.)
+  bool rebalance_scheduled = false;
+  clock::time_point next_rebalance{};
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.rescan_interval_ms),
-                 [this] { return stopping_ || (is_controller_ && dirty_); });
+    auto wait = std::chrono::milliseconds(options_.rescan_interval_ms);
+    if (rebalance_scheduled) {
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::max(next_rebalance - clock::now(), clock::duration::zero())));
+    }
+    cv_.wait_for(lock, wait, [this] { return stopping_ || (is_controller_ && dirty_); });
     if (stopping_) break;
     if (!is_controller_) {
       known_epochs_.clear();
+      rebalance_scheduled = false;
       continue;
+    }
+    bool rebalance = false;
+    if (options_.auto_leader_rebalance) {
+      if (!rebalance_scheduled) {
+        rebalance_scheduled = true;
+        next_rebalance = clock::now() + imbalance_interval;
+      } else if (clock::now() >= next_rebalance) {
+        rebalance = true;
+        next_rebalance = clock::now() + imbalance_interval;
+      }
     }
     dirty_ = false;
     const int64_t epoch = epoch_;
     lock.unlock();
-    const bool done = scan(epoch);
+    const bool done = scan(epoch, rebalance);
+    // A check whose writes did not all go through is made again with the next scan.
+    if (!done && rebalance) next_rebalance = clock::now();
     lock.lock();
     if (!done && !stopping_) {
       dirty_ = true;
@@ -92,7 +119,92 @@ void partition_controller::run() {
   }
 }
 
-bool partition_controller::scan(int64_t epoch) {
+broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
+                              std::string_view brokers_dir,
+                              std::map<int32_t, int64_t>* mod_revisions) {
+  broker_states live;
+  for (const auto& kv : registrations) {
+    const int32_t id = node_id_of(kv.key, brokers_dir);
+    if (id < 0) continue;
+    // A value that does not decode is still a live broker (its lease lives); it just is not
+    // known to be shutting down.
+    auto r = decode_broker_registration(kv.value);
+    live[id] = broker_state{kv.create_revision, false, r && r->in_controlled_shutdown};
+    if (mod_revisions != nullptr) (*mod_revisions)[id] = kv.mod_revision;
+  }
+  return live;
+}
+
+result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
+    etcd::etcd_client& client, const std::string& prefix, election_type type,
+    const std::vector<std::pair<uuid, int32_t>>& partitions) {
+  const std::string brokers_dir = prefix + "brokers/";
+  const std::string partitions_dir = prefix + "partitions/";
+  std::vector<election_result> out(partitions.size());
+  std::vector<size_t> pending(partitions.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  // A write loses only to a change made between its read and itself; five rounds are plenty.
+  for (int round = 0; round < 5 && !pending.empty(); ++round) {
+    auto registered = client.range(brokers_dir, etcd::prefix_end(brokers_dir));
+    if (!registered) return fail(registered.error());
+    std::map<int32_t, int64_t> registration_revisions;
+    const broker_states live =
+        live_brokers_of(registered->kvs, brokers_dir, &registration_revisions);
+    auto states = client.range(partitions_dir, etcd::prefix_end(partitions_dir));
+    if (!states) return fail(states.error());
+    std::map<std::pair<uuid, int32_t>, const etcd::key_value*> by_key;
+    for (const auto& kv : states->kvs) {
+      if (auto key = parse_partition_key(kv.key, partitions_dir)) by_key[*key] = &kv;
+    }
+    std::vector<size_t> again;
+    for (size_t i : pending) {
+      auto found = by_key.find(partitions[i]);
+      std::optional<partition_state> state;
+      if (found != by_key.end()) state = decode_partition_state(found->second->value);
+      if (!state) {
+        out[i] = {protocol::error_code::unknown_topic_or_partition, {}};
+        continue;
+      }
+      election_result decided = elect_leader(*state, type, live);
+      if (decided.error != protocol::error_code::none) {
+        out[i] = std::move(decided);
+        continue;
+      }
+      etcd::txn_request t;
+      t.compares.push_back({found->second->key,
+                            etcd::compare::target_kind::mod_revision,
+                            etcd::compare::result_kind::equal,
+                            found->second->mod_revision,
+                            {}});
+      t.compares.push_back({brokers_dir + std::to_string(decided.state.leader),
+                            etcd::compare::target_kind::mod_revision,
+                            etcd::compare::result_kind::equal,
+                            registration_revisions[decided.state.leader],
+                            {}});
+      t.success.push_back(
+          etcd::request_op::put(found->second->key, encode_partition_state(decided.state)));
+      auto written = client.txn(t);
+      if (!written) return fail(written.error());
+      if (!written->succeeded) {
+        again.push_back(i);
+        continue;
+      }
+      spdlog::info(
+          "ElectLeaders ({}): partition {}-{}: leader {} -> {} (leader epoch {}), ISR [{}] -> [{}]",
+          type == election_type::preferred ? "PREFERRED" : "UNCLEAN",
+          partitions[i].first.to_string(), partitions[i].second, state->leader,
+          decided.state.leader, decided.state.leader_epoch, fmt::join(state->isr, ","),
+          fmt::join(decided.state.isr, ","));
+      out[i] = std::move(decided);
+    }
+    pending = std::move(again);
+  }
+  // Still losing after five rounds: the partition changes faster than it can be decided on.
+  for (size_t i : pending) out[i] = {protocol::error_code::request_timed_out, {}};
+  return out;
+}
+
+bool partition_controller::scan(int64_t epoch, bool rebalance) {
   const std::string brokers_dir = options_.prefix + "brokers/";
   const std::string partitions_dir = options_.prefix + "partitions/";
   const std::string controller_key = options_.prefix + "controller";
@@ -103,13 +215,11 @@ bool partition_controller::scan(int64_t epoch) {
   }
   // Every registration is a live broker (it goes with its lease); its epoch is the key's create
   // revision, as KIP-903 compares it.
-  broker_states live;
-  std::vector<int32_t> live_ids;
-  for (const auto& kv : registered->kvs) {
-    const int32_t id = node_id_of(kv.key, brokers_dir);
-    if (id < 0) continue;
-    live[id] = broker_state{kv.create_revision, false, false};
+  const broker_states live = live_brokers_of(registered->kvs, brokers_dir);
+  std::vector<int32_t> live_ids, shutting_down;
+  for (const auto& [id, b] : live) {
     live_ids.push_back(id);
+    if (b.in_controlled_shutdown) shutting_down.push_back(id);
   }
   // Brokers whose registration changed since the last scan: they restarted in between.
   broker_states before_restart = live;
@@ -144,6 +254,7 @@ bool partition_controller::scan(int64_t epoch) {
     std::optional<partition_state> next;
     if (!restarted.empty()) next = reconcile(*state, before_restart, unclean);
     if (auto after = reconcile(next ? *next : *state, live, unclean)) next = std::move(after);
+    if (!next && rebalance) next = rebalance_to_preferred(*state, live);
     if (next) changes.push_back({&kv, *key, std::move(*state), std::move(*next)});
   }
   // One transaction for changes[from, to): whether it was written.
@@ -171,10 +282,13 @@ bool partition_controller::scan(int64_t epoch) {
     changes_written_.fetch_add(1);
     spdlog::info(
         "controller (epoch {}): partition {}-{}: leader {} -> {} (leader epoch {}), ISR [{}] -> "
-        "[{}] (partition epoch {}), live brokers [{}]",
+        "[{}] (partition epoch {}), live brokers [{}]{}",
         epoch, c.key.first.to_string(), c.key.second, c.from.leader, c.to.leader, c.to.leader_epoch,
         fmt::join(c.from.isr, ","), fmt::join(c.to.isr, ","), c.to.partition_epoch,
-        fmt::join(live_ids, ","));
+        fmt::join(live_ids, ","),
+        shutting_down.empty()
+            ? std::string()
+            : fmt::format(", in controlled shutdown [{}]", fmt::join(shutting_down, ",")));
   };
   constexpr size_t max_changes_per_txn = 60;
   bool done = true;

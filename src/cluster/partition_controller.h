@@ -15,6 +15,13 @@
 // leaves the ISRs; this controller does the same by reconciling first without it, then with it.
 // (A controller that took the role after the restart does not know the older epoch.)
 //
+// A broker in controlled shutdown (its registration says in_controlled_shutdown) is not eligible:
+// reconcile() moves its leaderships and takes it out of the ISRs as it does for a dead broker
+// (KIP-841), while the broker still serves and waits for it (docs/cluster.md, "Controlled
+// shutdown"). With auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds
+// a partition not led by its preferred replica gets it back as leader when that replica is in the
+// ISR and eligible (rebalance_to_preferred()).
+//
 // Every write is one etcd transaction that succeeds only while the partition's key is unchanged
 // since the scan read it (compare-and-swap on its mod_revision) and the controller key still has
 // this controller's epoch (its create revision), so a deposed controller that has not noticed yet
@@ -46,7 +53,28 @@ struct partition_controller_options {
   int64_t rescan_interval_ms = 3000;
   // After a failed scan (etcd unreachable, a write that lost a race): the next one this soon.
   int64_t retry_backoff_ms = 100;
+  // auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds (in ms here).
+  bool auto_leader_rebalance = true;
+  int64_t leader_imbalance_check_interval_ms = 300000;
 };
+
+// The live brokers as the registrations under <prefix>brokers/ show them (every key is a live
+// broker: it goes with its lease): each one's epoch (the key's create revision) and whether it is
+// in controlled shutdown; `mod_revisions`, when given, gets each key's mod_revision.
+broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
+                              std::string_view brokers_dir,
+                              std::map<int32_t, int64_t>* mod_revisions = nullptr);
+
+// ElectLeaders against the cluster (docs/cluster.md, "ElectLeaders"): for each partition, the
+// state and the registrations as etcd has them now, elect_leader()'s decision, and a write that
+// succeeds only while neither the partition's key nor the new leader's registration changed since
+// that read (so a decision on a stale view, or a leader that died or began shutting down
+// meanwhile, is never written; the whole decision is taken again on the newer read). Any broker
+// may call it: the compare-and-swap, not the controller role, is what keeps newer state from
+// being overwritten. UNKNOWN_TOPIC_OR_PARTITION for a partition without a state.
+result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
+    etcd::etcd_client& client, const std::string& prefix, election_type type,
+    const std::vector<std::pair<uuid, int32_t>>& partitions);
 
 class partition_controller {
  public:
@@ -73,9 +101,10 @@ class partition_controller {
   partition_controller(partition_controller_options options, unclean_policy unclean,
                        std::unique_ptr<etcd::etcd_client> client);
   void run();
-  // One pass over every partition with the controller epoch `epoch`: false when it must be
-  // repeated soon (etcd failed, or a write lost its compare-and-swap).
-  bool scan(int64_t epoch);
+  // One pass over every partition with the controller epoch `epoch` (`rebalance`: preferred
+  // leaders are restored too): false when it must be repeated soon (etcd failed, or a write lost
+  // its compare-and-swap).
+  bool scan(int64_t epoch, bool rebalance);
 
   partition_controller_options options_;
   unclean_policy unclean_;

@@ -129,6 +129,14 @@ std::optional<partition_state> reconcile(const partition_state& p, const broker_
   return next;
 }
 
+std::optional<partition_state> rebalance_to_preferred(const partition_state& p,
+                                                      const broker_states& brokers) {
+  const int32_t preferred = p.preferred_replica();
+  if (!p.has_leader() || p.leader == preferred || preferred == no_leader) return std::nullopt;
+  if (!contains(p.isr, preferred) || !eligible(brokers, preferred)) return std::nullopt;
+  return with_leader(p, preferred);
+}
+
 election_result elect_leader(const partition_state& p, election_type type,
                              const broker_states& brokers) {
   if (type == election_type::preferred) {
@@ -139,8 +147,12 @@ election_result elect_leader(const partition_state& p, election_type type,
     if (preferred != no_leader && contains(p.isr, preferred) && eligible(brokers, preferred)) {
       return {error_code::none, with_leader(p, preferred)};
     }
-    // The preferred replica cannot lead; a partition without a leader still gets the best one.
-    if (!p.has_leader()) {
+    // The preferred replica cannot lead; as Kafka's PartitionChangeBuilder.electPreferredLeader,
+    // a leader that may go on leading stays, and a partition without one (or whose leader may no
+    // longer lead: fenced, shutting down, out of the ISR) gets the best in-sync replica.
+    const bool leader_valid =
+        p.has_leader() && contains(p.isr, p.leader) && eligible(brokers, p.leader);
+    if (!leader_valid) {
       const int32_t leader = best_leader(p, brokers, false);
       if (leader != no_leader) return {error_code::none, with_leader(p, leader)};
     }

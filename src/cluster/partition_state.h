@@ -88,6 +88,13 @@ std::optional<partition_state> on_broker_available(const partition_state& p,
 std::optional<partition_state> reconcile(const partition_state& p, const broker_states& brokers,
                                          bool unclean_ok);
 
+// Automatic preferred-leader rebalancing (auto.leader.rebalance.enable): the partition led by its
+// preferred replica (replicas[0]) when another broker leads it and the preferred replica is in
+// the ISR and eligible, as Kafka's controller does for every imbalanced partition every
+// leader.imbalance.check.interval.seconds. nullopt when the partition stays as it is.
+std::optional<partition_state> rebalance_to_preferred(const partition_state& p,
+                                                      const broker_states& brokers);
+
 // ElectLeaders for one partition (PREFERRED or UNCLEAN): Kafka's answers: ELECTION_NOT_NEEDED
 // when the preferred replica already leads (preferred) or a leader exists (unclean),
 // PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica cannot lead, ELIGIBLE_LEADERS_NOT_

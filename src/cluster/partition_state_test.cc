@@ -259,6 +259,79 @@ TEST(PartitionState, ElectLeadersAnswersAsKafka) {
             error_code::eligible_leaders_not_available);
 }
 
+TEST(PartitionState, PreferredElectionReplacesALeaderThatMayNotGoOn) {
+  // The preferred replica cannot lead, and the leader is shutting down: the best in-sync replica
+  // takes over (Kafka's electPreferredLeader); with a leader that may go on, nothing changes.
+  partition_state p{{1, 2, 3}, {1, 2, 3}, 2, 4, 8};
+  auto brokers = live({1, 2, 3});
+  brokers[1].fenced = true;
+  EXPECT_EQ(elect_leader(p, election_type::preferred, brokers).error,
+            error_code::preferred_leader_not_available);
+  brokers[2].in_controlled_shutdown = true;
+  auto moved = elect_leader(p, election_type::preferred, brokers);
+  ASSERT_EQ(moved.error, error_code::none);
+  EXPECT_EQ(moved.state.leader, 3);
+  EXPECT_EQ(moved.state.leader_epoch, 5);
+  EXPECT_EQ(moved.state.partition_epoch, 9);
+  brokers[3].fenced = true;
+  EXPECT_EQ(elect_leader(p, election_type::preferred, brokers).error,
+            error_code::preferred_leader_not_available);
+}
+
+TEST(PartitionState, AControlledShutdownMovesLeadershipAndLeavesTheIsrButNotEmpty) {
+  // KIP-841: a broker in controlled shutdown is reconciled as an unavailable one while it still
+  // runs: it leaves every ISR, its leaderships go to the next in-sync replica, and where it is
+  // the last member it stays (with no leader: nobody else has what it has).
+  auto brokers = live({1, 2, 3});
+  brokers[1].in_controlled_shutdown = true;
+  auto led = reconcile(three_replicas(), brokers, false);
+  ASSERT_TRUE(led);
+  EXPECT_EQ(led->leader, 2);
+  EXPECT_EQ(led->isr, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(led->leader_epoch, 6);
+  EXPECT_EQ(led->partition_epoch, 10);
+  EXPECT_FALSE(reconcile(*led, brokers, false));  // once is enough
+
+  partition_state followed{{2, 1, 3}, {2, 1, 3}, 2, 3, 3};
+  auto isr_only = reconcile(followed, brokers, false);
+  ASSERT_TRUE(isr_only);
+  EXPECT_EQ(isr_only->leader, 2);
+  EXPECT_EQ(isr_only->leader_epoch, 3);
+  EXPECT_EQ(isr_only->isr, (std::vector<int32_t>{2, 3}));
+
+  partition_state alone{{1}, {1}, 1, 0, 0};
+  auto leaderless = reconcile(alone, brokers, false);
+  ASSERT_TRUE(leaderless);
+  EXPECT_EQ(leaderless->leader, no_leader);
+  EXPECT_EQ(leaderless->isr, (std::vector<int32_t>{1}));
+  // Back (registered again without the flag): it leads again.
+  auto back = reconcile(*leaderless, live({1, 2, 3}), false);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->leader, 1);
+  EXPECT_EQ(back->leader_epoch, 2);
+}
+
+TEST(PartitionState, RebalanceGivesLeadershipBackToThePreferredReplicaInTheIsr) {
+  const auto brokers = live({1, 2, 3});
+  partition_state moved{{1, 2, 3}, {2, 3}, 2, 1, 1};
+  EXPECT_FALSE(rebalance_to_preferred(moved, brokers));  // not in sync yet
+  moved.isr = {2, 3, 1};
+  moved.partition_epoch = 2;
+  auto back = rebalance_to_preferred(moved, brokers);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->leader, 1);
+  EXPECT_EQ(back->leader_epoch, 2);
+  EXPECT_EQ(back->partition_epoch, 3);
+  EXPECT_EQ(back->isr, moved.isr);
+  EXPECT_FALSE(rebalance_to_preferred(*back, brokers));  // balanced
+  auto shutting = brokers;
+  shutting[1].in_controlled_shutdown = true;
+  EXPECT_FALSE(rebalance_to_preferred(moved, shutting));
+  EXPECT_FALSE(rebalance_to_preferred(moved, live({2, 3})));
+  partition_state leaderless{{1, 2, 3}, {1}, no_leader, 1, 1};
+  EXPECT_FALSE(rebalance_to_preferred(leaderless, brokers));  // reconcile's part
+}
+
 TEST(PartitionState, EtcdValueRoundTripsAndRefusesWhatIsNotAState) {
   const partition_state p{{3, 1, 2}, {3, 1}, 3, 7, 12};
   const std::string text = encode_partition_state(p);
