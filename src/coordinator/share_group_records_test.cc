@@ -194,6 +194,7 @@ struct persisted_fixture {
   std::unique_ptr<share_coordinator> fresh() {
     return std::make_unique<share_coordinator>(share_config{}, metadata, nullptr, &groups_log);
   }
+  // Only the answer's numbers are read: its strings are views into an arena freed on return.
   protocol::share_group_heartbeat_response beat(share_coordinator& c, std::string_view member,
                                                 int32_t epoch, int64_t now_ms = 0) {
     protocol::share_group_heartbeat_request r;
@@ -206,9 +207,10 @@ struct persisted_fixture {
   std::vector<std::string> member_ids(share_coordinator& c) {
     protocol::share_group_describe_request r;
     r.group_ids = {"g"};
-    auto d = c.describe(r).message;
+    // Held whole: the member ids are views into the answer's arena.
+    auto d = c.describe(r);
     std::vector<std::string> out;
-    for (const auto& m : d.groups.at(0).members) out.emplace_back(m.member_id);
+    for (const auto& m : d.message.groups.at(0).members) out.emplace_back(m.member_id);
     return out;
   }
   // The whole answer: its strings are views into its arena.
