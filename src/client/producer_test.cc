@@ -9,6 +9,7 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -467,6 +468,12 @@ TEST(producer, retriable_error_is_retried_after_a_metadata_refresh) {
   auto r = p->send(rec("t", std::nullopt, "x")).get();
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->offset, 1);
+  // The error asks the sender for a metadata update (request_update), which it sends on its own
+  // schedule: the retry can be answered first (seen under TSan), so wait for it, bounded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (broker.metadata_requests() <= before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_GT(broker.metadata_requests(), before);
 }
 
