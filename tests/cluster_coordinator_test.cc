@@ -150,12 +150,9 @@ class cluster_coordinator : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!etcd_available()) GTEST_SKIP() << "etcd is not installed (scripts/install-deps)";
-    etcd_ = std::make_unique<etcd_cluster>(1);
-    ASSERT_TRUE(etcd_->wait_ready(0)) << etcd_->output(0);
-    for (int32_t id = 1; id <= 3; ++id) {
-      brokers_.push_back(std::make_unique<broker_process>(coordinator_args(*etcd_, id)));
-      ASSERT_NE(brokers_.back()->port(), 0) << brokers_.back()->output();
-    }
+    start_etcd_and_brokers(etcd_, brokers_, 3,
+                           [&](int32_t id) { return coordinator_args(*etcd_, id); });
+    if (HasFatalFailure()) return;
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
   uint16_t port(int32_t id) { return broker(id).port(); }

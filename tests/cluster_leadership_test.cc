@@ -210,12 +210,8 @@ class cluster_leadership : public ::testing::Test {
     if (!etcd_available()) GTEST_SKIP() << "etcd is not installed (scripts/install-deps)";
     session_timeout_ms_ = session_timeout_ms;
     extra_ = extra;
-    etcd_ = std::make_unique<etcd_cluster>(1);
-    ASSERT_TRUE(etcd_->wait_ready(0)) << etcd_->output(0);
-    for (int32_t id = 1; id <= 3; ++id) {
-      brokers_.push_back(std::make_unique<broker_process>(args(id)));
-      ASSERT_NE(brokers_.back()->port(), 0) << brokers_.back()->output();
-    }
+    start_etcd_and_brokers(etcd_, brokers_, 3, [&](int32_t id) { return args(id); });
+    if (HasFatalFailure()) return;
     for (int32_t id = 1; id <= 3; ++id) {
       ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
     }

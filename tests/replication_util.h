@@ -1,8 +1,10 @@
-// What the replication tests share (cluster_replication_test.cc, cluster_failover_test.cc):
-// brokers on one etcd with short sessions and lag bounds, a partition as Metadata describes it,
-// waiting for a partition state to show, pausing a broker for sure, and a file's bytes.
+// What the cluster tests share (cluster_replication, cluster_failover, cluster_coordinator,
+// cluster_leadership): the start of etcd and brokers, brokers with short sessions and lag bounds,
+// a partition as Metadata describes it, waiting for a partition state to show, pausing a broker
+// for sure, and a file's bytes.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -130,6 +133,20 @@ inline bool stop_process(const child_process& p) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
+}
+
+// The cluster tests' start: one etcd member, then brokers 1..count started with `args(id)`.
+// Fails the calling test fatally when one does not come up; the caller checks HasFatalFailure().
+template <typename Args>
+void start_etcd_and_brokers(std::unique_ptr<etcd_cluster>& etcd,
+                            std::vector<std::unique_ptr<broker_process>>& brokers, int32_t count,
+                            Args args) {
+  etcd = std::make_unique<etcd_cluster>(1);
+  ASSERT_TRUE(etcd->wait_ready(0)) << etcd->output(0);
+  for (int32_t id = 1; id <= count; ++id) {
+    brokers.push_back(std::make_unique<broker_process>(args(id)));
+    ASSERT_NE(brokers.back()->port(), 0) << brokers.back()->output();
+  }
 }
 
 inline std::string file_bytes(const std::filesystem::path& p) {
