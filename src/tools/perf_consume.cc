@@ -10,7 +10,6 @@
 // Only the time from a pass's first record to its last counts (as rdkafka_perf): the seek and
 // the first Fetch of each pass are the benchmark's, not the consumer's. CPU time (getrusage,
 // user + system, every thread) covers the whole run.
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "tarn/consumer.h"
+#include "tools/process_cpu.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -37,17 +37,8 @@ struct perf_consume_options {
   std::vector<std::string> consumer_props;
 };
 
-double cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return secs(u.ru_utime) + secs(u.ru_stime);
-}
-
 int run_perf_consume(const perf_consume_options& o) {
-  const double cpu_start = cpu_seconds();
+  const double cpu_start = process_cpu_seconds();
   const auto start = clock_type::now();
   std::vector<std::pair<std::string, std::string>> props = {
       {"bootstrap.servers", o.bootstrap_server}};
@@ -117,7 +108,7 @@ int run_perf_consume(const perf_consume_options& o) {
     std::fprintf(stderr, "consumed too few records to time\n");
     return 1;
   }
-  const double cpu = cpu_seconds() - cpu_start;
+  const double cpu = process_cpu_seconds() - cpu_start;
   std::printf("%" PRId64 " records consumed, %" PRId64
               " bytes, %.3f s, %f records/sec (%.2f MB/sec), %.3f s including connect.\n",
               records, bytes, secs, static_cast<double>(records) / secs,

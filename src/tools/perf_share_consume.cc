@@ -13,7 +13,6 @@
 // Only the time from the first record any consumer got to the one that made --num-records
 // counts (joining the group is the benchmark's, not the consumers'); CPU time (getrusage, user +
 // system, every thread) covers the whole run.
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -29,6 +28,7 @@
 
 #include "client/config_admin.h"
 #include "tarn/share_consumer.h"
+#include "tools/process_cpu.h"
 #include "tools/subcommands.h"
 
 namespace tarn::tools {
@@ -45,15 +45,6 @@ struct perf_share_options {
   bool earliest = true;
   std::vector<std::string> consumer_props;
 };
-
-double share_perf_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-  };
-  return secs(u.ru_utime) + secs(u.ru_stime);
-}
 
 // What the consumer threads share.
 struct run_state {
@@ -128,7 +119,7 @@ void consume(const perf_share_options& o,
 }
 
 int run_perf_share_consume(const perf_share_options& o) {
-  const double cpu_start = share_perf_cpu_seconds();
+  const double cpu_start = process_cpu_seconds();
   const auto start = clock_type::now();
   std::vector<std::pair<std::string, std::string>> props = {
       {"bootstrap.servers", o.bootstrap_server}, {"group.id", o.group}};
@@ -170,7 +161,7 @@ int run_perf_share_consume(const perf_share_options& o) {
     return 1;
   }
   const double total_s = std::chrono::duration<double>(clock_type::now() - start).count();
-  const double cpu = share_perf_cpu_seconds() - cpu_start;
+  const double cpu = process_cpu_seconds() - cpu_start;
   const auto bytes = s.bytes.load();
   std::printf("%" PRId64 " records consumed, %" PRId64
               " bytes, %.3f s, %f records/sec (%.2f MB/sec), %.3f s including connect.\n",
