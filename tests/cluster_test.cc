@@ -2,12 +2,14 @@
 // real etcd see each other in Metadata and DescribeCluster (hand-built requests and kcat -L),
 // agree on the cluster id and the controller, list the topics any of them created; a broker
 // killed leaves the list when its session times out and the controller role moves; a duplicate
-// node.id is refused; a broker cut off from etcd for its session timeout is fenced and exits.
+// node.id is refused; a broker cut off from etcd for its session timeout is fenced and exits;
+// InitProducerId on each broker hands out distinct producer ids (blocks taken from etcd).
 // Sessions are 2 s here so that each of those takes a few seconds at most.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +32,8 @@
 #include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/describe_topic_partitions_request.h"
 #include "protocol/messages/describe_topic_partitions_response.h"
+#include "protocol/messages/init_producer_id_request.h"
+#include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "test_util.h"
@@ -260,6 +264,23 @@ TEST_F(cluster_three_brokers, see_each_other_and_agree_on_cluster_and_controller
           << out;
     }
   }
+
+  // Producer ids come from one key in etcd, a block of 1000 per broker: an idempotent
+  // producer's InitProducerId on each broker gets an id no other broker hands out (each broker
+  // kept a file of its own before, and all three answered 0).
+  std::set<int64_t> producer_ids;
+  for (int32_t id = 1; id <= 3; ++id) {
+    kafka_conn c(port(id), nullptr);
+    protocol::init_producer_id_request req;
+    req.transactional_id = std::nullopt;
+    req.transaction_timeout_ms = INT32_MAX;
+    auto r = c.call<protocol::init_producer_id_response>(req, 4);
+    ASSERT_TRUE(r) << "broker " << id;
+    EXPECT_EQ(r->error_code, 0) << "broker " << id;
+    EXPECT_EQ(r->producer_epoch, 0) << "broker " << id;
+    producer_ids.insert(r->producer_id);
+  }
+  EXPECT_EQ(producer_ids.size(), 3u) << "two brokers handed out the same producer id";
 }
 
 TEST_F(cluster_three_brokers, a_topic_created_on_one_is_listed_by_all) {

@@ -3,17 +3,23 @@
 // and whose end removes them, watches that deliver every change once and in order across an etcd
 // restart, and failover between the members of a three-member cluster; then the broker session
 // on top (src/cluster/etcd_session.h): registration, session loss, controller election; and the
-// cluster's metadata log in etcd behind the metadata_store seam (src/cluster/etcd_metadata_log.h).
+// cluster's metadata log in etcd behind the metadata_store seam (src/cluster/etcd_metadata_log.h),
+// partition states and producer-id blocks taken by compare-and-swap.
 #include "cluster/etcd_client.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "cluster/etcd_metadata_log.h"
 #include "cluster/etcd_partition_store.h"
 #include "cluster/etcd_session.h"
+#include "cluster/producer_id_blocks.h"
 #include "etcd_process.h"
 #include "test_util.h"
 
@@ -683,6 +689,116 @@ TEST_F(EtcdClient, PartitionStateIsOnlyWrittenByCompareAndSwap) {
   auto bad = store.read(topic, 2);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find(store.key(topic, 2)), std::string::npos);
+}
+
+// Producer ids in a cluster (docs/cluster.md, "Producer ids"): blocks of 1000 from one key by
+// compare-and-swap. Two brokers' allocators racing on the key (two threads, two clients) never
+// take the same block, and two brokers' sources never hand out the same id.
+TEST_F(EtcdClient, ProducerIdBlocksOfTwoBrokersNeverOverlap) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const std::string key = producer_ids_key("/tarn/c/");
+  EXPECT_EQ(key, "/tarn/c/producer-ids");
+
+  // The race: each thread takes 6 blocks as fast as it can, on a client of its own.
+  constexpr int blocks_each = 6;
+  std::vector<int64_t> firsts[2];
+  std::string errors[2];
+  {
+    auto c0 = connect(etcd);
+    auto c1 = connect(etcd);
+    ASSERT_TRUE(c0 && c1);
+    std::atomic<int> ready{0};
+    auto take = [&](etcd_client& c, int i) {
+      ready.fetch_add(1);
+      while (ready.load() < 2) std::this_thread::yield();
+      for (int n = 0; n < blocks_each; ++n) {
+        auto b = allocate_producer_id_block(c, key);
+        if (!b) {
+          errors[i] = b.error().message;
+          return;
+        }
+        firsts[i].push_back(*b);
+      }
+    };
+    std::thread t0(take, std::ref(*c0), 0);
+    std::thread t1(take, std::ref(*c1), 1);
+    t0.join();
+    t1.join();
+  }
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  std::set<int64_t> all;
+  for (const auto& f : firsts) {
+    ASSERT_EQ(f.size(), static_cast<size_t>(blocks_each));
+    EXPECT_TRUE(std::is_sorted(f.begin(), f.end()));  // one broker's blocks only go up
+    all.insert(f.begin(), f.end());
+  }
+  ASSERT_EQ(all.size(), static_cast<size_t>(2 * blocks_each)) << "a block taken twice";
+  EXPECT_EQ(*all.begin(), 0);
+  EXPECT_EQ(*all.rbegin(), (2 * blocks_each - 1) * producer_id_block_size);  // none skipped
+  auto c = connect(etcd);
+  ASSERT_TRUE(c);
+  auto stored = c->range(key);
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->kvs.size(), 1u);
+  EXPECT_EQ(stored->kvs[0].value, std::to_string(2 * blocks_each * producer_id_block_size));
+
+  // Two brokers' sources: the first id before any block is Kafka's retriable answer, then 1,500
+  // ids each (two blocks, the second fetched ahead at 90%), none handed out twice.
+  auto source = [&] {
+    auto client = connect(etcd);
+    return std::make_unique<producer_id_blocks>(std::move(client), key);
+  };
+  auto broker1 = source();
+  auto broker2 = source();
+  auto early = broker1->next();
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error(), protocol::error_code::coordinator_load_in_progress);
+  ASSERT_TRUE(broker2->wait_for_block(std::chrono::seconds(5)));
+  std::vector<int64_t> ids[2];
+  auto drain = [&](producer_id_blocks& b, int i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ids[i].size() < 1500 && std::chrono::steady_clock::now() < deadline) {
+      auto id = b.next();
+      if (id) {
+        ids[i].push_back(*id);
+      } else {
+        EXPECT_EQ(id.error(), protocol::error_code::coordinator_load_in_progress);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  };
+  std::thread d1(drain, std::ref(*broker1), 0);
+  std::thread d2(drain, std::ref(*broker2), 1);
+  d1.join();
+  d2.join();
+  std::set<int64_t> handed;
+  for (const auto& v : ids) {
+    ASSERT_EQ(v.size(), 1500u);
+    handed.insert(v.begin(), v.end());
+    for (int64_t id : v) EXPECT_GE(id, 2 * blocks_each * producer_id_block_size);
+  }
+  EXPECT_EQ(handed.size(), 3000u) << "an id handed out by both brokers";
+
+  broker1.reset();  // no fetch of theirs lands after the write below
+  broker2.reset();
+
+  // A value that is not a number is an error naming the key, never a block from 0 again.
+  ASSERT_TRUE(c->put(key, "not a number"));
+  auto bad = allocate_producer_id_block(*c, key);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find(key), std::string::npos);
+
+  // etcd out of reach: no block, and InitProducerId's answer stays the retriable one.
+  auto gone = etcd_client::create({{"http://127.0.0.1:" + std::to_string(free_port())}, 1000, 300});
+  ASSERT_TRUE(gone);
+  producer_id_blocks cut_off(std::move(*gone), key);
+  EXPECT_FALSE(cut_off.wait_for_block(std::chrono::seconds(3)));
+  auto refused = cut_off.next();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), protocol::error_code::coordinator_load_in_progress);
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ class fetch_waiters;
 class request_memory;
 class broker_metrics;
 class broker_authorizer;
+class producer_id_source;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -94,6 +95,7 @@ struct broker_services {
   quota::client_quotas* quotas = nullptr;               // client quotas and their throttling
   broker_metrics* metrics = nullptr;                    // cells the handlers bump (may be null)
   txn::txn_coordinator* txns = nullptr;                 // transactions (may be null)
+  producer_id_source* producer_ids = nullptr;           // idempotent producers' ids
   // ACLs: null when authorizer.class.name is empty (no authorization, authorization.h).
   broker_authorizer* authorizer = nullptr;
   coordinator::share_coordinator* shares = nullptr;  // share groups (KIP-932)

@@ -4,7 +4,8 @@
 // Behaviour:
 //   - TransactionalId null (idempotent producer): a new producer id with epoch 0, whatever
 //     ProducerId/ProducerEpoch (v3+) say, as Kafka's TransactionCoordinator does for a null id.
-//     Ids come from producer_ids.h (unique across restarts).
+//     Ids come from producer_ids.h (unique across restarts, and across brokers in a cluster:
+//     blocks taken from etcd).
 //   - TransactionalId set: the transaction coordinator (txn/txn_coordinator.h): a new id's
 //     producer id with epoch 0, a known id's epoch bumped (a new producer id once the epoch is
 //     exhausted), an ongoing transaction fenced and aborted (CONCURRENT_TRANSACTIONS, the client
@@ -12,7 +13,10 @@
 //     INVALID_TRANSACTION_TIMEOUT, v3+ ProducerId/ProducerEpoch checked (KIP-360).
 //   - Errors, decided in init_producer_id_error(): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
 //     below v4 (as KafkaApis answers); a failure to persist a producer id block is
-//     UNKNOWN_SERVER_ERROR. ProducerId -1 and epoch -1 on failure, as Kafka.
+//     UNKNOWN_SERVER_ERROR; in a cluster, no id left while the next block is fetched from etcd
+//     (or etcd cannot be reached) COORDINATOR_LOAD_IN_PROGRESS, as Kafka's broker answers while
+//     its controller has not given it the next block (RPCProducerIdManager), and clients retry.
+//     ProducerId -1 and epoch -1 on failure, as Kafka.
 //   - A body that does not decode closes the connection.
 // Not supported: 2PC (v6); quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
@@ -92,10 +96,9 @@ asio::awaitable<handler_outcome> handle_init_producer_id(request_context& reques
     }
     co_return encode_response(reply, version);
   }
-  auto id = next_producer_id(request.services.config.log_dirs.front());
+  auto id = request.services.producer_ids->next();
   if (!id) {
-    spdlog::error("InitProducerId: cannot reserve producer ids: {}", id.error());
-    refuse(error_code::unknown_server_error);
+    refuse(id.error());
     co_return encode_response(reply, version);
   }
   reply.producer_id = *id;

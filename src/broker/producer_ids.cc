@@ -1,13 +1,13 @@
-// Producer ids reserved in blocks (see producer_ids.h).
+// Producer-id sources: a file's blocks on one node, etcd's in a cluster (see producer_ids.h).
 #include "broker/producer_ids.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <charconv>
-#include <map>
-#include <memory>
 #include <mutex>
 
+#include "cluster/producer_id_blocks.h"
 #include "storage/io.h"
 
 namespace tarn::broker {
@@ -18,11 +18,21 @@ constexpr int64_t producer_id_block_size = 1000;
 constexpr const char* producer_ids_file_name = "tarn-producer-ids";
 
 // Producer ids of one log directory.
-class producer_id_allocator {
+class file_producer_ids final : public producer_id_source {
  public:
-  explicit producer_id_allocator(std::string path) : path_(std::move(path)) {}
+  explicit file_producer_ids(std::string path) : path_(std::move(path)) {}
 
-  result<int64_t, std::string> next() {
+  result<int64_t, protocol::error_code> next() override {
+    auto id = take();
+    if (!id) {
+      spdlog::error("cannot reserve producer ids: {}", id.error());
+      return fail(protocol::error_code::unknown_server_error);
+    }
+    return *id;
+  }
+
+ private:
+  result<int64_t, std::string> take() {
     std::lock_guard guard(mu_);
     if (!loaded_) {
       auto text = storage::read_small_file(path_, 64);
@@ -44,7 +54,6 @@ class producer_id_allocator {
     return next_++;
   }
 
- private:
   std::mutex mu_;
   std::string path_;
   bool loaded_ = false;
@@ -52,19 +61,25 @@ class producer_id_allocator {
   int64_t block_end_ = 0;
 };
 
-producer_id_allocator& allocator_for(const std::string& log_dir) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<producer_id_allocator>> allocators;
-  std::lock_guard guard(mu);
-  auto& a = allocators[log_dir];
-  if (!a) a = std::make_unique<producer_id_allocator>(log_dir + "/" + producer_ids_file_name);
-  return *a;
-}
+class cluster_producer_ids final : public producer_id_source {
+ public:
+  explicit cluster_producer_ids(std::unique_ptr<cluster::producer_id_blocks> blocks)
+      : blocks_(std::move(blocks)) {}
+  result<int64_t, protocol::error_code> next() override { return blocks_->next(); }
+
+ private:
+  std::unique_ptr<cluster::producer_id_blocks> blocks_;
+};
 
 }  // namespace
 
-result<int64_t, std::string> next_producer_id(const std::string& log_dir) {
-  return allocator_for(log_dir).next();
+std::unique_ptr<producer_id_source> make_file_producer_ids(std::string log_dir) {
+  return std::make_unique<file_producer_ids>(log_dir + "/" + producer_ids_file_name);
+}
+
+std::unique_ptr<producer_id_source> make_cluster_producer_ids(
+    std::unique_ptr<cluster::producer_id_blocks> blocks) {
+  return std::make_unique<cluster_producer_ids>(std::move(blocks));
 }
 
 }  // namespace tarn::broker

@@ -42,6 +42,7 @@
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
 #include "cluster/cluster_membership.h"
+#include "cluster/producer_id_blocks.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/share_coordinator.h"
 #include "protocol/api_table.h"
@@ -138,6 +139,9 @@ struct server::impl {
   std::unique_ptr<offsets_topic> share_state;  // __share_group_state
   std::unique_ptr<coordinator::share_coordinator> shares;
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
+  // Producer ids for InitProducerId and the transaction coordinator (producer_ids.h): the log
+  // directory's file on one node, blocks from etcd in a cluster.
+  std::unique_ptr<producer_id_source> producer_ids;
   // The transaction coordinator and its seams (docs/transactions.md).
   std::unique_ptr<transaction_state_log> txn_log;
   std::unique_ptr<partition_markers> txn_markers;
@@ -439,11 +443,30 @@ result<void, std::string> server::start() {
                      std::chrono::steady_clock::now() - start)
                      .count());
   }
+  if (s.membership) {
+    // Every broker of the cluster takes its blocks from the one etcd key, so no two hand out the
+    // same id (docs/cluster.md, "Producer ids"). The first block is fetched now, so the first
+    // producers are not sent back to retry; if etcd does not answer in time, it is fetched when
+    // asked for.
+    auto client = cluster::etcd::etcd_client::create(
+        {cluster::etcd_endpoint_urls(s.config.etcd_connect), 5000, 1000});
+    if (!client) return fail("etcd.connect: " + client.error().message);
+    auto blocks = std::make_unique<cluster::producer_id_blocks>(
+        std::move(*client), cluster::producer_ids_key(cluster_prefix(s.topics->cluster_id())));
+    if (!blocks->wait_for_block(std::chrono::seconds(5))) {
+      spdlog::warn(
+          "no producer-id block from etcd yet: InitProducerId answers "
+          "COORDINATOR_LOAD_IN_PROGRESS until one comes");
+    }
+    s.producer_ids = make_cluster_producer_ids(std::move(blocks));
+  } else {
+    s.producer_ids = make_file_producer_ids(s.config.log_dirs.front());
+  }
   s.txn_log = std::make_unique<transaction_state_log>(*s.topics, s.config.txn);
   s.txn_markers = std::make_unique<partition_markers>(*s.topics, s.groups.get(), s.replicas.get());
   s.txns = std::make_unique<txn::txn_coordinator>(
       s.config.txn, *s.txn_log, *s.txn_markers,
-      [dir = s.config.log_dirs.front()] { return next_producer_id(dir); },
+      [ids = s.producer_ids.get()] { return ids->next(); },
       [topics = s.topics.get()] {
         const cluster::feature_map finalized = finalized_features(topics->metadata());
         auto it = finalized.find("transaction.version");
@@ -498,6 +521,7 @@ result<void, std::string> server::start() {
       s.config.http_metrics_request_path_enabled ? &s.metrics : nullptr, s.txns.get()});
   s.services->shares = s.shares.get();
   s.services->membership = s.membership.get();
+  s.services->producer_ids = s.producer_ids.get();
   s.services->replicas = s.replicas.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.

@@ -221,7 +221,7 @@ result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
   if (m == nullptr) {
     created = true;
     auto id = next_producer_id_();
-    if (!id) return fail(error_code::unknown_server_error);
+    if (!id) return fail(id.error());
     txn_metadata fresh;
     fresh.transactional_id = std::string(transactional_id);
     fresh.producer_id = *id;
@@ -274,7 +274,7 @@ result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
   txn_metadata next = *m;
   if (next.producer_epoch >= max_producer_epoch) {
     auto id = next_producer_id_();
-    if (!id) return fail(error_code::unknown_server_error);
+    if (!id) return fail(id.error());
     next.previous_producer_id = next.producer_id;
     next.producer_id = *id;
     next.producer_epoch = 0;
@@ -391,7 +391,7 @@ end_txn_result txn_coordinator::end_txn(std::string_view transactional_id,
       if (client_transaction_version >= 2) {
         if (m->producer_epoch >= max_producer_epoch) {
           auto id = next_producer_id_();
-          if (!id) return {error_code::unknown_server_error};
+          if (!id) return {id.error()};
           m->next_producer_id = *id;
         }
         m->last_producer_epoch = m->producer_epoch;

@@ -42,8 +42,9 @@ struct txn_config {
       3600000;  // transaction.remove.expired.transaction.cleanup.interval.ms
 };
 
-// Hands out a new producer id (the broker's allocator, shared with idempotent producers).
-using producer_id_source = std::function<result<producer_id_t, std::string>()>;
+// Hands out a new producer id (the broker's source, shared with idempotent producers), or the
+// error to answer (COORDINATOR_LOAD_IN_PROGRESS while a cluster's next block is on its way).
+using producer_id_source = std::function<result<producer_id_t, protocol::error_code>()>;
 // The finalized transaction.version feature level (it decides the __transaction_state value
 // version and the version broker-initiated aborts run with). Unset: 0.
 using transaction_version_source = std::function<int16_t()>;

@@ -80,7 +80,7 @@ struct fixture {
   producer_id_t next_id = 1000;
   txn_config config;
   txn_coordinator coordinator{config, log, markers,
-                              [this]() -> result<producer_id_t, std::string> { return next_id++; }};
+                              [this]() -> result<producer_id_t, error_code> { return next_id++; }};
 };
 
 TEST(txn_state, TransitionsAreKafkas) {
@@ -209,7 +209,7 @@ TEST(txn_coordinator, StateSurvivesAReloadAndUnwrittenMarkersAreRetried) {
   }
   f.markers.fail = false;
   txn_coordinator reloaded(f.config, f.log, f.markers,
-                           []() -> result<producer_id_t, std::string> { return 5000; });
+                           []() -> result<producer_id_t, error_code> { return 5000; });
   ASSERT_TRUE(reloaded.load(20));
   EXPECT_EQ(reloaded.size(), 2U);
   auto t = reloaded.describe("t");
@@ -347,7 +347,7 @@ TEST(txn_coordinator, IdleTransactionalIdsExpireWithATombstone) {
   config.transactional_id_expiration_ms = 1000;
   producer_id_t next = 1000;
   txn_coordinator c(config, log, markers,
-                    [&next]() -> result<producer_id_t, std::string> { return next++; });
+                    [&next]() -> result<producer_id_t, error_code> { return next++; });
   EXPECT_EQ(c.remove_expired(1000000), 0);
   EXPECT_FALSE(log.created) << "the timer creates no __transaction_state";
   ASSERT_TRUE(c.init_producer_id("idle", 60000, -1, -1, 10));    // Empty since 10
@@ -366,7 +366,7 @@ TEST(txn_coordinator, IdleTransactionalIdsExpireWithATombstone) {
   EXPECT_EQ(c.size(), 1U);
   // The tombstones are in __transaction_state: a reload does not bring the ids back.
   txn_coordinator reloaded(config, log, markers,
-                           []() -> result<producer_id_t, std::string> { return 5000; });
+                           []() -> result<producer_id_t, error_code> { return 5000; });
   ASSERT_TRUE(reloaded.load(2000));
   EXPECT_EQ(reloaded.size(), 1U);
   EXPECT_FALSE(reloaded.describe("idle"));
@@ -494,7 +494,7 @@ TEST(txn_coordinator, AnExhaustedEpochCompletesWithANewProducerId) {
   EXPECT_EQ(c.add_partitions("t", 2000, 0, {{"a", 0}}, 9), error_code::none);
   // The state written last is the new id's, and survives a reload.
   txn_coordinator reloaded(f.config, f.log, f.markers,
-                           []() -> result<producer_id_t, std::string> { return 3000; });
+                           []() -> result<producer_id_t, error_code> { return 3000; });
   ASSERT_TRUE(reloaded.load(10));
   EXPECT_TRUE(reloaded.in_transaction(2000, 0, {"a", 0}));
 }
@@ -506,7 +506,7 @@ TEST(txn_coordinator, TheValueVersionFollowsTheFinalizedTransactionVersion) {
     memory_markers markers;
     txn_config config;
     txn_coordinator c(
-        config, log, markers, []() -> result<producer_id_t, std::string> { return 7; },
+        config, log, markers, []() -> result<producer_id_t, error_code> { return 7; },
         [level] { return level; });
     ASSERT_TRUE(c.init_producer_id("t", 60000, -1, -1, 1));
     const auto& batch = log.batches[partition_for("t", 4)].at(0);
