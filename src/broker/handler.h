@@ -264,6 +264,11 @@ void register_share_acknowledge_handler(handler_registry& registry);
 void register_describe_share_group_offsets_handler(handler_registry& registry);
 void register_alter_share_group_offsets_handler(handler_registry& registry);
 void register_delete_share_group_offsets_handler(handler_registry& registry);
+void register_initialize_share_group_state_handler(handler_registry& registry);
+void register_read_share_group_state_handler(handler_registry& registry);
+void register_write_share_group_state_handler(handler_registry& registry);
+void register_delete_share_group_state_handler(handler_registry& registry);
+void register_read_share_group_state_summary_handler(handler_registry& registry);
 
 // The answer to an ApiVersions request above our max version: the v0 layout with error 35
 // (UNSUPPORTED_VERSION) and only our ApiVersions range (KIP-511). Defined beside the handler.

@@ -61,6 +61,11 @@ void register_all_handlers(handler_registry& registry) {
   register_describe_share_group_offsets_handler(registry);
   register_alter_share_group_offsets_handler(registry);
   register_delete_share_group_offsets_handler(registry);
+  register_initialize_share_group_state_handler(registry);
+  register_read_share_group_state_handler(registry);
+  register_write_share_group_state_handler(registry);
+  register_delete_share_group_state_handler(registry);
+  register_read_share_group_state_summary_handler(registry);
   register_describe_client_quotas_handler(registry);
   register_alter_client_quotas_handler(registry);
   register_describe_user_scram_credentials_handler(registry);

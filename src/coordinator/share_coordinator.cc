@@ -689,24 +689,53 @@ bool share_coordinator::ensure_state_topic() {
   return true;
 }
 
-error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
-                                      int64_t now_ms, bool snapshot) {
-  if (state_log_ == nullptr) return error_code::none;
+result<int64_t, error_code> share_coordinator::append_state(
+    const share_partition_key& key, int16_t record_type,
+    std::optional<std::span<const uint8_t>> value, int64_t now_ms) {
+  if (state_log_ == nullptr) return int64_t{-1};
   int32_t partitions = state_partitions_.load();
   if (partitions <= 0) {
     auto n = state_log_->partitions();
-    if (!n || *n <= 0) return error_code::coordinator_not_available;
+    if (!n || *n <= 0) return fail(error_code::coordinator_not_available);
     partitions = *n;
     state_partitions_.store(partitions);
   }
+  const auto record_key = encode_share_state_key(record_type, key);
+  const int32_t part = share_state_partition_for(key, partitions);
+  auto written =
+      state_log_->append(part, build_share_state_batch(record_key, value, now_ms), std::nullopt);
+  if (!written) {
+    // Kafka's coordinator runtime answers an append it could not make this way (the persister
+    // then fails the acknowledgement with it).
+    switch (written.error()) {
+      case error_code::unknown_topic_or_partition:
+      case error_code::not_enough_replicas:
+      case error_code::request_timed_out:
+        return fail(error_code::coordinator_not_available);
+      default:
+        return fail(error_code::unknown_server_error);
+    }
+  }
+  last_written_offset_[part] = *written;
+  return *written;
+}
+
+error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
+                                      int64_t now_ms, bool snapshot) {
+  if (state_log_ == nullptr) return error_code::none;
   share_group_offset next;
   next.start_offset = p.start_offset();
   next.delivery_complete_count = static_cast<int32_t>(p.finished_count());
   next.state_batches = p.persisted_batches();
   next.write_timestamp_ms = now_ms;
   auto it = persisted_.find(key);
+  if (it != persisted_.end()) {
+    // This node's share-partition leader writes with the epochs the coordinator recorded (an
+    // RPC that changed them also replaced the in-memory state: follow_persisted).
+    next.state_epoch = it->second.state.state_epoch;
+    next.leader_epoch = it->second.state.leader_epoch;
+  }
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-  std::vector<uint8_t> record_key;
   std::vector<uint8_t> value;
   const bool is_snapshot = it == persisted_.end() || snapshot ||
                            it->second.updates_since_snapshot >=
@@ -715,7 +744,6 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     next.snapshot_epoch = it == persisted_.end() ? 0 : it->second.state.snapshot_epoch + 1;
     next.create_timestamp_ms =
         it == persisted_.end() ? now_ms : it->second.state.create_timestamp_ms;
-    record_key = encode_share_state_key(share_snapshot_record_type, pk);
     value = encode_share_snapshot_value(next);
   } else {
     const share_group_offset& last = it->second.state;
@@ -728,28 +756,20 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     }
     next.snapshot_epoch = last.snapshot_epoch;
     next.create_timestamp_ms = last.create_timestamp_ms;
-    record_key = encode_share_state_key(share_update_record_type, pk);
     value = encode_share_update_value(delta);
   }
-  auto written = state_log_->append(
-      share_state_partition_for(pk, partitions),
-      build_share_state_batch(record_key, std::span<const uint8_t>(value), now_ms), std::nullopt);
-  if (!written) {
-    // Kafka's coordinator runtime answers an append it could not make this way (the persister
-    // then fails the acknowledgement with it).
-    switch (written.error()) {
-      case error_code::unknown_topic_or_partition:
-      case error_code::not_enough_replicas:
-      case error_code::request_timed_out:
-        return error_code::coordinator_not_available;
-      default:
-        return error_code::unknown_server_error;
-    }
-  }
-  const int32_t state_partition = share_state_partition_for(pk, partitions);
-  last_written_offset_[state_partition] = *written;
+  auto written =
+      append_state(pk, is_snapshot ? share_snapshot_record_type : share_update_record_type,
+                   std::span<const uint8_t>(value), now_ms);
+  if (!written) return written.error();
   if (is_snapshot) {
-    persisted_[key] = {std::move(next), 0, *written, now_ms};
+    persisted_state& ps = persisted_[key];
+    ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, next.leader_epoch);
+    ps.state_epoch_fence = std::max(ps.state_epoch_fence, next.state_epoch);
+    ps.state = std::move(next);
+    ps.updates_since_snapshot = 0;
+    ps.snapshot_offset = *written;
+    ps.last_write_ms = now_ms;
   } else {
     it->second.state = std::move(next);
     ++it->second.updates_since_snapshot;
@@ -760,17 +780,11 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
 
 void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms) {
   if (persisted_.erase(key) == 0 || state_log_ == nullptr) return;
-  const int32_t partitions = state_partitions_.load();
-  if (partitions <= 0) return;
+  if (state_partitions_.load() <= 0) return;
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  // Best effort: a tombstone that fails leaves the old state, which load() brings back.
   for (int16_t type : {share_snapshot_record_type, share_update_record_type}) {
-    const auto k = encode_share_state_key(type, pk);
-    // Best effort: a tombstone that fails leaves the old state, which load() brings back.
-    const int32_t part = share_state_partition_for(pk, partitions);
-    if (auto w = state_log_->append(part, build_share_state_batch(k, std::nullopt, now_ms),
-                                    std::nullopt)) {
-      last_written_offset_[part] = *w;
-    }
+    (void)append_state(pk, type, std::nullopt, now_ms);
   }
 }
 
@@ -832,10 +846,15 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
   skipped_records_ = replay.skipped();
   for (const auto& [pk, e] : replay.states()) {
     partition_key key{pk.group_id, pk.topic_id, pk.partition};
-    auto p = share_partition::restore(partition_config(pk.group_id), e.state.start_offset,
-                                      e.state.state_batches);
-    partitions_.insert_or_assign(key, std::move(p));
-    persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset, now_ms};
+    // A share-partition initialized without a start offset (InitializeShareGroupState with -1)
+    // is made at its first fetch, from share.auto.offset.reset.
+    if (e.state.start_offset >= 0) {
+      auto p = share_partition::restore(partition_config(pk.group_id), e.state.start_offset,
+                                        e.state.state_batches);
+      partitions_.insert_or_assign(key, std::move(p));
+    }
+    persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset,
+                       now_ms,  e.leader_epoch_fence,     e.state_epoch_fence};
     if (!groups_.contains(pk.group_id)) {
       auto& g = groups_.emplace(pk.group_id, group{}).first->second;
       g.group_id = pk.group_id;

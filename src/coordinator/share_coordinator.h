@@ -27,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -180,6 +181,43 @@ class share_coordinator {
   // Member session timeouts, acquisition-lock expiry and the pruning of __share_group_state.
   void poll(int64_t now_ms);
 
+  // The share-state RPCs (InitializeShareGroupState 83, ReadShareGroupState 84,
+  // WriteShareGroupState 85, DeleteShareGroupState 86, ReadShareGroupStateSummary 87), one
+  // share-partition at a time, with the checks of Kafka 4.4's ShareCoordinatorShard in its order
+  // (share_state_rpc.cc). The coordinator's state of a share-partition is what it last wrote to
+  // __share_group_state (Kafka's shareStateMap), with the highest leader and state epochs it has
+  // seen (Kafka's leaderEpochMap and stateEpochMap, which fence older writers). tarn's own
+  // share-partition leader on this node writes through persist() under the same mutex, with the
+  // recorded epochs; an RPC that changes a share-partition's state replaces the in-memory
+  // share-partition with it before answering (records it had Acquired come back Available with
+  // the counts written), so the two never diverge.
+  struct state_answer {
+    protocol::error_code error = protocol::error_code::none;
+    std::string message;  // empty: null
+    share_group_offset state;
+  };
+  struct state_write {
+    int32_t state_epoch = 0;
+    int32_t leader_epoch = 0;
+    int64_t start_offset = -1;
+    int32_t delivery_complete_count = -1;
+    std::vector<state_batch> batches;
+  };
+  // COORDINATOR_NOT_AVAILABLE when __share_group_state cannot be created, else NONE. Call before
+  // the calls below (it may create the topic, which takes the topic manager's control lock).
+  protocol::error_code prepare_state_rpc();
+  state_answer initialize_state(std::string_view group_id, const share_topic_partition& tp,
+                                int32_t state_epoch, int64_t start_offset, int64_t now_ms);
+  // The state (its epochs, SPSO, batches); a leader epoch above the recorded one is written.
+  state_answer read_state(std::string_view group_id, const share_topic_partition& tp,
+                          int32_t leader_epoch, int64_t now_ms);
+  state_answer write_state(std::string_view group_id, const share_topic_partition& tp,
+                           const state_write& write, int64_t now_ms);
+  state_answer delete_state(std::string_view group_id, const share_topic_partition& tp,
+                            int64_t now_ms);
+  // Epochs, SPSO and delivery-complete count (no batches); SPSO -1 when there is no state.
+  state_answer read_state_summary(std::string_view group_id, const share_topic_partition& tp);
+
  private:
   using member = share_group_member;
   using group = share_group_state;
@@ -247,7 +285,27 @@ class share_coordinator {
     int32_t updates_since_snapshot = 0;
     int64_t snapshot_offset = -1;  // of its latest snapshot in the topic
     int64_t last_write_ms = 0;
+    // The highest epochs of any record of the share-partition (Kafka's leaderEpochMap and
+    // stateEpochMap): a request below them is fenced.
+    int32_t leader_epoch_fence = 0;
+    int32_t state_epoch_fence = 0;
   };
+
+  // Appends one record of __share_group_state for `key` (a tombstone without `value`); its offset,
+  // or the error Kafka's coordinator runtime answers for an append it could not make.
+  result<int64_t, protocol::error_code> append_state(const share_partition_key& key,
+                                                     int16_t record_type,
+                                                     std::optional<std::span<const uint8_t>> value,
+                                                     int64_t now_ms);
+  // INVALID_REQUEST / UNKNOWN_TOPIC_OR_PARTITION checks shared by the RPCs. Under mu_.
+  std::optional<state_answer> check_topic_partition(const share_topic_partition& tp) const;
+  // Writes what a WriteShareGroupState (or a ReadShareGroupState raising the leader epoch) asks,
+  // as Kafka's generateShareStateRecord, and applies it. Under mu_.
+  protocol::error_code write_state_record(const partition_key& key, persisted_state& ps,
+                                          const state_write& write, int64_t now_ms);
+  // After an RPC changed a share-partition's state: the in-memory share-partition follows it.
+  // Under mu_.
+  void follow_persisted(const partition_key& key, int64_t now_ms);
 
   share_config config_;
   const metadata_view& metadata_;

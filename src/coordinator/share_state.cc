@@ -266,11 +266,15 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
       ++skipped_;
       return;
     }
-    entry& e = states_[pk];
+    auto [it, fresh] = states_.try_emplace(pk);
+    entry& e = it->second;
     e.state = {v->snapshot_epoch,          v->state_epoch,      v->leader_epoch,    v->start_offset,
                v->delivery_complete_count, v->create_timestamp, v->write_timestamp, batches_of(*v)};
     e.updates_since_snapshot = 0;
     e.snapshot_offset = offset;
+    e.leader_epoch_fence =
+        fresh ? v->leader_epoch : std::max(e.leader_epoch_fence, v->leader_epoch);
+    e.state_epoch_fence = fresh ? v->state_epoch : std::max(e.state_epoch_fence, v->state_epoch);
     return;
   }
   auto v = protocol::share_update_value::decode(vr, version);
@@ -289,8 +293,10 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
     e.state.delivery_complete_count = v->delivery_complete_count;
     e.state.state_batches = combine_state_batches({}, updates, v->start_offset);
     e.snapshot_offset = offset;
+    e.leader_epoch_fence = v->leader_epoch;
     return;
   }
+  it->second.leader_epoch_fence = std::max(it->second.leader_epoch_fence, v->leader_epoch);
   share_group_offset& s = it->second.state;
   if (v->start_offset != -1) s.start_offset = v->start_offset;
   if (v->leader_epoch != -1) s.leader_epoch = v->leader_epoch;

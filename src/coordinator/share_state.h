@@ -95,6 +95,10 @@ class share_state_replay {
     share_group_offset state;
     int32_t updates_since_snapshot = 0;
     int64_t snapshot_offset = -1;  // where its state starts in the topic (pruning keeps it)
+    // The highest leader and state epochs of its records since its last tombstone (Kafka's
+    // leaderEpochMap and stateEpochMap): requests below them are fenced.
+    int32_t leader_epoch_fence = 0;
+    int32_t state_epoch_fence = 0;
   };
 
   // The record at `offset` of a partition of the topic.
