@@ -6,14 +6,18 @@
 // fenced; hostile input (unknown topic, out-of-range and negative partitions, an uninitialized
 // share-partition, an empty group id, overlapping, reversed and huge batches, repeated
 // partitions, many partitions) gets Kafka's answers and the broker stays up; Delete then Read;
-// ReadShareGroupStateSummary; a SIGKILL and a restart keep what was written and the fences.
+// ReadShareGroupStateSummary; a SIGKILL and a restart keep what was written and the fences. The
+// same requests against Apache Kafka 4.4.0 give the same answers (`make interop` only).
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include "base/uuid.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/api_versions_request.h"
@@ -22,6 +26,8 @@
 #include "protocol/messages/delete_share_group_state_response.h"
 #include "protocol/messages/describe_share_group_offsets_request.h"
 #include "protocol/messages/describe_share_group_offsets_response.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/initialize_share_group_state_request.h"
 #include "protocol/messages/initialize_share_group_state_response.h"
 #include "protocol/messages/metadata_request.h"
@@ -298,6 +304,124 @@ TEST(share_state_rpc, apis_fencing_hostile_input_and_a_restart) {
   EXPECT_EQ(c.write("g", q, 0, 1, 1, 3, {}).first, code(error_code::fenced_leader_epoch));
   EXPECT_EQ(c.read("g", q, 1, 0).error, code(error_code::invalid_request));
   EXPECT_EQ(c.described_start("g"), 6);
+}
+
+// One run of requests for the comparison with Kafka: a line per answer.
+std::vector<std::string> answers_of(state_client& c, const protocol::uuid& q) {
+  std::vector<std::string> out;
+  auto line = [&out](const std::string& what, const std::pair<int16_t, std::string>& r) {
+    out.push_back(what + ": " + std::to_string(r.first) + " " + r.second);
+  };
+  auto read_line = [&](const std::string& what, int32_t partition, int32_t leader_epoch) {
+    auto r = c.read("g", q, partition, leader_epoch);
+    std::string text = what + ": " + std::to_string(r.error) + " " + r.message + " epoch " +
+                       std::to_string(r.state_epoch) + " start " + std::to_string(r.start_offset);
+    for (const auto& b : r.batches) {
+      text += " [" + std::to_string(b.first) + "-" + std::to_string(b.last) + " " +
+              std::to_string(b.state) + " " + std::to_string(b.count) + "]";
+    }
+    out.push_back(text);
+  };
+  read_line("read before", 0, 1);
+  line("initialize", c.initialize("g", q, 0, 1, 0));
+  read_line("read", 0, 1);
+  line("write", c.write("g", q, 0, 1, 1, 3, {{3, 9, available, 1}, {3, 5, acknowledged, 1}}));
+  read_line("read written", 0, 1);
+  line("stale state epoch", c.write("g", q, 0, 0, 1, 3, {}));
+  read_line("new leader", 0, 2);
+  line("stale leader epoch", c.write("g", q, 0, 1, 1, 3, {}));
+  read_line("stale leader read", 0, 1);
+  line("partition past the count", c.initialize("g", q, 2, 0, 0));
+  line("negative partition", c.initialize("g", q, -1, 0, 0));
+  line("negative state epoch", c.write("g", q, 0, -1, 2, 0, {}));
+  line("uninitialized", c.write("other", q, 0, 0, 0, 0, {}));
+  line("delete without state", c.remove("g", q, 1));
+  read_line("read without state", 1, 0);
+  protocol::read_share_group_state_summary_request sr;
+  sr.group_id = "g";
+  auto& t = sr.topics.emplace_back();
+  t.topic_id = q;
+  t.partitions.push_back({0, 0});
+  t.partitions.push_back({1, 0});
+  auto got = c.conn().call<protocol::read_share_group_state_summary_response>(sr, 1);
+  if (got && got->results.size() == 1) {
+    for (const auto& p : got->results[0].partitions) {
+      out.push_back("summary " + std::to_string(p.partition) + ": " + std::to_string(p.error_code) +
+                    " epochs " + std::to_string(p.state_epoch) + "/" +
+                    std::to_string(p.leader_epoch) + " start " + std::to_string(p.start_offset) +
+                    " complete " + std::to_string(p.delivery_complete_count));
+    }
+  }
+  protocol::read_share_group_state_request er;
+  er.group_id = "";
+  er.topics.emplace_back().topic_id = q;
+  er.topics[0].partitions.push_back({0, 0});
+  auto empty = c.conn().call<protocol::read_share_group_state_response>(er, 0);
+  out.push_back("empty group id: " + std::to_string(empty ? empty->results.size() : 99));
+  return out;
+}
+
+TEST(share_state_rpc, same_answers_against_kafka) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  const std::string& error = kafka_broker::instance().start();
+  if (!error.empty()) GTEST_SKIP() << error;
+  const uint16_t kport = kafka_broker::instance().port();
+  ASSERT_EQ(create_topic(kport, "q", 2), 0);
+  state_client k(kport);
+  protocol::uuid kq;
+  for (int i = 0; i < 100 && kq.is_zero(); ++i) {
+    kq = k.topic_id("q");
+    if (kq.is_zero()) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(kq.is_zero());
+  // Kafka's share coordinator owns the key's partition of __share_group_state once the topic
+  // exists and is loaded: FindCoordinator (key type SHARE) creates it; wait until it answers.
+  uuid id;
+  for (int i = 0; i < 8; ++i)
+    id.most_significant_bits = (id.most_significant_bits << 8) | kq.bytes[i];
+  for (int i = 8; i < 16; ++i) {
+    id.least_significant_bits = (id.least_significant_bits << 8) | kq.bytes[i];
+  }
+  const std::string key = "g:" + id.to_string() + ":0";
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    protocol::find_coordinator_request fc;
+    fc.key_type = 2;
+    fc.coordinator_keys.push_back(key);
+    auto found = k.conn().call<protocol::find_coordinator_response>(fc, 6);
+    ready = found && found->coordinators.size() == 1 && found->coordinators[0].error_code == 0;
+    if (ready) {
+      // Loaded once a summary of a share-partition without state is answered NONE.
+      protocol::read_share_group_state_summary_request sr;
+      sr.group_id = "probe";
+      auto& t = sr.topics.emplace_back();
+      t.topic_id = kq;
+      t.partitions.push_back({0, 0});
+      auto got = k.conn().call<protocol::read_share_group_state_summary_response>(sr, 1);
+      ready = got && got->results.size() == 1 && got->results[0].partitions[0].error_code == 0;
+    }
+    if (!ready) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(ready) << "Kafka's share coordinator did not load";
+  // "probe" hashes elsewhere than "g": wait for g's partition of the topic as well.
+  for (int i = 0; i < 100; ++i) {
+    auto r = k.read("g", kq, 0, 0);
+    if (r.error != code(error_code::not_coordinator) &&
+        r.error != code(error_code::coordinator_load_in_progress) &&
+        r.error != code(error_code::coordinator_not_available)) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto kafka_lines = answers_of(k, kq);
+
+  temp_dir dir;
+  broker_process broker(broker_args, dir.path() / "data");
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  ASSERT_EQ(create_topic(broker.port(), "q", 2), 0);
+  state_client c(broker.port());
+  const auto tarn_lines = answers_of(c, c.topic_id("q"));
+  EXPECT_EQ(tarn_lines, kafka_lines);
 }
 
 }  // namespace

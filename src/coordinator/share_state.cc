@@ -300,7 +300,8 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
   share_group_offset& s = it->second.state;
   if (v->start_offset != -1) s.start_offset = v->start_offset;
   if (v->leader_epoch != -1) s.leader_epoch = v->leader_epoch;
-  if (v->delivery_complete_count != -1) s.delivery_complete_count = v->delivery_complete_count;
+  // Kafka's ShareCoordinatorShard.merge takes an update's count as it is, -1 included.
+  s.delivery_complete_count = v->delivery_complete_count;
   s.state_batches = combine_state_batches(s.state_batches, updates, s.start_offset);
   ++it->second.updates_since_snapshot;
 }

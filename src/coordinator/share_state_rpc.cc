@@ -107,7 +107,6 @@ error_code share_coordinator::write_state_record(const partition_key& key, persi
     next.write_timestamp_ms = now_ms;
     // What replaying the update gives (share_state_replay::apply).
     next.state_batches = combine_state_batches(cur.state_batches, delta.state_batches, start);
-    if (complete == -1) next.delivery_complete_count = cur.delivery_complete_count;
   }
   auto written = append_state(pk, snapshot ? share_snapshot_record_type : share_update_record_type,
                               std::span<const uint8_t>(value), now_ms);
