@@ -327,6 +327,10 @@ std::vector<std::string> answers_of(state_client& c, const protocol::uuid& q) {
   read_line("read", 0, 1);
   line("write", c.write("g", q, 0, 1, 1, 3, {{3, 9, available, 1}, {3, 5, acknowledged, 1}}));
   read_line("read written", 0, 1);
+  // Kafka's combiner: the higher delivery count wins, then the higher state, whatever the order.
+  line("write counts", c.write("g", q, 0, 1, 1, 3, {{6, 7, available, 3}, {3, 4, available, 1}}));
+  line("write lower", c.write("g", q, 0, 1, 1, 3, {{6, 9, archived, 1}}));
+  read_line("read merged", 0, 1);
   line("stale state epoch", c.write("g", q, 0, 0, 1, 3, {}));
   read_line("new leader", 0, 2);
   line("stale leader epoch", c.write("g", q, 0, 1, 1, 3, {}));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 
 #include "base/uuid.h"
 #include "coordinator/wire_ids.h"
@@ -153,49 +154,53 @@ std::vector<uint8_t> build_share_state_batch(std::span<const uint8_t> key,
 std::vector<state_batch> combine_state_batches(std::span<const state_batch> current,
                                                std::span<const state_batch> updates,
                                                int64_t start_offset) {
-  // Disjoint intervals by first offset; each update cuts what it overlaps, then takes its place.
-  std::map<int64_t, state_batch> runs;
-  auto put = [&runs](const state_batch& b) {
-    if (b.first_offset > b.last_offset) return;
-    auto it = runs.upper_bound(b.first_offset);
-    if (it != runs.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second.last_offset >= b.first_offset) {
-        state_batch left = prev->second;
-        state_batch right = prev->second;
-        left.last_offset = b.first_offset - 1;
-        right.first_offset = b.last_offset + 1;
-        runs.erase(prev);
-        if (left.first_offset <= left.last_offset) runs[left.first_offset] = left;
-        if (right.first_offset <= right.last_offset) runs[right.first_offset] = right;
-      }
-    }
-    it = runs.lower_bound(b.first_offset);
-    while (it != runs.end() && it->first <= b.last_offset) {
-      state_batch rest = it->second;
-      it = runs.erase(it);
-      if (rest.last_offset > b.last_offset) {
-        rest.first_offset = b.last_offset + 1;
-        runs[rest.first_offset] = rest;
-        break;
-      }
-    }
-    runs[b.first_offset] = b;
+  // Kafka's PersisterStateBatchCombiner: where batches overlap, the one with the higher delivery
+  // count wins, then the one with the higher delivery state (so a record never goes back to an
+  // earlier delivery). A sweep over the batches' edges with the batches open at each point: a
+  // request may carry very many batches (bounded by its bytes), so no search per batch.
+  using priority = std::pair<int16_t, int8_t>;  // (delivery count, delivery state)
+  struct edge {
+    int64_t at;  // the first offset it opens, or the offset after the one it closes
+    bool open;
+    priority p;
   };
-  for (const auto& b : current) put(b);
-  for (const auto& b : updates) put(b);
-  std::vector<state_batch> out;
-  for (auto& [first, b] : runs) {
-    state_batch cut = b;
-    if (cut.last_offset < start_offset) continue;
-    cut.first_offset = std::max(cut.first_offset, start_offset);
-    if (!out.empty() && out.back().last_offset + 1 == cut.first_offset &&
-        out.back().delivery_state == cut.delivery_state &&
-        out.back().delivery_count == cut.delivery_count) {
-      out.back().last_offset = cut.last_offset;
-    } else {
-      out.push_back(cut);
+  std::vector<edge> edges;
+  edges.reserve(2 * (current.size() + updates.size()));
+  auto add = [&edges](const state_batch& b) {
+    if (b.first_offset > b.last_offset) return;
+    edges.push_back({b.first_offset, true, {b.delivery_count, b.delivery_state}});
+    // A batch ending at INT64_MAX never closes (nothing lies past it).
+    if (b.last_offset != INT64_MAX) {
+      edges.push_back({b.last_offset + 1, false, {b.delivery_count, b.delivery_state}});
     }
+  };
+  for (const auto& b : current) add(b);
+  for (const auto& b : updates) add(b);
+  std::sort(edges.begin(), edges.end(), [](const edge& a, const edge& b) { return a.at < b.at; });
+  std::multiset<priority> open;
+  std::vector<state_batch> out;
+  auto emit = [&out, start_offset](int64_t first, int64_t last, const priority& p) {
+    if (last < start_offset) return;
+    first = std::max(first, start_offset);
+    if (!out.empty() && out.back().last_offset + 1 == first &&
+        out.back().delivery_count == p.first && out.back().delivery_state == p.second) {
+      out.back().last_offset = last;
+    } else {
+      out.push_back({first, last, p.second, p.first});
+    }
+  };
+  for (size_t i = 0; i < edges.size();) {
+    const int64_t at = edges[i].at;
+    for (; i < edges.size() && edges[i].at == at; ++i) {
+      if (edges[i].open) {
+        open.insert(edges[i].p);
+      } else {
+        open.erase(open.find(edges[i].p));
+      }
+    }
+    if (open.empty()) continue;
+    const int64_t last = i < edges.size() ? edges[i].at - 1 : INT64_MAX;
+    emit(at, last, *open.rbegin());
   }
   return out;
 }

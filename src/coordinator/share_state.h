@@ -73,9 +73,10 @@ std::vector<uint8_t> build_share_state_batch(std::span<const uint8_t> key,
                                              std::optional<std::span<const uint8_t>> value,
                                              int64_t now_ms);
 
-// Overlays `updates` on `current` (a later batch wins where they overlap), drops what lies below
+// Merges `updates` into `current` as Kafka's PersisterStateBatchCombiner: where batches overlap
+// the higher delivery count wins, then the higher delivery state; drops what lies below
 // `start_offset` and joins neighbours with the same state and count: the batches sorted and
-// disjoint, as Kafka's PersisterStateBatchCombiner leaves them.
+// disjoint.
 std::vector<state_batch> combine_state_batches(std::span<const state_batch> current,
                                                std::span<const state_batch> updates,
                                                int64_t start_offset);

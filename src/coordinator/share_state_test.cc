@@ -49,7 +49,7 @@ TEST(share_state, key_is_record_type_then_group_topic_partition) {
   EXPECT_EQ(k, expected);
 }
 
-TEST(share_state, later_batches_win_and_the_start_offset_cuts) {
+TEST(share_state, higher_counts_then_states_win_and_the_start_offset_cuts) {
   const std::vector<state_batch> current = {{10, 19, 0, 1}, {20, 29, 2, 1}};
   const std::vector<state_batch> updates = {{15, 22, 4, 2}};
   EXPECT_EQ(combine_state_batches(current, updates, 0),
@@ -60,6 +60,15 @@ TEST(share_state, later_batches_win_and_the_start_offset_cuts) {
   EXPECT_EQ(combine_state_batches(std::vector<state_batch>{{0, 9, 0, 1}},
                                   std::vector<state_batch>{{10, 12, 0, 1}, {5, 5, 2, 1}}, 0),
             (std::vector<state_batch>{{0, 4, 0, 1}, {5, 5, 2, 1}, {6, 12, 0, 1}}));
+  // Kafka's priority, not the order: a later batch with a lower delivery count loses, and at one
+  // count the higher state wins.
+  EXPECT_EQ(
+      combine_state_batches(std::vector<state_batch>{{0, 9, 4, 3}},
+                            std::vector<state_batch>{{5, 14, 0, 1}, {12, 12, 2, 1}}, 0),
+      (std::vector<state_batch>{{0, 9, 4, 3}, {10, 11, 0, 1}, {12, 12, 2, 1}, {13, 14, 0, 1}}));
+  EXPECT_EQ(
+      combine_state_batches({}, std::vector<state_batch>{{0, INT64_MAX, 0, 1}, {5, 5, 4, 1}}, 0),
+      (std::vector<state_batch>{{0, 4, 0, 1}, {5, 5, 4, 1}, {6, INT64_MAX, 0, 1}}));
   // A reversed batch (first > last) is ignored.
   EXPECT_EQ(combine_state_batches({}, std::vector<state_batch>{{9, 3, 2, 1}}, 0),
             std::vector<state_batch>{});
