@@ -16,7 +16,9 @@
 //   - AlterShareGroupOffsets (READ group) and DeleteShareGroupOffsets (DELETE group): top-level
 //     GROUP_AUTHORIZATION_FAILED; refused topics (READ) answered first;
 //   - DescribeGroups of a share group: Dead, and from v6 GROUP_ID_NOT_FOUND "Group g is not a
-//     classic group." (no authorizer involved; Kafka's answer for any non-classic group).
+//     classic group." (no authorizer involved; Kafka's answer for any non-classic group);
+//   - the share-state RPCs (ReadShareGroupStateSummary here): CLUSTER_ACTION on the cluster, else
+//     every partition named CLUSTER_AUTHORIZATION_FAILED.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +43,8 @@
 #include "protocol/messages/describe_share_group_offsets_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
+#include "protocol/messages/read_share_group_state_summary_request.h"
+#include "protocol/messages/read_share_group_state_summary_response.h"
 #include "protocol/messages/share_acknowledge_request.h"
 #include "protocol/messages/share_acknowledge_response.h"
 #include "protocol/messages/share_fetch_request.h"
@@ -57,8 +61,9 @@ namespace {
 using protocol::code;
 using protocol::error_code;
 
-constexpr int8_t topic_type = 2, group_type = 3, literal = 3;
-constexpr int8_t op_any = 1, op_all = 2, op_read = 3, op_describe = 8, allow = 3;
+constexpr int8_t topic_type = 2, group_type = 3, cluster_type = 4, literal = 3;
+constexpr int8_t op_any = 1, op_all = 2, op_read = 3, op_describe = 8, op_cluster_action = 9,
+                 allow = 3;
 constexpr int8_t any_pattern = 1, permission_any = 1;
 
 protocol::create_acls_request::acl_creation acl(int8_t type, std::string_view name, int8_t op,
@@ -347,6 +352,33 @@ TEST(share_acl, share_apis_check_the_group_and_topic_acls_as_kafka) {
   ASSERT_TRUE(v5);
   EXPECT_EQ(v5->groups.at(0).error_code, 0);
   EXPECT_EQ(v5->groups.at(0).group_state, "Dead");
+
+  // The share-state RPCs (83-87) are the share coordinator's: CLUSTER_ACTION on the cluster, else
+  // every partition named CLUSTER_AUTHORIZATION_FAILED (Kafka's toGlobalErrorResponse). Open here
+  // (no ACL on the cluster), refused once only another principal has one.
+  protocol::read_share_group_state_summary_request summary;
+  summary.group_id = "g";
+  auto& st = summary.topics.emplace_back();
+  st.topic_id = q_id;
+  st.partitions = {{0, 0}, {0, 0}};
+  auto open_summary = c.call<protocol::read_share_group_state_summary_response>(summary, 1);
+  ASSERT_TRUE(open_summary);
+  ASSERT_EQ(open_summary->results.size(), 1u);
+  EXPECT_EQ(open_summary->results[0].partitions.at(0).error_code, 0);
+  protocol::create_acls_request cluster_acl;
+  cluster_acl.creations = {acl(cluster_type, "kafka-cluster", op_cluster_action, "User:alice")};
+  auto made = c.call<protocol::create_acls_response>(cluster_acl, 3);
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->results.at(0).error_code, 0);
+  auto denied = c.call<protocol::read_share_group_state_summary_response>(summary, 1);
+  ASSERT_TRUE(denied);
+  ASSERT_EQ(denied->results.size(), 1u);
+  ASSERT_EQ(denied->results[0].partitions.size(), 2u);  // as named, not merged
+  for (const auto& p : denied->results[0].partitions) {
+    EXPECT_EQ(p.error_code, code(error_code::cluster_authorization_failed));
+    EXPECT_EQ(p.error_message.value_or(""),
+              protocol::describe(error_code::cluster_authorization_failed).message);
+  }
   broker.stop();
 }
 
