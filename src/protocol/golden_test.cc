@@ -103,11 +103,13 @@ TEST(golden, every_api_every_version_round_trips_byte_for_byte) {
   // plus the ACL APIs (DescribeAcls 1-3, CreateAcls 1-3, DeleteAcls 1-3), plus the security APIs
   // (SaslHandshake 0-1, SaslAuthenticate 0-2, AlterUserScramCredentials 0), plus the share-group
   // APIs (ShareGroupHeartbeat 1, ShareGroupDescribe 1, ShareFetch 1-2, ShareAcknowledge 1-2,
-  // DescribeShareGroupOffsets 0-1, AlterShareGroupOffsets 0, DeleteShareGroupOffsets 0)
+  // DescribeShareGroupOffsets 0-1, AlterShareGroupOffsets 0, DeleteShareGroupOffsets 0), plus
+  // the share-state RPCs (InitializeShareGroupState 0, ReadShareGroupState 0,
+  // WriteShareGroupState 0-1, DeleteShareGroupState 0, ReadShareGroupStateSummary 0-1)
   EXPECT_EQ(versions, 11 + 15 + 11 + 14 + 6 + 6 + 6 + 6 + 4 + 2 + 7 + 9 + 10 + 10 + 5 + 6 + 6 + 7 +
                           6 + 4 + 1 + 2 + 2 + 3 + 3 + 5 + 3 + 2 + 1 + 3 + 1 + 4 + 3 + 2 + 2 + 1 +
                           3 + 6 + 5 + 6 + 7 + 3 + 2 + 1 + 1 + 3 + 3 + 3 + 3 + 2 + 3 + 1 + 1 + 1 +
-                          2 + 2 + 2 + 1 + 1);
+                          2 + 2 + 2 + 1 + 1 + 1 + 1 + 2 + 1 + 2);
   EXPECT_EQ(files, 2 * 2 * versions + 2 * (2 + 2));
 }
 

@@ -98,6 +98,11 @@ public class GoldenMessages {
     DescribeShareGroupOffsetsRequestData.class, DescribeShareGroupOffsetsResponseData.class,
     AlterShareGroupOffsetsRequestData.class, AlterShareGroupOffsetsResponseData.class,
     DeleteShareGroupOffsetsRequestData.class, DeleteShareGroupOffsetsResponseData.class,
+    InitializeShareGroupStateRequestData.class, InitializeShareGroupStateResponseData.class,
+    ReadShareGroupStateRequestData.class, ReadShareGroupStateResponseData.class,
+    WriteShareGroupStateRequestData.class, WriteShareGroupStateResponseData.class,
+    DeleteShareGroupStateRequestData.class, DeleteShareGroupStateResponseData.class,
+    ReadShareGroupStateSummaryRequestData.class, ReadShareGroupStateSummaryResponseData.class,
     RequestHeaderData.class, ResponseHeaderData.class,
   };
 
