@@ -53,8 +53,7 @@ Exits 0 once done."""
 import sys
 import time
 
-from confluent_kafka import (OFFSET_STORED, Consumer, KafkaError, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 NO_END = 2**62  # no END given: only the high watermark ends a read
@@ -182,12 +181,15 @@ def committed_offset(consumer, topic):
 
 
 def ctp(bootstrap, src, dst, group, txn_id, outcome):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                  "auto.offset.reset": "earliest", **TO_THE_END})
-    # From the group's committed offset, which librdkafka fetches itself (retrying while the
-    # coordinator is not ready; a committed() call first delays the first fetch by a second).
-    c.assign([TopicPartition(src, 0, OFFSET_STORED)])
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+              "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    # The group's committed offset, asked by a consumer of its own: after a committed() call a
+    # consumer's first fetch waits a second.
+    lookup = Consumer(config)
+    committed = committed_offset(lookup, src)
+    lookup.close()
+    c = Consumer({**config, **TO_THE_END})
+    c.assign([TopicPartition(src, 0, committed if committed >= 0 else 0)])
     p = producer(bootstrap, txn_id)
     p.init_transactions(30)
     p.begin_transaction()
