@@ -56,6 +56,7 @@ function(tarn_module)
       # code of the tests (not in the modules, which build clean).
       target_compile_options(${M_NAME}_test PRIVATE -Wno-array-bounds)
     endif()
-    gtest_discover_tests(${M_NAME}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120)
+    gtest_discover_tests(${M_NAME}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120
+                         ${TARN_TEST_ENVIRONMENT})
   endif()
 endfunction()

@@ -62,9 +62,11 @@ scrape_configs:
   // The topic exists before the rate starts, so its first samples are already there.
   ASSERT_EQ(run_command("timeout 30 kcat -P -b " + b.bootstrap() + " -t paced </dev/null").first,
             0);
+  // 13 s: still producing when the queries below run, at 12 s (the test waits for its end to
+  // read its error count, so every second past the queries is idle).
   child_process producer(
       std::vector<std::string>{"/usr/bin/python3", TARN_SOURCE_DIR "/tests/python/paced_produce.py",
-                               b.bootstrap(), "paced", std::to_string(records_per_second), "16"});
+                               b.bootstrap(), "paced", std::to_string(records_per_second), "13"});
   ASSERT_TRUE(producer.wait_for_output("started", 30s)) << producer.output();
   const auto started = std::chrono::steady_clock::now();
   // kcat itself, not under timeout(1): a grandchild would keep the output pipe open after the

@@ -61,6 +61,38 @@
 namespace tarn::test {
 namespace {
 
+// An AlterClientQuotas request: per entity ((type, name or nullopt for the default)...), its
+// ops (key, value, remove); the strings it points into are kept in `strings`.
+protocol::alter_client_quotas_request alter_request(
+    std::vector<std::pair<std::vector<std::pair<std::string, std::optional<std::string>>>,
+                          std::vector<std::tuple<std::string, double, bool>>>>
+        entries,
+    bool validate_only, std::vector<std::string>& strings) {
+  strings.reserve(1024);
+  auto keep = [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); };
+  protocol::alter_client_quotas_request req;
+  for (const auto& [entity, ops] : entries) {
+    auto& e = req.entries.emplace_back();
+    for (const auto& [type, n] : entity) {
+      auto& d = e.entity.emplace_back();
+      d.entity_type = keep(type);
+      if (n) {
+        d.entity_name = keep(*n);
+      } else {
+        d.entity_name = std::nullopt;  // the type's default (a nullable string's default is "")
+      }
+    }
+    for (const auto& [key, value, remove] : ops) {
+      auto& o = e.ops.emplace_back();
+      o.key = keep(key);
+      o.value = value;
+      o.remove = remove;
+    }
+  }
+  req.validate_only = validate_only;
+  return req;
+}
+
 class quotas : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
@@ -75,6 +107,10 @@ class quotas : public ::testing::TestWithParam<broker_kind> {
     // The Kafka broker is shared by the tests of this process: leave no quota behind.
     if (GetParam() == broker_kind::kafka && !kafka_libs().empty() && port_ != 0) {
       for (const auto& e : cleanup_) configs("--alter " + e);
+    }
+    if (GetParam() == broker_kind::kafka && port_ != 0) {
+      for (const auto& [client, key] : client_quota_cleanup_)
+        alter_client_quota(client, key, 0, true);
     }
     if (tarn_) tarn_->stop();
   }
@@ -103,10 +139,32 @@ class quotas : public ::testing::TestWithParam<broker_kind> {
     cleanup_.push_back(entity + " --delete-config " + key);
   }
 
+  // Sets (or removes) a client-id's quota `key` with a hand-built AlterClientQuotas v1, as
+  // kafka-configs sends it; the rate tests set theirs so, without a JVM's start-up (what the tool
+  // itself prints is kafka_configs_sets_describes_and_deletes_client_quotas's to check).
+  void alter_client_quota(const std::string& client, const std::string& key, double value,
+                          bool remove) {
+    std::vector<std::string> strings;
+    kafka_conn c(port_, nullptr);
+    ASSERT_TRUE(c.connected());
+    auto r = c.call<protocol::alter_client_quotas_response>(
+        alter_request({{{{"client-id", client}}, {{key, value, remove}}}}, false, strings), 1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->entries.size(), 1u);
+    ASSERT_EQ(r->entries[0].error_code, 0) << r->entries[0].error_message.value_or("");
+  }
+  void set_client_quota(const std::string& client, const std::string& key, double value) {
+    ASSERT_NO_FATAL_FAILURE(alter_client_quota(client, key, value, false));
+    client_quota_cleanup_.emplace_back(client, key);
+    // Kafka's broker learns the quota from its metadata log a moment after the answer.
+    if (GetParam() == broker_kind::kafka) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
   uint16_t port_ = 0;
   std::unique_ptr<broker_process> tarn_;
   std::string prefix_;
   std::vector<std::string> cleanup_;
+  std::vector<std::pair<std::string, std::string>> client_quota_cleanup_;  // client-id, key
 };
 
 // What kafka-configs prints for these calls, with this test's names in place of ${p}; the same
@@ -193,15 +251,13 @@ produced parse_produced(const std::string& out) {
 TEST_P(quotas, a_producer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
   const std::string topic = name("topic");
   const std::string limited = name("limited"), free = name("free");
-  if (kafka_libs().empty()) GTEST_SKIP() << "kafka-configs needs java and the Kafka 4.4.0 jars";
   {
     auto [rc, out] =
         run_command(std::string("timeout 60 ") + TARN_BINARY + " topics --bootstrap-server " +
                     bootstrap() + " --create --topic " + topic + " --partitions 1");
     ASSERT_EQ(rc, 0) << out;
   }
-  set_quota("--entity-type clients --entity-name " + limited, "producer_byte_rate=1048576",
-            "producer_byte_rate");
+  ASSERT_NO_FATAL_FAILURE(set_client_quota(limited, "producer_byte_rate", 1048576));
   const std::string script = std::string(TARN_SOURCE_DIR) + "/tests/python/quota_produce.py ";
   const std::string args = bootstrap() + " " + topic + " ";
   // 25 s each, counted over [5 s, 25 s).
@@ -247,7 +303,6 @@ consumed parse_consumed(const std::string& out) {
 TEST_P(quotas, a_consumer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
   const std::string topic = name("topic");
   const std::string limited = name("limited"), free = name("free");
-  if (kafka_libs().empty()) GTEST_SKIP() << "kafka-configs needs java and the Kafka 4.4.0 jars";
   const std::string tarn = std::string("timeout 120 ") + TARN_BINARY;
   {
     auto [rc, out] = run_command(tarn + " topics --bootstrap-server " + bootstrap() +
@@ -262,8 +317,7 @@ TEST_P(quotas, a_consumer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
                     " --num-records 48000 --record-size 1000 --throughput -1");
     ASSERT_EQ(rc, 0) << out;
   }
-  set_quota("--entity-type clients --entity-name " + limited, "consumer_byte_rate=1048576",
-            "consumer_byte_rate");
+  ASSERT_NO_FATAL_FAILURE(set_client_quota(limited, "consumer_byte_rate", 1048576));
   const std::string script = std::string(TARN_SOURCE_DIR) + "/tests/python/quota_consume.py ";
   const std::string args = bootstrap() + " " + topic + " ";
   // 25 s each, counted over [5 s, 25 s).
@@ -286,36 +340,6 @@ TEST_P(quotas, a_consumer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
 }
 
 // ---- Hand-built requests.
-
-protocol::alter_client_quotas_request alter_request(
-    std::vector<std::pair<std::vector<std::pair<std::string, std::optional<std::string>>>,
-                          std::vector<std::tuple<std::string, double, bool>>>>
-        entries,
-    bool validate_only, std::vector<std::string>& strings) {
-  strings.reserve(1024);
-  auto keep = [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); };
-  protocol::alter_client_quotas_request req;
-  for (const auto& [entity, ops] : entries) {
-    auto& e = req.entries.emplace_back();
-    for (const auto& [type, n] : entity) {
-      auto& d = e.entity.emplace_back();
-      d.entity_type = keep(type);
-      if (n) {
-        d.entity_name = keep(*n);
-      } else {
-        d.entity_name = std::nullopt;  // the type's default (a nullable string's default is "")
-      }
-    }
-    for (const auto& [key, value, remove] : ops) {
-      auto& o = e.ops.emplace_back();
-      o.key = keep(key);
-      o.value = value;
-      o.remove = remove;
-    }
-  }
-  req.validate_only = validate_only;
-  return req;
-}
 
 TEST_P(quotas, alter_and_describe_answer_kafkas_codes_and_messages) {
   kafka_conn c(port_, nullptr);

@@ -394,15 +394,17 @@ TEST(transactions_restart, committed_aborted_and_open_transactions_survive_a_bro
   EXPECT_EQ(std::filesystem::file_size(data / "t-0" / "00000000000000000000.txnindex"), 34u);
   broker_process broker(args, data);
   ASSERT_NE(broker.port(), 0) << broker.output();
-  auto consume = [&](const std::string& isolation) {
-    auto [rc, out] = run(broker.port(), "consume", "t 1 " + isolation + " 3000");
+  // To the end (txn_clients.py's at_end): the high watermark, or `end` while a transaction is
+  // open.
+  auto consume = [&](const std::string& isolation, const std::string& end = "") {
+    auto [rc, out] = run(broker.port(), "consume", "t 1 " + isolation + " 3000 " + end);
     EXPECT_EQ(rc, 0) << out;
     auto records = lines_with(out, "record ");
     std::sort(records.begin(), records.end());
     return records;
   };
   // The open transaction still holds the last stable offset at 6.
-  EXPECT_EQ(consume("read_committed"), committed);
+  EXPECT_EQ(consume("read_committed", "6"), committed);
   EXPECT_EQ(consume("read_uncommitted").size(), 7u);
   // A new producer with the hung one's id: its InitProducerId aborts the open transaction
   // (ABORT at 9), and its own commit (10, COMMIT at 11) is readable after.

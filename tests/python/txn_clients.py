@@ -9,10 +9,10 @@ prints one event per line (flushed) for the test to read while the process runs.
       records, committed) or "aN" (aborted), e.g. c5,a3,c2. Record values are
       "<txn index>-<record index>-<c|a>", spread round robin over the topic's partitions.
       Prints "init", then "committed I" / "aborted I" per transaction, then "done".
-  txn_clients.py consume BOOTSTRAP TOPIC PARTITIONS ISOLATION IDLE_MS
+  txn_clients.py consume BOOTSTRAP TOPIC PARTITIONS ISOLATION IDLE_MS [END]
       reads every partition from the beginning with isolation.level ISOLATION
-      (read_committed|read_uncommitted) until nothing arrived for IDLE_MS; prints
-      "record P O VALUE" per record, then "end COUNT".
+      (read_committed|read_uncommitted) until each is at its end (see at_end) or, failing that,
+      nothing arrived for IDLE_MS; prints "record P O VALUE" per record, then "end COUNT".
   txn_clients.py fence BOOTSTRAP TOPIC TXN_ID
       producer A begins a transaction and sends "fenced-a"; producer B with the same
       transactional id initializes (fencing A, whose open transaction is aborted); A's commit
@@ -21,10 +21,10 @@ prints one event per line (flushed) for the test to read while the process runs.
       N plain (non-transactional) records "in-<i>" to partition 0; prints "produced N".
   txn_clients.py ctp BOOTSTRAP IN OUT GROUP TXN_ID commit|abort
       consume-transform-produce: a consumer of GROUP assigned IN partition 0 (from its committed
-      offset, else the beginning) reads until idle for 2 s, a transactional producer writes each
-      value upper-cased to OUT partition 0, sends the consumer's position with
-      send_offsets_to_transaction, and commits or aborts; prints "consumed N", then "committed"
-      or "aborted".
+      offset, else the beginning) reads to IN's end (at_end below; or until idle for 2 s), a
+      transactional producer writes each value upper-cased to OUT partition 0, flushes them,
+      sends the consumer's position with send_offsets_to_transaction, and commits or aborts;
+      prints "consumed N", then "committed" or "aborted".
   txn_clients.py committed BOOTSTRAP TOPIC GROUP
       prints "committed 0 O" (OffsetFetch of partition 0; -1001 for none).
   txn_clients.py hang BOOTSTRAP TOPIC TXN_ID N TIMEOUT_MS
@@ -37,16 +37,29 @@ prints one event per line (flushed) for the test to read while the process runs.
       first), "d" a committed tombstone for k0..k4. Values are "<TXN_ID>-<index>-<letter>".
       Sleeps SLEEP_MS before each transaction (so segment.ms rolls the log between them).
       Prints "committed I" / "aborted I", then "done".
-  txn_clients.py kconsume BOOTSTRAP TOPIC ISOLATION IDLE_MS
+  txn_clients.py kconsume BOOTSTRAP TOPIC ISOLATION IDLE_MS [END]
       as consume, partition 0 only, printing "record O KEY VALUE" (VALUE "null" for a
       tombstone), then "end COUNT".
+
+A partition is at its end when librdkafka reports PARTITION_EOF (enable.partition.eof) at an
+offset that is the partition's high watermark, or END or past it. For read_committed the EOF
+comes at the last stable offset, which is the high watermark only once no transaction is open
+there, so a marker still being written is waited for; a test that leaves a transaction open on
+purpose passes the last stable offset it expects as END. The data is written before these
+modes run, so the end is final: reading on for IDLE_MS more (as they did, 2-3 s a call) saw
+nothing more; IDLE_MS stays the bound when the end never comes.
 
 Exits 0 once done."""
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+NO_END = 2**62  # no END given: only the high watermark ends a read
+# What the consumers that read to the end (at_end) add to their configuration: end-of-partition
+# events, and a fetch at the end waits 100 ms for records, not 500 (each read ends with one).
+TO_THE_END = {"enable.partition.eof": True, "fetch.wait.max.ms": 100}
 
 
 def say(line):
@@ -93,16 +106,29 @@ def run(bootstrap, topic, txn_id, plan):
     say("done")
 
 
-def consume(bootstrap, topic, partitions, isolation, idle_ms):
+def at_end(c, m, end):
+    """Whether `m`, an error event, is the partition's end (the docstring's at_end)."""
+    if m.error().code() != KafkaError._PARTITION_EOF:
+        return False
+    _, high = c.get_watermark_offsets(TopicPartition(m.topic(), m.partition()), cached=True)
+    return m.offset() >= high or m.offset() >= end
+
+
+def consume(bootstrap, topic, partitions, isolation, idle_ms, end=NO_END):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-check",
                   "enable.auto.commit": False, "isolation.level": isolation,
-                  "auto.offset.reset": "earliest"})
+                  "auto.offset.reset": "earliest", **TO_THE_END})
     c.assign([TopicPartition(topic, i, 0) for i in range(int(partitions))])
     count = 0
+    ended = set()
     last = time.monotonic()
-    while time.monotonic() - last < int(idle_ms) / 1000.0:
+    while time.monotonic() - last < int(idle_ms) / 1000.0 and len(ended) < int(partitions):
         m = c.poll(0.2)
-        if m is None or m.error():
+        if m is None:
+            continue
+        if m.error():
+            if at_end(c, m, int(end)):
+                ended.add(m.partition())
             continue
         last = time.monotonic()
         count += 1
@@ -155,10 +181,14 @@ def committed_offset(consumer, topic):
 
 
 def ctp(bootstrap, src, dst, group, txn_id, outcome):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                  "auto.offset.reset": "earliest"})
-    committed = committed_offset(c, src)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+              "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    # The group's committed offset, asked by a consumer of its own: after a committed() call a
+    # consumer's first fetch waits a second.
+    lookup = Consumer(config)
+    committed = committed_offset(lookup, src)
+    lookup.close()
+    c = Consumer({**config, **TO_THE_END})
     c.assign([TopicPartition(src, 0, committed if committed >= 0 else 0)])
     p = producer(bootstrap, txn_id)
     p.init_transactions(30)
@@ -167,12 +197,19 @@ def ctp(bootstrap, src, dst, group, txn_id, outcome):
     last = time.monotonic()
     while time.monotonic() - last < 2.0:
         m = c.poll(0.2)
-        if m is None or m.error():
+        if m is None:
+            continue
+        if m.error():
+            if at_end(c, m, NO_END):
+                break
             continue
         last = time.monotonic()
         count += 1
         p.produce(dst, value=m.value().upper(), partition=0)
     say(f"consumed {count}")
+    # The records are in the log before the marker: an abort drops what is still queued (the
+    # read stops at the end now, a moment after the last produce()).
+    p.flush(30)
     p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
     if outcome == "commit":
         p.commit_transaction(30)
@@ -221,16 +258,20 @@ def keyed(bootstrap, topic, txn_id, keys, plan, sleep_ms):
     say("done")
 
 
-def kconsume(bootstrap, topic, isolation, idle_ms):
+def kconsume(bootstrap, topic, isolation, idle_ms, end=NO_END):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-check",
                   "enable.auto.commit": False, "isolation.level": isolation,
-                  "auto.offset.reset": "earliest"})
+                  "auto.offset.reset": "earliest", **TO_THE_END})
     c.assign([TopicPartition(topic, 0, 0)])
     count = 0
     last = time.monotonic()
     while time.monotonic() - last < int(idle_ms) / 1000.0:
         m = c.poll(0.2)
-        if m is None or m.error():
+        if m is None:
+            continue
+        if m.error():
+            if at_end(c, m, int(end)):
+                break
             continue
         last = time.monotonic()
         count += 1
