@@ -1,9 +1,7 @@
 // The wait for a group coordinator's write to be committed (group_write_wait.h).
 #include "broker/group_write_wait.h"
 
-#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -62,16 +60,7 @@ asio::awaitable<error_code> await_group_write_committed(request_context& request
     if (std::chrono::steady_clock::now() >= deadline) {
       co_return error_code::coordinator_not_available;  // REQUEST_TIMED_OUT, as Kafka maps it
     }
-    if (!waiter->take_pending()) {
-      waiter->timer().expires_at(deadline);
-      asio::error_code ec;
-      {
-        quota_excluded_wait waiting(request);
-        co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      }
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return error_code::not_coordinator;
-    }
+    if (!co_await waiter->wait_for_append(request, deadline)) co_return error_code::not_coordinator;
   }
 }
 
