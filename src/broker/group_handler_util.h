@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
@@ -182,9 +183,34 @@ class pending_group_reply : public std::enable_shared_from_this<pending_group_re
   std::optional<coordinator::owned_message<Message>> reply_;  // touched only on the loop
 };
 
+// In a cluster a group API's success is answered only once what the coordinator wrote is
+// committed (group_write_wait.h); a failed wait replaces the answer with its error alone, as
+// Kafka's GroupCoordinatorService answers a failed write (the member retries, or finds the
+// coordinator again on NOT_COORDINATOR).
+template <class Response>
+asio::awaitable<void> answer_when_committed(request_context& request, std::string_view group_id,
+                                            Response& reply, int16_t version) {
+  if (reply.error_code != 0) co_return;
+  const protocol::error_code e = co_await await_group_write_committed(request, group_id);
+  if (e != protocol::error_code::none) reply = group_error_response<Response>(e, version).message;
+}
+
+// serve_group_request for an API that writes the group's records (LeaveGroup,
+// ConsumerGroupHeartbeat, OffsetDelete, ShareGroupHeartbeat): answered when they are committed.
+template <class Request, class Call>
+asio::awaitable<handler_outcome> serve_group_write_request(request_context& request,
+                                                           std::string_view api_name, Call call) {
+  auto decoded = decode_group_request<Request>(request, api_name);
+  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
+  const int16_t version = request.header.api_version;
+  auto reply = call(*decoded, version);
+  co_await answer_when_committed(request, decoded->group_id, reply.message, version);
+  co_return encode_response(reply.message, version);
+}
+
 // The whole of a JoinGroup or SyncGroup handler: decode (or close), start the coordinator's call
-// with the callback, wait for it, encode. `start(request, version, callback)` calls the
-// coordinator.
+// with the callback, wait for it and for its writes to be committed (answer_when_committed),
+// encode. `start(request, version, callback)` calls the coordinator.
 template <class Request, class Response, class Start>
 asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& request,
                                                               std::string_view api_name,
@@ -200,6 +226,7 @@ asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& r
   if (!co_await pending->wait(request)) {
     co_return close_connection{fmt::format("connection closed during a {} wait", api_name)};
   }
+  co_await answer_when_committed(request, decoded->group_id, pending->message(), version);
   co_return encode_response(pending->message(), version);
 }
 
