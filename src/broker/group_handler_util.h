@@ -127,18 +127,6 @@ std::shared_ptr<const Request> own_request(const request_context& request) {
   return std::shared_ptr<const Request>(o, &o->message);
 }
 
-// The whole of a handler whose coordinator call answers at once: decode (or close), call,
-// encode. `call(request, version)` returns the coordinator's owned_message.
-template <class Request, class Call>
-asio::awaitable<handler_outcome> serve_group_request(request_context& request,
-                                                     std::string_view api_name, Call call) {
-  auto decoded = decode_group_request<Request>(request, api_name);
-  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
-  const int16_t version = request.header.api_version;
-  auto reply = call(*decoded, version);
-  co_return encode_response(reply.message, version);
-}
-
 // The answer to a JoinGroup or SyncGroup, which the coordinator gives through a callback on
 // whatever thread completes the rebalance. The handler's coroutine suspends on a timer of its own
 // loop; deliver() (any thread, at most once) posts the message to that loop and cancels the
@@ -195,17 +183,32 @@ asio::awaitable<void> answer_when_committed(request_context& request, std::strin
   if (e != protocol::error_code::none) reply = group_error_response<Response>(e, version).message;
 }
 
+// The whole of a handler whose coordinator call answers at once: decode (or close), call,
+// encode. `call(request, version)` returns the coordinator's owned_message. With
+// `wait_for_commit` (an API that writes the group's records) the answer waits for them to be
+// committed (answer_when_committed).
+template <class Request, class Call>
+asio::awaitable<handler_outcome> serve_group_request(request_context& request,
+                                                     std::string_view api_name, Call call,
+                                                     bool wait_for_commit = false) {
+  auto decoded = decode_group_request<Request>(request, api_name);
+  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
+  const int16_t version = request.header.api_version;
+  auto reply = call(*decoded, version);
+  if constexpr (requires { decoded->group_id; }) {
+    if (wait_for_commit) {
+      co_await answer_when_committed(request, decoded->group_id, reply.message, version);
+    }
+  }
+  co_return encode_response(reply.message, version);
+}
+
 // serve_group_request for an API that writes the group's records (LeaveGroup,
 // ConsumerGroupHeartbeat, OffsetDelete, ShareGroupHeartbeat): answered when they are committed.
 template <class Request, class Call>
 asio::awaitable<handler_outcome> serve_group_write_request(request_context& request,
                                                            std::string_view api_name, Call call) {
-  auto decoded = decode_group_request<Request>(request, api_name);
-  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
-  const int16_t version = request.header.api_version;
-  auto reply = call(*decoded, version);
-  co_await answer_when_committed(request, decoded->group_id, reply.message, version);
-  co_return encode_response(reply.message, version);
+  return serve_group_request<Request>(request, api_name, std::move(call), true);
 }
 
 // The whole of a JoinGroup or SyncGroup handler: decode (or close), start the coordinator's call
