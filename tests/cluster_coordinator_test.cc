@@ -5,7 +5,12 @@
 // group's requests NOT_COORDINATOR. A consumer group commits; the coordinator's broker is killed
 // with SIGKILL; once the controller has moved the partition's leadership, FindCoordinator names
 // the new leader, which has loaded the partition from its replica: OffsetFetch returns every
-// committed offset and the group's next consumer resumes where the first one committed.
+// committed offset and the group's next consumer resumes where the first one committed, and a
+// classic group answered JoinGroup/SyncGroup before the kill is there with its generation and
+// assignment (its records were committed before the answers). A share group's heartbeat on a
+// broker that does not lead its partition is NOT_COORDINATOR. Last, with min.insync.replicas=2
+// and the new coordinator's only follower stopped (SIGSTOP), its writes are not answered as a
+// success: COORDINATOR_NOT_AVAILABLE, Kafka's mapping of NOT_ENOUGH_REPLICAS and REQUEST_TIMED_OUT.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -21,14 +26,24 @@
 #include "kafka_conn.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/describe_groups_request.h"
+#include "protocol/messages/describe_groups_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/join_group_request.h"
+#include "protocol/messages/join_group_response.h"
+#include "protocol/messages/leave_group_request.h"
+#include "protocol/messages/leave_group_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
 #include "protocol/messages/offset_commit_request.h"
 #include "protocol/messages/offset_commit_response.h"
 #include "protocol/messages/offset_fetch_request.h"
 #include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/share_group_heartbeat_request.h"
+#include "protocol/messages/share_group_heartbeat_response.h"
+#include "protocol/messages/sync_group_request.h"
+#include "protocol/messages/sync_group_response.h"
 #include "replication_util.h"
 #include "tarn/consumer.h"
 #include "test_util.h"
@@ -50,7 +65,8 @@ std::vector<std::string> coordinator_args(const etcd_cluster& etcd, int32_t node
   return replication_args(
       etcd, node_id, 2000, 10000,
       {"offsets.topic.num.partitions=" + std::to_string(offsets_partitions),
-       "offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0"});
+       "offsets.topic.replication.factor=3", "group.initial.rebalance.delay.ms=0",
+       "min.insync.replicas=2", "offsets.commit.timeout.ms=2000"});
 }
 
 struct coordinator_answer {
@@ -97,6 +113,86 @@ int16_t commit_offset(uint16_t port, int32_t partition, int64_t offset) {
   auto r = c.call<protocol::offset_commit_response>(req, 8);
   if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return -100;
   return r->topics[0].partitions[0].error_code;
+}
+
+// A classic group of one member, joined and synced through raw JoinGroup v5 / SyncGroup v3
+// (the KIP-394 dance first) on the broker at `port`.
+const std::string roster = "roster";
+const std::vector<uint8_t> roster_assignment = {0, 1, 2, 3, 4};
+
+struct roster_member {
+  int16_t error = -100;
+  std::string member_id;
+  int32_t generation = -1;
+};
+
+roster_member join_roster(uint16_t port, const std::string& group_id) {
+  roster_member out;
+  kafka_conn c(port, nullptr);
+  protocol::join_group_request join;
+  join.group_id = group_id;
+  join.session_timeout_ms = 30000;
+  join.rebalance_timeout_ms = 30000;
+  join.protocol_type = "consumer";
+  const std::vector<uint8_t> metadata = {0, 1};
+  join.protocols.push_back({"range", metadata});
+  auto first = c.call<protocol::join_group_response>(join, 5);
+  if (!first) return out;
+  out.error = first->error_code;
+  if (first->error_code != code(error_code::member_id_required)) return out;
+  out.member_id = std::string(first->member_id);
+  join.member_id = out.member_id;
+  auto joined = c.call<protocol::join_group_response>(join, 5);
+  if (!joined) return out;
+  out.error = joined->error_code;
+  out.generation = joined->generation_id;
+  if (joined->error_code != 0) return out;
+  protocol::sync_group_request sync;
+  sync.group_id = group_id;
+  sync.generation_id = out.generation;
+  sync.member_id = out.member_id;
+  sync.assignments.push_back({out.member_id, roster_assignment});
+  auto synced = c.call<protocol::sync_group_response>(sync, 3);
+  out.error = synced ? synced->error_code : -100;
+  if (synced && synced->error_code == 0) {
+    EXPECT_EQ(std::vector<uint8_t>(synced->assignment.begin(), synced->assignment.end()),
+              roster_assignment);
+  }
+  return out;
+}
+
+// FindCoordinator for `key` until a coordinator other than `not_node` answers (10 s).
+coordinator_answer coordinator_of(uint16_t port, const std::string& key, int32_t not_node) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  coordinator_answer a = find_coordinator(port, key);
+  while (!(a.error == 0 && a.node_id != not_node) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    a = find_coordinator(port, key);
+  }
+  return a;
+}
+
+// ShareGroupHeartbeat v1 of a new member of share group "sharers" subscribed to `topic`.
+int16_t share_join(uint16_t port) {
+  kafka_conn c(port, nullptr);
+  protocol::share_group_heartbeat_request h;
+  h.group_id = "sharers";
+  h.member_id = "0123456789abcdef0123456789";
+  h.member_epoch = 0;
+  std::vector<std::string_view> topics = {topic};
+  h.subscribed_topic_names = topics;
+  auto r = c.call<protocol::share_group_heartbeat_response>(h, 1);
+  return r ? r->error_code : -100;
+}
+
+// The partition of __consumer_offsets of an ASCII group id: Java's String.hashCode, as the
+// broker computes it.
+int32_t java_partition(const std::string& id) {
+  int32_t h = 0;
+  for (char ch : id) {
+    h = static_cast<int32_t>(31u * static_cast<uint32_t>(h) + static_cast<unsigned char>(ch));
+  }
+  return (h < 0 ? -h : h) % offsets_partitions;
 }
 
 struct fetched_offsets {
@@ -162,7 +258,9 @@ class cluster_coordinator : public ::testing::Test {
 };
 
 TEST_F(cluster_coordinator, the_coordinator_moves_with_its_partition_and_keeps_every_commit) {
-  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
+  for (int32_t id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id << "\n" << broker(id).output();
+  }
   // The records the group reads, on broker 2 (so that killing the coordinator below leaves them
   // where they are): six records in each of two partitions.
   ASSERT_EQ(create_topic(port(2), topic, 2, {}, 3), 0);
@@ -235,15 +333,20 @@ TEST_F(cluster_coordinator, the_coordinator_moves_with_its_partition_and_keeps_e
     EXPECT_EQ(fetch_offsets(port(id)).error, code(error_code::not_coordinator)) << id;
   }
 
+  // A classic group answered JoinGroup and SyncGroup by its coordinator (broker 1, which leads
+  // every partition of __consumer_offsets at first): answered once its records are committed.
+  const coordinator_answer roster_first = coordinator_of(port(1), roster, -1);
+  ASSERT_EQ(roster_first.node_id, 1);
+  const roster_member member = join_roster(port(1), roster);
+  ASSERT_EQ(member.error, 0);
+  ASSERT_EQ(member.generation, 1);
+  // A share group's members are served by the same leader only: elsewhere NOT_COORDINATOR.
+  EXPECT_EQ(share_join(port(2)), code(error_code::not_coordinator));
+  EXPECT_EQ(share_join(port(3)), code(error_code::not_coordinator));
+  EXPECT_EQ(share_join(port(1)), 0);
+
   // The commits reach the followers' replicas of the group's partition (byte for byte).
-  const int32_t group_partition = [] {
-    // Java's String.hashCode of "billing", as the broker computes it.
-    int32_t h = 0;
-    for (char ch : group) {
-      h = static_cast<int32_t>(31u * static_cast<uint32_t>(h) + static_cast<unsigned char>(ch));
-    }
-    return (h < 0 ? -h : h) % offsets_partitions;
-  }();
+  const int32_t group_partition = java_partition(group);
   const auto segment = [&](int32_t id) {
     return broker(id).data_dir() / ("__consumer_offsets-" + std::to_string(group_partition)) /
            "00000000000000000000.log";
@@ -295,6 +398,54 @@ TEST_F(cluster_coordinator, the_coordinator_moves_with_its_partition_and_keeps_e
   ASSERT_TRUE(c->commit_sync({{{topic, 0}, 6}}));
   EXPECT_EQ(fetch_offsets(port(moved.node_id)).offsets[0], 6);
   ASSERT_TRUE(c->close());
+
+  // The classic group moved too, with the generation and assignment SyncGroup answered.
+  const coordinator_answer roster_now = coordinator_of(port(other), roster, 1);
+  ASSERT_EQ(roster_now.error, 0);
+  const int32_t roster_leader = roster_now.node_id;
+  {
+    kafka_conn dc(port(roster_leader), nullptr);
+    protocol::describe_groups_request d;
+    d.groups = {roster};
+    reply<protocol::describe_groups_response> r;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    do {  // COORDINATOR_LOAD_IN_PROGRESS while the new leader replays the partition
+      r = dc.call<protocol::describe_groups_response>(d, 5);
+      if (r && r->groups.size() == 1 && r->groups[0].error_code == 0) break;
+      std::this_thread::sleep_for(20ms);
+    } while (std::chrono::steady_clock::now() < until);
+    ASSERT_TRUE(r && r->groups.size() == 1);
+    const auto& g = r->groups[0];
+    EXPECT_EQ(g.error_code, 0);
+    EXPECT_EQ(g.group_state, "Stable");
+    ASSERT_EQ(g.members.size(), 1u);
+    EXPECT_EQ(g.members[0].member_id, member.member_id);
+    EXPECT_EQ(std::vector<uint8_t>(g.members[0].member_assignment.begin(),
+                                   g.members[0].member_assignment.end()),
+              roster_assignment);
+  }
+
+  // The coordinator's only follower stops: with min.insync.replicas=2 no write of the group's
+  // partition can be committed, so none is answered as a success.
+  const int32_t follower = moved.node_id == 2 ? 3 : 2;
+  broker(follower).process().send_signal(SIGSTOP);
+  EXPECT_EQ(commit_offset(port(moved.node_id), 0, 5), code(error_code::coordinator_not_available));
+  // Once the follower is out of the ISR (its session ended) the append itself is refused.
+  auto shrunk = wait_for_partition(
+      port(moved.node_id), "__consumer_offsets",
+      [](const partition_view& v) { return v.isr.size() == 1; }, 10s, group_partition);
+  EXPECT_TRUE(shrunk && shrunk->isr.size() == 1);
+  // A new classic group of the same partition: its first GroupMetadata is refused, no group.
+  std::string stalled = "stalled";
+  for (int i = 0; java_partition(stalled) != group_partition; ++i) {
+    stalled = "stalled-" + std::to_string(i);
+  }
+  EXPECT_EQ(join_roster(port(moved.node_id), stalled).error,
+            code(error_code::coordinator_not_available));
+  const int64_t before = fetch_offsets(port(moved.node_id)).offsets[0];
+  EXPECT_EQ(commit_offset(port(moved.node_id), 0, 2), code(error_code::coordinator_not_available));
+  EXPECT_EQ(fetch_offsets(port(moved.node_id)).offsets[0], before) << "the refused commit";
+  broker(follower).process().send_signal(SIGKILL);
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // has neither switch: the protocol is on, as in a fresh Kafka 4.4 cluster (group.version=1).
 // The body is decoded with protocol::consumer_group_heartbeat_request and handed to the group
 // coordinator with the member's client id and host (client_of, group_handler_util.h); its answer
-// is encoded at the request's version.
+// is encoded at the request's version, in a cluster once its records are committed
+// (serve_group_write_request).
 // A body that does not decode closes the connection.
 // Authorization: as Kafka's KafkaApis (see the handler).
 // Not supported: quotas.
@@ -33,7 +34,7 @@ asio::awaitable<handler_outcome> handle_consumer_group_heartbeat(request_context
                        topic, 1, true, false);
     };
   }
-  co_return co_await serve_group_request<protocol::consumer_group_heartbeat_request>(
+  co_return co_await serve_group_write_request<protocol::consumer_group_heartbeat_request>(
       request, "ConsumerGroupHeartbeat",
       [&](const protocol::consumer_group_heartbeat_request& req, int16_t version) {
         if (request.services.authorizer != nullptr) {

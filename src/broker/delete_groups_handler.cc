@@ -4,7 +4,8 @@
 //
 // Versions served: the schema's, 0-3. The body is decoded with protocol::delete_groups_request
 // and handed to the group coordinator, which decides each group's error and writes the
-// tombstones; its answer is encoded at the request's version.
+// tombstones; its answer is encoded at the request's version, in a cluster once each deleted
+// group's tombstones are committed (group_write_wait.h).
 // A body that does not decode closes the connection.
 // Authorization: as Kafka's KafkaApis (see the handler).
 // Not supported: quotas.
@@ -20,38 +21,49 @@ namespace {
 
 asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
-  co_return co_await serve_group_request<protocol::delete_groups_request>(
-      request, "DeleteGroups", [&](const protocol::delete_groups_request& req, int16_t version) {
-        auto with_share_groups = [&](auto reply) {
-          if (request.services.shares == nullptr) return reply;
-          for (auto& d : reply.message.results) {
-            if (d.error_code == protocol::code(protocol::error_code::group_id_not_found) &&
-                request.services.shares->has_group(d.group_id)) {
-              d.error_code = protocol::code(request.services.shares->delete_group(d.group_id));
-            }
-          }
-          return reply;
-        };
-        if (request.services.authorizer == nullptr) {
-          return with_share_groups(groups.delete_groups(req, version, wall_clock_ms()));
+  auto decoded = decode_group_request<protocol::delete_groups_request>(request, "DeleteGroups");
+  if (!decoded) co_return close_connection{"bad DeleteGroups request"};
+  const int16_t version = request.header.api_version;
+  auto delete_all = [&](const protocol::delete_groups_request& req) {
+    auto with_share_groups = [&](auto reply) {
+      if (request.services.shares == nullptr) return reply;
+      for (auto& d : reply.message.results) {
+        if (d.error_code == protocol::code(protocol::error_code::group_id_not_found) &&
+            request.services.shares->has_group(d.group_id)) {
+          d.error_code = protocol::code(request.services.shares->delete_group(d.group_id));
         }
-        // As Kafka: DELETE on each group; the others answer GROUP_AUTHORIZATION_FAILED after the
-        // deleted ones.
-        protocol::delete_groups_request allowed = req;
-        std::vector<std::string_view> denied;
-        std::erase_if(allowed.groups_names, [&](std::string_view g) {
-          if (authorize_group(request, security::acl_operation::delete_, g)) return false;
-          denied.push_back(g);
-          return true;
-        });
-        auto reply = with_share_groups(groups.delete_groups(allowed, version, wall_clock_ms()));
-        for (std::string_view g : denied) {
-          auto& d = reply.message.results.emplace_back();
-          d.group_id = g;
-          d.error_code = protocol::code(protocol::error_code::group_authorization_failed);
-        }
-        return reply;
-      });
+      }
+      return reply;
+    };
+    if (request.services.authorizer == nullptr) {
+      return with_share_groups(groups.delete_groups(req, version, wall_clock_ms()));
+    }
+    // As Kafka: DELETE on each group; the others answer GROUP_AUTHORIZATION_FAILED after the
+    // deleted ones.
+    protocol::delete_groups_request allowed = req;
+    std::vector<std::string_view> denied;
+    std::erase_if(allowed.groups_names, [&](std::string_view g) {
+      if (authorize_group(request, security::acl_operation::delete_, g)) return false;
+      denied.push_back(g);
+      return true;
+    });
+    auto reply = with_share_groups(groups.delete_groups(allowed, version, wall_clock_ms()));
+    for (std::string_view g : denied) {
+      auto& d = reply.message.results.emplace_back();
+      d.group_id = g;
+      d.error_code = protocol::code(protocol::error_code::group_authorization_failed);
+    }
+    return reply;
+  };
+  auto reply = delete_all(*decoded);
+  // In a cluster a group is answered deleted once its tombstones are committed
+  // (group_write_wait.h); the groups of a request may live in different partitions.
+  for (auto& d : reply.message.results) {
+    if (d.error_code != 0) continue;
+    const protocol::error_code e = co_await await_group_write_committed(request, d.group_id);
+    if (e != protocol::error_code::none) d.error_code = protocol::code(e);
+  }
+  co_return encode_response(reply.message, version);
 }
 
 }  // namespace

@@ -51,9 +51,7 @@
 // A body that does not decode closes the connection.
 #include <spdlog/spdlog.h>
 
-#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <map>
 #include <set>
@@ -511,18 +509,8 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
         reads = read_all(topics, services.metrics, ctx, params, total, any_error, denied);
         if (static_cast<int64_t>(total) >= params.min_bytes || any_error) break;
         if (std::chrono::steady_clock::now() >= deadline) break;
-        if (!waiter->take_pending()) {
-          waiter->timer().expires_at(deadline);
-          asio::error_code ec;
-          {
-            quota_excluded_wait waiting(request);
-            co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
-          }
-          auto cs = co_await asio::this_coro::cancellation_state;
-          if (cs.cancelled() != asio::cancellation_type::none) {
-            co_return close_connection{"connection closed during a fetch wait"};
-          }
-          waiter->take_pending();
+        if (!co_await waiter->wait_for_append(request, deadline)) {
+          co_return close_connection{"connection closed during a fetch wait"};
         }
       }
     }

@@ -2,6 +2,11 @@
 #include "broker/fetch_waiters.h"
 
 #include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "broker/handler.h"
 
 namespace tarn::broker {
 
@@ -10,6 +15,21 @@ void fetch_waiter::notify() {
     self->pending_ = true;
     self->timer_.cancel();
   });
+}
+
+asio::awaitable<bool> fetch_waiter::wait_for_append(request_context& request,
+                                                    std::chrono::steady_clock::time_point until) {
+  if (take_pending()) co_return true;
+  timer_.expires_at(until);
+  asio::error_code ec;  // operation_aborted is the wake-up itself
+  {
+    quota_excluded_wait waiting(request);
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  auto cs = co_await asio::this_coro::cancellation_state;
+  if (cs.cancelled() != asio::cancellation_type::none) co_return false;
+  take_pending();
+  co_return true;
 }
 
 void fetch_waiters::add(const std::shared_ptr<fetch_waiter>& w,

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +17,8 @@
 #include "storage/checkpoint_file.h"
 
 namespace tarn::broker {
+
+struct request_context;
 
 // One waiting fetch. Lives on its handler's loop; notify() may be called from any thread.
 class fetch_waiter : public std::enable_shared_from_this<fetch_waiter> {
@@ -30,6 +34,14 @@ class fetch_waiter : public std::enable_shared_from_this<fetch_waiter> {
     return p;
   }
   asio::steady_timer& timer() { return timer_; }
+
+  // The one wait of every waiting room (Fetch, ShareFetch, acks=all, a coordinator's write):
+  // unless an append happened since the last check, sleeps until one does or `until`, the time
+  // left out of the request's handling time (quota_excluded_wait). True when the caller should
+  // check again; false when the handler was cancelled (its connection closed). The append that
+  // woke it is forgotten here: the caller's next check sees it.
+  asio::awaitable<bool> wait_for_append(request_context& request,
+                                        std::chrono::steady_clock::time_point until);
 
  private:
   asio::steady_timer timer_;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
@@ -126,18 +127,6 @@ std::shared_ptr<const Request> own_request(const request_context& request) {
   return std::shared_ptr<const Request>(o, &o->message);
 }
 
-// The whole of a handler whose coordinator call answers at once: decode (or close), call,
-// encode. `call(request, version)` returns the coordinator's owned_message.
-template <class Request, class Call>
-asio::awaitable<handler_outcome> serve_group_request(request_context& request,
-                                                     std::string_view api_name, Call call) {
-  auto decoded = decode_group_request<Request>(request, api_name);
-  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
-  const int16_t version = request.header.api_version;
-  auto reply = call(*decoded, version);
-  co_return encode_response(reply.message, version);
-}
-
 // The answer to a JoinGroup or SyncGroup, which the coordinator gives through a callback on
 // whatever thread completes the rebalance. The handler's coroutine suspends on a timer of its own
 // loop; deliver() (any thread, at most once) posts the message to that loop and cancels the
@@ -182,9 +171,49 @@ class pending_group_reply : public std::enable_shared_from_this<pending_group_re
   std::optional<coordinator::owned_message<Message>> reply_;  // touched only on the loop
 };
 
+// In a cluster a group API's success is answered only once what the coordinator wrote is
+// committed (group_write_wait.h); a failed wait replaces the answer with its error alone, as
+// Kafka's GroupCoordinatorService answers a failed write (the member retries, or finds the
+// coordinator again on NOT_COORDINATOR).
+template <class Response>
+asio::awaitable<void> answer_when_committed(request_context& request, std::string_view group_id,
+                                            Response& reply, int16_t version) {
+  if (reply.error_code != 0) co_return;
+  const protocol::error_code e = co_await await_group_write_committed(request, group_id);
+  if (e != protocol::error_code::none) reply = group_error_response<Response>(e, version).message;
+}
+
+// The whole of a handler whose coordinator call answers at once: decode (or close), call,
+// encode. `call(request, version)` returns the coordinator's owned_message. With
+// `wait_for_commit` (an API that writes the group's records) the answer waits for them to be
+// committed (answer_when_committed).
+template <class Request, class Call>
+asio::awaitable<handler_outcome> serve_group_request(request_context& request,
+                                                     std::string_view api_name, Call call,
+                                                     bool wait_for_commit = false) {
+  auto decoded = decode_group_request<Request>(request, api_name);
+  if (!decoded) co_return close_connection{fmt::format("bad {} request", api_name)};
+  const int16_t version = request.header.api_version;
+  auto reply = call(*decoded, version);
+  if constexpr (requires { decoded->group_id; }) {
+    if (wait_for_commit) {
+      co_await answer_when_committed(request, decoded->group_id, reply.message, version);
+    }
+  }
+  co_return encode_response(reply.message, version);
+}
+
+// serve_group_request for an API that writes the group's records (LeaveGroup,
+// ConsumerGroupHeartbeat, OffsetDelete, ShareGroupHeartbeat): answered when they are committed.
+template <class Request, class Call>
+asio::awaitable<handler_outcome> serve_group_write_request(request_context& request,
+                                                           std::string_view api_name, Call call) {
+  return serve_group_request<Request>(request, api_name, std::move(call), true);
+}
+
 // The whole of a JoinGroup or SyncGroup handler: decode (or close), start the coordinator's call
-// with the callback, wait for it, encode. `start(request, version, callback)` calls the
-// coordinator.
+// with the callback, wait for it and for its writes to be committed (answer_when_committed),
+// encode. `start(request, version, callback)` calls the coordinator.
 template <class Request, class Response, class Start>
 asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& request,
                                                               std::string_view api_name,
@@ -200,6 +229,7 @@ asio::awaitable<handler_outcome> serve_deferred_group_request(request_context& r
   if (!co_await pending->wait(request)) {
     co_return close_connection{fmt::format("connection closed during a {} wait", api_name)};
   }
+  co_await answer_when_committed(request, decoded->group_id, pending->message(), version);
   co_return encode_response(pending->message(), version);
 }
 

@@ -1,11 +1,10 @@
 // The wait for a group coordinator's write to be committed (group_write_wait.h).
 #include "broker/group_write_wait.h"
 
-#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "broker/fetch_waiters.h"
@@ -28,18 +27,31 @@ asio::awaitable<error_code> await_group_write_committed(request_context& request
   const int32_t partition = services.groups->partition_for_group(group_id);
   offset_t target = 0;
   int32_t leader_epoch = 0;
+  int32_t min_isr = 1;
+  // The high watermark passed the write: committed, unless the ISR that moved it is below
+  // min.insync.replicas (KIP-966: Kafka's high watermark does not pass a write then, and the
+  // write times out; tarn answers at once, as Produce's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+  const auto committed = [&](const storage::log& log) -> std::optional<error_code> {
+    if (log.high_watermark() < target) return std::nullopt;
+    const int32_t isr = services.replicas->isr_size(topic, partition);
+    if (isr >= 0 && isr < min_isr) return error_code::coordinator_not_available;
+    return error_code::none;
+  };
   {
     auto guard = topics.read_lock();
     storage::log* log = topics.logs().get_log(topic, partition_id{partition});
     if (log == nullptr) co_return error_code::none;  // nothing was written
     std::lock_guard log_lock(log->mutex());
     if (!log->replicated()) co_return error_code::none;
+    if (const storage::topic_info* t = topics.logs().find_topic(topic)) {
+      min_isr = t->config.min_insync_replicas;
+    }
     target = log->log_end_offset();
     const leadership lead =
         leadership_of(services.replicas, topic, partition, services.config.node_id);
     if (!lead.serving) co_return error_code::not_coordinator;
     leader_epoch = lead.leader_epoch;
-    if (log->high_watermark() >= target) co_return error_code::none;
+    if (auto done = committed(*log)) co_return *done;
   }
   auto waiter = std::make_shared<fetch_waiter>(co_await asio::this_coro::executor);
   const std::vector<storage::topic_partition> tps{{topic, partition}};
@@ -57,21 +69,12 @@ asio::awaitable<error_code> await_group_write_committed(request_context& request
       if (log == nullptr || !lead.serving || lead.leader_epoch != leader_epoch) {
         co_return error_code::not_coordinator;
       }
-      if (log->high_watermark() >= target) co_return error_code::none;
+      if (auto done = committed(*log)) co_return *done;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       co_return error_code::coordinator_not_available;  // REQUEST_TIMED_OUT, as Kafka maps it
     }
-    if (!waiter->take_pending()) {
-      waiter->timer().expires_at(deadline);
-      asio::error_code ec;
-      {
-        quota_excluded_wait waiting(request);
-        co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      }
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return error_code::not_coordinator;
-    }
+    if (!co_await waiter->wait_for_append(request, deadline)) co_return error_code::not_coordinator;
   }
 }
 

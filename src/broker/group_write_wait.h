@@ -16,8 +16,13 @@ namespace tarn::broker {
 // the request's records included), as Kafka's coordinator runtime appends with acks=-1 and
 // answers when the high watermark passes the batch. NONE at once on a single node and for a
 // partition of one replica; NOT_COORDINATOR when this broker stops leading the partition
-// meanwhile, COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms (Kafka's mapping of
-// NOT_LEADER_OR_FOLLOWER and REQUEST_TIMED_OUT for the group APIs).
+// meanwhile, COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms or when the ISR that
+// moved the high watermark is below min.insync.replicas (Kafka's mapping of
+// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS for the group APIs,
+// CoordinatorOperationExceptionHelper.handleOperationException). Every group API that writes
+// (group_handler_util.h, serve_group_write_request) and the share coordinator's group records
+// wait here; what waits for nothing it wrote returns as soon as earlier writes are committed,
+// as Kafka's runtime holds an answer behind the writes before it.
 asio::awaitable<protocol::error_code> await_group_write_committed(request_context& request,
                                                                   std::string_view group_id);
 

@@ -6,7 +6,8 @@
 // once (an error, a new member's MEMBER_ID_REQUIRED) or when the rebalance completes, on
 // whatever thread completes it. The handler's coroutine waits for it on its own loop
 // (pending_group_reply) and encodes it at the request's version; later requests on the
-// connection are served meanwhile and answered after it, in order.
+// connection are served meanwhile and answered after it, in order. In a cluster a successful
+// answer is sent once what the coordinator wrote is committed (serve_deferred_group_request).
 // A connection closed while the handler waits: the handler is cancelled and the answer, when it
 // comes, is dropped; the coordinator is not told (Kafka's is not either: the member is removed
 // when its session or the rebalance times out).

@@ -3,7 +3,8 @@
 //
 // Versions served: the schema's, 0-5 (as Kafka 4.4). The body is decoded with
 // protocol::leave_group_request and handed to the group coordinator, which decides every error;
-// its answer is encoded at the request's version.
+// its answer is encoded at the request's version, in a cluster once what it wrote is committed
+// (serve_group_write_request, group_handler_util.h).
 // A body that does not decode closes the connection.
 // Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 // Not supported: quotas.
@@ -18,7 +19,7 @@ namespace {
 
 asio::awaitable<handler_outcome> handle_leave_group(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
-  co_return co_await serve_group_request<protocol::leave_group_request>(
+  co_return co_await serve_group_write_request<protocol::leave_group_request>(
       request, "LeaveGroup", [&](const protocol::leave_group_request& req, int16_t version) {
         if (!authorize_group(request, security::acl_operation::read, req.group_id)) {
           return group_authorization_failed<protocol::leave_group_response>(version);

@@ -2,7 +2,8 @@
 //
 // Versions served: the schema's, 0 (as Kafka 4.4). The body is decoded with
 // protocol::offset_delete_request and handed to the group coordinator, which decides every
-// error and writes the tombstones; its answer is encoded at the request's version.
+// error and writes the tombstones; its answer is encoded at the request's version, in a cluster
+// once they are committed (serve_group_write_request, group_handler_util.h).
 // A body that does not decode closes the connection.
 // Authorization: as Kafka's KafkaApis (see the handler).
 // Not supported: quotas.
@@ -17,7 +18,7 @@ namespace {
 
 asio::awaitable<handler_outcome> handle_offset_delete(request_context& request) {
   coordinator::group_coordinator& groups = *request.services.groups;
-  co_return co_await serve_group_request<protocol::offset_delete_request>(
+  co_return co_await serve_group_write_request<protocol::offset_delete_request>(
       request, "OffsetDelete", [&](const protocol::offset_delete_request& req, int16_t version) {
         if (request.services.authorizer == nullptr) {
           return groups.offset_delete(req, version, wall_clock_ms());

@@ -224,6 +224,16 @@ result<offset_t, error_code> offsets_topic::append(int32_t partition, std::vecto
   const leadership lead = leadership_of(cluster_ ? cluster_->replicas : nullptr, topic, partition,
                                         cluster_ ? cluster_->node_id : -1);
   if (!lead.serving) return fail(error_code::not_leader_or_follower);
+  // An ISR below min.insync.replicas could never commit the batch: refused before it is written
+  // (Kafka's check of an acks=-1 append, which the transaction log's appends are; the group
+  // coordinator's would time out instead, KIP-966's high watermark not passing it), so the
+  // coordinator's state, changed only after its write, stays as it was.
+  if (cluster_ && log->replicated() && config.min_insync_replicas > 1) {
+    const int32_t isr = cluster_->replicas->isr_size(topic, partition);
+    if (isr >= 0 && isr < config.min_insync_replicas) {
+      return fail(error_code::not_enough_replicas);
+    }
+  }
   const offset_t first = log->log_end_offset();
   const offset_t last = storage::assign_offsets(vb, first, lead.leader_epoch);
   const bool idempotent = vb.producer_id != record::no_producer_id;

@@ -61,9 +61,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <chrono>
 #include <variant>
@@ -618,17 +616,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         }
         break;
       }
-      if (!waiter->take_pending()) {
-        waiter->timer().expires_at(deadline);
-        asio::error_code ec;
-        {
-          quota_excluded_wait waiting(request);
-          co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        }
-        auto cs = co_await asio::this_coro::cancellation_state;
-        if (cs.cancelled() != asio::cancellation_type::none) {
-          co_return close_connection{"connection closed during an acks=all wait"};
-        }
+      if (!co_await waiter->wait_for_append(request, deadline)) {
+        co_return close_connection{"connection closed during an acks=all wait"};
       }
     }
   }

@@ -426,6 +426,9 @@ result<void, std::string> server::start() {
     // share request sees a coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS
     // meanwhile).
     const auto start = std::chrono::steady_clock::now();
+    // In a cluster share groups move with their __consumer_offsets partition's leadership
+    // (below), as consumer groups do; only __share_group_state is replayed here.
+    if (s.replicas) s.shares->start_unowned();
     if (auto loaded = s.shares->load(wall_clock_ms()); !loaded) {
       return fail("cannot load the share coordinator's state: " + loaded.error());
     }
@@ -565,15 +568,17 @@ result<void, std::string> server::start() {
     s.groups->start_unowned(wall_clock_ms());
     s.replicas->watch_leadership(
         std::string(coordinator::offsets_topic_name),
-        [g = s.groups.get()](int32_t partition, bool leads) {
+        [g = s.groups.get(), shares = s.shares.get()](int32_t partition, bool leads) {
           if (!leads) {
             g->unload_partition(partition, wall_clock_ms());
+            shares->unload_group_partition(partition);
             spdlog::info("group coordinator: {}-{} unloaded (no longer its leader)",
                          coordinator::offsets_topic_name, partition);
             return;
           }
           const auto start = std::chrono::steady_clock::now();
-          if (g->load_partition(partition, wall_clock_ms())) {
+          const bool share_groups = shares->load_group_partition(partition, wall_clock_ms());
+          if (g->load_partition(partition, wall_clock_ms()) && share_groups) {
             spdlog::info("group coordinator: {}-{} loaded in {} ms",
                          coordinator::offsets_topic_name, partition,
                          std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -35,9 +35,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <map>
 
@@ -381,23 +379,13 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
         now = wall_clock_ms();
         got = fetch_once(services, group_id, member_id, req, answers, now);
         if (got > 0 || std::chrono::steady_clock::now() >= deadline) break;
-        if (!waiter->take_pending()) {
-          auto wake = deadline;
-          if (auto lock = shares.next_lock_deadline(group_id, step.partitions)) {
-            const auto until = std::chrono::milliseconds(std::max<int64_t>(*lock - now, 1));
-            wake = std::min(wake, std::chrono::steady_clock::now() + until);
-          }
-          waiter->timer().expires_at(wake);
-          asio::error_code ec;
-          {
-            quota_excluded_wait waiting(request);
-            co_await waiter->timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
-          }
-          auto cs = co_await asio::this_coro::cancellation_state;
-          if (cs.cancelled() != asio::cancellation_type::none) {
-            co_return close_connection{"connection closed during a share fetch wait"};
-          }
-          waiter->take_pending();
+        auto wake = deadline;
+        if (auto lock = shares.next_lock_deadline(group_id, step.partitions)) {
+          const auto until = std::chrono::milliseconds(std::max<int64_t>(*lock - now, 1));
+          wake = std::min(wake, std::chrono::steady_clock::now() + until);
+        }
+        if (!co_await waiter->wait_for_append(request, wake)) {
+          co_return close_connection{"connection closed during a share fetch wait"};
         }
       }
     }

@@ -8,7 +8,8 @@
 // default, as a fresh Kafka 4.4 cluster does (features.h).
 // The body is decoded with protocol::share_group_heartbeat_request and handed to the share
 // coordinator with the member's client id and host; its answer is encoded at the request's
-// version. A body that does not decode closes the connection.
+// version, in a cluster once its share-group records are committed (serve_group_write_request,
+// group_handler_util.h). A body that does not decode closes the connection.
 // Authorization: READ on the group, then (after the member id's check, INVALID_REQUEST for one
 // empty or longer than 36) DESCRIBE on each subscribed topic, as Kafka's KafkaApis.
 // Not supported: quotas.
@@ -30,7 +31,7 @@ asio::awaitable<handler_outcome> handle_share_group_heartbeat(request_context& r
   coordinator::share_coordinator& shares = *request.services.shares;
   const coordinator::client_info client = client_of(request);
   const bool enabled = share_groups_enabled(request.services.topics->metadata());
-  co_return co_await serve_group_request<protocol::share_group_heartbeat_request>(
+  co_return co_await serve_group_write_request<protocol::share_group_heartbeat_request>(
       request, "ShareGroupHeartbeat",
       [&](const protocol::share_group_heartbeat_request& req, int16_t) {
         std::optional<error_code> refused;

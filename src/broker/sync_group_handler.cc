@@ -4,7 +4,8 @@
 // protocol::sync_group_request and handed to the group coordinator, which answers through a
 // callback: at once for an error or when the group is already stable, else when the leader's
 // SyncGroup arrives, on whatever thread that is. The handler's coroutine waits for it on its own
-// loop (pending_group_reply, group_handler_util.h) and encodes it at the request's version.
+// loop (pending_group_reply, group_handler_util.h) and encodes it at the request's version, in a
+// cluster once the group's GroupMetadata record is committed (serve_deferred_group_request).
 // A connection closed while the handler waits: the handler is cancelled and the answer, when it
 // comes, is dropped.
 // A body that does not decode closes the connection.

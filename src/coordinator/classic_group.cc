@@ -471,6 +471,11 @@ void classic_group::replace_static_member(const protocol::join_group_request& re
   const std::optional<std::string> leader_before = leader_;
   auto node = members_.extract(old_member_id);
   classic_member m = std::move(node.mapped());
+  // The member as it was (its waiting callbacks are answered below), to put back when the
+  // replacement cannot be written: Kafka's replaceStaticMember back to the old id.
+  classic_member before = m;
+  before.awaiting_join = nullptr;
+  before.awaiting_sync = nullptr;
   // Fence whoever still waits with the old id.
   if (m.awaiting_join) {
     auto fenced = join_error(old_member_id, error_code::fenced_instance_id);
@@ -491,7 +496,11 @@ void classic_group::replace_static_member(const protocol::join_group_request& re
       // Nothing the assignment depends on changed: persist the new member id and answer with
       // the current generation, no rebalance (KIP-345).
       if (auto e = store(ctx); e != error_code::none) {
-        defer(ctx, std::move(done), join_error("", e));
+        members_.erase(new_member_id);
+        static_members_[*before.group_instance_id] = old_member_id;
+        members_.insert_or_assign(old_member_id, std::move(before));
+        leader_ = leader_before;
+        defer(ctx, std::move(done), join_error("", append_error_to_response_error(e)));
         return;
       }
       const bool leader = leader_ == new_member_id;

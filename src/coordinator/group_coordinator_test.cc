@@ -327,6 +327,32 @@ TEST_F(fixture, a_static_member_restarting_keeps_its_assignment_without_a_rebala
   EXPECT_EQ(c->heartbeat(hb, 4, now).message.error_code, code(error_code::fenced_instance_id));
 }
 
+// A static member's replacement whose GroupMetadata cannot be written is put back (Kafka's
+// replaceStaticMember to the old id): the old incarnation goes on, the new one gets the mapped
+// error.
+TEST_F(fixture, a_static_replacement_that_cannot_be_written_is_reverted) {
+  auto first = join("g", "", std::string("instance-1"));
+  tick();
+  ASSERT_TRUE(first->done);
+  ASSERT_EQ(
+      sync("g", first->member_id, 1, {{first->member_id, {7}}}, std::string("instance-1"))->error,
+      0);
+  log.fail_with = error_code::not_enough_replicas;
+  auto again = join("g", "", std::string("instance-1"));
+  ASSERT_TRUE(again->done);
+  EXPECT_EQ(again->error, code(error_code::coordinator_not_available));
+  log.fail_with = error_code::none;
+  protocol::heartbeat_request hb;
+  hb.group_id = "g";
+  hb.member_id = first->member_id;
+  hb.generation_id = 1;
+  hb.group_instance_id = "instance-1";
+  EXPECT_EQ(c->heartbeat(hb, 4, now).message.error_code, 0) << "still the member";
+  auto s = sync("g", first->member_id, 1, {}, std::string("instance-1"));
+  ASSERT_TRUE(s->done);
+  EXPECT_EQ(s->assignment, std::vector<uint8_t>{7});
+}
+
 TEST_F(fixture, a_member_leaving_rebalances_the_rest) {
   auto a = join_dynamic("g");
   auto b = join_dynamic("g");
@@ -992,6 +1018,59 @@ TEST_F(fixture, partitions_load_and_unload_one_at_a_time_as_leadership_moves) {
   EXPECT_EQ(fetch(g1, 0), 12);
   EXPECT_EQ(c->find_coordinator(g1), error_code::none);
   EXPECT_TRUE(c->owns_partition(p1));
+}
+
+// A write the log refuses (NOT_ENOUGH_REPLICAS: in a cluster, an ISR below min.insync.replicas)
+// is answered with Kafka's mapped error, COORDINATOR_NOT_AVAILABLE, and changes nothing in
+// memory: the state machines apply a change only after its records are written (Kafka's
+// CoordinatorRuntime reverts its timeline snapshot instead), so the group stays what its log
+// says, and a coordinator that loads the log (the next leader) finds the same group.
+TEST_F(consumer_fixture, a_refused_write_leaves_every_group_as_its_log_has_it) {
+  // A classic group, stable at generation 1 with its assignment.
+  auto a = join_dynamic("g");
+  tick();
+  ASSERT_EQ(a->generation, 1);
+  ASSERT_EQ(sync("g", a->member_id, 1, {{a->member_id, {7}}})->error, 0);
+  // A consumer group with one member at epoch 2.
+  ASSERT_EQ(heartbeat848("cg", "m1", 0).epoch, 2);
+
+  log.fail_with = error_code::not_enough_replicas;
+  const int appends = log.appends;
+  // A new classic group: its first GroupMetadata cannot be written, so there is no group.
+  auto refused = join("fresh", "");
+  ASSERT_TRUE(refused->done);
+  EXPECT_EQ(refused->error, code(error_code::coordinator_not_available));
+  // A second consumer-protocol member, and the first one leaving: refused, the group unchanged.
+  EXPECT_EQ(heartbeat848("cg", "m2", 0).error, code(error_code::coordinator_not_available));
+  EXPECT_EQ(heartbeat848("cg", "m1", -1, false).error, code(error_code::coordinator_not_available));
+  EXPECT_EQ(log.appends, appends);
+  log.fail_with = error_code::none;
+
+  const auto check = [&](const char* when) {
+    protocol::describe_groups_request d;
+    d.groups = {"g", "fresh"};
+    auto described = c->describe_groups(d, 5);
+    ASSERT_EQ(described.message.groups.size(), 2u) << when;
+    EXPECT_EQ(described.message.groups[0].group_state, "Stable") << when;
+    ASSERT_EQ(described.message.groups[0].members.size(), 1u) << when;
+    const auto assignment = described.message.groups[0].members[0].member_assignment;
+    EXPECT_EQ(std::vector<uint8_t>(assignment.begin(), assignment.end()), std::vector<uint8_t>{7})
+        << when;
+    EXPECT_EQ(described.message.groups[1].group_state, "Dead") << when;
+    protocol::consumer_group_describe_request cd;
+    cd.group_ids = {"cg"};
+    auto cgd = c->consumer_group_describe(cd, 1);
+    ASSERT_EQ(cgd.message.groups.size(), 1u) << when;
+    EXPECT_EQ(cgd.message.groups[0].group_epoch, 2) << when;
+    ASSERT_EQ(cgd.message.groups[0].members.size(), 1u) << when;
+    EXPECT_EQ(cgd.message.groups[0].members[0].member_id, "m1") << when;
+  };
+  check("in memory");
+  EXPECT_EQ(heartbeat("g", a->member_id, 1), 0);
+  EXPECT_EQ(heartbeat848("cg", "m1", 2).epoch, 2);
+  // The next leader replays the log: the same groups.
+  start();
+  check("after a load");
 }
 
 // A partition whose load is overtaken by an unload (the leadership moved on while the log was

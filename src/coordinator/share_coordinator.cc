@@ -215,6 +215,7 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
                            "SubscribedTopicNames must be set in first request.");
   }
   std::lock_guard lock(mu_);
+  if (auto e = ownership_error(req.group_id); e != error_code::none) return heartbeat_error(e, "");
   auto git = groups_.find(req.group_id);
   if (req.member_epoch == share_session_final_epoch) {
     if (git == groups_.end() || !git->second.members.contains(req.member_id)) {
@@ -320,6 +321,10 @@ owned_message<protocol::share_group_describe_response> share_coordinator::descri
   for (std::string_view id : req.group_ids) {
     auto& d = out.message.groups.emplace_back();
     d.group_id = out.arena.keep(id);
+    if (auto e = ownership_error(id); e != error_code::none) {
+      d.error_code = protocol::code(e);
+      continue;
+    }
     auto it = groups_.find(id);
     if (it == groups_.end()) {
       d.error_code = protocol::code(error_code::group_id_not_found);
@@ -554,6 +559,7 @@ std::optional<std::vector<share_coordinator::partition_offsets>> share_coordinat
 error_code share_coordinator::check_offsets_alterable(std::string_view group_id, bool create) {
   if (create) ensure_group_topic();
   std::lock_guard lock(mu_);
+  if (auto e = ownership_error(group_id); e != error_code::none) return e;
   auto it = groups_.find(group_id);
   if (it == groups_.end()) {
     if (!create) return error_code::group_id_not_found;
@@ -804,8 +810,74 @@ size_t share_coordinator::group_count() const {
   return groups_.size();
 }
 
+int32_t share_coordinator::group_partition(std::string_view group_id) const {
+  if (group_log_ == nullptr) return -1;
+  const auto n = group_log_->partitions();
+  return n && *n > 0 ? partition_for(group_id, *n) : -1;
+}
+
+error_code share_coordinator::ownership_error(std::string_view group_id) const {
+  if (!placed_by_leadership_) return error_code::none;
+  auto it = owned_.find(group_partition(group_id));
+  if (it == owned_.end()) return error_code::not_coordinator;
+  return it->second.loaded ? error_code::none : error_code::coordinator_load_in_progress;
+}
+
+void share_coordinator::start_unowned() {
+  std::lock_guard lock(mu_);
+  placed_by_leadership_ = true;
+  owned_.clear();
+}
+
+bool share_coordinator::load_group_partition(int32_t partition, int64_t now_ms) {
+  if (group_log_ == nullptr) return false;
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto& o = owned_[partition];
+    if (o.loaded) return true;
+    generation = o.generation = ++load_generation_;
+  }
+  // Kafka's CoordinatorLoaderImpl for one partition: its share-group records (types 10-15;
+  // the group coordinator's records and transaction markers are not share groups').
+  share_group_replay replay;
+  auto done = group_log_->replay(partition, [&](const offsets_record& r) {
+    if (r.marker_commit) return;
+    replay.apply(r.key, r.value);
+  });
+  (void)done;  // what could be read is served, as the group coordinator's load
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end() || it->second.generation != generation) return false;
+  skipped_group_records_ += replay.skipped();
+  for (auto& [id, g] : replay.groups()) {
+    const int64_t deadline = now_ms + settings(id).session_timeout_ms;
+    for (auto& [mid, m] : g.members) m.deadline_ms = deadline;
+    groups_.insert_or_assign(id, std::move(g));
+  }
+  // A group that has only share-partition state comes back Empty, as at load().
+  for (const auto& [key, p] : partitions_) {
+    const std::string& id = std::get<0>(key);
+    if (groups_.contains(id) || group_partition(id) != partition) continue;
+    groups_.emplace(id, group{}).first->second.group_id = id;
+  }
+  it->second.loaded = true;
+  return true;
+}
+
+void share_coordinator::unload_group_partition(int32_t partition) {
+  std::lock_guard lock(mu_);
+  owned_.erase(partition);
+  std::erase_if(groups_, [&](const auto& kv) { return group_partition(kv.first) == partition; });
+}
+
 result<void, std::string> share_coordinator::load(int64_t now_ms) {
-  if (group_log_ != nullptr) {
+  bool per_partition = false;
+  {
+    std::lock_guard lock(mu_);
+    per_partition = placed_by_leadership_;
+  }
+  if (group_log_ != nullptr && !per_partition) {
     if (auto groups = group_log_->partitions()) {
       share_group_replay replay;
       for (int32_t i = 0; i < *groups; ++i) {
@@ -855,7 +927,7 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
     }
     persisted_[key] = {e.state, e.updates_since_snapshot, e.snapshot_offset,
                        now_ms,  e.leader_epoch_fence,     e.state_epoch_fence};
-    if (!groups_.contains(pk.group_id)) {
+    if (!per_partition && !groups_.contains(pk.group_id)) {
       auto& g = groups_.emplace(pk.group_id, group{}).first->second;
       g.group_id = pk.group_id;
     }

@@ -90,6 +90,19 @@ class share_coordinator {
   // has only share-partition state comes back Empty. An error text when a partition cannot be
   // read.
   result<void, std::string> load(int64_t now_ms);
+  // In a cluster (docs/cluster.md, "Coordinators") a share group is served by the leader of its
+  // partition of __consumer_offsets and moves with it, as the group coordinator's groups do:
+  // start_unowned() before load() (which then leaves __consumer_offsets to the loads below;
+  // every share group answers NOT_COORDINATOR), load_group_partition when this broker becomes a
+  // partition's leader (its share groups answer COORDINATOR_LOAD_IN_PROGRESS during the replay,
+  // which runs without the mutex; false when an unload overtook it and nothing was installed),
+  // unload_group_partition when it stops leading it (its share groups dropped from memory, the
+  // log keeps them; NOT_COORDINATOR from then on). The share-partitions' delivery state in
+  // __share_group_state does not move with them.
+  void start_unowned();
+  bool load_group_partition(int32_t partition, int64_t now_ms);
+  void unload_group_partition(int32_t partition);
+
   // Share-partitions held (for the start-up log line and tests).
   size_t share_partition_count() const;
   // Share groups held (for the start-up log line and tests).
@@ -261,6 +274,12 @@ class share_coordinator {
   share_group_settings settings(std::string_view group_id) const;
   share_partition_config partition_config(std::string_view group_id) const;
 
+  // NONE when the group's partition of __consumer_offsets is served here (always on a single
+  // node), else NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while it loads. Under mu_.
+  protocol::error_code ownership_error(std::string_view group_id) const;
+  // The group's partition of __consumer_offsets, -1 while the topic does not exist.
+  int32_t group_partition(std::string_view group_id) const;
+
   // Creates __share_group_state on first use (without the mutex: creation takes the topic
   // manager's control lock). False when it cannot be created.
   bool ensure_state_topic();
@@ -321,6 +340,16 @@ class share_coordinator {
   int64_t last_cold_snapshot_ms_ = -1;                  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, group, std::less<>> groups_;
+  // start_unowned() was called: only the partitions of __consumer_offsets in owned_ are served,
+  // those with `loaded` set once their replay is installed (generation: the load's, so that one
+  // overtaken by an unload installs nothing). Under mu_.
+  struct owned_partition {
+    bool loaded = false;
+    uint64_t generation = 0;
+  };
+  bool placed_by_leadership_ = false;
+  uint64_t load_generation_ = 0;
+  std::map<int32_t, owned_partition> owned_;
   // Groups with share.* configs set (kept apart from groups_: a group's configs outlive it).
   std::map<std::string, share_group_settings, std::less<>> group_settings_;
   std::map<partition_key, share_partition> partitions_;

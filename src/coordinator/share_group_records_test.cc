@@ -308,5 +308,53 @@ TEST(share_group_records, delete_groups_writes_tombstones_and_a_failed_append_ch
   EXPECT_FALSE(restarted->has_group("g"));
 }
 
+// In a cluster a share group is served by the leader of its partition of __consumer_offsets and
+// moves with it, as consumer groups do: NOT_COORDINATOR where the partition is not led,
+// COORDINATOR_LOAD_IN_PROGRESS while it loads, and the group (epochs, members, assignments)
+// replayed from the partition when this broker becomes its leader.
+TEST(share_group_records, share_groups_load_and_unload_with_their_partition) {
+  persisted_fixture f;
+  f.metadata.add("t", 2);
+  auto a = f.beat(*f.shares, "a", 0);
+  ASSERT_EQ(a.error_code, 0);
+  const int32_t p = partition_for("g", 4);
+
+  // Another broker's coordinator over the same log, leading nothing yet.
+  auto other = f.fresh();
+  other->start_unowned();
+  ASSERT_TRUE(other->load(0));
+  EXPECT_EQ(other->group_count(), 0u);
+  EXPECT_EQ(f.beat(*other, "a", a.member_epoch).error_code,
+            protocol::code(error_code::not_coordinator));
+  EXPECT_EQ(f.describe(*other).message.groups.at(0).error_code,
+            protocol::code(error_code::not_coordinator));
+  EXPECT_FALSE(other->has_group("g"));
+  // While the partition's replay runs, its share groups are loading.
+  int16_t during = -1;
+  f.groups_log.on_replay = [&] { during = f.beat(*other, "a", a.member_epoch).error_code; };
+  ASSERT_TRUE(other->load_group_partition(p, 0));
+  f.groups_log.on_replay = nullptr;
+  EXPECT_EQ(during, protocol::code(error_code::coordinator_load_in_progress));
+  // Loaded: the member goes on with its epoch and assignment.
+  auto again = f.beat(*other, "a", a.member_epoch);
+  EXPECT_EQ(again.error_code, 0);
+  EXPECT_EQ(again.member_epoch, a.member_epoch);
+  EXPECT_EQ(f.member_ids(*other), std::vector<std::string>{"a"});
+  EXPECT_EQ(other->list_groups().size(), 1u);
+  // Another partition led here does not bring the group back after it moved away.
+  other->unload_group_partition(p);
+  ASSERT_TRUE(other->load_group_partition((p + 1) % 4, 0));
+  EXPECT_EQ(f.beat(*other, "a", a.member_epoch).error_code,
+            protocol::code(error_code::not_coordinator));
+  EXPECT_TRUE(other->list_groups().empty());
+  EXPECT_FALSE(other->has_group("g"));
+  // A load overtaken by an unload installs nothing.
+  f.groups_log.on_replay = [&] { other->unload_group_partition(p); };
+  EXPECT_FALSE(other->load_group_partition(p, 0));
+  f.groups_log.on_replay = nullptr;
+  EXPECT_EQ(f.beat(*other, "a", a.member_epoch).error_code,
+            protocol::code(error_code::not_coordinator));
+}
+
 }  // namespace
 }  // namespace tarn::coordinator
