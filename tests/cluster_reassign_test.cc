@@ -8,7 +8,8 @@
 //     leader, and every acknowledged record is read back in order. Kafka's errors for unknown
 //     topics, partitions and brokers, duplicates, a cancel with nothing to cancel.
 //   - A new replica of a partition whose log start is past 0 (DeleteRecords on the leader)
-//     starts over at the leader's log start offset, catches up and joins the ISR.
+//     starts over at the leader's log start offset, catches up and joins the ISR; a move that
+//     cannot complete, cancelled, restores the original assignment.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -278,7 +279,7 @@ TEST_F(cluster_reassign, replicas_move_and_no_acknowledged_record_is_lost) {
   wait_gone(3, 1);
 }
 
-TEST_F(cluster_reassign, a_new_replica_starts_at_the_leaders_log_start_offset) {
+TEST_F(cluster_reassign, a_new_replica_starts_at_the_log_start_and_a_cancel_restores_the_assignment) {
   const std::string topic = "trimmed";
   ASSERT_EQ(create_topic(port(1), topic, 1, {}, 2), 0);  // [1,2]
   wait_for_assignment(topic, 0, {1, 2}, 1);
@@ -318,6 +319,30 @@ TEST_F(cluster_reassign, a_new_replica_starts_at_the_leaders_log_start_offset) {
   auto a = decode_fetch(reader.read_frame(10s));
   EXPECT_EQ(a.error_code, 0);
   EXPECT_EQ(a.high_watermark, 11);
+
+  // A move that cannot complete (its new replica is paused), cancelled: the original assignment
+  // is back and nothing is in progress.
+  ASSERT_TRUE(stop_process(broker(2).process()));
+  auto stuck = alter_reassignments(port(1), {{topic, 0, std::vector<int32_t>{1, 2}}});
+  ASSERT_EQ(stuck.size(), 1u);
+  EXPECT_EQ(stuck[0].error, 0) << stuck[0].message;
+  const std::vector<ongoing> in_progress{{topic, 0, {1, 2, 3}, {2}, {3}}};
+  auto listed = list_reassignments(port(3));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(listed && *listed == in_progress) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    listed = list_reassignments(port(3));
+  }
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, in_progress);
+  auto cancelled = alter_reassignments(port(3), {{topic, 0, std::nullopt}});
+  ASSERT_EQ(cancelled.size(), 1u);
+  EXPECT_EQ(cancelled[0].error, 0) << cancelled[0].message;
+  broker(2).process().send_signal(SIGCONT);
+  wait_for_assignment(topic, 0, {1, 3}, 1);
+  listed = list_reassignments(port(1));
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE(listed->empty());
 }
 
 }  // namespace
