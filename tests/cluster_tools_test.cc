@@ -136,6 +136,15 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
                      (dir_.path() / "admin.properties").string() + " " + args);
   }
 
+  // kafka-reassign-partitions.sh (Kafka 4.4.0's ReassignPartitionsCommand) through node `via`.
+  split_output reassign_partitions(int via, const std::string& args) {
+    return run_split("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                     "/scripts/kafka-ref tool org.apache.kafka.tools.reassign."
+                     "ReassignPartitionsCommand --bootstrap-server 127.0.0.1:" +
+                     std::to_string(cluster_->port(via)) + " --command-config " +
+                     (dir_.path() / "admin.properties").string() + " " + args);
+  }
+
   temp_dir dir_;
   std::unique_ptr<cluster_harness> cluster_;
 };
@@ -201,6 +210,82 @@ TEST_P(cluster_tools, kafka_leader_election_restores_preferred_leaders_against_k
   EXPECT_NE(named.out.find("Valid replica already elected for partitions " + topic + "-0"),
             std::string::npos)
       << named.out;
+}
+
+// kafka-reassign-partitions.sh moving a partition of replication factor 2 off its leader onto
+// the third broker: --generate proposes a plan from the live brokers, --execute starts the move
+// (printing the current assignment to roll back to), --verify reports it until it is completed,
+// and the partition ends on the new replicas, all in sync, led by the target's first; records
+// produced before are all still there.
+TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
+  const std::string topic = "reassigned";
+  ASSERT_EQ(create_topic(*cluster_, topic, 1, 2), "");
+  ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 30s)) << cluster_->diagnostics();
+  auto d = describe_topic(*cluster_, topic);
+  ASSERT_TRUE(d && d->size() == 1u);
+  const int32_t old_leader = (*d)[0].leader;
+  const std::vector<int32_t> old_replicas = (*d)[0].replicas;
+  ASSERT_EQ(old_replicas.size(), 2u);
+  int32_t third = 1;
+  while (std::find(old_replicas.begin(), old_replicas.end(), third) != old_replicas.end()) ++third;
+  const int32_t kept = old_replicas[0] == old_leader ? old_replicas[1] : old_replicas[0];
+  const std::vector<int32_t> target{kept, third};
+  const int via = kept - 1;
+
+  std::ofstream(dir_.path() / "topics.json")
+      << R"({"version":1,"topics":[{"topic":")" << topic << R"("}]})";
+  auto generated =
+      reassign_partitions(via, "--generate --broker-list 1,2,3 --topics-to-move-json-file " +
+                                   (dir_.path() / "topics.json").string());
+  ASSERT_EQ(generated.code, 0) << generated.out << generated.err;
+  EXPECT_NE(generated.out.find("Current partition replica assignment"), std::string::npos)
+      << generated.out;
+  EXPECT_NE(generated.out.find("Proposed partition reassignment configuration"), std::string::npos)
+      << generated.out;
+
+  std::ofstream(dir_.path() / "plan.json")
+      << R"({"version":1,"partitions":[{"topic":")" << topic << R"(","partition":0,"replicas":[)"
+      << target[0] << "," << target[1] << R"(],"log_dirs":["any","any"]}]})";
+  const std::string plan = " --reassignment-json-file " + (dir_.path() / "plan.json").string();
+  auto executed = reassign_partitions(via, "--execute" + plan);
+  ASSERT_EQ(executed.code, 0) << executed.out << executed.err;
+  EXPECT_NE(executed.out.find("Successfully started partition reassignment for " + topic + "-0"),
+            std::string::npos)
+      << executed.out;
+
+  bool completed = false;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!completed && std::chrono::steady_clock::now() < deadline) {
+    auto verified = reassign_partitions(via, "--verify" + plan);
+    ASSERT_EQ(verified.code, 0) << verified.out << verified.err;
+    completed = verified.out.find("Reassignment of partition " + topic + "-0 is completed.") !=
+                std::string::npos;
+    if (!completed) {
+      EXPECT_NE(
+          verified.out.find("Reassignment of partition " + topic + "-0 is still in progress."),
+          std::string::npos)
+          << verified.out;
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+  ASSERT_TRUE(completed) << cluster_->diagnostics();
+  deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    d = describe_topic(*cluster_, topic);
+    if (d && d->size() == 1 && (*d)[0].replicas == target &&
+        sorted((*d)[0].isr) == sorted(target)) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(d && d->size() == 1u);
+  EXPECT_EQ((*d)[0].replicas, target);
+  EXPECT_EQ(sorted((*d)[0].isr), sorted(target));
+  EXPECT_EQ((*d)[0].leader, kept);
+  // Nothing left in progress.
+  auto listed = reassign_partitions(via, "--list");
+  ASSERT_EQ(listed.code, 0) << listed.out << listed.err;
+  EXPECT_NE(listed.out.find("No partition reassignments found."), std::string::npos) << listed.out;
 }
 
 TEST_P(cluster_tools, kafka_topics_reports_isr_and_under_replication_against_kafka) {

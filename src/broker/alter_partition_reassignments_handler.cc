@@ -1,7 +1,17 @@
 // AlterPartitionReassignments (key 45): move partitions to other replicas
-// (kafka-reassign-partitions.sh --execute / --cancel, Admin.alterPartitionReassignments),
-// answered as a one-broker Kafka 4.4 cluster answers: the only valid target is this broker,
-// which already holds every partition, so nothing ever moves.
+// (kafka-reassign-partitions.sh --execute / --cancel, Admin.alterPartitionReassignments). In a
+// cluster the move is real (docs/cluster.md, "Reassignments"): the receiving broker decides on
+// the partition states and registrations as etcd holds them and writes each new state by
+// compare-and-swap (cluster::alter_reassignments, as ElectLeaders), answering once the states are
+// in etcd; the replicas then move as the brokers apply them. On a single node it answers as a
+// one-broker Kafka 4.4 cluster answers: the only valid target is this broker, which already holds
+// every partition, so nothing ever moves.
+//
+// In a cluster, per partition: the topic and index checked as below (topics of the whole
+// cluster, on any broker); a partition without a state (made before states existed: its creator
+// is its only replica) INVALID_REPLICA_ASSIGNMENT; else cluster::reassign() /
+// cancel_reassignment()'s answer with Kafka's messages (NONE also when the target is the
+// current assignment); etcd unreachable UNKNOWN_SERVER_ERROR with the reason.
 //
 // Versions served: 0-1 (Kafka 4.4's range; flexible). Behaviour, as Kafka 4.4's controller
 // (ReplicationControlManager.alterPartitionReassignment) answers, per partition in request
@@ -24,12 +34,19 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <chrono>
 #include <deque>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -43,6 +60,102 @@ namespace {
 using protocol::error_code;
 using reassignment_result =
     protocol::alter_partition_reassignments_response::reassignable_partition_response;
+
+// A topic of the cluster by name: this broker's copy, or one another broker created.
+struct cluster_topic_ref {
+  storage::uuid id;
+  int32_t partitions = 0;
+};
+std::optional<cluster_topic_ref> find_cluster_topic(topic_manager& topics, std::string_view name) {
+  {
+    auto maps = topics.read_lock();
+    if (const storage::topic_info* t = topics.logs().find_topic(name)) {
+      return cluster_topic_ref{t->topic_id, t->partitions};
+    }
+  }
+  if (auto r = topics.find_remote_topic(name)) return cluster_topic_ref{r->topic_id, r->partitions};
+  return std::nullopt;
+}
+
+// The reassignments in etcd, on a thread of their own (they wait on etcd) while the event loop
+// goes on; one result per request, in order.
+asio::awaitable<result<std::vector<cluster::reassignment_result>, std::string>> alter_off_loop(
+    replica_manager& replicas, const std::vector<cluster::reassignment_request>& requests) {
+  if (requests.empty()) co_return std::vector<cluster::reassignment_result>{};
+  auto done = std::async(std::launch::async,
+                         [&replicas, &requests] { return replicas.alter_reassignments(requests); });
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    timer.expires_after(std::chrono::milliseconds(1));
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  co_return done.get();
+}
+
+// The cluster's answer (docs/cluster.md, "Reassignments").
+asio::awaitable<handler_outcome> alter_in_cluster(
+    request_context& request, const protocol::alter_partition_reassignments_request& req,
+    int16_t version) {
+  topic_manager& topics = *request.services.topics;
+  replica_manager& replicas = *request.services.replicas;
+  protocol::alter_partition_reassignments_response reply;
+  reply.error_message = std::nullopt;
+  reply.allow_replication_factor_change = req.allow_replication_factor_change;
+  std::deque<std::string> messages;  // the error messages the reply points to
+  auto fail = [&](reassignment_result& e, error_code c, std::string message) {
+    e.error_code = code(c);
+    e.error_message = messages.emplace_back(std::move(message));
+  };
+  std::vector<cluster::reassignment_request> asked;
+  std::vector<std::pair<size_t, size_t>> slots;  // where each one's answer goes
+  for (const auto& t : req.topics) {
+    auto& out = reply.responses.emplace_back();
+    out.name = t.name;
+    const auto topic = find_cluster_topic(topics, t.name);
+    for (const auto& p : t.partitions) {
+      reassignment_result& e = out.partitions.emplace_back();
+      e.partition_index = p.partition_index;
+      e.error_message = std::nullopt;
+      const std::string tp = std::string(t.name) + ":" + std::to_string(p.partition_index);
+      if (!topic) {
+        fail(e, error_code::unknown_topic_or_partition,
+             "Unable to find a topic named " + std::string(t.name) + ".");
+        continue;
+      }
+      if (p.partition_index < 0 || p.partition_index >= topic->partitions) {
+        fail(e, error_code::unknown_topic_or_partition, "Unable to find partition " + tp + ".");
+        continue;
+      }
+      if (!replicas.state(topic->id, p.partition_index)) {
+        fail(e, error_code::invalid_replica_assignment,
+             "The partition " + tp + " has no replicated state in this cluster.");
+        continue;
+      }
+      cluster::reassignment_request r;
+      r.topic_id = topic->id;
+      r.partition = p.partition_index;
+      if (p.replicas) r.target.emplace(p.replicas->begin(), p.replicas->end());
+      r.allow_rf_change = req.allow_replication_factor_change;
+      r.unclean_ok = replicas.unclean_allowed(topic->id);
+      r.name = tp;
+      asked.push_back(std::move(r));
+      slots.emplace_back(reply.responses.size() - 1, out.partitions.size() - 1);
+    }
+  }
+  auto altered = co_await alter_off_loop(replicas, asked);
+  for (size_t i = 0; i < asked.size(); ++i) {
+    reassignment_result& e = reply.responses[slots[i].first].partitions[slots[i].second];
+    if (!altered) {
+      fail(e, error_code::unknown_server_error, altered.error());
+      continue;
+    }
+    const cluster::reassignment_result& r = (*altered)[i];
+    e.error_code = code(r.error);
+    // Kafka's ApiError leaves out a message equal to the error's default.
+    if (!r.message.empty()) e.error_message = messages.emplace_back(r.message);
+  }
+  co_return encode_response(reply, version);
+}
 
 asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_context& request) {
   const int16_t version = request.header.api_version;
@@ -73,6 +186,9 @@ asio::awaitable<handler_outcome> handle_alter_partition_reassignments(request_co
       }
     }
     co_return encode_response(denied, version);
+  }
+  if (request.services.replicas != nullptr && request.services.topics->in_cluster()) {
+    co_return co_await alter_in_cluster(request, *decoded, version);
   }
   const int32_t node_id = request.services.config.node_id;
   protocol::alter_partition_reassignments_response reply;

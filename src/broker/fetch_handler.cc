@@ -206,6 +206,12 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       any_error = true;
       if (read.error().code == storage::storage_errc::offset_out_of_range) {
         pr.error_code = code(error_code::offset_out_of_range);
+        if (follower_fetch) {
+          // tarn's followers start over at the log start offset when it is past their end
+          // (Kafka's leader answers -1 here and its follower asks ListOffsets instead).
+          pr.log_start_offset = log->log_start_offset();
+          pr.high_watermark = log->high_watermark();
+        }
       } else {
         spdlog::error("Fetch {}-{} at {}: {}", info->name, index, entry.request.fetch_offset,
                       read.error().message);

@@ -1,7 +1,11 @@
 // ListPartitionReassignments (key 46): the reassignments in progress
-// (kafka-reassign-partitions.sh --list / --verify, Admin.listPartitionReassignments). A
-// one-broker cluster never has one (AlterPartitionReassignments only accepts the assignment a
-// partition already has), so the answer is always empty.
+// (kafka-reassign-partitions.sh --list / --verify, Admin.listPartitionReassignments). In a
+// cluster, from the partition states this broker watches (docs/cluster.md, "Reassignments"):
+// Topics null lists every reassigning partition; otherwise the asked indexes of the asked topics
+// that are reassigning; each with Replicas (the target followed by the replicas being removed),
+// AddingReplicas and RemovingReplicas; a topic with none is left out (Kafka's
+// listReassigningTopic). A one-broker cluster never has one (AlterPartitionReassignments only
+// accepts the assignment a partition already has), so the answer is always empty there.
 //
 // Versions served: 0 (Kafka 4.4's range; flexible). Behaviour, as Kafka 4.4's controller
 // (ReplicationControlManager.listPartitionReassignments): Topics null or a list (known or
@@ -13,6 +17,7 @@
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/list_partition_reassignments_request.h"
@@ -39,6 +44,30 @@ asio::awaitable<handler_outcome> handle_list_partition_reassignments(request_con
   }
   protocol::list_partition_reassignments_response reply;
   reply.error_message = std::nullopt;
+  if (request.services.replicas == nullptr) co_return encode_response(reply, version);
+  // Sorted by topic and index; the reply points into `ongoing`.
+  const auto ongoing = request.services.replicas->reassignments();
+  auto asked = [&](const std::string& topic, int32_t partition) {
+    if (!decoded->topics) return true;
+    for (const auto& t : *decoded->topics) {
+      if (t.name != topic) continue;
+      for (int32_t p : t.partition_indexes) {
+        if (p == partition) return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& [topic, partition, state] : ongoing) {
+    if (!asked(topic, partition)) continue;
+    if (reply.topics.empty() || reply.topics.back().name != topic) {
+      reply.topics.emplace_back().name = topic;
+    }
+    auto& p = reply.topics.back().partitions.emplace_back();
+    p.partition_index = partition;
+    p.replicas = state.replicas;
+    p.adding_replicas = state.adding_replicas;
+    p.removing_replicas = state.removing_replicas;
+  }
   co_return encode_response(reply, version);
 }
 

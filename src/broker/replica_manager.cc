@@ -166,6 +166,10 @@ class leader_connection {
 
 using cluster::parse_partition_key;
 
+bool is_replica(const std::vector<int32_t>& replicas, int32_t id) {
+  return std::find(replicas.begin(), replicas.end(), id) != replicas.end();
+}
+
 }  // namespace
 
 replica_manager::replica_manager(const broker_config& config, std::string prefix,
@@ -340,8 +344,8 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
   e.partition = partition;
   e.state = std::move(state);
   settle_role(e, wake);
-  const auto& r = e.state.state.replicas;
-  if (!e.local_log && std::find(r.begin(), r.end(), node_id_) != r.end()) {
+  // A replica to open, or one a reassignment removed: the worker's.
+  if (e.local_log != is_replica(e.state.state.replicas, node_id_)) {
     work_pending_ = true;
     cv_.notify_all();
   }
@@ -471,6 +475,31 @@ void replica_manager::delete_unreplicated_copies() {
   }
 }
 
+void replica_manager::delete_removed_replicas() {
+  std::vector<std::pair<std::string, int32_t>> removed;
+  {
+    std::lock_guard g(mu_);
+    for (auto& [key, e] : partitions_) {
+      if (!e.local_log || e.topic.empty() || is_replica(e.state.state.replicas, node_id_)) continue;
+      // settle_role() gave up a leadership already (the state names another leader, or none).
+      e.local_log = false;
+      e.leader.reset();
+      removed.emplace_back(e.topic, key.second);
+    }
+  }
+  for (const auto& [topic, partition] : removed) {
+    auto guard = topics_.control_lock();
+    storage::log_manager& logs = topics_.logs();
+    if (logs.get_log(topic, partition) == nullptr) continue;
+    if (auto r = logs.reset_partition_copy(topic, partition, wall_clock_ms()); !r) {
+      spdlog::error("deleting the copy of {}-{}: {}", topic, partition, r.error().message);
+    } else {
+      spdlog::info("deleted the copy of {}-{} (a reassignment removed this broker)", topic,
+                   partition);
+    }
+  }
+}
+
 const replica_manager::entry* replica_manager::find(std::string_view topic,
                                                     int32_t partition) const {
   for (const auto& [key, e] : partitions_) {
@@ -519,7 +548,9 @@ bool replica_manager::still_following(const storage::uuid& topic_id, int32_t par
   auto it = partitions_.find({topic_id, partition});
   if (it == partitions_.end() || !it->second.local_log || it->second.leader) return false;
   const cluster::partition_state& s = it->second.state.state;
-  return s.leader != node_id_ && s.leader >= 0 && s.leader_epoch == leader_epoch;
+  // A replica a reassignment removed appends nothing more (its copy is about to go).
+  return s.leader != node_id_ && s.leader >= 0 && s.leader_epoch == leader_epoch &&
+         is_replica(s.replicas, node_id_);
 }
 
 void replica_manager::on_leader_append(std::string_view topic, int32_t partition,
@@ -603,6 +634,35 @@ result<std::vector<cluster::election_result>, std::string> replica_manager::elec
   return std::move(*elected);
 }
 
+result<std::vector<cluster::reassignment_result>, std::string> replica_manager::alter_reassignments(
+    const std::vector<cluster::reassignment_request>& requests) {
+  // A client of its own, as elect_leaders().
+  cluster::etcd::client_options o;
+  o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
+  auto client = cluster::etcd::etcd_client::create(o);
+  if (!client) return fail("etcd: " + client.error().message);
+  auto altered = cluster::alter_reassignments(**client, prefix_, requests);
+  if (!altered) return fail("etcd: " + altered.error().message);
+  return std::move(*altered);
+}
+
+std::vector<std::tuple<std::string, int32_t, cluster::partition_state>>
+replica_manager::reassignments() const {
+  std::vector<std::tuple<std::string, int32_t, cluster::partition_state>> out;
+  {
+    std::lock_guard g(mu_);
+    for (const auto& [key, e] : partitions_) {
+      if (e.state.state.reassigning() && !e.topic.empty()) {
+        out.emplace_back(e.topic, key.second, e.state.state);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  return out;
+}
+
 std::vector<std::tuple<storage::uuid, std::string, int32_t>>
 replica_manager::partitions_with_states() const {
   std::lock_guard g(mu_);
@@ -631,6 +691,7 @@ void replica_manager::run_worker() {
     lock.unlock();
     if (pending) {
       delete_unreplicated_copies();
+      delete_removed_replicas();
       open_replica_logs();
     }
     maybe_change_isr();
@@ -800,6 +861,37 @@ void replica_manager::run_fetcher(int index) {
   };
   std::map<int32_t, leader_connection> connections;
   std::vector<uint8_t> buffer;
+  // OFFSET_OUT_OF_RANGE with the leader's log start past this replica's end (the leader deleted
+  // what this replica still needs, by retention or DeleteRecords while it was away; or a new
+  // replica of such a partition): as Kafka's fetcher (truncateFullyAndStartAt), the log starts
+  // over empty at the leader's log start offset. True when it did.
+  auto start_over = [&](const fetch_target& t, int32_t partition, int64_t leader_start,
+                        int32_t leader) {
+    if (leader_start < 0) return false;
+    {
+      auto maps = topics_.read_lock();
+      storage::log* log = topics_.logs().get_log(t.topic, partition);
+      if (log == nullptr) return false;
+      std::lock_guard log_lock(log->mutex());
+      if (!still_following(t.topic_id, partition, t.leader_epoch)) return false;
+      const int64_t end = log->log_end_offset();
+      if (leader_start <= end) return false;
+      if (auto r = log->truncate_fully_and_start_at(leader_start, wall_clock_ms()); !r) {
+        spdlog::error("{}-{}: starting over at {}: {}", t.topic, partition, leader_start,
+                      r.error().message);
+        return false;
+      }
+      spdlog::info(
+          "{}-{}: the log of leader {} starts at {}, past this replica's end {}: started over "
+          "there",
+          t.topic, partition, leader, leader_start, end);
+    }
+    auto maps = topics_.read_lock();
+    if (auto c = topics_.logs().checkpoint_log_start_offsets(); !c) {
+      spdlog::warn("log start offset checkpoint: {}", c.error().message);
+    }
+    return true;
+  };
   const std::string listener =
       config_.advertised_listeners.empty() ? "" : config_.advertised_listeners[0].name;
   while (!stop_fetchers_.load()) {
@@ -808,7 +900,10 @@ void replica_manager::run_fetcher(int index) {
       std::lock_guard g(mu_);
       for (const auto& [key, e] : partitions_) {
         const auto& s = e.state.state;
-        if (!e.local_log || e.leader || s.leader == node_id_ || s.leader < 0) continue;
+        if (!e.local_log || e.leader || s.leader == node_id_ || s.leader < 0 ||
+            !is_replica(s.replicas, node_id_)) {
+          continue;
+        }
         const size_t h = std::hash<std::string>{}(key.first.to_string()) + key.second;
         if (static_cast<int>(h % static_cast<size_t>(config_.num_replica_fetchers)) != index) {
           continue;
@@ -905,12 +1000,20 @@ void replica_manager::run_fetcher(int index) {
       }
       for (const auto& t : resp->responses) {
         const storage::uuid topic_id = from_wire(t.topic_id);
-        const fetch_target* target = nullptr;
-        for (const auto& candidate : targets) {
-          if (candidate.topic_id == topic_id) target = &candidate;
-        }
-        if (target == nullptr) continue;
         for (const auto& p : t.partitions) {
+          // By topic id and index: two partitions of a topic from one leader may be at different
+          // leader epochs (a reassignment bumps one), and each is checked against its own.
+          const fetch_target* target = nullptr;
+          for (const auto& candidate : targets) {
+            if (candidate.topic_id == topic_id && candidate.partition == p.partition_index) {
+              target = &candidate;
+            }
+          }
+          if (target == nullptr) continue;
+          if (p.error_code == protocol::code(error_code::offset_out_of_range) &&
+              start_over(*target, p.partition_index, p.log_start_offset, leader)) {
+            continue;
+          }
           if (p.error_code != 0) {
             // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: one of the two
             // has not seen the newest state yet; the watch brings it.

@@ -118,6 +118,15 @@ class replica_manager {
   result<std::vector<cluster::election_result>, std::string> elect_leaders(
       cluster::election_type type,
       const std::vector<std::pair<storage::uuid, int32_t>>& partitions);
+  // AlterPartitionReassignments in the cluster (cluster::alter_reassignments: read, decide,
+  // compare-and-swap), one result per request; blocking on etcd.
+  result<std::vector<cluster::reassignment_result>, std::string> alter_reassignments(
+      const std::vector<cluster::reassignment_request>& requests);
+  // The partitions with a reassignment in progress as the watched states show them (topic name,
+  // index, state), by topic name and index: ListPartitionReassignments.
+  std::vector<std::tuple<std::string, int32_t, cluster::partition_state>> reassignments() const;
+  // unclean.leader.election.enable of a topic (its override, else the broker's).
+  bool unclean_allowed(const storage::uuid& topic_id) const;
   // Every partition with a state (topic name from the metadata log, "" while unknown), for an
   // ElectLeaders of every partition.
   std::vector<std::tuple<storage::uuid, std::string, int32_t>> partitions_with_states() const;
@@ -165,6 +174,10 @@ class replica_manager {
   // Deletes the copies of topics this broker replicated whose states are gone (DeleteTopics on
   // the leader), without recording anything: the leader recorded the deletion.
   void delete_unreplicated_copies();
+  // Deletes the copies of partitions a reassignment removed this broker from (Kafka's
+  // stopPartitions with deleteLocalLog): an empty log takes each one's place
+  // (log_manager::reset_partition_copy), as for the partitions of a topic it does not replicate.
+  void delete_removed_replicas();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
   void run_fetcher(int index);
@@ -176,8 +189,6 @@ class replica_manager {
   // epoch, and this broker follows it.
   bool still_following(const storage::uuid& topic_id, int32_t partition,
                        int32_t leader_epoch) const;
-  // unclean.leader.election.enable of a topic (its override, else the broker's).
-  bool unclean_allowed(const storage::uuid& topic_id) const;
   const entry* find(std::string_view topic, int32_t partition) const;  // under mu_
   entry* find(std::string_view topic, int32_t partition);              // under mu_
 

@@ -37,12 +37,15 @@ bool read_ids(const json& j, const char* name, std::vector<int32_t>& out) {
 }  // namespace
 
 std::string encode_partition_state(const partition_state& p) {
-  return json{{"replicas", p.replicas},
-              {"isr", p.isr},
-              {"leader", p.leader},
-              {"leader_epoch", p.leader_epoch},
-              {"partition_epoch", p.partition_epoch}}
-      .dump();
+  json j{{"replicas", p.replicas},
+         {"isr", p.isr},
+         {"leader", p.leader},
+         {"leader_epoch", p.leader_epoch},
+         {"partition_epoch", p.partition_epoch}};
+  // Only while a reassignment runs, so that every other state keeps its bytes.
+  if (!p.adding_replicas.empty()) j["adding_replicas"] = p.adding_replicas;
+  if (!p.removing_replicas.empty()) j["removing_replicas"] = p.removing_replicas;
+  return j.dump();
 }
 
 std::optional<partition_state> decode_partition_state(std::string_view text) {
@@ -53,6 +56,11 @@ std::optional<partition_state> decode_partition_state(std::string_view text) {
       !read_int32(j, "leader", no_leader, p.leader) ||
       !read_int32(j, "leader_epoch", 0, p.leader_epoch) ||
       !read_int32(j, "partition_epoch", 0, p.partition_epoch)) {
+    return std::nullopt;
+  }
+  // Absent (every state written before reassignments existed) is empty.
+  if ((j.contains("adding_replicas") && !read_ids(j, "adding_replicas", p.adding_replicas)) ||
+      (j.contains("removing_replicas") && !read_ids(j, "removing_replicas", p.removing_replicas))) {
     return std::nullopt;
   }
   return p;

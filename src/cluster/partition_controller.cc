@@ -204,6 +204,77 @@ result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
   return out;
 }
 
+result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
+    etcd::etcd_client& client, const std::string& prefix,
+    const std::vector<reassignment_request>& requests) {
+  const std::string brokers_dir = prefix + "brokers/";
+  const std::string partitions_dir = prefix + "partitions/";
+  std::vector<reassignment_result> out(requests.size());
+  std::vector<size_t> pending(requests.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  for (int round = 0; round < 5 && !pending.empty(); ++round) {
+    auto registered = client.range(brokers_dir, etcd::prefix_end(brokers_dir));
+    if (!registered) return fail(registered.error());
+    std::map<int32_t, int64_t> registration_revisions;
+    const broker_states live =
+        live_brokers_of(registered->kvs, brokers_dir, &registration_revisions);
+    std::vector<size_t> again;
+    for (size_t i : pending) {
+      const reassignment_request& req = requests[i];
+      const std::string key =
+          fmt::format("{}{}/{}", partitions_dir, req.topic_id.to_string(), req.partition);
+      auto read = client.range(key);
+      if (!read) return fail(read.error());
+      std::optional<partition_state> state;
+      if (!read->kvs.empty()) state = decode_partition_state(read->kvs[0].value);
+      if (!state) {
+        out[i] = {protocol::error_code::unknown_topic_or_partition, {}, {}};
+        continue;
+      }
+      reassignment_result decided =
+          req.target ? reassign(*state, *req.target, req.allow_rf_change, live)
+                     : cancel_reassignment(*state, req.name, req.unclean_ok, live);
+      if (decided.error != protocol::error_code::none || !decided.state) {
+        out[i] = std::move(decided);
+        continue;
+      }
+      etcd::txn_request t;
+      t.compares.push_back({key,
+                            etcd::compare::target_kind::mod_revision,
+                            etcd::compare::result_kind::equal,
+                            read->kvs[0].mod_revision,
+                            {}});
+      if (decided.state->leader != state->leader && decided.state->has_leader()) {
+        // A new leader that died or began shutting down since the read is not written.
+        t.compares.push_back({brokers_dir + std::to_string(decided.state->leader),
+                              etcd::compare::target_kind::mod_revision,
+                              etcd::compare::result_kind::equal,
+                              registration_revisions[decided.state->leader],
+                              {}});
+      }
+      t.success.push_back(etcd::request_op::put(key, encode_partition_state(*decided.state)));
+      auto written = client.txn(t);
+      if (!written) return fail(written.error());
+      if (!written->succeeded) {
+        again.push_back(i);
+        continue;
+      }
+      spdlog::info(
+          "AlterPartitionReassignments: partition {}: replicas [{}] -> [{}] (adding [{}], "
+          "removing [{}]), leader {} -> {} (leader epoch {}), ISR [{}] -> [{}]",
+          req.name, fmt::join(state->replicas, ","), fmt::join(decided.state->replicas, ","),
+          fmt::join(decided.state->adding_replicas, ","),
+          fmt::join(decided.state->removing_replicas, ","), state->leader, decided.state->leader,
+          decided.state->leader_epoch, fmt::join(state->isr, ","),
+          fmt::join(decided.state->isr, ","));
+      out[i] = std::move(decided);
+    }
+    pending = std::move(again);
+  }
+  for (size_t i : pending) out[i] = {protocol::error_code::request_timed_out, {}, {}};
+  return out;
+}
+
 bool partition_controller::scan(int64_t epoch, bool rebalance) {
   const std::string brokers_dir = options_.prefix + "brokers/";
   const std::string partitions_dir = options_.prefix + "partitions/";
@@ -282,9 +353,15 @@ bool partition_controller::scan(int64_t epoch, bool rebalance) {
     changes_written_.fetch_add(1);
     spdlog::info(
         "controller (epoch {}): partition {}-{}: leader {} -> {} (leader epoch {}), ISR [{}] -> "
-        "[{}] (partition epoch {}), live brokers [{}]{}",
+        "[{}] (partition epoch {}){}, live brokers [{}]{}",
         epoch, c.key.first.to_string(), c.key.second, c.from.leader, c.to.leader, c.to.leader_epoch,
         fmt::join(c.from.isr, ","), fmt::join(c.to.isr, ","), c.to.partition_epoch,
+        c.from.replicas == c.to.replicas && !c.to.reassigning()
+            ? std::string()
+            : fmt::format(", replicas [{}] -> [{}] (adding [{}], removing [{}])",
+                          fmt::join(c.from.replicas, ","), fmt::join(c.to.replicas, ","),
+                          fmt::join(c.to.adding_replicas, ","),
+                          fmt::join(c.to.removing_replicas, ",")),
         fmt::join(live_ids, ","),
         shutting_down.empty()
             ? std::string()

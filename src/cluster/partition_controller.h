@@ -37,8 +37,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/uuid.h"
 #include "cluster/etcd_client.h"
@@ -75,6 +77,25 @@ broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
 result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
     etcd::etcd_client& client, const std::string& prefix, election_type type,
     const std::vector<std::pair<uuid, int32_t>>& partitions);
+
+// AlterPartitionReassignments against the cluster (docs/cluster.md, "Reassignments"), as
+// elect_leaders(): each partition's state and the registrations as etcd has them now, reassign()
+// or cancel_reassignment(), and a write that succeeds only while the partition's key (and a new
+// leader's registration) is unchanged since that read; a lost compare decides again on a fresh
+// read, five rounds, then REQUEST_TIMED_OUT. Completion comes later, from the leader's
+// AlterPartition that takes the last new replica into the ISR (or the controller's reconcile()).
+// UNKNOWN_TOPIC_OR_PARTITION for a partition without a state.
+struct reassignment_request {
+  uuid topic_id;
+  int32_t partition = 0;
+  std::optional<std::vector<int32_t>> target;  // nullopt: cancel
+  bool allow_rf_change = true;                 // v1's AllowReplicationFactorChange
+  bool unclean_ok = false;                     // the topic's unclean.leader.election.enable
+  std::string name;                            // "topic:partition", for Kafka's messages
+};
+result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
+    etcd::etcd_client& client, const std::string& prefix,
+    const std::vector<reassignment_request>& requests);
 
 class partition_controller {
  public:

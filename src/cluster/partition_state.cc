@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 namespace tarn::cluster {
 
@@ -28,6 +29,40 @@ partition_state with_leader(partition_state p, int32_t leader) {
   }
   ++p.partition_epoch;
   return p;
+}
+
+// The epochs of `next`, a change of `p` (PartitionChangeBuilder): the leader epoch grows when the
+// leader changes or a replica leaves the list (triggerLeaderEpochBumpForReplicaReassignment-
+// IfNeeded: a removed replica must not go on fetching at the old epoch), the partition epoch
+// always.
+partition_state with_epochs(const partition_state& p, partition_state next) {
+  const bool replica_left = std::any_of(p.replicas.begin(), p.replicas.end(),
+                                        [&](int32_t r) { return !contains(next.replicas, r); });
+  next.leader_epoch = p.leader_epoch + (next.leader != p.leader || replica_left ? 1 : 0);
+  next.partition_epoch = p.partition_epoch + 1;
+  return next;
+}
+
+// Whether `next` differs from `p` in anything but the epochs.
+bool changed(const partition_state& p, const partition_state& next) {
+  return next.replicas != p.replicas || next.isr != p.isr || next.leader != p.leader ||
+         next.adding_replicas != p.adding_replicas || next.removing_replicas != p.removing_replicas;
+}
+
+std::vector<int32_t> without(const std::vector<int32_t>& v, const std::vector<int32_t>& drop) {
+  std::vector<int32_t> out;
+  for (int32_t x : v) {
+    if (!contains(drop, x)) out.push_back(x);
+  }
+  return out;
+}
+
+// The leader stays while it may (in the ISR and eligible); else Kafka's electAnyLeader: the best
+// in-sync replica, or none.
+void keep_or_elect_leader(partition_state& next, const broker_states& brokers) {
+  if (next.has_leader() && contains(next.isr, next.leader) && eligible(brokers, next.leader))
+    return;
+  next.leader = best_leader(next, brokers, /*unclean_ok=*/false);
 }
 
 }  // namespace
@@ -74,6 +109,10 @@ alter_partition_result alter_partition(const partition_state& p, const alter_par
   if (sorted_new == sorted_old) return {error_code::none, p};
   partition_state next = p;
   next.isr = std::move(isr);
+  // The ISR that takes in the last new replica of a reassignment completes it (Kafka applies
+  // maybeCompleteReassignment to every change); a leader being removed then gives way.
+  if (auto done = complete_reassignment(next, brokers))
+    return {error_code::none, with_epochs(p, *done)};
   ++next.partition_epoch;
   return {error_code::none, std::move(next)};
 }
@@ -123,10 +162,10 @@ std::optional<partition_state> reconcile(const partition_state& p, const broker_
     if (auto changed = on_broker_unavailable(next, id, brokers, unclean_ok)) next = *changed;
   }
   if (auto elected = on_broker_available(next, brokers, unclean_ok)) next = *elected;
-  if (next.leader == p.leader && next.isr == p.isr) return std::nullopt;
-  next.leader_epoch = p.leader_epoch + (next.leader != p.leader ? 1 : 0);
-  next.partition_epoch = p.partition_epoch + 1;
-  return next;
+  // A replica being removed that left the ISR (it died) may be all a reassignment waited for.
+  if (auto done = complete_reassignment(next, brokers)) next = *done;
+  if (!changed(p, next)) return std::nullopt;
+  return with_epochs(p, std::move(next));
 }
 
 std::optional<partition_state> rebalance_to_preferred(const partition_state& p,
@@ -166,6 +205,90 @@ election_result elect_leader(const partition_state& p, election_type type,
   partition_state next = p;
   next.isr = {leader};
   return {error_code::none, with_leader(std::move(next), leader)};
+}
+
+reassignment_result reassign(const partition_state& p, const std::vector<int32_t>& target,
+                             bool allow_rf_change, const broker_states& brokers) {
+  auto invalid = [](std::string message) {
+    return reassignment_result{error_code::invalid_replica_assignment, std::move(message), {}};
+  };
+  if (target.empty()) {
+    return invalid("The manual partition assignment includes an empty replica list.");
+  }
+  std::vector<int32_t> ids = target;
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!brokers.contains(ids[i])) {
+      return invalid("The manual partition assignment includes broker " + std::to_string(ids[i]) +
+                     ", but no such broker is registered.");
+    }
+    if (i > 0 && ids[i] == ids[i - 1]) {
+      return invalid("The manual partition assignment includes the broker " +
+                     std::to_string(ids[i]) + " more than once.");
+    }
+  }
+  // KIP-860: the factor is the current target's (the replicas not being removed).
+  const size_t factor = p.replicas.size() - p.removing_replicas.size();
+  if (!allow_rf_change && target.size() != factor) {
+    return {error_code::invalid_replication_factor,
+            "The replication factor is changed from " + std::to_string(factor) + " to " +
+                std::to_string(target.size()),
+            {}};
+  }
+  // Kafka's PartitionReassignmentReplicas, against the replicas as they are (a running
+  // reassignment's included, so a new target replaces it), each list in its own order.
+  partition_state next = p;
+  next.removing_replicas = without(p.replicas, target);
+  next.adding_replicas = without(target, p.replicas);
+  next.replicas = target;
+  next.replicas.insert(next.replicas.end(), next.removing_replicas.begin(),
+                       next.removing_replicas.end());
+  if (auto done = complete_reassignment(next, brokers)) next = std::move(*done);
+  keep_or_elect_leader(next, brokers);
+  if (!changed(p, next)) return {};
+  return {error_code::none, {}, with_epochs(p, std::move(next))};
+}
+
+std::optional<partition_state> complete_reassignment(const partition_state& p,
+                                                     const broker_states& brokers) {
+  if (!p.reassigning()) return std::nullopt;
+  std::vector<int32_t> isr = without(p.isr, p.removing_replicas);
+  std::vector<int32_t> replicas = without(p.replicas, p.removing_replicas);
+  if (isr.empty() ||
+      !std::all_of(replicas.begin(), replicas.end(), [&](int32_t r) { return contains(isr, r); })) {
+    return std::nullopt;
+  }
+  partition_state next = p;
+  next.replicas = std::move(replicas);
+  next.isr = std::move(isr);
+  next.adding_replicas.clear();
+  next.removing_replicas.clear();
+  keep_or_elect_leader(next, brokers);
+  return next;
+}
+
+reassignment_result cancel_reassignment(const partition_state& p, std::string_view name,
+                                        bool unclean_ok, const broker_states& brokers) {
+  if (!p.reassigning()) return {error_code::no_reassignment_in_progress, {}, {}};
+  partition_state next = p;
+  next.replicas = without(p.replicas, p.adding_replicas);
+  next.isr = without(p.isr, p.adding_replicas);
+  next.adding_replicas.clear();
+  next.removing_replicas.clear();
+  if (next.isr.empty()) {
+    // Only replicas being added were in sync: the original ones would lead uncleanly.
+    if (!unclean_ok) {
+      return {error_code::invalid_replica_assignment,
+              "Unable to revert partition assignment for " + std::string(name) +
+                  " because it would require an unclean leader election.",
+              {}};
+    }
+    next.leader = best_leader(next, brokers, /*unclean_ok=*/true);
+    next.isr = {next.has_leader() ? next.leader : next.replicas[0]};
+    return {error_code::none, {}, with_epochs(p, std::move(next))};
+  }
+  keep_or_elect_leader(next, brokers);
+  return {error_code::none, {}, with_epochs(p, std::move(next))};
 }
 
 }  // namespace tarn::cluster

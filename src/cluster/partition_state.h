@@ -3,13 +3,15 @@
 // change it, as Kafka 4.4's ReplicationControlManager and PartitionChangeBuilder apply them:
 // a leader's AlterPartition (KIP-497, with KIP-903's broker epochs), a broker fenced or shutting
 // down leaving every ISR (KIP-841), leaders chosen from the ISR (unclean only when allowed), and
-// ElectLeaders. Pure functions, no I/O: the cluster code writes their results to etcd by
-// compare-and-swap, and tests drive them without a cluster.
+// ElectLeaders, and reassignments (KIP-455: replicas added and removed). Pure functions, no I/O:
+// the cluster code writes their results to etcd by compare-and-swap, and tests drive them without a
+// cluster.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "protocol/error_codes.h"
@@ -24,9 +26,15 @@ struct partition_state {
   int32_t leader = no_leader;
   int32_t leader_epoch = 0;     // grows whenever the leader changes
   int32_t partition_epoch = 0;  // grows with every change of any field
+  // A reassignment in progress (KIP-455, PartitionRegistration's addingReplicas and
+  // removingReplicas): `replicas` is then the target followed by the replicas being removed, so
+  // every replica is fetched from and may be in the ISR until the move completes.
+  std::vector<int32_t> adding_replicas = {};
+  std::vector<int32_t> removing_replicas = {};
   bool operator==(const partition_state&) const = default;
 
   bool has_leader() const { return leader != no_leader; }
+  bool reassigning() const { return !adding_replicas.empty() || !removing_replicas.empty(); }
   int32_t preferred_replica() const { return replicas.empty() ? no_leader : replicas[0]; }
 };
 
@@ -106,5 +114,36 @@ struct election_result {
 enum class election_type { preferred, unclean };
 election_result elect_leader(const partition_state& p, election_type type,
                              const broker_states& brokers);
+
+// Reassignments (AlterPartitionReassignments, as Kafka 4.4's ReplicationControlManager and
+// PartitionChangeBuilder apply them). `state` is the new state when error is none, nullopt when
+// nothing changes (the current assignment asked again); `message` is Kafka's for the error.
+struct reassignment_result {
+  protocol::error_code error = protocol::error_code::none;
+  std::string message;
+  std::optional<partition_state> state;
+};
+// A new target (changePartitionReassignment): checked as Kafka's validateManualPartitionAssignment
+// (INVALID_REPLICA_ASSIGNMENT: empty, a broker not registered, one named twice) and, without
+// `allow_rf_change`, KIP-860's INVALID_REPLICATION_FACTOR. Against the current replicas (so a
+// new target replaces a running one): adding = target - replicas, removing = replicas - target,
+// replicas = target + removing; then complete_reassignment(). The leader stays while in the ISR
+// and eligible, else the best leader; the leader epoch grows when the leader changes or a
+// replica leaves the list, the partition epoch with any change.
+reassignment_result reassign(const partition_state& p, const std::vector<int32_t>& target,
+                             bool allow_rf_change, const broker_states& brokers);
+// Kafka's maybeCompleteReassignment with the ISR as target: without the replicas being removed,
+// when the ISR left is not empty and holds every replica left, the state takes those replicas
+// and that ISR and the reassignment ends (a leader removed gives way to the best in-sync
+// replica). Only the fields change: the caller bumps the epochs. nullopt when not complete.
+std::optional<partition_state> complete_reassignment(const partition_state& p,
+                                                     const broker_states& brokers);
+// Cancel (Replicas null; Kafka's PartitionReassignmentRevert): NO_REASSIGNMENT_IN_PROGRESS
+// without one; else replicas and ISR without the adding replicas, both sets emptied. An ISR left
+// empty needs an unclean election: replicas[0] with `unclean_ok`, else INVALID_REPLICA_ASSIGNMENT
+// "Unable to revert partition assignment for <name> because it would require an unclean leader
+// election." (`name` is "topic:partition").
+reassignment_result cancel_reassignment(const partition_state& p, std::string_view name,
+                                        bool unclean_ok, const broker_states& brokers);
 
 }  // namespace tarn::cluster

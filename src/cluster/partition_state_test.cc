@@ -1,6 +1,6 @@
 // The partition-state rules (partition_state.h) against Kafka 4.4's controller behaviour:
 // AlterPartition's checks in order, KIP-903's broker epochs, KIP-841's fencing, clean and unclean
-// leader choice, and ElectLeaders' answers.
+// leader choice, ElectLeaders' answers, and reassignments (KIP-455).
 #include "cluster/partition_state.h"
 
 #include <gtest/gtest.h>
@@ -350,6 +350,139 @@ TEST(PartitionState, EtcdValueRoundTripsAndRefusesWhatIsNotAState) {
         R"({"replicas":[1.5],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0})"}) {
     EXPECT_FALSE(decode_partition_state(bad)) << bad;
   }
+}
+
+TEST(PartitionState, AReassignmentAddsFirstAndCompletesWhenTheNewReplicaIsInSync) {
+  const auto brokers = live({1, 2, 3, 4});
+  // [1,2,3] -> [1,2,4]: 4 added, 3 removed; every replica fetched from meanwhile.
+  auto r = reassign(three_replicas(), {1, 2, 4}, true, brokers);
+  ASSERT_EQ(r.error, error_code::none) << r.message;
+  ASSERT_TRUE(r.state);
+  const partition_state moving = *r.state;
+  EXPECT_EQ(moving.replicas, (std::vector<int32_t>{1, 2, 4, 3}));
+  EXPECT_EQ(moving.isr, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(moving.adding_replicas, (std::vector<int32_t>{4}));
+  EXPECT_EQ(moving.removing_replicas, (std::vector<int32_t>{3}));
+  EXPECT_EQ(moving.leader, 1);
+  EXPECT_EQ(moving.leader_epoch, 5);  // no replica left the list yet
+  EXPECT_EQ(moving.partition_epoch, 10);
+  EXPECT_TRUE(moving.reassigning());
+  EXPECT_FALSE(complete_reassignment(moving, brokers));
+  // The leader's AlterPartition taking 4 into the ISR completes it: 3 leaves both lists.
+  alter_partition_request add4{1, 5, 10, {{1, 101}, {2, 102}, {3, 103}, {4, 104}}};
+  auto altered = alter_partition(moving, add4, brokers);
+  ASSERT_EQ(altered.error, error_code::none);
+  EXPECT_EQ(altered.state.replicas, (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(altered.state.isr, (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_FALSE(altered.state.reassigning());
+  EXPECT_EQ(altered.state.leader, 1);
+  EXPECT_EQ(altered.state.leader_epoch, 6);  // a replica left the list
+  EXPECT_EQ(altered.state.partition_epoch, 11);
+  // Asked again for what it has: nothing to change.
+  auto again = reassign(altered.state, {1, 2, 4}, true, brokers);
+  EXPECT_EQ(again.error, error_code::none);
+  EXPECT_FALSE(again.state);
+}
+
+TEST(PartitionState, AReassignmentAwayFromTheLeaderMovesItToTheTargetsFirst) {
+  const auto brokers = live({1, 2, 3});
+  const partition_state p{{1, 2}, {1, 2}, 1, 4, 8};
+  auto r = reassign(p, {2, 3}, true, brokers);
+  ASSERT_TRUE(r.state);
+  EXPECT_EQ(r.state->replicas, (std::vector<int32_t>{2, 3, 1}));
+  EXPECT_EQ(r.state->leader, 1);  // it leads until the move completes
+  auto done = alter_partition(*r.state, {1, 4, 9, {{1, 101}, {2, 102}, {3, 103}}}, brokers);
+  ASSERT_EQ(done.error, error_code::none);
+  EXPECT_EQ(done.state.replicas, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(done.state.isr, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(done.state.leader, 2);
+  EXPECT_EQ(done.state.leader_epoch, 5);
+  // A shrink and a reorder complete at once: the ISR already holds the target.
+  auto shrink = reassign(three_replicas(), {3, 2}, true, live({1, 2, 3}));
+  ASSERT_TRUE(shrink.state);
+  EXPECT_EQ(shrink.state->replicas, (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(shrink.state->isr, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(shrink.state->leader, 3);
+  EXPECT_EQ(shrink.state->leader_epoch, 6);
+  EXPECT_FALSE(shrink.state->reassigning());
+}
+
+TEST(PartitionState, ANewTargetReplacesARunningOneAndCancelRestoresTheOriginal) {
+  const auto brokers = live({1, 2, 3, 4, 5});
+  auto first = reassign(three_replicas(), {1, 2, 4}, true, brokers);
+  ASSERT_TRUE(first.state);
+  auto second = reassign(*first.state, {1, 2, 5}, true, brokers);
+  ASSERT_TRUE(second.state);
+  EXPECT_EQ(second.state->replicas, (std::vector<int32_t>{1, 2, 5, 4, 3}));
+  EXPECT_EQ(second.state->adding_replicas, (std::vector<int32_t>{5}));
+  EXPECT_EQ(second.state->removing_replicas, (std::vector<int32_t>{4, 3}));
+  EXPECT_EQ(second.state->leader_epoch, 5);
+  auto cancelled = cancel_reassignment(*first.state, "t:0", false, brokers);
+  ASSERT_EQ(cancelled.error, error_code::none);
+  ASSERT_TRUE(cancelled.state);
+  EXPECT_EQ(cancelled.state->replicas, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(cancelled.state->isr, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(cancelled.state->reassigning());
+  EXPECT_EQ(cancelled.state->leader, 1);
+  EXPECT_EQ(cancelled.state->leader_epoch, 6);  // 4 left the list
+  // Nothing to cancel: NO_REASSIGNMENT_IN_PROGRESS, no message (Kafka's default).
+  auto none = cancel_reassignment(three_replicas(), "t:0", false, brokers);
+  EXPECT_EQ(none.error, error_code::no_reassignment_in_progress);
+  EXPECT_EQ(none.message, "");
+  // Only an added replica in sync: reverting needs an unclean election.
+  partition_state only_new{{4, 1}, {4}, 4, 3, 3, {4}, {1}};
+  auto refused = cancel_reassignment(only_new, "t:0", false, brokers);
+  EXPECT_EQ(refused.error, error_code::invalid_replica_assignment);
+  EXPECT_EQ(refused.message,
+            "Unable to revert partition assignment for t:0 because it would require an unclean "
+            "leader election.");
+  auto unclean = cancel_reassignment(only_new, "t:0", true, brokers);
+  ASSERT_TRUE(unclean.state);
+  EXPECT_EQ(unclean.state->replicas, (std::vector<int32_t>{1}));
+  EXPECT_EQ(unclean.state->isr, (std::vector<int32_t>{1}));
+  EXPECT_EQ(unclean.state->leader, 1);
+}
+
+TEST(PartitionState, AReassignmentRefusesWhatKafkaRefuses) {
+  const auto brokers = live({1, 2, 3});
+  auto empty = reassign(three_replicas(), {}, true, brokers);
+  EXPECT_EQ(empty.error, error_code::invalid_replica_assignment);
+  EXPECT_EQ(empty.message, "The manual partition assignment includes an empty replica list.");
+  auto unknown = reassign(three_replicas(), {9, 1, 7}, true, brokers);
+  EXPECT_EQ(unknown.error, error_code::invalid_replica_assignment);
+  EXPECT_EQ(unknown.message,
+            "The manual partition assignment includes broker 7, but no such broker is registered.");
+  auto twice = reassign(three_replicas(), {2, 1, 2}, true, brokers);
+  EXPECT_EQ(twice.error, error_code::invalid_replica_assignment);
+  EXPECT_EQ(twice.message, "The manual partition assignment includes the broker 2 more than once.");
+  auto factor = reassign(three_replicas(), {1, 2}, false, brokers);
+  EXPECT_EQ(factor.error, error_code::invalid_replication_factor);
+  EXPECT_EQ(factor.message, "The replication factor is changed from 3 to 2");
+  EXPECT_FALSE(factor.state);
+}
+
+TEST(PartitionState, AReassignmentCompletesWhenARemovedReplicaDies) {
+  // [1,2,3] -> [1,2]: 3 is out of the ISR (lagging) and is being removed; the move completes
+  // when the ISR holds 1 and 2, which it does: at once. With 4 added and 3 dead, reconcile()
+  // takes 3 out of the ISR, and completes once 4 is in it.
+  const partition_state p{{1, 2, 4, 3}, {1, 2, 4, 3}, 1, 5, 9, {4}, {3}};
+  auto r = reconcile(p, live({1, 2, 4}), false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->replicas, (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(r->isr, (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_FALSE(r->reassigning());
+  EXPECT_EQ(r->leader_epoch, 6);
+  EXPECT_EQ(r->partition_epoch, 10);
+}
+
+TEST(PartitionState, AReassigningStateRoundTripsThroughEtcd) {
+  const partition_state p{{1, 2, 4, 3}, {1, 2, 3}, 1, 5, 9, {4}, {3}};
+  const std::string text = encode_partition_state(p);
+  EXPECT_EQ(text, R"({"adding_replicas":[4],"isr":[1,2,3],"leader":1,"leader_epoch":5,)"
+                  R"("partition_epoch":9,"removing_replicas":[3],"replicas":[1,2,4,3]})");
+  EXPECT_EQ(decode_partition_state(text), p);
+  EXPECT_FALSE(decode_partition_state(
+      R"({"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0,"adding_replicas":[-4]})"));
 }
 
 }  // namespace

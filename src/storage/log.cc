@@ -280,6 +280,41 @@ result<bool, storage_error> log::truncate_to(offset_t offset, timestamp_ms now) 
   return true;
 }
 
+result<void, storage_error> log::truncate_fully_and_start_at(offset_t offset, timestamp_ms now) {
+  if (offset < 0) {
+    return fail(storage_error{
+        storage_errc::invalid_argument,
+        fmt::format("cannot start {} over at offset {}", partition_dir_name(tp_), offset)});
+  }
+  std::error_code ec;
+  for (auto& seg : segments_) {
+    fs::remove(dir_ / segment_file_name(seg->base_offset(), ".txnindex"), ec);
+    auto rm = seg->remove();
+    if (!rm) return fail(rm.error());
+  }
+  segments_.clear();
+  // The snapshots describe producers of the log that is gone (load_producer_state would take
+  // the newest one at or below the new end).
+  for (offset_t snapshot : producer_state_manager::list_snapshots(dir_)) {
+    fs::remove(dir_ / segment_file_name(snapshot, ".snapshot"), ec);
+  }
+  auto seg = log_segment::create(dir_, offset, options_for(config_), now);
+  if (!seg) return fail(seg.error());
+  segments_.push_back(std::move(*seg));
+  segments_created_ = true;
+  log_start_offset_.store(offset, std::memory_order_release);
+  set_log_end_offset(offset);
+  high_watermark_.store(offset, std::memory_order_release);
+  recovery_point_.store(offset, std::memory_order_release);
+  epochs_.clear();
+  auto w = write_epoch_checkpoint(dir_ / leader_epoch_checkpoint_name, epochs_);
+  if (!w) return fail(w.error());
+  auto txns = load_txn_indexes();
+  if (!txns) return fail(txns.error());
+  producers_ = producer_state_manager(partition_dir_name(tp_));
+  return {};
+}
+
 result<void, storage_error> log::load(const log_options& options, recovery_report& report) {
   std::error_code ec;
   fs::create_directories(dir_, ec);

@@ -174,6 +174,12 @@ class log {
   // state are rebuilt as if the log had always ended there. False when `offset` is at or past
   // the log end offset (nothing to do). Owner thread only, like append().
   result<bool, storage_error> truncate_to(offset_t offset, timestamp_ms now);
+  // A follower whose leader's log starts past its end (retention or DeleteRecords there while it
+  // was away, or a new replica of such a partition): Kafka's UnifiedLog.truncateFullyAndStartAt.
+  // Every segment goes with its indexes and every producer snapshot, and the log starts over
+  // empty at `offset`: log start, log end, high watermark and recovery point there, the leader
+  // epoch cache and producer state empty. Owner thread only, like append().
+  result<void, storage_error> truncate_fully_and_start_at(offset_t offset, timestamp_ms now);
 
   // ---- Transactions (docs/transactions.md). Owner thread only, like append(). ----
   // The last stable offset: the first offset of the oldest open transaction, else the high

@@ -170,6 +170,41 @@ TEST(LogFollower, TruncationCutsSegmentsIndexesEpochsAndProducerState) {
   EXPECT_EQ((*reopened)->producers().size(), 0u);
 }
 
+TEST(LogFollower, StartingOverPastTheEndKeepsNothingOfTheOldLog) {
+  temp_dir dir;
+  auto opened = log::open(options_in(dir.path(), 1024));
+  ASSERT_TRUE(opened);
+  log& l = **opened;
+  offset_t base = 0;
+  for (int32_t i = 0; i < 10; ++i) {
+    ASSERT_TRUE(l.append_as_follower(producer_batch(base, 9, 2 * i, 2, 0), 2000));
+    base += 2;
+  }
+  ASSERT_TRUE(l.roll(2000));  // a producer snapshot at 20
+  l.set_replicated(5);
+  // The leader's log starts at 50 (DeleteRecords while this replica was away).
+  ASSERT_TRUE(l.truncate_fully_and_start_at(50, 3000));
+  EXPECT_EQ(l.log_start_offset(), 50);
+  EXPECT_EQ(l.log_end_offset(), 50);
+  EXPECT_EQ(l.high_watermark(), 50);
+  EXPECT_EQ(l.recovery_point(), 50);
+  EXPECT_EQ(l.segment_base_offsets(), (std::vector<offset_t>{50}));
+  EXPECT_TRUE(l.epoch_entries().empty());
+  EXPECT_EQ(l.producers().size(), 0u);
+  EXPECT_EQ(producer_state_manager::list_snapshots(l.dir()), std::vector<offset_t>{});
+  // The leader's batches follow from there, and the log opens again as it is.
+  ASSERT_TRUE(l.append_as_follower(producer_batch(50, 9, 40, 2, 4), 3000));
+  EXPECT_EQ(l.epoch_entries(), (std::vector<epoch_entry>{{4, 50}}));
+  ASSERT_TRUE(l.close());
+  auto o = options_in(dir.path(), 1024);
+  o.log_start_offset = 50;
+  auto reopened = log::open(o);
+  ASSERT_TRUE(reopened);
+  EXPECT_EQ((*reopened)->log_start_offset(), 50);
+  EXPECT_EQ((*reopened)->log_end_offset(), 52);
+  EXPECT_EQ((*reopened)->epoch_entries(), (std::vector<epoch_entry>{{4, 50}}));
+}
+
 TEST(LogFollower, TruncationDropsAbortedTransactionsPastTheCut) {
   temp_dir dir;
   const auto bytes = leader_log_bytes(dir.path());

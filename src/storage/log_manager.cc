@@ -374,6 +374,49 @@ result<void, storage_error> log_manager::adopt_partitions(
   return {};
 }
 
+result<void, storage_error> log_manager::reset_partition_copy(std::string_view name,
+                                                              partition_id partition,
+                                                              timestamp_ms now) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  const topic_info& t = *it->second;
+  const topic_partition tp{t.name, partition};
+  // Out of the map under the map lock (which waits for the appends, reads and cleanings in
+  // progress), then closed and removed without it.
+  std::unique_ptr<log> closing;
+  {
+    std::unique_lock maps(map_mu_);
+    auto l = logs_.find(tp);
+    if (l == logs_.end()) return fail(not_found(name));
+    closing = std::move(l->second);
+    logs_.erase(l);
+  }
+  (void)closing->close();
+  closing.reset();
+  const fs::path dir = log_dir_ / partition_dir_name(tp);
+  const fs::path doomed =
+      log_dir_ / fmt::format("{}.{}-delete", partition_dir_name(tp), uuid::random().to_hex());
+  std::error_code ec;
+  fs::rename(dir, doomed, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return fail(io_error("rename", dir, ec.value()));
+  }
+  const bool renamed = !ec;
+  auto s = fsync_directory(log_dir_);
+  if (!s) return s;
+  if (renamed) {
+    fs::remove_all(doomed, ec);
+    if (ec) return fail(io_error("remove", doomed, ec.value()));
+  }
+  auto fresh = open_partition(t, partition, 0, 0, false, now, nullptr);
+  if (!fresh) return fail(fresh.error());
+  {
+    std::unique_lock maps(map_mu_);
+    logs_.emplace(tp, std::move(*fresh));
+  }
+  return checkpoint();
+}
+
 result<void, storage_error> log_manager::delete_topic(std::string_view name, bool record) {
   auto it = topics_.find(name);
   if (it == topics_.end()) return fail(not_found(name));

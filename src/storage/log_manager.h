@@ -111,6 +111,15 @@ class log_manager {
                                                const std::vector<partition_id>& partitions,
                                                timestamp_ms now);
 
+  // In a cluster, a partition this broker no longer replicates (a reassignment moved it away,
+  // Kafka's stopPartitions with deleteLocalLog): its log is closed, its directory renamed
+  // "-delete" and removed as delete_topic does, and an empty log opened in its place, as
+  // adopt_topic keeps for the partitions of a topic this broker does not replicate. Nothing is
+  // recorded. not_found when the topic or the partition's log is unknown. Serialised like
+  // create_topic.
+  result<void, storage_error> reset_partition_copy(std::string_view name, partition_id partition,
+                                                   timestamp_ms now);
+
   const topic_info* find_topic(std::string_view name) const;
   std::vector<const topic_info*> topics() const;
   // Installs `listener` on every log, present and future (see storage::append_listener).
