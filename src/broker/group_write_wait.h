@@ -4,6 +4,8 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "broker/handler.h"
@@ -20,5 +22,12 @@ namespace tarn::broker {
 // NOT_LEADER_OR_FOLLOWER and REQUEST_TIMED_OUT for the group APIs).
 asio::awaitable<protocol::error_code> await_group_write_committed(request_context& request,
                                                                   std::string_view group_id);
+
+// The same wait for any coordinator's partition (the transaction coordinator's of
+// __transaction_state), bounded by `timeout_ms`.
+asio::awaitable<protocol::error_code> await_coordinator_write_committed(request_context& request,
+                                                                        std::string topic,
+                                                                        int32_t partition,
+                                                                        int64_t timeout_ms);
 
 }  // namespace tarn::broker

@@ -3,8 +3,10 @@
 //   - txn_log: the partitions of __transaction_state (the same shape as the group coordinator's
 //     offsets_log): create the topic, append one record batch, replay a partition.
 //   - txn_markers: writes a COMMIT or ABORT marker (control batch) for a producer to one
-//     partition of a transaction, as Kafka's WriteTxnMarkers does. tarn is one node, so the
-//     broker writes it to its own log at once.
+//     partition of a transaction, as Kafka's WriteTxnMarkers does, to this broker's own log.
+//   - txn_marker_queue: in a cluster, the markers of partitions led by other brokers, handed to
+//     a sender (Kafka's TransactionMarkerChannelManager) that writes them off the coordinator's
+//     lock and calls txn_coordinator::markers_written once all are written.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +64,22 @@ class txn_markers {
   // partition that no longer exists is not an error for the transaction (Kafka drops it too).
   virtual protocol::error_code write_marker(std::string_view topic, int32_t partition,
                                             const marker_request& marker) = 0;
+};
+
+// The markers of one transaction that this broker could not write itself (partitions it does
+// not lead), with what fences them: the coordinator epoch of the transactional id's partition.
+struct pending_markers {
+  std::string transactional_id;
+  int32_t txn_partition = 0;  // of __transaction_state
+  marker_request marker;
+  std::vector<std::pair<std::string, int32_t>> partitions;
+};
+
+class txn_marker_queue {
+ public:
+  virtual ~txn_marker_queue() = default;
+  // Takes the entry; must not block and must not call back into the coordinator from here.
+  virtual void enqueue(pending_markers entry) = 0;
 };
 
 }  // namespace tarn::txn
