@@ -3,7 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
@@ -25,6 +27,9 @@ constexpr int16_t marker_request_version = 1;
 // Kafka's TransactionMarkerChannelManager retries a failed marker after a metadata refresh; the
 // states tarn reads are already the watch's newest, so a short pause stands for the refresh.
 constexpr auto retry_backoff = std::chrono::milliseconds(100);
+// While entries only wait for their PrepareX to be committed: how often the high watermark is
+// looked at again (it moves with the followers' fetches).
+constexpr auto commit_poll = std::chrono::milliseconds(5);
 
 }  // namespace
 
@@ -63,19 +68,21 @@ void txn_marker_sender::enqueue(txn::pending_markers entry) {
 
 void txn_marker_sender::run() {
   std::vector<txn::marker_progress> active;
+  bool failed = false;  // the last round had markers to send again
   for (;;) {
     {
       std::unique_lock lock(mu_);
       if (active.empty()) {
         cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
       } else {
-        cv_.wait_for(lock, retry_backoff, [this] { return stopping_ || !queued_.empty(); });
+        cv_.wait_for(lock, failed ? std::chrono::milliseconds(retry_backoff) : commit_poll,
+                     [this] { return stopping_ || !queued_.empty(); });
       }
       if (stopping_) return;
       for (auto& e : queued_) active.emplace_back(std::move(e));
       queued_.clear();
     }
-    send_round(active);
+    failed = send_round(active);
     std::vector<txn::marker_progress> finished;
     std::erase_if(active, [&finished](txn::marker_progress& p) {
       if (!p.finished()) return false;
@@ -88,15 +95,36 @@ void txn_marker_sender::run() {
                      p.entry().transactional_id, p.entry().marker.producer_id,
                      p.entry().marker.producer_epoch);
       }
-      coordinator_->markers_written(p.entry(), !p.fenced(), wall_clock_ms());
+      coordinator_->markers_written(p.entry(), p.written(), wall_clock_ms());
     }
   }
 }
 
-void txn_marker_sender::send_round(std::vector<txn::marker_progress>& active) {
+bool txn_marker_sender::send_round(std::vector<txn::marker_progress>& active) {
   std::map<int32_t, std::vector<std::pair<size_t, std::pair<std::string, int32_t>>>> by_leader;
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  std::set<const txn::marker_progress*> sent;  // entries whose markers were tried this round
   for (size_t i = 0; i < active.size(); ++i) {
     txn::marker_progress& p = active[i];
+    const txn::pending_markers& e = p.entry();
+    // Sent only by the coordinator that decided, at its epoch: a lost leadership abandons it.
+    auto owner = replicas_.role(txn_topic, e.txn_partition);
+    if (!owner || !owner->serving || owner->leader_epoch != e.marker.coordinator_epoch) {
+      p.abandon();
+      continue;
+    }
+    if (e.prepare_offset >= 0) {
+      // No marker before the decision is committed: until then a new leader of the partition
+      // may not have it, and would decide otherwise.
+      auto guard = topics_.read_lock();
+      const storage::log* log = topics_.logs().get_log(txn_topic, e.txn_partition);
+      if (log == nullptr) {
+        p.abandon();
+        continue;
+      }
+      if (log->high_watermark() <= e.prepare_offset) continue;
+    }
+    sent.insert(&p);
     const auto remaining = p.remaining();  // a copy: record() changes it
     for (const auto& [topic, partition] : remaining) {
       auto role = replicas_.role(topic, partition);
@@ -132,6 +160,10 @@ void txn_marker_sender::send_round(std::vector<txn::marker_progress>& active) {
     }
   }
   for (const auto& [leader, targets] : by_leader) send_to(leader, targets, active);
+  // Sent this round and still not written: a retry, after the backoff.
+  return std::any_of(active.begin(), active.end(), [&sent](const txn::marker_progress& p) {
+    return !p.finished() && sent.contains(&p);
+  });
 }
 
 void txn_marker_sender::send_to(

@@ -1,7 +1,10 @@
 // The transaction marker sender of a cluster broker (Kafka's TransactionMarkerChannelManager,
 // docs/cluster.md "Coordinators"): the transaction coordinator hands it the markers of partitions
 // this broker does not lead (txn::txn_marker_queue, without blocking and under the coordinator's
-// lock), and one thread of its own writes them: each partition at its leader of the moment
+// lock), and one thread of its own writes them once PrepareX is committed (the high watermark
+// of the id's partition passed it), while this broker leads that partition at the entry's
+// coordinator epoch (else the entry is abandoned: the next leader sends it again): each
+// partition at its leader of the moment
 // (replica_manager::role), this broker's own through partition_markers, the others' batched per
 // broker into WriteTxnMarkers v1 over one broker_connection each. Retriable answers and lost
 // connections are sent again 100 ms later; a fenced answer abandons the entry; once every marker
@@ -44,8 +47,10 @@ class txn_marker_sender final : public txn::txn_marker_queue {
 
  private:
   void run();
-  // One round over every entry: each remaining partition to its leader.
-  void send_round(std::vector<txn::marker_progress>& active);
+  // One round over every entry whose PrepareX is committed: each remaining partition to its
+  // leader. True when a marker tried is still to be sent again (the next round after the
+  // backoff).
+  bool send_round(std::vector<txn::marker_progress>& active);
   // WriteTxnMarkers to broker `leader` for the (entry index, partition) pairs; their outcomes
   // recorded in `active`.
   void send_to(int32_t leader,

@@ -277,6 +277,7 @@ error_code txn_coordinator::persist(const txn_metadata& m, timestamp_ms now) {
         return error_code::unknown_server_error;
     }
   }
+  last_persisted_offset_ = *appended;
   return error_code::none;
 }
 
@@ -305,34 +306,34 @@ error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_
 
 error_code txn_coordinator::complete(txn_metadata& m, bool commit, timestamp_ms now) {
   const txn_state prepare = commit ? txn_state::prepare_commit : txn_state::prepare_abort;
+  offset_t prepare_offset = -1;
   if (m.state != prepare) {
     if (auto e = transition(m, prepare, now); e != error_code::none) return e;
+    prepare_offset = last_persisted_offset_;
   }
   if (markers_in_flight_.contains(m.transactional_id)) return error_code::none;  // sender has them
   const marker_request marker{m.producer_id, m.producer_epoch,
                               coordinator_epoch_of(m.transactional_id), commit};
-  pending_markers remote{
-      m.transactional_id, partition_for(m.transactional_id, partition_count()), marker, {}};
-  for (const auto& [topic, partition] : m.partitions) {
-    const error_code e = markers_.write_marker(topic, partition, marker);
-    if (e == error_code::none) continue;
-    // In a cluster a partition this broker does not lead (or hold) is another broker's to
-    // write: the sender finds its leader. On a single node a partition that no longer exists
-    // is not an error for the transaction (Kafka drops it too).
-    if (marker_queue_ != nullptr &&
-        (e == error_code::not_leader_or_follower || e == error_code::unknown_topic_or_partition)) {
-      remote.partitions.emplace_back(topic, partition);
-      continue;
-    }
-    if (e == error_code::unknown_topic_or_partition) continue;
-    // The decision is durable: a marker that could not be written is retried by the next
-    // abort_timed_out tick (Kafka's marker channel retries until it is written).
+  if (marker_queue_ != nullptr) {
+    // In a cluster every marker goes through the sender, this broker's own partitions' too: it
+    // waits until PrepareX is committed, then writes each at its leader of the moment; CompleteX
+    // once all are written (markers_written).
+    pending_markers entry{
+        m.transactional_id, partition_for(m.transactional_id, partition_count()), marker,
+        std::vector<std::pair<std::string, int32_t>>(m.partitions.begin(), m.partitions.end()),
+        prepare_offset};
+    markers_in_flight_.insert(m.transactional_id);
+    marker_queue_->enqueue(std::move(entry));
     return error_code::none;
   }
-  if (!remote.partitions.empty()) {
-    markers_in_flight_.insert(m.transactional_id);
-    marker_queue_->enqueue(std::move(remote));  // CompleteX once the sender wrote them
-    return error_code::none;
+  for (const auto& [topic, partition] : m.partitions) {
+    const error_code e = markers_.write_marker(topic, partition, marker);
+    // A partition that no longer exists is not an error for the transaction (Kafka drops it
+    // too). Otherwise the decision is durable: a marker that could not be written is retried by
+    // the next abort_timed_out tick (Kafka's marker channel retries until it is written).
+    if (e != error_code::none && e != error_code::unknown_topic_or_partition) {
+      return error_code::none;
+    }
   }
   finish(m, commit, now);
   return error_code::none;

@@ -13,8 +13,9 @@
 // __transaction_state this broker leads: start_unowned(), then load_partition/unload_partition as
 // leadership moves (Kafka's onElection/onResignation); an id of another partition is
 // NOT_COORDINATOR, of one loading COORDINATOR_LOAD_IN_PROGRESS, and the coordinator epoch is the
-// partition's leader epoch. Markers of partitions other brokers lead go to a txn_marker_queue;
-// the transaction stays PrepareX until markers_written().
+// partition's leader epoch. Markers go to a txn_marker_queue (the sender writes them once
+// PrepareX is committed, at each partition's leader); the transaction stays PrepareX until
+// markers_written().
 //
 // Threading: every public call takes the coordinator's one mutex, and calls the seams (txn_log,
 // txn_markers, txn_marker_queue) with it held; the seams must never call back into the
@@ -117,8 +118,8 @@ class txn_coordinator {
   bool load_partition(int32_t partition, int32_t coordinator_epoch, timestamp_ms now);
   // No longer its leader: its ids are forgotten (the log keeps them) and NOT_COORDINATOR.
   void unload_partition(int32_t partition);
-  // Where markers of partitions this broker cannot write go (a cluster); without one, such a
-  // marker is retried by abort_timed_out.
+  // Where the markers go in a cluster (all of them, through the sender); without one they are
+  // written at once through txn_markers and a failed one is retried by abort_timed_out.
   void set_marker_queue(txn_marker_queue* queue);
   // The sender wrote every marker of the entry: CompleteCommit/CompleteAbort is appended while
   // the id's partition is still owned at that coordinator epoch and the transaction is still
@@ -234,6 +235,7 @@ class txn_coordinator {
   uint64_t generation_ = 0;
   txn_marker_queue* marker_queue_ = nullptr;
   std::set<std::string> markers_in_flight_;  // ids whose markers the queue has
+  offset_t last_persisted_offset_ = -1;      // where persist() last appended
 };
 
 }  // namespace tarn::txn

@@ -70,14 +70,10 @@ class memory_markers final : public txn_markers {
   error_code write_marker(std::string_view topic, int32_t partition,
                           const marker_request& marker) override {
     if (fail) return error_code::kafka_storage_error;
-    if (elsewhere.contains({std::string(topic), partition})) {
-      return error_code::not_leader_or_follower;  // another broker leads it
-    }
     written.push_back({std::string(topic), partition, marker});
     return error_code::none;
   }
   bool fail = false;
-  std::set<std::pair<std::string, int32_t>> elsewhere;
   std::vector<written_marker> written;
 };
 
@@ -604,7 +600,7 @@ TEST(txn_coordinator, ALoadOvertakenByAnUnloadInstallsNothing) {
   EXPECT_EQ(c.size(), 0u);
 }
 
-TEST(txn_coordinator, MarkersOfOtherBrokersPartitionsGoToTheSenderAtTheCoordinatorEpoch) {
+TEST(txn_coordinator, InAClusterMarkersGoToTheSenderAtTheCoordinatorEpoch) {
   fixture f;
   memory_queue queue;
   const std::string id = "spread";
@@ -618,26 +614,26 @@ TEST(txn_coordinator, MarkersOfOtherBrokersPartitionsGoToTheSenderAtTheCoordinat
   c.set_marker_queue(&queue);
   ASSERT_TRUE(c.load_partition(p, 6, 2));
   const std::vector<topic_partition_key> parts{{"here", 0}, {"there", 0}, {"there", 1}};
-  f.markers.elsewhere = {{"there", 0}, {"there", 1}};
   auto init = c.init_producer_id(id, 60000, -1, -1, 2);
   ASSERT_TRUE(init);
   ASSERT_EQ(c.add_partitions(id, init->producer_id, init->producer_epoch, parts, 3),
             error_code::none);
   ASSERT_EQ(c.end_txn(id, init->producer_id, init->producer_epoch, true, 0, 4).error,
             error_code::none);
-  // Its own partition's marker is written at once, the others are queued; the transaction
-  // waits in PrepareCommit meanwhile (a retry of EndTxn is CONCURRENT_TRANSACTIONS).
-  ASSERT_EQ(f.markers.written.size(), 1u);
-  EXPECT_EQ(f.markers.written[0].topic, "here");
-  EXPECT_EQ(f.markers.written[0].marker.coordinator_epoch, 6);
+  // Every marker is queued, its own partition's too, with where PrepareCommit went (the sender
+  // waits for its commit); the transaction waits in PrepareCommit meanwhile (a retry of EndTxn
+  // is CONCURRENT_TRANSACTIONS).
+  EXPECT_TRUE(f.markers.written.empty());
   ASSERT_EQ(queue.entries.size(), 1u);
   const pending_markers entry = queue.entries[0];
   EXPECT_EQ(entry.transactional_id, id);
   EXPECT_EQ(entry.txn_partition, p);
   EXPECT_EQ(entry.marker.coordinator_epoch, 6);
   EXPECT_TRUE(entry.marker.commit);
-  EXPECT_EQ(entry.partitions,
-            (std::vector<std::pair<std::string, int32_t>>{{"there", 0}, {"there", 1}}));
+  EXPECT_EQ(entry.partitions, (std::vector<std::pair<std::string, int32_t>>{
+                                  {"here", 0}, {"there", 0}, {"there", 1}}));
+  ASSERT_EQ(f.log.batches[p].size(), 4u);  // InitProducerId twice, AddPartitions, PrepareCommit
+  EXPECT_EQ(entry.prepare_offset, 3);
   EXPECT_EQ(c.describe(id)->state, txn_state::prepare_commit);
   EXPECT_EQ(c.end_txn(id, init->producer_id, init->producer_epoch, true, 0, 5).error,
             error_code::concurrent_transactions);
@@ -654,6 +650,7 @@ TEST(txn_coordinator, MarkersOfOtherBrokersPartitionsGoToTheSenderAtTheCoordinat
   ASSERT_TRUE(c.load_partition(p, 7, 9));  // leads again at a newer epoch: markers sent again
   ASSERT_EQ(queue.entries.size(), 3u);
   EXPECT_EQ(queue.entries[2].marker.coordinator_epoch, 7);
+  EXPECT_EQ(queue.entries[2].prepare_offset, -1);  // written by another leader before
   c.markers_written(queue.entries[1], true, 10);
   EXPECT_EQ(c.describe(id)->state, txn_state::prepare_commit);
   c.markers_written(queue.entries[2], true, 11);
@@ -681,10 +678,19 @@ TEST(txn_marker_progress, AnswersDecideWhatIsSentAgain) {
   EXPECT_TRUE(p.finished());
   EXPECT_FALSE(p.fenced());
 
+  EXPECT_TRUE(p.written());
+
   marker_progress q(pending_markers{"t", 1, {}, {{"a", 0}, {"b", 0}}});
   q.record("a", 0, marker_outcome::fenced);
   EXPECT_TRUE(q.finished());
   EXPECT_TRUE(q.fenced());
+  EXPECT_FALSE(q.written());
+
+  // The coordinator lost its partition (or leads it at another epoch): nothing more is sent.
+  marker_progress r(pending_markers{"t", 1, {}, {{"a", 0}}});
+  r.abandon();
+  EXPECT_TRUE(r.finished());
+  EXPECT_FALSE(r.written());
 }
 
 }  // namespace

@@ -32,13 +32,20 @@ class marker_progress {
   // One partition's result.
   void record(const std::string& topic, int32_t partition, marker_outcome outcome);
   bool fenced() const { return fenced_; }
+  // The coordinator that queued the entry no longer leads its partition at that epoch: nothing
+  // more is sent (the next leader sends the markers again at its own epoch).
+  void abandon() { abandoned_ = true; }
+  bool abandoned() const { return abandoned_; }
   // Nothing left to send: every marker written (or dropped), or the entry abandoned.
-  bool finished() const { return fenced_ || remaining_.empty(); }
+  bool finished() const { return fenced_ || abandoned_ || remaining_.empty(); }
+  // Whether every marker was written (or dropped).
+  bool written() const { return !fenced_ && !abandoned_ && remaining_.empty(); }
 
  private:
   pending_markers entry_;
   std::set<std::pair<std::string, int32_t>> remaining_;
   bool fenced_ = false;
+  bool abandoned_ = false;
 };
 
 }  // namespace tarn::txn
