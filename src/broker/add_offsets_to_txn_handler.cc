@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -68,6 +69,13 @@ asio::awaitable<handler_outcome> handle_add_offsets_to_txn(request_context& requ
           groups->partition_for_group(decoded->group_id)};
       e = txns->add_partitions(decoded->transactional_id, decoded->producer_id,
                                decoded->producer_epoch, {offsets_partition}, wall_clock_ms());
+      if (e == error_code::none) {
+        // In a cluster: answered once __transaction_state committed it.
+        e = co_await await_coordinator_write_committed(
+            request, std::string(txn::transaction_state_topic_name),
+            txns->txn_partition(decoded->transactional_id),
+            request.services.config.txn.max_timeout_ms);
+      }
     }
   }
   reply.error_code = static_cast<int16_t>(add_offsets_error(e, version));

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/topic_handler_util.h"
@@ -46,12 +47,13 @@ error_code add_partitions_error(error_code e, int16_t version) {
   return e;
 }
 
-// One transaction's partitions, answered.
+// One transaction's partitions, answered; `wrote` is set when the coordinator was asked to add
+// them (its write is then awaited before the answer, in a cluster).
 std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result> add_one(
     request_context& request, std::string_view transactional_id, int64_t producer_id,
     int16_t producer_epoch, bool verify_only,
     const std::vector<add_partitions_to_txn_request_t::add_partitions_to_txn_topic>& topics,
-    int16_t version) {
+    int16_t version, bool& wrote) {
   txn::txn_coordinator* txns = request.services.txns;
   // Authorization of a client's request (v0-3), as Kafka: WRITE on the transactional id (else
   // every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (internal topics
@@ -74,12 +76,22 @@ std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result
   std::vector<txn::topic_partition_key> partitions;
   bool any_unknown = false;
   std::vector<std::vector<bool>> known(topics.size());
-  {
-    auto guard = request.services.topics->read_lock();
-    for (size_t i = 0; i < topics.size(); ++i) {
+  for (size_t i = 0; i < topics.size(); ++i) {
+    // In a cluster a topic led by other brokers only is known from the cluster's metadata.
+    int32_t count = -1;
+    {
+      auto guard = request.services.topics->read_lock();
       const storage::topic_info* info = request.services.topics->logs().find_topic(topics[i].name);
+      if (info != nullptr) count = info->partitions;
+    }
+    if (count < 0 && request.services.replicas != nullptr) {
+      if (auto remote = request.services.topics->find_remote_topic(topics[i].name)) {
+        count = remote->partitions;
+      }
+    }
+    {
       for (int32_t p : topics[i].partitions) {
-        const bool ok = info != nullptr && p >= 0 && p < info->partitions;
+        const bool ok = p >= 0 && p < count;
         known[i].push_back(ok);
         any_unknown = any_unknown || !ok;
         partitions.emplace_back(std::string(topics[i].name), p);
@@ -117,6 +129,7 @@ std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result
     const error_code e = txns->add_partitions(transactional_id, producer_id, producer_epoch,
                                               partitions, wall_clock_ms());
     std::fill(codes.begin(), codes.end(), e);
+    wrote = e == error_code::none;
   }
   std::vector<add_partitions_to_txn_response_t::add_partitions_to_txn_topic_result> out;
   size_t k = 0;
@@ -149,16 +162,42 @@ asio::awaitable<handler_outcome> handle_add_partitions_to_txn(request_context& r
     reply.error_code = static_cast<int16_t>(error_code::cluster_authorization_failed);
     co_return encode_response(reply, version);
   }
+  // In a cluster an add is answered once __transaction_state committed it (as Kafka appends
+  // with acks=-1): a failed wait is every partition's error.
+  auto committed = [&](std::string_view id, int32_t timeout_ms) -> asio::awaitable<error_code> {
+    txn::txn_coordinator* txns = request.services.txns;
+    co_return co_await await_coordinator_write_committed(
+        request, std::string(txn::transaction_state_topic_name), txns->txn_partition(id),
+        timeout_ms);
+  };
+  auto fail_all = [&](auto& results, error_code e) {
+    for (auto& tr : results) {
+      for (auto& pr : tr.results_by_partition) {
+        pr.partition_error_code = static_cast<int16_t>(e);
+      }
+    }
+  };
+  const int32_t timeout_ms = request.services.config.txn.max_timeout_ms;
   if (version < 4) {
-    reply.results_by_topic_v3_and_below =
-        add_one(request, decoded->v3_and_below_transactional_id, decoded->v3_and_below_producer_id,
-                decoded->v3_and_below_producer_epoch, false, decoded->v3_and_below_topics, version);
+    bool wrote = false;
+    reply.results_by_topic_v3_and_below = add_one(
+        request, decoded->v3_and_below_transactional_id, decoded->v3_and_below_producer_id,
+        decoded->v3_and_below_producer_epoch, false, decoded->v3_and_below_topics, version, wrote);
+    if (wrote) {
+      const error_code e = co_await committed(decoded->v3_and_below_transactional_id, timeout_ms);
+      if (e != error_code::none) fail_all(reply.results_by_topic_v3_and_below, e);
+    }
   } else {
     for (const auto& t : decoded->transactions) {
       auto& tr = reply.results_by_transaction.emplace_back();
       tr.transactional_id = t.transactional_id;
+      bool wrote = false;
       tr.topic_results = add_one(request, t.transactional_id, t.producer_id, t.producer_epoch,
-                                 t.verify_only, t.topics, version);
+                                 t.verify_only, t.topics, version, wrote);
+      if (wrote) {
+        const error_code e = co_await committed(t.transactional_id, timeout_ms);
+        if (e != error_code::none) fail_all(tr.topic_results, e);
+      }
     }
   }
   co_return encode_response(reply, version);

@@ -301,10 +301,10 @@ const std::vector<config_key>& config_keys() {
       {"log.cleaner.backoff.ms", config_type::int64, "15000", at_least(0)},
       // Internal topics and coordinators of a Kafka cluster: replication settings that have no
       // meaning on a single node. offsets.topic.replication.factor places __consumer_offsets in
-      // a cluster (docs/cluster.md, "Coordinators").
+      // a cluster, transaction.state.log.* __transaction_state (docs/cluster.md, "Coordinators").
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1)},
-      {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1), false},
-      {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1), false},
+      {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1)},
+      {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1)},
       {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
        false},
       {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
@@ -620,6 +620,8 @@ result<void, std::string> finish_group_config(broker_config& c) {
   t.max_timeout_ms = i32("transaction.max.timeout.ms");
   t.state_log_num_partitions = i32("transaction.state.log.num.partitions");
   t.state_log_segment_bytes = i32("transaction.state.log.segment.bytes");
+  t.state_log_replication_factor = i32("transaction.state.log.replication.factor");
+  t.state_log_min_isr = i32("transaction.state.log.min.isr");
   t.abort_timed_out_interval_ms =
       i32("transaction.abort.timed.out.transaction.cleanup.interval.ms");
   t.transactional_id_expiration_ms = i32("transactional.id.expiration.ms");

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -61,6 +62,15 @@ asio::awaitable<handler_outcome> handle_end_txn(request_context& request) {
     const int16_t client_transaction_version = version >= 5 ? 2 : 0;
     result = txns->end_txn(decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,
                            decoded->committed, client_transaction_version, wall_clock_ms());
+    if (result.error == error_code::none) {
+      // In a cluster: answered once PrepareX (and CompleteX, when every marker was local) is
+      // committed; the markers of other brokers' partitions follow from the marker sender.
+      const error_code e = co_await await_coordinator_write_committed(
+          request, std::string(txn::transaction_state_topic_name),
+          txns->txn_partition(decoded->transactional_id),
+          request.services.config.txn.max_timeout_ms);
+      if (e != error_code::none) result = txn::end_txn_result{e};
+    }
   }
   reply.error_code = static_cast<int16_t>(end_txn_error(result.error, version));
   reply.producer_id = result.producer_id;

@@ -14,7 +14,8 @@
 //     COORDINATOR_NOT_AVAILABLE while the partition has no live leader (or no state yet), as
 //     Kafka's getCoordinator answers a partition without a leader.
 //   - KeyType 1 (TRANSACTION): the transaction coordinator (txn/txn_coordinator.h), which
-//     creates __transaction_state on first use; answered as a group's.
+//     creates __transaction_state on first use; answered as a group's (in a cluster the leader
+//     of the id's partition of __transaction_state).
 //   - KeyType 2 (SHARE): tarn has no share coordinator, so it is answered
 //     COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode: what Kafka answers while it
 //     cannot place a coordinator (its internal topic is missing), and retriable, so a client
@@ -119,10 +120,17 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
     if (const error_code d = denied(key); d != error_code::none) return {d, node{}};
     const error_code code = find_coordinator_error(services, decoded->key_type, key, version);
     if (code != error_code::none) return {code, node{}};
-    if (decoded->key_type == key_type_group && services.replicas != nullptr) {
-      // The leader of the group's partition of __consumer_offsets.
-      const int32_t partition = services.groups->partition_for_group(key);
-      auto role = services.replicas->role(coordinator::offsets_topic_name, partition);
+    const bool cluster_key =
+        decoded->key_type == key_type_group ||
+        (decoded->key_type == key_type_transaction && services.txns != nullptr);
+    if (cluster_key && services.replicas != nullptr) {
+      // The leader of the group's partition of __consumer_offsets, or of the transactional id's
+      // partition of __transaction_state.
+      const bool group = decoded->key_type == key_type_group;
+      const int32_t partition =
+          group ? services.groups->partition_for_group(key) : services.txns->txn_partition(key);
+      auto role = services.replicas->role(
+          group ? coordinator::offsets_topic_name : txn::transaction_state_topic_name, partition);
       if (!role || role->leader_id < 0) return {error_code::coordinator_not_available, node{}};
       if (!cluster) cluster = cluster_as_listed(services, request.connection);
       for (const auto& b : cluster->brokers) {

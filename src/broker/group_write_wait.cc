@@ -22,9 +22,18 @@ asio::awaitable<error_code> await_group_write_committed(request_context& request
   if (services.replicas == nullptr || services.groups == nullptr || services.waiters == nullptr) {
     co_return error_code::none;
   }
+  co_return co_await await_coordinator_write_committed(
+      request, std::string(coordinator::offsets_topic_name),
+      services.groups->partition_for_group(group_id),
+      services.config.group.offsets_commit_timeout_ms);
+}
+
+asio::awaitable<error_code> await_coordinator_write_committed(request_context& request,
+                                                              std::string topic, int32_t partition,
+                                                              int64_t timeout_ms) {
+  const broker_services& services = request.services;
+  if (services.replicas == nullptr || services.waiters == nullptr) co_return error_code::none;
   topic_manager& topics = *services.topics;
-  const std::string topic(coordinator::offsets_topic_name);
-  const int32_t partition = services.groups->partition_for_group(group_id);
   offset_t target = 0;
   int32_t leader_epoch = 0;
   int32_t min_isr = 1;
@@ -56,8 +65,7 @@ asio::awaitable<error_code> await_group_write_committed(request_context& request
   auto waiter = std::make_shared<fetch_waiter>(co_await asio::this_coro::executor);
   const std::vector<storage::topic_partition> tps{{topic, partition}};
   fetch_waiter_registration registration(*services.waiters, waiter, tps);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(services.config.group.offsets_commit_timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     {
       auto guard = topics.read_lock();

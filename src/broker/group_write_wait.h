@@ -4,6 +4,8 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "broker/handler.h"
@@ -25,5 +27,12 @@ namespace tarn::broker {
 // as Kafka's runtime holds an answer behind the writes before it.
 asio::awaitable<protocol::error_code> await_group_write_committed(request_context& request,
                                                                   std::string_view group_id);
+
+// The same wait for any coordinator's partition (the transaction coordinator's of
+// __transaction_state), bounded by `timeout_ms`.
+asio::awaitable<protocol::error_code> await_coordinator_write_committed(request_context& request,
+                                                                        std::string topic,
+                                                                        int32_t partition,
+                                                                        int64_t timeout_ms);
 
 }  // namespace tarn::broker

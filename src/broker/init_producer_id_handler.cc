@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/producer_ids.h"
 #include "broker/topic_handler_util.h"
@@ -88,6 +89,13 @@ asio::awaitable<handler_outcome> handle_init_producer_id(request_context& reques
     auto got =
         txns->init_producer_id(*decoded->transactional_id, decoded->transaction_timeout_ms,
                                decoded->producer_id, decoded->producer_epoch, wall_clock_ms());
+    if (got) {
+      // In a cluster: answered once __transaction_state committed the new epoch.
+      const error_code e = co_await await_coordinator_write_committed(
+          request, std::string(txn::transaction_state_topic_name),
+          txns->txn_partition(*decoded->transactional_id), decoded->transaction_timeout_ms);
+      if (e != error_code::none) got = fail(e);
+    }
     if (!got) {
       refuse(got.error());
     } else {

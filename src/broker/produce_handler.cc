@@ -244,9 +244,16 @@ error_code transaction_check(txn::txn_coordinator* txns,
                              const std::optional<std::string_view>& transactional_id,
                              const storage::validated_batch& batch,
                              const txn::topic_partition_key& partition, int16_t version,
-                             int64_t now) {
+                             int64_t now, bool cluster) {
   if (txns == nullptr || !transactional_id || transactional_id->empty()) {
     return error_code::invalid_txn_state;
+  }
+  // In a cluster the producer's coordinator is mostly another broker's: its batch is accepted
+  // unverified there (Kafka's leader asks the coordinator with AddPartitionsToTxn VerifyOnly;
+  // not yet in tarn, docs/compatibility.md). The markers still close it: the producer added the
+  // partition to its transaction at its coordinator first.
+  if (cluster && txns->owner_error(*transactional_id) != error_code::none) {
+    return error_code::none;
   }
   error_code e = version >= 12 ? txns->add_partitions(*transactional_id, batch.producer_id,
                                                       batch.producer_epoch, {partition}, now)
@@ -467,8 +474,9 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         if (txns == nullptr ||
             !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
                                   {tw.name, pw.index})) {
-          const error_code e = transaction_check(txns, req.transactional_id, pw.validated,
-                                                 {tw.name, pw.index}, version, now);
+          const error_code e =
+              transaction_check(txns, req.transactional_id, pw.validated, {tw.name, pw.index},
+                                version, now, request.services.replicas != nullptr);
           if (e != error_code::none) {
             pw.failure = to_failure(request_error{
                 e, fmt::format("transactional batch of producer {} epoch {} to {}-{}: {}",

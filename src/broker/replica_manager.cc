@@ -18,6 +18,7 @@
 #include <functional>
 #include <numeric>
 
+#include "broker/broker_connection.h"
 #include "broker/fetch_waiters.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -42,127 +43,6 @@ int64_t steady_ms() {
 constexpr int16_t replica_fetch_version = 15;
 // Kafka's replica.fetch.response.max.bytes default: the whole response's bound.
 constexpr int32_t replica_fetch_response_max_bytes = 10485760;
-constexpr int32_t max_replica_response_bytes = 64 * 1024 * 1024;
-
-// One blocking connection from a fetcher to a leader: POSIX sockets with poll() timeouts, so a
-// paused leader costs at most replica.socket.timeout.ms, and `stop` is noticed within 100 ms.
-class leader_connection {
- public:
-  leader_connection() = default;
-  leader_connection(const leader_connection&) = delete;
-  leader_connection& operator=(const leader_connection&) = delete;
-  ~leader_connection() { close_connection(); }
-
-  bool connected() const { return fd_ >= 0; }
-  const std::string& target() const { return target_; }
-
-  result<void, std::string> connect_to(const std::string& host, int32_t port) {
-    close_connection();
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    const std::string service = std::to_string(port);
-    if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-      return fail(fmt::format("resolve {}: {}", host, ::gai_strerror(rc)));
-    }
-    std::string why = "no address";
-    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-        fd_ = fd;
-        break;
-      }
-      why = std::strerror(errno);
-      ::close(fd);
-    }
-    ::freeaddrinfo(found);
-    if (fd_ < 0) return fail(fmt::format("connect {}:{}: {}", host, port, why));
-    target_ = fmt::format("{}:{}", host, port);
-    return {};
-  }
-
-  void close_connection() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    target_.clear();
-  }
-
-  // Sends one request and returns the response body (after its header). `abandon` is asked
-  // every 100 ms while it waits: true gives the request up (and the connection with it).
-  result<std::span<const uint8_t>, std::string> round_trip(int16_t api_key, int16_t api_version,
-                                                           std::span<const uint8_t> body,
-                                                           std::vector<uint8_t>& buffer,
-                                                           int64_t timeout_ms,
-                                                           const std::function<bool()>& abandon) {
-    protocol::request_header header;
-    header.request_api_key = api_key;
-    header.request_api_version = api_version;
-    header.correlation_id = next_correlation_id_++;
-    header.client_id = std::string_view("tarn-replica-fetcher");
-    std::vector<uint8_t> frame(4);
-    protocol::writer w(frame);
-    header.encode(w, protocol::request_header_version(api_key, api_version));
-    frame.insert(frame.end(), body.begin(), body.end());
-    const uint32_t size = static_cast<uint32_t>(frame.size() - 4);
-    for (size_t i = 0; i < 4; ++i) frame[i] = static_cast<uint8_t>(size >> (24 - 8 * i));
-    const int64_t deadline = steady_ms() + timeout_ms;
-    auto broken = [this](std::string why) {
-      close_connection();
-      return fail(std::move(why));
-    };
-    if (auto s = io(frame.data(), frame.size(), true, deadline, abandon); !s) {
-      return broken(s.error());
-    }
-    uint8_t size_bytes[4];
-    if (auto r = io(size_bytes, 4, false, deadline, abandon); !r) return broken(r.error());
-    const int32_t response_size =
-        static_cast<int32_t>((uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
-                             (uint32_t{size_bytes[2]} << 8) | uint32_t{size_bytes[3]});
-    if (response_size < 4 || response_size > max_replica_response_bytes) {
-      return broken(fmt::format("bad response size {}", response_size));
-    }
-    buffer.resize(static_cast<size_t>(response_size));
-    if (auto r = io(buffer.data(), buffer.size(), false, deadline, abandon); !r) {
-      return broken(r.error());
-    }
-    protocol::reader r(buffer);
-    auto rh = protocol::response_header::decode(
-        r, protocol::response_header_version(api_key, api_version));
-    if (!rh || rh->correlation_id != header.correlation_id) {
-      return broken("response header does not match the request");
-    }
-    return std::span<const uint8_t>(buffer).subspan(buffer.size() - r.remaining());
-  }
-
- private:
-  result<void, std::string> io(uint8_t* data, size_t n, bool sending, int64_t deadline_ms,
-                               const std::function<bool()>& abandon) {
-    size_t done = 0;
-    while (done < n) {
-      if (abandon()) return fail(std::string("abandoned (stopping, or a leader changed)"));
-      const int64_t left = deadline_ms - steady_ms();
-      if (left <= 0) return fail(std::string("timed out"));
-      pollfd p{fd_, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 100)));
-      if (ready < 0 && errno != EINTR) return fail(fmt::format("poll: {}", std::strerror(errno)));
-      if (ready <= 0) continue;
-      const ssize_t r = sending ? ::send(fd_, data + done, n - done, MSG_NOSIGNAL)
-                                : ::recv(fd_, data + done, n - done, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0) return fail(std::string("the leader closed the connection"));
-      if (r < 0)
-        return fail(fmt::format("{}: {}", sending ? "send" : "recv", std::strerror(errno)));
-      done += static_cast<size_t>(r);
-    }
-    return {};
-  }
-
-  int fd_ = -1;
-  int32_t next_correlation_id_ = 1;
-  std::string target_;
-};
 
 using cluster::parse_partition_key;
 
@@ -270,12 +150,12 @@ replica_manager::~replica_manager() {
 
 void replica_manager::watch_leadership(std::string topic, leadership_fn fn) {
   std::lock_guard g(mu_);
-  leadership_topic_ = std::move(topic);
-  leadership_fn_ = std::move(fn);
   for (const auto& [key, e] : partitions_) {
-    if (e.leader && e.topic == leadership_topic_)
-      leadership_events_.emplace_back(e.partition, true);
+    if (e.leader && e.topic == topic) {
+      leadership_events_.push_back({topic, e.partition, true, e.state.state.leader_epoch});
+    }
   }
+  leadership_fns_[std::move(topic)] = std::move(fn);
   if (!leadership_notifier_.joinable()) {
     leadership_notifier_ = std::thread([this] { run_leadership_notifier(); });
   }
@@ -283,8 +163,8 @@ void replica_manager::watch_leadership(std::string topic, leadership_fn fn) {
 }
 
 void replica_manager::note_leadership(const entry& e, bool leads) {
-  if (leadership_fn_ && !e.topic.empty() && e.topic == leadership_topic_) {
-    leadership_events_.emplace_back(e.partition, leads);
+  if (!e.topic.empty() && leadership_fns_.contains(e.topic)) {
+    leadership_events_.push_back({e.topic, e.partition, leads, e.state.state.leader_epoch});
     leadership_cv_.notify_all();
   }
 }
@@ -296,9 +176,13 @@ void replica_manager::run_leadership_notifier() {
     if (stopping_) break;
     auto events = std::move(leadership_events_);
     leadership_events_.clear();
-    leadership_fn fn = leadership_fn_;
+    std::vector<std::pair<leadership_fn, leadership_event>> calls;
+    for (auto& ev : events) {
+      auto it = leadership_fns_.find(ev.topic);
+      if (it != leadership_fns_.end()) calls.emplace_back(it->second, std::move(ev));
+    }
     lock.unlock();
-    for (const auto& [partition, leads] : events) fn(partition, leads);
+    for (const auto& [fn, ev] : calls) fn(ev.partition, ev.leads, ev.leader_epoch);
     lock.lock();
   }
 }
@@ -859,7 +743,7 @@ void replica_manager::run_fetcher(int index) {
     std::string topic;
     int32_t leader_epoch;
   };
-  std::map<int32_t, leader_connection> connections;
+  std::map<int32_t, broker_connection> connections;
   std::vector<uint8_t> buffer;
   // OFFSET_OUT_OF_RANGE with the leader's log start past this replica's end (the leader deleted
   // what this replica still needs, by retention or DeleteRecords while it was away; or a new
@@ -922,7 +806,7 @@ void replica_manager::run_fetcher(int index) {
     const uint64_t changes_seen = leadership_changes_.load();
     for (auto& [leader, targets] : by_leader) {
       if (stop_fetchers_.load()) break;
-      leader_connection& conn = connections[leader];
+      broker_connection& conn = connections[leader];
       if (!conn.connected()) {
         const cluster::broker_endpoint* ep = nullptr;
         std::vector<cluster::broker_registration> live = membership_.live_brokers();

@@ -131,12 +131,13 @@ class replica_manager {
   // ElectLeaders of every partition.
   std::vector<std::tuple<storage::uuid, std::string, int32_t>> partitions_with_states() const;
 
-  // Tells `fn(partition, leads)` each time this broker starts (true) or stops (false) serving as
-  // the leader of a partition of `topic`, first for every partition it leads now: Kafka's
-  // onElection/onResignation, which load and unload a coordinator's partitions
-  // (__consumer_offsets, docs/cluster.md "Coordinators"). On a thread of its own, in the order
-  // the roles changed, never under this class's locks (a load may take its time). One topic.
-  using leadership_fn = std::function<void(int32_t partition, bool leads)>;
+  // Tells `fn(partition, leads, leader_epoch)` each time this broker starts (true) or stops
+  // (false) serving as the leader of a partition of `topic`, or leads it again at a new leader
+  // epoch, first for every partition it leads now: Kafka's onElection/onResignation, which load
+  // and unload a coordinator's partitions (__consumer_offsets, __transaction_state;
+  // docs/cluster.md "Coordinators"). On a thread of its own, in the order the roles changed,
+  // never under this class's locks (a load may take its time). One listener per topic.
+  using leadership_fn = std::function<void(int32_t partition, bool leads, int32_t leader_epoch)>;
   void watch_leadership(std::string topic, leadership_fn fn);
 
  private:
@@ -214,10 +215,15 @@ class replica_manager {
 
   std::thread worker_;
   std::vector<std::thread> fetchers_;
-  // watch_leadership: the topic, its listener and the role changes not told yet (under mu_).
-  std::string leadership_topic_;
-  leadership_fn leadership_fn_;
-  std::vector<std::pair<int32_t, bool>> leadership_events_;
+  // watch_leadership: the listeners by topic and the role changes not told yet (under mu_).
+  struct leadership_event {
+    std::string topic;
+    int32_t partition = 0;
+    bool leads = false;
+    int32_t leader_epoch = 0;
+  };
+  std::map<std::string, leadership_fn, std::less<>> leadership_fns_;
+  std::vector<leadership_event> leadership_events_;
   std::condition_variable leadership_cv_;
   std::thread leadership_notifier_;
   std::unique_ptr<cluster::etcd::etcd_watch> watch_;

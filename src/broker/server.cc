@@ -41,6 +41,7 @@
 #include "broker/request_memory.h"
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
+#include "broker/txn_marker_sender.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/producer_id_blocks.h"
 #include "coordinator/group_coordinator.h"
@@ -146,6 +147,8 @@ struct server::impl {
   std::unique_ptr<transaction_state_log> txn_log;
   std::unique_ptr<partition_markers> txn_markers;
   std::unique_ptr<txn::txn_coordinator> txns;
+  // In a cluster: the markers of partitions other brokers lead (txn_marker_sender.h).
+  std::unique_ptr<txn_marker_sender> txn_sender;
   int64_t last_txn_abort_check_ms = 0;
   int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
   std::unique_ptr<broker_console> console;
@@ -475,7 +478,18 @@ result<void, std::string> server::start() {
         auto it = finalized.find("transaction.version");
         return it == finalized.end() ? int16_t{0} : it->second;
       });
-  {
+  if (s.replicas) {
+    // One __transaction_state for the cluster; the coordinator owns the partitions this broker
+    // leads, loaded as leadership comes (below), and sends markers to other brokers' partitions
+    // (docs/cluster.md, "Coordinators").
+    s.txn_log->place_in_cluster({s.replicas.get(), s.membership.get(), s.config.node_id,
+                                 s.config.txn.state_log_replication_factor});
+    s.txns->start_unowned();
+    s.txn_sender = std::make_unique<txn_marker_sender>(s.config, *s.replicas, *s.membership,
+                                                       *s.topics, *s.txn_markers);
+    s.txns->set_marker_queue(s.txn_sender.get());
+    s.txn_sender->start(*s.txns);
+  } else {
     // __transaction_state is small (one compacted record per transactional id): loaded before
     // the listeners open, so no request sees a coordinator still loading.
     const auto start = std::chrono::steady_clock::now();
@@ -568,7 +582,8 @@ result<void, std::string> server::start() {
     s.groups->start_unowned(wall_clock_ms());
     s.replicas->watch_leadership(
         std::string(coordinator::offsets_topic_name),
-        [g = s.groups.get(), shares = s.shares.get()](int32_t partition, bool leads) {
+        [g = s.groups.get(), shares = s.shares.get()](int32_t partition, bool leads,
+                                                      int32_t /*leader_epoch*/) {
           if (!leads) {
             g->unload_partition(partition, wall_clock_ms());
             shares->unload_group_partition(partition);
@@ -584,6 +599,22 @@ result<void, std::string> server::start() {
                          std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - start)
                              .count());
+          }
+        });
+    // The transaction coordinator likewise, at the partition's leader epoch as its coordinator
+    // epoch (Kafka's TransactionCoordinator.onElection/onResignation).
+    s.replicas->watch_leadership(
+        std::string(txn::transaction_state_topic_name),
+        [t = s.txns.get()](int32_t partition, bool leads, int32_t leader_epoch) {
+          if (!leads) {
+            t->unload_partition(partition);
+            spdlog::info("transaction coordinator: {}-{} unloaded (no longer its leader)",
+                         txn::transaction_state_topic_name, partition);
+            return;
+          }
+          if (t->load_partition(partition, leader_epoch, wall_clock_ms())) {
+            spdlog::info("transaction coordinator: {}-{} loaded at coordinator epoch {}",
+                         txn::transaction_state_topic_name, partition, leader_epoch);
           }
         });
   } else {
@@ -634,6 +665,7 @@ int server::run() {
     if (loop->thread.joinable()) loop->thread.join();
   }
   s.join_groups_loader();
+  if (s.txn_sender) s.txn_sender->stop();  // it writes through the replica manager's states
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
   s.replicas.reset();

@@ -12,18 +12,20 @@
 
 namespace tarn::broker {
 
-storage::config_map transaction_state_topic_overrides(const txn::txn_config& config) {
-  return {{"cleanup.policy", "compact"},
-          {"compression.type", "uncompressed"},
-          {"segment.bytes", std::to_string(config.state_log_segment_bytes)}};
+storage::config_map transaction_state_topic_overrides(const txn::txn_config& config, bool cluster) {
+  storage::config_map out{{"cleanup.policy", "compact"},
+                          {"compression.type", "uncompressed"},
+                          {"segment.bytes", std::to_string(config.state_log_segment_bytes)}};
+  if (cluster) out["min.insync.replicas"] = std::to_string(config.state_log_min_isr);
+  return out;
 }
 
 transaction_state_log::transaction_state_log(topic_manager& topics, const txn::txn_config& config)
     : topic_(topics, std::string(txn::transaction_state_topic_name),
-             [config](storage::log_manager& logs, int64_t now_ms) {
-               auto created = logs.create_topic(txn::transaction_state_topic_name,
-                                                config.state_log_num_partitions,
-                                                transaction_state_topic_overrides(config), now_ms);
+             [config, this](storage::log_manager& logs, int64_t now_ms) {
+               auto created = logs.create_topic(
+                   txn::transaction_state_topic_name, config.state_log_num_partitions,
+                   transaction_state_topic_overrides(config, cluster_), now_ms);
                if (created) {
                  spdlog::info("created {} with {} partition(s)", txn::transaction_state_topic_name,
                               config.state_log_num_partitions);
@@ -47,6 +49,9 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
     storage::log* log = topics_.logs().get_log(std::string(topic), partition_id{partition});
     if (log == nullptr) return error_code::unknown_topic_or_partition;
     std::lock_guard log_lock(log->mutex());
+    // Leadership first: a follower's producer state is not the one that decides.
+    const leadership lead = leadership_of(replicas_, topic, partition, -1);
+    if (!lead.serving) return error_code::not_leader_or_follower;
     const storage::txn_marker m{marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                 marker.commit};
     if (auto ok = log->producers().check_marker(m); !ok) {
@@ -56,8 +61,6 @@ protocol::error_code partition_markers::write_marker(std::string_view topic, int
                  ? error_code::transaction_coordinator_fenced
                  : error_code::invalid_producer_epoch;
     }
-    const leadership lead = leadership_of(replicas_, topic, partition, -1);
-    if (!lead.serving) return error_code::not_leader_or_follower;
     auto written = log->append_txn_marker(m, lead.leader_epoch, wall_clock_ms());
     if (!written) {
       spdlog::error("marker for producer {} to {}-{} failed: {}", marker.producer_id, topic,

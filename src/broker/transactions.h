@@ -25,12 +25,21 @@ namespace tarn::broker {
 class replica_manager;
 
 // The topic configs Kafka gives __transaction_state (TransactionLog): cleanup.policy=compact,
-// compression.type=uncompressed, segment.bytes=transaction.state.log.segment.bytes.
-storage::config_map transaction_state_topic_overrides(const txn::txn_config& config);
+// compression.type=uncompressed, segment.bytes=transaction.state.log.segment.bytes, and in a
+// cluster min.insync.replicas=transaction.state.log.min.isr.
+storage::config_map transaction_state_topic_overrides(const txn::txn_config& config,
+                                                      bool cluster = false);
 
 class transaction_state_log final : public txn::txn_log {
  public:
   transaction_state_log(topic_manager& topics, const txn::txn_config& config);
+
+  // In a cluster: one topic for the cluster, transaction.state.log.replication.factor replicas
+  // (offsets_topic::place_in_cluster), min.insync.replicas transaction.state.log.min.isr.
+  void place_in_cluster(offsets_topic::cluster_placement placement) {
+    cluster_ = true;
+    topic_.place_in_cluster(placement);
+  }
 
   result<int32_t, protocol::error_code> ensure_topic() override { return topic_.ensure_topic(); }
   std::optional<int32_t> partitions() const override { return topic_.partitions(); }
@@ -42,6 +51,7 @@ class transaction_state_log final : public txn::txn_log {
       int32_t partition, const std::function<void(const txn::txn_log_record&)>& fn) override;
 
  private:
+  bool cluster_ = false;  // before topic_: its create function reads it
   offsets_topic topic_;
 };
 

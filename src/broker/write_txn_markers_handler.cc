@@ -1,7 +1,10 @@
 // WriteTxnMarkers (key 27): writes COMMIT or ABORT markers (control batches) into partitions
-// for producers. Kafka's coordinators send it to partition leaders; on one node tarn's own
-// coordinator writes its markers directly (transactions.h), so this handler serves the admin
-// client's abortTransaction (`kafka-transactions.sh abort`), which ends a hanging transaction.
+// for producers. Kafka's coordinators send it to partition leaders; tarn's coordinator writes the
+// markers of partitions its broker leads directly (transactions.h) and sends this to the leaders
+// of the others in a cluster (txn_marker_sender.h); it also serves the admin client's
+// abortTransaction (`kafka-transactions.sh abort`), which ends a hanging transaction. In a
+// cluster a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER, and the answer waits
+// until the markers are committed (high watermark).
 //
 // Versions served: 1-2 (as Kafka 4.4; v0 was removed in 4.0).
 // Behaviour (KafkaApis.handleWriteTxnMarkersRequest): for each marker and each named partition,
@@ -19,9 +22,11 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "broker/authorization.h"
+#include "broker/group_write_wait.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -51,7 +56,11 @@ asio::awaitable<handler_outcome> handle_write_txn_markers(request_context& reque
   // CLUSTER_AUTHORIZATION_FAILED (Kafka's getErrorResponse).
   const bool denied = request.services.authorizer != nullptr &&
                       !authorize_cluster(request, security::acl_operation::cluster_action);
-  partition_markers writer(*request.services.topics, request.services.groups);
+  // In a cluster a marker goes only to a partition this broker leads (NOT_LEADER_OR_FOLLOWER
+  // elsewhere: the sender asks the leader of the moment), at its leader epoch.
+  partition_markers writer(*request.services.topics, request.services.groups,
+                           request.services.replicas);
+  std::set<std::pair<std::string, int32_t>> written;
   // producer id -> topic -> partition -> error; a partition named twice keeps its last result.
   std::map<int64_t, std::map<std::string, std::map<int32_t, error_code>>> results;
   for (const auto& m : decoded->markers) {
@@ -63,6 +72,23 @@ asio::awaitable<handler_outcome> handle_write_txn_markers(request_context& reque
       for (int32_t partition : t.partition_indexes) {
         by_partition[partition] = denied ? error_code::cluster_authorization_failed
                                          : writer.write_marker(t.name, partition, marker);
+        if (by_partition[partition] == error_code::none) written.emplace(t.name, partition);
+      }
+    }
+  }
+  // In a cluster: answered once each marker is committed (Kafka appends them with acks=-1);
+  // a lost leadership NOT_LEADER_OR_FOLLOWER, request.timeout.ms REQUEST_TIMED_OUT.
+  if (request.services.replicas != nullptr) {
+    for (const auto& [topic, partition] : written) {
+      error_code e = co_await await_coordinator_write_committed(
+          request, topic, partition, request.services.config.replica_socket_timeout_ms);
+      if (e == error_code::none) continue;
+      e = e == error_code::not_coordinator ? error_code::not_leader_or_follower
+                                           : error_code::request_timed_out;
+      for (auto& [producer_id, by_topic] : results) {
+        if (auto t = by_topic.find(topic); t != by_topic.end()) {
+          if (auto p = t->second.find(partition); p != t->second.end()) p->second = e;
+        }
       }
     }
   }

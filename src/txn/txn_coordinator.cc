@@ -86,34 +86,42 @@ const txn_metadata* txn_coordinator::find_by_producer(producer_id_t producer_id)
   return it == by_producer_.end() ? nullptr : find(it->second);
 }
 
+result<void, std::string> txn_coordinator::replay_partition(
+    int32_t p, std::unordered_map<std::string, txn_metadata>& out) {
+  std::string problem;
+  auto r = log_.replay(p, [&](const txn_log_record& rec) {
+    if (!problem.empty()) return;
+    auto id = decode_txn_key(rec.key);
+    if (!id) {
+      problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, id.error());
+      return;
+    }
+    if (!rec.value) {
+      out.erase(*id);
+      return;
+    }
+    auto m = decode_txn_value(*rec.value);
+    if (!m) {
+      problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, m.error());
+      return;
+    }
+    m->transactional_id = *id;
+    out[*id] = std::move(*m);
+  });
+  if (!r) return fail(r.error());
+  if (!problem.empty()) return fail(problem);
+  return {};
+}
+
 result<void, std::string> txn_coordinator::load(timestamp_ms now) {
   std::lock_guard guard(mu_);
+  owns_all_ = true;
   txns_.clear();
   by_producer_.clear();
   const std::optional<int32_t> partitions = log_.partitions();
   if (!partitions) return {};
-  std::string problem;
   for (int32_t p = 0; p < *partitions; ++p) {
-    auto r = log_.replay(p, [&](const txn_log_record& rec) {
-      auto id = decode_txn_key(rec.key);
-      if (!id) {
-        problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, id.error());
-        return;
-      }
-      if (!rec.value) {
-        txns_.erase(*id);
-        return;
-      }
-      auto m = decode_txn_value(*rec.value);
-      if (!m) {
-        problem = fmt::format("__transaction_state-{} offset {}: {}", p, rec.offset, m.error());
-        return;
-      }
-      m->transactional_id = *id;
-      txns_[*id] = std::move(*m);
-    });
-    if (!r) return fail(r.error());
-    if (!problem.empty()) return fail(problem);
+    if (auto r = replay_partition(p, txns_); !r) return fail(r.error());
   }
   for (auto& [id, m] : txns_) by_producer_[m.producer_id] = id;
   // A crash between PrepareX and CompleteX: the decision is durable, the markers are written
@@ -124,6 +132,121 @@ result<void, std::string> txn_coordinator::load(timestamp_ms now) {
     }
   }
   return {};
+}
+
+void txn_coordinator::start_unowned() {
+  std::lock_guard guard(mu_);
+  owns_all_ = false;
+  owned_.clear();
+  txns_.clear();
+  by_producer_.clear();
+  markers_in_flight_.clear();
+}
+
+bool txn_coordinator::load_partition(int32_t partition, int32_t coordinator_epoch,
+                                     timestamp_ms now) {
+  uint64_t generation = 0;
+  {
+    std::lock_guard guard(mu_);
+    generation = ++generation_;
+    owned_[partition] = partition_ownership{false, coordinator_epoch, generation};
+  }
+  // Replayed without the lock: the other partitions' ids are served meanwhile, and this
+  // partition's answer COORDINATOR_LOAD_IN_PROGRESS.
+  std::unordered_map<std::string, txn_metadata> loaded;
+  auto replayed = replay_partition(partition, loaded);
+  std::lock_guard guard(mu_);
+  auto it = owned_.find(partition);
+  if (it == owned_.end() || it->second.generation != generation) return false;  // overtaken
+  if (!replayed) {
+    owned_.erase(it);
+    return false;
+  }
+  const int32_t count = partition_count();
+  std::erase_if(txns_, [&](const auto& kv) {
+    if (partition_for(kv.first, count) != partition) return false;
+    markers_in_flight_.erase(kv.first);
+    return true;
+  });
+  std::erase_if(by_producer_, [&](const auto& kv) { return !txns_.contains(kv.second); });
+  for (auto& [id, m] : loaded) {
+    if (partition_for(id, count) != partition) continue;  // not this partition's (never written so)
+    by_producer_[m.producer_id] = id;
+    txns_[id] = std::move(m);
+  }
+  it->second.loaded = true;
+  // The previous coordinator decided these; their markers go out again at this coordinator's
+  // epoch with the same producer epoch (TransactionCoordinator.onElection).
+  for (auto& [id, m] : txns_) {
+    if (partition_for(id, count) != partition) continue;
+    if (m.state == txn_state::prepare_commit || m.state == txn_state::prepare_abort) {
+      (void)complete(m, m.state == txn_state::prepare_commit, now);
+    }
+  }
+  return true;
+}
+
+void txn_coordinator::unload_partition(int32_t partition) {
+  std::lock_guard guard(mu_);
+  ++generation_;
+  owned_.erase(partition);
+  if (owns_all_) return;
+  const int32_t count = partition_count();
+  std::erase_if(txns_, [&](const auto& kv) {
+    if (partition_for(kv.first, count) != partition) return false;
+    markers_in_flight_.erase(kv.first);
+    return true;
+  });
+  std::erase_if(by_producer_, [&](const auto& kv) { return !txns_.contains(kv.second); });
+}
+
+void txn_coordinator::set_marker_queue(txn_marker_queue* queue) {
+  std::lock_guard guard(mu_);
+  marker_queue_ = queue;
+}
+
+int32_t txn_coordinator::partition_count() const {
+  return log_.partitions().value_or(config_.state_log_num_partitions);
+}
+
+int32_t txn_coordinator::txn_partition(std::string_view transactional_id) const {
+  return partition_for(transactional_id, partition_count());
+}
+
+error_code txn_coordinator::owner_error_locked(std::string_view transactional_id) const {
+  if (owns_all_) return error_code::none;
+  auto it = owned_.find(partition_for(transactional_id, partition_count()));
+  if (it == owned_.end()) return error_code::not_coordinator;
+  return it->second.loaded ? error_code::none : error_code::coordinator_load_in_progress;
+}
+
+error_code txn_coordinator::owner_error(std::string_view transactional_id) const {
+  std::lock_guard guard(mu_);
+  return owner_error_locked(transactional_id);
+}
+
+int32_t txn_coordinator::coordinator_epoch_of(std::string_view transactional_id) const {
+  if (owns_all_) return 0;
+  auto it = owned_.find(partition_for(transactional_id, partition_count()));
+  return it == owned_.end() ? 0 : it->second.coordinator_epoch;
+}
+
+void txn_coordinator::markers_written(const pending_markers& entry, bool ok, timestamp_ms now) {
+  std::lock_guard guard(mu_);
+  // Unloaded meanwhile (its flag went with it), or loaded again at a newer epoch whose own
+  // entry is in flight now: this one is stale.
+  if (owner_error_locked(entry.transactional_id) != error_code::none) return;
+  if (coordinator_epoch_of(entry.transactional_id) != entry.marker.coordinator_epoch) return;
+  markers_in_flight_.erase(entry.transactional_id);
+  if (!ok) return;
+  txn_metadata* m = find(entry.transactional_id);
+  const txn_state prepare =
+      entry.marker.commit ? txn_state::prepare_commit : txn_state::prepare_abort;
+  if (m == nullptr || m->state != prepare || m->producer_id != entry.marker.producer_id ||
+      m->producer_epoch != entry.marker.producer_epoch) {
+    return;
+  }
+  finish(*m, entry.marker.commit, now);
 }
 
 error_code txn_coordinator::find_coordinator() {
@@ -154,6 +277,7 @@ error_code txn_coordinator::persist(const txn_metadata& m, timestamp_ms now) {
         return error_code::unknown_server_error;
     }
   }
+  last_persisted_offset_ = *appended;
   return error_code::none;
 }
 
@@ -182,18 +306,40 @@ error_code txn_coordinator::transition(txn_metadata& m, txn_state to, timestamp_
 
 error_code txn_coordinator::complete(txn_metadata& m, bool commit, timestamp_ms now) {
   const txn_state prepare = commit ? txn_state::prepare_commit : txn_state::prepare_abort;
+  offset_t prepare_offset = -1;
   if (m.state != prepare) {
     if (auto e = transition(m, prepare, now); e != error_code::none) return e;
+    prepare_offset = last_persisted_offset_;
   }
-  const marker_request marker{m.producer_id, m.producer_epoch, coordinator_epoch_, commit};
+  if (markers_in_flight_.contains(m.transactional_id)) return error_code::none;  // sender has them
+  const marker_request marker{m.producer_id, m.producer_epoch,
+                              coordinator_epoch_of(m.transactional_id), commit};
+  if (marker_queue_ != nullptr) {
+    // In a cluster every marker goes through the sender, this broker's own partitions' too: it
+    // waits until PrepareX is committed, then writes each at its leader of the moment; CompleteX
+    // once all are written (markers_written).
+    pending_markers entry{
+        m.transactional_id, partition_for(m.transactional_id, partition_count()), marker,
+        std::vector<std::pair<std::string, int32_t>>(m.partitions.begin(), m.partitions.end()),
+        prepare_offset};
+    markers_in_flight_.insert(m.transactional_id);
+    marker_queue_->enqueue(std::move(entry));
+    return error_code::none;
+  }
   for (const auto& [topic, partition] : m.partitions) {
     const error_code e = markers_.write_marker(topic, partition, marker);
-    // The decision is durable: a marker that could not be written is retried by the next
-    // abort_timed_out tick (Kafka's marker channel retries until it is written).
+    // A partition that no longer exists is not an error for the transaction (Kafka drops it
+    // too). Otherwise the decision is durable: a marker that could not be written is retried by
+    // the next abort_timed_out tick (Kafka's marker channel retries until it is written).
     if (e != error_code::none && e != error_code::unknown_topic_or_partition) {
       return error_code::none;
     }
   }
+  finish(m, commit, now);
+  return error_code::none;
+}
+
+void txn_coordinator::finish(txn_metadata& m, bool commit, timestamp_ms now) {
   // An epoch bump that ran out of epochs hands the next producer id over now that the markers
   // are written (TransactionMetadata.prepareComplete).
   (void)transition(m, commit ? txn_state::complete_commit : txn_state::complete_abort, now,
@@ -205,7 +351,6 @@ error_code txn_coordinator::complete(txn_metadata& m, bool commit, timestamp_ms 
                      next.last_producer_epoch = next.producer_epoch;
                      next.producer_epoch = 0;
                    });
-  return error_code::none;
 }
 
 result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
@@ -216,6 +361,7 @@ result<producer_id_and_epoch, error_code> txn_coordinator::init_producer_id(
     return fail(error_code::invalid_transaction_timeout);
   }
   std::lock_guard guard(mu_);
+  if (auto e = owner_error_locked(transactional_id); e != error_code::none) return fail(e);
   txn_metadata* m = find(transactional_id);
   bool created = false;
   if (m == nullptr) {
@@ -307,6 +453,7 @@ error_code txn_coordinator::add_partitions(std::string_view transactional_id,
                                            const std::vector<topic_partition_key>& partitions,
                                            timestamp_ms now) {
   std::lock_guard guard(mu_);
+  if (auto e = owner_error_locked(transactional_id); e != error_code::none) return e;
   txn_metadata* m = find(transactional_id);
   if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
   if (m->producer_epoch != epoch) return error_code::producer_fenced;
@@ -332,6 +479,7 @@ error_code txn_coordinator::verify_partition(std::string_view transactional_id,
                                              producer_id_t producer_id, producer_epoch_t epoch,
                                              const topic_partition_key& partition) const {
   std::lock_guard guard(mu_);
+  if (auto e = owner_error_locked(transactional_id); e != error_code::none) return e;
   const txn_metadata* m = find(transactional_id);
   if (m == nullptr || m->producer_id != producer_id) return error_code::invalid_producer_id_mapping;
   if (m->producer_epoch != epoch) return error_code::producer_fenced;
@@ -355,6 +503,7 @@ end_txn_result txn_coordinator::end_txn(std::string_view transactional_id,
                                         bool commit, int16_t client_transaction_version,
                                         timestamp_ms now) {
   std::lock_guard guard(mu_);
+  if (auto e = owner_error_locked(transactional_id); e != error_code::none) return {e};
   txn_metadata* m = find(transactional_id);
   if (m == nullptr) return {error_code::invalid_producer_id_mapping};
   // Transactions v2 bump the epoch at every EndTxn, so the same epoch again is the next
@@ -475,6 +624,7 @@ result<txn_metadata, error_code> txn_coordinator::describe_transaction(
     std::string_view transactional_id) const {
   if (transactional_id.empty()) return fail(error_code::invalid_request);
   std::lock_guard guard(mu_);
+  if (auto e = owner_error_locked(transactional_id); e != error_code::none) return fail(e);
   const txn_metadata* m = find(transactional_id);
   // A Dead id is being expired: Kafka answers as if it were gone already.
   if (m == nullptr || m->state == txn_state::dead) {
@@ -504,6 +654,10 @@ list_txn_result txn_coordinator::list_transactions(const list_txn_filter& filter
     if (!pattern) return list_txn_result{error_code::invalid_regular_expression, {}, {}};
   }
   std::unique_lock guard(mu_);
+  // Kafka's listTransactionStates: an error while any owned partition is still loading.
+  for (const auto& [p, o] : owned_) {
+    if (!o.loaded) return list_txn_result{error_code::coordinator_load_in_progress, {}, {}};
+  }
   for (const auto& [id, m] : txns_) {
     if (m.state == txn_state::dead) continue;
     if (!filter.producer_ids.empty() &&

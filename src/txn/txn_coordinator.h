@@ -9,8 +9,17 @@
 // Errors are Kafka error codes, as the handlers answer them at the newest versions; the handlers
 // map PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for versions before it existed.
 //
+// In a cluster (docs/cluster.md, "Coordinators") the coordinator owns only the partitions of
+// __transaction_state this broker leads: start_unowned(), then load_partition/unload_partition as
+// leadership moves (Kafka's onElection/onResignation); an id of another partition is
+// NOT_COORDINATOR, of one loading COORDINATOR_LOAD_IN_PROGRESS, and the coordinator epoch is the
+// partition's leader epoch. Markers go to a txn_marker_queue (the sender writes them once
+// PrepareX is committed, at each partition's leader); the transaction stays PrepareX until
+// markers_written().
+//
 // Threading: every public call takes the coordinator's one mutex, and calls the seams (txn_log,
-// txn_markers) with it held; the seams must never call back into the coordinator.
+// txn_markers, txn_marker_queue) with it held; the seams must never call back into the
+// coordinator. A partition's replay runs without the mutex.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,6 +45,8 @@ struct txn_config {
   int32_t max_timeout_ms = 900000;              // transaction.max.timeout.ms
   int32_t state_log_num_partitions = 50;        // transaction.state.log.num.partitions
   int32_t state_log_segment_bytes = 104857600;  // transaction.state.log.segment.bytes
+  int32_t state_log_replication_factor = 3;     // transaction.state.log.replication.factor
+  int32_t state_log_min_isr = 2;                // transaction.state.log.min.isr
   int64_t abort_timed_out_interval_ms =
       10000;  // transaction.abort.timed.out.transaction.cleanup.interval.ms
   int64_t transactional_id_expiration_ms = 604800000;  // transactional.id.expiration.ms
@@ -96,6 +108,30 @@ class txn_coordinator {
   // Replays every partition of __transaction_state (if it exists), then completes the
   // transactions a crash left in PrepareCommit/PrepareAbort (their markers are written again).
   result<void, std::string> load(timestamp_ms now);
+
+  // In a cluster: owns no partition until load_partition (every id NOT_COORDINATOR).
+  void start_unowned();
+  // This broker leads __transaction_state-`partition` at leader epoch `coordinator_epoch`: the
+  // partition is replayed (its ids COORDINATOR_LOAD_IN_PROGRESS meanwhile), then served, and its
+  // PrepareX transactions' markers are written again at the new coordinator epoch. False when an
+  // unload (or a newer load) overtook it or the replay failed.
+  bool load_partition(int32_t partition, int32_t coordinator_epoch, timestamp_ms now);
+  // No longer its leader: its ids are forgotten (the log keeps them) and NOT_COORDINATOR.
+  void unload_partition(int32_t partition);
+  // Where the markers go in a cluster (all of them, through the sender); without one they are
+  // written at once through txn_markers and a failed one is retried by abort_timed_out.
+  void set_marker_queue(txn_marker_queue* queue);
+  // The sender wrote every marker of the entry: CompleteCommit/CompleteAbort is appended while
+  // the id's partition is still owned at that coordinator epoch and the transaction is still
+  // that PrepareX. `ok` false (a marker was refused as fenced): the entry is dropped and the
+  // next abort_timed_out tick sends it again.
+  void markers_written(const pending_markers& entry, bool ok, timestamp_ms now);
+  // NONE when this coordinator serves the id now; NOT_COORDINATOR or
+  // COORDINATOR_LOAD_IN_PROGRESS otherwise.
+  protocol::error_code owner_error(std::string_view transactional_id) const;
+  // The partition of __transaction_state an id belongs to (the topic's partition count, else
+  // transaction.state.log.num.partitions).
+  int32_t txn_partition(std::string_view transactional_id) const;
 
   // FindCoordinator with key type TRANSACTION: creates __transaction_state if needed; NONE or
   // COORDINATOR_NOT_AVAILABLE.
@@ -167,6 +203,15 @@ class txn_coordinator {
   int16_t transaction_version() const;
   // PrepareX, the markers, CompleteX. `m` must be Ongoing (or PrepareX after a load).
   protocol::error_code complete(txn_metadata& m, bool commit, timestamp_ms now);
+  // CompleteX once every marker is written.
+  void finish(txn_metadata& m, bool commit, timestamp_ms now);
+  // owner_error under mu_.
+  protocol::error_code owner_error_locked(std::string_view transactional_id) const;
+  int32_t partition_count() const;
+  int32_t coordinator_epoch_of(std::string_view transactional_id) const;  // under mu_
+  // Decodes one partition's records into `out` (no lock needed); an error text on failure.
+  result<void, std::string> replay_partition(int32_t partition,
+                                             std::unordered_map<std::string, txn_metadata>& out);
   txn_metadata* find(std::string_view transactional_id);
   const txn_metadata* find(std::string_view transactional_id) const;
   const txn_metadata* find_by_producer(producer_id_t producer_id) const;
@@ -179,7 +224,18 @@ class txn_coordinator {
   mutable std::mutex mu_;
   std::unordered_map<std::string, txn_metadata> txns_;
   std::unordered_map<producer_id_t, std::string> by_producer_;
-  int32_t coordinator_epoch_ = 0;
+  // Which partitions this coordinator serves: all of them (a single node), or those loaded.
+  struct partition_ownership {
+    bool loaded = false;
+    int32_t coordinator_epoch = 0;
+    uint64_t generation = 0;
+  };
+  bool owns_all_ = true;
+  std::map<int32_t, partition_ownership> owned_;
+  uint64_t generation_ = 0;
+  txn_marker_queue* marker_queue_ = nullptr;
+  std::set<std::string> markers_in_flight_;  // ids whose markers the queue has
+  offset_t last_persisted_offset_ = -1;      // where persist() last appended
 };
 
 }  // namespace tarn::txn

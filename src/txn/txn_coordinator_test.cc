@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "record/record_batch.h"
+#include "txn/txn_marker_progress.h"
 #include "txn/txn_records.h"
 
 namespace tarn::txn {
@@ -38,6 +39,7 @@ class memory_txn_log final : public txn_log {
   }
   result<void, std::string> replay(int32_t partition,
                                    const std::function<void(const txn_log_record&)>& fn) override {
+    if (on_replay) on_replay(partition);
     offset_t offset = 0;
     for (const auto& b : batches[partition]) {
       // One record per batch: the record starts after the 61-byte header.
@@ -49,6 +51,7 @@ class memory_txn_log final : public txn_log {
     }
     return {};
   }
+  std::function<void(int32_t)> on_replay;  // called as a replay starts (without the lock)
   bool created = false;
   bool fail_create = false;
   bool fail_append = false;
@@ -516,6 +519,178 @@ TEST(txn_coordinator, TheValueVersionFollowsTheFinalizedTransactionVersion) {
     ASSERT_GE(value.size(), 2U);
     EXPECT_EQ((value[0] << 8) | value[1], level >= 1 ? 1 : 0) << "level " << level;
   }
+}
+
+// The sender's queue in memory.
+class memory_queue final : public txn_marker_queue {
+ public:
+  void enqueue(pending_markers entry) override { entries.push_back(std::move(entry)); }
+  std::vector<pending_markers> entries;
+};
+
+// Two transactional ids in different partitions of the 4 the memory log has.
+std::pair<std::string, std::string> ids_in_two_partitions() {
+  const std::string a = "txn-a";
+  for (int i = 0;; ++i) {
+    std::string b = "txn-b" + std::to_string(i);
+    if (partition_for(b, 4) != partition_for(a, 4)) return {a, b};
+  }
+}
+
+TEST(txn_coordinator, PartitionsLoadAndUnloadOneAtATimeAsLeadershipMoves) {
+  fixture f;
+  const auto [a, b] = ids_in_two_partitions();
+  const int32_t pa = partition_for(a, 4);
+  const int32_t pb = partition_for(b, 4);
+  ASSERT_TRUE(f.coordinator.find_coordinator() == error_code::none);
+  ASSERT_TRUE(f.coordinator.init_producer_id(a, 60000, -1, -1, 1));
+  ASSERT_TRUE(f.coordinator.init_producer_id(b, 60000, -1, -1, 1));
+
+  // The same log, as a cluster broker's coordinator that owns nothing yet.
+  txn_coordinator c{f.config, f.log, f.markers,
+                    [&f]() -> result<producer_id_t, error_code> { return f.next_id++; }};
+  c.start_unowned();
+  EXPECT_EQ(c.init_producer_id(a, 60000, -1, -1, 2).error(), error_code::not_coordinator);
+  EXPECT_EQ(c.describe_transaction(b).error(), error_code::not_coordinator);
+  EXPECT_EQ(c.owner_error(a), error_code::not_coordinator);
+
+  ASSERT_TRUE(c.load_partition(pa, 3, 2));
+  EXPECT_EQ(c.owner_error(a), error_code::none);
+  EXPECT_EQ(c.owner_error(b), error_code::not_coordinator);
+  auto described = c.describe_transaction(a);
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->producer_id, 1000);
+  EXPECT_EQ(c.size(), 1u);
+  auto bumped = c.init_producer_id(a, 60000, -1, -1, 3);
+  ASSERT_TRUE(bumped);
+  EXPECT_EQ(bumped->producer_epoch, 1);
+
+  ASSERT_TRUE(c.load_partition(pb, 1, 4));
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.list_transactions({}, 5).transactions.size(), 2u);
+
+  c.unload_partition(pa);
+  EXPECT_EQ(c.owner_error(a), error_code::not_coordinator);
+  EXPECT_EQ(c.end_txn(a, 1000, 1, true, 0, 6).error, error_code::not_coordinator);
+  EXPECT_EQ(c.size(), 1u);
+  // Loaded again: what the log has, the bump included.
+  ASSERT_TRUE(c.load_partition(pa, 4, 7));
+  EXPECT_EQ(c.describe_transaction(a)->producer_epoch, 1);
+}
+
+TEST(txn_coordinator, ALoadOvertakenByAnUnloadInstallsNothing) {
+  fixture f;
+  const std::string id = "overtaken";
+  const int32_t p = partition_for(id, 4);
+  ASSERT_TRUE(f.coordinator.find_coordinator() == error_code::none);
+  ASSERT_TRUE(f.coordinator.init_producer_id(id, 60000, -1, -1, 1));
+  txn_coordinator c{f.config, f.log, f.markers,
+                    [&f]() -> result<producer_id_t, error_code> { return f.next_id++; }};
+  c.start_unowned();
+  // While the replay runs, its ids are loading; then the leadership goes.
+  f.log.on_replay = [&](int32_t) {
+    EXPECT_EQ(c.owner_error(id), error_code::coordinator_load_in_progress);
+    EXPECT_EQ(c.init_producer_id(id, 60000, -1, -1, 2).error(),
+              error_code::coordinator_load_in_progress);
+    EXPECT_EQ(c.list_transactions({}, 2).error, error_code::coordinator_load_in_progress);
+    c.unload_partition(p);
+  };
+  EXPECT_FALSE(c.load_partition(p, 2, 2));
+  EXPECT_EQ(c.owner_error(id), error_code::not_coordinator);
+  EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(txn_coordinator, InAClusterMarkersGoToTheSenderAtTheCoordinatorEpoch) {
+  fixture f;
+  memory_queue queue;
+  const std::string id = "spread";
+  const int32_t p = partition_for(id, 4);
+  ASSERT_TRUE(f.coordinator.find_coordinator() == error_code::none);
+  txn_coordinator& single = f.coordinator;
+  ASSERT_TRUE(single.init_producer_id(id, 60000, -1, -1, 1));
+  txn_coordinator c{f.config, f.log, f.markers,
+                    [&f]() -> result<producer_id_t, error_code> { return f.next_id++; }};
+  c.start_unowned();
+  c.set_marker_queue(&queue);
+  ASSERT_TRUE(c.load_partition(p, 6, 2));
+  const std::vector<topic_partition_key> parts{{"here", 0}, {"there", 0}, {"there", 1}};
+  auto init = c.init_producer_id(id, 60000, -1, -1, 2);
+  ASSERT_TRUE(init);
+  ASSERT_EQ(c.add_partitions(id, init->producer_id, init->producer_epoch, parts, 3),
+            error_code::none);
+  ASSERT_EQ(c.end_txn(id, init->producer_id, init->producer_epoch, true, 0, 4).error,
+            error_code::none);
+  // Every marker is queued, its own partition's too, with where PrepareCommit went (the sender
+  // waits for its commit); the transaction waits in PrepareCommit meanwhile (a retry of EndTxn
+  // is CONCURRENT_TRANSACTIONS).
+  EXPECT_TRUE(f.markers.written.empty());
+  ASSERT_EQ(queue.entries.size(), 1u);
+  const pending_markers entry = queue.entries[0];
+  EXPECT_EQ(entry.transactional_id, id);
+  EXPECT_EQ(entry.txn_partition, p);
+  EXPECT_EQ(entry.marker.coordinator_epoch, 6);
+  EXPECT_TRUE(entry.marker.commit);
+  EXPECT_EQ(entry.partitions, (std::vector<std::pair<std::string, int32_t>>{
+                                  {"here", 0}, {"there", 0}, {"there", 1}}));
+  ASSERT_EQ(f.log.batches[p].size(), 4u);  // InitProducerId twice, AddPartitions, PrepareCommit
+  EXPECT_EQ(entry.prepare_offset, 3);
+  EXPECT_EQ(c.describe(id)->state, txn_state::prepare_commit);
+  EXPECT_EQ(c.end_txn(id, init->producer_id, init->producer_epoch, true, 0, 5).error,
+            error_code::concurrent_transactions);
+  // The abort timer does not queue them twice.
+  c.abort_timed_out(6);
+  EXPECT_EQ(queue.entries.size(), 1u);
+
+  // A fenced entry leaves it in PrepareCommit; the timer sends it again.
+  c.markers_written(entry, false, 7);
+  EXPECT_EQ(c.describe(id)->state, txn_state::prepare_commit);
+  c.abort_timed_out(8);
+  ASSERT_EQ(queue.entries.size(), 2u);
+  // Written, but at a coordinator epoch that is no longer this one's: nothing happens.
+  ASSERT_TRUE(c.load_partition(p, 7, 9));  // leads again at a newer epoch: markers sent again
+  ASSERT_EQ(queue.entries.size(), 3u);
+  EXPECT_EQ(queue.entries[2].marker.coordinator_epoch, 7);
+  EXPECT_EQ(queue.entries[2].prepare_offset, -1);  // written by another leader before
+  c.markers_written(queue.entries[1], true, 10);
+  EXPECT_EQ(c.describe(id)->state, txn_state::prepare_commit);
+  c.markers_written(queue.entries[2], true, 11);
+  EXPECT_EQ(c.describe(id)->state, txn_state::complete_commit);
+}
+
+TEST(txn_marker_progress, AnswersDecideWhatIsSentAgain) {
+  EXPECT_EQ(classify_marker_error(error_code::none), marker_outcome::written);
+  EXPECT_EQ(classify_marker_error(error_code::not_leader_or_follower), marker_outcome::retry);
+  EXPECT_EQ(classify_marker_error(error_code::unknown_topic_or_partition), marker_outcome::retry);
+  EXPECT_EQ(classify_marker_error(error_code::not_enough_replicas), marker_outcome::retry);
+  EXPECT_EQ(classify_marker_error(error_code::request_timed_out), marker_outcome::retry);
+  EXPECT_EQ(classify_marker_error(error_code::invalid_producer_epoch), marker_outcome::fenced);
+  EXPECT_EQ(classify_marker_error(error_code::transaction_coordinator_fenced),
+            marker_outcome::fenced);
+
+  marker_progress p(pending_markers{"t", 1, {}, {{"a", 0}, {"a", 1}, {"b", 0}}});
+  EXPECT_FALSE(p.finished());
+  p.record("a", 0, marker_outcome::written);
+  p.record("a", 1, marker_outcome::retry);
+  p.record("b", 0, marker_outcome::dropped);
+  EXPECT_FALSE(p.finished());
+  EXPECT_EQ(p.remaining(), (std::set<std::pair<std::string, int32_t>>{{"a", 1}}));
+  p.record("a", 1, marker_outcome::written);
+  EXPECT_TRUE(p.finished());
+  EXPECT_FALSE(p.fenced());
+
+  EXPECT_TRUE(p.written());
+
+  marker_progress q(pending_markers{"t", 1, {}, {{"a", 0}, {"b", 0}}});
+  q.record("a", 0, marker_outcome::fenced);
+  EXPECT_TRUE(q.finished());
+  EXPECT_TRUE(q.fenced());
+  EXPECT_FALSE(q.written());
+
+  // The coordinator lost its partition (or leads it at another epoch): nothing more is sent.
+  marker_progress r(pending_markers{"t", 1, {}, {{"a", 0}}});
+  r.abandon();
+  EXPECT_TRUE(r.finished());
+  EXPECT_FALSE(r.written());
 }
 
 }  // namespace

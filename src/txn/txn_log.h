@@ -3,8 +3,10 @@
 //   - txn_log: the partitions of __transaction_state (the same shape as the group coordinator's
 //     offsets_log): create the topic, append one record batch, replay a partition.
 //   - txn_markers: writes a COMMIT or ABORT marker (control batch) for a producer to one
-//     partition of a transaction, as Kafka's WriteTxnMarkers does. tarn is one node, so the
-//     broker writes it to its own log at once.
+//     partition of a transaction, as Kafka's WriteTxnMarkers does, to this broker's own log.
+//   - txn_marker_queue: in a cluster, a transaction's markers, handed to a sender (Kafka's
+//     TransactionMarkerChannelManager) that writes them at each partition's leader off the
+//     coordinator's lock and calls txn_coordinator::markers_written once all are written.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +64,26 @@ class txn_markers {
   // partition that no longer exists is not an error for the transaction (Kafka drops it too).
   virtual protocol::error_code write_marker(std::string_view topic, int32_t partition,
                                             const marker_request& marker) = 0;
+};
+
+// The markers of one transaction for the sender, with what fences them: the coordinator epoch
+// of the transactional id's partition.
+struct pending_markers {
+  std::string transactional_id;
+  int32_t txn_partition = 0;  // of __transaction_state
+  marker_request marker;
+  std::vector<std::pair<std::string, int32_t>> partitions;
+  // Where PrepareX was appended: no marker goes out before the partition's high watermark
+  // passes it (a decision not yet committed may be lost with the leadership). -1: written
+  // before (a load, a retry), nothing to wait for.
+  offset_t prepare_offset = -1;
+};
+
+class txn_marker_queue {
+ public:
+  virtual ~txn_marker_queue() = default;
+  // Takes the entry; must not block and must not call back into the coordinator from here.
+  virtual void enqueue(pending_markers entry) = 0;
 };
 
 }  // namespace tarn::txn

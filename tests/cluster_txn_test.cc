@@ -1,0 +1,213 @@
+// The transaction coordinator in a cluster (docs/cluster.md, "Coordinators", issue 27): three
+// real brokers on one real etcd with 2 s sessions. __transaction_state is one topic for the
+// cluster (three partitions, replication factor 3); FindCoordinator for a transactional id names
+// the same broker everywhere, the leader of the id's partition. A transactional producer (tarn's
+// library) writes to three topics led by the three brokers: the coordinator writes its own
+// leader's markers and sends WriteTxnMarkers to the others, so a read_committed consumer sees
+// the committed transaction and not the aborted one, and the last stable offset passes both on
+// every partition. Then the coordinator's broker is killed with SIGKILL mid-transaction: the new
+// leader of the id's partition loads it, the next producer's InitProducerId aborts and fences
+// the open transaction, and the next transaction commits.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd_process.h"
+#include "kafka_conn.h"
+#include "produce_util.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/find_coordinator_request.h"
+#include "protocol/messages/find_coordinator_response.h"
+#include "replication_util.h"
+#include "tarn/consumer.h"
+#include "tarn/producer.h"
+#include "test_util.h"
+
+namespace tarn::test {
+namespace {
+
+using namespace std::chrono_literals;
+using client::consumer;
+using client::producer;
+
+const std::string txn_id = "payments";
+const std::vector<std::string> topics = {"led-by-1", "led-by-2", "led-by-3"};
+
+std::vector<std::string> txn_args(const etcd_cluster& etcd, int32_t node_id) {
+  return replication_args(
+      etcd, node_id, 2000, 10000,
+      {"transaction.state.log.num.partitions=3", "transaction.state.log.replication.factor=3",
+       "transaction.state.log.min.isr=2", "offsets.topic.num.partitions=1",
+       "offsets.topic.replication.factor=3"});
+}
+
+struct coordinator_answer {
+  int16_t error = -100;  // -100: no answer
+  int32_t node_id = -1;
+};
+
+// FindCoordinator v4, key type TRANSACTION, on the broker at `port`.
+coordinator_answer find_txn_coordinator(uint16_t port) {
+  kafka_conn c(port, nullptr);
+  if (!c.connected()) return {};
+  protocol::find_coordinator_request req;
+  req.key_type = 1;
+  req.coordinator_keys = {txn_id};
+  auto r = c.call<protocol::find_coordinator_response>(req, 4);
+  if (!r || r->coordinators.size() != 1) return {};
+  return {r->coordinators[0].error_code, r->coordinators[0].node_id};
+}
+
+coordinator_answer wait_for_txn_coordinator(uint16_t port, int32_t not_node,
+                                            std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  coordinator_answer a = find_txn_coordinator(port);
+  while (!(a.error == 0 && a.node_id != not_node) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    a = find_txn_coordinator(port);
+  }
+  return a;
+}
+
+class cluster_txn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!etcd_available()) GTEST_SKIP() << "etcd is not installed (scripts/install-deps)";
+    start_etcd_and_brokers(etcd_, brokers_, 3, [&](int32_t id) { return txn_args(*etcd_, id); });
+    if (HasFatalFailure()) return;
+    for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3));
+  }
+  broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
+  uint16_t port(int32_t id) { return broker(id).port(); }
+  std::string bootstrap(std::vector<int32_t> ids) {
+    std::string out;
+    for (int32_t id : ids)
+      out += (out.empty() ? "" : ",") + ("127.0.0.1:" + std::to_string(port(id)));
+    return out;
+  }
+
+  std::unique_ptr<producer> make_producer(const std::string& servers) {
+    auto p = producer::create({{"bootstrap.servers", servers},
+                               {"transactional.id", txn_id},
+                               {"max.block.ms", "20000"},
+                               {"retry.backoff.ms", "20"},
+                               {"metadata.max.age.ms", "500"}});
+    EXPECT_TRUE(p) << (p ? "" : p.error().message);
+    return p ? std::move(*p) : nullptr;
+  }
+
+  // One transaction of one record per topic, values "<prefix>-<topic>", ended by commit or
+  // abort.
+  void transaction(producer& p, const std::string& prefix, bool commit) {
+    ASSERT_TRUE(p.begin_transaction());
+    std::vector<std::string> values;
+    for (const auto& t : topics) values.push_back(prefix + "-" + t);
+    for (size_t i = 0; i < topics.size(); ++i) {
+      p.send({topics[i], 0, std::nullopt, values[i], {}, std::nullopt});
+    }
+    if (commit) {
+      auto done = p.commit_transaction();
+      ASSERT_TRUE(done) << done.error().message;
+    } else {
+      auto done = p.abort_transaction();
+      ASSERT_TRUE(done) << done.error().message;
+    }
+  }
+
+  // Reads every topic with read_committed until `want` values came (or 15 s passed).
+  std::multiset<std::string> read_committed(const std::string& servers, size_t want) {
+    auto c = consumer::create({{"bootstrap.servers", servers},
+                               {"isolation.level", "read_committed"},
+                               {"metadata.max.age.ms", "500"},
+                               {"retry.backoff.ms", "20"}});
+    EXPECT_TRUE(c);
+    if (!c) return {};
+    std::vector<client::topic_partition> tps;
+    for (const auto& t : topics) tps.push_back({t, 0});
+    (*c)->assign(tps);
+    for (const auto& tp : tps) (*c)->seek(tp, client::offset_beginning);
+    std::multiset<std::string> values;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (values.size() < want && std::chrono::steady_clock::now() < deadline) {
+      auto records = (*c)->poll(100ms);
+      if (!records) continue;
+      for (const auto& r : *records) values.insert(r.value.value_or(""));
+    }
+    EXPECT_TRUE((*c)->close());
+    return values;
+  }
+
+  std::unique_ptr<etcd_cluster> etcd_;
+  std::vector<std::unique_ptr<broker_process>> brokers_;
+};
+
+TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_its_partition) {
+  // Each topic is created on its broker, which leads it (the interim placement rule), with
+  // three replicas so that it survives the kill below.
+  for (int32_t id = 1; id <= 3; ++id) {
+    ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
+  }
+  // The first FindCoordinator creates __transaction_state; then every broker names one leader.
+  coordinator_answer first = wait_for_txn_coordinator(port(1), -1, 15s);
+  ASSERT_EQ(first.error, 0);
+  for (int32_t id = 2; id <= 3; ++id) {
+    coordinator_answer a = find_txn_coordinator(port(id));
+    EXPECT_EQ(a.error, 0);
+    EXPECT_EQ(a.node_id, first.node_id) << "broker " << id;
+  }
+  const int32_t coordinator = first.node_id;
+
+  auto p = make_producer(bootstrap({1, 2, 3}));
+  ASSERT_TRUE(p);
+  auto init = p->init_transactions();
+  ASSERT_TRUE(init) << init.error().message;
+  transaction(*p, "committed", true);
+  transaction(*p, "aborted", false);
+  transaction(*p, "second", true);
+  // read_committed stops at the last stable offset: "second" is visible on every partition only
+  // once the aborted transaction's markers (and the committed ones') were written everywhere.
+  EXPECT_EQ(
+      read_committed(bootstrap({1, 2, 3}), 6),
+      (std::multiset<std::string>{"committed-led-by-1", "committed-led-by-2", "committed-led-by-3",
+                                  "second-led-by-1", "second-led-by-2", "second-led-by-3"}));
+
+  // Mid-transaction (the partitions added, records written, no EndTxn) the coordinator dies.
+  ASSERT_TRUE(p->begin_transaction());
+  for (const auto& t : topics) p->send({t, 0, std::nullopt, "open-" + t, {}, std::nullopt});
+  p->flush();
+  broker(coordinator).process().send_signal(SIGKILL);
+  ASSERT_TRUE(broker(coordinator).process().wait_exit(10s).has_value());
+  std::vector<int32_t> survivors;
+  for (int32_t id = 1; id <= 3; ++id) {
+    if (id != coordinator) survivors.push_back(id);
+  }
+  const coordinator_answer moved = wait_for_txn_coordinator(port(survivors[0]), coordinator, 20s);
+  ASSERT_EQ(moved.error, 0);
+  EXPECT_EQ(find_txn_coordinator(port(survivors[1])).node_id, moved.node_id);
+
+  // The next producer of the id: the new coordinator aborts the open transaction with a bumped
+  // epoch (fencing the old producer), then hands out the next epoch.
+  auto next = make_producer(bootstrap(survivors));
+  ASSERT_TRUE(next);
+  init = next->init_transactions();
+  ASSERT_TRUE(init) << init.error().message;
+  transaction(*next, "after", true);
+  EXPECT_EQ(
+      read_committed(bootstrap(survivors), 9),
+      (std::multiset<std::string>{"committed-led-by-1", "committed-led-by-2", "committed-led-by-3",
+                                  "second-led-by-1", "second-led-by-2", "second-led-by-3",
+                                  "after-led-by-1", "after-led-by-2", "after-led-by-3"}));
+  // The old producer is fenced.
+  auto fenced = p->commit_transaction();
+  EXPECT_FALSE(fenced);
+}
+
+}  // namespace
+}  // namespace tarn::test
