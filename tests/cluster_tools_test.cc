@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -125,6 +126,19 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
                      "/scripts/kafka-ref tool topics --bootstrap-server 127.0.0.1:" +
                      std::to_string(cluster_->port(via)) + " --command-config " +
                      (dir_.path() / "admin.properties").string() + " " + args);
+  }
+
+  // The KRaft quorum's leader (kafka-metadata-quorum.sh describe --status: "LeaderId: N"), -1
+  // when the tool does not say.
+  int32_t kafka_quorum_leader(int via) {
+    auto status = run_split("timeout 120 " + std::string(TARN_SOURCE_DIR) +
+                            "/scripts/kafka-ref tool org.apache.kafka.tools.MetadataQuorumCommand "
+                            "--bootstrap-server 127.0.0.1:" +
+                            std::to_string(cluster_->port(via)) + " --command-config " +
+                            (dir_.path() / "admin.properties").string() + " describe --status");
+    const auto at = status.out.find("LeaderId:");
+    if (status.code != 0 || at == std::string::npos) return -1;
+    return std::atoi(status.out.c_str() + at + 9);
   }
 
   // kafka-leader-election.sh (Kafka 4.4.0's LeaderElectionCommand) through node `via`.
@@ -320,8 +334,17 @@ TEST_P(cluster_tools, kafka_topics_reports_isr_and_under_replication_against_kaf
   // A follower paused until the leader drops it from the ISR: a record it cannot fetch (a
   // follower that has the leader's log end stays caught up however long it is silent, in Kafka
   // as in tarn).
-  const int32_t follower =
-      whole.replicas[0] == whole.leader ? whole.replicas[1] : whole.replicas[0];
+  // On Kafka the follower must not be the KRaft quorum's leader (every node is a controller
+  // too): paused, it would hold kafka-topics.sh's ListPartitionReassignments until it times out.
+  const int32_t quorum_leader = cluster_->name() == "kafka" ? kafka_quorum_leader(0) : -1;
+  if (cluster_->name() == "kafka") {
+    ASSERT_NE(quorum_leader, -1);
+  }
+  int32_t follower = -1;
+  for (int32_t r : whole.replicas) {
+    if (r != whole.leader && r != quorum_leader) follower = r;
+  }
+  ASSERT_NE(follower, -1) << described.out;
   const int leader_node = whole.leader - 1;
   ASSERT_TRUE(cluster_->pause(follower - 1));
   {
