@@ -279,7 +279,8 @@ TEST_F(cluster_reassign, replicas_move_and_no_acknowledged_record_is_lost) {
   wait_gone(3, 1);
 }
 
-TEST_F(cluster_reassign, a_new_replica_starts_at_the_log_start_and_a_cancel_restores_the_assignment) {
+TEST_F(cluster_reassign,
+       a_new_replica_starts_at_the_log_start_and_a_cancel_restores_the_assignment) {
   const std::string topic = "trimmed";
   ASSERT_EQ(create_topic(port(1), topic, 1, {}, 2), 0);  // [1,2]
   wait_for_assignment(topic, 0, {1, 2}, 1);
