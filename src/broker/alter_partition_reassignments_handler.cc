@@ -61,22 +61,6 @@ using protocol::error_code;
 using reassignment_result =
     protocol::alter_partition_reassignments_response::reassignable_partition_response;
 
-// A topic of the cluster by name: this broker's copy, or one another broker created.
-struct cluster_topic_ref {
-  storage::uuid id;
-  int32_t partitions = 0;
-};
-std::optional<cluster_topic_ref> find_cluster_topic(topic_manager& topics, std::string_view name) {
-  {
-    auto maps = topics.read_lock();
-    if (const storage::topic_info* t = topics.logs().find_topic(name)) {
-      return cluster_topic_ref{t->topic_id, t->partitions};
-    }
-  }
-  if (auto r = topics.find_remote_topic(name)) return cluster_topic_ref{r->topic_id, r->partitions};
-  return std::nullopt;
-}
-
 // The reassignments in etcd, on a thread of their own (they wait on etcd) while the event loop
 // goes on; one result per request, in order.
 asio::awaitable<result<std::vector<cluster::reassignment_result>, std::string>> alter_off_loop(
@@ -111,7 +95,7 @@ asio::awaitable<handler_outcome> alter_in_cluster(
   for (const auto& t : req.topics) {
     auto& out = reply.responses.emplace_back();
     out.name = t.name;
-    const auto topic = find_cluster_topic(topics, t.name);
+    const auto topic = topics.find_cluster_topic(t.name);
     for (const auto& p : t.partitions) {
       reassignment_result& e = out.partitions.emplace_back();
       e.partition_index = p.partition_index;

@@ -61,22 +61,6 @@ using election_result = protocol::elect_leaders_response::partition_result_data;
 constexpr int8_t election_preferred = 0;  // org.apache.kafka.common.ElectionType
 constexpr int8_t election_unclean = 1;
 
-// A topic of the cluster by name: this broker's copy, or one another broker created.
-struct cluster_topic_ref {
-  storage::uuid id;
-  int32_t partitions = 0;
-};
-std::optional<cluster_topic_ref> find_cluster_topic(topic_manager& topics, std::string_view name) {
-  {
-    auto maps = topics.read_lock();
-    if (const storage::topic_info* t = topics.logs().find_topic(name)) {
-      return cluster_topic_ref{t->topic_id, t->partitions};
-    }
-  }
-  if (auto r = topics.find_remote_topic(name)) return cluster_topic_ref{r->topic_id, r->partitions};
-  return std::nullopt;
-}
-
 // The elections in etcd, on a thread of their own (they wait on etcd) while the event loop goes
 // on; one result per partition, in order.
 asio::awaitable<result<std::vector<cluster::election_result>, std::string>> elect_off_loop(
@@ -137,7 +121,7 @@ asio::awaitable<handler_outcome> elect_in_cluster(request_context& request,
     for (const auto& t : *req.topic_partitions) {
       auto& out = reply.replica_election_results.emplace_back();
       out.topic = t.topic;
-      const auto topic = find_cluster_topic(topics, t.topic);
+      const auto topic = topics.find_cluster_topic(t.topic);
       for (int32_t p : t.partitions) {
         election_result e{p, code(error_code::election_not_needed), not_needed};
         if (!topic) {

@@ -229,6 +229,17 @@ std::optional<remote_topic> topic_manager::find_remote_topic(std::string_view na
   return it->second;
 }
 
+std::optional<topic_manager::topic_ref> topic_manager::find_cluster_topic(std::string_view name) {
+  {
+    auto maps = read_lock();
+    if (const storage::topic_info* t = logs().find_topic(name)) {
+      return topic_ref{t->topic_id, t->partitions};
+    }
+  }
+  if (auto r = find_remote_topic(name)) return topic_ref{r->topic_id, r->partitions};
+  return std::nullopt;
+}
+
 result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     const broker_config& config, const std::string& log_dir) {
   std::unique_ptr<topic_manager> m(new topic_manager());

@@ -88,6 +88,13 @@ class topic_manager {
   // them), by name; empty on a single node. Any thread; takes a lock of its own.
   std::vector<remote_topic> remote_topics() const;
   std::optional<remote_topic> find_remote_topic(std::string_view name) const;
+  // A topic of the cluster by name, this broker's copy or one another broker created: its id and
+  // partition count (what the handlers that act on any broker's partitions need). Any thread.
+  struct topic_ref {
+    storage::uuid id;
+    int32_t partitions = 0;
+  };
+  std::optional<topic_ref> find_cluster_topic(std::string_view name);
   // In a cluster, a topic of the cluster's metadata (any broker's) by id, with its configs;
   // nullopt when unknown (or on a single node). Any thread; takes the journal's lock, so not
   // from inside on_cluster_topics_changed.
