@@ -91,6 +91,16 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
       if (!key || !state) continue;
       m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
     }
+    // A copy a reassignment removed while this broker was down: its log was loaded from the data
+    // directory, but the states no longer name this broker, so the worker deletes it as it would
+    // have at the move (an empty log of a partition never replicated here is left alone).
+    for (auto& [key, e] : m->partitions_) {
+      if (e.local_log || e.topic.empty() || is_replica(e.state.state.replicas, m->node_id_)) {
+        continue;
+      }
+      const storage::log* log = topics.logs().get_log(e.topic, key.second);
+      if (log != nullptr && log->log_end_offset() > 0) e.local_log = true;
+    }
     m->work_pending_ = true;
   }
   replica_manager* self = m.get();
