@@ -4,17 +4,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <netdb.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <numeric>
 
