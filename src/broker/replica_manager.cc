@@ -223,7 +223,9 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
   // Named at once when the metadata log has the topic: the handlers find partitions by name,
   // and one they cannot find follows the single-node rules (a broker restarted on the logs of a
   // partition it used to lead must not serve it before its role is settled).
-  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) e.topic = n->second;
+  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) {
+    name_entry({topic_id, partition}, e, n->second);
+  }
   if (e.state.state.leader != state.state.leader ||
       e.state.state.leader_epoch != state.state.leader_epoch) {
     leadership_changes_.fetch_add(1);
@@ -291,7 +293,7 @@ void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
       auto key = parse_partition_key(ev.kv.key, dir);
       if (!key) continue;
       if (ev.type == cluster::etcd::watch_event::kind::delete_key) {
-        partitions_.erase({key->first, key->second});
+        erase_entry({key->first, key->second});
         work_pending_ = true;
         cv_.notify_all();
         continue;
@@ -321,7 +323,7 @@ result<void, std::string> replica_manager::create_partition_states(
       if (assignment[p].size() > 1 && !log->replicated()) log->set_replicated(0);
       std::lock_guard g(mu_);
       entry& e = partitions_[{topic_id, index}];
-      e.topic = topic;
+      name_entry({topic_id, index}, e, topic);
       e.local_log = true;
       adopted_[topic_id] = topic;
       apply_state(topic_id, index, **read, {}, wake);
@@ -335,7 +337,11 @@ result<void, std::string> replica_manager::delete_partition_states(const storage
   auto deleted = client_->delete_range(dir, cluster::etcd::prefix_end(dir));
   if (!deleted) return fail("etcd: " + deleted.error().message);
   std::lock_guard g(mu_);
-  std::erase_if(partitions_, [&](const auto& p) { return p.first.first == topic_id; });
+  std::vector<entry_key> gone;
+  for (const auto& [key, e] : partitions_) {
+    if (key.first == topic_id) gone.push_back(key);
+  }
+  for (const auto& key : gone) erase_entry(key);
   return {};
 }
 
@@ -390,10 +396,38 @@ void replica_manager::delete_removed_replicas() {
 
 const replica_manager::entry* replica_manager::find(std::string_view topic,
                                                     int32_t partition) const {
-  for (const auto& [key, e] : partitions_) {
-    if (key.second == partition && e.topic == topic) return &e;
+  auto t = by_name_.find(topic);
+  if (t == by_name_.end()) return nullptr;
+  auto p = t->second.find(partition);
+  if (p == t->second.end()) return nullptr;
+  auto it = partitions_.find(p->second);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+void replica_manager::name_entry(const entry_key& key, entry& e, std::string topic) {
+  if (!e.topic.empty() && e.topic != topic) {
+    auto t = by_name_.find(e.topic);
+    if (t != by_name_.end()) {
+      if (auto p = t->second.find(key.second); p != t->second.end() && p->second == key) {
+        t->second.erase(p);
+      }
+      if (t->second.empty()) by_name_.erase(t);
+    }
   }
-  return nullptr;
+  by_name_[topic][key.second] = key;
+  e.topic = std::move(topic);
+}
+
+void replica_manager::erase_entry(const entry_key& key) {
+  auto it = partitions_.find(key);
+  if (it == partitions_.end()) return;
+  if (auto t = by_name_.find(it->second.topic); t != by_name_.end()) {
+    if (auto p = t->second.find(key.second); p != t->second.end() && p->second == key) {
+      t->second.erase(p);
+    }
+    if (t->second.empty()) by_name_.erase(t);
+  }
+  partitions_.erase(it);
 }
 
 replica_manager::entry* replica_manager::find(std::string_view topic, int32_t partition) {
@@ -641,7 +675,7 @@ void replica_manager::open_replica_logs() {
       if (it->second.state.state.replicas.size() > 1 && !log->replicated()) {
         log->set_replicated(log->log_start_offset());
       }
-      it->second.topic = topic->name;
+      name_entry(it->first, it->second, topic->name);
       it->second.local_log = true;
       // Deleted with its states (replica_manager.h).
       adopted_[topic_id] = topic->name;
