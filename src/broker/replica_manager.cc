@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <numeric>
+#include <set>
 
 #include "broker/broker_connection.h"
 #include "broker/fetch_waiters.h"
@@ -542,6 +543,39 @@ int32_t replica_manager::leaderships() const {
   return static_cast<int32_t>(
       std::count_if(partitions_.begin(), partitions_.end(),
                     [&](const auto& p) { return p.second.state.state.leader == node_id_; }));
+}
+
+broker_snapshot::replication_gauges replica_manager::gauges() const {
+  broker_snapshot::replication_gauges out;
+  // As Kafka's: only the active controller counts offline partitions (a leader that is not
+  // live, or none); the registrations are read before this class's locks.
+  out.active_controller = membership_.is_controller();
+  std::set<int32_t> live;
+  if (out.active_controller) {
+    for (const auto& b : membership_.live_brokers()) live.insert(b.node_id);
+  }
+  auto maps = topics_.read_lock();
+  std::lock_guard g(mu_);
+  for (const auto& [key, e] : partitions_) {
+    const cluster::partition_state& s = e.state.state;
+    if (out.active_controller && (s.leader < 0 || !live.contains(s.leader))) ++out.offline;
+    if (!is_replica(s.replicas, node_id_)) continue;
+    ++out.partitions;
+    if (s.leader != node_id_) continue;
+    ++out.leaders;
+    // Kafka's Partition.isUnderReplicated: against the target's size while a move runs.
+    const size_t target =
+        s.replicas.size() - std::min(s.replicas.size(), s.removing_replicas.size());
+    if (s.isr.size() < target) ++out.under_replicated;
+    // Kafka's effective min ISR: the topic's min.insync.replicas, at most the replica count.
+    const storage::log* log = e.local_log ? topics_.logs().get_log(e.topic, key.second) : nullptr;
+    if (log == nullptr) continue;
+    const size_t min_isr = std::min<size_t>(
+        static_cast<size_t>(std::max(log->config().min_insync_replicas, 1)), s.replicas.size());
+    if (s.isr.size() < min_isr) ++out.under_min_isr;
+    if (s.isr.size() == min_isr) ++out.at_min_isr;
+  }
+  return out;
 }
 
 result<std::vector<cluster::election_result>, std::string> replica_manager::elect_leaders(

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "broker/broker_snapshot.h"
 #include "broker/config.h"
 #include "broker/topic_handler_util.h"
 #include "cluster/cluster_membership.h"
@@ -113,6 +114,8 @@ class replica_manager {
   int32_t isr_size(std::string_view topic, int32_t partition) const;
   // How many partition states name this broker leader (a controlled shutdown waits for none).
   int32_t leaderships() const;
+  // The replication gauges of a metrics scrape, counted over the states as they are now.
+  broker_snapshot::replication_gauges gauges() const;
   // ElectLeaders in the cluster (cluster::elect_leaders: read, decide, compare-and-swap) for
   // partitions with states, by topic id and index; blocking on etcd.
   result<std::vector<cluster::election_result>, std::string> elect_leaders(

@@ -1099,6 +1099,7 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
   if (!std::is_sorted(out.partitions.begin(), out.partitions.end(), by_topic_partition)) {
     std::sort(out.partitions.begin(), out.partitions.end(), by_topic_partition);
   }
+  if (s.replicas) out.replication = s.replicas->gauges();
   if (options.committed_offsets && s.groups) {
     for (auto& c : s.groups->committed_offsets()) {
       out.committed_offsets.push_back(
