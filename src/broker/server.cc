@@ -530,8 +530,8 @@ result<void, std::string> server::start() {
           return std::nullopt;
         });
   }
-  s.console =
-      std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics, s.replicas.get());
+  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics,
+                                               s.replicas.get(), s.membership.get());
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
