@@ -45,6 +45,13 @@ bool is_replica(const std::vector<int32_t>& replicas, int32_t id) {
   return std::find(replicas.begin(), replicas.end(), id) != replicas.end();
 }
 
+// Which of num.replica.fetchers serves a partition (of those following one leader).
+int fetcher_index(const std::pair<storage::uuid, int32_t>& key, int32_t fetchers) {
+  const size_t h =
+      std::hash<std::string>{}(key.first.to_string()) + static_cast<size_t>(key.second);
+  return static_cast<int>(h % static_cast<size_t>(std::max(fetchers, 1)));
+}
+
 }  // namespace
 
 replica_manager::replica_manager(const broker_config& config, std::string prefix,
@@ -104,10 +111,7 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
     self->work_pending_ = true;
     self->cv_.notify_all();
   });
-  m->worker_ = std::thread([self] { self->run_worker(); });
-  for (int i = 0; i < config.num_replica_fetchers; ++i) {
-    m->fetchers_.emplace_back([self, i] { self->run_fetcher(i); });
-  }
+  m->worker_ = std::thread([self] { self->run_worker(); });  // it starts the fetchers
   m->watch_ = std::make_unique<cluster::etcd::etcd_watch>(
       o, dir, cluster::etcd::prefix_end(dir), states->revision + 1,
       [self](const cluster::etcd::watch_response& w) { self->on_watch(w); },
@@ -129,7 +133,7 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
                                       self->membership_.controller_epoch());
     self->controller_->brokers_changed();
   });
-  spdlog::info("replica manager: {} partition state(s) in etcd, {} replica fetcher(s)",
+  spdlog::info("replica manager: {} partition state(s) in etcd, {} replica fetcher(s) per leader",
                states->kvs.size(), config.num_replica_fetchers);
   return m;
 }
@@ -142,7 +146,6 @@ replica_manager::~replica_manager() {
   topics_.on_cluster_topics_changed({});
   watch_.reset();
   stop_fetchers_.store(true);
-  for (auto& t : fetchers_) t.join();
   {
     std::lock_guard g(mu_);
     stopping_ = true;
@@ -150,6 +153,13 @@ replica_manager::~replica_manager() {
     leadership_cv_.notify_all();
   }
   if (worker_.joinable()) worker_.join();
+  // The worker starts no fetcher once stopping_ is set: these are all there are.
+  std::map<std::pair<int32_t, int>, std::unique_ptr<fetcher>> fetchers;
+  {
+    std::lock_guard g(mu_);
+    fetchers.swap(fetchers_);
+  }
+  for (auto& [key, f] : fetchers) f->thread.join();
   if (leadership_notifier_.joinable()) leadership_notifier_.join();
 }
 
@@ -230,6 +240,9 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
   if (e.state.state.leader != state.state.leader ||
       e.state.state.leader_epoch != state.state.leader_epoch) {
     leadership_changes_.fetch_add(1);
+    // A new leader to follow may need a fetcher: the worker starts it.
+    work_pending_ = true;
+    cv_.notify_all();
   }
   e.topic_id = topic_id;
   e.partition = partition;
@@ -650,9 +663,41 @@ void replica_manager::run_worker() {
       delete_removed_replicas();
       open_replica_logs();
     }
+    ensure_fetchers();
     maybe_change_isr();
     lock.lock();
   }
+}
+
+void replica_manager::ensure_fetchers() {
+  std::vector<std::unique_ptr<fetcher>> ended;
+  {
+    std::lock_guard g(mu_);
+    for (auto it = fetchers_.begin(); it != fetchers_.end();) {
+      if (it->second->done) {
+        ended.push_back(std::move(it->second));
+        it = fetchers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!stopping_ && !stop_fetchers_.load()) {
+      for (const auto& [key, e] : partitions_) {
+        const auto& s = e.state.state;
+        if (!e.local_log || e.leader || s.leader == node_id_ || s.leader < 0 ||
+            !is_replica(s.replicas, node_id_)) {
+          continue;
+        }
+        const int index = fetcher_index(key, config_.num_replica_fetchers);
+        auto& f = fetchers_[{s.leader, index}];
+        if (f) continue;
+        // Started under mu_: its first look at the partitions waits for this scan to end.
+        f = std::make_unique<fetcher>();
+        f->thread = std::thread([this, leader = s.leader, index] { run_fetcher(leader, index); });
+      }
+    }
+  }
+  for (auto& f : ended) f->thread.join();
 }
 
 void replica_manager::open_replica_logs() {
@@ -808,15 +853,16 @@ void replica_manager::maybe_change_isr() {
   }
 }
 
-void replica_manager::run_fetcher(int index) {
+void replica_manager::run_fetcher(int32_t leader, int index) {
   struct fetch_target {
     storage::uuid topic_id;
     int32_t partition;
     std::string topic;
     int32_t leader_epoch;
   };
-  std::map<int32_t, broker_connection> connections;
+  broker_connection conn;
   std::vector<uint8_t> buffer;
+  int64_t idle_since_ms = -1;  // with nothing to fetch since
   // OFFSET_OUT_OF_RANGE with the leader's log start past this replica's end (the leader deleted
   // what this replica still needs, by retention or DeleteRecords while it was away; or a new
   // replica of such a partition): as Kafka's fetcher (truncateFullyAndStartAt), the log starts
@@ -851,23 +897,32 @@ void replica_manager::run_fetcher(int index) {
   const std::string listener =
       config_.advertised_listeners.empty() ? "" : config_.advertised_listeners[0].name;
   while (!stop_fetchers_.load()) {
-    std::map<int32_t, std::vector<fetch_target>> by_leader;
+    std::vector<fetch_target> targets;
     {
       std::lock_guard g(mu_);
       for (const auto& [key, e] : partitions_) {
         const auto& s = e.state.state;
-        if (!e.local_log || e.leader || s.leader == node_id_ || s.leader < 0 ||
-            !is_replica(s.replicas, node_id_)) {
+        if (!e.local_log || e.leader || s.leader != leader || !is_replica(s.replicas, node_id_) ||
+            fetcher_index(key, config_.num_replica_fetchers) != index) {
           continue;
         }
-        const size_t h = std::hash<std::string>{}(key.first.to_string()) + key.second;
-        if (static_cast<int>(h % static_cast<size_t>(config_.num_replica_fetchers)) != index) {
-          continue;
+        targets.push_back({key.first, key.second, e.topic, s.leader_epoch});
+      }
+      if (targets.empty()) {
+        if (idle_since_ms < 0) idle_since_ms = steady_ms();
+        if (steady_ms() - idle_since_ms >= 1000) {
+          // Nothing followed from this leader any more; the worker joins it and starts
+          // another should a partition need one.
+          // (Gone from the map once the destructor took them all.)
+          if (auto f = fetchers_.find({leader, index}); f != fetchers_.end())
+            f->second->done = true;
+          return;
         }
-        by_leader[s.leader].push_back({key.first, key.second, e.topic, s.leader_epoch});
+      } else {
+        idle_since_ms = -1;
       }
     }
-    if (by_leader.empty()) {
+    if (targets.empty()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
@@ -876,9 +931,7 @@ void replica_manager::run_fetcher(int index) {
     // newest one yet): retried after a short pause rather than replica.fetch.backoff.ms.
     bool only_epoch_errors = true;
     const uint64_t changes_seen = leadership_changes_.load();
-    for (auto& [leader, targets] : by_leader) {
-      if (stop_fetchers_.load()) break;
-      broker_connection& conn = connections[leader];
+    do {
       if (!conn.connected()) {
         const cluster::broker_endpoint* ep = nullptr;
         std::vector<cluster::broker_registration> live = membership_.live_brokers();
@@ -1025,7 +1078,7 @@ void replica_manager::run_fetcher(int index) {
               p.high_watermark, log->log_end_offset(), log->high_watermark()));
         }
       }
-    }
+    } while (false);
     if (failed) {
       // replica.fetch.backoff.ms, in steps so that a stop or a leadership change is noticed.
       const int64_t backoff_ms = only_epoch_errors

@@ -184,7 +184,13 @@ class replica_manager {
   void delete_removed_replicas();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
-  void run_fetcher(int index);
+  // One replica fetcher: the partitions this broker follows from `leader` whose hash picks
+  // `index` of num.replica.fetchers, as Kafka's fetcher threads per (leader, fetcher id), so a
+  // leader that stops answering holds up no other leader's partitions. It ends once it has had
+  // nothing to fetch for a second (marking itself done under mu_).
+  void run_fetcher(int32_t leader, int index);
+  // Starts the fetchers the followed partitions need and joins those that ended (the worker's).
+  void ensure_fetchers();
   void run_leadership_notifier();
   // Queues the entry's role for watch_leadership's listener (under mu_).
   void note_leadership(const entry& e, bool leads);
@@ -224,7 +230,12 @@ class replica_manager {
   std::atomic<uint64_t> leadership_changes_{0};
 
   std::thread worker_;
-  std::vector<std::thread> fetchers_;
+  struct fetcher {
+    std::thread thread;
+    bool done = false;  // under mu_: it found nothing to fetch and returns
+  };
+  // By (leader, fetcher index), under mu_.
+  std::map<std::pair<int32_t, int>, std::unique_ptr<fetcher>> fetchers_;
   // watch_leadership: the listeners by topic and the role changes not told yet (under mu_).
   struct leadership_event {
     std::string topic;
