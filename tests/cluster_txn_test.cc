@@ -5,7 +5,8 @@
 // library) writes to three topics led by the three brokers: the coordinator writes its own
 // leader's markers and sends WriteTxnMarkers to the others, so a read_committed consumer sees
 // the committed transaction and not the aborted one, and the last stable offset passes both on
-// every partition. Each leader that is not the coordinator asks it (AddPartitionsToTxn
+// every partition. __transaction_state is created by a Metadata request with auto-creation, as
+// FindCoordinator creates it. Each leader that is not the coordinator asks it (AddPartitionsToTxn
 // VerifyOnly) before it appends the first batch of a transaction. A second transactional id sends
 // hand-built transactions v2 requests (KIP-890 part 2): Produce v12 to each leader adds the
 // partition through the leader (AddPartitionsToTxn VerifyOnly=false to the coordinator), EndTxn v5
@@ -35,6 +36,8 @@
 #include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "replication_util.h"
 #include "tarn/consumer.h"
 #include "tarn/producer.h"
@@ -228,9 +231,38 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   for (int32_t id = 1; id <= 3; ++id) {
     ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
   }
-  // The first FindCoordinator creates __transaction_state; then every broker names one leader.
+  // A Metadata naming __transaction_state with auto-creation creates it as FindCoordinator
+  // would, replicated with its partition states (Kafka's AutoTopicCreationManager); then every
+  // broker names one leader of the id's partition.
+  {
+    kafka_conn c(port(2), nullptr);
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, "__transaction_state"});
+    req.allow_auto_topic_creation = true;
+    auto r = c.call<protocol::metadata_response>(req, 12);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(broker(2).process().wait_for_output("auto-created topic __transaction_state", 5s));
+  }
   coordinator_answer first = wait_for_txn_coordinator(port(1), -1, 15s);
   ASSERT_EQ(first.error, 0);
+  {
+    kafka_conn c(port(3), nullptr);
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, "__transaction_state"});
+    auto r = c.call<protocol::metadata_response>(req, 12);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->topics.size(), 1u);
+    EXPECT_EQ(r->topics[0].error_code, 0);
+    ASSERT_EQ(r->topics[0].partitions.size(), 3u);
+    for (const auto& p : r->topics[0].partitions) EXPECT_EQ(p.replica_nodes.size(), 3u);
+  }
+  for (int32_t id = 2; id <= 3; ++id) {
+    coordinator_answer a = find_txn_coordinator(port(id));
+    EXPECT_EQ(a.error, 0);
+    EXPECT_EQ(a.node_id, first.node_id) << "broker " << id;
+  }
   const int32_t coordinator = first.node_id;
 
   auto p = make_producer(bootstrap({1, 2, 3}));
