@@ -28,8 +28,11 @@
 
 #include "etcd_process.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
 #include "protocol/messages/end_txn_request.h"
 #include "protocol/messages/end_txn_response.h"
 #include "protocol/messages/find_coordinator_request.h"
@@ -349,6 +352,59 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   // The old producer is fenced.
   auto fenced = p->commit_transaction();
   EXPECT_FALSE(fenced);
+}
+
+// Kafka 4.4.0's Java clients (tests/java/ClusterTxnCheck.java): a KafkaProducer with the default
+// transaction.version (transactions v2: Produce v12 adds each partition through its leader)
+// commits, aborts and commits across the three leaders, and a read_committed KafkaConsumer sees
+// exactly the committed records; then kafka-transactions.sh lists and describes the id. Named for
+// `make interop` (JVM start-ups: about 20 s on a loaded machine).
+TEST_F(cluster_txn, java_clients_and_tools_across_three_leaders_against_kafka_clients) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  for (int32_t id = 1; id <= 3; ++id) {
+    ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
+  }
+  // The cluster finalizes transaction.version 2, so the producer uses transactions v2.
+  {
+    kafka_conn c(port(2), nullptr);
+    protocol::api_versions_request req;
+    req.client_software_name = "tarn-test";
+    req.client_software_version = "1";
+    auto r = c.call<protocol::api_versions_response>(req, 3);
+    ASSERT_TRUE(r);
+    int16_t finalized = -1;
+    for (const auto& f : r->finalized_features) {
+      if (f.name == "transaction.version") finalized = f.max_version_level;
+    }
+    EXPECT_EQ(finalized, 2);
+  }
+  const std::string id = "java-payments";
+  auto [rc, out] =
+      run_command("timeout 120 java -cp '" + kafka_libs() + "/*' " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/java/ClusterTxnCheck.java " + bootstrap({1, 2, 3}) + " " + id + " " +
+                  topics[0] + " " + topics[1] + " " + topics[2] + " 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> got = lines_with(out, "got ");
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want;
+  for (const std::string prefix : {"c-", "d-"}) {
+    for (const auto& t : topics) want.push_back("got " + t + " " + prefix + t);
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << out;
+
+  // Kafka's own tool: ListTransactions from every broker, DescribeTransactions at the
+  // coordinator.
+  const std::string tool = "timeout 60 " + std::string(TARN_SOURCE_DIR) +
+                           "/scripts/kafka-ref tool org.apache.kafka.tools.TransactionsCommand "
+                           "--bootstrap-server " +
+                           bootstrap({1, 2, 3}) + " ";
+  auto [list_rc, list] = run_command(tool + "list 2>&1");
+  EXPECT_EQ(list_rc, 0) << list;
+  EXPECT_NE(list.find(id), std::string::npos) << list;
+  auto [describe_rc, described] = run_command(tool + "describe --transactional-id " + id + " 2>&1");
+  EXPECT_EQ(describe_rc, 0) << described;
+  EXPECT_NE(described.find("CompleteCommit"), std::string::npos) << described;
 }
 
 }  // namespace
