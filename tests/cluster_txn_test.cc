@@ -9,7 +9,8 @@
 // FindCoordinator creates it. Each leader that is not the coordinator asks it (AddPartitionsToTxn
 // VerifyOnly) before it appends the first batch of a transaction. A second transactional id sends
 // hand-built transactions v2 requests (KIP-890 part 2): Produce v12 to each leader adds the
-// partition through the leader (AddPartitionsToTxn VerifyOnly=false to the coordinator), EndTxn v5
+// partition through the leader (AddPartitionsToTxn VerifyOnly=false to the coordinator), and
+// TxnOffsetCommit v5 the group's through the group coordinator on another broker; EndTxn v5
 // commits and aborts; a Produce v11 / v9 batch to a partition never added is refused by its
 // leader's verification (TRANSACTION_ABORTABLE / INVALID_TXN_STATE, as Kafka 4.4). Then the
 // coordinator's broker is killed with SIGKILL mid-transaction: the new leader of the id's partition
@@ -41,6 +42,10 @@
 #include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/txn_offset_commit_request.h"
+#include "protocol/messages/txn_offset_commit_response.h"
 #include "replication_util.h"
 #include "tarn/consumer.h"
 #include "tarn/producer.h"
@@ -201,6 +206,35 @@ class cluster_txn : public ::testing::Test {
     return e;
   }
 
+  // TxnOffsetCommit v5 (transactions v2: adds the group's partition) of topics[0]-0 at
+  // `offset` on the group's coordinator: the partition's error code.
+  int16_t txn_offset_commit(uint16_t port, const std::string& id, const std::string& group,
+                            int64_t pid, int16_t epoch, int64_t offset) {
+    kafka_conn c(port, nullptr);
+    protocol::txn_offset_commit_request req;
+    req.transactional_id = id;
+    req.group_id = group;
+    req.producer_id = pid;
+    req.producer_epoch = epoch;
+    req.topics.emplace_back();
+    req.topics[0].name = topics[0];
+    req.topics[0].partitions.emplace_back();
+    req.topics[0].partitions[0].partition_index = 0;
+    req.topics[0].partitions[0].committed_offset = offset;
+    int16_t e = -2;
+    for (int i = 0; i < 100; ++i) {
+      auto r = c.call<protocol::txn_offset_commit_response>(req, 5);
+      if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return -2;
+      e = r->topics[0].partitions[0].error_code;
+      if (e != static_cast<int16_t>(protocol::error_code::coordinator_load_in_progress) &&
+          e != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
+        break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    return e;
+  }
+
   // EndTxn v5 (transactions v2: the epoch is bumped) on the coordinator: the error and the
   // epoch answered.
   std::pair<int16_t, int16_t> end_txn(uint16_t port, const std::string& id, int64_t pid,
@@ -294,12 +328,34 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     pid = r->producer_id;
     epoch = r->producer_epoch;
   }
+  // The group's coordinator on another broker than the transaction's (the broker a
+  // FindCoordinator first reaches creates __consumer_offsets and leads it): TxnOffsetCommit v5
+  // adds the group's partition through it.
+  const int32_t other = v2_coordinator.node_id % 3 + 1;
+  const std::string group = "v2-group";
+  coordinator_answer group_coordinator;
+  for (int i = 0; i < 300 && group_coordinator.error != 0; ++i) {
+    kafka_conn c(port(other), nullptr);
+    protocol::find_coordinator_request req;
+    req.key_type = 0;
+    req.coordinator_keys = {group};
+    auto r = c.call<protocol::find_coordinator_response>(req, 4);
+    if (r && r->coordinators.size() == 1) {
+      group_coordinator = {r->coordinators[0].error_code, r->coordinators[0].node_id};
+    }
+    if (group_coordinator.error != 0) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(group_coordinator.error, 0);
+  EXPECT_NE(group_coordinator.node_id, v2_coordinator.node_id);
   for (const bool commit : {true, false}) {
     const std::string prefix = commit ? "v2-committed-" : "v2-aborted-";
     for (int32_t id = 1; id <= 3; ++id) {
       const std::string& t = topics[static_cast<size_t>(id - 1)];
       EXPECT_EQ(produce(port(id), 12, v2_id, t, pid, epoch, 0, prefix + t), 0) << t;
     }
+    EXPECT_EQ(txn_offset_commit(port(group_coordinator.node_id), v2_id, group, pid, epoch,
+                                commit ? 7 : 9),
+              0);
     const auto [error, bumped] = end_txn(v2_port, v2_id, pid, epoch, commit);
     ASSERT_EQ(error, 0);
     EXPECT_EQ(bumped, epoch + 1);
@@ -308,7 +364,6 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   // A transactions v1 batch to a partition never added, on a leader that is not the
   // coordinator: its verification refuses it (TRANSACTION_ABORTABLE for v11, INVALID_TXN_STATE
   // below), with a transaction open elsewhere and with none.
-  const int32_t other = v2_coordinator.node_id % 3 + 1;
   const std::string& other_topic = topics[static_cast<size_t>(other - 1)];
   const std::string& own_topic = topics[static_cast<size_t>(v2_coordinator.node_id - 1)];
   EXPECT_EQ(produce(port(other), 11, v2_id, other_topic, pid, epoch, 0, "never-added"), 120);
@@ -316,6 +371,31 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   EXPECT_EQ(produce(port(other), 11, v2_id, other_topic, pid, epoch, 0, "never-added"), 120);
   EXPECT_EQ(produce(port(other), 9, v2_id, other_topic, pid, epoch, 0, "never-added"), 48);
   ASSERT_EQ(end_txn(v2_port, v2_id, pid, epoch, false).first, 0);
+
+  // The committed transaction's offset, not the aborted one's (OffsetFetch v8 RequireStable).
+  {
+    kafka_conn c(port(group_coordinator.node_id), nullptr);
+    protocol::offset_fetch_request req;
+    req.require_stable = true;
+    req.groups.emplace_back();
+    req.groups[0].group_id = group;
+    req.groups[0].topics.emplace();
+    req.groups[0].topics->emplace_back();
+    req.groups[0].topics->back().name = topics[0];
+    req.groups[0].topics->back().partition_indexes = {0};
+    int64_t offset = -2;
+    for (int i = 0; i < 200 && offset == -2; ++i) {
+      auto r = c.call<protocol::offset_fetch_response>(req, 8);
+      ASSERT_TRUE(r);
+      const auto& p = r->groups.at(0).topics.at(0).partitions.at(0);
+      if (p.error_code == 0) {
+        offset = p.committed_offset;
+      } else {
+        std::this_thread::sleep_for(50ms);
+      }
+    }
+    EXPECT_EQ(offset, 7);
+  }
 
   // read_committed stops at the last stable offset: "second" is visible on every partition only
   // once the aborted transaction's markers (and the committed ones') were written everywhere.

@@ -65,17 +65,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <asio/any_io_executor.hpp>
-#include <asio/post.hpp>
-#include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <variant>
 
 #include "broker/authorization.h"
@@ -250,44 +243,6 @@ void record_produce_metrics(broker_metrics* metrics, const std::vector<topic_wor
     }
   }
 }
-
-// The coordinator's answer to a verification (txn_verifier.h), which its callback hands over from
-// the verifier's thread: posted to the handler's loop, which waits on a timer of its own that
-// the post cancels (as pending_group_reply in group_handler_util.h). Held by shared_ptr, so an
-// answer to a handler whose connection closed lands in a state nobody reads.
-class pending_verification : public std::enable_shared_from_this<pending_verification> {
- public:
-  explicit pending_verification(const asio::any_io_executor& executor)
-      : timer_(executor, asio::steady_timer::time_point::max()) {}
-
-  std::function<void(std::vector<error_code>)> callback() {
-    return [self = shared_from_this()](std::vector<error_code> errors) {
-      asio::post(self->timer_.get_executor(), [self, errors = std::move(errors)]() mutable {
-        self->errors_.emplace(std::move(errors));
-        self->timer_.cancel();
-      });
-    };
-  }
-
-  // True once the answer is there, false if the handler was cancelled first. The time waited
-  // is not the request's handling time.
-  asio::awaitable<bool> wait(request_context& request) {
-    quota_excluded_wait waiting(request);
-    while (!errors_) {
-      asio::error_code ec;  // operation_aborted is the wake-up itself
-      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return false;
-    }
-    co_return true;
-  }
-
-  const std::vector<error_code>& errors() const { return *errors_; }
-
- private:
-  asio::steady_timer timer_;
-  std::optional<std::vector<error_code>> errors_;  // touched only on the loop
-};
 
 // A transactional batch whose partition is not (yet) in its producer's transaction: Produce v12+
 // adds the partition (Kafka's AddPartitionsToTxnManager "addPartition", KIP-890 part 2), older
@@ -573,7 +528,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
     }
     if (!verifying.empty()) {
       v.transactional_id = std::string(*req.transactional_id);
-      v.produce_version = version;
+      const txn_supported_operation v_operation = produce_operation(version);
+      v.operation = produce_operation(version);
       auto pending = std::make_shared<pending_verification>(co_await asio::this_coro::executor);
       v.done = pending->callback();
       request.services.verifier->submit(std::move(v));
@@ -583,7 +539,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       for (size_t i = 0; i < verifying.size(); ++i) {
         const error_code coordinator_error =
             i < pending->errors().size() ? pending->errors()[i] : error_code::network_exception;
-        const error_code e = verification_produce_error(coordinator_error, version);
+        const error_code e = verification_produce_error(coordinator_error, v_operation);
         if (e == error_code::none) continue;
         // Kafka's ReplicaManager messages.
         std::string reason = e == error_code::not_enough_replicas

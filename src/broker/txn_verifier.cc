@@ -24,7 +24,23 @@ constexpr int16_t verify_request_version = 5;
 
 }  // namespace
 
-error_code verification_produce_error(error_code e, int16_t produce_version) {
+txn_supported_operation produce_operation(int16_t produce_version) {
+  return produce_version > 11   ? txn_supported_operation::add_partition
+         : produce_version > 10 ? txn_supported_operation::generic_error_supported
+                                : txn_supported_operation::default_error;
+}
+
+txn_supported_operation txn_offset_commit_operation(int16_t txn_offset_commit_version) {
+  return txn_offset_commit_version > 4   ? txn_supported_operation::add_partition
+         : txn_offset_commit_version > 3 ? txn_supported_operation::generic_error_supported
+                                         : txn_supported_operation::default_error;
+}
+
+error_code verification_group_error(error_code e) {
+  return e == error_code::network_exception ? error_code::coordinator_load_in_progress : e;
+}
+
+error_code verification_produce_error(error_code e, txn_supported_operation operation) {
   switch (e) {
     case error_code::network_exception:
     case error_code::coordinator_load_in_progress:
@@ -33,7 +49,8 @@ error_code verification_produce_error(error_code e, int16_t produce_version) {
       return error_code::not_enough_replicas;
     case error_code::concurrent_transactions:
       // Transactions v2 clients (Produce v12+) know it: it is common while a commit completes.
-      return produce_version >= 12 ? e : error_code::not_enough_replicas;
+      return operation == txn_supported_operation::add_partition ? e
+                                                                 : error_code::not_enough_replicas;
     default:
       return e;
   }
@@ -122,7 +139,7 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
     t.transactional_id = v.transactional_id;
     t.producer_id = v.producer_id;
     t.producer_epoch = v.producer_epoch;
-    t.verify_only = v.produce_version < 12;
+    t.verify_only = v.operation != txn_supported_operation::add_partition;
     for (const auto& [topic, partition] : v.partitions) {
       if (t.topics.empty() || t.topics.back().name != topic) t.topics.emplace_back().name = topic;
       t.topics.back().partitions.push_back(partition);
@@ -168,9 +185,10 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
             }
             auto e = static_cast<error_code>(pr.partition_error_code);
             // Producers expect INVALID_PRODUCER_EPOCH here; clients before TRANSACTION_ABORTABLE
-            // (Produce v10 and older) get INVALID_TXN_STATE.
+            // get INVALID_TXN_STATE.
             if (e == error_code::producer_fenced) e = error_code::invalid_producer_epoch;
-            if (e == error_code::transaction_abortable && v.produce_version <= 10) {
+            if (e == error_code::transaction_abortable &&
+                v.operation == txn_supported_operation::default_error) {
               e = error_code::invalid_txn_state;
             }
             errors[i] = e;
