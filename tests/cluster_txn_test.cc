@@ -438,7 +438,7 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
 // transaction.version (transactions v2: Produce v12 adds each partition through its leader)
 // commits, aborts and commits across the three leaders, and a read_committed KafkaConsumer sees
 // exactly the committed records; then kafka-transactions.sh lists and describes the id. Named for
-// `make interop` (JVM start-ups: about 20 s on a loaded machine).
+// `make interop` (three JVM start-ups: about 15 s on a loaded machine).
 TEST_F(cluster_txn, java_clients_and_tools_across_three_leaders_against_kafka_clients) {
   if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
   for (int32_t id = 1; id <= 3; ++id) {
