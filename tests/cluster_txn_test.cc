@@ -191,7 +191,7 @@ class cluster_txn : public ::testing::Test {
     p.records = std::span<const uint8_t>(batch);
     kafka_conn c(port, nullptr);
     int16_t e = -2;
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 250; ++i) {
       auto r = c.call<protocol::produce_response>(req, version);
       if (!r || r->responses.size() != 1 || r->responses[0].partition_responses.size() != 1) {
         return -2;
@@ -201,7 +201,7 @@ class cluster_txn : public ::testing::Test {
           e != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
         break;
       }
-      std::this_thread::sleep_for(50ms);
+      std::this_thread::sleep_for(20ms);
     }
     return e;
   }
@@ -222,7 +222,7 @@ class cluster_txn : public ::testing::Test {
     req.topics[0].partitions[0].partition_index = 0;
     req.topics[0].partitions[0].committed_offset = offset;
     int16_t e = -2;
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 250; ++i) {
       auto r = c.call<protocol::txn_offset_commit_response>(req, 5);
       if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return -2;
       e = r->topics[0].partitions[0].error_code;
@@ -230,7 +230,7 @@ class cluster_txn : public ::testing::Test {
           e != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
         break;
       }
-      std::this_thread::sleep_for(50ms);
+      std::this_thread::sleep_for(20ms);
     }
     return e;
   }
@@ -246,14 +246,14 @@ class cluster_txn : public ::testing::Test {
     req.producer_epoch = epoch;
     req.committed = commit;
     std::pair<int16_t, int16_t> out{-2, -2};
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 250; ++i) {
       auto r = c.call<protocol::end_txn_response>(req, 5);
       if (!r) return out;
       out = {r->error_code, r->producer_epoch};
       if (r->error_code != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
         break;
       }
-      std::this_thread::sleep_for(50ms);
+      std::this_thread::sleep_for(20ms);
     }
     return out;
   }
@@ -334,7 +334,7 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   const int32_t other = v2_coordinator.node_id % 3 + 1;
   const std::string group = "v2-group";
   coordinator_answer group_coordinator;
-  for (int i = 0; i < 300 && group_coordinator.error != 0; ++i) {
+  for (int i = 0; i < 500 && group_coordinator.error != 0; ++i) {
     kafka_conn c(port(other), nullptr);
     protocol::find_coordinator_request req;
     req.key_type = 0;
@@ -343,7 +343,7 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     if (r && r->coordinators.size() == 1) {
       group_coordinator = {r->coordinators[0].error_code, r->coordinators[0].node_id};
     }
-    if (group_coordinator.error != 0) std::this_thread::sleep_for(50ms);
+    if (group_coordinator.error != 0) std::this_thread::sleep_for(20ms);
   }
   ASSERT_EQ(group_coordinator.error, 0);
   EXPECT_NE(group_coordinator.node_id, v2_coordinator.node_id);
@@ -384,14 +384,14 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     req.groups[0].topics->back().name = topics[0];
     req.groups[0].topics->back().partition_indexes = {0};
     int64_t offset = -2;
-    for (int i = 0; i < 200 && offset == -2; ++i) {
+    for (int i = 0; i < 250 && offset == -2; ++i) {
       auto r = c.call<protocol::offset_fetch_response>(req, 8);
       ASSERT_TRUE(r);
       const auto& p = r->groups.at(0).topics.at(0).partitions.at(0);
       if (p.error_code == 0) {
         offset = p.committed_offset;
       } else {
-        std::this_thread::sleep_for(50ms);
+        std::this_thread::sleep_for(20ms);
       }
     }
     EXPECT_EQ(offset, 7);
