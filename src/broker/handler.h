@@ -104,7 +104,7 @@ struct broker_services {
   cluster::cluster_membership* membership = nullptr;
   // In a cluster: partition states, the ISR and the replica fetchers (null on a single node).
   replica_manager* replicas = nullptr;
-  // In a cluster: a transactional batch's check with its coordinator on another broker.
+  // In a cluster: Produce's and TxnOffsetCommit's check with the transaction coordinator.
   txn_verifier* verifier = nullptr;
 };
 

@@ -529,7 +529,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
     if (!verifying.empty()) {
       v.transactional_id = std::string(*req.transactional_id);
       const txn_supported_operation v_operation = produce_operation(version);
-      v.operation = produce_operation(version);
+      v.operation = v_operation;
       auto pending = std::make_shared<pending_verification>(co_await asio::this_coro::executor);
       v.done = pending->callback();
       request.services.verifier->submit(std::move(v));

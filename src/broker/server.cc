@@ -150,7 +150,7 @@ struct server::impl {
   std::unique_ptr<txn::txn_coordinator> txns;
   // In a cluster: the markers of partitions other brokers lead (txn_marker_sender.h).
   std::unique_ptr<txn_marker_sender> txn_sender;
-  // In a cluster: Produce's check of a transactional batch with its coordinator (txn_verifier.h).
+  // In a cluster: Produce's and TxnOffsetCommit's check with the transaction coordinator.
   std::unique_ptr<txn_verifier> verifier;
   int64_t last_txn_abort_check_ms = 0;
   int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
