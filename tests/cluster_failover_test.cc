@@ -8,6 +8,8 @@
 // the followers were paused) that the new leader never got: it comes back as a follower, truncates
 // them where the new leader's log diverges from it (DivergingEpoch), and its segment and
 // leader-epoch-checkpoint end up byte for byte the new leader's.
+// And real clients across the same fail-over: confluent-kafka's idempotent producer and a
+// consumer in a group, every acknowledged record read once, in order.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -53,8 +55,11 @@ int32_t session_timeout_ms() {
 
 // A short session for a quick fail-over; a lag bound well above the pauses below, so that the
 // ISR keeps all three while the followers sleep (the leader's death must find them in it).
+// A group's first join is not held back and __consumer_offsets is small (the clients test's
+// consumer joins alone).
 std::vector<std::string> failover_args(const etcd_cluster& etcd, int32_t node_id) {
-  return replication_args(etcd, node_id, session_timeout_ms(), 10000);
+  return replication_args(etcd, node_id, session_timeout_ms(), 10000,
+                          {"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3"});
 }
 
 // With TARN_FAILOVER_TIMELINE set: the brokers' log lines of the fail-over, for docs/cluster.md.
@@ -349,6 +354,54 @@ TEST_F(cluster_failover, a_killed_leader_fails_over_and_comes_back_as_a_truncate
   print_timeline("broker 1 (restarted)", broker(1).output());
   print_timeline("broker 2", broker(2).output());
   print_timeline("broker 3", broker(3).output());
+}
+
+// A real client across a fail-over: confluent-kafka (librdkafka 2.0) produces idempotently with
+// acks=all to a topic with replication factor 3 and min.insync.replicas=2 (three partitions, all
+// led by broker 1, their creator) while broker 1 is killed with SIGKILL; the producer learns the
+// new leaders from Metadata and KIP-951's hints, and every record is acknowledged once. Broker 1
+// is started again (as its supervisor would; __consumer_offsets wants three replicas), then a
+// consumer in a group reads every acknowledged record exactly once, in order, at the offset it
+// was acknowledged at (tests/python/failover_clients.py). About 7 s.
+TEST_F(cluster_failover, confluent_kafka_clients_see_every_acknowledged_record_once) {
+  const char* python = "/usr/bin/python3";  // Debian's, with confluent_kafka
+  if (run_command(std::string(python) + " -c 'import confluent_kafka'").first != 0) {
+    GTEST_SKIP() << "confluent_kafka not installed";
+  }
+  const std::string topic = "clients";
+  ASSERT_EQ(create_topic(port(1), topic, 3, {{"min.insync.replicas", "2"}}, 3), 0);
+  for (int32_t p = 0; p < 3; ++p) {
+    ASSERT_TRUE(wait_for_partition(
+        port(3), topic, [](const partition_view& v) { return v.isr.size() == 3; }, 10s, p));
+  }
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(port(1)) +
+                                ",127.0.0.1:" + std::to_string(port(2)) +
+                                ",127.0.0.1:" + std::to_string(port(3));
+  const std::string script = std::string(TARN_SOURCE_DIR) + "/tests/python/failover_clients.py";
+  temp_dir tmp;
+  const std::string acked = (tmp.path() / "acked").string();
+  child_process producer({python, script, "produce", bootstrap, topic, "3", "3.5", acked});
+  ASSERT_TRUE(producer.wait_for_output("started", 20s)) << producer.output();
+
+  broker(1).process().send_signal(SIGKILL);
+  ASSERT_TRUE(broker(1).process().wait_exit(10s));
+  const auto moved = wait_for_partition(
+      port(2), topic, [](const partition_view& v) { return v.leader != 1 && v.leader > 0; }, 20s);
+  ASSERT_TRUE(moved) << broker(2).output();
+  auto produced = producer.wait_exit(60s);
+  ASSERT_TRUE(produced);
+  std::cout << producer.output();
+  EXPECT_EQ(produced->code, 0) << producer.output();
+
+  const std::filesystem::path data1 = broker(1).data_dir();
+  retired_.push_back(std::move(brokers_[0]));
+  brokers_[0] = std::make_unique<broker_process>(failover_args(*etcd_, 1), data1);
+  ASSERT_NE(port(1), 0) << broker(1).output();
+  const auto [rc, out] =
+      run_command("timeout 60 " + std::string(python) + " " + script + " consume " + bootstrap +
+                  " " + topic + " readers " + acked + " 30");
+  std::cout << out;
+  EXPECT_EQ(rc, 0) << out;
 }
 
 }  // namespace
