@@ -84,7 +84,9 @@ public class FailoverClients {
     Files.write(Path.of(ackedFile), acked);
     System.out.println("acked " + acked.size() + " failed " + failed.size() + " longest-gap "
         + longestGap.get() / 1_000_000 + " ms");
-    for (int i = 0; i < Math.min(10, failed.size()); ++i) System.out.println("failed: " + failed.get(i));
+    for (int i = 0; i < Math.min(10, failed.size()); ++i) {
+      System.out.println("failed: " + failed.get(i));
+    }
     return failed.isEmpty() && acked.size() == n ? 0 : 1;
   }
 
