@@ -42,7 +42,9 @@
 #include "broker/features.h"
 #include "broker/fetch_waiters.h"
 #include "broker/group_handler_util.h"
+#include "broker/replica_manager.h"
 #include "broker/share_handler_util.h"
+#include "broker/share_state_rpc_util.h"
 #include "protocol/messages/share_fetch_request.h"
 #include "protocol/messages/share_fetch_response.h"
 #include "record/record_batch.h"
@@ -135,7 +137,10 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
     {
       auto guard = topics.read_lock();
       const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
-      if (log == nullptr) {
+      // In a cluster a follower's replica is not served (the share-partition is its leader's).
+      if (log == nullptr ||
+          !leadership_of(services.replicas, topic->name, a.tp.partition, services.config.node_id)
+               .serving) {
         a.error = error_code::not_leader_or_follower;
         continue;
       }
@@ -354,6 +359,11 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
       answers[index.at(tp)].ack_error = apply_acknowledgements(
           shares, *services.topics, group_id, member_id, tp.topic_id, tp.partition,
           p.acknowledgement_batches, renew_allowed, now, &readers);
+    }
+  }
+  for (partition_answer& a : answers) {
+    if (a.ack_error && *a.ack_error == error_code::none) {
+      a.ack_error = co_await await_share_state_committed(request, group_id, a.tp);
     }
   }
   const bool fetching = epoch != coordinator::share_session_final_epoch && !renew_allowed;

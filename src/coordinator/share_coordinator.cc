@@ -386,6 +386,7 @@ error_code share_coordinator::delete_group(std::string_view group_id) {
     if (std::get<0>(key) == group_id) persist_delete(key, 0);
   }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
+  std::erase_if(led_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
   return error_code::none;
 }
@@ -445,7 +446,20 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
-  if (it == partitions_.end()) {
+  if (cluster_state_ && !led_here(key)) {
+    // In a cluster the share-partition's state is the share coordinator's: read (or initialized
+    // there) at this broker's leader epoch before anything is handed out.
+    std::optional<int32_t> epoch;
+    if (persister_ != nullptr) epoch = persister_->leader_epoch(tp.topic_id, tp.partition);
+    if (!epoch) return std::nullopt;
+    const share_group_settings gs = settings(group_id);
+    if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
+    const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
+                          : gs.auto_offset_reset == "earliest" ? log_start_offset
+                                                               : high_watermark;
+    if (!take_leadership(key, *epoch, start, now_ms)) return std::nullopt;
+    it = partitions_.find(key);
+  } else if (it == partitions_.end()) {
     const share_group_settings gs = settings(group_id);
     if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
     const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
@@ -478,6 +492,7 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        int32_t max_records, int64_t now_ms) {
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  if (cluster_state_ && !led_here(key)) return {};
   auto it = partitions_.find(key);
   if (it == partitions_.end()) return {};
   // The delivery counts are written before the records are handed out (a crash then counts the
@@ -501,6 +516,7 @@ error_code share_coordinator::acknowledge(std::string_view group_id, std::string
   {
     std::lock_guard lock(mu_);
     partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+    if (cluster_state_ && !led_here(key)) return error_code::not_leader_or_follower;
     auto it = partitions_.find(key);
     if (it == partitions_.end()) return error_code::invalid_record_state;
     // As Kafka's SharePartition: applied, written, and rolled back if the write fails (an
@@ -594,6 +610,9 @@ void share_coordinator::delete_topic_offsets(std::string_view group_id,
     if (gone) persist_delete(e.first, 0);
     return gone;
   });
+  std::erase_if(led_, [&](const auto& e) {
+    return std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+  });
   update_initialized(group_id, 0);
 }
 
@@ -647,10 +666,13 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
     return share_state_partition_for({std::get<0>(key), std::get<1>(key), std::get<2>(key)},
                                      partitions);
   };
-  if (now_ms - last_cold_snapshot_ms_ >=
-      config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+  // In a cluster the share-partitions led here and the state loaded here are different sets:
+  // no cold snapshots there (a led share-partition's next write goes on updating its state).
+  if (!cluster_state_ && now_ms - last_cold_snapshot_ms_ >=
+                             config_.share_coordinator_cold_partition_snapshot_interval_ms) {
     last_cold_snapshot_ms_ = now_ms;
     std::vector<partition_key> cold;
+    std::unique_lock state_lock(state_mu_);
     for (const auto& [key, ps] : persisted_) {
       if (now_ms - ps.last_write_ms <
           config_.share_coordinator_cold_partition_snapshot_interval_ms) {
@@ -663,6 +685,7 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
       }
       cold.push_back(key);
     }
+    state_lock.unlock();  // persist() takes it
     for (const auto& key : cold) {
       if (auto it = partitions_.find(key); it != partitions_.end()) {
         persist(key, it->second, now_ms, true);
@@ -671,6 +694,7 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
   }
   if (now_ms - last_prune_ms_ < config_.share_coordinator_state_topic_prune_interval_ms) return;
   last_prune_ms_ = now_ms;
+  std::lock_guard state_lock(state_mu_);
   std::map<int32_t, int64_t> needed;  // per partition: its oldest snapshot still needed
   for (const auto& [key, ps] : persisted_) {
     const int32_t part = partition_of(key);
@@ -729,6 +753,8 @@ result<int64_t, error_code> share_coordinator::append_state(
 error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
                                       int64_t now_ms, bool snapshot) {
   if (state_log_ == nullptr) return error_code::none;
+  if (cluster_state_) return persist_led(key, p, now_ms);
+  std::lock_guard state_lock(state_mu_);
   share_group_offset next;
   next.start_offset = p.start_offset();
   next.delivery_complete_count = static_cast<int32_t>(p.finished_count());
@@ -785,6 +811,14 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
 }
 
 void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms) {
+  std::lock_guard state_lock(state_mu_);
+  // In a cluster only a key whose partition is loaded here is deleted here (docs/share-groups.md,
+  // "In a cluster": DeleteShareGroupState is not sent to another broker's coordinator yet).
+  if (state_ownership_error(key) != error_code::none) return;
+  persist_delete_locked(key, now_ms);
+}
+
+void share_coordinator::persist_delete_locked(const partition_key& key, int64_t now_ms) {
   if (persisted_.erase(key) == 0 || state_log_ == nullptr) return;
   if (state_partitions_.load() <= 0) return;
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
@@ -903,6 +937,13 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
   auto n = state_log_->partitions();
   if (!n) return {};  // created on first use
   state_partitions_.store(*n);
+  bool state_per_partition = false;
+  {
+    std::lock_guard lock(mu_);
+    state_per_partition = cluster_state_;
+  }
+  // In a cluster its partitions load with their leadership (load_state_partition).
+  if (state_per_partition) return {};
   share_state_replay replay;
   for (int32_t i = 0; i < *n; ++i) {
     auto done = state_log_->replay(i, [&](const offsets_record& r) {
@@ -915,6 +956,7 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
                   done.error());
   }
   std::lock_guard lock(mu_);
+  std::lock_guard state_lock(state_mu_);
   skipped_records_ = replay.skipped();
   for (const auto& [pk, e] : replay.states()) {
     partition_key key{pk.group_id, pk.topic_id, pk.partition};
