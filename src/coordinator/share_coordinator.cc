@@ -642,6 +642,15 @@ void share_coordinator::poll(int64_t now_ms) {
       for (const auto& mid : expired) (void)remove_member(g, mid, now_ms);
     }
     maybe_prune(now_ms);
+    if (cluster_state_) {
+      // A share-partition whose data partition this broker no longer leads (or leads at another
+      // epoch) is dropped now rather than at its next use, as Kafka's SharePartitionManager
+      // drops it on the leadership change: its locks expire at its new leader, not here.
+      std::vector<partition_key> led;
+      led.reserve(partitions_.size());
+      for (const auto& [key, p] : partitions_) led.push_back(key);
+      for (const auto& key : led) (void)led_here(key);
+    }
     for (auto& [key, p] : partitions_) {
       if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
       p.expire_locks(now_ms);

@@ -339,6 +339,14 @@ TEST(share_state_rpc, share_partition_leaders_in_a_cluster_keep_state_at_the_coo
   ASSERT_EQ(state.error, error_code::none);
   EXPECT_EQ(state.state.start_offset, 104);
   EXPECT_EQ(state.state.state_batches, (std::vector<state_batch>{{104, 109, 0, 2}}));
+
+  // The data partition's leadership moves on (another epoch): the timer drops the share-partition
+  // at once, and its held records are not expired (nor written) here.
+  const int appends = f.log.appends;
+  p2.epoch = 5;
+  new_leader.poll(1000000);
+  EXPECT_FALSE(new_leader.start_offset("g", f.tp).has_value());
+  EXPECT_EQ(f.log.appends, appends);
 }
 
 }  // namespace
