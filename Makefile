@@ -92,9 +92,9 @@ crash-test: deps build
 # against a three-node Apache Kafka 4.4.0 KRaft cluster, CLUSTER_CHECK_SECONDS for each of its
 # two runs (one node killed, paused or restarted at a time; one node isolated or a link cut, by
 # nftables) on the schedule of CLUSTER_CHECK_SEED (make interop runs them 60 s each), and tarn's
-# three brokers with one killed or restarted at a time, twice: a single-replica topic, and the
-# Kafka run's twin (replication factor 3, leaders failing over; kills, pauses, restarts, etcd
-# member kills).
+# three brokers with one killed or restarted at a time, three times: a single-replica topic, and the
+# Kafka runs' twins (replication factor 3, leaders failing over; kills, pauses, restarts, etcd
+# member kills; then a broker isolated from the others or a link cut, by the same nftables rules).
 TXN_CHECK_SECONDS ?= 120
 CLUSTER_CHECK_SECONDS ?= 600
 CLUSTER_CHECK_SEED ?= 1
@@ -105,7 +105,7 @@ soak: deps build
 	scripts/kafka-ref fetch
 	cd $(BUILD) && TARN_CLUSTER_CHECK_SECONDS=$(CLUSTER_CHECK_SECONDS) \
 	  TARN_CLUSTER_CHECK_SEED=$(CLUSTER_CHECK_SEED) ./tests/cluster_checker_test \
-	  --gtest_filter='cluster_checker.*against_kafka:cluster_checker.tarn_single_replica_kills*:cluster_checker.tarn_kills_and_pauses*'
+	  --gtest_filter='cluster_checker.*against_kafka:cluster_checker.tarn_single_replica_kills*:cluster_checker.tarn_kills_and_pauses*:cluster_checker.tarn_partitions*'
 
 # Every fuzz target for FUZZ_LONG_SECONDS each (10 minutes by default).
 fuzz-long:

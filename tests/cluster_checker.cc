@@ -549,6 +549,24 @@ run_result run(cluster_harness& cluster, const options& o) {
         return;
       }
       std::this_thread::sleep_for(lasts);  // a fault always ends: no early stop here
+      if (f == fault::isolate || f == fault::cut) {
+        // What the partitions came to under the cut: whether a leader kept its leadership and
+        // its ISR shrank (docs/reliability.md#8).
+        std::string states = "before the heal:";
+        if (auto d = describe_topic(cluster, o.topic)) {
+          for (const auto& p : *d) {
+            states += " p" + std::to_string(p.partition) + " leader " + std::to_string(p.leader) +
+                      " ISR [";
+            for (size_t i = 0; i < p.isr.size(); ++i) {
+              states += (i ? "," : "") + std::to_string(p.isr[i]);
+            }
+            states += "]";
+          }
+        } else {
+          states += " no node described the topic";
+        }
+        note(states);
+      }
       const bool healed = timed(heal, [&] {
         switch (f) {
           case fault::pause:

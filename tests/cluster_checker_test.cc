@@ -1,8 +1,9 @@
 // The fault-injection checker (cluster_checker.h): its analysis on hand-made histories (no
 // processes), runs against a three-node Apache Kafka 4.4.0 KRaft cluster with kills, pauses,
 // restarts and network partitions (the reference: it must find nothing; make interop), and runs
-// against a three-broker tarn
-// cluster on etcd: without faults today (make test), with faults once tarn replicates.
+// against a three-broker tarn cluster on etcd: without faults (make test), with kills, pauses,
+// etcd member kills and network partitions (make soak); and an isolated tarn leader's answers
+// to acks=all (make test).
 // Run time and seed: TARN_CLUSTER_CHECK_SECONDS, TARN_CLUSTER_CHECK_SEED (make soak sets them).
 #include "cluster_checker.h"
 
@@ -14,6 +15,11 @@
 #include <vector>
 
 #include "cluster_harness.h"
+#include "kafka_conn.h"
+#include "produce_util.h"
+#include "protocol/error_codes.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -344,6 +350,118 @@ TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
   EXPECT_GT(r.a.acknowledged, 0u);
+}
+
+// Partition 0's leader epoch as the broker on `port` reports it in Metadata v12; -1 without one.
+int32_t leader_epoch_on(uint16_t port, const std::string& topic) {
+  kafka_conn c(port, nullptr);
+  protocol::metadata_request req;
+  req.allow_auto_topic_creation = false;
+  req.topics.emplace().emplace_back().name = topic;
+  auto r = c.call<protocol::metadata_response>(req, 12);
+  if (!r || r->topics.size() != 1 || r->topics[0].partitions.empty()) return -1;
+  return r->topics[0].partitions[0].leader_epoch;
+}
+
+// A leader cut off from the other brokers, etcd still reachable (scripts/kafka-ref partition
+// --isolate): its lease lives, so it keeps its leadership at the same leader epoch, while its
+// followers, whose fetches no longer reach it, leave its ISR after replica.lag.time.max.ms (the
+// leader's AlterPartition goes to etcd). acks=all is then never acknowledged: the record sent as
+// the cut began was appended and waited for the ISR, and is answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR is the leader alone; the next is refused
+// NOT_ENOUGH_REPLICAS before the append (min.insync.replicas=2). Kafka's leader does the same
+// when only its brokers' links are cut (its controller, which still hears it, shrinks the ISR).
+// Healed, the followers catch up, rejoin the ISR and acks=all is answered again. A few seconds;
+// skipped where partitions cannot be made (not root, no nft, cgroup v2 not under /sys/fs/cgroup).
+TEST(cluster_checker, tarn_isolated_leader_keeps_leadership_and_refuses_acks_all) {
+  auto cluster =
+      make_tarn_cluster(3, {"default.replication.factor=3", "min.insync.replicas=2",
+                            "replica.lag.time.max.ms=1000", "replica.fetch.wait.max.ms=100",
+                            "replica.fetch.backoff.ms=100", "replica.socket.timeout.ms=2000"});
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  if (!cluster->can_partition()) {
+    GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
+  }
+  const std::string topic = "isolated";
+  ASSERT_EQ(create_topic(*cluster, topic, 1, 3), "");
+  ASSERT_TRUE(wait_fully_replicated(*cluster, topic, 20s));
+  auto before = describe_topic(*cluster, topic);
+  ASSERT_TRUE(before && before->size() == 1);
+  const int32_t leader = (*before)[0].leader;
+  ASSERT_GE(leader, 1);
+  const int leader_node = leader - 1;
+  const int other_node = leader_node == 0 ? 1 : 0;
+  const int32_t epoch = leader_epoch_on(cluster->port(leader_node), topic);
+  ASSERT_GE(epoch, 0);
+  raw_client c(cluster->port(leader_node));
+  int32_t correlation = 1;
+  auto a = produce_one(c, correlation++, topic, 0, value_batch("before"));
+  ASSERT_EQ(a.error_code, 0);
+
+  ASSERT_TRUE(cluster->isolate(leader_node));
+  // Sent as the cut begins: appended, then held for the ISR until it shrinks to the leader.
+  const auto sent = clock_type::now();
+  a = produce_one(c, correlation++, topic, 0, value_batch("as the cut began"));
+  const auto waited = clock_type::now() - sent;
+  EXPECT_EQ(a.error_code, protocol::code(protocol::error_code::not_enough_replicas_after_append));
+  EXPECT_GE(waited, 500ms) << "answered before the ISR could shrink";
+  auto during = describe_topic(*cluster, topic);
+  ASSERT_TRUE(during && during->size() == 1);
+  EXPECT_EQ((*during)[0].leader, leader) << "the isolated broker keeps its lease and leadership";
+  EXPECT_EQ((*during)[0].isr, std::vector<int32_t>{leader});
+  // The same leader epoch, on both sides of the cut (etcd gives every broker the state).
+  EXPECT_EQ(leader_epoch_on(cluster->port(leader_node), topic), epoch);
+  EXPECT_EQ(leader_epoch_on(cluster->port(other_node), topic), epoch);
+  a = produce_one(c, correlation++, topic, 0, value_batch("refused"));
+  EXPECT_EQ(a.error_code, protocol::code(protocol::error_code::not_enough_replicas));
+
+  ASSERT_TRUE(cluster->heal_partitions());
+  ASSERT_TRUE(wait_fully_replicated(*cluster, topic, 20s)) << cluster->diagnostics();
+  a = produce_one(c, correlation++, topic, 0, value_batch("after"));
+  EXPECT_EQ(a.error_code, 0);
+}
+
+// Network partitions between tarn's brokers, as the Kafka run makes them (nftables rules on the
+// packets of each broker's cgroup: scripts/kafka-ref partition): a broker cut off from the other
+// brokers, etcd still reachable (it keeps its lease, so its leaderships: its followers leave its
+// ISR after replica.lag.time.max.ms, and with the ISR at itself acks=all is refused, never
+// acknowledged), or one broker-to-broker link cut, each for up to 10 s, and pauses between.
+// replica.lag.time.max.ms and replica.socket.timeout.ms as the Kafka cluster's (5 s), so an
+// isolation outlasts the lag bound. Soak only (TARN_CLUSTER_CHECK_SECONDS); skipped where
+// partitions cannot be made (not root, no nft, cgroup v2 not under /sys/fs/cgroup).
+TEST(cluster_checker, tarn_partitions_lose_nothing) {
+  if (std::getenv("TARN_CLUSTER_CHECK_SECONDS") == nullptr) {
+    GTEST_SKIP() << "make soak runs it (TARN_CLUSTER_CHECK_SECONDS)";
+  }
+  auto cluster =
+      make_tarn_cluster(3,
+                        {"default.replication.factor=3", "min.insync.replicas=2",
+                         "unclean.leader.election.enable=false", "replica.lag.time.max.ms=5000",
+                         "replica.socket.timeout.ms=5000"},
+                        3);
+  const std::string error = cluster->start();
+  if (error.find("not installed") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  if (!cluster->can_partition()) {
+    GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
+  }
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.replication_factor = 3;
+  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
+              checker::fault::pause};
+  // Up to 10 s: an isolation outlasts the 5 s lag bound and the leader's check after it, so an
+  // isolated leader's ISR shrinks to itself (and acks=all is refused) before the heal.
+  o.fault_max = std::chrono::milliseconds(10000);
+  auto r = checker::run(*cluster, o);
+  report(r, *cluster);
+  ASSERT_EQ(r.error, "") << cluster->diagnostics();
+  EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 // the followers were paused) that the new leader never got: it comes back as a follower, truncates
 // them where the new leader's log diverges from it (DivergingEpoch), and its segment and
 // leader-epoch-checkpoint end up byte for byte the new leader's.
+// And real clients across the same fail-over: confluent-kafka's idempotent producer and a
+// consumer in a group, every acknowledged record read once, in order.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,6 +26,7 @@
 
 #include "etcd_process.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/list_offsets_request.h"
@@ -53,8 +56,11 @@ int32_t session_timeout_ms() {
 
 // A short session for a quick fail-over; a lag bound well above the pauses below, so that the
 // ISR keeps all three while the followers sleep (the leader's death must find them in it).
+// A group's first join is not held back and __consumer_offsets is small (the clients test's
+// consumer joins alone).
 std::vector<std::string> failover_args(const etcd_cluster& etcd, int32_t node_id) {
-  return replication_args(etcd, node_id, session_timeout_ms(), 10000);
+  return replication_args(etcd, node_id, session_timeout_ms(), 10000,
+                          {"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3"});
 }
 
 // With TARN_FAILOVER_TIMELINE set: the brokers' log lines of the fail-over, for docs/cluster.md.
@@ -106,6 +112,7 @@ class cluster_failover : public ::testing::Test {
     }
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
+  void clients_across_a_fail_over(const std::vector<std::string>& client);
   uint16_t port(int32_t id) { return broker(id).port(); }
   std::filesystem::path partition_dir(int32_t id, const std::string& topic) {
     return broker(id).data_dir() / (topic + "-0");
@@ -349,6 +356,80 @@ TEST_F(cluster_failover, a_killed_leader_fails_over_and_comes_back_as_a_truncate
   print_timeline("broker 1 (restarted)", broker(1).output());
   print_timeline("broker 2", broker(2).output());
   print_timeline("broker 3", broker(3).output());
+}
+
+// Real clients across a fail-over: `client` (a command, then its mode and arguments as
+// tests/python/failover_clients.py and tests/java/FailoverClients.java take them) produces
+// idempotently with acks=all to a topic with replication factor 3 and min.insync.replicas=2
+// (three partitions, all led by broker 1, their creator) while broker 1 is killed with SIGKILL;
+// the producer learns the new leaders from Metadata (and KIP-951's hints where it reads them),
+// and every record is acknowledged once. Broker 1 is started again (as its supervisor would;
+// __consumer_offsets wants three replicas), then a consumer in a group reads every acknowledged
+// record exactly once, in order, at the offset it was acknowledged at.
+void cluster_failover::clients_across_a_fail_over(const std::vector<std::string>& client) {
+  const std::string topic = "clients";
+  ASSERT_EQ(create_topic(port(1), topic, 3, {{"min.insync.replicas", "2"}}, 3), 0);
+  for (int32_t p = 0; p < 3; ++p) {
+    ASSERT_TRUE(wait_for_partition(
+        port(3), topic, [](const partition_view& v) { return v.isr.size() == 3; }, 10s, p));
+  }
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(port(1)) +
+                                ",127.0.0.1:" + std::to_string(port(2)) +
+                                ",127.0.0.1:" + std::to_string(port(3));
+  temp_dir tmp;
+  const std::string acked = (tmp.path() / "acked").string();
+  auto args = client;
+  for (const std::string& a :
+       {std::string("produce"), bootstrap, topic, std::string("3"), std::string("3.5"), acked}) {
+    args.push_back(a);
+  }
+  child_process producer(args);
+  ASSERT_TRUE(producer.wait_for_output("started", 60s)) << producer.output();
+
+  broker(1).process().send_signal(SIGKILL);
+  ASSERT_TRUE(broker(1).process().wait_exit(10s));
+  const auto moved = wait_for_partition(
+      port(2), topic, [](const partition_view& v) { return v.leader != 1 && v.leader > 0; }, 20s);
+  ASSERT_TRUE(moved) << broker(2).output();
+  auto produced = producer.wait_exit(90s);
+  ASSERT_TRUE(produced);
+  std::cout << producer.output();
+  EXPECT_EQ(produced->code, 0) << producer.output();
+
+  const std::filesystem::path data1 = broker(1).data_dir();
+  retired_.push_back(std::move(brokers_[0]));
+  brokers_[0] = std::make_unique<broker_process>(failover_args(*etcd_, 1), data1);
+  ASSERT_NE(port(1), 0) << broker(1).output();
+  std::string command = "timeout 90";
+  for (const auto& c : client) command += " '" + c + "'";
+  const auto [rc, out] =
+      run_command(command + " consume " + bootstrap + " " + topic + " readers " + acked + " 30");
+  std::cout << out;
+  EXPECT_EQ(rc, 0) << out;
+}
+
+// confluent-kafka-python on librdkafka 2.0: about 7 s.
+TEST_F(cluster_failover, confluent_kafka_clients_see_every_acknowledged_record_once) {
+  const std::string python = "/usr/bin/python3";  // Debian's, with confluent_kafka
+  if (run_command(python + " -c 'import confluent_kafka'").first != 0) {
+    GTEST_SKIP() << "confluent_kafka not installed";
+  }
+  clients_across_a_fail_over(
+      {python, std::string(TARN_SOURCE_DIR) + "/tests/python/failover_clients.py"});
+}
+
+// Kafka 4.4.0's KafkaProducer and KafkaConsumer (classic group protocol): about 20 s with two JVM
+// starts, so its name puts it in make interop (tests/kafka_tests.regex), not make test; it starts
+// no Kafka broker.
+TEST_F(cluster_failover, java_clients_see_every_acknowledged_record_once_against_kafka_jars) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Java clients run in the release build only";
+#else
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  clients_across_a_fail_over({"/usr/bin/java", "-cp", libs + "/*",
+                              std::string(TARN_SOURCE_DIR) + "/tests/java/FailoverClients.java"});
+#endif
 }
 
 }  // namespace

@@ -41,10 +41,10 @@ class cluster_harness {
   // The tails of the nodes' logs, for a failed test's message.
   virtual std::string diagnostics() const = 0;
 
-  // Network partitions between nodes; clients still reach every node. Only where
-  // can_partition() (Kafka's nodes in cgroups of their own, nftables rules: scripts/kafka-ref
-  // partition); else each returns false. isolate cuts a node off from all others, cut the link
-  // between two; heal_partitions removes every rule.
+  // Network partitions between nodes; clients still reach every node, and tarn's nodes etcd.
+  // Only where can_partition() (each node, Kafka's or tarn's, in a cgroup of its own, nftables
+  // rules: scripts/kafka-ref partition); else each returns false. isolate cuts a node off from
+  // all others, cut the link between two; heal_partitions removes every rule.
   virtual bool can_partition() const { return false; }
   virtual bool isolate(int /*node*/) { return false; }
   virtual bool cut(int /*a*/, int /*b*/) { return false; }

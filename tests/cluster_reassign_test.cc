@@ -145,6 +145,7 @@ class cluster_reassign : public ::testing::Test {
 
   std::unique_ptr<etcd_cluster> etcd_;
   std::vector<std::unique_ptr<broker_process>> brokers_;
+  std::vector<std::unique_ptr<broker_process>> retired_;  // stopped; they own data directories
 };
 
 TEST_F(cluster_reassign, replicas_move_and_no_acknowledged_record_is_lost) {
@@ -282,7 +283,8 @@ TEST_F(cluster_reassign, replicas_move_and_no_acknowledged_record_is_lost) {
 TEST_F(cluster_reassign,
        a_new_replica_starts_at_the_log_start_and_a_cancel_restores_the_assignment) {
   const std::string topic = "trimmed";
-  ASSERT_EQ(create_topic(port(1), topic, 1, {}, 2), 0);  // [1,2]
+  // Partition 0 on [1,2]; partition 1 on [1,3] keeps broker 3 a replica of the topic at the end.
+  ASSERT_EQ(create_topic(port(1), topic, 2, {}, 2), 0);
   wait_for_assignment(topic, 0, {1, 2}, 1);
   if (HasFatalFailure()) return;
   raw_client leader(port(1));
@@ -344,6 +346,41 @@ TEST_F(cluster_reassign,
   listed = list_reassignments(port(1));
   ASSERT_TRUE(listed);
   EXPECT_TRUE(listed->empty());
+  if (HasFatalFailure()) return;
+
+  // Broker 3 removed from partition 0 while it is down: restarted on its data (it still
+  // replicates partition 1, so the topic's logs load), it deletes the copy the states no longer
+  // give it, and follows partition 1 again.
+  const std::filesystem::path data3 = broker(3).data_dir();
+  ASSERT_TRUE(broker(3).stop().has_value());
+  auto away = alter_reassignments(port(1), {{topic, 0, std::vector<int32_t>{1, 2}}});
+  ASSERT_EQ(away.size(), 1u);
+  EXPECT_EQ(away[0].error, 0) << away[0].message;
+  for (int32_t id : {1, 2}) {
+    ASSERT_TRUE(wait_for_partition(
+        port(id), topic,
+        [](const partition_view& p) {
+          return p.replicas == std::vector<int32_t>{1, 2} && sorted(p.isr) == sorted(p.replicas);
+        },
+        15s, 0))
+        << "broker " << id;
+  }
+  const auto copy = data3 / (topic + "-0") / "00000000000000000006.log";
+  ASSERT_FALSE(file_bytes(copy).empty());
+  retired_.push_back(std::move(brokers_[2]));  // owns the data directory
+  brokers_[2] = std::make_unique<broker_process>(replication_args(*etcd_, 3, 15000, 800), data3);
+  ASSERT_NE(port(3), 0) << broker(3).output();
+  const auto gone_by = std::chrono::steady_clock::now() + 10s;
+  auto deleted = [&] {
+    return file_bytes(copy).empty() &&
+           broker(3).output().find("deleted the copy of trimmed-0") != std::string::npos;
+  };
+  while (!deleted() && std::chrono::steady_clock::now() < gone_by) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(file_bytes(copy).empty());
+  EXPECT_NE(broker(3).output().find("deleted the copy of trimmed-0"), std::string::npos);
+  wait_for_assignment(topic, 1, {1, 3}, 1);
 }
 
 }  // namespace

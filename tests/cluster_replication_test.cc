@@ -93,6 +93,7 @@ class cluster_replication : public ::testing::Test {
   virtual std::vector<std::string> extra_overrides() const { return {}; }
   std::vector<std::string> args(int32_t id) const {
     auto a = replication_args(*etcd_, id);
+    a.insert(a.end(), {"--override", "http.listener=127.0.0.1:0"});  // for gauge()
     for (const auto& kv : extra_overrides()) {
       a.push_back("--override");
       a.push_back(kv);
@@ -105,6 +106,30 @@ class cluster_replication : public ::testing::Test {
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
   uint16_t port(int32_t id) { return broker(id).port(); }
+  // A gauge of broker `id`'s /metrics (Prometheus text, no labels), or -1.
+  // The HTTP listener's port of broker `id`, 0 if it has none.
+  uint16_t http_port(int32_t id) {
+    auto http =
+        broker(id).process().wait_for_number_after("http listening on 127.0.0.1:", startup_timeout);
+    return http ? static_cast<uint16_t>(std::stoi(*http)) : 0;
+  }
+  // One request to the web console's JSON API of broker `id`: the whole answer.
+  std::string console(int32_t id, const std::string& method, const std::string& path,
+                      const std::string& body = "") {
+    return http_exchange(http_port(id), method + " " + path +
+                                            " HTTP/1.0\r\nHost: x\r\nContent-Type: "
+                                            "application/json\r\nContent-Length: " +
+                                            std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  double gauge(int32_t id, const std::string& name) {
+    const uint16_t http = http_port(id);
+    if (http == 0) return -1;
+    const std::string text = http_exchange(http, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+    for (const auto& line : lines_with(text, name + " ")) {
+      return std::stod(line.substr(name.size()));
+    }
+    return -1;
+  }
   std::filesystem::path segment(int32_t id, const std::string& topic, int32_t partition = 0) {
     return broker(id).data_dir() / (topic + "-" + std::to_string(partition)) /
            "00000000000000000000.log";
@@ -174,6 +199,23 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
       wait_for_partition(port(1), topic, [](const partition_view& v) { return v.isr.size() == 2; });
   ASSERT_TRUE(shrunk);
   EXPECT_EQ(sorted(shrunk->isr), (std::vector<int32_t>{1, 2}));
+  // Kafka's ReplicaManager gauges on the leader: under-replicated, at its min ISR of 2.
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_leadercount"), 1);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_partitioncount"), 1);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_underreplicatedpartitions"), 1);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_atminisrpartitioncount"), 1);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_underminisrpartitioncount"), 0);
+  // A follower leads nothing and reports nothing under-replicated.
+  EXPECT_EQ(gauge(2, "kafka_server_replicamanager_leadercount"), 0);
+  EXPECT_EQ(gauge(2, "kafka_server_replicamanager_partitioncount"), 1);
+  EXPECT_EQ(gauge(2, "kafka_server_replicamanager_underreplicatedpartitions"), 0);
+  // One active controller among the live brokers, and no partition offline.
+  double controllers = 0;
+  for (int32_t id = 1; id <= 2; ++id) {
+    controllers += gauge(id, "kafka_controller_kafkacontroller_activecontrollercount");
+    EXPECT_EQ(gauge(id, "kafka_controller_kafkacontroller_offlinepartitionscount"), 0);
+  }
+  EXPECT_LE(controllers, 1);
 
   // Follower 2 paused too: the ISR is the leader alone, below min.insync.replicas.
   ASSERT_TRUE(stop_process(broker(2).process()));
@@ -186,6 +228,8 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
       wait_for_partition(port(1), topic, [](const partition_view& v) { return v.isr.size() == 1; });
   ASSERT_TRUE(alone);
   EXPECT_EQ(alone->isr, (std::vector<int32_t>{1}));
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_underminisrpartitioncount"), 1);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_atminisrpartitioncount"), 0);
   {
     auto a = produce_one(leader, correlation++, topic, 0, value_batch("refused"));
     EXPECT_EQ(a.error_code, code(error_code::not_enough_replicas));
@@ -198,6 +242,8 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
       wait_for_partition(port(1), topic, [](const partition_view& v) { return v.isr.size() == 3; });
   ASSERT_TRUE(back);
   EXPECT_EQ(sorted(back->isr), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_underreplicatedpartitions"), 0);
+  EXPECT_EQ(gauge(1, "kafka_server_replicamanager_underminisrpartitioncount"), 0);
   {
     auto a = produce_one(leader, correlation++, topic, 0, value_batch("all three again"));
     EXPECT_EQ(a.error_code, 0);
@@ -325,6 +371,27 @@ TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_
   ASSERT_TRUE(v3);
   EXPECT_EQ(v3->replicas, (std::vector<int32_t>{1, 3, 2}));
 
+  // The web console creates and deletes a topic as CreateTopics and DeleteTopics do: three
+  // replicas with their states, every copy gone with them.
+  const std::string made = console(1, "POST", "/v1/topics", R"({"name": "console-made"})");
+  EXPECT_NE(made.find(" 201 "), std::string::npos) << made;
+  for (int32_t id = 1; id <= 3; ++id) {
+    auto v = wait_for_partition(port(id), "console-made",
+                                [](const partition_view& v) { return v.isr.size() == 3; });
+    ASSERT_TRUE(v) << "broker " << id;
+    EXPECT_EQ(v->replicas, (std::vector<int32_t>{1, 2, 3})) << "broker " << id;
+  }
+  const std::string dropped = console(1, "DELETE", "/v1/topics/console-made");
+  EXPECT_NE(dropped.find(" 200 "), std::string::npos) << dropped;
+  for (int32_t id = 2; id <= 3; ++id) {
+    const auto copy = broker(id).data_dir() / "console-made-0";
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::filesystem::exists(copy) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_FALSE(std::filesystem::exists(copy)) << "broker " << id;
+  }
+
   // Broker 3 gone (a clean stop leaves at once): three replicas cannot be placed. Auto-creation
   // creates nothing and keeps answering UNKNOWN_TOPIC_OR_PARTITION, as Kafka's does;
   // CreatePartitions is INVALID_REPLICATION_FACTOR with Kafka's message.
@@ -340,6 +407,10 @@ TEST_F(cluster_replication_defaults, auto_created_topics_and_new_partitions_are_
       "Auto topic creation failed for too-few with error 'INVALID_REPLICATION_FACTOR': Unable to "
       "replicate the partition 3 time(s)",
       5s));
+  const std::string too_few = console(1, "POST", "/v1/topics", R"({"name": "console-too-few"})");
+  EXPECT_NE(too_few.find(" 400 "), std::string::npos) << too_few;
+  EXPECT_NE(too_few.find("Unable to replicate the partition 3 time(s)"), std::string::npos)
+      << too_few;
   auto refused = create_partitions(port(1), topic, 5);
   EXPECT_EQ(refused.error, code(error_code::invalid_replication_factor));
   EXPECT_EQ(refused.message,

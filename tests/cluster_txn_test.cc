@@ -5,9 +5,17 @@
 // library) writes to three topics led by the three brokers: the coordinator writes its own
 // leader's markers and sends WriteTxnMarkers to the others, so a read_committed consumer sees
 // the committed transaction and not the aborted one, and the last stable offset passes both on
-// every partition. Then the coordinator's broker is killed with SIGKILL mid-transaction: the new
-// leader of the id's partition loads it, the next producer's InitProducerId aborts and fences
-// the open transaction, and the next transaction commits.
+// every partition. __transaction_state is created by a Metadata request with auto-creation, as
+// FindCoordinator creates it. Each leader that is not the coordinator asks it (AddPartitionsToTxn
+// VerifyOnly) before it appends the first batch of a transaction. A second transactional id sends
+// hand-built transactions v2 requests (KIP-890 part 2): Produce v12 to each leader adds the
+// partition through the leader (AddPartitionsToTxn VerifyOnly=false to the coordinator), and
+// TxnOffsetCommit v5 the group's through the group coordinator on another broker; EndTxn v5
+// commits and aborts; a Produce v11 / v9 batch to a partition never added is refused by its
+// leader's verification (TRANSACTION_ABORTABLE / INVALID_TXN_STATE, as Kafka 4.4). Then the
+// coordinator's broker is killed with SIGKILL mid-transaction: the new leader of the id's partition
+// loads it, the next producer's InitProducerId aborts and fences the open transaction, and the next
+// transaction commits.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -21,10 +29,23 @@
 
 #include "etcd_process.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/api_versions_request.h"
+#include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/end_txn_request.h"
+#include "protocol/messages/end_txn_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/init_producer_id_request.h"
+#include "protocol/messages/init_producer_id_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
+#include "protocol/messages/offset_fetch_request.h"
+#include "protocol/messages/offset_fetch_response.h"
+#include "protocol/messages/txn_offset_commit_request.h"
+#include "protocol/messages/txn_offset_commit_response.h"
 #include "replication_util.h"
 #include "tarn/consumer.h"
 #include "tarn/producer.h"
@@ -54,24 +75,25 @@ struct coordinator_answer {
 };
 
 // FindCoordinator v4, key type TRANSACTION, on the broker at `port`.
-coordinator_answer find_txn_coordinator(uint16_t port) {
+coordinator_answer find_txn_coordinator(uint16_t port, const std::string& id = txn_id) {
   kafka_conn c(port, nullptr);
   if (!c.connected()) return {};
   protocol::find_coordinator_request req;
   req.key_type = 1;
-  req.coordinator_keys = {txn_id};
+  req.coordinator_keys = {id};
   auto r = c.call<protocol::find_coordinator_response>(req, 4);
   if (!r || r->coordinators.size() != 1) return {};
   return {r->coordinators[0].error_code, r->coordinators[0].node_id};
 }
 
 coordinator_answer wait_for_txn_coordinator(uint16_t port, int32_t not_node,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            const std::string& id = txn_id) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  coordinator_answer a = find_txn_coordinator(port);
+  coordinator_answer a = find_txn_coordinator(port, id);
   while (!(a.error == 0 && a.node_id != not_node) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
-    a = find_txn_coordinator(port);
+    a = find_txn_coordinator(port, id);
   }
   return a;
 }
@@ -144,6 +166,98 @@ class cluster_txn : public ::testing::Test {
     return values;
   }
 
+  // Produce at `version` of one transactional record to topic-0 on the broker at `port` (its
+  // leader): the partition's error code. Retried, as a Kafka client retries them, while the
+  // leader answers NOT_ENOUGH_REPLICAS (a verification the coordinator could not answer yet) or
+  // CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written).
+  int16_t produce(uint16_t port, int16_t version, const std::string& id, const std::string& topic,
+                  int64_t pid, int16_t epoch, int32_t seq, const std::string& value) {
+    record::batch_builder_config config;
+    config.producer_id = pid;
+    config.producer_epoch = epoch;
+    config.base_sequence = seq;
+    config.transactional = true;
+    record::batch_builder b(config);
+    b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes(value));
+    const std::vector<uint8_t> batch = *b.build();
+    protocol::produce_request req;
+    req.transactional_id = std::string_view(id);
+    req.acks = -1;
+    req.timeout_ms = 10000;
+    auto& t = req.topic_data.emplace_back();
+    t.name = topic;
+    auto& p = t.partition_data.emplace_back();
+    p.index = 0;
+    p.records = std::span<const uint8_t>(batch);
+    kafka_conn c(port, nullptr);
+    int16_t e = -2;
+    for (int i = 0; i < 250; ++i) {
+      auto r = c.call<protocol::produce_response>(req, version);
+      if (!r || r->responses.size() != 1 || r->responses[0].partition_responses.size() != 1) {
+        return -2;
+      }
+      e = r->responses[0].partition_responses[0].error_code;
+      if (e != static_cast<int16_t>(protocol::error_code::not_enough_replicas) &&
+          e != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return e;
+  }
+
+  // TxnOffsetCommit v5 (transactions v2: adds the group's partition) of topics[0]-0 at
+  // `offset` on the group's coordinator: the partition's error code.
+  int16_t txn_offset_commit(uint16_t port, const std::string& id, const std::string& group,
+                            int64_t pid, int16_t epoch, int64_t offset) {
+    kafka_conn c(port, nullptr);
+    protocol::txn_offset_commit_request req;
+    req.transactional_id = id;
+    req.group_id = group;
+    req.producer_id = pid;
+    req.producer_epoch = epoch;
+    req.topics.emplace_back();
+    req.topics[0].name = topics[0];
+    req.topics[0].partitions.emplace_back();
+    req.topics[0].partitions[0].partition_index = 0;
+    req.topics[0].partitions[0].committed_offset = offset;
+    int16_t e = -2;
+    for (int i = 0; i < 250; ++i) {
+      auto r = c.call<protocol::txn_offset_commit_response>(req, 5);
+      if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 1) return -2;
+      e = r->topics[0].partitions[0].error_code;
+      if (e != static_cast<int16_t>(protocol::error_code::coordinator_load_in_progress) &&
+          e != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return e;
+  }
+
+  // EndTxn v5 (transactions v2: the epoch is bumped) on the coordinator: the error and the
+  // epoch answered.
+  std::pair<int16_t, int16_t> end_txn(uint16_t port, const std::string& id, int64_t pid,
+                                      int16_t epoch, bool commit) {
+    kafka_conn c(port, nullptr);
+    protocol::end_txn_request req;
+    req.transactional_id = id;
+    req.producer_id = pid;
+    req.producer_epoch = epoch;
+    req.committed = commit;
+    std::pair<int16_t, int16_t> out{-2, -2};
+    for (int i = 0; i < 250; ++i) {
+      auto r = c.call<protocol::end_txn_response>(req, 5);
+      if (!r) return out;
+      out = {r->error_code, r->producer_epoch};
+      if (r->error_code != static_cast<int16_t>(protocol::error_code::concurrent_transactions)) {
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return out;
+  }
+
   std::unique_ptr<etcd_cluster> etcd_;
   std::vector<std::unique_ptr<broker_process>> brokers_;
 };
@@ -154,9 +268,33 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   for (int32_t id = 1; id <= 3; ++id) {
     ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
   }
-  // The first FindCoordinator creates __transaction_state; then every broker names one leader.
+  // A Metadata naming __transaction_state with auto-creation creates it as FindCoordinator
+  // would, replicated with its partition states (Kafka's AutoTopicCreationManager); then every
+  // broker names one leader of the id's partition.
+  {
+    kafka_conn c(port(2), nullptr);
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, "__transaction_state"});
+    req.allow_auto_topic_creation = true;
+    auto r = c.call<protocol::metadata_response>(req, 12);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(broker(2).process().wait_for_output("auto-created topic __transaction_state", 5s));
+  }
   coordinator_answer first = wait_for_txn_coordinator(port(1), -1, 15s);
   ASSERT_EQ(first.error, 0);
+  {
+    kafka_conn c(port(3), nullptr);
+    protocol::metadata_request req;
+    req.topics.emplace();
+    req.topics->push_back({{}, "__transaction_state"});
+    auto r = c.call<protocol::metadata_response>(req, 12);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->topics.size(), 1u);
+    EXPECT_EQ(r->topics[0].error_code, 0);
+    ASSERT_EQ(r->topics[0].partitions.size(), 3u);
+    for (const auto& p : r->topics[0].partitions) EXPECT_EQ(p.replica_nodes.size(), 3u);
+  }
   for (int32_t id = 2; id <= 3; ++id) {
     coordinator_answer a = find_txn_coordinator(port(id));
     EXPECT_EQ(a.error, 0);
@@ -171,12 +309,101 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   transaction(*p, "committed", true);
   transaction(*p, "aborted", false);
   transaction(*p, "second", true);
+
+  // Transactions v2 by hand for another id: Produce v12 adds each partition through its leader.
+  const std::string v2_id = "payments-v2";
+  const coordinator_answer v2_coordinator = wait_for_txn_coordinator(port(1), -1, 15s, v2_id);
+  ASSERT_EQ(v2_coordinator.error, 0);
+  const uint16_t v2_port = port(v2_coordinator.node_id);
+  int64_t pid = -1;
+  int16_t epoch = -1;
+  {
+    kafka_conn c(v2_port, nullptr);
+    protocol::init_producer_id_request req;
+    req.transactional_id = std::string_view(v2_id);
+    req.transaction_timeout_ms = 60000;
+    auto r = c.call<protocol::init_producer_id_response>(req, 5);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->error_code, 0);
+    pid = r->producer_id;
+    epoch = r->producer_epoch;
+  }
+  // The group's coordinator on another broker than the transaction's (the broker a
+  // FindCoordinator first reaches creates __consumer_offsets and leads it): TxnOffsetCommit v5
+  // adds the group's partition through it.
+  const int32_t other = v2_coordinator.node_id % 3 + 1;
+  const std::string group = "v2-group";
+  coordinator_answer group_coordinator;
+  for (int i = 0; i < 500 && group_coordinator.error != 0; ++i) {
+    kafka_conn c(port(other), nullptr);
+    protocol::find_coordinator_request req;
+    req.key_type = 0;
+    req.coordinator_keys = {group};
+    auto r = c.call<protocol::find_coordinator_response>(req, 4);
+    if (r && r->coordinators.size() == 1) {
+      group_coordinator = {r->coordinators[0].error_code, r->coordinators[0].node_id};
+    }
+    if (group_coordinator.error != 0) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(group_coordinator.error, 0);
+  EXPECT_NE(group_coordinator.node_id, v2_coordinator.node_id);
+  for (const bool commit : {true, false}) {
+    const std::string prefix = commit ? "v2-committed-" : "v2-aborted-";
+    for (int32_t id = 1; id <= 3; ++id) {
+      const std::string& t = topics[static_cast<size_t>(id - 1)];
+      EXPECT_EQ(produce(port(id), 12, v2_id, t, pid, epoch, 0, prefix + t), 0) << t;
+    }
+    EXPECT_EQ(txn_offset_commit(port(group_coordinator.node_id), v2_id, group, pid, epoch,
+                                commit ? 7 : 9),
+              0);
+    const auto [error, bumped] = end_txn(v2_port, v2_id, pid, epoch, commit);
+    ASSERT_EQ(error, 0);
+    EXPECT_EQ(bumped, epoch + 1);
+    epoch = bumped;
+  }
+  // A transactions v1 batch to a partition never added, on a leader that is not the
+  // coordinator: its verification refuses it (TRANSACTION_ABORTABLE for v11, INVALID_TXN_STATE
+  // below), with a transaction open elsewhere and with none.
+  const std::string& other_topic = topics[static_cast<size_t>(other - 1)];
+  const std::string& own_topic = topics[static_cast<size_t>(v2_coordinator.node_id - 1)];
+  EXPECT_EQ(produce(port(other), 11, v2_id, other_topic, pid, epoch, 0, "never-added"), 120);
+  ASSERT_EQ(produce(v2_port, 12, v2_id, own_topic, pid, epoch, 0, "v2-open"), 0);
+  EXPECT_EQ(produce(port(other), 11, v2_id, other_topic, pid, epoch, 0, "never-added"), 120);
+  EXPECT_EQ(produce(port(other), 9, v2_id, other_topic, pid, epoch, 0, "never-added"), 48);
+  ASSERT_EQ(end_txn(v2_port, v2_id, pid, epoch, false).first, 0);
+
+  // The committed transaction's offset, not the aborted one's (OffsetFetch v8 RequireStable).
+  {
+    kafka_conn c(port(group_coordinator.node_id), nullptr);
+    protocol::offset_fetch_request req;
+    req.require_stable = true;
+    req.groups.emplace_back();
+    req.groups[0].group_id = group;
+    req.groups[0].topics.emplace();
+    req.groups[0].topics->emplace_back();
+    req.groups[0].topics->back().name = topics[0];
+    req.groups[0].topics->back().partition_indexes = {0};
+    int64_t offset = -2;
+    for (int i = 0; i < 250 && offset == -2; ++i) {
+      auto r = c.call<protocol::offset_fetch_response>(req, 8);
+      ASSERT_TRUE(r);
+      const auto& p = r->groups.at(0).topics.at(0).partitions.at(0);
+      if (p.error_code == 0) {
+        offset = p.committed_offset;
+      } else {
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+    EXPECT_EQ(offset, 7);
+  }
+
   // read_committed stops at the last stable offset: "second" is visible on every partition only
   // once the aborted transaction's markers (and the committed ones') were written everywhere.
-  EXPECT_EQ(
-      read_committed(bootstrap({1, 2, 3}), 6),
-      (std::multiset<std::string>{"committed-led-by-1", "committed-led-by-2", "committed-led-by-3",
-                                  "second-led-by-1", "second-led-by-2", "second-led-by-3"}));
+  const std::multiset<std::string> committed = {
+      "committed-led-by-1",    "committed-led-by-2",    "committed-led-by-3",
+      "second-led-by-1",       "second-led-by-2",       "second-led-by-3",
+      "v2-committed-led-by-1", "v2-committed-led-by-2", "v2-committed-led-by-3"};
+  EXPECT_EQ(read_committed(bootstrap({1, 2, 3}), committed.size()), committed);
 
   // Mid-transaction (the partitions added, records written, no EndTxn) the coordinator dies.
   ASSERT_TRUE(p->begin_transaction());
@@ -199,14 +426,65 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   init = next->init_transactions();
   ASSERT_TRUE(init) << init.error().message;
   transaction(*next, "after", true);
-  EXPECT_EQ(
-      read_committed(bootstrap(survivors), 9),
-      (std::multiset<std::string>{"committed-led-by-1", "committed-led-by-2", "committed-led-by-3",
-                                  "second-led-by-1", "second-led-by-2", "second-led-by-3",
-                                  "after-led-by-1", "after-led-by-2", "after-led-by-3"}));
+  std::multiset<std::string> all = committed;
+  all.insert({"after-led-by-1", "after-led-by-2", "after-led-by-3"});
+  EXPECT_EQ(read_committed(bootstrap(survivors), all.size()), all);
   // The old producer is fenced.
   auto fenced = p->commit_transaction();
   EXPECT_FALSE(fenced);
+}
+
+// Kafka 4.4.0's Java clients (tests/java/ClusterTxnCheck.java): a KafkaProducer with the default
+// transaction.version (transactions v2: Produce v12 adds each partition through its leader)
+// commits, aborts and commits across the three leaders, and a read_committed KafkaConsumer sees
+// exactly the committed records; then kafka-transactions.sh lists and describes the id. Named for
+// `make interop` (three JVM start-ups: about 15 s on a loaded machine).
+TEST_F(cluster_txn, java_clients_and_tools_across_three_leaders_against_kafka_clients) {
+  if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are missing";
+  for (int32_t id = 1; id <= 3; ++id) {
+    ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
+  }
+  // The cluster finalizes transaction.version 2, so the producer uses transactions v2.
+  {
+    kafka_conn c(port(2), nullptr);
+    protocol::api_versions_request req;
+    req.client_software_name = "tarn-test";
+    req.client_software_version = "1";
+    auto r = c.call<protocol::api_versions_response>(req, 3);
+    ASSERT_TRUE(r);
+    int16_t finalized = -1;
+    for (const auto& f : r->finalized_features) {
+      if (f.name == "transaction.version") finalized = f.max_version_level;
+    }
+    EXPECT_EQ(finalized, 2);
+  }
+  const std::string id = "java-payments";
+  auto [rc, out] =
+      run_command("timeout 120 java -cp '" + kafka_libs() + "/*' " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/java/ClusterTxnCheck.java " + bootstrap({1, 2, 3}) + " " + id + " " +
+                  topics[0] + " " + topics[1] + " " + topics[2] + " 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> got = lines_with(out, "got ");
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want;
+  for (const std::string prefix : {"c-", "d-"}) {
+    for (const auto& t : topics) want.push_back("got " + t + " " + prefix + t);
+  }
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << out;
+
+  // Kafka's own tool: ListTransactions from every broker, DescribeTransactions at the
+  // coordinator.
+  const std::string tool = "timeout 60 " + std::string(TARN_SOURCE_DIR) +
+                           "/scripts/kafka-ref tool org.apache.kafka.tools.TransactionsCommand "
+                           "--bootstrap-server " +
+                           bootstrap({1, 2, 3}) + " ";
+  auto [list_rc, list] = run_command(tool + "list 2>&1");
+  EXPECT_EQ(list_rc, 0) << list;
+  EXPECT_NE(list.find(id), std::string::npos) << list;
+  auto [describe_rc, described] = run_command(tool + "describe --transactional-id " + id + " 2>&1");
+  EXPECT_EQ(describe_rc, 0) << described;
+  EXPECT_NE(described.find("CompleteCommit"), std::string::npos) << described;
 }
 
 }  // namespace

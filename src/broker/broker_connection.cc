@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "broker/config.h"
+#include "cluster/cluster_membership.h"
 #include "protocol/headers.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
@@ -124,6 +127,25 @@ result<void, std::string> broker_connection::io(uint8_t* data, size_t n, bool se
     done += static_cast<size_t>(r);
   }
   return {};
+}
+
+bool connect_to_broker(broker_connection& conn, const broker_config& config,
+                       const cluster::cluster_membership& membership, int32_t node_id) {
+  if (conn.connected()) return true;
+  const std::string listener =
+      config.advertised_listeners.empty() ? "" : config.advertised_listeners[0].name;
+  for (const auto& b : membership.live_brokers()) {
+    if (b.node_id != node_id) continue;
+    const cluster::broker_endpoint* ep = b.endpoint(listener);
+    if (ep == nullptr && !b.listeners.empty()) ep = &b.listeners[0];
+    if (ep == nullptr) return false;
+    if (auto c = conn.connect_to(ep->host, ep->port); !c) {
+      spdlog::debug("{}: broker {}: {}", conn.client_id(), node_id, c.error());
+      return false;
+    }
+    return true;
+  }
+  return false;
 }
 
 }  // namespace tarn::broker

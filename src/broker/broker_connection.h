@@ -11,7 +11,13 @@
 
 #include "base/result.h"
 
+namespace tarn::cluster {
+class cluster_membership;
+}
+
 namespace tarn::broker {
+
+struct broker_config;
 
 // The largest response a broker accepts from another (a fetch of many partitions).
 inline constexpr int32_t max_replica_response_bytes = 64 * 1024 * 1024;
@@ -26,6 +32,7 @@ class broker_connection {
 
   bool connected() const { return fd_ >= 0; }
   const std::string& target() const { return target_; }
+  const std::string& client_id() const { return client_id_; }
 
   result<void, std::string> connect_to(const std::string& host, int32_t port);
   void close_connection();
@@ -47,5 +54,11 @@ class broker_connection {
   std::string target_;
   std::string client_id_;
 };
+
+// Connects `conn` (when it is not connected) to live broker `node_id` on this broker's first
+// advertised listener's name (else the broker's first listener), as the cluster registered it.
+// False when the broker is not live or does not answer: the caller retries later.
+bool connect_to_broker(broker_connection& conn, const broker_config& config,
+                       const cluster::cluster_membership& membership, int32_t node_id);
 
 }  // namespace tarn::broker

@@ -66,8 +66,19 @@ struct broker_snapshot {
   int64_t request_memory_used_bytes = 0;
   int64_t request_memory_limit_bytes = -1;  // queued.max.request.bytes; <= 0 unbounded
   std::vector<double> network_idle_ratio;   // per event loop, 0..1, over the last interval
-  int64_t under_replicated_partitions = 0;  // one node: always 0
-  int64_t offline_partitions = 0;
+  // Kafka's ReplicaManager and controller gauges in a cluster, counted over the partition
+  // states (replica_manager::gauges); none on one node, where every local partition is led,
+  // fully in sync and online, and the node is its own controller.
+  struct replication_gauges {
+    int64_t leaders = 0;           // LeaderCount: states naming this broker leader
+    int64_t partitions = 0;        // PartitionCount: states naming this broker a replica
+    int64_t under_replicated = 0;  // led here, ISR smaller than the (target) replicas
+    int64_t under_min_isr = 0;     // led here, ISR below the topic's min.insync.replicas
+    int64_t at_min_isr = 0;        // led here, ISR at it
+    int64_t offline = 0;           // OfflinePartitionsCount: the active controller's only
+    bool active_controller = false;
+  };
+  std::optional<replication_gauges> replication;
 
   std::vector<committed_offset_snapshot> committed_offsets;  // by group, topic, partition
   std::vector<group_members_snapshot> group_members;         // every live group, by id

@@ -11,6 +11,7 @@
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "broker/topic_placement.h"
 #include "coordinator/group_coordinator.h"
 #include "record/batch_builder.h"
 #include "record/compression.h"
@@ -143,8 +144,14 @@ std::vector<std::pair<std::string, std::vector<int32_t>>> decode_consumer_assign
 
 broker_console::broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
                                const broker_config& config, broker_metrics& metrics,
-                               const replica_manager* replicas)
-    : topics_(topics), groups_(groups), config_(config), metrics_(metrics), replicas_(replicas) {}
+                               replica_manager* replicas,
+                               const cluster::cluster_membership* membership)
+    : topics_(topics),
+      groups_(groups),
+      config_(config),
+      metrics_(metrics),
+      replicas_(replicas),
+      membership_(membership) {}
 
 std::vector<console_topic> broker_console::list_topics() const {
   std::vector<console_topic> out;
@@ -208,10 +215,30 @@ result<console_topic, console_error> broker_console::create_topic(const console_
           fmt::format("Topic '{}' collides with existing topic: {}", spec.name, existing->name)});
     }
   }
+  // In a cluster, as CreateTopics without a replication factor: default.replication.factor
+  // replicas over the live brokers, led by this broker.
+  std::vector<std::vector<int32_t>> assignment;
+  if (replicas_ != nullptr) {
+    const std::vector<int32_t> live = replica_candidates(membership_, config_.node_id);
+    const int32_t rf = config_.default_replication_factor;
+    assignment = place_partitions(config_.node_id, live, 0, partitions, rf);
+    if (assignment.empty()) {
+      return fail(console_error{console_errc::invalid,
+                                replication_factor_error(rf, static_cast<int32_t>(live.size()))});
+    }
+  }
   auto created = logs.create_topic(spec.name, partitions, overrides, wall_clock_ms());
   if (!created) return fail(console_error_of(created.error()));
   spdlog::info("created topic {} ({} partition(s), id {}) over HTTP", spec.name, partitions,
                (*created)->topic_id.to_string());
+  if (replicas_ != nullptr) {
+    // Their states in etcd: the followers open their logs when they see them.
+    auto states =
+        replicas_->create_partition_states((*created)->topic_id, (*created)->name, assignment, 0);
+    if (!states) {
+      spdlog::error("topic {}: partition states not written: {}", spec.name, states.error());
+    }
+  }
   return console_topic_of(logs, **created, true);
 }
 
@@ -223,11 +250,19 @@ result<void, console_error> broker_console::delete_topic(std::string_view name) 
   {
     auto guard = topics_.control_lock();
     auto& logs = topics_.logs();
-    if (logs.find_topic(name) == nullptr) {
+    const storage::topic_info* topic = logs.find_topic(name);
+    if (topic == nullptr) {
       return fail(console_error{console_errc::not_found,
                                 fmt::format("The topic '{}' does not exist.", name)});
     }
+    const storage::uuid topic_id = topic->topic_id;
     if (auto d = logs.delete_topic(name); !d) return fail(console_error_of(d.error()));
+    if (replicas_ != nullptr) {
+      // As DeleteTopics: its followers drop their copies when the states go.
+      if (auto r = replicas_->delete_partition_states(topic_id); !r) {
+        spdlog::error("topic {}: partition states not deleted: {}", name, r.error());
+      }
+    }
   }
   spdlog::info("deleted topic {} over HTTP", name);
   // Its committed offsets go too, as DeleteTopics does; after the lock, as there.

@@ -9,6 +9,9 @@
 namespace tarn::coordinator {
 class group_coordinator;
 }
+namespace tarn::cluster {
+class cluster_membership;
+}
 
 namespace tarn::broker {
 
@@ -22,11 +25,13 @@ class broker_console final : public console_backend {
   // a million directories).
   static constexpr int32_t max_partitions = 10000;
 
-  // `replicas`: in a cluster, records go only to partitions this broker serves as leader, with
-  // their leader epoch.
+  // `replicas` and `membership`: in a cluster, records go only to partitions this broker serves
+  // as leader, with their leader epoch, and topics are created and deleted with their partition
+  // states, as CreateTopics and DeleteTopics do.
   broker_console(topic_manager& topics, coordinator::group_coordinator& groups,
                  const broker_config& config, broker_metrics& metrics,
-                 const replica_manager* replicas = nullptr);
+                 replica_manager* replicas = nullptr,
+                 const cluster::cluster_membership* membership = nullptr);
 
   std::vector<console_topic> list_topics() const override;
   result<console_topic, console_error> describe_topic(std::string_view name) const override;
@@ -51,7 +56,8 @@ class broker_console final : public console_backend {
   coordinator::group_coordinator& groups_;
   const broker_config& config_;
   broker_metrics& metrics_;
-  const replica_manager* replicas_;
+  replica_manager* replicas_;
+  const cluster::cluster_membership* membership_;
 };
 
 }  // namespace tarn::broker

@@ -83,6 +83,7 @@ class request_memory;
 class broker_metrics;
 class broker_authorizer;
 class producer_id_source;
+class txn_verifier;
 struct broker_services {
   const broker_config& config;
   const handler_registry& handlers;
@@ -103,6 +104,8 @@ struct broker_services {
   cluster::cluster_membership* membership = nullptr;
   // In a cluster: partition states, the ISR and the replica fetchers (null on a single node).
   replica_manager* replicas = nullptr;
+  // In a cluster: Produce's and TxnOffsetCommit's check with the transaction coordinator.
+  txn_verifier* verifier = nullptr;
 };
 
 struct connection_info {

@@ -45,7 +45,9 @@
 //     are listed like any other in an all-topics request, as Kafka 4.4 lists them (clients
 //     filter them, e.g. the Java consumer's exclude.internal.topics). Auto-creating
 //     __consumer_offsets by name gives it offsets.topic.num.partitions partitions and its
-//     compacted configs (offsets_topic.h), as Kafka's AutoTopicCreationManager does.
+//     compacted configs (offsets_topic.h), as Kafka's AutoTopicCreationManager does, and
+//     __transaction_state is created by the transaction coordinator as FindCoordinator key type
+//     1 creates it (in a cluster: replicated, with partition states).
 // Not supported: racks, quotas (ThrottleTimeMs 0).
 #include <spdlog/spdlog.h>
 
@@ -63,6 +65,8 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
+#include "txn/txn_coordinator.h"
+#include "txn/txn_log.h"
 
 namespace tarn::broker {
 
@@ -269,6 +273,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
                 security::cluster_resource_name, 1, true, false);
   std::set<std::string_view> seen_names;
   std::deque<std::string> created_names;
+  bool create_transaction_state = false;
   // Where auto-created topics' replicas may go (this broker alone on a single node).
   const std::vector<int32_t> live_ids =
       may_create ? replica_candidates(request.services) : std::vector<int32_t>{};
@@ -338,6 +343,16 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
       continue;
     }
+    // __transaction_state is created as FindCoordinator key type 1 creates it (Kafka's
+    // AutoTopicCreationManager: transaction.state.log.num.partitions partitions,
+    // transaction.state.log.replication.factor replicas and the coordinator's configs; in a
+    // cluster with its partition states), by the coordinator's own creation, which takes the
+    // control lock itself: after the answer is built and the locks are let go.
+    if (name == txn::transaction_state_topic_name && request.services.txns != nullptr) {
+      create_transaction_state = true;
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+      continue;
+    }
     // __consumer_offsets gets its own partition count and configs (Kafka's
     // AutoTopicCreationManager creates internal topics as their coordinator would).
     const bool offsets = name == coordinator::offsets_topic_name;
@@ -381,7 +396,18 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
   }
   for (auto& t : denied_create) reply.topics.push_back(std::move(t));
   for (auto& t : denied_describe) reply.topics.push_back(std::move(t));
-  co_return encode_response(reply, version);
+  response answer = encode_response(reply, version);  // the reply views the locked maps
+  if (create_transaction_state) {
+    if (control.owns_lock()) control.unlock();
+    if (shared.owns_lock()) shared.unlock();
+    // COORDINATOR_NOT_AVAILABLE (fewer live brokers than its replication factor) leaves it
+    // missing, as Kafka's controller refuses it: the client asks again.
+    if (request.services.txns->find_coordinator() == error_code::none) {
+      spdlog::info("auto-created topic {} (Metadata from {})", txn::transaction_state_topic_name,
+                   request.connection.peer);
+    }
+  }
+  co_return answer;
 }
 
 }  // namespace

@@ -57,13 +57,18 @@
 // Transactions (docs/transactions.md): a transactional batch is appended only to a partition
 // its producer's ongoing transaction holds (txn/txn_coordinator.h), else INVALID_TXN_STATE;
 // appended, it opens the producer's transaction in the partition's producer state (the last
-// stable offset stops there until the marker).
+// stable offset stops there until the marker). In a cluster, when the producer's coordinator is
+// another broker, the leader asks it first (txn_verifier.h, Kafka's AddPartitionsToTxnManager:
+// VerifyOnly below v12, the partition added for the producer from v12) for the first batch of
+// the transaction in the partition, and the request waits for the answer without blocking the
+// loop; its errors are mapped as Kafka's ReplicaManager maps them.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <asio/this_coro.hpp>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <variant>
 
 #include "broker/authorization.h"
@@ -76,6 +81,7 @@
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "broker/txn_verifier.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
@@ -191,6 +197,9 @@ struct partition_work {
   // A transactional batch: its producer's markers in the partition when the transaction was
   // asked whether it holds the partition; a marker written since then refuses the batch.
   uint32_t markers_before_check = 0;
+  // In a cluster, with the producer's coordinator on another broker: asked there first
+  // (txn_verifier.h) before the batch is appended.
+  bool verify_with_coordinator = false;
 };
 
 struct topic_work {
@@ -244,16 +253,9 @@ error_code transaction_check(txn::txn_coordinator* txns,
                              const std::optional<std::string_view>& transactional_id,
                              const storage::validated_batch& batch,
                              const txn::topic_partition_key& partition, int16_t version,
-                             int64_t now, bool cluster) {
+                             int64_t now) {
   if (txns == nullptr || !transactional_id || transactional_id->empty()) {
     return error_code::invalid_txn_state;
-  }
-  // In a cluster the producer's coordinator is mostly another broker's: its batch is accepted
-  // unverified there (Kafka's leader asks the coordinator with AddPartitionsToTxn VerifyOnly;
-  // not yet in tarn, docs/compatibility.md). The markers still close it: the producer added the
-  // partition to its transaction at its coordinator first.
-  if (cluster && txns->owner_error(*transactional_id) != error_code::none) {
-    return error_code::none;
   }
   error_code e = version >= 12 ? txns->add_partitions(*transactional_id, batch.producer_id,
                                                       batch.producer_epoch, {partition}, now)
@@ -464,19 +466,32 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         // Asked before the topics lock: the coordinator takes that lock itself when it writes
         // markers.
         txn::txn_coordinator* txns = request.services.txns;
+        bool ongoing_here = false;  // the producer's transaction already wrote here
         {
           auto guard = topics.read_lock();
           if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
             std::lock_guard log_lock(log->mutex());
             pw.markers_before_check = log->producers().markers_written(pw.validated.producer_id);
+            const storage::producer_entry* e = log->producers().find(pw.validated.producer_id);
+            ongoing_here = e != nullptr && e->current_txn_first_offset >= 0 &&
+                           e->epoch == pw.validated.producer_epoch;
           }
         }
-        if (txns == nullptr ||
-            !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
-                                  {tw.name, pw.index})) {
-          const error_code e =
-              transaction_check(txns, req.transactional_id, pw.validated, {tw.name, pw.index},
-                                version, now, request.services.replicas != nullptr);
+        // In a cluster a coordinator on another broker is asked (Kafka's
+        // AddPartitionsToTxnManager), unless the transaction already wrote to this partition at
+        // this epoch (Kafka's hasOngoingTransaction: the verification done for its first batch
+        // holds until its marker).
+        const bool remote_coordinator =
+            request.services.verifier != nullptr && txns != nullptr && req.transactional_id &&
+            !req.transactional_id->empty() &&
+            txns->owner_error(*req.transactional_id) != error_code::none;
+        if (remote_coordinator) {
+          pw.verify_with_coordinator = !ongoing_here;
+        } else if (txns == nullptr ||
+                   !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
+                                         {tw.name, pw.index})) {
+          const error_code e = transaction_check(txns, req.transactional_id, pw.validated,
+                                                 {tw.name, pw.index}, version, now);
           if (e != error_code::none) {
             pw.failure = to_failure(request_error{
                 e, fmt::format("transactional batch of producer {} epoch {} to {}-{}: {}",
@@ -484,6 +499,58 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
                                pw.index, protocol::describe(e).name)});
           }
         }
+      }
+    }
+  }
+
+  // The batches whose coordinator is another broker's: one verification for the request (a
+  // Produce has one transactional id), answered before anything is appended, without blocking
+  // the loop. A marker written meanwhile still refuses the batch (markers_before_check).
+  {
+    txn_verification v;
+    std::vector<partition_work*> verifying;
+    for (auto& tw : work) {
+      for (auto& pw : tw.parts) {
+        if (pw.failure || !pw.verify_with_coordinator) continue;
+        if (verifying.empty()) {
+          v.producer_id = pw.validated.producer_id;
+          v.producer_epoch = pw.validated.producer_epoch;
+        } else if (pw.validated.producer_id != v.producer_id ||
+                   pw.validated.producer_epoch != v.producer_epoch) {
+          // Batches of two producers under one transactional id: not a client's request.
+          pw.failure = to_failure(request_error{error_code::invalid_txn_state,
+                                                "transactional batches of two producers"});
+          continue;
+        }
+        v.partitions.emplace_back(tw.name, pw.index);
+        verifying.push_back(&pw);
+      }
+    }
+    if (!verifying.empty()) {
+      v.transactional_id = std::string(*req.transactional_id);
+      const txn_supported_operation v_operation = produce_operation(version);
+      v.operation = v_operation;
+      auto pending = std::make_shared<pending_verification>(co_await asio::this_coro::executor);
+      v.done = pending->callback();
+      request.services.verifier->submit(std::move(v));
+      if (!co_await pending->wait(request)) {
+        co_return close_connection{"connection closed during a transaction verification"};
+      }
+      for (size_t i = 0; i < verifying.size(); ++i) {
+        const error_code coordinator_error =
+            i < pending->errors().size() ? pending->errors()[i] : error_code::network_exception;
+        const error_code e = verification_produce_error(coordinator_error, v_operation);
+        if (e == error_code::none) continue;
+        // Kafka's ReplicaManager messages.
+        std::string reason = e == error_code::not_enough_replicas
+                                 ? fmt::format(
+                                       "Unable to verify the partition has been added to the "
+                                       "transaction. Underlying error: {}",
+                                       protocol::describe(coordinator_error).name)
+                             : e == error_code::invalid_txn_state
+                                 ? std::string("Partition was not added to the transaction")
+                                 : std::string(protocol::describe(e).message);
+        verifying[i]->failure = to_failure(request_error{e, std::move(reason)});
       }
     }
   }

@@ -4,19 +4,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <netdb.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <numeric>
+#include <set>
 
 #include "broker/broker_connection.h"
 #include "broker/fetch_waiters.h"
@@ -90,6 +85,16 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
       auto state = cluster::decode_partition_state(kv.value);
       if (!key || !state) continue;
       m->apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
+    }
+    // A copy a reassignment removed while this broker was down: its log was loaded from the data
+    // directory, but the states no longer name this broker, so the worker deletes it as it would
+    // have at the move (an empty log of a partition never replicated here is left alone).
+    for (auto& [key, e] : m->partitions_) {
+      if (e.local_log || e.topic.empty() || is_replica(e.state.state.replicas, m->node_id_)) {
+        continue;
+      }
+      const storage::log* log = topics.logs().get_log(e.topic, key.second);
+      if (log != nullptr && log->log_end_offset() > 0) e.local_log = true;
     }
     m->work_pending_ = true;
   }
@@ -219,7 +224,9 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
   // Named at once when the metadata log has the topic: the handlers find partitions by name,
   // and one they cannot find follows the single-node rules (a broker restarted on the logs of a
   // partition it used to lead must not serve it before its role is settled).
-  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) e.topic = n->second;
+  if (auto n = names.find(topic_id); e.topic.empty() && n != names.end()) {
+    name_entry({topic_id, partition}, e, n->second);
+  }
   if (e.state.state.leader != state.state.leader ||
       e.state.state.leader_epoch != state.state.leader_epoch) {
     leadership_changes_.fetch_add(1);
@@ -287,7 +294,7 @@ void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
       auto key = parse_partition_key(ev.kv.key, dir);
       if (!key) continue;
       if (ev.type == cluster::etcd::watch_event::kind::delete_key) {
-        partitions_.erase({key->first, key->second});
+        erase_entry({key->first, key->second});
         work_pending_ = true;
         cv_.notify_all();
         continue;
@@ -317,7 +324,7 @@ result<void, std::string> replica_manager::create_partition_states(
       if (assignment[p].size() > 1 && !log->replicated()) log->set_replicated(0);
       std::lock_guard g(mu_);
       entry& e = partitions_[{topic_id, index}];
-      e.topic = topic;
+      name_entry({topic_id, index}, e, topic);
       e.local_log = true;
       adopted_[topic_id] = topic;
       apply_state(topic_id, index, **read, {}, wake);
@@ -331,7 +338,11 @@ result<void, std::string> replica_manager::delete_partition_states(const storage
   auto deleted = client_->delete_range(dir, cluster::etcd::prefix_end(dir));
   if (!deleted) return fail("etcd: " + deleted.error().message);
   std::lock_guard g(mu_);
-  std::erase_if(partitions_, [&](const auto& p) { return p.first.first == topic_id; });
+  std::vector<entry_key> gone;
+  for (const auto& [key, e] : partitions_) {
+    if (key.first == topic_id) gone.push_back(key);
+  }
+  for (const auto& key : gone) erase_entry(key);
   return {};
 }
 
@@ -386,10 +397,38 @@ void replica_manager::delete_removed_replicas() {
 
 const replica_manager::entry* replica_manager::find(std::string_view topic,
                                                     int32_t partition) const {
-  for (const auto& [key, e] : partitions_) {
-    if (key.second == partition && e.topic == topic) return &e;
+  auto t = by_name_.find(topic);
+  if (t == by_name_.end()) return nullptr;
+  auto p = t->second.find(partition);
+  if (p == t->second.end()) return nullptr;
+  auto it = partitions_.find(p->second);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+void replica_manager::name_entry(const entry_key& key, entry& e, std::string topic) {
+  if (!e.topic.empty() && e.topic != topic) {
+    auto t = by_name_.find(e.topic);
+    if (t != by_name_.end()) {
+      if (auto p = t->second.find(key.second); p != t->second.end() && p->second == key) {
+        t->second.erase(p);
+      }
+      if (t->second.empty()) by_name_.erase(t);
+    }
   }
-  return nullptr;
+  by_name_[topic][key.second] = key;
+  e.topic = std::move(topic);
+}
+
+void replica_manager::erase_entry(const entry_key& key) {
+  auto it = partitions_.find(key);
+  if (it == partitions_.end()) return;
+  if (auto t = by_name_.find(it->second.topic); t != by_name_.end()) {
+    if (auto p = t->second.find(key.second); p != t->second.end() && p->second == key) {
+      t->second.erase(p);
+    }
+    if (t->second.empty()) by_name_.erase(t);
+  }
+  partitions_.erase(it);
 }
 
 replica_manager::entry* replica_manager::find(std::string_view topic, int32_t partition) {
@@ -504,6 +543,39 @@ int32_t replica_manager::leaderships() const {
   return static_cast<int32_t>(
       std::count_if(partitions_.begin(), partitions_.end(),
                     [&](const auto& p) { return p.second.state.state.leader == node_id_; }));
+}
+
+broker_snapshot::replication_gauges replica_manager::gauges() const {
+  broker_snapshot::replication_gauges out;
+  // As Kafka's: only the active controller counts offline partitions (a leader that is not
+  // live, or none); the registrations are read before this class's locks.
+  out.active_controller = membership_.is_controller();
+  std::set<int32_t> live;
+  if (out.active_controller) {
+    for (const auto& b : membership_.live_brokers()) live.insert(b.node_id);
+  }
+  auto maps = topics_.read_lock();
+  std::lock_guard g(mu_);
+  for (const auto& [key, e] : partitions_) {
+    const cluster::partition_state& s = e.state.state;
+    if (out.active_controller && (s.leader < 0 || !live.contains(s.leader))) ++out.offline;
+    if (!is_replica(s.replicas, node_id_)) continue;
+    ++out.partitions;
+    if (s.leader != node_id_) continue;
+    ++out.leaders;
+    // Kafka's Partition.isUnderReplicated: against the target's size while a move runs.
+    const size_t target =
+        s.replicas.size() - std::min(s.replicas.size(), s.removing_replicas.size());
+    if (s.isr.size() < target) ++out.under_replicated;
+    // Kafka's effective min ISR: the topic's min.insync.replicas, at most the replica count.
+    const storage::log* log = e.local_log ? topics_.logs().get_log(e.topic, key.second) : nullptr;
+    if (log == nullptr) continue;
+    const size_t min_isr = std::min<size_t>(
+        static_cast<size_t>(std::max(log->config().min_insync_replicas, 1)), s.replicas.size());
+    if (s.isr.size() < min_isr) ++out.under_min_isr;
+    if (s.isr.size() == min_isr) ++out.at_min_isr;
+  }
+  return out;
 }
 
 result<std::vector<cluster::election_result>, std::string> replica_manager::elect_leaders(
@@ -637,7 +709,7 @@ void replica_manager::open_replica_logs() {
       if (it->second.state.state.replicas.size() > 1 && !log->replicated()) {
         log->set_replicated(log->log_start_offset());
       }
-      it->second.topic = topic->name;
+      name_entry(it->first, it->second, topic->name);
       it->second.local_log = true;
       // Deleted with its states (replica_manager.h).
       adopted_[topic_id] = topic->name;

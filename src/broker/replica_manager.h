@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "broker/broker_snapshot.h"
 #include "broker/config.h"
 #include "broker/topic_handler_util.h"
 #include "cluster/cluster_membership.h"
@@ -113,6 +114,8 @@ class replica_manager {
   int32_t isr_size(std::string_view topic, int32_t partition) const;
   // How many partition states name this broker leader (a controlled shutdown waits for none).
   int32_t leaderships() const;
+  // The replication gauges of a metrics scrape, counted over the states as they are now.
+  broker_snapshot::replication_gauges gauges() const;
   // ElectLeaders in the cluster (cluster::elect_leaders: read, decide, compare-and-swap) for
   // partitions with states, by topic id and index; blocking on etcd.
   result<std::vector<cluster::election_result>, std::string> elect_leaders(
@@ -192,6 +195,9 @@ class replica_manager {
                        int32_t leader_epoch) const;
   const entry* find(std::string_view topic, int32_t partition) const;  // under mu_
   entry* find(std::string_view topic, int32_t partition);              // under mu_
+  // Names an entry (under mu_) and indexes it in by_name_; erase_entry() drops both.
+  void name_entry(const entry_key& key, entry& e, std::string topic);
+  void erase_entry(const entry_key& key);
 
   const broker_config& config_;
   std::string prefix_;
@@ -207,6 +213,10 @@ class replica_manager {
   bool stopping_ = false;
   bool work_pending_ = false;
   std::map<entry_key, entry> partitions_;
+  // The named entries by topic name and partition: every produce and fetch of a replicated
+  // partition looks its entry up by name (a topic re-created under the same name indexes its
+  // newest id).
+  std::map<std::string, std::map<int32_t, entry_key>, std::less<>> by_name_;
   std::map<storage::uuid, std::string> adopted_;  // replicated topics whose logs are open here
   std::atomic<bool> stop_fetchers_{false};
   // Grows whenever a state names another leader or leader epoch: a fetcher backing off starts

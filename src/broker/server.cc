@@ -43,6 +43,7 @@
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
 #include "broker/txn_marker_sender.h"
+#include "broker/txn_verifier.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/producer_id_blocks.h"
 #include "coordinator/group_coordinator.h"
@@ -151,6 +152,8 @@ struct server::impl {
   std::unique_ptr<txn::txn_coordinator> txns;
   // In a cluster: the markers of partitions other brokers lead (txn_marker_sender.h).
   std::unique_ptr<txn_marker_sender> txn_sender;
+  // In a cluster: Produce's and TxnOffsetCommit's check with the transaction coordinator.
+  std::unique_ptr<txn_verifier> verifier;
   int64_t last_txn_abort_check_ms = 0;
   int64_t last_txn_expire_check_ms = -1;  // first run one interval after start, as Kafka's
   std::unique_ptr<broker_console> console;
@@ -219,6 +222,7 @@ server::~server() {
     }
   }
   impl_->join_groups_loader();
+  if (impl_->verifier) impl_->verifier->stop();  // before the replica manager it reads goes
 }
 
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
@@ -503,6 +507,8 @@ result<void, std::string> server::start() {
                                                        *s.topics, *s.txn_markers);
     s.txns->set_marker_queue(s.txn_sender.get());
     s.txn_sender->start(*s.txns);
+    s.verifier = std::make_unique<txn_verifier>(s.config, *s.replicas, *s.membership, *s.txns);
+    s.verifier->start();
   } else {
     // __transaction_state is small (one compacted record per transactional id): loaded before
     // the listeners open, so no request sees a coordinator still loading.
@@ -544,8 +550,8 @@ result<void, std::string> server::start() {
           return std::nullopt;
         });
   }
-  s.console =
-      std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics, s.replicas.get());
+  s.console = std::make_unique<broker_console>(*s.topics, *s.groups, s.config, s.metrics,
+                                               s.replicas.get(), s.membership.get());
   s.services = std::make_unique<broker_services>(broker_services{
       s.config, s.registry, std::move(advertised), s.topics.get(), s.fetch_sessions.get(),
       s.waiters.get(), s.memory.get(), s.groups.get(), s.quotas.get(),
@@ -554,6 +560,7 @@ result<void, std::string> server::start() {
   s.services->membership = s.membership.get();
   s.services->producer_ids = s.producer_ids.get();
   s.services->replicas = s.replicas.get();
+  s.services->verifier = s.verifier.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -695,6 +702,7 @@ int server::run() {
   }
   s.join_groups_loader();
   if (s.txn_sender) s.txn_sender->stop();  // it writes through the replica manager's states
+  if (s.verifier) s.verifier->stop();      // it reads them
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
   s.replicas.reset();
@@ -1128,6 +1136,7 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
   if (!std::is_sorted(out.partitions.begin(), out.partitions.end(), by_topic_partition)) {
     std::sort(out.partitions.begin(), out.partitions.end(), by_topic_partition);
   }
+  if (s.replicas) out.replication = s.replicas->gauges();
   if (options.committed_offsets && s.groups) {
     for (auto& c : s.groups->committed_offsets()) {
       out.committed_offsets.push_back(

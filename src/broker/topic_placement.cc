@@ -12,9 +12,14 @@
 namespace tarn::broker {
 
 std::vector<int32_t> replica_candidates(const broker_services& services) {
-  if (services.membership == nullptr) return {services.config.node_id};
+  return replica_candidates(services.membership, services.config.node_id);
+}
+
+std::vector<int32_t> replica_candidates(const cluster::cluster_membership* membership,
+                                        int32_t node_id) {
+  if (membership == nullptr) return {node_id};
   std::vector<int32_t> ids;
-  for (const auto& b : services.membership->live_brokers()) ids.push_back(b.node_id);
+  for (const auto& b : membership->live_brokers()) ids.push_back(b.node_id);
   std::sort(ids.begin(), ids.end());
   return ids;
 }

@@ -19,6 +19,9 @@ namespace tarn::broker {
 // The brokers replicas may go to: every live registered broker in a cluster (ascending ids),
 // this broker alone on a single node.
 std::vector<int32_t> replica_candidates(const broker_services& services);
+// The same from the membership (null on a single node) and this broker's id.
+std::vector<int32_t> replica_candidates(const cluster::cluster_membership* membership,
+                                        int32_t node_id);
 
 // Kafka's INVALID_REPLICATION_FACTOR message when a factor exceeds the live brokers
 // (ReplicationControlManager, via the replica placer).

@@ -171,22 +171,7 @@ void txn_marker_sender::send_to(
     std::vector<txn::marker_progress>& active) {
   auto& conn = connections_[leader];
   if (!conn) conn = std::make_unique<broker_connection>("tarn-txn-marker-sender");
-  if (!conn->connected()) {
-    const std::string listener =
-        config_.advertised_listeners.empty() ? "" : config_.advertised_listeners[0].name;
-    for (const auto& b : membership_.live_brokers()) {
-      if (b.node_id != leader) continue;
-      const cluster::broker_endpoint* ep = b.endpoint(listener);
-      if (ep == nullptr && !b.listeners.empty()) ep = &b.listeners[0];
-      if (ep != nullptr) {
-        if (auto c = conn->connect_to(ep->host, ep->port); !c) {
-          spdlog::debug("transaction marker sender: broker {}: {}", leader, c.error());
-        }
-      }
-      break;
-    }
-    if (!conn->connected()) return;  // retried next round
-  }
+  if (!connect_to_broker(*conn, config_, membership_, leader)) return;  // retried next round
   // One marker per entry, its partitions grouped by topic.
   protocol::write_txn_markers_request req;
   std::map<size_t, size_t> marker_of;  // entry index -> index in req.markers

@@ -12,6 +12,10 @@
 // group created for generation -1, UNKNOWN_TOPIC_OR_PARTITION, metadata size), writes it to
 // __consumer_offsets in a transactional batch of the producer, and keeps it pending until the
 // transaction's marker: OffsetFetch sees it only once the transaction committed; an abort drops it.
+// In a cluster, when the producer's transaction coordinator is another broker, the check is asked
+// there (txn_verifier.h, as Kafka's group coordinator asks through AddPartitionsToTxnManager),
+// without blocking the loop; NETWORK_EXCEPTION answers COORDINATOR_LOAD_IN_PROGRESS (Kafka's
+// CoordinatorOperationExceptionHelper).
 // Replaying __consumer_offsets rebuilds the same. If the transaction ends between that check and
 // the append (a marker of the producer reached the partition meanwhile), the offsets are refused
 // with INVALID_TXN_STATE rather than left pending for ever.
@@ -24,6 +28,7 @@
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "broker/txn_verifier.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/offsets_log.h"
 #include "protocol/error_codes.h"
@@ -102,7 +107,26 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
         markers_before = log->producers().markers_written(decoded->producer_id);
       }
     }
-    if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch, offsets_partition)) {
+    if (request.services.verifier != nullptr &&
+        txns->owner_error(decoded->transactional_id) != error_code::none) {
+      // In a cluster the transaction coordinator is mostly another broker's: asked there, as
+      // Kafka's group coordinator asks through AddPartitionsToTxnManager (txn_verifier.h).
+      txn_verification v;
+      v.transactional_id = std::string(decoded->transactional_id);
+      v.producer_id = decoded->producer_id;
+      v.producer_epoch = decoded->producer_epoch;
+      v.partitions = {offsets_partition};
+      v.operation = txn_offset_commit_operation(version);
+      auto pending = std::make_shared<pending_verification>(co_await asio::this_coro::executor);
+      v.done = pending->callback();
+      request.services.verifier->submit(std::move(v));
+      if (!co_await pending->wait(request)) {
+        co_return close_connection{"connection closed during a transaction verification"};
+      }
+      refused = verification_group_error(pending->errors().empty() ? error_code::network_exception
+                                                                   : pending->errors().front());
+    } else if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch,
+                                     offsets_partition)) {
       refused =
           version >= 5
               ? txns->add_partitions(decoded->transactional_id, decoded->producer_id,

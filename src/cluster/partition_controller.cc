@@ -26,6 +26,42 @@ int32_t node_id_of(std::string_view key, std::string_view dir) {
   return ec == std::errc() && end == key.data() + key.size() ? id : -1;
 }
 
+// The registrations' compare a write of a new leader carries: a leader that died or began
+// shutting down since the read is not written.
+etcd::compare registration_unchanged(const std::string& brokers_dir, int32_t node_id,
+                                     const std::map<int32_t, int64_t>& registration_revisions) {
+  auto found = registration_revisions.find(node_id);
+  return {brokers_dir + std::to_string(node_id),
+          etcd::compare::target_kind::mod_revision,
+          etcd::compare::result_kind::equal,
+          found == registration_revisions.end() ? int64_t{0} : found->second,
+          {}};
+}
+
+// The compare-and-swap rounds of ElectLeaders and AlterPartitionReassignments: each round reads
+// the live brokers and calls round(live, registration_revisions, pending), which decides what it
+// can and returns the items whose write lost to a concurrent change. A write loses only to a
+// change made between its read and itself, so five rounds are plenty; what still loses is
+// returned (the callers answer it REQUEST_TIMED_OUT: it changes faster than it can be decided on).
+template <typename Round>
+result<std::vector<size_t>, etcd::etcd_error> cas_rounds(etcd::etcd_client& client,
+                                                         const std::string& brokers_dir,
+                                                         size_t count, Round round) {
+  std::vector<size_t> pending(count);
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  for (int r = 0; r < 5 && !pending.empty(); ++r) {
+    auto registered = client.range(brokers_dir, etcd::prefix_end(brokers_dir));
+    if (!registered) return fail(registered.error());
+    std::map<int32_t, int64_t> registration_revisions;
+    const broker_states live =
+        live_brokers_of(registered->kvs, brokers_dir, &registration_revisions);
+    auto again = round(live, registration_revisions, pending);
+    if (!again) return fail(again.error());
+    pending = std::move(*again);
+  }
+  return pending;
+}
+
 }  // namespace
 
 result<std::unique_ptr<partition_controller>, etcd::etcd_error> partition_controller::start(
@@ -141,15 +177,9 @@ result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
   const std::string brokers_dir = prefix + "brokers/";
   const std::string partitions_dir = prefix + "partitions/";
   std::vector<election_result> out(partitions.size());
-  std::vector<size_t> pending(partitions.size());
-  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  // A write loses only to a change made between its read and itself; five rounds are plenty.
-  for (int round = 0; round < 5 && !pending.empty(); ++round) {
-    auto registered = client.range(brokers_dir, etcd::prefix_end(brokers_dir));
-    if (!registered) return fail(registered.error());
-    std::map<int32_t, int64_t> registration_revisions;
-    const broker_states live =
-        live_brokers_of(registered->kvs, brokers_dir, &registration_revisions);
+  auto round =
+      [&](const broker_states& live, const std::map<int32_t, int64_t>& registration_revisions,
+          const std::vector<size_t>& pending) -> result<std::vector<size_t>, etcd::etcd_error> {
     auto states = client.range(partitions_dir, etcd::prefix_end(partitions_dir));
     if (!states) return fail(states.error());
     std::map<std::pair<uuid, int32_t>, const etcd::key_value*> by_key;
@@ -176,11 +206,8 @@ result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
                             etcd::compare::result_kind::equal,
                             found->second->mod_revision,
                             {}});
-      t.compares.push_back({brokers_dir + std::to_string(decided.state.leader),
-                            etcd::compare::target_kind::mod_revision,
-                            etcd::compare::result_kind::equal,
-                            registration_revisions[decided.state.leader],
-                            {}});
+      t.compares.push_back(
+          registration_unchanged(brokers_dir, decided.state.leader, registration_revisions));
       t.success.push_back(
           etcd::request_op::put(found->second->key, encode_partition_state(decided.state)));
       auto written = client.txn(t);
@@ -197,10 +224,11 @@ result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
           fmt::join(decided.state.isr, ","));
       out[i] = std::move(decided);
     }
-    pending = std::move(again);
-  }
-  // Still losing after five rounds: the partition changes faster than it can be decided on.
-  for (size_t i : pending) out[i] = {protocol::error_code::request_timed_out, {}};
+    return again;
+  };
+  auto lost = cas_rounds(client, brokers_dir, partitions.size(), round);
+  if (!lost) return fail(lost.error());
+  for (size_t i : *lost) out[i] = {protocol::error_code::request_timed_out, {}};
   return out;
 }
 
@@ -210,14 +238,9 @@ result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
   const std::string brokers_dir = prefix + "brokers/";
   const std::string partitions_dir = prefix + "partitions/";
   std::vector<reassignment_result> out(requests.size());
-  std::vector<size_t> pending(requests.size());
-  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  for (int round = 0; round < 5 && !pending.empty(); ++round) {
-    auto registered = client.range(brokers_dir, etcd::prefix_end(brokers_dir));
-    if (!registered) return fail(registered.error());
-    std::map<int32_t, int64_t> registration_revisions;
-    const broker_states live =
-        live_brokers_of(registered->kvs, brokers_dir, &registration_revisions);
+  auto round =
+      [&](const broker_states& live, const std::map<int32_t, int64_t>& registration_revisions,
+          const std::vector<size_t>& pending) -> result<std::vector<size_t>, etcd::etcd_error> {
     std::vector<size_t> again;
     for (size_t i : pending) {
       const reassignment_request& req = requests[i];
@@ -246,11 +269,8 @@ result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
                             {}});
       if (decided.state->leader != state->leader && decided.state->has_leader()) {
         // A new leader that died or began shutting down since the read is not written.
-        t.compares.push_back({brokers_dir + std::to_string(decided.state->leader),
-                              etcd::compare::target_kind::mod_revision,
-                              etcd::compare::result_kind::equal,
-                              registration_revisions[decided.state->leader],
-                              {}});
+        t.compares.push_back(
+            registration_unchanged(brokers_dir, decided.state->leader, registration_revisions));
       }
       t.success.push_back(etcd::request_op::put(key, encode_partition_state(*decided.state)));
       auto written = client.txn(t);
@@ -269,9 +289,11 @@ result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
           fmt::join(decided.state->isr, ","));
       out[i] = std::move(decided);
     }
-    pending = std::move(again);
-  }
-  for (size_t i : pending) out[i] = {protocol::error_code::request_timed_out, {}, {}};
+    return again;
+  };
+  auto lost = cas_rounds(client, brokers_dir, requests.size(), round);
+  if (!lost) return fail(lost.error());
+  for (size_t i : *lost) out[i] = {protocol::error_code::request_timed_out, {}, {}};
   return out;
 }
 

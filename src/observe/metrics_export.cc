@@ -292,17 +292,32 @@ void replica_metrics(const broker::broker_snapshot& s, std::vector<MetricFamily>
     add_value(f, {}, v);
     out.push_back(std::move(f));
   };
+  // One node: every local partition is led, in sync, online and at its effective min ISR (as
+  // Kafka's, min.insync.replicas capped by the replica count: 1), and the node is its own
+  // controller. In a cluster: counted over the partition states (replica_manager::gauges).
+  const auto local = static_cast<int64_t>(s.partitions.size());
+  const broker::broker_snapshot::replication_gauges r =
+      s.replication
+          ? *s.replication
+          : broker::broker_snapshot::replication_gauges{local, local, 0, 0, local, 0, true};
   gauge("kafka_server_replicamanager_underreplicatedpartitions",
-        "Partitions with fewer in-sync replicas than replicas (one node: 0)",
-        static_cast<double>(s.under_replicated_partitions));
-  gauge("kafka_server_replicamanager_partitioncount", "Partitions on this broker",
-        static_cast<double>(s.partitions.size()));
-  gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads (all of them)",
-        static_cast<double>(s.partitions.size()));
+        "Partitions led here with fewer in-sync replicas than replicas",
+        static_cast<double>(r.under_replicated));
+  gauge("kafka_server_replicamanager_underminisrpartitioncount",
+        "Partitions led here with fewer in-sync replicas than min.insync.replicas",
+        static_cast<double>(r.under_min_isr));
+  gauge("kafka_server_replicamanager_atminisrpartitioncount",
+        "Partitions led here with exactly min.insync.replicas in-sync replicas",
+        static_cast<double>(r.at_min_isr));
+  gauge("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker",
+        static_cast<double>(r.partitions));
+  gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads",
+        static_cast<double>(r.leaders));
   gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
-        "Partitions without a leader (one node: 0)", static_cast<double>(s.offline_partitions));
+        "Partitions without a live leader (counted by the active controller only)",
+        static_cast<double>(r.offline));
   gauge("kafka_controller_kafkacontroller_activecontrollercount",
-        "Whether this node is the active controller (one node: 1)", 1);
+        "Whether this node is the active controller", r.active_controller ? 1 : 0);
 }
 
 void log_metrics(const broker::broker_snapshot& s, const partition_cut& c,

@@ -192,7 +192,25 @@ TEST(metrics_export, network_and_single_node_gauges) {
                        "networkprocessor=\"0\"} 2"));
   EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_underreplicatedpartitions 0"));
   EXPECT_TRUE(has_line(text, "kafka_controller_kafkacontroller_offlinepartitionscount 0"));
+  EXPECT_TRUE(has_line(text, "kafka_controller_kafkacontroller_activecontrollercount 1"));
+  const std::string partitions = std::to_string(f.snap.partitions.size());
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_leadercount " + partitions));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_atminisrpartitioncount " + partitions));
   EXPECT_TRUE(has_line(text, "tarn_broker_ready 1"));
+}
+
+// In a cluster the gauges are the replica manager's counts over the partition states.
+TEST(metrics_export, cluster_replication_gauges) {
+  fixture f;
+  f.snap.replication = broker::broker_snapshot::replication_gauges{3, 7, 2, 1, 1, 4, false};
+  const auto text = to_prometheus_text(collect_metrics(f.snap, {}));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_leadercount 3"));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_partitioncount 7"));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_underreplicatedpartitions 2"));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_underminisrpartitioncount 1"));
+  EXPECT_TRUE(has_line(text, "kafka_server_replicamanager_atminisrpartitioncount 1"));
+  EXPECT_TRUE(has_line(text, "kafka_controller_kafkacontroller_offlinepartitionscount 4"));
+  EXPECT_TRUE(has_line(text, "kafka_controller_kafkacontroller_activecontrollercount 0"));
 }
 
 TEST(metrics_export, openmetrics_names_counters_without_total_and_ends_with_eof) {

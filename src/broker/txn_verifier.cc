@@ -1,0 +1,203 @@
+// The partition leader's transaction verification (txn_verifier.h).
+#include "broker/txn_verifier.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "broker/replica_manager.h"
+#include "protocol/messages/add_partitions_to_txn_request.h"
+#include "protocol/messages/add_partitions_to_txn_response.h"
+#include "protocol/reader.h"
+#include "protocol/writer.h"
+#include "txn/txn_log.h"
+
+namespace tarn::broker {
+
+namespace {
+
+using protocol::error_code;
+
+// v5: what Kafka 4.4's brokers send (AddPartitionsToTxnRequest.Builder.forBroker); v4+ carries
+// many transactions, each with VerifyOnly.
+constexpr int16_t verify_request_version = 5;
+
+}  // namespace
+
+txn_supported_operation produce_operation(int16_t produce_version) {
+  return produce_version > 11   ? txn_supported_operation::add_partition
+         : produce_version > 10 ? txn_supported_operation::generic_error_supported
+                                : txn_supported_operation::default_error;
+}
+
+txn_supported_operation txn_offset_commit_operation(int16_t txn_offset_commit_version) {
+  return txn_offset_commit_version > 4   ? txn_supported_operation::add_partition
+         : txn_offset_commit_version > 3 ? txn_supported_operation::generic_error_supported
+                                         : txn_supported_operation::default_error;
+}
+
+error_code verification_group_error(error_code e) {
+  return e == error_code::network_exception ? error_code::coordinator_load_in_progress : e;
+}
+
+error_code verification_produce_error(error_code e, txn_supported_operation operation) {
+  switch (e) {
+    case error_code::network_exception:
+    case error_code::coordinator_load_in_progress:
+    case error_code::coordinator_not_available:
+    case error_code::not_coordinator:
+      return error_code::not_enough_replicas;
+    case error_code::concurrent_transactions:
+      // Transactions v2 clients (Produce v12+) know it: it is common while a commit completes.
+      return operation == txn_supported_operation::add_partition ? e
+                                                                 : error_code::not_enough_replicas;
+    default:
+      return e;
+  }
+}
+
+txn_verifier::txn_verifier(const broker_config& config, replica_manager& replicas,
+                           cluster::cluster_membership& membership,
+                           const txn::txn_coordinator& coordinator)
+    : config_(config), replicas_(replicas), membership_(membership), coordinator_(coordinator) {}
+
+txn_verifier::~txn_verifier() { stop(); }
+
+void txn_verifier::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void txn_verifier::stop() {
+  {
+    std::lock_guard g(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void txn_verifier::submit(txn_verification v) {
+  {
+    std::lock_guard g(mu_);
+    if (!stopping_) {
+      queued_.push_back(std::move(v));
+      v.done = nullptr;
+    }
+  }
+  // A stopped verifier answers at once: the broker is going down, the producer retries.
+  if (v.done) v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
+  cv_.notify_all();
+}
+
+void txn_verifier::run() {
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  std::vector<txn_verification> deferred;  // a second one of an id already in this round
+  for (;;) {
+    std::vector<txn_verification> round;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queued_.empty() || !deferred.empty(); });
+      if (stopping_) return;
+      round = std::move(deferred);
+      deferred.clear();
+      for (auto& v : queued_) round.push_back(std::move(v));
+      queued_.clear();
+    }
+    // By coordinator broker (the leader of the id's partition of __transaction_state now), one
+    // transaction per id in a request, as Kafka's manager keeps one per id and node.
+    std::map<int32_t, std::vector<txn_verification>> by_node;
+    std::set<std::string> ids;
+    for (auto& v : round) {
+      if (!ids.insert(v.transactional_id).second) {
+        deferred.push_back(std::move(v));
+        continue;
+      }
+      auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
+      if (!role || role->leader_id < 0) {
+        v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
+        continue;
+      }
+      by_node[role->leader_id].push_back(std::move(v));
+    }
+    for (auto& [node, batch] : by_node) send_to(node, batch);
+  }
+}
+
+void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
+  auto fail_all = [&batch](error_code e) {
+    for (auto& v : batch) v.done(std::vector<error_code>(v.partitions.size(), e));
+  };
+  auto& conn = connections_[node];
+  if (!conn) conn = std::make_unique<broker_connection>("tarn-txn-verifier");
+  if (!connect_to_broker(*conn, config_, membership_, node)) {
+    fail_all(error_code::network_exception);
+    return;
+  }
+  protocol::add_partitions_to_txn_request req;
+  for (const auto& v : batch) {
+    auto& t = req.transactions.emplace_back();
+    t.transactional_id = v.transactional_id;
+    t.producer_id = v.producer_id;
+    t.producer_epoch = v.producer_epoch;
+    t.verify_only = v.operation != txn_supported_operation::add_partition;
+    for (const auto& [topic, partition] : v.partitions) {
+      if (t.topics.empty() || t.topics.back().name != topic) t.topics.emplace_back().name = topic;
+      t.topics.back().partitions.push_back(partition);
+    }
+  }
+  std::vector<uint8_t> body;
+  protocol::writer w(body);
+  req.encode(w, verify_request_version);
+  auto answer =
+      conn->round_trip(protocol::add_partitions_to_txn_request::api_key, verify_request_version,
+                       body, buffer_, config_.replica_socket_timeout_ms, [this] {
+                         std::lock_guard g(mu_);
+                         return stopping_;
+                       });
+  if (!answer) {
+    spdlog::debug("transaction verifier: broker {}: {}", node, answer.error());
+    fail_all(error_code::network_exception);
+    return;
+  }
+  protocol::reader r(*answer);
+  auto resp = protocol::add_partitions_to_txn_response::decode(r, verify_request_version);
+  if (!resp) {
+    conn->close_connection();
+    fail_all(error_code::network_exception);
+    return;
+  }
+  if (resp->error_code != 0) {
+    // Kafka's manager: the client is not told CLUSTER_AUTHORIZATION_FAILED (a broker's own
+    // permission), only that its partition could not be verified.
+    const auto e = static_cast<error_code>(resp->error_code);
+    fail_all(e == error_code::cluster_authorization_failed ? error_code::invalid_txn_state : e);
+    return;
+  }
+  for (auto& v : batch) {
+    std::vector<error_code> errors(v.partitions.size(), error_code::none);
+    for (const auto& result : resp->results_by_transaction) {
+      if (result.transactional_id != v.transactional_id) continue;
+      for (const auto& tr : result.topic_results) {
+        for (const auto& pr : tr.results_by_partition) {
+          for (size_t i = 0; i < v.partitions.size(); ++i) {
+            if (v.partitions[i].first != tr.name || v.partitions[i].second != pr.partition_index) {
+              continue;
+            }
+            auto e = static_cast<error_code>(pr.partition_error_code);
+            // Producers expect INVALID_PRODUCER_EPOCH here; clients before TRANSACTION_ABORTABLE
+            // get INVALID_TXN_STATE.
+            if (e == error_code::producer_fenced) e = error_code::invalid_producer_epoch;
+            if (e == error_code::transaction_abortable &&
+                v.operation == txn_supported_operation::default_error) {
+              e = error_code::invalid_txn_state;
+            }
+            errors[i] = e;
+          }
+        }
+      }
+    }
+    v.done(std::move(errors));
+  }
+}
+
+}  // namespace tarn::broker

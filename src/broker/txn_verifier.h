@@ -1,0 +1,146 @@
+// The partition leader's check of a transactional batch (and the group coordinator's of a
+// TxnOffsetCommit) with the producer's transaction coordinator on another broker (Kafka's
+// AddPartitionsToTxnManager, KIP-890, docs/cluster.md "Coordinators"): AddPartitionsToTxn v5 to
+// the leader of the transactional id's __transaction_state partition, VerifyOnly for Produce v11
+// and TxnOffsetCommit v4 and older (transactions v1: the producer added the partition itself),
+// VerifyOnly=false from Produce v12 and TxnOffsetCommit v5 (transactions v2: the partition is
+// added for the producer). One thread of its own sends them, batched per
+// coordinator broker into one request per round over one broker_connection each, and hands each
+// answer to a callback (from that thread): per partition NONE or an error as Kafka's
+// AddPartitionsToTxnManager gives it (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH,
+// TRANSACTION_ABORTABLE is INVALID_TXN_STATE for clients that predate it, a lost connection or a
+// timeout NETWORK_EXCEPTION, no live coordinator COORDINATOR_NOT_AVAILABLE); the handlers map
+// those to what a producer retries (verification_produce_error, verification_group_error).
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "broker/broker_connection.h"
+#include "broker/config.h"
+#include "broker/handler.h"
+#include "cluster/cluster_membership.h"
+#include "protocol/error_codes.h"
+#include "txn/txn_coordinator.h"
+
+namespace tarn::broker {
+
+class replica_manager;
+
+// Kafka's TransactionSupportedOperation: what the client's request version knows.
+enum class txn_supported_operation : uint8_t {
+  default_error,            // Produce v10-, TxnOffsetCommit v3-: no TRANSACTION_ABORTABLE
+  generic_error_supported,  // Produce v11, TxnOffsetCommit v4
+  add_partition,            // Produce v12+, TxnOffsetCommit v5+: VerifyOnly=false
+};
+txn_supported_operation produce_operation(int16_t produce_version);
+txn_supported_operation txn_offset_commit_operation(int16_t txn_offset_commit_version);
+
+struct txn_verification {
+  std::string transactional_id;
+  int64_t producer_id = -1;
+  int16_t producer_epoch = -1;
+  std::vector<std::pair<std::string, int32_t>> partitions;
+  txn_supported_operation operation = txn_supported_operation::default_error;
+  // One error per partition, in order; called once, from the verifier's thread (or the caller's
+  // when no coordinator is known).
+  std::function<void(std::vector<protocol::error_code>)> done;
+};
+
+// Kafka's ReplicaManager translation of a verification's error into the Produce answer: the
+// coordinator's retriable errors become NOT_ENOUGH_REPLICAS (a producer retries it without a
+// metadata refresh; CONCURRENT_TRANSACTIONS too below v12, where transactions v2 clients know
+// it), the rest pass as they are.
+protocol::error_code verification_produce_error(protocol::error_code e,
+                                                txn_supported_operation operation);
+// The group coordinator's (CoordinatorOperationExceptionHelper): NETWORK_EXCEPTION becomes
+// COORDINATOR_LOAD_IN_PROGRESS (retried without a coordinator lookup), the rest pass.
+protocol::error_code verification_group_error(protocol::error_code e);
+
+// A verification's answer, which its callback hands over from the verifier's thread: posted to
+// the handler's loop, which waits on a timer of its own that the post cancels (as
+// pending_group_reply in group_handler_util.h). Held by shared_ptr, so an answer to a handler
+// whose connection closed lands in a state nobody reads.
+class pending_verification : public std::enable_shared_from_this<pending_verification> {
+ public:
+  explicit pending_verification(const asio::any_io_executor& executor)
+      : timer_(executor, asio::steady_timer::time_point::max()) {}
+
+  std::function<void(std::vector<protocol::error_code>)> callback() {
+    return [self = shared_from_this()](std::vector<protocol::error_code> errors) {
+      asio::post(self->timer_.get_executor(), [self, errors = std::move(errors)]() mutable {
+        self->errors_.emplace(std::move(errors));
+        self->timer_.cancel();
+      });
+    };
+  }
+
+  // True once the answer is there, false if the handler was cancelled first. The time waited
+  // is not the request's handling time.
+  asio::awaitable<bool> wait(request_context& request) {
+    quota_excluded_wait waiting(request);
+    while (!errors_) {
+      asio::error_code ec;  // operation_aborted is the wake-up itself
+      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none) co_return false;
+    }
+    co_return true;
+  }
+
+  // One error per partition of the verification, in order.
+  const std::vector<protocol::error_code>& errors() const { return *errors_; }
+
+ private:
+  asio::steady_timer timer_;
+  std::optional<std::vector<protocol::error_code>> errors_;  // touched only on the loop
+};
+
+class txn_verifier {
+ public:
+  txn_verifier(const broker_config& config, replica_manager& replicas,
+               cluster::cluster_membership& membership, const txn::txn_coordinator& coordinator);
+  ~txn_verifier();  // stops the thread; verifications not answered are dropped
+  txn_verifier(const txn_verifier&) = delete;
+  txn_verifier& operator=(const txn_verifier&) = delete;
+
+  void start();
+  void stop();
+  void submit(txn_verification v);
+
+ private:
+  void run();
+  // One AddPartitionsToTxn to broker `node` for `batch` (distinct transactional ids).
+  void send_to(int32_t node, std::vector<txn_verification>& batch);
+
+  const broker_config& config_;
+  replica_manager& replicas_;
+  cluster::cluster_membership& membership_;
+  const txn::txn_coordinator& coordinator_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<txn_verification> queued_;
+  std::map<int32_t, std::unique_ptr<broker_connection>> connections_;  // the thread's own
+  std::vector<uint8_t> buffer_;
+  std::thread thread_;
+};
+
+}  // namespace tarn::broker
