@@ -441,7 +441,8 @@ void share_coordinator::close_session(std::string_view group_id, std::string_vie
 
 std::optional<int64_t> share_coordinator::next_fetch_offset(
     std::string_view group_id, const share_topic_partition& tp, int64_t log_start_offset,
-    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start) {
+    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start,
+    int64_t* acquirable) {
   ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
@@ -482,6 +483,7 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
     return std::nullopt;
   }
   p.keep();
+  if (next && acquirable != nullptr) *acquirable = p.acquirable_from(*next);
   return next;
 }
 
@@ -759,17 +761,23 @@ result<int64_t, error_code> share_coordinator::append_state(
   return *written;
 }
 
-error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
-                                      int64_t now_ms, bool snapshot) {
+error_code share_coordinator::persist(const partition_key& key, share_partition& p, int64_t now_ms,
+                                      bool snapshot) {
   if (state_log_ == nullptr) return error_code::none;
+  // In a cluster the coordinator of the key is asked (in-process or by RPC): persist_led.
   if (cluster_state_) return persist_led(key, p, now_ms);
   std::lock_guard state_lock(state_mu_);
+  auto it = persisted_.find(key);
+  // Nothing changed since the last write: nothing to write (and the batches need not be
+  // computed, which every fetch and acknowledgement of every member did otherwise).
+  if (it != persisted_.end() && !snapshot && !p.changed_since_persisted()) {
+    return error_code::none;
+  }
   share_group_offset next;
   next.start_offset = p.start_offset();
   next.delivery_complete_count = static_cast<int32_t>(p.finished_count());
   next.state_batches = p.persisted_batches();
   next.write_timestamp_ms = now_ms;
-  auto it = persisted_.find(key);
   if (it != persisted_.end()) {
     // This node's share-partition leader writes with the epochs the coordinator recorded (an
     // RPC that changed them also replaced the in-memory state: follow_persisted).
@@ -793,6 +801,7 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     delta.state_batches = changed_state_batches(last.state_batches, next.state_batches);
     if (delta.state_batches.empty() && last.start_offset == next.start_offset &&
         last.delivery_complete_count == next.delivery_complete_count) {
+      p.mark_persisted();
       return error_code::none;  // nothing Kafka persists changed (e.g. a lock renewed)
     }
     next.snapshot_epoch = last.snapshot_epoch;
@@ -816,6 +825,7 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     ++it->second.updates_since_snapshot;
     it->second.last_write_ms = now_ms;
   }
+  p.mark_persisted();
   return error_code::none;
 }
 
@@ -838,7 +848,7 @@ void share_coordinator::persist_delete_locked(const partition_key& key, int64_t 
 }
 
 void share_coordinator::persist_group(std::string_view group_id, int64_t now_ms) {
-  for (const auto& [key, p] : partitions_) {
+  for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) persist(key, p, now_ms);
   }
 }

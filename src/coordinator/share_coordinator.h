@@ -176,12 +176,14 @@ class share_coordinator {
   // Where the next fetch of the share-partition reads (creating it on first use with
   // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start,
   // by_duration at `by_duration_start`, which the caller found in the log), or nullopt when
-  // nothing can be acquired now.
+  // nothing can be acquired now. `acquirable`, when given, gets at most how many records a read
+  // from there can acquire (share_partition::acquirable_from).
   std::optional<int64_t> next_fetch_offset(std::string_view group_id,
                                            const share_topic_partition& tp,
                                            int64_t log_start_offset, int64_t high_watermark,
                                            int64_t now_ms,
-                                           std::optional<int64_t> by_duration_start = {});
+                                           std::optional<int64_t> by_duration_start = {},
+                                           int64_t* acquirable = nullptr);
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
@@ -335,9 +337,10 @@ class share_coordinator {
   // manager's control lock). False when it cannot be created.
   bool ensure_state_topic();
   // Writes what changed in `p` since its last write (a snapshot first, then updates; a snapshot
-  // whenever `snapshot` is set or the updates reach the configured count). NONE when written or
+  // whenever `snapshot` is set or, at a change, the updates reach the configured count); nothing
+  // when `p` did not change since (share_partition::changed_since_persisted). NONE when written or
   // nothing changed; the error the share APIs answer when the append failed.
-  protocol::error_code persist(const partition_key& key, const share_partition& p, int64_t now_ms,
+  protocol::error_code persist(const partition_key& key, share_partition& p, int64_t now_ms,
                                bool snapshot = false);
   // Tombstones for a share-partition's snapshot and update keys (its state is deleted).
   void persist_delete(const partition_key& key, int64_t now_ms);
