@@ -305,9 +305,9 @@ const std::vector<config_key>& config_keys() {
       {"offsets.topic.replication.factor", config_type::short_int, "3", at_least(1)},
       {"transaction.state.log.replication.factor", config_type::short_int, "3", at_least(1)},
       {"transaction.state.log.min.isr", config_type::int32, "2", at_least(1)},
-      {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3", at_least(1),
-       false},
-      {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1), false},
+      {"share.coordinator.state.topic.replication.factor", config_type::short_int, "3",
+       at_least(1)},
+      {"share.coordinator.state.topic.min.isr", config_type::short_int, "2", at_least(1)},
       // The group coordinator (Kafka 4.4's GroupCoordinatorConfig; coordinator/group_config.h).
       // Classic groups.
       {"group.min.session.timeout.ms", config_type::int32, "6000", nullptr},
@@ -616,6 +616,9 @@ result<void, std::string> finish_group_config(broker_config& c) {
       i32("share.coordinator.state.topic.prune.interval.ms");
   sh.share_coordinator_cold_partition_snapshot_interval_ms =
       i32("share.coordinator.cold.partition.snapshot.interval.ms");
+  sh.share_coordinator_state_topic_replication_factor =
+      i32("share.coordinator.state.topic.replication.factor");
+  sh.share_coordinator_state_topic_min_isr = i32("share.coordinator.state.topic.min.isr");
   txn::txn_config& t = c.txn;
   t.max_timeout_ms = i32("transaction.max.timeout.ms");
   t.state_log_num_partitions = i32("transaction.state.log.num.partitions");

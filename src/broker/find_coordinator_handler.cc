@@ -16,10 +16,12 @@
 //   - KeyType 1 (TRANSACTION): the transaction coordinator (txn/txn_coordinator.h), which
 //     creates __transaction_state on first use; answered as a group's (in a cluster the leader
 //     of the id's partition of __transaction_state).
-//   - KeyType 2 (SHARE): tarn has no share coordinator, so it is answered
-//     COORDINATOR_NOT_AVAILABLE with Kafka's message and Node.noNode: what Kafka answers while it
-//     cannot place a coordinator (its internal topic is missing), and retriable, so a client
-//     asking keeps waiting rather than failing on a non-retriable error.
+//   - KeyType 2 (SHARE, key "groupId:topicId:partition"): in a cluster the leader of the key's
+//     partition of __share_group_state (abs(Java hashCode of the key) % partitions, Kafka's
+//     ShareCoordinatorService.partitionFor), which the first such request creates;
+//     INVALID_REQUEST for a key not of that form (Kafka's SharePartitionKey.validate). On one
+//     node tarn's share-partition leader never asks (its coordinator is in the same process), and
+//     the answer stays COORDINATOR_NOT_AVAILABLE with Node.noNode, retriable.
 //   - v0-3 ask for one Key (KeyType from v1), v4+ for a list (CoordinatorKeys): one Coordinators
 //     entry per key, in the order asked.
 //   - A KeyType other than 0 (group), 1 (transaction) or 2 (share) is INVALID_REQUEST for every
@@ -45,6 +47,7 @@
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
+#include "coordinator/share_coordinator.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
@@ -71,7 +74,28 @@ error_code find_coordinator_error(const broker_services& services, int8_t key_ty
   if (key_type == key_type_transaction && services.txns != nullptr) {
     return services.txns->find_coordinator();
   }
+  if (key_type == key_type_share && services.shares != nullptr && services.replicas != nullptr) {
+    // "groupId:topicId:partition", as Kafka's SharePartitionKey.validate: three parts, the last
+    // a partition number.
+    const auto last = key.rfind(':');
+    const auto middle = last == std::string_view::npos ? last : key.rfind(':', last - 1);
+    if (middle == std::string_view::npos || middle == 0 || last == key.size() - 1) {
+      return error_code::invalid_request;
+    }
+    for (char c : key.substr(last + 1)) {
+      if (c < '0' || c > '9') return error_code::invalid_request;
+    }
+    return services.shares->prepare_state_rpc();
+  }
   return error_code::coordinator_not_available;
+}
+
+// The partition of __share_group_state of a share key: abs(Java hashCode of the key) % its
+// partitions (the key is the text share_state_partition_for hashes), -1 without the topic.
+int32_t share_key_partition(const broker_services& services, std::string_view key) {
+  const int32_t n = services.shares->state_partition_count();
+  if (n <= 0) return -1;
+  return coordinator::share_state_partition_for_text(key, n);
 }
 
 // This broker as a coordinator, or Node.noNode.
@@ -122,15 +146,22 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
     if (code != error_code::none) return {code, node{}};
     const bool cluster_key =
         decoded->key_type == key_type_group ||
-        (decoded->key_type == key_type_transaction && services.txns != nullptr);
+        (decoded->key_type == key_type_transaction && services.txns != nullptr) ||
+        decoded->key_type == key_type_share;
     if (cluster_key && services.replicas != nullptr) {
       // The leader of the group's partition of __consumer_offsets, or of the transactional id's
       // partition of __transaction_state.
       const bool group = decoded->key_type == key_type_group;
-      const int32_t partition =
-          group ? services.groups->partition_for_group(key) : services.txns->txn_partition(key);
-      auto role = services.replicas->role(
-          group ? coordinator::offsets_topic_name : txn::transaction_state_topic_name, partition);
+      const bool share = decoded->key_type == key_type_share;
+      // A share key's partition: Kafka's ShareCoordinatorService.partitionFor, the Java hash of
+      // the key text itself ("groupId:topicId:partition").
+      const int32_t partition = share   ? share_key_partition(services, key)
+                                : group ? services.groups->partition_for_group(key)
+                                        : services.txns->txn_partition(key);
+      auto role = services.replicas->role(share   ? coordinator::share_group_state_topic_name
+                                          : group ? coordinator::offsets_topic_name
+                                                  : txn::transaction_state_topic_name,
+                                          partition);
       if (!role || role->leader_id < 0) return {error_code::coordinator_not_available, node{}};
       if (!cluster) cluster = cluster_as_listed(services, request.connection);
       for (const auto& b : cluster->brokers) {

@@ -103,18 +103,25 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
   return created;
 }
 
-storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config) {
-  return {{"cleanup.policy", "delete"},
-          {"compression.type", "producer"},
-          {"segment.bytes", std::to_string(config.share_coordinator_state_topic_segment_bytes)},
-          {"retention.ms", "-1"}};
+storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config,
+                                                      bool cluster) {
+  storage::config_map out{
+      {"cleanup.policy", "delete"},
+      {"compression.type", "producer"},
+      {"segment.bytes", std::to_string(config.share_coordinator_state_topic_segment_bytes)},
+      {"retention.ms", "-1"}};
+  if (cluster) {
+    out["min.insync.replicas"] = std::to_string(config.share_coordinator_state_topic_min_isr);
+  }
+  return out;
 }
 
 result<const storage::topic_info*, storage::storage_error> create_share_group_state_topic(
-    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms) {
+    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms,
+    bool cluster) {
   auto created = logs.create_topic(coordinator::share_group_state_topic_name,
                                    config.share_coordinator_state_topic_num_partitions,
-                                   share_group_state_topic_overrides(config), now_ms);
+                                   share_group_state_topic_overrides(config, cluster), now_ms);
   if (created) {
     spdlog::info("created {} with {} partition(s)", coordinator::share_group_state_topic_name,
                  config.share_coordinator_state_topic_num_partitions);

@@ -52,13 +52,16 @@ result<const storage::topic_info*, storage::storage_error> create_offsets_topic(
 // The topic configs Kafka 4.4 gives __share_group_state (ShareCoordinatorService's
 // shareGroupStateTopicConfigs): cleanup.policy=delete with retention.ms=-1 (the share coordinator
 // writes deltas, which compaction would lose), compression.type=producer,
-// segment.bytes=share.coordinator.state.topic.segment.bytes.
-storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config);
+// segment.bytes=share.coordinator.state.topic.segment.bytes; in a cluster also
+// min.insync.replicas=share.coordinator.state.topic.min.isr.
+storage::config_map share_group_state_topic_overrides(const coordinator::share_config& config,
+                                                      bool cluster = false);
 
 // Creates __share_group_state with share.coordinator.state.topic.num.partitions partitions and
 // those overrides; the caller holds topics.control_lock().
 result<const storage::topic_info*, storage::storage_error> create_share_group_state_topic(
-    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms);
+    storage::log_manager& logs, const coordinator::share_config& config, int64_t now_ms,
+    bool cluster = false);
 
 class offsets_topic final : public coordinator::offsets_log {
  public:

@@ -39,6 +39,7 @@
 #include "broker/producer_ids.h"
 #include "broker/replica_manager.h"
 #include "broker/request_memory.h"
+#include "broker/share_state_client.h"
 #include "broker/topic_manager.h"
 #include "broker/transactions.h"
 #include "broker/txn_marker_sender.h"
@@ -138,7 +139,8 @@ struct server::impl {
   std::unique_ptr<offsets_topic> offsets;
   std::unique_ptr<topic_metadata_view> topic_view;
   std::unique_ptr<coordinator::group_coordinator> groups;
-  std::unique_ptr<offsets_topic> share_state;  // __share_group_state
+  std::unique_ptr<offsets_topic> share_state;        // __share_group_state
+  std::unique_ptr<share_state_client> share_client;  // in a cluster: the persister's RPCs
   std::unique_ptr<coordinator::share_coordinator> shares;
   std::thread groups_loader;  // runs groups->load() at start; joined before the logs close
   // Producer ids for InitProducerId and the transaction coordinator (producer_ids.h): the log
@@ -411,9 +413,18 @@ result<void, std::string> server::start() {
       std::make_unique<coordinator::group_coordinator>(s.config.group, *s.offsets, *s.topic_view);
   s.share_state = std::make_unique<offsets_topic>(
       *s.topics, std::string(coordinator::share_group_state_topic_name),
-      [share = s.config.share](storage::log_manager& logs, int64_t now_ms) {
-        return create_share_group_state_topic(logs, share, now_ms);
+      [share = s.config.share, cluster = s.replicas != nullptr](storage::log_manager& logs,
+                                                                int64_t now_ms) {
+        return create_share_group_state_topic(logs, share, now_ms, cluster);
       });
+  if (s.replicas) {
+    // One __share_group_state for the cluster (docs/share-groups.md, "In a cluster").
+    s.share_state->place_in_cluster(
+        {s.replicas.get(), s.membership.get(), s.config.node_id,
+         s.config.share.share_coordinator_state_topic_replication_factor});
+    s.share_client = std::make_unique<share_state_client>(s.config, *s.replicas, *s.membership,
+                                                          *s.topic_view, *s.share_state);
+  }
   // Share groups' own records go to __consumer_offsets, beside the other groups' (as Kafka's).
   s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,
                                                               s.share_state.get(), s.offsets.get());
@@ -435,7 +446,10 @@ result<void, std::string> server::start() {
     const auto start = std::chrono::steady_clock::now();
     // In a cluster share groups move with their __consumer_offsets partition's leadership
     // (below), as consumer groups do; only __share_group_state is replayed here.
-    if (s.replicas) s.shares->start_unowned();
+    if (s.replicas) {
+      s.shares->start_unowned();
+      s.shares->start_state_unowned(s.share_client.get());
+    }
     if (auto loaded = s.shares->load(wall_clock_ms()); !loaded) {
       return fail("cannot load the share coordinator's state: " + loaded.error());
     }
@@ -606,6 +620,21 @@ result<void, std::string> server::start() {
                          std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - start)
                              .count());
+          }
+        });
+    // The share coordinator's state likewise (Kafka's ShareCoordinator.onElection/onResignation).
+    s.replicas->watch_leadership(
+        std::string(coordinator::share_group_state_topic_name),
+        [shares = s.shares.get()](int32_t partition, bool leads, int32_t /*leader_epoch*/) {
+          if (!leads) {
+            shares->unload_state_partition(partition);
+            spdlog::info("share coordinator: {}-{} unloaded (no longer its leader)",
+                         coordinator::share_group_state_topic_name, partition);
+            return;
+          }
+          if (shares->load_state_partition(partition, wall_clock_ms())) {
+            spdlog::info("share coordinator: {}-{} loaded",
+                         coordinator::share_group_state_topic_name, partition);
           }
         });
     // The transaction coordinator likewise, at the partition's leader epoch as its coordinator

@@ -17,6 +17,7 @@
 #include "broker/features.h"
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
+#include "broker/share_state_rpc_util.h"
 #include "protocol/messages/share_acknowledge_request.h"
 #include "protocol/messages/share_acknowledge_response.h"
 
@@ -71,9 +72,14 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
     for (const auto& p : t.partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
-      rp.error_code = protocol::code(apply_acknowledgements(
+      error_code e = apply_acknowledgements(
           shares, *services.topics, group_id, member_id, coordinator::from_wire(t.topic_id),
-          p.partition_index, p.acknowledgement_batches, renew_allowed, now, &readers));
+          p.partition_index, p.acknowledgement_batches, renew_allowed, now, &readers);
+      if (e == error_code::none) {
+        e = co_await await_share_state_committed(
+            request, group_id, {coordinator::from_wire(t.topic_id), p.partition_index});
+      }
+      rp.error_code = protocol::code(e);
       rp.current_leader.leader_id = services.config.node_id;
       rp.current_leader.leader_epoch = local_leader_epoch;
     }

@@ -42,7 +42,9 @@
 #include "broker/features.h"
 #include "broker/fetch_waiters.h"
 #include "broker/group_handler_util.h"
+#include "broker/replica_manager.h"
 #include "broker/share_handler_util.h"
+#include "broker/share_state_rpc_util.h"
 #include "protocol/messages/share_fetch_request.h"
 #include "protocol/messages/share_fetch_response.h"
 #include "record/record_batch.h"
@@ -64,11 +66,34 @@ struct share_read_batch {
   bool transactional = false;
 };
 
+// A read buffer that grows without zeroing what the read then overwrites (a fresh buffer of
+// hundreds of KiB a fetch, zeroed and then faulted in, was a fifth of the broker's CPU with 16
+// consumers on one partition).
+template <class T>
+struct uninitialized_allocator {
+  using value_type = T;
+  uninitialized_allocator() = default;
+  template <class U>
+  uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return std::allocator<T>{}.allocate(n); }
+  void deallocate(T* p, size_t n) noexcept { std::allocator<T>{}.deallocate(p, n); }
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
+  }
+  bool operator==(const uninitialized_allocator&) const = default;
+};
+using read_buffer = std::vector<uint8_t, uninitialized_allocator<uint8_t>>;
+
 // Appends the whole batches of bytes[from, end) to `out`; returns where they end (a trailing
 // partial batch, the rest of a chunk, is left for the next read).
-size_t parse_share_batches(const std::vector<uint8_t>& bytes, size_t from,
+size_t parse_share_batches(std::span<const uint8_t> bytes, size_t from,
                            std::vector<share_read_batch>& out) {
-  record::batch_reader reader(std::span<const uint8_t>(bytes).subspan(from));
+  record::batch_reader reader(bytes.subspan(from));
   record::record_batch_view b;
   while (reader.next(b)) {
     out.push_back({{b.base_offset(), b.last_offset(), b.is_control()},
@@ -82,24 +107,35 @@ size_t parse_share_batches(const std::vector<uint8_t>& bytes, size_t from,
 
 // The size of the batch starting at bytes[at] (whose first 12 bytes are there): baseOffset and
 // batchLength, Kafka's LOG_OVERHEAD.
-int64_t share_batch_size(const std::vector<uint8_t>& bytes, size_t at) {
-  const record::record_batch_view head(std::span<const uint8_t>(bytes).subspan(at));
+int64_t share_batch_size(std::span<const uint8_t> bytes, size_t at) {
+  const record::record_batch_view head(bytes.subspan(at));
   return static_cast<int64_t>(record::log_overhead) + head.batch_length();
 }
 
-// A ShareFetch acquires at most MaxRecords records (500 from the Java client) while its MaxBytes
-// is fetch.max.bytes (50 MiB): reading all of MaxBytes would copy, and answer, records nobody
-// acquired. So the log is read in chunks of this size (or one batch, if larger) until enough
-// records are acquired, and the answer holds only the batches from the first to the last one with
-// an acquired record, as Kafka's ShareFetchUtils slices its FileRecords.
+// A ShareFetch acquires at most MaxRecords records (500 from the Java client), and often far
+// fewer: with many members on one share-partition, group.share.partition.max.record.locks leaves
+// each a slice of the records (about 125 each for 16 members and the default 2000). Its MaxBytes
+// is fetch.max.bytes (50 MiB), and reading all of it would copy, and answer, records nobody
+// acquired. So the log is read in chunks sized to what can still be acquired (the records left
+// times the bytes a record took in the batches read so far; a first chunk before any is read),
+// or one whole batch if larger, until enough records are acquired; and the answer holds only the
+// batches from the first to the last one with an acquired record, as Kafka's ShareFetchUtils
+// slices its FileRecords. (Chunks of a fixed 1 MiB read ten times what 16 members were answered.)
+constexpr int64_t share_first_read_bytes = 64 << 10;
+constexpr int64_t share_min_read_bytes = 16 << 10;
 constexpr int64_t share_read_chunk_bytes = 1 << 20;
+// A share-partition read again from its next fetch offset when another member's fetch took the
+// records between the two (each attempt is a read of the log).
+constexpr int share_read_attempts = 3;
 
 struct partition_answer {
   explicit partition_answer(const coordinator::share_topic_partition& t) : tp(t) {}
   coordinator::share_topic_partition tp;
   error_code error = error_code::none;
   std::optional<error_code> ack_error;  // set when the request acknowledged on this partition
-  std::vector<uint8_t> records;
+  read_buffer buffer;                   // what was read; the answer is records_size bytes of it
+  size_t records_at = 0;                // from here
+  size_t records_size = 0;
   std::vector<coordinator::acquired_range> acquired;
 };
 
@@ -135,7 +171,10 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
     {
       auto guard = topics.read_lock();
       const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
-      if (log == nullptr) {
+      // In a cluster a follower's replica is not served (the share-partition is its leader's).
+      if (log == nullptr ||
+          !leadership_of(services.replicas, topic->name, a.tp.partition, services.config.node_id)
+               .serving) {
         a.error = error_code::not_leader_or_follower;
         continue;
       }
@@ -171,102 +210,143 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
       }
       by_duration_start = (*found)->offset;
     }
-    auto from = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms,
-                                         by_duration_start);
-    if (!from || *from >= readable_end) continue;
-    storage::file_slice slice;
-    std::vector<coordinator::aborted_batch_filter::aborted_transaction> aborted;
-    {
-      auto guard = topics.read_lock();
-      const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
-      if (log == nullptr) continue;  // deleted meanwhile
-      std::lock_guard log_lock(log->mutex());
-      const std::optional<offset_t> lso =
-          committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt;
-      auto read =
-          log->read(*from, static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX)), true, lso);
-      if (!read) {
-        if (read.error().code != storage::storage_errc::offset_out_of_range) {
-          spdlog::error("ShareFetch {}-{} at {}: {}", topic->name, a.tp.partition, *from,
-                        read.error().message);
+    for (int attempt = 0; attempt < share_read_attempts; ++attempt) {
+      int64_t acquirable = 0;
+      auto from = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms,
+                                           by_duration_start, &acquirable);
+      if (!from || *from >= readable_end) break;
+      // What this partition can take: the request's records left, and what the share-partition
+      // can hand out now.
+      int64_t want = std::min<int64_t>(records_left, acquirable);
+      if (want <= 0) break;
+      storage::file_slice slice;
+      std::vector<coordinator::aborted_batch_filter::aborted_transaction> aborted;
+      {
+        auto guard = topics.read_lock();
+        const storage::log* log = topics.logs().get_log(topic->name, a.tp.partition);
+        if (log == nullptr) break;  // deleted meanwhile
+        std::lock_guard log_lock(log->mutex());
+        const std::optional<offset_t> lso =
+            committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt;
+        auto read =
+            log->read(*from, static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX)), true, lso);
+        if (!read) {
+          if (read.error().code != storage::storage_errc::offset_out_of_range) {
+            spdlog::error("ShareFetch {}-{} at {}: {}", topic->name, a.tp.partition, *from,
+                          read.error().message);
+            a.error = error_code::kafka_storage_error;
+          }
+          break;
+        }
+        if (!read->slice || read->slice->length == 0) break;
+        slice = *read->slice;  // its segment file stays open while the slice holds it
+        if (lso) {
+          for (const auto& t : log->collect_aborted_txns(*from, *lso)) {
+            aborted.push_back({t.producer_id, t.first_offset});
+          }
+        }
+      }
+      coordinator::aborted_batch_filter filter(std::move(aborted));
+      // Chunk by chunk: read, acquire from the whole batches read, until what can be taken is
+      // acquired or the slice (MaxBytes, the high watermark) ends.
+      read_buffer bytes;
+      std::vector<share_read_batch> batches;
+      size_t parsed = 0;
+      int64_t parsed_records = 0;  // in the batches parsed: the bytes a record takes
+      int64_t read_bytes = 0;
+      int64_t taken = 0;
+      bool again = false;  // read again from the share-partition's next fetch offset
+      while (taken < want && read_bytes < slice.length) {
+        int64_t chunk_bytes = share_first_read_bytes;
+        if (parsed_records > 0) {
+          const int64_t per_record =
+              (static_cast<int64_t>(parsed) + parsed_records - 1) / parsed_records;
+          chunk_bytes =
+              std::clamp((want - taken) * per_record, share_min_read_bytes, share_read_chunk_bytes);
+        }
+        int64_t size = std::min<int64_t>(slice.length - read_bytes, chunk_bytes);
+        if (bytes.size() - parsed >= record::log_overhead) {  // a batch larger than a chunk: whole
+          size = std::max<int64_t>(
+              size, share_batch_size(bytes, parsed) - static_cast<int64_t>(bytes.size() - parsed));
+          size = std::min<int64_t>(size, slice.length - read_bytes);
+        }
+        const size_t at = bytes.size();
+        bytes.resize(at + static_cast<size_t>(size));
+        storage::file_slice part{slice.file, slice.position + read_bytes,
+                                 static_cast<int32_t>(size)};
+        if (auto r = storage::read_slice(part, std::span<uint8_t>(bytes).subspan(at)); !r) {
           a.error = error_code::kafka_storage_error;
+          break;
         }
-        continue;
-      }
-      if (!read->slice || read->slice->length == 0) continue;
-      slice = *read->slice;  // its segment file stays open while the slice holds it
-      if (lso) {
-        for (const auto& t : log->collect_aborted_txns(*from, *lso)) {
-          aborted.push_back({t.producer_id, t.first_offset});
+        read_bytes += size;
+        const size_t first_new = batches.size();
+        parsed = parse_share_batches(bytes, parsed, batches);
+        if (batches.size() == first_new) continue;  // still inside one batch
+        std::vector<coordinator::fetched_batch> chunk;
+        for (size_t i = first_new; i < batches.size(); ++i) {
+          share_read_batch& b = batches[i];
+          if (committed_only) {
+            b.batch.aborted = filter.aborted(b.batch.base_offset, b.producer_id, b.transactional,
+                                             b.batch.is_control);
+          }
+          parsed_records += b.batch.last_offset - b.batch.base_offset + 1;
+          chunk.push_back(b.batch);
+        }
+        auto got = shares.acquire(group_id, member_id, a.tp, chunk,
+                                  static_cast<int32_t>(want - taken), now_ms);
+        if (got.empty()) {
+          // Records the member holds and a chunk that gave it nothing more (the rest is
+          // others' or past the partition's lock limit): answer what it has.
+          if (!a.acquired.empty()) break;
+          // Nothing yet: the chunk held only what is never delivered (control batches, aborted
+          // transactions: archived now), or another fetch took its records meanwhile. Where
+          // does the share-partition say to read now? Nowhere: done (rather than reading on
+          // through MaxBytes of the log); past this chunk: read on; within it: read again.
+          int64_t more = 0;
+          auto next = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms,
+                                               std::nullopt, &more);
+          if (!next || *next >= readable_end || more <= 0) break;
+          if (*next <= batches.back().batch.last_offset) {
+            again = true;
+            break;
+          }
+          want = std::min<int64_t>(records_left, more);
+          continue;
+        }
+        for (const auto& r : got) {
+          const auto n = static_cast<int32_t>(r.last_offset - r.first_offset + 1);
+          records_left -= n;
+          taken += n;
+          acquired += static_cast<size_t>(n);
+        }
+        for (const auto& r : got) {  // a range that goes on across chunks stays one range
+          if (!a.acquired.empty() && a.acquired.back().last_offset + 1 == r.first_offset &&
+              a.acquired.back().delivery_count == r.delivery_count) {
+            a.acquired.back().last_offset = r.last_offset;
+          } else {
+            a.acquired.push_back(r);
+          }
         }
       }
-    }
-    coordinator::aborted_batch_filter filter(std::move(aborted));
-    // Chunk by chunk: read, acquire from the whole batches read, until MaxRecords are acquired
-    // or the slice (MaxBytes, the high watermark) ends.
-    std::vector<uint8_t> bytes;
-    std::vector<share_read_batch> batches;
-    size_t parsed = 0;
-    int64_t read_bytes = 0;
-    while (records_left > 0 && read_bytes < slice.length) {
-      int64_t want = std::min<int64_t>(slice.length - read_bytes, share_read_chunk_bytes);
-      if (bytes.size() - parsed >= record::log_overhead) {  // a batch larger than a chunk: whole
-        want = std::max<int64_t>(
-            want, share_batch_size(bytes, parsed) - static_cast<int64_t>(bytes.size() - parsed));
-        want = std::min<int64_t>(want, slice.length - read_bytes);
-      }
-      const size_t at = bytes.size();
-      bytes.resize(at + static_cast<size_t>(want));
-      storage::file_slice part{slice.file, slice.position + read_bytes, static_cast<int32_t>(want)};
-      if (auto r = storage::read_slice(part, std::span<uint8_t>(bytes).subspan(at)); !r) {
-        a.error = error_code::kafka_storage_error;
+      if (a.error != error_code::none) break;
+      if (a.acquired.empty()) {
+        if (again) continue;
         break;
       }
-      read_bytes += want;
-      const size_t first_new = batches.size();
-      parsed = parse_share_batches(bytes, parsed, batches);
-      if (batches.size() == first_new) continue;  // still inside one batch
-      std::vector<coordinator::fetched_batch> chunk;
-      for (size_t i = first_new; i < batches.size(); ++i) {
-        share_read_batch& b = batches[i];
-        if (committed_only) {
-          b.batch.aborted = filter.aborted(b.batch.base_offset, b.producer_id, b.transactional,
-                                           b.batch.is_control);
-        }
-        chunk.push_back(b.batch);
-      }
-      auto got = shares.acquire(group_id, member_id, a.tp, chunk, records_left, now_ms);
-      // Records the member holds and a chunk that gave it nothing more (the rest is others' or
-      // past the partition's lock limit): answer what it has.
-      if (got.empty() && !a.acquired.empty()) break;
-      for (const auto& r : got) {
-        const auto n = static_cast<int32_t>(r.last_offset - r.first_offset + 1);
-        records_left -= n;
-        acquired += static_cast<size_t>(n);
-      }
-      for (const auto& r : got) {  // a range that goes on across chunks stays one range
-        if (!a.acquired.empty() && a.acquired.back().last_offset + 1 == r.first_offset &&
-            a.acquired.back().delivery_count == r.delivery_count) {
-          a.acquired.back().last_offset = r.last_offset;
-        } else {
-          a.acquired.push_back(r);
-        }
-      }
+      // The batches from the first to the last that holds an acquired offset.
+      auto holds_acquired = [&](const share_read_batch& b) {
+        return std::any_of(a.acquired.begin(), a.acquired.end(), [&](const auto& r) {
+          return r.first_offset <= b.batch.last_offset && r.last_offset >= b.batch.base_offset;
+        });
+      };
+      auto first = std::find_if(batches.begin(), batches.end(), holds_acquired);
+      auto last = std::find_if(batches.rbegin(), batches.rend(), holds_acquired);
+      a.records_at = first->position;
+      a.records_size = last->position + last->size - first->position;
+      a.buffer = std::move(bytes);
+      budget -= static_cast<int64_t>(a.records_size);
+      break;
     }
-    if (a.acquired.empty()) continue;
-    // The batches from the first to the last that holds an acquired offset.
-    auto holds_acquired = [&](const share_read_batch& b) {
-      return std::any_of(a.acquired.begin(), a.acquired.end(), [&](const auto& r) {
-        return r.first_offset <= b.batch.last_offset && r.last_offset >= b.batch.base_offset;
-      });
-    };
-    auto first = std::find_if(batches.begin(), batches.end(), holds_acquired);
-    auto last = std::find_if(batches.rbegin(), batches.rend(), holds_acquired);
-    const size_t begin = first->position;
-    const size_t end = last->position + last->size;
-    a.records.assign(bytes.begin() + static_cast<std::ptrdiff_t>(begin),
-                     bytes.begin() + static_cast<std::ptrdiff_t>(end));
-    budget -= static_cast<int64_t>(a.records.size());
   }
   return acquired;
 }
@@ -356,6 +436,11 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
           p.acknowledgement_batches, renew_allowed, now, &readers);
     }
   }
+  for (partition_answer& a : answers) {
+    if (a.ack_error && *a.ack_error == error_code::none) {
+      a.ack_error = co_await await_share_state_committed(request, group_id, a.tp);
+    }
+  }
   const bool fetching = epoch != coordinator::share_session_final_epoch && !renew_allowed;
   if (epoch == coordinator::share_session_final_epoch) {
     shares.close_session(group_id, member_id, now);
@@ -405,7 +490,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
     if (a.ack_error) p.acknowledge_error_code = protocol::code(*a.ack_error);
     p.current_leader.leader_id = services.config.node_id;
     p.current_leader.leader_epoch = local_leader_epoch;
-    p.records = protocol::bytes_view(a.records.data(), a.records.size());
+    p.records = protocol::bytes_view(a.buffer.data() + a.records_at, a.records_size);
     for (const auto& r : a.acquired) {
       p.acquired_records.push_back({r.first_offset, r.last_offset, r.delivery_count});
     }

@@ -13,10 +13,38 @@
 
 #include "broker/authorization.h"
 #include "broker/group_handler_util.h"
+#include "broker/group_write_wait.h"
+#include "broker/replica_manager.h"
 #include "coordinator/share_coordinator.h"
 #include "coordinator/wire_ids.h"
 
 namespace tarn::broker {
+
+// Kafka's share.coordinator.write.timeout.ms default: how long a share-state RPC's answer waits
+// for its write to be committed in a cluster.
+inline constexpr int64_t share_state_write_timeout_ms = 5000;
+
+// In a cluster, when this broker leads the share-partition's partition of __share_group_state
+// (the share coordinator in-process), an acknowledgement is answered only once its write is
+// committed, as the share-state RPCs' answers wait (below) when the coordinator is another
+// broker: NONE at once on a single node or when another broker's coordinator answered.
+inline asio::awaitable<protocol::error_code> await_share_state_committed(
+    request_context& request, std::string_view group_id,
+    const coordinator::share_topic_partition& tp) {
+  const broker_services& services = request.services;
+  if (services.replicas == nullptr || services.shares == nullptr)
+    co_return protocol::error_code::none;
+  const int32_t sp = services.shares->state_partition_of(group_id, tp);
+  if (sp < 0) co_return protocol::error_code::none;
+  const std::string topic(coordinator::share_group_state_topic_name);
+  if (!leadership_of(services.replicas, topic, sp, services.config.node_id).serving) {
+    co_return protocol::error_code::none;
+  }
+  const protocol::error_code e =
+      co_await await_coordinator_write_committed(request, topic, sp, share_state_write_timeout_ms);
+  // Kafka's persister answers an acknowledgement whose write failed this way.
+  co_return e == protocol::error_code::none ? e : protocol::error_code::coordinator_not_available;
+}
 
 // Decodes `Request`, then answers every share-partition it names with `serve(shares, group_id,
 // tp, partition_data, partition_result, texts)`, which fills the result (its strings kept alive in
@@ -79,6 +107,30 @@ asio::awaitable<handler_outcome> serve_share_state(request_context& request,
               texts);
       }
       by_partition.insert_or_assign(p.partition, pr);
+    }
+  }
+  if (request.services.replicas != nullptr && available == protocol::error_code::none) {
+    // In a cluster an answer waits until what it wrote is committed (the partition's high
+    // watermark passed it), as Kafka's share coordinator runtime answers; NOT_COORDINATOR when
+    // the leadership moved meanwhile, COORDINATOR_NOT_AVAILABLE after the timeout.
+    std::map<int32_t, std::vector<partition_result*>> by_state_partition;
+    for (auto& [topic_id, by_partition] : answers) {
+      for (auto& [partition, pr] : by_partition) {
+        if (pr.error_code != 0) continue;
+        const int32_t sp = shares.state_partition_of(decoded->group_id,
+                                                     {coordinator::from_wire(topic_id), partition});
+        if (sp >= 0) by_state_partition[sp].push_back(&pr);
+      }
+    }
+    for (auto& [sp, results] : by_state_partition) {
+      const protocol::error_code e = co_await await_coordinator_write_committed(
+          request, std::string(coordinator::share_group_state_topic_name), sp,
+          share_state_write_timeout_ms);
+      if (e == protocol::error_code::none) continue;
+      for (partition_result* pr : results) {
+        pr->error_code = protocol::code(e);
+        pr->error_message = protocol::describe(e).message;
+      }
     }
   }
   for (auto& [topic_id, by_partition] : answers) {

@@ -38,6 +38,10 @@ struct share_config {
   int32_t share_coordinator_snapshot_update_records_per_snapshot = 500;
   int32_t share_coordinator_state_topic_prune_interval_ms = 300000;
   int32_t share_coordinator_cold_partition_snapshot_interval_ms = 300000;
+  // In a cluster only (docs/share-groups.md, "In a cluster"): the topic's replicas and its
+  // min.insync.replicas.
+  int32_t share_coordinator_state_topic_replication_factor = 3;
+  int32_t share_coordinator_state_topic_min_isr = 2;
 };
 
 }  // namespace tarn::coordinator

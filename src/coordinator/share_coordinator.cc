@@ -386,6 +386,7 @@ error_code share_coordinator::delete_group(std::string_view group_id) {
     if (std::get<0>(key) == group_id) persist_delete(key, 0);
   }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
+  std::erase_if(led_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
   return error_code::none;
 }
@@ -440,12 +441,26 @@ void share_coordinator::close_session(std::string_view group_id, std::string_vie
 
 std::optional<int64_t> share_coordinator::next_fetch_offset(
     std::string_view group_id, const share_topic_partition& tp, int64_t log_start_offset,
-    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start) {
+    int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start,
+    int64_t* acquirable) {
   ensure_state_topic();
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
-  if (it == partitions_.end()) {
+  if (cluster_state_ && !led_here(key)) {
+    // In a cluster the share-partition's state is the share coordinator's: read (or initialized
+    // there) at this broker's leader epoch before anything is handed out.
+    std::optional<int32_t> epoch;
+    if (persister_ != nullptr) epoch = persister_->leader_epoch(tp.topic_id, tp.partition);
+    if (!epoch) return std::nullopt;
+    const share_group_settings gs = settings(group_id);
+    if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
+    const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
+                          : gs.auto_offset_reset == "earliest" ? log_start_offset
+                                                               : high_watermark;
+    if (!take_leadership(key, *epoch, start, now_ms)) return std::nullopt;
+    it = partitions_.find(key);
+  } else if (it == partitions_.end()) {
     const share_group_settings gs = settings(group_id);
     if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
     const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
@@ -468,6 +483,7 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
     return std::nullopt;
   }
   p.keep();
+  if (next && acquirable != nullptr) *acquirable = p.acquirable_from(*next);
   return next;
 }
 
@@ -478,6 +494,7 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        int32_t max_records, int64_t now_ms) {
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  if (cluster_state_ && !led_here(key)) return {};
   auto it = partitions_.find(key);
   if (it == partitions_.end()) return {};
   // The delivery counts are written before the records are handed out (a crash then counts the
@@ -501,6 +518,7 @@ error_code share_coordinator::acknowledge(std::string_view group_id, std::string
   {
     std::lock_guard lock(mu_);
     partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+    if (cluster_state_ && !led_here(key)) return error_code::not_leader_or_follower;
     auto it = partitions_.find(key);
     if (it == partitions_.end()) return error_code::invalid_record_state;
     // As Kafka's SharePartition: applied, written, and rolled back if the write fails (an
@@ -594,6 +612,9 @@ void share_coordinator::delete_topic_offsets(std::string_view group_id,
     if (gone) persist_delete(e.first, 0);
     return gone;
   });
+  std::erase_if(led_, [&](const auto& e) {
+    return std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+  });
   update_initialized(group_id, 0);
 }
 
@@ -623,6 +644,15 @@ void share_coordinator::poll(int64_t now_ms) {
       for (const auto& mid : expired) (void)remove_member(g, mid, now_ms);
     }
     maybe_prune(now_ms);
+    if (cluster_state_) {
+      // A share-partition whose data partition this broker no longer leads (or leads at another
+      // epoch) is dropped now rather than at its next use, as Kafka's SharePartitionManager
+      // drops it on the leadership change: its locks expire at its new leader, not here.
+      std::vector<partition_key> led;
+      led.reserve(partitions_.size());
+      for (const auto& [key, p] : partitions_) led.push_back(key);
+      for (const auto& key : led) (void)led_here(key);
+    }
     for (auto& [key, p] : partitions_) {
       if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
       p.expire_locks(now_ms);
@@ -647,10 +677,13 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
     return share_state_partition_for({std::get<0>(key), std::get<1>(key), std::get<2>(key)},
                                      partitions);
   };
-  if (now_ms - last_cold_snapshot_ms_ >=
-      config_.share_coordinator_cold_partition_snapshot_interval_ms) {
+  // In a cluster the share-partitions led here and the state loaded here are different sets:
+  // no cold snapshots there (a led share-partition's next write goes on updating its state).
+  if (!cluster_state_ && now_ms - last_cold_snapshot_ms_ >=
+                             config_.share_coordinator_cold_partition_snapshot_interval_ms) {
     last_cold_snapshot_ms_ = now_ms;
     std::vector<partition_key> cold;
+    std::unique_lock state_lock(state_mu_);
     for (const auto& [key, ps] : persisted_) {
       if (now_ms - ps.last_write_ms <
           config_.share_coordinator_cold_partition_snapshot_interval_ms) {
@@ -663,6 +696,7 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
       }
       cold.push_back(key);
     }
+    state_lock.unlock();  // persist() takes it
     for (const auto& key : cold) {
       if (auto it = partitions_.find(key); it != partitions_.end()) {
         persist(key, it->second, now_ms, true);
@@ -671,6 +705,7 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
   }
   if (now_ms - last_prune_ms_ < config_.share_coordinator_state_topic_prune_interval_ms) return;
   last_prune_ms_ = now_ms;
+  std::lock_guard state_lock(state_mu_);
   std::map<int32_t, int64_t> needed;  // per partition: its oldest snapshot still needed
   for (const auto& [key, ps] : persisted_) {
     const int32_t part = partition_of(key);
@@ -726,15 +761,23 @@ result<int64_t, error_code> share_coordinator::append_state(
   return *written;
 }
 
-error_code share_coordinator::persist(const partition_key& key, const share_partition& p,
-                                      int64_t now_ms, bool snapshot) {
+error_code share_coordinator::persist(const partition_key& key, share_partition& p, int64_t now_ms,
+                                      bool snapshot) {
   if (state_log_ == nullptr) return error_code::none;
+  // In a cluster the coordinator of the key is asked (in-process or by RPC): persist_led.
+  if (cluster_state_) return persist_led(key, p, now_ms);
+  std::lock_guard state_lock(state_mu_);
+  auto it = persisted_.find(key);
+  // Nothing changed since the last write: nothing to write (and the batches need not be
+  // computed, which every fetch and acknowledgement of every member did otherwise).
+  if (it != persisted_.end() && !snapshot && !p.changed_since_persisted()) {
+    return error_code::none;
+  }
   share_group_offset next;
   next.start_offset = p.start_offset();
   next.delivery_complete_count = static_cast<int32_t>(p.finished_count());
   next.state_batches = p.persisted_batches();
   next.write_timestamp_ms = now_ms;
-  auto it = persisted_.find(key);
   if (it != persisted_.end()) {
     // This node's share-partition leader writes with the epochs the coordinator recorded (an
     // RPC that changed them also replaced the in-memory state: follow_persisted).
@@ -758,6 +801,7 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     delta.state_batches = changed_state_batches(last.state_batches, next.state_batches);
     if (delta.state_batches.empty() && last.start_offset == next.start_offset &&
         last.delivery_complete_count == next.delivery_complete_count) {
+      p.mark_persisted();
       return error_code::none;  // nothing Kafka persists changed (e.g. a lock renewed)
     }
     next.snapshot_epoch = last.snapshot_epoch;
@@ -781,10 +825,19 @@ error_code share_coordinator::persist(const partition_key& key, const share_part
     ++it->second.updates_since_snapshot;
     it->second.last_write_ms = now_ms;
   }
+  p.mark_persisted();
   return error_code::none;
 }
 
 void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms) {
+  std::lock_guard state_lock(state_mu_);
+  // In a cluster only a key whose partition is loaded here is deleted here (docs/share-groups.md,
+  // "In a cluster": DeleteShareGroupState is not sent to another broker's coordinator yet).
+  if (state_ownership_error(key) != error_code::none) return;
+  persist_delete_locked(key, now_ms);
+}
+
+void share_coordinator::persist_delete_locked(const partition_key& key, int64_t now_ms) {
   if (persisted_.erase(key) == 0 || state_log_ == nullptr) return;
   if (state_partitions_.load() <= 0) return;
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
@@ -795,7 +848,7 @@ void share_coordinator::persist_delete(const partition_key& key, int64_t now_ms)
 }
 
 void share_coordinator::persist_group(std::string_view group_id, int64_t now_ms) {
-  for (const auto& [key, p] : partitions_) {
+  for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) persist(key, p, now_ms);
   }
 }
@@ -903,6 +956,13 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
   auto n = state_log_->partitions();
   if (!n) return {};  // created on first use
   state_partitions_.store(*n);
+  bool state_per_partition = false;
+  {
+    std::lock_guard lock(mu_);
+    state_per_partition = cluster_state_;
+  }
+  // In a cluster its partitions load with their leadership (load_state_partition).
+  if (state_per_partition) return {};
   share_state_replay replay;
   for (int32_t i = 0; i < *n; ++i) {
     auto done = state_log_->replay(i, [&](const offsets_record& r) {
@@ -915,6 +975,7 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
                   done.error());
   }
   std::lock_guard lock(mu_);
+  std::lock_guard state_lock(state_mu_);
   skipped_records_ = replay.skipped();
   for (const auto& [pk, e] : replay.states()) {
     partition_key key{pk.group_id, pk.topic_id, pk.partition};

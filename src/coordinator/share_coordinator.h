@@ -61,6 +61,39 @@ struct share_topic_partition {
 inline constexpr int32_t share_session_initial_epoch = 0;
 inline constexpr int32_t share_session_final_epoch = -1;
 
+// What the share-state RPCs answer for one share-partition, and what a write carries (the
+// share coordinator's side and a share-partition leader's side speak these).
+struct share_state_answer {
+  protocol::error_code error = protocol::error_code::none;
+  std::string message;  // empty: null
+  share_group_offset state;
+};
+struct share_state_write {
+  int32_t state_epoch = 0;
+  int32_t leader_epoch = 0;
+  int64_t start_offset = -1;
+  int32_t delivery_complete_count = -1;
+  std::vector<state_batch> batches;
+};
+
+// In a cluster (docs/share-groups.md, "In a cluster"), how a share-partition leader reaches the
+// share coordinator of a share-partition whose partition of __share_group_state another broker
+// leads: the share-state RPCs over the network (the broker's share_state_client), retried after
+// finding the coordinator again. Calls block (bounded); the share coordinator makes them without
+// its state lock, so the coordinator RPCs this broker serves meanwhile never wait for them.
+class share_state_persister {
+ public:
+  virtual ~share_state_persister() = default;
+  // This broker's leader epoch of the data partition while it serves as its leader, else
+  // nullopt (the share-partition is not led here).
+  virtual std::optional<int32_t> leader_epoch(const topic_uuid& topic_id, int32_t partition) = 0;
+  virtual share_state_answer read(const share_partition_key& key, int32_t leader_epoch) = 0;
+  virtual share_state_answer write(const share_partition_key& key,
+                                   const share_state_write& write) = 0;
+  virtual share_state_answer initialize(const share_partition_key& key, int32_t state_epoch,
+                                        int64_t start_offset) = 0;
+};
+
 class share_coordinator {
  public:
   // `state_log` is __share_group_state and `group_log` __consumer_offsets (the group
@@ -143,12 +176,14 @@ class share_coordinator {
   // Where the next fetch of the share-partition reads (creating it on first use with
   // share.auto.offset.reset: latest starts at the high watermark, earliest at the log start,
   // by_duration at `by_duration_start`, which the caller found in the log), or nullopt when
-  // nothing can be acquired now.
+  // nothing can be acquired now. `acquirable`, when given, gets at most how many records a read
+  // from there can acquire (share_partition::acquirable_from).
   std::optional<int64_t> next_fetch_offset(std::string_view group_id,
                                            const share_topic_partition& tp,
                                            int64_t log_start_offset, int64_t high_watermark,
                                            int64_t now_ms,
-                                           std::optional<int64_t> by_duration_start = {});
+                                           std::optional<int64_t> by_duration_start = {},
+                                           int64_t* acquirable = nullptr);
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
@@ -204,18 +239,36 @@ class share_coordinator {
   // recorded epochs; an RPC that changes a share-partition's state replaces the in-memory
   // share-partition with it before answering (records it had Acquired come back Available with
   // the counts written), so the two never diverge.
-  struct state_answer {
-    protocol::error_code error = protocol::error_code::none;
-    std::string message;  // empty: null
-    share_group_offset state;
-  };
-  struct state_write {
-    int32_t state_epoch = 0;
-    int32_t leader_epoch = 0;
-    int64_t start_offset = -1;
-    int32_t delivery_complete_count = -1;
-    std::vector<state_batch> batches;
-  };
+  using state_answer = share_state_answer;
+  using state_write = share_state_write;
+  // In a cluster (docs/share-groups.md, "In a cluster"): __share_group_state is one replicated
+  // topic and this coordinator serves the share-state RPCs only for the partitions this broker
+  // leads, as Kafka 4.4's ShareCoordinator: start_state_unowned() before load() (which then
+  // replays nothing of the topic; every key answers NOT_COORDINATOR), load_state_partition when
+  // this broker becomes a partition's leader (replayed without the locks; its keys answer
+  // COORDINATOR_LOAD_IN_PROGRESS meanwhile; false when an unload overtook it),
+  // unload_state_partition when it stops (its state dropped from memory, the log keeps it). The
+  // share-partitions led here then keep their state through `persister`: in-process when this
+  // broker has the key's partition loaded, else the RPCs to the broker that leads it; each is
+  // made from ReadShareGroupState at the data partition's leader epoch (fencing older leaders),
+  // and dropped when that epoch moves or a write is fenced.
+  void start_state_unowned(share_state_persister* persister);
+  bool load_state_partition(int32_t partition, int64_t now_ms);
+  void unload_state_partition(int32_t partition);
+  // The partition of __share_group_state of a share-partition's key (-1 while the topic does not
+  // exist), for FindCoordinator and the RPC handlers' wait for the high watermark.
+  int32_t state_partition_of(std::string_view group_id, const share_topic_partition& tp) const;
+  // Partitions of __share_group_state (0 while it does not exist).
+  int32_t state_partition_count() const {
+    int32_t n = state_partitions_.load();
+    if (n <= 0 && state_log_ != nullptr) {
+      if (auto known = state_log_->partitions()) n = *known;
+    }
+    return n;
+  }
+  // The partition's state is loaded here (tests).
+  bool state_partition_loaded(int32_t partition) const;
+
   // COORDINATOR_NOT_AVAILABLE when __share_group_state cannot be created, else NONE. Call before
   // the calls below (it may create the topic, which takes the topic manager's control lock).
   protocol::error_code prepare_state_rpc();
@@ -284,9 +337,10 @@ class share_coordinator {
   // manager's control lock). False when it cannot be created.
   bool ensure_state_topic();
   // Writes what changed in `p` since its last write (a snapshot first, then updates; a snapshot
-  // whenever `snapshot` is set or the updates reach the configured count). NONE when written or
+  // whenever `snapshot` is set or, at a change, the updates reach the configured count); nothing
+  // when `p` did not change since (share_partition::changed_since_persisted). NONE when written or
   // nothing changed; the error the share APIs answer when the append failed.
-  protocol::error_code persist(const partition_key& key, const share_partition& p, int64_t now_ms,
+  protocol::error_code persist(const partition_key& key, share_partition& p, int64_t now_ms,
                                bool snapshot = false);
   // Tombstones for a share-partition's snapshot and update keys (its state is deleted).
   void persist_delete(const partition_key& key, int64_t now_ms);
@@ -316,6 +370,38 @@ class share_coordinator {
                                                      int16_t record_type,
                                                      std::optional<std::span<const uint8_t>> value,
                                                      int64_t now_ms);
+  // The RPCs' locks: on one node mu_ and state_mu_ (an RPC's change is followed by the in-memory
+  // share-partition), in a cluster state_mu_ alone.
+  std::pair<std::unique_lock<std::mutex>, std::unique_lock<std::mutex>> lock_for_rpc() const;
+  // NONE on one node; in a cluster NOT_COORDINATOR unless this broker has the key's partition of
+  // __share_group_state, COORDINATOR_LOAD_IN_PROGRESS while it loads. Under state_mu_.
+  protocol::error_code state_ownership_error(const partition_key& key) const;
+  // The RPCs' work once locked and owned. Under state_mu_ (and mu_ on one node).
+  state_answer initialize_state_locked(const partition_key& key, int32_t state_epoch,
+                                       int64_t start_offset, int64_t now_ms);
+  state_answer read_state_locked(const partition_key& key, int32_t leader_epoch, int64_t now_ms);
+  state_answer write_state_locked(const partition_key& key, const state_write& write,
+                                  int64_t now_ms);
+  // A share-partition leader's calls in a cluster: in-process when the key's partition is loaded
+  // here, else through persister_. Under mu_, never under state_mu_.
+  state_answer call_read(const partition_key& key, int32_t leader_epoch, int64_t now_ms);
+  state_answer call_write(const partition_key& key, const state_write& write, int64_t now_ms);
+  state_answer call_initialize(const partition_key& key, int32_t state_epoch, int64_t start_offset,
+                               int64_t now_ms);
+  // In a cluster: true when the share-partition is led here at the epoch its state was read at;
+  // otherwise it is dropped from memory (leadership moved, or a write was fenced). Under mu_.
+  bool led_here(const partition_key& key);
+  // In a cluster: makes the share-partition from ReadShareGroupState at `leader_epoch` (or
+  // initializes it at `start` when it has no state). False when the coordinator cannot be
+  // reached or refused. Under mu_.
+  bool take_leadership(const partition_key& key, int32_t leader_epoch, int64_t start,
+                       int64_t now_ms);
+  // persist() in a cluster: what changed since the last write, as a WriteShareGroupState.
+  protocol::error_code persist_led(const partition_key& key, const share_partition& p,
+                                   int64_t now_ms);
+  // persist_delete with state_mu_ held.
+  void persist_delete_locked(const partition_key& key, int64_t now_ms);
+
   // INVALID_REQUEST / UNKNOWN_TOPIC_OR_PARTITION checks shared by the RPCs. Under mu_.
   std::optional<state_answer> check_topic_partition(const share_topic_partition& tp) const;
   // Writes what a WriteShareGroupState (or a ReadShareGroupState raising the leader epoch) asks,
@@ -333,11 +419,29 @@ class share_coordinator {
   std::atomic<int32_t> state_partitions_{0};  // of __share_group_state, once it exists
   int64_t skipped_records_ = 0;
   int64_t skipped_group_records_ = 0;
-  std::map<partition_key, persisted_state> persisted_;  // under mu_
-  std::map<int32_t, int64_t> last_written_offset_;      // per partition of the topic; under mu_
-  std::map<int32_t, int64_t> pruned_before_;            // under mu_
-  int64_t last_prune_ms_ = -1;                          // under mu_
-  int64_t last_cold_snapshot_ms_ = -1;                  // under mu_
+  // The share coordinator's own state (Kafka's ShareCoordinatorShard): under state_mu_, which
+  // is taken after mu_ where both are.
+  mutable std::mutex state_mu_;
+  std::map<partition_key, persisted_state> persisted_;
+  std::map<int32_t, int64_t> last_written_offset_;  // per partition of the topic
+  std::map<int32_t, int64_t> pruned_before_;
+  // In a cluster: set before serving (start_state_unowned), never changed after.
+  bool cluster_state_ = false;
+  share_state_persister* persister_ = nullptr;
+  // In a cluster: the partitions of __share_group_state this broker leads (loaded once `loaded`;
+  // the load's generation, as owned_'s). Under state_mu_.
+  std::map<int32_t, std::pair<bool, uint64_t>> state_owned_;  // loaded, generation
+  uint64_t state_load_generation_ = 0;
+  // In a cluster, per share-partition led here: what was last written for it, at which state
+  // and leader epochs (the leader epoch its state was read at). Under mu_.
+  struct led_state {
+    share_group_offset written;
+    int32_t leader_epoch = 0;
+    bool fenced = false;  // a write was fenced: dropped at the next use
+  };
+  std::map<partition_key, led_state> led_;
+  int64_t last_prune_ms_ = -1;          // under mu_
+  int64_t last_cold_snapshot_ms_ = -1;  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, group, std::less<>> groups_;
   // start_unowned() was called: only the partitions of __consumer_offsets in owned_ are served,

@@ -51,11 +51,17 @@ void share_partition::undo() {
   for (auto it = j.saved.rbegin(); it != j.saved.rend(); ++it) {
     records_[static_cast<size_t>(it->first - start_offset_)] = std::move(it->second);
   }
+  // Records came back as they were: any may be Available or Acquired with any deadline.
+  available_from_ = start_offset_;
+  earliest_deadline_ = INT64_MIN;
+  deadline_exact_ = false;
+  dirty_ = true;
 }
 
 share_partition::in_flight_record& share_partition::mutable_record(size_t i) {
   const int64_t offset = start_offset_ + static_cast<int64_t>(i);
   if (journal_ && offset < journal_->end_offset) journal_->saved.emplace_back(offset, records_[i]);
+  dirty_ = true;
   return records_[i];
 }
 
@@ -63,16 +69,20 @@ void share_partition::pop_front_record() {
   if (journal_ && start_offset_ < journal_->end_offset) {
     journal_->saved.emplace_back(start_offset_, std::move(records_.front()));
   }
+  if (records_.front().state == record_state::acquired) lock_released();
   records_.pop_front();
   ++start_offset_;
+  dirty_ = true;
 }
 
-void share_partition::give_back(in_flight_record& r) {
+void share_partition::give_back(int64_t offset, in_flight_record& r) {
   // Kafka archives a record released (or timed out) once it was delivered the limit's times.
   r.state = r.delivery_count >= config_.delivery_count_limit ? record_state::archived
                                                              : record_state::available;
   r.holder.reset();
   r.lock_deadline_ms = 0;
+  lock_released();
+  if (r.state == record_state::available) available_from_ = std::min(available_from_, offset);
 }
 
 void share_partition::advance_start() {
@@ -83,38 +93,60 @@ void share_partition::advance_start() {
 }
 
 void share_partition::expire_locks(int64_t now_ms) {
+  if (earliest_deadline_ > now_ms) return;  // no lock is due
   bool changed = false;
+  int64_t earliest = INT64_MAX;
   for (size_t i = 0; i < records_.size(); ++i) {
     const in_flight_record& r = records_[i];
-    if (r.state == record_state::acquired && r.lock_deadline_ms <= now_ms) {
-      give_back(mutable_record(i));
+    if (r.state != record_state::acquired) continue;
+    if (r.lock_deadline_ms <= now_ms) {
+      give_back(start_offset_ + static_cast<int64_t>(i), mutable_record(i));
       changed = true;
+    } else {
+      earliest = std::min(earliest, r.lock_deadline_ms);
     }
   }
+  earliest_deadline_ = earliest;
+  deadline_exact_ = true;
   if (changed) advance_start();
 }
 
 std::optional<int64_t> share_partition::next_lock_deadline() const {
-  std::optional<int64_t> out;
-  for (const in_flight_record& r : records_) {
-    if (r.state == record_state::acquired && (!out || r.lock_deadline_ms < *out)) {
-      out = r.lock_deadline_ms;
+  if (!deadline_exact_) {
+    int64_t earliest = INT64_MAX;
+    for (const in_flight_record& r : records_) {
+      if (r.state == record_state::acquired) earliest = std::min(earliest, r.lock_deadline_ms);
     }
+    earliest_deadline_ = earliest;
+    deadline_exact_ = true;
   }
-  return out;
+  if (earliest_deadline_ == INT64_MAX) return std::nullopt;
+  return earliest_deadline_;
 }
 
 std::optional<int64_t> share_partition::next_fetch_offset(int64_t now_ms) {
   expire_locks(now_ms);
-  for (size_t i = 0; i < records_.size(); ++i) {
-    if (records_[i].state == record_state::available) {
-      return start_offset_ + static_cast<int64_t>(i);
+  for (int64_t o = std::max(available_from_, start_offset_); o < end_offset(); ++o) {
+    if (records_[static_cast<size_t>(o - start_offset_)].state == record_state::available) {
+      available_from_ = o;
+      return o;
     }
   }
+  available_from_ = end_offset();
   if (records_.size() < static_cast<size_t>(std::max(config_.max_record_locks, 0))) {
     return end_offset();
   }
   return std::nullopt;
+}
+
+int64_t share_partition::acquirable_from(int64_t offset) const {
+  int64_t n = 0;
+  for (int64_t o = std::max({offset, available_from_, start_offset_}); o < end_offset(); ++o) {
+    if (records_[static_cast<size_t>(o - start_offset_)].state == record_state::available) ++n;
+  }
+  const int64_t locks_left =
+      std::max<int64_t>(config_.max_record_locks, 0) - static_cast<int64_t>(records_.size());
+  return n + std::max<int64_t>(locks_left, 0);
 }
 
 std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
@@ -131,6 +163,7 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
     ++r.delivery_count;
     r.holder = holder;
     r.lock_deadline_ms = deadline;
+    earliest_deadline_ = std::min(earliest_deadline_, deadline);
     ++taken;
     if (!out.empty() && out.back().last_offset + 1 == offset &&
         out.back().delivery_count == r.delivery_count) {
@@ -162,9 +195,11 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
         if (end_offset() < o && end_offset() < batches.front().base_offset) return;
         while (end_offset() < o && records_.size() < lock_limit) {
           records_.push_back({record_state::archived, 0, 0, {}});
+          dirty_ = true;
         }
         if (records_.size() >= lock_limit) return;
         records_.push_back({});
+        dirty_ = true;
         if (b.never_delivered()) {
           records_.back().state = record_state::archived;
           continue;
@@ -230,17 +265,20 @@ error_code share_partition::acknowledge(std::string_view member_id,
         case acknowledge_type::accept:
           r.state = record_state::acknowledged;
           r.holder.reset();
+          lock_released();
           break;
         case acknowledge_type::release:
-          give_back(r);
+          give_back(o, r);
           break;
         case acknowledge_type::gap:
         case acknowledge_type::reject:
           r.state = record_state::archived;
           r.holder.reset();
+          lock_released();
           break;
         case acknowledge_type::renew:
           r.lock_deadline_ms = now_ms + config_.record_lock_duration_ms;
+          lock_released();  // the earliest deadline may have moved later
           break;
       }
     }
@@ -255,7 +293,7 @@ bool share_partition::release_member(std::string_view member_id, int64_t now_ms)
   for (size_t i = 0; i < records_.size(); ++i) {
     const in_flight_record& r = records_[i];
     if (r.state == record_state::acquired && r.held_by(member_id)) {
-      give_back(mutable_record(i));
+      give_back(start_offset_ + static_cast<int64_t>(i), mutable_record(i));
       released = true;
     }
   }
@@ -265,7 +303,10 @@ bool share_partition::release_member(std::string_view member_id, int64_t now_ms)
 
 void share_partition::reset_start_offset(int64_t offset) {
   while (!records_.empty() && start_offset_ < offset) pop_front_record();
-  if (start_offset_ < offset) start_offset_ = offset;
+  if (start_offset_ < offset) {
+    start_offset_ = offset;
+    dirty_ = true;
+  }
   advance_start();
 }
 

@@ -281,6 +281,83 @@ TEST(share_partition, undo_puts_back_the_state_of_begin_change) {
   EXPECT_EQ(p.start_offset(), 5);
 }
 
+// The earliest lock deadline is kept instead of scanned for (every fetch and acknowledgement
+// expires locks first): it must stay right as locks are taken, acknowledged, renewed, expired and
+// put back by undo().
+TEST(share_partition, lock_deadlines_stay_right_without_a_scan_each_time) {
+  share_partition p(cfg(1000, 5, 100), 0);
+  p.acquire("a", batch(0, 1), 500, 0);    // locked until 1000
+  p.acquire("b", batch(2, 3), 500, 500);  // until 1500
+  EXPECT_EQ(p.next_lock_deadline(), 1000);
+  std::vector<acknowledgement_batch> acks = {ack(0, 1, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 600), error_code::none);
+  EXPECT_EQ(p.next_lock_deadline(), 1500);
+  acks = {ack(2, 2, {renew})};  // 2 until 1700, 3 still until 1500
+  ASSERT_EQ(p.acknowledge("b", acks, 700), error_code::none);
+  p.expire_locks(1499);
+  EXPECT_EQ(p.acquired_count(), 2u);
+  p.expire_locks(1500);
+  EXPECT_EQ(state(p, 3), record_state::available);
+  EXPECT_EQ(state(p, 2), record_state::acquired);
+  EXPECT_EQ(p.next_lock_deadline(), 1700);
+  // An expiry taken back by undo(): the lock is there again, with its deadline, and expires.
+  p.begin_change();
+  p.expire_locks(2000);
+  EXPECT_FALSE(p.next_lock_deadline().has_value());
+  p.undo();
+  EXPECT_EQ(p.next_lock_deadline(), 1700);
+  EXPECT_EQ(p.next_fetch_offset(1699), 3);
+  p.expire_locks(1700);
+  EXPECT_EQ(p.acquired_count(), 0u);
+  EXPECT_FALSE(p.next_lock_deadline().has_value());
+}
+
+// Where the next fetch reads and how much it can take: a record given back behind the last answer
+// is found again, and what can be acquired is the Available records from there plus the record
+// locks left.
+TEST(share_partition, next_fetch_offset_finds_records_given_back_behind_it) {
+  share_partition p(cfg(1000, 5, 100), 0);
+  p.acquire("a", batch(0, 59), 500, 0);
+  EXPECT_EQ(p.next_fetch_offset(0), 60);
+  EXPECT_EQ(p.acquirable_from(60), 40);
+  std::vector<acknowledgement_batch> acks = {ack(10, 19, {release})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_EQ(p.next_fetch_offset(10), 10);
+  EXPECT_EQ(p.acquirable_from(10), 50);  // 10..19 and 40 new ones
+  p.acquire("b", batch(10, 14), 500, 10);
+  EXPECT_EQ(p.next_fetch_offset(10), 15);
+  EXPECT_EQ(p.acquirable_from(15), 45);
+  // A member leaving gives back records before that.
+  p.release_member("b", 20);
+  EXPECT_EQ(p.next_fetch_offset(20), 10);
+  // The record locks full and nothing Available: nothing to read.
+  p.acquire("c", batch(10, 99), 500, 20);
+  EXPECT_FALSE(p.next_fetch_offset(20).has_value());
+}
+
+// The share coordinator writes a share-partition only when it changed.
+TEST(share_partition, changed_since_persisted_follows_every_change) {
+  share_partition p(cfg(1000, 5, 100), 0);
+  EXPECT_TRUE(p.changed_since_persisted());  // never written
+  p.mark_persisted();
+  EXPECT_EQ(p.next_fetch_offset(0), 0);
+  EXPECT_FALSE(p.changed_since_persisted());
+  p.acquire("a", batch(0, 4), 500, 0);
+  EXPECT_TRUE(p.changed_since_persisted());
+  p.mark_persisted();
+  std::vector<acknowledgement_batch> acks = {ack(0, 0, {accept})};
+  ASSERT_EQ(p.acknowledge("a", acks, 10), error_code::none);
+  EXPECT_TRUE(p.changed_since_persisted());
+  p.mark_persisted();
+  p.expire_locks(999);
+  EXPECT_FALSE(p.changed_since_persisted());
+  p.expire_locks(1000);
+  EXPECT_TRUE(p.changed_since_persisted());
+  p.mark_persisted();
+  p.reset_start_offset(3);
+  EXPECT_TRUE(p.changed_since_persisted());
+}
+
 // A read in chunks: the first chunk's records could not be acquired (the record locks were full)
 // and, by the time the second chunk is offered, acknowledgements freed the locks. The offsets
 // between the SPEO and the second chunk are not gaps of the log: nothing is archived, nothing

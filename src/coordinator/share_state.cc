@@ -99,8 +99,13 @@ std::vector<uint8_t> framed(int16_t version, const Message& m, int16_t message_v
 
 int32_t share_state_partition_for(const share_partition_key& key, int32_t num_partitions) {
   if (num_partitions <= 0) return 0;
-  const std::string text =
-      key.group_id + ":" + topic_id_text(key.topic_id) + ":" + std::to_string(key.partition);
+  return share_state_partition_for_text(
+      key.group_id + ":" + topic_id_text(key.topic_id) + ":" + std::to_string(key.partition),
+      num_partitions);
+}
+
+int32_t share_state_partition_for_text(std::string_view text, int32_t num_partitions) {
+  if (num_partitions <= 0) return 0;
   // Kafka's Utils.abs: Math.abs, with INT_MIN (whose absolute value is not an int) as 0.
   const int32_t hash = java_string_hash(text);
   const int32_t positive = hash == INT32_MIN ? 0 : (hash < 0 ? -hash : hash);

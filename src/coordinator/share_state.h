@@ -59,6 +59,8 @@ struct share_group_offset {
 // ShareCoordinatorService.partitionFor: abs(hashCode of "group:topicId:partition") % partitions,
 // with Java's String.hashCode over the UTF-16 of the text and the topic id in base64url.
 int32_t share_state_partition_for(const share_partition_key& key, int32_t num_partitions);
+// The same for the key's text ("group:topicId:partition"), as FindCoordinator's SHARE key is.
+int32_t share_state_partition_for_text(std::string_view text, int32_t num_partitions);
 
 std::vector<uint8_t> encode_share_state_key(int16_t record_type, const share_partition_key& key);
 // A ShareSnapshot value (every field of `state`).

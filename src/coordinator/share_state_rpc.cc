@@ -123,46 +123,78 @@ error_code share_coordinator::write_state_record(const partition_key& key, persi
   return error_code::none;
 }
 
+std::pair<std::unique_lock<std::mutex>, std::unique_lock<std::mutex>>
+share_coordinator::lock_for_rpc() const {
+  // On one node an RPC's change is followed by the in-memory share-partition (mu_'s). In a
+  // cluster a share-partition leader may hold mu_ while it waits for another broker's
+  // coordinator; were the RPCs to take mu_, two brokers each waiting for the other would stall
+  // until their timeouts.
+  std::unique_lock<std::mutex> leader(mu_, std::defer_lock);
+  if (!cluster_state_) leader.lock();
+  std::unique_lock<std::mutex> state(state_mu_);
+  return {std::move(leader), std::move(state)};
+}
+
+error_code share_coordinator::state_ownership_error(const partition_key& key) const {
+  if (!cluster_state_) return error_code::none;
+  const int32_t n = state_partitions_.load();
+  if (n <= 0) return error_code::not_coordinator;
+  auto it = state_owned_.find(
+      share_state_partition_for({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, n));
+  if (it == state_owned_.end()) return error_code::not_coordinator;
+  return it->second.first ? error_code::none : error_code::coordinator_load_in_progress;
+}
+
 share_coordinator::state_answer share_coordinator::initialize_state(std::string_view group_id,
                                                                     const share_topic_partition& tp,
                                                                     int32_t state_epoch,
                                                                     int64_t start_offset,
                                                                     int64_t now_ms) {
-  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
-  if (state_epoch < 0) return refuse(error_code::invalid_request, negative_state_epoch);
+  const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   {
-    std::lock_guard lock(mu_);
-    const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
-    auto it = persisted_.find(key);
-    if (it != persisted_.end() && it->second.state_epoch_fence > state_epoch) {
-      return refuse(error_code::fenced_state_epoch);
-    }
-    if (auto e = check_topic_partition(tp)) return *e;
-    // ShareGroupOffset.fromRequest: a new snapshot with the request's state epoch and start
-    // offset, leader epoch 0, no batches, delivery-complete count 0 (-1 without a start offset).
-    share_group_offset st;
-    st.snapshot_epoch = it == persisted_.end() ? 0 : it->second.state.snapshot_epoch + 1;
-    st.state_epoch = state_epoch;
-    st.leader_epoch = 0;
-    st.start_offset = start_offset;
-    st.delivery_complete_count = start_offset == -1 ? -1 : 0;
-    st.create_timestamp_ms = now_ms;
-    st.write_timestamp_ms = now_ms;
-    const auto value = encode_share_snapshot_value(st);
-    auto written =
-        append_state({std::string(group_id), tp.topic_id, tp.partition}, share_snapshot_record_type,
-                     std::span<const uint8_t>(value), now_ms);
-    if (!written) return refuse(written.error());
-    persisted_state& ps = persisted_[key];
-    ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, 0);
-    ps.state_epoch_fence = std::max(ps.state_epoch_fence, state_epoch);
-    ps.state = std::move(st);
-    ps.updates_since_snapshot = 0;
-    ps.snapshot_offset = *written;
-    ps.last_write_ms = now_ms;
+    auto locks = lock_for_rpc();
+    if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
+    auto out = initialize_state_locked(key, state_epoch, start_offset, now_ms);
+    if (out.error != error_code::none || cluster_state_) return out;
     follow_persisted(key, now_ms);
   }
   notify_available();
+  return {};
+}
+
+share_coordinator::state_answer share_coordinator::initialize_state_locked(const partition_key& key,
+                                                                           int32_t state_epoch,
+                                                                           int64_t start_offset,
+                                                                           int64_t now_ms) {
+  const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
+  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
+  if (state_epoch < 0) return refuse(error_code::invalid_request, negative_state_epoch);
+  auto it = persisted_.find(key);
+  if (it != persisted_.end() && it->second.state_epoch_fence > state_epoch) {
+    return refuse(error_code::fenced_state_epoch);
+  }
+  if (auto e = check_topic_partition(tp)) return *e;
+  // ShareGroupOffset.fromRequest: a new snapshot with the request's state epoch and start
+  // offset, leader epoch 0, no batches, delivery-complete count 0 (-1 without a start offset).
+  share_group_offset st;
+  st.snapshot_epoch = it == persisted_.end() ? 0 : it->second.state.snapshot_epoch + 1;
+  st.state_epoch = state_epoch;
+  st.leader_epoch = 0;
+  st.start_offset = start_offset;
+  st.delivery_complete_count = start_offset == -1 ? -1 : 0;
+  st.create_timestamp_ms = now_ms;
+  st.write_timestamp_ms = now_ms;
+  const auto value = encode_share_snapshot_value(st);
+  auto written = append_state({std::get<0>(key), tp.topic_id, tp.partition},
+                              share_snapshot_record_type, std::span<const uint8_t>(value), now_ms);
+  if (!written) return refuse(written.error());
+  persisted_state& ps = persisted_[key];
+  ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, 0);
+  ps.state_epoch_fence = std::max(ps.state_epoch_fence, state_epoch);
+  ps.state = std::move(st);
+  ps.updates_since_snapshot = 0;
+  ps.snapshot_offset = *written;
+  ps.last_write_ms = now_ms;
   return {};
 }
 
@@ -170,10 +202,18 @@ share_coordinator::state_answer share_coordinator::read_state(std::string_view g
                                                               const share_topic_partition& tp,
                                                               int32_t leader_epoch,
                                                               int64_t now_ms) {
+  const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto locks = lock_for_rpc();
+  if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
+  return read_state_locked(key, leader_epoch, now_ms);
+}
+
+share_coordinator::state_answer share_coordinator::read_state_locked(const partition_key& key,
+                                                                     int32_t leader_epoch,
+                                                                     int64_t now_ms) {
+  const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
   if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
   if (leader_epoch < 0) return refuse(error_code::invalid_request, negative_leader_epoch);
-  std::lock_guard lock(mu_);
-  const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = persisted_.find(key);
   if (it == persisted_.end()) return refuse(error_code::invalid_request, read_uninitialized);
   persisted_state& ps = it->second;
@@ -197,38 +237,50 @@ share_coordinator::state_answer share_coordinator::write_state(std::string_view 
                                                                const share_topic_partition& tp,
                                                                const state_write& write,
                                                                int64_t now_ms) {
-  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
-  if (write.leader_epoch < 0) return refuse(error_code::invalid_request, negative_leader_epoch);
-  if (write.state_epoch < 0) return refuse(error_code::invalid_request, negative_state_epoch);
+  const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   {
-    std::lock_guard lock(mu_);
-    const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
-    auto it = persisted_.find(key);
-    if (it == persisted_.end()) return refuse(error_code::invalid_request, write_uninitialized);
-    persisted_state& ps = it->second;
-    if (ps.leader_epoch_fence > write.leader_epoch) return refuse(error_code::fenced_leader_epoch);
-    if (ps.state_epoch_fence > write.state_epoch) return refuse(error_code::fenced_state_epoch);
-    if (auto e = check_topic_partition(tp)) return *e;
-    // A write keeps the recorded leader epoch (only a read moves it).
-    state_write w = write;
-    w.leader_epoch = ps.state.leader_epoch;
-    if (auto e = write_state_record(key, ps, w, now_ms); e != error_code::none) return refuse(e);
+    auto locks = lock_for_rpc();
+    if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
+    auto out = write_state_locked(key, write, now_ms);
+    if (out.error != error_code::none || cluster_state_) return out;
     follow_persisted(key, now_ms);
   }
   notify_available();
   return {};
 }
 
+share_coordinator::state_answer share_coordinator::write_state_locked(const partition_key& key,
+                                                                      const state_write& write,
+                                                                      int64_t now_ms) {
+  const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
+  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
+  if (write.leader_epoch < 0) return refuse(error_code::invalid_request, negative_leader_epoch);
+  if (write.state_epoch < 0) return refuse(error_code::invalid_request, negative_state_epoch);
+  auto it = persisted_.find(key);
+  if (it == persisted_.end()) return refuse(error_code::invalid_request, write_uninitialized);
+  persisted_state& ps = it->second;
+  if (ps.leader_epoch_fence > write.leader_epoch) return refuse(error_code::fenced_leader_epoch);
+  if (ps.state_epoch_fence > write.state_epoch) return refuse(error_code::fenced_state_epoch);
+  if (auto e = check_topic_partition(tp)) return *e;
+  // A write keeps the recorded leader epoch (only a read moves it).
+  state_write w = write;
+  w.leader_epoch = ps.state.leader_epoch;
+  if (auto e = write_state_record(key, ps, w, now_ms); e != error_code::none) return refuse(e);
+  return {};
+}
+
 share_coordinator::state_answer share_coordinator::delete_state(std::string_view group_id,
                                                                 const share_topic_partition& tp,
                                                                 int64_t now_ms) {
-  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
-  std::lock_guard lock(mu_);
-  if (auto e = check_topic_partition(tp)) return *e;
   const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto locks = lock_for_rpc();
+  if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
+  if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
+  if (auto e = check_topic_partition(tp)) return *e;
   // Kafka answers NONE for a share-partition without state and writes nothing.
   if (!persisted_.contains(key)) return {};
-  persist_delete(key, now_ms);
+  persist_delete_locked(key, now_ms);
+  if (cluster_state_) return {};
   partitions_.erase(key);
   update_initialized(group_id, now_ms);
   return {};
@@ -236,11 +288,13 @@ share_coordinator::state_answer share_coordinator::delete_state(std::string_view
 
 share_coordinator::state_answer share_coordinator::read_state_summary(
     std::string_view group_id, const share_topic_partition& tp) {
+  const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  auto locks = lock_for_rpc();
+  if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
   if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
-  std::lock_guard lock(mu_);
   if (auto e = check_topic_partition(tp)) return *e;
   state_answer out;
-  auto it = persisted_.find({std::string(group_id), tp.topic_id, tp.partition});
+  auto it = persisted_.find(key);
   if (it == persisted_.end()) {
     // ReadShareGroupStateSummaryResponse.toResponseData(topic, partition, -1, -1, 0, 0).
     out.state.start_offset = -1;
@@ -249,6 +303,199 @@ share_coordinator::state_answer share_coordinator::read_state_summary(
   }
   out.state = it->second.state;
   return out;
+}
+
+void share_coordinator::start_state_unowned(share_state_persister* persister) {
+  std::lock_guard lock(mu_);
+  std::lock_guard state_lock(state_mu_);
+  cluster_state_ = true;
+  persister_ = persister;
+  state_owned_.clear();
+}
+
+int32_t share_coordinator::state_partition_of(std::string_view group_id,
+                                              const share_topic_partition& tp) const {
+  int32_t n = state_partitions_.load();
+  if (n <= 0 && state_log_ != nullptr) {
+    if (auto known = state_log_->partitions()) n = *known;
+  }
+  if (n <= 0) return -1;
+  return share_state_partition_for({std::string(group_id), tp.topic_id, tp.partition}, n);
+}
+
+bool share_coordinator::state_partition_loaded(int32_t partition) const {
+  std::lock_guard lock(state_mu_);
+  auto it = state_owned_.find(partition);
+  return it != state_owned_.end() && it->second.first;
+}
+
+bool share_coordinator::load_state_partition(int32_t partition, int64_t now_ms) {
+  if (state_log_ == nullptr) return false;
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(state_mu_);
+    auto& o = state_owned_[partition];
+    if (o.first) return true;
+    generation = o.second = ++state_load_generation_;
+  }
+  if (state_partitions_.load() <= 0) {
+    if (auto n = state_log_->partitions()) state_partitions_.store(*n);
+  }
+  // Kafka's ShareCoordinatorShard loads its one partition: the records replayed in order (a
+  // snapshot replaces, an update merges, a tombstone removes), without the locks.
+  share_state_replay replay;
+  int64_t last = -1;
+  auto done = state_log_->replay(partition, [&](const offsets_record& r) {
+    last = r.offset;
+    if (r.marker_commit) return;
+    replay.apply(r.offset, r.key, r.value);
+  });
+  (void)done;  // what could be read is served, as the group coordinator's load
+  std::lock_guard lock(state_mu_);
+  auto it = state_owned_.find(partition);
+  if (it == state_owned_.end() || it->second.second != generation) return false;
+  skipped_records_ += replay.skipped();
+  for (const auto& [pk, e] : replay.states()) {
+    persisted_[{pk.group_id, pk.topic_id, pk.partition}] = {
+        e.state, e.updates_since_snapshot, e.snapshot_offset,
+        now_ms,  e.leader_epoch_fence,     e.state_epoch_fence};
+  }
+  if (last >= 0) last_written_offset_[partition] = last;
+  it->second.first = true;
+  return true;
+}
+
+void share_coordinator::unload_state_partition(int32_t partition) {
+  std::lock_guard lock(state_mu_);
+  state_owned_.erase(partition);
+  const int32_t n = state_partitions_.load();
+  std::erase_if(persisted_, [&](const auto& e) {
+    return n > 0 &&
+           share_state_partition_for(
+               {std::get<0>(e.first), std::get<1>(e.first), std::get<2>(e.first)}, n) == partition;
+  });
+  last_written_offset_.erase(partition);
+  pruned_before_.erase(partition);
+}
+
+share_coordinator::state_answer share_coordinator::call_read(const partition_key& key,
+                                                             int32_t leader_epoch, int64_t now_ms) {
+  {
+    std::lock_guard lock(state_mu_);
+    if (state_ownership_error(key) == error_code::none) {
+      return read_state_locked(key, leader_epoch, now_ms);
+    }
+  }
+  if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
+  return persister_->read({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, leader_epoch);
+}
+
+share_coordinator::state_answer share_coordinator::call_write(const partition_key& key,
+                                                              const state_write& write,
+                                                              int64_t now_ms) {
+  {
+    std::lock_guard lock(state_mu_);
+    if (state_ownership_error(key) == error_code::none) {
+      return write_state_locked(key, write, now_ms);
+    }
+  }
+  if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
+  return persister_->write({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, write);
+}
+
+share_coordinator::state_answer share_coordinator::call_initialize(const partition_key& key,
+                                                                   int32_t state_epoch,
+                                                                   int64_t start_offset,
+                                                                   int64_t now_ms) {
+  {
+    std::lock_guard lock(state_mu_);
+    if (state_ownership_error(key) == error_code::none) {
+      return initialize_state_locked(key, state_epoch, start_offset, now_ms);
+    }
+  }
+  if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
+  return persister_->initialize({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, state_epoch,
+                                start_offset);
+}
+
+bool share_coordinator::led_here(const partition_key& key) {
+  if (!cluster_state_) return true;
+  auto led = led_.find(key);
+  std::optional<int32_t> epoch;
+  if (persister_ != nullptr) epoch = persister_->leader_epoch(std::get<1>(key), std::get<2>(key));
+  if (led != led_.end() && epoch && *epoch == led->second.leader_epoch && !led->second.fenced) {
+    return true;
+  }
+  // Kafka's SharePartitionManager drops a share-partition whose leadership moved or whose
+  // write was fenced; a next fetch as leader reads its state again.
+  partitions_.erase(key);
+  if (led != led_.end()) led_.erase(led);
+  return false;
+}
+
+bool share_coordinator::take_leadership(const partition_key& key, int32_t leader_epoch,
+                                        int64_t start, int64_t now_ms) {
+  // Kafka's SharePartition.maybeInitialize: ReadShareGroupState at the leader epoch (which
+  // fences the leaders before it); a share-partition without state is initialized first at the
+  // start share.auto.offset.reset gives.
+  state_answer read = call_read(key, leader_epoch, now_ms);
+  const bool uninitialized =
+      (read.error == error_code::invalid_request && read.message == read_uninitialized) ||
+      (read.error == error_code::none && read.state.start_offset < 0);
+  if (uninitialized) {
+    const int32_t state_epoch = read.error == error_code::none ? read.state.state_epoch : 0;
+    if (call_initialize(key, state_epoch, start, now_ms).error != error_code::none) return false;
+    read = call_read(key, leader_epoch, now_ms);
+  }
+  if (read.error != error_code::none || read.state.start_offset < 0) return false;
+  partitions_.insert_or_assign(
+      key, share_partition::restore(partition_config(std::get<0>(key)), read.state.start_offset,
+                                    read.state.state_batches));
+  led_state& led = led_[key];
+  led.written = std::move(read.state);
+  led.leader_epoch = leader_epoch;
+  led.fenced = false;
+  update_initialized(std::get<0>(key), now_ms);
+  return true;
+}
+
+error_code share_coordinator::persist_led(const partition_key& key, const share_partition& p,
+                                          int64_t now_ms) {
+  auto it = led_.find(key);
+  if (it == led_.end()) return error_code::not_leader_or_follower;
+  led_state& led = it->second;
+  // A WriteShareGroupState of what changed since the last write (Kafka's leader sends the
+  // batches it changed; the coordinator merges them into the state).
+  state_write w;
+  w.state_epoch = led.written.state_epoch;
+  w.leader_epoch = led.leader_epoch;
+  w.start_offset = p.start_offset();
+  w.delivery_complete_count = static_cast<int32_t>(p.finished_count());
+  std::vector<state_batch> now = p.persisted_batches();
+  w.batches = changed_state_batches(led.written.state_batches, now);
+  if (w.batches.empty() && w.start_offset == led.written.start_offset &&
+      w.delivery_complete_count == led.written.delivery_complete_count) {
+    return error_code::none;
+  }
+  state_answer a = call_write(key, w, now_ms);
+  if (a.error != error_code::none) {
+    if (a.error == error_code::fenced_leader_epoch || a.error == error_code::fenced_state_epoch) {
+      led.fenced = true;
+    }
+    // Kafka's persister answers an acknowledgement it could not write with these.
+    switch (a.error) {
+      case error_code::not_coordinator:
+      case error_code::coordinator_load_in_progress:
+      case error_code::request_timed_out:
+        return error_code::coordinator_not_available;
+      default:
+        return a.error;
+    }
+  }
+  led.written.start_offset = w.start_offset;
+  led.written.delivery_complete_count = w.delivery_complete_count;
+  led.written.state_batches = std::move(now);
+  return error_code::none;
 }
 
 }  // namespace tarn::coordinator

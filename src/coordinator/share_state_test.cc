@@ -162,6 +162,26 @@ TEST(share_state, a_snapshot_follows_the_configured_number_of_updates) {
   EXPECT_EQ(restarted.start_offset("g", f.tp), 6);
 }
 
+// Fetches that change nothing (a share-partition whose records are all held) write nothing,
+// and the next change is written as an update.
+TEST(share_state, an_unchanged_share_partition_is_not_written) {
+  share_fixture f;
+  share_coordinator shares(f.config, f.metadata, &f.log);
+  shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
+  share_fixture::take(shares, "m", 0, 9, 0, f.tp);
+  const size_t written = f.log.records().size();
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(shares.next_fetch_offset("g", f.tp, 0, 1000, 1), 10);
+  }
+  EXPECT_EQ(f.log.records().size(), written);
+  EXPECT_EQ(share_fixture::ack(shares, "m", 0, 9, acknowledge_type::accept, f.tp),
+            error_code::none);
+  EXPECT_EQ(f.log.records().size(), written + 1);
+  share_coordinator restarted(f.config, f.metadata, &f.log);
+  ASSERT_TRUE(restarted.load(0).has_value());
+  EXPECT_EQ(restarted.start_offset("g", f.tp), 10);
+}
+
 TEST(share_state, replay_skips_unknown_and_undecodable_records_and_obeys_tombstones) {
   share_state_replay replay;
   const share_partition_key key{"g", test_topic_id(), 0};
