@@ -161,6 +161,8 @@ struct server::impl {
   // In a cluster (etcd.connect): the session, registration and controller candidacy.
   std::unique_ptr<cluster::cluster_membership> membership;
   std::unique_ptr<replica_manager> replicas;  // in a cluster; stopped before membership
+  // snapshot()'s gauges (the HTTP threads) against the replica manager's reset at shutdown.
+  std::mutex replicas_mu;
   std::atomic<bool> fenced{false};  // the session was lost: the broker stops with exit code 1
   bool clean_shutdown = false;
 
@@ -705,7 +707,10 @@ int server::run() {
   if (s.verifier) s.verifier->stop();      // it reads them
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
-  s.replicas.reset();
+  {
+    std::lock_guard g(s.replicas_mu);
+    s.replicas.reset();
+  }
   s.membership.reset();
   // Everything that writes to the log directory has stopped: the marker can go down.
   if (auto r = s.topics->shutdown(); !r) {
@@ -1136,7 +1141,10 @@ broker_snapshot server::snapshot(const snapshot_options& options) const {
   if (!std::is_sorted(out.partitions.begin(), out.partitions.end(), by_topic_partition)) {
     std::sort(out.partitions.begin(), out.partitions.end(), by_topic_partition);
   }
-  if (s.replicas) out.replication = s.replicas->gauges();
+  {
+    std::lock_guard g(s.replicas_mu);
+    if (s.replicas) out.replication = s.replicas->gauges();
+  }
   if (options.committed_offsets && s.groups) {
     for (auto& c : s.groups->committed_offsets()) {
       out.committed_offsets.push_back(
