@@ -90,7 +90,15 @@ TEST(overload, thousand_concurrent_producers_all_answered_and_read_back) {
             << " KiB\n";
   RecordProperty("broker_peak_rss_kib", std::to_string(peak_kib));
   EXPECT_GT(peak_kib, 0);
-  EXPECT_LT(peak_kib, 256 * 1024);  // a bound, not a benchmark: see docs/reliability.md
+  // A bound, not a benchmark (docs/reliability.md): 256 MiB. Under ASan plus its quarantine, as
+  // memory_growth_bound_kib allows: freed blocks are held back up to quarantine_size_mb (256 MiB
+  // by default), so RSS follows everything allocated, not what is live (268 MiB seen there).
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long bound_kib = (256 + 256) * 1024;
+#else
+  constexpr long bound_kib = 256 * 1024;
+#endif
+  EXPECT_LT(peak_kib, bound_kib);
   clients.clear();
   auto st = broker.stop();
   ASSERT_TRUE(st.has_value());
