@@ -54,6 +54,24 @@ std::optional<coordinator::share_state_answer> one_result(std::span<const uint8_
   return a;
 }
 
+// The body of a `Request` at `version` naming the key's one partition, whose fields past its
+// index `fill` sets: the three RPCs differ only there.
+template <class Request, class Fill>
+std::vector<uint8_t> one_partition_request(const coordinator::share_partition_key& key,
+                                           int16_t version, Fill fill) {
+  Request req;
+  req.group_id = key.group_id;
+  auto& t = req.topics.emplace_back();
+  t.topic_id = coordinator::to_wire(key.topic_id);
+  auto& p = t.partitions.emplace_back();
+  p.partition = key.partition;
+  fill(p);
+  std::vector<uint8_t> body;
+  protocol::writer w(body);
+  req.encode(w, version);
+  return body;
+}
+
 }  // namespace
 
 std::optional<int32_t> share_state_client::leader_epoch(const coordinator::topic_uuid& topic_id,
@@ -140,73 +158,52 @@ coordinator::share_state_answer share_state_client::call(
 
 coordinator::share_state_answer share_state_client::read(
     const coordinator::share_partition_key& key, int32_t leader_epoch) {
-  protocol::read_share_group_state_request req;
-  req.group_id = key.group_id;
-  auto& t = req.topics.emplace_back();
-  t.topic_id = coordinator::to_wire(key.topic_id);
-  auto& p = t.partitions.emplace_back();
-  p.partition = key.partition;
-  p.leader_epoch = leader_epoch;
-  std::vector<uint8_t> body;
-  protocol::writer w(body);
-  req.encode(w, read_version);
-  return call(key, protocol::read_share_group_state_request::api_key, read_version, body,
-              [](std::span<const uint8_t> b) {
-                return one_result<protocol::read_share_group_state_response>(
-                    b, read_version, [](const auto& pr, coordinator::share_state_answer& a) {
-                      a.state.state_epoch = pr.state_epoch;
-                      a.state.start_offset = pr.start_offset;
-                      for (const auto& sb : pr.state_batches) {
-                        a.state.state_batches.push_back({sb.first_offset, sb.last_offset,
-                                                         sb.delivery_state, sb.delivery_count});
-                      }
-                    });
-              });
+  using request = protocol::read_share_group_state_request;
+  const auto body = one_partition_request<request>(key, read_version,
+                                                   [&](auto& p) { p.leader_epoch = leader_epoch; });
+  return call(key, request::api_key, read_version, body, [](std::span<const uint8_t> b) {
+    return one_result<protocol::read_share_group_state_response>(
+        b, read_version, [](const auto& pr, coordinator::share_state_answer& a) {
+          a.state.state_epoch = pr.state_epoch;
+          a.state.start_offset = pr.start_offset;
+          for (const auto& sb : pr.state_batches) {
+            a.state.state_batches.push_back(
+                {sb.first_offset, sb.last_offset, sb.delivery_state, sb.delivery_count});
+          }
+        });
+  });
 }
 
 coordinator::share_state_answer share_state_client::write(
     const coordinator::share_partition_key& key, const coordinator::share_state_write& write) {
-  protocol::write_share_group_state_request req;
-  req.group_id = key.group_id;
-  auto& t = req.topics.emplace_back();
-  t.topic_id = coordinator::to_wire(key.topic_id);
-  auto& p = t.partitions.emplace_back();
-  p.partition = key.partition;
-  p.state_epoch = write.state_epoch;
-  p.leader_epoch = write.leader_epoch;
-  p.start_offset = write.start_offset;
-  p.delivery_complete_count = write.delivery_complete_count;
-  for (const auto& b : write.batches) {
-    p.state_batches.push_back({b.first_offset, b.last_offset, b.delivery_state, b.delivery_count});
-  }
-  std::vector<uint8_t> body;
-  protocol::writer w(body);
-  req.encode(w, write_version);
-  return call(key, protocol::write_share_group_state_request::api_key, write_version, body,
-              [](std::span<const uint8_t> b) {
-                return one_result<protocol::write_share_group_state_response>(
-                    b, write_version, [](const auto&, coordinator::share_state_answer&) {});
-              });
+  using request = protocol::write_share_group_state_request;
+  const auto body = one_partition_request<request>(key, write_version, [&](auto& p) {
+    p.state_epoch = write.state_epoch;
+    p.leader_epoch = write.leader_epoch;
+    p.start_offset = write.start_offset;
+    p.delivery_complete_count = write.delivery_complete_count;
+    for (const auto& b : write.batches) {
+      p.state_batches.push_back(
+          {b.first_offset, b.last_offset, b.delivery_state, b.delivery_count});
+    }
+  });
+  return call(key, request::api_key, write_version, body, [](std::span<const uint8_t> b) {
+    return one_result<protocol::write_share_group_state_response>(
+        b, write_version, [](const auto&, coordinator::share_state_answer&) {});
+  });
 }
 
 coordinator::share_state_answer share_state_client::initialize(
     const coordinator::share_partition_key& key, int32_t state_epoch, int64_t start_offset) {
-  protocol::initialize_share_group_state_request req;
-  req.group_id = key.group_id;
-  auto& t = req.topics.emplace_back();
-  t.topic_id = coordinator::to_wire(key.topic_id);
-  auto& p = t.partitions.emplace_back();
-  p.partition = key.partition;
-  p.state_epoch = state_epoch;
-  p.start_offset = start_offset;
-  std::vector<uint8_t> body;
-  protocol::writer w(body);
-  req.encode(w, initialize_version);
-  return call(key, protocol::initialize_share_group_state_request::api_key, initialize_version,
-              body, [](std::span<const uint8_t> b) {
-                return one_result<protocol::initialize_share_group_state_response>(
-                    b, initialize_version, [](const auto&, coordinator::share_state_answer&) {});
-              });
+  using request = protocol::initialize_share_group_state_request;
+  const auto body = one_partition_request<request>(key, initialize_version, [&](auto& p) {
+    p.state_epoch = state_epoch;
+    p.start_offset = start_offset;
+  });
+  return call(key, request::api_key, initialize_version, body, [](std::span<const uint8_t> b) {
+    return one_result<protocol::initialize_share_group_state_response>(
+        b, initialize_version, [](const auto&, coordinator::share_state_answer&) {});
+  });
 }
 
 }  // namespace tarn::broker
