@@ -172,23 +172,8 @@ class cluster_txn : public ::testing::Test {
   // CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written).
   int16_t produce(uint16_t port, int16_t version, const std::string& id, const std::string& topic,
                   int64_t pid, int16_t epoch, int32_t seq, const std::string& value) {
-    record::batch_builder_config config;
-    config.producer_id = pid;
-    config.producer_epoch = epoch;
-    config.base_sequence = seq;
-    config.transactional = true;
-    record::batch_builder b(config);
-    b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes(value));
-    const std::vector<uint8_t> batch = *b.build();
-    protocol::produce_request req;
-    req.transactional_id = std::string_view(id);
-    req.acks = -1;
-    req.timeout_ms = 10000;
-    auto& t = req.topic_data.emplace_back();
-    t.name = topic;
-    auto& p = t.partition_data.emplace_back();
-    p.index = 0;
-    p.records = std::span<const uint8_t>(batch);
+    const std::vector<uint8_t> batch = transactional_batch(pid, epoch, seq, value);
+    const protocol::produce_request req = transactional_produce(id, topic, 0, batch, 10000);
     kafka_conn c(port, nullptr);
     int16_t e = -2;
     for (int i = 0; i < 250; ++i) {

@@ -37,6 +37,37 @@ inline std::vector<uint8_t> value_batch(std::string_view value) {
   return *b.build();
 }
 
+// One batch of one transactional record `value` of producer `pid` at `epoch`, sequence `seq`.
+inline std::vector<uint8_t> transactional_batch(int64_t pid, int16_t epoch, int32_t seq,
+                                                std::string_view value) {
+  record::batch_builder_config config;
+  config.producer_id = pid;
+  config.producer_epoch = epoch;
+  config.base_sequence = seq;
+  config.transactional = true;
+  record::batch_builder b(config);
+  b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes(value));
+  return *b.build();
+}
+
+// A Produce request (acks=all) of `batch` to topic-partition for transactional id `id`. It holds
+// views of `id`, `topic` and `batch`, which must outlive it.
+inline protocol::produce_request transactional_produce(const std::string& id,
+                                                       const std::string& topic, int32_t partition,
+                                                       std::span<const uint8_t> batch,
+                                                       int32_t timeout_ms) {
+  protocol::produce_request req;
+  req.transactional_id = std::string_view(id);
+  req.acks = -1;
+  req.timeout_ms = timeout_ms;
+  auto& t = req.topic_data.emplace_back();
+  t.name = topic;
+  auto& p = t.partition_data.emplace_back();
+  p.index = partition;
+  p.records = batch;
+  return req;
+}
+
 // A Produce v9 request frame (size prefix included) of `batch` to topic-partition.
 inline std::vector<uint8_t> produce_frame(int32_t correlation_id, const std::string& topic,
                                           int32_t partition, std::span<const uint8_t> batch,

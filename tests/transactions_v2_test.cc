@@ -108,23 +108,9 @@ class transactions_v2 : public ::testing::TestWithParam<broker_kind> {
   int16_t produce(int16_t version, const std::string& txn, const std::string& topic,
                   int32_t partition, int64_t pid, int16_t epoch, int32_t seq,
                   const std::string& value) {
-    record::batch_builder_config config;
-    config.producer_id = pid;
-    config.producer_epoch = epoch;
-    config.base_sequence = seq;
-    config.transactional = true;
-    record::batch_builder b(config);
-    b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes(value));
-    const std::vector<uint8_t> batch = *b.build();
-    protocol::produce_request req;
-    req.transactional_id = std::string_view(txn);
-    req.acks = -1;
-    req.timeout_ms = 30000;
-    auto& t = req.topic_data.emplace_back();
-    t.name = topic;
-    auto& p = t.partition_data.emplace_back();
-    p.index = partition;
-    p.records = std::span<const uint8_t>(batch);
+    const std::vector<uint8_t> batch = transactional_batch(pid, epoch, seq, value);
+    const protocol::produce_request req =
+        transactional_produce(txn, topic, partition, batch, 30000);
     // A topic Kafka has just created may not have its leader on the broker yet
     // (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION for a moment): asked again then.
     int16_t e = -1;
