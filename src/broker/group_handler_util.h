@@ -26,6 +26,7 @@
 #include "broker/authorization.h"
 #include "broker/group_write_wait.h"
 #include "broker/handler.h"
+#include "broker/pending_reply.h"
 #include "broker/topic_handler_util.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/owned_message.h"
@@ -127,48 +128,15 @@ std::shared_ptr<const Request> own_request(const request_context& request) {
   return std::shared_ptr<const Request>(o, &o->message);
 }
 
-// The answer to a JoinGroup or SyncGroup, which the coordinator gives through a callback on
-// whatever thread completes the rebalance. The handler's coroutine suspends on a timer of its own
-// loop; deliver() (any thread, at most once) posts the message to that loop and cancels the
-// timer, as fetch_waiters.h wakes a long-polling Fetch. The callback holds the state by
-// shared_ptr, so a connection closed while the handler waits leaves nothing dangling: the answer
-// then lands in a state nobody reads and goes with it.
+// The answer to a JoinGroup or SyncGroup (or an OffsetCommit), which the coordinator gives
+// through a callback on whatever thread completes it (pending_reply.h).
 template <class Message>
-class pending_group_reply : public std::enable_shared_from_this<pending_group_reply<Message>> {
+class pending_group_reply : public pending_reply<coordinator::owned_message<Message>> {
  public:
-  explicit pending_group_reply(const asio::any_io_executor& executor)
-      : timer_(executor, asio::steady_timer::time_point::max()) {}
+  using pending_reply<coordinator::owned_message<Message>>::pending_reply;
 
-  // The coordinator's callback: safe from any thread.
-  std::function<void(coordinator::owned_message<Message>)> callback() {
-    return [self = this->shared_from_this()](coordinator::owned_message<Message> m) {
-      asio::post(self->timer_.get_executor(), [self, m = std::move(m)]() mutable {
-        self->reply_.emplace(std::move(m));
-        self->timer_.cancel();
-      });
-    };
-  }
-
-  // On the handler's loop: true once the answer is there, false if the handler was cancelled
-  // (its connection closed) first.
-  // The time waited is not the request's handling time (quota_excluded_wait).
-  asio::awaitable<bool> wait(request_context& request) {
-    quota_excluded_wait waiting(request);
-    while (!reply_) {
-      asio::error_code ec;  // operation_aborted is the wake-up itself
-      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return false;
-    }
-    co_return true;
-  }
-
-  const Message& message() const { return reply_->message; }
-  Message& message() { return reply_->message; }
-
- private:
-  asio::steady_timer timer_;
-  std::optional<coordinator::owned_message<Message>> reply_;  // touched only on the loop
+  const Message& message() const { return this->value().message; }
+  Message& message() { return this->value().message; }
 };
 
 // In a cluster a group API's success is answered only once what the coordinator wrote is

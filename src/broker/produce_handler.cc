@@ -538,7 +538,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
       }
       for (size_t i = 0; i < verifying.size(); ++i) {
         const error_code coordinator_error =
-            i < pending->errors().size() ? pending->errors()[i] : error_code::network_exception;
+            i < pending->value().size() ? pending->value()[i] : error_code::network_exception;
         const error_code e = verification_produce_error(coordinator_error, v_operation);
         if (e == error_code::none) continue;
         // Kafka's ReplicaManager messages.

@@ -123,8 +123,8 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
       if (!co_await pending->wait(request)) {
         co_return close_connection{"connection closed during a transaction verification"};
       }
-      refused = verification_group_error(pending->errors().empty() ? error_code::network_exception
-                                                                   : pending->errors().front());
+      refused = verification_group_error(pending->value().empty() ? error_code::network_exception
+                                                                  : pending->value().front());
     } else if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch,
                                      offsets_partition)) {
       refused =

@@ -35,6 +35,7 @@
 #include "broker/broker_connection.h"
 #include "broker/config.h"
 #include "broker/handler.h"
+#include "broker/pending_reply.h"
 #include "cluster/cluster_membership.h"
 #include "protocol/error_codes.h"
 #include "txn/txn_coordinator.h"
@@ -73,44 +74,9 @@ protocol::error_code verification_produce_error(protocol::error_code e,
 // COORDINATOR_LOAD_IN_PROGRESS (retried without a coordinator lookup), the rest pass.
 protocol::error_code verification_group_error(protocol::error_code e);
 
-// A verification's answer, which its callback hands over from the verifier's thread: posted to
-// the handler's loop, which waits on a timer of its own that the post cancels (as
-// pending_group_reply in group_handler_util.h). Held by shared_ptr, so an answer to a handler
-// whose connection closed lands in a state nobody reads.
-class pending_verification : public std::enable_shared_from_this<pending_verification> {
- public:
-  explicit pending_verification(const asio::any_io_executor& executor)
-      : timer_(executor, asio::steady_timer::time_point::max()) {}
-
-  std::function<void(std::vector<protocol::error_code>)> callback() {
-    return [self = shared_from_this()](std::vector<protocol::error_code> errors) {
-      asio::post(self->timer_.get_executor(), [self, errors = std::move(errors)]() mutable {
-        self->errors_.emplace(std::move(errors));
-        self->timer_.cancel();
-      });
-    };
-  }
-
-  // True once the answer is there, false if the handler was cancelled first. The time waited
-  // is not the request's handling time.
-  asio::awaitable<bool> wait(request_context& request) {
-    quota_excluded_wait waiting(request);
-    while (!errors_) {
-      asio::error_code ec;  // operation_aborted is the wake-up itself
-      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return false;
-    }
-    co_return true;
-  }
-
-  // One error per partition of the verification, in order.
-  const std::vector<protocol::error_code>& errors() const { return *errors_; }
-
- private:
-  asio::steady_timer timer_;
-  std::optional<std::vector<protocol::error_code>> errors_;  // touched only on the loop
-};
+// A verification's answer (one error per partition, in order), handed over from the
+// verifier's thread to the handler's loop (pending_reply.h).
+using pending_verification = pending_reply<std::vector<protocol::error_code>>;
 
 class txn_verifier {
  public:
