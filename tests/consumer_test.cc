@@ -17,8 +17,9 @@
 //   - pause/resume: a paused partition is not returned until resumed;
 //   - a classic static member removed by an admin LeaveGroup (by its instance id) is fenced: its
 //     listener hears on_partitions_lost (no revocation, no commit) and it joins again;
-//   - max.poll.interval.ms (tarn only): a classic member that stops polling leaves the group on
-//     its own, and its next poll() loses its partitions and joins again;
+//   - max.poll.interval.ms (tarn only): a classic and a consumer-protocol member that stops
+//     polling leaves the group on its own, and its next poll() loses its partitions and joins
+//     again;
 //   - a pattern subscription (tarn only) follows the topics it matches, new ones included.
 // Every scenario runs against tarn (a test each) and against Apache Kafka 4.4.0 (scripts/kafka-ref,
 // one test for all, the release build only), with the same assertions.
@@ -646,70 +647,87 @@ TEST_F(consumer_lib, tarn_perf_consume_reads_every_pass_to_the_end) {
   EXPECT_NE(out.find("cpu_us_per_record="), std::string::npos) << out;
 }
 
-// max.poll.interval.ms (classic protocol): a member that stops polling leaves the group on its
-// own (its heartbeats would otherwise keep it in: session.timeout.ms is far longer), so the
-// group is Empty; the next poll() loses the partitions (no revocation, no commit) and joins again.
+// max.poll.interval.ms, with both group protocols: a member that stops polling leaves the group
+// on its own (its heartbeats would otherwise keep it in: session.timeout.ms is far longer), so
+// the group is Empty; the next poll() loses the partitions (no revocation, no commit) and joins
+// again (classic: as a new member; consumer protocol: the same member id at epoch 0, as Java's
+// AsyncKafkaConsumer).
 TEST_F(consumer_lib, a_member_that_stops_polling_leaves_the_group) {
   if (!start(broker_kind::tarn)) return;
-  create_topic("mpi", 2);
-  client::group_consumer_config config;
-  ASSERT_TRUE(config.set("bootstrap.servers", bootstrap()));
-  ASSERT_TRUE(config.set("group.id", "mpi-group"));
-  ASSERT_TRUE(config.set("max.poll.interval.ms", "1500"));
-  ASSERT_TRUE(config.set("session.timeout.ms", "30000"));
-  ASSERT_TRUE(config.set("heartbeat.interval.ms", "200"));
-  ASSERT_TRUE(config.set("fetch.max.wait.ms", "100"));
-  auto created = client::group_consumer::create(config);
-  ASSERT_TRUE(created) << created.error().message;
-  auto& c = **created;
-  std::vector<std::string> events;
-  client::rebalance_listener listener;
-  listener.on_partitions_assigned = [&](const std::vector<topic_partition>& tps) {
-    events.push_back("assigned " + std::to_string(tps.size()));
-  };
-  listener.on_partitions_revoked = [&](const std::vector<topic_partition>& tps) {
-    events.push_back("revoked " + std::to_string(tps.size()));
-  };
-  listener.on_partitions_lost = [&](const std::vector<topic_partition>& tps) {
-    events.push_back("lost " + std::to_string(tps.size()));
-  };
-  c.subscribe({"mpi"}, listener);
-  const auto joined_by = clock_type::now() + 20s;
-  while (c.assignment().size() < 2 && clock_type::now() < joined_by) {
-    ASSERT_TRUE(c.poll(100ms));
-  }
-  ASSERT_EQ(c.assignment().size(), 2u);
-  const std::string first_member = c.member_id();
-  ASSERT_FALSE(first_member.empty());
+  for (const std::string protocol : {"classic", "consumer"}) {
+    SCOPED_TRACE(protocol);
+    const std::string topic = "mpi-" + protocol;
+    const std::string group = "mpi-group-" + protocol;
+    create_topic(topic, 2);
+    client::group_consumer_config config;
+    ASSERT_TRUE(config.set("bootstrap.servers", bootstrap()));
+    ASSERT_TRUE(config.set("group.id", group));
+    ASSERT_TRUE(config.set("group.protocol", protocol));
+    ASSERT_TRUE(config.set("max.poll.interval.ms", "1500"));
+    if (protocol == "classic") {
+      ASSERT_TRUE(config.set("session.timeout.ms", "30000"));
+      ASSERT_TRUE(config.set("heartbeat.interval.ms", "200"));
+    }
+    ASSERT_TRUE(config.set("fetch.max.wait.ms", "100"));
+    auto created = client::group_consumer::create(config);
+    ASSERT_TRUE(created) << created.error().message;
+    auto& c = **created;
+    std::vector<std::string> events;
+    client::rebalance_listener listener;
+    listener.on_partitions_assigned = [&](const std::vector<topic_partition>& tps) {
+      // The consumer protocol's reconciliation also reports an empty addition.
+      if (!tps.empty() || protocol == "classic") {
+        events.push_back("assigned " + std::to_string(tps.size()));
+      }
+    };
+    listener.on_partitions_revoked = [&](const std::vector<topic_partition>& tps) {
+      events.push_back("revoked " + std::to_string(tps.size()));
+    };
+    listener.on_partitions_lost = [&](const std::vector<topic_partition>& tps) {
+      events.push_back("lost " + std::to_string(tps.size()));
+    };
+    c.subscribe({topic}, listener);
+    const auto joined_by = clock_type::now() + 20s;
+    while (c.assignment().size() < 2 && clock_type::now() < joined_by) {
+      ASSERT_TRUE(c.poll(100ms));
+    }
+    ASSERT_EQ(c.assignment().size(), 2u);
+    const std::string first_member = c.member_id();
+    ASSERT_FALSE(first_member.empty());
 
-  // No poll from here: within max.poll.interval.ms plus a heartbeat the member has left.
-  auto state = [&] {
-    return run_command("timeout 30 " + std::string(TARN_BINARY) + " groups --bootstrap-server " +
-                       bootstrap() + " --describe --group mpi-group --state")
-        .second;
-  };
-  const auto left_by = clock_type::now() + 10s;
-  while (c.member_id() == first_member && clock_type::now() < left_by) {
-    std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_TRUE(c.member_id().empty());
-  std::string described;
-  const auto empty_by = clock_type::now() + 10s;
-  do {
-    described = state();
-  } while (described.find("Empty") == std::string::npos && clock_type::now() < empty_by &&
-           (std::this_thread::sleep_for(100ms), true));
-  EXPECT_NE(described.find("Empty"), std::string::npos) << described;
+    // No poll from here: within max.poll.interval.ms plus a heartbeat the member has left and
+    // the group is Empty (the session timeout is far away).
+    auto state = [&] {
+      return run_command("timeout 30 " + std::string(TARN_BINARY) + " groups --bootstrap-server " +
+                         bootstrap() + " --describe --group " + group + " --state")
+          .second;
+    };
+    std::string described;
+    const auto empty_by = clock_type::now() + 10s;
+    do {
+      described = state();
+    } while (described.find("Empty") == std::string::npos && clock_type::now() < empty_by &&
+             (std::this_thread::sleep_for(100ms), true));
+    EXPECT_NE(described.find("Empty"), std::string::npos) << described;
+    if (protocol == "classic") {
+      EXPECT_TRUE(c.member_id().empty());
+    }
 
-  // The next poll loses both partitions and joins again as a new member.
-  const auto rejoined_by = clock_type::now() + 20s;
-  do {
-    ASSERT_TRUE(c.poll(100ms));
-  } while ((c.member_id().empty() || c.assignment().size() < 2) && clock_type::now() < rejoined_by);
-  EXPECT_EQ(c.assignment().size(), 2u);
-  EXPECT_NE(c.member_id(), first_member);
-  EXPECT_EQ(events, (std::vector<std::string>{"assigned 2", "lost 2", "assigned 2"}));
-  ASSERT_TRUE(c.close());
+    // The next poll loses both partitions and joins again.
+    const auto rejoined_by = clock_type::now() + 20s;
+    do {
+      ASSERT_TRUE(c.poll(100ms));
+    } while ((c.member_id().empty() || c.assignment().size() < 2 || events.size() < 3) &&
+             clock_type::now() < rejoined_by);
+    EXPECT_EQ(c.assignment().size(), 2u);
+    if (protocol == "classic") {
+      EXPECT_NE(c.member_id(), first_member);
+    } else {
+      EXPECT_EQ(c.member_id(), first_member);
+    }
+    EXPECT_EQ(events, (std::vector<std::string>{"assigned 2", "lost 2", "assigned 2"}));
+    ASSERT_TRUE(c.close());
+  }
 }
 
 // Regular-expression subscription (librdkafka's '^' convention): the member is assigned every

@@ -56,11 +56,29 @@ void consumer_membership::leave() {
     return;
   }
   state_ = state::leaving;
+  leaving_stale_ = false;
+}
+
+bool consumer_membership::in_group() const {
+  return state_ == state::joining || state_ == state::reconciling ||
+         state_ == state::acknowledging || state_ == state::stable;
+}
+
+void consumer_membership::leave_stale() {
+  if (!in_group()) return;
+  state_ = state::leaving;
+  leaving_stale_ = true;
+  target_.reset();
+}
+
+void consumer_membership::finish_leaving() {
+  state_ = leaving_stale_ ? state::stale : state::left;
+  leaving_stale_ = false;
+  member_epoch_ = 0;
 }
 
 bool consumer_membership::wants_heartbeats() const {
-  return state_ == state::joining || state_ == state::reconciling ||
-         state_ == state::acknowledging || state_ == state::stable || state_ == state::leaving;
+  return in_group() || state_ == state::leaving;
 }
 
 bool consumer_membership::heartbeat_due_now() const {
@@ -95,7 +113,7 @@ consumer_heartbeat_fields consumer_membership::next_heartbeat() {
 
 void consumer_membership::on_request_failed() {
   send_everything_next();
-  if (state_ == state::leaving) state_ = state::left;  // best effort, as Java's close
+  if (state_ == state::leaving) finish_leaving();  // best effort, as Java's close
 }
 
 int16_t consumer_membership::on_answer(int16_t error_code,
@@ -103,8 +121,7 @@ int16_t consumer_membership::on_answer(int16_t error_code,
                                        int32_t member_epoch, int32_t heartbeat_interval_ms,
                                        const std::optional<partitions_by_id>& assignment) {
   if (state_ == state::leaving) {
-    state_ = state::left;
-    member_epoch_ = 0;
+    finish_leaving();
     return 0;
   }
   if (error_code == code_of(error_code::fenced_member_epoch) ||
@@ -121,7 +138,10 @@ int16_t consumer_membership::on_answer(int16_t error_code,
   member_epoch_ = member_epoch;
   if (heartbeat_interval_ms > 0)
     heartbeat_interval_ = std::chrono::milliseconds(heartbeat_interval_ms);
-  if (state_ == state::fenced || state_ == state::left || state_ == state::unsubscribed) return 0;
+  if (state_ == state::fenced || state_ == state::left || state_ == state::stale ||
+      state_ == state::unsubscribed) {
+    return 0;
+  }
   if (assignment) {
     target_ = *assignment;
     state_ = state::reconciling;

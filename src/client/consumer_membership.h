@@ -12,6 +12,9 @@
 //   FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: fenced; the poll thread loses every partition
 //   and the member joins again at epoch 0 with the same member id. leave(): epoch -1 (-2 for a
 //   static member).
+//   max.poll.interval.ms without a poll (leave_stale(), Java's onPollTimerExpired): the member
+//   leaves as leave() does, then is stale; the next poll loses every partition (another member
+//   may own them already) and joins again at epoch 0, as after a fence.
 #pragma once
 
 #include <chrono>
@@ -51,6 +54,7 @@ class consumer_membership {
     fenced,   // the poll thread loses its partitions, then rejoin()
     leaving,  // the next heartbeat leaves
     left,
+    stale,  // left because the application stopped polling; rejoin() at the next poll
     fatal,
   };
 
@@ -66,10 +70,16 @@ class consumer_membership {
   void subscribe(std::vector<std::string> topics);
   // The next heartbeat leaves the group.
   void leave();
+  // The application did not poll within max.poll.interval.ms: the next heartbeat leaves the
+  // group, then the member is stale until the poll thread loses its partitions and rejoin()s.
+  // Nothing to do when not in the group.
+  void leave_stale();
 
   // True when a heartbeat should go now rather than after the interval (joining, acknowledging,
   // leaving, or the subscription changed).
   bool heartbeat_due_now() const;
+  // True while a member of the group (joining up to stable): what max.poll.interval.ms watches.
+  bool in_group() const;
   // True when a heartbeat should go at all (a member, or leaving).
   bool wants_heartbeats() const;
   // The next heartbeat's fields, and notes them as sent.
@@ -90,12 +100,14 @@ class consumer_membership {
   // Poll thread: reconciled; `owned` is what the member now owns (the target, less topic ids
   // not resolvable yet).
   void reconciled(partitions_by_id owned);
-  // Poll thread: after losing the partitions of a fenced member, join again at epoch 0.
+  // Poll thread: after losing the partitions of a fenced or stale member, join again at epoch 0.
   void rejoin();
   const partitions_by_id& owned() const { return owned_; }
 
  private:
   void send_everything_next() { send_all_ = true; }
+  // The leave heartbeat went (answered or not): left, or stale after leave_stale().
+  void finish_leaving();
 
   std::string member_id_;
   std::optional<std::string> instance_id_;
@@ -108,6 +120,7 @@ class consumer_membership {
   bool topics_changed_ = false;
   bool owned_changed_ = false;
   bool send_all_ = true;
+  bool leaving_stale_ = false;  // the leave under way is leave_stale()'s
   partitions_by_id owned_;
   std::optional<partitions_by_id> target_;  // not yet taken by the poll thread
 };

@@ -1,5 +1,6 @@
 // The KIP-848 member's state machine without sockets: the join heartbeat's fields, deltas after
-// it, reconciliation and its acknowledgement, fencing and leaving.
+// it, reconciliation and its acknowledgement, fencing, leaving, and leaving after
+// max.poll.interval.ms without a poll (stale).
 #include "client/consumer_membership.h"
 
 #include <gtest/gtest.h>
@@ -144,6 +145,56 @@ TEST(consumer_membership, other_errors_are_fatal_and_leaving_sends_minus_one_or_
   auto leave = fixed.next_heartbeat();
   EXPECT_EQ(leave.member_epoch, -2);
   EXPECT_EQ(leave.instance_id, "instance-1");
+}
+
+// max.poll.interval.ms passed without a poll: the member leaves (-1, or -2 when static), is then
+// stale (no heartbeats, a late assignment ignored) until the poll thread loses its partitions
+// and rejoins at epoch 0 with every field, owning nothing.
+TEST(consumer_membership, a_stale_member_leaves_then_rejoins_owning_nothing) {
+  auto m = subscribed();
+  (void)m.next_heartbeat();
+  ASSERT_EQ(m.on_answer(0, std::nullopt, 3, 500, partitions_by_id{{topic_a, {0, 1}}}), 0);
+  auto target = m.take_target();
+  ASSERT_TRUE(target);
+  m.reconciled(*target);
+  (void)m.next_heartbeat();
+  ASSERT_EQ(m.current(), state::stable);
+  EXPECT_TRUE(m.in_group());
+
+  m.leave_stale();
+  EXPECT_EQ(m.current(), state::leaving);
+  EXPECT_FALSE(m.in_group());
+  EXPECT_TRUE(m.heartbeat_due_now());
+  EXPECT_EQ(m.next_heartbeat().member_epoch, -1);
+  ASSERT_EQ(m.on_answer(0, std::nullopt, -1, 0, std::nullopt), 0);
+  EXPECT_EQ(m.current(), state::stale);
+  EXPECT_FALSE(m.wants_heartbeats());
+  m.leave_stale();  // not in the group: nothing happens
+  EXPECT_EQ(m.current(), state::stale);
+  // An answer to a heartbeat sent before the leave changes nothing.
+  ASSERT_EQ(m.on_answer(0, std::nullopt, 4, 500, partitions_by_id{{topic_b, {0}}}), 0);
+  EXPECT_EQ(m.current(), state::stale);
+  EXPECT_FALSE(m.take_target());
+
+  m.rejoin();
+  EXPECT_EQ(m.current(), state::joining);
+  auto join = m.next_heartbeat();
+  EXPECT_EQ(join.member_id, "member-1");
+  EXPECT_EQ(join.member_epoch, 0);
+  EXPECT_EQ(join.rebalance_timeout_ms, 300000);
+  EXPECT_EQ(join.subscribed_topic_names, (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(join.owned);
+  EXPECT_TRUE(join.owned->empty());
+
+  // A failed leave still ends stale (best effort), and a static member leaves with -2.
+  consumer_membership fixed("member-2", std::string("instance-1"), std::nullopt, 300000);
+  fixed.subscribe({"a"});
+  (void)fixed.next_heartbeat();
+  ASSERT_EQ(fixed.on_answer(0, std::nullopt, 1, 500, std::nullopt), 0);
+  fixed.leave_stale();
+  EXPECT_EQ(fixed.next_heartbeat().member_epoch, -2);
+  fixed.on_request_failed();
+  EXPECT_EQ(fixed.current(), state::stale);
 }
 
 }  // namespace

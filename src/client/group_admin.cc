@@ -7,6 +7,8 @@
 #include <set>
 
 #include "protocol/error_codes.h"
+#include "protocol/messages/consumer_group_describe_request.h"
+#include "protocol/messages/consumer_group_describe_response.h"
 #include "protocol/messages/alter_share_group_offsets_request.h"
 #include "protocol/messages/alter_share_group_offsets_response.h"
 #include "protocol/messages/delete_groups_request.h"
@@ -126,9 +128,60 @@ result<std::vector<group_listing>, client_error> group_admin::list_groups(
   return out;
 }
 
+namespace {
+
+// A KIP-848 consumer group as ConsumerGroupDescribe tells it; nullopt when the group is not one
+// (GROUP_ID_NOT_FOUND: a classic group, or none) or the broker does not serve the API, so the
+// caller asks DescribeGroups, as Kafka's Admin.describeConsumerGroups does.
+result<std::optional<group_description>, client_error> describe_consumer_protocol_group(
+    blocking_client& c, const std::string& group) {
+  const int16_t v = c.version_for<protocol::consumer_group_describe_request>();
+  if (v < 0) return std::optional<group_description>();
+  protocol::consumer_group_describe_request req;
+  req.group_ids.push_back(group);
+  std::vector<uint8_t> buffer;
+  auto resp = call<protocol::consumer_group_describe_response>(c, req, v, buffer);
+  if (!resp) return fail(transport_error(resp.error()));
+  if (resp->groups.size() != 1) {
+    return fail(transport_error("ConsumerGroupDescribe: no group described"));
+  }
+  const auto& g = resp->groups[0];
+  if (g.error_code == protocol::code(protocol::error_code::group_id_not_found)) {
+    return std::optional<group_description>();
+  }
+  if (g.error_code != 0) return fail(kafka_error(g.error_code, g.error_message));
+  group_description d;
+  d.group_id = std::string(g.group_id);
+  d.state = std::string(g.group_state);
+  d.protocol_type = "consumer";
+  d.protocol = std::string(g.assignor_name);
+  d.coordinator = {-1, c.host(), c.port()};
+  for (const auto& m : g.members) {
+    group_member member;
+    member.member_id = std::string(m.member_id);
+    if (m.instance_id) member.group_instance_id = std::string(*m.instance_id);
+    member.client_id = std::string(m.client_id);
+    member.client_host = std::string(m.client_host);
+    for (const auto& t : m.assignment.topic_partitions) {
+      member.assignment.push_back({std::string(t.topic_name), t.partitions});
+    }
+    d.members.push_back(std::move(member));
+  }
+  return std::optional<group_description>(std::move(d));
+}
+
+}  // namespace
+
 result<group_description, client_error> group_admin::describe_group(const std::string& group) {
   return with_coordinator<group_description>(
       group, [&](blocking_client& c) -> result<group_description, client_error> {
+        auto consumer_protocol = describe_consumer_protocol_group(c, group);
+        if (!consumer_protocol) return fail(consumer_protocol.error());
+        if (*consumer_protocol) {
+          group_description d = std::move(**consumer_protocol);
+          if (auto known = cluster_->known_coordinator(group)) d.coordinator = *known;
+          return d;
+        }
         auto v = version_or_fail<protocol::describe_groups_request>(c);
         if (!v) return fail(v.error());
         protocol::describe_groups_request req;

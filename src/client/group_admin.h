@@ -113,8 +113,10 @@ class group_admin {
   result<std::vector<group_listing>, client_error> list_groups(
       const std::vector<std::string>& states = {}, const std::vector<std::string>& types = {});
 
-  // DescribeGroups; a group that does not exist fails with GROUP_ID_NOT_FOUND (v6), or is
-  // described as state "Dead" by older brokers.
+  // ConsumerGroupDescribe for a KIP-848 consumer group (state Empty, Assigning, Reconciling,
+  // Stable; protocol = the server assignor), else DescribeGroups, as Kafka's
+  // Admin.describeConsumerGroups; a group that does not exist fails with GROUP_ID_NOT_FOUND
+  // (DescribeGroups v6), or is described as state "Dead" by older brokers.
   result<group_description, client_error> describe_group(const std::string& group);
 
   // The group's committed offsets (OffsetFetch for all topics), partitions without one left out.

@@ -53,14 +53,14 @@
 // sent; an evicted session (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) makes the
 // next Fetch full.
 //
-// max.poll.interval.ms (classic protocol): the heartbeat thread watches the time since the poll
-// thread last polled; past it, the member leaves the group (LeaveGroup with Java's reason; a
-// static member only forgets its generation) and stops heartbeating, so the group rebalances
-// without it, as Java's and librdkafka's consumers do. The next poll() then loses the partitions
-// (on_partitions_lost: another member may own them already) and joins again.
+// max.poll.interval.ms: the heartbeat thread watches the time since the poll thread last polled;
+// past it, the member leaves the group (classic: LeaveGroup with Java's reason, a static member
+// only forgets its generation; group.protocol=consumer: a ConsumerGroupHeartbeat at epoch -1, -2
+// for a static member, as Java's AsyncKafkaConsumer) and stops heartbeating, so the group
+// rebalances without it, as Java's and librdkafka's consumers do. The next poll() then loses the
+// partitions (on_partitions_lost: another member may own them already) and joins again.
 //
-// Not done: max.poll.interval.ms with group.protocol=consumer (it is sent as the rebalance timeout
-// only), the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
+// Not done: the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
 // fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.

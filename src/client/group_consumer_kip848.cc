@@ -76,7 +76,10 @@ result<void, client_error> group_consumer::ensure_active_consumer_group() {
       subscription_changed_ = false;
     }
     need_coordinator = !coordinator_ || coordinator_lost_;
-    fenced = membership_->current() == consumer_membership::state::fenced;
+    // Fenced, or left after max.poll.interval.ms without a poll: either way another member may
+    // own the partitions already.
+    fenced = membership_->current() == consumer_membership::state::fenced ||
+             membership_->current() == consumer_membership::state::stale;
     if (!fenced) target = membership_->take_target();
   }
   if (need_coordinator) {
@@ -159,11 +162,23 @@ void group_consumer::consumer_heartbeat_loop() {
   coordinator_connection connection;
   auto next_due = clock_type::now();
   std::unique_lock lock(mutex_);
+  // When a member must have polled by (max.poll.interval.ms); only watched while in the group.
+  const auto poll_deadline = [&] {
+    if (!membership_->in_group()) return clock_type::time_point::max();
+    return clock_type::time_point(
+               clock_type::duration(last_poll_ns_.load(std::memory_order_relaxed))) +
+           config_.max_poll_interval;
+  };
   while (!stopping_) {
-    wake_heartbeat_.wait_until(lock, next_due, [&] {
+    wake_heartbeat_.wait_until(lock, std::min(next_due, poll_deadline()), [&] {
       return stopping_ || (coordinator_ && membership_->heartbeat_due_now());
     });
     if (stopping_) break;
+    if (clock_type::now() > poll_deadline()) {
+      // The application stopped polling (Java's onPollTimerExpired): leave now, so the group
+      // gives the partitions to others; the next poll() loses them and joins again.
+      membership_->leave_stale();
+    }
     if (!coordinator_ || !membership_->wants_heartbeats()) {
       next_due = clock_type::now() + membership_->heartbeat_interval();
       continue;
