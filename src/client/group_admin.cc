@@ -7,10 +7,10 @@
 #include <set>
 
 #include "protocol/error_codes.h"
-#include "protocol/messages/consumer_group_describe_request.h"
-#include "protocol/messages/consumer_group_describe_response.h"
 #include "protocol/messages/alter_share_group_offsets_request.h"
 #include "protocol/messages/alter_share_group_offsets_response.h"
+#include "protocol/messages/consumer_group_describe_request.h"
+#include "protocol/messages/consumer_group_describe_response.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/delete_groups_response.h"
 #include "protocol/messages/delete_share_group_offsets_request.h"

@@ -60,8 +60,8 @@
 // rebalances without it, as Java's and librdkafka's consumers do. The next poll() then loses the
 // partitions (on_partitions_lost: another member may own them already) and joins again.
 //
-// Not done: the classic cooperative protocol and other client-side assignors, rack-aware fetching, and
-// fetching from several leaders in parallel.
+// Not done: the classic cooperative protocol and other client-side assignors, rack-aware fetching,
+// and fetching from several leaders in parallel.
 //
 // Thread: poll(), commit_sync() and close() from one thread; wakeup() from any thread.
 #pragma once
