@@ -213,6 +213,19 @@ void report(const checker::run_result& r, const cluster_harness& cluster) {
   for (const auto& line : r.nemesis_log) std::cout << "  " << line << "\n";
 }
 
+// The network-partition runs' faults (a node isolated, a link cut, again, a pause) for
+// TARN_CLUSTER_CHECK_SECONDS (default_seconds unset) from TARN_CLUSTER_CHECK_SEED, each fault up
+// to fault_max.
+checker::options partition_options(int default_seconds, std::chrono::milliseconds fault_max) {
+  checker::options o;
+  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", default_seconds));
+  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
+  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
+              checker::fault::pause};
+  o.fault_max = fault_max;
+  return o;
+}
+
 // Kills (-9), pauses (SIGSTOP) and graceful restarts of one node at a time for
 // TARN_CLUSTER_CHECK_SECONDS (60 by default) against Kafka 4.4.0: the reference, so the checker
 // itself is checked. Its name puts it in make interop (tests/kafka_tests.regex).
@@ -261,12 +274,7 @@ TEST(cluster_checker, partitions_lose_nothing_against_kafka) {
   if (!cluster->can_partition()) {
     GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
   }
-  checker::options o;
-  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 60));
-  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
-  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
-              checker::fault::pause};
-  o.fault_max = std::chrono::milliseconds(8000);
+  checker::options o = partition_options(60, std::chrono::milliseconds(8000));
   o.topic_configs = {{"min.insync.replicas", "2"}, {"unclean.leader.election.enable", "false"}};
   auto r = checker::run(*cluster, o);
   report(r, *cluster);
@@ -447,15 +455,10 @@ TEST(cluster_checker, tarn_partitions_lose_nothing) {
   if (!cluster->can_partition()) {
     GTEST_SKIP() << "no partitions here: they need root, nft and cgroup v2 under /sys/fs/cgroup";
   }
-  checker::options o;
-  o.duration = std::chrono::seconds(env_or("TARN_CLUSTER_CHECK_SECONDS", 30));
-  o.seed = static_cast<uint32_t>(env_or("TARN_CLUSTER_CHECK_SEED", 1));
-  o.replication_factor = 3;
-  o.faults = {checker::fault::isolate, checker::fault::cut, checker::fault::isolate,
-              checker::fault::pause};
   // Up to 10 s: an isolation outlasts the 5 s lag bound and the leader's check after it, so an
   // isolated leader's ISR shrinks to itself (and acks=all is refused) before the heal.
-  o.fault_max = std::chrono::milliseconds(10000);
+  checker::options o = partition_options(30, std::chrono::milliseconds(10000));
+  o.replication_factor = 3;
   auto r = checker::run(*cluster, o);
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
