@@ -194,6 +194,8 @@ void gated_server::close_gate() {
   for (auto& t : workers_) t.join();
   for (int fd : incoming_) finish(fd);
   incoming_.clear();
+  for (int fd : lingering_) finish(fd);
+  lingering_.clear();
   for (auto& r : ready_) finish(r.fd);
   ready_.clear();
 }
@@ -234,7 +236,7 @@ bool gated_server::read_some(waiting& w, bool& arrived) {
   for (;;) {
     const size_t room = std::min(sizeof(buf), cap - w.bytes.size());
     if (room == 0) {
-      arrived = true;  // a cap passed: httplib answers it
+      arrived = true;  // a cap passed: the head's is answered by poll_loop, the body's by httplib
       return true;
     }
     const ssize_t n = ::recv(w.fd, buf, room, MSG_DONTWAIT);
@@ -245,7 +247,7 @@ bool gated_server::read_some(waiting& w, bool& arrived) {
     if (w.head_end == 0) {
       const size_t end = w.bytes.find("\r\n\r\n", before < 3 ? 0 : before - 3);
       if (end == std::string::npos) {
-        if (w.bytes.size() >= limits_.max_head_bytes) arrived = true;  // httplib: 400
+        if (w.bytes.size() >= limits_.max_head_bytes) arrived = true;  // poll_loop: 400
         if (arrived) return true;
         continue;
       }
@@ -261,8 +263,18 @@ bool gated_server::read_some(waiting& w, bool& arrived) {
   }
 }
 
+void gated_server::answer_lingering(int fd, std::string_view answer,
+                                    std::chrono::steady_clock::time_point now,
+                                    std::vector<lingering>& lingers) {
+  [[maybe_unused]] auto sent =
+      ::send(fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  lingers.push_back({fd, now + limits_.linger_timeout});
+}
+
 void gated_server::poll_loop() {
   std::vector<waiting> waits;
+  std::vector<lingering> lingers;
   std::vector<pollfd> fds;
   for (;;) {
     {
@@ -272,12 +284,18 @@ void gated_server::poll_loop() {
         waits.push_back({fd, clock_type::now() + limits_.request_timeout, {}, 0, 0});
       }
       incoming_.clear();
+      for (int fd : lingering_) lingers.push_back({fd, clock_type::now() + limits_.linger_timeout});
+      lingering_.clear();
     }
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     auto next = clock_type::now() + std::chrono::seconds(1);
     for (const auto& w : waits) {
       fds.push_back({w.fd, POLLIN, 0});
       next = std::min(next, w.deadline);
+    }
+    for (const auto& l : lingers) {
+      fds.push_back({l.fd, POLLIN, 0});
+      next = std::min(next, l.deadline);
     }
     if (::poll(fds.data(), fds.size(), poll_ms(next, std::chrono::milliseconds(1000)) + 1) < 0 &&
         errno != EINTR) {
@@ -289,6 +307,8 @@ void gated_server::poll_loop() {
       [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof(v));
     }
     const auto now = clock_type::now();
+    const size_t waits_polled = waits.size();
+    std::vector<lingering> answered;  // answered by this thread in this round
     std::vector<waiting> still;
     still.reserve(waits.size());
     for (size_t i = 0; i < waits.size(); ++i) {
@@ -296,6 +316,15 @@ void gated_server::poll_loop() {
       bool arrived = false;
       if (fds[i + 1].revents != 0 && !read_some(w, arrived)) {
         finish(w.fd);
+        continue;
+      }
+      if (arrived && w.head_end == 0) {
+        // The request line and headers passed their cap: answered here, as httplib would (400),
+        // since httplib reads a header line a byte at a time to its end (a 1 MiB line took ~4 s
+        // of a worker, far longer under sanitizers).
+        static const std::string too_large =
+            plain_answer("400 Bad Request", "the request line and headers are too large\n", "");
+        answer_lingering(w.fd, too_large, now, answered);
         continue;
       }
       if (arrived) {
@@ -310,15 +339,39 @@ void gated_server::poll_loop() {
         counts_.timed_out.fetch_add(1, std::memory_order_relaxed);
         static const std::string late =
             plain_answer("408 Request Timeout", "the request did not arrive in time\n", "");
-        answer_and_close(w.fd, late);
-        open_.fetch_sub(1);
+        answer_lingering(w.fd, late, now, answered);
         continue;
       }
       still.push_back(std::move(w));
     }
     waits.swap(still);
+    // Lingering connections: drop what arrived; closed at the client's end of input, an error,
+    // or the deadline.
+    std::vector<lingering> kept;
+    kept.reserve(lingers.size());
+    for (size_t i = 0; i < lingers.size(); ++i) {
+      const lingering& l = lingers[i];
+      bool over = now >= l.deadline;
+      if (!over && fds[1 + waits_polled + i].revents != 0) {
+        char buf[16 * 1024];
+        for (int reads = 0; reads < 64; ++reads) {
+          const ssize_t n = ::recv(l.fd, buf, sizeof(buf), MSG_DONTWAIT);
+          if (n > 0) continue;
+          over = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+          break;
+        }
+      }
+      if (over) {
+        finish(l.fd);
+      } else {
+        kept.push_back(l);
+      }
+    }
+    lingers.swap(kept);
+    lingers.insert(lingers.end(), answered.begin(), answered.end());
   }
   for (auto& w : waits) finish(w.fd);
+  for (auto& l : lingers) finish(l.fd);
 }
 
 void gated_server::work() {
@@ -342,7 +395,24 @@ void gated_server::serve(waiting w) {
     bool closed = false;
     process_request(strm, /*close_connection=*/true, closed, nullptr);
   }
-  finish(w.fd);
+  linger(w.fd);
+}
+
+void gated_server::linger(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      lingering_.push_back(fd);
+      fd = -1;
+    }
+  }
+  if (fd >= 0) {
+    finish(fd);
+    return;
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof(one));
 }
 
 void gated_server::finish(int fd) {

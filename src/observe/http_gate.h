@@ -23,11 +23,12 @@ namespace tarn::observe {
 struct gate_limits {
   size_t workers = 4;                 // threads running handlers
   size_t max_connections = 512;       // admitted and not yet closed (waiting, queued, served)
-  size_t max_head_bytes = 16 * 1024;  // request line and headers; beyond, httplib answers 4xx
+  size_t max_head_bytes = 16 * 1024;  // request line and headers; beyond, the gate answers 400
   size_t max_body_bytes = 64 * 1024;  // a larger declared body goes to httplib (413)
   std::chrono::milliseconds request_timeout{5000};  // accept -> whole request arrived
   std::chrono::milliseconds io_timeout{5000};       // each read or write of a worker
   std::chrono::milliseconds answer_timeout{10000};  // a worker's whole exchange
+  std::chrono::milliseconds linger_timeout{2000};   // answered -> the client's end of input
 };
 
 // What the gate did (/metrics exports it as tarn_http_*).
@@ -68,6 +69,12 @@ class gated_server : public httplib::Server {
     size_t need = 0;      // bytes of the whole request, once head_end is known
   };
 
+  // A connection being closed lingering (see linger()), watched by the poll thread.
+  struct lingering {
+    int fd = -1;
+    std::chrono::steady_clock::time_point deadline;
+  };
+
   // Called by httplib's acceptor thread for each accepted socket (through an inline task queue).
   bool process_and_close_socket(socket_t sock) override;
   void admit(int fd);
@@ -79,7 +86,15 @@ class gated_server : public httplib::Server {
   void work();
   void serve(waiting w);
   void finish(int fd);  // closes an admitted connection
+  // An answered connection: sends FIN, then the poll thread reads and drops what the client still
+  // sends until its end of input (or linger_timeout) before closing. Closing with unread bytes
+  // would answer them with a reset, which can destroy the answer in the client's receive queue
+  // (a 400 for a 1 MiB header, a 413 for a body past the cap): a lingering close, as Apache's.
+  void linger(int fd);
   void answer_and_close(int fd, std::string_view answer);
+  // Poll thread: writes a whole answer the gate gives itself (400, 408) and closes lingering.
+  void answer_lingering(int fd, std::string_view answer, std::chrono::steady_clock::time_point now,
+                        std::vector<lingering>& lingers);
 
   const gate_limits limits_;
   gate_counts counts_;
@@ -88,8 +103,9 @@ class gated_server : public httplib::Server {
 
   std::mutex mu_;
   std::condition_variable ready_cv_;
-  std::vector<int> incoming_;  // admitted, not yet seen by the poll thread
-  std::deque<waiting> ready_;  // whole requests waiting for a worker
+  std::vector<int> incoming_;   // admitted, not yet seen by the poll thread
+  std::vector<int> lingering_;  // answered, not yet seen by the poll thread
+  std::deque<waiting> ready_;   // whole requests waiting for a worker
   bool stopping_ = false;
 
   std::thread poller_;
