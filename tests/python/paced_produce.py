@@ -5,9 +5,10 @@ which checks that Prometheus computes that rate from tarn's /metrics.
   paced_produce.py BOOTSTRAP TOPIC RECORDS_PER_SECOND SECONDS
 
 Sends RECORDS_PER_SECOND / 20 records every 50 ms (100-byte values) for SECONDS, flushing each
-tick, so the broker sees the rate in every second. Prints "started" after the first
-acknowledgement, then "acked N rate R" (R: acknowledged records a second over the run) and
-"errors N". Exits 0."""
+tick, so the broker sees the rate in every second (a late tick catches up). Prints "started" after
+the first acknowledgement, "at T acked N" after each tick (T: CLOCK_MONOTONIC seconds, the clock
+of C++'s steady_clock, so the test can count what was acknowledged in any window), then
+"acked N rate R" (R: acknowledged records a second over the run) and "errors N". Exits 0."""
 import sys
 import time
 
@@ -38,6 +39,7 @@ def main():
         if not announced and state["acked"] > 0:
             print("started", flush=True)
             announced = True
+        print("at %.3f acked %d" % (time.monotonic(), state["acked"]), flush=True)
         tick += 1
         delay = start + tick * 0.05 - time.monotonic()
         if delay > 0:
