@@ -3,8 +3,8 @@
 // kcat group member consumes; PromQL over Prometheus's HTTP API must give the rate the producer
 // had acknowledged in the query's window (its own log of acknowledgements: on a loaded machine it
 // falls behind 200 a second, then catches up) from kafka_server_brokertopicmetrics_messagesin_total
-// within 10 %, see bytes flowing out and the group's lag series. Skipped when prometheus is missing and under sanitizers (the rate is the
-// point, and a sanitized broker is too slow to hold it).
+// within 10 %, see bytes flowing out and the group's lag series. Skipped when prometheus is missing
+// and under sanitizers (the rate is the point, and a sanitized broker is too slow to hold it).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -35,8 +35,7 @@ std::optional<int64_t> acked_by(const std::string& output, double t) {
 }
 
 double monotonic_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The single value of an instant query, or nullopt (no series, or no answer).
