@@ -36,6 +36,28 @@ txn_supported_operation txn_offset_commit_operation(int16_t txn_offset_commit_ve
                                          : txn_supported_operation::default_error;
 }
 
+error_code coordinator_verification_error(error_code e, txn_supported_operation operation) {
+  if (e == error_code::producer_fenced) return error_code::invalid_producer_epoch;
+  if (e == error_code::transaction_abortable &&
+      operation == txn_supported_operation::default_error) {
+    return error_code::invalid_txn_state;
+  }
+  return e;
+}
+
+error_code verify_in_process(txn::txn_coordinator& coordinator, std::string_view transactional_id,
+                             int64_t producer_id, int16_t producer_epoch,
+                             const txn::topic_partition_key& partition,
+                             txn_supported_operation operation, int64_t now_ms) {
+  if (coordinator.in_transaction(producer_id, producer_epoch, partition)) return error_code::none;
+  const error_code e =
+      operation == txn_supported_operation::add_partition
+          ? coordinator.add_partitions(transactional_id, producer_id, producer_epoch, {partition},
+                                       now_ms)
+          : coordinator.verify_partition(transactional_id, producer_id, producer_epoch, partition);
+  return coordinator_verification_error(e, operation);
+}
+
 error_code verification_group_error(error_code e) {
   return e == error_code::network_exception ? error_code::coordinator_load_in_progress : e;
 }
@@ -183,15 +205,8 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
             if (v.partitions[i].first != tr.name || v.partitions[i].second != pr.partition_index) {
               continue;
             }
-            auto e = static_cast<error_code>(pr.partition_error_code);
-            // Producers expect INVALID_PRODUCER_EPOCH here; clients before TRANSACTION_ABORTABLE
-            // get INVALID_TXN_STATE.
-            if (e == error_code::producer_fenced) e = error_code::invalid_producer_epoch;
-            if (e == error_code::transaction_abortable &&
-                v.operation == txn_supported_operation::default_error) {
-              e = error_code::invalid_txn_state;
-            }
-            errors[i] = e;
+            errors[i] = coordinator_verification_error(
+                static_cast<error_code>(pr.partition_error_code), v.operation);
           }
         }
       }

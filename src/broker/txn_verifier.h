@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -63,6 +64,26 @@ struct txn_verification {
   // when no coordinator is known).
   std::function<void(std::vector<protocol::error_code>)> done;
 };
+
+// Kafka's AddPartitionsToTxnManager reading of the coordinator's answer for one partition:
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH (what producers expect there), TRANSACTION_ABORTABLE
+// is INVALID_TXN_STATE for clients that predate it; the rest pass. The same whether the
+// coordinator answered over the wire or is this broker's own (verify_in_process).
+protocol::error_code coordinator_verification_error(protocol::error_code e,
+                                                    txn_supported_operation operation);
+
+// The verification when the producer's coordinator is this broker's (one node, or the
+// coordinator's own partitions in a cluster): Kafka's leader goes through its
+// AddPartitionsToTxnManager then too, so the coordinator's answer is read as a remote one
+// (coordinator_verification_error); the caller maps it further as for a remote answer
+// (verification_produce_error, verification_group_error). NONE when the partition is already in
+// the producer's ongoing transaction; else add_partitions for `add_partition`, verify_partition
+// for the others.
+protocol::error_code verify_in_process(txn::txn_coordinator& coordinator,
+                                       std::string_view transactional_id, int64_t producer_id,
+                                       int16_t producer_epoch,
+                                       const txn::topic_partition_key& partition,
+                                       txn_supported_operation operation, int64_t now_ms);
 
 // Kafka's ReplicaManager translation of a verification's error into the Produce answer: the
 // coordinator's retriable errors become NOT_ENOUGH_REPLICAS (a producer retries it without a
