@@ -26,6 +26,8 @@
 #include "protocol/messages/end_txn_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/metadata_request.h"
@@ -284,6 +286,37 @@ TEST_P(transactions_v2, produce_adds_partitions_and_every_end_txn_bumps_the_epoc
                                                          {true, static_cast<int16_t>(e0 + 1)},
                                                          {false, static_cast<int16_t>(e0 + 1)},
                                                          {true, static_cast<int16_t>(e0 + 2)}}));
+}
+
+// transaction.partition.verification.enable is a dynamic broker config (Kafka 4.4's
+// ReplicaManager and ProducerStateManagerConfig read it at each request): set to false for the
+// cluster (IncrementalAlterConfigs, the default resource ""), a Produce v11 batch to a partition
+// never added goes in unverified (the transaction hangs there, what verification prevents),
+// while Produce v12 still adds its partition; set back to true, the next one is refused again.
+TEST_P(transactions_v2, partition_verification_is_a_dynamic_broker_config) {
+  const std::string topic = name("t"), txn = name("tx");
+  ASSERT_EQ(create_topic(port_, topic, 3), 0);
+  auto [pid, e0] = init(txn);
+  ASSERT_GE(pid, 0);
+  auto set_verification = [&](const char* value) {
+    protocol::incremental_alter_configs_request req;
+    req.resources.push_back({4, "", {{"transaction.partition.verification.enable", 0, value}}});
+    auto r = conn_->call<protocol::incremental_alter_configs_response>(req, 1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->responses.size(), 1u);
+    EXPECT_EQ(r->responses[0].error_code, 0) << r->responses[0].error_message.value_or("");
+  };
+  EXPECT_EQ(produce(12, txn, topic, 0, pid, e0, 0, "added"), 0);
+  EXPECT_EQ(produce(11, txn, topic, 1, pid, e0, 0, "x"), 120);  // TRANSACTION_ABORTABLE
+  set_verification("false");
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(produce(11, txn, topic, 1, pid, e0, 0, "unverified"), 0);
+  EXPECT_EQ(produce(12, txn, topic, 2, pid, e0, 0, "added-too"), 0);
+  set_verification("true");
+  if (HasFatalFailure()) return;
+  const end_answer committed{0, pid, static_cast<int16_t>(e0 + 1)};
+  EXPECT_EQ(end_txn(5, txn, pid, e0, true), committed);
+  EXPECT_EQ(produce(11, txn, topic, 0, pid, e0 + 1, 0, "y"), 120);
 }
 
 // The __transaction_state segments this broker wrote (tarn's v1 values, or Kafka's) print the

@@ -62,7 +62,9 @@
 // VerifyOnly below v12, the partition added for the producer from v12) for the first batch of
 // the transaction in the partition, and the request waits for the answer without blocking the
 // loop; its errors are mapped as Kafka's ReplicaManager maps them, and so are those of a
-// coordinator on this broker, called in-process (verify_in_process).
+// coordinator on this broker, called in-process (verify_in_process). With
+// transaction.partition.verification.enable=false (dynamic) transactions v1 batches go in
+// unverified.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -462,8 +464,14 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         txn::txn_coordinator* txns = request.services.txns;
         bool ongoing_here = false;  // the producer's transaction already wrote here
         const txn_supported_operation operation = produce_operation(version);
+        // transaction.partition.verification.enable=false: transactions v1 batches go in
+        // unasked (Kafka's maybeSendPartitionsToTransactionCoordinator); v2 ones still add
+        // their partition, which nothing else would.
+        bool verify = true;
         {
           auto guard = topics.read_lock();
+          verify = operation == txn_supported_operation::add_partition ||
+                   topics.effective().transaction_partition_verification_enable;
           if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
             std::lock_guard log_lock(log->mutex());
             pw.markers_before_check = log->producers().markers_written(pw.validated.producer_id);
@@ -480,7 +488,10 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
             request.services.verifier != nullptr && txns != nullptr && req.transactional_id &&
             !req.transactional_id->empty() &&
             txns->owner_error(*req.transactional_id) != error_code::none;
-        if (remote_coordinator) {
+        if (!verify) {
+          // Appended as it is (the producer added the partition itself, or the transaction hangs
+          // until an admin aborts it: what verification is for).
+        } else if (remote_coordinator) {
           pw.verify_with_coordinator = !ongoing_here;
         } else if (txns == nullptr || !req.transactional_id || req.transactional_id->empty()) {
           pw.failure = to_failure(request_error{

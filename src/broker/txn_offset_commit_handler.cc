@@ -16,7 +16,8 @@
 // there (txn_verifier.h, as Kafka's group coordinator asks through AddPartitionsToTxnManager),
 // without blocking the loop; NETWORK_EXCEPTION answers COORDINATOR_LOAD_IN_PROGRESS (Kafka's
 // CoordinatorOperationExceptionHelper); a coordinator on this broker is called in-process and its
-// answer read the same way (verify_in_process).
+// answer read the same way (verify_in_process). With transaction.partition.verification.enable
+// false (dynamic) v4 and older commit without the check.
 // Replaying __consumer_offsets rebuilds the same. If the transaction ends between that check and
 // the append (a marker of the producer reached the partition meanwhile), the offsets are refused
 // with INVALID_TXN_STATE rather than left pending for ever.
@@ -109,8 +110,18 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
       }
     }
     const txn_supported_operation operation = txn_offset_commit_operation(version);
-    if (request.services.verifier != nullptr &&
-        txns->owner_error(decoded->transactional_id) != error_code::none) {
+    // transaction.partition.verification.enable=false: v4 and older commit unasked (Kafka's
+    // maybeSendPartitionsToTransactionCoordinator); v5 still adds the group's partition.
+    bool verify = true;
+    if (operation != txn_supported_operation::add_partition) {
+      topic_manager& topics = *request.services.topics;
+      auto guard = topics.read_lock();
+      verify = topics.effective().transaction_partition_verification_enable;
+    }
+    if (!verify) {
+      // Written as it is; the producer added the group's partition itself (AddOffsetsToTxn).
+    } else if (request.services.verifier != nullptr &&
+               txns->owner_error(decoded->transactional_id) != error_code::none) {
       // In a cluster the transaction coordinator is mostly another broker's: asked there, as
       // Kafka's group coordinator asks through AddPartitionsToTxnManager (txn_verifier.h).
       txn_verification v;
