@@ -85,72 +85,78 @@ txn_verifier::txn_verifier(const broker_config& config, replica_manager& replica
 
 txn_verifier::~txn_verifier() { stop(); }
 
-void txn_verifier::start() {
-  thread_ = std::thread([this] { run(); });
-}
-
 void txn_verifier::stop() {
   {
     std::lock_guard g(mu_);
     stopping_ = true;
+    for (auto& [node, d] : destinations_) d->cv.notify_all();
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  // No destination is added once stopping_ is set.
+  for (auto& [node, d] : destinations_) {
+    if (d->thread.joinable()) d->thread.join();
+  }
 }
 
 void txn_verifier::submit(txn_verification v) {
+  // By coordinator broker: the leader of the id's partition of __transaction_state now.
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
+  if (!role || role->leader_id < 0) {
+    v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
+    return;
+  }
   {
     std::lock_guard g(mu_);
     if (!stopping_) {
-      queued_.push_back(std::move(v));
-      v.done = nullptr;
+      auto& d = destinations_[role->leader_id];
+      if (!d) {
+        d = std::make_unique<destination>();
+        d->node = role->leader_id;
+        destination* raw = d.get();
+        d->thread = std::thread([this, raw] { run(*raw); });
+      }
+      d->queued.push_back(std::move(v));
+      d->cv.notify_all();
+      return;
     }
   }
   // A stopped verifier answers at once: the broker is going down, the producer retries.
-  if (v.done) v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
-  cv_.notify_all();
+  v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
 }
 
-void txn_verifier::run() {
-  const std::string txn_topic(txn::transaction_state_topic_name);
+void txn_verifier::run(destination& d) {
   std::vector<txn_verification> deferred;  // a second one of an id already in this round
   for (;;) {
     std::vector<txn_verification> round;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queued_.empty() || !deferred.empty(); });
+      d.cv.wait(lock, [&] { return stopping_ || !d.queued.empty() || !deferred.empty(); });
       if (stopping_) return;
       round = std::move(deferred);
       deferred.clear();
-      for (auto& v : queued_) round.push_back(std::move(v));
-      queued_.clear();
+      for (auto& v : d.queued) round.push_back(std::move(v));
+      d.queued.clear();
     }
-    // By coordinator broker (the leader of the id's partition of __transaction_state now), one
-    // transaction per id in a request, as Kafka's manager keeps one per id and node.
-    std::map<int32_t, std::vector<txn_verification>> by_node;
+    // One transaction per id in a request, as Kafka's manager keeps one per id and node.
+    std::vector<txn_verification> batch;
     std::set<std::string> ids;
     for (auto& v : round) {
       if (!ids.insert(v.transactional_id).second) {
         deferred.push_back(std::move(v));
         continue;
       }
-      auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
-      if (!role || role->leader_id < 0) {
-        v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
-        continue;
-      }
-      by_node[role->leader_id].push_back(std::move(v));
+      batch.push_back(std::move(v));
     }
-    for (auto& [node, batch] : by_node) send_to(node, batch);
+    send_to(d, batch);
   }
 }
 
-void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
+void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch) {
   auto fail_all = [&batch](error_code e) {
     for (auto& v : batch) v.done(std::vector<error_code>(v.partitions.size(), e));
   };
-  auto& conn = connections_[node];
-  if (!conn) conn = std::make_unique<broker_connection>("tarn-txn-verifier");
+  broker_connection* conn = &d.conn;
+  const int32_t node = d.node;
   if (!connect_to_broker(*conn, config_, membership_, node)) {
     fail_all(error_code::network_exception);
     return;
@@ -172,7 +178,7 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
   req.encode(w, verify_request_version);
   auto answer =
       conn->round_trip(protocol::add_partitions_to_txn_request::api_key, verify_request_version,
-                       body, buffer_, config_.replica_socket_timeout_ms, [this] {
+                       body, d.buffer, config_.replica_socket_timeout_ms, [this] {
                          std::lock_guard g(mu_);
                          return stopping_;
                        });
