@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "broker/replica_manager.h"
@@ -176,12 +177,23 @@ void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch)
   std::vector<uint8_t> body;
   protocol::writer w(body);
   req.encode(w, verify_request_version);
+  // Given up once the broker coordinates none of the batch's ids any more (their partitions'
+  // leadership moved, so it will not answer them): NETWORK_EXCEPTION, and the producer's retry
+  // finds the new coordinator instead of waiting replica.socket.timeout.ms.
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  auto moved_away = [this, &batch, &txn_topic, node] {
+    {
+      std::lock_guard g(mu_);
+      if (stopping_) return true;
+    }
+    return std::none_of(batch.begin(), batch.end(), [&](const txn_verification& v) {
+      auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
+      return role && role->leader_id == node;
+    });
+  };
   auto answer =
       conn->round_trip(protocol::add_partitions_to_txn_request::api_key, verify_request_version,
-                       body, d.buffer, config_.replica_socket_timeout_ms, [this] {
-                         std::lock_guard g(mu_);
-                         return stopping_;
-                       });
+                       body, d.buffer, config_.replica_socket_timeout_ms, moved_away);
   if (!answer) {
     spdlog::debug("transaction verifier: broker {}: {}", node, answer.error());
     fail_all(error_code::network_exception);
