@@ -12,15 +12,22 @@
 // partition through the leader (AddPartitionsToTxn VerifyOnly=false to the coordinator), and
 // TxnOffsetCommit v5 the group's through the group coordinator on another broker; EndTxn v5
 // commits and aborts; a Produce v11 / v9 batch to a partition never added is refused by its
-// leader's verification (TRANSACTION_ABORTABLE / INVALID_TXN_STATE, as Kafka 4.4). Then the
-// coordinator's broker is killed with SIGKILL mid-transaction: the new leader of the id's partition
-// loads it, the next producer's InitProducerId aborts and fences the open transaction, and the next
-// transaction commits.
+// leader's verification (TRANSACTION_ABORTABLE / INVALID_TXN_STATE, as Kafka 4.4). Two partitions
+// of __transaction_state are moved to other preferred leaders, so two brokers coordinate: with one
+// SIGSTOPped, the third broker's verification for the other's transaction is answered at once
+// (one verifier thread per coordinator broker) and the stopped one's completes after SIGCONT. Then
+// the coordinator's broker is killed with SIGKILL just after committing a transaction whose markers
+// it writes to its own partition and another leader's, and with another transaction open: the new
+// leader of the id's partition loads them, completes the committed one (its records read committed
+// exactly once), the next producer's InitProducerId aborts and fences the open transaction, and
+// the next transaction commits.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,8 +39,16 @@
 #include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
+#include "protocol/messages/add_partitions_to_txn_request.h"
+#include "protocol/messages/add_partitions_to_txn_response.h"
+#include "protocol/messages/alter_partition_reassignments_request.h"
+#include "protocol/messages/alter_partition_reassignments_response.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/describe_transactions_request.h"
+#include "protocol/messages/describe_transactions_response.h"
+#include "protocol/messages/elect_leaders_request.h"
+#include "protocol/messages/elect_leaders_response.h"
 #include "protocol/messages/end_txn_request.h"
 #include "protocol/messages/end_txn_response.h"
 #include "protocol/messages/find_coordinator_request.h"
@@ -278,13 +293,50 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     ASSERT_EQ(r->topics.size(), 1u);
     EXPECT_EQ(r->topics[0].error_code, 0);
     ASSERT_EQ(r->topics[0].partitions.size(), 3u);
-    for (const auto& p : r->topics[0].partitions) EXPECT_EQ(p.replica_nodes.size(), 3u);
+    std::string layout;
+    for (const auto& p : r->topics[0].partitions) {
+      EXPECT_EQ(p.replica_nodes.size(), 3u);
+      layout += " " + std::to_string(p.partition_index) + ": leader " +
+                std::to_string(p.leader_id) + " replicas";
+      for (int32_t n : p.replica_nodes) layout += " " + std::to_string(n);
+    }
+    // Auto-created, every partition has its creator first, so one broker would coordinate every
+    // id: partitions 1 and 2 get another preferred leader (a reorder, complete at once) and are
+    // elected to it, so that different brokers coordinate (the paused coordinator below).
+    protocol::alter_partition_reassignments_request move;
+    move.topics.emplace_back();
+    move.topics[0].name = "__transaction_state";
+    protocol::elect_leaders_request elect;
+    elect.election_type = 0;  // PREFERRED
+    elect.topic_partitions.emplace();
+    elect.topic_partitions->emplace_back();
+    elect.topic_partitions->back().topic = "__transaction_state";
+    for (const auto& p : r->topics[0].partitions) {
+      if (p.partition_index == 0 || p.replica_nodes.size() != 3) continue;
+      std::vector<int32_t> rotated = p.replica_nodes;
+      std::rotate(rotated.begin(), rotated.begin() + p.partition_index, rotated.end());
+      move.topics[0].partitions.push_back({p.partition_index, rotated});
+      elect.topic_partitions->back().partitions.push_back(p.partition_index);
+    }
+    auto moved = c.call<protocol::alter_partition_reassignments_response>(move, 0);
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->error_code, 0) << layout;
+    auto elected = c.call<protocol::elect_leaders_response>(elect, 1);
+    ASSERT_TRUE(elected);
+    EXPECT_EQ(elected->error_code, 0) << layout;
   }
-  for (int32_t id = 2; id <= 3; ++id) {
-    coordinator_answer a = find_txn_coordinator(port(id));
-    EXPECT_EQ(a.error, 0);
-    EXPECT_EQ(a.node_id, first.node_id) << "broker " << id;
+  // Every broker names the same coordinator once the elections reached them.
+  bool agreed = false;
+  for (int i = 0; i < 500 && !agreed; ++i) {
+    first = find_txn_coordinator(port(1));
+    agreed = first.error == 0;
+    for (int32_t id = 2; id <= 3 && agreed; ++id) {
+      const coordinator_answer a = find_txn_coordinator(port(id));
+      agreed = a.error == 0 && a.node_id == first.node_id;
+    }
+    if (!agreed) std::this_thread::sleep_for(20ms);
   }
+  ASSERT_TRUE(agreed) << "the brokers name different transaction coordinators";
   const int32_t coordinator = first.node_id;
 
   auto p = make_producer(bootstrap({1, 2, 3}));
@@ -390,10 +442,123 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
       "v2-committed-led-by-1", "v2-committed-led-by-2", "v2-committed-led-by-3"};
   EXPECT_EQ(read_committed(bootstrap({1, 2, 3}), committed.size()), committed);
 
+  // A paused coordinator holds up only the verifications of the transactions it coordinates
+  // (one verifier thread per coordinator broker). Two ids coordinated by two brokers, `paused`
+  // and `prompt`; the third broker leads the partition both write to with Produce v11
+  // (VerifyOnly: nothing is written on the coordinator, so the paused broker, a follower of every
+  // partition, holds no answer up) and acks=1. With `paused` stopped (shorter than
+  // broker.session.timeout.ms, so it is not fenced), the leader's verification for `prompt`'s
+  // transaction is answered at once while the one for `paused`'s waits; SIGCONT, and it
+  // completes.
+  std::map<int32_t, std::string> id_of;  // coordinator -> a transactional id it serves
+  for (int i = 0; i < 64 && id_of.size() < 3; ++i) {
+    const std::string id = "verify-" + std::to_string(i);
+    const coordinator_answer a = find_txn_coordinator(port(1), id);
+    if (a.error == 0 && !id_of.contains(a.node_id)) id_of[a.node_id] = id;
+  }
+  ASSERT_GE(id_of.size(), 2u) << "every partition of __transaction_state has one leader";
+  const int32_t paused = id_of.begin()->first;
+  const int32_t prompt = std::next(id_of.begin())->first;
+  const int32_t leader = 6 - paused - prompt;
+  const std::string& leader_topic = topics[static_cast<size_t>(leader - 1)];
+  // InitProducerId, then AddPartitionsToTxn v3 (a transactions v1 client) of leader_topic-0.
+  auto begin_v1 = [&](int32_t node) -> std::pair<int64_t, int16_t> {
+    kafka_conn c(port(node), nullptr);
+    protocol::init_producer_id_request init_req;
+    init_req.transactional_id = std::string_view(id_of[node]);
+    init_req.transaction_timeout_ms = 60000;
+    auto r = c.call<protocol::init_producer_id_response>(init_req, 5);
+    if (!r || r->error_code != 0) return {-1, -1};
+    protocol::add_partitions_to_txn_request add;
+    add.v3_and_below_transactional_id = id_of[node];
+    add.v3_and_below_producer_id = r->producer_id;
+    add.v3_and_below_producer_epoch = r->producer_epoch;
+    add.v3_and_below_topics.emplace_back();
+    add.v3_and_below_topics[0].name = leader_topic;
+    add.v3_and_below_topics[0].partitions = {0};
+    auto a = c.call<protocol::add_partitions_to_txn_response>(add, 3);
+    if (!a || a->results_by_topic_v3_and_below.size() != 1 ||
+        a->results_by_topic_v3_and_below[0].results_by_partition.size() != 1 ||
+        a->results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code != 0) {
+      return {-1, -1};
+    }
+    return {r->producer_id, r->producer_epoch};
+  };
+  const auto [paused_pid, paused_epoch] = begin_v1(paused);
+  const auto [prompt_pid, prompt_epoch] = begin_v1(prompt);
+  ASSERT_GE(paused_pid, 0);
+  ASSERT_GE(prompt_pid, 0);
+  // Produce v11, acks=1, of one record of the transaction to leader_topic-0: the error code.
+  auto produce_v11 = [&](int32_t node, int64_t pid, int16_t epoch) -> int16_t {
+    const std::vector<uint8_t> batch = transactional_batch(pid, epoch, 0, "v1-" + id_of[node]);
+    protocol::produce_request req =
+        transactional_produce(id_of[node], leader_topic, 0, batch, 10000);
+    req.acks = 1;
+    kafka_conn c(port(leader), nullptr);
+    auto r = c.call<protocol::produce_response>(req, 11);
+    if (!r || r->responses.size() != 1 || r->responses[0].partition_responses.size() != 1) {
+      return -2;
+    }
+    return r->responses[0].partition_responses[0].error_code;
+  };
+  ASSERT_TRUE(stop_process(broker(paused).process()));
+  const auto paused_at = std::chrono::steady_clock::now();
+  std::atomic<int16_t> held_answer{-100};
+  std::thread held([&] { held_answer = produce_v11(paused, paused_pid, paused_epoch); });
+  std::this_thread::sleep_for(150ms);  // its verification is on its way to the paused broker
+  const auto prompt_start = std::chrono::steady_clock::now();
+  EXPECT_EQ(produce_v11(prompt, prompt_pid, prompt_epoch), 0);
+  const auto prompt_took = std::chrono::steady_clock::now() - prompt_start;
+  EXPECT_EQ(held_answer.load(), -100) << "answered while its coordinator was stopped";
+  broker(paused).process().send_signal(SIGCONT);
+  const auto paused_for = std::chrono::steady_clock::now() - paused_at;
+  held.join();
+  EXPECT_EQ(held_answer.load(), 0);
+  EXPECT_LT(prompt_took, 1000ms) << "a stopped coordinator held up another's verification";
+  EXPECT_LT(paused_for, 1500ms);  // below broker.session.timeout.ms: the broker stays in
+  EXPECT_EQ(end_txn(port(paused), id_of[paused], paused_pid, paused_epoch, false).first, 0);
+  EXPECT_EQ(end_txn(port(prompt), id_of[prompt], prompt_pid, prompt_epoch, false).first, 0);
+
   // Mid-transaction (the partitions added, records written, no EndTxn) the coordinator dies.
   ASSERT_TRUE(p->begin_transaction());
   for (const auto& t : topics) p->send({t, 0, std::nullopt, "open-" + t, {}, std::nullopt});
   p->flush();
+  // Another transaction of this coordinator's, to its own partition (a marker it writes
+  // locally) and another leader's, is committed just before: EndTxn is answered once
+  // PrepareCommit is committed, so the markers are being written as the broker dies. The
+  // coordinator writes CompleteCommit only once each marker is committed (the high watermark
+  // passed it), so whatever the kill interrupts, the next coordinator finds PrepareCommit (and
+  // sends the markers again, to the partitions' new leaders) or every marker replicated: the
+  // transaction's records are read committed exactly once below.
+  ASSERT_TRUE(id_of.contains(coordinator));
+  const std::string& dying_id = id_of[coordinator];
+  const std::string& own_topic_of_coordinator = topics[static_cast<size_t>(coordinator - 1)];
+  const std::string& next_topic = topics[static_cast<size_t>(coordinator % 3)];
+  int64_t dying_pid = -1;
+  int16_t dying_epoch = -1;
+  {
+    kafka_conn c(port(coordinator), nullptr);
+    protocol::init_producer_id_request req;
+    req.transactional_id = std::string_view(dying_id);
+    req.transaction_timeout_ms = 60000;
+    // CONCURRENT_TRANSACTIONS while the id's transaction above completes.
+    auto r = c.call<protocol::init_producer_id_response>(req, 5);
+    for (int i = 0; i < 250 && r && r->error_code == 51; ++i) {
+      std::this_thread::sleep_for(20ms);
+      r = c.call<protocol::init_producer_id_response>(req, 5);
+    }
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->error_code, 0);
+    dying_pid = r->producer_id;
+    dying_epoch = r->producer_epoch;
+  }
+  EXPECT_EQ(produce(port(coordinator), 12, dying_id, own_topic_of_coordinator, dying_pid,
+                    dying_epoch, 0, "dying-" + own_topic_of_coordinator),
+            0);
+  EXPECT_EQ(produce(port(coordinator % 3 + 1), 12, dying_id, next_topic, dying_pid, dying_epoch, 0,
+                    "dying-" + next_topic),
+            0);
+  ASSERT_EQ(end_txn(port(coordinator), dying_id, dying_pid, dying_epoch, true).first, 0);
   broker(coordinator).process().send_signal(SIGKILL);
   ASSERT_TRUE(broker(coordinator).process().wait_exit(10s).has_value());
   std::vector<int32_t> survivors;
@@ -402,7 +567,8 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   }
   const coordinator_answer moved = wait_for_txn_coordinator(port(survivors[0]), coordinator, 20s);
   ASSERT_EQ(moved.error, 0);
-  EXPECT_EQ(find_txn_coordinator(port(survivors[1])).node_id, moved.node_id);
+  // The other survivor names it too once the leadership reached it (a moment later under TSan).
+  EXPECT_EQ(wait_for_txn_coordinator(port(survivors[1]), coordinator, 20s).node_id, moved.node_id);
 
   // The next producer of the id: the new coordinator aborts the open transaction with a bumped
   // epoch (fencing the old producer), then hands out the next epoch.
@@ -411,8 +577,27 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   init = next->init_transactions();
   ASSERT_TRUE(init) << init.error().message;
   transaction(*next, "after", true);
+  // The transaction committed as its coordinator died completes at the next one.
+  {
+    const coordinator_answer at =
+        wait_for_txn_coordinator(port(survivors[0]), coordinator, 20s, dying_id);
+    ASSERT_EQ(at.error, 0);
+    kafka_conn c(port(at.node_id), nullptr);
+    protocol::describe_transactions_request req;
+    req.transactional_ids = {dying_id};
+    std::string state;
+    for (int i = 0; i < 500 && state != "CompleteCommit"; ++i) {
+      auto r = c.call<protocol::describe_transactions_response>(req, 0);
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->transaction_states.size(), 1u);
+      state = std::string(r->transaction_states[0].transaction_state);
+      if (state != "CompleteCommit") std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(state, "CompleteCommit");
+  }
   std::multiset<std::string> all = committed;
   all.insert({"after-led-by-1", "after-led-by-2", "after-led-by-3"});
+  all.insert({"dying-" + own_topic_of_coordinator, "dying-" + next_topic});
   EXPECT_EQ(read_committed(bootstrap(survivors), all.size()), all);
   // The old producer is fenced.
   auto fenced = p->commit_transaction();

@@ -22,10 +22,14 @@
 #include "produce_util.h"
 #include "protocol/messages/api_versions_request.h"
 #include "protocol/messages/api_versions_response.h"
+#include "protocol/messages/describe_configs_request.h"
+#include "protocol/messages/describe_configs_response.h"
 #include "protocol/messages/end_txn_request.h"
 #include "protocol/messages/end_txn_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
 #include "protocol/messages/init_producer_id_request.h"
 #include "protocol/messages/init_producer_id_response.h"
 #include "protocol/messages/metadata_request.h"
@@ -284,6 +288,69 @@ TEST_P(transactions_v2, produce_adds_partitions_and_every_end_txn_bumps_the_epoc
                                                          {true, static_cast<int16_t>(e0 + 1)},
                                                          {false, static_cast<int16_t>(e0 + 1)},
                                                          {true, static_cast<int16_t>(e0 + 2)}}));
+}
+
+// transaction.partition.verification.enable is a dynamic broker config (Kafka 4.4's
+// ReplicaManager and ProducerStateManagerConfig read it at each request): set to false for the
+// cluster (IncrementalAlterConfigs, the default resource ""), a Produce v11 batch to a partition
+// never added goes in unverified (the transaction hangs there, what verification prevents),
+// while Produce v12 still adds its partition; set back to true, the next one is refused again.
+TEST_P(transactions_v2, partition_verification_is_a_dynamic_broker_config) {
+  const std::string topic = name("t"), txn = name("tx");
+  ASSERT_EQ(create_topic(port_, topic, 3), 0);
+  auto [pid, e0] = init(txn);
+  ASSERT_GE(pid, 0);
+  std::string node;  // the broker's id, its resource name
+  {
+    protocol::metadata_request req;
+    req.topics.emplace();
+    auto r = conn_->call<protocol::metadata_response>(req, 12);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->brokers.size(), 1u);
+    node = std::to_string(r->brokers[0].node_id);
+  }
+  // Set for the cluster, then waited for in DescribeConfigs: Kafka's broker applies a dynamic
+  // config when the controller's record reaches it, a moment after the answer.
+  auto set_verification = [&](const std::string& value) {
+    protocol::incremental_alter_configs_request req;
+    req.resources.push_back({4, "", {{"transaction.partition.verification.enable", 0, value}}});
+    auto r = conn_->call<protocol::incremental_alter_configs_response>(req, 1);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->responses.size(), 1u);
+    EXPECT_EQ(r->responses[0].error_code, 0) << r->responses[0].error_message.value_or("");
+    protocol::describe_configs_request d;
+    d.resources.push_back(
+        {4, node, std::vector<std::string_view>{"transaction.partition.verification.enable"}});
+    std::string now;
+    for (int i = 0; i < 200 && now != value; ++i) {
+      auto dr = conn_->call<protocol::describe_configs_response>(d, 4);
+      ASSERT_TRUE(dr);
+      ASSERT_EQ(dr->results.size(), 1u);
+      ASSERT_EQ(dr->results[0].configs.size(), 1u);
+      now = std::string(dr->results[0].configs[0].value.value_or(""));
+      if (now != value) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(now, value);
+  };
+  EXPECT_EQ(produce(12, txn, topic, 0, pid, e0, 0, "added"), 0);
+  EXPECT_EQ(produce(11, txn, topic, 1, pid, e0, 0, "x"), 120);  // TRANSACTION_ABORTABLE
+  set_verification("false");
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(produce(11, txn, topic, 1, pid, e0, 0, "unverified"), 0);
+  EXPECT_EQ(produce(12, txn, topic, 2, pid, e0, 0, "added-too"), 0);
+  set_verification("true");
+  if (HasFatalFailure()) return;
+  const end_answer committed{0, pid, static_cast<int16_t>(e0 + 1)};
+  EXPECT_EQ(end_txn(5, txn, pid, e0, true), committed);
+  // Kafka answers EndTxn before its markers are written: meanwhile its leader maps the
+  // coordinator's CONCURRENT_TRANSACTIONS to NOT_ENOUGH_REPLICAS for Produce v11, which a
+  // client retries.
+  int16_t e = 19;
+  for (int i = 0; i < 100 && e == 19; ++i) {
+    e = produce(11, txn, topic, 0, pid, e0 + 1, 0, "y");
+    if (e == 19) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(e, 120);
 }
 
 // The __transaction_state segments this broker wrote (tarn's v1 values, or Kafka's) print the

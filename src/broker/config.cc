@@ -368,6 +368,7 @@ const std::vector<config_key>& config_keys() {
       {"transaction.abort.timed.out.transaction.cleanup.interval.ms", config_type::int32, "10000",
        at_least(1)},
       {"transactional.id.expiration.ms", config_type::int32, "604800000", at_least(1)},
+      {"transaction.partition.verification.enable", config_type::boolean, "true", nullptr},
       {"transaction.remove.expired.transaction.cleanup.interval.ms", config_type::int32, "3600000",
        at_least(1)},
       // tarn's HTTP listener (src/observe, docs/http-api.md): host:port, empty for none, and how
@@ -629,6 +630,8 @@ result<void, std::string> finish_group_config(broker_config& c) {
       i32("transaction.abort.timed.out.transaction.cleanup.interval.ms");
   t.transactional_id_expiration_ms = i32("transactional.id.expiration.ms");
   t.remove_expired_interval_ms = i32("transaction.remove.expired.transaction.cleanup.interval.ms");
+  c.transaction_partition_verification_enable =
+      std::get<bool>(c.values.at("transaction.partition.verification.enable"));
 
   struct bound {
     int32_t value;

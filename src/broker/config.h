@@ -164,6 +164,11 @@ struct broker_config {
   // The transaction coordinator: transaction.max.timeout.ms, transaction.state.log.*,
   // transaction.abort.timed.out.transaction.cleanup.interval.ms.
   txn::txn_config txn;
+  // transaction.partition.verification.enable (KIP-890; dynamic, read from topic_manager's
+  // effective config): false lets a transactions v1 batch (Produce v11 and older, TxnOffsetCommit
+  // v4 and older) in without asking the coordinator; transactions v2 requests still add their
+  // partition through the leader, as Kafka 4.4's ReplicaManager does.
+  bool transaction_partition_verification_enable = true;
 
   // Every key tarn knows, with its effective value (default or set) and whether it was set
   // explicitly. DescribeConfigs and the topic-config defaults read this.

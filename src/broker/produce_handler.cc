@@ -61,7 +61,10 @@
 // another broker, the leader asks it first (txn_verifier.h, Kafka's AddPartitionsToTxnManager:
 // VerifyOnly below v12, the partition added for the producer from v12) for the first batch of
 // the transaction in the partition, and the request waits for the answer without blocking the
-// loop; its errors are mapped as Kafka's ReplicaManager maps them.
+// loop; its errors are mapped as Kafka's ReplicaManager maps them, and so are those of a
+// coordinator on this broker, called in-process (verify_in_process). With
+// transaction.partition.verification.enable=false (dynamic) transactions v1 batches go in
+// unverified.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -244,26 +247,19 @@ void record_produce_metrics(broker_metrics* metrics, const std::vector<topic_wor
   }
 }
 
-// A transactional batch whose partition is not (yet) in its producer's transaction: Produce v12+
-// adds the partition (Kafka's AddPartitionsToTxnManager "addPartition", KIP-890 part 2), older
-// versions verify it ("genericError" for v11, "defaultError" below), with Kafka's mapping of the
-// coordinator's answer: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and TRANSACTION_ABORTABLE is
-// INVALID_TXN_STATE for clients (v10 and older) that do not know it.
-error_code transaction_check(txn::txn_coordinator* txns,
-                             const std::optional<std::string_view>& transactional_id,
-                             const storage::validated_batch& batch,
-                             const txn::topic_partition_key& partition, int16_t version,
-                             int64_t now) {
-  if (txns == nullptr || !transactional_id || transactional_id->empty()) {
-    return error_code::invalid_txn_state;
-  }
-  error_code e = version >= 12 ? txns->add_partitions(*transactional_id, batch.producer_id,
-                                                      batch.producer_epoch, {partition}, now)
-                               : txns->verify_partition(*transactional_id, batch.producer_id,
-                                                        batch.producer_epoch, partition);
-  if (e == error_code::producer_fenced) return error_code::invalid_producer_epoch;
-  if (e == error_code::transaction_abortable && version < 11) return error_code::invalid_txn_state;
-  return e;
+// A verification's failure as Kafka's ReplicaManager words it: `coordinator_error` is what the
+// coordinator answered (AddPartitionsToTxnManager's reading), `e` what the producer is told.
+append_failure verification_failure(error_code e, error_code coordinator_error) {
+  std::string reason =
+      e == error_code::not_enough_replicas
+          ? fmt::format(
+                "Unable to verify the partition has been added to the transaction. Underlying "
+                "error: {}",
+                protocol::describe(coordinator_error).name)
+      : e == error_code::invalid_txn_state
+          ? std::string("Partition was not added to the transaction")
+          : std::string(protocol::describe(e).message);
+  return to_failure(request_error{e, std::move(reason)});
 }
 
 // ProduceRequest.validateRecords: exactly one v2 batch; sets `out.batch`.
@@ -467,8 +463,15 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         // markers.
         txn::txn_coordinator* txns = request.services.txns;
         bool ongoing_here = false;  // the producer's transaction already wrote here
+        const txn_supported_operation operation = produce_operation(version);
+        // transaction.partition.verification.enable=false: transactions v1 batches go in
+        // unasked (Kafka's maybeSendPartitionsToTransactionCoordinator); v2 ones still add
+        // their partition, which nothing else would.
+        bool verify = true;
         {
           auto guard = topics.read_lock();
+          verify = operation == txn_supported_operation::add_partition ||
+                   topics.effective().transaction_partition_verification_enable;
           if (const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index})) {
             std::lock_guard log_lock(log->mutex());
             pw.markers_before_check = log->producers().markers_written(pw.validated.producer_id);
@@ -485,19 +488,25 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
             request.services.verifier != nullptr && txns != nullptr && req.transactional_id &&
             !req.transactional_id->empty() &&
             txns->owner_error(*req.transactional_id) != error_code::none;
-        if (remote_coordinator) {
+        if (!verify) {
+          // Appended as it is (the producer added the partition itself, or the transaction hangs
+          // until an admin aborts it: what verification is for).
+        } else if (remote_coordinator) {
           pw.verify_with_coordinator = !ongoing_here;
-        } else if (txns == nullptr ||
-                   !txns->in_transaction(pw.validated.producer_id, pw.validated.producer_epoch,
-                                         {tw.name, pw.index})) {
-          const error_code e = transaction_check(txns, req.transactional_id, pw.validated,
-                                                 {tw.name, pw.index}, version, now);
-          if (e != error_code::none) {
-            pw.failure = to_failure(request_error{
-                e, fmt::format("transactional batch of producer {} epoch {} to {}-{}: {}",
-                               pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
-                               pw.index, protocol::describe(e).name)});
-          }
+        } else if (txns == nullptr || !req.transactional_id || req.transactional_id->empty()) {
+          pw.failure = to_failure(request_error{
+              error_code::invalid_txn_state,
+              fmt::format("transactional batch of producer {} epoch {} to {}-{} without a "
+                          "transaction coordinator",
+                          pw.validated.producer_id, pw.validated.producer_epoch, tw.name,
+                          pw.index)});
+        } else {
+          // The coordinator is this broker's: asked in-process, its answer read as a remote one.
+          const error_code coordinator_error =
+              verify_in_process(*txns, *req.transactional_id, pw.validated.producer_id,
+                                pw.validated.producer_epoch, {tw.name, pw.index}, operation, now);
+          const error_code e = verification_produce_error(coordinator_error, operation);
+          if (e != error_code::none) pw.failure = verification_failure(e, coordinator_error);
         }
       }
     }
@@ -540,17 +549,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
         const error_code coordinator_error =
             i < pending->value().size() ? pending->value()[i] : error_code::network_exception;
         const error_code e = verification_produce_error(coordinator_error, v_operation);
-        if (e == error_code::none) continue;
-        // Kafka's ReplicaManager messages.
-        std::string reason = e == error_code::not_enough_replicas
-                                 ? fmt::format(
-                                       "Unable to verify the partition has been added to the "
-                                       "transaction. Underlying error: {}",
-                                       protocol::describe(coordinator_error).name)
-                             : e == error_code::invalid_txn_state
-                                 ? std::string("Partition was not added to the transaction")
-                                 : std::string(protocol::describe(e).message);
-        verifying[i]->failure = to_failure(request_error{e, std::move(reason)});
+        if (e != error_code::none)
+          verifying[i]->failure = verification_failure(e, coordinator_error);
       }
     }
   }

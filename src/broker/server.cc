@@ -510,7 +510,6 @@ result<void, std::string> server::start() {
     s.txns->set_marker_queue(s.txn_sender.get());
     s.txn_sender->start(*s.txns);
     s.verifier = std::make_unique<txn_verifier>(s.config, *s.replicas, *s.membership, *s.txns);
-    s.verifier->start();
   } else {
     // __transaction_state is small (one compacted record per transactional id): loaded before
     // the listeners open, so no request sees a coordinator still loading.

@@ -43,35 +43,43 @@ result<void, std::string> transaction_state_log::replay(
 
 protocol::error_code partition_markers::write_marker(std::string_view topic, int32_t partition,
                                                      const txn::marker_request& marker) {
+  auto written = write_marker_at(topic, partition, marker);
+  return written ? protocol::error_code::none : written.error();
+}
+
+result<partition_markers::marker_position, protocol::error_code> partition_markers::write_marker_at(
+    std::string_view topic, int32_t partition, const txn::marker_request& marker) {
   using protocol::error_code;
+  marker_position position;
   {
     auto guard = topics_.read_lock();
     storage::log* log = topics_.logs().get_log(std::string(topic), partition_id{partition});
-    if (log == nullptr) return error_code::unknown_topic_or_partition;
+    if (log == nullptr) return fail(error_code::unknown_topic_or_partition);
     std::lock_guard log_lock(log->mutex());
     // Leadership first: a follower's producer state is not the one that decides.
     const leadership lead = leadership_of(replicas_, topic, partition, -1);
-    if (!lead.serving) return error_code::not_leader_or_follower;
+    if (!lead.serving) return fail(error_code::not_leader_or_follower);
     const storage::txn_marker m{marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                 marker.commit};
     if (auto ok = log->producers().check_marker(m); !ok) {
       spdlog::warn("marker for producer {} to {}-{} refused: {}", marker.producer_id, topic,
                    partition, ok.error().message);
-      return ok.error().code == storage::producer_errc::coordinator_fenced
-                 ? error_code::transaction_coordinator_fenced
-                 : error_code::invalid_producer_epoch;
+      return fail(ok.error().code == storage::producer_errc::coordinator_fenced
+                      ? error_code::transaction_coordinator_fenced
+                      : error_code::invalid_producer_epoch);
     }
     auto written = log->append_txn_marker(m, lead.leader_epoch, wall_clock_ms());
     if (!written) {
       spdlog::error("marker for producer {} to {}-{} failed: {}", marker.producer_id, topic,
                     partition, written.error().message);
-      return error_code::kafka_storage_error;
+      return fail(error_code::kafka_storage_error);
     }
+    position = {*written, lead.leader_epoch, log->replicated()};
   }
   if (topic == coordinator::offsets_topic_name && groups_ != nullptr) {
     groups_->complete_txn(partition, marker.producer_id, marker.commit);
   }
-  return error_code::none;
+  return position;
 }
 
 }  // namespace tarn::broker

@@ -73,6 +73,18 @@ class partition_markers final : public txn::txn_markers {
   protocol::error_code write_marker(std::string_view topic, int32_t partition,
                                     const txn::marker_request& marker) override;
 
+  // Where a marker went: its offset and the leader epoch it was written at. The marker sender
+  // waits for the high watermark to pass it (a replicated partition's marker is written once it
+  // is committed, as Kafka's leader appends markers with acks=-1).
+  struct marker_position {
+    offset_t offset = -1;
+    int32_t leader_epoch = 0;
+    bool replicated = false;  // a partition with followers: wait for its high watermark
+  };
+  result<marker_position, protocol::error_code> write_marker_at(std::string_view topic,
+                                                                int32_t partition,
+                                                                const txn::marker_request& marker);
+
  private:
   topic_manager& topics_;
   coordinator::group_coordinator* groups_;

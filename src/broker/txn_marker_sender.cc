@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
-#include <set>
 
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
@@ -27,15 +25,15 @@ constexpr int16_t marker_request_version = 1;
 // Kafka's TransactionMarkerChannelManager retries a failed marker after a metadata refresh; the
 // states tarn reads are already the watch's newest, so a short pause stands for the refresh.
 constexpr auto retry_backoff = std::chrono::milliseconds(100);
-// While entries only wait for their PrepareX to be committed: how often the high watermark is
-// looked at again (it moves with the followers' fetches).
+// While entries wait for their PrepareX, or a local marker, to be committed: how often the high
+// watermark is looked at again (it moves with the followers' fetches).
 constexpr auto commit_poll = std::chrono::milliseconds(5);
 
 }  // namespace
 
 txn_marker_sender::txn_marker_sender(const broker_config& config, replica_manager& replicas,
                                      cluster::cluster_membership& membership, topic_manager& topics,
-                                     txn::txn_markers& local)
+                                     partition_markers& local)
     : config_(config),
       replicas_(replicas),
       membership_(membership),
@@ -53,9 +51,14 @@ void txn_marker_sender::stop() {
   {
     std::lock_guard g(mu_);
     stopping_ = true;
+    for (auto& [node, d] : destinations_) d->cv.notify_all();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Only the deciding thread adds destinations, and it is gone.
+  for (auto& [node, d] : destinations_) {
+    if (d->thread.joinable()) d->thread.join();
+  }
 }
 
 void txn_marker_sender::enqueue(txn::pending_markers entry) {
@@ -67,26 +70,40 @@ void txn_marker_sender::enqueue(txn::pending_markers entry) {
 }
 
 void txn_marker_sender::run() {
-  std::vector<txn::marker_progress> active;
-  bool failed = false;  // the last round had markers to send again
+  std::vector<active_entry> active;
+  clock::time_point wake = clock::time_point::max();
   for (;;) {
+    std::vector<outcome> outcomes;
     {
       std::unique_lock lock(mu_);
-      if (active.empty()) {
-        cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+      auto news = [this] { return stopping_ || !queued_.empty() || !outcomes_.empty(); };
+      if (wake == clock::time_point::max()) {
+        cv_.wait(lock, news);
       } else {
-        cv_.wait_for(lock, failed ? std::chrono::milliseconds(retry_backoff) : commit_poll,
-                     [this] { return stopping_ || !queued_.empty(); });
+        cv_.wait_until(lock, wake, news);
       }
       if (stopping_) return;
-      for (auto& e : queued_) active.emplace_back(std::move(e));
+      for (auto& e : queued_) {
+        active.push_back(
+            active_entry{next_entry_id_++, txn::marker_progress(std::move(e)), {}, {}, {}});
+      }
       queued_.clear();
+      outcomes.swap(outcomes_);
     }
-    failed = send_round(active);
+    const auto now = clock::now();
+    for (const auto& o : outcomes) {
+      auto a = std::find_if(active.begin(), active.end(),
+                            [&o](const active_entry& e) { return e.id == o.entry_id; });
+      if (a == active.end()) continue;  // finished (fenced, abandoned) meanwhile
+      a->in_flight.erase(o.partition);
+      if (o.result == txn::marker_outcome::retry) a->retry_at[o.partition] = now + retry_backoff;
+      a->progress.record(o.partition.first, o.partition.second, o.result);
+    }
+    wake = send_round(active);
     std::vector<txn::marker_progress> finished;
-    std::erase_if(active, [&finished](txn::marker_progress& p) {
-      if (!p.finished()) return false;
-      finished.push_back(std::move(p));
+    std::erase_if(active, [&finished](active_entry& a) {
+      if (!a.progress.finished()) return false;
+      finished.push_back(std::move(a.progress));
       return true;
     });
     for (const auto& p : finished) {
@@ -100,17 +117,18 @@ void txn_marker_sender::run() {
   }
 }
 
-bool txn_marker_sender::send_round(std::vector<txn::marker_progress>& active) {
-  std::map<int32_t, std::vector<std::pair<size_t, std::pair<std::string, int32_t>>>> by_leader;
+txn_marker_sender::clock::time_point txn_marker_sender::send_round(
+    std::vector<active_entry>& active) {
+  std::map<int32_t, std::vector<outgoing>> by_leader;
   const std::string txn_topic(txn::transaction_state_topic_name);
-  std::set<const txn::marker_progress*> sent;  // entries whose markers were tried this round
-  for (size_t i = 0; i < active.size(); ++i) {
-    txn::marker_progress& p = active[i];
-    const txn::pending_markers& e = p.entry();
+  const auto now = clock::now();
+  auto wake = clock::time_point::max();
+  for (active_entry& a : active) {
+    const txn::pending_markers& e = a.progress.entry();
     // Sent only by the coordinator that decided, at its epoch: a lost leadership abandons it.
     auto owner = replicas_.role(txn_topic, e.txn_partition);
     if (!owner || !owner->serving || owner->leader_epoch != e.marker.coordinator_epoch) {
-      p.abandon();
+      a.progress.abandon();
       continue;
     }
     if (e.prepare_offset >= 0) {
@@ -119,110 +137,220 @@ bool txn_marker_sender::send_round(std::vector<txn::marker_progress>& active) {
       auto guard = topics_.read_lock();
       const storage::log* log = topics_.logs().get_log(txn_topic, e.txn_partition);
       if (log == nullptr) {
-        p.abandon();
+        a.progress.abandon();
         continue;
       }
-      if (log->high_watermark() <= e.prepare_offset) continue;
+      if (log->high_watermark() <= e.prepare_offset) {
+        wake = std::min(wake, now + commit_poll);
+        continue;
+      }
     }
-    sent.insert(&p);
-    const auto remaining = p.remaining();  // a copy: record() changes it
-    for (const auto& [topic, partition] : remaining) {
-      auto role = replicas_.role(topic, partition);
-      if (!role) {
-        // No state: a topic of this broker's own (single-replica, from before states), or one
-        // gone from the cluster.
-        bool exists = topics_.find_remote_topic(topic).has_value();
-        if (!exists) {
-          auto guard = topics_.read_lock();
-          exists = topics_.logs().find_topic(topic) != nullptr;
-        }
-        if (!exists) {
-          p.record(topic, partition, txn::marker_outcome::dropped);
+    check_local(a, now);
+    const auto remaining = a.progress.remaining();  // a copy: record() changes it
+    for (const auto& tp : remaining) {
+      if (a.progress.finished()) break;
+      if (a.in_flight.contains(tp) || a.awaiting_commit.contains(tp)) continue;
+      if (auto r = a.retry_at.find(tp); r != a.retry_at.end()) {
+        if (r->second > now) {
+          wake = std::min(wake, r->second);
           continue;
         }
-        if (role = replicas_.role(topic, partition); !role) {
-          const error_code e = local_.write_marker(topic, partition, p.entry().marker);
-          p.record(topic, partition,
-                   e == error_code::unknown_topic_or_partition ? txn::marker_outcome::dropped
-                                                               : txn::classify_marker_error(e));
-          continue;
-        }
+        a.retry_at.erase(r);
       }
-      if (role->leader_id < 0) continue;  // leaderless: retried once it has one
-      if (role->leader_id == config_.node_id) {
-        if (!role->serving) continue;  // taking the role over: retried
-        p.record(
-            topic, partition,
-            txn::classify_marker_error(local_.write_marker(topic, partition, p.entry().marker)));
-        continue;
+      send_one(a, tp, by_leader);
+      if (a.progress.remaining().contains(tp) && !a.in_flight.contains(tp) &&
+          !a.awaiting_commit.contains(tp)) {
+        // Leaderless, being taken over, or refused retriably here: later.
+        a.retry_at[tp] = now + retry_backoff;
+        wake = std::min(wake, now + retry_backoff);
       }
-      by_leader[role->leader_id].emplace_back(i, std::make_pair(topic, partition));
+    }
+    if (!a.awaiting_commit.empty()) wake = std::min(wake, now + commit_poll);
+  }
+  if (!by_leader.empty()) {
+    std::lock_guard g(mu_);
+    for (auto& [leader, items] : by_leader) {
+      auto& d = destinations_[leader];
+      if (!d) {
+        d = std::make_unique<destination>();
+        d->node = leader;
+        destination* raw = d.get();
+        d->thread = std::thread([this, raw] { run_destination(*raw); });
+      }
+      for (auto& item : items) d->queued.push_back(std::move(item));
+      d->cv.notify_all();
     }
   }
-  for (const auto& [leader, targets] : by_leader) send_to(leader, targets, active);
-  // Sent this round and still not written: a retry, after the backoff.
-  return std::any_of(active.begin(), active.end(), [&sent](const txn::marker_progress& p) {
-    return !p.finished() && sent.contains(&p);
-  });
+  return wake;
 }
 
-void txn_marker_sender::send_to(
-    int32_t leader, const std::vector<std::pair<size_t, std::pair<std::string, int32_t>>>& targets,
-    std::vector<txn::marker_progress>& active) {
-  auto& conn = connections_[leader];
-  if (!conn) conn = std::make_unique<broker_connection>("tarn-txn-marker-sender");
-  if (!connect_to_broker(*conn, config_, membership_, leader)) return;  // retried next round
+void txn_marker_sender::send_one(active_entry& a, const topic_partition& tp,
+                                 std::map<int32_t, std::vector<outgoing>>& by_leader) {
+  const auto& [topic, partition] = tp;
+  const txn::marker_request& marker = a.progress.entry().marker;
+  auto role = replicas_.role(topic, partition);
+  if (!role) {
+    // No state: a topic of this broker's own (single-replica, from before states), or one gone
+    // from the cluster.
+    bool exists = topics_.find_remote_topic(topic).has_value();
+    if (!exists) {
+      auto guard = topics_.read_lock();
+      exists = topics_.logs().find_topic(topic) != nullptr;
+    }
+    if (!exists) {
+      a.progress.record(topic, partition, txn::marker_outcome::dropped);
+      return;
+    }
+    if (role = replicas_.role(topic, partition); !role) {
+      auto w = local_.write_marker_at(topic, partition, marker);
+      a.progress.record(topic, partition,
+                        w ? txn::marker_outcome::written
+                        : w.error() == error_code::unknown_topic_or_partition
+                            ? txn::marker_outcome::dropped
+                            : txn::classify_marker_error(w.error()));
+      return;
+    }
+  }
+  if (role->leader_id < 0) return;  // leaderless: retried once it has one
+  if (role->leader_id == config_.node_id) {
+    if (!role->serving) return;  // taking the role over: retried
+    auto w = local_.write_marker_at(topic, partition, marker);
+    if (!w) {
+      a.progress.record(topic, partition, txn::classify_marker_error(w.error()));
+      return;
+    }
+    // Written once committed, as a marker at another leader is answered (Kafka appends markers
+    // with acks=-1): CompleteX must not be written for a marker a new leader may not have.
+    if (!w->replicated) {
+      a.progress.record(topic, partition, txn::marker_outcome::written);
+      return;
+    }
+    a.awaiting_commit[tp] = local_write{w->offset, w->leader_epoch};
+    return;
+  }
+  by_leader[role->leader_id].push_back(outgoing{a.id, marker, tp});
+  a.in_flight.insert(tp);
+}
+
+void txn_marker_sender::check_local(active_entry& a, clock::time_point now) {
+  for (auto it = a.awaiting_commit.begin(); it != a.awaiting_commit.end();) {
+    const auto& [tp, w] = *it;
+    bool committed = false;
+    bool moved = false;
+    {
+      auto guard = topics_.read_lock();
+      const storage::log* log = topics_.logs().get_log(tp.first, partition_id{tp.second});
+      const leadership lead = leadership_of(&replicas_, tp.first, tp.second, config_.node_id);
+      moved = log == nullptr || !lead.serving || lead.leader_epoch != w.leader_epoch;
+      committed = !moved && log->high_watermark() > w.offset;
+    }
+    if (committed) {
+      a.progress.record(tp.first, tp.second, txn::marker_outcome::written);
+    } else if (moved) {
+      // The leadership moved before the marker was committed: the new leader may not have it,
+      // so it is written again there (a second marker of a closed transaction is harmless, as
+      // Kafka's retried WriteTxnMarkers are).
+      spdlog::info(
+          "transaction marker of {} to {}-{} not committed before a leader change; sent "
+          "again",
+          a.progress.entry().transactional_id, tp.first, tp.second);
+      a.retry_at[tp] = now;
+    } else {
+      ++it;
+      continue;
+    }
+    it = a.awaiting_commit.erase(it);
+  }
+}
+
+void txn_marker_sender::run_destination(destination& d) {
+  for (;;) {
+    std::vector<outgoing> batch;
+    {
+      std::unique_lock lock(mu_);
+      d.cv.wait(lock, [&] { return stopping_ || !d.queued.empty(); });
+      if (stopping_) return;
+      batch.swap(d.queued);
+    }
+    std::vector<outcome> results = send_to(d, batch);
+    {
+      std::lock_guard g(mu_);
+      for (auto& r : results) outcomes_.push_back(std::move(r));
+    }
+    cv_.notify_all();
+  }
+}
+
+std::vector<txn_marker_sender::outcome> txn_marker_sender::send_to(
+    destination& d, const std::vector<outgoing>& batch) {
+  // Every item retried unless the answer says otherwise.
+  std::vector<outcome> results;
+  results.reserve(batch.size());
+  for (const auto& item : batch) {
+    results.push_back(outcome{item.entry_id, item.partition, txn::marker_outcome::retry});
+  }
+  if (!connect_to_broker(d.conn, config_, membership_, d.node)) return results;
   // One marker per entry, its partitions grouped by topic.
   protocol::write_txn_markers_request req;
-  std::map<size_t, size_t> marker_of;  // entry index -> index in req.markers
-  for (const auto& [i, tp] : targets) {
-    auto [it, added] = marker_of.emplace(i, req.markers.size());
+  std::map<uint64_t, size_t> marker_of;  // entry id -> index in req.markers
+  for (const auto& item : batch) {
+    auto [it, added] = marker_of.emplace(item.entry_id, req.markers.size());
     if (added) {
-      const txn::pending_markers& e = active[i].entry();
       auto& m = req.markers.emplace_back();
-      m.producer_id = e.marker.producer_id;
-      m.producer_epoch = e.marker.producer_epoch;
-      m.transaction_result = e.marker.commit;
-      m.coordinator_epoch = e.marker.coordinator_epoch;
+      m.producer_id = item.marker.producer_id;
+      m.producer_epoch = item.marker.producer_epoch;
+      m.transaction_result = item.marker.commit;
+      m.coordinator_epoch = item.marker.coordinator_epoch;
     }
     auto& m = req.markers[it->second];
-    if (m.topics.empty() || m.topics.back().name != tp.first) {
-      m.topics.emplace_back().name = tp.first;
+    if (m.topics.empty() || m.topics.back().name != item.partition.first) {
+      m.topics.emplace_back().name = item.partition.first;
     }
-    m.topics.back().partition_indexes.push_back(tp.second);
+    m.topics.back().partition_indexes.push_back(item.partition.second);
   }
   std::vector<uint8_t> body;
   protocol::writer w(body);
   req.encode(w, marker_request_version);
+  // Given up (and sent again to the new leader) once no partition of it is led by the
+  // destination any more: a stopped leader that lost its partitions answers nothing, and waiting
+  // for replica.socket.timeout.ms would hold the transactions up that long.
+  auto moved_away = [this, &d, &batch] {
+    if (stopping()) return true;
+    return std::none_of(batch.begin(), batch.end(), [this, &d](const outgoing& item) {
+      auto role = replicas_.role(item.partition.first, item.partition.second);
+      return role && role->leader_id == d.node;
+    });
+  };
   auto answer =
-      conn->round_trip(protocol::write_txn_markers_request::api_key, marker_request_version, body,
-                       buffer_, config_.replica_socket_timeout_ms, [this] {
-                         std::lock_guard g(mu_);
-                         return stopping_;
-                       });
+      d.conn.round_trip(protocol::write_txn_markers_request::api_key, marker_request_version, body,
+                        d.buffer, config_.replica_socket_timeout_ms, moved_away);
   if (!answer) {
-    spdlog::debug("transaction marker sender: broker {}: {}", leader, answer.error());
-    return;  // every target retried next round
+    spdlog::debug("transaction marker sender: broker {}: {}", d.node, answer.error());
+    return results;
   }
   protocol::reader r(*answer);
   auto resp = protocol::write_txn_markers_response::decode(r, marker_request_version);
   if (!resp) {
-    conn->close_connection();
-    return;
+    d.conn.close_connection();
+    return results;
   }
   // The answer is by producer id; entries of one producer id in one request are one
   // transaction (a producer has one at a time).
   for (const auto& pr : resp->markers) {
-    for (const auto& [i, index] : marker_of) {
-      if (active[i].entry().marker.producer_id != pr.producer_id) continue;
-      for (const auto& tr : pr.topics) {
-        for (const auto& part : tr.partitions) {
-          active[i].record(std::string(tr.name), part.partition_index,
-                           txn::classify_marker_error(static_cast<error_code>(part.error_code)));
+    for (const auto& tr : pr.topics) {
+      for (const auto& part : tr.partitions) {
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (batch[i].marker.producer_id != pr.producer_id ||
+              batch[i].partition.first != tr.name ||
+              batch[i].partition.second != part.partition_index) {
+            continue;
+          }
+          results[i].result = txn::classify_marker_error(static_cast<error_code>(part.error_code));
         }
       }
     }
   }
+  return results;
 }
 
 }  // namespace tarn::broker

@@ -15,7 +15,9 @@
 // In a cluster, when the producer's transaction coordinator is another broker, the check is asked
 // there (txn_verifier.h, as Kafka's group coordinator asks through AddPartitionsToTxnManager),
 // without blocking the loop; NETWORK_EXCEPTION answers COORDINATOR_LOAD_IN_PROGRESS (Kafka's
-// CoordinatorOperationExceptionHelper).
+// CoordinatorOperationExceptionHelper); a coordinator on this broker is called in-process and its
+// answer read the same way (verify_in_process). With transaction.partition.verification.enable
+// false (dynamic) v4 and older commit without the check.
 // Replaying __consumer_offsets rebuilds the same. If the transaction ends between that check and
 // the append (a marker of the producer reached the partition meanwhile), the offsets are refused
 // with INVALID_TXN_STATE rather than left pending for ever.
@@ -107,8 +109,19 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
         markers_before = log->producers().markers_written(decoded->producer_id);
       }
     }
-    if (request.services.verifier != nullptr &&
-        txns->owner_error(decoded->transactional_id) != error_code::none) {
+    const txn_supported_operation operation = txn_offset_commit_operation(version);
+    // transaction.partition.verification.enable=false: v4 and older commit unasked (Kafka's
+    // maybeSendPartitionsToTransactionCoordinator); v5 still adds the group's partition.
+    bool verify = true;
+    if (operation != txn_supported_operation::add_partition) {
+      topic_manager& topics = *request.services.topics;
+      auto guard = topics.read_lock();
+      verify = topics.effective().transaction_partition_verification_enable;
+    }
+    if (!verify) {
+      // Written as it is; the producer added the group's partition itself (AddOffsetsToTxn).
+    } else if (request.services.verifier != nullptr &&
+               txns->owner_error(decoded->transactional_id) != error_code::none) {
       // In a cluster the transaction coordinator is mostly another broker's: asked there, as
       // Kafka's group coordinator asks through AddPartitionsToTxnManager (txn_verifier.h).
       txn_verification v;
@@ -116,7 +129,7 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
       v.producer_id = decoded->producer_id;
       v.producer_epoch = decoded->producer_epoch;
       v.partitions = {offsets_partition};
-      v.operation = txn_offset_commit_operation(version);
+      v.operation = operation;
       auto pending = std::make_shared<pending_verification>(co_await asio::this_coro::executor);
       v.done = pending->callback();
       request.services.verifier->submit(std::move(v));
@@ -125,18 +138,12 @@ asio::awaitable<handler_outcome> handle_txn_offset_commit(request_context& reque
       }
       refused = verification_group_error(pending->value().empty() ? error_code::network_exception
                                                                   : pending->value().front());
-    } else if (!txns->in_transaction(decoded->producer_id, decoded->producer_epoch,
-                                     offsets_partition)) {
-      refused =
-          version >= 5
-              ? txns->add_partitions(decoded->transactional_id, decoded->producer_id,
-                                     decoded->producer_epoch, {offsets_partition}, wall_clock_ms())
-              : txns->verify_partition(decoded->transactional_id, decoded->producer_id,
-                                       decoded->producer_epoch, offsets_partition);
-      if (refused == error_code::producer_fenced) refused = error_code::invalid_producer_epoch;
-      if (refused == error_code::transaction_abortable && version < 4) {
-        refused = error_code::invalid_txn_state;
-      }
+    } else {
+      // The transaction coordinator is this broker's: asked in-process, its answer read as a
+      // remote one (Kafka's group coordinator goes through AddPartitionsToTxnManager then too).
+      refused = verification_group_error(verify_in_process(
+          *txns, decoded->transactional_id, decoded->producer_id, decoded->producer_epoch,
+          offsets_partition, operation, wall_clock_ms()));
     }
   }
   if (refused != error_code::none) {

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "broker/replica_manager.h"
@@ -36,6 +37,28 @@ txn_supported_operation txn_offset_commit_operation(int16_t txn_offset_commit_ve
                                          : txn_supported_operation::default_error;
 }
 
+error_code coordinator_verification_error(error_code e, txn_supported_operation operation) {
+  if (e == error_code::producer_fenced) return error_code::invalid_producer_epoch;
+  if (e == error_code::transaction_abortable &&
+      operation == txn_supported_operation::default_error) {
+    return error_code::invalid_txn_state;
+  }
+  return e;
+}
+
+error_code verify_in_process(txn::txn_coordinator& coordinator, std::string_view transactional_id,
+                             int64_t producer_id, int16_t producer_epoch,
+                             const txn::topic_partition_key& partition,
+                             txn_supported_operation operation, int64_t now_ms) {
+  if (coordinator.in_transaction(producer_id, producer_epoch, partition)) return error_code::none;
+  const error_code e =
+      operation == txn_supported_operation::add_partition
+          ? coordinator.add_partitions(transactional_id, producer_id, producer_epoch, {partition},
+                                       now_ms)
+          : coordinator.verify_partition(transactional_id, producer_id, producer_epoch, partition);
+  return coordinator_verification_error(e, operation);
+}
+
 error_code verification_group_error(error_code e) {
   return e == error_code::network_exception ? error_code::coordinator_load_in_progress : e;
 }
@@ -63,72 +86,78 @@ txn_verifier::txn_verifier(const broker_config& config, replica_manager& replica
 
 txn_verifier::~txn_verifier() { stop(); }
 
-void txn_verifier::start() {
-  thread_ = std::thread([this] { run(); });
-}
-
 void txn_verifier::stop() {
   {
     std::lock_guard g(mu_);
     stopping_ = true;
+    for (auto& [node, d] : destinations_) d->cv.notify_all();
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  // No destination is added once stopping_ is set.
+  for (auto& [node, d] : destinations_) {
+    if (d->thread.joinable()) d->thread.join();
+  }
 }
 
 void txn_verifier::submit(txn_verification v) {
+  // By coordinator broker: the leader of the id's partition of __transaction_state now.
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
+  if (!role || role->leader_id < 0) {
+    v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
+    return;
+  }
   {
     std::lock_guard g(mu_);
     if (!stopping_) {
-      queued_.push_back(std::move(v));
-      v.done = nullptr;
+      auto& d = destinations_[role->leader_id];
+      if (!d) {
+        d = std::make_unique<destination>();
+        d->node = role->leader_id;
+        destination* raw = d.get();
+        d->thread = std::thread([this, raw] { run(*raw); });
+      }
+      d->queued.push_back(std::move(v));
+      d->cv.notify_all();
+      return;
     }
   }
   // A stopped verifier answers at once: the broker is going down, the producer retries.
-  if (v.done) v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
-  cv_.notify_all();
+  v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
 }
 
-void txn_verifier::run() {
-  const std::string txn_topic(txn::transaction_state_topic_name);
+void txn_verifier::run(destination& d) {
   std::vector<txn_verification> deferred;  // a second one of an id already in this round
   for (;;) {
     std::vector<txn_verification> round;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queued_.empty() || !deferred.empty(); });
+      d.cv.wait(lock, [&] { return stopping_ || !d.queued.empty() || !deferred.empty(); });
       if (stopping_) return;
       round = std::move(deferred);
       deferred.clear();
-      for (auto& v : queued_) round.push_back(std::move(v));
-      queued_.clear();
+      for (auto& v : d.queued) round.push_back(std::move(v));
+      d.queued.clear();
     }
-    // By coordinator broker (the leader of the id's partition of __transaction_state now), one
-    // transaction per id in a request, as Kafka's manager keeps one per id and node.
-    std::map<int32_t, std::vector<txn_verification>> by_node;
+    // One transaction per id in a request, as Kafka's manager keeps one per id and node.
+    std::vector<txn_verification> batch;
     std::set<std::string> ids;
     for (auto& v : round) {
       if (!ids.insert(v.transactional_id).second) {
         deferred.push_back(std::move(v));
         continue;
       }
-      auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
-      if (!role || role->leader_id < 0) {
-        v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
-        continue;
-      }
-      by_node[role->leader_id].push_back(std::move(v));
+      batch.push_back(std::move(v));
     }
-    for (auto& [node, batch] : by_node) send_to(node, batch);
+    send_to(d, batch);
   }
 }
 
-void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
+void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch) {
   auto fail_all = [&batch](error_code e) {
     for (auto& v : batch) v.done(std::vector<error_code>(v.partitions.size(), e));
   };
-  auto& conn = connections_[node];
-  if (!conn) conn = std::make_unique<broker_connection>("tarn-txn-verifier");
+  broker_connection* conn = &d.conn;
+  const int32_t node = d.node;
   if (!connect_to_broker(*conn, config_, membership_, node)) {
     fail_all(error_code::network_exception);
     return;
@@ -148,12 +177,23 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
   std::vector<uint8_t> body;
   protocol::writer w(body);
   req.encode(w, verify_request_version);
+  // Given up once the broker coordinates none of the batch's ids any more (their partitions'
+  // leadership moved, so it will not answer them): NETWORK_EXCEPTION, and the producer's retry
+  // finds the new coordinator instead of waiting replica.socket.timeout.ms.
+  const std::string txn_topic(txn::transaction_state_topic_name);
+  auto moved_away = [this, &batch, &txn_topic, node] {
+    {
+      std::lock_guard g(mu_);
+      if (stopping_) return true;
+    }
+    return std::none_of(batch.begin(), batch.end(), [&](const txn_verification& v) {
+      auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
+      return role && role->leader_id == node;
+    });
+  };
   auto answer =
       conn->round_trip(protocol::add_partitions_to_txn_request::api_key, verify_request_version,
-                       body, buffer_, config_.replica_socket_timeout_ms, [this] {
-                         std::lock_guard g(mu_);
-                         return stopping_;
-                       });
+                       body, d.buffer, config_.replica_socket_timeout_ms, moved_away);
   if (!answer) {
     spdlog::debug("transaction verifier: broker {}: {}", node, answer.error());
     fail_all(error_code::network_exception);
@@ -183,15 +223,8 @@ void txn_verifier::send_to(int32_t node, std::vector<txn_verification>& batch) {
             if (v.partitions[i].first != tr.name || v.partitions[i].second != pr.partition_index) {
               continue;
             }
-            auto e = static_cast<error_code>(pr.partition_error_code);
-            // Producers expect INVALID_PRODUCER_EPOCH here; clients before TRANSACTION_ABORTABLE
-            // get INVALID_TXN_STATE.
-            if (e == error_code::producer_fenced) e = error_code::invalid_producer_epoch;
-            if (e == error_code::transaction_abortable &&
-                v.operation == txn_supported_operation::default_error) {
-              e = error_code::invalid_txn_state;
-            }
-            errors[i] = e;
+            errors[i] = coordinator_verification_error(
+                static_cast<error_code>(pr.partition_error_code), v.operation);
           }
         }
       }

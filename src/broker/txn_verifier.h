@@ -4,9 +4,11 @@
 // the leader of the transactional id's __transaction_state partition, VerifyOnly for Produce v11
 // and TxnOffsetCommit v4 and older (transactions v1: the producer added the partition itself),
 // VerifyOnly=false from Produce v12 and TxnOffsetCommit v5 (transactions v2: the partition is
-// added for the producer). One thread of its own sends them, batched per
-// coordinator broker into one request per round over one broker_connection each, and hands each
-// answer to a callback (from that thread): per partition NONE or an error as Kafka's
+// added for the producer). One thread per coordinator broker sends them (started with the
+// first verification for it), batched into one request per round over its own
+// broker_connection, so a paused coordinator holds up only the transactions it coordinates
+// (Kafka's one InterBrokerSendThread with non-blocking per-node connections gets the same); it
+// hands each answer to a callback (from that thread): per partition NONE or an error as Kafka's
 // AddPartitionsToTxnManager gives it (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH,
 // TRANSACTION_ABORTABLE is INVALID_TXN_STATE for clients that predate it, a lost connection or a
 // timeout NETWORK_EXCEPTION, no live coordinator COORDINATOR_NOT_AVAILABLE); the handlers map
@@ -28,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -59,10 +62,30 @@ struct txn_verification {
   int16_t producer_epoch = -1;
   std::vector<std::pair<std::string, int32_t>> partitions;
   txn_supported_operation operation = txn_supported_operation::default_error;
-  // One error per partition, in order; called once, from the verifier's thread (or the caller's
-  // when no coordinator is known).
+  // One error per partition, in order; called once, from a verifier thread (or the caller's
+  // when no coordinator is known or the verifier is stopped).
   std::function<void(std::vector<protocol::error_code>)> done;
 };
+
+// Kafka's AddPartitionsToTxnManager reading of the coordinator's answer for one partition:
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH (what producers expect there), TRANSACTION_ABORTABLE
+// is INVALID_TXN_STATE for clients that predate it; the rest pass. The same whether the
+// coordinator answered over the wire or is this broker's own (verify_in_process).
+protocol::error_code coordinator_verification_error(protocol::error_code e,
+                                                    txn_supported_operation operation);
+
+// The verification when the producer's coordinator is this broker's (one node, or the
+// coordinator's own partitions in a cluster): Kafka's leader goes through its
+// AddPartitionsToTxnManager then too, so the coordinator's answer is read as a remote one
+// (coordinator_verification_error); the caller maps it further as for a remote answer
+// (verification_produce_error, verification_group_error). NONE when the partition is already in
+// the producer's ongoing transaction; else add_partitions for `add_partition`, verify_partition
+// for the others.
+protocol::error_code verify_in_process(txn::txn_coordinator& coordinator,
+                                       std::string_view transactional_id, int64_t producer_id,
+                                       int16_t producer_epoch,
+                                       const txn::topic_partition_key& partition,
+                                       txn_supported_operation operation, int64_t now_ms);
 
 // Kafka's ReplicaManager translation of a verification's error into the Produce answer: the
 // coordinator's retriable errors become NOT_ENOUGH_REPLICAS (a producer retries it without a
@@ -82,18 +105,29 @@ class txn_verifier {
  public:
   txn_verifier(const broker_config& config, replica_manager& replicas,
                cluster::cluster_membership& membership, const txn::txn_coordinator& coordinator);
-  ~txn_verifier();  // stops the thread; verifications not answered are dropped
+  ~txn_verifier();  // stops the threads; verifications not answered are dropped
   txn_verifier(const txn_verifier&) = delete;
   txn_verifier& operator=(const txn_verifier&) = delete;
 
-  void start();
   void stop();
+  // Sends `v` to the coordinator of its transactional id now (the leader of the id's partition
+  // of __transaction_state); COORDINATOR_NOT_AVAILABLE at once when there is none.
   void submit(txn_verification v);
 
  private:
-  void run();
-  // One AddPartitionsToTxn to broker `node` for `batch` (distinct transactional ids).
-  void send_to(int32_t node, std::vector<txn_verification>& batch);
+  // A coordinator broker's sender: its queue (under mu_), its thread and its connection (the
+  // thread's own).
+  struct destination {
+    int32_t node = -1;
+    std::vector<txn_verification> queued;
+    std::condition_variable cv;
+    broker_connection conn{"tarn-txn-verifier"};
+    std::vector<uint8_t> buffer;
+    std::thread thread;
+  };
+  void run(destination& d);
+  // One AddPartitionsToTxn to `d` for `batch` (distinct transactional ids).
+  void send_to(destination& d, std::vector<txn_verification>& batch);
 
   const broker_config& config_;
   replica_manager& replicas_;
@@ -101,12 +135,8 @@ class txn_verifier {
   const txn::txn_coordinator& coordinator_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
   bool stopping_ = false;
-  std::vector<txn_verification> queued_;
-  std::map<int32_t, std::unique_ptr<broker_connection>> connections_;  // the thread's own
-  std::vector<uint8_t> buffer_;
-  std::thread thread_;
+  std::map<int32_t, std::unique_ptr<destination>> destinations_;
 };
 
 }  // namespace tarn::broker
