@@ -9,7 +9,8 @@
 // them where the new leader's log diverges from it (DivergingEpoch), and its segment and
 // leader-epoch-checkpoint end up byte for byte the new leader's.
 // And real clients across the same fail-over: confluent-kafka's idempotent producer and a
-// consumer in a group, every acknowledged record read once, in order.
+// consumer in a group, every acknowledged record read once, in order; the same with kafka-python
+// and with Kafka 4.4.0's Java clients.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -443,6 +444,18 @@ TEST_F(cluster_failover, confluent_kafka_clients_see_every_acknowledged_record_o
   }
   clients_across_a_fail_over(
       {python, std::string(TARN_SOURCE_DIR) + "/tests/python/failover_clients.py"});
+}
+
+// kafka-python 2.0.2 (Debian's python3-kafka): an acks=all producer with retries (no idempotence
+// in 2.0.2: a retry's copy of an unacknowledged batch is allowed, tests/python/
+// failover_kafka_python.py) and a KafkaConsumer in a group.
+TEST_F(cluster_failover, kafka_python_clients_see_every_acknowledged_record_once) {
+  const std::string python = "/usr/bin/python3";  // Debian's, with kafka-python
+  if (run_command(python + " -c 'import kafka'").first != 0) {
+    GTEST_SKIP() << "kafka-python not installed (scripts/install-deps: python3-kafka)";
+  }
+  clients_across_a_fail_over(
+      {python, std::string(TARN_SOURCE_DIR) + "/tests/python/failover_kafka_python.py"});
 }
 
 // Kafka 4.4.0's KafkaProducer and KafkaConsumer (classic group protocol): about 20 s with two JVM
