@@ -20,6 +20,7 @@
 
 #include "etcd_process.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_partitions_request.h"
@@ -587,6 +588,25 @@ class cluster_follower_fetching : public cluster_replication {
     for (const auto& line : lines_with(text, name)) return std::stod(line.substr(name.size()));
     return -1;
   }
+  // `topic` with one partition, replication factor 3, led by broker 1 (its creator), all three
+  // in sync, and `count` records "r0", "r1", ... acknowledged with acks=all.
+  void create_and_fill(const std::string& topic, int count) {
+    for (int32_t id = 1; id <= 3; ++id) {
+      ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
+    }
+    ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
+    for (int32_t id = 1; id <= 3; ++id) {
+      ASSERT_TRUE(wait_for_partition(
+          port(id), topic,
+          [](const partition_view& v) { return v.leader == 1 && v.isr.size() == 3; }))
+          << "broker " << id;
+    }
+    raw_client leader(port(1));
+    for (int i = 0; i < count; ++i) {
+      ASSERT_EQ(produce_one(leader, i, topic, 0, value_batch("r" + std::to_string(i))).error_code,
+                0);
+    }
+  }
 };
 
 // KIP-392 as Kafka 4.4 serves it: the leader answers a consumer in another broker's rack with
@@ -595,18 +615,9 @@ class cluster_follower_fetching : public cluster_replication {
 // (librdkafka with client.rack) reads the partition from it.
 TEST_F(cluster_follower_fetching, consumers_read_from_an_in_sync_replica_in_their_rack) {
   const std::string topic = "racks";
-  for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
-  ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
-  for (int32_t id = 1; id <= 3; ++id) {
-    ASSERT_TRUE(wait_for_partition(
-        port(id), topic,
-        [](const partition_view& v) { return v.leader == 1 && v.isr.size() == 3; }))
-        << "broker " << id;
-  }
+  create_and_fill(topic, 5);
+  if (HasFatalFailure()) return;
   raw_client leader(port(1));
-  for (int i = 0; i < 5; ++i) {
-    ASSERT_EQ(produce_one(leader, i, topic, 0, value_batch("r" + std::to_string(i))).error_code, 0);
-  }
   // A follower learns the high watermark from the leader's next fetch answer.
   consumer_fetch_answer f;
   const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -716,6 +727,33 @@ TEST_F(cluster_follower_fetching, consumers_read_from_an_in_sync_replica_in_thei
   EXPECT_EQ(fenced.hint_leader, 2);
   EXPECT_EQ(fenced.hint_epoch, 1);
   EXPECT_EQ(fetch_as_consumer(port(3), consumer_fetch(topic, 0, "rack-3", 1), 12).error, 0);
+}
+
+// Kafka 4.4.0's KafkaConsumer with client.rack=rack-3 (tests/java/FollowerFetch.java: Fetch with
+// topic ids and a fetch session), bootstrapped on the leader: the leader names broker 3, the
+// consumer's preferred-read-replica gauge shows it, and broker 3 serves the records. Several
+// seconds with the JVM's start, so named for make interop (tests/kafka_tests.regex); it starts
+// no Kafka broker.
+TEST_F(cluster_follower_fetching, java_consumer_reads_from_its_racks_replica_against_kafka_jars) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Java clients run in the release build only";
+#else
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  const std::string topic = "racks-java";
+  create_and_fill(topic, 6);
+  if (HasFatalFailure()) return;
+  const double before = topic_bytes_out(3, topic);
+  const auto [rc, out] =
+      run_command("timeout 60 /usr/bin/java -cp '" + libs + "/*' " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/java/FollowerFetch.java 127.0.0.1:" + std::to_string(port(1)) + " " +
+                  topic + " rack-3 6");
+  std::cout << out;
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("records 6\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("preferred-read-replica 3\n"), std::string::npos) << out;
+  EXPECT_GT(topic_bytes_out(3, topic), before) << out;
+#endif
 }
 
 }  // namespace
