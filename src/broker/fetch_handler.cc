@@ -37,10 +37,11 @@
 //     replica_manager.h); otherwise it reads up to the log end offset and records the fetch
 //     offset as the follower's log end offset (the high watermark may move and wake waiting
 //     fetches and acks=all produces). A consumer's fetch of a partition this broker does not
-//     serve as leader is NOT_LEADER_OR_FOLLOWER and its CurrentLeaderEpoch is checked against
-//     the partition's leader epoch; consumers read up to the high watermark, which the ISR
-//     moves (a FetchOffset between the high watermark and the log end offset, as on a new leader
-//     whose ISR has not caught up yet, reads nothing yet, as in Kafka). NOT_LEADER_OR_FOLLOWER
+//     serve as leader is NOT_LEADER_OR_FOLLOWER (below v11, or without a copy here: follower
+//     fetching below) and its CurrentLeaderEpoch is checked against the partition's leader
+//     epoch; consumers read up to the high watermark, which the ISR moves (a FetchOffset between
+//     the high watermark and the log end offset, as on a new leader whose ISR has not caught up
+//     yet, reads nothing yet, as in Kafka). NOT_LEADER_OR_FOLLOWER
 //     and FENCED_LEADER_EPOCH carry KIP-951's CurrentLeader (v12+) and NodeEndpoints (v16+).
 //   - Follower fetching (KIP-392, docs/cluster.md "Follower fetching"): a consumer's Fetch v11+
 //     (client metadata, RackId) of a partition this broker follows reads its copy up to its high
