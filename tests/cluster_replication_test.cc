@@ -3,12 +3,14 @@
 // other two, acks=all produces wait for the ISR, and every broker's segment ends up with the same
 // bytes. A follower paused past replica.lag.time.max.ms leaves the ISR (acks=all with
 // min.insync.replicas=2 still succeeds), a second one paused brings NOT_ENOUGH_REPLICAS, and both
-// resumed join the ISR again. Produce on a follower is NOT_LEADER_OR_FOLLOWER.
+// resumed join the ISR again. Produce on a follower is NOT_LEADER_OR_FOLLOWER. Follower fetching
+// (KIP-392): brokers in racks, consumers sent to and served by an in-sync replica in theirs.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -18,12 +20,15 @@
 
 #include "etcd_process.h"
 #include "kafka_conn.h"
+#include "kafka_ref_broker.h"
 #include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_partitions_request.h"
 #include "protocol/messages/create_partitions_response.h"
 #include "protocol/messages/delete_topics_request.h"
 #include "protocol/messages/delete_topics_response.h"
+#include "protocol/messages/fetch_request.h"
+#include "protocol/messages/fetch_response.h"
 #include "replication_util.h"
 #include "test_util.h"
 
@@ -89,12 +94,17 @@ class cluster_replication : public ::testing::Test {
     start_etcd_and_brokers(etcd_, brokers_, 3, [&](int32_t id) { return args(id); });
     if (HasFatalFailure()) return;
   }
-  // Overrides a test adds to every broker's (k=v).
+  // Overrides a test adds to every broker's (k=v), then to broker `id`'s alone.
   virtual std::vector<std::string> extra_overrides() const { return {}; }
+  virtual std::vector<std::string> broker_overrides(int32_t /*id*/) const { return {}; }
   std::vector<std::string> args(int32_t id) const {
     auto a = replication_args(*etcd_, id);
     a.insert(a.end(), {"--override", "http.listener=127.0.0.1:0"});  // for gauge()
     for (const auto& kv : extra_overrides()) {
+      a.push_back("--override");
+      a.push_back(kv);
+    }
+    for (const auto& kv : broker_overrides(id)) {
       a.push_back("--override");
       a.push_back(kv);
     }
@@ -140,6 +150,63 @@ class cluster_replication : public ::testing::Test {
   std::vector<std::unique_ptr<broker_process>> brokers_;
 };
 
+// A consumer's Fetch of partition 0 of `topic` at `offset` (RackId v11+).
+protocol::fetch_request consumer_fetch(const std::string& topic, int64_t offset,
+                                       const std::string& rack, int32_t current_leader_epoch = -1,
+                                       int32_t max_wait_ms = 0) {
+  protocol::fetch_request req;
+  req.replica_id = -1;
+  req.max_wait_ms = max_wait_ms;
+  req.min_bytes = 1;
+  req.max_bytes = 1 << 20;
+  req.session_epoch = -1;
+  req.rack_id = rack;
+  auto& t = req.topics.emplace_back();
+  t.topic = topic;
+  auto& p = t.partitions.emplace_back();
+  p.partition = 0;
+  p.fetch_offset = offset;
+  p.partition_max_bytes = 1 << 20;
+  p.current_leader_epoch = current_leader_epoch;
+  return req;
+}
+
+struct consumer_fetch_answer {
+  int16_t error = -100;
+  int32_t preferred_read_replica = -2;
+  int64_t high_watermark = -2;
+  int64_t last_stable_offset = -2;
+  int32_t hint_leader = -2;
+  int32_t hint_epoch = -2;
+  std::vector<int64_t> base_offsets;  // of the batches returned
+};
+
+consumer_fetch_answer fetch_as_consumer(uint16_t port, const protocol::fetch_request& req,
+                                        int16_t version) {
+  consumer_fetch_answer a;
+  kafka_conn c(port, nullptr);
+  auto r = c.call<protocol::fetch_response>(req, version);
+  if (!r || r->responses.size() != 1 || r->responses[0].partitions.size() != 1) return a;
+  const auto& p = r->responses[0].partitions[0];
+  a.error = p.error_code;
+  a.preferred_read_replica = p.preferred_read_replica;
+  a.high_watermark = p.high_watermark;
+  a.last_stable_offset = p.last_stable_offset;
+  a.hint_leader = p.current_leader.leader_id;
+  a.hint_epoch = p.current_leader.leader_epoch;
+  if (p.records) {
+    std::span<const uint8_t> rest(p.records->data(), p.records->size());
+    while (rest.size() >= 12) {
+      const int64_t base = (int64_t{get_int32(rest, 0)} << 32) | uint32_t(get_int32(rest, 4));
+      const size_t size = 12 + static_cast<size_t>(get_int32(rest, 8));
+      if (size > rest.size()) break;
+      a.base_offsets.push_back(base);
+      rest = rest.subspan(size);
+    }
+  }
+  return a;
+}
+
 TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followers) {
   const std::string topic = "replicated";
   // Every broker must see the other two before a topic can have three replicas.
@@ -173,9 +240,9 @@ TEST_F(cluster_replication, acks_all_waits_for_the_isr_which_follows_the_followe
     raw_client follower(port(2));
     auto a = produce_one(follower, 1, topic, 0, value_batch("not here"));
     EXPECT_EQ(a.error_code, code(error_code::not_leader_or_follower));
-    // Consumers read from the leader, up to the high watermark the ISR reached.
-    ASSERT_TRUE(follower.send_bytes(fetch_frame(2, topic, 0, 0, 0, 1)));
-    EXPECT_EQ(decode_fetch(follower.read_frame(10s)).error_code,
+    // Consumers read from the leader, up to the high watermark the ISR reached (below Fetch
+    // v11; from v11 a follower serves them too: cluster_follower_fetching below).
+    EXPECT_EQ(fetch_as_consumer(port(2), consumer_fetch(topic, 0, ""), 10).error,
               code(error_code::not_leader_or_follower));
     ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
     EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 5);
@@ -495,6 +562,198 @@ TEST_F(cluster_replication_checkpoint,
   EXPECT_TRUE(wait_for_checkpoint(2, "\nhw 0 4\n")) << checkpoint(2);
   ASSERT_TRUE(leader.send_bytes(fetch_frame(correlation++, topic, 0, 0, 0, 1)));
   EXPECT_EQ(decode_fetch(leader.read_frame(10s)).high_watermark, 4);
+}
+
+// Brokers in three racks (broker.rack=rack-N) whose leaders send a consumer to an in-sync replica
+// in its rack (replica.selector.class RackAwareReplicaSelector, KIP-392; docs/cluster.md
+// "Follower fetching").
+class cluster_follower_fetching : public cluster_replication {
+ protected:
+  std::vector<std::string> extra_overrides() const override {
+    // One __consumer_offsets partition: librdkafka's consumer asks for its group's coordinator
+    // (it is created then) even with assign().
+    return {"replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            "offsets.topic.num.partitions=1"};
+  }
+  std::vector<std::string> broker_overrides(int32_t id) const override {
+    return {"broker.rack=rack-" + std::to_string(id)};
+  }
+  // The topic's BytesOut counter on broker `id` (kafka_server_brokertopicmetrics_bytesout_total
+  // with its topic label), -1 if not found.
+  double topic_bytes_out(int32_t id, const std::string& topic) {
+    const std::string text =
+        http_exchange(http_port(id), "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+    const std::string name =
+        "kafka_server_brokertopicmetrics_bytesout_total{topic=\"" + topic + "\"} ";
+    for (const auto& line : lines_with(text, name)) return std::stod(line.substr(name.size()));
+    return -1;
+  }
+  // `topic` with one partition, replication factor 3, led by broker 1 (its creator), all three
+  // in sync, and `count` records "r0", "r1", ... acknowledged with acks=all.
+  void create_and_fill(const std::string& topic, int count) {
+    for (int32_t id = 1; id <= 3; ++id) {
+      ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
+    }
+    ASSERT_EQ(create_topic(port(1), topic, 1, {}, 3), 0);
+    for (int32_t id = 1; id <= 3; ++id) {
+      ASSERT_TRUE(wait_for_partition(
+          port(id), topic,
+          [](const partition_view& v) { return v.leader == 1 && v.isr.size() == 3; }))
+          << "broker " << id;
+    }
+    raw_client leader(port(1));
+    for (int i = 0; i < count; ++i) {
+      ASSERT_EQ(produce_one(leader, i, topic, 0, value_batch("r" + std::to_string(i))).error_code,
+                0);
+    }
+  }
+};
+
+// KIP-392 as Kafka 4.4 serves it: the leader answers a consumer in another broker's rack with
+// PreferredReadReplica and no records; the follower serves it up to its high watermark (woken
+// when the high watermark moves), refuses what Kafka's follower refuses, and a real client
+// (librdkafka with client.rack) reads the partition from it.
+TEST_F(cluster_follower_fetching, consumers_read_from_an_in_sync_replica_in_their_rack) {
+  const std::string topic = "racks";
+  create_and_fill(topic, 5);
+  if (HasFatalFailure()) return;
+  raw_client leader(port(1));
+  // A follower learns the high watermark from the leader's next fetch answer.
+  consumer_fetch_answer f;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  do {
+    f = fetch_as_consumer(port(2), consumer_fetch(topic, 0, "rack-2"), 11);
+  } while (f.high_watermark != 5 && std::chrono::steady_clock::now() < deadline &&
+           (std::this_thread::sleep_for(20ms), true));
+
+  // The follower serves its copy up to its high watermark; no preferred replica from it.
+  EXPECT_EQ(f.error, 0);
+  EXPECT_EQ(f.preferred_read_replica, -1);
+  EXPECT_EQ(f.high_watermark, 5);
+  EXPECT_EQ(f.base_offsets, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+
+  // The leader sends a consumer in rack-2 or rack-3 to that rack's replica, without records.
+  for (int32_t id : {2, 3}) {
+    auto a = fetch_as_consumer(port(1), consumer_fetch(topic, 0, "rack-" + std::to_string(id)), 11);
+    EXPECT_EQ(a.error, 0);
+    EXPECT_EQ(a.preferred_read_replica, id);
+    EXPECT_EQ(a.high_watermark, 5);
+    EXPECT_TRUE(a.base_offsets.empty());
+  }
+  // Its own rack, no rack, a rack without a replica, below v11: the leader serves it.
+  for (const auto& [rack, version] : std::vector<std::pair<std::string, int16_t>>{
+           {"rack-1", 11}, {"", 12}, {"rack-9", 11}, {"rack-2", 10}}) {
+    auto a = fetch_as_consumer(port(1), consumer_fetch(topic, 0, rack), version);
+    EXPECT_EQ(a.error, 0) << rack << " v" << version;
+    EXPECT_EQ(a.preferred_read_replica, -1) << rack << " v" << version;
+    EXPECT_EQ(a.base_offsets.size(), 5u) << rack << " v" << version;
+  }
+
+  // A follower's answers as Kafka's (Partition.localLogWithEpochOrThrow without requireLeader):
+  // below v11 (no client metadata) only the leader serves; the current leader epoch is checked
+  // against the one the follower knows; an offset past its log end is out of range, one at its
+  // high watermark reads nothing; READ_COMMITTED stops at the last stable offset it knows.
+  EXPECT_EQ(fetch_as_consumer(port(2), consumer_fetch(topic, 0, "rack-2"), 10).error,
+            code(error_code::not_leader_or_follower));
+  EXPECT_EQ(
+      fetch_as_consumer(port(2), consumer_fetch(topic, 0, "rack-2", 0), 12).base_offsets.size(),
+      5u);
+  EXPECT_EQ(fetch_as_consumer(port(2), consumer_fetch(topic, 0, "rack-2", 1), 12).error,
+            code(error_code::unknown_leader_epoch));
+  EXPECT_EQ(fetch_as_consumer(port(2), consumer_fetch(topic, 6, "rack-2"), 12).error,
+            code(error_code::offset_out_of_range));
+  {
+    auto at_end = fetch_as_consumer(port(2), consumer_fetch(topic, 5, "rack-2"), 12);
+    EXPECT_EQ(at_end.error, 0);
+    EXPECT_TRUE(at_end.base_offsets.empty());
+    auto committed = consumer_fetch(topic, 0, "rack-2");
+    committed.isolation_level = 1;
+    auto c = fetch_as_consumer(port(2), committed, 12);
+    EXPECT_EQ(c.error, 0);
+    EXPECT_EQ(c.last_stable_offset, 5);
+    EXPECT_EQ(c.base_offsets.size(), 5u);
+  }
+
+  // A consumer waiting on the follower at its high watermark is answered when the high
+  // watermark moves, not at its MaxWaitMs.
+  {
+    raw_client waiting(port(2));
+    std::vector<uint8_t> body;
+    protocol::writer w(body);
+    consumer_fetch(topic, 5, "rack-2", -1, 8000).encode(w, 11);
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_TRUE(waiting.send_bytes(request_frame(1, 11, 7, body, false)));
+    ASSERT_EQ(produce_one(leader, 5, topic, 0, value_batch("r5")).error_code, 0);
+    auto frame = waiting.read_frame(15s);
+    ASSERT_TRUE(frame);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 6s);
+    protocol::reader r(std::span<const uint8_t>(*frame).subspan(4));  // correlation id
+    auto decoded = protocol::fetch_response::decode(r, 11);
+    ASSERT_TRUE(decoded);
+    const auto& p = decoded->responses.at(0).partitions.at(0);
+    EXPECT_EQ(p.error_code, 0);
+    EXPECT_EQ(p.high_watermark, 6);
+    EXPECT_TRUE(p.records && !p.records->empty());
+  }
+
+  // librdkafka with client.rack=rack-3, bootstrapped on the leader: sent to broker 3 and served
+  // by it (its statistics name broker 3 as the partition's, and broker 3's BytesOut for the
+  // topic grows: nothing else fetches the topic from a follower).
+  const std::string python = "/usr/bin/python3";
+  if (run_command(python + " -c 'import confluent_kafka'").first == 0) {
+    const double before = topic_bytes_out(3, topic);
+    const auto [rc, out] =
+        run_command("timeout 30 " + python + " " + std::string(TARN_SOURCE_DIR) +
+                    "/tests/python/follower_fetch.py 127.0.0.1:" + std::to_string(port(1)) + " " +
+                    topic + " rack-3 6");
+    std::cout << out;
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("records 6"), std::string::npos) << out;
+    // Leader first, then broker 3 (statistics every 100 ms may miss the first).
+    const auto from = lines_with(out, "fetched-from ");
+    ASSERT_EQ(from.size(), 1u) << out;
+    EXPECT_TRUE(from[0].ends_with(" 3")) << out;
+    EXPECT_GT(topic_bytes_out(3, topic), before) << out;
+  }
+
+  // Leadership moves (broker 1 stops, controlled): a follower knows the new leader epoch, and a
+  // consumer with the old one is fenced with KIP-951's hint.
+  broker(1).process().send_signal(SIGTERM);
+  ASSERT_TRUE(wait_for_partition(port(3), topic, [](const partition_view& v) {
+    return v.leader == 2 && v.leader_epoch == 1;
+  }));
+  auto fenced = fetch_as_consumer(port(3), consumer_fetch(topic, 0, "rack-3", 0), 12);
+  EXPECT_EQ(fenced.error, code(error_code::fenced_leader_epoch));
+  EXPECT_EQ(fenced.hint_leader, 2);
+  EXPECT_EQ(fenced.hint_epoch, 1);
+  EXPECT_EQ(fetch_as_consumer(port(3), consumer_fetch(topic, 0, "rack-3", 1), 12).error, 0);
+}
+
+// Kafka 4.4.0's KafkaConsumer with client.rack=rack-3 (tests/java/FollowerFetch.java: Fetch with
+// topic ids and a fetch session), bootstrapped on the leader: the leader names broker 3, the
+// consumer's preferred-read-replica gauge shows it, and broker 3 serves the records. Several
+// seconds with the JVM's start, so named for make interop (tests/kafka_tests.regex); it starts
+// no Kafka broker.
+TEST_F(cluster_follower_fetching, java_consumer_reads_from_its_racks_replica_against_kafka_jars) {
+#ifdef TARN_SANITIZED_BUILD
+  GTEST_SKIP() << "the Java clients run in the release build only";
+#else
+  const std::string libs = kafka_libs();
+  if (libs.empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
+  const std::string topic = "racks-java";
+  create_and_fill(topic, 6);
+  if (HasFatalFailure()) return;
+  const double before = topic_bytes_out(3, topic);
+  const auto [rc, out] =
+      run_command("timeout 60 /usr/bin/java -cp '" + libs + "/*' " + std::string(TARN_SOURCE_DIR) +
+                  "/tests/java/FollowerFetch.java 127.0.0.1:" + std::to_string(port(1)) + " " +
+                  topic + " rack-3 6");
+  std::cout << out;
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("records 6\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("preferred-read-replica 3\n"), std::string::npos) << out;
+  EXPECT_GT(topic_bytes_out(3, topic), before) << out;
+#endif
 }
 
 }  // namespace

@@ -59,6 +59,21 @@ validator one_of(std::vector<std::string> allowed) {
   };
 }
 
+// replica.selector.class (KIP-392): Kafka loads any ReplicaSelector class by name; tarn has the
+// two Kafka ships built in and refuses any other name at start, with Kafka's ConfigException text
+// for a class that cannot be found.
+validator replica_selector() {
+  return [](const config_value& v) -> std::optional<std::string> {
+    const auto* s = std::get_if<std::string>(&v);
+    if (s == nullptr || s->empty() || *s == rack_aware_replica_selector ||
+        *s == leader_replica_selector) {
+      return std::nullopt;
+    }
+    return fmt::format("Class {} cannot be found (tarn serves {} and {})", *s,
+                       rack_aware_replica_selector, leader_replica_selector);
+  };
+}
+
 validator gzip_level() {
   return [](const config_value& v) -> std::optional<std::string> {
     int64_t x = std::get<int64_t>(v);
@@ -197,6 +212,8 @@ const std::vector<config_key>& config_keys() {
       {"broker.session.timeout.ms", config_type::int32, "9000", at_least(1)},
       {"broker.heartbeat.interval.ms", config_type::int32, "2000", at_least(1)},
       {"broker.rack", config_type::string, nullptr, nullptr},
+      // Follower fetching (KIP-392, docs/cluster.md): null or LeaderReplicaSelector = leader only.
+      {"replica.selector.class", config_type::string, nullptr, replica_selector()},
       // Replication in a cluster (docs/cluster.md, "Replication"): Kafka's ReplicationConfigs.
       {"replica.lag.time.max.ms", config_type::int64, "30000", at_least(1)},
       {"replica.fetch.max.bytes", config_type::int32, "1048576", at_least(0)},
@@ -832,6 +849,8 @@ result<void, std::string> finish(broker_config& c) {
       as_int(c, "replica.high.watermark.checkpoint.interval.ms");
   c.log_flush_offset_checkpoint_interval_ms = i32("log.flush.offset.checkpoint.interval.ms");
   c.broker_rack = optional_string(c.values.at("broker.rack"));
+  c.rack_aware_replica_selection =
+      optional_string(c.values.at("replica.selector.class")) == rack_aware_replica_selector;
   c.controlled_shutdown_enable = std::get<bool>(c.values.at("controlled.shutdown.enable"));
   c.auto_leader_rebalance_enable = std::get<bool>(c.values.at("auto.leader.rebalance.enable"));
   c.leader_imbalance_check_interval_seconds = as_int(c, "leader.imbalance.check.interval.seconds");

@@ -43,6 +43,12 @@ struct listener_security {
   security::sasl_config sasl;  // used by SASL_PLAINTEXT and SASL_SSL
 };
 
+// The replica.selector.class values tarn serves: Kafka's two ReplicaSelector classes.
+inline constexpr const char* rack_aware_replica_selector =
+    "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+inline constexpr const char* leader_replica_selector =
+    "org.apache.kafka.common.replica.LeaderReplicaSelector";
+
 // A configuration value as Kafka's ConfigDef types it; monostate is Kafka's null.
 using config_value =
     std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<std::string>>;
@@ -89,6 +95,10 @@ struct broker_config {
   int32_t broker_session_timeout_ms = 9000;
   int32_t broker_heartbeat_interval_ms = 2000;
   std::optional<std::string> broker_rack;
+  // replica.selector.class is Kafka's RackAwareReplicaSelector (KIP-392, docs/cluster.md
+  // "Follower fetching"): the leader sends a consumer with a client.rack to an in-sync replica in
+  // its rack. Otherwise (null, the default, or LeaderReplicaSelector) consumers read the leader.
+  bool rack_aware_replica_selection = false;
   // Replication (docs/cluster.md, "Replication"): Kafka's keys and defaults.
   int64_t replica_lag_time_max_ms = 30000;
   int32_t replica_fetch_max_bytes = 1048576;

@@ -150,6 +150,21 @@ TEST(broker_config, http_listener_default_empty_and_bad_values) {
             "least 0");
 }
 
+TEST(broker_config, replica_selector_class_is_one_of_kafkas_two) {
+  EXPECT_FALSE(make_ok({}).rack_aware_replica_selection);  // null: the leader only
+  EXPECT_TRUE(make_ok({{"replica.selector.class",
+                        "org.apache.kafka.common.replica.RackAwareReplicaSelector"}})
+                  .rack_aware_replica_selection);
+  EXPECT_FALSE(
+      make_ok({{"replica.selector.class", "org.apache.kafka.common.replica.LeaderReplicaSelector"}})
+          .rack_aware_replica_selection);
+  const std::string e = make_error({{"replica.selector.class", "com.example.NearestReplica"}});
+  EXPECT_NE(e.find("Invalid value com.example.NearestReplica for configuration "
+                   "replica.selector.class: Class com.example.NearestReplica cannot be found"),
+            std::string::npos)
+      << e;
+}
+
 TEST(broker_config, unknown_key_is_refused) {
   auto e = make_error({{"num.partition", "3"}});
   EXPECT_NE(e.find("Unknown configuration num.partition"), std::string::npos) << e;

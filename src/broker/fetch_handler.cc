@@ -37,12 +37,21 @@
 //     replica_manager.h); otherwise it reads up to the log end offset and records the fetch
 //     offset as the follower's log end offset (the high watermark may move and wake waiting
 //     fetches and acks=all produces). A consumer's fetch of a partition this broker does not
-//     serve as leader is NOT_LEADER_OR_FOLLOWER and its CurrentLeaderEpoch is checked against
-//     the partition's leader epoch; consumers read up to the high watermark, which the ISR
-//     moves (a FetchOffset between the high watermark and the log end offset, as on a new leader
-//     whose ISR has not caught up yet, reads nothing yet, as in Kafka). NOT_LEADER_OR_FOLLOWER
+//     serve as leader is NOT_LEADER_OR_FOLLOWER (below v11, or without a copy here: follower
+//     fetching below) and its CurrentLeaderEpoch is checked against the partition's leader
+//     epoch; consumers read up to the high watermark, which the ISR moves (a FetchOffset between
+//     the high watermark and the log end offset, as on a new leader whose ISR has not caught up
+//     yet, reads nothing yet, as in Kafka). NOT_LEADER_OR_FOLLOWER
 //     and FENCED_LEADER_EPOCH carry KIP-951's CurrentLeader (v12+) and NodeEndpoints (v16+).
-// Not supported: preferred read replicas (always -1).
+//   - Follower fetching (KIP-392, docs/cluster.md "Follower fetching"): a consumer's Fetch v11+
+//     (client metadata, RackId) of a partition this broker follows reads its copy up to its high
+//     watermark (the leader's, learnt from the leader's fetch answers; READ_COMMITTED up to the
+//     last stable offset its own producer state gives), with the same errors as on the leader:
+//     FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH against the leader epoch it knows,
+//     OFFSET_OUT_OF_RANGE outside [log start, log end], NOT_LEADER_OR_FOLLOWER where it has no
+//     copy; below v11 a follower answers NOT_LEADER_OR_FOLLOWER. With replica.selector.class
+//     RackAwareReplicaSelector the leader answers a consumer with a RackId PreferredReadReplica
+//     (an in-sync replica of its rack that has the offset), its offsets and no records, at once.
 // Quotas (KIP-219, KafkaApis.handleFetchRequest): MaxBytes is capped by what the client's
 // consumer_byte_rate allows in one quota window; the response's size is recorded against it
 // and the handling time against request_percentage. A throttled fetch is answered empty with
@@ -88,6 +97,8 @@ struct partition_read {
   std::vector<storage::aborted_txn> aborted;  // READ_COMMITTED: overlapping aborted transactions
   // A follower whose log diverges from this leader's (Fetch v12+): DivergingEpoch, no records.
   std::optional<storage::epoch_and_end_offset> diverging;
+  // KIP-392: the leader sends the consumer to this replica; no records.
+  int32_t preferred_read_replica = -1;
   std::shared_ptr<topic_metrics> metrics;  // the topic's BrokerTopicMetrics (null if unknown)
   size_t bytes() const { return slice ? static_cast<size_t>(slice->length) : 0; }
 };
@@ -101,6 +112,18 @@ struct fetch_params {
   replica_manager* replicas = nullptr;  // in a cluster
   int32_t node_id = 0;
   leader_hints* hints = nullptr;  // KIP-951, v12+
+  // KIP-392: a consumer's Fetch v11+ carries client metadata (Kafka's ClientMetadata, RackId
+  // among it): followers serve it up to their high watermark, and with replica.selector.class
+  // RackAwareReplicaSelector the leader may send it to an in-sync replica in its rack.
+  bool client_metadata = false;
+  std::string_view rack_id;
+  bool rack_aware = false;
+  // The brokers the leader may send the consumer to: live, with an endpoint on the request's
+  // listener, with their racks (listed before any partition lock, when a selection may happen).
+  std::vector<cluster::read_replica_candidate> candidates;
+  bool selects_replica() const {
+    return rack_aware && client_metadata && !rack_id.empty() && replicas != nullptr;
+  }
 };
 
 std::array<uint8_t, 16> id_bytes(const protocol::uuid& id) { return id.bytes; }
@@ -160,14 +183,21 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     const int32_t epoch = entry.request.current_leader_epoch;
     // A single node ignores replica ids, as before clusters existed.
     const bool follower_fetch = params.replica_id >= 0 && params.replicas != nullptr;
+    bool read_follower_copy = false;  // a consumer reading this broker's copy as a follower
     if (log == nullptr) {
       pr.error_code = code(error_code::not_leader_or_follower);
     } else if (!follower_fetch) {
-      const leadership lead = leadership_of(params.replicas, info->name, index, params.node_id);
-      if (!lead.serving) {
+      const auto role =
+          params.replicas != nullptr ? params.replicas->role(info->name, index) : std::nullopt;
+      // Kafka's FetchParams.fetchOnlyLeader: a consumer without client metadata (below v11)
+      // reads only the leader; with it, any replica with a log (Partition.localLogWithEpochOrThrow
+      // with requireLeader false), its current leader epoch checked against the one it knows.
+      read_follower_copy = role && !role->serving && role->follower && params.client_metadata;
+      if (role && !role->serving && !read_follower_copy) {
         pr.error_code = code(error_code::not_leader_or_follower);
       } else {
-        pr.error_code = code(check_current_leader_epoch(epoch, lead.leader_epoch));
+        pr.error_code = code(check_current_leader_epoch(
+            epoch, role ? role->leader_epoch : int32_t{local_leader_epoch}));
       }
     }
     if (pr.error_code == 0 && params.version < 10 &&
@@ -181,10 +211,26 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
     const bool committed_only = params.isolation_level == read_committed;
     std::lock_guard log_lock(log->mutex());
+    if (!follower_fetch && !read_follower_copy && params.selects_replica()) {
+      // ReplicaManager.readFromLog: with a preferred read replica the leader reads nothing and
+      // answers its offsets; the fetch is answered at once (fetchMessages'
+      // hasPreferredReadReplica).
+      if (auto preferred = params.replicas->preferred_read_replica(
+              info->name, index, std::string(params.rack_id), params.candidates,
+              entry.request.fetch_offset)) {
+        pr.preferred_read_replica = *preferred;
+        pr.high_watermark = log->high_watermark();
+        pr.last_stable_offset = log->last_stable_offset();
+        pr.log_start_offset = log->log_start_offset();
+        any_error = true;
+        continue;
+      }
+    }
     if (follower_fetch) {
       const auto f = params.replicas->on_follower_fetch(
           info->name, index, params.replica_id, epoch, entry.request.fetch_offset,
-          params.version >= 12 ? entry.request.last_fetched_epoch : -1, *log);
+          params.version >= 12 ? entry.request.last_fetched_epoch : -1,
+          entry.request.log_start_offset, *log);
       if (f.error != error_code::none || f.diverging) {
         // A diverging follower is answered at once (Kafka's fetchMessages does not wait).
         any_error = true;
@@ -363,6 +409,7 @@ result<response, std::string> build_response(const fetch_context& ctx,
       auto& list = p.aborted_transactions.emplace();
       for (const auto& t : pr.aborted) list.push_back({t.producer_id, t.first_offset});
     }
+    p.preferred_read_replica = pr.preferred_read_replica;
     if (pr.diverging) {
       p.diverging_epoch.epoch = pr.diverging->epoch;
       p.diverging_epoch.end_offset = pr.diverging->end_offset;
@@ -465,8 +512,16 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   params.min_bytes = std::min(req.min_bytes, params.max_bytes);
   params.isolation_level = req.isolation_level;
   params.replica_id = version >= 15 ? req.replica_state.replica_id : req.replica_id;
+  params.client_metadata = version >= 11 && params.replica_id < 0;
+  params.rack_id = req.rack_id;
+  params.rack_aware = services.config.rack_aware_replica_selection;
   params.replicas = services.replicas;
   params.node_id = services.config.node_id;
+  if (params.selects_replica()) {
+    for (const auto& b : cluster_as_listed(services, request.connection).brokers) {
+      params.candidates.push_back({b.node_id, b.rack, true});
+    }
+  }
   leader_hints hints(services, request.connection);
   params.hints = &hints;
 
@@ -526,7 +581,7 @@ asio::awaitable<handler_outcome> handle_fetch(request_context& request) {
   std::vector<fetch_partition_outcome> outcomes(reads.size());
   for (size_t i = 0; i < reads.size(); ++i) {
     outcomes[i] = {reads[i].error_code, reads[i].high_watermark, reads[i].log_start_offset,
-                   reads[i].bytes()};
+                   reads[i].bytes(), reads[i].preferred_read_replica >= 0};
   }
   if (quotas != nullptr && (fetch_quota || quotas->request().enabled()) &&
       ctx.type != fetch_context::kind::session_error) {

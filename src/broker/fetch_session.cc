@@ -162,6 +162,7 @@ fetch_session_reply fetch_session_cache::finish(
           must_respond = true;
           cached->log_start_offset = o.log_start_offset;
         }
+        if (o.preferred_read_replica) must_respond = true;
         if (o.error_code != 0) {
           cached->high_watermark = -1;
           must_respond = true;

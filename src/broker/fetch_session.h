@@ -61,6 +61,7 @@ struct fetch_partition_outcome {
   int64_t high_watermark = -1;
   int64_t log_start_offset = -1;
   size_t records_bytes = 0;
+  bool preferred_read_replica = false;  // KIP-392: always in the answer, as Kafka's
 };
 
 struct fetch_partition_entry {

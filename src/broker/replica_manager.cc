@@ -469,7 +469,20 @@ std::optional<replica_manager::partition_role> replica_manager::role(std::string
   std::lock_guard g(mu_);
   const entry* e = find(topic, partition);
   if (e == nullptr) return std::nullopt;
-  return partition_role{e->state.state.leader, e->state.state.leader_epoch, e->leader.has_value()};
+  const cluster::partition_state& st = e->state.state;
+  const bool follower =
+      e->local_log && !e->leader && st.leader != node_id_ && is_replica(st.replicas, node_id_);
+  return partition_role{st.leader, st.leader_epoch, e->leader.has_value(), follower};
+}
+
+std::optional<int32_t> replica_manager::preferred_read_replica(
+    std::string_view topic, int32_t partition, const std::string& client_rack,
+    const std::vector<cluster::read_replica_candidate>& brokers, int64_t fetch_offset) const {
+  std::lock_guard g(mu_);
+  const entry* e = find(topic, partition);
+  if (e == nullptr || !e->leader) return std::nullopt;
+  return cluster::preferred_read_replica(*e->leader, client_rack, brokers, fetch_offset,
+                                         steady_ms());
 }
 
 bool replica_manager::follows(std::string_view topic, int32_t partition) const {
@@ -505,7 +518,7 @@ void replica_manager::on_leader_append(std::string_view topic, int32_t partition
 
 replica_manager::follower_fetch_result replica_manager::on_follower_fetch(
     std::string_view topic, int32_t partition, int32_t replica, int32_t current_leader_epoch,
-    int64_t fetch_offset, int32_t last_fetched_epoch, storage::log& log) {
+    int64_t fetch_offset, int32_t last_fetched_epoch, int64_t log_start_offset, storage::log& log) {
   follower_fetch_result out;
   int64_t before = 0, after = 0;
   {
@@ -535,7 +548,7 @@ replica_manager::follower_fetch_result replica_manager::on_follower_fetch(
     }
     // Recorded only for an offset this log has (an out-of-range fetch is answered as such).
     if (fetch_offset < log.log_start_offset() || fetch_offset > leo) return out;
-    if (!e->leader->on_follower_fetch(replica, fetch_offset, leo, steady_ms())) {
+    if (!e->leader->on_follower_fetch(replica, fetch_offset, leo, steady_ms(), log_start_offset)) {
       out.error = error_code::not_leader_or_follower;
       return out;
     }
@@ -1074,8 +1087,12 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
               continue;
             }
           }
-          log->set_high_watermark(cluster::follower_high_watermark(
-              p.high_watermark, log->log_end_offset(), log->high_watermark()));
+          const int64_t hw_before = log->high_watermark();
+          log->set_high_watermark(
+              cluster::follower_high_watermark(p.high_watermark, log->log_end_offset(), hw_before));
+          // Consumers reading from this follower (KIP-392) wait for its high watermark, as
+          // Kafka's fetcher completes the delayed fetches of partitionsWithNewHighWatermark.
+          if (log->high_watermark() > hw_before) waiters_.notify(log->tp());
         }
       }
     } while (false);

@@ -79,10 +79,13 @@ class replica_manager {
   // epoch, and whether this broker serves as that leader now (the state names it and it has
   // taken the role over: its log is open, its fetching has stopped). nullopt for a partition
   // without a state (the single-node rules apply: this broker leads at local_leader_epoch).
+  // `follower`: this broker is one of its replicas, with its log open, and follows another
+  // leader: it may serve consumers' reads up to its high watermark (KIP-392).
   struct partition_role {
     int32_t leader_id = -1;
     int32_t leader_epoch = 0;
     bool serving = false;
+    bool follower = false;
   };
   std::optional<partition_role> role(std::string_view topic, int32_t partition) const;
 
@@ -103,10 +106,18 @@ class replica_manager {
     protocol::error_code error = protocol::error_code::none;
     std::optional<storage::epoch_and_end_offset> diverging;
   };
+  // `log_start_offset`: the follower's, as its fetch carries it.
   follower_fetch_result on_follower_fetch(std::string_view topic, int32_t partition,
                                           int32_t replica, int32_t current_leader_epoch,
                                           int64_t fetch_offset, int32_t last_fetched_epoch,
-                                          storage::log& log);
+                                          int64_t log_start_offset, storage::log& log);
+  // KIP-392 on the leader, with replica.selector.class RackAwareReplicaSelector: the in-sync
+  // follower a consumer in `client_rack` fetching `fetch_offset` should read from
+  // (cluster::preferred_read_replica over `brokers`, the live ones as the client's listener lists
+  // them), nullopt for this leader (or when it does not serve as the partition's leader).
+  std::optional<int32_t> preferred_read_replica(
+      std::string_view topic, int32_t partition, const std::string& client_rack,
+      const std::vector<cluster::read_replica_candidate>& brokers, int64_t fetch_offset) const;
   // After this leader appended to the partition (the caller holds the map lock shared and the
   // log's mutex): an ISR of the leader alone moves the high watermark at once.
   void on_leader_append(std::string_view topic, int32_t partition, storage::log& log);

@@ -3,6 +3,7 @@
 #include "cluster/replica_state.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace tarn::cluster {
 
@@ -59,10 +60,12 @@ void leader_replication::update_state(partition_state state, int64_t now_ms) {
 }
 
 bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset,
-                                           int64_t leader_end_offset, int64_t now_ms) {
+                                           int64_t leader_end_offset, int64_t now_ms,
+                                           int64_t log_start_offset) {
   auto it = followers_.find(replica);
   if (it == followers_.end()) return false;
   follower_progress& f = it->second;
+  f.log_start_offset = log_start_offset;
   if (fetch_offset >= leader_end_offset) {
     f.last_caught_up_ms = std::max(f.last_caught_up_ms, now_ms);
   } else if (fetch_offset >= f.leader_end_offset_at_last_fetch) {
@@ -116,6 +119,45 @@ std::vector<int32_t> leader_replication::caught_up_followers() const {
     }
   }
   return out;
+}
+
+std::optional<int32_t> preferred_read_replica(const leader_replication& leader,
+                                              const std::string& client_rack,
+                                              const std::vector<read_replica_candidate>& brokers,
+                                              int64_t fetch_offset, int64_t now_ms) {
+  // RackAwareReplicaSelector: no rack, the leader.
+  if (client_rack.empty()) return std::nullopt;
+  auto rack_of = [&](int32_t id) -> const std::optional<std::string>* {
+    for (const auto& b : brokers) {
+      if (b.id == id && b.reachable) return &b.rack;
+    }
+    return nullptr;  // Kafka's Node.noNode(): no rack, never chosen
+  };
+  const auto* leader_rack = rack_of(leader.local_id());
+  if (leader_rack != nullptr && *leader_rack == client_rack) return std::nullopt;
+  struct view {
+    int32_t id;
+    int64_t log_end_offset;
+    int64_t since_caught_up_ms;
+  };
+  std::optional<view> best;
+  const auto& isr = leader.state().isr;
+  for (const auto& [id, f] : leader.followers()) {
+    // findPreferredReadReplica: only in-sync followers that have the offset (one out of the ISR
+    // may lag for good, and the consumer would fall behind with it).
+    if (std::find(isr.begin(), isr.end(), id) == isr.end()) continue;
+    if (f.log_end_offset < fetch_offset || f.log_start_offset > fetch_offset) continue;
+    const auto* rack = rack_of(id);
+    if (rack == nullptr || *rack != client_rack) continue;
+    const view v{id, f.log_end_offset, now_ms - f.last_caught_up_ms};
+    // ReplicaView.comparator: log end offset, then the most recently caught up, then the id.
+    if (!best || std::tie(v.log_end_offset, best->since_caught_up_ms, v.id) >
+                     std::tie(best->log_end_offset, v.since_caught_up_ms, best->id)) {
+      best = v;
+    }
+  }
+  if (!best) return std::nullopt;
+  return best->id;
 }
 
 int64_t follower_high_watermark(int64_t leader_high_watermark, int64_t local_end_offset,

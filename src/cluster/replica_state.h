@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "cluster/partition_state.h"
@@ -30,6 +32,7 @@ struct follower_progress {
   int64_t last_caught_up_ms = 0;
   int64_t last_fetch_ms = 0;
   int64_t leader_end_offset_at_last_fetch = 0;
+  int64_t log_start_offset = -1;  // as its last fetch said (-1: unknown)
 };
 
 // The leader side of one partition. Not thread-safe: its owner serialises the calls.
@@ -42,6 +45,7 @@ class leader_replication {
   leader_replication(int32_t local_id, partition_state state, int64_t high_watermark,
                      int64_t now_ms, int64_t epoch_start_offset = 0);
 
+  int32_t local_id() const { return local_id_; }
   const partition_state& state() const { return state_; }
   // A newer state from etcd (after an ISR change). Followers that joined are tracked from now.
   // Ends a pending ISR change.
@@ -56,8 +60,9 @@ class leader_replication {
   // was `leader_end_offset` (Kafka's Replica.updateFetchStateOrThrow): it is caught up now when it
   // has everything, or was at the previous fetch when it has what the leader had then. False when
   // `replica` is not a replica of the partition (the fetch is refused).
+  // `log_start_offset`: the follower's, as its fetch carries it (-1 unknown).
   bool on_follower_fetch(int32_t replica, int64_t fetch_offset, int64_t leader_end_offset,
-                         int64_t now_ms);
+                         int64_t now_ms, int64_t log_start_offset = -1);
 
   // The high watermark: the smallest log end offset over the ISR (the leader's is
   // `leader_end_offset`), never moving back. `leader_end_offset` bounds it.
@@ -82,6 +87,23 @@ class leader_replication {
   int64_t epoch_start_offset_;
   std::map<int32_t, follower_progress> followers_;
 };
+
+// KIP-392's choice of a replica for a consumer to read from (Kafka's
+// ReplicaManager.findPreferredReadReplica with RackAwareReplicaSelector), on the leader.
+struct read_replica_candidate {
+  int32_t id = -1;
+  std::optional<std::string> rack;  // nullopt: none, or not reachable on the client's listener
+  bool reachable = false;           // live, with an endpoint on the client's listener
+};
+// The replica a consumer in `client_rack` should fetch `fetch_offset` from, when it is not the
+// leader: among the in-sync followers that have the offset (log start <= it <= log end) and the
+// leader, those in the client's rack; the leader when it is one of them (or none is), else the
+// most caught-up (largest log end offset, then the most recently caught up, then the largest
+// id). nullopt: read from the leader. `now_ms` is the clock of `leader`'s follower progress.
+std::optional<int32_t> preferred_read_replica(const leader_replication& leader,
+                                              const std::string& client_rack,
+                                              const std::vector<read_replica_candidate>& brokers,
+                                              int64_t fetch_offset, int64_t now_ms);
 
 // A follower's high watermark after a fetch: the leader's, bounded by what it has itself, never
 // below what it had.

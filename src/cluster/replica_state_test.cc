@@ -134,5 +134,40 @@ TEST(ReplicaState, AFollowerJoinsOnlyOnceItReachedTheStartOfTheLeadersEpoch) {
   EXPECT_EQ(l.caught_up_followers(), (std::vector<int32_t>{2}));
 }
 
+TEST(ReplicaState, PreferredReadReplicaIsAnInSyncReplicaInTheClientsRack) {
+  // Kafka's RackAwareReplicaSelector over findPreferredReadReplica's candidates.
+  leader_replication l(1, partition_state{{1, 2, 3, 4}, {1, 2, 3, 4}, 1, 0, 0}, 10, 1000);
+  const std::vector<read_replica_candidate> brokers = {
+      {1, "a", true}, {2, "b", true}, {3, "b", true}, {4, "c", true}};
+  ASSERT_TRUE(l.on_follower_fetch(2, 10, 12, 1100, 0));
+  ASSERT_TRUE(l.on_follower_fetch(3, 12, 12, 1200, 0));
+  ASSERT_TRUE(l.on_follower_fetch(4, 12, 12, 1200, 5));
+  // The most caught-up of the rack: 3 has more than 2.
+  EXPECT_EQ(preferred_read_replica(l, "b", brokers, 10, 1300), 3);
+  // An offset only 3 has, or past everyone.
+  EXPECT_EQ(preferred_read_replica(l, "b", brokers, 11, 1300), 3);
+  EXPECT_EQ(preferred_read_replica(l, "b", brokers, 13, 1300), std::nullopt);
+  // Below a follower's log start offset: not that one.
+  EXPECT_EQ(preferred_read_replica(l, "c", brokers, 12, 1300), 4);
+  EXPECT_EQ(preferred_read_replica(l, "c", brokers, 4, 1300), std::nullopt);
+  // No rack, an unknown rack, the leader's rack: the leader (nullopt).
+  EXPECT_EQ(preferred_read_replica(l, "", brokers, 10, 1300), std::nullopt);
+  EXPECT_EQ(preferred_read_replica(l, "x", brokers, 10, 1300), std::nullopt);
+  EXPECT_EQ(preferred_read_replica(l, "a", brokers, 10, 1300), std::nullopt);
+  // Out of the ISR, or not reachable on the client's listener: never chosen.
+  l.update_state(partition_state{{1, 2, 3, 4}, {1, 2, 4}, 1, 0, 1}, 1300);
+  EXPECT_EQ(preferred_read_replica(l, "b", brokers, 10, 1300), 2);
+  const std::vector<read_replica_candidate> two_gone = {
+      {1, "a", true}, {2, std::nullopt, false}, {3, "b", true}, {4, "c", true}};
+  EXPECT_EQ(preferred_read_replica(l, "b", two_gone, 10, 1300), std::nullopt);
+  // Equal log end offsets: the one caught up most recently, then the larger id.
+  leader_replication m(1, partition_state{{1, 2, 3}, {1, 2, 3}, 1, 0, 0}, 10, 1000);
+  ASSERT_TRUE(m.on_follower_fetch(2, 10, 10, 1500, 0));
+  ASSERT_TRUE(m.on_follower_fetch(3, 10, 10, 1400, 0));
+  EXPECT_EQ(preferred_read_replica(m, "b", brokers, 10, 1600), 2);
+  ASSERT_TRUE(m.on_follower_fetch(3, 10, 10, 1500, 0));
+  EXPECT_EQ(preferred_read_replica(m, "b", brokers, 10, 1600), 3);
+}
+
 }  // namespace
 }  // namespace tarn::cluster
