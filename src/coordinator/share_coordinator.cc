@@ -491,7 +491,8 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        std::string_view member_id,
                                                        const share_topic_partition& tp,
                                                        std::span<const fetched_batch> batches,
-                                                       int32_t max_records, int64_t now_ms) {
+                                                       int32_t max_records, int64_t now_ms,
+                                                       share_acquire_mode mode) {
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   if (cluster_state_ && !led_here(key)) return {};
@@ -501,7 +502,7 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
   // delivery that was under way); nothing is handed out when that write fails.
   share_partition& p = it->second;
   p.begin_change();
-  auto acquired = p.acquire(member_id, batches, max_records, now_ms);
+  auto acquired = p.acquire(member_id, batches, max_records, now_ms, mode);
   if (persist(key, p, now_ms) != error_code::none) {
     p.undo();
     return {};

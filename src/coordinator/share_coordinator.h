@@ -187,7 +187,8 @@ class share_coordinator {
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
-                                      int64_t now_ms);
+                                      int64_t now_ms,
+                                      share_acquire_mode mode = share_acquire_mode::record_limit);
   protocol::error_code acknowledge(std::string_view group_id, std::string_view member_id,
                                    const share_topic_partition& tp,
                                    std::span<const acknowledgement_batch> batches, int64_t now_ms);
