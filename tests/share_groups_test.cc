@@ -68,11 +68,14 @@ std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR)
 constexpr int lock_ms = 1000;
 constexpr int delivery_limit = 3;
 
-// The broker settings of every test here (key=value), for tarn and for Kafka 4.4.0.
+// The broker settings of every test here (key=value), for tarn and for Kafka 4.4.0. Every
+// member gets its target at its join (group.share.assignment.interval.ms=0): the scenarios'
+// consumers join one after another and each must share the partition at once.
 std::vector<std::string> share_settings() {
   return {"group.share.min.record.lock.duration.ms=" + std::to_string(lock_ms),
           "group.share.record.lock.duration.ms=" + std::to_string(lock_ms),
-          "group.share.delivery.count.limit=" + std::to_string(delivery_limit)};
+          "group.share.delivery.count.limit=" + std::to_string(delivery_limit),
+          "group.share.assignment.interval.ms=0"};
 }
 
 std::vector<std::string> share_args() {

@@ -68,6 +68,19 @@ share_partition_config share_coordinator::partition_config(std::string_view grou
           s.renew_acknowledge_enabled};
 }
 
+bool share_coordinator::may_assign(const group& g, int64_t now_ms) const {
+  if (g.assignment_epoch == 0) return true;  // no target yet: the first one at once
+  const int32_t interval_ms = settings(g.group_id).assignment_interval_ms;
+  return interval_ms <= 0 || now_ms >= g.assignment_timestamp_ms + interval_ms;
+}
+
+void share_coordinator::update_target(group& g, int64_t now_ms) {
+  if (!may_assign(g, now_ms)) return;  // members keep the last target until the interval passes
+  reassign(g, now_ms);
+  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
+  g.assignment_epoch = g.group_epoch;
+}
+
 void share_coordinator::reassign(group& g, int64_t now_ms) {
   std::map<std::string, std::vector<topic_description>> subscriptions;
   std::set<std::string> subscribed;
@@ -103,9 +116,7 @@ error_code share_coordinator::remove_member(group& g, std::string_view member_id
   std::optional<group> before = g;
   g.members.erase(it);
   ++g.group_epoch;
-  reassign(g, now_ms);
-  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
-  g.assignment_epoch = g.group_epoch;
+  update_target(g, now_ms);
   if (auto e = write_group(before, g, now_ms); e != error_code::none) {
     g = std::move(*before);
     return e;
@@ -278,12 +289,12 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
   m.deadline_ms = now_ms + gs.session_timeout_ms;
   // Topic metadata may have changed too (a subscribed topic created, partitions added).
   const int32_t epoch_before = m.member_epoch;
-  reassign(g, now_ms);
-  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
-  g.assignment_epoch = g.group_epoch;
-  if (m.member_epoch != g.group_epoch) {
+  update_target(g, now_ms);
+  // The member moves to the target assignment's epoch (the group's, unless a new target waits
+  // for group.share.assignment.interval.ms: then a member that joined meanwhile has none yet).
+  if (m.member_epoch != g.assignment_epoch) {
     m.previous_member_epoch = m.member_epoch;
-    m.member_epoch = g.group_epoch;
+    m.member_epoch = g.assignment_epoch;
   }
   // Share groups revoke nothing: the member's current assignment is its target at once.
   m.current_assignment = m.assignment;

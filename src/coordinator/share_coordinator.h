@@ -307,6 +307,14 @@ class share_coordinator {
   // Recomputes the target assignment (Kafka's simple assignor); bumps the group epoch if it
   // changed.
   void reassign(group& g, int64_t now_ms);
+  // Whether a new target assignment may be computed now: the group has none yet, or
+  // share.assignment.interval.ms (group.share.assignment.interval.ms, KIP-1263) passed since the
+  // last one was computed (0: at every change), as Kafka's canComputeNextTargetAssignment.
+  bool may_assign(const group& g, int64_t now_ms) const;
+  // reassign() when may_assign(), then the target's epoch is the group's. Otherwise the target
+  // stays as it is (members converge on the new one at a heartbeat after the interval), as
+  // Kafka 4.4 batches a share group's assignment changes.
+  void update_target(group& g, int64_t now_ms);
   // Removes the member (leave or session timeout) and writes the group; then gives back what the
   // member held. The append's error (the group unchanged) when the group could not be written.
   protocol::error_code remove_member(group& g, std::string_view member_id, int64_t now_ms);
