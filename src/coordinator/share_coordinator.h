@@ -364,8 +364,8 @@ class share_coordinator {
 
   struct persisted_state {
     share_group_offset state;
-    int32_t updates_since_snapshot = 0;
-    int64_t snapshot_offset = -1;  // of its latest snapshot in the topic
+    int32_t updates_since_snapshot = no_updates_counted;  // count_share_update (share_state.h)
+    int64_t snapshot_offset = -1;                         // of its latest snapshot in the topic
     int64_t last_write_ms = 0;
     // The highest epochs of any record of the share-partition (Kafka's leaderEpochMap and
     // stateEpochMap): a request below them is fenced.
