@@ -68,11 +68,14 @@ std::string source(const std::string& rel) { return std::string(TARN_SOURCE_DIR)
 constexpr int lock_ms = 1000;
 constexpr int delivery_limit = 3;
 
-// The broker settings of every test here (key=value), for tarn and for Kafka 4.4.0.
+// The broker settings of every test here (key=value), for tarn and for Kafka 4.4.0. Every
+// member gets its target at its join (group.share.assignment.interval.ms=0): the scenarios'
+// consumers join one after another and each must share the partition at once.
 std::vector<std::string> share_settings() {
   return {"group.share.min.record.lock.duration.ms=" + std::to_string(lock_ms),
           "group.share.record.lock.duration.ms=" + std::to_string(lock_ms),
-          "group.share.delivery.count.limit=" + std::to_string(delivery_limit)};
+          "group.share.delivery.count.limit=" + std::to_string(delivery_limit),
+          "group.share.assignment.interval.ms=0"};
 }
 
 std::vector<std::string> share_args() {
@@ -168,7 +171,7 @@ class share_requests : public ::testing::Test {
   reply<protocol::share_fetch_response> fetch(
       std::string_view member, int32_t epoch, bool with_partition,
       std::vector<protocol::share_fetch_request::acknowledgement_batch> acks = {},
-      int32_t max_records = 500) {
+      int32_t max_records = 500, int8_t acquire_mode = 0) {
     protocol::share_fetch_request r;
     r.group_id = "g";
     r.member_id = member;
@@ -177,6 +180,7 @@ class share_requests : public ::testing::Test {
     r.min_bytes = 1;
     r.max_records = max_records;
     r.batch_size = max_records;
+    r.share_acquire_mode = acquire_mode;
     if (with_partition || !acks.empty()) {
       auto& t = r.topics.emplace_back();
       t.topic_id = topic_id_;
@@ -425,6 +429,33 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
   EXPECT_EQ(p2.acquired_records[0].last_offset, 5);
   EXPECT_EQ(batch_base_offsets(p2.records), (std::vector<int64_t>{4, 5}));
 
+  // ShareAcquireMode: batch_optimized (0) takes a batch of four whole with MaxRecords 2, as
+  // Kafka's SharePartition; record_limit (1) takes 2 and leaves the rest; any other is refused.
+  auto four = [] {
+    record::batch_builder_config config;
+    record::batch_builder b(config);
+    for (int i = 0; i < 4; ++i)
+      b.try_append(1'700'000'000'000, std::nullopt, record::as_bytes("r"));
+    return *b.build();
+  };
+  ASSERT_EQ(fetch("m1", 3, false, {{4, 5, accept_}}, 2)->error_code, 0);  // takes 6 and 7
+  ASSERT_EQ(produce_one(c, 20, "q", 0, four()).error_code, 0);            // offsets 8-11
+  ASSERT_EQ(produce_one(c, 21, "q", 0, four()).error_code, 0);            // offsets 12-15
+  auto whole = fetch("m1", 4, false, {{6, 7, accept_}}, 2, 0);
+  ASSERT_TRUE(whole);
+  const auto& p3 = whole->responses.at(0).partitions.at(0);
+  ASSERT_EQ(p3.acquired_records.size(), 1u);
+  EXPECT_EQ(p3.acquired_records[0].first_offset, 8);
+  EXPECT_EQ(p3.acquired_records[0].last_offset, 11);
+  auto limited = fetch("m1", 5, false, {{8, 11, accept_}}, 2, 1);
+  ASSERT_TRUE(limited);
+  const auto& p4 = limited->responses.at(0).partitions.at(0);
+  ASSERT_EQ(p4.acquired_records.size(), 1u);
+  EXPECT_EQ(p4.acquired_records[0].first_offset, 12);
+  EXPECT_EQ(p4.acquired_records[0].last_offset, 13);
+  EXPECT_EQ(fetch("m1", 6, false, {}, 2, 2)->error_code,
+            protocol::code(protocol::error_code::invalid_request));
+
   // A 3 MiB record between two small ones (the topic allows 4 MiB batches).
   ASSERT_EQ(create_topic(broker_->port(), "big", 1, {{"max.message.bytes", "4194304"}}), 0);
   protocol::uuid big_id{};
@@ -452,11 +483,11 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
     t.partitions.emplace_back().partition_index = 0;
     return conn_->call<protocol::share_fetch_response>(r, 2);
   };
-  ASSERT_EQ(open_big(3, 500)->error_code, 0);  // adds the partition; it starts at its end (0)
+  ASSERT_EQ(open_big(6, 500)->error_code, 0);  // adds the partition; it starts at its end (0)
   ASSERT_EQ(produce_one(c, 8, "big", 0, value_batch("a")).error_code, 0);
   ASSERT_EQ(produce_one(c, 9, "big", 0, value_batch(std::string(3 << 20, 'x'))).error_code, 0);
   ASSERT_EQ(produce_one(c, 10, "big", 0, value_batch("b")).error_code, 0);
-  auto got = open_big(4, 2);
+  auto got = open_big(7, 2);
   ASSERT_TRUE(got);
   ASSERT_EQ(got->error_code, 0);
   const protocol::share_fetch_response::partition_data* big = nullptr;

@@ -351,6 +351,9 @@ const std::vector<config_key>& config_keys() {
       {"group.share.min.heartbeat.interval.ms", config_type::int32, "5000", at_least(1)},
       {"group.share.max.heartbeat.interval.ms", config_type::int32, "15000", at_least(1)},
       {"group.share.max.size", config_type::int32, "200", at_least(1)},
+      {"group.share.assignment.interval.ms", config_type::int32, "1000", at_least(0)},
+      {"group.share.min.assignment.interval.ms", config_type::int32, "0", at_least(0)},
+      {"group.share.max.assignment.interval.ms", config_type::int32, "15000", at_least(0)},
       {"group.share.record.lock.duration.ms", config_type::int32, "30000", at_least(1000)},
       {"group.share.min.record.lock.duration.ms", config_type::int32, "15000", at_least(1000)},
       {"group.share.max.record.lock.duration.ms", config_type::int32, "60000", at_least(1000)},
@@ -610,6 +613,9 @@ result<void, std::string> finish_group_config(broker_config& c) {
   sh.group_share_session_timeout_ms = i32("group.share.session.timeout.ms");
   sh.group_share_heartbeat_interval_ms = i32("group.share.heartbeat.interval.ms");
   sh.group_share_max_size = i32("group.share.max.size");
+  sh.group_share_assignment_interval_ms = i32("group.share.assignment.interval.ms");
+  sh.group_share_min_assignment_interval_ms = i32("group.share.min.assignment.interval.ms");
+  sh.group_share_max_assignment_interval_ms = i32("group.share.max.assignment.interval.ms");
   sh.group_share_record_lock_duration_ms = i32("group.share.record.lock.duration.ms");
   sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
   sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");

@@ -15,7 +15,11 @@
 //     acquired), acquires up to MaxRecords records for the member and answers the batches from
 //     the first to the last holding an acquired record (as Kafka slices its FileRecords) with
 //     the AcquiredRecords ranges and their delivery counts. AcquisitionLockTimeoutMs is
-//     group.share.record.lock.duration.ms.
+//     group.share.record.lock.duration.ms. ShareAcquireMode batch_optimized (0, and every v1
+//     request) takes a log batch it began to its end, past MaxRecords and the record-lock limit,
+//     as Kafka's SharePartition; record_limit (1) stops at MaxRecords; another value is
+//     INVALID_REQUEST. The partitions are visited from a different one each request (the
+//     session epoch modulo their count, Kafka's round-robin rotation).
 //   - Nothing acquired and MaxWaitMs > 0: waits for an append to a session partition, records
 //     there acknowledged, released or timed out (the share coordinator's listener wakes the same
 //     waiting room), an acquisition lock to expire, or MaxWaitMs (fetch_waiters.h, as Fetch's
@@ -30,8 +34,7 @@
 //   - share.isolation.level=read_committed (a group config): reads stop at the last stable
 //     offset, and batches of aborted transactions are archived as they are passed, never
 //     delivered (as Kafka's SharePartition filters with the fetch's aborted transactions).
-// Not supported: ShareAcquireMode record-limit (batches are acquired record by record up to
-// MaxRecords either way), quotas.
+// Not supported: quotas; splitting the acquired ranges at BatchSize.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -142,17 +145,19 @@ struct partition_answer {
 // One pass over the session's partitions: acquire what is there. Returns the records acquired.
 size_t fetch_once(broker_services& services, std::string_view group_id, std::string_view member_id,
                   const protocol::share_fetch_request& req, std::vector<partition_answer>& answers,
-                  int64_t now_ms) {
+                  const std::vector<size_t>& order, int64_t now_ms) {
   coordinator::share_coordinator& shares = *services.shares;
   topic_manager& topics = *services.topics;
   size_t acquired = 0;
   int64_t budget = req.max_bytes;
   int32_t records_left = req.max_records > 0 ? req.max_records : 500;
+  const auto mode = static_cast<coordinator::share_acquire_mode>(req.share_acquire_mode);
   // share.isolation.level=read_committed: read up to the last stable offset, and archive the
   // batches of aborted transactions (never delivered), as Kafka's SharePartition.
   const coordinator::share_group_settings settings = shares.group_settings(group_id);
   const bool committed_only = settings.read_committed;
-  for (partition_answer& a : answers) {
+  for (const size_t i : order) {
+    partition_answer& a = answers[i];
     if (a.error != error_code::none || !a.acquired.empty()) continue;
     if (records_left <= 0 || budget <= 0) break;
     auto topic = find_share_topic(topics, a.tp.topic_id);
@@ -293,7 +298,7 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
           chunk.push_back(b.batch);
         }
         auto got = shares.acquire(group_id, member_id, a.tp, chunk,
-                                  static_cast<int32_t>(want - taken), now_ms);
+                                  static_cast<int32_t>(want - taken), now_ms, mode);
         if (got.empty()) {
           // Records the member holds and a chunk that gave it nothing more (the rest is
           // others' or past the partition's lock limit): answer what it has.
@@ -377,6 +382,11 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   if (group_id.empty() || !share_member_id_valid(member_id)) {
     co_return error_reply(error_code::invalid_request, version, lock_ms);
   }
+  // ShareAcquireMode: 0 batch_optimized, 1 record_limit (Kafka's ShareAcquireMode.forId refuses
+  // any other).
+  if (req.share_acquire_mode != 0 && req.share_acquire_mode != 1) {
+    co_return error_reply(error_code::invalid_request, version, lock_ms);
+  }
   const int32_t epoch = req.share_session_epoch;
   bool has_acks = false;
   std::vector<coordinator::share_topic_partition> added;
@@ -441,12 +451,21 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
       a.ack_error = co_await await_share_state_committed(request, group_id, a.tp);
     }
   }
+  // Each request starts at another of the session's partitions (Kafka's SharePartitionManager
+  // rotates them round robin by the session epoch), so MaxRecords is not always filled from the
+  // first ones while the others wait. Answers keep the session's order.
+  std::vector<size_t> fetch_order(answers.size());
+  for (size_t i = 0; i < fetch_order.size(); ++i) fetch_order[i] = i;
+  if (const size_t n = step.partitions.size(); n > 1 && epoch > 0) {
+    std::rotate(fetch_order.begin(), fetch_order.begin() + static_cast<ptrdiff_t>(epoch % n),
+                fetch_order.begin() + static_cast<ptrdiff_t>(n));
+  }
   const bool fetching = epoch != coordinator::share_session_final_epoch && !renew_allowed;
   if (epoch == coordinator::share_session_final_epoch) {
     shares.close_session(group_id, member_id, now);
   }
   if (fetching && !answers.empty()) {
-    size_t got = fetch_once(services, group_id, member_id, req, answers, now);
+    size_t got = fetch_once(services, group_id, member_id, req, answers, fetch_order, now);
     if (got == 0 && req.max_wait_ms > 0 && services.waiters != nullptr) {
       // Long poll: an append to a session partition or an expiring lock wakes it.
       auto executor = co_await asio::this_coro::executor;
@@ -462,7 +481,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
       for (;;) {
         now = wall_clock_ms();
-        got = fetch_once(services, group_id, member_id, req, answers, now);
+        got = fetch_once(services, group_id, member_id, req, answers, fetch_order, now);
         if (got > 0 || std::chrono::steady_clock::now() >= deadline) break;
         auto wake = deadline;
         if (auto lock = shares.next_lock_deadline(group_id, step.partitions)) {

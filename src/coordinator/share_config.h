@@ -17,11 +17,15 @@ struct share_config {
   int32_t group_share_delivery_count_limit = 5;           // group.share.delivery.count.limit
   int32_t group_share_partition_max_record_locks = 2000;  // group.share.partition.max.record.locks
   int32_t group_share_max_share_sessions = 2000;          // group.share.max.share.sessions
+  // KIP-1263 (Kafka 4.3+): a share group's target assignment is computed at most this often.
+  int32_t group_share_assignment_interval_ms = 1000;  // group.share.assignment.interval.ms
   // The bounds a group's own share.* configs must keep (share_group_config.h).
-  int32_t group_share_min_heartbeat_interval_ms = 5000;   // group.share.min.heartbeat.interval.ms
-  int32_t group_share_max_heartbeat_interval_ms = 15000;  // group.share.max.heartbeat.interval.ms
-  int32_t group_share_min_session_timeout_ms = 45000;     // group.share.min.session.timeout.ms
-  int32_t group_share_max_session_timeout_ms = 60000;     // group.share.max.session.timeout.ms
+  int32_t group_share_min_assignment_interval_ms = 0;      // group.share.min.assignment.interval.ms
+  int32_t group_share_max_assignment_interval_ms = 15000;  // group.share.max.assignment.interval.ms
+  int32_t group_share_min_heartbeat_interval_ms = 5000;    // group.share.min.heartbeat.interval.ms
+  int32_t group_share_max_heartbeat_interval_ms = 15000;   // group.share.max.heartbeat.interval.ms
+  int32_t group_share_min_session_timeout_ms = 45000;      // group.share.min.session.timeout.ms
+  int32_t group_share_max_session_timeout_ms = 60000;      // group.share.max.session.timeout.ms
   int32_t group_share_min_record_lock_duration_ms =
       15000;  // group.share.min.record.lock.duration.ms
   int32_t group_share_max_record_lock_duration_ms =

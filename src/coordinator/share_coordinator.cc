@@ -68,6 +68,19 @@ share_partition_config share_coordinator::partition_config(std::string_view grou
           s.renew_acknowledge_enabled};
 }
 
+bool share_coordinator::may_assign(const group& g, int64_t now_ms) const {
+  if (g.assignment_epoch == 0) return true;  // no target yet: the first one at once
+  const int32_t interval_ms = settings(g.group_id).assignment_interval_ms;
+  return interval_ms <= 0 || now_ms >= g.assignment_timestamp_ms + interval_ms;
+}
+
+void share_coordinator::update_target(group& g, int64_t now_ms) {
+  if (!may_assign(g, now_ms)) return;  // members keep the last target until the interval passes
+  reassign(g, now_ms);
+  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
+  g.assignment_epoch = g.group_epoch;
+}
+
 void share_coordinator::reassign(group& g, int64_t now_ms) {
   std::map<std::string, std::vector<topic_description>> subscriptions;
   std::set<std::string> subscribed;
@@ -103,9 +116,7 @@ error_code share_coordinator::remove_member(group& g, std::string_view member_id
   std::optional<group> before = g;
   g.members.erase(it);
   ++g.group_epoch;
-  reassign(g, now_ms);
-  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
-  g.assignment_epoch = g.group_epoch;
+  update_target(g, now_ms);
   if (auto e = write_group(before, g, now_ms); e != error_code::none) {
     g = std::move(*before);
     return e;
@@ -278,12 +289,12 @@ owned_message<protocol::share_group_heartbeat_response> share_coordinator::heart
   m.deadline_ms = now_ms + gs.session_timeout_ms;
   // Topic metadata may have changed too (a subscribed topic created, partitions added).
   const int32_t epoch_before = m.member_epoch;
-  reassign(g, now_ms);
-  if (g.assignment_epoch != g.group_epoch) g.assignment_timestamp_ms = now_ms;
-  g.assignment_epoch = g.group_epoch;
-  if (m.member_epoch != g.group_epoch) {
+  update_target(g, now_ms);
+  // The member moves to the target assignment's epoch (the group's, unless a new target waits
+  // for group.share.assignment.interval.ms: then a member that joined meanwhile has none yet).
+  if (m.member_epoch != g.assignment_epoch) {
     m.previous_member_epoch = m.member_epoch;
-    m.member_epoch = g.group_epoch;
+    m.member_epoch = g.assignment_epoch;
   }
   // Share groups revoke nothing: the member's current assignment is its target at once.
   m.current_assignment = m.assignment;
@@ -491,7 +502,8 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        std::string_view member_id,
                                                        const share_topic_partition& tp,
                                                        std::span<const fetched_batch> batches,
-                                                       int32_t max_records, int64_t now_ms) {
+                                                       int32_t max_records, int64_t now_ms,
+                                                       share_acquire_mode mode) {
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   if (cluster_state_ && !led_here(key)) return {};
@@ -501,7 +513,7 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
   // delivery that was under way); nothing is handed out when that write fails.
   share_partition& p = it->second;
   p.begin_change();
-  auto acquired = p.acquire(member_id, batches, max_records, now_ms);
+  auto acquired = p.acquire(member_id, batches, max_records, now_ms, mode);
   if (persist(key, p, now_ms) != error_code::none) {
     p.undo();
     return {};
@@ -690,8 +702,7 @@ void share_coordinator::maybe_prune(int64_t now_ms) {
         continue;
       }
       // Already the last record of its partition: a new snapshot would free nothing.
-      if (ps.updates_since_snapshot == 0 &&
-          ps.snapshot_offset >= last_written_offset_[partition_of(key)]) {
+      if (ps.snapshot_offset >= last_written_offset_[partition_of(key)]) {
         continue;
       }
       cold.push_back(key);
@@ -786,9 +797,9 @@ error_code share_coordinator::persist(const partition_key& key, share_partition&
   }
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
   std::vector<uint8_t> value;
+  const int32_t per_snapshot = config_.share_coordinator_snapshot_update_records_per_snapshot;
   const bool is_snapshot = it == persisted_.end() || snapshot ||
-                           it->second.updates_since_snapshot >=
-                               config_.share_coordinator_snapshot_update_records_per_snapshot;
+                           share_snapshot_due(it->second.updates_since_snapshot, per_snapshot);
   if (is_snapshot) {
     next.snapshot_epoch = it == persisted_.end() ? 0 : it->second.state.snapshot_epoch + 1;
     next.create_timestamp_ms =
@@ -817,12 +828,12 @@ error_code share_coordinator::persist(const partition_key& key, share_partition&
     ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, next.leader_epoch);
     ps.state_epoch_fence = std::max(ps.state_epoch_fence, next.state_epoch);
     ps.state = std::move(next);
-    ps.updates_since_snapshot = 0;
+    count_share_snapshot(ps.updates_since_snapshot, per_snapshot);
     ps.snapshot_offset = *written;
     ps.last_write_ms = now_ms;
   } else {
     it->second.state = std::move(next);
-    ++it->second.updates_since_snapshot;
+    count_share_update(it->second.updates_since_snapshot);
     it->second.last_write_ms = now_ms;
   }
   p.mark_persisted();
@@ -841,10 +852,10 @@ void share_coordinator::persist_delete_locked(const partition_key& key, int64_t 
   if (persisted_.erase(key) == 0 || state_log_ == nullptr) return;
   if (state_partitions_.load() <= 0) return;
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  // One tombstone, of the ShareSnapshot key, as Kafka 4.4's ShareCoordinatorShard writes
+  // (kafka-dump-log shows one type-0 <DELETE>); the replay drops the state at either key's.
   // Best effort: a tombstone that fails leaves the old state, which load() brings back.
-  for (int16_t type : {share_snapshot_record_type, share_update_record_type}) {
-    (void)append_state(pk, type, std::nullopt, now_ms);
-  }
+  (void)append_state(pk, share_snapshot_record_type, std::nullopt, now_ms);
 }
 
 void share_coordinator::persist_group(std::string_view group_id, int64_t now_ms) {
@@ -963,7 +974,7 @@ result<void, std::string> share_coordinator::load(int64_t now_ms) {
   }
   // In a cluster its partitions load with their leadership (load_state_partition).
   if (state_per_partition) return {};
-  share_state_replay replay;
+  share_state_replay replay(config_.share_coordinator_snapshot_update_records_per_snapshot);
   for (int32_t i = 0; i < *n; ++i) {
     auto done = state_log_->replay(i, [&](const offsets_record& r) {
       last_written_offset_[i] = r.offset;

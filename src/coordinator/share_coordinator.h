@@ -187,7 +187,8 @@ class share_coordinator {
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
-                                      int64_t now_ms);
+                                      int64_t now_ms,
+                                      share_acquire_mode mode = share_acquire_mode::record_limit);
   protocol::error_code acknowledge(std::string_view group_id, std::string_view member_id,
                                    const share_topic_partition& tp,
                                    std::span<const acknowledgement_batch> batches, int64_t now_ms);
@@ -306,6 +307,14 @@ class share_coordinator {
   // Recomputes the target assignment (Kafka's simple assignor); bumps the group epoch if it
   // changed.
   void reassign(group& g, int64_t now_ms);
+  // Whether a new target assignment may be computed now: the group has none yet, or
+  // share.assignment.interval.ms (group.share.assignment.interval.ms, KIP-1263) passed since the
+  // last one was computed (0: at every change), as Kafka's canComputeNextTargetAssignment.
+  bool may_assign(const group& g, int64_t now_ms) const;
+  // reassign() when may_assign(), then the target's epoch is the group's. Otherwise the target
+  // stays as it is (members converge on the new one at a heartbeat after the interval), as
+  // Kafka 4.4 batches a share group's assignment changes.
+  void update_target(group& g, int64_t now_ms);
   // Removes the member (leave or session timeout) and writes the group; then gives back what the
   // member held. The append's error (the group unchanged) when the group could not be written.
   protocol::error_code remove_member(group& g, std::string_view member_id, int64_t now_ms);
@@ -355,8 +364,8 @@ class share_coordinator {
 
   struct persisted_state {
     share_group_offset state;
-    int32_t updates_since_snapshot = 0;
-    int64_t snapshot_offset = -1;  // of its latest snapshot in the topic
+    int32_t updates_since_snapshot = no_updates_counted;  // count_share_update (share_state.h)
+    int64_t snapshot_offset = -1;                         // of its latest snapshot in the topic
     int64_t last_write_ms = 0;
     // The highest epochs of any record of the share-partition (Kafka's leaderEpochMap and
     // stateEpochMap): a request below them is fenced.

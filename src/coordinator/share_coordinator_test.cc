@@ -13,21 +13,30 @@ namespace {
 
 using protocol::error_code;
 
+// The tests here but the assignment interval's compute a target at every change, all at time 0
+// (group.share.assignment.interval.ms 0).
+share_config assign_at_once() {
+  share_config c;
+  c.group_share_assignment_interval_ms = 0;
+  return c;
+}
+
 struct fixture {
+  explicit fixture(share_config config = assign_at_once()) : shares(config, metadata) {}
   testing::memory_metadata metadata;
-  share_coordinator shares{share_config{}, metadata};
+  share_coordinator shares;
   std::vector<std::string_view> names;
 
   protocol::share_group_heartbeat_response beat(std::string_view member, int32_t epoch,
                                                 bool subscribe = false,
-                                                std::string_view group = "g") {
+                                                std::string_view group = "g", int64_t now = 0) {
     protocol::share_group_heartbeat_request r;
     r.group_id = group;
     r.member_id = member;
     r.member_epoch = epoch;
     names = {"t"};
     if (subscribe) r.subscribed_topic_names = names;
-    return shares.heartbeat(r, {"client", "/127.0.0.1"}, 0).message;
+    return shares.heartbeat(r, {"client", "/127.0.0.1"}, now).message;
   }
 };
 
@@ -54,6 +63,36 @@ TEST(share_coordinator, members_of_a_one_partition_topic_all_share_it) {
   auto a2 = f.beat("a", a.member_epoch);
   EXPECT_EQ(a2.error_code, 0);
   EXPECT_EQ(a2.member_epoch, b.member_epoch);
+}
+
+// group.share.assignment.interval.ms (KIP-1263, 1000 ms by default): the first target at once,
+// then at most one a second; a member that joins meanwhile has no partitions and the last
+// target's epoch until a heartbeat after the interval computes the next one, which each member
+// gets at its own next heartbeat. A group's share.assignment.interval.ms replaces it.
+TEST(share_coordinator, assignment_changes_wait_for_the_assignment_interval) {
+  fixture f{share_config{}};
+  f.metadata.add("t", 2);
+  auto a = f.beat("a", 0, true, "g", 0);
+  EXPECT_EQ(partitions_of(a), (std::vector<int32_t>{0, 1}));
+  auto b = f.beat("b", 0, true, "g", 100);
+  ASSERT_EQ(b.error_code, 0);
+  ASSERT_TRUE(b.assignment);
+  EXPECT_TRUE(partitions_of(b).empty());
+  EXPECT_EQ(b.member_epoch, a.member_epoch);  // the target's epoch: nothing computed for b yet
+  auto a2 = f.beat("a", a.member_epoch, false, "g", 999);
+  EXPECT_EQ(a2.member_epoch, a.member_epoch);
+  EXPECT_FALSE(a2.assignment);  // unchanged
+  auto b2 = f.beat("b", b.member_epoch, false, "g", 1000);
+  EXPECT_GT(b2.member_epoch, a.member_epoch);
+  EXPECT_EQ(partitions_of(b2), std::vector<int32_t>{1});
+  auto a3 = f.beat("a", a.member_epoch, false, "g", 1100);
+  EXPECT_EQ(a3.member_epoch, b2.member_epoch);
+  EXPECT_EQ(partitions_of(a3), std::vector<int32_t>{0});
+  // The group's own interval: 0 assigns at every change.
+  f.shares.set_group_configs("g", {{"share.assignment.interval.ms", "0"}});
+  auto c = f.beat("c", 0, true, "g", 1200);
+  EXPECT_GT(c.member_epoch, b2.member_epoch);
+  EXPECT_EQ(partitions_of(c), std::vector<int32_t>{0});
 }
 
 TEST(share_coordinator, more_partitions_than_members_are_split) {

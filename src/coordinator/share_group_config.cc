@@ -53,6 +53,10 @@ struct int_key {
 };
 
 constexpr int_key int_keys[] = {
+    {"share.assignment.interval.ms", "group.share.assignment.interval.ms", 0,
+     &share_config::group_share_assignment_interval_ms,
+     &share_config::group_share_min_assignment_interval_ms,
+     &share_config::group_share_max_assignment_interval_ms},
     {"share.delivery.count.limit", "group.share.delivery.count.limit", 2,
      &share_config::group_share_delivery_count_limit,
      &share_config::group_share_min_delivery_count_limit,
@@ -303,6 +307,8 @@ share_group_settings effective_share_group_settings(const share_config& broker,
   };
   s.heartbeat_interval_ms =
       int_of("share.heartbeat.interval.ms", broker.group_share_heartbeat_interval_ms);
+  s.assignment_interval_ms =
+      int_of("share.assignment.interval.ms", broker.group_share_assignment_interval_ms);
   s.session_timeout_ms = int_of("share.session.timeout.ms", broker.group_share_session_timeout_ms);
   s.record_lock_duration_ms =
       int_of("share.record.lock.duration.ms", broker.group_share_record_lock_duration_ms);

@@ -21,6 +21,7 @@ using group_config_overrides = std::map<std::string, std::string, std::less<>>;
 // What a share group runs with: its overrides over the broker's defaults.
 struct share_group_settings {
   int32_t heartbeat_interval_ms = 5000;
+  int32_t assignment_interval_ms = 1000;  // share.assignment.interval.ms
   int32_t session_timeout_ms = 45000;
   int32_t record_lock_duration_ms = 30000;
   int32_t delivery_count_limit = 5;

@@ -92,9 +92,22 @@ TEST(share_group_config, by_duration_and_renew_acknowledge_enable) {
   ASSERT_NE(renew, d.end());
   EXPECT_TRUE(renew->is_bool);
   EXPECT_EQ(renew->value, "true");
-  // Still refused: Kafka's assignment batching is not applied by tarn.
-  EXPECT_EQ(error_of("share.assignment.interval.ms", "1000"),
-            "Group config share.assignment.interval.ms is not supported by tarn");
+  // share.assignment.interval.ms (KIP-1263): at least 0, within
+  // group.share.min/max.assignment.interval.ms (0 to 15000 by default).
+  EXPECT_EQ(error_of("share.assignment.interval.ms", "0"), "valid");
+  EXPECT_EQ(error_of("share.assignment.interval.ms", "15000"), "valid");
+  EXPECT_EQ(error_of("share.assignment.interval.ms", "-1"),
+            "Invalid value -1 for configuration share.assignment.interval.ms: Value must be at "
+            "least 0");
+  EXPECT_EQ(error_of("share.assignment.interval.ms", "15001"),
+            "share.assignment.interval.ms must be in the range 0 to 15000 inclusive.");
+  EXPECT_EQ(effective_share_group_settings(share_config{}, {}).assignment_interval_ms, 1000);
+  EXPECT_EQ(effective_share_group_settings(share_config{}, {{"share.assignment.interval.ms", "0"}})
+                .assignment_interval_ms,
+            0);
+  // Still refused: the assignor runs in the heartbeat, never offloaded.
+  EXPECT_EQ(error_of("share.assignor.offload.enable", "true"),
+            "Group config share.assignor.offload.enable is not supported by tarn");
 }
 
 TEST(share_group_config, bounds_come_from_the_broker) {

@@ -191,8 +191,12 @@ struct persisted_fixture {
   std::unique_ptr<share_coordinator> shares = fresh();
   std::vector<std::string_view> names = {"t"};
 
+  // Every change gets its target at once (group.share.assignment.interval.ms 0): these tests
+  // are about the records, share_coordinator_test about the interval.
   std::unique_ptr<share_coordinator> fresh() {
-    return std::make_unique<share_coordinator>(share_config{}, metadata, nullptr, &groups_log);
+    share_config config;
+    config.group_share_assignment_interval_ms = 0;
+    return std::make_unique<share_coordinator>(config, metadata, nullptr, &groups_log);
   }
   // Only the answer's numbers are read: its strings are views into an arena freed on return.
   protocol::share_group_heartbeat_response beat(share_coordinator& c, std::string_view member,

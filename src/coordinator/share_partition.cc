@@ -151,7 +151,8 @@ int64_t share_partition::acquirable_from(int64_t offset) const {
 
 std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
                                                      std::span<const fetched_batch> batches,
-                                                     int32_t max_records, int64_t now_ms) {
+                                                     int32_t max_records, int64_t now_ms,
+                                                     share_acquire_mode mode) {
   expire_locks(now_ms);
   std::vector<acquired_range> out;
   int32_t taken = 0;
@@ -173,10 +174,14 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
     }
   };
   const auto lock_limit = static_cast<size_t>(std::max(config_.max_record_locks, 0));
+  // batch_optimized: the last offset of the log batch whose new records this call began; up to
+  // it neither limit stops the walk.
+  int64_t finishing_until = -1;
   auto walk = [&] {
     for (const fetched_batch& b : batches) {
       for (int64_t o = std::max(b.base_offset, start_offset_); o <= b.last_offset; ++o) {
-        if (taken >= max_records) return;
+        const bool finishing = o <= finishing_until;
+        if (taken >= max_records && !finishing) return;
         if (o < end_offset()) {
           const auto i = static_cast<size_t>(o - start_offset_);
           if (records_[i].state != record_state::available) continue;
@@ -193,13 +198,14 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
         // read whose first chunk could not be acquired, the record locks being full then) say
         // nothing of the offsets before them: archiving those would lose records never delivered.
         if (end_offset() < o && end_offset() < batches.front().base_offset) return;
-        while (end_offset() < o && records_.size() < lock_limit) {
+        while (end_offset() < o && (records_.size() < lock_limit || finishing)) {
           records_.push_back({record_state::archived, 0, 0, {}});
           dirty_ = true;
         }
-        if (records_.size() >= lock_limit) return;
+        if (records_.size() >= lock_limit && !finishing) return;
         records_.push_back({});
         dirty_ = true;
+        if (mode == share_acquire_mode::batch_optimized) finishing_until = b.last_offset;
         if (b.never_delivered()) {
           records_.back().state = record_state::archived;
           continue;

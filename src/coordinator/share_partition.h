@@ -96,6 +96,9 @@ struct acknowledgement_batch {
 protocol::error_code validate_acknowledgement_batches(
     std::span<const acknowledgement_batch> batches, int8_t max_type);
 
+// ShareFetch's ShareAcquireMode (v2; v1 requests are batch_optimized, Kafka's default).
+enum class share_acquire_mode : int8_t { batch_optimized = 0, record_limit = 1 };
+
 class share_partition {
  public:
   struct record_view {
@@ -137,10 +140,16 @@ class share_partition {
 
   // Acquires for `member` what the batches read from the log hold, in order, up to max_records
   // records: Available in-flight records, then new ones past the SPEO (offsets the log skips are
-  // archived, control batches too). Returns the acquired offsets as ranges.
+  // archived, control batches too). Returns the acquired offsets as ranges. In
+  // batch_optimized mode (ShareFetch's ShareAcquireMode 0, Kafka's default) a log batch whose new
+  // records were begun is taken to its end, past max_records and the record-lock limit, as Kafka's
+  // SharePartition rounds both up to the batch's last offset: a member is never handed part of a
+  // batch whose rest it must parse and skip, and which is read and sent again to the next one.
+  // record_limit (1) stops at max_records exactly.
   std::vector<acquired_range> acquire(std::string_view member_id,
                                       std::span<const fetched_batch> batches, int32_t max_records,
-                                      int64_t now_ms);
+                                      int64_t now_ms,
+                                      share_acquire_mode mode = share_acquire_mode::record_limit);
 
   // Applies one partition's acknowledgements, all or nothing: every offset must be in flight and
   // Acquired by `member_id` (with its lock not expired), else INVALID_RECORD_STATE and nothing

@@ -219,6 +219,33 @@ TEST(share_partition, max_records_and_max_record_locks_bound_acquisition) {
   EXPECT_EQ(p.next_fetch_offset(1), 4);
 }
 
+// ShareAcquireMode batch_optimized (Kafka's default): a log batch begun is taken whole, past
+// MaxRecords and past the record-lock limit, as Kafka's SharePartition rounds both up to the
+// batch's last offset; records given back are taken again one by one up to MaxRecords.
+TEST(share_partition, batch_optimized_mode_takes_whole_log_batches) {
+  share_partition p(cfg(1000, 5, 6), 0);
+  const std::vector<fetched_batch> read = {{0, 3, false}, {4, 7, false}, {8, 11, false}};
+  auto got = p.acquire("a", read, 2, 0, share_acquire_mode::batch_optimized);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 3, 1}));
+  got = p.acquire("b", std::span(read).subspan(1), 10, 0, share_acquire_mode::batch_optimized);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{4, 7, 1}));  // 8 in flight: the batch ends past the limit
+  EXPECT_EQ(p.end_offset(), 8);
+  EXPECT_FALSE(p.next_fetch_offset(1).has_value());
+  std::vector<acknowledgement_batch> acks = {ack(0, 3, {release})};
+  EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  got = p.acquire("c", std::span(read).first(1), 2, 1, share_acquire_mode::batch_optimized);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 1, 2}));
+  // record_limit: MaxRecords exactly, the rest of the batch left for the next fetch.
+  share_partition q(cfg(1000, 5, 100), 0);
+  got = q.acquire("a", read, 6, 0, share_acquire_mode::record_limit);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], (acquired_range{0, 5, 1}));
+  EXPECT_EQ(q.end_offset(), 6);
+}
+
 TEST(share_partition, control_batches_and_log_gaps_are_archived) {
   share_partition p(cfg(), 0);
   std::vector<fetched_batch> read = {{0, 1, false}, {2, 2, true}, {5, 6, false}};

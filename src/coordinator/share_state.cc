@@ -260,7 +260,8 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
   }
   share_partition_key pk{std::string(k->group_id), from_wire(k->topic_id), k->partition};
   if (!value) {
-    // A tombstone (Kafka writes them when the share group's state is deleted).
+    // A tombstone (Kafka writes one, of the ShareSnapshot key, when the share group's state is
+    // deleted; tarn before 2026-12-07 wrote one of each key: both remove).
     states_.erase(pk);
     return;
   }
@@ -280,7 +281,7 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
     entry& e = it->second;
     e.state = {v->snapshot_epoch,          v->state_epoch,      v->leader_epoch,    v->start_offset,
                v->delivery_complete_count, v->create_timestamp, v->write_timestamp, batches_of(*v)};
-    e.updates_since_snapshot = 0;
+    count_share_snapshot(e.updates_since_snapshot, updates_per_snapshot_);
     e.snapshot_offset = offset;
     e.leader_epoch_fence =
         fresh ? v->leader_epoch : std::max(e.leader_epoch_fence, v->leader_epoch);
@@ -304,6 +305,7 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
     e.state.state_batches = combine_state_batches({}, updates, v->start_offset);
     e.snapshot_offset = offset;
     e.leader_epoch_fence = v->leader_epoch;
+    count_share_update(e.updates_since_snapshot);
     return;
   }
   it->second.leader_epoch_fence = std::max(it->second.leader_epoch_fence, v->leader_epoch);
@@ -313,7 +315,7 @@ void share_state_replay::apply(int64_t offset, std::span<const uint8_t> key,
   // Kafka's ShareCoordinatorShard.merge takes an update's count as it is, -1 included.
   s.delivery_complete_count = v->delivery_complete_count;
   s.state_batches = combine_state_batches(s.state_batches, updates, s.start_offset);
-  ++it->second.updates_since_snapshot;
+  count_share_update(it->second.updates_since_snapshot);
 }
 
 }  // namespace tarn::coordinator

@@ -88,15 +88,35 @@ std::vector<state_batch> combine_state_batches(std::span<const state_batch> curr
 std::vector<state_batch> changed_state_batches(std::span<const state_batch> before,
                                                std::span<const state_batch> after);
 
+// Kafka's snapshotUpdateCount (ShareCoordinatorShard), which decides when a write is a snapshot
+// rather than an update: none is counted (no_updates_counted) until the first update after a
+// share-partition's first snapshot, which counts 0; each update after adds one. A snapshot resets
+// it to 0 only when the count had reached
+// share.coordinator.snapshot.update.records.per.snapshot (the snapshot written for that reason),
+// not one written for another (InitializeShareGroupState, a cold partition's, an offset reset).
+// A write is a snapshot once the count reaches the limit. Writers and the replay both count so.
+inline constexpr int32_t no_updates_counted = -1;
+inline void count_share_update(int32_t& count) { count = count < 0 ? 0 : count + 1; }
+inline void count_share_snapshot(int32_t& count, int32_t updates_per_snapshot) {
+  if (count >= 0 && count >= updates_per_snapshot) count = 0;
+}
+inline bool share_snapshot_due(int32_t count, int32_t updates_per_snapshot) {
+  return (count < 0 ? 0 : count) >= updates_per_snapshot;
+}
+
 // The replayed state of __share_group_state (Kafka's ShareCoordinatorShard.replay): a snapshot
 // replaces the share-partition's state, an update merges into it (counting the updates since the
 // snapshot), a tombstone removes it. A record of another type is ignored as Kafka's loader
 // ignores unknown record types; one that does not decode is skipped and counted.
 class share_state_replay {
  public:
+  // `updates_per_snapshot`: share.coordinator.snapshot.update.records.per.snapshot, which the
+  // count's reset at a snapshot depends on.
+  explicit share_state_replay(int32_t updates_per_snapshot = 500)
+      : updates_per_snapshot_(updates_per_snapshot) {}
   struct entry {
     share_group_offset state;
-    int32_t updates_since_snapshot = 0;
+    int32_t updates_since_snapshot = no_updates_counted;  // count_share_update
     int64_t snapshot_offset = -1;  // where its state starts in the topic (pruning keeps it)
     // The highest leader and state epochs of its records since its last tombstone (Kafka's
     // leaderEpochMap and stateEpochMap): requests below them are fenced.
@@ -114,6 +134,7 @@ class share_state_replay {
  private:
   std::map<share_partition_key, entry> states_;
   int64_t skipped_ = 0;
+  int32_t updates_per_snapshot_;
 };
 
 }  // namespace tarn::coordinator

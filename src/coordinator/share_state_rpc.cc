@@ -85,8 +85,8 @@ error_code share_coordinator::write_state_record(const partition_key& key, persi
     complete = cur.delivery_complete_count;
   }
   const share_partition_key pk{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-  const bool snapshot =
-      ps.updates_since_snapshot >= config_.share_coordinator_snapshot_update_records_per_snapshot;
+  const int32_t per_snapshot = config_.share_coordinator_snapshot_update_records_per_snapshot;
+  const bool snapshot = share_snapshot_due(ps.updates_since_snapshot, per_snapshot);
   share_group_offset next;
   next.snapshot_epoch = snapshot ? cur.snapshot_epoch + 1 : cur.snapshot_epoch;
   next.state_epoch = cur.state_epoch;
@@ -115,10 +115,10 @@ error_code share_coordinator::write_state_record(const partition_key& key, persi
   ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, write.leader_epoch);
   ps.last_write_ms = now_ms;
   if (snapshot) {
-    ps.updates_since_snapshot = 0;
+    count_share_snapshot(ps.updates_since_snapshot, per_snapshot);
     ps.snapshot_offset = *written;
   } else {
-    ++ps.updates_since_snapshot;
+    count_share_update(ps.updates_since_snapshot);
   }
   return error_code::none;
 }
@@ -192,7 +192,8 @@ share_coordinator::state_answer share_coordinator::initialize_state_locked(const
   ps.leader_epoch_fence = std::max(ps.leader_epoch_fence, 0);
   ps.state_epoch_fence = std::max(ps.state_epoch_fence, state_epoch);
   ps.state = std::move(st);
-  ps.updates_since_snapshot = 0;
+  count_share_snapshot(ps.updates_since_snapshot,
+                       config_.share_coordinator_snapshot_update_records_per_snapshot);
   ps.snapshot_offset = *written;
   ps.last_write_ms = now_ms;
   return {};
@@ -343,7 +344,7 @@ bool share_coordinator::load_state_partition(int32_t partition, int64_t now_ms) 
   }
   // Kafka's ShareCoordinatorShard loads its one partition: the records replayed in order (a
   // snapshot replaces, an update merges, a tombstone removes), without the locks.
-  share_state_replay replay;
+  share_state_replay replay(config_.share_coordinator_snapshot_update_records_per_snapshot);
   int64_t last = -1;
   auto done = state_log_->replay(partition, [&](const offsets_record& r) {
     last = r.offset;

@@ -142,24 +142,55 @@ TEST(share_state, writes_replay_into_the_same_state) {
   EXPECT_EQ(again, (std::vector<acquired_range>{{5, 9, 2}, {10, 12, 1}}));
 }
 
+std::vector<int16_t> record_types(testing::memory_offsets_log& log) {
+  std::vector<int16_t> types;
+  for (const auto& [k, v] : log.records()) {
+    types.push_back(static_cast<int16_t>((k[0] << 8) | k[1]));
+  }
+  return types;
+}
+
+// Kafka's snapshotUpdateCount with share.coordinator.snapshot.update.records.per.snapshot 3:
+// the first update after the first snapshot counts 0, so that snapshot is followed by four
+// updates, each later one (at which the count is reset) by three.
 TEST(share_state, a_snapshot_follows_the_configured_number_of_updates) {
   share_fixture f;
   share_coordinator shares(f.config, f.metadata, &f.log);
   shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
   share_fixture::take(shares, "m", 0, 9, 0, f.tp);  // snapshot, then an update (the acquisition)
-  for (int64_t o = 0; o < 6; ++o) {
+  for (int64_t o = 0; o < 9; ++o) {
     EXPECT_EQ(share_fixture::ack(shares, "m", o, o, acknowledge_type::accept, f.tp),
               error_code::none);
   }
-  std::vector<int16_t> types;
-  for (const auto& [k, v] : f.log.records()) {
-    types.push_back(static_cast<int16_t>((k[0] << 8) | k[1]));
-  }
-  // The first state, 3 updates, a snapshot again, 3 updates.
-  EXPECT_EQ(types, (std::vector<int16_t>{0, 1, 1, 1, 0, 1, 1, 1}));
+  EXPECT_EQ(record_types(f.log), (std::vector<int16_t>{0, 1, 1, 1, 1, 0, 1, 1, 1, 0, 1}));
   share_coordinator restarted(f.config, f.metadata, &f.log);
   ASSERT_TRUE(restarted.load(0).has_value());
-  EXPECT_EQ(restarted.start_offset("g", f.tp), 6);
+  EXPECT_EQ(restarted.start_offset("g", f.tp), 9);
+}
+
+// A snapshot written for another reason than the count (here AlterShareGroupOffsets') leaves
+// the count as it was, as Kafka resets it only at a snapshot that found it at the limit; a
+// restart replays the same count, so the next snapshot comes where it would have without it.
+TEST(share_state, only_a_snapshot_at_the_limit_resets_the_count) {
+  share_fixture f;
+  {
+    share_coordinator shares(f.config, f.metadata, &f.log);
+    shares.set_group_configs("g", {{"share.auto.offset.reset", "earliest"}});
+    share_fixture::take(shares, "m", 0, 9, 0, f.tp);  // snapshot (no count), update (0)
+    EXPECT_EQ(share_fixture::ack(shares, "m", 0, 0, acknowledge_type::accept, f.tp),
+              error_code::none);            // 1
+    shares.set_start_offset("g", f.tp, 5);  // a snapshot: still 1
+  }
+  share_coordinator restarted(f.config, f.metadata, &f.log);
+  ASSERT_TRUE(restarted.load(0).has_value());
+  share_fixture::take(restarted, "m", 5, 9, 0, f.tp);  // 2
+  EXPECT_EQ(share_fixture::ack(restarted, "m", 5, 5, acknowledge_type::accept, f.tp),
+            error_code::none);  // 3
+  EXPECT_EQ(share_fixture::ack(restarted, "m", 6, 6, acknowledge_type::accept, f.tp),
+            error_code::none);  // at the limit: a snapshot, 0
+  EXPECT_EQ(share_fixture::ack(restarted, "m", 7, 7, acknowledge_type::accept, f.tp),
+            error_code::none);  // 1
+  EXPECT_EQ(record_types(f.log), (std::vector<int16_t>{0, 1, 1, 0, 1, 1, 0, 1}));
 }
 
 // Fetches that change nothing (a share-partition whose records are all held) write nothing,
@@ -211,7 +242,8 @@ TEST(share_state, replay_skips_unknown_and_undecodable_records_and_obeys_tombsto
   EXPECT_EQ(replay.states().begin()->second.state.start_offset, 9);
   EXPECT_EQ(replay.states().begin()->second.state.state_batches,
             (std::vector<state_batch>{{9, 9, 2, 1}}));
-  EXPECT_EQ(replay.states().begin()->second.updates_since_snapshot, 1);
+  // The first update after the first snapshot counts 0 (Kafka's snapshotUpdateCount).
+  EXPECT_EQ(replay.states().begin()->second.updates_since_snapshot, 0);
   replay.apply(5, snapshot_key, std::nullopt);
   EXPECT_TRUE(replay.states().empty());
 }
@@ -265,10 +297,12 @@ TEST(share_state, deleted_offsets_are_tombstoned) {
   share_coordinator shares(f.config, f.metadata, &f.log);
   share_fixture::take(shares, "m", 1000, 1000, 0, f.tp);
   shares.delete_topic_offsets("g", f.tp.topic_id);
+  // One tombstone, of the ShareSnapshot key (type 0), as Kafka 4.4 writes.
   const auto records = f.log.records();
   ASSERT_GE(records.size(), 2u);
-  EXPECT_FALSE(records[records.size() - 1].second.has_value());
-  EXPECT_FALSE(records[records.size() - 2].second.has_value());
+  EXPECT_FALSE(records.back().second.has_value());
+  EXPECT_EQ(record_types(f.log).back(), share_snapshot_record_type);
+  EXPECT_TRUE(records[records.size() - 2].second.has_value());
   share_coordinator restarted(f.config, f.metadata, &f.log);
   ASSERT_TRUE(restarted.load(0).has_value());
   EXPECT_EQ(restarted.share_partition_count(), 0u);
