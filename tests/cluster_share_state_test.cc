@@ -6,11 +6,14 @@
 // lives on another broker than the records. A member acquires ten records, accepts four, releases
 // two and holds four; kill -9 of the data partition's leader: the new leader reads the state at
 // its leader epoch and hands out exactly the released and held records again (delivery count 2),
-// never the accepted ones; they are accepted there; kill -9 of the share coordinator's leader:
+// never the accepted ones; they are accepted there. On the way, with the coordinator's broker
+// stopped (SIGSTOP) while an acceptance's write is out, the data leader still answers another
+// share request at once (its persister is asynchronous). kill -9 of the share coordinator's leader:
 // the last broker loads the state from its replica and delivers only records produced after.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -29,6 +32,8 @@
 #include "protocol/messages/share_acknowledge_response.h"
 #include "protocol/messages/share_fetch_request.h"
 #include "protocol/messages/share_fetch_response.h"
+#include "protocol/messages/share_group_describe_request.h"
+#include "protocol/messages/share_group_describe_response.h"
 #include "protocol/messages/share_group_heartbeat_request.h"
 #include "protocol/messages/share_group_heartbeat_response.h"
 #include "replication_util.h"
@@ -249,6 +254,36 @@ TEST_F(cluster_share_state, acknowledged_records_stay_acknowledged_across_both_l
     EXPECT_EQ(first.acquired, offsets(0, 9, 1));
     EXPECT_EQ(s.acknowledge(0, 3, accept_type), 0);
     EXPECT_EQ(s.acknowledge(4, 5, release_type), 0);
+
+    // The persister does not hold broker 1 up: with the share coordinator's broker stopped,
+    // an acceptance of 6-7 waits for its write, and meanwhile broker 1 answers another share
+    // request (which takes the share coordinator's lock). Before, the write was made on the
+    // network loop under that lock and everything waited for it (up to 5 s).
+    auto& coordinator_process = brokers_[1]->process();
+    coordinator_process.send_signal(SIGSTOP);
+    std::atomic<bool> accepted{false};
+    int16_t accept_error = -1;
+    std::thread accepting([&] {
+      accept_error = s.acknowledge(6, 7, accept_type);
+      accepted = true;
+    });
+    std::this_thread::sleep_for(200ms);  // the acceptance's write is out
+    const auto asked = std::chrono::steady_clock::now();
+    {
+      kafka_conn c(port(1), nullptr);
+      protocol::share_group_describe_request r;
+      const std::vector<std::string_view> groups = {"g"};
+      r.group_ids = groups;
+      auto described = c.call<protocol::share_group_describe_response>(r, 1);
+      EXPECT_TRUE(described && described->groups.size() == 1);
+    }
+    const auto waited = std::chrono::steady_clock::now() - asked;
+    const bool answered_first = !accepted;
+    coordinator_process.send_signal(SIGCONT);
+    accepting.join();
+    EXPECT_TRUE(answered_first) << "ShareGroupDescribe waited for the acceptance's write";
+    EXPECT_LT(waited, 2s);
+    EXPECT_EQ(accept_error, 0);
   }
 
   // kill -9 of q-0's leader: the new leader reads the state at its leader epoch.
@@ -263,8 +298,11 @@ TEST_F(cluster_share_state, acknowledged_records_stay_acknowledged_across_both_l
     ASSERT_EQ(again.error, 0);
     EXPECT_EQ(again.partition_error, 0);
     // Released and held records come back, counted; accepted ones never.
-    EXPECT_EQ(again.acquired, offsets(4, 9, 2));
-    EXPECT_EQ(s.acknowledge(4, 9, accept_type), 0);
+    std::map<int64_t, int16_t> expected = offsets(4, 5, 2);
+    expected.merge(offsets(8, 9, 2));
+    EXPECT_EQ(again.acquired, expected);
+    EXPECT_EQ(s.acknowledge(4, 5, accept_type), 0);
+    EXPECT_EQ(s.acknowledge(8, 9, accept_type), 0);
   }
 
   // kill -9 of the share coordinator's leader (broker 2, perhaps also q-0's leader now): broker
