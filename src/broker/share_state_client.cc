@@ -10,10 +10,14 @@
 #include "broker/replica_manager.h"
 #include "cluster/cluster_membership.h"
 #include "coordinator/wire_ids.h"
+#include "protocol/messages/delete_share_group_state_request.h"
+#include "protocol/messages/delete_share_group_state_response.h"
 #include "protocol/messages/initialize_share_group_state_request.h"
 #include "protocol/messages/initialize_share_group_state_response.h"
 #include "protocol/messages/read_share_group_state_request.h"
 #include "protocol/messages/read_share_group_state_response.h"
+#include "protocol/messages/read_share_group_state_summary_request.h"
+#include "protocol/messages/read_share_group_state_summary_response.h"
 #include "protocol/messages/write_share_group_state_request.h"
 #include "protocol/messages/write_share_group_state_response.h"
 #include "protocol/reader.h"
@@ -29,6 +33,8 @@ using protocol::error_code;
 constexpr int16_t read_version = 0;
 constexpr int16_t write_version = 1;
 constexpr int16_t initialize_version = 0;
+constexpr int16_t delete_version = 0;
+constexpr int16_t summary_version = 1;
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -260,6 +266,39 @@ void share_state_client::initialize(const coordinator::share_partition_key& key,
       [](std::span<const uint8_t> b) {
         return one_result<protocol::initialize_share_group_state_response>(
             b, initialize_version, [](const auto&, coordinator::share_state_answer&) {});
+      },
+      std::move(done));
+}
+
+void share_state_client::delete_state(const coordinator::share_partition_key& key,
+                                      coordinator::share_state_callback done) {
+  using request = protocol::delete_share_group_state_request;
+  auto body = one_partition_request<request>(key, delete_version, [](auto&) {});
+  submit(
+      key, request::api_key, delete_version, std::move(body),
+      [](std::span<const uint8_t> b) {
+        return one_result<protocol::delete_share_group_state_response>(
+            b, delete_version, [](const auto&, coordinator::share_state_answer&) {});
+      },
+      std::move(done));
+}
+
+void share_state_client::read_summary(const coordinator::share_partition_key& key,
+                                      coordinator::share_state_callback done) {
+  using request = protocol::read_share_group_state_summary_request;
+  // The coordinator does not check a summary's leader epoch (Kafka's ShareCoordinatorShard).
+  auto body =
+      one_partition_request<request>(key, summary_version, [](auto& p) { p.leader_epoch = 0; });
+  submit(
+      key, request::api_key, summary_version, std::move(body),
+      [](std::span<const uint8_t> b) {
+        return one_result<protocol::read_share_group_state_summary_response>(
+            b, summary_version, [](const auto& pr, coordinator::share_state_answer& a) {
+              a.state.state_epoch = pr.state_epoch;
+              a.state.leader_epoch = pr.leader_epoch;
+              a.state.start_offset = pr.start_offset;
+              a.state.delivery_complete_count = pr.delivery_complete_count;
+            });
       },
       std::move(done));
 }

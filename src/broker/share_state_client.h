@@ -1,6 +1,7 @@
 // In a cluster, a share-partition leader's way to the share coordinator of a share-partition
 // whose partition of __share_group_state another broker leads: ReadShareGroupState,
-// WriteShareGroupState and InitializeShareGroupState sent from a thread of its own over one
+// WriteShareGroupState and InitializeShareGroupState (and the group coordinator's
+// DeleteShareGroupState and ReadShareGroupStateSummary) sent from a thread of its own over one
 // broker_connection per broker (docs/share-groups.md, "In a cluster"), as Kafka's broker-side
 // persister (DefaultStatePersister) sends them after FindCoordinator; each answer goes to the
 // share coordinator's callback from that thread, so no network loop waits for it.
@@ -67,6 +68,10 @@ class share_state_client final : public coordinator::share_state_persister {
              coordinator::share_state_callback done) override;
   void initialize(const coordinator::share_partition_key& key, int32_t state_epoch,
                   int64_t start_offset, coordinator::share_state_callback done) override;
+  void delete_state(const coordinator::share_partition_key& key,
+                    coordinator::share_state_callback done) override;
+  void read_summary(const coordinator::share_partition_key& key,
+                    coordinator::share_state_callback done) override;
 
  private:
   // Reads the one partition's answer of a response body.

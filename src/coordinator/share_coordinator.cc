@@ -140,14 +140,36 @@ error_code share_coordinator::write_group(const std::optional<group>& before, co
   return write_records(g.group_id, share_group_change_records(before, g), now_ms);
 }
 
-void share_coordinator::update_initialized(std::string_view group_id, int64_t now_ms) {
+void share_coordinator::update_initialized(std::string_view group_id, int64_t now_ms,
+                                           std::optional<share_topic_partition> add,
+                                           std::optional<topic_uuid> remove) {
   auto git = groups_.find(group_id);
   if (git == groups_.end()) return;
   std::map<topic_uuid, share_initialized_topic> now;
+  if (cluster_state_) {
+    // In a cluster the share-partitions held here are only those led here: the others stay
+    // listed until their state is deleted (`remove`), and one altered here is added (`add`).
+    now = git->second.initialized;
+    if (remove) now.erase(*remove);
+    if (add) {
+      auto& parts = now[add->topic_id].partitions;
+      if (std::find(parts.begin(), parts.end(), add->partition) == parts.end()) {
+        parts.insert(std::upper_bound(parts.begin(), parts.end(), add->partition), add->partition);
+      }
+    }
+  }
   for (auto it = partitions_.lower_bound({std::string(group_id), topic_uuid{}, INT32_MIN});
        it != partitions_.end() && std::get<0>(it->first) == group_id; ++it) {
     auto& t = now[std::get<1>(it->first)];
-    t.partitions.push_back(std::get<2>(it->first));  // the map's order: sorted
+    if (cluster_state_) {
+      auto& parts = t.partitions;
+      if (std::find(parts.begin(), parts.end(), std::get<2>(it->first)) == parts.end()) {
+        parts.insert(std::upper_bound(parts.begin(), parts.end(), std::get<2>(it->first)),
+                     std::get<2>(it->first));
+      }
+    } else {
+      t.partitions.push_back(std::get<2>(it->first));  // the map's order: sorted
+    }
   }
   for (auto& [topic, t] : now) {
     if (auto d = metadata_.topic_by_id(topic)) {
@@ -398,24 +420,41 @@ bool share_coordinator::has_group(std::string_view group_id) const {
 }
 
 error_code share_coordinator::delete_group(std::string_view group_id) {
+  auto later_answer = std::make_shared<std::optional<error_code>>();
+  auto now = delete_group(
+      group_id, [later_answer] { return [later_answer](error_code e) { *later_answer = e; }; });
+  if (now) return *now;
+  return later_answer->value_or(error_code::coordinator_not_available);
+}
+
+std::optional<error_code> share_coordinator::delete_group(std::string_view group_id,
+                                                          const share_answer_later& later) {
   // No ensure_state_topic(): what has state was written, so the topic exists.
   notify_after notify{*this, true};
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
   if (!it->second.members.empty()) return error_code::non_empty_group;
+  // In a cluster, where its share-partitions' state is kept (taken before the group goes).
+  std::vector<partition_key> keys;
+  if (cluster_state_) keys = group_keys(group_id, std::nullopt);
   if (auto e = write_records(group_id, share_group_tombstones(it->second), 0);
       e != error_code::none) {
     return e;
   }
   groups_.erase(it);
-  for (const auto& [key, p] : partitions_) {
-    if (std::get<0>(key) == group_id) persist_delete(key, 0);
+  std::optional<error_code> deleted = error_code::none;
+  if (cluster_state_) {
+    deleted = delete_states(keys, 0, later);
+  } else {
+    for (const auto& [key, p] : partitions_) {
+      if (std::get<0>(key) == group_id) persist_delete(key, 0);
+    }
   }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
   drop_led_if([&](const partition_key& key) { return std::get<0>(key) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
-  return error_code::none;
+  return deleted;
 }
 
 share_coordinator::session_step share_coordinator::step_session(
@@ -714,29 +753,53 @@ error_code share_coordinator::check_offsets_alterable(std::string_view group_id,
 
 void share_coordinator::set_start_offset(std::string_view group_id, const share_topic_partition& tp,
                                          int64_t start_offset) {
+  (void)set_start_offset(group_id, tp, start_offset,
+                         [] { return [](error_code) {}; });  // answered where it is kept
+}
+
+std::optional<error_code> share_coordinator::set_start_offset(std::string_view group_id,
+                                                              const share_topic_partition& tp,
+                                                              int64_t start_offset,
+                                                              const share_answer_later& later) {
   ensure_state_topic();
+  notify_after notify{*this, cluster_state_};
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  if (cluster_state_) {
+    auto answered = restart_state(key, start_offset, later);
+    update_initialized(group_id, 0, tp);
+    return answered;
+  }
   auto& p =
       partitions_.insert_or_assign(key, share_partition(partition_config(group_id), start_offset))
           .first->second;
   persist(key, p, 0, true);  // a new snapshot: the old batches are void
   update_initialized(group_id, 0);
+  return error_code::none;
 }
 
 void share_coordinator::delete_topic_offsets(std::string_view group_id,
                                              const topic_uuid& topic_id) {
+  (void)delete_topic_offsets(group_id, topic_id, [] { return [](error_code) {}; });
+}
+
+std::optional<error_code> share_coordinator::delete_topic_offsets(std::string_view group_id,
+                                                                  const topic_uuid& topic_id,
+                                                                  const share_answer_later& later) {
   notify_after notify{*this, true};
   std::lock_guard lock(mu_);
+  std::optional<error_code> deleted = error_code::none;
+  if (cluster_state_) deleted = delete_states(group_keys(group_id, topic_id), 0, later);
   std::erase_if(partitions_, [&](const auto& e) {
     const bool gone = std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
-    if (gone) persist_delete(e.first, 0);
+    if (gone && !cluster_state_) persist_delete(e.first, 0);  // a cluster's: above
     return gone;
   });
   drop_led_if([&](const partition_key& key) {
     return std::get<0>(key) == group_id && std::get<1>(key) == topic_id;
   });
-  update_initialized(group_id, 0);
+  update_initialized(group_id, 0, std::nullopt, topic_id);
+  return deleted;
 }
 
 void share_coordinator::set_group_configs(std::string_view group_id,

@@ -97,6 +97,10 @@ class share_state_persister {
                      share_state_callback done) = 0;
   virtual void initialize(const share_partition_key& key, int32_t state_epoch, int64_t start_offset,
                           share_state_callback done) = 0;
+  // What Kafka's group coordinator sends for DeleteGroups, DeleteShareGroupOffsets and
+  // AlterShareGroupOffsets (before the Initialize with a new state epoch).
+  virtual void delete_state(const share_partition_key& key, share_state_callback done) = 0;
+  virtual void read_summary(const share_partition_key& key, share_state_callback done) = 0;
 };
 
 // How a ShareFetch or ShareAcknowledge waits for an answer that comes with a write at another
@@ -168,6 +172,12 @@ class share_coordinator {
   bool has_group(std::string_view group_id) const;
   // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else the group, its
   // share-partitions and sessions are gone (NONE); GROUP_ID_NOT_FOUND if there is no such group.
+  // In a cluster the state of its share-partitions (every partition of the topics it initialized)
+  // is deleted where it is kept, another broker's share coordinator too (DeleteShareGroupState);
+  // the answer then comes later (nullopt: to `later`'s callback): NONE, or the first error of
+  // those deletions (the group itself is deleted either way).
+  std::optional<protocol::error_code> delete_group(std::string_view group_id,
+                                                   const share_answer_later& later);
   protocol::error_code delete_group(std::string_view group_id);
 
   // A ShareFetch or ShareAcknowledge's session step. epoch 0 opens a session (replacing one the
@@ -239,10 +249,22 @@ class share_coordinator {
   // (NON_EMPTY_GROUP); then each share-partition restarts at its new SPSO, its in-flight records
   // forgotten.
   protocol::error_code check_offsets_alterable(std::string_view group_id, bool create);
+  // In a cluster the share-partition's coordinator (another broker's too) is asked, as Kafka's
+  // group coordinator asks it: ReadShareGroupStateSummary, then InitializeShareGroupState at the
+  // next state epoch and the new SPSO (which fences the share-partition leader's writes at the
+  // old one: it reads the state again); the answer may come later (nullopt: to `later`).
+  std::optional<protocol::error_code> set_start_offset(std::string_view group_id,
+                                                       const share_topic_partition& tp,
+                                                       int64_t start_offset,
+                                                       const share_answer_later& later);
   void set_start_offset(std::string_view group_id, const share_topic_partition& tp,
                         int64_t start_offset);
   // DeleteShareGroupOffsets: forgets the group's share-partitions of a topic (they start again
-  // from share.auto.offset.reset at the next fetch).
+  // from share.auto.offset.reset at the next fetch). In a cluster the state of each partition of
+  // the topic is deleted where it is kept (DeleteShareGroupState; the answer as delete_group's).
+  std::optional<protocol::error_code> delete_topic_offsets(std::string_view group_id,
+                                                           const topic_uuid& topic_id,
+                                                           const share_answer_later& later);
   void delete_topic_offsets(std::string_view group_id, const topic_uuid& topic_id);
 
   // A group's share.* configs (share_group_config.h; validated by the caller), replacing what was
@@ -352,7 +374,9 @@ class share_coordinator {
   // The group's initialized share-partitions (ShareGroupStatePartitionMetadata) from the
   // share-partitions held, written when they changed (best effort: the next change writes the
   // whole set again). Under mu_.
-  void update_initialized(std::string_view group_id, int64_t now_ms);
+  void update_initialized(std::string_view group_id, int64_t now_ms,
+                          std::optional<share_topic_partition> add = std::nullopt,
+                          std::optional<topic_uuid> remove = std::nullopt);
   // The group's settings: its configs over the broker's defaults. Under mu_.
   share_group_settings settings(std::string_view group_id) const;
   share_partition_config partition_config(std::string_view group_id) const;
@@ -472,6 +496,19 @@ class share_coordinator {
   void run_after_unlock();
   // persist_delete with state_mu_ held.
   void persist_delete_locked(const partition_key& key, int64_t now_ms);
+  // In a cluster: DeleteShareGroupState of each key where its state is kept (in-process, or the
+  // persister); the first error, now or later (to `later`'s callback). Under mu_.
+  std::optional<protocol::error_code> delete_states(const std::vector<partition_key>& keys,
+                                                    int64_t now_ms,
+                                                    const share_answer_later& later);
+  // Every partition of the topics (by the metadata) of the group's share-partitions known here:
+  // its initialized topics and the share-partitions held. Under mu_.
+  std::vector<partition_key> group_keys(std::string_view group_id,
+                                        std::optional<topic_uuid> only_topic) const;
+  // In a cluster, AlterShareGroupOffsets of one share-partition: the summary's state epoch, then
+  // Initialize at the next one with `start_offset`, where the state is kept. Under mu_.
+  std::optional<protocol::error_code> restart_state(const partition_key& key, int64_t start_offset,
+                                                    const share_answer_later& later);
 
   // INVALID_REQUEST / UNKNOWN_TOPIC_OR_PARTITION checks shared by the RPCs. Under mu_.
   std::optional<state_answer> check_topic_partition(const share_topic_partition& tp) const;

@@ -5,6 +5,9 @@
 // readStateSummary and their maybeGet...Error checks, in that order) and its
 // generateShareStateRecord.
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <set>
 
 #include "coordinator/share_coordinator.h"
 
@@ -41,6 +44,14 @@ error_code persister_error(error_code e) {
     default:
       return e;
   }
+}
+
+// A write answer after which the share-partition led here is dropped (and read again at its
+// next fetch): a newer leader or state epoch fenced it, or its state was deleted
+// (DeleteGroups, DeleteShareGroupOffsets: the write of an uninitialized share-partition).
+bool ends_leadership(const share_coordinator::state_answer& a) {
+  return a.error == error_code::fenced_leader_epoch || a.error == error_code::fenced_state_epoch ||
+         (a.error == error_code::invalid_request && a.message == write_uninitialized);
 }
 
 }  // namespace
@@ -581,9 +592,7 @@ std::optional<error_code> share_coordinator::persist_led(const partition_key& ke
     return std::nullopt;
   }
   if (a->error != error_code::none) {
-    if (a->error == error_code::fenced_leader_epoch || a->error == error_code::fenced_state_epoch) {
-      led.fenced = true;
-    }
+    if (ends_leadership(*a)) led.fenced = true;
     return persister_error(a->error);
   }
   led.written.start_offset = w.start_offset;
@@ -611,9 +620,7 @@ void share_coordinator::written_answer(const partition_key& key, uint64_t genera
       led.written.state_batches = std::move(sent.batches);
       if (sent.journal && p != partitions_.end()) p->second.keep();
     } else {
-      if (a.error == error_code::fenced_leader_epoch || a.error == error_code::fenced_state_epoch) {
-        led.fenced = true;
-      }
+      if (ends_leadership(a)) led.fenced = true;
       // As on one node: the change is taken back (a change made without a journal, lock expiry
       // or a member's records given back, is carried by the next write instead).
       if (sent.journal && p != partitions_.end()) p->second.undo();
@@ -627,6 +634,124 @@ void share_coordinator::written_answer(const partition_key& key, uint64_t genera
   }
   if (answer) answer(e);
   notify_available();
+}
+
+std::vector<share_coordinator::partition_key> share_coordinator::group_keys(
+    std::string_view group_id, std::optional<topic_uuid> only_topic) const {
+  // Kafka's group coordinator deletes the state of the topics in its
+  // ShareGroupStatePartitionMetadata; tarn's record may lag the share-partitions led on other
+  // brokers, so every partition of those topics is named (a share-partition without state is
+  // answered NONE and costs nothing there).
+  std::set<topic_uuid> topics;
+  if (only_topic) {
+    topics.insert(*only_topic);
+  } else {
+    if (auto g = groups_.find(group_id); g != groups_.end()) {
+      for (const auto& [topic, t] : g->second.initialized) topics.insert(topic);
+    }
+    for (auto it = partitions_.lower_bound({std::string(group_id), topic_uuid{}, INT32_MIN});
+         it != partitions_.end() && std::get<0>(it->first) == group_id; ++it) {
+      topics.insert(std::get<1>(it->first));
+    }
+  }
+  std::vector<partition_key> keys;
+  for (const topic_uuid& topic : topics) {
+    auto d = metadata_.topic_by_id(topic);
+    if (!d) continue;
+    for (int32_t p = 0; p < d->partitions; ++p) keys.emplace_back(std::string(group_id), topic, p);
+  }
+  return keys;
+}
+
+namespace {
+
+// Answers collected from several share-state calls: the first error, once the last is in.
+struct answer_fan_in {
+  std::mutex mu;
+  size_t left = 1;  // the caller's own hold, released once every call is made
+  error_code first = error_code::none;
+  std::function<void(error_code)> done;
+
+  static void one(const std::shared_ptr<answer_fan_in>& fan, error_code e) {
+    std::function<void(error_code)> done;
+    error_code result = error_code::none;
+    {
+      std::lock_guard lock(fan->mu);
+      if (e != error_code::none && fan->first == error_code::none) fan->first = e;
+      if (--fan->left > 0) return;
+      done = std::move(fan->done);
+      result = fan->first;
+    }
+    if (done) done(result);
+  }
+};
+
+}  // namespace
+
+std::optional<error_code> share_coordinator::delete_states(const std::vector<partition_key>& keys,
+                                                           int64_t now_ms,
+                                                           const share_answer_later& later) {
+  auto fan = std::make_shared<answer_fan_in>();
+  for (const partition_key& key : keys) {
+    drop_led(key);  // led here: read again at its next fetch
+    {
+      std::lock_guard lock(fan->mu);
+      ++fan->left;
+    }
+    auto now = call_state(
+        key,
+        [&] {
+          if (persisted_.contains(key)) persist_delete_locked(key, now_ms);
+          return state_answer{};
+        },
+        [fan](share_state_persister& persister, const share_partition_key& pk) {
+          persister.delete_state(pk, [fan](state_answer a) {
+            answer_fan_in::one(fan,
+                               a.error == error_code::none ? a.error : persister_error(a.error));
+          });
+        });
+    if (now) answer_fan_in::one(fan, now->error);
+  }
+  // The calls to other brokers are made once mu_ is released: none has answered yet.
+  std::lock_guard lock(fan->mu);
+  if (fan->left == 1) return fan->first;
+  fan->done = later();
+  --fan->left;
+  return std::nullopt;
+}
+
+std::optional<error_code> share_coordinator::restart_state(const partition_key& key,
+                                                           int64_t start_offset,
+                                                           const share_answer_later& later) {
+  drop_led(key);  // led here: read again (at the new state epoch) at its next fetch
+  // The answer's callback, made only when the call goes to another broker (after this returns).
+  auto answer = std::make_shared<std::function<void(error_code)>>();
+  auto now = call_state(
+      key,
+      [&] {
+        auto it = persisted_.find(key);
+        const int32_t epoch = it == persisted_.end() ? 0 : it->second.state_epoch_fence + 1;
+        return initialize_state_locked(key, epoch, start_offset, 0);
+      },
+      [start_offset, answer](share_state_persister& persister, const share_partition_key& pk) {
+        persister.read_summary(
+            pk, [&persister, pk, start_offset, done = *answer](state_answer summary) {
+              if (summary.error != error_code::none) {
+                done(persister_error(summary.error));
+                return;
+              }
+              // A share-partition without state answers state epoch 0 too: 1 fences nothing there.
+              persister.initialize(
+                  pk, summary.state.state_epoch + 1, start_offset, [done](state_answer a) {
+                    done(a.error == error_code::none ? a.error : persister_error(a.error));
+                  });
+            });
+      });
+  if (!now) {
+    *answer = later();
+    return std::nullopt;
+  }
+  return now->error == error_code::none ? now->error : persister_error(now->error);
 }
 
 }  // namespace tarn::coordinator

@@ -273,6 +273,14 @@ class forwarding_persister final : public share_state_persister {
     done(target_.initialize_state(key.group_id, {key.topic_id, key.partition}, state_epoch, start,
                                   0));
   }
+  void delete_state(const share_partition_key& key, share_state_callback done) override {
+    ++calls;
+    done(target_.delete_state(key.group_id, {key.topic_id, key.partition}, 0));
+  }
+  void read_summary(const share_partition_key& key, share_state_callback done) override {
+    ++calls;
+    done(target_.read_state_summary(key.group_id, {key.topic_id, key.partition}));
+  }
 
  private:
   share_coordinator& target_;
@@ -396,6 +404,19 @@ class held_persister final : public share_state_persister {
                                                        state_epoch, start, 0);
                      },
                      std::move(done)});
+  }
+  void delete_state(const share_partition_key& key, share_state_callback done) override {
+    calls.push_back({[this, key] {
+                       return target_.delete_state(key.group_id, {key.topic_id, key.partition}, 0);
+                     },
+                     std::move(done)});
+  }
+  void read_summary(const share_partition_key& key, share_state_callback done) override {
+    calls.push_back(
+        {[this, key] {
+           return target_.read_state_summary(key.group_id, {key.topic_id, key.partition});
+         },
+         std::move(done)});
   }
   // The oldest call answered as the target coordinator answers it.
   void forward() {
@@ -528,6 +549,73 @@ TEST(share_state_rpc, writes_at_another_brokers_coordinator_are_answered_later) 
   EXPECT_EQ(moved.got, error_code::not_leader_or_follower);
   persister.forward();
   EXPECT_FALSE(leader.start_offset("g", f.tp).has_value());
+}
+
+// The group coordinator's share-state calls in a cluster (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets, DeleteGroups) reach the share coordinator keeping the state on
+// another broker, and are answered once it answered.
+TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinator) {
+  rpc_fixture f;
+  f.log.create_partitions = 1;
+  share_coordinator coordinator(f.config, f.metadata, &f.log);
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  testing::memory_offsets_log none{1};
+  held_persister persister(coordinator);
+  share_coordinator groups(f.config, f.metadata, &none);
+  groups.start_state_unowned(&persister);
+  auto summary = [&] { return coordinator.read_state_summary("g", f.tp); };
+
+  ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
+  later_answer altered;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 3, altered.later()).has_value());
+  persister.forward();  // the summary: no state, state epoch 0
+  EXPECT_FALSE(altered.got.has_value());
+  persister.forward();  // Initialize at state epoch 1
+  EXPECT_EQ(altered.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, 3);
+  EXPECT_EQ(summary().state.state_epoch, 1);
+  // Again: the next state epoch, which fences the share-partition's leader at the old one.
+  later_answer again;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 7, again.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(again.got, error_code::none);
+  EXPECT_EQ(summary().state.state_epoch, 2);
+  EXPECT_EQ(coordinator.write_state("g", f.tp, write_of(1, 0, 7), 0).error,
+            error_code::fenced_state_epoch);
+
+  // DeleteShareGroupOffsets: every partition of the topic, answered once all are.
+  later_answer deleted;
+  EXPECT_FALSE(groups.delete_topic_offsets("g", f.tp.topic_id, deleted.later()).has_value());
+  EXPECT_EQ(persister.calls.size(), 2u);  // t has two partitions
+  persister.forward();
+  EXPECT_FALSE(deleted.got.has_value());
+  persister.forward();
+  EXPECT_EQ(deleted.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, -1);
+
+  // DeleteGroups: the topics the group initialized; the first error is the group's answer.
+  later_answer restarted;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(summary().state.start_offset, 5);
+  later_answer gone;
+  EXPECT_FALSE(groups.delete_group("g", gone.later()).has_value());
+  ASSERT_EQ(persister.calls.size(), 2u);
+  persister.answer(error_code::coordinator_not_available);
+  persister.forward();
+  EXPECT_EQ(gone.got, error_code::coordinator_not_available);
+  EXPECT_FALSE(groups.has_group("g"));
+  ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
+  later_answer restarted2;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted2.later()).has_value());
+  persister.forward_all();
+  later_answer gone2;
+  EXPECT_FALSE(groups.delete_group("g", gone2.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(gone2.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, -1);
 }
 
 }  // namespace
