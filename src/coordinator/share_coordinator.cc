@@ -3,6 +3,7 @@
 #include "coordinator/share_coordinator.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "coordinator/consumer_group_internal.h"
@@ -576,13 +577,16 @@ std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id
                                                        int32_t max_records, int64_t now_ms,
                                                        const share_answer_later* later) {
   std::vector<acquired_range> acquired;
-  // Without `later` (tests), the answer counts only if it came before this returns (a persister
-  // that answers in its call): otherwise nothing is handed out.
-  auto answered_now = std::make_shared<std::optional<error_code>>();
-  const share_answer_later here = [answered_now] {
-    return [answered_now](error_code e) { *answered_now = e; };
-  };
-  if (later == nullptr || !*later) later = &here;
+  // In a cluster without `later` (tests), the answer counts only if it came before this returns
+  // (a persister that answers in its call): otherwise nothing is handed out. (Nothing of this on
+  // one node, where every acquisition is written before it returns.)
+  std::shared_ptr<std::optional<error_code>> answered_now;
+  share_answer_later here;
+  if (cluster_state_ && (later == nullptr || !*later)) {
+    answered_now = std::make_shared<std::optional<error_code>>();
+    here = [answered_now] { return [answered_now](error_code e) { *answered_now = e; }; };
+    later = &here;
+  }
   notify_after notify{*this, cluster_state_};  // for the early returns below
   {
     std::lock_guard lock(mu_);
