@@ -9,7 +9,10 @@
 // __share_group_state (share_state.h: ShareSnapshot, then ShareUpdate deltas, a snapshot again
 // after share.coordinator.snapshot.update.records.per.snapshot updates) through the offsets_log
 // seam, under that mutex, before the call returns: an acknowledgement is answered only once its
-// record is appended, as Kafka answers after the persister's write. Share groups (epochs,
+// record is appended, as Kafka answers after the persister's write. In a cluster a
+// share-partition whose state another broker's share coordinator keeps is written through the
+// share_state_persister instead, asynchronously: the mutex is released while the write is out
+// and the answer comes to a callback (share_answer_later). Share groups (epochs,
 // members, target and current assignments, which share-partitions have state) are written to
 // the group's partition of __consumer_offsets with Kafka's share-group records
 // (share_group_records.h) before a heartbeat is answered. load() replays both topics at start;
