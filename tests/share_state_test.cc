@@ -1,5 +1,6 @@
 // Share-partition state across a broker crash (__share_group_state, docs/share-groups.md):
-//   - hand-built ShareFetch/ShareAcknowledge accept, reject and release records and hold others
+//   - hand-built ShareFetch/ShareAcknowledge (share_util.h) accept, reject and release records and
+//   hold others
 //     acquired; the broker is SIGKILLed and restarted on the same log.dirs; a new member's
 //     fetches never see an accepted or rejected record again, get the held ones back with their
 //     delivery counted, and every record ends accepted or rejected once (a checker over every
@@ -18,20 +19,12 @@
 
 #include "kafka_conn.h"
 #include "kafka_ref_broker.h"
-#include "produce_util.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/delete_groups_request.h"
 #include "protocol/messages/delete_groups_response.h"
-#include "protocol/messages/describe_share_group_offsets_request.h"
-#include "protocol/messages/describe_share_group_offsets_response.h"
-#include "protocol/messages/share_acknowledge_request.h"
-#include "protocol/messages/share_acknowledge_response.h"
-#include "protocol/messages/share_fetch_request.h"
-#include "protocol/messages/share_fetch_response.h"
 #include "protocol/messages/share_group_describe_request.h"
 #include "protocol/messages/share_group_describe_response.h"
-#include "protocol/messages/share_group_heartbeat_request.h"
-#include "protocol/messages/share_group_heartbeat_response.h"
+#include "share_util.h"
 #include "test_util.h"
 
 namespace tarn::test {
@@ -40,132 +33,14 @@ namespace {
 namespace fs = std::filesystem;
 using protocol::code;
 
-constexpr int8_t accept_type = 1;
-constexpr int8_t release_type = 2;
-constexpr int8_t reject_type = 3;
-
-// One member of share group "g" on topic "q" partition 0 of a broker, by hand-built requests.
-class share_member {
- public:
-  share_member(uint16_t port, std::string member_id)
-      : conn_(port, nullptr), id_(std::move(member_id)) {}
-
-  // Joins (ShareGroupHeartbeat epoch 0) and opens a share session with the partition; what the
-  // opening ShareFetch acquired is in `opened`.
-  bool join() {
-    protocol::share_group_heartbeat_request r;
-    r.group_id = "g";
-    r.member_id = id_;
-    r.member_epoch = 0;
-    r.subscribed_topic_names = topics_;
-    auto joined = conn_.call<protocol::share_group_heartbeat_response>(r, 1);
-    if (!joined || joined->error_code != 0 || !joined->assignment ||
-        joined->assignment->topic_partitions.empty()) {
-      return false;
-    }
-    member_epoch = joined->member_epoch;
-    topic_id_ = joined->assignment->topic_partitions[0].topic_id;
-    opened = fetch(true);
-    return opened.error_code == 0;
-  }
-
-  struct fetched {
-    int16_t error_code = -1;
-    int16_t partition_error = 0;
-    std::map<int64_t, int16_t> acquired;  // offset -> delivery count
-  };
-  fetched opened;
-  fetched fetch(bool open = false) {
-    protocol::share_fetch_request r;
-    r.group_id = "g";
-    r.member_id = id_;
-    r.share_session_epoch = open ? 0 : epoch_;
-    r.max_wait_ms = 200;
-    r.min_bytes = 1;
-    r.max_records = 500;
-    r.batch_size = 500;
-    if (open) {
-      auto& t = r.topics.emplace_back();
-      t.topic_id = topic_id_;
-      t.partitions.emplace_back().partition_index = 0;
-    }
-    fetched out;
-    auto got = conn_.call<protocol::share_fetch_response>(r, 1);
-    if (!got) return out;
-    epoch_ = open ? 1 : epoch_ + 1;
-    out.error_code = got->error_code;
-    for (const auto& t : got->responses) {
-      for (const auto& p : t.partitions) {
-        out.partition_error = p.error_code;
-        for (const auto& a : p.acquired_records) {
-          for (int64_t o = a.first_offset; o <= a.last_offset; ++o)
-            out.acquired[o] = a.delivery_count;
-        }
-      }
-    }
-    return out;
-  }
-
-  // ShareAcknowledge of one offset with one type; the partition's error code.
-  int16_t acknowledge(int64_t first, int64_t last, int8_t type) {
-    protocol::share_acknowledge_request r;
-    r.group_id = "g";
-    r.member_id = id_;
-    r.share_session_epoch = epoch_;
-    auto& t = r.topics.emplace_back();
-    t.topic_id = topic_id_;
-    auto& p = t.partitions.emplace_back();
-    p.partition_index = 0;
-    std::vector<int8_t> types = {type};
-    p.acknowledgement_batches = {{first, last, types}};
-    auto got = conn_.call<protocol::share_acknowledge_response>(r, 1);
-    if (!got) return -1;
-    ++epoch_;
-    if (got->error_code != 0) return got->error_code;
-    return got->responses.at(0).partitions.at(0).error_code;
-  }
-
-  // ShareGroupHeartbeat with the member's epoch (-1 leaves); the error code, and the epoch
-  // answered kept in member_epoch.
-  int16_t heartbeat(bool leave = false) {
-    protocol::share_group_heartbeat_request r;
-    r.group_id = "g";
-    r.member_id = id_;
-    r.member_epoch = leave ? -1 : member_epoch;
-    auto got = conn_.call<protocol::share_group_heartbeat_response>(r, 1);
-    if (!got) return -1;
-    if (got->error_code == 0) member_epoch = got->member_epoch;
-    return got->error_code;
-  }
-  int32_t member_epoch = 0;
-
-  int64_t start_offset() {
-    protocol::describe_share_group_offsets_request r;
-    r.groups.emplace_back().group_id = "g";
-    auto got = conn_.call<protocol::describe_share_group_offsets_response>(r, 1);
-    if (!got || got->groups.empty() || got->groups[0].topics.empty()) return -1;
-    return got->groups[0].topics[0].partitions.at(0).start_offset;
-  }
-
- private:
-  kafka_conn conn_;
-  std::string id_;
-  std::vector<std::string_view> topics_ = {"q"};
-  protocol::uuid topic_id_{};
-  int32_t epoch_ = 0;
-};
+constexpr int8_t accept_type = share_accept;
+constexpr int8_t release_type = share_release;
+constexpr int8_t reject_type = share_reject;
 
 // The brokers' args: share groups are kept in __consumer_offsets, and these one-group tests need
 // one partition of it, not 50 to create and close.
 const std::vector<std::string> one_offsets_partition = {"--override",
                                                         "offsets.topic.num.partitions=1"};
-
-void produce(uint16_t port, int from, int to) {
-  raw_client c(port);
-  for (int i = from; i < to; ++i) {
-    ASSERT_EQ(produce_one(c, i + 1, "q", 0, value_batch("v" + std::to_string(i))).error_code, 0);
-  }
-}
 
 // Every delivery of every record in both runs, and how each ended.
 struct delivery_checker {
@@ -196,7 +71,7 @@ TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_bac
     share_member m1(broker.port(), "m1");
     ASSERT_TRUE(m1.join());  // the share-partition starts at the high watermark: 0
     EXPECT_TRUE(m1.opened.acquired.empty());
-    produce(broker.port(), 0, 10);
+    produce_values(broker.port(), 0, 10);
     auto first = m1.fetch();
     ASSERT_EQ(first.error_code, 0);
     ASSERT_EQ(first.acquired.size(), 10u);
@@ -227,7 +102,7 @@ TEST(share_state, sigkill_keeps_acknowledgements_and_brings_acquired_records_bac
   check.delivered(m2.opened.acquired);
   std::map<int64_t, int16_t> after = m2.opened.acquired;
   EXPECT_EQ(m2.start_offset(), 5);
-  produce(broker.port(), 10, 13);
+  produce_values(broker.port(), 10, 13);
   for (int i = 0; i < 5 && after.size() < 8; ++i) {
     auto got = m2.fetch();
     ASSERT_EQ(got.error_code, 0);

@@ -12,6 +12,10 @@
 // (unauthorized, or not existing) are answered first, then the ones the group's state took.
 // A body that does not decode closes the connection.
 // Not supported: quotas.
+#include <asio/this_coro.hpp>
+#include <memory>
+#include <tuple>
+
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
 #include "protocol/messages/alter_share_group_offsets_request.h"
@@ -66,6 +70,10 @@ asio::awaitable<handler_outcome> handle_alter_share_group_offsets(request_contex
     }
     answers.push_back(a);
   }
+  // In a cluster a share-partition's state may be another broker's share coordinator's: its
+  // answer, waited for once every partition is asked (the result's place in the reply).
+  const auto executor = co_await asio::this_coro::executor;
+  std::vector<std::tuple<size_t, size_t, std::unique_ptr<share_write_wait>>> waiting;
   auto answer = [&](const topic_answer& a) {
     auto& rt = reply.responses.emplace_back();
     rt.topic_name = a.topic->topic_name;
@@ -79,7 +87,16 @@ asio::awaitable<handler_outcome> handle_alter_share_group_offsets(request_contex
       } else if (p.partition_index < 0 || p.partition_index >= a.info->partitions) {
         rp.error_code = protocol::code(error_code::unknown_topic_or_partition);
       } else {
-        shares.set_start_offset(decoded->group_id, {a.id, p.partition_index}, p.start_offset);
+        auto wait = std::make_unique<share_write_wait>(executor);
+        const std::optional<error_code> e = shares.set_start_offset(
+            decoded->group_id, {a.id, p.partition_index}, p.start_offset, wait->later());
+        if (!e) {
+          waiting.emplace_back(reply.responses.size() - 1, rt.partitions.size() - 1,
+                               std::move(wait));
+        } else if (*e != error_code::none) {
+          rp.error_code = protocol::code(*e);
+          rp.error_message = protocol::describe(*e).message;
+        }
       }
     }
   };
@@ -88,6 +105,14 @@ asio::awaitable<handler_outcome> handle_alter_share_group_offsets(request_contex
   }
   for (const auto& a : answers) {
     if (a.refused == error_code::none) answer(a);
+  }
+  for (auto& [topic_at, partition_at, wait] : waiting) {
+    const std::optional<error_code> e = co_await wait->answer(request);
+    if (!e) co_return close_connection{"connection closed during AlterShareGroupOffsets"};
+    if (*e == error_code::none) continue;
+    auto& rp = reply.responses[topic_at].partitions[partition_at];
+    rp.error_code = protocol::code(*e);
+    rp.error_message = protocol::describe(*e).message;
   }
   co_return encode_response(reply, version);
 }

@@ -9,7 +9,13 @@
 // A body that does not decode closes the connection.
 // Authorization: as Kafka's KafkaApis (see the handler).
 // Not supported: quotas.
+#include <asio/this_coro.hpp>
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "broker/group_handler_util.h"
+#include "broker/share_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/share_coordinator.h"
 #include "protocol/messages/delete_groups_request.h"
@@ -24,13 +30,25 @@ asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) 
   auto decoded = decode_group_request<protocol::delete_groups_request>(request, "DeleteGroups");
   if (!decoded) co_return close_connection{"bad DeleteGroups request"};
   const int16_t version = request.header.api_version;
+  // In a cluster a share group's share-partitions' state may be kept by other brokers' share
+  // coordinators: the group's answer waits for their deletion (by result index).
+  const auto executor = co_await asio::this_coro::executor;
+  std::vector<std::pair<size_t, std::unique_ptr<share_write_wait>>> waiting;
   auto delete_all = [&](const protocol::delete_groups_request& req) {
     auto with_share_groups = [&](auto reply) {
       if (request.services.shares == nullptr) return reply;
-      for (auto& d : reply.message.results) {
+      for (size_t i = 0; i < reply.message.results.size(); ++i) {
+        auto& d = reply.message.results[i];
         if (d.error_code == protocol::code(protocol::error_code::group_id_not_found) &&
             request.services.shares->has_group(d.group_id)) {
-          d.error_code = protocol::code(request.services.shares->delete_group(d.group_id));
+          auto wait = std::make_unique<share_write_wait>(executor);
+          auto e = request.services.shares->delete_group(d.group_id, wait->later());
+          if (e) {
+            d.error_code = protocol::code(*e);
+          } else {
+            d.error_code = 0;
+            waiting.emplace_back(i, std::move(wait));
+          }
         }
       }
       return reply;
@@ -56,6 +74,11 @@ asio::awaitable<handler_outcome> handle_delete_groups(request_context& request) 
     return reply;
   };
   auto reply = delete_all(*decoded);
+  for (auto& [at, wait] : waiting) {
+    const std::optional<protocol::error_code> e = co_await wait->answer(request);
+    if (!e) co_return close_connection{"connection closed during DeleteGroups"};
+    reply.message.results[at].error_code = protocol::code(*e);
+  }
   // In a cluster a group is answered deleted once its tombstones are committed
   // (group_write_wait.h); the groups of a request may live in different partitions.
   for (auto& d : reply.message.results) {

@@ -10,6 +10,8 @@
 // TOPIC_AUTHORIZATION_FAILED (with its message) and answered before the others.
 // A body that does not decode closes the connection.
 // Not supported: quotas.
+#include <asio/this_coro.hpp>
+
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
 #include "protocol/messages/delete_share_group_offsets_request.h"
@@ -70,7 +72,18 @@ asio::awaitable<handler_outcome> handle_delete_share_group_offsets(request_conte
       continue;
     }
     rt.topic_id = coordinator::to_wire(*id);
-    shares.delete_topic_offsets(decoded->group_id, *id);
+    // In a cluster the state may be another broker's share coordinator's: its answer.
+    share_write_wait deleted(co_await asio::this_coro::executor);
+    std::optional<error_code> e =
+        shares.delete_topic_offsets(decoded->group_id, *id, deleted.later());
+    if (!e) {
+      e = co_await deleted.answer(request);
+      if (!e) co_return close_connection{"connection closed during DeleteShareGroupOffsets"};
+    }
+    if (*e != error_code::none) {
+      rt.error_code = protocol::code(*e);
+      rt.error_message = protocol::describe(*e).message;
+    }
   }
   co_return encode_response(reply, version);
 }

@@ -225,6 +225,8 @@ server::~server() {
   }
   impl_->join_groups_loader();
   if (impl_->verifier) impl_->verifier->stop();  // before the replica manager it reads goes
+  // Its answers go to the share coordinator: stopped before that goes.
+  if (impl_->share_client) impl_->share_client->stop();
 }
 
 const std::vector<listener_endpoint>& server::bound_listeners() const { return impl_->bound; }
@@ -426,6 +428,7 @@ result<void, std::string> server::start() {
          s.config.share.share_coordinator_state_topic_replication_factor});
     s.share_client = std::make_unique<share_state_client>(s.config, *s.replicas, *s.membership,
                                                           *s.topic_view, *s.share_state);
+    s.share_client->start();
   }
   // Share groups' own records go to __consumer_offsets, beside the other groups' (as Kafka's).
   s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,
@@ -704,6 +707,7 @@ int server::run() {
   s.join_groups_loader();
   if (s.txn_sender) s.txn_sender->stop();  // it writes through the replica manager's states
   if (s.verifier) s.verifier->stop();      // it reads them
+  if (s.share_client) s.share_client->stop();
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
   {

@@ -14,6 +14,8 @@
 // TOPIC_AUTHORIZATION_FAILED for its partitions (after the batches' INVALID_REQUEST checks).
 // A body that does not decode closes the connection.
 // Not supported: quotas.
+#include <asio/this_coro.hpp>
+
 #include "broker/features.h"
 #include "broker/group_handler_util.h"
 #include "broker/share_handler_util.h"
@@ -72,9 +74,16 @@ asio::awaitable<handler_outcome> handle_share_acknowledge(request_context& reque
     for (const auto& p : t.partitions) {
       auto& rp = rt.partitions.emplace_back();
       rp.partition_index = p.partition_index;
-      error_code e = apply_acknowledgements(
+      share_write_wait written(co_await asio::this_coro::executor);
+      std::optional<error_code> verdict = apply_acknowledgements(
           shares, *services.topics, group_id, member_id, coordinator::from_wire(t.topic_id),
-          p.partition_index, p.acknowledgement_batches, renew_allowed, now, &readers);
+          p.partition_index, p.acknowledgement_batches, renew_allowed, now, written, &readers);
+      if (!verdict) {
+        // Written at another broker's share coordinator: its answer.
+        verdict = co_await written.answer(request);
+        if (!verdict) co_return close_connection{"connection closed during a share acknowledge"};
+      }
+      error_code e = *verdict;
       if (e == error_code::none) {
         e = co_await await_share_state_committed(
             request, group_id, {coordinator::from_wire(t.topic_id), p.partition_index});

@@ -140,12 +140,16 @@ struct partition_answer {
   size_t records_at = 0;                // from here
   size_t records_size = 0;
   std::vector<coordinator::acquired_range> acquired;
+  // In a cluster: the acquisition's write at another broker's share coordinator, answered
+  // before the records may be handed out.
+  std::unique_ptr<share_write_wait> written;
 };
 
 // One pass over the session's partitions: acquire what is there. Returns the records acquired.
 size_t fetch_once(broker_services& services, std::string_view group_id, std::string_view member_id,
                   const protocol::share_fetch_request& req, std::vector<partition_answer>& answers,
-                  const std::vector<size_t>& order, int64_t now_ms) {
+                  const std::vector<size_t>& order, int64_t now_ms,
+                  const asio::any_io_executor& executor) {
   coordinator::share_coordinator& shares = *services.shares;
   topic_manager& topics = *services.topics;
   size_t acquired = 0;
@@ -297,8 +301,14 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
           parsed_records += b.batch.last_offset - b.batch.base_offset + 1;
           chunk.push_back(b.batch);
         }
+        // In a cluster the write may go to another broker (one node writes in-process).
+        const coordinator::share_answer_later* later = nullptr;
+        if (services.replicas != nullptr) {
+          if (!a.written) a.written = std::make_unique<share_write_wait>(executor);
+          later = &a.written->later();
+        }
         auto got = shares.acquire(group_id, member_id, a.tp, chunk,
-                                  static_cast<int32_t>(want - taken), now_ms, mode);
+                                  static_cast<int32_t>(want - taken), now_ms, later, mode);
         if (got.empty()) {
           // Records the member holds and a chunk that gave it nothing more (the rest is
           // others' or past the partition's lock limit): answer what it has.
@@ -407,6 +417,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
   if (step.error != error_code::none) co_return error_reply(step.error, version, lock_ms);
 
   int64_t now = wall_clock_ms();
+  const auto executor = co_await asio::this_coro::executor;
   // The session's partitions, then any acknowledged partition not in it (a final request).
   std::vector<partition_answer> answers;
   std::map<coordinator::share_topic_partition, size_t> index;  // into answers
@@ -441,9 +452,16 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
       if (p.acknowledgement_batches.empty()) continue;
       const coordinator::share_topic_partition tp{coordinator::from_wire(t.topic_id),
                                                   p.partition_index};
-      answers[index.at(tp)].ack_error = apply_acknowledgements(
+      share_write_wait written(executor);
+      std::optional<error_code> verdict = apply_acknowledgements(
           shares, *services.topics, group_id, member_id, tp.topic_id, tp.partition,
-          p.acknowledgement_batches, renew_allowed, now, &readers);
+          p.acknowledgement_batches, renew_allowed, now, written, &readers);
+      if (!verdict) {
+        // Written at another broker's share coordinator: its answer.
+        verdict = co_await written.answer(request);
+        if (!verdict) co_return close_connection{"connection closed during a share fetch"};
+      }
+      answers[index.at(tp)].ack_error = *verdict;
     }
   }
   for (partition_answer& a : answers) {
@@ -465,10 +483,10 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
     shares.close_session(group_id, member_id, now);
   }
   if (fetching && !answers.empty()) {
-    size_t got = fetch_once(services, group_id, member_id, req, answers, fetch_order, now);
+    size_t got =
+        fetch_once(services, group_id, member_id, req, answers, fetch_order, now, executor);
     if (got == 0 && req.max_wait_ms > 0 && services.waiters != nullptr) {
       // Long poll: an append to a session partition or an expiring lock wakes it.
-      auto executor = co_await asio::this_coro::executor;
       auto waiter = std::make_shared<fetch_waiter>(executor);
       std::vector<storage::topic_partition> tps;
       for (const auto& a : answers) {
@@ -481,7 +499,7 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(req.max_wait_ms);
       for (;;) {
         now = wall_clock_ms();
-        got = fetch_once(services, group_id, member_id, req, answers, fetch_order, now);
+        got = fetch_once(services, group_id, member_id, req, answers, fetch_order, now, executor);
         if (got > 0 || std::chrono::steady_clock::now() >= deadline) break;
         auto wake = deadline;
         if (auto lock = shares.next_lock_deadline(group_id, step.partitions)) {
@@ -493,6 +511,17 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
         }
       }
     }
+  }
+
+  // In a cluster, acquisitions written at another broker's share coordinator are handed out once
+  // written (Kafka's order); one whose write failed was undone there and is not.
+  for (partition_answer& a : answers) {
+    if (!a.written || !a.written->pending()) continue;
+    const std::optional<error_code> e = co_await a.written->answer(request);
+    if (!e) co_return close_connection{"connection closed during a share fetch"};
+    if (*e == error_code::none) continue;
+    a.acquired.clear();
+    a.records_size = 0;
   }
 
   protocol::share_fetch_response reply;

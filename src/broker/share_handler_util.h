@@ -1,16 +1,19 @@
 // What ShareFetch and ShareAcknowledge share (share_fetch_handler.cc,
 // share_acknowledge_handler.cc): finding a topic by id, READ on the topics a request names,
-// turning a partition's acknowledgement batches into the coordinator's, and applying them with
-// Kafka's error codes.
+// turning a partition's acknowledgement batches into the coordinator's, applying them with
+// Kafka's error codes, and waiting for an answer that comes with a write at another broker's
+// share coordinator.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/authorization.h"
 #include "broker/handler.h"
+#include "broker/pending_reply.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/share_coordinator.h"
@@ -65,18 +68,47 @@ class share_topic_readers {
   std::map<coordinator::topic_uuid, bool> allowed_;
 };
 
+// One share-partition's answer that the share coordinator gives later, once a write at another
+// broker's share coordinator is answered (coordinator::share_answer_later): later() is what the
+// coordinator is handed, and the handler's coroutine waits on its own loop (pending_reply.h),
+// which goes on serving others meanwhile. Nothing is allocated unless the coordinator asks.
+class share_write_wait {
+ public:
+  explicit share_write_wait(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  const coordinator::share_answer_later& later() {
+    if (!later_) {
+      later_ = [this] {
+        reply_ = std::make_shared<pending_reply<protocol::error_code>>(executor_);
+        return reply_->callback();
+      };
+    }
+    return later_;
+  }
+  bool pending() const { return reply_ != nullptr; }
+  // The answer, or nullopt when the handler was cancelled (its connection closed) first.
+  asio::awaitable<std::optional<protocol::error_code>> answer(request_context& request) {
+    auto reply = std::move(reply_);
+    if (!co_await reply->wait(request)) co_return std::nullopt;
+    co_return reply->value();
+  }
+
+ private:
+  asio::any_io_executor executor_;
+  coordinator::share_answer_later later_;
+  std::shared_ptr<pending_reply<protocol::error_code>> reply_;
+};
+
 // Applies one partition's acknowledgement batches (ShareFetch or ShareAcknowledge): the request
 // checks of Kafka's KafkaApis (INVALID_REQUEST), the topic's existence (UNKNOWN_TOPIC_ID), READ
 // on it (TOPIC_AUTHORIZATION_FAILED, when `readers` is given), the partition's
-// (UNKNOWN_TOPIC_OR_PARTITION), then the share-partition's verdict (INVALID_RECORD_STATE).
+// (UNKNOWN_TOPIC_OR_PARTITION), then the share-partition's verdict (INVALID_RECORD_STATE). In a
+// cluster the verdict may come later (nullopt): then to `wait`.
 template <class Batch>
-protocol::error_code apply_acknowledgements(coordinator::share_coordinator& shares,
-                                            topic_manager& topics, std::string_view group_id,
-                                            std::string_view member_id,
-                                            const coordinator::topic_uuid& topic_id,
-                                            int32_t partition, const std::vector<Batch>& batches,
-                                            bool renew_allowed, int64_t now_ms,
-                                            const share_topic_readers* readers = nullptr) {
+std::optional<protocol::error_code> apply_acknowledgements(
+    coordinator::share_coordinator& shares, topic_manager& topics, std::string_view group_id,
+    std::string_view member_id, const coordinator::topic_uuid& topic_id, int32_t partition,
+    const std::vector<Batch>& batches, bool renew_allowed, int64_t now_ms, share_write_wait& wait,
+    const share_topic_readers* readers = nullptr) {
   std::vector<coordinator::acknowledgement_batch> acks;
   acks.reserve(batches.size());
   for (const Batch& b : batches) {
@@ -96,7 +128,7 @@ protocol::error_code apply_acknowledgements(coordinator::share_coordinator& shar
   if (partition < 0 || partition >= topic->partitions) {
     return protocol::error_code::unknown_topic_or_partition;
   }
-  return shares.acknowledge(group_id, member_id, {topic_id, partition}, acks, now_ms);
+  return shares.acknowledge(group_id, member_id, {topic_id, partition}, acks, now_ms, wait.later());
 }
 
 }  // namespace tarn::broker

@@ -3,6 +3,7 @@
 #include "coordinator/share_coordinator.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "coordinator/consumer_group_internal.h"
@@ -151,14 +152,36 @@ error_code share_coordinator::write_group(const std::optional<group>& before, co
   return write_records(g.group_id, share_group_change_records(before, g), now_ms);
 }
 
-void share_coordinator::update_initialized(std::string_view group_id, int64_t now_ms) {
+void share_coordinator::update_initialized(std::string_view group_id, int64_t now_ms,
+                                           std::optional<share_topic_partition> add,
+                                           std::optional<topic_uuid> remove) {
   auto git = groups_.find(group_id);
   if (git == groups_.end()) return;
   std::map<topic_uuid, share_initialized_topic> now;
+  if (cluster_state_) {
+    // In a cluster the share-partitions held here are only those led here: the others stay
+    // listed until their state is deleted (`remove`), and one altered here is added (`add`).
+    now = git->second.initialized;
+    if (remove) now.erase(*remove);
+    if (add) {
+      auto& parts = now[add->topic_id].partitions;
+      if (std::find(parts.begin(), parts.end(), add->partition) == parts.end()) {
+        parts.insert(std::upper_bound(parts.begin(), parts.end(), add->partition), add->partition);
+      }
+    }
+  }
   for (auto it = partitions_.lower_bound({std::string(group_id), topic_uuid{}, INT32_MIN});
        it != partitions_.end() && std::get<0>(it->first) == group_id; ++it) {
     auto& t = now[std::get<1>(it->first)];
-    t.partitions.push_back(std::get<2>(it->first));  // the map's order: sorted
+    if (cluster_state_) {
+      auto& parts = t.partitions;
+      if (std::find(parts.begin(), parts.end(), std::get<2>(it->first)) == parts.end()) {
+        parts.insert(std::upper_bound(parts.begin(), parts.end(), std::get<2>(it->first)),
+                     std::get<2>(it->first));
+      }
+    } else {
+      t.partitions.push_back(std::get<2>(it->first));  // the map's order: sorted
+    }
   }
   for (auto& [topic, t] : now) {
     if (auto d = metadata_.topic_by_id(topic)) {
@@ -184,11 +207,37 @@ void share_coordinator::release_member_records(std::string_view group_id,
   // handing them at once to a fetch that waits would deliver them twice where Kafka's tests see
   // them once. Waiting fetches find them at their next poll.
   for (auto& [key, p] : partitions_) {
-    if (std::get<0>(key) == group_id) p.release_member(member_id, now_ms);
+    if (std::get<0>(key) != group_id) continue;
+    if (writing(key)) {
+      release_after_write(key, std::string(member_id), now_ms);
+      continue;
+    }
+    p.release_member(member_id, now_ms);
   }
 }
 
+void share_coordinator::release_after_write(const partition_key& key, std::string member_id,
+                                            int64_t now_ms) {
+  // Not while a write of the share-partition is unanswered (that write's undo would take it back
+  // too): once it is answered.
+  after_write(key, [this, key, member_id = std::move(member_id), now_ms] {
+    {
+      std::lock_guard lock(mu_);
+      auto it = partitions_.find(key);
+      if (it == partitions_.end()) return;
+      if (writing(key)) {
+        release_after_write(key, member_id, now_ms);
+        return;
+      }
+      it->second.release_member(member_id, now_ms);
+      persist(key, it->second, now_ms);
+    }
+    run_after_unlock();
+  });
+}
+
 void share_coordinator::notify_available() {
+  if (cluster_state_) run_after_unlock();
   std::vector<share_topic_partition> woken;
   {
     std::lock_guard lock(mu_);
@@ -383,23 +432,41 @@ bool share_coordinator::has_group(std::string_view group_id) const {
 }
 
 error_code share_coordinator::delete_group(std::string_view group_id) {
+  auto later_answer = std::make_shared<std::optional<error_code>>();
+  auto now = delete_group(
+      group_id, [later_answer] { return [later_answer](error_code e) { *later_answer = e; }; });
+  if (now) return *now;
+  return later_answer->value_or(error_code::coordinator_not_available);
+}
+
+std::optional<error_code> share_coordinator::delete_group(std::string_view group_id,
+                                                          const share_answer_later& later) {
   // No ensure_state_topic(): what has state was written, so the topic exists.
+  notify_after notify{*this, true};
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
   if (!it->second.members.empty()) return error_code::non_empty_group;
+  // In a cluster, where its share-partitions' state is kept (taken before the group goes).
+  std::vector<partition_key> keys;
+  if (cluster_state_) keys = group_keys(group_id, std::nullopt);
   if (auto e = write_records(group_id, share_group_tombstones(it->second), 0);
       e != error_code::none) {
     return e;
   }
   groups_.erase(it);
-  for (const auto& [key, p] : partitions_) {
-    if (std::get<0>(key) == group_id) persist_delete(key, 0);
+  std::optional<error_code> deleted = error_code::none;
+  if (cluster_state_) {
+    deleted = delete_states(keys, 0, later);
+  } else {
+    for (const auto& [key, p] : partitions_) {
+      if (std::get<0>(key) == group_id) persist_delete(key, 0);
+    }
   }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
-  std::erase_if(led_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
+  drop_led_if([&](const partition_key& key) { return std::get<0>(key) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
-  return error_code::none;
+  return deleted;
 }
 
 share_coordinator::session_step share_coordinator::step_session(
@@ -455,12 +522,18 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
     int64_t high_watermark, int64_t now_ms, std::optional<int64_t> by_duration_start,
     int64_t* acquirable) {
   ensure_state_topic();
+  // In a cluster, once mu_ is released: the calls to another broker's coordinator queued, and
+  // the fetches a share-partition read in-process wakes.
+  notify_after notify{*this, cluster_state_};
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto it = partitions_.find(key);
   if (cluster_state_ && !led_here(key)) {
     // In a cluster the share-partition's state is the share coordinator's: read (or initialized
     // there) at this broker's leader epoch before anything is handed out.
+    if (auto led = led_.find(key); led != led_.end() && led->second.loading) {
+      return std::nullopt;  // being read: its answer wakes the fetches waiting on it
+    }
     std::optional<int32_t> epoch;
     if (persister_ != nullptr) epoch = persister_->leader_epoch(tp.topic_id, tp.partition);
     if (!epoch) return std::nullopt;
@@ -469,8 +542,9 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
     const int64_t start = gs.auto_offset_reset_duration_ms     ? *by_duration_start
                           : gs.auto_offset_reset == "earliest" ? log_start_offset
                                                                : high_watermark;
-    if (!take_leadership(key, *epoch, start, now_ms)) return std::nullopt;
+    take_leadership(key, *epoch, start, now_ms);
     it = partitions_.find(key);
+    if (it == partitions_.end()) return std::nullopt;  // read at another broker: later
   } else if (it == partitions_.end()) {
     const share_group_settings gs = settings(group_id);
     if (gs.auto_offset_reset_duration_ms && !by_duration_start) return std::nullopt;
@@ -484,12 +558,21 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
     it = partitions_.emplace(key, std::move(fresh)).first;
     update_initialized(group_id, now_ms);
   }
+  // A write of it is unanswered: nothing changes it meanwhile (the answer wakes the fetch).
+  if (writing(key)) return std::nullopt;
   share_partition& p = it->second;
   p.begin_change();
   // Records the log no longer holds (retention, DeleteRecords) cannot be delivered.
   if (p.start_offset() < log_start_offset) p.reset_start_offset(log_start_offset);
   auto next = p.next_fetch_offset(now_ms);  // expires locks
-  if (persist(key, p, now_ms) != error_code::none) {
+  if (cluster_state_) {
+    auto e = persist_led(key, p, now_ms, true, nullptr);
+    if (!e) return std::nullopt;  // sent: kept or undone when answered, which wakes the fetch
+    if (*e != error_code::none) {
+      p.undo();
+      return std::nullopt;
+    }
+  } else if (persist(key, p, now_ms) != error_code::none) {
     p.undo();
     return std::nullopt;
   }
@@ -498,27 +581,55 @@ std::optional<int64_t> share_coordinator::next_fetch_offset(
   return next;
 }
 
-std::vector<acquired_range> share_coordinator::acquire(std::string_view group_id,
-                                                       std::string_view member_id,
-                                                       const share_topic_partition& tp,
-                                                       std::span<const fetched_batch> batches,
-                                                       int32_t max_records, int64_t now_ms,
-                                                       share_acquire_mode mode) {
-  std::lock_guard lock(mu_);
-  partition_key key{std::string(group_id), tp.topic_id, tp.partition};
-  if (cluster_state_ && !led_here(key)) return {};
-  auto it = partitions_.find(key);
-  if (it == partitions_.end()) return {};
-  // The delivery counts are written before the records are handed out (a crash then counts the
-  // delivery that was under way); nothing is handed out when that write fails.
-  share_partition& p = it->second;
-  p.begin_change();
-  auto acquired = p.acquire(member_id, batches, max_records, now_ms, mode);
-  if (persist(key, p, now_ms) != error_code::none) {
-    p.undo();
-    return {};
+std::vector<acquired_range> share_coordinator::acquire(
+    std::string_view group_id, std::string_view member_id, const share_topic_partition& tp,
+    std::span<const fetched_batch> batches, int32_t max_records, int64_t now_ms,
+    const share_answer_later* later, share_acquire_mode mode) {
+  std::vector<acquired_range> acquired;
+  // In a cluster without `later` (tests), the answer counts only if it came before this returns
+  // (a persister that answers in its call): otherwise nothing is handed out. (Nothing of this on
+  // one node, where every acquisition is written before it returns.)
+  std::shared_ptr<std::optional<error_code>> answered_now;
+  share_answer_later here;
+  if (cluster_state_ && (later == nullptr || !*later)) {
+    answered_now = std::make_shared<std::optional<error_code>>();
+    here = [answered_now] { return [answered_now](error_code e) { *answered_now = e; }; };
+    later = &here;
   }
-  p.keep();
+  notify_after notify{*this, cluster_state_};  // for the early returns below
+  {
+    std::lock_guard lock(mu_);
+    partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+    if (cluster_state_ && !led_here(key)) return {};
+    auto it = partitions_.find(key);
+    if (it == partitions_.end() || writing(key)) return {};
+    // The delivery counts are written before the records are handed out (a crash then counts
+    // the delivery that was under way); nothing is handed out when that write fails.
+    share_partition& p = it->second;
+    p.begin_change();
+    acquired = p.acquire(member_id, batches, max_records, now_ms, mode);
+    if (!cluster_state_) {
+      if (persist(key, p, now_ms) != error_code::none) {
+        p.undo();
+        return {};
+      }
+      p.keep();
+      return acquired;
+    }
+    // In a cluster the write may go to another broker: the caller hands the records out once
+    // `later`'s callback is told they are written.
+    auto e = persist_led(key, p, now_ms, true, acquired.empty() ? nullptr : later);
+    if (e && *e != error_code::none) {
+      p.undo();
+      return {};
+    }
+    if (e) p.keep();
+    if (e || later != &here) {
+      later = nullptr;  // answered (or to be answered to the caller's callback)
+    }
+  }
+  run_after_unlock();
+  if (later == &here && *answered_now != error_code::none) return {};
   return acquired;
 }
 
@@ -526,28 +637,77 @@ error_code share_coordinator::acknowledge(std::string_view group_id, std::string
                                           const share_topic_partition& tp,
                                           std::span<const acknowledgement_batch> batches,
                                           int64_t now_ms) {
+  auto later_answer = std::make_shared<std::optional<error_code>>();
+  const share_answer_later later = [later_answer] {
+    return [later_answer](error_code e) { *later_answer = e; };
+  };
+  auto now = acknowledge(group_id, member_id, tp, batches, now_ms, later);
+  if (now) return *now;
+  return later_answer->value_or(error_code::coordinator_not_available);
+}
+
+std::optional<error_code> share_coordinator::acknowledge(
+    std::string_view group_id, std::string_view member_id, const share_topic_partition& tp,
+    std::span<const acknowledgement_batch> batches, int64_t now_ms,
+    const share_answer_later& later) {
   error_code verdict = error_code::none;
+  bool verdict_later = false;
+  // Once mu_ is released: waiting fetches woken, and in a cluster what was queued to run.
+  notify_after notify{*this, true};
   {
     std::lock_guard lock(mu_);
     partition_key key{std::string(group_id), tp.topic_id, tp.partition};
     if (cluster_state_ && !led_here(key)) return error_code::not_leader_or_follower;
     auto it = partitions_.find(key);
     if (it == partitions_.end()) return error_code::invalid_record_state;
+    if (writing(key)) {
+      // Its turn comes when the write in flight is answered (the records it names may be
+      // the ones that write hands out).
+      auto answer = later();
+      after_write(key, [this, group_id = std::string(group_id), member_id = std::string(member_id),
+                        tp,
+                        acks = std::vector<acknowledgement_batch>(batches.begin(), batches.end()),
+                        now_ms, answer] {
+        auto done = acknowledge(group_id, member_id, tp, acks, now_ms, [answer] { return answer; });
+        if (done) answer(*done);
+      });
+      return std::nullopt;
+    }
     // As Kafka's SharePartition: applied, written, and rolled back if the write fails (an
     // acknowledgement that fails its checks changes nothing, but the lock expiry before them
     // may).
     share_partition& p = it->second;
     p.begin_change();
     verdict = p.acknowledge(member_id, batches, now_ms);
-    if (auto e = persist(key, p, now_ms); e != error_code::none) {
+    if (cluster_state_) {
+      // Sent to another broker: answered once written, or with the write's error (the change
+      // undone), as below.
+      const share_answer_later answer = [&later, verdict] {
+        return [done = later(), verdict](error_code e) {
+          done(e == error_code::none || verdict != error_code::none ? verdict : e);
+        };
+      };
+      std::optional<error_code> e = persist_led(key, p, now_ms, true, &answer);
+      if (!e) {
+        verdict_later = true;
+      } else if (*e != error_code::none) {
+        p.undo();
+        return verdict != error_code::none ? verdict : *e;
+      } else {
+        p.keep();
+        if (verdict != error_code::none) return verdict;
+        available_.push_back(tp);
+      }
+    } else if (auto e = persist(key, p, now_ms); e != error_code::none) {
       p.undo();
       return verdict != error_code::none ? verdict : e;
+    } else {
+      p.keep();
+      if (verdict != error_code::none) return verdict;
+      available_.push_back(tp);
     }
-    p.keep();
-    if (verdict != error_code::none) return verdict;
-    available_.push_back(tp);
   }
-  notify_available();
+  if (verdict_later) return std::nullopt;
   return verdict;
 }
 
@@ -606,28 +766,53 @@ error_code share_coordinator::check_offsets_alterable(std::string_view group_id,
 
 void share_coordinator::set_start_offset(std::string_view group_id, const share_topic_partition& tp,
                                          int64_t start_offset) {
+  (void)set_start_offset(group_id, tp, start_offset,
+                         [] { return [](error_code) {}; });  // answered where it is kept
+}
+
+std::optional<error_code> share_coordinator::set_start_offset(std::string_view group_id,
+                                                              const share_topic_partition& tp,
+                                                              int64_t start_offset,
+                                                              const share_answer_later& later) {
   ensure_state_topic();
+  notify_after notify{*this, cluster_state_};
   std::lock_guard lock(mu_);
   partition_key key{std::string(group_id), tp.topic_id, tp.partition};
+  if (cluster_state_) {
+    auto answered = restart_state(key, start_offset, later);
+    update_initialized(group_id, 0, tp);
+    return answered;
+  }
   auto& p =
       partitions_.insert_or_assign(key, share_partition(partition_config(group_id), start_offset))
           .first->second;
   persist(key, p, 0, true);  // a new snapshot: the old batches are void
   update_initialized(group_id, 0);
+  return error_code::none;
 }
 
 void share_coordinator::delete_topic_offsets(std::string_view group_id,
                                              const topic_uuid& topic_id) {
+  (void)delete_topic_offsets(group_id, topic_id, [] { return [](error_code) {}; });
+}
+
+std::optional<error_code> share_coordinator::delete_topic_offsets(std::string_view group_id,
+                                                                  const topic_uuid& topic_id,
+                                                                  const share_answer_later& later) {
+  notify_after notify{*this, true};
   std::lock_guard lock(mu_);
+  std::optional<error_code> deleted = error_code::none;
+  if (cluster_state_) deleted = delete_states(group_keys(group_id, topic_id), 0, later);
   std::erase_if(partitions_, [&](const auto& e) {
     const bool gone = std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
-    if (gone) persist_delete(e.first, 0);
+    if (gone && !cluster_state_) persist_delete(e.first, 0);  // a cluster's: above
     return gone;
   });
-  std::erase_if(led_, [&](const auto& e) {
-    return std::get<0>(e.first) == group_id && std::get<1>(e.first) == topic_id;
+  drop_led_if([&](const partition_key& key) {
+    return std::get<0>(key) == group_id && std::get<1>(key) == topic_id;
   });
-  update_initialized(group_id, 0);
+  update_initialized(group_id, 0, std::nullopt, topic_id);
+  return deleted;
 }
 
 void share_coordinator::set_group_configs(std::string_view group_id,
@@ -667,6 +852,7 @@ void share_coordinator::poll(int64_t now_ms) {
     }
     for (auto& [key, p] : partitions_) {
       if (!p.next_lock_deadline() || *p.next_lock_deadline() > now_ms) continue;
+      if (writing(key)) continue;  // changed once its write in flight is answered (next poll)
       p.expire_locks(now_ms);
       available_.push_back({std::get<1>(key), std::get<2>(key)});
       // A failed write is not lost: the next write of the share-partition carries the change.
@@ -776,7 +962,11 @@ error_code share_coordinator::persist(const partition_key& key, share_partition&
                                       bool snapshot) {
   if (state_log_ == nullptr) return error_code::none;
   // In a cluster the coordinator of the key is asked (in-process or by RPC): persist_led.
-  if (cluster_state_) return persist_led(key, p, now_ms);
+  // A change made while a write of it is unanswered goes with the next write.
+  if (cluster_state_) {
+    if (writing(key)) return error_code::none;
+    return persist_led(key, p, now_ms, false, nullptr).value_or(error_code::none);
+  }
   std::lock_guard state_lock(state_mu_);
   auto it = persisted_.find(key);
   // Nothing changed since the last write: nothing to write (and the batches need not be

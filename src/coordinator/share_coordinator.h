@@ -9,7 +9,10 @@
 // __share_group_state (share_state.h: ShareSnapshot, then ShareUpdate deltas, a snapshot again
 // after share.coordinator.snapshot.update.records.per.snapshot updates) through the offsets_log
 // seam, under that mutex, before the call returns: an acknowledgement is answered only once its
-// record is appended, as Kafka answers after the persister's write. Share groups (epochs,
+// record is appended, as Kafka answers after the persister's write. In a cluster a
+// share-partition whose state another broker's share coordinator keeps is written through the
+// share_state_persister instead, asynchronously: the mutex is released while the write is out
+// and the answer comes to a callback (share_answer_later). Share groups (epochs,
 // members, target and current assignments, which share-partitions have state) are written to
 // the group's partition of __consumer_offsets with Kafka's share-group records
 // (share_group_records.h) before a heartbeat is answered. load() replays both topics at start;
@@ -76,23 +79,38 @@ struct share_state_write {
   std::vector<state_batch> batches;
 };
 
+// A share-state RPC's answer, handed to the share coordinator once it comes.
+using share_state_callback = std::function<void(share_state_answer)>;
+
 // In a cluster (docs/share-groups.md, "In a cluster"), how a share-partition leader reaches the
 // share coordinator of a share-partition whose partition of __share_group_state another broker
 // leads: the share-state RPCs over the network (the broker's share_state_client), retried after
-// finding the coordinator again. Calls block (bounded); the share coordinator makes them without
-// its state lock, so the coordinator RPCs this broker serves meanwhile never wait for them.
+// finding the coordinator again. The calls do not block: each hands its answer to `done` once,
+// from the persister's thread (or the caller's, as a test's persister does). The share
+// coordinator makes them holding none of its locks, and takes its lock again in `done`.
 class share_state_persister {
  public:
   virtual ~share_state_persister() = default;
   // This broker's leader epoch of the data partition while it serves as its leader, else
   // nullopt (the share-partition is not led here).
   virtual std::optional<int32_t> leader_epoch(const topic_uuid& topic_id, int32_t partition) = 0;
-  virtual share_state_answer read(const share_partition_key& key, int32_t leader_epoch) = 0;
-  virtual share_state_answer write(const share_partition_key& key,
-                                   const share_state_write& write) = 0;
-  virtual share_state_answer initialize(const share_partition_key& key, int32_t state_epoch,
-                                        int64_t start_offset) = 0;
+  virtual void read(const share_partition_key& key, int32_t leader_epoch,
+                    share_state_callback done) = 0;
+  virtual void write(const share_partition_key& key, const share_state_write& write,
+                     share_state_callback done) = 0;
+  virtual void initialize(const share_partition_key& key, int32_t state_epoch, int64_t start_offset,
+                          share_state_callback done) = 0;
+  // What Kafka's group coordinator sends for DeleteGroups, DeleteShareGroupOffsets and
+  // AlterShareGroupOffsets (before the Initialize with a new state epoch).
+  virtual void delete_state(const share_partition_key& key, share_state_callback done) = 0;
+  virtual void read_summary(const share_partition_key& key, share_state_callback done) = 0;
 };
+
+// How a ShareFetch or ShareAcknowledge waits for an answer that comes with a write at another
+// broker's share coordinator: the share coordinator calls it (under its lock, only when the answer
+// is not known at once) for the callback that answer goes to, from the persister's thread. The
+// fast path (one node, or the coordinator in-process) never calls it, so it allocates nothing.
+using share_answer_later = std::function<std::function<void(protocol::error_code)>()>;
 
 class share_coordinator {
  public:
@@ -157,6 +175,12 @@ class share_coordinator {
   bool has_group(std::string_view group_id) const;
   // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else the group, its
   // share-partitions and sessions are gone (NONE); GROUP_ID_NOT_FOUND if there is no such group.
+  // In a cluster the state of its share-partitions (every partition of the topics it initialized)
+  // is deleted where it is kept, another broker's share coordinator too (DeleteShareGroupState);
+  // the answer then comes later (nullopt: to `later`'s callback): NONE, or the first error of
+  // those deletions (the group itself is deleted either way).
+  std::optional<protocol::error_code> delete_group(std::string_view group_id,
+                                                   const share_answer_later& later);
   protocol::error_code delete_group(std::string_view group_id);
 
   // A ShareFetch or ShareAcknowledge's session step. epoch 0 opens a session (replacing one the
@@ -184,11 +208,27 @@ class share_coordinator {
                                            int64_t now_ms,
                                            std::optional<int64_t> by_duration_start = {},
                                            int64_t* acquirable = nullptr);
+  // In a cluster, when the share-partition's coordinator is another broker, the share-partition
+  // changes nothing else while a write of it is unanswered (docs/share-groups.md, "In a
+  // cluster"): next_fetch_offset answers nullopt meanwhile (and while its state is being read
+  // there), acquire acquires nothing, and an acknowledgement waits for its turn. What an
+  // acquisition hands out waits for its write: `later` (when given and the write is sent) gets the
+  // callback that is told NONE once it is written, or the error when it failed and the
+  // acquisition was undone (the records must not be handed out then).
   std::vector<acquired_range> acquire(std::string_view group_id, std::string_view member_id,
                                       const share_topic_partition& tp,
                                       std::span<const fetched_batch> batches, int32_t max_records,
-                                      int64_t now_ms,
+                                      int64_t now_ms, const share_answer_later* later = nullptr,
                                       share_acquire_mode mode = share_acquire_mode::record_limit);
+  // The acknowledgement's answer now, or nullopt when it comes later (a write at another broker's
+  // coordinator, or one of the share-partition's still in flight): then to `later`'s callback.
+  std::optional<protocol::error_code> acknowledge(std::string_view group_id,
+                                                  std::string_view member_id,
+                                                  const share_topic_partition& tp,
+                                                  std::span<const acknowledgement_batch> batches,
+                                                  int64_t now_ms, const share_answer_later& later);
+  // The same, answered before it returns: on one node, in-process, or with a persister that
+  // answers in its call (tests); COORDINATOR_NOT_AVAILABLE when the answer would come later.
   protocol::error_code acknowledge(std::string_view group_id, std::string_view member_id,
                                    const share_topic_partition& tp,
                                    std::span<const acknowledgement_batch> batches, int64_t now_ms);
@@ -213,10 +253,22 @@ class share_coordinator {
   // (NON_EMPTY_GROUP); then each share-partition restarts at its new SPSO, its in-flight records
   // forgotten.
   protocol::error_code check_offsets_alterable(std::string_view group_id, bool create);
+  // In a cluster the share-partition's coordinator (another broker's too) is asked, as Kafka's
+  // group coordinator asks it: ReadShareGroupStateSummary, then InitializeShareGroupState at the
+  // next state epoch and the new SPSO (which fences the share-partition leader's writes at the
+  // old one: it reads the state again); the answer may come later (nullopt: to `later`).
+  std::optional<protocol::error_code> set_start_offset(std::string_view group_id,
+                                                       const share_topic_partition& tp,
+                                                       int64_t start_offset,
+                                                       const share_answer_later& later);
   void set_start_offset(std::string_view group_id, const share_topic_partition& tp,
                         int64_t start_offset);
   // DeleteShareGroupOffsets: forgets the group's share-partitions of a topic (they start again
-  // from share.auto.offset.reset at the next fetch).
+  // from share.auto.offset.reset at the next fetch). In a cluster the state of each partition of
+  // the topic is deleted where it is kept (DeleteShareGroupState; the answer as delete_group's).
+  std::optional<protocol::error_code> delete_topic_offsets(std::string_view group_id,
+                                                           const topic_uuid& topic_id,
+                                                           const share_answer_later& later);
   void delete_topic_offsets(std::string_view group_id, const topic_uuid& topic_id);
 
   // A group's share.* configs (share_group_config.h; validated by the caller), replacing what was
@@ -301,6 +353,9 @@ class share_coordinator {
   // Releases what the member holds in the group's share-partitions. Under mu_.
   void release_member_records(std::string_view group_id, std::string_view member_id,
                               int64_t now_ms);
+  // In a cluster: release_member_records for one share-partition once its write in flight is
+  // answered. Under mu_.
+  void release_after_write(const partition_key& key, std::string member_id, int64_t now_ms);
   // Hands the share-partitions noted under mu_ to the listener; called after mu_ is released.
   void notify_available();
 
@@ -331,7 +386,9 @@ class share_coordinator {
   // The group's initialized share-partitions (ShareGroupStatePartitionMetadata) from the
   // share-partitions held, written when they changed (best effort: the next change writes the
   // whole set again). Under mu_.
-  void update_initialized(std::string_view group_id, int64_t now_ms);
+  void update_initialized(std::string_view group_id, int64_t now_ms,
+                          std::optional<share_topic_partition> add = std::nullopt,
+                          std::optional<topic_uuid> remove = std::nullopt);
   // The group's settings: its configs over the broker's defaults. Under mu_.
   share_group_settings settings(std::string_view group_id) const;
   share_partition_config partition_config(std::string_view group_id) const;
@@ -391,25 +448,79 @@ class share_coordinator {
   state_answer read_state_locked(const partition_key& key, int32_t leader_epoch, int64_t now_ms);
   state_answer write_state_locked(const partition_key& key, const state_write& write,
                                   int64_t now_ms);
-  // A share-partition leader's calls in a cluster: in-process when the key's partition is loaded
-  // here, else through persister_. Under mu_, never under state_mu_.
-  state_answer call_read(const partition_key& key, int32_t leader_epoch, int64_t now_ms);
-  state_answer call_write(const partition_key& key, const state_write& write, int64_t now_ms);
-  state_answer call_initialize(const partition_key& key, int32_t state_epoch, int64_t start_offset,
-                               int64_t now_ms);
+  // A share-partition leader's call in a cluster: `local()`'s answer at once when the key's
+  // partition is loaded here (the coordinator in-process), else nullopt and `remote(persister)`
+  // is made once mu_ is released (run_after_unlock), its answer coming later. Under mu_, never
+  // under state_mu_.
+  template <class Local, class Remote>
+  std::optional<state_answer> call_state(const partition_key& key, Local local, Remote remote);
   // In a cluster: true when the share-partition is led here at the epoch its state was read at;
-  // otherwise it is dropped from memory (leadership moved, or a write was fenced). Under mu_.
+  // otherwise it is dropped from memory (leadership moved, or a write was fenced) unless its
+  // state is still being read at this epoch. Under mu_.
   bool led_here(const partition_key& key);
+  // Forgets a share-partition led here: what waited for its write is answered
+  // NOT_LEADER_OR_FOLLOWER and the operations queued behind it run (and find it gone). Under mu_.
+  void drop_led(const partition_key& key);
+  void drop_led_if(const std::function<bool(const partition_key&)>& which);
+  // notify_available() (when `on`) once it goes out of scope: declared before the lock, it runs
+  // after mu_ is released.
+  struct notify_after {
+    notify_after(share_coordinator& coordinator, bool when) : c(coordinator), on(when) {}
+    share_coordinator& c;
+    bool on;
+    notify_after(const notify_after&) = delete;
+    notify_after& operator=(const notify_after&) = delete;
+    ~notify_after() {
+      if (on) c.notify_available();
+    }
+  };
   // In a cluster: makes the share-partition from ReadShareGroupState at `leader_epoch` (or
-  // initializes it at `start` when it has no state). False when the coordinator cannot be
-  // reached or refused. Under mu_.
-  bool take_leadership(const partition_key& key, int32_t leader_epoch, int64_t start,
+  // initializes it at `start` when it has no state first), as Kafka's SharePartition
+  // initializes: at once when the coordinator is in-process, else when its answers come
+  // (leadership_step; the share-partition is noted available then, which wakes waiting fetches).
+  // Under mu_.
+  void take_leadership(const partition_key& key, int32_t leader_epoch, int64_t start,
                        int64_t now_ms);
-  // persist() in a cluster: what changed since the last write, as a WriteShareGroupState.
-  protocol::error_code persist_led(const partition_key& key, const share_partition& p,
-                                   int64_t now_ms);
+  enum class leadership_stage : uint8_t { read, initialize, read_again };
+  // Makes the stage's call; its answer goes to leadership_step.
+  void leadership_call(const partition_key& key, uint64_t generation, leadership_stage stage,
+                       int64_t start, int64_t now_ms);
+  void leadership_step(const partition_key& key, uint64_t generation, leadership_stage stage,
+                       int64_t start, state_answer answer, int64_t now_ms);
+  // persist() in a cluster: what changed since the last write, as a WriteShareGroupState. NONE
+  // when nothing changed or the in-process write succeeded, its error when it failed; nullopt
+  // when the write was sent to another broker: the share-partition is then `writing` until the
+  // answer (written_answer), which keeps (or, failed, undoes) the change open in `p` when
+  // `journal`, and tells the callback `answer` makes then (only when sent) NONE or the error.
+  // Under mu_.
+  std::optional<protocol::error_code> persist_led(const partition_key& key, share_partition& p,
+                                                  int64_t now_ms, bool journal,
+                                                  const share_answer_later* answer);
+  void written_answer(const partition_key& key, uint64_t generation, const state_answer& a);
+  // In a cluster: a write of the share-partition is unanswered (nothing else may change it
+  // meanwhile). Under mu_.
+  bool writing(const partition_key& key) const;
+  // Runs `op` (which takes mu_ itself) once the share-partition's write in flight is answered.
+  // Under mu_.
+  void after_write(const partition_key& key, std::function<void()> op);
+  // What was queued under mu_ to run without it (persister calls, operations that waited for a
+  // write, answers); called after mu_ is released, as notify_available.
+  void run_after_unlock();
   // persist_delete with state_mu_ held.
   void persist_delete_locked(const partition_key& key, int64_t now_ms);
+  // In a cluster: DeleteShareGroupState of each key where its state is kept (in-process, or the
+  // persister); the first error, now or later (to `later`'s callback). Under mu_.
+  std::optional<protocol::error_code> delete_states(const std::vector<partition_key>& keys,
+                                                    int64_t now_ms,
+                                                    const share_answer_later& later);
+  // Every partition of the topics (by the metadata) of the group's share-partitions known here:
+  // its initialized topics and the share-partitions held. Under mu_.
+  std::vector<partition_key> group_keys(std::string_view group_id,
+                                        std::optional<topic_uuid> only_topic) const;
+  // In a cluster, AlterShareGroupOffsets of one share-partition: the summary's state epoch, then
+  // Initialize at the next one with `start_offset`, where the state is kept. Under mu_.
+  std::optional<protocol::error_code> restart_state(const partition_key& key, int64_t start_offset,
+                                                    const share_answer_later& later);
 
   // INVALID_REQUEST / UNKNOWN_TOPIC_OR_PARTITION checks shared by the RPCs. Under mu_.
   std::optional<state_answer> check_topic_partition(const share_topic_partition& tp) const;
@@ -446,9 +557,25 @@ class share_coordinator {
   struct led_state {
     share_group_offset written;
     int32_t leader_epoch = 0;
-    bool fenced = false;  // a write was fenced: dropped at the next use
+    bool fenced = false;      // a write was fenced: dropped at the next use
+    bool loading = true;      // its state is being read (take_leadership)
+    uint64_t generation = 0;  // answers for an earlier led_state of the key are ignored
+    // A WriteShareGroupState sent to another broker and not answered yet: what it writes, whether
+    // the share-partition's change is open (kept or undone on the answer), who waits for it.
+    struct in_flight {
+      bool journal = false;
+      int64_t start_offset = -1;
+      int32_t delivery_complete_count = -1;
+      std::vector<state_batch> batches;
+      std::function<void(protocol::error_code)> answer;
+    };
+    std::optional<in_flight> write;
+    std::vector<std::function<void()>> waiting;  // operations to run once it is answered
   };
   std::map<partition_key, led_state> led_;
+  uint64_t led_generation_ = 0;
+  // Run once mu_ is released (run_after_unlock): persister calls, waiting operations, answers.
+  std::vector<std::function<void()>> after_unlock_;
   int64_t last_prune_ms_ = -1;          // under mu_
   int64_t last_cold_snapshot_ms_ = -1;  // under mu_
   mutable std::mutex mu_;

@@ -5,6 +5,9 @@
 // readStateSummary and their maybeGet...Error checks, in that order) and its
 // generateShareStateRecord.
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <set>
 
 #include "coordinator/share_coordinator.h"
 
@@ -29,6 +32,26 @@ share_coordinator::state_answer refuse(error_code e, std::string_view message = 
   // Kafka answers its Errors' default message where the check has no text of its own.
   a.message = std::string(message.empty() ? protocol::describe(e).message : message);
   return a;
+}
+
+// Kafka's persister answers an acknowledgement it could not write with these.
+error_code persister_error(error_code e) {
+  switch (e) {
+    case error_code::not_coordinator:
+    case error_code::coordinator_load_in_progress:
+    case error_code::request_timed_out:
+      return error_code::coordinator_not_available;
+    default:
+      return e;
+  }
+}
+
+// A write answer after which the share-partition led here is dropped (and read again at its
+// next fetch): a newer leader or state epoch fenced it, or its state was deleted
+// (DeleteGroups, DeleteShareGroupOffsets: the write of an uninitialized share-partition).
+bool ends_leadership(const share_coordinator::state_answer& a) {
+  return a.error == error_code::fenced_leader_epoch || a.error == error_code::fenced_state_epoch ||
+         (a.error == error_code::invalid_request && a.message == write_uninitialized);
 }
 
 }  // namespace
@@ -379,44 +402,67 @@ void share_coordinator::unload_state_partition(int32_t partition) {
   pruned_before_.erase(partition);
 }
 
-share_coordinator::state_answer share_coordinator::call_read(const partition_key& key,
-                                                             int32_t leader_epoch, int64_t now_ms) {
+template <class Local, class Remote>
+std::optional<share_coordinator::state_answer> share_coordinator::call_state(
+    const partition_key& key, Local local, Remote remote) {
   {
     std::lock_guard lock(state_mu_);
-    if (state_ownership_error(key) == error_code::none) {
-      return read_state_locked(key, leader_epoch, now_ms);
-    }
+    if (state_ownership_error(key) == error_code::none) return local();
   }
   if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
-  return persister_->read({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, leader_epoch);
+  // Made without the locks: the persister's answer may come on this thread (a test's), and its
+  // callback takes mu_.
+  after_unlock_.push_back(
+      [this, pk = share_partition_key{std::get<0>(key), std::get<1>(key), std::get<2>(key)},
+       remote = std::move(remote)]() mutable { remote(*persister_, pk); });
+  return std::nullopt;
 }
 
-share_coordinator::state_answer share_coordinator::call_write(const partition_key& key,
-                                                              const state_write& write,
-                                                              int64_t now_ms) {
+void share_coordinator::run_after_unlock() {
+  std::vector<std::function<void()>> run;
   {
-    std::lock_guard lock(state_mu_);
-    if (state_ownership_error(key) == error_code::none) {
-      return write_state_locked(key, write, now_ms);
-    }
+    std::lock_guard lock(mu_);
+    run.swap(after_unlock_);
   }
-  if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
-  return persister_->write({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, write);
+  for (auto& f : run) f();
 }
 
-share_coordinator::state_answer share_coordinator::call_initialize(const partition_key& key,
-                                                                   int32_t state_epoch,
-                                                                   int64_t start_offset,
-                                                                   int64_t now_ms) {
-  {
-    std::lock_guard lock(state_mu_);
-    if (state_ownership_error(key) == error_code::none) {
-      return initialize_state_locked(key, state_epoch, start_offset, now_ms);
-    }
+bool share_coordinator::writing(const partition_key& key) const {
+  if (!cluster_state_) return false;
+  auto it = led_.find(key);
+  return it != led_.end() && it->second.write.has_value();
+}
+
+void share_coordinator::after_write(const partition_key& key, std::function<void()> op) {
+  auto it = led_.find(key);
+  if (it == led_.end() || !it->second.write) {
+    after_unlock_.push_back(std::move(op));
+    return;
   }
-  if (persister_ == nullptr) return refuse(error_code::coordinator_not_available);
-  return persister_->initialize({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, state_epoch,
-                                start_offset);
+  it->second.waiting.push_back(std::move(op));
+}
+
+void share_coordinator::drop_led(const partition_key& key) {
+  partitions_.erase(key);
+  auto led = led_.find(key);
+  if (led == led_.end()) return;
+  // What was handed out (or acknowledged) under this leadership and is not written yet is not
+  // this broker's to answer any more; the operations queued behind the write find it gone.
+  if (led->second.write && led->second.write->answer) {
+    after_unlock_.push_back([answer = std::move(led->second.write->answer)] {
+      answer(error_code::not_leader_or_follower);
+    });
+  }
+  for (auto& op : led->second.waiting) after_unlock_.push_back(std::move(op));
+  led_.erase(led);
+}
+
+void share_coordinator::drop_led_if(const std::function<bool(const partition_key&)>& which) {
+  std::vector<partition_key> keys;
+  for (const auto& [key, led] : led_) {
+    if (which(key)) keys.push_back(key);
+  }
+  for (const auto& key : keys) drop_led(key);
 }
 
 bool share_coordinator::led_here(const partition_key& key) {
@@ -425,43 +471,97 @@ bool share_coordinator::led_here(const partition_key& key) {
   std::optional<int32_t> epoch;
   if (persister_ != nullptr) epoch = persister_->leader_epoch(std::get<1>(key), std::get<2>(key));
   if (led != led_.end() && epoch && *epoch == led->second.leader_epoch && !led->second.fenced) {
-    return true;
+    return !led->second.loading;
   }
   // Kafka's SharePartitionManager drops a share-partition whose leadership moved or whose
   // write was fenced; a next fetch as leader reads its state again.
-  partitions_.erase(key);
-  if (led != led_.end()) led_.erase(led);
+  drop_led(key);
   return false;
 }
 
-bool share_coordinator::take_leadership(const partition_key& key, int32_t leader_epoch,
+void share_coordinator::take_leadership(const partition_key& key, int32_t leader_epoch,
                                         int64_t start, int64_t now_ms) {
   // Kafka's SharePartition.maybeInitialize: ReadShareGroupState at the leader epoch (which
   // fences the leaders before it); a share-partition without state is initialized first at the
-  // start share.auto.offset.reset gives.
-  state_answer read = call_read(key, leader_epoch, now_ms);
-  const bool uninitialized =
-      (read.error == error_code::invalid_request && read.message == read_uninitialized) ||
-      (read.error == error_code::none && read.state.start_offset < 0);
-  if (uninitialized) {
-    const int32_t state_epoch = read.error == error_code::none ? read.state.state_epoch : 0;
-    if (call_initialize(key, state_epoch, start, now_ms).error != error_code::none) return false;
-    read = call_read(key, leader_epoch, now_ms);
-  }
-  if (read.error != error_code::none || read.state.start_offset < 0) return false;
-  partitions_.insert_or_assign(
-      key, share_partition::restore(partition_config(std::get<0>(key)), read.state.start_offset,
-                                    read.state.state_batches));
+  // start share.auto.offset.reset gives, then read again.
+  drop_led(key);
   led_state& led = led_[key];
-  led.written = std::move(read.state);
   led.leader_epoch = leader_epoch;
-  led.fenced = false;
-  update_initialized(std::get<0>(key), now_ms);
-  return true;
+  led.generation = ++led_generation_;
+  leadership_call(key, led.generation, leadership_stage::read, start, now_ms);
 }
 
-error_code share_coordinator::persist_led(const partition_key& key, const share_partition& p,
-                                          int64_t now_ms) {
+void share_coordinator::leadership_call(const partition_key& key, uint64_t generation,
+                                        leadership_stage stage, int64_t start, int64_t now_ms) {
+  auto it = led_.find(key);
+  if (it == led_.end() || it->second.generation != generation) return;
+  const int32_t leader_epoch = it->second.leader_epoch;
+  const int32_t state_epoch = it->second.written.state_epoch;
+  // The answer comes back to leadership_step: at once in-process, else from the persister's
+  // thread (then with mu_ taken there, and what it queued run after).
+  auto answered = [this, key, generation, stage, start, now_ms](state_answer a) {
+    {
+      std::lock_guard lock(mu_);
+      leadership_step(key, generation, stage, start, std::move(a), now_ms);
+    }
+    notify_available();
+  };
+  std::optional<state_answer> now;
+  if (stage == leadership_stage::initialize) {
+    now = call_state(
+        key, [&] { return initialize_state_locked(key, state_epoch, start, now_ms); },
+        [state_epoch, start, answered](share_state_persister& persister,
+                                       const share_partition_key& pk) {
+          persister.initialize(pk, state_epoch, start, answered);
+        });
+  } else {
+    now = call_state(
+        key, [&] { return read_state_locked(key, leader_epoch, now_ms); },
+        [leader_epoch, answered](share_state_persister& persister, const share_partition_key& pk) {
+          persister.read(pk, leader_epoch, answered);
+        });
+  }
+  if (now) leadership_step(key, generation, stage, start, std::move(*now), now_ms);
+}
+
+void share_coordinator::leadership_step(const partition_key& key, uint64_t generation,
+                                        leadership_stage stage, int64_t start, state_answer answer,
+                                        int64_t now_ms) {
+  auto it = led_.find(key);
+  if (it == led_.end() || it->second.generation != generation || !it->second.loading) return;
+  led_state& led = it->second;
+  const bool uninitialized =
+      (answer.error == error_code::invalid_request && answer.message == read_uninitialized) ||
+      (answer.error == error_code::none && answer.state.start_offset < 0);
+  if (stage == leadership_stage::read && uninitialized) {
+    led.written.state_epoch = answer.error == error_code::none ? answer.state.state_epoch : 0;
+    leadership_call(key, generation, leadership_stage::initialize, start, now_ms);
+    return;
+  }
+  if (stage == leadership_stage::initialize && answer.error == error_code::none) {
+    leadership_call(key, generation, leadership_stage::read_again, start, now_ms);
+    return;
+  }
+  if (stage == leadership_stage::initialize || answer.error != error_code::none ||
+      answer.state.start_offset < 0) {
+    // The coordinator could not be reached or refused: the next fetch as leader tries again.
+    led_.erase(it);
+    return;
+  }
+  partitions_.insert_or_assign(
+      key, share_partition::restore(partition_config(std::get<0>(key)), answer.state.start_offset,
+                                    answer.state.state_batches));
+  led.written = std::move(answer.state);
+  led.loading = false;
+  update_initialized(std::get<0>(key), now_ms);
+  // A fetch waiting on the share-partition can acquire now.
+  available_.push_back({std::get<1>(key), std::get<2>(key)});
+}
+
+std::optional<error_code> share_coordinator::persist_led(const partition_key& key,
+                                                         share_partition& p, int64_t now_ms,
+                                                         bool journal,
+                                                         const share_answer_later* answer) {
   auto it = led_.find(key);
   if (it == led_.end()) return error_code::not_leader_or_follower;
   led_state& led = it->second;
@@ -478,25 +578,181 @@ error_code share_coordinator::persist_led(const partition_key& key, const share_
       w.delivery_complete_count == led.written.delivery_complete_count) {
     return error_code::none;
   }
-  state_answer a = call_write(key, w, now_ms);
-  if (a.error != error_code::none) {
-    if (a.error == error_code::fenced_leader_epoch || a.error == error_code::fenced_state_epoch) {
-      led.fenced = true;
-    }
-    // Kafka's persister answers an acknowledgement it could not write with these.
-    switch (a.error) {
-      case error_code::not_coordinator:
-      case error_code::coordinator_load_in_progress:
-      case error_code::request_timed_out:
-        return error_code::coordinator_not_available;
-      default:
-        return a.error;
-    }
+  const uint64_t generation = led.generation;
+  std::optional<state_answer> a = call_state(
+      key, [&] { return write_state_locked(key, w, now_ms); },
+      [this, key, generation, w](share_state_persister& persister, const share_partition_key& pk) {
+        persister.write(
+            pk, w, [this, key, generation](state_answer a) { written_answer(key, generation, a); });
+      });
+  if (!a) {
+    // Sent: nothing else changes the share-partition until the answer (written_answer).
+    led.write = led_state::in_flight{journal, w.start_offset, w.delivery_complete_count,
+                                     std::move(now), nullptr};
+    if (answer != nullptr && *answer) led.write->answer = (*answer)();
+    return std::nullopt;
+  }
+  if (a->error != error_code::none) {
+    if (ends_leadership(*a)) led.fenced = true;
+    return persister_error(a->error);
   }
   led.written.start_offset = w.start_offset;
   led.written.delivery_complete_count = w.delivery_complete_count;
   led.written.state_batches = std::move(now);
   return error_code::none;
+}
+
+void share_coordinator::written_answer(const partition_key& key, uint64_t generation,
+                                       const state_answer& a) {
+  std::function<void(error_code)> answer;
+  const error_code e = a.error == error_code::none ? a.error : persister_error(a.error);
+  {
+    std::lock_guard lock(mu_);
+    auto it = led_.find(key);
+    // Dropped meanwhile (drop_led answered who waited): nothing of it is here any more.
+    if (it == led_.end() || it->second.generation != generation || !it->second.write) return;
+    led_state& led = it->second;
+    led_state::in_flight sent = std::move(*led.write);
+    led.write.reset();
+    auto p = partitions_.find(key);
+    if (a.error == error_code::none) {
+      led.written.start_offset = sent.start_offset;
+      led.written.delivery_complete_count = sent.delivery_complete_count;
+      led.written.state_batches = std::move(sent.batches);
+      if (sent.journal && p != partitions_.end()) p->second.keep();
+    } else {
+      if (ends_leadership(a)) led.fenced = true;
+      // As on one node: the change is taken back (a change made without a journal, lock expiry
+      // or a member's records given back, is carried by the next write instead).
+      if (sent.journal && p != partitions_.end()) p->second.undo();
+    }
+    answer = std::move(sent.answer);
+    for (auto& op : led.waiting) after_unlock_.push_back(std::move(op));
+    led.waiting.clear();
+    // Records acknowledged, released or given back by an undone acquisition: a waiting fetch
+    // may take them now.
+    available_.push_back({std::get<1>(key), std::get<2>(key)});
+  }
+  if (answer) answer(e);
+  notify_available();
+}
+
+std::vector<share_coordinator::partition_key> share_coordinator::group_keys(
+    std::string_view group_id, std::optional<topic_uuid> only_topic) const {
+  // Kafka's group coordinator deletes the state of the topics in its
+  // ShareGroupStatePartitionMetadata; tarn's record may lag the share-partitions led on other
+  // brokers, so every partition of those topics is named (a share-partition without state is
+  // answered NONE and costs nothing there).
+  std::set<topic_uuid> topics;
+  if (only_topic) {
+    topics.insert(*only_topic);
+  } else {
+    if (auto g = groups_.find(group_id); g != groups_.end()) {
+      for (const auto& [topic, t] : g->second.initialized) topics.insert(topic);
+    }
+    for (auto it = partitions_.lower_bound({std::string(group_id), topic_uuid{}, INT32_MIN});
+         it != partitions_.end() && std::get<0>(it->first) == group_id; ++it) {
+      topics.insert(std::get<1>(it->first));
+    }
+  }
+  std::vector<partition_key> keys;
+  for (const topic_uuid& topic : topics) {
+    auto d = metadata_.topic_by_id(topic);
+    if (!d) continue;
+    for (int32_t p = 0; p < d->partitions; ++p) keys.emplace_back(std::string(group_id), topic, p);
+  }
+  return keys;
+}
+
+namespace {
+
+// Answers collected from several share-state calls: the first error, once the last is in.
+struct answer_fan_in {
+  std::mutex mu;
+  size_t left = 1;  // the caller's own hold, released once every call is made
+  error_code first = error_code::none;
+  std::function<void(error_code)> done;
+
+  static void one(const std::shared_ptr<answer_fan_in>& fan, error_code e) {
+    std::function<void(error_code)> done;
+    error_code result = error_code::none;
+    {
+      std::lock_guard lock(fan->mu);
+      if (e != error_code::none && fan->first == error_code::none) fan->first = e;
+      if (--fan->left > 0) return;
+      done = std::move(fan->done);
+      result = fan->first;
+    }
+    if (done) done(result);
+  }
+};
+
+}  // namespace
+
+std::optional<error_code> share_coordinator::delete_states(const std::vector<partition_key>& keys,
+                                                           int64_t now_ms,
+                                                           const share_answer_later& later) {
+  auto fan = std::make_shared<answer_fan_in>();
+  for (const partition_key& key : keys) {
+    drop_led(key);  // led here: read again at its next fetch
+    {
+      std::lock_guard lock(fan->mu);
+      ++fan->left;
+    }
+    auto now = call_state(
+        key,
+        [&] {
+          if (persisted_.contains(key)) persist_delete_locked(key, now_ms);
+          return state_answer{};
+        },
+        [fan](share_state_persister& persister, const share_partition_key& pk) {
+          persister.delete_state(pk, [fan](state_answer a) {
+            answer_fan_in::one(fan,
+                               a.error == error_code::none ? a.error : persister_error(a.error));
+          });
+        });
+    if (now) answer_fan_in::one(fan, now->error);
+  }
+  // The calls to other brokers are made once mu_ is released: none has answered yet.
+  std::lock_guard lock(fan->mu);
+  if (fan->left == 1) return fan->first;
+  fan->done = later();
+  --fan->left;
+  return std::nullopt;
+}
+
+std::optional<error_code> share_coordinator::restart_state(const partition_key& key,
+                                                           int64_t start_offset,
+                                                           const share_answer_later& later) {
+  drop_led(key);  // led here: read again (at the new state epoch) at its next fetch
+  // The answer's callback, made only when the call goes to another broker (after this returns).
+  auto answer = std::make_shared<std::function<void(error_code)>>();
+  auto now = call_state(
+      key,
+      [&] {
+        auto it = persisted_.find(key);
+        const int32_t epoch = it == persisted_.end() ? 0 : it->second.state_epoch_fence + 1;
+        return initialize_state_locked(key, epoch, start_offset, 0);
+      },
+      [start_offset, answer](share_state_persister& persister, const share_partition_key& pk) {
+        persister.read_summary(
+            pk, [&persister, pk, start_offset, done = *answer](state_answer summary) {
+              if (summary.error != error_code::none) {
+                done(persister_error(summary.error));
+                return;
+              }
+              // A share-partition without state answers state epoch 0 too: 1 fences nothing there.
+              persister.initialize(
+                  pk, summary.state.state_epoch + 1, start_offset, [done](state_answer a) {
+                    done(a.error == error_code::none ? a.error : persister_error(a.error));
+                  });
+            });
+      });
+  if (!now) {
+    *answer = later();
+    return std::nullopt;
+  }
+  return now->error == error_code::none ? now->error : persister_error(now->error);
 }
 
 }  // namespace tarn::coordinator

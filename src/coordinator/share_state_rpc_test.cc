@@ -5,6 +5,9 @@
 // replay, and the in-memory share-partition following a write.
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <functional>
+
 #include "coordinator/share_coordinator.h"
 #include "coordinator/test_support.h"
 
@@ -254,19 +257,29 @@ class forwarding_persister final : public share_state_persister {
   int calls = 0;
 
   std::optional<int32_t> leader_epoch(const topic_uuid&, int32_t) override { return epoch; }
-  share_state_answer read(const share_partition_key& key, int32_t leader_epoch) override {
+  void read(const share_partition_key& key, int32_t leader_epoch,
+            share_state_callback done) override {
     ++calls;
-    return target_.read_state(key.group_id, {key.topic_id, key.partition}, leader_epoch, 0);
+    done(target_.read_state(key.group_id, {key.topic_id, key.partition}, leader_epoch, 0));
   }
-  share_state_answer write(const share_partition_key& key, const share_state_write& w) override {
+  void write(const share_partition_key& key, const share_state_write& w,
+             share_state_callback done) override {
     ++calls;
-    return target_.write_state(key.group_id, {key.topic_id, key.partition}, w, 0);
+    done(target_.write_state(key.group_id, {key.topic_id, key.partition}, w, 0));
   }
-  share_state_answer initialize(const share_partition_key& key, int32_t state_epoch,
-                                int64_t start) override {
+  void initialize(const share_partition_key& key, int32_t state_epoch, int64_t start,
+                  share_state_callback done) override {
     ++calls;
-    return target_.initialize_state(key.group_id, {key.topic_id, key.partition}, state_epoch, start,
-                                    0);
+    done(target_.initialize_state(key.group_id, {key.topic_id, key.partition}, state_epoch, start,
+                                  0));
+  }
+  void delete_state(const share_partition_key& key, share_state_callback done) override {
+    ++calls;
+    done(target_.delete_state(key.group_id, {key.topic_id, key.partition}, 0));
+  }
+  void read_summary(const share_partition_key& key, share_state_callback done) override {
+    ++calls;
+    done(target_.read_state_summary(key.group_id, {key.topic_id, key.partition}));
   }
 
  private:
@@ -298,6 +311,10 @@ TEST(share_state_rpc, share_partition_leaders_in_a_cluster_keep_state_at_the_coo
   EXPECT_EQ(p1.calls, 0);
   p1.epoch = 3;
   // Leader at epoch 3 of a share-partition without state: initialized at the high watermark.
+  // The first fetch only sends the read (the state is another broker's: answered later, here
+  // before the call returns); the next one reads from the state.
+  EXPECT_FALSE(old_leader.next_fetch_offset("g", f.tp, 0, 100, 0).has_value());
+  EXPECT_EQ(p1.calls, 3);  // read, initialize, read again
   auto from = old_leader.next_fetch_offset("g", f.tp, 0, 100, 0);
   ASSERT_TRUE(from.has_value());
   EXPECT_EQ(*from, 100);
@@ -316,6 +333,7 @@ TEST(share_state_rpc, share_partition_leaders_in_a_cluster_keep_state_at_the_coo
   // The leadership moves: the new leader reads at epoch 4 and goes on from the written state
   // (100-103 accepted, 104-109 Available with one delivery counted).
   p2.epoch = 4;
+  EXPECT_FALSE(new_leader.next_fetch_offset("g", f.tp, 0, 110, 0).has_value());
   from = new_leader.next_fetch_offset("g", f.tp, 0, 110, 0);
   ASSERT_TRUE(from.has_value());
   EXPECT_EQ(*from, 104);
@@ -347,6 +365,257 @@ TEST(share_state_rpc, share_partition_leaders_in_a_cluster_keep_state_at_the_coo
   new_leader.poll(1000000);
   EXPECT_FALSE(new_leader.start_offset("g", f.tp).has_value());
   EXPECT_EQ(f.log.appends, appends);
+}
+
+// A persister whose answers come when the test gives them, as the network's would come from
+// the persister's thread: each call waits in `calls` until forward() (the target coordinator's
+// answer) or answer() (one the test makes up).
+class held_persister final : public share_state_persister {
+ public:
+  explicit held_persister(share_coordinator& target) : target_(target) {}
+  std::optional<int32_t> epoch;
+  struct held {
+    std::function<share_state_answer()> forward;
+    share_state_callback done;
+  };
+  std::deque<held> calls;
+
+  std::optional<int32_t> leader_epoch(const topic_uuid&, int32_t) override { return epoch; }
+  void read(const share_partition_key& key, int32_t leader_epoch,
+            share_state_callback done) override {
+    calls.push_back(
+        {[this, key, leader_epoch] {
+           return target_.read_state(key.group_id, {key.topic_id, key.partition}, leader_epoch, 0);
+         },
+         std::move(done)});
+  }
+  void write(const share_partition_key& key, const share_state_write& w,
+             share_state_callback done) override {
+    calls.push_back(
+        {[this, key, w] {
+           return target_.write_state(key.group_id, {key.topic_id, key.partition}, w, 0);
+         },
+         std::move(done)});
+  }
+  void initialize(const share_partition_key& key, int32_t state_epoch, int64_t start,
+                  share_state_callback done) override {
+    calls.push_back({[this, key, state_epoch, start] {
+                       return target_.initialize_state(key.group_id, {key.topic_id, key.partition},
+                                                       state_epoch, start, 0);
+                     },
+                     std::move(done)});
+  }
+  void delete_state(const share_partition_key& key, share_state_callback done) override {
+    calls.push_back({[this, key] {
+                       return target_.delete_state(key.group_id, {key.topic_id, key.partition}, 0);
+                     },
+                     std::move(done)});
+  }
+  void read_summary(const share_partition_key& key, share_state_callback done) override {
+    calls.push_back(
+        {[this, key] {
+           return target_.read_state_summary(key.group_id, {key.topic_id, key.partition});
+         },
+         std::move(done)});
+  }
+  // The oldest call answered as the target coordinator answers it.
+  void forward() {
+    held h = std::move(calls.front());
+    calls.pop_front();
+    h.done(h.forward());
+  }
+  // The oldest call answered with `e` (the target never sees it).
+  void answer(error_code e) {
+    held h = std::move(calls.front());
+    calls.pop_front();
+    share_state_answer a;
+    a.error = e;
+    h.done(a);
+  }
+  void forward_all() {
+    while (!calls.empty()) forward();
+  }
+
+ private:
+  share_coordinator& target_;
+};
+
+// What a ShareFetch or ShareAcknowledge is told later (the handler's pending reply).
+struct later_answer {
+  std::optional<error_code> got;
+  int asked = 0;
+  share_answer_later later() {
+    return [this] {
+      ++asked;
+      return [this](error_code e) { got = e; };
+    };
+  }
+};
+
+TEST(share_state_rpc, writes_at_another_brokers_coordinator_are_answered_later) {
+  rpc_fixture f;
+  f.log.create_partitions = 1;
+  share_coordinator coordinator(f.config, f.metadata, &f.log);
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  testing::memory_offsets_log none{1};
+  held_persister persister(coordinator);
+  share_coordinator leader(f.config, f.metadata, &none);
+  leader.start_state_unowned(&persister);
+  persister.epoch = 1;
+
+  // Becoming the leader: the read goes out and nothing is handed out until it is answered.
+  EXPECT_FALSE(leader.next_fetch_offset("g", f.tp, 0, 0, 0).has_value());
+  ASSERT_EQ(persister.calls.size(), 1u);
+  EXPECT_FALSE(leader.next_fetch_offset("g", f.tp, 0, 0, 0).has_value());
+  EXPECT_EQ(persister.calls.size(), 1u);  // not asked twice
+  persister.forward();                    // uninitialized: Initialize goes out
+  persister.forward();                    // then the read again
+  persister.forward();
+  EXPECT_TRUE(persister.calls.empty());
+  ASSERT_EQ(leader.next_fetch_offset("g", f.tp, 0, 0, 0), 0);
+
+  // An acquisition is not handed out before its write is answered; the share-partition changes
+  // nothing else meanwhile: no fetch offset, no second acquisition, an acknowledgement queued.
+  const fetched_batch b{0, 9, false};
+  later_answer acquired;
+  const share_answer_later acquired_later = acquired.later();
+  EXPECT_EQ(leader.acquire("g", "m", f.tp, std::span(&b, 1), 100, 0, &acquired_later),
+            (std::vector<acquired_range>{{0, 9, 1}}));
+  EXPECT_EQ(acquired.asked, 1);
+  EXPECT_FALSE(acquired.got.has_value());
+  ASSERT_EQ(persister.calls.size(), 1u);
+  EXPECT_FALSE(leader.next_fetch_offset("g", f.tp, 0, 10, 0).has_value());
+  EXPECT_TRUE(leader.acquire("g", "m2", f.tp, std::span(&b, 1), 100, 0, &acquired_later).empty());
+  const acknowledgement_batch accept{0, 3, {1}};
+  later_answer accepted;
+  EXPECT_FALSE(
+      leader.acknowledge("g", "m", f.tp, std::span(&accept, 1), 0, accepted.later()).has_value());
+  EXPECT_EQ(persister.calls.size(), 1u);  // the acknowledgement waits for its turn
+  persister.forward();
+  EXPECT_EQ(acquired.got, error_code::none);
+  // Now the acknowledgement's own write is out, answered in its turn.
+  ASSERT_EQ(persister.calls.size(), 1u);
+  EXPECT_FALSE(accepted.got.has_value());
+  persister.forward();
+  EXPECT_EQ(accepted.got, error_code::none);
+  EXPECT_EQ(leader.start_offset("g", f.tp), 4);
+
+  // A write that fails is undone: the records acquired come back Available, uncounted.
+  later_answer failed;
+  const share_answer_later failed_later = failed.later();
+  const fetched_batch more{10, 11, false};
+  EXPECT_EQ(leader.acquire("g", "m", f.tp, std::span(&more, 1), 100, 0, &failed_later),
+            (std::vector<acquired_range>{{10, 11, 1}}));
+  persister.answer(error_code::coordinator_not_available);
+  EXPECT_EQ(failed.got, error_code::coordinator_not_available);
+  EXPECT_EQ(leader.next_fetch_offset("g", f.tp, 0, 12, 0), 10);
+  EXPECT_TRUE(persister.calls.empty());  // nothing changed that needs writing
+  later_answer again;
+  const share_answer_later again_later = again.later();
+  EXPECT_EQ(leader.acquire("g", "m", f.tp, std::span(&more, 1), 100, 0, &again_later),
+            (std::vector<acquired_range>{{10, 11, 1}}));
+  persister.forward();
+  EXPECT_EQ(again.got, error_code::none);
+
+  // A write fenced by a newer leader's read: its acknowledgement answers the fence, and the
+  // share-partition is dropped at its next use.
+  ASSERT_EQ(coordinator.read_state("g", f.tp, 2, 0).error, error_code::none);
+  const acknowledgement_batch late{4, 9, {1}};
+  later_answer fenced;
+  EXPECT_FALSE(
+      leader.acknowledge("g", "m", f.tp, std::span(&late, 1), 0, fenced.later()).has_value());
+  persister.forward();
+  EXPECT_EQ(fenced.got, error_code::fenced_leader_epoch);
+  EXPECT_EQ(leader.start_offset("g", f.tp), 4);  // undone: 4-9 still held
+  EXPECT_EQ(leader.acknowledge("g", "m", f.tp, std::span(&late, 1), 0),
+            error_code::not_leader_or_follower);
+  EXPECT_FALSE(leader.start_offset("g", f.tp).has_value());
+
+  // The leadership moves while a write is out: what waited for it is answered
+  // NOT_LEADER_OR_FOLLOWER at once, and the write's late answer changes nothing.
+  persister.epoch = 3;
+  EXPECT_FALSE(leader.next_fetch_offset("g", f.tp, 0, 12, 0).has_value());
+  persister.forward_all();
+  ASSERT_EQ(leader.next_fetch_offset("g", f.tp, 0, 12, 0), 4);
+  later_answer moved;
+  const share_answer_later moved_later = moved.later();
+  const fetched_batch from4{4, 11, false};
+  EXPECT_EQ(leader.acquire("g", "m", f.tp, std::span(&from4, 1), 100, 0, &moved_later),
+            (std::vector<acquired_range>{{4, 11, 2}}));  // 10-11: their first delivery written
+  persister.epoch = 4;
+  leader.poll(1);
+  EXPECT_EQ(moved.got, error_code::not_leader_or_follower);
+  persister.forward();
+  EXPECT_FALSE(leader.start_offset("g", f.tp).has_value());
+}
+
+// The group coordinator's share-state calls in a cluster (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets, DeleteGroups) reach the share coordinator keeping the state on
+// another broker, and are answered once it answered.
+TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinator) {
+  rpc_fixture f;
+  f.log.create_partitions = 1;
+  share_coordinator coordinator(f.config, f.metadata, &f.log);
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  testing::memory_offsets_log none{1};
+  held_persister persister(coordinator);
+  share_coordinator groups(f.config, f.metadata, &none);
+  groups.start_state_unowned(&persister);
+  auto summary = [&] { return coordinator.read_state_summary("g", f.tp); };
+
+  ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
+  later_answer altered;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 3, altered.later()).has_value());
+  persister.forward();  // the summary: no state, state epoch 0
+  EXPECT_FALSE(altered.got.has_value());
+  persister.forward();  // Initialize at state epoch 1
+  EXPECT_EQ(altered.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, 3);
+  EXPECT_EQ(summary().state.state_epoch, 1);
+  // Again: the next state epoch, which fences the share-partition's leader at the old one.
+  later_answer again;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 7, again.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(again.got, error_code::none);
+  EXPECT_EQ(summary().state.state_epoch, 2);
+  EXPECT_EQ(coordinator.write_state("g", f.tp, write_of(1, 0, 7), 0).error,
+            error_code::fenced_state_epoch);
+
+  // DeleteShareGroupOffsets: every partition of the topic, answered once all are.
+  later_answer deleted;
+  EXPECT_FALSE(groups.delete_topic_offsets("g", f.tp.topic_id, deleted.later()).has_value());
+  EXPECT_EQ(persister.calls.size(), 2u);  // t has two partitions
+  persister.forward();
+  EXPECT_FALSE(deleted.got.has_value());
+  persister.forward();
+  EXPECT_EQ(deleted.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, -1);
+
+  // DeleteGroups: the topics the group initialized; the first error is the group's answer.
+  later_answer restarted;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(summary().state.start_offset, 5);
+  later_answer gone;
+  EXPECT_FALSE(groups.delete_group("g", gone.later()).has_value());
+  ASSERT_EQ(persister.calls.size(), 2u);
+  persister.answer(error_code::coordinator_not_available);
+  persister.forward();
+  EXPECT_EQ(gone.got, error_code::coordinator_not_available);
+  EXPECT_FALSE(groups.has_group("g"));
+  ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
+  later_answer restarted2;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted2.later()).has_value());
+  persister.forward_all();
+  later_answer gone2;
+  EXPECT_FALSE(groups.delete_group("g", gone2.later()).has_value());
+  persister.forward_all();
+  EXPECT_EQ(gone2.got, error_code::none);
+  EXPECT_EQ(summary().state.start_offset, -1);
 }
 
 }  // namespace
