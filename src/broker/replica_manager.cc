@@ -258,7 +258,7 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
 void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition>& wake) {
   const cluster::partition_state& s = e.state.state;
   storage::log* log = e.local_log ? topics_.logs().get_log(e.topic, e.partition) : nullptr;
-  if (s.leader == node_id_ && log != nullptr) {
+  if (s.leader == node_id_ && log != nullptr && !fenced_) {
     if (e.leader && e.leader->state().leader_epoch == s.leader_epoch) {
       e.leader->update_state(s, steady_ms());  // an ISR change
     } else {
@@ -284,12 +284,65 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
     // Kafka's Partition.makeFollower: produces waiting for the ISR get NOT_LEADER_OR_FOLLOWER;
     // the fetcher follows the new leader from this replica's log end offset and truncates where
     // the new leader's log diverges.
-    spdlog::info("{}-{}: leader {} at leader epoch {}; this broker follows", e.topic, e.partition,
-                 s.leader, s.leader_epoch);
+    if (fenced_) {
+      spdlog::info("{}-{}: this broker is fenced and stops leading it (leader epoch {})", e.topic,
+                   e.partition, s.leader_epoch);
+    } else {
+      spdlog::info("{}-{}: leader {} at leader epoch {}; this broker follows", e.topic, e.partition,
+                   s.leader, s.leader_epoch);
+    }
     e.leader.reset();
     wake.push_back({e.topic, e.partition});
     note_leadership(e, false);
   }
+}
+
+void replica_manager::fence() {
+  std::vector<storage::topic_partition> wake;
+  {
+    auto maps = topics_.read_lock();
+    std::lock_guard g(mu_);
+    fenced_ = true;
+    for (auto& [key, e] : partitions_) settle_role(e, wake);
+  }
+  leadership_changes_.fetch_add(1);
+  for (const auto& tp : wake) waiters_.notify(tp);
+}
+
+void replica_manager::unfence() {
+  const std::string dir = prefix_ + "partitions/";
+  // Read after the registration again: what the controller decided while this broker was gone
+  // is in it, so a leadership taken away is not taken again from a watch that lags behind.
+  auto states = client_->range(dir, cluster::etcd::prefix_end(dir));
+  if (!states) {
+    spdlog::warn("partition states after registering again: {}; taking the roles the watch had",
+                 states.error().message);
+  }
+  std::vector<storage::uuid> ids;
+  if (states) {
+    for (const auto& kv : states->kvs) {
+      if (auto key = parse_partition_key(kv.key, dir)) ids.push_back(key->first);
+    }
+  }
+  const auto names = topic_names(ids);
+  std::vector<storage::topic_partition> wake;
+  {
+    auto maps = topics_.read_lock();
+    std::lock_guard g(mu_);
+    if (states) {
+      for (const auto& kv : states->kvs) {
+        auto key = parse_partition_key(kv.key, dir);
+        auto state = cluster::decode_partition_state(kv.value);
+        if (!key || !state) continue;
+        apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
+      }
+    }
+    fenced_ = false;
+    for (auto& [key, e] : partitions_) settle_role(e, wake);
+    work_pending_ = true;
+    cv_.notify_all();
+  }
+  for (const auto& tp : wake) waiters_.notify(tp);
 }
 
 void replica_manager::on_watch(const cluster::etcd::watch_response& w) {

@@ -143,6 +143,16 @@ class replica_manager {
   using leadership_fn = std::function<void(int32_t partition, bool leads, int32_t leader_epoch)>;
   void watch_leadership(std::string topic, leadership_fn fn);
 
+  // The broker's session was lost (docs/cluster.md, "Fenced brokers"; KIP-841): it gives up
+  // every leadership at once (produces get NOT_LEADER_OR_FOLLOWER, acks=all waiting for the ISR
+  // too, the coordinators unload) and takes none until unfence(); its fetchers go on following
+  // the leaders the states name, so it is caught up when it comes back.
+  void fence();
+  // Registered again (a new broker epoch): every state read afresh from etcd (the watch may lag
+  // behind what the controller wrote while this broker was away), then the roles they give are
+  // taken. Blocking on etcd.
+  void unfence();
+
  private:
   struct entry {
     std::string topic;  // "" until the metadata log has the topic
@@ -225,6 +235,7 @@ class replica_manager {
   std::map<std::string, std::map<int32_t, entry_key>, std::less<>> by_name_;
   std::map<storage::uuid, std::string> adopted_;  // replicated topics whose logs are open here
   std::atomic<bool> stop_fetchers_{false};
+  bool fenced_ = false;  // under mu_: between fence() and unfence(), nothing is led
   // Grows whenever a state names another leader or leader epoch: a fetcher backing off starts
   // over at once (the new leader may be ready now).
   std::atomic<uint64_t> leadership_changes_{0};
