@@ -20,6 +20,8 @@
 #include "protocol/headers.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
+#include "protocol/messages/list_offsets_request.h"
+#include "protocol/messages/list_offsets_response.h"
 #include "protocol/writer.h"
 
 namespace tarn::broker {
@@ -947,6 +949,51 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
     }
     return true;
   };
+  // OFFSET_OUT_OF_RANGE without the leader's log start past this replica's end: this replica's
+  // end is past the leader's (no DivergingEpoch said where they part, e.g. a log without epochs).
+  // As Kafka's fetcher (fetchOffsetAndTruncate) it asks the leader's log end offset with
+  // ListOffsets LATEST under its broker id and truncates to it. True when it truncated.
+  std::vector<uint8_t> offsets_buffer;
+  auto truncate_to_leader_end = [&](const fetch_target& t, int32_t partition, int32_t leader) {
+    protocol::list_offsets_request lo;
+    lo.replica_id = node_id_;  // a follower: the leader answers its log end offset
+    auto& lt = lo.topics.emplace_back();
+    lt.name = t.topic;
+    auto& lp = lt.partitions.emplace_back();
+    lp.partition_index = partition;
+    lp.current_leader_epoch = t.leader_epoch;
+    lp.timestamp = -1;  // LATEST
+    constexpr int16_t list_offsets_version = 7;
+    std::vector<uint8_t> body;
+    protocol::writer w(body);
+    lo.encode(w, list_offsets_version);
+    auto answer = conn.round_trip(protocol::list_offsets_request::api_key, list_offsets_version,
+                                  body, offsets_buffer, config_.replica_socket_timeout_ms,
+                                  [&] { return stop_fetchers_.load(); });
+    if (!answer) return false;
+    protocol::reader r(*answer);
+    auto resp = protocol::list_offsets_response::decode(r, list_offsets_version);
+    if (!resp || resp->topics.size() != 1 || resp->topics[0].partitions.size() != 1) return false;
+    const auto& answered = resp->topics[0].partitions[0];
+    if (answered.error_code != 0 || answered.offset < 0) return false;
+    auto maps = topics_.read_lock();
+    storage::log* log = topics_.logs().get_log(t.topic, partition);
+    if (log == nullptr) return false;
+    std::lock_guard log_lock(log->mutex());
+    if (!still_following(t.topic_id, partition, t.leader_epoch)) return false;
+    const int64_t end = log->log_end_offset();
+    if (answered.offset >= end) return false;
+    if (auto cut = log->truncate_to(answered.offset, wall_clock_ms()); !cut) {
+      spdlog::error("{}-{}: truncating to {}: {}", t.topic, partition, answered.offset,
+                    cut.error().message);
+      return false;
+    }
+    spdlog::info(
+        "{}-{}: truncated from {} to {}, the end of leader {}'s log (past it without a diverging "
+        "epoch)",
+        t.topic, partition, end, log->log_end_offset(), leader);
+    return true;
+  };
   const std::string listener =
       config_.advertised_listeners.empty() ? "" : config_.advertised_listeners[0].name;
   while (!stop_fetchers_.load()) {
@@ -1073,7 +1120,8 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
           }
           if (target == nullptr) continue;
           if (p.error_code == protocol::code(error_code::offset_out_of_range) &&
-              start_over(*target, p.partition_index, p.log_start_offset, leader)) {
+              (start_over(*target, p.partition_index, p.log_start_offset, leader) ||
+               truncate_to_leader_end(*target, p.partition_index, leader))) {
             continue;
           }
           if (p.error_code != 0) {
