@@ -223,10 +223,9 @@ bool cluster_membership::rejoin_once(int64_t old_lease) {
   auto registered = register_on(**session);
   if (!registered) {
     if (registered.error().code != etcd::etcd_error::failed_precondition) return false;
-    // Held by a lease other than the old one (revoked above, or the revocation got lost and it
-    // is about to expire): another live broker registered under this node.id while this one was
-    // fenced. It cannot come back; the old one still can for a moment, so only a key on a third
-    // lease is fatal.
+    // The key is held. By the old lease (its revocation got lost; it expires within a second):
+    // try again. By another: a live broker registered under this node.id while this one was
+    // fenced, and this one cannot come back (Kafka's DUPLICATE_BROKER_REGISTRATION).
     const std::string key = options_.prefix + "brokers/" + std::to_string(options_.self.node_id);
     auto held = (*session)->client().range(key);
     if (!held || held->kvs.empty() || held->kvs[0].lease == old_lease) return false;
@@ -239,6 +238,11 @@ bool cluster_membership::rejoin_once(int64_t old_lease) {
     return true;
   }
   const int64_t lease = (*session)->lease_id();
+  {
+    // Only the new session can be lost from now on (a discarded attempt's never reports).
+    std::lock_guard g(rejoin_mu_);
+    session_lost_ = false;
+  }
   uint64_t generation = 0;
   {
     std::lock_guard g(role_mu_);
