@@ -9,9 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster_harness.h"
@@ -361,6 +365,22 @@ TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
 }
 
 // Partition 0's leader epoch as the broker on `port` reports it in Metadata v12; -1 without one.
+// The topic's partitions as node `node` describes them.
+std::optional<std::vector<partition_view>> describe_on_node(const cluster_harness& cluster,
+                                                            int node, const std::string& topic) {
+  kafka_conn c(cluster.port(node), nullptr);
+  protocol::metadata_request req;
+  req.allow_auto_topic_creation = false;
+  req.topics.emplace().emplace_back().name = topic;
+  auto r = c.call<protocol::metadata_response>(req, 12);
+  if (!r || r->topics.size() != 1) return std::nullopt;
+  std::vector<partition_view> out;
+  for (const auto& p : r->topics[0].partitions) {
+    out.push_back({p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes});
+  }
+  return out;
+}
+
 int32_t leader_epoch_on(uint16_t port, const std::string& topic) {
   kafka_conn c(port, nullptr);
   protocol::metadata_request req;
@@ -429,6 +449,67 @@ TEST(cluster_checker, tarn_isolated_leader_keeps_leadership_and_refuses_acks_all
   ASSERT_TRUE(wait_fully_replicated(*cluster, topic, 20s)) << cluster->diagnostics();
   a = produce_one(c, correlation++, topic, 0, value_batch("after"));
   EXPECT_EQ(a.error_code, 0);
+
+  // The same leader cut from etcd (not from the other brokers): its lease expires, so it is
+  // fenced (KIP-841). It stays up and leads nothing: produces answer NOT_LEADER_OR_FOLLOWER and
+  // an acks=all waiting for the ISR is never acknowledged; the controller moves the leadership.
+  // What it acknowledged before (its followers fetched it) is kept by the new leader.
+  std::map<std::string, int64_t> acknowledged = {{"after", a.base_offset}};
+  ASSERT_TRUE(cluster->cut_from_metadata(leader_node));
+  const auto cut_at = clock_type::now();
+  int16_t last = 0;
+  for (int i = 0; clock_type::now() - cut_at < 10s; ++i) {
+    const std::string value = "cut " + std::to_string(i);
+    a = produce_one(c, correlation++, topic, 0, value_batch(value));
+    last = a.error_code;
+    if (last == 0) acknowledged[value] = a.base_offset;
+    if (last == protocol::code(protocol::error_code::not_leader_or_follower)) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(last, protocol::code(protocol::error_code::not_leader_or_follower))
+      << cluster->diagnostics();
+  const auto fenced_after = clock_type::now() - cut_at;
+  EXPECT_LT(fenced_after, 5s) << "the session is 2 s";
+  // Another broker leads, at a newer leader epoch, without the fenced broker in the ISR.
+  std::optional<std::vector<partition_view>> moved;
+  for (auto deadline = clock_type::now() + 10s; clock_type::now() < deadline;
+       std::this_thread::sleep_for(100ms)) {
+    moved = describe_on_node(*cluster, other_node, topic);
+    if (moved && moved->size() == 1 && (*moved)[0].leader >= 1 && (*moved)[0].leader != leader) {
+      break;
+    }
+  }
+  ASSERT_TRUE(moved && moved->size() == 1) << cluster->diagnostics();
+  const int32_t new_leader = (*moved)[0].leader;
+  ASSERT_TRUE(new_leader >= 1 && new_leader != leader) << cluster->diagnostics();
+  EXPECT_EQ(std::count((*moved)[0].isr.begin(), (*moved)[0].isr.end(), leader), 0);
+  EXPECT_GT(leader_epoch_on(cluster->port(other_node), topic), epoch);
+  raw_client to_new(cluster->port(new_leader - 1));
+  a = produce_one(to_new, correlation++, topic, 0, value_batch("to the new leader"));
+  EXPECT_EQ(a.error_code, 0);
+  if (a.error_code == 0) acknowledged["to the new leader"] = a.base_offset;
+  // Still cut: still fenced.
+  a = produce_one(c, correlation++, topic, 0, value_batch("still fenced"));
+  EXPECT_EQ(a.error_code, protocol::code(protocol::error_code::not_leader_or_follower));
+
+  // Healed: it registers again (a new broker epoch), catches up and rejoins the ISR, without a
+  // restart (the same process).
+  ASSERT_TRUE(cluster->heal_partitions());
+  ASSERT_TRUE(wait_fully_replicated(*cluster, topic, 10s)) << cluster->diagnostics();
+  EXPECT_EQ(cluster->state(leader_node), node_state::up);
+  EXPECT_NE(cluster->diagnostics().find("registered again"), std::string::npos)
+      << cluster->diagnostics();
+  // Every acknowledged record is where it was acknowledged.
+  auto stored = fetch_all(cluster->port(new_leader - 1), topic, 0);
+  for (const auto& [value, offset] : acknowledged) {
+    auto it = stored.find(offset);
+    ASSERT_NE(it, stored.end()) << value << " at " << offset;
+    EXPECT_TRUE(same_batch(it->second, value_batch(value))) << value << " at " << offset;
+  }
+  std::cout << "fenced "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(fenced_after).count()
+            << " ms after the cut from etcd, " << acknowledged.size() - 1
+            << " record(s) acknowledged around it\n";
 }
 
 // Network partitions between tarn's brokers, as the Kafka run makes them (nftables rules on the

@@ -223,22 +223,14 @@ class tarn_cluster final : public cluster_harness {
   bool pause(int node) override {
     auto& n = nodes_.at(static_cast<size_t>(node));
     n.process->send_signal(SIGSTOP);
-    n.paused_at = clock_type::now();
     set_state(node, node_state::paused);
     return true;
   }
   bool resume(int node) override {
     auto& n = nodes_.at(static_cast<size_t>(node));
     n.process->send_signal(SIGCONT);
-    // A node paused past its session is fenced (docs/cluster.md): it shuts down with exit code 1
-    // as soon as it runs again, and its supervisor (systemd's Restart=on-failure) starts it
-    // again; the harness is that supervisor. Its lease may have expired from a heartbeat
-    // interval short of the session on (the last renewal came up to one interval before the
-    // pause).
-    if (clock_type::now() - n.paused_at >=
-        std::chrono::milliseconds(tarn_session_timeout_ms - tarn_heartbeat_interval_ms)) {
-      if (n.process->wait_exit(std::chrono::seconds(4))) return restart(node);
-    }
+    // A node paused past its session is fenced (docs/cluster.md, "Fenced brokers"): it stays up
+    // and registers again with a new broker epoch as soon as it runs again.
     set_state(node, node_state::up);
     return true;
   }
@@ -251,6 +243,14 @@ class tarn_cluster final : public cluster_harness {
     return partition("--cut " + std::to_string(a + 1) + " " + std::to_string(b + 1));
   }
   bool heal_partitions() override { return partition("--heal"); }
+  bool cut_from_metadata(int node) override {
+    std::string ports;
+    for (const auto& e : etcd_->endpoints()) {
+      if (!ports.empty()) ports += ",";
+      ports += e.substr(e.rfind(':') + 1);
+    }
+    return partition("--cut-ports " + std::to_string(node + 1) + " " + ports);
+  }
 
   int metadata_member_count() const override { return etcd_members_; }
   bool kill_metadata_member(int member) override {
@@ -275,7 +275,6 @@ class tarn_cluster final : public cluster_harness {
     uint16_t port = 0;          // 0 until its first start picked one; kept across restarts
     std::filesystem::path dir;  // data in <dir>/data
     std::unique_ptr<child_process> process;
-    clock_type::time_point paused_at{};
   };
 
   static std::string kafka_ref() { return std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref"; }

@@ -49,6 +49,10 @@ class cluster_harness {
   virtual bool isolate(int /*node*/) { return false; }
   virtual bool cut(int /*a*/, int /*b*/) { return false; }
   virtual bool heal_partitions() { return false; }
+  // Cuts node from the members of the metadata quorum where they are processes apart from the
+  // nodes (tarn's etcd), both ways; the other nodes and the clients still reach it.
+  // heal_partitions removes it too.
+  virtual bool cut_from_metadata(int /*node*/) { return false; }
 
   // The members of the metadata quorum where they are processes apart from the nodes (tarn's
   // etcd); 0 for Kafka, whose controllers are its nodes. kill -9 and restart of member i.

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -326,6 +327,13 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
   EXPECT_EQ(pair0->replicas[0], 2);
   const int32_t pair_follower = pair0->replicas[1];
   ASSERT_EQ(pair_follower, 1) << "placement: creator first, then the others from the lowest id";
+  // Records both replicas of `pair` have, then (below) three that only broker 2 gets.
+  raw_client pair_leader(port(2));
+  int32_t correlation = 1;
+  for (const char* v : {"p0", "p1"}) {
+    ASSERT_TRUE(pair_leader.send_bytes(produce_frame(correlation++, "pair", 0, value_batch(v))));
+    ASSERT_EQ(decode_produce(pair_leader.read_frame(10s)).error_code, 0) << v;
+  }
 
   // Broker 1 stopped (controlled): `elect` is led by 2; its preferred replica is away.
   ASSERT_TRUE(broker(1).stop().has_value());
@@ -335,6 +343,10 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
   EXPECT_EQ((*away)[0].error, code(error_code::preferred_leader_not_available));
   EXPECT_EQ((*away)[0].message, "The preferred leader was not available.");
 
+  for (const char* v : {"p2 on 2 alone", "p3 on 2 alone", "p4 on 2 alone"}) {
+    ASSERT_TRUE(pair_leader.send_bytes(produce_frame(correlation++, "pair", 0, value_batch(v))));
+    ASSERT_EQ(decode_produce(pair_leader.read_frame(10s)).error_code, 0) << v;
+  }
   // Broker 2 stopped too: `pair` and `lonely` have no leader, their ISR is [2] (the last member
   // stays: KIP-841). Broker 1 back: a live replica of `pair`, out of its ISR.
   ASSERT_TRUE(broker(2).stop().has_value());
@@ -363,6 +375,22 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
       wait_for_partition(port(3), "pair", [](const partition_view& v) { return v.leader == 1; });
   ASSERT_TRUE(pair_now);
   EXPECT_EQ(pair_now->isr, (std::vector<int32_t>{1}));
+  raw_client unclean_leader(port(1));
+  ASSERT_TRUE(unclean_leader.send_bytes(
+      produce_frame(correlation++, "pair", 0, value_batch("p2 after the unclean election"))));
+  ASSERT_EQ(decode_produce(unclean_leader.read_frame(10s)).error_code, 0);
+  // Broker 2 back with a log of 5 against the new leader's 3, and no epochs to compare (its
+  // leader-epoch-checkpoint gone, as from a log older than epochs): no DivergingEpoch can say
+  // where they part, so its fetch from 5 is OFFSET_OUT_OF_RANGE. As Kafka's fetcher, it asks the
+  // leader's log end offset (ListOffsets LATEST as a follower), truncates to it and catches up.
+  std::filesystem::remove(broker(2).data_dir() / "pair-0" / "leader-epoch-checkpoint");
+  restart(2);
+  auto rejoined = wait_for_partition(
+      port(3), "pair", [](const partition_view& v) { return v.leader == 1 && v.isr.size() == 2; });
+  ASSERT_TRUE(rejoined && rejoined->isr.size() == 2) << broker(2).output();
+  EXPECT_NE(broker(2).output().find("pair-0: truncated from 5 to 3, the end of leader 1's log"),
+            std::string::npos)
+      << broker(2).output();
 
   // Broker 1 catches up on `elect` (led by 3 now) and rejoins its ISR: the preferred election
   // through broker 3 gives it back its leadership, at the next leader epoch.

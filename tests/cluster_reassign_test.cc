@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,8 +32,12 @@
 #include "protocol/messages/alter_partition_reassignments_response.h"
 #include "protocol/messages/delete_records_request.h"
 #include "protocol/messages/delete_records_response.h"
+#include "protocol/messages/incremental_alter_configs_request.h"
+#include "protocol/messages/incremental_alter_configs_response.h"
 #include "protocol/messages/list_partition_reassignments_request.h"
 #include "protocol/messages/list_partition_reassignments_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
 #include "replication_util.h"
 #include "test_util.h"
 
@@ -104,12 +109,39 @@ std::optional<std::vector<ongoing>> list_reassignments(uint16_t port) {
   return out;
 }
 
+// IncrementalAlterConfigs v1 SET of `configs` on one resource (2 TOPIC, 4 BROKER); its error.
+int16_t set_configs(uint16_t port, int8_t type, const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& configs) {
+  kafka_conn c(port, nullptr);
+  protocol::incremental_alter_configs_request req;
+  auto& r = req.resources.emplace_back();
+  r.resource_type = type;
+  r.resource_name = name;
+  for (const auto& [k, v] : configs) {
+    auto& a = r.configs.emplace_back();
+    a.name = k;
+    a.config_operation = 0;  // SET
+    a.value = v;
+  }
+  auto answer = c.call<protocol::incremental_alter_configs_response>(req, 1);
+  if (!answer || answer->responses.size() != 1) return -100;
+  return answer->responses[0].error_code;
+}
+
+// The controller's id as the broker at `port` names it.
+int32_t controller_of(uint16_t port) {
+  kafka_conn c(port, nullptr);
+  protocol::metadata_request req;
+  req.topics.emplace();  // no topic
+  auto r = c.call<protocol::metadata_response>(req, 12);
+  return r ? r->controller_id : -1;
+}
+
 class cluster_reassign : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!etcd_available()) GTEST_SKIP() << "etcd is not installed (scripts/install-deps)";
-    start_etcd_and_brokers(etcd_, brokers_, 3,
-                           [&](int32_t id) { return replication_args(*etcd_, id, 15000, 800); });
+    start_etcd_and_brokers(etcd_, brokers_, 3, [&](int32_t id) { return args(id); });
     if (HasFatalFailure()) return;
     for (int32_t id = 1; id <= 3; ++id) {
       ASSERT_TRUE(wait_for_brokers(port(id), 3)) << "broker " << id;
@@ -117,6 +149,12 @@ class cluster_reassign : public ::testing::Test {
   }
   void TearDown() override {
     for (auto& b : brokers_) b->process().send_signal(SIGCONT);
+  }
+  // Replication throttles measured over two windows of a second (replication.quota.window.*),
+  // 16 KiB a partition per replica fetch: a throttled copy of a few hundred KB takes seconds.
+  std::vector<std::string> args(int32_t id) {
+    return replication_args(*etcd_, id, 15000, 800,
+                            {"replication.quota.window.num=2", "replica.fetch.max.bytes=16384"});
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
   uint16_t port(int32_t id) { return broker(id).port(); }
@@ -368,7 +406,7 @@ TEST_F(cluster_reassign,
   const auto copy = data3 / (topic + "-0") / "00000000000000000006.log";
   ASSERT_FALSE(file_bytes(copy).empty());
   retired_.push_back(std::move(brokers_[2]));  // owns the data directory
-  brokers_[2] = std::make_unique<broker_process>(replication_args(*etcd_, 3, 15000, 800), data3);
+  brokers_[2] = std::make_unique<broker_process>(args(3), data3);
   ASSERT_NE(port(3), 0) << broker(3).output();
   const auto gone_by = std::chrono::steady_clock::now() + 10s;
   auto deleted = [&] {
@@ -381,6 +419,86 @@ TEST_F(cluster_reassign,
   EXPECT_TRUE(file_bytes(copy).empty());
   EXPECT_NE(broker(3).output().find("deleted the copy of trimmed-0"), std::string::npos);
   wait_for_assignment(topic, 1, {1, 3}, 1);
+}
+
+}  // namespace
+}  // namespace tarn::test
+
+namespace tarn::test {
+namespace {
+
+// Replication throttles (docs/cluster.md, "Replication throttles"), as kafka-reassign-partitions.sh
+// --throttle sets them: leader.replication.throttled.rate on the leader, follower.replication.
+// throttled.rate on the new replica, and the topic's leader./follower.replication.throttled.
+// replicas naming partition 0's replicas only. Both partitions of a topic (about 320 KB each,
+// led by L) get a new replica T: partition 1 is copied at once, partition 0 at about 100 KB/s.
+// Mid-move the controller is killed (kill -9, a third broker): the move does not need it (the
+// leader's AlterPartition that takes T into the ISR completes it) and ends as asked.
+TEST_F(cluster_reassign, a_throttled_move_is_slowed_and_survives_the_controllers_death) {
+  const int32_t controller = controller_of(port(1));
+  ASSERT_GE(controller, 1);
+  const int32_t leader = controller == 1 ? 2 : 1;
+  const int32_t target = 6 - controller - leader;
+  const std::string topic = "throttled";
+  ASSERT_EQ(create_topic(port(leader), topic, 2, {}, 1), 0);
+  raw_client c(port(leader));
+  int32_t correlation = 1;
+  const std::string value(10000, 'x');
+  for (int32_t partition : {0, 1}) {
+    for (int i = 0; i < 32; ++i) {
+      ASSERT_TRUE(c.send_bytes(produce_frame(correlation++, topic, partition, value_batch(value))));
+      ASSERT_EQ(decode_produce(c.read_frame(10s)).error_code, 0);
+    }
+  }
+  ASSERT_EQ(set_configs(port(leader), 4, std::to_string(leader),
+                        {{"leader.replication.throttled.rate", "100000"}}),
+            0);
+  ASSERT_EQ(set_configs(port(target), 4, std::to_string(target),
+                        {{"follower.replication.throttled.rate", "100000"}}),
+            0);
+  ASSERT_EQ(
+      set_configs(port(leader), 2, topic,
+                  {{"leader.replication.throttled.replicas", "0:" + std::to_string(leader)},
+                   {"follower.replication.throttled.replicas", "0:" + std::to_string(target)}}),
+      0);
+  std::this_thread::sleep_for(1200ms);  // the replica managers read the configs every second
+
+  const auto moved_at = std::chrono::steady_clock::now();
+  auto answers =
+      alter_reassignments(port(leader), {{topic, 0, std::vector<int32_t>{leader, target}},
+                                         {topic, 1, std::vector<int32_t>{leader, target}}});
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers[0].error, 0);
+  EXPECT_EQ(answers[1].error, 0);
+  brokers_[static_cast<size_t>(controller - 1)]->process().send_signal(SIGKILL);
+
+  auto done = [&](int32_t partition) {
+    return wait_for_partition(
+        port(leader), topic,
+        [&](const partition_view& p) { return p.isr.size() == 2 && p.replicas.size() == 2; }, 15s,
+        partition);
+  };
+  ASSERT_TRUE(done(1)) << broker(leader).output();
+  const auto fast = std::chrono::steady_clock::now() - moved_at;
+  ASSERT_TRUE(done(0)) << broker(target).output();
+  const auto slow = std::chrono::steady_clock::now() - moved_at;
+  // 320 KB: about 100 KB free (one second's worth over the two windows), the rest at 100 KB/s.
+  EXPECT_GE(slow, 1500ms) << "the throttled partition was not held back";
+  EXPECT_LT(fast, 1500ms) << "the partition without a throttle was held back";
+  EXPECT_LT(slow, 10s);
+  auto left = list_reassignments(port(leader));
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty());
+  for (int32_t partition : {0, 1}) {
+    EXPECT_EQ(file_bytes(dir(target, topic, partition) / "00000000000000000000.log"),
+              file_bytes(dir(leader, topic, partition) / "00000000000000000000.log"))
+        << "partition " << partition;
+  }
+  std::cout << "unthrottled partition in sync after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(fast).count()
+            << " ms, throttled one after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(slow).count()
+            << " ms (100 KB/s)\n";
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // real etcd see each other in Metadata and DescribeCluster (hand-built requests and kcat -L),
 // agree on the cluster id and the controller, list the topics any of them created; a broker
 // killed leaves the list when its session times out and the controller role moves; a duplicate
-// node.id is refused; a broker cut off from etcd for its session timeout is fenced and exits;
+// node.id is refused; a broker paused past its session timeout is fenced and registers again;
 // InitProducerId on each broker hands out distinct producer ids (blocks taken from etcd).
 // Sessions are 2 s here so that each of those takes a few seconds at most.
 #include <gtest/gtest.h>
@@ -69,6 +69,7 @@ struct cluster_view {
   struct partition {
     int16_t error = 0;
     int32_t leader = -2;
+    int32_t leader_epoch = -1;
     std::vector<int32_t> replicas, isr;
   };
   std::map<std::string, std::vector<partition>> topics;
@@ -90,7 +91,7 @@ cluster_view metadata_of(uint16_t port) {
   for (const auto& t : r->topics) {
     auto& parts = v.topics[std::string(t.name.value_or(""))];
     for (const auto& p : t.partitions) {
-      parts.push_back({p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes});
+      parts.push_back({p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
     }
   }
   return v;
@@ -114,13 +115,14 @@ std::set<int32_t> ids_of(const cluster_view& v) {
   return out;
 }
 
-int16_t create_topic(uint16_t port, const std::string& name, int32_t partitions) {
+int16_t create_topic(uint16_t port, const std::string& name, int32_t partitions,
+                     int16_t replication_factor = -1) {
   kafka_conn c(port, nullptr);
   protocol::create_topics_request req;
   protocol::create_topics_request::creatable_topic t;
   t.name = name;
   t.num_partitions = partitions;
-  t.replication_factor = -1;
+  t.replication_factor = replication_factor;
   req.topics.push_back(t);
   req.timeout_ms = 10000;
   auto r = c.call<protocol::create_topics_response>(req, 7);
@@ -332,14 +334,29 @@ TEST_F(cluster_three_brokers, a_topic_created_on_one_is_listed_by_all) {
   EXPECT_EQ(v.topics.count("payments"), 1u);
 }
 
+// The controller killed (kill -9): another broker wins the election (the etcd transaction on
+// the controller key) and goes on moving partition states: the dead controller's own leadership
+// first, then, after the change, a leader killed under the new controller.
 TEST_F(cluster_three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
   auto before = wait_for(port(1), [](const cluster_view& v) { return v.controller >= 1; });
   const int32_t controller = before.controller;
   ASSERT_GE(controller, 1);
   ASSERT_EQ(create_topic(port(controller), "kept-by-the-dead", 1), 0);
   const int32_t witness = controller == 1 ? 2 : 1;
-  wait_for(port(witness),
-           [](const cluster_view& v) { return v.topics.count("kept-by-the-dead") == 1; });
+  const int32_t third = 6 - controller - witness;
+  // Replicated topics, each led by its creator: one by the controller, one by each other broker.
+  const std::map<int32_t, std::string> led = {{controller, "led-by-the-controller"},
+                                              {witness, "led-by-the-witness"},
+                                              {third, "led-by-the-third"}};
+  for (const auto& [id, name] : led) ASSERT_EQ(create_topic(port(id), name, 1, 3), 0) << name;
+  wait_for(port(witness), [&](const cluster_view& v) {
+    if (v.topics.count("kept-by-the-dead") == 0) return false;
+    for (const auto& [id, name] : led) {
+      auto t = v.topics.find(name);
+      if (t == v.topics.end() || t->second.empty() || t->second[0].isr.size() != 3) return false;
+    }
+    return true;
+  });
 
   const auto killed_at = std::chrono::steady_clock::now();
   brokers_[static_cast<size_t>(controller - 1)]->process().send_signal(SIGKILL);
@@ -372,11 +389,44 @@ TEST_F(cluster_three_brokers, a_killed_broker_leaves_and_the_controller_moves) {
   EXPECT_EQ(described->leader, -1);
   EXPECT_EQ(described->offline, std::vector<int32_t>{controller});
   // Every survivor names the same new controller.
-  const int32_t third = 6 - controller - witness;
   auto other = wait_for(port(third), [&](const cluster_view& v) {
     return v.brokers.size() == 2 && v.controller == after.controller;
   });
   EXPECT_EQ(other.controller, after.controller);
+  // The new controller moved the dead controller's leadership to an in-sync survivor, at a new
+  // leader epoch, and took the dead broker out of the ISR.
+  auto moved = wait_for(port(witness), [&](const cluster_view& v) {
+    auto t = v.topics.find("led-by-the-controller");
+    return t != v.topics.end() && !t->second.empty() && t->second[0].leader >= 1 &&
+           t->second[0].leader != controller;
+  });
+  ASSERT_EQ(moved.topics.count("led-by-the-controller"), 1u);
+  const auto& p = moved.topics["led-by-the-controller"][0];
+  EXPECT_NE(p.leader, controller);
+  EXPECT_GE(p.leader_epoch, 1);
+  EXPECT_EQ(std::count(p.isr.begin(), p.isr.end(), controller), 0);
+
+  // After the change: the leader that is not the new controller is killed; the new controller
+  // moves its leadership to itself, the last live replica.
+  const int32_t new_controller = after.controller;
+  const int32_t victim = new_controller == witness ? third : witness;
+  const std::string victims_topic = led.at(victim);
+  brokers_[static_cast<size_t>(victim - 1)]->process().send_signal(SIGKILL);
+  auto failed_over = wait_for(
+      port(new_controller),
+      [&](const cluster_view& v) {
+        auto t = v.topics.find(victims_topic);
+        return v.brokers.size() == 1 && t != v.topics.end() && !t->second.empty() &&
+               t->second[0].leader == new_controller;
+      },
+      std::chrono::milliseconds(session_timeout_ms * 4));
+  ASSERT_EQ(failed_over.topics.count(victims_topic), 1u) << brokers_[new_controller - 1]->output();
+  const auto& q = failed_over.topics[victims_topic][0];
+  EXPECT_EQ(q.leader, new_controller) << brokers_[new_controller - 1]->output();
+  EXPECT_GE(q.leader_epoch, 1);
+  EXPECT_EQ(q.isr, std::vector<int32_t>{new_controller});
+  EXPECT_EQ(failed_over.controller, new_controller);
+  EXPECT_NE(brokers_[new_controller - 1]->output().find("controller (epoch"), std::string::npos);
 }
 
 TEST_F(cluster_three_brokers, a_duplicate_node_id_is_refused) {
@@ -393,7 +443,7 @@ TEST_F(cluster_three_brokers, a_duplicate_node_id_is_refused) {
   EXPECT_EQ(v.brokers[2].first, port(2));
 }
 
-TEST_F(cluster_three_brokers, a_broker_cut_off_for_its_session_timeout_is_fenced_and_exits) {
+TEST_F(cluster_three_brokers, a_broker_paused_past_its_session_is_fenced_and_registers_again) {
   child_process& b3 = brokers_[2]->process();
   b3.send_signal(SIGSTOP);
   auto v = wait_for(
@@ -401,13 +451,21 @@ TEST_F(cluster_three_brokers, a_broker_cut_off_for_its_session_timeout_is_fenced
       std::chrono::milliseconds(session_timeout_ms * 4));
   EXPECT_EQ(ids_of(v), (std::set<int32_t>{1, 2}));
   b3.send_signal(SIGCONT);
-  // Its next renewal finds the lease gone: it shuts down, exit code 1.
-  auto status = b3.wait_exit(event_timeout);
-  ASSERT_TRUE(status.has_value()) << brokers_[2]->output();
-  EXPECT_TRUE(status->exited);
-  EXPECT_EQ(status->code, 1);
-  EXPECT_NE(brokers_[2]->output().find("is fenced and shuts down"), std::string::npos)
-      << brokers_[2]->output();
+  // Its next renewal finds the lease gone: it is fenced, stays up (as Kafka's fenced broker) and
+  // registers again with a new broker epoch; the others list it again.
+  v = wait_for(
+      port(1), [](const cluster_view& v) { return v.brokers.size() == 3; },
+      std::chrono::milliseconds(session_timeout_ms * 4));
+  EXPECT_EQ(ids_of(v), (std::set<int32_t>{1, 2, 3})) << brokers_[2]->output();
+  EXPECT_EQ(v.brokers[3].first, port(3));
+  EXPECT_FALSE(b3.wait_exit(0ms).has_value()) << brokers_[2]->output();
+  const std::string out = brokers_[2]->output();
+  EXPECT_NE(out.find("is fenced: it leads nothing until it registers again"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("broker 3 registered again (broker epoch"), std::string::npos) << out;
+  // It answers as a member again.
+  EXPECT_EQ(ids_of(wait_for(port(3), [](const cluster_view& v) { return v.brokers.size() == 3; })),
+            (std::set<int32_t>{1, 2, 3}));
 }
 
 TEST(cluster_single_node, without_etcd_the_broker_runs_as_before) {

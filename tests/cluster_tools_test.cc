@@ -3,9 +3,11 @@
 // a topic with replication factor 3 and min.insync.replicas=2. --describe shows the leader,
 // replicas and ISR; a follower paused (SIGSTOP) until the ISR shrinks makes the partition
 // under-replicated and at its min ISR, not unavailable and not under its min ISR; resumed, the
-// partition is whole again. The same scenario runs against tarn (etcd and three `tarn serve`)
-// and against a three-node Kafka 4.4.0 KRaft cluster, the reference that checks the scenario
-// itself: both halves start a JVM, so both are named for `make interop`
+// partition is whole again. kafka-leader-election.sh restores preferred leaders;
+// kafka-reassign-partitions.sh moves a replica (--generate, --execute, --verify, --list), then
+// cancels a move it throttled (--execute --throttle, --cancel). The same scenario runs against tarn
+// (etcd and three `tarn serve`) and against a three-node Kafka 4.4.0 KRaft cluster, the reference
+// that checks the scenario itself: both halves start a JVM, so both are named for `make interop`
 // (tests/kafka_tests.regex).
 #include <gtest/gtest.h>
 
@@ -298,6 +300,55 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   EXPECT_EQ((*d)[0].leader, kept);
   // Nothing left in progress.
   auto listed = reassign_partitions(via, "--list");
+  ASSERT_EQ(listed.code, 0) << listed.out << listed.err;
+  EXPECT_NE(listed.out.find("No partition reassignments found."), std::string::npos) << listed.out;
+
+  // --cancel: 3 MB in the partition, a move back onto the old leader (whose copy was deleted)
+  // throttled to 1 KB/s (--throttle sets leader./follower.replication.throttled.rate and the
+  // topic's throttled replicas): past the first fetch it cannot complete. Cancelled, the
+  // assignment is [kept, third] again, all in sync, nothing listed, the throttles removed.
+  raw_client producer(cluster_->port(kept - 1));
+  const std::string value(100000, 'v');
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(producer.send_bytes(produce_frame(i, topic, 0, value_batch(value))));
+    ASSERT_EQ(decode_produce(producer.read_frame(30s)).error_code, 0) << i;
+  }
+  std::ofstream(dir_.path() / "back.json")
+      << R"({"version":1,"partitions":[{"topic":")" << topic << R"(","partition":0,"replicas":[)"
+      << kept << "," << old_leader << R"(],"log_dirs":["any","any"]}]})";
+  const std::string back = " --reassignment-json-file " + (dir_.path() / "back.json").string();
+  auto throttled = reassign_partitions(via, "--execute --throttle 1000" + back);
+  ASSERT_EQ(throttled.code, 0) << throttled.out << throttled.err;
+  EXPECT_NE(throttled.out.find("The inter-broker throttle limit was set to 1000 B/s"),
+            std::string::npos)
+      << throttled.out;
+  auto pending = reassign_partitions(via, "--verify --preserve-throttles" + back);
+  ASSERT_EQ(pending.code, 0) << pending.out << pending.err;
+  EXPECT_NE(pending.out.find("Reassignment of partition " + topic + "-0 is still in progress."),
+            std::string::npos)
+      << pending.out << cluster_->diagnostics();
+  auto cancelled = reassign_partitions(via, "--cancel" + back);
+  ASSERT_EQ(cancelled.code, 0) << cancelled.out << cancelled.err;
+  EXPECT_NE(
+      cancelled.out.find("Successfully cancelled partition reassignment for: " + topic + "-0"),
+      std::string::npos)
+      << cancelled.out;
+  EXPECT_NE(cancelled.out.find("Clearing topic-level throttles on topic " + topic),
+            std::string::npos)
+      << cancelled.out;
+  deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    d = describe_topic(*cluster_, topic);
+    if (d && d->size() == 1 && (*d)[0].replicas == target &&
+        sorted((*d)[0].isr) == sorted(target)) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(d && d->size() == 1u);
+  EXPECT_EQ((*d)[0].replicas, target) << cluster_->diagnostics();
+  EXPECT_EQ(sorted((*d)[0].isr), sorted(target));
+  listed = reassign_partitions(via, "--list");
   ASSERT_EQ(listed.code, 0) << listed.out << listed.err;
   EXPECT_NE(listed.out.find("No partition reassignments found."), std::string::npos) << listed.out;
 }

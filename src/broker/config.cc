@@ -250,6 +250,8 @@ const std::vector<config_key>& config_keys() {
       {"quota.window.num", config_type::int32, "11", at_least(1)},
       {"quota.window.size.seconds", config_type::int32, "1", at_least(1)},
       {"controller.quota.window.num", config_type::int32, "11", at_least(1)},
+      {"replication.quota.window.num", config_type::int32, "11", at_least(1)},
+      {"replication.quota.window.size.seconds", config_type::int32, "1", at_least(1)},
       {"controller.quota.window.size.seconds", config_type::int32, "1", at_least(1)},
       // Authorization (docs/security.md#authorization): Kafka's StandardAuthorizer or none.
       {"authorizer.class.name", config_type::string, "", authorizer_class()},
@@ -978,6 +980,8 @@ result<void, std::string> finish(broker_config& c) {
   c.quota_window_num = i32("quota.window.num");
   c.quota_window_size_seconds = i32("quota.window.size.seconds");
   c.controller_quota_window_num = i32("controller.quota.window.num");
+  c.replication_quota_window_num = i32("replication.quota.window.num");
+  c.replication_quota_window_size_seconds = i32("replication.quota.window.size.seconds");
   c.controller_quota_window_size_seconds = i32("controller.quota.window.size.seconds");
   if (c.queued_max_request_bytes > 0 && c.queued_max_request_bytes < c.socket_request_max_bytes) {
     // KafkaConfig.validateValues: a budget smaller than one request could never admit it.

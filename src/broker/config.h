@@ -82,6 +82,10 @@ struct broker_config {
   int32_t quota_window_num = 11;
   int32_t quota_window_size_seconds = 1;
   int32_t controller_quota_window_num = 11;
+  // Replication throttles (leader./follower.replication.throttled.rate, dynamic broker configs):
+  // rates over replication.quota.window.num windows of replication.quota.window.size.seconds.
+  int32_t replication_quota_window_num = 11;
+  int32_t replication_quota_window_size_seconds = 1;
   int32_t controller_quota_window_size_seconds = 1;
   int32_t max_incremental_fetch_session_cache_slots = 1000;
 

@@ -208,7 +208,7 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
       any_error = true;
       continue;
     }
-    const int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
+    int64_t max_bytes = std::min<int64_t>(entry.request.max_bytes, limit);
     const bool committed_only = params.isolation_level == read_committed;
     std::lock_guard log_lock(log->mutex());
     if (!follower_fetch && !read_follower_copy && params.selects_replica()) {
@@ -226,6 +226,9 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
         continue;
       }
     }
+    // A follower's partition named by leader.replication.throttled.replicas (Kafka's
+    // shouldLeaderThrottle): no records while it is out of the ISR past the throttled rate.
+    std::optional<bool> throttle;
     if (follower_fetch) {
       const auto f = params.replicas->on_follower_fetch(
           info->name, index, params.replica_id, epoch, entry.request.fetch_offset,
@@ -243,9 +246,12 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
         }
         continue;
       }
+      throttle = params.replicas->leader_throttle(info->name, index, params.replica_id);
+      if (throttle.value_or(false)) max_bytes = 0;
     }
     auto read = log->read(
-        entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)), min_one,
+        entry.request.fetch_offset, static_cast<int32_t>(std::max<int64_t>(max_bytes, 0)),
+        min_one && !throttle.value_or(false),
         committed_only ? std::optional<offset_t>(log->last_stable_offset()) : std::nullopt,
         follower_fetch);
     if (!read) {
@@ -270,6 +276,7 @@ std::vector<partition_read> read_all(topic_manager& topics, broker_metrics* metr
     pr.last_stable_offset = read->last_stable_offset;
     pr.log_start_offset = read->log_start_offset;
     pr.slice = std::move(read->slice);
+    if (throttle) params.replicas->record_leader_throttled_bytes(static_cast<int64_t>(pr.bytes()));
     if (committed_only && pr.slice) {
       // Kafka's collectAbortedTransactions up to the LSO (a superset of the fetched range's:
       // the consumer skips only batches of the listed producers at or after their first offset).

@@ -6,8 +6,10 @@
 //     it starts at or before the log start offset (a partition without records: epoch 0, as
 //     Kafka's cache holds the entry written when the broker became leader).
 //   - -1 LATEST: the high watermark for consumers (READ_UNCOMMITTED) or the last stable offset
-//     (READ_COMMITTED: the first offset of the oldest open transaction), the LEO for
-//     ReplicaId -2 (debugging); timestamp -1; the partition's leader epoch (as Metadata says: 0 on
+//     (READ_COMMITTED: the first offset of the oldest open transaction), the LEO for any
+//     other ReplicaId than -1 (-2 debugging, or a follower's broker id: Kafka's KafkaApis takes
+//     the isolation level only from a consumer's request; a follower asks it to learn how far
+//     the leader's log goes); timestamp -1; the partition's leader epoch (as Metadata says: 0 on
 //     a single node, the state's in a cluster).
 //   - -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp, its batch's epoch.
 //   - -4 EARLIEST_LOCAL (v8+): the log start offset (all of the log is local).
@@ -52,7 +54,7 @@ constexpr int64_t max_timestamp = -3;
 constexpr int64_t earliest_local_timestamp = -4;
 constexpr int64_t latest_tiered_timestamp = -5;
 constexpr int64_t earliest_pending_upload_timestamp = -6;
-constexpr int32_t debugging_replica_id = -2;
+constexpr int32_t consumer_replica_id = -1;
 // Every partition's leader epoch: tarn is a single leader that never changes (Metadata says 0).
 
 // ReplicaManager.timestampMinSupportedVersion (4.4).
@@ -94,7 +96,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
   partition_response p;
   p.partition_index = partition;
   constexpr int8_t read_committed = 1;
-  const int64_t last_fetchable = replica_id == debugging_replica_id  ? log.log_end_offset()
+  const int64_t last_fetchable = replica_id != consumer_replica_id   ? log.log_end_offset()
                                  : isolation_level == read_committed ? log.last_stable_offset()
                                                                      : log.high_watermark();
   found_offset found;
@@ -134,7 +136,7 @@ partition_response list_one(const storage::log& log, int32_t partition, int64_t 
   // (its ISR has not caught up) answers LATEST, and a timestamp found past what is fetchable,
   // with OFFSET_NOT_AVAILABLE, so that the client asks again rather than take an offset that
   // is about to move (Kafka's Partition.fetchOffsetForTimestamp, for consumers only).
-  if (replica_id == -1 && (timestamp == latest_timestamp || check_fetchable)) {
+  if (replica_id == consumer_replica_id && (timestamp == latest_timestamp || check_fetchable)) {
     const auto epochs = leader_epoch_cache_of(log, leader_epoch);
     const int64_t epoch_start = epochs.back().start_offset;
     if (epochs.back().epoch == leader_epoch && epoch_start > log.high_watermark() &&

@@ -20,6 +20,8 @@
 #include "protocol/headers.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
+#include "protocol/messages/list_offsets_request.h"
+#include "protocol/messages/list_offsets_response.h"
 #include "protocol/writer.h"
 
 namespace tarn::broker {
@@ -258,7 +260,12 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
 void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition>& wake) {
   const cluster::partition_state& s = e.state.state;
   storage::log* log = e.local_log ? topics_.logs().get_log(e.topic, e.partition) : nullptr;
-  if (s.leader == node_id_ && log != nullptr) {
+  if (s.leader == node_id_ && log != nullptr && !fenced_) {
+    // A single replica given more by a reassignment: from now on its high watermark follows
+    // the ISR, starting where the single-replica rule left it (its log end: all of it was on the
+    // whole ISR). Before, its leader refused the new replica's fetches (the log was not
+    // replicated) and the move never completed.
+    if (s.replicas.size() > 1 && !log->replicated()) log->set_replicated(log->high_watermark());
     if (e.leader && e.leader->state().leader_epoch == s.leader_epoch) {
       e.leader->update_state(s, steady_ms());  // an ISR change
     } else {
@@ -284,12 +291,65 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
     // Kafka's Partition.makeFollower: produces waiting for the ISR get NOT_LEADER_OR_FOLLOWER;
     // the fetcher follows the new leader from this replica's log end offset and truncates where
     // the new leader's log diverges.
-    spdlog::info("{}-{}: leader {} at leader epoch {}; this broker follows", e.topic, e.partition,
-                 s.leader, s.leader_epoch);
+    if (fenced_) {
+      spdlog::info("{}-{}: this broker is fenced and stops leading it (leader epoch {})", e.topic,
+                   e.partition, s.leader_epoch);
+    } else {
+      spdlog::info("{}-{}: leader {} at leader epoch {}; this broker follows", e.topic, e.partition,
+                   s.leader, s.leader_epoch);
+    }
     e.leader.reset();
     wake.push_back({e.topic, e.partition});
     note_leadership(e, false);
   }
+}
+
+void replica_manager::fence() {
+  std::vector<storage::topic_partition> wake;
+  {
+    auto maps = topics_.read_lock();
+    std::lock_guard g(mu_);
+    fenced_ = true;
+    for (auto& [key, e] : partitions_) settle_role(e, wake);
+  }
+  leadership_changes_.fetch_add(1);
+  for (const auto& tp : wake) waiters_.notify(tp);
+}
+
+void replica_manager::unfence() {
+  const std::string dir = prefix_ + "partitions/";
+  // Read after the registration again: what the controller decided while this broker was gone
+  // is in it, so a leadership taken away is not taken again from a watch that lags behind.
+  auto states = client_->range(dir, cluster::etcd::prefix_end(dir));
+  if (!states) {
+    spdlog::warn("partition states after registering again: {}; taking the roles the watch had",
+                 states.error().message);
+  }
+  std::vector<storage::uuid> ids;
+  if (states) {
+    for (const auto& kv : states->kvs) {
+      if (auto key = parse_partition_key(kv.key, dir)) ids.push_back(key->first);
+    }
+  }
+  const auto names = topic_names(ids);
+  std::vector<storage::topic_partition> wake;
+  {
+    auto maps = topics_.read_lock();
+    std::lock_guard g(mu_);
+    if (states) {
+      for (const auto& kv : states->kvs) {
+        auto key = parse_partition_key(kv.key, dir);
+        auto state = cluster::decode_partition_state(kv.value);
+        if (!key || !state) continue;
+        apply_state(key->first, key->second, {std::move(*state), kv.mod_revision}, names, wake);
+      }
+    }
+    fenced_ = false;
+    for (auto& [key, e] : partitions_) settle_role(e, wake);
+    work_pending_ = true;
+    cv_.notify_all();
+  }
+  for (const auto& tp : wake) waiters_.notify(tp);
 }
 
 void replica_manager::on_watch(const cluster::etcd::watch_response& w) {
@@ -660,6 +720,121 @@ int32_t replica_manager::isr_size(std::string_view topic, int32_t partition) con
   return e == nullptr ? -1 : static_cast<int32_t>(e->state.state.isr.size());
 }
 
+namespace {
+
+// Whether leader./follower.replication.throttled.replicas names `broker`'s replica of
+// `partition`: "*" for every replica, else "partition:broker" entries (Kafka's
+// parseThrottledPartitions, comma separated, spaces allowed).
+bool names_replica(std::string_view list, int32_t partition, int32_t broker) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  list = trim(list);
+  if (list == "*") return true;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view item = trim(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    int32_t p = -1, b = -1;
+    const std::string_view ps = trim(item.substr(0, colon)), bs = trim(item.substr(colon + 1));
+    const auto [pe, pc] = std::from_chars(ps.data(), ps.data() + ps.size(), p);
+    const auto [be, bc] = std::from_chars(bs.data(), bs.data() + bs.size(), b);
+    if (pc == std::errc() && bc == std::errc() && p == partition && b == broker) return true;
+  }
+  return false;
+}
+
+// A throttled rate: a non-negative integer, else unbounded (Kafka's default, Long.MAX_VALUE).
+int64_t throttled_rate(const storage::config_map& node, const storage::config_map& all,
+                       std::string_view key) {
+  for (const auto* layer : {&node, &all}) {
+    auto it = layer->find(std::string(key));
+    if (it == layer->end()) continue;
+    int64_t v = -1;
+    const auto [end, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+    if (ec == std::errc() && end == it->second.data() + it->second.size() && v >= 0) return v;
+  }
+  return INT64_MAX;
+}
+
+}  // namespace
+
+void replica_manager::refresh_throttles() {
+  cluster::metadata_store& store = topics_.metadata();
+  const storage::config_map all = store.broker_configs("");
+  const storage::config_map node = store.broker_configs(std::to_string(node_id_));
+  leader_quota_.bound.store(throttled_rate(node, all, "leader.replication.throttled.rate"));
+  follower_quota_.bound.store(throttled_rate(node, all, "follower.replication.throttled.rate"));
+  std::vector<storage::uuid> ids;
+  {
+    std::lock_guard g(mu_);
+    for (const auto& [key, e] : partitions_) {
+      if (ids.empty() || ids.back() != key.first) ids.push_back(key.first);
+    }
+  }
+  // The topics' two lists, read before mu_ (the metadata log's lock comes first).
+  std::map<storage::uuid, std::pair<std::string, std::string>> lists;
+  for (const auto& id : ids) {
+    auto topic = topics_.cluster_topic(id);
+    if (!topic) continue;
+    auto& l = lists[id];
+    if (auto it = topic->overrides.find("leader.replication.throttled.replicas");
+        it != topic->overrides.end()) {
+      l.first = it->second;
+    }
+    if (auto it = topic->overrides.find("follower.replication.throttled.replicas");
+        it != topic->overrides.end()) {
+      l.second = it->second;
+    }
+  }
+  std::lock_guard g(mu_);
+  for (auto& [key, e] : partitions_) {
+    auto l = lists.find(key.first);
+    e.leader_throttled = l != lists.end() && names_replica(l->second.first, key.second, node_id_);
+    e.follower_throttled =
+        l != lists.end() && names_replica(l->second.second, key.second, node_id_);
+  }
+}
+
+bool replica_manager::quota_exceeded(replication_quota& quota) const {
+  const int64_t bound = quota.bound.load();
+  if (bound == INT64_MAX) return false;
+  const quota::rate_config rc{config_.replication_quota_window_num,
+                              int64_t{config_.replication_quota_window_size_seconds} * 1000};
+  std::lock_guard g(quota.mu);
+  return quota.rate.measure(rc, steady_ms()) > static_cast<double>(bound);
+}
+
+void replica_manager::record_quota(replication_quota& quota, int64_t bytes) const {
+  const quota::rate_config rc{config_.replication_quota_window_num,
+                              int64_t{config_.replication_quota_window_size_seconds} * 1000};
+  std::lock_guard g(quota.mu);
+  quota.rate.record(rc, static_cast<double>(bytes), steady_ms());
+}
+
+std::optional<bool> replica_manager::leader_throttle(std::string_view topic, int32_t partition,
+                                                     int32_t replica) const {
+  bool in_sync = false;
+  {
+    std::lock_guard g(mu_);
+    const entry* e = find(topic, partition);
+    if (e == nullptr || !e->leader_throttled) return std::nullopt;
+    const auto& isr = e->state.state.isr;
+    in_sync = std::find(isr.begin(), isr.end(), replica) != isr.end();
+  }
+  // Kafka's shouldLeaderThrottle: only a replica out of the ISR, and only past the rate.
+  return !in_sync && quota_exceeded(leader_quota_);
+}
+
+void replica_manager::record_leader_throttled_bytes(int64_t bytes) {
+  if (bytes > 0) record_quota(leader_quota_, bytes);
+}
+
 void replica_manager::run_worker() {
   // The ISR is checked every half replica.lag.time.max.ms, as Kafka's isr-expiration task.
   const auto period =
@@ -678,6 +853,7 @@ void replica_manager::run_worker() {
     }
     ensure_fetchers();
     maybe_change_isr();
+    refresh_throttles();
     lock.lock();
   }
 }
@@ -872,6 +1048,10 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
     int32_t partition;
     std::string topic;
     int32_t leader_epoch;
+    // follower.replication.throttled.replicas names this replica (Kafka's
+    // shouldFollowerThrottle: only while it is out of the ISR).
+    bool throttled = false;
+    bool in_sync = false;
   };
   broker_connection conn;
   std::vector<uint8_t> buffer;
@@ -907,6 +1087,51 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
     }
     return true;
   };
+  // OFFSET_OUT_OF_RANGE without the leader's log start past this replica's end: this replica's
+  // end is past the leader's (no DivergingEpoch said where they part, e.g. a log without epochs).
+  // As Kafka's fetcher (fetchOffsetAndTruncate) it asks the leader's log end offset with
+  // ListOffsets LATEST under its broker id and truncates to it. True when it truncated.
+  std::vector<uint8_t> offsets_buffer;
+  auto truncate_to_leader_end = [&](const fetch_target& t, int32_t partition, int32_t leader) {
+    protocol::list_offsets_request lo;
+    lo.replica_id = node_id_;  // a follower: the leader answers its log end offset
+    auto& lt = lo.topics.emplace_back();
+    lt.name = t.topic;
+    auto& lp = lt.partitions.emplace_back();
+    lp.partition_index = partition;
+    lp.current_leader_epoch = t.leader_epoch;
+    lp.timestamp = -1;  // LATEST
+    constexpr int16_t list_offsets_version = 7;
+    std::vector<uint8_t> body;
+    protocol::writer w(body);
+    lo.encode(w, list_offsets_version);
+    auto answer = conn.round_trip(protocol::list_offsets_request::api_key, list_offsets_version,
+                                  body, offsets_buffer, config_.replica_socket_timeout_ms,
+                                  [&] { return stop_fetchers_.load(); });
+    if (!answer) return false;
+    protocol::reader r(*answer);
+    auto resp = protocol::list_offsets_response::decode(r, list_offsets_version);
+    if (!resp || resp->topics.size() != 1 || resp->topics[0].partitions.size() != 1) return false;
+    const auto& answered = resp->topics[0].partitions[0];
+    if (answered.error_code != 0 || answered.offset < 0) return false;
+    auto maps = topics_.read_lock();
+    storage::log* log = topics_.logs().get_log(t.topic, partition);
+    if (log == nullptr) return false;
+    std::lock_guard log_lock(log->mutex());
+    if (!still_following(t.topic_id, partition, t.leader_epoch)) return false;
+    const int64_t end = log->log_end_offset();
+    if (answered.offset >= end) return false;
+    if (auto cut = log->truncate_to(answered.offset, wall_clock_ms()); !cut) {
+      spdlog::error("{}-{}: truncating to {}: {}", t.topic, partition, answered.offset,
+                    cut.error().message);
+      return false;
+    }
+    spdlog::info(
+        "{}-{}: truncated from {} to {}, the end of leader {}'s log (past it without a diverging "
+        "epoch)",
+        t.topic, partition, end, log->log_end_offset(), leader);
+    return true;
+  };
   const std::string listener =
       config_.advertised_listeners.empty() ? "" : config_.advertised_listeners[0].name;
   while (!stop_fetchers_.load()) {
@@ -919,7 +1144,8 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
             fetcher_index(key, config_.num_replica_fetchers) != index) {
           continue;
         }
-        targets.push_back({key.first, key.second, e.topic, s.leader_epoch});
+        targets.push_back({key.first, key.second, e.topic, s.leader_epoch, e.follower_throttled,
+                           is_replica(s.isr, node_id_)});
       }
       if (targets.empty()) {
         if (idle_since_ms < 0) idle_since_ms = steady_ms();
@@ -974,9 +1200,16 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
       req.isolation_level = 0;
       req.session_id = 0;
       req.session_epoch = -1;  // no session: every fetch names its partitions
+      // Throttled partitions out of the ISR sit this round out while the follower's rate is
+      // past follower.replication.throttled.rate (their bytes are recorded as they arrive).
+      const bool follower_exceeded =
+          std::any_of(targets.begin(), targets.end(),
+                      [](const fetch_target& t) { return t.throttled; }) &&
+          quota_exceeded(follower_quota_);
       {
         auto maps = topics_.read_lock();
         for (const auto& t : targets) {
+          if (t.throttled && !t.in_sync && follower_exceeded) continue;
           storage::log* log = topics_.logs().get_log(t.topic, t.partition);
           if (log == nullptr) continue;
           const protocol::uuid wire_id = to_wire(t.topic_id);
@@ -995,7 +1228,10 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
           p.partition_max_bytes = config_.replica_fetch_max_bytes;
         }
       }
-      if (req.topics.empty()) continue;
+      if (req.topics.empty()) {
+        failed = true;  // all throttled: a short pause, not a spin
+        continue;
+      }
       std::vector<uint8_t> body;
       protocol::writer w(body);
       req.encode(w, replica_fetch_version);
@@ -1033,7 +1269,8 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
           }
           if (target == nullptr) continue;
           if (p.error_code == protocol::code(error_code::offset_out_of_range) &&
-              start_over(*target, p.partition_index, p.log_start_offset, leader)) {
+              (start_over(*target, p.partition_index, p.log_start_offset, leader) ||
+               truncate_to_leader_end(*target, p.partition_index, leader))) {
             continue;
           }
           if (p.error_code != 0) {
@@ -1078,6 +1315,8 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
             continue;
           }
           if (p.records && !p.records->empty()) {
+            if (target->throttled)
+              record_quota(follower_quota_, static_cast<int64_t>(p.records->size()));
             auto appended = log->append_as_follower(*p.records, wall_clock_ms());
             if (!appended) {
               spdlog::warn("replica fetcher {}: {}-{}: {}", index, target->topic, p.partition_index,

@@ -40,6 +40,7 @@
 #include "cluster/partition_controller.h"
 #include "cluster/replica_state.h"
 #include "protocol/error_codes.h"
+#include "quota/sampled_rate.h"
 #include "storage/checkpoint_file.h"
 #include "storage/leader_epoch_lookup.h"
 #include "storage/log.h"
@@ -121,6 +122,15 @@ class replica_manager {
   // After this leader appended to the partition (the caller holds the map lock shared and the
   // log's mutex): an ISR of the leader alone moves the high watermark at once.
   void on_leader_append(std::string_view topic, int32_t partition, storage::log& log);
+  // Replication throttles (Kafka's ReplicationQuotaManager, docs/cluster.md "Replication
+  // throttles"), the leader's side, for a follower's fetch of a partition (under the log's
+  // mutex): nullopt when this broker's replica of it is not in the topic's
+  // leader.replication.throttled.replicas; else whether to send `replica` no records now (it is
+  // out of the ISR and leader.replication.throttled.rate is exceeded). The bytes then sent for a
+  // throttled partition are recorded with record_leader_throttled_bytes.
+  std::optional<bool> leader_throttle(std::string_view topic, int32_t partition,
+                                      int32_t replica) const;
+  void record_leader_throttled_bytes(int64_t bytes);
   // The partition's ISR size, -1 when it has no state.
   int32_t isr_size(std::string_view topic, int32_t partition) const;
   // How many partition states name this broker leader (a controlled shutdown waits for none).
@@ -154,6 +164,16 @@ class replica_manager {
   using leadership_fn = std::function<void(int32_t partition, bool leads, int32_t leader_epoch)>;
   void watch_leadership(std::string topic, leadership_fn fn);
 
+  // The broker's session was lost (docs/cluster.md, "Fenced brokers"; KIP-841): it gives up
+  // every leadership at once (produces get NOT_LEADER_OR_FOLLOWER, acks=all waiting for the ISR
+  // too, the coordinators unload) and takes none until unfence(); its fetchers go on following
+  // the leaders the states name, so it is caught up when it comes back.
+  void fence();
+  // Registered again (a new broker epoch): every state read afresh from etcd (the watch may lag
+  // behind what the controller wrote while this broker was away), then the roles they give are
+  // taken. Blocking on etcd.
+  void unfence();
+
  private:
   struct entry {
     std::string topic;  // "" until the metadata log has the topic
@@ -164,6 +184,10 @@ class replica_manager {
     // While this broker serves as the partition's leader (the state names it and its log is
     // open): what it knows of its followers.
     std::optional<cluster::leader_replication> leader;
+    // This broker's replica is named by the topic's leader./follower.replication.throttled.replicas
+    // (refreshed by the worker: refresh_throttles).
+    bool leader_throttled = false;
+    bool follower_throttled = false;
   };
   using entry_key = std::pair<storage::uuid, int32_t>;
 
@@ -195,6 +219,13 @@ class replica_manager {
   void delete_removed_replicas();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
+  // Reads the throttle configs (this broker's rates, the topics' throttled replicas) into the
+  // quotas and the entries.
+  void refresh_throttles();
+  // Whether `quota`'s rate is above its bound now.
+  struct replication_quota;
+  bool quota_exceeded(replication_quota& quota) const;
+  void record_quota(replication_quota& quota, int64_t bytes) const;
   // One replica fetcher: the partitions this broker follows from `leader` whose hash picks
   // `index` of num.replica.fetchers, as Kafka's fetcher threads per (leader, fetcher id), so a
   // leader that stops answering holds up no other leader's partitions. It ends once it has had
@@ -236,6 +267,16 @@ class replica_manager {
   std::map<std::string, std::map<int32_t, entry_key>, std::less<>> by_name_;
   std::map<storage::uuid, std::string> adopted_;  // replicated topics whose logs are open here
   std::atomic<bool> stop_fetchers_{false};
+  // leader./follower.replication.throttled.rate: bytes a second over the quota's windows
+  // (replication.quota.window.*); unbounded by default.
+  struct replication_quota {
+    std::atomic<int64_t> bound{INT64_MAX};
+    mutable std::mutex mu;
+    quota::sampled_rate rate;  // under mu
+  };
+  mutable replication_quota leader_quota_;
+  mutable replication_quota follower_quota_;
+  bool fenced_ = false;  // under mu_: between fence() and unfence(), nothing is led
   // Grows whenever a state names another leader or leader epoch: a fetcher backing off starts
   // over at once (the new leader may be ready now).
   std::atomic<uint64_t> leadership_changes_{0};

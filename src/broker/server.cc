@@ -163,7 +163,9 @@ struct server::impl {
   std::unique_ptr<replica_manager> replicas;  // in a cluster; stopped before membership
   // snapshot()'s gauges (the HTTP threads) against the replica manager's reset at shutdown.
   std::mutex replicas_mu;
-  std::atomic<bool> fenced{false};  // the session was lost: the broker stops with exit code 1
+  // Fenced for good (another broker took the node.id while the session was lost): the broker
+  // stops with exit code 1.
+  std::atomic<bool> fenced{false};
   bool clean_shutdown = false;
 
   // Loop 0 only.
@@ -403,7 +405,9 @@ result<void, std::string> server::start() {
     auto started = replica_manager::start(s.config, cluster_prefix(s.topics->cluster_id()),
                                           *s.topics, *s.membership, *s.waiters);
     if (!started) return fail(started.error());
+    std::lock_guard g(s.replicas_mu);  // the membership's thread fences and unfences it
     s.replicas = std::move(*started);
+    if (!s.membership->alive()) s.replicas->fence();  // lost before the manager was there
   }
   s.memory = std::make_unique<request_memory>(s.config.queued_max_request_bytes);
   s.offsets = std::make_unique<offsets_topic>(*s.topics, s.config.group);
@@ -721,7 +725,7 @@ int server::run() {
     return 1;
   }
   if (s.fenced.load()) {
-    spdlog::error("shut down after losing the cluster session (fenced)");
+    spdlog::error("shut down after losing the cluster registration (fenced)");
     return 1;
   }
   spdlog::info("shut down cleanly");
@@ -735,9 +739,11 @@ void server::request_shutdown() {
 }
 
 // Registers this broker in the cluster (docs/cluster.md). A broker whose session is lost is
-// fenced: Kafka's fenced broker stops serving as a member until it registers again; tarn keeps
-// it simple and shuts the broker down cleanly with exit code 1, so its supervisor restarts it
-// and it registers afresh (a new broker epoch).
+// fenced, as Kafka's broker that misses its heartbeats (KIP-841): it stays up, leads nothing and
+// controls nothing, registers again with a new broker epoch as soon as etcd answers, then takes
+// the roles the partition states give it (its followers catch up and the leaders take them back
+// into their ISRs). Only a broker that cannot register again because another live broker took
+// its node.id meanwhile shuts down, cleanly, with exit code 1.
 result<void, std::string> server::impl::join_cluster(
     const std::vector<listener_endpoint>& advertised) {
   cluster::membership_options o;
@@ -749,13 +755,28 @@ result<void, std::string> server::impl::join_cluster(
   o.self.incarnation_id = storage::uuid::random().to_string();
   for (const auto& l : advertised) o.self.listeners.push_back({l.name, l.host, l.port});
   o.self.rack = config.broker_rack;
-  auto joined = cluster::cluster_membership::join(o, [this](const std::string& why) {
-    spdlog::error("cluster session lost ({}): broker {} is fenced and shuts down", why,
-                  config.node_id);
+  cluster::membership_events events;
+  events.fenced = [this](const std::string& why) {
+    spdlog::warn(
+        "cluster session lost ({}): broker {} is fenced: it leads nothing until it registers "
+        "again",
+        why, config.node_id);
+    std::lock_guard g(replicas_mu);
+    if (replicas) replicas->fence();
+  };
+  events.unfenced = [this](int64_t broker_epoch) {
+    spdlog::info("broker {} registered again (broker epoch {}): unfenced", config.node_id,
+                 broker_epoch);
+    std::lock_guard g(replicas_mu);
+    if (replicas) replicas->unfence();
+  };
+  events.fatal = [this](const std::string& why) {
+    spdlog::error("{}: broker {} shuts down", why, config.node_id);
     fenced.store(true);
     asio::post(loop0().context,
                [this] { asio::co_spawn(loop0().context, shutdown("fenced"), asio::detached); });
-  });
+  };
+  auto joined = cluster::cluster_membership::join(o, std::move(events));
   if (!joined) return fail(joined.error());
   membership = std::move(*joined);
   spdlog::info("broker {} registered in cluster {} (broker epoch {}), {} live broker(s)",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 namespace tarn::cluster {
@@ -91,20 +92,17 @@ int32_t node_id_of_key(std::string_view key, std::string_view brokers_prefix) {
 }  // namespace
 
 result<std::unique_ptr<cluster_membership>, std::string> cluster_membership::join(
-    membership_options options, lost_handler on_lost) {
-  std::unique_ptr<cluster_membership> m(new cluster_membership(std::move(options)));
+    membership_options options, membership_events events) {
+  std::unique_ptr<cluster_membership> m(
+      new cluster_membership(std::move(options), std::move(events)));
   const membership_options& o = m->options_;
-  auto session = etcd::etcd_session::open(o.session, [on_lost](const etcd::etcd_error& e) {
-    if (on_lost) on_lost(e.message);
-  });
+  auto session = m->open_session();
   if (!session) return fail("cannot open a session with etcd: " + session.error().message);
   m->session_ = std::move(*session);
   etcd::etcd_client& client = m->session_->client();
 
   const std::string brokers_prefix = o.prefix + "brokers/";
-  const std::string key = brokers_prefix + std::to_string(o.self.node_id);
-  auto registered = etcd::create_on_lease(client, key, encode_broker_registration(o.self),
-                                          m->session_->lease_id());
+  auto registered = m->register_on(*m->session_);
   if (!registered) {
     if (registered.error().code == etcd::etcd_error::failed_precondition) {
       return fail(fmt::format(
@@ -114,7 +112,7 @@ result<std::unique_ptr<cluster_membership>, std::string> cluster_membership::joi
     }
     return fail("cannot register with etcd: " + registered.error().message);
   }
-  m->broker_epoch_ = *registered;
+  m->broker_epoch_.store(*registered);
 
   auto brokers = client.range(brokers_prefix, etcd::prefix_end(brokers_prefix));
   if (!brokers) return fail("cannot read the live brokers from etcd: " + brokers.error().message);
@@ -132,22 +130,145 @@ result<std::unique_ptr<cluster_membership>, std::string> cluster_membership::joi
       o.session.client, brokers_prefix, etcd::prefix_end(brokers_prefix), brokers->revision + 1,
       [self](const etcd::watch_response& w) { self->on_brokers(w); },
       [](const etcd::etcd_error&) {});
-  m->election_ = std::make_unique<etcd::controller_election>(
-      o.session.client, o.prefix + "controller", std::to_string(o.self.node_id),
-      m->session_->lease_id(),
-      [self](bool is_controller, const std::string& controller, int64_t epoch) {
-        int32_t id = -1;
-        std::from_chars(controller.data(), controller.data() + controller.size(), id);
-        self->controller_epoch_.store(epoch);
-        self->is_controller_.store(is_controller);
-        self->controller_id_.store(id);
-        self->notify_listener();
-      });
+  m->start_election(m->session_->lease_id(), 0);
+  m->rejoin_thread_ = std::thread([self] { self->run_rejoin(); });
   return m;
 }
 
+result<std::unique_ptr<etcd::etcd_session>, etcd::etcd_error> cluster_membership::open_session() {
+  return etcd::etcd_session::open(options_.session, [this](const etcd::etcd_error& e) {
+    std::lock_guard g(rejoin_mu_);
+    session_lost_ = true;
+    lost_why_ = e.message;
+    rejoin_cv_.notify_all();
+  });
+}
+
+result<int64_t, etcd::etcd_error> cluster_membership::register_on(etcd::etcd_session& session) {
+  const std::string key = options_.prefix + "brokers/" + std::to_string(options_.self.node_id);
+  return etcd::create_on_lease(session.client(), key, encode_broker_registration(options_.self),
+                               session.lease_id());
+}
+
+void cluster_membership::start_election(int64_t lease, uint64_t generation) {
+  election_ = std::make_unique<etcd::controller_election>(
+      options_.session.client, options_.prefix + "controller",
+      std::to_string(options_.self.node_id), lease,
+      [this, generation](bool is_controller, const std::string& controller, int64_t epoch) {
+        int32_t id = -1;
+        std::from_chars(controller.data(), controller.data() + controller.size(), id);
+        {
+          std::lock_guard g(role_mu_);
+          if (generation != generation_) return;  // the candidacy of a fenced session
+          controller_epoch_.store(epoch);
+          is_controller_.store(is_controller);
+          controller_id_.store(id);
+        }
+        notify_listener();
+      });
+}
+
+void cluster_membership::run_rejoin() {
+  while (true) {
+    std::string why;
+    {
+      std::unique_lock lock(rejoin_mu_);
+      rejoin_cv_.wait(lock, [this] { return stopping_ || session_lost_; });
+      if (stopping_) return;
+      session_lost_ = false;
+      why = lost_why_;
+    }
+    // Fenced: no longer the controller (its writes would be refused anyway: they compare the
+    // controller key's create revision), and the broker leads nothing until it registers again.
+    fenced_.store(true);
+    {
+      std::lock_guard g(role_mu_);
+      ++generation_;
+      is_controller_.store(false);
+    }
+    notify_listener();
+    if (events_.fenced) events_.fenced(why);
+    int64_t old_lease = 0;
+    {
+      std::unique_ptr<etcd::controller_election> election;
+      std::unique_ptr<etcd::etcd_session> session;
+      {
+        std::lock_guard g(session_mu_);
+        election = std::move(election_);
+        session = std::move(session_);
+      }
+      if (session) old_lease = session->lease_id();
+      election.reset();  // joins its thread; its late verdicts are ignored (generation)
+      session.reset();   // its thread has ended; a lost session revokes nothing
+    }
+    while (!rejoin_once(old_lease)) {
+      std::unique_lock lock(rejoin_mu_);
+      if (rejoin_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
+        return;
+      }
+    }
+  }
+}
+
+bool cluster_membership::rejoin_once(int64_t old_lease) {
+  {
+    std::lock_guard g(rejoin_mu_);
+    if (stopping_) return true;
+  }
+  auto session = open_session();
+  if (!session) return false;  // etcd still unreachable
+  // The old lease may outlive the loss noticed here by up to a second (etcd's TTLs are whole
+  // seconds): given up now, so that the old registration does not hold the key.
+  if (old_lease != 0) (void)(*session)->client().lease_revoke(old_lease);
+  auto registered = register_on(**session);
+  if (!registered) {
+    if (registered.error().code != etcd::etcd_error::failed_precondition) return false;
+    // The key is held. By the old lease (its revocation got lost; it expires within a second):
+    // try again. By another: a live broker registered under this node.id while this one was
+    // fenced, and this one cannot come back (Kafka's DUPLICATE_BROKER_REGISTRATION).
+    const std::string key = options_.prefix + "brokers/" + std::to_string(options_.self.node_id);
+    auto held = (*session)->client().range(key);
+    if (!held || held->kvs.empty() || held->kvs[0].lease == old_lease) return false;
+    if (events_.fatal) {
+      events_.fatal(
+          fmt::format("broker {} cannot register again: another live broker holds its node.id "
+                      "(DUPLICATE_BROKER_REGISTRATION: {})",
+                      options_.self.node_id, registered.error().message));
+    }
+    return true;
+  }
+  const int64_t lease = (*session)->lease_id();
+  {
+    // Only the new session can be lost from now on (a discarded attempt's never reports).
+    std::lock_guard g(rejoin_mu_);
+    session_lost_ = false;
+  }
+  uint64_t generation = 0;
+  {
+    std::lock_guard g(role_mu_);
+    generation = ++generation_;
+  }
+  {
+    std::lock_guard g(session_mu_);
+    session_ = std::move(*session);
+    broker_epoch_.store(*registered);
+    start_election(lease, generation);
+  }
+  fenced_.store(false);
+  if (events_.unfenced) events_.unfenced(*registered);
+  notify_listener();
+  return true;
+}
+
 cluster_membership::~cluster_membership() {
+  {
+    std::lock_guard g(rejoin_mu_);
+    stopping_ = true;
+    rejoin_cv_.notify_all();
+  }
+  if (rejoin_thread_.joinable()) rejoin_thread_.join();
   set_listener({});
+  std::lock_guard g(session_mu_);
   election_.reset();
   watch_.reset();
   session_.reset();  // revokes the lease: the registration and a held controller key go with it
@@ -157,11 +278,13 @@ result<void, std::string> cluster_membership::begin_controlled_shutdown() {
   const std::string key = options_.prefix + "brokers/" + std::to_string(options_.self.node_id);
   broker_registration self = options_.self;
   self.in_controlled_shutdown = true;
+  std::lock_guard g(session_mu_);
+  if (!session_ || fenced_.load()) return fail(std::string("the broker is fenced (session lost)"));
   etcd::txn_request t;
   t.compares.push_back({key,
                         etcd::compare::target_kind::create_revision,
                         etcd::compare::result_kind::equal,
-                        broker_epoch_,
+                        broker_epoch_.load(),
                         {}});
   t.success.push_back(
       etcd::request_op::put(key, encode_broker_registration(self), session_->lease_id()));

@@ -3,12 +3,17 @@
 // listeners, the rack; the key's create revision is the broker epoch), its candidacy for
 // controller, and the live brokers as every registration key on a live lease shows them.
 // A broker that dies leaves the list when its lease expires; one that stops cleanly revokes it.
+// A broker whose session is lost (its lease expired: paused, cut off from etcd) is fenced, as
+// Kafka's broker that misses its heartbeats: it gives up the controller role and registers
+// again, on a new lease and so with a new broker epoch, as soon as etcd answers (KIP-903: its
+// old epoch can no longer join an ISR).
 //
 // Thread-safety: every member may be called from any thread; the lists are copied under a lock
 // the etcd watch and the election update them under.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "cluster/etcd_session.h"
@@ -57,16 +63,25 @@ struct membership_options {
   broker_registration self;
 };
 
+// What happens to a membership after it joined (docs/cluster.md, "Fenced brokers"), told on the
+// membership's own thread, in this order for each loss: `fenced` when the session is lost (the
+// broker must stop acting as a member: leading, controlling), then `unfenced` once it registered
+// again with a new broker epoch, or `fatal` when it never can: another live broker registered
+// under its node.id meanwhile (DUPLICATE_BROKER_REGISTRATION). None is called under a lock of
+// the membership.
+struct membership_events {
+  std::function<void(const std::string& why)> fenced;
+  std::function<void(int64_t broker_epoch)> unfenced;
+  std::function<void(const std::string& why)> fatal;
+};
+
 class cluster_membership {
  public:
-  // Called once, on the session's thread, when the session is lost (docs/cluster.md).
-  using lost_handler = std::function<void(const std::string& why)>;
-
   // Opens the session, registers (refused, with Kafka's DUPLICATE_BROKER_REGISTRATION meaning,
   // while another live broker holds the id), reads the live brokers and follows them, and
   // starts the controller election. An error is a sentence for the operator.
   static result<std::unique_ptr<cluster_membership>, std::string> join(membership_options options,
-                                                                       lost_handler on_lost);
+                                                                       membership_events events);
   // Leaves: stops the election and the watch, revokes the lease (the registration goes at once).
   ~cluster_membership();
   cluster_membership(const cluster_membership&) = delete;
@@ -84,8 +99,10 @@ class cluster_membership {
   // changed, and once at once; it must only signal (partition_controller does its work on its
   // own thread). An empty function removes it; set_listener returns when no call is running.
   void set_listener(std::function<void()> listener);
-  int64_t broker_epoch() const { return broker_epoch_; }
-  bool alive() const { return session_ && session_->alive(); }
+  // The current registration's epoch (a new one after each registration again).
+  int64_t broker_epoch() const { return broker_epoch_.load(); }
+  // False from the session's loss until the broker registered again.
+  bool alive() const { return !fenced_.load(); }
 
   // Controlled shutdown (controlled.shutdown.enable, docs/cluster.md): rewrites this broker's
   // registration with in_controlled_shutdown set, on the same lease and only while the key is
@@ -95,14 +112,41 @@ class cluster_membership {
   result<void, std::string> begin_controlled_shutdown();
 
  private:
-  explicit cluster_membership(membership_options options) : options_(std::move(options)) {}
+  explicit cluster_membership(membership_options options, membership_events events)
+      : options_(std::move(options)), events_(std::move(events)) {}
   void on_brokers(const etcd::watch_response& w);
   void on_brokers_locked(const etcd::watch_response& w, const std::string& brokers_prefix);
   void notify_listener();
+  // Opens a session whose loss wakes run_rejoin().
+  result<std::unique_ptr<etcd::etcd_session>, etcd::etcd_error> open_session();
+  // Creates brokers/<node.id> on the session's lease: the broker epoch, or the error (its code
+  // failed_precondition while another lease holds the key).
+  result<int64_t, etcd::etcd_error> register_on(etcd::etcd_session& session);
+  // Starts the controller election on the session's lease; its verdicts count only while
+  // `generation` is current (a fenced broker's old candidacy reports nothing more).
+  void start_election(int64_t lease, uint64_t generation);
+  // The membership's own thread: after a loss, fences, then registers again (or gives up).
+  void run_rejoin();
+  // One attempt at registering again; true when done (registered, fatal, or stopping).
+  bool rejoin_once(int64_t old_lease);
 
   membership_options options_;
+  membership_events events_;
+  // The session and the election; replaced when the broker registers again (under session_mu_).
+  mutable std::mutex session_mu_;
   std::unique_ptr<etcd::etcd_session> session_;
-  int64_t broker_epoch_ = 0;
+  std::atomic<int64_t> broker_epoch_{0};
+  std::atomic<bool> fenced_{false};
+  // The election's verdicts are stored under role_mu_ and only for the current generation.
+  std::mutex role_mu_;
+  uint64_t generation_ = 0;
+  // run_rejoin's signals (under rejoin_mu_).
+  std::mutex rejoin_mu_;
+  std::condition_variable rejoin_cv_;
+  bool session_lost_ = false;
+  std::string lost_why_;
+  bool stopping_ = false;
+  std::thread rejoin_thread_;
   std::atomic<int32_t> controller_id_{-1};
   std::atomic<bool> is_controller_{false};
   std::atomic<int64_t> controller_epoch_{0};

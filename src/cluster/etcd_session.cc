@@ -2,13 +2,20 @@
 // controller_election (create-if-absent on a key, re-run whenever the key goes away).
 #include "cluster/etcd_session.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace tarn::cluster::etcd {
 
 result<std::unique_ptr<etcd_session>, etcd_error> etcd_session::open(session_options options,
                                                                      lost_handler on_lost) {
-  auto client = etcd_client::create(options.client);
+  // A renewal that hangs (etcd unreachable: packets dropped rather than refused) must fail in
+  // time for the loss to be noticed about when etcd expires the lease, not a whole request
+  // timeout later: the broker must stop leading once the others may have taken over.
+  client_options renewals = options.client;
+  renewals.request_timeout_ms = std::clamp<int64_t>(
+      options.heartbeat_interval_ms, 500, std::max<int64_t>(renewals.request_timeout_ms, 500));
+  auto client = etcd_client::create(renewals);
   if (!client) return fail(client.error());
   // etcd's TTLs are whole seconds: round the session timeout up, never below one second.
   const int64_t ttl_s = std::max<int64_t>(1, (options.session_timeout_ms + 999) / 1000);
@@ -42,11 +49,13 @@ void etcd_session::run() {
   auto last_renewal = clock::now();
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   const auto timeout = std::chrono::milliseconds(options_.session_timeout_ms);
+  clock::duration wait = interval;
   while (true) {
     {
       std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, interval, [this] { return stopping_; })) return;
+      if (cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
     }
+    wait = interval;
     auto ttl = client_->lease_keep_alive(lease_id_);
     if (ttl && *ttl > 0) {
       last_renewal = clock::now();
@@ -60,7 +69,12 @@ void etcd_session::run() {
                                    std::to_string(options_.session_timeout_ms) +
                                    " ms): " + ttl.error().message};
     } else {
-      continue;  // etcd unreachable for now: the next renewal may get through in time
+      // etcd unreachable for now: the next renewal may get through in time; it is tried no
+      // later than the session's end, so the loss is noticed within a heartbeat of it.
+      wait = std::min<clock::duration>(
+          interval, std::max<clock::duration>(clock::duration::zero(),
+                                              timeout - (clock::now() - last_renewal)));
+      continue;
     }
     lost_.store(true);
     if (on_lost_) on_lost_(why);
