@@ -215,10 +215,14 @@ void gated_server::admit(int fd) {
     return;
   }
   open_.fetch_add(1);
+  hand_to_poller(incoming_, fd);
+}
+
+void gated_server::hand_to_poller(std::vector<int>& list, int fd) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      incoming_.push_back(fd);
+      list.push_back(fd);
       fd = -1;
     }
   }
@@ -400,19 +404,7 @@ void gated_server::serve(waiting w) {
 
 void gated_server::linger(int fd) {
   ::shutdown(fd, SHUT_WR);
-  {
-    std::lock_guard lock(mu_);
-    if (!stopping_) {
-      lingering_.push_back(fd);
-      fd = -1;
-    }
-  }
-  if (fd >= 0) {
-    finish(fd);
-    return;
-  }
-  const uint64_t one = 1;
-  [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof(one));
+  hand_to_poller(lingering_, fd);
 }
 
 void gated_server::finish(int fd) {

@@ -78,6 +78,9 @@ class gated_server : public httplib::Server {
   // Called by httplib's acceptor thread for each accepted socket (through an inline task queue).
   bool process_and_close_socket(socket_t sock) override;
   void admit(int fd);
+  // Puts an open connection on `list` (incoming_ or lingering_, under mu_) and wakes the poll
+  // thread; once the gate is closing, closes it instead.
+  void hand_to_poller(std::vector<int>& list, int fd);
   void poll_loop();
   // Reads what `w`'s socket has. False when the connection is over (closed by the peer, an error,
   // or it cannot become a request); `arrived` when the request is whole, or past a cap that
