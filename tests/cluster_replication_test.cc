@@ -150,9 +150,10 @@ class cluster_replication : public ::testing::Test {
   std::vector<std::unique_ptr<broker_process>> brokers_;
 };
 
-// A consumer's Fetch of partition 0 of `topic` at `offset` (RackId v11+).
-protocol::fetch_request consumer_fetch(const std::string& topic, int64_t offset,
-                                       const std::string& rack, int32_t current_leader_epoch = -1,
+// A consumer's Fetch of partition 0 of `topic` at `offset` (RackId v11+). The request holds
+// views of `topic` and `rack`: they must outlive it (a literal, or a named string).
+protocol::fetch_request consumer_fetch(std::string_view topic, int64_t offset,
+                                       std::string_view rack, int32_t current_leader_epoch = -1,
                                        int32_t max_wait_ms = 0) {
   protocol::fetch_request req;
   req.replica_id = -1;
