@@ -30,7 +30,7 @@ namespace {
 
 // Kafka's stderr without its stack traces; tarn's without the "Caused by:" line it prints in
 // their place.
-std::string without_traces(const std::string& err) {
+std::string without_java_noise(const std::string& err) {
   std::istringstream in(err);
   std::string line, out;
   while (std::getline(in, line)) {
@@ -83,7 +83,7 @@ class configs_cli : public ::testing::TestWithParam<broker_kind> {
     if (!kafka_libs().empty()) {
       auto theirs = kafka_configs(args);
       EXPECT_EQ(ours.out, theirs.out) << "configs " << args;
-      EXPECT_EQ(without_traces(ours.err), without_traces(theirs.err)) << "configs " << args;
+      EXPECT_EQ(without_java_noise(ours.err), without_java_noise(theirs.err)) << "configs " << args;
       EXPECT_EQ(ours.code, theirs.code) << "configs " << args;
     }
     return ours;

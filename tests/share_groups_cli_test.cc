@@ -33,21 +33,6 @@
 namespace tarn::test {
 namespace {
 
-// A Java tool's stderr without exception stack traces.
-std::string without_traces(const std::string& err) {
-  std::istringstream in(err);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    if (line.starts_with("\tat ") || line.starts_with("java.util.concurrent.") ||
-        line.starts_with("org.apache.kafka.common.errors.") || line.starts_with("Caused by") ||
-        line.starts_with("\t... ")) {
-      continue;
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 class share_groups_cli : public ::testing::Test {
  protected:
   void SetUp() override {

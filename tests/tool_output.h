@@ -2,6 +2,7 @@
 // stdout and stderr apart, so tests can compare each stream with what Kafka's tool prints.
 #pragma once
 
+#include <sstream>
 #include <string>
 
 #include "test_util.h"
@@ -20,6 +21,23 @@ inline split_output run_split(const std::string& command) {
   const int code =
       run_command("{ " + command + " >" + out.string() + " 2>" + err.string() + "; }").first;
   return {code, read_file(out), read_file(err)};
+}
+
+// A Java tool's stderr without exception stack traces (the "\tat" lines, their causes and the
+// exception class lines), which differ between Kafka's own brokers and tarn only in the server
+// side's classes: what is left is the tool's message to the user.
+inline std::string without_traces(const std::string& err) {
+  std::istringstream in(err);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.starts_with("\tat ") || line.starts_with("java.util.concurrent.") ||
+        line.starts_with("org.apache.kafka.common.errors.") || line.starts_with("Caused by") ||
+        line.starts_with("\t... ")) {
+      continue;
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace tarn::test
