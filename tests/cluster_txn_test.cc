@@ -258,20 +258,14 @@ class cluster_txn : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<etcd_cluster> etcd_;
-  std::vector<std::unique_ptr<broker_process>> brokers_;
-};
-
-TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_its_partition) {
-  // Each topic is created on its broker, which leads it (the interim placement rule), with
-  // three replicas so that it survives the kill below.
-  for (int32_t id = 1; id <= 3; ++id) {
-    ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
-  }
-  // A Metadata naming __transaction_state with auto-creation creates it as FindCoordinator
-  // would, replicated with its partition states (Kafka's AutoTopicCreationManager); then every
-  // broker names one leader of the id's partition.
-  {
+  // Creates each of `topics` on its broker, which leads it (the interim placement rule), with
+  // three replicas so that it survives a kill, and __transaction_state through a Metadata
+  // request with auto-creation, as FindCoordinator would (replicated with its partition states:
+  // Kafka's AutoTopicCreationManager).
+  void create_topics_and_transaction_state() {
+    for (int32_t id = 1; id <= 3; ++id) {
+      ASSERT_EQ(create_topic(port(id), topics[static_cast<size_t>(id - 1)], 1, {}, 3), 0);
+    }
     kafka_conn c(port(2), nullptr);
     protocol::metadata_request req;
     req.topics.emplace();
@@ -281,6 +275,30 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     ASSERT_TRUE(r);
     EXPECT_TRUE(broker(2).process().wait_for_output("auto-created topic __transaction_state", 5s));
   }
+
+  // The transaction's state as DescribeTransactions on `node` gives it, once it is `want` (or
+  // after about 30 s: the partitions' leaders may be moving).
+  std::string wait_for_txn_state(int32_t node, const std::string& id, const std::string& want) {
+    kafka_conn c(port(node), nullptr);
+    protocol::describe_transactions_request req;
+    req.transactional_ids = {id};
+    std::string state;
+    for (int i = 0; i < 1500 && state != want; ++i) {
+      auto r = c.call<protocol::describe_transactions_response>(req, 0);
+      if (!r || r->transaction_states.size() != 1) return "(no answer)";
+      state = std::string(r->transaction_states[0].transaction_state);
+      if (state != want) std::this_thread::sleep_for(20ms);
+    }
+    return state;
+  }
+
+  std::unique_ptr<etcd_cluster> etcd_;
+  std::vector<std::unique_ptr<broker_process>> brokers_;
+};
+
+TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_its_partition) {
+  create_topics_and_transaction_state();
+  if (HasFatalFailure()) return;
   coordinator_answer first = wait_for_txn_coordinator(port(1), -1, 15s);
   ASSERT_EQ(first.error, 0);
   {
@@ -582,18 +600,7 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     const coordinator_answer at =
         wait_for_txn_coordinator(port(survivors[0]), coordinator, 20s, dying_id);
     ASSERT_EQ(at.error, 0);
-    kafka_conn c(port(at.node_id), nullptr);
-    protocol::describe_transactions_request req;
-    req.transactional_ids = {dying_id};
-    std::string state;
-    for (int i = 0; i < 500 && state != "CompleteCommit"; ++i) {
-      auto r = c.call<protocol::describe_transactions_response>(req, 0);
-      ASSERT_TRUE(r);
-      ASSERT_EQ(r->transaction_states.size(), 1u);
-      state = std::string(r->transaction_states[0].transaction_state);
-      if (state != "CompleteCommit") std::this_thread::sleep_for(20ms);
-    }
-    EXPECT_EQ(state, "CompleteCommit");
+    EXPECT_EQ(wait_for_txn_state(at.node_id, dying_id, "CompleteCommit"), "CompleteCommit");
   }
   std::multiset<std::string> all = committed;
   all.insert({"after-led-by-1", "after-led-by-2", "after-led-by-3"});
@@ -602,6 +609,54 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
   // The old producer is fenced.
   auto fenced = p->commit_transaction();
   EXPECT_FALSE(fenced);
+}
+
+// A leader of a transaction's partition that is not its coordinator dies as the transaction is
+// committed: EndTxn is answered once PrepareCommit is committed, so the coordinator is sending the
+// markers when the leader is killed (before, during or after its marker, as the race falls). The
+// coordinator completes the commit only once a marker is committed on every partition, so it
+// sends the dead leader's marker again to the partition's next leader: the transaction becomes
+// CompleteCommit, its records on all three partitions are read committed exactly once (the last
+// stable offset passes the marker at the new leader), and the producer's next transaction, on
+// the new leaders, commits too.
+TEST_F(cluster_txn, a_data_leader_killed_as_a_transaction_commits_gets_its_marker_at_the_next) {
+  create_topics_and_transaction_state();
+  if (HasFatalFailure()) return;
+  const coordinator_answer at = wait_for_txn_coordinator(port(1), -1, 15s);
+  ASSERT_EQ(at.error, 0);
+  const int32_t coordinator = at.node_id;
+  const int32_t data_leader = coordinator % 3 + 1;  // leads topics[data_leader - 1]
+  std::vector<int32_t> survivors;
+  for (int32_t id = 1; id <= 3; ++id) {
+    if (id != data_leader) survivors.push_back(id);
+  }
+  auto p = make_producer(bootstrap({1, 2, 3}));
+  ASSERT_TRUE(p);
+  auto init = p->init_transactions();
+  ASSERT_TRUE(init) << init.error().message;
+  transaction(*p, "before", true);
+
+  ASSERT_TRUE(p->begin_transaction());
+  for (const auto& t : topics) p->send({t, 0, std::nullopt, "dying-" + t, {}, std::nullopt});
+  p->flush();
+  auto committed = p->commit_transaction();
+  ASSERT_TRUE(committed) << committed.error().message;
+  broker(data_leader).process().send_signal(SIGKILL);
+  ASSERT_TRUE(broker(data_leader).process().wait_exit(10s).has_value());
+  const std::string& orphan = topics[static_cast<size_t>(data_leader - 1)];
+  const auto moved = wait_for_partition(
+      port(survivors[0]), orphan,
+      [&](const partition_view& v) { return v.leader > 0 && v.leader != data_leader; }, 20s);
+  ASSERT_TRUE(moved) << broker(survivors[0]).output();
+
+  EXPECT_EQ(wait_for_txn_state(coordinator, txn_id, "CompleteCommit"), "CompleteCommit")
+      << broker(coordinator).output();
+  transaction(*p, "after", true);
+  std::multiset<std::string> all;
+  for (const char* prefix : {"before-", "dying-", "after-"}) {
+    for (const auto& t : topics) all.insert(std::string(prefix) + t);
+  }
+  EXPECT_EQ(read_committed(bootstrap(survivors), all.size()), all);
 }
 
 // Kafka 4.4.0's Java clients (tests/java/ClusterTxnCheck.java): a KafkaProducer with the default
