@@ -159,9 +159,9 @@ int64_t high_watermark(uint16_t port, const std::string& topic) {
 // tarn's cluster: ISR changes within a second, no automatic rebalancing (the leaders are the
 // test's).
 std::unique_ptr<cluster_harness> tarn_cluster_for_elr() {
-  return make_tarn_cluster(3, {"replica.lag.time.max.ms=1000", "replica.fetch.wait.max.ms=100",
-                               "replica.fetch.backoff.ms=100",
-                               "auto.leader.rebalance.enable=false"});
+  return make_tarn_cluster(3,
+                           {"replica.lag.time.max.ms=1000", "replica.fetch.wait.max.ms=100",
+                            "replica.fetch.backoff.ms=100", "auto.leader.rebalance.enable=false"});
 }
 
 class cluster_elr : public ::testing::Test {
@@ -212,8 +212,8 @@ TEST_F(cluster_elr, an_elr_member_back_from_a_clean_shutdown_leads_without_uncle
 
   // f2 killed: the ISR is two, at min ISR: no ELR.
   ASSERT_TRUE(cluster_->kill(f2 - 1));
-  auto two = wait_partition(port(leader), topic,
-                            [](const dtp_partition& p) { return p.isr.size() == 2; });
+  auto two =
+      wait_partition(port(leader), topic, [](const dtp_partition& p) { return p.isr.size() == 2; });
   ASSERT_TRUE(two && two->isr.size() == 2) << show(two);
   EXPECT_TRUE(two->elr.empty()) << show(two);
   acked.push_back("acked-with-two");
@@ -223,8 +223,8 @@ TEST_F(cluster_elr, an_elr_member_back_from_a_clean_shutdown_leads_without_uncle
 
   // f1 stopped cleanly: the ISR is the leader alone, below min ISR: f1 is eligible.
   ASSERT_TRUE(cluster_->stop(f1 - 1));
-  auto alone = wait_partition(port(leader), topic,
-                              [](const dtp_partition& p) { return p.isr.size() == 1; });
+  auto alone =
+      wait_partition(port(leader), topic, [](const dtp_partition& p) { return p.isr.size() == 1; });
   ASSERT_TRUE(alone && alone->isr.size() == 1) << show(alone);
   EXPECT_EQ(alone->isr, std::vector<int32_t>{leader}) << show(alone);
   EXPECT_EQ(alone->elr, std::vector<int32_t>{f1}) << show(alone);
@@ -245,9 +245,8 @@ TEST_F(cluster_elr, an_elr_member_back_from_a_clean_shutdown_leads_without_uncle
   // ELR; no last known leader is needed.
   ASSERT_TRUE(cluster_->kill(leader - 1));
   ASSERT_TRUE(cluster_->restart(f1 - 1));
-  auto elected = wait_partition(port(f1), topic, [&](const dtp_partition& p) {
-    return p.leader == f1 && p.error == 0;
-  });
+  auto elected = wait_partition(
+      port(f1), topic, [&](const dtp_partition& p) { return p.leader == f1 && p.error == 0; });
   ASSERT_TRUE(elected && elected->leader == f1) << show(elected);
   EXPECT_EQ(elected->isr, std::vector<int32_t>{f1}) << show(elected);
   EXPECT_EQ(elected->elr, std::vector<int32_t>{leader}) << show(elected);
@@ -260,8 +259,8 @@ TEST_F(cluster_elr, an_elr_member_back_from_a_clean_shutdown_leads_without_uncle
   // f2 started again (it was out of the ISR and the ELR): it catches up, joins the ISR, which is
   // at min ISR again: the ELR empties and acks=all is answered.
   ASSERT_TRUE(cluster_->restart(f2 - 1));
-  auto whole = wait_partition(port(f1), topic,
-                              [](const dtp_partition& p) { return p.isr.size() == 2; });
+  auto whole =
+      wait_partition(port(f1), topic, [](const dtp_partition& p) { return p.isr.size() == 2; });
   ASSERT_TRUE(whole && whole->isr.size() == 2) << show(whole);
   EXPECT_EQ(whole->isr, sorted_ids({f1, f2})) << show(whole);
   EXPECT_TRUE(whole->elr.empty()) << show(whole);
@@ -287,13 +286,13 @@ TEST_F(cluster_elr, an_unclean_shutdown_takes_a_replica_out_of_the_elr) {
   for (const auto& v : acked) ASSERT_EQ(produce_all(port(leader), topic, v).error_code, 0);
 
   ASSERT_TRUE(cluster_->kill(f2 - 1));
-  auto two = wait_partition(port(leader), topic,
-                            [](const dtp_partition& p) { return p.isr.size() == 2; });
+  auto two =
+      wait_partition(port(leader), topic, [](const dtp_partition& p) { return p.isr.size() == 2; });
   ASSERT_TRUE(two && two->isr.size() == 2) << show(two);
   // f1 killed too (no clean-shutdown marker): still eligible while it is away.
   ASSERT_TRUE(cluster_->kill(f1 - 1));
-  auto alone = wait_partition(port(leader), topic,
-                              [](const dtp_partition& p) { return p.isr.size() == 1; });
+  auto alone =
+      wait_partition(port(leader), topic, [](const dtp_partition& p) { return p.isr.size() == 1; });
   ASSERT_TRUE(alone && alone->isr.size() == 1) << show(alone);
   EXPECT_EQ(alone->elr, std::vector<int32_t>{f1}) << show(alone);
 
@@ -318,8 +317,8 @@ TEST_F(cluster_elr, an_unclean_shutdown_takes_a_replica_out_of_the_elr) {
   // The old leader back (killed too, so it leaves the ELR as well): as the last known leader,
   // with the ISR and ELR empty, it leads again, alone in the ISR, with every acknowledged record.
   ASSERT_TRUE(cluster_->restart(leader - 1));
-  auto back = wait_partition(port(f1), topic,
-                             [&](const dtp_partition& p) { return p.leader == leader; });
+  auto back =
+      wait_partition(port(f1), topic, [&](const dtp_partition& p) { return p.leader == leader; });
   ASSERT_TRUE(back && back->leader == leader) << show(back);
   EXPECT_TRUE(back->elr.empty()) << show(back);
   EXPECT_TRUE(back->last_known_elr.empty()) << show(back);
@@ -339,8 +338,8 @@ class cluster_elr_twin : public ::testing::TestWithParam<broker_kind> {
 #endif
       if (kafka_libs().empty()) GTEST_SKIP() << "java or the Kafka 4.4.0 jars are not available";
       if (auto why = kafka_test_name_error(); !why.empty()) FAIL() << why;
-      cluster_ = make_kafka_cluster(3, {"replica.lag.time.max.ms=2000",
-                                        "auto.leader.rebalance.enable=false"});
+      cluster_ = make_kafka_cluster(
+          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false"});
     } else {
       cluster_ = tarn_cluster_for_elr();
     }
@@ -376,8 +375,8 @@ TEST_P(cluster_elr_twin, a_follower_out_of_an_isr_below_min_isr_is_eligible) {
   ASSERT_TRUE(cluster_->pause(follower - 1));
   const auto timed_out = produce_all(leader_port, topic, "as the follower stopped", 8000);
   EXPECT_EQ(timed_out.error_code, code(error_code::request_timed_out));
-  auto shrunk = wait_partition(leader_port, topic,
-                               [](const dtp_partition& p) { return p.isr.size() == 2; });
+  auto shrunk =
+      wait_partition(leader_port, topic, [](const dtp_partition& p) { return p.isr.size() == 2; });
   ASSERT_TRUE(shrunk && shrunk->isr.size() == 2) << show(shrunk);
   EXPECT_EQ(shrunk->leader, leader) << show(shrunk);
   EXPECT_EQ(shrunk->elr, std::vector<int32_t>{follower}) << show(shrunk);
@@ -388,8 +387,8 @@ TEST_P(cluster_elr_twin, a_follower_out_of_an_isr_below_min_isr_is_eligible) {
 
   // Resumed: back in the ISR, the ELR empty, acks=all answered.
   ASSERT_TRUE(cluster_->resume(follower - 1));
-  auto back = wait_partition(leader_port, topic,
-                             [](const dtp_partition& p) { return p.isr.size() == 3; });
+  auto back =
+      wait_partition(leader_port, topic, [](const dtp_partition& p) { return p.isr.size() == 3; });
   ASSERT_TRUE(back && back->isr.size() == 3) << show(back);
   EXPECT_TRUE(back->elr.empty()) << show(back);
   EXPECT_TRUE(back->last_known_elr.empty()) << show(back);

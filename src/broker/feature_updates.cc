@@ -117,7 +117,7 @@ result<cluster::feature_map, feature_update_error> decide_feature_updates(
       if (u.name != d.feature || u.level < d.level) continue;
       auto proposed = out.find(std::string(d.depends_on));
       auto cur = finalized.find(std::string(d.depends_on));
-      const int16_t level = proposed != out.end() ? proposed->second
+      const int16_t level = proposed != out.end()    ? proposed->second
                             : cur != finalized.end() ? cur->second
                                                      : int16_t{0};
       if (level < d.depends_on_level) {

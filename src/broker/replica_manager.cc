@@ -301,8 +301,8 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
       // up as of now, and the high watermark stays where this replica had it; it moves once the
       // ISR has reached it. Batches appended from now on carry the new leader epoch.
       e.leader.emplace(node_id_, s, log->high_watermark(), steady_ms(), log->log_end_offset());
-      const int64_t hw = e.leader->update_high_watermark(log->log_end_offset(),
-                                                         log->config().min_insync_replicas);
+      const int64_t hw =
+          e.leader->update_high_watermark(log->log_end_offset(), log->config().min_insync_replicas);
       log->set_high_watermark(hw);
       spdlog::info(
           "leader of {}-{} at leader epoch {} from log end offset {} (high watermark {}), ISR "
@@ -597,8 +597,8 @@ void replica_manager::on_leader_append(std::string_view topic, int32_t partition
     entry* e = find(topic, partition);
     if (e == nullptr || !e->leader || !log.replicated()) return;
     before = log.high_watermark();
-    after = e->leader->update_high_watermark(log.log_end_offset(),
-                                             log.config().min_insync_replicas);
+    after =
+        e->leader->update_high_watermark(log.log_end_offset(), log.config().min_insync_replicas);
     log.set_high_watermark(after);
   }
   if (after > before) waiters_.notify(log.tp());
@@ -699,9 +699,9 @@ result<std::vector<cluster::election_result>, std::string> replica_manager::elec
   o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
   auto client = cluster::etcd::etcd_client::create(o);
   if (!client) return fail("etcd: " + client.error().message);
-  auto elected = cluster::elect_leaders(
-      **client, prefix_, type, partitions,
-      [this](const storage::uuid& topic_id) { return elr_for(topic_id); });
+  auto elected =
+      cluster::elect_leaders(**client, prefix_, type, partitions,
+                             [this](const storage::uuid& topic_id) { return elr_for(topic_id); });
   if (!elected) return fail("etcd: " + elected.error().message);
   return std::move(*elected);
 }

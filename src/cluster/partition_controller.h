@@ -123,8 +123,8 @@ class partition_controller {
   int64_t changes_written() const { return changes_written_.load(); }
 
  private:
-  partition_controller(partition_controller_options options, unclean_policy unclean,
-                       elr_policy elr, std::unique_ptr<etcd::etcd_client> client);
+  partition_controller(partition_controller_options options, unclean_policy unclean, elr_policy elr,
+                       std::unique_ptr<etcd::etcd_client> client);
   void run();
   // One pass over every partition with the controller epoch `epoch` (`rebalance`: preferred
   // leaders are restored too): false when it must be repeated soon (etcd failed, or a write lost

@@ -88,7 +88,8 @@ void remove_from_elr(partition_state& p, int32_t id) {
 // ReplicationControlManager.getTopicEffectiveMinIsr: min.insync.replicas, at most the replica
 // count (the target's while a reassignment runs).
 size_t effective_min_isr(const partition_state& p, const elr_options& elr) {
-  const size_t replicas = p.replicas.size() - std::min(p.replicas.size(), p.removing_replicas.size());
+  const size_t replicas =
+      p.replicas.size() - std::min(p.replicas.size(), p.removing_replicas.size());
   return std::min<size_t>(static_cast<size_t>(std::max(elr.min_isr, 1)), replicas);
 }
 
@@ -132,8 +133,8 @@ struct elected {
 // empty, and acceptable (registered, unfenced, not shutting down, not the broker being removed).
 template <typename Acceptable>
 bool valid_leader(const partition_state& next, int32_t r, const Acceptable& acceptable) {
-  return r != no_leader &&
-         (contains(next.isr, r) || (next.isr.empty() && contains(next.elr, r))) && acceptable(r);
+  return r != no_leader && (contains(next.isr, r) || (next.isr.empty() && contains(next.elr, r))) &&
+         acceptable(r);
 }
 
 // canElectLastKnownLeader: ISR and ELR empty, and the one last known leader acceptable.

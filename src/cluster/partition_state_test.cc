@@ -554,8 +554,8 @@ TEST(PartitionStateElr, FencedBrokersFillTheElrAndTheLastOneLeavesAnEmptyIsr) {
   EXPECT_EQ(c->last_known_elr, ids({1}));
   EXPECT_EQ(c->leader_epoch, 6);
   // Without ELR the last member stays in the ISR instead.
-  auto old = reconcile(*reconcile(*reconcile(p, live({1, 2}), false), live({1}), false), live({}),
-                       false);
+  auto old =
+      reconcile(*reconcile(*reconcile(p, live({1, 2}), false), live({1}), false), live({}), false);
   ASSERT_TRUE(old);
   EXPECT_EQ(old->isr, ids({1}));
   EXPECT_TRUE(old->elr.empty());
@@ -585,8 +585,8 @@ TEST(PartitionStateElr, AnElrMemberBackFromACleanShutdownLeadsWithoutUncleanElec
   EXPECT_EQ(again->leader, 2);
   EXPECT_EQ(again->isr, ids({2}));
   // ELR off: the same state elects nobody (an empty ISR has no clean candidate).
-  EXPECT_FALSE(on_broker_available(partition_state{{1, 2, 3}, {}, no_leader, 6, 12},
-                                   live({2}), false));
+  EXPECT_FALSE(
+      on_broker_available(partition_state{{1, 2, 3}, {}, no_leader, 6, 12}, live({2}), false));
 }
 
 TEST(PartitionStateElr, AnUncleanShutdownRemovesTheBrokerFromTheElr) {
