@@ -373,6 +373,8 @@ TEST_P(cluster_elr_twin, a_follower_out_of_an_isr_below_min_isr_is_eligible) {
   // Paused: a record sent now is appended while the ISR is whole, then the ISR shrinks below
   // min ISR, and the high watermark never passes it: the request times out.
   ASSERT_TRUE(cluster_->pause(follower - 1));
+  // (Kafka's node pause returns once the signal is sent; a moment for it to take.)
+  std::this_thread::sleep_for(300ms);
   const auto timed_out = produce_all(leader_port, topic, "as the follower stopped", 8000);
   EXPECT_EQ(timed_out.error_code, code(error_code::request_timed_out));
   auto shrunk =
