@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -222,9 +223,28 @@ class tarn_cluster final : public cluster_harness {
   }
   bool pause(int node) override {
     auto& n = nodes_.at(static_cast<size_t>(node));
+    // Returns once every thread is stopped: kill() returns before a loaded machine has stopped
+    // them, and a follower still running would fetch what the caller sends next.
     n.process->send_signal(SIGSTOP);
+    bool stopped = false;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(n.process->pid()) + "/task";
+    for (const auto deadline = clock_type::now() + std::chrono::seconds(5);
+         !stopped && clock_type::now() < deadline;) {
+      stopped = true;
+      std::error_code ec;
+      for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+        std::ifstream in(t.path() / "stat");
+        const std::string stat((std::istreambuf_iterator<char>(in)), {});
+        const auto paren = stat.rfind(')');
+        if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
+          stopped = false;
+        }
+      }
+      if (ec) stopped = false;
+      if (!stopped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     set_state(node, node_state::paused);
-    return true;
+    return stopped;
   }
   bool resume(int node) override {
     auto& n = nodes_.at(static_cast<size_t>(node));

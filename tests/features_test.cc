@@ -1,6 +1,7 @@
 // Finalized features in ApiVersions and UpdateFeatures, against tarn and Kafka 4.4.0
 // (scripts/kafka-ref) with the same assertions: kafka-features.sh describe prints the same
-// metadata.version, group.version, transaction.version and share.version lines (the epoch
+// metadata.version, group.version, transaction.version, share.version and
+// eligible.leader.replicas.version lines (the epoch
 // aside), and ApiVersions v3 leaves out supported features whose minimum is 0 (KAFKA-17011) while
 // v4 lists them; UpdateFeatures v0-2 (hand-built, validate-only where it would change something)
 // refuses as Kafka does in Kafka's words, and kafka-features.sh upgrade/downgrade/--dry-run print
@@ -66,6 +67,10 @@ TEST_P(features, kafka_features_describe) {
   // at metadata.version 4.4-IV0 and later).
   EXPECT_NE(out.find("Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
                      "FinalizedVersionLevel: 2"),
+            std::string::npos)
+      << out;  // KIP-966 eligible leader replicas: finalized at 1 on a new cluster since Kafka 4.1.
+  EXPECT_NE(out.find("Feature: eligible.leader.replicas.version SupportedMinVersion: 0 "
+                     "SupportedMaxVersion: 1 FinalizedVersionLevel: 1"),
             std::string::npos)
       << out;
 }

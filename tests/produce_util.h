@@ -71,10 +71,10 @@ inline protocol::produce_request transactional_produce(const std::string& id,
 // A Produce v9 request frame (size prefix included) of `batch` to topic-partition.
 inline std::vector<uint8_t> produce_frame(int32_t correlation_id, const std::string& topic,
                                           int32_t partition, std::span<const uint8_t> batch,
-                                          int16_t acks = -1) {
+                                          int16_t acks = -1, int32_t timeout_ms = 30000) {
   protocol::produce_request req;
   req.acks = acks;
-  req.timeout_ms = 30000;
+  req.timeout_ms = timeout_ms;
   auto& t = req.topic_data.emplace_back();
   t.name = topic;
   auto& p = t.partition_data.emplace_back();

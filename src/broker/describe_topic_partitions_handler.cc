@@ -13,7 +13,9 @@
 //   - In a cluster (docs/cluster.md): also the topics other brokers lead that this broker holds
 //     no copy of (as Metadata lists them); a partition with a state in etcd has its replicas,
 //     ISR, leader and leader epoch; a leader that is not live is -1 with LEADER_NOT_AVAILABLE,
-//     and replicas that are not live are offline, as Metadata answers them.
+//     and replicas that are not live are offline, as Metadata answers them; EligibleLeaderReplicas
+//     and LastKnownElr are the state's (KIP-966, as KRaftMetadataCache answers them: unfiltered,
+//     a member that is not live included).
 //   - An asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
 //     when its name is not a legal topic name; zero topic id, no partitions. Never auto-created.
 //   - A cursor whose topic is not among the asked ones, or whose partition is negative: Kafka's
@@ -146,6 +148,8 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
       part.leader_epoch = local_leader_epoch;
       part.replica_nodes = {listed.leader};
       part.isr_nodes = {listed.leader};
+      part.eligible_leader_replicas.emplace();
+      part.last_known_elr.emplace();
       // In a cluster, a replicated partition's state in etcd (docs/cluster.md, "Replication").
       if (request.services.replicas != nullptr) {
         if (auto st = request.services.replicas->state(listed.topic_id, p)) {
@@ -153,6 +157,8 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
           part.leader_epoch = st->leader_epoch;
           part.replica_nodes = st->replicas;
           part.isr_nodes = st->isr;
+          part.eligible_leader_replicas = st->elr;
+          part.last_known_elr = st->last_known_elr;
         }
       }
       // A leader that is not live is none, and replicas that are not live are offline, as
@@ -164,8 +170,6 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
       for (int32_t r : part.replica_nodes) {
         if (!cluster.live(r)) part.offline_replicas.push_back(r);
       }
-      part.eligible_leader_replicas.emplace();
-      part.last_known_elr.emplace();
     }
   }
   for (std::string_view name : unauthorized) {

@@ -31,6 +31,19 @@ feature_update_error refused_downgrade(int16_t from, int16_t to, const std::stri
           fmt::format("Unsupported metadata.version downgrade from {} to {}. {}", from, to, why)};
 }
 
+// Kafka 4.4's FeatureVersion.dependencies() of the levels tarn supports: a level that needs
+// another feature at a level at least this (Feature.validateVersion).
+struct feature_dependency {
+  std::string_view feature;
+  int16_t level;
+  std::string_view depends_on;
+  int16_t depends_on_level;
+};
+constexpr feature_dependency dependencies[] = {
+    // EligibleLeaderReplicasVersion.ELRV_1: metadata.version 4.0-IV1.
+    {"eligible.leader.replicas.version", 1, metadata_version, 23},
+};
+
 const supported_feature* find_supported(std::string_view name) {
   for (const supported_feature& f : tarn_supported_features) {
     if (f.name == name) return &f;
@@ -96,6 +109,23 @@ result<cluster::feature_map, feature_update_error> decide_feature_updates(
       return fail(invalid_update(u, fmt::format("Feature {} not found.", u.name)));
     }
     out[u.name] = u.level;
+  }
+  // Dependencies against the levels as they would be (Kafka's proposedUpdatedVersions: the
+  // finalized levels with these updates applied).
+  for (const feature_update& u : last) {
+    for (const feature_dependency& d : dependencies) {
+      if (u.name != d.feature || u.level < d.level) continue;
+      auto proposed = out.find(std::string(d.depends_on));
+      auto cur = finalized.find(std::string(d.depends_on));
+      const int16_t level = proposed != out.end()    ? proposed->second
+                            : cur != finalized.end() ? cur->second
+                                                     : int16_t{0};
+      if (level < d.depends_on_level) {
+        return fail(invalid_update(
+            u, fmt::format("{} could not be set to {} because it depends on {} level {}", u.name,
+                           u.level, d.depends_on, d.depends_on_level)));
+      }
+    }
   }
   return out;
 }

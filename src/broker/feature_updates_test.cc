@@ -45,6 +45,31 @@ TEST(feature_updates, refusals_in_kafkas_words) {
   EXPECT_NE(why({{"group.version", 0, 2}, {"group.version", 5, 1}}), "ok");
 }
 
+// KIP-966: eligible.leader.replicas.version 1 depends on metadata.version 23 (4.0-IV1), checked
+// against the levels the request would leave (Kafka's Feature.validateVersion); 0 turns ELR off.
+TEST(feature_updates, eligible_leader_replicas_depend_on_metadata_version) {
+  const cluster::feature_map old_mv = {{"eligible.leader.replicas.version", 0},
+                                       {"metadata.version", 22}};
+  auto refused = decide_feature_updates(old_mv, {{"eligible.leader.replicas.version", 1, 1}}, 1);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message,
+            "Invalid update version 1 for feature eligible.leader.replicas.version. "
+            "eligible.leader.replicas.version could not be set to 1 because it depends on "
+            "metadata.version level 23");
+  auto with_mv = decide_feature_updates(
+      old_mv, {{"metadata.version", 23, 1}, {"eligible.leader.replicas.version", 1, 1}}, 1);
+  ASSERT_TRUE(with_mv.has_value()) << with_mv.error().message;
+  EXPECT_EQ(with_mv->at("eligible.leader.replicas.version"), 1);
+  auto off =
+      decide_feature_updates({{"eligible.leader.replicas.version", 1}, {"metadata.version", 33}},
+                             {{"eligible.leader.replicas.version", 0, 2}}, 1);
+  ASSERT_TRUE(off.has_value()) << off.error().message;
+  EXPECT_EQ(off->at("eligible.leader.replicas.version"), 0);
+  EXPECT_EQ(why({{"eligible.leader.replicas.version", 2, 1}}),
+            "Invalid update version 2 for feature eligible.leader.replicas.version. Local "
+            "controller 1 only supports versions 0-1");
+}
+
 TEST(feature_updates, valid_updates_give_the_levels_to_record) {
   auto r = decide_feature_updates(now, {{"group.version", 0, 2}, {"metadata.version", 33, 1}}, 1);
   ASSERT_TRUE(r.has_value()) << r.error().message;

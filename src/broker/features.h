@@ -4,7 +4,9 @@
 // groups), transaction.version 2 (KIP-890 part 2: clients bump the epoch at every EndTxn and let
 // Produce add partitions; 0 and 1 keep transactions v1), share.version 2 (KIP-932 share groups,
 // with RENEW acknowledgements: Kafka 4.4's latest production level, which a fresh cluster
-// finalizes; 0 turns share groups off). A FeatureLevelRecord in the metadata
+// finalizes; 0 turns share groups off), eligible.leader.replicas.version 1 (KIP-966's eligible
+// leader replicas, finalized on a new cluster since Kafka 4.1; 0 turns them off, and the
+// controller then empties every partition's ELR). A FeatureLevelRecord in the metadata
 // log overrides the default finalized level.
 #pragma once
 
@@ -23,6 +25,7 @@ struct supported_feature {
 };
 
 inline constexpr supported_feature tarn_supported_features[] = {
+    {"eligible.leader.replicas.version", 0, 1, 1},
     {"group.version", 0, 1, 1},
     {"metadata.version", 7, 33, 33},
     {"share.version", 0, 2, 2},

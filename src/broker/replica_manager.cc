@@ -14,6 +14,7 @@
 #include <set>
 
 #include "broker/broker_connection.h"
+#include "broker/features.h"
 #include "broker/fetch_waiters.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -127,7 +128,8 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
   co.auto_leader_rebalance = config.auto_leader_rebalance_enable;
   co.leader_imbalance_check_interval_ms = config.leader_imbalance_check_interval_seconds * 1000;
   auto controller = cluster::partition_controller::start(
-      co, [self](const storage::uuid& topic_id) { return self->unclean_allowed(topic_id); });
+      co, [self](const storage::uuid& topic_id) { return self->unclean_allowed(topic_id); },
+      [self](const storage::uuid& topic_id) { return self->elr_for(topic_id); });
   if (!controller) return fail("etcd: " + controller.error().message);
   m->controller_ = std::move(*controller);
   membership.set_listener([self] {
@@ -217,6 +219,30 @@ bool replica_manager::unclean_allowed(const storage::uuid& topic_id) const {
   return it != broker.end() && it->second == "true";
 }
 
+cluster::elr_options replica_manager::elr_for(const storage::uuid& topic_id) const {
+  cluster::elr_options out;
+  const cluster::feature_map features = finalized_features(topics_.metadata());
+  auto level = features.find("eligible.leader.replicas.version");
+  out.enabled = level != features.end() && level->second >= 1;
+  constexpr std::string_view key = "min.insync.replicas";
+  std::optional<std::string> value;
+  if (auto topic = topics_.cluster_topic(topic_id)) {
+    if (auto it = topic->overrides.find(key); it != topic->overrides.end()) value = it->second;
+  }
+  if (!value) {
+    auto maps = topics_.read_lock();
+    const storage::config_map& broker = topics_.logs().broker_props();
+    if (auto it = broker.find(key); it != broker.end()) value = it->second;
+  }
+  int32_t min_isr = 1;
+  if (value) {
+    const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), min_isr);
+    if (ec != std::errc() || min_isr < 1) min_isr = 1;
+  }
+  out.min_isr = min_isr;
+  return out;
+}
+
 std::map<storage::uuid, std::string> replica_manager::topic_names(
     const std::vector<storage::uuid>& topic_ids) const {
   std::map<storage::uuid, std::string> out;
@@ -275,7 +301,8 @@ void replica_manager::settle_role(entry& e, std::vector<storage::topic_partition
       // up as of now, and the high watermark stays where this replica had it; it moves once the
       // ISR has reached it. Batches appended from now on carry the new leader epoch.
       e.leader.emplace(node_id_, s, log->high_watermark(), steady_ms(), log->log_end_offset());
-      const int64_t hw = e.leader->update_high_watermark(log->log_end_offset());
+      const int64_t hw =
+          e.leader->update_high_watermark(log->log_end_offset(), log->config().min_insync_replicas);
       log->set_high_watermark(hw);
       spdlog::info(
           "leader of {}-{} at leader epoch {} from log end offset {} (high watermark {}), ISR "
@@ -570,7 +597,8 @@ void replica_manager::on_leader_append(std::string_view topic, int32_t partition
     entry* e = find(topic, partition);
     if (e == nullptr || !e->leader || !log.replicated()) return;
     before = log.high_watermark();
-    after = e->leader->update_high_watermark(log.log_end_offset());
+    after =
+        e->leader->update_high_watermark(log.log_end_offset(), log.config().min_insync_replicas);
     log.set_high_watermark(after);
   }
   if (after > before) waiters_.notify(log.tp());
@@ -613,7 +641,7 @@ replica_manager::follower_fetch_result replica_manager::on_follower_fetch(
       return out;
     }
     before = log.high_watermark();
-    after = e->leader->update_high_watermark(leo);
+    after = e->leader->update_high_watermark(leo, log.config().min_insync_replicas);
     log.set_high_watermark(after);
     if (!e->leader->caught_up_followers().empty()) {
       work_pending_ = true;
@@ -671,7 +699,9 @@ result<std::vector<cluster::election_result>, std::string> replica_manager::elec
   o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
   auto client = cluster::etcd::etcd_client::create(o);
   if (!client) return fail("etcd: " + client.error().message);
-  auto elected = cluster::elect_leaders(**client, prefix_, type, partitions);
+  auto elected =
+      cluster::elect_leaders(**client, prefix_, type, partitions,
+                             [this](const storage::uuid& topic_id) { return elr_for(topic_id); });
   if (!elected) return fail("etcd: " + elected.error().message);
   return std::move(*elected);
 }
@@ -1004,7 +1034,8 @@ void replica_manager::maybe_change_isr() {
       auto it = brokers.find(id);
       r.new_isr.emplace_back(id, it == brokers.end() ? -1 : it->second.epoch);
     }
-    auto altered = store_->alter_partition(c.topic_id, c.partition, r, brokers);
+    auto altered =
+        store_->alter_partition(c.topic_id, c.partition, r, brokers, elr_for(c.topic_id));
     if (!altered) {
       spdlog::warn("AlterPartition {}-{}: etcd: {}", c.topic, c.partition, altered.error().message);
     } else if (altered->error != error_code::none) {
@@ -1035,7 +1066,8 @@ void replica_manager::maybe_change_isr() {
         it->second.leader->set_pending_isr({});
       }
       before = log->high_watermark();
-      after = it->second.leader->update_high_watermark(log->log_end_offset());
+      after = it->second.leader->update_high_watermark(log->log_end_offset(),
+                                                       log->config().min_insync_replicas);
       log->set_high_watermark(after);
     }
     if (after > before) waiters_.notify(tp);

@@ -151,6 +151,9 @@ class replica_manager {
   std::vector<std::tuple<std::string, int32_t, cluster::partition_state>> reassignments() const;
   // unclean.leader.election.enable of a topic (its override, else the broker's).
   bool unclean_allowed(const storage::uuid& topic_id) const;
+  // KIP-966's rules for a topic: eligible.leader.replicas.version >= 1 and the topic's
+  // min.insync.replicas (its override, else the broker's, else 1).
+  cluster::elr_options elr_for(const storage::uuid& topic_id) const;
   // Every partition with a state (topic name from the metadata log, "" while unknown), for an
   // ElectLeaders of every partition.
   std::vector<std::tuple<storage::uuid, std::string, int32_t>> partitions_with_states() const;

@@ -718,9 +718,12 @@ int server::run() {
     std::lock_guard g(s.replicas_mu);
     s.replicas.reset();
   }
+  // The marker holds the broker epoch (Kafka's), which the next registration presents as its
+  // previous one (KIP-966: a clean shutdown keeps the broker's ELR places).
+  const int64_t broker_epoch = s.membership ? s.membership->broker_epoch() : -1;
   s.membership.reset();
   // Everything that writes to the log directory has stopped: the marker can go down.
-  if (auto r = s.topics->shutdown(); !r) {
+  if (auto r = s.topics->shutdown(broker_epoch); !r) {
     spdlog::error("shutdown: {}", r.error());
     return 1;
   }
@@ -755,6 +758,7 @@ result<void, std::string> server::impl::join_cluster(
   o.self.incarnation_id = storage::uuid::random().to_string();
   for (const auto& l : advertised) o.self.listeners.push_back({l.name, l.host, l.port});
   o.self.rack = config.broker_rack;
+  o.self.previous_broker_epoch = topics->clean_shutdown_broker_epoch();
   cluster::membership_events events;
   events.fenced = [this](const std::string& why) {
     spdlog::warn(

@@ -353,6 +353,7 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   }
   m->logs_ = std::move(*logs);
   m->had_clean_shutdown_ = report.had_clean_shutdown;
+  m->clean_shutdown_broker_epoch_ = report.clean_shutdown_broker_epoch;
   for (const auto& d : report.removed_delete_dirs) {
     spdlog::info("log directory {}: removed {} left by an interrupted deletion", log_dir, d);
   }
@@ -399,12 +400,14 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
   return m;
 }
 
-result<void, std::string> topic_manager::shutdown() {
+result<void, std::string> topic_manager::shutdown(int64_t broker_epoch) {
   logs_->stop_checkpoints();
   logs_->stop_retention();
   logs_->stop_cleaner();
   auto guard = control_lock();
-  if (auto r = logs_->shutdown(-1, wall_clock_ms()); !r) return fail(r.error().message);
+  if (auto r = logs_->shutdown(broker_epoch, wall_clock_ms()); !r) {
+    return fail(r.error().message);
+  }
   return {};
 }
 

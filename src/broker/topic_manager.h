@@ -67,6 +67,8 @@ class topic_manager {
 
   const std::string& cluster_id() const { return cluster_id_; }
   bool had_clean_shutdown() const { return had_clean_shutdown_; }
+  // The broker epoch the clean-shutdown marker held (-1: none, or no marker).
+  int64_t clean_shutdown_broker_epoch() const { return clean_shutdown_broker_epoch_; }
 
   // Serialises the topic operations (log_manager's create/delete/config/partitions and the
   // broker config): hold it around them, without read_lock(). While held, the maps may be read
@@ -118,7 +120,7 @@ class topic_manager {
   const broker_config& effective() const { return effective_; }
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
-  result<void, std::string> shutdown();
+  result<void, std::string> shutdown(int64_t broker_epoch = -1);
 
  private:
   topic_manager() = default;
@@ -136,6 +138,7 @@ class topic_manager {
   std::unique_ptr<storage::log_manager> logs_;
   std::string cluster_id_;
   bool had_clean_shutdown_ = false;
+  int64_t clean_shutdown_broker_epoch_ = -1;
   broker_config effective_;
 };
 

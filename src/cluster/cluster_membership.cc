@@ -31,6 +31,7 @@ std::string encode_broker_registration(const broker_registration& r) {
   j["rack"] = r.rack ? json(*r.rack) : json(nullptr);
   // Only while true, so that a registration stays byte for byte what it was before the field.
   if (r.in_controlled_shutdown) j["in_controlled_shutdown"] = true;
+  if (r.previous_broker_epoch >= 0) j["previous_broker_epoch"] = r.previous_broker_epoch;
   return j.dump();
 }
 
@@ -73,6 +74,11 @@ std::optional<broker_registration> decode_broker_registration(std::string_view t
   if (shutting_down != j.end()) {
     if (!shutting_down->is_boolean()) return std::nullopt;
     r.in_controlled_shutdown = shutting_down->get<bool>();
+  }
+  auto previous = j.find("previous_broker_epoch");
+  if (previous != j.end()) {
+    if (!previous->is_number_integer()) return std::nullopt;
+    r.previous_broker_epoch = previous->get<int64_t>();
   }
   return r;
 }
@@ -220,6 +226,12 @@ bool cluster_membership::rejoin_once(int64_t old_lease) {
   // The old lease may outlive the loss noticed here by up to a second (etcd's TTLs are whole
   // seconds): given up now, so that the old registration does not hold the key.
   if (old_lease != 0) (void)(*session)->client().lease_revoke(old_lease);
+  {
+    // This process kept its logs through the loss: the registration it had ended cleanly, as
+    // Kafka's broker that is fenced and unfenced keeps its epoch and its ELR places (KIP-966).
+    std::lock_guard g(session_mu_);
+    options_.self.previous_broker_epoch = broker_epoch_.load();
+  }
   auto registered = register_on(**session);
   if (!registered) {
     if (registered.error().code != etcd::etcd_error::failed_precondition) return false;

@@ -44,6 +44,11 @@ struct broker_registration {
   // Kafka's BrokerRegistrationChangeRecord.InControlledShutdown: the broker is stopping and asks
   // the controller to move its leaderships away (KIP-841: it may neither lead nor join an ISR).
   bool in_controlled_shutdown = false;
+  // KIP-966's PreviousBrokerEpoch: the broker epoch this broker's previous registration ended
+  // with when it ended cleanly (its clean-shutdown marker's, or the registration a fenced broker
+  // had before it registered again), -1 otherwise. The controller reads an ELR member that
+  // registered again with any other value as an unclean shutdown (it leaves the ELR).
+  int64_t previous_broker_epoch = -1;
   int64_t epoch = 0;  // the key's create revision (not in the value)
   bool operator==(const broker_registration&) const = default;
 

@@ -45,6 +45,12 @@ std::string encode_partition_state(const partition_state& p) {
   // Only while a reassignment runs, so that every other state keeps its bytes.
   if (!p.adding_replicas.empty()) j["adding_replicas"] = p.adding_replicas;
   if (!p.removing_replicas.empty()) j["removing_replicas"] = p.removing_replicas;
+  // KIP-966's fields, only while they hold something (likewise).
+  if (!p.elr.empty()) {
+    j["elr"] = p.elr;
+    j["elr_broker_epochs"] = p.elr_broker_epochs;
+  }
+  if (!p.last_known_elr.empty()) j["last_known_elr"] = p.last_known_elr;
   return j.dump();
 }
 
@@ -63,6 +69,19 @@ std::optional<partition_state> decode_partition_state(std::string_view text) {
       (j.contains("removing_replicas") && !read_ids(j, "removing_replicas", p.removing_replicas))) {
     return std::nullopt;
   }
+  if ((j.contains("elr") && !read_ids(j, "elr", p.elr)) ||
+      (j.contains("last_known_elr") && !read_ids(j, "last_known_elr", p.last_known_elr))) {
+    return std::nullopt;
+  }
+  // One epoch per ELR member (0, unknown, for any missing).
+  if (auto it = j.find("elr_broker_epochs"); it != j.end()) {
+    if (!it->is_array() || it->size() > p.elr.size()) return std::nullopt;
+    for (const auto& v : *it) {
+      if (!v.is_number_integer()) return std::nullopt;
+      p.elr_broker_epochs.push_back(v.get<int64_t>());
+    }
+  }
+  p.elr_broker_epochs.resize(p.elr.size(), 0);
   return p;
 }
 
@@ -145,14 +164,14 @@ result<bool, etcd::etcd_error> etcd_partition_store::compare_and_set(const uuid&
 
 result<alter_partition_result, etcd::etcd_error> etcd_partition_store::alter_partition(
     const uuid& topic_id, int32_t partition, const alter_partition_request& request,
-    const broker_states& brokers) {
+    const broker_states& brokers, const elr_options& elr) {
   while (true) {
     auto current = read(topic_id, partition);
     if (!current) return fail(current.error());
     if (!*current) {
       return alter_partition_result{protocol::error_code::unknown_topic_or_partition, {}};
     }
-    auto decided = cluster::alter_partition((*current)->state, request, brokers);
+    auto decided = cluster::alter_partition((*current)->state, request, brokers, elr);
     if (decided.error != protocol::error_code::none || decided.state == (*current)->state) {
       return decided;
     }

@@ -53,7 +53,7 @@ class etcd_partition_store {
   // read while the key changes under it. UNKNOWN_TOPIC_OR_PARTITION when it has no state.
   result<alter_partition_result, etcd::etcd_error> alter_partition(
       const uuid& topic_id, int32_t partition, const alter_partition_request& request,
-      const broker_states& brokers);
+      const broker_states& brokers, const elr_options& elr = {});
 
  private:
   etcd::etcd_client& client_;

@@ -65,19 +65,22 @@ result<std::vector<size_t>, etcd::etcd_error> cas_rounds(etcd::etcd_client& clie
 }  // namespace
 
 result<std::unique_ptr<partition_controller>, etcd::etcd_error> partition_controller::start(
-    partition_controller_options options, unclean_policy unclean) {
+    partition_controller_options options, unclean_policy unclean, elr_policy elr) {
   auto client = etcd::etcd_client::create(options.client);
   if (!client) return fail(client.error());
-  std::unique_ptr<partition_controller> c(
-      new partition_controller(std::move(options), std::move(unclean), std::move(*client)));
+  std::unique_ptr<partition_controller> c(new partition_controller(
+      std::move(options), std::move(unclean), std::move(elr), std::move(*client)));
   c->thread_ = std::thread([self = c.get()] { self->run(); });
   return c;
 }
 
 partition_controller::partition_controller(partition_controller_options options,
-                                           unclean_policy unclean,
+                                           unclean_policy unclean, elr_policy elr,
                                            std::unique_ptr<etcd::etcd_client> client)
-    : options_(std::move(options)), unclean_(std::move(unclean)), client_(std::move(client)) {}
+    : options_(std::move(options)),
+      unclean_(std::move(unclean)),
+      elr_(std::move(elr)),
+      client_(std::move(client)) {}
 
 partition_controller::~partition_controller() {
   {
@@ -165,7 +168,8 @@ broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
     // A value that does not decode is still a live broker (its lease lives); it just is not
     // known to be shutting down.
     auto r = decode_broker_registration(kv.value);
-    live[id] = broker_state{kv.create_revision, false, r && r->in_controlled_shutdown};
+    live[id] = broker_state{kv.create_revision, false, r && r->in_controlled_shutdown,
+                            r ? r->previous_broker_epoch : -1};
     if (mod_revisions != nullptr) (*mod_revisions)[id] = kv.mod_revision;
   }
   return live;
@@ -173,7 +177,7 @@ broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
 
 result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
     etcd::etcd_client& client, const std::string& prefix, election_type type,
-    const std::vector<std::pair<uuid, int32_t>>& partitions) {
+    const std::vector<std::pair<uuid, int32_t>>& partitions, const elr_policy& elr) {
   const std::string brokers_dir = prefix + "brokers/";
   const std::string partitions_dir = prefix + "partitions/";
   std::vector<election_result> out(partitions.size());
@@ -195,7 +199,8 @@ result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
         out[i] = {protocol::error_code::unknown_topic_or_partition, {}};
         continue;
       }
-      election_result decided = elect_leader(*state, type, live);
+      election_result decided =
+          elect_leader(*state, type, live, elr ? elr(partitions[i].first) : elr_options{});
       if (decided.error != protocol::error_code::none) {
         out[i] = std::move(decided);
         continue;
@@ -314,14 +319,20 @@ bool partition_controller::scan(int64_t epoch, bool rebalance) {
     live_ids.push_back(id);
     if (b.in_controlled_shutdown) shutting_down.push_back(id);
   }
+  // The brokers this controller saw registered that are gone now are fenced entries with the
+  // epoch they had: what an ELR records of a member entering it (KIP-966).
+  broker_states known = live;
+  for (const auto& [id, epoch] : known_epochs_) {
+    if (!live.contains(id)) known[id] = broker_state{epoch, /*fenced=*/true, false};
+  }
   // Brokers whose registration changed since the last scan: they restarted in between.
-  broker_states before_restart = live;
+  broker_states before_restart = known;
   std::vector<int32_t> restarted;
   for (const auto& [id, b] : live) {
-    auto known = known_epochs_.find(id);
-    if (known != known_epochs_.end() && known->second != b.epoch) {
+    auto found = known_epochs_.find(id);
+    if (found != known_epochs_.end() && found->second != b.epoch) {
       restarted.push_back(id);
-      before_restart.erase(id);
+      before_restart[id] = broker_state{found->second, /*fenced=*/true, false};
     }
   }
   auto states = client_->range(partitions_dir, etcd::prefix_end(partitions_dir));
@@ -344,9 +355,10 @@ bool partition_controller::scan(int64_t epoch, bool rebalance) {
     auto state = decode_partition_state(kv.value);
     if (!key || !state) continue;
     const bool unclean = unclean_ && unclean_(key->first);
+    const elr_options elr = elr_ ? elr_(key->first) : elr_options{};
     std::optional<partition_state> next;
-    if (!restarted.empty()) next = reconcile(*state, before_restart, unclean);
-    if (auto after = reconcile(next ? *next : *state, live, unclean)) next = std::move(after);
+    if (!restarted.empty()) next = reconcile(*state, before_restart, unclean, elr);
+    if (auto after = reconcile(next ? *next : *state, known, unclean, elr)) next = std::move(after);
     if (!next && rebalance) next = rebalance_to_preferred(*state, live);
     if (next) changes.push_back({&kv, *key, std::move(*state), std::move(*next)});
   }
@@ -375,9 +387,15 @@ bool partition_controller::scan(int64_t epoch, bool rebalance) {
     changes_written_.fetch_add(1);
     spdlog::info(
         "controller (epoch {}): partition {}-{}: leader {} -> {} (leader epoch {}), ISR [{}] -> "
-        "[{}] (partition epoch {}){}, live brokers [{}]{}",
+        "[{}] (partition epoch {}){}{}, live brokers [{}]{}",
         epoch, c.key.first.to_string(), c.key.second, c.from.leader, c.to.leader, c.to.leader_epoch,
         fmt::join(c.from.isr, ","), fmt::join(c.to.isr, ","), c.to.partition_epoch,
+        c.from.elr == c.to.elr && c.from.last_known_elr == c.to.last_known_elr
+            ? std::string()
+            : fmt::format(", ELR [{}] -> [{}], LastKnownElr [{}] -> [{}]",
+                          fmt::join(c.from.elr, ","), fmt::join(c.to.elr, ","),
+                          fmt::join(c.from.last_known_elr, ","),
+                          fmt::join(c.to.last_known_elr, ",")),
         c.from.replicas == c.to.replicas && !c.to.reassigning()
             ? std::string()
             : fmt::format(", replicas [{}] -> [{}] (adding [{}], removing [{}])",

@@ -74,9 +74,11 @@ broker_states live_brokers_of(const std::vector<etcd::key_value>& registrations,
 // meanwhile, is never written; the whole decision is taken again on the newer read). Any broker
 // may call it: the compare-and-swap, not the controller role, is what keeps newer state from
 // being overwritten. UNKNOWN_TOPIC_OR_PARTITION for a partition without a state.
+// `elr` gives each topic's KIP-966 rules (none: ELR off).
+using elr_policy = std::function<elr_options(const uuid& topic_id)>;
 result<std::vector<election_result>, etcd::etcd_error> elect_leaders(
     etcd::etcd_client& client, const std::string& prefix, election_type type,
-    const std::vector<std::pair<uuid, int32_t>>& partitions);
+    const std::vector<std::pair<uuid, int32_t>>& partitions, const elr_policy& elr = {});
 
 // AlterPartitionReassignments against the cluster (docs/cluster.md, "Reassignments"), as
 // elect_leaders(): each partition's state and the registrations as etcd has them now, reassign()
@@ -103,8 +105,10 @@ class partition_controller {
   // override or the broker's default). Called on the controller's thread.
   using unclean_policy = std::function<bool(const uuid& topic_id)>;
 
+  // `elr`: each topic's KIP-966 rules (eligible.leader.replicas.version and min.insync.replicas),
+  // called on the controller's thread; none: ELR off.
   static result<std::unique_ptr<partition_controller>, etcd::etcd_error> start(
-      partition_controller_options options, unclean_policy unclean);
+      partition_controller_options options, unclean_policy unclean, elr_policy elr = {});
   ~partition_controller();  // stops the thread (a scan in progress finishes its request)
   partition_controller(const partition_controller&) = delete;
   partition_controller& operator=(const partition_controller&) = delete;
@@ -119,7 +123,7 @@ class partition_controller {
   int64_t changes_written() const { return changes_written_.load(); }
 
  private:
-  partition_controller(partition_controller_options options, unclean_policy unclean,
+  partition_controller(partition_controller_options options, unclean_policy unclean, elr_policy elr,
                        std::unique_ptr<etcd::etcd_client> client);
   void run();
   // One pass over every partition with the controller epoch `epoch` (`rebalance`: preferred
@@ -129,6 +133,7 @@ class partition_controller {
 
   partition_controller_options options_;
   unclean_policy unclean_;
+  elr_policy elr_;
   std::unique_ptr<etcd::etcd_client> client_;
   std::atomic<int64_t> changes_written_{0};
 

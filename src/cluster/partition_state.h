@@ -3,7 +3,9 @@
 // change it, as Kafka 4.4's ReplicationControlManager and PartitionChangeBuilder apply them:
 // a leader's AlterPartition (KIP-497, with KIP-903's broker epochs), a broker fenced or shutting
 // down leaving every ISR (KIP-841), leaders chosen from the ISR (unclean only when allowed), and
-// ElectLeaders, and reassignments (KIP-455: replicas added and removed). Pure functions, no I/O:
+// ElectLeaders, reassignments (KIP-455: replicas added and removed), and KIP-966's eligible leader
+// replicas (ELR, with eligible.leader.replicas.version 1: the replicas that left an ISR below
+// min.insync.replicas, which may lead when the ISR is empty). Pure functions, no I/O:
 // the cluster code writes their results to etcd by compare-and-swap, and tests drive them without a
 // cluster.
 #pragma once
@@ -31,6 +33,18 @@ struct partition_state {
   // every replica is fetched from and may be in the ISR until the move completes.
   std::vector<int32_t> adding_replicas = {};
   std::vector<int32_t> removing_replicas = {};
+  // KIP-966 (PartitionRegistration's elr and lastKnownElr), ascending as Kafka lists them: the
+  // replicas that left the ISR while it was below the effective min.insync.replicas and are
+  // known to hold everything the high watermark covered, so one may lead once the ISR is empty;
+  // and the leader a partition lost when none could follow it (its one member), which may lead
+  // again when it comes back and the ISR and ELR are both empty.
+  std::vector<int32_t> elr = {};
+  std::vector<int32_t> last_known_elr = {};
+  // tarn's own, beside elr (same order): each member's broker epoch when it entered the ELR (0
+  // when the controller did not know it), so that a member registering again is known to have
+  // shut down cleanly from that epoch (broker_state::previous_epoch) or not (it then leaves the
+  // ELR, as Kafka's controller removes a broker that restarted uncleanly).
+  std::vector<int64_t> elr_broker_epochs = {};
   bool operator==(const partition_state&) const = default;
 
   bool has_leader() const { return leader != no_leader; }
@@ -43,10 +57,22 @@ struct broker_state {
   int64_t epoch = 0;
   bool fenced = false;
   bool in_controlled_shutdown = false;
+  // KIP-966's PreviousBrokerEpoch (BrokerRegistrationRequest v3): the broker epoch its previous
+  // incarnation shut down cleanly with (its clean-shutdown marker), -1 after an unclean one.
+  int64_t previous_epoch = -1;
   // May lead or be added to an ISR: registered, unfenced and not shutting down.
   bool eligible() const { return !fenced && !in_controlled_shutdown; }
 };
 using broker_states = std::map<int32_t, broker_state>;
+
+// KIP-966's rules for one topic: whether eligible.leader.replicas.version is 1 or more
+// (FeatureControlManager.isElrFeatureEnabled), and the topic's min.insync.replicas (capped at the
+// replica count where it is used, as ReplicationControlManager.getTopicEffectiveMinIsr). Off by
+// default: every rule then behaves as before KIP-966 (an ISR is never empty, ELR stays empty).
+struct elr_options {
+  bool enabled = false;
+  int32_t min_isr = 1;
+};
 
 // Kafka's bestLeader: the first replica (in preference order) that is in the ISR and eligible;
 // with `unclean_ok`, else the first eligible replica at all; else no_leader.
@@ -69,20 +95,38 @@ struct alter_partition_result {
 // a set of replicas or drops the leader (INVALID_REQUEST), a member that is fenced, shutting
 // down or registered with another epoch (INELIGIBLE_REPLICA). An ISR equal to the current one
 // changes nothing and answers the current state.
+// With ELR on, an ISR that shrinks below min ISR moves the members that left into the ELR, and
+// one that reaches it empties the ELR (PartitionChangeBuilder.maybePopulateTargetElr).
 alter_partition_result alter_partition(const partition_state& p, const alter_partition_request& r,
-                                       const broker_states& brokers);
+                                       const broker_states& brokers, const elr_options& elr = {});
 
 // `broker` was fenced or began a controlled shutdown (already so in `brokers`): it leaves the
 // ISR, unless it is its last member (an ISR is never empty: the last member stays so that it
 // can lead again without data loss); if it led, the best remaining leader takes over (no_leader
 // when none is eligible). nullopt when the partition does not change.
+// With ELR on (KIP-966), the ISR may become empty: the members that leave an ISR below min ISR
+// go into the ELR (a fenced broker keeps its place there); the leader is then the first eligible
+// ISR member in replica order, else (the ISR empty) the first eligible ELR member, which becomes
+// the ISR alone, else the last known leader (last_known_elr, when the ISR and ELR are empty), else
+// with `unclean_ok` the first eligible replica; a partition left without a leader remembers the
+// leader it had in last_known_elr.
 std::optional<partition_state> on_broker_unavailable(const partition_state& p, int32_t broker,
-                                                     const broker_states& brokers, bool unclean_ok);
+                                                     const broker_states& brokers, bool unclean_ok,
+                                                     const elr_options& elr = {});
 
 // A partition without a leader after a broker came back (unfenced): elects the best leader if
-// one is eligible now. nullopt when the partition does not change.
+// one is eligible now (with ELR on, by the order above). nullopt when the partition does not
+// change.
 std::optional<partition_state> on_broker_available(const partition_state& p,
-                                                   const broker_states& brokers, bool unclean_ok);
+                                                   const broker_states& brokers, bool unclean_ok,
+                                                   const elr_options& elr = {});
+
+// KIP-966: `broker` registered again without having shut down cleanly (it may have lost what it
+// had not flushed): it leaves the ISR and the ELR, and may not be elected by this change
+// (ReplicationControlManager.handleBrokerShutdown with ELR on). nullopt when it is in neither.
+std::optional<partition_state> on_unclean_shutdown(const partition_state& p, int32_t broker,
+                                                   const broker_states& brokers, bool unclean_ok,
+                                                   const elr_options& elr);
 
 // What the controller makes of a partition against the brokers it knows (Kafka's controller
 // applies the same rules one broker event at a time; tarn's controller compares the state with
@@ -93,8 +137,15 @@ std::optional<partition_state> on_broker_available(const partition_state& p,
 // partition left without a leader gets one as on_broker_available() says. The result is one
 // change: the partition epoch + 1, the leader epoch + 1 when the leader changed. nullopt when
 // nothing changes, so applying it twice is applying it once.
+// With ELR on, every ELR member registered (live) with another broker epoch than the one it
+// entered with is checked as Kafka's controller checks a broker that registers again: its
+// previous_epoch equal to that epoch is a clean shutdown (it stays, under its new epoch), any
+// other is on_unclean_shutdown(); then an ISR at or above min ISR empties the ELR. With ELR off,
+// an ELR left from before is emptied (Kafka's builder empties it at the partition's next change).
+// `brokers` may hold brokers that are not live as fenced entries: their epochs are what the ELR
+// records when they enter it.
 std::optional<partition_state> reconcile(const partition_state& p, const broker_states& brokers,
-                                         bool unclean_ok);
+                                         bool unclean_ok, const elr_options& elr = {});
 
 // Automatic preferred-leader rebalancing (auto.leader.rebalance.enable): the partition led by its
 // preferred replica (replicas[0]) when another broker leads it and the preferred replica is in
@@ -112,8 +163,10 @@ struct election_result {
   partition_state state;
 };
 enum class election_type { preferred, unclean };
+// With ELR on, both elect as on_broker_unavailable() orders the candidates (UNCLEAN turns to an
+// unclean replica last).
 election_result elect_leader(const partition_state& p, election_type type,
-                             const broker_states& brokers);
+                             const broker_states& brokers, const elr_options& elr = {});
 
 // Reassignments (AlterPartitionReassignments, as Kafka 4.4's ReplicationControlManager and
 // PartitionChangeBuilder apply them). `state` is the new state when error is none, nullopt when

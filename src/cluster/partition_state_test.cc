@@ -485,5 +485,202 @@ TEST(PartitionState, AReassigningStateRoundTripsThroughEtcd) {
       R"({"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0,"adding_replicas":[-4]})"));
 }
 
+// --- KIP-966: eligible leader replicas (eligible.leader.replicas.version 1) ---
+
+constexpr elr_options elr_on{true, 2};
+
+std::vector<int32_t> ids(std::initializer_list<int32_t> v) { return v; }
+
+// The brokers as tarn's controller hands them over: the live ones, and those it saw registered
+// before as fenced entries with the epoch they had.
+broker_states known(std::initializer_list<int32_t> live_ids,
+                    std::initializer_list<int32_t> gone_ids) {
+  broker_states b = live(live_ids);
+  for (int32_t id : gone_ids) b[id] = broker_state{100 + id, true, false};
+  return b;
+}
+
+TEST(PartitionStateElr, AlterPartitionMovesLeaversIntoTheElrBelowMinIsr) {
+  const auto p = three_replicas();
+  const auto brokers = live({1, 2, 3});
+  // ISR 3 -> 2 (= min ISR): nobody is eligible beyond the ISR.
+  auto two = alter_partition(p, {1, 5, 9, {{1, 101}, {2, 102}}}, brokers, elr_on);
+  ASSERT_EQ(two.error, error_code::none);
+  EXPECT_EQ(two.state.isr, ids({1, 2}));
+  EXPECT_TRUE(two.state.elr.empty());
+  // 2 -> 1 (below): 2 left while the ISR was below min ISR, with what the HW covered.
+  auto one = alter_partition(two.state, {1, 5, 10, {{1, 101}}}, brokers, elr_on);
+  ASSERT_EQ(one.error, error_code::none);
+  EXPECT_EQ(one.state.isr, ids({1}));
+  EXPECT_EQ(one.state.elr, ids({2}));
+  EXPECT_EQ(one.state.elr_broker_epochs, std::vector<int64_t>{102});
+  EXPECT_TRUE(one.state.last_known_elr.empty());
+  EXPECT_EQ(one.state.leader_epoch, 5);  // an ISR change: the partition epoch only
+  EXPECT_EQ(one.state.partition_epoch, 11);
+  // 3 -> 1 at once: both leavers.
+  auto both = alter_partition(p, {1, 5, 9, {{1, 101}}}, brokers, elr_on);
+  EXPECT_EQ(both.state.elr, ids({2, 3}));
+  // 2 back in the ISR: at min ISR again, the ELR empties.
+  auto back = alter_partition(one.state, {1, 5, 11, {{1, 101}, {2, 102}}}, brokers, elr_on);
+  EXPECT_EQ(back.state.isr, ids({1, 2}));
+  EXPECT_TRUE(back.state.elr.empty());
+  EXPECT_TRUE(back.state.elr_broker_epochs.empty());
+  // ELR off: the same shrink keeps no ELR.
+  EXPECT_TRUE(alter_partition(p, {1, 5, 9, {{1, 101}}}, brokers).state.elr.empty());
+}
+
+TEST(PartitionStateElr, FencedBrokersFillTheElrAndTheLastOneLeavesAnEmptyIsr) {
+  auto p = three_replicas();
+  // 3 fenced: the ISR [1,2] is at min ISR.
+  auto a = reconcile(p, known({1, 2}, {3}), false, elr_on);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->isr, ids({1, 2}));
+  EXPECT_TRUE(a->elr.empty());
+  // 2 fenced: below min ISR, 2 goes into the ELR with the epoch it had.
+  auto b = reconcile(*a, known({1}, {2, 3}), false, elr_on);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->isr, ids({1}));
+  EXPECT_EQ(b->elr, ids({2}));
+  EXPECT_EQ(b->elr_broker_epochs, std::vector<int64_t>{102});
+  EXPECT_EQ(b->leader, 1);
+  // The leader fenced: the ISR is empty (ELR on), both are eligible, no leader, and the leader
+  // it lost is the last known one.
+  auto c = reconcile(*b, known({}, {1, 2, 3}), false, elr_on);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->isr.empty());
+  EXPECT_EQ(c->elr, ids({1, 2}));
+  EXPECT_EQ(c->elr_broker_epochs, (std::vector<int64_t>{101, 102}));
+  EXPECT_EQ(c->leader, no_leader);
+  EXPECT_EQ(c->last_known_elr, ids({1}));
+  EXPECT_EQ(c->leader_epoch, 6);
+  // Without ELR the last member stays in the ISR instead.
+  auto old =
+      reconcile(*reconcile(*reconcile(p, live({1, 2}), false), live({1}), false), live({}), false);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->isr, ids({1}));
+  EXPECT_TRUE(old->elr.empty());
+  EXPECT_TRUE(old->last_known_elr.empty());
+  EXPECT_EQ(old->leader, no_leader);
+  // 3 (out of the ISR before it fell below min ISR) coming back is not eligible: nothing.
+  EXPECT_FALSE(reconcile(*c, known({3}, {1, 2}), false, elr_on));
+}
+
+TEST(PartitionStateElr, AnElrMemberBackFromACleanShutdownLeadsWithoutUncleanElection) {
+  const partition_state c{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {1, 2}, {1}, {101, 102}};
+  // 2 registered again (epoch 202) after a clean shutdown from epoch 102: it leads, alone in the
+  // ISR, out of the ELR; the last known leader is forgotten.
+  broker_states brokers = known({}, {1, 3});
+  brokers[2] = broker_state{202, false, false, 102};
+  auto r = reconcile(c, brokers, false, elr_on);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->leader, 2);
+  EXPECT_EQ(r->isr, ids({2}));
+  EXPECT_EQ(r->elr, ids({1}));
+  EXPECT_EQ(r->elr_broker_epochs, std::vector<int64_t>{101});
+  EXPECT_TRUE(r->last_known_elr.empty());
+  EXPECT_EQ(r->leader_epoch, 7);
+  // The same through on_broker_available (a broker unfenced with its epoch unchanged).
+  auto again = on_broker_available(c, live({2}), false, elr_on);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->leader, 2);
+  EXPECT_EQ(again->isr, ids({2}));
+  // ELR off: the same state elects nobody (an empty ISR has no clean candidate).
+  EXPECT_FALSE(
+      on_broker_available(partition_state{{1, 2, 3}, {}, no_leader, 6, 12}, live({2}), false));
+}
+
+TEST(PartitionStateElr, AnUncleanShutdownRemovesTheBrokerFromTheElr) {
+  const partition_state c{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {1, 2}, {1}, {101, 102}};
+  // 2 restarted without its clean-shutdown marker (previous epoch -1): it may have lost what it
+  // had not flushed, so it leaves the ELR and nobody leads (1 is still away).
+  broker_states brokers = known({}, {1, 3});
+  brokers[2] = broker_state{202, false, false, -1};
+  auto r = reconcile(c, brokers, false, elr_on);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->elr, ids({1}));
+  EXPECT_EQ(r->leader, no_leader);
+  EXPECT_EQ(r->last_known_elr, ids({1}));
+  // A marker from another epoch than the one it entered with is no clean shutdown either.
+  brokers[2].previous_epoch = 150;
+  EXPECT_EQ(reconcile(c, brokers, false, elr_on)->elr, ids({1}));
+  // Then 1 back uncleanly too: the ISR and ELR are empty, and the last known leader leads again
+  // (Kafka's balanced recovery: it is the one replica that had everything), alone in the ISR.
+  brokers[1] = broker_state{201, false, false, -1};
+  brokers[2].previous_epoch = -1;
+  auto both = reconcile(c, brokers, false, elr_on);
+  ASSERT_TRUE(both);
+  EXPECT_TRUE(both->elr.empty());
+  EXPECT_EQ(both->leader, 1);
+  EXPECT_EQ(both->isr, ids({1}));
+  EXPECT_TRUE(both->last_known_elr.empty());
+  // A clean re-registration keeps the member, under its new epoch.
+  brokers = known({}, {1, 3});
+  brokers[2] = broker_state{202, false, true, 102};  // back, but shutting down: may not lead
+  auto kept = reconcile(c, brokers, false, elr_on);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->elr, ids({1, 2}));
+  EXPECT_EQ(kept->elr_broker_epochs, (std::vector<int64_t>{101, 202}));
+  EXPECT_EQ(kept->leader, no_leader);
+}
+
+TEST(PartitionStateElr, UncleanElectionComesAfterTheElrAndEmptiesIt) {
+  // ISR [1], ELR [2]; 1 and 2 fenced, 3 live: with unclean election 3 leads, the ELR is empty.
+  const partition_state p{{1, 2, 3}, {1}, 1, 5, 9, {}, {}, {2}, {}, {102}};
+  auto r = reconcile(p, known({3}, {1, 2}), /*unclean_ok=*/true, elr_on);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->leader, 3);
+  EXPECT_EQ(r->isr, ids({3}));
+  EXPECT_TRUE(r->elr.empty());
+  // Without it nobody leads and both wait in the ELR.
+  auto clean = reconcile(p, known({3}, {1, 2}), false, elr_on);
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->leader, no_leader);
+  EXPECT_EQ(clean->elr, ids({1, 2}));
+  EXPECT_EQ(clean->last_known_elr, ids({1}));
+  // ElectLeaders UNCLEAN takes an ELR member before any unclean replica.
+  const partition_state e{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {2}, {1}, {102}};
+  auto elected = elect_leader(e, election_type::unclean, live({2, 3}), elr_on);
+  EXPECT_EQ(elected.error, error_code::none);
+  EXPECT_EQ(elected.state.leader, 2);
+  EXPECT_EQ(elected.state.isr, ids({2}));
+  EXPECT_TRUE(elected.state.elr.empty());
+  EXPECT_TRUE(elected.state.last_known_elr.empty());
+  // PREFERRED: 1 is preferred but away; 2 (ELR, ISR empty) may lead.
+  auto preferred = elect_leader(e, election_type::preferred, live({2, 3}), elr_on);
+  EXPECT_EQ(preferred.error, error_code::none);
+  EXPECT_EQ(preferred.state.leader, 2);
+  EXPECT_EQ(elect_leader(e, election_type::unclean, live({3}), elr_on).state.leader, 3);
+}
+
+TEST(PartitionStateElr, TurningElrOffEmptiesItAndMinIsrReachedEmptiesIt) {
+  const partition_state p{{1, 2, 3}, {1}, 1, 5, 9, {}, {}, {2}, {}, {102}};
+  auto off = reconcile(p, live({1, 2, 3}), false);
+  ASSERT_TRUE(off);
+  EXPECT_TRUE(off->elr.empty());
+  EXPECT_EQ(off->partition_epoch, 10);
+  // min.insync.replicas lowered to 1: the ISR [1] is enough, the ELR goes.
+  auto lowered = reconcile(p, live({1, 2, 3}), false, elr_options{true, 1});
+  ASSERT_TRUE(lowered);
+  EXPECT_TRUE(lowered->elr.empty());
+  // Nothing to do when the state is as the rules want it.
+  EXPECT_FALSE(reconcile(p, live({1, 2, 3}), false, elr_on));
+}
+
+TEST(PartitionStateElr, TheElrRoundTripsThroughEtcd) {
+  const partition_state p{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {1, 2}, {1}, {101, 102}};
+  const std::string text = encode_partition_state(p);
+  EXPECT_EQ(text, R"({"elr":[1,2],"elr_broker_epochs":[101,102],"isr":[],"last_known_elr":[1],)"
+                  R"("leader":-1,"leader_epoch":6,"partition_epoch":12,"replicas":[1,2,3]})");
+  EXPECT_EQ(decode_partition_state(text), p);
+  // Written before KIP-966: no fields, empty lists; an ELR without epochs has them unknown (0).
+  auto older = decode_partition_state(
+      R"({"replicas":[1,2],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0,"elr":[2]})");
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->elr, ids({2}));
+  EXPECT_EQ(older->elr_broker_epochs, std::vector<int64_t>{0});
+  EXPECT_FALSE(decode_partition_state(
+      R"({"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0,"elr":[-2]})"));
+}
+
 }  // namespace
 }  // namespace tarn::cluster

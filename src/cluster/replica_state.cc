@@ -77,7 +77,11 @@ bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset
   return true;
 }
 
-int64_t leader_replication::update_high_watermark(int64_t leader_end_offset) {
+int64_t leader_replication::update_high_watermark(int64_t leader_end_offset,
+                                                  int32_t min_insync_replicas) {
+  const size_t min_isr = std::min<size_t>(static_cast<size_t>(std::max(min_insync_replicas, 1)),
+                                          state_.replicas.size());
+  if (state_.isr.size() < min_isr) return high_watermark_;  // isUnderMinIsr
   int64_t hw = leader_end_offset;
   auto bound = [&](int32_t r) {
     if (r == local_id_) return;

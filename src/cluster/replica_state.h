@@ -65,8 +65,10 @@ class leader_replication {
                          int64_t now_ms, int64_t log_start_offset = -1);
 
   // The high watermark: the smallest log end offset over the ISR (the leader's is
-  // `leader_end_offset`), never moving back. `leader_end_offset` bounds it.
-  int64_t update_high_watermark(int64_t leader_end_offset);
+  // `leader_end_offset`), never moving back. `leader_end_offset` bounds it. KIP-966's strict min
+  // ISR (Kafka 4.4's Partition.maybeIncrementLeaderHW): it does not move while the ISR is smaller
+  // than `min_insync_replicas` capped at the replica count.
+  int64_t update_high_watermark(int64_t leader_end_offset, int32_t min_insync_replicas = 1);
   int64_t high_watermark() const { return high_watermark_; }
 
   // Kafka's getOutOfSyncReplicas: ISR followers not caught up within `lag_time_max_ms`.

@@ -47,6 +47,27 @@ TEST(ReplicaState, HighWatermarkIsTheSmallestEndOffsetOfTheIsr) {
   EXPECT_EQ(l.update_high_watermark(12), 12);
 }
 
+// KIP-966's strict min ISR (Kafka 4.4's Partition.maybeIncrementLeaderHW): below
+// min.insync.replicas (capped at the replica count) the high watermark stays where it is, even
+// when the ISR that is left has everything.
+TEST(ReplicaState, HighWatermarkWaitsForMinInsyncReplicas) {
+  leader_replication l(1, three(), 0, 1000);
+  ASSERT_TRUE(l.on_follower_fetch(2, 5, 5, 1001));
+  ASSERT_TRUE(l.on_follower_fetch(3, 5, 5, 1001));
+  EXPECT_EQ(l.update_high_watermark(5, 2), 5);
+  // The ISR is the leader alone: nothing more is committed under min.insync.replicas=2.
+  l.update_state(partition_state{{1, 2, 3}, {1}, 1, 0, 1}, 1002);
+  EXPECT_EQ(l.update_high_watermark(9, 2), 5);
+  EXPECT_EQ(l.update_high_watermark(9, 1), 9);  // min.insync.replicas=1: the leader decides
+  // Two members again: it moves with them.
+  l.update_state(partition_state{{1, 2, 3}, {1, 2}, 1, 0, 2}, 1003);
+  ASSERT_TRUE(l.on_follower_fetch(2, 9, 9, 1003));
+  EXPECT_EQ(l.update_high_watermark(9, 2), 9);
+  // min.insync.replicas above the replica count counts as the replica count.
+  leader_replication one(1, partition_state{{1}, {1}, 1, 0, 0}, 0, 1000);
+  EXPECT_EQ(one.update_high_watermark(4, 3), 4);
+}
+
 TEST(ReplicaState, FollowersThatLagLeaveTheIsrAndReturnAtTheHighWatermark) {
   const int64_t lag = 100;
   leader_replication l(1, three(), 0, 1000);

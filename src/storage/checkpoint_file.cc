@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <fstream>
+#include <iterator>
 
 #include "base/text.h"
 #include "fmt/format.h"
@@ -168,6 +170,19 @@ result<void, storage_error> write_clean_shutdown_marker(const fs::path& log_dir,
 bool has_clean_shutdown_marker(const fs::path& log_dir) {
   std::error_code ec;
   return fs::exists(log_dir / clean_shutdown_file_name, ec);
+}
+
+int64_t clean_shutdown_marker_broker_epoch(const fs::path& log_dir) {
+  std::ifstream in(log_dir / clean_shutdown_file_name);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  constexpr std::string_view key = "\"brokerEpoch\":";
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  size_t from = at + key.size();
+  while (from < text.size() && text[from] == ' ') ++from;
+  int64_t epoch = -1;
+  const auto [end, ec] = std::from_chars(text.data() + from, text.data() + text.size(), epoch);
+  return ec == std::errc() ? epoch : -1;
 }
 
 result<void, storage_error> remove_clean_shutdown_marker(const fs::path& log_dir) {

@@ -67,6 +67,9 @@ result<std::vector<epoch_entry>, storage_error> read_epoch_checkpoint(const fs::
 result<void, storage_error> write_clean_shutdown_marker(const fs::path& log_dir,
                                                         int64_t broker_epoch);
 bool has_clean_shutdown_marker(const fs::path& log_dir);
+// The marker's brokerEpoch (KIP-966's PreviousBrokerEpoch at the next registration), -1 when
+// there is no marker or it holds none.
+int64_t clean_shutdown_marker_broker_epoch(const fs::path& log_dir);
 result<void, storage_error> remove_clean_shutdown_marker(const fs::path& log_dir);
 
 }  // namespace tarn::storage

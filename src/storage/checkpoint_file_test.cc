@@ -88,8 +88,11 @@ TEST(Checkpoint, LeaderEpochCheckpointRoundTrip) {
 TEST(Checkpoint, CleanShutdownMarker) {
   temp_dir dir;
   EXPECT_FALSE(has_clean_shutdown_marker(dir.path()));
+  EXPECT_EQ(clean_shutdown_marker_broker_epoch(dir.path()), -1);
   ASSERT_TRUE(write_clean_shutdown_marker(dir.path(), 7));
   EXPECT_TRUE(has_clean_shutdown_marker(dir.path()));
+  // KIP-966's PreviousBrokerEpoch at the next registration.
+  EXPECT_EQ(clean_shutdown_marker_broker_epoch(dir.path()), 7);
   EXPECT_EQ(file_text(dir.path() / ".kafka_cleanshutdown"), R"({"version":0,"brokerEpoch":7})");
   ASSERT_TRUE(remove_clean_shutdown_marker(dir.path()));
   EXPECT_FALSE(has_clean_shutdown_marker(dir.path()));

@@ -131,6 +131,9 @@ result<void, storage_error> log_manager::load(const log_manager_options& options
   fs::create_directories(log_dir_, ec);
   if (ec) return fail(io_error("create directory", log_dir_, ec.value()));
   report.had_clean_shutdown = has_clean_shutdown_marker(log_dir_);
+  if (report.had_clean_shutdown) {
+    report.clean_shutdown_broker_epoch = clean_shutdown_marker_broker_epoch(log_dir_);
+  }
 
   auto records = journal_ != nullptr ? journal_->load_topics() : read_topic_records(log_dir_);
   if (!records) return fail(records.error());

@@ -47,6 +47,7 @@ struct log_manager_options {
 
 struct startup_report {
   bool had_clean_shutdown = false;
+  int64_t clean_shutdown_broker_epoch = -1;  // the marker's brokerEpoch (-1: none)
   std::vector<recovery_report> logs;
   std::vector<std::string> removed_delete_dirs;  // "<topic>-<p>.<id>-delete" leftovers removed
   std::vector<std::string> stray_dirs;  // partition dirs of no known topic, renamed "-stray"
