@@ -976,20 +976,25 @@ def render_consumer(b):
 
 
 SHARE_METHOD = """\
-Method. tarn (`tarn serve`, default settings) and Apache Kafka 4.4.0 (scripts/kafka-ref, default
-settings) run at once. Each holds two topics of 1 KiB records, of one partition and of eight,
-written by `tarn perf produce` (acks=1) before the runs. A run starts 1, 4 or 16 share consumers
-in a new share group whose share.auto.offset.reset is earliest; they poll with implicit
-acknowledgement until all of them together have every record of the topic. Each cell is run
-with two clients: Kafka's Java KafkaShareConsumer (bench/ShareConsumePerf.java, kafka-clients
-4.4.0, one JVM a run) and tarn's C++ share consumer (`tarn perf share-consume`,
-include/tarn/share_consumer.h, one process a run, a thread a consumer). The JVM's consumers
-take most of the two cores themselves, so with them the client sets the rate; tarn's leaves the
-cores to the broker. records/s counts from the first record any consumer got to the one that
-completed the topic; broker CPU is the broker process's user + system time over the run (client
-start and group join included). Runs alternate (tarn, Kafka, ...); a warm-up run on each broker
-with each client first is not counted. Duplicates (a record delivered twice) are counted and
-shown; a healthy run has none."""
+Method. tarn (`tarn serve`) and Apache Kafka 4.4.0 (scripts/kafka-ref) run at once, at their
+default settings but one, the same on both: `group.share.assignment.interval.ms=0` (and on Kafka
+`group.share.assignor.offload.enable=false`), so each computes a new target assignment in the
+heartbeat of every member that joins and the consumers share the topic from the start. (At Kafka
+4.4's defaults, a target at most once a second by a background thread, Kafka hands even the first
+member its partitions at a later heartbeat while tarn gives it them at once and the others theirs a
+heartbeat later: the first tarn member read most of a topic alone.) Each holds two topics of 1 KiB
+records, of one partition and of eight, written by `tarn perf produce` (acks=1) before the runs. A
+run starts 1, 4 or 16 share consumers in a new share group whose share.auto.offset.reset is
+earliest; they poll with implicit acknowledgement until all of them together have every record of
+the topic. Each cell is run with two clients: Kafka's Java KafkaShareConsumer
+(bench/ShareConsumePerf.java, kafka-clients 4.4.0, one JVM a run) and tarn's C++ share consumer
+(`tarn perf share-consume`, include/tarn/share_consumer.h, one process a run, a thread a consumer).
+The JVM's consumers take most of the two cores themselves, so with them the client sets the rate;
+tarn's leaves the cores to the broker. records/s counts from the first record any consumer got to
+the one that completed the topic; broker CPU is the broker process's user + system time over the
+run (client start and group join included). Runs alternate (tarn, Kafka, ...); a warm-up run on
+each broker with each client first is not counted. Duplicates (a record delivered twice) are
+counted and shown; a healthy run has none."""
 
 
 def render_share(b):
