@@ -391,6 +391,15 @@ int32_t leader_epoch_on(uint16_t port, const std::string& topic) {
   return r->topics[0].partitions[0].leader_epoch;
 }
 
+// The controller id Metadata v12 answers on `port`; -2 without an answer.
+int32_t controller_on(uint16_t port) {
+  kafka_conn c(port, nullptr);
+  protocol::metadata_request req;
+  req.topics.emplace();  // no topics
+  auto r = c.call<protocol::metadata_response>(req, 12);
+  return r ? r->controller_id : -2;
+}
+
 // A leader cut off from the other brokers, etcd still reachable (scripts/kafka-ref partition
 // --isolate): its lease lives, so it keeps its leadership at the same leader epoch, while its
 // followers, whose fetches no longer reach it, leave its ISR after replica.lag.time.max.ms (the
@@ -491,9 +500,13 @@ TEST(cluster_checker, tarn_isolated_leader_keeps_leadership_and_refuses_acks_all
   a = produce_one(to_new, correlation++, topic, 0, value_batch("to the new leader"));
   EXPECT_EQ(a.error_code, 0);
   if (a.error_code == 0) acknowledged["to the new leader"] = a.base_offset;
-  // Still cut: still fenced.
+  // Still cut: still fenced. Like a fenced Kafka broker it names another broker as controller
+  // (the one it last saw, or another live one), never itself, whatever role it held before.
   a = produce_one(c, correlation++, topic, 0, value_batch("still fenced"));
   EXPECT_EQ(a.error_code, protocol::code(protocol::error_code::not_leader_or_follower));
+  const int32_t named = controller_on(cluster->port(leader_node));
+  EXPECT_NE(named, leader);
+  EXPECT_GE(named, 1);
 
   // Healed: it registers again (a new broker epoch), catches up and rejoins the ISR, without a
   // restart (the same process).

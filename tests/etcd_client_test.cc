@@ -590,6 +590,82 @@ TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
   EXPECT_EQ((*two)->image().topics.at(orders.topic_id).leader, 1);
 }
 
+// Config changes reach a store's observer whoever made them (docs/cluster.md, "Dynamic
+// configs"): each change once, with the resources it touched, the store's own appends and
+// another broker's (the watch) alike. A topic's configs are set through a store that holds no
+// copy of the topic (decided on the image, refused for an unknown topic), and a copy's change
+// records only what turns the image's configs into the copy's new ones, so a change another
+// broker made meanwhile to another key stays.
+TEST_F(EtcdClient, ConfigChangesReachTheObserverFromEveryBroker) {
+  using namespace tarn::cluster;
+  etcd_cluster etcd;
+  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
+  const client_options client{etcd.endpoints(), 5000, 1000};
+  auto one = etcd_metadata_store::open({client, "/tarn/configs/", 1});
+  ASSERT_TRUE(one) << one.error().message;
+  auto two = etcd_metadata_store::open({client, "/tarn/configs/", 2});
+  ASSERT_TRUE(two) << two.error().message;
+  std::mutex mu;
+  std::vector<std::vector<config_resource>> seen_one, seen_two;
+  (*one)->observe_config_changes([&](const std::vector<config_resource>& r) {
+    std::lock_guard g(mu);
+    seen_one.push_back(r);
+  });
+  (*two)->observe_config_changes([&](const std::vector<config_resource>& r) {
+    std::lock_guard g(mu);
+    seen_two.push_back(r);
+  });
+  auto count = [&](const auto& seen) {
+    std::lock_guard g(mu);
+    return seen.size();
+  };
+
+  ASSERT_TRUE((*one)->set_broker_configs("", {{"message.max.bytes", "5000"}}));
+  ASSERT_TRUE((*one)->set_broker_configs("3", {{"message.max.bytes", "50000"}}));
+  ASSERT_TRUE(eventually([&] { return count(seen_two) == 2; }));
+  {
+    std::lock_guard g(mu);
+    const std::vector<std::vector<config_resource>> want = {{{config_resource_broker, ""}},
+                                                            {{config_resource_broker, "3"}}};
+    EXPECT_EQ(seen_one, want);
+    EXPECT_EQ(seen_two, want);
+  }
+  // A change without configs tells nothing; a new topic's configs are a change of the topic.
+  const storage::topic_record orders{"orders", uuid::random(), 1, {{"retention.ms", "1000"}}};
+  ASSERT_TRUE((*one)->topic_journal().topic_created(orders));
+  ASSERT_TRUE((*one)->set_feature_levels({{"metadata.version", 27}}));
+  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 4; }));
+  EXPECT_EQ(count(seen_one), 3u);
+  EXPECT_EQ(count(seen_two), 3u);
+
+  // Broker 2 holds no copy of orders: its configs are set on the image.
+  ASSERT_TRUE(
+      (*two)->change_topic_configs("orders", {{"retention.ms", "1000"}},
+                                   {{"retention.ms", "1000"}, {"max.message.bytes", "5000"}}));
+  EXPECT_EQ((*two)->topic_configs("orders").at("max.message.bytes"), "5000");
+  ASSERT_TRUE(eventually([&] { return count(seen_one) == 4; }));
+  EXPECT_EQ((*one)->topic_configs("orders").size(), 2u);
+  auto unknown = (*two)->change_topic_configs("nothing", {}, {{"retention.ms", "1"}});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, storage::storage_errc::not_found);
+
+  // Broker 1's copy still has the overrides it created the topic with; its change of
+  // retention.ms keeps the max.message.bytes broker 2 set.
+  storage::topic_record changed = orders;
+  changed.overrides["retention.ms"] = "2000";
+  ASSERT_TRUE((*one)->topic_journal().topic_config_changed(changed, orders.overrides));
+  ASSERT_TRUE(eventually([&] { return count(seen_two) == 5; }));
+  const storage::config_map want = {{"max.message.bytes", "5000"}, {"retention.ms", "2000"}};
+  EXPECT_EQ((*two)->topic_configs("orders"), want);
+  EXPECT_EQ((*one)->topic_configs("orders"), want);
+
+  // Removed, the observer hears nothing more.
+  (*two)->observe_config_changes({});
+  ASSERT_TRUE((*one)->set_broker_configs("", {}));
+  ASSERT_TRUE(eventually([&] { return (*two)->broker_configs("").empty(); }));
+  EXPECT_EQ(count(seen_two), 5u);
+}
+
 TEST_F(EtcdClient, ACorruptMetadataEntryStopsFollowersAndRefusesToOpen) {
   using namespace tarn::cluster;
   etcd_cluster etcd;

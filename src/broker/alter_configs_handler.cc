@@ -6,8 +6,9 @@
 // Behaviour:
 //   - Topic (resource type 2): the given configs become the topic's overrides (keys not given are
 //     removed), validated as a whole (INVALID_CONFIG with Kafka's messages, an unknown key
-//     "Unknown topic config name: k"), recorded in the metadata log and applied to its logs. An
-//     illegal name INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+//     "Unknown topic config name: k"), recorded in the metadata log and applied to its logs (in
+//     a cluster through any broker, as IncrementalAlterConfigs). An illegal name
+//     INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker (resource type 4), node.id or "" (cluster default): the given configs become its
 //     dynamic configs, with IncrementalAlterConfigs' rules (dynamic_config.h).
 //   - A key given twice, or a null value: INVALID_REQUEST. Other resource types: INVALID_REQUEST.
@@ -66,14 +67,15 @@ result<storage::config_map, config_alter_error> configs_of(const legacy_resource
   return out;
 }
 
-std::optional<config_alter_error> alter_topic(storage::log_manager& logs,
-                                              const legacy_resource& res,
+std::optional<config_alter_error> alter_topic(topic_manager& topics, const legacy_resource& res,
                                               const storage::config_map& configs,
                                               bool validate_only) {
+  storage::log_manager& logs = topics.logs();
   if (auto v = storage::validate_topic_name(res.resource_name); !v) {
     return legacy_storage_error(v.error());
   }
-  if (logs.find_topic(res.resource_name) == nullptr) {
+  const auto current = topics.topic_overrides(res.resource_name);
+  if (!current) {
     return config_alter_error{error_code::unknown_topic_or_partition,
                               fmt::format("The topic '{}' does not exist.", res.resource_name)};
   }
@@ -88,7 +90,7 @@ std::optional<config_alter_error> alter_topic(storage::log_manager& logs,
     return legacy_storage_error(v.error());
   }
   if (validate_only) return std::nullopt;
-  if (auto s = logs.set_topic_config(res.resource_name, configs); !s) {
+  if (auto s = topics.set_topic_overrides(res.resource_name, *current, configs); !s) {
     return legacy_storage_error(s.error());
   }
   return std::nullopt;
@@ -128,7 +130,7 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
       error = configs.error();
     } else if (res.resource_type == resource_type_topic) {
       auto guard = topics.control_lock();
-      error = alter_topic(topics.logs(), res, *configs, decoded->validate_only);
+      error = alter_topic(topics, res, *configs, decoded->validate_only);
     } else if (res.resource_type == resource_type_broker) {
       error = check_broker_resource_name(res.resource_name, config.node_id);
       if (!error) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "broker/dynamic_config_keys.h"
 
@@ -71,6 +72,97 @@ std::optional<config_alter_error> alter_dynamic_broker_configs(
                resource_name.empty() ? std::string("the cluster default") : "broker " + node,
                fmt::join(changed, ", "));
   return std::nullopt;
+}
+
+config_follower::config_follower(topic_manager& topics, const broker_config& static_config,
+                                 listeners l)
+    : topics_(topics),
+      static_config_(static_config),
+      node_(std::to_string(static_config.node_id)),
+      listeners_(std::move(l)) {
+  // Called under the store's lock: only take note.
+  topics_.metadata().observe_config_changes(
+      [this](const std::vector<cluster::config_resource>& touched) {
+        std::lock_guard g(mu_);
+        pending_.insert(touched.begin(), touched.end());
+        cv_.notify_one();
+      });
+  thread_ = std::thread([this] { run(); });
+}
+
+config_follower::~config_follower() {
+  topics_.metadata().observe_config_changes({});  // returns once no call is running
+  {
+    std::lock_guard g(mu_);
+    stopping_ = true;
+    cv_.notify_one();
+  }
+  thread_.join();
+}
+
+void config_follower::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || everything_ || !pending_.empty(); });
+    if (stopping_) return;
+    const bool everything = std::exchange(everything_, false);
+    const std::set<cluster::config_resource> touched = std::move(pending_);
+    pending_.clear();
+    lock.unlock();
+    apply(touched, everything);
+    lock.lock();
+  }
+}
+
+void config_follower::apply(const std::set<cluster::config_resource>& touched, bool everything) {
+  bool broker = everything, topic = everything;
+  std::vector<std::string> topic_names, groups;
+  for (const auto& [type, name] : touched) {
+    if (type == cluster::config_resource_broker) {
+      broker = broker || name.empty() || name == node_;
+    } else if (type == cluster::config_resource_topic) {
+      topic = true;
+      topic_names.push_back(name);
+    } else if (type == cluster::config_resource_group) {
+      groups.push_back(name);
+    }
+  }
+  if (broker) {
+    auto applied = topics_.apply_dynamic_configs(static_config_);
+    if (!applied) {
+      // Recorded by a broker that checked them against its own configuration; this one keeps
+      // what it had (Kafka's DynamicBrokerConfig logs a reconfiguration it cannot apply).
+      spdlog::error("dynamic broker configs not applied: {}", applied.error());
+    } else if (*applied) {
+      spdlog::info("dynamic broker configs applied (the cluster default and broker {}'s)", node_);
+    }
+    if (listeners_.broker_configs) listeners_.broker_configs();
+  }
+  if (everything) {
+    topic_names.clear();
+    auto maps = topics_.read_lock();
+    for (const auto* t : topics_.logs().topics()) topic_names.push_back(t->name);
+  }
+  for (const auto& name : topic_names) {
+    auto adopted = topics_.adopt_topic_configs(name);
+    if (!adopted) {
+      spdlog::error("topic {}: configs recorded in the cluster not applied: {}", name,
+                    adopted.error());
+    } else if (*adopted) {
+      spdlog::info("topic {}: configs changed in the cluster applied", name);
+    }
+  }
+  if (topic && listeners_.topic_configs) listeners_.topic_configs();
+  if (!listeners_.group_configs || (groups.empty() && !everything)) return;
+  const auto all = topics_.metadata().group_configs();
+  if (everything) {
+    for (const auto& [group, configs] : all) listeners_.group_configs(group, configs);
+    return;
+  }
+  for (const auto& group : groups) {
+    auto it = all.find(group);
+    listeners_.group_configs(group, it != all.end() ? it->second : storage::config_map{});
+  }
 }
 
 }  // namespace tarn::broker

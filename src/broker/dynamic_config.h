@@ -2,12 +2,19 @@
 // runtime configs for this broker (resource name = node.id) or for every broker (the empty name),
 // shared by IncrementalAlterConfigs and AlterConfigs. The sets live in the metadata log
 // (cluster::metadata_store, ConfigRecords of resource type BROKER), so they survive restarts;
-// topic_manager::apply_dynamic_configs makes them take effect.
+// topic_manager::apply_dynamic_configs makes them take effect. In a cluster the metadata log is
+// the cluster's, in etcd, and config_follower makes every broker apply what any broker recorded
+// (docs/cluster.md, "Dynamic configs").
 #pragma once
 
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "broker/config.h"
@@ -37,5 +44,45 @@ std::optional<config_alter_error> alter_dynamic_broker_configs(
     topic_manager& topics, const broker_config& static_config, std::string_view resource_name,
     const storage::config_map& proposed, const std::vector<std::string>& changed,
     bool validate_only);
+
+// In a cluster, configs take effect on every broker whichever broker recorded them, as KRaft
+// brokers apply the ConfigRecords of the metadata log (Kafka's DynamicConfigPublisher): the
+// metadata store tells which resources each change touched (this broker's changes and, through
+// the metadata log's watch, the others'), and this class's thread applies them in turn:
+// - the cluster default or this broker's dynamic broker configs: topic_manager::
+//   apply_dynamic_configs, then `broker_configs` (the replica manager's replication throttles);
+// - a topic's configs: the copy this broker holds of the topic takes them
+//   (topic_manager::adopt_topic_configs), then `topic_configs` (the throttled replicas);
+// - a group's configs: `group_configs` (the share coordinator).
+// Everything is applied once at start, so that a change recorded before the observer was in
+// place is not missed. Applying what this broker applied already (its own handler did) changes
+// nothing. Listeners are called on this class's thread, never under a lock of the store.
+class config_follower {
+ public:
+  struct listeners {
+    std::function<void()> broker_configs;
+    std::function<void()> topic_configs;
+    std::function<void(const std::string& group, const storage::config_map& configs)> group_configs;
+  };
+  config_follower(topic_manager& topics, const broker_config& static_config, listeners l);
+  ~config_follower();  // stops observing the store, then the thread
+  config_follower(const config_follower&) = delete;
+  config_follower& operator=(const config_follower&) = delete;
+
+ private:
+  void run();
+  void apply(const std::set<cluster::config_resource>& touched, bool everything);
+
+  topic_manager& topics_;
+  const broker_config& static_config_;
+  const std::string node_;  // this broker's resource name
+  listeners listeners_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                       // under mu_
+  bool everything_ = true;                      // under mu_: apply every resource
+  std::set<cluster::config_resource> pending_;  // under mu_
+  std::thread thread_;
+};
 
 }  // namespace tarn::broker

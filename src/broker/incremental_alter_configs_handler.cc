@@ -8,9 +8,12 @@
 //     configs (cleanup.policy, *.replication.throttled.replicas) and start from the effective
 //     value (override, else broker default, else Kafka's default); APPEND adds the items not
 //     present yet, SUBTRACT removes items. The resulting overrides are validated as a whole
-//     (storage/log_config.h: INVALID_CONFIG with Kafka's message), then persisted in the topic
-//     metadata file (they survive restarts) and applied to the topic's open logs. ValidateOnly
-//     checks and changes nothing.
+//     (storage/log_config.h: INVALID_CONFIG with Kafka's message), then recorded in the
+//     metadata log (they survive restarts) and applied to the topic's open logs. In a cluster,
+//     any broker takes them, as Kafka's controller does from any broker: a topic this broker
+//     holds no replica of has them recorded in the cluster's metadata, and every broker holding
+//     the topic applies them (config_follower, docs/cluster.md "Dynamic configs").
+//     ValidateOnly checks and changes nothing.
 //   - Errors per resource, with messages: an illegal name INVALID_TOPIC_EXCEPTION, an unknown
 //     topic UNKNOWN_TOPIC_OR_PARTITION, a key given twice INVALID_REQUEST, a null value for SET,
 //     APPEND or SUBTRACT INVALID_REQUEST, an unknown operation INVALID_REQUEST, an unknown key or
@@ -19,15 +22,20 @@
 //     same operations on its dynamic configs (dynamic_config.h), recorded in the metadata log
 //     and applied at once: topic-config defaults (log.retention.ms, log.retention.bytes,
 //     log.segment.bytes, message.max.bytes, compression.type, ...) reach every topic without an
-//     override, log.cleaner.* restart the cleaner. Keys Kafka cannot change at runtime and bad
-//     values are INVALID_REQUEST with Kafka's messages; another broker id INVALID_REQUEST.
+//     override, log.cleaner.* restart the cleaner. In a cluster the metadata log is the
+//     cluster's: every broker applies the default, and broker N its own (config_follower). Keys
+//     Kafka cannot change at runtime and bad values are INVALID_REQUEST with Kafka's messages;
+//     another broker's id INVALID_REQUEST "Unexpected broker id, expected M, but received N", as
+//     Kafka 4.4's ConfigAdminManager answers it (the Java Admin client sends a broker's own
+//     configs to that broker).
 //   - Broker logger (resource type 8) named node.id: SET a logger's level (broker_loggers.h),
 //     at once and until the broker stops, as Kafka's RuntimeLoggerManager; an unknown logger or
 //     level INVALID_CONFIG, DELETE of the root logger, APPEND and SUBTRACT INVALID_REQUEST,
 //     all with Kafka's messages; every operation is validated before any is applied.
 //   - Group (resource type 32): the share.* configs of share_group_config.h (SET, DELETE),
 //     checked with Kafka's bounds and messages (INVALID_CONFIG), recorded in the metadata log
-//     (ConfigRecords, they survive restarts) and applied by the share coordinator at once. Kafka's
+//     (ConfigRecords, they survive restarts) and applied by the share coordinator at once (in a
+//     cluster, every broker's: config_follower). Kafka's
 //     other group configs (consumer.*, streams.*, ...) INVALID_CONFIG "not supported by tarn";
 //     unknown names INVALID_CONFIG "Unknown group config name".
 //   - Every other resource type: INVALID_REQUEST.
@@ -107,7 +115,7 @@ std::string join(const std::vector<std::string>& items) {
 
 // Applies the operations of `res` to the topic's overrides.
 result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
-                                                   const storage::topic_info& topic,
+                                                   const storage::config_map& current,
                                                    const storage::config_map& broker_props) {
   std::set<std::string_view> keys;
   for (const auto& c : res.configs) {
@@ -115,7 +123,7 @@ result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
       return fail(alter_error{error_code::invalid_request, "Error due to duplicate config keys"});
     }
   }
-  storage::config_map overrides = topic.overrides;
+  storage::config_map overrides = current;
   for (const auto& c : res.configs) {
     const auto op = static_cast<op_type>(c.config_operation);
     if (c.config_operation < 0 || c.config_operation > 3) {
@@ -355,13 +363,13 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
                                       res.resource_type)};
     } else if (auto v = storage::validate_topic_name(res.resource_name); !v) {
       error = from_storage(v.error());
-    } else if (const storage::topic_info* t = logs.find_topic(res.resource_name); t == nullptr) {
+    } else if (auto current = topics.topic_overrides(res.resource_name); !current) {
       error = alter_error{error_code::unknown_topic_or_partition,
                           fmt::format("The topic '{}' does not exist.", res.resource_name)};
-    } else if (auto overrides = apply_ops(res, *t, logs.broker_props()); !overrides) {
+    } else if (auto overrides = apply_ops(res, *current, logs.broker_props()); !overrides) {
       error = overrides.error();
     } else if (!decoded->validate_only) {
-      if (auto s = logs.set_topic_config(res.resource_name, *overrides); !s) {
+      if (auto s = topics.set_topic_overrides(res.resource_name, *current, *overrides); !s) {
         error = from_storage(s.error());
       } else {
         spdlog::info("topic {}: configs altered by {}", res.resource_name, request.connection.peer);

@@ -108,6 +108,7 @@ result<std::unique_ptr<replica_manager>, std::string> replica_manager::start(
     }
     m->work_pending_ = true;
   }
+  m->apply_throttle_configs();  // then at each change (config_follower)
   replica_manager* self = m.get();
   topics.on_cluster_topics_changed([self] {
     std::lock_guard g(self->mu_);
@@ -343,11 +344,20 @@ void replica_manager::fence() {
   for (const auto& tp : wake) waiters_.notify(tp);
 }
 
-void replica_manager::unfence() {
+replica_manager::states_read replica_manager::read_states(const broker_config& config,
+                                                          const std::string& prefix) {
+  cluster::etcd::client_options o;
+  o.endpoints = cluster::etcd_endpoint_urls(config.etcd_connect);
+  auto client = cluster::etcd::etcd_client::create(o);
+  if (!client) return fail(client.error());
+  const std::string dir = prefix + "partitions/";
+  return (*client)->range(dir, cluster::etcd::prefix_end(dir));
+}
+
+void replica_manager::unfence(const states_read& states) {
   const std::string dir = prefix_ + "partitions/";
   // Read after the registration again: what the controller decided while this broker was gone
   // is in it, so a leadership taken away is not taken again from a watch that lags behind.
-  auto states = client_->range(dir, cluster::etcd::prefix_end(dir));
   if (!states) {
     spdlog::warn("partition states after registering again: {}; taking the roles the watch had",
                  states.error().message);
@@ -411,23 +421,44 @@ result<void, std::string> replica_manager::create_partition_states(
     const storage::uuid& topic_id, const std::string& topic,
     const std::vector<std::vector<int32_t>>& assignment, int32_t first_partition) {
   std::vector<storage::topic_partition> wake;
-  for (size_t p = 0; p < assignment.size(); ++p) {
-    const int32_t index = first_partition + static_cast<int32_t>(p);
-    cluster::partition_state s{assignment[p], assignment[p], assignment[p][0], 0, 0};
-    auto created = store_->create(topic_id, index, s);
-    if (!created) return fail("etcd: " + created.error().message);
-    // The watch brings it too; applied now, with the log the caller created, so that this
-    // broker leads at once.
-    auto read = store_->read(topic_id, index);
+  // The watch brings each state too; applied now, with the log the caller created, so that this
+  // broker leads at once.
+  auto take = [&](int32_t index, const cluster::versioned_partition_state& state) {
     storage::log* log = topics_.logs().get_log(topic, index);
-    if (read && *read && log != nullptr) {
-      if (assignment[p].size() > 1 && !log->replicated()) log->set_replicated(0);
-      std::lock_guard g(mu_);
-      entry& e = partitions_[{topic_id, index}];
-      name_entry({topic_id, index}, e, topic);
-      e.local_log = true;
-      adopted_[topic_id] = topic;
-      apply_state(topic_id, index, **read, {}, wake);
+    if (log == nullptr) return;
+    if (state.state.replicas.size() > 1 && !log->replicated()) log->set_replicated(0);
+    std::lock_guard g(mu_);
+    entry& e = partitions_[{topic_id, index}];
+    name_entry({topic_id, index}, e, topic);
+    e.local_log = true;
+    adopted_[topic_id] = topic;
+    apply_state(topic_id, index, state, {}, wake);
+  };
+  // A transaction for up to 60 partitions at once: a topic of 50 partitions is one round trip
+  // to etcd instead of 100 (the caller holds the control lock on an event loop meanwhile).
+  const size_t batch = cluster::etcd_partition_store::max_states_per_txn;
+  for (size_t from = 0; from < assignment.size(); from += batch) {
+    const size_t to = std::min(assignment.size(), from + batch);
+    std::vector<cluster::partition_state> states;
+    for (size_t p = from; p < to; ++p) {
+      states.push_back({assignment[p], assignment[p], assignment[p][0], 0, 0});
+    }
+    const int32_t first = first_partition + static_cast<int32_t>(from);
+    auto created = store_->create_all(topic_id, first, states);
+    if (!created) return fail("etcd: " + created.error().message);
+    if (*created) {
+      for (size_t i = 0; i < states.size(); ++i) {
+        take(first + static_cast<int32_t>(i), {states[i], **created});
+      }
+      continue;
+    }
+    // One of them has a state already (created only if absent): one at a time, each as etcd
+    // has it.
+    for (size_t i = 0; i < states.size(); ++i) {
+      const int32_t index = first + static_cast<int32_t>(i);
+      auto one = store_->create(topic_id, index, states[i]);
+      if (!one) return fail("etcd: " + one.error().message);
+      if (auto read = store_->read(topic_id, index); read && *read) take(index, **read);
     }
   }
   return {};
@@ -752,32 +783,6 @@ int32_t replica_manager::isr_size(std::string_view topic, int32_t partition) con
 
 namespace {
 
-// Whether leader./follower.replication.throttled.replicas names `broker`'s replica of
-// `partition`: "*" for every replica, else "partition:broker" entries (Kafka's
-// parseThrottledPartitions, comma separated, spaces allowed).
-bool names_replica(std::string_view list, int32_t partition, int32_t broker) {
-  auto trim = [](std::string_view v) {
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-    return v;
-  };
-  list = trim(list);
-  if (list == "*") return true;
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    const std::string_view item = trim(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    const size_t colon = item.find(':');
-    if (colon == std::string_view::npos) continue;
-    int32_t p = -1, b = -1;
-    const std::string_view ps = trim(item.substr(0, colon)), bs = trim(item.substr(colon + 1));
-    const auto [pe, pc] = std::from_chars(ps.data(), ps.data() + ps.size(), p);
-    const auto [be, bc] = std::from_chars(bs.data(), bs.data() + bs.size(), b);
-    if (pc == std::errc() && bc == std::errc() && p == partition && b == broker) return true;
-  }
-  return false;
-}
-
 // A throttled rate: a non-negative integer, else unbounded (Kafka's default, Long.MAX_VALUE).
 int64_t throttled_rate(const storage::config_map& node, const storage::config_map& all,
                        std::string_view key) {
@@ -794,41 +799,64 @@ int64_t throttled_rate(const storage::config_map& node, const storage::config_ma
 
 }  // namespace
 
-void replica_manager::refresh_throttles() {
+std::optional<replica_manager::throttled_replicas> replica_manager::throttled_replicas::parse(
+    std::string_view list, int32_t broker) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  list = trim(list);
+  throttled_replicas out;
+  if (list == "*") {
+    out.all = true;
+    return out;
+  }
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view item = trim(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    int32_t p = -1, b = -1;
+    const std::string_view ps = trim(item.substr(0, colon)), bs = trim(item.substr(colon + 1));
+    const auto [pe, pc] = std::from_chars(ps.data(), ps.data() + ps.size(), p);
+    const auto [be, bc] = std::from_chars(bs.data(), bs.data() + bs.size(), b);
+    if (pc == std::errc() && bc == std::errc() && b == broker) out.partitions.insert(p);
+  }
+  if (out.partitions.empty()) return std::nullopt;
+  return out;
+}
+
+void replica_manager::apply_throttle_configs() {
   cluster::metadata_store& store = topics_.metadata();
   const storage::config_map all = store.broker_configs("");
   const storage::config_map node = store.broker_configs(std::to_string(node_id_));
   leader_quota_.bound.store(throttled_rate(node, all, "leader.replication.throttled.rate"));
   follower_quota_.bound.store(throttled_rate(node, all, "follower.replication.throttled.rate"));
-  std::vector<storage::uuid> ids;
-  {
-    std::lock_guard g(mu_);
-    for (const auto& [key, e] : partitions_) {
-      if (ids.empty() || ids.back() != key.first) ids.push_back(key.first);
-    }
-  }
   // The topics' two lists, read before mu_ (the metadata log's lock comes first).
-  std::map<storage::uuid, std::pair<std::string, std::string>> lists;
-  for (const auto& id : ids) {
-    auto topic = topics_.cluster_topic(id);
-    if (!topic) continue;
-    auto& l = lists[id];
-    if (auto it = topic->overrides.find("leader.replication.throttled.replicas");
-        it != topic->overrides.end()) {
-      l.first = it->second;
+  std::map<storage::uuid, throttled_replicas> leader, follower;
+  for (const auto& [id, configs] : topics_.cluster_topic_configs()) {
+    if (auto it = configs.find("leader.replication.throttled.replicas"); it != configs.end()) {
+      if (auto r = throttled_replicas::parse(it->second, node_id_)) leader[id] = *r;
     }
-    if (auto it = topic->overrides.find("follower.replication.throttled.replicas");
-        it != topic->overrides.end()) {
-      l.second = it->second;
+    if (auto it = configs.find("follower.replication.throttled.replicas"); it != configs.end()) {
+      if (auto r = throttled_replicas::parse(it->second, node_id_)) follower[id] = *r;
     }
   }
   std::lock_guard g(mu_);
-  for (auto& [key, e] : partitions_) {
-    auto l = lists.find(key.first);
-    e.leader_throttled = l != lists.end() && names_replica(l->second.first, key.second, node_id_);
-    e.follower_throttled =
-        l != lists.end() && names_replica(l->second.second, key.second, node_id_);
-  }
+  leader_throttled_ = std::move(leader);
+  follower_throttled_ = std::move(follower);
+}
+
+bool replica_manager::leader_throttled(const entry_key& key) const {
+  auto it = leader_throttled_.find(key.first);
+  return it != leader_throttled_.end() && it->second.names(key.second);
+}
+
+bool replica_manager::follower_throttled(const entry_key& key) const {
+  auto it = follower_throttled_.find(key.first);
+  return it != follower_throttled_.end() && it->second.names(key.second);
 }
 
 bool replica_manager::quota_exceeded(replication_quota& quota) const {
@@ -853,7 +881,7 @@ std::optional<bool> replica_manager::leader_throttle(std::string_view topic, int
   {
     std::lock_guard g(mu_);
     const entry* e = find(topic, partition);
-    if (e == nullptr || !e->leader_throttled) return std::nullopt;
+    if (e == nullptr || !leader_throttled({e->topic_id, e->partition})) return std::nullopt;
     const auto& isr = e->state.state.isr;
     in_sync = std::find(isr.begin(), isr.end(), replica) != isr.end();
   }
@@ -883,7 +911,6 @@ void replica_manager::run_worker() {
     }
     ensure_fetchers();
     maybe_change_isr();
-    refresh_throttles();
     lock.lock();
   }
 }
@@ -1176,7 +1203,7 @@ void replica_manager::run_fetcher(int32_t leader, int index) {
             fetcher_index(key, config_.num_replica_fetchers) != index) {
           continue;
         }
-        targets.push_back({key.first, key.second, e.topic, s.leader_epoch, e.follower_throttled,
+        targets.push_back({key.first, key.second, e.topic, s.leader_epoch, follower_throttled(key),
                            is_replica(s.isr, node_id_)});
       }
       if (targets.empty()) {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -131,6 +132,10 @@ class replica_manager {
   std::optional<bool> leader_throttle(std::string_view topic, int32_t partition,
                                       int32_t replica) const;
   void record_leader_throttled_bytes(int64_t bytes);
+  // Reads the throttle configs (this broker's two rates, every topic's throttled replicas) from
+  // the cluster's metadata: at start, then each time they change (config_follower, on the
+  // metadata log's watch). Takes the metadata's lock, then mu_.
+  void apply_throttle_configs();
   // The partition's ISR size, -1 when it has no state.
   int32_t isr_size(std::string_view topic, int32_t partition) const;
   // How many partition states name this broker leader (a controlled shutdown waits for none).
@@ -174,8 +179,12 @@ class replica_manager {
   void fence();
   // Registered again (a new broker epoch): every state read afresh from etcd (the watch may lag
   // behind what the controller wrote while this broker was away), then the roles they give are
-  // taken. Blocking on etcd.
-  void unfence();
+  // taken. The read (read_states, blocking on etcd, with a client of its own) comes first and
+  // apart, so that the caller holds none of its locks across it; with a failed read, the roles
+  // the watch had are taken.
+  using states_read = result<cluster::etcd::range_response, cluster::etcd::etcd_error>;
+  static states_read read_states(const broker_config& config, const std::string& prefix);
+  void unfence(const states_read& states);
 
  private:
   struct entry {
@@ -187,10 +196,6 @@ class replica_manager {
     // While this broker serves as the partition's leader (the state names it and its log is
     // open): what it knows of its followers.
     std::optional<cluster::leader_replication> leader;
-    // This broker's replica is named by the topic's leader./follower.replication.throttled.replicas
-    // (refreshed by the worker: refresh_throttles).
-    bool leader_throttled = false;
-    bool follower_throttled = false;
   };
   using entry_key = std::pair<storage::uuid, int32_t>;
 
@@ -222,9 +227,10 @@ class replica_manager {
   void delete_removed_replicas();
   // The leader's ISR changes: followers out of sync leave, caught-up ones join.
   void maybe_change_isr();
-  // Reads the throttle configs (this broker's rates, the topics' throttled replicas) into the
-  // quotas and the entries.
-  void refresh_throttles();
+  // Whether the topic's leader./follower.replication.throttled.replicas names this broker's
+  // replica of the partition (under mu_).
+  bool leader_throttled(const entry_key& key) const;
+  bool follower_throttled(const entry_key& key) const;
   // Whether `quota`'s rate is above its bound now.
   struct replication_quota;
   bool quota_exceeded(replication_quota& quota) const;
@@ -279,6 +285,19 @@ class replica_manager {
   };
   mutable replication_quota leader_quota_;
   mutable replication_quota follower_quota_;
+  // The replicas of this broker a topic's leader./follower.replication.throttled.replicas name
+  // (by topic id, under mu_; topics that name none are left out): every partition ("*"), or
+  // the partitions of the entries naming this broker.
+  struct throttled_replicas {
+    bool all = false;
+    std::set<int32_t> partitions;
+    bool names(int32_t partition) const { return all || partitions.contains(partition); }
+    // What a list names on `broker`: "*" every replica, else its "partition:broker" entries
+    // (Kafka's parseThrottledPartitions, comma separated, spaces allowed); nullopt for none.
+    static std::optional<throttled_replicas> parse(std::string_view list, int32_t broker);
+  };
+  std::map<storage::uuid, throttled_replicas> leader_throttled_;
+  std::map<storage::uuid, throttled_replicas> follower_throttled_;
   bool fenced_ = false;  // under mu_: between fence() and unfence(), nothing is led
   // Grows whenever a state names another leader or leader epoch: a fetcher backing off starts
   // over at once (the new leader may be ready now).

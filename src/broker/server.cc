@@ -31,6 +31,7 @@
 #include "broker/authorization.h"
 #include "broker/connection.h"
 #include "broker/console_backend_impl.h"
+#include "broker/dynamic_config.h"
 #include "broker/features.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
@@ -161,6 +162,9 @@ struct server::impl {
   // In a cluster (etcd.connect): the session, registration and controller candidacy.
   std::unique_ptr<cluster::cluster_membership> membership;
   std::unique_ptr<replica_manager> replicas;  // in a cluster; stopped before membership
+  // In a cluster: what any broker records takes effect here (dynamic_config.h); stopped before
+  // the replica manager and the share coordinator it calls.
+  std::unique_ptr<config_follower> configs;
   // snapshot()'s gauges (the HTTP threads) against the replica manager's reset at shutdown.
   std::mutex replicas_mu;
   // Fenced for good (another broker took the node.id while the session was lost): the broker
@@ -476,6 +480,19 @@ result<void, std::string> server::start() {
                      std::chrono::steady_clock::now() - start)
                      .count());
   }
+  if (s.replicas) {
+    // Configs recorded on any broker take effect on every one (docs/cluster.md, "Dynamic
+    // configs"): broker configs and their replication throttles, topics' copies here, share
+    // groups' configs.
+    config_follower::listeners l;
+    l.broker_configs = [r = s.replicas.get()] { r->apply_throttle_configs(); };
+    l.topic_configs = [r = s.replicas.get()] { r->apply_throttle_configs(); };
+    l.group_configs = [shares = s.shares.get()](const std::string& group,
+                                                const storage::config_map& configs) {
+      shares->set_group_configs(group, configs);
+    };
+    s.configs = std::make_unique<config_follower>(*s.topics, s.config, std::move(l));
+  }
   if (s.membership) {
     // Every broker of the cluster takes its blocks from the one etcd key, so no two hand out the
     // same id (docs/cluster.md, "Producer ids"). The first block is fetched now, so the first
@@ -712,6 +729,7 @@ int server::run() {
   if (s.txn_sender) s.txn_sender->stop();  // it writes through the replica manager's states
   if (s.verifier) s.verifier->stop();      // it reads them
   if (s.share_client) s.share_client->stop();
+  s.configs.reset();  // it calls into the replica manager
   // Leave the cluster: revoking the lease removes the registration (and gives up the controller
   // role) at once, so the others need not wait for the session timeout.
   {
@@ -771,8 +789,10 @@ result<void, std::string> server::impl::join_cluster(
   events.unfenced = [this](int64_t broker_epoch) {
     spdlog::info("broker {} registered again (broker epoch {}): unfenced", config.node_id,
                  broker_epoch);
+    // The states are read without replicas_mu, which a metrics scrape takes too.
+    const auto states = replica_manager::read_states(config, cluster_prefix(topics->cluster_id()));
     std::lock_guard g(replicas_mu);
-    if (replicas) replicas->unfence();
+    if (replicas) replicas->unfence(states);
   };
   events.fatal = [this](const std::string& why) {
     spdlog::error("{}: broker {} shuts down", why, config.node_id);

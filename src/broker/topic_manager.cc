@@ -151,12 +151,16 @@ result<broker_config, std::string> topic_manager::effective_config(
   return make_broker_config(properties{}, overrides);
 }
 
-result<void, std::string> topic_manager::apply_dynamic_configs(const broker_config& static_config) {
-  auto config = effective_config(static_config, *metadata_);
-  if (!config) return fail(config.error());
+result<bool, std::string> topic_manager::apply_dynamic_configs(const broker_config& static_config) {
+  result<broker_config, std::string> config = static_config;
   storage::cleaner_config before;
   {
+    // Read under the control lock, so that of two callers (a handler and the config follower)
+    // the later one applies the newer configs.
     auto guard = control_lock();
+    config = effective_config(static_config, *metadata_);
+    if (!config) return fail(config.error());
+    if (config->explicitly_set == effective_.explicitly_set) return false;
     before = cleaner_config_of(effective_);
     if (auto s = logs_->set_broker_props(topic_defaults_from(*config)); !s) {
       return fail(s.error().message);
@@ -165,14 +169,51 @@ result<void, std::string> topic_manager::apply_dynamic_configs(const broker_conf
     effective_ = *config;
   }
   const storage::cleaner_config after = cleaner_config_of(*config);
-  if (same_cleaner(before, after)) return {};
+  if (same_cleaner(before, after)) return true;
   logs_->stop_cleaner();
   auto guard = control_lock();
   auto restarted = logs_->restart_cleaner(after, log_cleaner_line);
   if (!restarted) return fail(restarted.error().message);
   spdlog::info("log cleaner reconfigured: {} thread(s){}", after.threads,
                after.enable ? "" : " (disabled)");
-  return {};
+  return true;
+}
+
+std::optional<storage::config_map> topic_manager::topic_overrides(std::string_view name) {
+  if (const storage::topic_info* t = logs_->find_topic(name)) return t->overrides;
+  if (find_remote_topic(name)) return metadata_->topic_configs(name);
+  return std::nullopt;
+}
+
+result<void, storage::storage_error> topic_manager::set_topic_overrides(
+    std::string_view name, const storage::config_map& from, const storage::config_map& to) {
+  if (logs_->find_topic(name) != nullptr || !find_remote_topic(name)) {
+    return logs_->set_topic_config(name, to);
+  }
+  if (auto v = storage::validate_topic_configs(to); !v) return fail(v.error());
+  if (auto v = storage::resolve_log_config(to, logs_->broker_props()); !v) return fail(v.error());
+  return metadata_->change_topic_configs(name, from, to);
+}
+
+result<bool, std::string> topic_manager::adopt_topic_configs(const std::string& name) {
+  auto guard = control_lock();  // before the journal's lock, as the log manager's writes
+  const storage::config_map recorded = metadata_->topic_configs(name);
+  const storage::topic_info* t = logs_->find_topic(name);
+  if (t == nullptr || t->overrides == recorded) return false;
+  if (auto a = logs_->adopt_topic_config(name, recorded); !a) return fail(a.error().message);
+  return true;
+}
+
+std::map<storage::uuid, storage::config_map> topic_manager::cluster_topic_configs() const {
+  std::map<storage::uuid, storage::config_map> out;
+  if (etcd_log_ == nullptr) return out;
+  auto g = etcd_log_->lock();
+  const cluster::metadata_image& image = etcd_log_->image();
+  for (const auto& [id, t] : image.topics) {
+    const auto* c = image.find_configs(cluster::config_resource_topic, t.name);
+    out.emplace(id, c != nullptr ? *c : storage::config_map{});
+  }
+  return out;
 }
 
 std::string cluster_prefix(std::string_view cluster_id) {

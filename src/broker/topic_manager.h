@@ -113,11 +113,31 @@ class topic_manager {
                                                              cluster::metadata_store& store);
   // After a change of dynamic broker configs: every topic follows the new topic defaults at once
   // (a topic override still wins), and the log cleaner restarts when its log.cleaner.* settings
-  // changed (Kafka's LogCleaner.reconfigure). Call without holding lock().
-  result<void, std::string> apply_dynamic_configs(const broker_config& static_config);
+  // changed (Kafka's LogCleaner.reconfigure). Call without holding lock(). true when the
+  // effective configuration changed.
+  result<bool, std::string> apply_dynamic_configs(const broker_config& static_config);
   // The effective configuration (static + dynamic) last applied; hold control_lock() or
   // read_lock().
   const broker_config& effective() const { return effective_; }
+  // The overrides of a topic: this broker's copy's, else, in a cluster, the metadata's of a topic
+  // only other brokers hold; nullopt for an unknown topic. Hold control_lock().
+  std::optional<storage::config_map> topic_overrides(std::string_view name);
+  // Changes a topic's overrides from `from` (what topic_overrides() said) to `to`
+  // (IncrementalAlterConfigs, AlterConfigs): a copy held here records and applies them
+  // (log_manager::set_topic_config); in a cluster, a topic only other brokers hold has them
+  // validated and the keys that differ recorded in the cluster's metadata, and the brokers
+  // holding it apply them (config_follower), as Kafka's controller records any broker's
+  // request. Hold control_lock().
+  result<void, storage::storage_error> set_topic_overrides(std::string_view name,
+                                                           const storage::config_map& from,
+                                                           const storage::config_map& to);
+  // In a cluster, after a topic's configs changed in the metadata (another broker may have
+  // changed them): this broker's copy of the topic, if it holds one, takes the overrides the
+  // metadata has, without recording anything. true when they changed here. Takes control_lock().
+  result<bool, std::string> adopt_topic_configs(const std::string& name);
+  // In a cluster, every topic of the cluster's metadata by id with its configs (empty on a
+  // single node). Takes the journal's lock.
+  std::map<storage::uuid, storage::config_map> cluster_topic_configs() const;
 
   // Flushes and closes every log, checkpoints, writes the clean-shutdown marker.
   result<void, std::string> shutdown(int64_t broker_epoch = -1);

@@ -340,6 +340,18 @@ void cluster_membership::on_brokers_locked(const etcd::watch_response& w,
   }
 }
 
+int32_t cluster_membership::controller_id() const {
+  const int32_t last = controller_id_.load();
+  if (!fenced_.load()) return last;
+  const int32_t self = options_.self.node_id;
+  std::lock_guard g(mu_);
+  if (last != self && brokers_.contains(last)) return last;
+  for (const auto& [id, r] : brokers_) {
+    if (id != self) return id;
+  }
+  return -1;
+}
+
 std::vector<broker_registration> cluster_membership::live_brokers() const {
   std::lock_guard g(mu_);
   std::vector<broker_registration> out;

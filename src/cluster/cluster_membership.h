@@ -94,8 +94,11 @@ class cluster_membership {
 
   // The live brokers by node id (this one included while its session lives).
   std::vector<broker_registration> live_brokers() const;
-  // The controller's node id from the election, -1 while there is none.
-  int32_t controller_id() const { return controller_id_.load(); }
+  // The controller's node id from the election, -1 while there is none. While this broker is
+  // fenced it follows no election: as a fenced Kafka 4.4 broker, which reports a random
+  // unfenced broker of its metadata (never itself), it reports the controller it last saw if
+  // that is another broker still listed live, else the first other live broker, else -1.
+  int32_t controller_id() const;
   // Whether this broker holds the controller role, and the role's epoch (the controller key's
   // create revision) when it does.
   bool is_controller() const { return is_controller_.load(); }

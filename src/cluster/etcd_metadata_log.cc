@@ -79,7 +79,7 @@ result<bool, storage_error> etcd_metadata_log::apply_entry(const std::string& ke
   if (d.entry.offset > image_.next_offset) return false;  // a gap: not the next change
   for (const auto& r : d.entry.records) image_.apply(r);
   image_.next_offset = d.entry.offset + 1;
-  if (on_remote_change_) on_remote_change_(d.entry);
+  for (const auto& listener : on_remote_change_) listener(d.entry);
   return true;
 }
 
@@ -149,7 +149,7 @@ bool etcd_metadata_log::catch_up() {
 
 void etcd_metadata_log::on_remote_change(std::function<void(const metadata_entry&)> handler) {
   std::lock_guard g(mu_);
-  on_remote_change_ = std::move(handler);
+  on_remote_change_.push_back(std::move(handler));
 }
 
 std::string etcd_metadata_log::follow_error() const {
@@ -163,8 +163,13 @@ result<std::unique_ptr<etcd_metadata_store>, storage_error> etcd_metadata_store:
   auto log = etcd_metadata_log::open(std::move(options));
   if (!log) return fail(log.error());
   etcd_metadata_log* raw = log->get();
-  return std::unique_ptr<etcd_metadata_store>(new etcd_metadata_store(
+  std::unique_ptr<etcd_metadata_store> store(new etcd_metadata_store(
       raw, std::unique_ptr<metadata_journal>(std::move(*log)), node_id, std::move(followed)));
+  // Configs other brokers change reach the observer as this broker's own do.
+  raw->on_remote_change([s = store.get()](const metadata_entry& entry) {
+    s->note_config_changes(config_resources_of(entry.records));
+  });
+  return store;
 }
 
 }  // namespace tarn::cluster

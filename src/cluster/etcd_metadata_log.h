@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cluster/etcd_client.h"
 #include "cluster/metadata_journal.h"
@@ -41,7 +42,8 @@ class etcd_metadata_log final : public metadata_journal {
   // bring a moment later); true when it applied at least one.
   bool catch_up() override;
 
-  // Called under lock() after a change written by another broker was applied.
+  // Adds a listener called under lock() after each change written by another broker was
+  // applied (on the watch's thread, or in catch_up()'s caller); it must not take lock().
   void on_remote_change(std::function<void(const metadata_entry&)> handler);
   // Why the journal stopped following etcd (an entry it could not apply, a compacted watch), or
   // "" while it follows.
@@ -61,7 +63,7 @@ class etcd_metadata_log final : public metadata_journal {
   std::unique_ptr<etcd::etcd_client> client_;
   mutable std::mutex mu_;
   metadata_image image_;
-  std::function<void(const metadata_entry&)> on_remote_change_;
+  std::vector<std::function<void(const metadata_entry&)>> on_remote_change_;
   std::string follow_error_;
   std::unique_ptr<etcd::etcd_watch> watch_;  // last: stopped first, while the rest still exists
 };

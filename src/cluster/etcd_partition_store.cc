@@ -144,6 +144,25 @@ result<bool, etcd::etcd_error> etcd_partition_store::create(const uuid& topic_id
   return compare_and_set(topic_id, partition, 0, state);
 }
 
+result<std::optional<int64_t>, etcd::etcd_error> etcd_partition_store::create_all(
+    const uuid& topic_id, int32_t first, const std::vector<partition_state>& states) {
+  if (states.size() > max_states_per_txn) {
+    return fail(etcd::etcd_error{etcd::etcd_error::invalid_argument,
+                                 "too many partition states for one transaction"});
+  }
+  etcd::txn_request t;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const std::string k = key(topic_id, first + static_cast<int32_t>(i));
+    t.compares.push_back(
+        {k, etcd::compare::target_kind::mod_revision, etcd::compare::result_kind::equal, 0, {}});
+    t.success.push_back(etcd::request_op::put(k, encode_partition_state(states[i])));
+  }
+  auto r = client_.txn(t);
+  if (!r) return fail(r.error());
+  if (!r->succeeded) return std::optional<int64_t>();
+  return std::optional<int64_t>(r->revision);
+}
+
 result<bool, etcd::etcd_error> etcd_partition_store::compare_and_set(const uuid& topic_id,
                                                                      int32_t partition,
                                                                      int64_t expected_mod_revision,

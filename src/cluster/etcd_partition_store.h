@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/uuid.h"
 #include "cluster/etcd_client.h"
@@ -45,6 +46,12 @@ class etcd_partition_store {
   // Writes the state if the partition has none; false when it has one already.
   result<bool, etcd::etcd_error> create(const uuid& topic_id, int32_t partition,
                                         const partition_state& state);
+  // The states of partitions first, first + 1, ... (at most max_states_per_txn) in one
+  // transaction, written only if none of them has a state: the revision they were written at
+  // (each one's mod_revision), or nullopt when one had a state already.
+  static constexpr size_t max_states_per_txn = 60;  // etcd allows 128 operations by default
+  result<std::optional<int64_t>, etcd::etcd_error> create_all(
+      const uuid& topic_id, int32_t first, const std::vector<partition_state>& states);
   // Writes the state if the key's mod_revision is still `expected`; false when it changed.
   result<bool, etcd::etcd_error> compare_and_set(const uuid& topic_id, int32_t partition,
                                                  int64_t expected_mod_revision,

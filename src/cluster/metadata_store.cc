@@ -26,6 +26,19 @@ std::vector<metadata_record> config_changes(int8_t resource_type, const std::str
   return out;
 }
 
+std::vector<config_resource> config_resources_of(const std::vector<metadata_record>& records) {
+  std::vector<config_resource> touched;
+  for (const auto& r : records) {
+    const auto* c = std::get_if<config_record>(&r);
+    if (c == nullptr) continue;
+    config_resource res{c->resource_type, c->resource_name};
+    if (std::find(touched.begin(), touched.end(), res) == touched.end()) {
+      touched.push_back(std::move(res));
+    }
+  }
+  return touched;
+}
+
 namespace {
 
 std::vector<metadata_record> records_of_new_topic(const storage::topic_record& t,
@@ -92,6 +105,36 @@ result<void, storage_error> journal_metadata_store::set_broker_configs(
     return config_changes(config_resource_broker, std::string(resource_name),
                           c != nullptr ? *c : storage::config_map{}, configs);
   });
+}
+
+storage::config_map journal_metadata_store::topic_configs(std::string_view name) const {
+  auto g = journal_->lock();
+  const auto* c = journal_->image().find_configs(config_resource_topic, name);
+  return c != nullptr ? *c : storage::config_map{};
+}
+
+result<void, storage_error> journal_metadata_store::change_topic_configs(
+    std::string_view name, const storage::config_map& from, const storage::config_map& to) {
+  auto g = journal_->lock();
+  const auto changes = config_changes(config_resource_topic, std::string(name), from, to);
+  return append_decided([&](const metadata_image& image) -> decision {
+    if (image.find_topic(name) == nullptr) {
+      return fail(storage_error{storage::storage_errc::not_found,
+                                fmt::format("The topic '{}' does not exist.", name)});
+    }
+    return changes;
+  });
+}
+
+void journal_metadata_store::observe_config_changes(
+    std::function<void(const std::vector<config_resource>&)> fn) {
+  auto g = journal_->lock();
+  config_observer_ = std::move(fn);
+}
+
+void journal_metadata_store::note_config_changes(
+    const std::vector<config_resource>& touched) const {
+  if (config_observer_ && !touched.empty()) config_observer_(touched);
 }
 
 std::map<std::string, storage::config_map> journal_metadata_store::group_configs() const {
@@ -210,9 +253,14 @@ result<void, storage_error> journal_metadata_store::append_decided(
     auto records = decide(journal_->image());
     if (!records) return fail(records.error());
     if (records->empty()) return {};
+    const std::vector<config_resource> touched = config_resources_of(*records);
     auto appended = journal_->append(std::move(*records));
+    if (appended) {
+      note_config_changes(touched);
+      return appended;
+    }
     // Lost to another writer (a cluster's journal): decide again on the image it caught up to.
-    if (appended || attempt == max_append_attempts || !journal_->catch_up()) return appended;
+    if (attempt == max_append_attempts || !journal_->catch_up()) return appended;
   }
 }
 
@@ -261,6 +309,9 @@ result<void, storage_error> journal_metadata_store::partitions_created(
 result<void, storage_error> journal_metadata_store::topic_config_changed(
     const storage::topic_record& t, const storage::config_map& old_overrides) {
   auto g = journal_->lock();
+  // Only the keys this change sets or removes: in a cluster, a key another broker changed since
+  // this broker's copy took its configs stays as the metadata has it (and the copy follows the
+  // metadata: broker::config_follower).
   auto changes = config_changes(config_resource_topic, t.name, old_overrides, t.overrides);
   if (changes.empty()) return {};
   return append_caught_up(std::move(changes));

@@ -13,6 +13,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "cluster/metadata_journal.h"
@@ -23,6 +25,8 @@
 namespace tarn::cluster {
 
 using feature_map = std::map<std::string, int16_t, std::less<>>;
+// A resource of ConfigRecords: its type (config_resource_topic, _broker, _group) and name.
+using config_resource = std::pair<int8_t, std::string>;
 
 class metadata_store {
  public:
@@ -37,6 +41,20 @@ class metadata_store {
   // return).
   virtual result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) = 0;
+  // The configs of topic `name` as the metadata has them (in a cluster, whichever broker holds
+  // the topic's logs), and a change of them from `from` to `to`, recorded as the keys that differ
+  // (one change, durable on return; a key changed meanwhile through another broker and not
+  // touched here stays): a cluster's IncrementalAlterConfigs and AlterConfigs of a topic this
+  // broker holds no copy of. not_found for a topic the metadata does not have.
+  virtual storage::config_map topic_configs(std::string_view name) const = 0;
+  virtual result<void, storage::storage_error> change_topic_configs(
+      std::string_view name, const storage::config_map& from, const storage::config_map& to) = 0;
+  // Tells `fn` the resources whose configs a change set or removed, for every change: the ones
+  // this broker makes and, in a cluster, the ones other brokers make (the metadata log's watch).
+  // Called under the store's lock, on the writing or the watching thread, so it must only take
+  // note (never call into the store). One observer; an empty function removes it.
+  virtual void observe_config_changes(
+      std::function<void(const std::vector<config_resource>&)> fn) = 0;
   // Group configs (ConfigRecords of GROUP resources, as Kafka keeps them): every group's, and
   // one group's replaced (one change, durable on return).
   virtual std::map<std::string, storage::config_map> group_configs() const = 0;
@@ -89,6 +107,11 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   storage::config_map broker_configs(std::string_view resource_name) const override;
   result<void, storage::storage_error> set_broker_configs(
       std::string_view resource_name, const storage::config_map& configs) override;
+  storage::config_map topic_configs(std::string_view name) const override;
+  result<void, storage::storage_error> change_topic_configs(std::string_view name,
+                                                            const storage::config_map& from,
+                                                            const storage::config_map& to) override;
+  void observe_config_changes(std::function<void(const std::vector<config_resource>&)> fn) override;
   std::map<std::string, storage::config_map> group_configs() const override;
   result<void, storage::storage_error> set_group_configs(
       std::string_view group_id, const storage::config_map& configs) override;
@@ -119,6 +142,10 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
   // partition states in etcd name it): loaded too, so that a restart keeps their logs.
   std::set<storage::uuid> followed_here_;
 
+  // Tells the observer of config changes which resources a change touched (under the
+  // journal's lock): for the changes appended here, and those another broker appended.
+  void note_config_changes(const std::vector<config_resource>& touched) const;
+
  private:
   bool hosted_here(const topic_image& t) const;
   // Appends what `decide` makes of the image (nothing when it decides no records). When another
@@ -140,6 +167,7 @@ class journal_metadata_store : public metadata_store, private storage::topic_jou
       const storage::topic_record& topic, const storage::config_map& old_overrides) override;
 
   std::unique_ptr<metadata_journal> journal_;
+  std::function<void(const std::vector<config_resource>&)> config_observer_;  // journal's lock
 };
 
 // The metadata log in <log_dir>/tarn-metadata/. On its first open in a log directory written by
@@ -154,6 +182,9 @@ class local_metadata_store final : public journal_metadata_store {
  private:
   using journal_metadata_store::journal_metadata_store;
 };
+
+// The resources whose configs `records` set or remove, each once, in the order they come.
+std::vector<config_resource> config_resources_of(const std::vector<metadata_record>& records);
 
 // The ConfigRecords that turn `from` into `to` for one resource.
 std::vector<metadata_record> config_changes(int8_t resource_type, const std::string& resource_name,

@@ -488,12 +488,27 @@ result<void, storage_error> log_manager::set_topic_config(std::string_view name,
   auto p = journal_ != nullptr ? journal_->topic_config_changed(changed, t.overrides)
                                : persist_topics(topic_records_with(changed));
   if (!p) return p;
+  install_overrides(t, overrides, *config);
+  return {};
+}
+
+void log_manager::install_overrides(topic_info& t, const config_map& overrides,
+                                    const log_config& config) {
   std::unique_lock maps(map_mu_);
   t.overrides = overrides;
-  t.config = *config;
+  t.config = config;
   for (partition_id i = 0; i < t.partitions; ++i) {
     if (storage::log* l = get_log(t.name, i)) l->update_config(t.config);
   }
+}
+
+result<void, storage_error> log_manager::adopt_topic_config(std::string_view name,
+                                                            const config_map& overrides) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return fail(not_found(name));
+  auto config = resolve_log_config(overrides, broker_props_);
+  if (!config) return fail(config.error());
+  install_overrides(*it->second, overrides, *config);
   return {};
 }
 

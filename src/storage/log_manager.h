@@ -112,6 +112,13 @@ class log_manager {
                                                const std::vector<partition_id>& partitions,
                                                timestamp_ms now);
 
+  // In a cluster, the overrides another broker recorded for a topic this broker holds (its
+  // ConfigRecords, arriving by the metadata log's watch): applied to the topic's logs as
+  // set_topic_config applies them, and nothing is recorded. Serialised like create_topic.
+  // not_found when the topic is unknown.
+  result<void, storage_error> adopt_topic_config(std::string_view name,
+                                                 const config_map& overrides);
+
   // In a cluster, a partition this broker no longer replicates (a reassignment moved it away,
   // Kafka's stopPartitions with deleteLocalLog): its log is closed, its directory renamed
   // "-delete" and removed as delete_topic does, and an empty log opened in its place, as
@@ -194,6 +201,8 @@ class log_manager {
   std::vector<topic_record> topic_records_with(const topic_record& changed) const;
   result<void, storage_error> persist_topics(const std::vector<topic_record>& records) const;
   topic_record record_of(const topic_info& t) const;
+  // The topic takes `overrides` (resolved into `config`), and so do its logs.
+  void install_overrides(topic_info& t, const config_map& overrides, const log_config& config);
   result<std::unique_ptr<storage::log>, storage_error> open_partition(
       const topic_info& topic, partition_id partition, offset_t recovery_point,
       offset_t log_start_offset, bool clean, timestamp_ms now, recovery_report* report);
