@@ -24,10 +24,11 @@
 //     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
 //     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
 //     messages.
-//   - Group (resource type 32), any name: the share.* group configs tarn serves
+//   - Group (resource type 32), any name: the consumer.* and share.* group configs tarn serves
 //     (share_group_config.h) with the group's value, ConfigSource GROUP_CONFIG (8), or the
-//     broker's, DEFAULT_CONFIG (5) with the group.share.* key as its synonym, as Kafka 4.4 lists
-//     them. Kafka also lists its consumer.*, streams.* and errors.* group configs; tarn does not.
+//     broker's, DEFAULT_CONFIG (5) with the group.consumer.* / group.share.* key as its synonym,
+//     as Kafka 4.4 lists them (its internal *.assignor.offload.enable only when set). Kafka also
+//     lists its streams.* and errors.* group configs; tarn does not.
 //   - Other resource types (client metrics): INVALID_REQUEST. A type Kafka does not know
 //     fails the whole request, as in Kafka 4.4: every resource INVALID_REQUEST with that code's
 //     default message.
@@ -256,10 +257,11 @@ void describe_broker(const resource_request& res, const broker_config& config,
   }
 }
 
-// A group: the share.* configs tarn serves (share_group_config.h), whether or not the group
-// exists, as Kafka describes any group name: GROUP_CONFIG (8) when set on the group, else
+// A group: the consumer.* and share.* configs tarn serves (share_group_config.h), whether or not
+// the group exists, as Kafka describes any group name: GROUP_CONFIG (8) when set on the group, else
 // DEFAULT_CONFIG (5) with the broker's value under the broker key's name.
-void describe_group(const resource_request& res, const coordinator::share_config& share,
+void describe_group(const resource_request& res, const coordinator::group_config& group,
+                    const coordinator::share_config& share,
                     const std::map<std::string, storage::config_map>& all,
                     const describe_options& o, std::deque<std::string>& strings,
                     resource_result& out) {
@@ -267,7 +269,7 @@ void describe_group(const resource_request& res, const coordinator::share_config
   auto it = all.find(std::string(res.resource_name));
   const storage::config_map none;
   for (auto& d :
-       coordinator::describe_share_group_configs(share, it != all.end() ? it->second : none)) {
+       coordinator::describe_group_configs(group, share, it != all.end() ? it->second : none)) {
     if (!wanted(res, d.name)) continue;
     config_entry e;
     e.name = strings.emplace_back(std::move(d.name));
@@ -411,7 +413,7 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
         }
       }
     } else if (res.resource_type == resource_type_group) {
-      describe_group(res, config.share, group_configs, options, strings, result);
+      describe_group(res, config.group, config.share, group_configs, options, strings, result);
     } else {
       set_error(error_code::invalid_request,
                 fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "

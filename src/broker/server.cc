@@ -34,6 +34,7 @@
 #include "broker/features.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
+#include "broker/group_dynamic_config.h"
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
 #include "broker/producer_ids.h"
@@ -443,11 +444,14 @@ result<void, std::string> server::start() {
                                        const coordinator::share_topic_partition& tp) {
     if (auto t = view->topic_by_id(tp.topic_id)) w->notify({t->name, tp.partition});
   });
-  // Group configs (share.*) are in the metadata log; applied before the share-partitions they
-  // shape are replayed.
+  // Group configs (share.* and consumer.*) are in the metadata log; applied before the
+  // share-partitions they shape are replayed, and before any consumer group heartbeats.
   for (const auto& [group_id, configs] : s.topics->metadata().group_configs()) {
     s.shares->set_group_configs(group_id, configs);
+    s.groups->set_group_configs(group_id, configs);
   }
+  // Dynamic group.consumer/share.assignment.interval.ms set before this start.
+  apply_group_dynamic_configs(*s.topics, s.groups.get(), s.shares.get());
   {
     // Share groups and share-partition state are replayed before the listeners open, so no
     // share request sees a coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS
