@@ -21,6 +21,7 @@
 
 #include "broker/authorization.h"
 #include "broker/dynamic_config.h"
+#include "broker/group_dynamic_config.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
@@ -138,6 +139,9 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
         for (const auto& [k, v] : *configs) changed.push_back(k);
         error = alter_dynamic_broker_configs(topics, config, res.resource_name, *configs, changed,
                                              decoded->validate_only);
+        if (!error && !decoded->validate_only) {
+          apply_group_dynamic_configs(topics, request.services.groups, request.services.shares);
+        }
       }
     } else if (unknown_config_resource_type(res.resource_type)) {
       error = config_alter_error{error_code::invalid_request,

@@ -342,6 +342,10 @@ const std::vector<config_key>& config_keys() {
       {"group.consumer.max.heartbeat.interval.ms", config_type::int32, "15000", at_least(1)},
       {"group.consumer.max.size", config_type::int32, "2147483647", at_least(1)},
       {"group.consumer.assignment.interval.ms", config_type::int32, "1000", at_least(0)},
+      {"group.consumer.min.assignment.interval.ms", config_type::int32, "0", at_least(0)},
+      {"group.consumer.max.assignment.interval.ms", config_type::int32, "15000", at_least(0)},
+      // Accepted, as Kafka's; tarn's assignors always run inline (docs/groups.md).
+      {"group.consumer.assignor.offload.enable", config_type::boolean, "true", nullptr},
       {"group.consumer.assignors", config_type::list, "uniform,range", assignor_list()},
       {"group.consumer.migration.policy", config_type::string, "bidirectional",
        one_of_ignoring_case({"disabled", "downgrade", "upgrade", "bidirectional"})},
@@ -356,6 +360,7 @@ const std::vector<config_key>& config_keys() {
       {"group.share.assignment.interval.ms", config_type::int32, "1000", at_least(0)},
       {"group.share.min.assignment.interval.ms", config_type::int32, "0", at_least(0)},
       {"group.share.max.assignment.interval.ms", config_type::int32, "15000", at_least(0)},
+      {"group.share.assignor.offload.enable", config_type::boolean, "true", nullptr},
       {"group.share.record.lock.duration.ms", config_type::int32, "30000", at_least(1000)},
       {"group.share.min.record.lock.duration.ms", config_type::int32, "15000", at_least(1000)},
       {"group.share.max.record.lock.duration.ms", config_type::int32, "60000", at_least(1000)},
@@ -597,6 +602,10 @@ result<void, std::string> finish_group_config(broker_config& c) {
   g.group_consumer_max_heartbeat_interval_ms = i32("group.consumer.max.heartbeat.interval.ms");
   g.group_consumer_max_size = i32("group.consumer.max.size");
   g.group_consumer_assignment_interval_ms = i32("group.consumer.assignment.interval.ms");
+  g.group_consumer_min_assignment_interval_ms = i32("group.consumer.min.assignment.interval.ms");
+  g.group_consumer_max_assignment_interval_ms = i32("group.consumer.max.assignment.interval.ms");
+  g.group_consumer_assignor_offload_enable =
+      std::get<bool>(c.values.at("group.consumer.assignor.offload.enable"));
   g.group_consumer_assignors.clear();
   for (const auto& name :
        std::get<std::vector<std::string>>(c.values.at("group.consumer.assignors"))) {
@@ -618,6 +627,8 @@ result<void, std::string> finish_group_config(broker_config& c) {
   sh.group_share_assignment_interval_ms = i32("group.share.assignment.interval.ms");
   sh.group_share_min_assignment_interval_ms = i32("group.share.min.assignment.interval.ms");
   sh.group_share_max_assignment_interval_ms = i32("group.share.max.assignment.interval.ms");
+  sh.group_share_assignor_offload_enable =
+      std::get<bool>(c.values.at("group.share.assignor.offload.enable"));
   sh.group_share_record_lock_duration_ms = i32("group.share.record.lock.duration.ms");
   sh.group_share_delivery_count_limit = i32("group.share.delivery.count.limit");
   sh.group_share_partition_max_record_locks = i32("group.share.partition.max.record.locks");
@@ -690,6 +701,18 @@ result<void, std::string> finish_group_config(broker_config& c) {
   if (heartbeat.value >= session.value) {
     return fail(fmt::format("{} must be less than {}", heartbeat.key, session.key));
   }
+  // KIP-1263's assignment interval within its bounds (GroupCoordinatorConfig's requires).
+  const bound assignment{g.group_consumer_assignment_interval_ms,
+                         "group.consumer.assignment.interval.ms"};
+  const bound min_assignment{g.group_consumer_min_assignment_interval_ms,
+                             "group.consumer.min.assignment.interval.ms"};
+  const bound max_assignment{g.group_consumer_max_assignment_interval_ms,
+                             "group.consumer.max.assignment.interval.ms"};
+  for (auto r :
+       {at_least_other(max_assignment, min_assignment), at_least_other(assignment, min_assignment),
+        at_most_other(assignment, max_assignment)}) {
+    if (!r) return r;
+  }
   // The same checks for share groups (GroupCoordinatorConfig, ShareGroupConfig).
   const bound share_heartbeat{sh.group_share_heartbeat_interval_ms,
                               "group.share.heartbeat.interval.ms"};
@@ -735,6 +758,17 @@ result<void, std::string> finish_group_config(broker_config& c) {
   }
   if (share_heartbeat.value >= share_session.value) {
     return fail(fmt::format("{} must be less than {}", share_heartbeat.key, share_session.key));
+  }
+  const bound share_assignment{sh.group_share_assignment_interval_ms,
+                               "group.share.assignment.interval.ms"};
+  const bound share_min_assignment{sh.group_share_min_assignment_interval_ms,
+                                   "group.share.min.assignment.interval.ms"};
+  const bound share_max_assignment{sh.group_share_max_assignment_interval_ms,
+                                   "group.share.max.assignment.interval.ms"};
+  for (auto r : {at_least_other(share_max_assignment, share_min_assignment),
+                 at_least_other(share_assignment, share_min_assignment),
+                 at_most_other(share_assignment, share_max_assignment)}) {
+    if (!r) return r;
   }
   return {};
 }

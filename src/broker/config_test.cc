@@ -533,6 +533,33 @@ TEST(broker_config, group_coordinator_keys_are_validated_as_kafka_does) {
                   "group.consumer.session.timeout.ms must be greater than or equal to "
                   "group.consumer.min.session.timeout.ms"))
       << e;
+  // KIP-1263's assignment intervals within their bounds (Kafka 4.4's messages; a dynamic change
+  // beyond the max is refused with the same one).
+  e = make_error({{"group.consumer.assignment.interval.ms", "20000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.assignment.interval.ms must be less than or equal to "
+                  "group.consumer.max.assignment.interval.ms"))
+      << e;
+  e = make_error({{"group.share.assignment.interval.ms", "20000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.assignment.interval.ms must be less than or equal to "
+                  "group.share.max.assignment.interval.ms"))
+      << e;
+  e = make_error({{"group.consumer.min.assignment.interval.ms", "2000"}});
+  EXPECT_TRUE(has(e,
+                  "group.consumer.assignment.interval.ms must be greater than or equal to "
+                  "group.consumer.min.assignment.interval.ms"))
+      << e;
+  {
+    const broker_config c = make_ok({{"group.consumer.max.assignment.interval.ms", "30000"},
+                                     {"group.consumer.assignor.offload.enable", "false"},
+                                     {"group.share.assignor.offload.enable", "false"}});
+    EXPECT_EQ(c.group.group_consumer_min_assignment_interval_ms, 0);
+    EXPECT_EQ(c.group.group_consumer_max_assignment_interval_ms, 30000);
+    EXPECT_FALSE(c.group.group_consumer_assignor_offload_enable);
+    EXPECT_FALSE(c.share.group_share_assignor_offload_enable);
+    EXPECT_TRUE(make_ok({}).group.group_consumer_assignor_offload_enable);
+  }
   e = make_error({{"group.consumer.min.session.timeout.ms", "5000"},
                   {"group.consumer.session.timeout.ms", "5000"}});
   EXPECT_TRUE(has(e,

@@ -24,10 +24,11 @@
 //     logger, "root") with its level, ConfigSource DYNAMIC_BROKER_LOGGER_CONFIG (6), as Kafka
 //     lists log4j's loggers; an empty, non-numeric or other id INVALID_REQUEST with Kafka's
 //     messages.
-//   - Group (resource type 32), any name: the share.* group configs tarn serves
+//   - Group (resource type 32), any name: the consumer.* and share.* group configs tarn serves
 //     (share_group_config.h) with the group's value, ConfigSource GROUP_CONFIG (8), or the
-//     broker's, DEFAULT_CONFIG (5) with the group.share.* key as its synonym, as Kafka 4.4 lists
-//     them. Kafka also lists its consumer.*, streams.* and errors.* group configs; tarn does not.
+//     broker's, DEFAULT_CONFIG (5) with the group.consumer.* / group.share.* key as its synonym,
+//     as Kafka 4.4 lists them (its internal *.assignor.offload.enable only when set). Kafka also
+//     lists its streams.* and errors.* group configs; tarn does not.
 //   - Other resource types (client metrics): INVALID_REQUEST. A type Kafka does not know
 //     fails the whole request, as in Kafka 4.4: every resource INVALID_REQUEST with that code's
 //     default message.
@@ -256,30 +257,51 @@ void describe_broker(const resource_request& res, const broker_config& config,
   }
 }
 
-// A group: the share.* configs tarn serves (share_group_config.h), whether or not the group
-// exists, as Kafka describes any group name: GROUP_CONFIG (8) when set on the group, else
-// DEFAULT_CONFIG (5) with the broker's value under the broker key's name.
-void describe_group(const resource_request& res, const coordinator::share_config& share,
+// A group: the consumer.* and share.* configs tarn serves (share_group_config.h), whether or
+// not the group exists, as Kafka describes any group name: GROUP_CONFIG (8) when set on the
+// group, then the broker key's own layers as a broker describes them (this broker's dynamic
+// value, the cluster default, server.properties) and Kafka's default as DEFAULT_CONFIG (5); the
+// entry's value and source are the first of them.
+void describe_group(const resource_request& res, const broker_config& config,
+                    const broker_config& effective, const broker_layers& layers,
                     const std::map<std::string, storage::config_map>& all,
                     const describe_options& o, std::deque<std::string>& strings,
                     resource_result& out) {
   constexpr int8_t source_group = 8;
   auto it = all.find(std::string(res.resource_name));
   const storage::config_map none;
-  for (auto& d :
-       coordinator::describe_share_group_configs(share, it != all.end() ? it->second : none)) {
+  for (auto& d : coordinator::describe_group_configs(effective.group, effective.share,
+                                                     it != all.end() ? it->second : none)) {
     if (!wanted(res, d.name)) continue;
     config_entry e;
     e.name = strings.emplace_back(std::move(d.name));
-    e.value = strings.emplace_back(std::move(d.value));
     e.read_only = false;
-    e.config_source = d.overridden ? source_group : source_default;
     e.is_sensitive = false;
-    if (o.synonyms) {
-      if (d.overridden) e.synonyms.push_back({e.name, e.value, source_group});
-      e.synonyms.push_back({strings.emplace_back(std::move(d.default_name)),
-                            strings.emplace_back(std::move(d.default_value)), source_default});
+    std::vector<protocol::describe_configs_response::describe_configs_synonym> synonyms;
+    if (d.overridden) synonyms.push_back({e.name, strings.emplace_back(d.value), source_group});
+    const std::string_view default_name = strings.emplace_back(std::move(d.default_name));
+    std::string default_value = std::move(d.default_value);
+    if (auto info = describe_broker_config_key(std::string(default_name))) {
+      // A broker key (group.consumer.*, group.share.*): its layers, then Kafka's default.
+      const std::pair<const storage::config_map*, int8_t> dynamic_layers[] = {
+          {&layers.node, source_dynamic_broker},
+          {&layers.cluster_default, source_dynamic_default_broker}};
+      for (const auto& [layer, source] : dynamic_layers) {
+        if (auto v = layer->find(std::string(default_name)); v != layer->end()) {
+          synonyms.push_back({default_name, strings.emplace_back(v->second), source});
+        }
+      }
+      if (auto v = config.explicitly_set.find(std::string(default_name));
+          v != config.explicitly_set.end()) {
+        synonyms.push_back({default_name, strings.emplace_back(v->second), source_static_broker});
+      }
+      if (info->default_value) default_value = *info->default_value;
     }
+    synonyms.push_back(
+        {default_name, strings.emplace_back(std::move(default_value)), source_default});
+    e.value = synonyms.front().value;
+    e.config_source = synonyms.front().source;
+    if (o.synonyms) e.synonyms = std::move(synonyms);
     e.config_type = d.is_int    ? int8_t{3}
                     : d.is_bool ? int8_t{1}
                                 : int8_t{2};  // INT, BOOLEAN, STRING
@@ -411,7 +433,8 @@ asio::awaitable<handler_outcome> handle_describe_configs(request_context& reques
         }
       }
     } else if (res.resource_type == resource_type_group) {
-      describe_group(res, config.share, group_configs, options, strings, result);
+      describe_group(res, config, topics.effective(), layers, group_configs, options, strings,
+                     result);
     } else {
       set_error(error_code::invalid_request,
                 fmt::format("Unsupported resource type {} for DescribeConfigs in tarn "

@@ -32,12 +32,13 @@
 //     at once and until the broker stops, as Kafka's RuntimeLoggerManager; an unknown logger or
 //     level INVALID_CONFIG, DELETE of the root logger, APPEND and SUBTRACT INVALID_REQUEST,
 //     all with Kafka's messages; every operation is validated before any is applied.
-//   - Group (resource type 32): the share.* configs of share_group_config.h (SET, DELETE),
-//     checked with Kafka's bounds and messages (INVALID_CONFIG), recorded in the metadata log
-//     (ConfigRecords, they survive restarts) and applied by the share coordinator at once (in a
-//     cluster, every broker's: config_follower). Kafka's
-//     other group configs (consumer.*, streams.*, ...) INVALID_CONFIG "not supported by tarn";
-//     unknown names INVALID_CONFIG "Unknown group config name".
+//   - Group (resource type 32): the share.* and consumer.* configs of share_group_config.h (SET,
+//     DELETE), checked with Kafka's bounds and messages (INVALID_CONFIG; the group's whole
+//     config after the request, as Kafka's GroupConfig.validate), recorded in the metadata log
+//     (ConfigRecords, they survive restarts) and applied by the share and group coordinators at
+//     once (in a cluster, every broker's: config_follower). Kafka's other group configs
+//     (streams.*, errors.*) INVALID_CONFIG "not supported by tarn"; unknown names INVALID_CONFIG
+//     "Unknown group config name".
 //   - Every other resource type: INVALID_REQUEST.
 //   - A body that does not decode closes the connection.
 // Not supported: alter-config policies.
@@ -51,9 +52,11 @@
 #include "broker/broker_loggers.h"
 #include "broker/dynamic_config.h"
 #include "broker/dynamic_config_keys.h"
+#include "broker/group_dynamic_config.h"
 #include "broker/handler.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
+#include "coordinator/group_coordinator.h"
 #include "coordinator/share_coordinator.h"
 #include "coordinator/share_group_config.h"
 #include "protocol/error_codes.h"
@@ -232,10 +235,11 @@ result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> ap
 }
 
 // Applies the operations of a GROUP resource to the group's configs (Kafka's GroupConfig): SET
-// and DELETE; every value is checked as Kafka checks it (share_group_config.h).
+// and DELETE; every value is checked as Kafka checks it (share_group_config.h), then the result
+// as a whole (ranges, session timeouts above heartbeat intervals).
 result<storage::config_map, alter_error> apply_group_ops(
     const alter_resource& res, const std::map<std::string, storage::config_map>& all,
-    const coordinator::share_config& share) {
+    const coordinator::group_config& group, const coordinator::share_config& share) {
   std::set<std::string_view> keys;
   for (const auto& c : res.configs) {
     if (!keys.insert(c.name).second) {
@@ -255,8 +259,8 @@ result<storage::config_map, alter_error> apply_group_ops(
       return fail(alter_error{error_code::invalid_request,
                               fmt::format("Null value not supported for : {}", c.name)});
     }
-    if (!coordinator::is_served_share_group_config(c.name)) {
-      auto message = coordinator::validate_share_group_config(share, c.name, "");
+    if (!coordinator::is_served_group_config(c.name)) {
+      auto message = coordinator::validate_group_config(group, share, c.name, "");
       return fail(alter_error{error_code::invalid_config, message.value_or("")});
     }
     if (op == op_type::append || op == op_type::subtract) {
@@ -268,10 +272,13 @@ result<storage::config_map, alter_error> apply_group_ops(
       configs.erase(std::string(c.name));
       continue;
     }
-    if (auto message = coordinator::validate_share_group_config(share, c.name, *c.value)) {
+    if (auto message = coordinator::validate_group_config(group, share, c.name, *c.value)) {
       return fail(alter_error{error_code::invalid_config, std::move(*message)});
     }
     configs[std::string(c.name)] = std::string(*c.value);
+  }
+  if (auto message = coordinator::validate_group_configs(group, share, configs)) {
+    return fail(alter_error{error_code::invalid_config, std::move(*message)});
   }
   return configs;
 }
@@ -320,6 +327,9 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
                      alter_dynamic_broker_configs(topics, config, res.resource_name, ops->first,
                                                   ops->second, decoded->validate_only)) {
         error = alter_error{e->code, e->message};
+      } else if (!decoded->validate_only) {
+        // group.consumer/share.assignment.interval.ms reach the coordinators at once.
+        apply_group_dynamic_configs(topics, request.services.groups, request.services.shares);
       }
       guard.lock();
     } else if (res.resource_type == resource_type_broker_logger) {
@@ -336,11 +346,12 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
         }
       }
     } else if (res.resource_type == resource_type_group && request.services.shares != nullptr) {
-      // Group configs (the share.* keys tarn serves): recorded in the metadata log as Kafka
-      // records them (ConfigRecords of the GROUP resource), then handed to the share coordinator.
+      // Group configs (the share.* and consumer.* keys tarn serves): recorded in the metadata
+      // log as Kafka records them (ConfigRecords of the GROUP resource), then handed to the
+      // share and group coordinators.
       guard.unlock();
       auto ops = apply_group_ops(res, topics.metadata().group_configs(),
-                                 request.services.shares->config());
+                                 request.services.config.group, request.services.shares->config());
       if (!ops) {
         error = ops.error();
       } else if (!decoded->validate_only) {
@@ -348,6 +359,9 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
           error = alter_error{error_code::kafka_storage_error, s.error().message};
         } else {
           request.services.shares->set_group_configs(res.resource_name, *ops);
+          if (request.services.groups != nullptr) {
+            request.services.groups->set_group_configs(res.resource_name, *ops);
+          }
           spdlog::info("group {}: configs altered by {}", res.resource_name,
                        request.connection.peer);
         }

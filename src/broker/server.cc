@@ -35,6 +35,7 @@
 #include "broker/features.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
+#include "broker/group_dynamic_config.h"
 #include "broker/log_dir.h"
 #include "broker/offsets_topic.h"
 #include "broker/producer_ids.h"
@@ -447,11 +448,14 @@ result<void, std::string> server::start() {
                                        const coordinator::share_topic_partition& tp) {
     if (auto t = view->topic_by_id(tp.topic_id)) w->notify({t->name, tp.partition});
   });
-  // Group configs (share.*) are in the metadata log; applied before the share-partitions they
-  // shape are replayed.
+  // Group configs (share.* and consumer.*) are in the metadata log; applied before the
+  // share-partitions they shape are replayed, and before any consumer group heartbeats.
   for (const auto& [group_id, configs] : s.topics->metadata().group_configs()) {
     s.shares->set_group_configs(group_id, configs);
+    s.groups->set_group_configs(group_id, configs);
   }
+  // Dynamic group.consumer/share.assignment.interval.ms set before this start.
+  apply_group_dynamic_configs(*s.topics, s.groups.get(), s.shares.get());
   {
     // Share groups and share-partition state are replayed before the listeners open, so no
     // share request sees a coordinator still loading (Kafka answers COORDINATOR_LOAD_IN_PROGRESS
@@ -482,14 +486,19 @@ result<void, std::string> server::start() {
   }
   if (s.replicas) {
     // Configs recorded on any broker take effect on every one (docs/cluster.md, "Dynamic
-    // configs"): broker configs and their replication throttles, topics' copies here, share
-    // groups' configs.
+    // configs"): broker configs and their replication throttles, topics' copies here, groups'
+    // configs (share groups' and consumer groups').
     config_follower::listeners l;
-    l.broker_configs = [r = s.replicas.get()] { r->apply_throttle_configs(); };
+    l.broker_configs = [r = s.replicas.get(), t = s.topics.get(), groups = s.groups.get(),
+                        shares = s.shares.get()] {
+      r->apply_throttle_configs();
+      apply_group_dynamic_configs(*t, groups, shares);  // the assignment intervals
+    };
     l.topic_configs = [r = s.replicas.get()] { r->apply_throttle_configs(); };
-    l.group_configs = [shares = s.shares.get()](const std::string& group,
-                                                const storage::config_map& configs) {
+    l.group_configs = [shares = s.shares.get(), groups = s.groups.get()](
+                          const std::string& group, const storage::config_map& configs) {
       shares->set_group_configs(group, configs);
+      if (groups != nullptr) groups->set_group_configs(group, configs);
     };
     s.configs = std::make_unique<config_follower>(*s.topics, s.config, std::move(l));
   }

@@ -364,14 +364,15 @@ owned_message<heartbeat_response> consumer_group::join_or_heartbeat(const heartb
                                    owned, ctx, c);
   if (!next) return error_response(next.error());
   const consumer_group_member reconciled = std::move(*next);
-  c.sessions.emplace_back(reconciled.member_id, now + session_timeout_ms(reconciled, ctx.config));
+  const consumer_group_settings settings = consumer_settings(ctx, group_id_);
+  c.sessions.emplace_back(reconciled.member_id, now + session_timeout_ms(reconciled, settings));
 
   if (auto e = commit(c, ctx)) return error_response(e);
 
   owned_message<heartbeat_response> out;
   out.message.member_id = out.arena.keep(reconciled.member_id);
   out.message.member_epoch = reconciled.member_epoch;
-  out.message.heartbeat_interval_ms = ctx.config.group_consumer_heartbeat_interval_ms;
+  out.message.heartbeat_interval_ms = settings.heartbeat_interval_ms;
   // The assignment goes to a member that joins, that sent a full request (as it does after an
   // error), or whose assignment changed.
   const bool full_request = req.rebalance_timeout_ms != -1 &&
@@ -448,9 +449,10 @@ result<consumer_group_member, group_error> consumer_group::update_and_reconcile(
     auto it = target_.find(id);
     return it == target_.end() ? topic_assignment{} : it->second;
   };
-  // group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3+): a new target assignment is
-  // computed at most this often; in between, members reconcile to the last one.
-  const int32_t interval_ms = ctx.config.group_consumer_assignment_interval_ms;
+  // consumer.assignment.interval.ms, else group.consumer.assignment.interval.ms (KIP-1263, Kafka
+  // 4.3+): a new target assignment is computed at most this often; in between, members
+  // reconcile to the last one.
+  const int32_t interval_ms = consumer_settings(ctx, group_id_).assignment_interval_ms;
   const bool can_assign = assignment_timestamp_ms_ == 0 || interval_ms == 0 ||
                           now >= assignment_timestamp_ms_ + interval_ms;
   if (epoch > assignment_epoch_ && can_assign) {
@@ -523,9 +525,8 @@ result<consumer_group_member, group_error> consumer_group::update_and_reconcile(
 }
 
 int32_t consumer_group::session_timeout_ms(const consumer_group_member& m,
-                                           const group_config& config) const {
-  return m.classic_member ? m.classic_member->session_timeout_ms
-                          : config.group_consumer_session_timeout_ms;
+                                           const consumer_group_settings& settings) const {
+  return m.classic_member ? m.classic_member->session_timeout_ms : settings.session_timeout_ms;
 }
 
 consumer_group_member consumer_group::replace_static_member(const consumer_group_member& previous,
@@ -674,9 +675,10 @@ std::optional<std::string> consumer_group::poll(group_context& ctx) {
     auto d = deadlines.find(id);
     return d != deadlines.end() && d->second <= now;
   };
+  const consumer_group_settings settings = consumer_settings(ctx, group_id_);
   for (const auto& [id, m] : members_) {
     auto [it, fresh] = session_deadline_ms_.try_emplace(
-        id, now + session_timeout_ms(m, ctx.config));  // after a load: a new session
+        id, now + session_timeout_ms(m, settings));  // after a load: a new session
     if (!fresh && it->second <= now) {
       expired.push_back(id);
       continue;

@@ -323,7 +323,10 @@ class consumer_group {
       bool subscription_changed,
       const std::vector<protocol::consumer_group_heartbeat_request::topic_partitions_data>* owned,
       group_context& ctx, change& c);
-  int32_t session_timeout_ms(const consumer_group_member& m, const group_config& config) const;
+  // A classic member's own timeout, else the group's (consumer.session.timeout.ms over
+  // group.consumer.session.timeout.ms).
+  int32_t session_timeout_ms(const consumer_group_member& m,
+                             const consumer_group_settings& settings) const;
   // A static member joining under a new id takes `previous`'s place: the member it becomes and
   // the records (Kafka's replaceMember).
   consumer_group_member replace_static_member(const consumer_group_member& previous,

@@ -349,7 +349,8 @@ void consumer_group::classic_sync(const protocol::sync_group_request& req, group
     return answer(sync_error(error_code::rebalance_in_progress));
   }
   classic_sync_deadline_ms_.erase(m.member_id);
-  session_deadline_ms_[m.member_id] = ctx.now_ms + session_timeout_ms(m, ctx.config);
+  session_deadline_ms_[m.member_id] =
+      ctx.now_ms + session_timeout_ms(m, consumer_settings(ctx, group_id_));
 
   topic_assignment assigned;
   for (const auto& [t, parts] : m.assigned_partitions) {
@@ -372,7 +373,8 @@ error_code consumer_group::classic_heartbeat(const protocol::heartbeat_request& 
   if (!found) return found.error();
   const consumer_group_member& m = **found;
   if (req.generation_id != m.member_epoch) return error_code::illegal_generation;
-  session_deadline_ms_[m.member_id] = ctx.now_ms + session_timeout_ms(m, ctx.config);
+  session_deadline_ms_[m.member_id] =
+      ctx.now_ms + session_timeout_ms(m, consumer_settings(ctx, group_id_));
   // It rejoins when the group epoch moved, when it must revoke partitions, or when partitions
   // it waits for are free now.
   if (m.member_epoch < group_epoch_ || m.state == member_state::unrevoked_partitions ||

@@ -79,13 +79,15 @@ class ConsumerGroupTest : public ::testing::Test {
   }
 
   group_context ctx() {
-    return group_context{now_, config_, metadata_,
-                         [this](std::vector<coordinator_record> records) {
-                           if (fail_with_ != error_code::none) return fail_with_;
-                           for (auto& r : records) log_.push_back(std::move(r));
-                           return error_code::none;
-                         },
-                         deferred_};
+    group_context c{now_, config_, metadata_,
+                    [this](std::vector<coordinator_record> records) {
+                      if (fail_with_ != error_code::none) return fail_with_;
+                      for (auto& r : records) log_.push_back(std::move(r));
+                      return error_code::none;
+                    },
+                    deferred_};
+    c.group_configs = &group_configs_;
+    return c;
   }
 
   owned_message<response> send(const beat& b, int16_t version = 1) {
@@ -186,6 +188,7 @@ class ConsumerGroupTest : public ::testing::Test {
   }
 
   group_config config_;
+  consumer_group_configs group_configs_;  // the groups' consumer.* configs
   fake_metadata metadata_;
   topic_uuid t_{};
   int64_t now_ = 1'000'000;
@@ -280,6 +283,70 @@ TEST_F(ConsumerGroupTest, NewTargetAtMostOncePerAssignmentInterval) {
   auto a = heartbeat("a", 2, partitions{{t_, {0, 1, 2, 3}}});
   EXPECT_EQ(group_.assignment_epoch(), 3);
   EXPECT_EQ(assignment_of(a), (partitions{{t_, {0, 1}}}));
+}
+
+// The group's consumer.assignment.interval.ms (a group config) replaces the broker's
+// group.consumer.assignment.interval.ms: 0 computes a target at every change, 3000 waits 3 s.
+TEST_F(ConsumerGroupTest, GroupAssignmentIntervalReplacesTheBrokers) {
+  group_configs_.set("g", {{"consumer.assignment.interval.ms", "0"}});
+  join("a", {"t"});
+  now_ += 100;
+  auto b = join("b", {"t"});
+  EXPECT_EQ(group_.assignment_epoch(), group_.group_epoch());
+  EXPECT_EQ(b.message.member_epoch, 3);
+  group_configs_.set("g", {{"consumer.assignment.interval.ms", "3000"}});
+  now_ += 100;
+  join("c", {"t"});
+  EXPECT_EQ(group_.group_epoch(), 4);
+  EXPECT_EQ(group_.assignment_epoch(), 3);
+  now_ += 1500;  // past the broker's 1000 ms, not the group's 3000
+  heartbeat("a", member("a").member_epoch);
+  EXPECT_EQ(group_.assignment_epoch(), 3);
+  now_ += 1500;
+  heartbeat("a", member("a").member_epoch);
+  EXPECT_EQ(group_.assignment_epoch(), 4);
+}
+
+// group.consumer.assignment.interval.ms changed at runtime reaches the group at its next
+// heartbeat (the dynamic broker config; the static one stays 1000 here).
+TEST_F(ConsumerGroupTest, DynamicBrokerAssignmentIntervalApplies) {
+  group_configs_.set_assignment_interval_ms(0);
+  join("a", {"t"});
+  now_ += 100;
+  join("b", {"t"});
+  EXPECT_EQ(group_.assignment_epoch(), group_.group_epoch());
+  group_configs_.set_assignment_interval_ms(std::nullopt);  // back to the static 1000 ms
+  now_ += 100;
+  join("c", {"t"});
+  EXPECT_LT(group_.assignment_epoch(), group_.group_epoch());
+}
+
+// consumer.heartbeat.interval.ms goes back in every ConsumerGroupHeartbeat response, and
+// consumer.session.timeout.ms fences a silent member: another group keeps the broker's values.
+TEST_F(ConsumerGroupTest, GroupHeartbeatIntervalAndSessionTimeoutReplaceTheBrokers) {
+  group_configs_.set(
+      "g", {{"consumer.heartbeat.interval.ms", "8000"}, {"consumer.session.timeout.ms", "55000"}});
+  EXPECT_EQ(join("a", {"t"}).message.heartbeat_interval_ms, 8000);
+  now_ += 2000;
+  join("b", {"t"});
+  // b is silent for 50 s: past the broker's 45 s, within the group's 55 s.
+  for (int i = 0; i < 10; ++i) {
+    now_ += 5000;
+    auto r = heartbeat("a", member("a").member_epoch, partitions{{t_, {0, 1}}});
+    EXPECT_EQ(r.message.heartbeat_interval_ms, 8000);
+    poll();
+  }
+  EXPECT_TRUE(group_.members().contains("b"));
+  now_ += 6000;
+  heartbeat("a", member("a").member_epoch, partitions{{t_, {0, 1}}});
+  poll();
+  EXPECT_FALSE(group_.members().contains("b"));
+  // Deleting the group's configs: the broker's values at the next heartbeat.
+  group_configs_.set("g", {});
+  EXPECT_EQ(heartbeat("a", member("a").member_epoch, partitions{{t_, {0, 1}}})
+                .message.heartbeat_interval_ms,
+            5000);
+  EXPECT_EQ(group_configs_.settings(config_, "other").session_timeout_ms, 45000);
 }
 
 TEST_F(ConsumerGroupTest, MemberThatMissesAResponseMayRetryWithThePreviousEpoch) {

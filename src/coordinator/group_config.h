@@ -25,6 +25,13 @@ struct group_config {
       15000;                                             // group.consumer.max.heartbeat.interval.ms
   int32_t group_consumer_max_size = 2147483647;          // group.consumer.max.size
   int32_t group_consumer_assignment_interval_ms = 1000;  // group.consumer.assignment.interval.ms
+  // The bounds of a group's own consumer.assignment.interval.ms (KIP-1263).
+  int32_t group_consumer_min_assignment_interval_ms =
+      0;  // group.consumer.min.assignment.interval.ms
+  int32_t group_consumer_max_assignment_interval_ms =
+      15000;  // group.consumer.max.assignment.interval.ms
+  // group.consumer.assignor.offload.enable: accepted; tarn's assignors run inline.
+  bool group_consumer_assignor_offload_enable = true;
   std::vector<std::string> group_consumer_assignors = {"uniform", "range"};  // first is the default
   std::string group_consumer_migration_policy =
       "bidirectional";  // disabled|downgrade|upgrade|bidirectional

@@ -76,6 +76,8 @@ struct shard {
   // TxnOffsetCommit's offsets, by producer id then group: committed by the producer's COMMIT
   // marker on this partition, dropped by its ABORT (Kafka's pendingTransactionalOffsets).
   std::map<int64_t, std::map<std::string, topic_offsets, std::less<>>> pending_txn;
+  // The coordinator's per-group configs (consumer.*), handed to every group_context.
+  const consumer_group_configs* group_configs = nullptr;
 };
 
 namespace {
@@ -117,6 +119,7 @@ auto run_locked(shard& s, const group_config& config, const metadata_view& metad
                 offsets_log& log, int64_t now_ms, std::vector<std::function<void()>>& deferred,
                 F&& f) {
   group_context ctx{now_ms, config, metadata, nullptr, deferred};
+  ctx.group_configs = s.group_configs;
   ctx.write = [&log, &s, &ctx, now_ms](std::vector<coordinator_record> records) -> error_code {
     if (records.empty()) return error_code::none;
     if (!log.partitions()) {
@@ -218,6 +221,7 @@ group_coordinator::group_coordinator(group_config config, offsets_log& log,
   for (int32_t p = 0; p < n; ++p) {
     auto s = std::make_unique<shard>();
     s->partition = p;
+    s->group_configs = &group_configs_;
     shards_.push_back(std::move(s));
   }
 }

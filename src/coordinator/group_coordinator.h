@@ -35,6 +35,7 @@
 
 #include "coordinator/classic_group.h"
 #include "coordinator/group_config.h"
+#include "coordinator/group_context.h"
 #include "coordinator/metadata_view.h"
 #include "coordinator/offsets_log.h"
 #include "coordinator/owned_message.h"
@@ -92,6 +93,22 @@ class group_coordinator {
   group_coordinator& operator=(const group_coordinator&) = delete;
 
   const group_config& config() const { return config_; }
+
+  // A group's own configs (Kafka's GroupConfig, from the metadata log at start and from
+  // IncrementalAlterConfigs): its consumer.* keys replace the broker's group.consumer.* values
+  // from the group's next heartbeat on (share_group_config.h).
+  void set_group_configs(std::string_view group_id, const group_config_overrides& overrides) {
+    group_configs_.set(group_id, overrides);
+  }
+  // group.consumer.assignment.interval.ms changed at runtime (a dynamic broker config; nullopt:
+  // back to the static value).
+  void set_assignment_interval_ms(std::optional<int32_t> ms) {
+    group_configs_.set_assignment_interval_ms(ms);
+  }
+  // What the group runs with now.
+  consumer_group_settings group_settings(std::string_view group_id) const {
+    return group_configs_.settings(config_, group_id);
+  }
 
   // Loads every partition of __consumer_offsets that exists (replaying its records); until a
   // partition is loaded its groups answer COORDINATOR_LOAD_IN_PROGRESS. Blocking: the broker
@@ -223,6 +240,7 @@ class group_coordinator {
                            offset_commit_call& call) const;
 
   group_config config_;
+  consumer_group_configs group_configs_;
   offsets_log& log_;
   const metadata_view& metadata_;
   std::vector<std::unique_ptr<shard>> shards_;

@@ -22,10 +22,12 @@ struct share_config {
   // The bounds a group's own share.* configs must keep (share_group_config.h).
   int32_t group_share_min_assignment_interval_ms = 0;      // group.share.min.assignment.interval.ms
   int32_t group_share_max_assignment_interval_ms = 15000;  // group.share.max.assignment.interval.ms
-  int32_t group_share_min_heartbeat_interval_ms = 5000;    // group.share.min.heartbeat.interval.ms
-  int32_t group_share_max_heartbeat_interval_ms = 15000;   // group.share.max.heartbeat.interval.ms
-  int32_t group_share_min_session_timeout_ms = 45000;      // group.share.min.session.timeout.ms
-  int32_t group_share_max_session_timeout_ms = 60000;      // group.share.max.session.timeout.ms
+  // group.share.assignor.offload.enable: accepted; tarn's share assignor runs inline.
+  bool group_share_assignor_offload_enable = true;
+  int32_t group_share_min_heartbeat_interval_ms = 5000;   // group.share.min.heartbeat.interval.ms
+  int32_t group_share_max_heartbeat_interval_ms = 15000;  // group.share.max.heartbeat.interval.ms
+  int32_t group_share_min_session_timeout_ms = 45000;     // group.share.min.session.timeout.ms
+  int32_t group_share_max_session_timeout_ms = 60000;     // group.share.max.session.timeout.ms
   int32_t group_share_min_record_lock_duration_ms =
       15000;  // group.share.min.record.lock.duration.ms
   int32_t group_share_max_record_lock_duration_ms =

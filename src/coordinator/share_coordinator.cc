@@ -55,7 +55,7 @@ std::map<std::string, std::map<topic_uuid, std::vector<int32_t>>> simple_share_a
 
 share_group_settings share_coordinator::settings(std::string_view group_id) const {
   if (auto it = group_settings_.find(group_id); it != group_settings_.end()) return it->second;
-  return effective_share_group_settings(config_, {});
+  return effective_share_group_settings(defaults_, {});
 }
 
 share_group_settings share_coordinator::group_settings(std::string_view group_id) const {
@@ -818,14 +818,25 @@ std::optional<error_code> share_coordinator::delete_topic_offsets(std::string_vi
 void share_coordinator::set_group_configs(std::string_view group_id,
                                           const group_config_overrides& overrides) {
   std::lock_guard lock(mu_);
-  const share_group_settings s = effective_share_group_settings(config_, overrides);
+  const share_group_settings s = effective_share_group_settings(defaults_, overrides);
   group_settings_.insert_or_assign(std::string(group_id), s);
+  group_overrides_.insert_or_assign(std::string(group_id), overrides);
   // Kafka reads the group's config at each use: the lock duration and delivery-count limit of
   // its share-partitions change now, for what they do next (locks taken keep their deadline).
   const share_partition_config pc{s.record_lock_duration_ms, s.delivery_count_limit,
                                   s.partition_max_record_locks, s.renew_acknowledge_enabled};
   for (auto& [key, p] : partitions_) {
     if (std::get<0>(key) == group_id) p.set_config(pc);
+  }
+}
+
+void share_coordinator::set_assignment_interval_ms(int32_t ms) {
+  std::lock_guard lock(mu_);
+  if (defaults_.group_share_assignment_interval_ms == ms) return;
+  defaults_.group_share_assignment_interval_ms = ms;
+  for (const auto& [group_id, overrides] : group_overrides_) {
+    group_settings_.insert_or_assign(group_id,
+                                     effective_share_group_settings(defaults_, overrides));
   }
 }
 

@@ -119,7 +119,11 @@ class share_coordinator {
   // nothing is persisted.
   share_coordinator(share_config config, const metadata_view& metadata,
                     offsets_log* state_log = nullptr, offsets_log* group_log = nullptr)
-      : config_(config), metadata_(metadata), state_log_(state_log), group_log_(group_log) {}
+      : config_(config),
+        metadata_(metadata),
+        state_log_(state_log),
+        group_log_(group_log),
+        defaults_(config) {}
 
   const share_config& config() const { return config_; }
 
@@ -278,6 +282,10 @@ class share_coordinator {
   void set_group_configs(std::string_view group_id, const group_config_overrides& overrides);
   // What the group runs with (its configs over the broker's defaults).
   share_group_settings group_settings(std::string_view group_id) const;
+  // group.share.assignment.interval.ms changed at runtime (a dynamic broker config, as Kafka's
+  // GroupCoordinatorConfig reconfigures it): every group without share.assignment.interval.ms
+  // of its own computes its next target assignment after this interval.
+  void set_assignment_interval_ms(int32_t ms);
 
   // Member session timeouts, acquisition-lock expiry and the pruning of __share_group_state.
   void poll(int64_t now_ms);
@@ -590,8 +598,13 @@ class share_coordinator {
   bool placed_by_leadership_ = false;
   uint64_t load_generation_ = 0;
   std::map<int32_t, owned_partition> owned_;
-  // Groups with share.* configs set (kept apart from groups_: a group's configs outlive it).
+  // Groups with share.* configs set (kept apart from groups_: a group's configs outlive it), with
+  // the configs themselves (to recompute the settings when a dynamic broker default changes),
+  // and the broker's defaults the settings come from (config_ with the dynamic values). Under
+  // mu_.
   std::map<std::string, share_group_settings, std::less<>> group_settings_;
+  std::map<std::string, group_config_overrides, std::less<>> group_overrides_;
+  share_config defaults_;
   std::map<partition_key, share_partition> partitions_;
   std::map<session_key, session> sessions_;
   std::function<void(const share_topic_partition&)> on_available_;

@@ -95,6 +95,28 @@ TEST(share_coordinator, assignment_changes_wait_for_the_assignment_interval) {
   EXPECT_EQ(partitions_of(c), std::vector<int32_t>{0});
 }
 
+// group.share.assignment.interval.ms changed at runtime (a dynamic broker config): groups
+// without their own share.assignment.interval.ms follow it at once; one with it keeps its own.
+TEST(share_coordinator, dynamic_assignment_interval_reaches_every_group_without_its_own) {
+  fixture f{share_config{}};
+  f.metadata.add("t", 2);
+  f.shares.set_group_configs("own", {{"share.assignment.interval.ms", "1000"}});
+  f.shares.set_assignment_interval_ms(0);
+  EXPECT_EQ(f.shares.group_settings("g").assignment_interval_ms, 0);
+  EXPECT_EQ(f.shares.group_settings("own").assignment_interval_ms, 1000);
+  auto a = f.beat("a", 0, true, "g", 0);
+  auto b = f.beat("b", 0, true, "g", 100);
+  EXPECT_GT(b.member_epoch, a.member_epoch);  // computed at once: no interval
+  EXPECT_EQ(partitions_of(b), std::vector<int32_t>{1});
+  auto oa = f.beat("a", 0, true, "own", 0);
+  auto ob = f.beat("b", 0, true, "own", 100);
+  EXPECT_EQ(ob.member_epoch, oa.member_epoch);  // its own 1000 ms still holds
+  EXPECT_TRUE(partitions_of(ob).empty());
+  f.shares.set_assignment_interval_ms(5000);
+  EXPECT_EQ(f.shares.group_settings("g").assignment_interval_ms, 5000);
+  EXPECT_EQ(f.shares.group_settings("own").assignment_interval_ms, 1000);
+}
+
 TEST(share_coordinator, more_partitions_than_members_are_split) {
   auto out =
       simple_share_assignment({{"a", {{"t", topic_uuid{1}, 4}}}, {"b", {{"t", topic_uuid{1}, 4}}}});

@@ -1,4 +1,5 @@
-// The share.* group configs (share_group_config.h): Kafka 4.4's names, checks and messages.
+// The share.* and consumer.* group configs (share_group_config.h): Kafka 4.4's names, checks and
+// messages.
 #include "coordinator/share_group_config.h"
 
 #include <algorithm>
@@ -41,42 +42,70 @@ constexpr std::string_view kafka_group_configs[] = {
     "streams.task.offset.interval.ms",
 };
 
+// The broker settings a group config's default and bounds come from.
+struct broker_settings {
+  const group_config& group;
+  const share_config& share;
+};
+
+template <auto M>
+int32_t share_field(const broker_settings& b) {
+  return b.share.*M;
+}
+template <auto M>
+int32_t group_field(const broker_settings& b) {
+  return b.group.*M;
+}
+
 // An INT key: the ConfigDef lower bound (its own message), then the broker's min/max keys
 // (GroupConfig.validateValues' range message).
 struct int_key {
   std::string_view name;
   std::string_view broker_key;
   int32_t at_least;
-  int32_t share_config::*value;
-  int32_t share_config::*min;
-  int32_t share_config::*max;
+  int32_t (*value)(const broker_settings&);
+  int32_t (*min)(const broker_settings&);
+  int32_t (*max)(const broker_settings&);
 };
 
+// In the order of Kafka's GroupConfig.validateValues (the first bad key is the one reported).
 constexpr int_key int_keys[] = {
-    {"share.assignment.interval.ms", "group.share.assignment.interval.ms", 0,
-     &share_config::group_share_assignment_interval_ms,
-     &share_config::group_share_min_assignment_interval_ms,
-     &share_config::group_share_max_assignment_interval_ms},
-    {"share.delivery.count.limit", "group.share.delivery.count.limit", 2,
-     &share_config::group_share_delivery_count_limit,
-     &share_config::group_share_min_delivery_count_limit,
-     &share_config::group_share_max_delivery_count_limit},
+    {"consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", 1,
+     group_field<&group_config::group_consumer_heartbeat_interval_ms>,
+     group_field<&group_config::group_consumer_min_heartbeat_interval_ms>,
+     group_field<&group_config::group_consumer_max_heartbeat_interval_ms>},
+    {"consumer.session.timeout.ms", "group.consumer.session.timeout.ms", 1,
+     group_field<&group_config::group_consumer_session_timeout_ms>,
+     group_field<&group_config::group_consumer_min_session_timeout_ms>,
+     group_field<&group_config::group_consumer_max_session_timeout_ms>},
+    {"consumer.assignment.interval.ms", "group.consumer.assignment.interval.ms", 0,
+     group_field<&group_config::group_consumer_assignment_interval_ms>,
+     group_field<&group_config::group_consumer_min_assignment_interval_ms>,
+     group_field<&group_config::group_consumer_max_assignment_interval_ms>},
     {"share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", 1,
-     &share_config::group_share_heartbeat_interval_ms,
-     &share_config::group_share_min_heartbeat_interval_ms,
-     &share_config::group_share_max_heartbeat_interval_ms},
-    {"share.partition.max.record.locks", "group.share.partition.max.record.locks", 100,
-     &share_config::group_share_partition_max_record_locks,
-     &share_config::group_share_min_partition_max_record_locks,
-     &share_config::group_share_max_partition_max_record_locks},
-    {"share.record.lock.duration.ms", "group.share.record.lock.duration.ms", 1000,
-     &share_config::group_share_record_lock_duration_ms,
-     &share_config::group_share_min_record_lock_duration_ms,
-     &share_config::group_share_max_record_lock_duration_ms},
+     share_field<&share_config::group_share_heartbeat_interval_ms>,
+     share_field<&share_config::group_share_min_heartbeat_interval_ms>,
+     share_field<&share_config::group_share_max_heartbeat_interval_ms>},
     {"share.session.timeout.ms", "group.share.session.timeout.ms", 1,
-     &share_config::group_share_session_timeout_ms,
-     &share_config::group_share_min_session_timeout_ms,
-     &share_config::group_share_max_session_timeout_ms},
+     share_field<&share_config::group_share_session_timeout_ms>,
+     share_field<&share_config::group_share_min_session_timeout_ms>,
+     share_field<&share_config::group_share_max_session_timeout_ms>},
+    {"share.record.lock.duration.ms", "group.share.record.lock.duration.ms", 1000,
+     share_field<&share_config::group_share_record_lock_duration_ms>,
+     share_field<&share_config::group_share_min_record_lock_duration_ms>,
+     share_field<&share_config::group_share_max_record_lock_duration_ms>},
+    {"share.delivery.count.limit", "group.share.delivery.count.limit", 2,
+     share_field<&share_config::group_share_delivery_count_limit>,
+     share_field<&share_config::group_share_min_delivery_count_limit>,
+     share_field<&share_config::group_share_max_delivery_count_limit>},
+    {"share.partition.max.record.locks", "group.share.partition.max.record.locks", 100,
+     share_field<&share_config::group_share_partition_max_record_locks>,
+     share_field<&share_config::group_share_min_partition_max_record_locks>,
+     share_field<&share_config::group_share_max_partition_max_record_locks>},
+    {"share.assignment.interval.ms", "group.share.assignment.interval.ms", 0,
+     share_field<&share_config::group_share_assignment_interval_ms>,
+     share_field<&share_config::group_share_min_assignment_interval_ms>,
+     share_field<&share_config::group_share_max_assignment_interval_ms>},
 };
 
 // A STRING key with its allowed values; Kafka's default is its own DEFAULT_CONFIG synonym.
@@ -90,9 +119,22 @@ constexpr string_key string_keys[] = {
     {"share.isolation.level", "read_uncommitted"},
 };
 
-// BOOLEAN keys (no broker key: the default is the key's own DEFAULT_CONFIG).
-constexpr string_key bool_keys[] = {
-    {"share.renew.acknowledge.enable", "true"},
+// BOOLEAN keys. Kafka's internal ones (the *.assignor.offload.enable) are described only when
+// set, with the broker key as their DEFAULT_CONFIG synonym.
+struct bool_key {
+  std::string_view name;
+  std::string_view default_name;  // the DEFAULT_CONFIG synonym
+  bool (*value)(const broker_settings&);
+  bool internal;
+};
+
+constexpr bool_key bool_keys[] = {
+    {"consumer.assignor.offload.enable", "group.consumer.assignor.offload.enable",
+     [](const broker_settings& b) { return b.group.group_consumer_assignor_offload_enable; }, true},
+    {"share.assignor.offload.enable", "group.share.assignor.offload.enable",
+     [](const broker_settings& b) { return b.share.group_share_assignor_offload_enable; }, true},
+    {"share.renew.acknowledge.enable", "share.renew.acknowledge.enable",
+     [](const broker_settings&) { return true; }, false},
 };
 
 const int_key* find_int_key(std::string_view name) {
@@ -109,7 +151,7 @@ const string_key* find_string_key(std::string_view name) {
   return nullptr;
 }
 
-const string_key* find_bool_key(std::string_view name) {
+const bool_key* find_bool_key(std::string_view name) {
   for (const auto& k : bool_keys) {
     if (k.name == name) return &k;
   }
@@ -168,9 +210,13 @@ bool is_kafka_group_config(std::string_view name) {
   return std::binary_search(std::begin(kafka_group_configs), std::end(kafka_group_configs), name);
 }
 
-bool is_served_share_group_config(std::string_view name) {
+bool is_served_group_config(std::string_view name) {
   return find_int_key(name) != nullptr || find_string_key(name) != nullptr ||
          find_bool_key(name) != nullptr;
+}
+
+bool is_served_share_group_config(std::string_view name) {
+  return name.starts_with("share.") && is_served_group_config(name);
 }
 
 std::optional<int64_t> parse_iso8601_duration_ms(std::string_view text) {
@@ -259,17 +305,18 @@ std::optional<int64_t> parse_iso8601_duration_ms(std::string_view text) {
   return static_cast<int64_t>(ms);
 }
 
-std::optional<std::string> validate_share_group_config(const share_config& broker,
-                                                       std::string_view name,
-                                                       std::string_view value) {
+std::optional<std::string> validate_group_config(const group_config& group,
+                                                 const share_config& share, std::string_view name,
+                                                 std::string_view value) {
+  const broker_settings broker{group, share};
   const std::string invalid =
       "Invalid value " + std::string(value) + " for configuration " + std::string(name) + ": ";
   if (const int_key* k = find_int_key(name)) {
     auto v = parse_int(value);
     if (!v) return invalid + "Not a number of type INT";
     if (*v < k->at_least) return invalid + "Value must be at least " + std::to_string(k->at_least);
-    const int32_t lo = broker.*(k->min);
-    const int32_t hi = broker.*(k->max);
+    const int32_t lo = k->min(broker);
+    const int32_t hi = k->max(broker);
     if (*v < lo || *v > hi) {
       return std::string(name) + " must be in the range " + std::to_string(lo) + " to " +
              std::to_string(hi) + " inclusive.";
@@ -297,25 +344,102 @@ std::optional<std::string> validate_share_group_config(const share_config& broke
   return "Unknown group config name: " + std::string(name);
 }
 
+std::optional<std::string> validate_share_group_config(const share_config& broker,
+                                                       std::string_view name,
+                                                       std::string_view value) {
+  return validate_group_config(group_config{}, broker, name, value);
+}
+
+std::optional<std::string> validate_group_configs(const group_config& group,
+                                                  const share_config& share,
+                                                  const group_config_overrides& configs) {
+  const broker_settings broker{group, share};
+  auto int_of = [&](std::string_view name) -> std::optional<int32_t> {
+    auto it = configs.find(name);
+    if (it == configs.end()) return std::nullopt;
+    return parse_int(it->second);
+  };
+  for (const auto& k : int_keys) {
+    auto v = int_of(k.name);
+    if (!v) continue;
+    const int32_t lo = k.min(broker);
+    const int32_t hi = k.max(broker);
+    if (*v < lo || *v > hi) {
+      return std::string(k.name) + " must be in the range " + std::to_string(lo) + " to " +
+             std::to_string(hi) + " inclusive.";
+    }
+  }
+  // GroupConfig.validateSessionExceedsHeartbeat: only when the group sets one of the two; the
+  // other is then the broker's.
+  struct pair {
+    std::string_view session;
+    int32_t session_default;
+    std::string_view heartbeat;
+    int32_t heartbeat_default;
+  };
+  const pair pairs[] = {
+      {"consumer.session.timeout.ms", group.group_consumer_session_timeout_ms,
+       "consumer.heartbeat.interval.ms", group.group_consumer_heartbeat_interval_ms},
+      {"share.session.timeout.ms", share.group_share_session_timeout_ms,
+       "share.heartbeat.interval.ms", share.group_share_heartbeat_interval_ms},
+  };
+  for (const auto& p : pairs) {
+    auto session = int_of(p.session);
+    auto heartbeat = int_of(p.heartbeat);
+    if (!session && !heartbeat) continue;
+    if (session.value_or(p.session_default) <= heartbeat.value_or(p.heartbeat_default)) {
+      return std::string(p.session) + " must be greater than " + std::string(p.heartbeat);
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The group's value of an INT key, else the broker's, clamped into the broker's bounds
+// (GroupConfig.clampToRange: a value stored before the bounds were narrowed).
+int32_t effective_int(const broker_settings& broker, std::string_view name,
+                      const group_config_overrides& overrides) {
+  const int_key* k = find_int_key(name);
+  const int32_t fallback = k->value(broker);
+  auto it = overrides.find(name);
+  if (it == overrides.end()) return fallback;
+  auto v = parse_int(it->second);
+  if (!v) return fallback;
+  const int32_t lo = k->min(broker);
+  const int32_t hi = k->max(broker);
+  return lo <= hi ? std::clamp(*v, lo, hi) : *v;
+}
+
+}  // namespace
+
+consumer_group_settings effective_consumer_group_settings(const group_config& broker,
+                                                          const group_config_overrides& overrides) {
+  const share_config share;
+  const broker_settings b{broker, share};
+  consumer_group_settings s;
+  s.session_timeout_ms = effective_int(b, "consumer.session.timeout.ms", overrides);
+  s.heartbeat_interval_ms = effective_int(b, "consumer.heartbeat.interval.ms", overrides);
+  s.assignment_interval_ms = effective_int(b, "consumer.assignment.interval.ms", overrides);
+  s.assignor_offload_enable = broker.group_consumer_assignor_offload_enable;
+  if (auto it = overrides.find("consumer.assignor.offload.enable"); it != overrides.end()) {
+    s.assignor_offload_enable = parse_bool(it->second).value_or(s.assignor_offload_enable);
+  }
+  return s;
+}
+
 share_group_settings effective_share_group_settings(const share_config& broker,
                                                     const group_config_overrides& overrides) {
+  const group_config group;
+  const broker_settings b{group, broker};
   share_group_settings s;
-  auto int_of = [&](std::string_view name, int32_t fallback) {
-    auto it = overrides.find(name);
-    if (it == overrides.end()) return fallback;
-    return parse_int(it->second).value_or(fallback);
-  };
-  s.heartbeat_interval_ms =
-      int_of("share.heartbeat.interval.ms", broker.group_share_heartbeat_interval_ms);
-  s.assignment_interval_ms =
-      int_of("share.assignment.interval.ms", broker.group_share_assignment_interval_ms);
-  s.session_timeout_ms = int_of("share.session.timeout.ms", broker.group_share_session_timeout_ms);
-  s.record_lock_duration_ms =
-      int_of("share.record.lock.duration.ms", broker.group_share_record_lock_duration_ms);
-  s.delivery_count_limit =
-      int_of("share.delivery.count.limit", broker.group_share_delivery_count_limit);
-  s.partition_max_record_locks =
-      int_of("share.partition.max.record.locks", broker.group_share_partition_max_record_locks);
+  auto int_of = [&](std::string_view name) { return effective_int(b, name, overrides); };
+  s.heartbeat_interval_ms = int_of("share.heartbeat.interval.ms");
+  s.assignment_interval_ms = int_of("share.assignment.interval.ms");
+  s.session_timeout_ms = int_of("share.session.timeout.ms");
+  s.record_lock_duration_ms = int_of("share.record.lock.duration.ms");
+  s.delivery_count_limit = int_of("share.delivery.count.limit");
+  s.partition_max_record_locks = int_of("share.partition.max.record.locks");
   if (auto it = overrides.find("share.auto.offset.reset"); it != overrides.end()) {
     if (auto r = parse_auto_offset_reset(it->second); r.valid) {
       s.auto_offset_reset = std::string(trim(it->second));
@@ -331,14 +455,15 @@ share_group_settings effective_share_group_settings(const share_config& broker,
   return s;
 }
 
-std::vector<described_share_group_config> describe_share_group_configs(
-    const share_config& broker, const group_config_overrides& overrides) {
+std::vector<described_share_group_config> describe_group_configs(
+    const group_config& group, const share_config& share, const group_config_overrides& overrides) {
+  const broker_settings broker{group, share};
   std::vector<described_share_group_config> out;
   for (const auto& k : int_keys) {
     described_share_group_config d;
     d.name = std::string(k.name);
     d.default_name = std::string(k.broker_key);
-    d.default_value = std::to_string(broker.*(k.value));
+    d.default_value = std::to_string(k.value(broker));
     d.is_int = true;
     out.push_back(std::move(d));
   }
@@ -350,10 +475,12 @@ std::vector<described_share_group_config> describe_share_group_configs(
     out.push_back(std::move(d));
   }
   for (const auto& k : bool_keys) {
+    // Kafka's internal keys show only when the group sets them.
+    if (k.internal && !overrides.contains(k.name)) continue;
     described_share_group_config d;
     d.name = std::string(k.name);
-    d.default_name = std::string(k.name);
-    d.default_value = std::string(k.default_value);
+    d.default_name = std::string(k.default_name);
+    d.default_value = k.value(broker) ? "true" : "false";
     d.is_bool = true;
     out.push_back(std::move(d));
   }
@@ -364,6 +491,13 @@ std::vector<described_share_group_config> describe_share_group_configs(
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
+}
+
+std::vector<described_share_group_config> describe_share_group_configs(
+    const share_config& broker, const group_config_overrides& overrides) {
+  auto all = describe_group_configs(group_config{}, broker, overrides);
+  std::erase_if(all, [](const auto& d) { return !d.name.starts_with("share."); });
+  return all;
 }
 
 }  // namespace tarn::coordinator

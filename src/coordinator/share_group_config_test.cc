@@ -44,8 +44,9 @@ TEST(share_group_config, values_are_checked_with_kafkas_messages) {
             "Invalid value foo for configuration share.isolation.level: String must be one of: "
             "read_committed, read_uncommitted");
   EXPECT_EQ(error_of("nosuch.key", "1"), "Unknown group config name: nosuch.key");
-  EXPECT_EQ(error_of("consumer.session.timeout.ms", "45000"),
-            "Group config consumer.session.timeout.ms is not supported by tarn");
+  EXPECT_EQ(error_of("consumer.session.timeout.ms", "45000"), "valid");
+  EXPECT_EQ(error_of("streams.session.timeout.ms", "45000"),
+            "Group config streams.session.timeout.ms is not supported by tarn");
 }
 
 // share.auto.offset.reset's by_duration as Kafka's ShareGroupAutoOffsetResetStrategy reads it
@@ -105,9 +106,11 @@ TEST(share_group_config, by_duration_and_renew_acknowledge_enable) {
   EXPECT_EQ(effective_share_group_settings(share_config{}, {{"share.assignment.interval.ms", "0"}})
                 .assignment_interval_ms,
             0);
-  // Still refused: the assignor runs in the heartbeat, never offloaded.
-  EXPECT_EQ(error_of("share.assignor.offload.enable", "true"),
-            "Group config share.assignor.offload.enable is not supported by tarn");
+  // Accepted as a BOOLEAN (Kafka's internal key); the assignor still runs in the heartbeat.
+  EXPECT_EQ(error_of("share.assignor.offload.enable", "true"), "valid");
+  EXPECT_EQ(error_of("share.assignor.offload.enable", "maybe"),
+            "Invalid value maybe for configuration share.assignor.offload.enable: Expected value "
+            "to be either true or false");
 }
 
 TEST(share_group_config, bounds_come_from_the_broker) {
@@ -144,6 +147,147 @@ TEST(share_group_config, described_in_name_order_with_their_default_synonyms) {
   EXPECT_EQ(find("share.auto.offset.reset").value, "latest");
   EXPECT_EQ(find("share.auto.offset.reset").default_name, "share.auto.offset.reset");
   EXPECT_FALSE(find("share.auto.offset.reset").is_int);
+}
+
+// The consumer.* keys (KIP-848 groups) with the bounds the reference broker ran with
+// (group.consumer.min/max.heartbeat.interval.ms 1000/50000, group.consumer.min.session.timeout.ms
+// 6000): Kafka 4.4's messages as its kafka-configs.sh printed them.
+group_config wide_bounds() {
+  group_config g;
+  g.group_consumer_min_heartbeat_interval_ms = 1000;
+  g.group_consumer_max_heartbeat_interval_ms = 50000;
+  g.group_consumer_min_session_timeout_ms = 6000;
+  return g;
+}
+
+std::string consumer_error(std::string_view name, std::string_view value) {
+  return validate_group_config(wide_bounds(), share_config{}, name, value).value_or("valid");
+}
+
+std::string whole_error(const group_config_overrides& configs) {
+  return validate_group_configs(wide_bounds(), share_config{}, configs).value_or("valid");
+}
+
+TEST(consumer_group_config, values_are_checked_with_kafkas_messages) {
+  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "7000"), "valid");
+  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "5000"),
+            "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive.");
+  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "70000"),
+            "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive.");
+  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "abc"),
+            "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of "
+            "type INT");
+  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "0"),
+            "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at "
+            "least 1");
+  EXPECT_EQ(consumer_error("consumer.heartbeat.interval.ms", "500"),
+            "consumer.heartbeat.interval.ms must be in the range 1000 to 50000 inclusive.");
+  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "20000"),
+            "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive.");
+  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "-1"),
+            "Invalid value -1 for configuration consumer.assignment.interval.ms: Value must be "
+            "at least 0");
+  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "0"), "valid");
+  EXPECT_EQ(consumer_error("consumer.assignor.offload.enable", "maybe"),
+            "Invalid value maybe for configuration consumer.assignor.offload.enable: Expected "
+            "value to be either true or false");
+  EXPECT_EQ(consumer_error("consumer.assignor.offload.enable", "false"), "valid");
+  // With Kafka's default bounds (45000-60000, 5000-15000).
+  EXPECT_EQ(
+      validate_group_config(group_config{}, share_config{}, "consumer.session.timeout.ms", "30000")
+          .value_or("valid"),
+      "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.");
+  EXPECT_TRUE(is_served_group_config("consumer.heartbeat.interval.ms"));
+  EXPECT_FALSE(is_served_share_group_config("consumer.heartbeat.interval.ms"));
+}
+
+// GroupConfig.validate on the group's whole config after the request: a session timeout at or
+// below the heartbeat interval is refused, the key not set counting as the broker's
+// group.consumer.* value (45000 and 5000).
+TEST(consumer_group_config, session_timeout_must_exceed_the_heartbeat_interval) {
+  const std::string message =
+      "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms";
+  EXPECT_EQ(whole_error({{"consumer.session.timeout.ms", "30000"},
+                         {"consumer.heartbeat.interval.ms", "40000"}}),
+            message);
+  EXPECT_EQ(whole_error({{"consumer.heartbeat.interval.ms", "45000"}}), message);
+  EXPECT_EQ(whole_error({{"consumer.session.timeout.ms", "7000"}}), "valid");
+  EXPECT_EQ(whole_error({{"consumer.session.timeout.ms", "7000"},
+                         {"consumer.heartbeat.interval.ms", "8000"}}),
+            message);
+  EXPECT_EQ(whole_error({{"consumer.session.timeout.ms", "7000"},
+                         {"consumer.heartbeat.interval.ms", "6000"}}),
+            "valid");
+  // Every key's range first, in Kafka's order (heartbeat before session).
+  EXPECT_EQ(
+      whole_error({{"consumer.session.timeout.ms", "1"}, {"consumer.heartbeat.interval.ms", "1"}}),
+      "consumer.heartbeat.interval.ms must be in the range 1000 to 50000 inclusive.");
+  // The share pair too.
+  share_config share;
+  share.group_share_min_heartbeat_interval_ms = 1000;
+  share.group_share_max_heartbeat_interval_ms = 50000;
+  EXPECT_EQ(
+      validate_group_configs(group_config{}, share, {{"share.heartbeat.interval.ms", "45000"}})
+          .value_or("valid"),
+      "share.session.timeout.ms must be greater than share.heartbeat.interval.ms");
+}
+
+// What a group runs with: its values over the broker's, clamped into bounds narrowed since they
+// were set (GroupConfig.evaluate).
+TEST(consumer_group_config, effective_settings_are_clamped_into_the_brokers_bounds) {
+  group_config broker;
+  auto s = effective_consumer_group_settings(broker, {});
+  EXPECT_EQ(s.session_timeout_ms, 45000);
+  EXPECT_EQ(s.heartbeat_interval_ms, 5000);
+  EXPECT_EQ(s.assignment_interval_ms, 1000);
+  EXPECT_TRUE(s.assignor_offload_enable);
+  s = effective_consumer_group_settings(broker, {{"consumer.session.timeout.ms", "50000"},
+                                                 {"consumer.heartbeat.interval.ms", "7000"},
+                                                 {"consumer.assignment.interval.ms", "0"},
+                                                 {"consumer.assignor.offload.enable", "false"}});
+  EXPECT_EQ(s.session_timeout_ms, 50000);
+  EXPECT_EQ(s.heartbeat_interval_ms, 7000);
+  EXPECT_EQ(s.assignment_interval_ms, 0);
+  EXPECT_FALSE(s.assignor_offload_enable);
+  s = effective_consumer_group_settings(broker, {{"consumer.session.timeout.ms", "6000"},
+                                                 {"consumer.heartbeat.interval.ms", "90000"}});
+  EXPECT_EQ(s.session_timeout_ms, 45000);
+  EXPECT_EQ(s.heartbeat_interval_ms, 15000);
+  EXPECT_EQ(effective_share_group_settings(share_config{}, {{"share.delivery.count.limit", "50"}})
+                .delivery_count_limit,
+            10);
+}
+
+// DescribeConfigs lists consumer.* beside share.* (Kafka 4.4's order and synonyms); the internal
+// *.assignor.offload.enable only when the group sets it.
+TEST(consumer_group_config, described_with_the_broker_keys_as_synonyms) {
+  auto d = describe_group_configs(group_config{}, share_config{},
+                                  {{"consumer.session.timeout.ms", "50000"}});
+  std::vector<std::string> names;
+  for (const auto& e : d) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "consumer.assignment.interval.ms", "consumer.heartbeat.interval.ms",
+                       "consumer.session.timeout.ms", "share.assignment.interval.ms",
+                       "share.auto.offset.reset", "share.delivery.count.limit",
+                       "share.heartbeat.interval.ms", "share.isolation.level",
+                       "share.partition.max.record.locks", "share.record.lock.duration.ms",
+                       "share.renew.acknowledge.enable", "share.session.timeout.ms"}));
+  EXPECT_EQ(d[2].value, "50000");
+  EXPECT_TRUE(d[2].overridden);
+  EXPECT_EQ(d[2].default_name, "group.consumer.session.timeout.ms");
+  EXPECT_EQ(d[2].default_value, "45000");
+  EXPECT_EQ(d[0].default_name, "group.consumer.assignment.interval.ms");
+  EXPECT_FALSE(d[0].overridden);
+  d = describe_group_configs(group_config{}, share_config{},
+                             {{"consumer.assignor.offload.enable", "false"}});
+  auto offload = std::find_if(d.begin(), d.end(), [](const auto& e) {
+    return e.name == "consumer.assignor.offload.enable";
+  });
+  ASSERT_NE(offload, d.end());
+  EXPECT_EQ(offload->value, "false");
+  EXPECT_EQ(offload->default_name, "group.consumer.assignor.offload.enable");
+  EXPECT_EQ(offload->default_value, "true");
+  EXPECT_TRUE(offload->is_bool);
 }
 
 }  // namespace
