@@ -33,6 +33,8 @@
 #include "protocol/messages/delete_groups_response.h"
 #include "protocol/messages/delete_share_group_offsets_request.h"
 #include "protocol/messages/delete_share_group_offsets_response.h"
+#include "protocol/messages/describe_share_group_offsets_request.h"
+#include "protocol/messages/describe_share_group_offsets_response.h"
 #include "protocol/messages/find_coordinator_request.h"
 #include "protocol/messages/find_coordinator_response.h"
 #include "protocol/messages/read_share_group_state_summary_request.h"
@@ -295,6 +297,151 @@ TEST_F(cluster_share_state, acknowledged_records_stay_acknowledged_across_both_l
   // The last broker's clean shutdown would wait for a controlled shutdown with no broker to
   // move its leaderships to (seconds of the test's time): it goes the way the others did.
   kill(3);
+}
+
+// One share-partition as DescribeShareGroupOffsets v1 answers it.
+struct described_offset {
+  int16_t group_error = -100;  // -100: no answer
+  int16_t error = -100;        // -100: the partition is not in the answer
+  int64_t start_offset = -100;
+  int64_t lag = -100;
+  int32_t leader_epoch = -100;
+};
+
+// DescribeShareGroupOffsets v1 of group "g" at the broker on `port`: every share-partition
+// (`partitions` empty) or those of `topic`; the answer for `topic`-`partition`.
+described_offset describe_offset(uint16_t port, const std::string& topic, int32_t partition,
+                                 const std::vector<int32_t>& partitions = {}) {
+  kafka_conn c(port, nullptr);
+  protocol::describe_share_group_offsets_request r;
+  auto& g = r.groups.emplace_back();
+  g.group_id = "g";
+  if (!partitions.empty()) {
+    auto& t = g.topics.emplace().emplace_back();
+    t.topic_name = topic;
+    t.partitions = partitions;
+  }
+  described_offset out;
+  auto got = c.call<protocol::describe_share_group_offsets_response>(r, 1);
+  if (!got || got->groups.size() != 1) return out;
+  out.group_error = got->groups[0].error_code;
+  for (const auto& t : got->groups[0].topics) {
+    if (t.topic_name != topic) continue;
+    for (const auto& p : t.partitions) {
+      if (p.partition_index != partition) continue;
+      out = {out.group_error, p.error_code, p.start_offset, p.lag, p.leader_epoch};
+    }
+  }
+  return out;
+}
+
+// DescribeShareGroupOffsets at the group's coordinator reads each share-partition's state summary
+// from the share coordinator that keeps it (Kafka's GroupCoordinatorService), so the SPSO and lag
+// of a share-partition led by another broker are shown, also once the group is empty. q-0 is led
+// by broker 3, the state kept by broker 2 and the group's coordinator is broker 1, which holds
+// nothing of the share-partition in memory. Then DeleteGroups there deletes the state at broker 2
+// before the group.
+TEST_F(cluster_share_state, offsets_are_described_from_the_share_coordinator_that_keeps_them) {
+  ASSERT_EQ(create_topic(port(3), "q", 1, {}, 3), 0);
+  const auto q =
+      wait_for_partition(port(3), "q", [](const partition_view& v) { return v.leader == 3; });
+  ASSERT_TRUE(q);
+  ASSERT_EQ(
+      wait_for_coordinator(port(2), 2, "g:AAAAAAAAAAAAAAAAAAAAAA:0", [](auto&) { return true; })
+          .node_id,
+      2);
+  const coordinator_answer group_coordinator =
+      wait_for_coordinator(port(1), 0, "g", [](const coordinator_answer&) { return true; });
+  ASSERT_EQ(group_coordinator.error, 0);
+  ASSERT_EQ(group_coordinator.node_id, 1);
+
+  share_member member(port(1), "m1", 300);
+  protocol::uuid topic_id{};
+  {
+    kafka_conn c(port(1), nullptr);
+    protocol::share_group_heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = "m1";
+    r.member_epoch = 0;
+    const std::vector<std::string_view> topics = {"q"};
+    r.subscribed_topic_names = topics;
+    auto joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (joined && joined->error_code != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+      joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
+    }
+    ASSERT_TRUE(joined);
+    ASSERT_EQ(joined->error_code, 0);
+    ASSERT_TRUE(joined->assignment && !joined->assignment->topic_partitions.empty());
+    topic_id = joined->assignment->topic_partitions[0].topic_id;
+    member.member_epoch = joined->member_epoch;
+  }
+  // At q-0's leader: ten records acquired, 0-3 accepted, 6-7 rejected: SPSO 4, two of the
+  // in-flight records finished, lag 10 - 4 - 2 = 4.
+  {
+    share_member s(port(3), "m1", 300);
+    s.set_topic_id(topic_id);
+    ASSERT_EQ(s.fetch().error_code, 0);
+    produce_values(port(3), 0, 10);
+    ASSERT_EQ(s.fetch_some().acquired, share_offsets(0, 9, 1));
+    ASSERT_EQ(s.acknowledge(0, 3, accept_type), 0);
+    ASSERT_EQ(s.acknowledge(6, 7, share_reject), 0);
+  }
+  // Broker 1's copy of q-0 reaches the high watermark 10 with its next fetch.
+  auto described = [&](const std::vector<int32_t>& partitions = {}) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    described_offset d = describe_offset(port(1), "q", 0, partitions);
+    while (d.lag != 4 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+      d = describe_offset(port(1), "q", 0, partitions);
+    }
+    return d;
+  };
+  described_offset d = described();
+  EXPECT_EQ(d.group_error, 0);
+  EXPECT_EQ(d.error, 0);
+  EXPECT_EQ(d.start_offset, 4);
+  EXPECT_EQ(d.lag, 4);
+  EXPECT_EQ(d.leader_epoch, q->leader_epoch);  // broker 3's, as the summary has it
+  d = described({0});
+  EXPECT_EQ(d.start_offset, 4);
+  EXPECT_EQ(d.lag, 4);
+  EXPECT_EQ(describe_offset(port(1), "q", 5, {0, 5}).error,
+            static_cast<int16_t>(protocol::error_code::unknown_topic_or_partition));
+  // A broker that does not serve the group says so, as Kafka's.
+  EXPECT_EQ(describe_offset(port(2), "q", 0).group_error,
+            static_cast<int16_t>(protocol::error_code::not_coordinator));
+
+  // The member leaves: the empty group still shows the share-partition it was assigned.
+  EXPECT_EQ(member.heartbeat(true), 0);
+  d = described();
+  EXPECT_EQ(d.start_offset, 4);
+  EXPECT_EQ(d.lag, 4);
+
+  // DeleteGroups on the group's coordinator: the state at broker 2 goes, then the group.
+  {
+    kafka_conn c(port(1), nullptr);
+    protocol::delete_groups_request r;
+    const std::vector<std::string_view> names = {"g"};
+    r.groups_names = names;
+    auto got = c.call<protocol::delete_groups_response>(r, 2);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->results.at(0).error_code, 0);
+  }
+  {
+    kafka_conn c(port(2), nullptr);
+    protocol::read_share_group_state_summary_request r;
+    r.group_id = "g";
+    auto& t = r.topics.emplace_back();
+    t.topic_id = topic_id;
+    t.partitions.push_back({0, 0});
+    auto got = c.call<protocol::read_share_group_state_summary_response>(r, 1);
+    ASSERT_TRUE(got && !got->results.empty() && !got->results[0].partitions.empty());
+    EXPECT_EQ(got->results[0].partitions[0].start_offset, -1);
+  }
+  EXPECT_EQ(describe_offset(port(1), "q", 0).group_error,
+            static_cast<int16_t>(protocol::error_code::group_id_not_found));
 }
 
 }  // namespace

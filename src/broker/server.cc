@@ -437,7 +437,6 @@ result<void, std::string> server::start() {
          s.config.share.share_coordinator_state_topic_replication_factor});
     s.share_client = std::make_unique<share_state_client>(s.config, *s.replicas, *s.membership,
                                                           *s.topic_view, *s.share_state);
-    s.share_client->start();
   }
   // Share groups' own records go to __consumer_offsets, beside the other groups' (as Kafka's).
   s.shares = std::make_unique<coordinator::share_coordinator>(s.config.share, *s.topic_view,

@@ -38,7 +38,12 @@ txn_marker_sender::txn_marker_sender(const broker_config& config, replica_manage
       replicas_(replicas),
       membership_(membership),
       topics_(topics),
-      local_(local) {}
+      local_(local),
+      destinations_("tarn-txn-marker-sender",
+                    [this](broker_link& link, std::vector<outgoing>& batch,
+                           std::vector<per_broker_sender<outgoing>::deferred>&) {
+                      send_round(link, batch);
+                    }) {}
 
 txn_marker_sender::~txn_marker_sender() { stop(); }
 
@@ -51,14 +56,10 @@ void txn_marker_sender::stop() {
   {
     std::lock_guard g(mu_);
     stopping_ = true;
-    for (auto& [node, d] : destinations_) d->cv.notify_all();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  // Only the deciding thread adds destinations, and it is gone.
-  for (auto& [node, d] : destinations_) {
-    if (d->thread.joinable()) d->thread.join();
-  }
+  destinations_.stop();
 }
 
 void txn_marker_sender::enqueue(txn::pending_markers entry) {
@@ -167,20 +168,8 @@ txn_marker_sender::clock::time_point txn_marker_sender::send_round(
     }
     if (!a.awaiting_commit.empty()) wake = std::min(wake, now + commit_poll);
   }
-  if (!by_leader.empty()) {
-    std::lock_guard g(mu_);
-    for (auto& [leader, items] : by_leader) {
-      auto& d = destinations_[leader];
-      if (!d) {
-        d = std::make_unique<destination>();
-        d->node = leader;
-        destination* raw = d.get();
-        d->thread = std::thread([this, raw] { run_destination(*raw); });
-      }
-      for (auto& item : items) d->queued.push_back(std::move(item));
-      d->cv.notify_all();
-    }
-  }
+  // Refused only once stopping: the deciding thread is about to end too.
+  for (auto& [leader, items] : by_leader) (void)destinations_.submit(leader, std::move(items));
   return wake;
 }
 
@@ -263,33 +252,24 @@ void txn_marker_sender::check_local(active_entry& a, clock::time_point now) {
   }
 }
 
-void txn_marker_sender::run_destination(destination& d) {
-  for (;;) {
-    std::vector<outgoing> batch;
-    {
-      std::unique_lock lock(mu_);
-      d.cv.wait(lock, [&] { return stopping_ || !d.queued.empty(); });
-      if (stopping_) return;
-      batch.swap(d.queued);
-    }
-    std::vector<outcome> results = send_to(d, batch);
-    {
-      std::lock_guard g(mu_);
-      for (auto& r : results) outcomes_.push_back(std::move(r));
-    }
-    cv_.notify_all();
+void txn_marker_sender::send_round(broker_link& link, std::vector<outgoing>& batch) {
+  std::vector<outcome> results = send_to(link, batch);
+  {
+    std::lock_guard g(mu_);
+    for (auto& r : results) outcomes_.push_back(std::move(r));
   }
+  cv_.notify_all();
 }
 
 std::vector<txn_marker_sender::outcome> txn_marker_sender::send_to(
-    destination& d, const std::vector<outgoing>& batch) {
+    broker_link& link, const std::vector<outgoing>& batch) {
   // Every item retried unless the answer says otherwise.
   std::vector<outcome> results;
   results.reserve(batch.size());
   for (const auto& item : batch) {
     results.push_back(outcome{item.entry_id, item.partition, txn::marker_outcome::retry});
   }
-  if (!connect_to_broker(d.conn, config_, membership_, d.node)) return results;
+  if (!connect_to_broker(link.conn, config_, membership_, link.node)) return results;
   // One marker per entry, its partitions grouped by topic.
   protocol::write_txn_markers_request req;
   std::map<uint64_t, size_t> marker_of;  // entry id -> index in req.markers
@@ -314,24 +294,24 @@ std::vector<txn_marker_sender::outcome> txn_marker_sender::send_to(
   // Given up (and sent again to the new leader) once no partition of it is led by the
   // destination any more: a stopped leader that lost its partitions answers nothing, and waiting
   // for replica.socket.timeout.ms would hold the transactions up that long.
-  auto moved_away = [this, &d, &batch] {
+  auto moved_away = [this, &link, &batch] {
     if (stopping()) return true;
-    return std::none_of(batch.begin(), batch.end(), [this, &d](const outgoing& item) {
+    return std::none_of(batch.begin(), batch.end(), [this, &link](const outgoing& item) {
       auto role = replicas_.role(item.partition.first, item.partition.second);
-      return role && role->leader_id == d.node;
+      return role && role->leader_id == link.node;
     });
   };
   auto answer =
-      d.conn.round_trip(protocol::write_txn_markers_request::api_key, marker_request_version, body,
-                        d.buffer, config_.replica_socket_timeout_ms, moved_away);
+      link.conn.round_trip(protocol::write_txn_markers_request::api_key, marker_request_version,
+                           body, link.buffer, config_.replica_socket_timeout_ms, moved_away);
   if (!answer) {
-    spdlog::debug("transaction marker sender: broker {}: {}", d.node, answer.error());
+    spdlog::debug("transaction marker sender: broker {}: {}", link.node, answer.error());
     return results;
   }
   protocol::reader r(*answer);
   auto resp = protocol::write_txn_markers_response::decode(r, marker_request_version);
   if (!resp) {
-    d.conn.close_connection();
+    link.conn.close_connection();
     return results;
   }
   // The answer is by producer id; entries of one producer id in one request are one

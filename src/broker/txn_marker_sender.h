@@ -6,12 +6,12 @@
 // entry is abandoned: the next leader sends it again), each partition's marker goes to its
 // leader of the moment (replica_manager::role). This broker's own partitions are written
 // through partition_markers and count once the partition's high watermark passes the marker (a
-// leadership lost before that writes it again at the new leader); the others' go to one thread
-// per destination broker, which sends them batched into WriteTxnMarkers v1 over its own
-// broker_connection (the answer comes once the markers are committed there) and hands the
-// outcomes back. So a paused or slow broker holds up only the markers it leads, never another
-// broker's (Kafka's one InterBrokerSendThread over a non-blocking NetworkClient gets the same
-// from its per-node connections). Retriable answers and lost connections are sent again 100 ms
+// leadership lost before that writes it again at the new leader); the others' go through a
+// per_broker_sender (per_broker_sender.h: a queue, a thread and a connection per destination
+// broker), batched into WriteTxnMarkers v1 (the answer comes once the markers are committed
+// there), and the outcomes come back to the deciding thread. So a paused or slow broker holds
+// up only the markers it leads, never another broker's. Retriable answers and lost connections
+// are sent again 100 ms
 // later; a fenced answer abandons the entry; once every marker is written and replicated it
 // calls txn_coordinator::markers_written (never under its own lock), which writes
 // CompleteCommit/CompleteAbort.
@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "broker/broker_connection.h"
 #include "broker/config.h"
+#include "broker/per_broker_sender.h"
 #include "broker/transactions.h"
 #include "cluster/cluster_membership.h"
 #include "txn/txn_coordinator.h"
@@ -85,16 +85,6 @@ class txn_marker_sender final : public txn::txn_marker_queue {
     std::map<topic_partition, local_write> awaiting_commit;
     std::map<topic_partition, clock::time_point> retry_at;  // a retry's backoff
   };
-  // A destination broker's sender: its queue (under mu_), its thread and its connection (the
-  // thread's own).
-  struct destination {
-    int32_t node = -1;
-    std::vector<outgoing> queued;
-    std::condition_variable cv;
-    broker_connection conn{"tarn-txn-marker-sender"};
-    std::vector<uint8_t> buffer;
-    std::thread thread;
-  };
 
   void run();
   // One pass over the entries: what is due goes out, local markers' high watermarks are looked
@@ -105,9 +95,10 @@ class txn_marker_sender final : public txn::txn_marker_queue {
                 std::map<int32_t, std::vector<outgoing>>& by_leader);
   // A local marker's state: written once committed, sent again if the leadership moved.
   void check_local(active_entry& a, clock::time_point now);
-  void run_destination(destination& d);
-  // WriteTxnMarkers to `d` for `batch`; one outcome per item.
-  std::vector<outcome> send_to(destination& d, const std::vector<outgoing>& batch);
+  // A destination's round: its outcomes handed to the deciding thread.
+  void send_round(broker_link& link, std::vector<outgoing>& batch);
+  // WriteTxnMarkers to `link` for `batch`; one outcome per item.
+  std::vector<outcome> send_to(broker_link& link, const std::vector<outgoing>& batch);
   bool stopping() {
     std::lock_guard g(mu_);
     return stopping_;
@@ -125,9 +116,9 @@ class txn_marker_sender final : public txn::txn_marker_queue {
   bool stopping_ = false;
   std::vector<txn::pending_markers> queued_;
   std::vector<outcome> outcomes_;  // from the destinations, for the deciding thread
-  std::map<int32_t, std::unique_ptr<destination>> destinations_;
-  uint64_t next_entry_id_ = 1;  // the deciding thread's
+  uint64_t next_entry_id_ = 1;     // the deciding thread's
   std::thread thread_;
+  per_broker_sender<outgoing> destinations_;  // started by the deciding thread
 };
 
 }  // namespace tarn::broker

@@ -82,21 +82,17 @@ error_code verification_produce_error(error_code e, txn_supported_operation oper
 txn_verifier::txn_verifier(const broker_config& config, replica_manager& replicas,
                            cluster::cluster_membership& membership,
                            const txn::txn_coordinator& coordinator)
-    : config_(config), replicas_(replicas), membership_(membership), coordinator_(coordinator) {}
+    : config_(config),
+      replicas_(replicas),
+      membership_(membership),
+      coordinator_(coordinator),
+      sender_("tarn-txn-verifier",
+              [this](broker_link& link, std::vector<txn_verification>& round,
+                     std::vector<sender::deferred>& again) { send_round(link, round, again); }) {}
 
 txn_verifier::~txn_verifier() { stop(); }
 
-void txn_verifier::stop() {
-  {
-    std::lock_guard g(mu_);
-    stopping_ = true;
-    for (auto& [node, d] : destinations_) d->cv.notify_all();
-  }
-  // No destination is added once stopping_ is set.
-  for (auto& [node, d] : destinations_) {
-    if (d->thread.joinable()) d->thread.join();
-  }
-}
+void txn_verifier::stop() { sender_.stop(); }
 
 void txn_verifier::submit(txn_verification v) {
   // By coordinator broker: the leader of the id's partition of __transaction_state now.
@@ -106,58 +102,32 @@ void txn_verifier::submit(txn_verification v) {
     v.done(std::vector<error_code>(v.partitions.size(), error_code::coordinator_not_available));
     return;
   }
-  {
-    std::lock_guard g(mu_);
-    if (!stopping_) {
-      auto& d = destinations_[role->leader_id];
-      if (!d) {
-        d = std::make_unique<destination>();
-        d->node = role->leader_id;
-        destination* raw = d.get();
-        d->thread = std::thread([this, raw] { run(*raw); });
-      }
-      d->queued.push_back(std::move(v));
-      d->cv.notify_all();
-      return;
-    }
-  }
+  if (sender_.submit(role->leader_id, std::move(v))) return;
   // A stopped verifier answers at once: the broker is going down, the producer retries.
   v.done(std::vector<error_code>(v.partitions.size(), error_code::network_exception));
 }
 
-void txn_verifier::run(destination& d) {
-  std::vector<txn_verification> deferred;  // a second one of an id already in this round
-  for (;;) {
-    std::vector<txn_verification> round;
-    {
-      std::unique_lock lock(mu_);
-      d.cv.wait(lock, [&] { return stopping_ || !d.queued.empty() || !deferred.empty(); });
-      if (stopping_) return;
-      round = std::move(deferred);
-      deferred.clear();
-      for (auto& v : d.queued) round.push_back(std::move(v));
-      d.queued.clear();
+void txn_verifier::send_round(broker_link& link, std::vector<txn_verification>& round,
+                              std::vector<sender::deferred>& again) {
+  // One transaction per id in a request, as Kafka's manager keeps one per id and node.
+  std::vector<txn_verification> batch;
+  std::set<std::string> ids;
+  for (auto& v : round) {
+    if (!ids.insert(v.transactional_id).second) {
+      again.push_back({std::move(v), sender::clock::time_point{}});
+      continue;
     }
-    // One transaction per id in a request, as Kafka's manager keeps one per id and node.
-    std::vector<txn_verification> batch;
-    std::set<std::string> ids;
-    for (auto& v : round) {
-      if (!ids.insert(v.transactional_id).second) {
-        deferred.push_back(std::move(v));
-        continue;
-      }
-      batch.push_back(std::move(v));
-    }
-    send_to(d, batch);
+    batch.push_back(std::move(v));
   }
+  send_to(link, batch);
 }
 
-void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch) {
+void txn_verifier::send_to(broker_link& link, std::vector<txn_verification>& batch) {
   auto fail_all = [&batch](error_code e) {
     for (auto& v : batch) v.done(std::vector<error_code>(v.partitions.size(), e));
   };
-  broker_connection* conn = &d.conn;
-  const int32_t node = d.node;
+  broker_connection* conn = &link.conn;
+  const int32_t node = link.node;
   if (!connect_to_broker(*conn, config_, membership_, node)) {
     fail_all(error_code::network_exception);
     return;
@@ -182,10 +152,7 @@ void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch)
   // finds the new coordinator instead of waiting replica.socket.timeout.ms.
   const std::string txn_topic(txn::transaction_state_topic_name);
   auto moved_away = [this, &batch, &txn_topic, node] {
-    {
-      std::lock_guard g(mu_);
-      if (stopping_) return true;
-    }
+    if (sender_.stopping()) return true;
     return std::none_of(batch.begin(), batch.end(), [&](const txn_verification& v) {
       auto role = replicas_.role(txn_topic, coordinator_.txn_partition(v.transactional_id));
       return role && role->leader_id == node;
@@ -193,7 +160,7 @@ void txn_verifier::send_to(destination& d, std::vector<txn_verification>& batch)
   };
   auto answer =
       conn->round_trip(protocol::add_partitions_to_txn_request::api_key, verify_request_version,
-                       body, d.buffer, config_.replica_socket_timeout_ms, moved_away);
+                       body, link.buffer, config_.replica_socket_timeout_ms, moved_away);
   if (!answer) {
     spdlog::debug("transaction verifier: broker {}: {}", node, answer.error());
     fail_all(error_code::network_exception);

@@ -4,41 +4,28 @@
 // the leader of the transactional id's __transaction_state partition, VerifyOnly for Produce v11
 // and TxnOffsetCommit v4 and older (transactions v1: the producer added the partition itself),
 // VerifyOnly=false from Produce v12 and TxnOffsetCommit v5 (transactions v2: the partition is
-// added for the producer). One thread per coordinator broker sends them (started with the
-// first verification for it), batched into one request per round over its own
-// broker_connection, so a paused coordinator holds up only the transactions it coordinates
-// (Kafka's one InterBrokerSendThread with non-blocking per-node connections gets the same); it
-// hands each answer to a callback (from that thread): per partition NONE or an error as Kafka's
+// added for the producer). They go through a per_broker_sender (per_broker_sender.h): a queue,
+// a thread and a connection per coordinator broker, what queued while a request was out batched
+// into the next request (one transaction per transactional id in it, as Kafka's manager keeps
+// one per id and node), so a paused coordinator holds up only the transactions it coordinates;
+// each answer goes to a callback (from that thread): per partition NONE or an error as Kafka's
 // AddPartitionsToTxnManager gives it (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH,
 // TRANSACTION_ABORTABLE is INVALID_TXN_STATE for clients that predate it, a lost connection or a
 // timeout NETWORK_EXCEPTION, no live coordinator COORDINATOR_NOT_AVAILABLE); the handlers map
 // those to what a producer retries (verification_produce_error, verification_group_error).
 #pragma once
 
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-#include <asio/post.hpp>
-#include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "broker/broker_connection.h"
 #include "broker/config.h"
 #include "broker/handler.h"
 #include "broker/pending_reply.h"
+#include "broker/per_broker_sender.h"
 #include "cluster/cluster_membership.h"
 #include "protocol/error_codes.h"
 #include "txn/txn_coordinator.h"
@@ -115,28 +102,19 @@ class txn_verifier {
   void submit(txn_verification v);
 
  private:
-  // A coordinator broker's sender: its queue (under mu_), its thread and its connection (the
-  // thread's own).
-  struct destination {
-    int32_t node = -1;
-    std::vector<txn_verification> queued;
-    std::condition_variable cv;
-    broker_connection conn{"tarn-txn-verifier"};
-    std::vector<uint8_t> buffer;
-    std::thread thread;
-  };
-  void run(destination& d);
-  // One AddPartitionsToTxn to `d` for `batch` (distinct transactional ids).
-  void send_to(destination& d, std::vector<txn_verification>& batch);
+  using sender = per_broker_sender<txn_verification>;
+  // A round of a coordinator broker's queue: one request of the first verification of each
+  // transactional id; a second one of an id goes in the next round.
+  void send_round(broker_link& link, std::vector<txn_verification>& round,
+                  std::vector<sender::deferred>& again);
+  // One AddPartitionsToTxn to `link` for `batch` (distinct transactional ids).
+  void send_to(broker_link& link, std::vector<txn_verification>& batch);
 
   const broker_config& config_;
   replica_manager& replicas_;
   cluster::cluster_membership& membership_;
   const txn::txn_coordinator& coordinator_;
-
-  std::mutex mu_;
-  bool stopping_ = false;
-  std::map<int32_t, std::unique_ptr<destination>> destinations_;
+  sender sender_;
 };
 
 }  // namespace tarn::broker

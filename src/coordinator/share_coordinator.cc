@@ -107,6 +107,22 @@ void share_coordinator::reassign(group& g, int64_t now_ms) {
     ++g.group_epoch;
     g.assignment_epoch = g.group_epoch;
     g.assignment_timestamp_ms = now_ms;
+    if (cluster_state_) note_assigned(g);
+  }
+}
+
+void share_coordinator::note_assigned(group& g) const {
+  for (const auto& [id, m] : g.members) {
+    for (const auto& [topic, partitions] : m.assignment) {
+      share_initialized_topic& t = g.initialized[topic];
+      if (t.topic_name.empty()) {
+        if (auto d = metadata_.topic_by_id(topic)) t.topic_name = d->name;
+      }
+      for (int32_t p : partitions) {
+        auto at = std::lower_bound(t.partitions.begin(), t.partitions.end(), p);
+        if (at == t.partitions.end() || *at != p) t.partitions.insert(at, p);
+      }
+    }
   }
 }
 
@@ -447,26 +463,45 @@ std::optional<error_code> share_coordinator::delete_group(std::string_view group
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error_code::group_id_not_found;
   if (!it->second.members.empty()) return error_code::non_empty_group;
-  // In a cluster, where its share-partitions' state is kept (taken before the group goes).
-  std::vector<partition_key> keys;
-  if (cluster_state_) keys = group_keys(group_id, std::nullopt);
+  // Kafka's order: the share-partitions' state first, then the group's records.
+  if (!cluster_state_) {
+    for (const auto& [key, p] : partitions_) {
+      if (std::get<0>(key) == group_id) persist_delete(key, 0);
+    }
+    std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
+    return delete_group_records(group_id);
+  }
+  // In a cluster, where its share-partitions' state is kept; the group goes once every deletion
+  // is answered NONE (from the persister's thread when one was sent).
+  const share_answer_later then = [this, &later, group = std::string(group_id)] {
+    return [this, group, answer = later()](error_code e) {
+      {
+        notify_after notify_later{*this, true};
+        std::lock_guard relock(mu_);
+        if (e == error_code::none) e = delete_group_records(group);
+      }
+      answer(e);
+    };
+  };
+  const std::optional<error_code> deleted =
+      delete_states(group_keys(group_id, std::nullopt), 0, then);
+  if (!deleted || *deleted != error_code::none) return deleted;
+  return delete_group_records(group_id);
+}
+
+error_code share_coordinator::delete_group_records(std::string_view group_id) {
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error_code::group_id_not_found;
+  if (!it->second.members.empty()) return error_code::non_empty_group;
   if (auto e = write_records(group_id, share_group_tombstones(it->second), 0);
       e != error_code::none) {
     return e;
   }
   groups_.erase(it);
-  std::optional<error_code> deleted = error_code::none;
-  if (cluster_state_) {
-    deleted = delete_states(keys, 0, later);
-  } else {
-    for (const auto& [key, p] : partitions_) {
-      if (std::get<0>(key) == group_id) persist_delete(key, 0);
-    }
-  }
   std::erase_if(partitions_, [&](const auto& e) { return std::get<0>(e.first) == group_id; });
   drop_led_if([&](const partition_key& key) { return std::get<0>(key) == group_id; });
   std::erase_if(sessions_, [&](const auto& e) { return e.first.first == group_id; });
-  return deleted;
+  return error_code::none;
 }
 
 share_coordinator::session_step share_coordinator::step_session(
@@ -732,18 +767,54 @@ std::optional<int64_t> share_coordinator::start_offset(std::string_view group_id
   return it->second.start_offset();
 }
 
-std::optional<std::vector<share_coordinator::partition_offsets>> share_coordinator::group_offsets(
-    std::string_view group_id) const {
+std::optional<share_coordinator::offsets_answer> share_coordinator::group_offsets(
+    std::string_view group_id, const std::optional<std::vector<share_topic_partition>>& only,
+    const offsets_later& later) {
+  notify_after notify{*this, cluster_state_};  // the summaries' calls go out after the lock
   std::lock_guard lock(mu_);
-  if (!groups_.contains(group_id)) return std::nullopt;
-  std::vector<partition_offsets> out;
+  offsets_answer out;
+  if (auto e = ownership_error(group_id); e != error_code::none) {
+    out.error = e;
+    return out;
+  }
+  if (!groups_.contains(group_id)) {
+    out.error = error_code::group_id_not_found;
+    return out;
+  }
+  if (cluster_state_) {
+    std::vector<partition_key> keys;
+    if (only) {
+      for (const auto& tp : *only) {
+        keys.emplace_back(std::string(group_id), tp.topic_id, tp.partition);
+      }
+    } else {
+      keys = group_keys(group_id, std::nullopt);
+    }
+    return read_summaries(keys, later);
+  }
+  std::set<share_topic_partition> wanted;
+  if (only) wanted.insert(only->begin(), only->end());
   for (const auto& [key, p] : partitions_) {
     if (std::get<0>(key) != group_id) continue;
-    out.push_back({{std::get<1>(key), std::get<2>(key)},
-                   p.start_offset(),
-                   static_cast<int64_t>(p.finished_count())});
+    const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
+    if (only && !wanted.contains(tp)) continue;
+    out.partitions.push_back(
+        {tp, p.start_offset(), static_cast<int64_t>(p.finished_count()), std::nullopt});
   }
   return out;
+}
+
+share_coordinator::offsets_answer share_coordinator::group_offsets(
+    std::string_view group_id, const std::optional<std::vector<share_topic_partition>>& only) {
+  auto later_answer = std::make_shared<std::optional<offsets_answer>>();
+  auto now = group_offsets(group_id, only, [later_answer] {
+    return [later_answer](offsets_answer a) { *later_answer = std::move(a); };
+  });
+  if (now) return std::move(*now);
+  if (*later_answer) return std::move(**later_answer);
+  offsets_answer unknown;
+  unknown.error = error_code::coordinator_not_available;
+  return unknown;
 }
 
 error_code share_coordinator::check_offsets_alterable(std::string_view group_id, bool create) {

@@ -177,12 +177,14 @@ class share_coordinator {
   // (group id, state) of every share group, for ListGroups.
   std::vector<std::pair<std::string, std::string>> list_groups() const;
   bool has_group(std::string_view group_id) const;
-  // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else the group, its
-  // share-partitions and sessions are gone (NONE); GROUP_ID_NOT_FOUND if there is no such group.
-  // In a cluster the state of its share-partitions (every partition of the topics it initialized)
-  // is deleted where it is kept, another broker's share coordinator too (DeleteShareGroupState);
-  // the answer then comes later (nullopt: to `later`'s callback): NONE, or the first error of
-  // those deletions (the group itself is deleted either way).
+  // DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND if
+  // there is no such group; else, in Kafka's order (GroupCoordinatorService.deleteGroups), the
+  // state of its share-partitions is deleted first, then the group, its share-partitions and
+  // sessions (its records' tombstones): NONE. In a cluster that state (every partition of the
+  // topics it initialized or was assigned) is deleted where it is kept, another broker's share
+  // coordinator too (DeleteShareGroupState), and the answer comes later (nullopt: to `later`'s
+  // callback): the first error of those deletions, and then the group stays (as Kafka's, which
+  // deletes only the groups whose state deletion succeeded), else the group's deletion's.
   std::optional<protocol::error_code> delete_group(std::string_view group_id,
                                                    const share_answer_later& later);
   protocol::error_code delete_group(std::string_view group_id);
@@ -243,15 +245,35 @@ class share_coordinator {
   std::optional<int64_t> start_offset(std::string_view group_id,
                                       const share_topic_partition& tp) const;
 
-  // Every share-partition of the group with its SPSO and the in-flight records whose delivery is
-  // complete (DescribeShareGroupOffsets: lag = high watermark - SPSO - finished); nullopt when
-  // the group does not exist.
+  // DescribeShareGroupOffsets: the group's share-partitions that have state, each with its SPSO
+  // and the in-flight records whose delivery is complete (lag = high watermark - SPSO - finished;
+  // -1: not known, so no lag). `only`: those share-partitions (the topics a request names),
+  // nullopt: every one the group has. On one node from the share-partitions held; in a cluster,
+  // as Kafka's GroupCoordinatorService, from the ReadShareGroupStateSummary of each where its
+  // state is kept (in-process, or another broker's share coordinator through the persister; only
+  // nullopt reads every partition of the topics the group initialized or was assigned), with the
+  // summary's leader epoch; the answer may then come later (nullopt: to `later`'s callback, from
+  // the persister's thread). A summary that fails leaves its share-partition out, as one without
+  // state (Kafka answers it StartOffset -1). Errors: GROUP_ID_NOT_FOUND, and in a cluster
+  // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS where the group is not served.
   struct partition_offsets {
     share_topic_partition tp;
     int64_t start_offset = 0;
     int64_t finished = 0;
+    std::optional<int32_t> leader_epoch;  // the summary's, in a cluster
   };
-  std::optional<std::vector<partition_offsets>> group_offsets(std::string_view group_id) const;
+  struct offsets_answer {
+    protocol::error_code error = protocol::error_code::none;
+    std::vector<partition_offsets> partitions;  // by (topic id, partition)
+  };
+  using offsets_later = std::function<std::function<void(offsets_answer)>()>;
+  std::optional<offsets_answer> group_offsets(
+      std::string_view group_id, const std::optional<std::vector<share_topic_partition>>& only,
+      const offsets_later& later);
+  // The same, answered before it returns (one node, in-process, or a persister that answers in
+  // its call); COORDINATOR_NOT_AVAILABLE when the answer would come later.
+  offsets_answer group_offsets(std::string_view group_id,
+                               const std::optional<std::vector<share_topic_partition>>& only = {});
 
   // AlterShareGroupOffsets: the group (made if missing, as Kafka) must have no members
   // (NON_EMPTY_GROUP); then each share-partition restarts at its new SPSO, its in-flight records
@@ -456,6 +478,7 @@ class share_coordinator {
   state_answer read_state_locked(const partition_key& key, int32_t leader_epoch, int64_t now_ms);
   state_answer write_state_locked(const partition_key& key, const state_write& write,
                                   int64_t now_ms);
+  state_answer read_state_summary_locked(const partition_key& key) const;
   // A share-partition leader's call in a cluster: `local()`'s answer at once when the key's
   // partition is loaded here (the coordinator in-process), else nullopt and `remote(persister)`
   // is made once mu_ is released (run_after_unlock), its answer coming later. Under mu_, never
@@ -521,6 +544,19 @@ class share_coordinator {
   std::optional<protocol::error_code> delete_states(const std::vector<partition_key>& keys,
                                                     int64_t now_ms,
                                                     const share_answer_later& later);
+  // DeleteGroups' last step, once its share-partitions' state is deleted: the group's tombstones,
+  // then it is gone from memory with its share-partitions and sessions. NON_EMPTY_GROUP when a
+  // member joined meanwhile, GROUP_ID_NOT_FOUND when it went. Under mu_.
+  protocol::error_code delete_group_records(std::string_view group_id);
+  // In a cluster: ReadShareGroupStateSummary of each key where its state is kept; the
+  // share-partitions with state, now or later (to `later`'s callback). Under mu_.
+  std::optional<offsets_answer> read_summaries(const std::vector<partition_key>& keys,
+                                               const offsets_later& later);
+  // In a cluster: what the group's members were assigned joins its initialized share-partitions
+  // (their leaders, perhaps other brokers, initialize their state), as Kafka's group coordinator
+  // records the share-partitions it initializes at assignment: so DescribeShareGroupOffsets and
+  // DeleteGroups find the state of an empty group's share-partitions led elsewhere.
+  void note_assigned(group& g) const;
   // Every partition of the topics (by the metadata) of the group's share-partitions known here:
   // its initialized topics and the share-partitions held. Under mu_.
   std::vector<partition_key> group_keys(std::string_view group_id,

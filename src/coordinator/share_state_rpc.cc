@@ -315,6 +315,12 @@ share_coordinator::state_answer share_coordinator::read_state_summary(
   const partition_key key{std::string(group_id), tp.topic_id, tp.partition};
   auto locks = lock_for_rpc();
   if (auto e = state_ownership_error(key); e != error_code::none) return refuse(e);
+  return read_state_summary_locked(key);
+}
+
+share_coordinator::state_answer share_coordinator::read_state_summary_locked(
+    const partition_key& key) const {
+  const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
   if (tp.partition < 0) return refuse(error_code::invalid_request, negative_partition_id);
   if (auto e = check_topic_partition(tp)) return *e;
   state_answer out;
@@ -666,58 +672,115 @@ std::vector<share_coordinator::partition_key> share_coordinator::group_keys(
 
 namespace {
 
-// Answers collected from several share-state calls: the first error, once the last is in.
-struct answer_fan_in {
+// Answers collected from several share-state calls: each folded into `value` as it comes, which
+// goes to `done` once the last is in.
+template <class T>
+struct fan_in {
   std::mutex mu;
-  size_t left = 1;  // the caller's own hold, released once every call is made
-  error_code first = error_code::none;
-  std::function<void(error_code)> done;
+  size_t left = 1;  // the caller's own hold, released by close() once every call is made
+  T value{};
+  std::function<void(T)> done;
 
-  static void one(const std::shared_ptr<answer_fan_in>& fan, error_code e) {
-    std::function<void(error_code)> done;
-    error_code result = error_code::none;
+  // One more call to wait for.
+  static void expect(const std::shared_ptr<fan_in>& fan) {
+    std::lock_guard lock(fan->mu);
+    ++fan->left;
+  }
+  // One call's answer, folded in by `fold(value)`.
+  template <class Fold>
+  static void one(const std::shared_ptr<fan_in>& fan, Fold fold) {
+    std::function<void(T)> done;
+    T result{};
     {
       std::lock_guard lock(fan->mu);
-      if (e != error_code::none && fan->first == error_code::none) fan->first = e;
+      fold(fan->value);
       if (--fan->left > 0) return;
       done = std::move(fan->done);
-      result = fan->first;
+      result = std::move(fan->value);
     }
-    if (done) done(result);
+    if (done) done(std::move(result));
+  }
+  // Once every call is made: the value when every answer is in, else nullopt and `later()`'s
+  // callback gets it. The calls to other brokers are made once mu_ is released, so none of
+  // theirs can have come yet.
+  template <class Later>
+  static std::optional<T> close(const std::shared_ptr<fan_in>& fan, const Later& later) {
+    std::lock_guard lock(fan->mu);
+    if (fan->left == 1) return std::move(fan->value);
+    fan->done = later();
+    --fan->left;
+    return std::nullopt;
   }
 };
+
+// The first error of several.
+void first_error(error_code& first, error_code e) {
+  if (e != error_code::none && first == error_code::none) first = e;
+}
 
 }  // namespace
 
 std::optional<error_code> share_coordinator::delete_states(const std::vector<partition_key>& keys,
                                                            int64_t now_ms,
                                                            const share_answer_later& later) {
-  auto fan = std::make_shared<answer_fan_in>();
+  using fan = fan_in<error_code>;
+  auto deletions = std::make_shared<fan>();
   for (const partition_key& key : keys) {
     drop_led(key);  // led here: read again at its next fetch
-    {
-      std::lock_guard lock(fan->mu);
-      ++fan->left;
-    }
+    fan::expect(deletions);
     auto now = call_state(
         key,
         [&] {
           if (persisted_.contains(key)) persist_delete_locked(key, now_ms);
           return state_answer{};
         },
-        [fan](share_state_persister& persister, const share_partition_key& pk) {
-          persister.delete_state(pk, [fan](state_answer a) {
-            answer_fan_in::one(fan,
-                               a.error == error_code::none ? a.error : persister_error(a.error));
+        [deletions](share_state_persister& persister, const share_partition_key& pk) {
+          persister.delete_state(pk, [deletions](state_answer a) {
+            const error_code e = a.error == error_code::none ? a.error : persister_error(a.error);
+            fan::one(deletions, [e](error_code& first) { first_error(first, e); });
           });
         });
-    if (now) answer_fan_in::one(fan, now->error);
+    if (now) fan::one(deletions, [e = now->error](error_code& first) { first_error(first, e); });
   }
-  // The calls to other brokers are made once mu_ is released: none has answered yet.
-  std::lock_guard lock(fan->mu);
-  if (fan->left == 1) return fan->first;
-  fan->done = later();
-  --fan->left;
+  return fan::close(deletions, later);
+}
+
+std::optional<share_coordinator::offsets_answer> share_coordinator::read_summaries(
+    const std::vector<partition_key>& keys, const offsets_later& later) {
+  using fan = fan_in<offsets_answer>;
+  auto summaries = std::make_shared<fan>();
+  // A share-partition with state joins the answer; a summary that failed or found none does not.
+  auto add = [](const share_topic_partition& tp, const state_answer& a) {
+    return [tp, a](offsets_answer& out) {
+      if (a.error != error_code::none || a.state.start_offset < 0) return;
+      out.partitions.push_back({tp, a.state.start_offset,
+                                a.state.delivery_complete_count < 0
+                                    ? int64_t{-1}
+                                    : int64_t{a.state.delivery_complete_count},
+                                a.state.leader_epoch});
+    };
+  };
+  for (const partition_key& key : keys) {
+    const share_topic_partition tp{std::get<1>(key), std::get<2>(key)};
+    fan::expect(summaries);
+    auto now = call_state(
+        key, [&] { return read_state_summary_locked(key); },
+        [summaries, tp, add](share_state_persister& persister, const share_partition_key& pk) {
+          persister.read_summary(
+              pk, [summaries, tp, add](state_answer a) { fan::one(summaries, add(tp, a)); });
+        });
+    if (now) fan::one(summaries, add(tp, *now));
+  }
+  // In (topic id, partition) order, however the answers came.
+  auto sorted = [](offsets_answer a) {
+    std::sort(a.partitions.begin(), a.partitions.end(),
+              [](const partition_offsets& x, const partition_offsets& y) { return x.tp < y.tp; });
+    return a;
+  };
+  auto now = fan::close(summaries, [&later, &sorted] {
+    return [answer = later(), sorted](offsets_answer a) { answer(sorted(std::move(a))); };
+  });
+  if (now) return sorted(std::move(*now));
   return std::nullopt;
 }
 

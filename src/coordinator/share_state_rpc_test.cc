@@ -595,7 +595,8 @@ TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinat
   EXPECT_EQ(deleted.got, error_code::none);
   EXPECT_EQ(summary().state.start_offset, -1);
 
-  // DeleteGroups: the topics the group initialized; the first error is the group's answer.
+  // DeleteGroups: the topics the group initialized; the first error is the group's answer, and
+  // then the group stays (Kafka deletes the state first and only the groups whose state went).
   later_answer restarted;
   EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted.later()).has_value());
   persister.forward_all();
@@ -606,16 +607,123 @@ TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinat
   persister.answer(error_code::coordinator_not_available);
   persister.forward();
   EXPECT_EQ(gone.got, error_code::coordinator_not_available);
-  EXPECT_FALSE(groups.has_group("g"));
+  EXPECT_TRUE(groups.has_group("g"));
   ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
   later_answer restarted2;
   EXPECT_FALSE(groups.set_start_offset("g", f.tp, 5, restarted2.later()).has_value());
   persister.forward_all();
+  // Deleted: the state first; the group is there until every deletion is answered.
   later_answer gone2;
   EXPECT_FALSE(groups.delete_group("g", gone2.later()).has_value());
+  EXPECT_TRUE(groups.has_group("g"));
   persister.forward_all();
   EXPECT_EQ(gone2.got, error_code::none);
+  EXPECT_FALSE(groups.has_group("g"));
   EXPECT_EQ(summary().state.start_offset, -1);
+}
+
+// DeleteGroups in Kafka's order, as the records show it: the share-partitions' state is deleted
+// where it is kept (DeleteShareGroupState), and only once that is answered are the group's
+// tombstones written to __consumer_offsets.
+TEST(share_state_rpc, a_deleted_groups_state_goes_before_its_records) {
+  rpc_fixture f;
+  f.log.create_partitions = 1;
+  share_coordinator coordinator(f.config, f.metadata, &f.log);
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  testing::memory_offsets_log none{1};
+  testing::memory_offsets_log group_log{1};
+  held_persister persister(coordinator);
+  share_coordinator groups(f.config, f.metadata, &none, &group_log);
+  groups.start_state_unowned(&persister);
+  ASSERT_EQ(groups.check_offsets_alterable("g", true), error_code::none);
+  later_answer altered;
+  EXPECT_FALSE(groups.set_start_offset("g", f.tp, 3, altered.later()).has_value());
+  persister.forward_all();
+  ASSERT_EQ(altered.got, error_code::none);
+  const int records = group_log.appends;
+  const int states = f.log.appends;
+
+  later_answer gone;
+  EXPECT_FALSE(groups.delete_group("g", gone.later()).has_value());
+  EXPECT_EQ(group_log.appends, records);  // nothing of the group yet
+  ASSERT_EQ(persister.calls.size(), 2u);  // t's two partitions
+  persister.forward();
+  EXPECT_GT(f.log.appends, states);  // the state's tombstones
+  EXPECT_EQ(group_log.appends, records);
+  EXPECT_FALSE(gone.got.has_value());
+  persister.forward();
+  EXPECT_EQ(gone.got, error_code::none);
+  EXPECT_EQ(group_log.appends, records + 1);  // then the group's
+  EXPECT_FALSE(groups.has_group("g"));
+}
+
+// DescribeShareGroupOffsets in a cluster: each share-partition's summary is read where its state
+// is kept (here another broker's coordinator, through the persister), for the share-partitions
+// the group's members were assigned too, so an empty group whose share-partitions were led by
+// other brokers still shows them; the summary's leader epoch and delivery-complete count come
+// with the SPSO.
+TEST(share_state_rpc, offsets_are_read_where_the_state_is_kept) {
+  rpc_fixture f;
+  f.log.create_partitions = 1;
+  share_coordinator coordinator(f.config, f.metadata, &f.log);
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  // Another broker led t-0 at epoch 4 and wrote its state: SPSO 6, two records finished.
+  ASSERT_EQ(coordinator.initialize_state("g", f.tp, 0, 0, 0).error, error_code::none);
+  ASSERT_EQ(coordinator.read_state("g", f.tp, 4, 0).error, error_code::none);
+  auto w = write_of(0, 4, 6, {{6, 7, 2, 1}, {8, 9, 0, 1}});
+  w.delivery_complete_count = 2;
+  ASSERT_EQ(coordinator.write_state("g", f.tp, w, 0).error, error_code::none);
+
+  // The group coordinator: a member joins and is given both partitions of t, then leaves.
+  testing::memory_offsets_log none{1};
+  held_persister persister(coordinator);
+  share_config config = f.config;
+  config.group_share_assignment_interval_ms = 0;
+  share_coordinator groups(config, f.metadata, &none);
+  groups.start_state_unowned(&persister);
+  protocol::share_group_heartbeat_request join;
+  join.group_id = "g";
+  join.member_id = "m";
+  join.member_epoch = 0;
+  const std::vector<std::string_view> names = {"t"};
+  join.subscribed_topic_names = names;
+  ASSERT_EQ(groups.heartbeat(join, {"client", "/127.0.0.1"}, 0).message.error_code, 0);
+  protocol::share_group_heartbeat_request leave = join;
+  leave.member_epoch = -1;
+  ASSERT_EQ(groups.heartbeat(leave, {"client", "/127.0.0.1"}, 0).message.error_code, 0);
+
+  std::optional<share_coordinator::offsets_answer> later_offsets;
+  auto offsets = groups.group_offsets("g", std::nullopt, [&] {
+    return [&](share_coordinator::offsets_answer a) { later_offsets = std::move(a); };
+  });
+  EXPECT_FALSE(offsets.has_value());
+  ASSERT_EQ(persister.calls.size(), 2u);  // the summaries of t-0 and t-1
+  persister.forward_all();
+  ASSERT_TRUE(later_offsets.has_value());
+  EXPECT_EQ(later_offsets->error, error_code::none);
+  // t-1 has no state: left out.
+  ASSERT_EQ(later_offsets->partitions.size(), 1u);
+  const auto& o = later_offsets->partitions[0];
+  EXPECT_EQ(o.tp, f.tp);
+  EXPECT_EQ(o.start_offset, 6);
+  EXPECT_EQ(o.finished, 2);
+  EXPECT_EQ(o.leader_epoch.value_or(-1), 4);
+
+  // Named share-partitions: only those are read.
+  later_offsets.reset();
+  offsets = groups.group_offsets("g", std::vector<share_topic_partition>{f.tp}, [&] {
+    return [&](share_coordinator::offsets_answer a) { later_offsets = std::move(a); };
+  });
+  ASSERT_EQ(persister.calls.size(), 1u);
+  persister.forward();
+  ASSERT_TRUE(later_offsets.has_value());
+  ASSERT_EQ(later_offsets->partitions.size(), 1u);
+  // A group that does not exist: at once.
+  EXPECT_EQ(groups.group_offsets("nope").error, error_code::group_id_not_found);
 }
 
 }  // namespace
