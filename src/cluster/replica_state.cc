@@ -46,6 +46,11 @@ leader_replication::leader_replication(int32_t local_id, partition_state state,
 }
 
 void leader_replication::update_state(partition_state state, int64_t now_ms) {
+  for (auto& [r, f] : followers_) {
+    const bool was_in = std::find(state_.isr.begin(), state_.isr.end(), r) != state_.isr.end();
+    const bool is_in = std::find(state.isr.begin(), state.isr.end(), r) != state.isr.end();
+    if (was_in && !is_in) f.fetched_since_leaving_isr = false;
+  }
   state_ = std::move(state);
   pending_isr_.clear();
   for (int32_t r : state_.replicas) {
@@ -72,6 +77,7 @@ bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset
     f.last_caught_up_ms = std::max(f.last_caught_up_ms, f.last_fetch_ms);
   }
   f.log_end_offset = fetch_offset;
+  f.fetched_since_leaving_isr = true;
   f.leader_end_offset_at_last_fetch = leader_end_offset;
   f.last_fetch_ms = now_ms;
   return true;
@@ -117,8 +123,8 @@ std::vector<int32_t> leader_replication::caught_up_followers() const {
   std::vector<int32_t> out;
   for (const auto& [r, f] : followers_) {
     if (std::find(state_.isr.begin(), state_.isr.end(), r) != state_.isr.end()) continue;
-    if (f.log_end_offset >= 0 && f.log_end_offset >= high_watermark_ &&
-        f.log_end_offset >= epoch_start_offset_) {
+    if (f.fetched_since_leaving_isr && f.log_end_offset >= 0 &&
+        f.log_end_offset >= high_watermark_ && f.log_end_offset >= epoch_start_offset_) {
       out.push_back(r);
     }
   }

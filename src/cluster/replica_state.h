@@ -33,6 +33,11 @@ struct follower_progress {
   int64_t last_fetch_ms = 0;
   int64_t leader_end_offset_at_last_fetch = 0;
   int64_t log_start_offset = -1;  // as its last fetch said (-1: unknown)
+  // Whether it fetched since it last left the ISR: Kafka decides an expansion at a follower's
+  // fetch (maybeExpandIsr from updateFollowerFetchState), so what the leader recorded before a
+  // follower fell out (a follower cut off the network) never brings it back. Under KIP-966's
+  // strict min ISR the high watermark stays where such a follower's last fetch left it.
+  bool fetched_since_leaving_isr = false;
 };
 
 // The leader side of one partition. Not thread-safe: its owner serialises the calls.
@@ -75,9 +80,9 @@ class leader_replication {
   std::vector<int32_t> out_of_sync_replicas(int64_t now_ms, int64_t lag_time_max_ms,
                                             int64_t leader_end_offset) const;
   // Followers outside the ISR that reached the high watermark and the start of this leader's
-  // epoch (Kafka's isFollowerInSync): they may join it. (A leader restarted without a
-  // high-watermark checkpoint starts low; the epoch start keeps a follower that is behind its
-  // log out.)
+  // epoch (Kafka's isFollowerInSync), by a fetch since they left it: they may join it. (A leader
+  // restarted without a high-watermark checkpoint starts low; the epoch start keeps a follower that
+  // is behind its log out.)
   std::vector<int32_t> caught_up_followers() const;
   const std::map<int32_t, follower_progress>& followers() const { return followers_; }
 

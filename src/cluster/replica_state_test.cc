@@ -155,6 +155,26 @@ TEST(ReplicaState, AFollowerJoinsOnlyOnceItReachedTheStartOfTheLeadersEpoch) {
   EXPECT_EQ(l.caught_up_followers(), (std::vector<int32_t>{2}));
 }
 
+TEST(ReplicaState, AFollowerThatLeftTheIsrRejoinsOnlyByAFetch) {
+  // min.insync.replicas 3: follower 3 is cut off after fetching 5 (the leader's end then); the
+  // leader appends up to 6, so under KIP-966's strict min ISR the high watermark stays at 5
+  // once 3 leaves the ISR, and 3's last recorded offset (5) reaches it: without a fetch since it
+  // left, it is not in sync (no ISR flapping while it is unreachable).
+  const int64_t lag = 100;
+  leader_replication l(1, partition_state{{1, 2, 3}, {1, 2, 3}, 1, 0, 0}, 0, 1000);
+  ASSERT_TRUE(l.on_follower_fetch(2, 5, 5, 1010));
+  ASSERT_TRUE(l.on_follower_fetch(3, 5, 5, 1010));
+  EXPECT_EQ(l.update_high_watermark(5, 3), 5);
+  ASSERT_TRUE(l.on_follower_fetch(2, 6, 6, 1050));
+  EXPECT_EQ(l.out_of_sync_replicas(1200, lag, 6), ids{3});
+  l.update_state(partition_state{{1, 2, 3}, {1, 2}, 1, 0, 1}, 1200);
+  EXPECT_EQ(l.update_high_watermark(6, 3), 5);
+  EXPECT_EQ(l.caught_up_followers(), ids{});
+  // Back on the network: its next fetch (from where it was) makes it eligible again.
+  ASSERT_TRUE(l.on_follower_fetch(3, 5, 6, 1300));
+  EXPECT_EQ(l.caught_up_followers(), ids{3});
+}
+
 TEST(ReplicaState, PreferredReadReplicaIsAnInSyncReplicaInTheClientsRack) {
   // Kafka's RackAwareReplicaSelector over findPreferredReadReplica's candidates.
   leader_replication l(1, partition_state{{1, 2, 3, 4}, {1, 2, 3, 4}, 1, 0, 0}, 10, 1000);
