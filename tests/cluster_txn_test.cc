@@ -27,6 +27,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -120,6 +123,19 @@ class cluster_txn : public ::testing::Test {
     start_etcd_and_brokers(etcd_, brokers_, 3, [&](int32_t id) { return txn_args(*etcd_, id); });
     if (HasFatalFailure()) return;
     for (int32_t id = 1; id <= 3; ++id) ASSERT_TRUE(wait_for_brokers(port(id), 3));
+  }
+  // A failure in CI leaves only this output: each broker's last lines say where it stood.
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (size_t i = 0; i < brokers_.size(); ++i) {
+      if (!brokers_[i]) continue;
+      const std::string out = brokers_[i]->output();
+      std::cerr << "--- broker " << i + 1 << " ---\n"
+                << (out.size() <= 6000 ? out : "..." + out.substr(out.size() - 6000)) << "\n";
+      if (const char* dir = std::getenv("TARN_TEST_LOG_DIR")) {
+        std::ofstream(std::string(dir) + "/broker" + std::to_string(i + 1) + ".log") << out;
+      }
+    }
   }
   broker_process& broker(int32_t id) { return *brokers_[static_cast<size_t>(id - 1)]; }
   uint16_t port(int32_t id) { return broker(id).port(); }

@@ -62,6 +62,7 @@
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "broker/topic_placement.h"
+#include "coordinator/share_state.h"
 #include "protocol/error_codes.h"
 #include "protocol/messages/metadata_request.h"
 #include "protocol/messages/metadata_response.h"
@@ -353,12 +354,18 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
       continue;
     }
+    // In a cluster __share_group_state is one topic with its partition states, created by the
+    // share coordinator's FindCoordinator (key type 2); not here (docs/compatibility.md).
+    if (name == coordinator::share_group_state_topic_name && request.services.replicas != nullptr) {
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+      continue;
+    }
     // __consumer_offsets gets its own partition count and configs (Kafka's
     // AutoTopicCreationManager creates internal topics as their coordinator would).
     const bool offsets = name == coordinator::offsets_topic_name;
     // Any other topic default.replication.factor replicas, as Kafka's AutoTopicCreationManager
     // asks its controller for, and __consumer_offsets offsets.topic.replication.factor in a
-    // cluster. The other internal topics stay each broker's own (docs/cluster.md).
+    // cluster. On a single node __share_group_state gets one replica here.
     const bool cluster_offsets = offsets && request.services.replicas != nullptr;
     const bool replicated = !is_internal_topic(name) || cluster_offsets;
     const int32_t replication_factor = cluster_offsets

@@ -223,12 +223,8 @@ std::string cluster_prefix(std::string_view cluster_id) {
 void topic_manager::refresh_remote_topics(const cluster::metadata_image& image, int32_t node_id) {
   std::map<std::string, remote_topic, std::less<>> remote;
   for (const auto& [id, t] : image.topics) {
-    // __transaction_state and __share_group_state are each broker's own for now
-    // (docs/cluster.md); __consumer_offsets is listed like any other topic.
-    if (t.leader < 0 || t.leader == node_id ||
-        (t.name.starts_with("__") && t.name != coordinator::offsets_topic_name)) {
-      continue;
-    }
+    // The internal topics are listed like any other: one for the cluster each.
+    if (t.leader < 0 || t.leader == node_id) continue;
     remote.emplace(t.name, remote_topic{t.name, id, t.partitions, t.leader});
   }
   std::lock_guard g(remote_mu_);

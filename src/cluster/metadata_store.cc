@@ -278,9 +278,10 @@ result<void, storage_error> journal_metadata_store::topic_created(const storage:
   auto g = journal_->lock();
   return append_decided([&](const metadata_image& image) -> decision {
     // In a cluster the log manager knows only its own topics; the image knows every broker's.
-    // __transaction_state and __share_group_state are each broker's own for now
-    // (docs/cluster.md); __consumer_offsets is one for the cluster, like any other topic.
-    if (local_leader_ >= 0 && (!t.name.starts_with("__") || t.name == "__consumer_offsets")) {
+    // Every name is one for the cluster, the internal topics' too (__consumer_offsets,
+    // __transaction_state, __share_group_state): two brokers creating one at once (FindCoordinator
+    // on one, Metadata with auto-creation on another) must not both lead a partition of it.
+    if (local_leader_ >= 0) {
       if (const topic_image* other = image.find_topic(t.name)) {
         return fail(storage_error{
             storage::storage_errc::already_exists,
