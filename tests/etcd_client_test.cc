@@ -528,8 +528,8 @@ TEST_F(EtcdClient, MetadataStoresOfOneClusterFollowOneLogOfChanges) {
 }
 
 // In a cluster each broker's store records itself as the leader of the topics it creates, loads
-// only those into its log manager, and refuses a name another broker has taken (internal topics
-// excepted: each broker has its own for now, docs/cluster.md).
+// only those into its log manager, and refuses a name another broker has taken, an internal
+// topic's too.
 TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
   using namespace tarn::cluster;
   etcd_cluster etcd;
