@@ -1216,6 +1216,17 @@ def render_replication(b):
                        "(median below 90% of it), so its p99 is mostly time queued in the client.")
     if any(g[4] for g in goals):
         out.append("")
+    fail = {name: b.select("failover_s", section="replication", phase="failover", broker=name)
+            for name in ("tarn", "Kafka")}
+    if fail["tarn"] or fail["Kafka"]:
+        out.append("Leader fail-over (`scripts/failover-time --sessions 9000`: kill -9 of a "
+                   "one-partition topic's leader, never the controller, to the first record "
+                   "acknowledged with acks=all after it; broker.session.timeout.ms=9000, "
+                   "heartbeat 500 ms, replica.lag.time.max.ms=5000 on both clusters; seconds):")
+        out.append("")
+        out.append(table(["cluster", "fail-over s"],
+                         [[name, cell(fail[name])] for name in ("tarn", "Kafka")]))
+        out.append("")
     out.append("#### Goals of this section")
     out.append("")
     goal_rows = []
@@ -1225,6 +1236,12 @@ def render_replication(b):
         goal_rows.append([f"acks=all p99 at a fixed rate ({ld.label})", rtext(lat_ratio),
                           "<= 0.20x", "n/a" if lat_ratio is None else
                           ("yes" if lat_ratio <= 0.2 else "**no**")])
+    if fail["tarn"] or fail["Kafka"]:
+        fail_ratio = ratio(fail["tarn"], fail["Kafka"])
+        goal_rows.append(["leader fail-over after kill -9 (first acks=all ack by the new leader), "
+                          "broker.session.timeout.ms 9000 on both", rtext(fail_ratio), "< 1x",
+                          "n/a" if fail_ratio is None else
+                          ("yes" if fail_ratio < 1 else "**no**")])
     out.append(table(["goal", "tarn / Kafka", "target", "met"], goal_rows))
     out.append("")
     failed = [r for r in b.results if not r.get("ok") and r.get("section") == "replication"]
