@@ -144,7 +144,7 @@ TEST(fetch_replay_sessions, kafkas_errors_for_unknown_sessions_and_stale_epochs)
   EXPECT_TRUE(emptied.partitions.empty());
   EXPECT_EQ(sessions.plan(fetch(other, 2, {{0, 0}}), v17).error_code,
             static_cast<int16_t>(error_code::fetch_session_id_not_found));
-  EXPECT_EQ(sessions.stats().errors, 3u);
+  EXPECT_EQ(sessions.stats().errors, 4u);
   // Below v7 there are no sessions: every Fetch is full and answered without one.
   auto old = sessions.plan(fetch(0, 0, {{0, 0}}), 6);
   EXPECT_EQ(old.response_session_id, 0);
