@@ -357,9 +357,9 @@ TEST(share_fetch_replay, share_groups_get_every_record_once_from_memory) {
   broker_process broker({"--override", "group.share.assignment.interval.ms=0"});
   ASSERT_NE(broker.port(), 0) << broker.output();
   const std::string bootstrap = "127.0.0.1:" + std::to_string(broker.port());
-  auto [rc, out] = run_command("timeout 30 " + std::string(TARN_BINARY) +
-                               " topics --bootstrap-server " + bootstrap +
-                               " --create --topic shared --partitions 2");
+  auto [rc, out] =
+      run_command("timeout 30 " + std::string(TARN_BINARY) + " topics --bootstrap-server " +
+                  bootstrap + " --create --topic shared --partitions 2");
   ASSERT_EQ(rc, 0) << out;
   constexpr int n = 2000;
   {
