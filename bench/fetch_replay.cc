@@ -1,148 +1,169 @@
 // fetch_replay: the consumer's ceiling. A proxy in front of a broker that forwards every request
-// and remembers each Fetch response by its request; a Fetch it has seen before (the same bytes
-// after the correlation id: client id, offsets, limits, isolation level) is answered from memory
-// with one writev and no broker work at all. A consumer that reads a partition twice through it
-// reads the second time from a "broker" that costs only the kernel's copy into the socket, so
-// its rate is what the consumer and this machine allow, whatever the broker behind.
+// and remembers each Fetch answer by what decides it; a Fetch it has seen before is answered
+// from memory with one writev and no broker work at all. A consumer that reads a partition twice
+// through it reads the second time from a "broker" that costs only the kernel's copy into the
+// socket, so its rate is what the consumer and this machine allow, whatever the broker behind.
 //
 //   fetch_replay --listen-port P --upstream H:U [--port-file F]
 //
+// Fetch sessions (KIP-227; Java's and tarn's consumers use them, librdkafka 2.0 does not): the
+// proxy keeps the sessions itself (fetch_replay_sessions.h). Every Fetch becomes the full
+// sessionless request it stands for, which goes upstream on a miss; the answer is remembered
+// under the key of that request (topic, partition, fetch offset and max bytes of each
+// partition, the request's max bytes and isolation level) and sent with the session id the
+// client holds. Only answers with records and no error are remembered: an empty answer (a
+// long poll at the end of the log) or an error goes upstream every time, as it would to a
+// broker.
+//
 // One thread per client connection, each with its own upstream connection; requests are
 // forwarded one at a time (a client that pipelines waits for each answer in turn, which the
-// consumers measured here never do: librdkafka keeps one Fetch in flight per broker). Metadata
-// responses are decoded and re-encoded with every broker's port set to the proxy's, so a client
-// bootstrapped at the proxy stays on it (one broker, on the same host). On SIGTERM or SIGINT it
-// prints the cache's hits and misses and exits.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
+// consumers measured here never do: one Fetch in flight per broker). Metadata responses are
+// decoded and re-encoded with every broker's port set to the proxy's, so a client bootstrapped
+// at the proxy stays on it (one broker, on the same host). On SIGTERM or SIGINT it prints the
+// cache's hits and misses and the sessions' counts on one line and exits; SIGUSR1 prints the
+// line and goes on.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "fetch_replay_sessions.h"
 #include "protocol/headers.h"
-#include "protocol/messages/metadata_response.h"
+#include "protocol/messages/fetch_request.h"
+#include "protocol/messages/fetch_response.h"
+#include "protocol/messages/response_header.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
+#include "proxy_io.h"
 
 namespace {
 
-using frame = std::vector<uint8_t>;
+using namespace tarn::bench;
 
 std::atomic<uint64_t> hits{0}, misses{0};
 
-bool read_exact(int fd, uint8_t* p, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::read(fd, p, n);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool write_all(int fd, const iovec* iov_in, int count) {
-  std::vector<iovec> iov(iov_in, iov_in + count);
-  size_t i = 0;
-  while (i < iov.size()) {
-    ssize_t w = ::writev(fd, iov.data() + i, static_cast<int>(iov.size() - i));
-    if (w <= 0) return false;
-    size_t left = static_cast<size_t>(w);
-    while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
-    if (i < iov.size()) {
-      iov[i].iov_base = static_cast<uint8_t*>(iov[i].iov_base) + left;
-      iov[i].iov_len -= left;
-    }
-  }
-  return true;
-}
-
-// One frame: the 4-byte big-endian size, then the bytes (returned without the size).
-bool read_frame(int fd, frame& out) {
-  uint8_t size_bytes[4];
-  if (!read_exact(fd, size_bytes, 4)) return false;
-  const uint32_t size = (uint32_t{size_bytes[0]} << 24) | (uint32_t{size_bytes[1]} << 16) |
-                        (uint32_t{size_bytes[2]} << 8) | size_bytes[3];
-  if (size < 8 || size > (256u << 20)) return false;
-  out.resize(size);
-  return read_exact(fd, out.data(), size);
-}
-
-bool write_frame(int fd, const frame& f, const uint8_t* correlation_id) {
-  uint8_t head[8];
-  const uint32_t size = static_cast<uint32_t>(f.size());
-  head[0] = static_cast<uint8_t>(size >> 24);
-  head[1] = static_cast<uint8_t>(size >> 16);
-  head[2] = static_cast<uint8_t>(size >> 8);
-  head[3] = static_cast<uint8_t>(size);
-  std::memcpy(head + 4, correlation_id ? correlation_id : f.data(), 4);
-  iovec iov[2] = {{head, 8}, {const_cast<uint8_t*>(f.data()) + 4, f.size() - 4}};
-  return write_all(fd, iov, 2);
-}
+// A remembered Fetch answer: the upstream's frame and where its session id is (0: none, v6 and
+// below).
+struct cached_answer {
+  frame bytes;
+  size_t session_id_at = 0;
+};
 
 class response_cache {
  public:
-  std::shared_ptr<const frame> find(const std::string& key) {
+  std::shared_ptr<const cached_answer> find(const std::string& key) {
     std::lock_guard lock(mutex_);
     auto it = responses_.find(key);
     return it == responses_.end() ? nullptr : it->second;
   }
-  void put(std::string key, frame response) {
+  size_t size() {
     std::lock_guard lock(mutex_);
-    responses_.emplace(std::move(key), std::make_shared<const frame>(std::move(response)));
+    return responses_.size();
+  }
+  void put(std::string key, cached_answer answer) {
+    std::lock_guard lock(mutex_);
+    responses_.emplace(std::move(key), std::make_shared<const cached_answer>(std::move(answer)));
   }
 
  private:
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const frame>> responses_;
+  std::map<std::string, std::shared_ptr<const cached_answer>> responses_;
 };
 
-int connect_to(const std::string& host, uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
+// Where the session id sits in a FetchResponse body of `version` (0 below v7, which has none).
+// Found by encoding two responses that differ only in it with the generated codec and comparing,
+// so the layout is the codec's and not restated here; it is the same in every response of the
+// version, since only fixed-width fields come before it.
+size_t session_id_in_body(int16_t version) {
+  using tarn::protocol::fetch_response;
+  if (version < 7 || version > fetch_response::max_version) return 0;
+  fetch_response a, b;
+  b.session_id = -1;
+  frame ea, eb;
+  tarn::protocol::writer wa(ea), wb(eb);
+  a.encode(wa, version);
+  b.encode(wb, version);
+  return static_cast<size_t>(std::mismatch(ea.begin(), ea.end(), eb.begin()).first - ea.begin());
 }
 
-// A Metadata response (frame without its size) with every broker's port set to `port`; the frame
-// unchanged when it does not decode or its header carries tagged fields.
-frame with_brokers_at(const frame& response, int16_t version, uint16_t port) {
+// Where the session id sits in a Fetch response frame (after its size), or 0 when the frame does
+// not decode or the version has none. Its answer is worth remembering when it decodes with no
+// error anywhere and some partition has records.
+size_t session_id_at(const frame& response, int16_t version, bool& worth_keeping) {
   using namespace tarn::protocol;
-  size_t header = 4;
-  if (response_header_version(3, version) == 1) {
-    if (response.size() < 5 || response[4] != 0) return response;
-    header = 5;
+  worth_keeping = false;
+  reader r(bytes_view(response.data(), response.size()));
+  if (!response_header::decode(r, response_header_version(fetch_response::api_key, version)))
+    return 0;
+  const size_t body = r.position();
+  auto decoded = fetch_response::decode(r, version);
+  if (!decoded) return 0;
+  bool records = false, errors = decoded->error_code != 0;
+  for (const auto& t : decoded->responses) {
+    for (const auto& p : t.partitions) {
+      errors = errors || p.error_code != 0;
+      records = records || (p.records && !p.records->empty());
+    }
   }
-  reader r(bytes_view(response.data() + header, response.size() - header));
-  auto decoded = metadata_response::decode(r, version);
-  if (!decoded) return response;
-  for (auto& b : decoded->brokers) b.port = port;
-  frame out(response.begin(), response.begin() + static_cast<std::ptrdiff_t>(header));
-  writer w(out);
-  decoded->encode(w, version);
-  return out;
+  worth_keeping = records && !errors;
+  const size_t in_body = session_id_in_body(version);
+  return in_body ? body + in_body : 0;
+}
+
+fetch_sessions sessions;
+
+// One client connection's Fetch: answered from memory, with a session error, or through the
+// upstream (and remembered). False when either connection broke.
+bool serve_fetch(int client, int upstream, const frame& request, frame& response,
+                 response_cache& cache) {
+  using namespace tarn::protocol;
+  const int16_t version = static_cast<int16_t>((request[2] << 8) | request[3]);
+  const uint8_t* correlation_id = request.data() + 4;
+  reader r(bytes_view(request.data(), request.size()));
+  auto header = decode_request_header(r);
+  const size_t body = r.position();
+  std::optional<fetch_request> decoded;
+  if (header) {
+    if (auto d = fetch_request::decode(r, version)) decoded = std::move(*d);
+  }
+  if (!decoded) {  // not ours to judge: the broker answers it
+    misses.fetch_add(1, std::memory_order_relaxed);
+    return write_frame(upstream, request, nullptr) && read_frame(upstream, response) &&
+           write_frame(client, response, nullptr);
+  }
+  const fetch_plan plan = sessions.plan(*decoded, version);
+  if (plan.error_code != 0) {
+    frame answer;
+    writer w(answer);
+    response_header{header->correlation_id}.encode(w, response_header_version(1, version));
+    fetch_response error;
+    error.error_code = plan.error_code;
+    error.encode(w, version);
+    return write_frame(client, answer, nullptr);
+  }
+  std::string key = answer_key(*decoded, plan, version);
+  if (auto hit = cache.find(key)) {
+    hits.fetch_add(1, std::memory_order_relaxed);
+    return write_frame(client, hit->bytes, correlation_id, hit->session_id_at,
+                       plan.response_session_id);
+  }
+  misses.fetch_add(1, std::memory_order_relaxed);
+  frame forwarded(request.begin(), request.begin() + static_cast<std::ptrdiff_t>(body));
+  writer w(forwarded);
+  upstream_request(*decoded, plan).encode(w, version);
+  if (!write_frame(upstream, forwarded, nullptr) || !read_frame(upstream, response)) return false;
+  bool keep = false;
+  const size_t at = session_id_at(response, version, keep);
+  if (!write_frame(client, response, nullptr, at, plan.response_session_id)) return false;
+  if (keep) cache.put(std::move(key), cached_answer{std::move(response), at});
+  return true;
 }
 
 void serve_client(int client, const std::string& host, uint16_t port, uint16_t listen_port,
@@ -151,17 +172,9 @@ void serve_client(int client, const std::string& host, uint16_t port, uint16_t l
   frame request, response;
   while (upstream >= 0 && read_frame(client, request)) {
     const int16_t api_key = static_cast<int16_t>((request[0] << 8) | request[1]);
-    const uint8_t* correlation_id = request.data() + 4;
-    std::string key;
-    if (api_key == 1) {                                              // Fetch
-      key.assign(reinterpret_cast<const char*>(request.data()), 4);  // key and version
-      key.append(reinterpret_cast<const char*>(request.data()) + 8, request.size() - 8);
-      if (auto hit = cache.find(key)) {
-        hits.fetch_add(1, std::memory_order_relaxed);
-        if (!write_frame(client, *hit, correlation_id)) break;
-        continue;
-      }
-      misses.fetch_add(1, std::memory_order_relaxed);
+    if (api_key == 1) {  // Fetch
+      if (!serve_fetch(client, upstream, request, response, cache)) break;
+      continue;
     }
     if (!write_frame(upstream, request, nullptr) || !read_frame(upstream, response)) break;
     if (api_key == 3) {
@@ -169,14 +182,25 @@ void serve_client(int client, const std::string& host, uint16_t port, uint16_t l
       response = with_brokers_at(response, version, listen_port);
     }
     if (!write_frame(client, response, nullptr)) break;
-    if (!key.empty()) cache.put(std::move(key), response);
   }
   if (upstream >= 0) ::close(upstream);
   ::close(client);
 }
 
-volatile std::sig_atomic_t stopping = 0;
-void on_signal(int) { stopping = 1; }
+// One line: the cache's hits, misses and answers kept, and the sessions' counts (SIGUSR1 prints
+// it on the way, the exit at the end).
+void report(response_cache& cache) {
+  const auto counts = sessions.stats();
+  std::printf(
+      "fetch cache: %llu hits, %llu misses, %zu answers kept; fetch sessions: %llu created, "
+      "%llu incremental fetches, %llu sessionless, %llu session errors\n",
+      static_cast<unsigned long long>(hits.load()), static_cast<unsigned long long>(misses.load()),
+      cache.size(), static_cast<unsigned long long>(counts.created),
+      static_cast<unsigned long long>(counts.incremental),
+      static_cast<unsigned long long>(counts.sessionless),
+      static_cast<unsigned long long>(counts.errors));
+  std::fflush(stdout);
+}
 
 }  // namespace
 
@@ -189,45 +213,16 @@ int main(int argc, char** argv) {
   app.add_option("--upstream", upstream, "the broker, host:port")->required();
   app.add_option("--port-file", port_file, "write the bound port here once listening");
   CLI11_PARSE(app, argc, argv);
-  const auto colon = upstream.rfind(':');
-  if (colon == std::string::npos) {
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(upstream, host, port)) {
     std::fprintf(stderr, "--upstream must be host:port\n");
     return 2;
   }
-  const std::string host = upstream.substr(0, colon);
-  const auto port = static_cast<uint16_t>(std::stoi(upstream.substr(colon + 1)));
-
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(listen_port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::listen(listener, 64) != 0) {
-    std::perror("fetch_replay: bind/listen");
-    return 1;
-  }
-  socklen_t len = sizeof a;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
-  if (!port_file.empty()) std::ofstream(port_file) << ntohs(a.sin_port) << "\n";
-  std::printf("listening on 127.0.0.1:%u, upstream %s\n", ntohs(a.sin_port), upstream.c_str());
-  std::fflush(stdout);
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;  // no SA_RESTART: accept() returns EINTR
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
   response_cache cache;
-  while (!stopping) {
-    int client = ::accept(listener, nullptr, nullptr);
-    if (client < 0) continue;
-    ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::thread(serve_client, client, host, port, ntohs(a.sin_port), std::ref(cache)).detach();
-  }
-  std::printf("fetch cache: %llu hits, %llu misses\n", static_cast<unsigned long long>(hits.load()),
-              static_cast<unsigned long long>(misses.load()));
-  std::fflush(stdout);
-  std::_Exit(0);  // client threads may still block in read
+  const int code = run_proxy(
+      "fetch_replay", listen_port, port_file, upstream,
+      [&](int client, uint16_t bound) { serve_client(client, host, port, bound, cache); },
+      [&] { report(cache); });
+  std::_Exit(code);  // client threads may still block in read
 }
