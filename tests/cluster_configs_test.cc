@@ -4,11 +4,12 @@
 // (created with a manual assignment through its broker), and message.max.bytes as the config
 // whose effect each broker shows: a Produce of a 20,000-byte batch is MESSAGE_TOO_LARGE at its
 // partition's leader once the limit there is lower.
-// - a cluster default set through broker 1 (hand-built IncrementalAlterConfigs) is described by
-//   brokers 2 and 3 as DYNAMIC_DEFAULT_BROKER_CONFIG and refuses the batch on each of them;
+// - a cluster default set through broker 1 (IncrementalAlterConfigs by client::config_admin, one
+//   broker's connection) is described by brokers 2 and 3 as DYNAMIC_DEFAULT_BROKER_CONFIG and
+//   refuses the batch on each of them;
 // - broker 3's own value set with Kafka's kafka-configs.sh pointed at broker 1 (the Java Admin
 //   client sends a broker's own configs to that broker) applies on broker 3 only, and
-//   kafka-configs.sh describes it; the same change sent to broker 1 by hand is refused
+//   kafka-configs.sh describes it; the same change sent to broker 1 itself is refused
 //   INVALID_REQUEST, as Kafka 4.4's ConfigAdminManager refuses another broker's id;
 // - brokers 2 and 3 stopped and started again keep both;
 // - topic configs: a topic's max.message.bytes set through a broker that holds no replica of it
@@ -25,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "client/config_admin.h"
 #include "cluster_harness.h"
 #include "kafka_conn.h"
 #include "kafka_ref_broker.h"
@@ -33,10 +35,6 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/create_topics_request.h"
 #include "protocol/messages/create_topics_response.h"
-#include "protocol/messages/describe_configs_request.h"
-#include "protocol/messages/describe_configs_response.h"
-#include "protocol/messages/incremental_alter_configs_request.h"
-#include "protocol/messages/incremental_alter_configs_response.h"
 #include "protocol/messages/produce_request.h"
 #include "protocol/messages/produce_response.h"
 #include "test_util.h"
@@ -48,49 +46,47 @@ using namespace std::chrono_literals;
 using protocol::code;
 using protocol::error_code;
 
-constexpr int8_t broker_resource = 4;
-constexpr int8_t topic_resource = 2;
-// DescribeConfigs' ConfigSource.
-constexpr int8_t source_dynamic_topic = 1;
-constexpr int8_t source_dynamic_broker = 2;
-constexpr int8_t source_dynamic_default_broker = 3;
-constexpr int8_t op_set = 0;
+constexpr client::config_resource_type broker_resource = client::config_resource_type::broker;
+constexpr client::config_resource_type topic_resource = client::config_resource_type::topic;
+// DescribeConfigs' ConfigSource, as the numbers the answers below show.
+constexpr int8_t source_dynamic_topic =
+    static_cast<int8_t>(client::config_source::dynamic_topic_config);
+constexpr int8_t source_dynamic_broker =
+    static_cast<int8_t>(client::config_source::dynamic_broker_config);
+constexpr int8_t source_dynamic_default_broker =
+    static_cast<int8_t>(client::config_source::dynamic_default_broker_config);
 
-// One config as DescribeConfigs v4 answers it: "error value source", e.g. "0 5000 5".
-std::string describe(uint16_t port, int8_t type, const std::string& name, std::string_view key) {
-  kafka_conn c(port, nullptr);
-  protocol::describe_configs_request req;
-  auto& res = req.resources.emplace_back();
-  res.resource_type = type;
-  res.resource_name = name;
-  res.configuration_keys.emplace().push_back(key);
-  auto r = c.call<protocol::describe_configs_response>(req, 4);
-  if (!r || r->results.size() != 1) return "no answer";
-  const auto& result = r->results[0];
-  if (result.error_code != 0 || result.configs.size() != 1) {
-    return std::to_string(result.error_code) + " " +
-           std::string(result.error_message.value_or("<null>"));
-  }
-  return fmt::format("0 {} {}", result.configs[0].value.value_or("<null>"),
-                     result.configs[0].config_source);
+// An admin client of the broker at `port` alone (client::config_admin, as `tarn configs`): a
+// request goes to that broker, whichever resource it names.
+result<std::unique_ptr<client::config_admin>, client::client_error> admin_of(uint16_t port) {
+  return client::config_admin::connect("127.0.0.1:" + std::to_string(port), 10s);
 }
 
-// IncrementalAlterConfigs v1 of one key: "error message".
-std::string alter(uint16_t port, int8_t type, const std::string& name, std::string_view key,
-                  std::string_view value) {
-  kafka_conn c(port, nullptr);
-  protocol::incremental_alter_configs_request req;
-  auto& res = req.resources.emplace_back();
-  res.resource_type = type;
-  res.resource_name = name;
-  auto& op = res.configs.emplace_back();
-  op.name = key;
-  op.config_operation = op_set;
-  op.value = value;
-  auto r = c.call<protocol::incremental_alter_configs_response>(req, 1);
-  if (!r || r->responses.size() != 1) return "no answer";
-  return std::to_string(r->responses[0].error_code) + " " +
-         std::string(r->responses[0].error_message.value_or("<null>"));
+std::string error_text(const client::client_error& e) {
+  return std::to_string(e.code) + " " + e.message;
+}
+
+// One config as DescribeConfigs v4 answers it: "error value source", e.g. "0 5000 5", or
+// "error message".
+std::string describe(uint16_t port, client::config_resource_type type, const std::string& name,
+                     std::string_view key) {
+  auto admin = admin_of(port);
+  if (!admin) return error_text(admin.error());
+  auto configs = (*admin)->describe_configs(type, name, false);
+  if (!configs) return error_text(configs.error());
+  for (const auto& c : *configs) {
+    if (c.name == key) return fmt::format("0 {} {}", c.value.value_or("<null>"), c.source);
+  }
+  return fmt::format("{} not described", key);
+}
+
+// IncrementalAlterConfigs v1 setting one key: "0", or "error message".
+std::string alter(uint16_t port, client::config_resource_type type, const std::string& name,
+                  const std::string& key, const std::string& value) {
+  auto admin = admin_of(port);
+  if (!admin) return error_text(admin.error());
+  auto altered = (*admin)->alter_configs(type, name, {{key, client::config_op::set, value}});
+  return altered ? "0" : error_text(altered.error());
 }
 
 // Produce v9 (acks=1) of one batch to partition 0: the partition's error code, -1 unanswered.
@@ -193,7 +189,7 @@ class cluster_configs : public ::testing::TestWithParam<broker_kind> {
   }
 
   // Kafka's tool where the release suite can run it (a JVM a command; the sanitizer trees send
-  // the same requests by hand).
+  // the same requests through config_admin).
   static bool tool_available() {
 #ifdef TARN_SANITIZED_BUILD
     return false;
@@ -209,7 +205,7 @@ class cluster_configs : public ::testing::TestWithParam<broker_kind> {
 
 TEST_P(cluster_configs, broker_configs_apply_on_every_broker_they_concern) {
   // The cluster default, through broker 1: every broker describes it and applies it.
-  EXPECT_EQ(alter(port(0), broker_resource, "", "message.max.bytes", "5000"), "0 <null>");
+  EXPECT_EQ(alter(port(0), broker_resource, "", "message.max.bytes", "5000"), "0");
   for (int node = 0; node < 3; ++node) {
     EXPECT_EQ(until([&] { return max_bytes_on(node); },
                     fmt::format("0 5000 {}", source_dynamic_default_broker)),
@@ -230,7 +226,7 @@ TEST_P(cluster_configs, broker_configs_apply_on_every_broker_they_concern) {
                            "message.max.bytes=50000"),
               "rc=0\nCompleted updating config for broker 3.\n");
   } else {
-    EXPECT_EQ(alter(port(2), broker_resource, "3", "message.max.bytes", "50000"), "0 <null>");
+    EXPECT_EQ(alter(port(2), broker_resource, "3", "message.max.bytes", "50000"), "0");
   }
   EXPECT_EQ(
       until([&] { return max_bytes_on(2); }, fmt::format("0 50000 {}", source_dynamic_broker)),
@@ -267,7 +263,7 @@ TEST_P(cluster_configs, broker_configs_apply_on_every_broker_they_concern) {
 TEST_P(cluster_configs, topic_configs_apply_on_every_replica) {
   // A topic's config through a broker that holds no replica of it (broker 2 for on-1): its
   // leader applies it.
-  EXPECT_EQ(alter(port(1), topic_resource, "on-1", "max.message.bytes", "5000"), "0 <null>");
+  EXPECT_EQ(alter(port(1), topic_resource, "on-1", "max.message.bytes", "5000"), "0");
   EXPECT_EQ(big_until(0, error_code::message_too_large), code(error_code::message_too_large));
   EXPECT_EQ(until([&] { return describe(port(2), topic_resource, "on-1", "max.message.bytes"); },
                   fmt::format("0 5000 {}", source_dynamic_topic)),
@@ -280,8 +276,7 @@ TEST_P(cluster_configs, topic_configs_apply_on_every_replica) {
   ASSERT_TRUE(d && d->size() == 1u);
   const int leader = (*d)[0].leader - 1;
   ASSERT_GE(leader, 0);
-  EXPECT_EQ(alter(port(leader), topic_resource, "replicated", "retention.ms", "123456"),
-            "0 <null>");
+  EXPECT_EQ(alter(port(leader), topic_resource, "replicated", "retention.ms", "123456"), "0");
   for (int node = 0; node < 3; ++node) {
     EXPECT_EQ(
         until([&] { return describe(port(node), topic_resource, "replicated", "retention.ms"); },

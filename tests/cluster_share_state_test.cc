@@ -94,6 +94,37 @@ coordinator_answer wait_for_coordinator(uint16_t port, int8_t key_type, const st
   return a;
 }
 
+// What a member's first ShareGroupHeartbeat is given.
+struct joined_member {
+  protocol::uuid topic_id{};  // of its first assigned partition
+  int32_t member_epoch = 0;
+};
+
+// Member m1 of share group "g" joins with topic q at the group's coordinator (the broker at
+// `port`). The coordinator named may still be taking the partition over (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS): the client asks again, as Kafka's does, for up to 10 s. Call
+// under ASSERT_NO_FATAL_FAILURE.
+void join_share_group(uint16_t port, joined_member& out) {
+  kafka_conn c(port, nullptr);
+  protocol::share_group_heartbeat_request r;
+  r.group_id = "g";
+  r.member_id = "m1";
+  r.member_epoch = 0;
+  const std::vector<std::string_view> topics = {"q"};
+  r.subscribed_topic_names = topics;
+  auto joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (joined && joined->error_code != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+    joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
+  }
+  ASSERT_TRUE(joined);
+  ASSERT_EQ(joined->error_code, 0);
+  ASSERT_TRUE(joined->assignment && !joined->assignment->topic_partitions.empty());
+  out.topic_id = joined->assignment->topic_partitions[0].topic_id;
+  out.member_epoch = joined->member_epoch;
+}
+
 class cluster_share_state : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -137,28 +168,9 @@ TEST_F(cluster_share_state, acknowledged_records_stay_acknowledged_across_both_l
   const coordinator_answer group_coordinator =
       wait_for_coordinator(port(1), 0, "g", [](const coordinator_answer&) { return true; });
   ASSERT_EQ(group_coordinator.error, 0);
-  protocol::uuid topic_id{};
-  {
-    kafka_conn c(port(group_coordinator.node_id), nullptr);
-    protocol::share_group_heartbeat_request r;
-    r.group_id = "g";
-    r.member_id = "m1";
-    r.member_epoch = 0;
-    const std::vector<std::string_view> topics = {"q"};
-    r.subscribed_topic_names = topics;
-    // The coordinator named may still be taking the partition over (NOT_COORDINATOR,
-    // COORDINATOR_LOAD_IN_PROGRESS): the client asks again, as Kafka's does.
-    auto joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (joined && joined->error_code != 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(50ms);
-      joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
-    }
-    ASSERT_TRUE(joined);
-    ASSERT_EQ(joined->error_code, 0);
-    ASSERT_TRUE(joined->assignment && !joined->assignment->topic_partitions.empty());
-    topic_id = joined->assignment->topic_partitions[0].topic_id;
-  }
+  joined_member joined;
+  ASSERT_NO_FATAL_FAILURE(join_share_group(port(group_coordinator.node_id), joined));
+  const protocol::uuid topic_id = joined.topic_id;
 
   // On q-0's leader: the share-partition starts at the high watermark (0), through the
   // coordinator on broker 2; then ten records are acquired, 0-3 accepted, 4-5 released, 6-9 held.
@@ -356,27 +368,10 @@ TEST_F(cluster_share_state, offsets_are_described_from_the_share_coordinator_tha
   ASSERT_EQ(group_coordinator.node_id, 1);
 
   share_member member(port(1), "m1", 300);
-  protocol::uuid topic_id{};
-  {
-    kafka_conn c(port(1), nullptr);
-    protocol::share_group_heartbeat_request r;
-    r.group_id = "g";
-    r.member_id = "m1";
-    r.member_epoch = 0;
-    const std::vector<std::string_view> topics = {"q"};
-    r.subscribed_topic_names = topics;
-    auto joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (joined && joined->error_code != 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(50ms);
-      joined = c.call<protocol::share_group_heartbeat_response>(r, 1);
-    }
-    ASSERT_TRUE(joined);
-    ASSERT_EQ(joined->error_code, 0);
-    ASSERT_TRUE(joined->assignment && !joined->assignment->topic_partitions.empty());
-    topic_id = joined->assignment->topic_partitions[0].topic_id;
-    member.member_epoch = joined->member_epoch;
-  }
+  joined_member joined;
+  ASSERT_NO_FATAL_FAILURE(join_share_group(port(1), joined));
+  const protocol::uuid topic_id = joined.topic_id;
+  member.member_epoch = joined.member_epoch;
   // At q-0's leader: ten records acquired, 0-3 accepted, 6-7 rejected: SPSO 4, two of the
   // in-flight records finished, lag 10 - 4 - 2 = 4.
   {

@@ -455,6 +455,25 @@ bool eventually(F done) {
   return true;
 }
 
+// Brokers 1 and 2 of one cluster: their metadata stores on the one log in etcd.
+struct two_brokers {
+  etcd_cluster etcd;
+  std::unique_ptr<cluster::etcd_metadata_store> one;
+  std::unique_ptr<cluster::etcd_metadata_store> two;
+};
+
+// Waits for b's etcd, then opens both stores on the log under `prefix`. Call under
+// ASSERT_NO_FATAL_FAILURE.
+void open_two_brokers(two_brokers& b, const std::string& prefix) {
+  ASSERT_TRUE(b.etcd.wait_ready(0)) << b.etcd.output(0);
+  const client_options client{b.etcd.endpoints(), 5000, 1000};
+  for (const auto& [node_id, store] : {std::pair{1, &b.one}, std::pair{2, &b.two}}) {
+    auto opened = cluster::etcd_metadata_store::open({client, prefix, node_id});
+    ASSERT_TRUE(opened) << opened.error().message;
+    *store = std::move(*opened);
+  }
+}
+
 TEST_F(EtcdClient, MetadataStoresOfOneClusterFollowOneLogOfChanges) {
   using namespace tarn::cluster;
   etcd_cluster etcd;
@@ -532,30 +551,27 @@ TEST_F(EtcdClient, MetadataStoresOfOneClusterFollowOneLogOfChanges) {
 // topic's too.
 TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
   using namespace tarn::cluster;
-  etcd_cluster etcd;
-  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
-  const client_options client{etcd.endpoints(), 5000, 1000};
-  auto one = etcd_metadata_store::open({client, "/tarn/owners/", 1});
-  ASSERT_TRUE(one) << one.error().message;
-  auto two = etcd_metadata_store::open({client, "/tarn/owners/", 2});
-  ASSERT_TRUE(two) << two.error().message;
+  two_brokers b;
+  ASSERT_NO_FATAL_FAILURE(open_two_brokers(b, "/tarn/owners/"));
+  auto& one = b.one;
+  auto& two = b.two;
   std::vector<int64_t> remote_offsets;
   std::mutex mu;
-  (*two)->log().on_remote_change([&](const metadata_entry& e) {
+  two->log().on_remote_change([&](const metadata_entry& e) {
     std::lock_guard g(mu);
     remote_offsets.push_back(e.offset);
   });
 
   const storage::topic_record orders{"orders", uuid::random(), 2, {}};
-  ASSERT_TRUE((*one)->topic_journal().topic_created(orders));
-  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 1; }));
+  ASSERT_TRUE(one->topic_journal().topic_created(orders));
+  ASSERT_TRUE(eventually([&] { return two->end_offset() == 1; }));
   {
     std::lock_guard g(mu);
     EXPECT_EQ(remote_offsets, std::vector<int64_t>{0});
   }
-  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).leader, 1);
-  auto ones = (*one)->topic_journal().load_topics();
-  auto twos = (*two)->topic_journal().load_topics();
+  EXPECT_EQ(two->image().topics.at(orders.topic_id).leader, 1);
+  auto ones = one->topic_journal().load_topics();
+  auto twos = two->topic_journal().load_topics();
   ASSERT_TRUE(ones && twos);
   ASSERT_EQ(ones->size(), 1u);
   EXPECT_EQ((*ones)[0].name, "orders");
@@ -564,29 +580,29 @@ TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
   // The name is taken cluster-wide, the internal topics' too (docs/cluster.md, "Coordinators"):
   // two brokers creating __transaction_state at once (FindCoordinator on one, Metadata on the
   // other) leave one topic, not one led by each.
-  auto again = (*two)->topic_journal().topic_created({"orders", uuid::random(), 1, {}});
+  auto again = two->topic_journal().topic_created({"orders", uuid::random(), 1, {}});
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, storage::storage_errc::already_exists);
   int64_t end = 1;
   for (const std::string internal :
        {"__transaction_state", "__consumer_offsets", "__share_group_state"}) {
-    ASSERT_TRUE((*one)->topic_journal().topic_created({internal, uuid::random(), 1, {}}));
+    ASSERT_TRUE(one->topic_journal().topic_created({internal, uuid::random(), 1, {}}));
     ++end;
-    ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == end; })) << internal;
-    auto taken = (*two)->topic_journal().topic_created({internal, uuid::random(), 1, {}});
+    ASSERT_TRUE(eventually([&] { return two->end_offset() == end; })) << internal;
+    auto taken = two->topic_journal().topic_created({internal, uuid::random(), 1, {}});
     ASSERT_FALSE(taken) << internal;
     EXPECT_EQ(taken.error().code, storage::storage_errc::already_exists) << internal;
   }
-  twos = (*two)->topic_journal().load_topics();
+  twos = two->topic_journal().load_topics();
   ASSERT_TRUE(twos);
   EXPECT_TRUE(twos->empty()) << "broker 2 must not open logs of broker 1's topics";
   // A partition broker 1 adds is recorded with it as leader too. Broker 1 may not have seen
   // broker 2's last change yet: its append then loses the race, catches up and goes after it.
-  auto grown = (*one)->topic_journal().partitions_created({"orders", orders.topic_id, 3, {}}, 2);
+  auto grown = one->topic_journal().partitions_created({"orders", orders.topic_id, 3, {}}, 2);
   ASSERT_TRUE(grown) << grown.error().message;
-  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == end + 1; }));
-  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).partitions, 3);
-  EXPECT_EQ((*two)->image().topics.at(orders.topic_id).leader, 1);
+  ASSERT_TRUE(eventually([&] { return two->end_offset() == end + 1; }));
+  EXPECT_EQ(two->image().topics.at(orders.topic_id).partitions, 3);
+  EXPECT_EQ(two->image().topics.at(orders.topic_id).leader, 1);
 }
 
 // Config changes reach a store's observer whoever made them (docs/cluster.md, "Dynamic
@@ -597,20 +613,17 @@ TEST_F(EtcdClient, BrokersOfAClusterLoadOnlyTheTopicsTheyLead) {
 // broker made meanwhile to another key stays.
 TEST_F(EtcdClient, ConfigChangesReachTheObserverFromEveryBroker) {
   using namespace tarn::cluster;
-  etcd_cluster etcd;
-  ASSERT_TRUE(etcd.wait_ready(0)) << etcd.output(0);
-  const client_options client{etcd.endpoints(), 5000, 1000};
-  auto one = etcd_metadata_store::open({client, "/tarn/configs/", 1});
-  ASSERT_TRUE(one) << one.error().message;
-  auto two = etcd_metadata_store::open({client, "/tarn/configs/", 2});
-  ASSERT_TRUE(two) << two.error().message;
+  two_brokers b;
+  ASSERT_NO_FATAL_FAILURE(open_two_brokers(b, "/tarn/configs/"));
+  auto& one = b.one;
+  auto& two = b.two;
   std::mutex mu;
   std::vector<std::vector<config_resource>> seen_one, seen_two;
-  (*one)->observe_config_changes([&](const std::vector<config_resource>& r) {
+  one->observe_config_changes([&](const std::vector<config_resource>& r) {
     std::lock_guard g(mu);
     seen_one.push_back(r);
   });
-  (*two)->observe_config_changes([&](const std::vector<config_resource>& r) {
+  two->observe_config_changes([&](const std::vector<config_resource>& r) {
     std::lock_guard g(mu);
     seen_two.push_back(r);
   });
@@ -619,8 +632,8 @@ TEST_F(EtcdClient, ConfigChangesReachTheObserverFromEveryBroker) {
     return seen.size();
   };
 
-  ASSERT_TRUE((*one)->set_broker_configs("", {{"message.max.bytes", "5000"}}));
-  ASSERT_TRUE((*one)->set_broker_configs("3", {{"message.max.bytes", "50000"}}));
+  ASSERT_TRUE(one->set_broker_configs("", {{"message.max.bytes", "5000"}}));
+  ASSERT_TRUE(one->set_broker_configs("3", {{"message.max.bytes", "50000"}}));
   ASSERT_TRUE(eventually([&] { return count(seen_two) == 2; }));
   {
     std::lock_guard g(mu);
@@ -631,20 +644,19 @@ TEST_F(EtcdClient, ConfigChangesReachTheObserverFromEveryBroker) {
   }
   // A change without configs tells nothing; a new topic's configs are a change of the topic.
   const storage::topic_record orders{"orders", uuid::random(), 1, {{"retention.ms", "1000"}}};
-  ASSERT_TRUE((*one)->topic_journal().topic_created(orders));
-  ASSERT_TRUE((*one)->set_feature_levels({{"metadata.version", 27}}));
-  ASSERT_TRUE(eventually([&] { return (*two)->end_offset() == 4; }));
+  ASSERT_TRUE(one->topic_journal().topic_created(orders));
+  ASSERT_TRUE(one->set_feature_levels({{"metadata.version", 27}}));
+  ASSERT_TRUE(eventually([&] { return two->end_offset() == 4; }));
   EXPECT_EQ(count(seen_one), 3u);
   EXPECT_EQ(count(seen_two), 3u);
 
   // Broker 2 holds no copy of orders: its configs are set on the image.
-  ASSERT_TRUE(
-      (*two)->change_topic_configs("orders", {{"retention.ms", "1000"}},
-                                   {{"retention.ms", "1000"}, {"max.message.bytes", "5000"}}));
-  EXPECT_EQ((*two)->topic_configs("orders").at("max.message.bytes"), "5000");
+  ASSERT_TRUE(two->change_topic_configs("orders", {{"retention.ms", "1000"}},
+                                        {{"retention.ms", "1000"}, {"max.message.bytes", "5000"}}));
+  EXPECT_EQ(two->topic_configs("orders").at("max.message.bytes"), "5000");
   ASSERT_TRUE(eventually([&] { return count(seen_one) == 4; }));
-  EXPECT_EQ((*one)->topic_configs("orders").size(), 2u);
-  auto unknown = (*two)->change_topic_configs("nothing", {}, {{"retention.ms", "1"}});
+  EXPECT_EQ(one->topic_configs("orders").size(), 2u);
+  auto unknown = two->change_topic_configs("nothing", {}, {{"retention.ms", "1"}});
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, storage::storage_errc::not_found);
 
@@ -652,16 +664,16 @@ TEST_F(EtcdClient, ConfigChangesReachTheObserverFromEveryBroker) {
   // retention.ms keeps the max.message.bytes broker 2 set.
   storage::topic_record changed = orders;
   changed.overrides["retention.ms"] = "2000";
-  ASSERT_TRUE((*one)->topic_journal().topic_config_changed(changed, orders.overrides));
+  ASSERT_TRUE(one->topic_journal().topic_config_changed(changed, orders.overrides));
   ASSERT_TRUE(eventually([&] { return count(seen_two) == 5; }));
   const storage::config_map want = {{"max.message.bytes", "5000"}, {"retention.ms", "2000"}};
-  EXPECT_EQ((*two)->topic_configs("orders"), want);
-  EXPECT_EQ((*one)->topic_configs("orders"), want);
+  EXPECT_EQ(two->topic_configs("orders"), want);
+  EXPECT_EQ(one->topic_configs("orders"), want);
 
   // Removed, the observer hears nothing more.
-  (*two)->observe_config_changes({});
-  ASSERT_TRUE((*one)->set_broker_configs("", {}));
-  ASSERT_TRUE(eventually([&] { return (*two)->broker_configs("").empty(); }));
+  two->observe_config_changes({});
+  ASSERT_TRUE(one->set_broker_configs("", {}));
+  ASSERT_TRUE(eventually([&] { return two->broker_configs("").empty(); }));
   EXPECT_EQ(count(seen_two), 5u);
 }
 

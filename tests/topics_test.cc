@@ -510,6 +510,8 @@ TEST(topics_restart, topics_and_configs_survive_a_restart) {
     auto a = tools::call<protocol::incremental_alter_configs_response>(**c, alter, 0, buf);
     ASSERT_TRUE(a.has_value());
     EXPECT_EQ(a->responses[0].error_code, 0);
+    // NONE comes without a message.
+    EXPECT_FALSE(a->responses[0].error_message.has_value()) << *a->responses[0].error_message;
     auto md = metadata(**c, buf, std::nullopt, 1);
     ASSERT_EQ(md.cluster_id, std::nullopt);  // v1 has no cluster id
     auto md12 = metadata(**c, buf, std::vector<std::string>{"keep"}, 12);

@@ -585,6 +585,33 @@ result<std::map<std::string, std::string>, std::string> parse_protocol_map(
   return out;
 }
 
+// Kafka's three requires on a key and its bounds (GroupCoordinatorConfig, ShareGroupConfig):
+// for <prefix><name>, <prefix>min.<name> and <prefix>max.<name>, the max at least the min, then
+// the value within them; the first that fails, in Kafka's words.
+result<void, std::string> check_range(const broker_config& c, std::string_view prefix,
+                                      std::string_view name) {
+  const std::string key = fmt::format("{}{}", prefix, name);
+  const std::string min_key = fmt::format("{}min.{}", prefix, name);
+  const std::string max_key = fmt::format("{}max.{}", prefix, name);
+  const int64_t value = as_int(c, key.c_str());
+  const int64_t min = as_int(c, min_key.c_str());
+  const int64_t max = as_int(c, max_key.c_str());
+  auto at_least_other = [](const std::string& a, const std::string& b) {
+    return fail(fmt::format("{} must be greater than or equal to {}", a, b));
+  };
+  if (max < min) return at_least_other(max_key, min_key);
+  if (value < min) return at_least_other(key, min_key);
+  if (value > max) return fail(fmt::format("{} must be less than or equal to {}", key, max_key));
+  return {};
+}
+
+// Kafka's require that `key`'s value be below `other`'s (a heartbeat interval below its session
+// timeout).
+result<void, std::string> check_below(const broker_config& c, const char* key, const char* other) {
+  if (as_int(c, key) < as_int(c, other)) return {};
+  return fail(fmt::format("{} must be less than {}", key, other));
+}
+
 // The group coordinator's keys into coordinator::group_config, with the checks Kafka's
 // GroupCoordinatorConfig constructor makes across them (its messages; Kafka refuses to start).
 result<void, std::string> finish_group_config(broker_config& c) {
@@ -669,107 +696,31 @@ result<void, std::string> finish_group_config(broker_config& c) {
   c.transaction_partition_verification_enable =
       std::get<bool>(c.values.at("transaction.partition.verification.enable"));
 
-  struct bound {
-    int32_t value;
-    const char* key;
-  };
-  auto at_least_other = [](bound a, bound b) -> result<void, std::string> {
-    if (a.value >= b.value) return {};
-    return fail(fmt::format("{} must be greater than or equal to {}", a.key, b.key));
-  };
-  auto at_most_other = [](bound a, bound b) -> result<void, std::string> {
-    if (a.value <= b.value) return {};
-    return fail(fmt::format("{} must be less than or equal to {}", a.key, b.key));
-  };
-  const bound heartbeat{g.group_consumer_heartbeat_interval_ms,
-                        "group.consumer.heartbeat.interval.ms"};
-  const bound min_heartbeat{g.group_consumer_min_heartbeat_interval_ms,
-                            "group.consumer.min.heartbeat.interval.ms"};
-  const bound max_heartbeat{g.group_consumer_max_heartbeat_interval_ms,
-                            "group.consumer.max.heartbeat.interval.ms"};
-  const bound session{g.group_consumer_session_timeout_ms, "group.consumer.session.timeout.ms"};
-  const bound min_session{g.group_consumer_min_session_timeout_ms,
-                          "group.consumer.min.session.timeout.ms"};
-  const bound max_session{g.group_consumer_max_session_timeout_ms,
-                          "group.consumer.max.session.timeout.ms"};
-  for (auto r :
-       {at_least_other(max_heartbeat, min_heartbeat), at_least_other(heartbeat, min_heartbeat),
-        at_most_other(heartbeat, max_heartbeat), at_least_other(max_session, min_session),
-        at_least_other(session, min_session), at_most_other(session, max_session)}) {
-    if (!r) return r;
+  // GroupCoordinatorConfig's requires across keys, in its order (the first that fails is the
+  // message Kafka refuses to start with).
+  for (const char* name : {"heartbeat.interval.ms", "session.timeout.ms"}) {
+    if (auto r = check_range(c, "group.consumer.", name); !r) return r;
   }
-  if (heartbeat.value >= session.value) {
-    return fail(fmt::format("{} must be less than {}", heartbeat.key, session.key));
+  if (auto r = check_below(c, "group.consumer.heartbeat.interval.ms",
+                           "group.consumer.session.timeout.ms");
+      !r) {
+    return r;
   }
-  // KIP-1263's assignment interval within its bounds (GroupCoordinatorConfig's requires).
-  const bound assignment{g.group_consumer_assignment_interval_ms,
-                         "group.consumer.assignment.interval.ms"};
-  const bound min_assignment{g.group_consumer_min_assignment_interval_ms,
-                             "group.consumer.min.assignment.interval.ms"};
-  const bound max_assignment{g.group_consumer_max_assignment_interval_ms,
-                             "group.consumer.max.assignment.interval.ms"};
-  for (auto r :
-       {at_least_other(max_assignment, min_assignment), at_least_other(assignment, min_assignment),
-        at_most_other(assignment, max_assignment)}) {
-    if (!r) return r;
+  // KIP-1263's assignment interval within its bounds.
+  if (auto r = check_range(c, "group.consumer.", "assignment.interval.ms"); !r) return r;
+  // The same checks for share groups (GroupCoordinatorConfig, ShareGroupConfig). The bounds of
+  // the group configs share.delivery.count.limit and share.partition.max.record.locks hold the
+  // broker's own values too (ShareGroupConfig).
+  for (const char* name : {"heartbeat.interval.ms", "session.timeout.ms", "record.lock.duration.ms",
+                           "delivery.count.limit", "partition.max.record.locks"}) {
+    if (auto r = check_range(c, "group.share.", name); !r) return r;
   }
-  // The same checks for share groups (GroupCoordinatorConfig, ShareGroupConfig).
-  const bound share_heartbeat{sh.group_share_heartbeat_interval_ms,
-                              "group.share.heartbeat.interval.ms"};
-  const bound share_min_heartbeat{i32("group.share.min.heartbeat.interval.ms"),
-                                  "group.share.min.heartbeat.interval.ms"};
-  const bound share_max_heartbeat{i32("group.share.max.heartbeat.interval.ms"),
-                                  "group.share.max.heartbeat.interval.ms"};
-  const bound share_session{sh.group_share_session_timeout_ms, "group.share.session.timeout.ms"};
-  const bound share_min_session{i32("group.share.min.session.timeout.ms"),
-                                "group.share.min.session.timeout.ms"};
-  const bound share_max_session{i32("group.share.max.session.timeout.ms"),
-                                "group.share.max.session.timeout.ms"};
-  const bound lock{sh.group_share_record_lock_duration_ms, "group.share.record.lock.duration.ms"};
-  const bound min_lock{i32("group.share.min.record.lock.duration.ms"),
-                       "group.share.min.record.lock.duration.ms"};
-  const bound max_lock{i32("group.share.max.record.lock.duration.ms"),
-                       "group.share.max.record.lock.duration.ms"};
-  // The bounds of the group configs share.delivery.count.limit and
-  // share.partition.max.record.locks hold the broker's own values too (ShareGroupConfig).
-  const bound deliveries{sh.group_share_delivery_count_limit, "group.share.delivery.count.limit"};
-  const bound min_deliveries{i32("group.share.min.delivery.count.limit"),
-                             "group.share.min.delivery.count.limit"};
-  const bound max_deliveries{i32("group.share.max.delivery.count.limit"),
-                             "group.share.max.delivery.count.limit"};
-  const bound locks{sh.group_share_partition_max_record_locks,
-                    "group.share.partition.max.record.locks"};
-  const bound min_locks{i32("group.share.min.partition.max.record.locks"),
-                        "group.share.min.partition.max.record.locks"};
-  const bound max_locks{i32("group.share.max.partition.max.record.locks"),
-                        "group.share.max.partition.max.record.locks"};
-  for (auto r :
-       {at_least_other(share_max_heartbeat, share_min_heartbeat),
-        at_least_other(share_heartbeat, share_min_heartbeat),
-        at_most_other(share_heartbeat, share_max_heartbeat),
-        at_least_other(share_max_session, share_min_session),
-        at_least_other(share_session, share_min_session),
-        at_most_other(share_session, share_max_session), at_least_other(max_lock, min_lock),
-        at_least_other(lock, min_lock), at_most_other(lock, max_lock),
-        at_least_other(max_deliveries, min_deliveries), at_least_other(deliveries, min_deliveries),
-        at_most_other(deliveries, max_deliveries), at_least_other(max_locks, min_locks),
-        at_least_other(locks, min_locks), at_most_other(locks, max_locks)}) {
-    if (!r) return r;
+  if (auto r =
+          check_below(c, "group.share.heartbeat.interval.ms", "group.share.session.timeout.ms");
+      !r) {
+    return r;
   }
-  if (share_heartbeat.value >= share_session.value) {
-    return fail(fmt::format("{} must be less than {}", share_heartbeat.key, share_session.key));
-  }
-  const bound share_assignment{sh.group_share_assignment_interval_ms,
-                               "group.share.assignment.interval.ms"};
-  const bound share_min_assignment{sh.group_share_min_assignment_interval_ms,
-                                   "group.share.min.assignment.interval.ms"};
-  const bound share_max_assignment{sh.group_share_max_assignment_interval_ms,
-                                   "group.share.max.assignment.interval.ms"};
-  for (auto r : {at_least_other(share_max_assignment, share_min_assignment),
-                 at_least_other(share_assignment, share_min_assignment),
-                 at_most_other(share_assignment, share_max_assignment)}) {
-    if (!r) return r;
-  }
+  if (auto r = check_range(c, "group.share.", "assignment.interval.ms"); !r) return r;
   return {};
 }
 

@@ -577,6 +577,28 @@ TEST(broker_config, group_coordinator_keys_are_validated_as_kafka_does) {
                   "group.share.partition.max.record.locks must be greater than or equal to "
                   "group.share.min.partition.max.record.locks"))
       << e;
+  // Each of the share group's bounded keys, each of the three checks once.
+  e = make_error({{"group.share.min.heartbeat.interval.ms", "20000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.max.heartbeat.interval.ms must be greater than or equal to "
+                  "group.share.min.heartbeat.interval.ms"))
+      << e;
+  e = make_error({{"group.share.session.timeout.ms", "40000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.session.timeout.ms must be greater than or equal to "
+                  "group.share.min.session.timeout.ms"))
+      << e;
+  e = make_error({{"group.share.record.lock.duration.ms", "70000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.record.lock.duration.ms must be less than or equal to "
+                  "group.share.max.record.lock.duration.ms"))
+      << e;
+  e = make_error(
+      {{"group.share.min.session.timeout.ms", "5000"}, {"group.share.session.timeout.ms", "5000"}});
+  EXPECT_TRUE(has(e,
+                  "group.share.heartbeat.interval.ms must be less than "
+                  "group.share.session.timeout.ms"))
+      << e;
   EXPECT_EQ(make_ok({{"group.share.max.delivery.count.limit", "12"},
                      {"group.share.delivery.count.limit", "11"}})
                 .share.group_share_max_delivery_count_limit,

@@ -153,6 +153,8 @@ void config_follower::apply(const std::set<cluster::config_resource>& touched, b
     }
   }
   if (topic && listeners_.topic_configs) listeners_.topic_configs();
+  // A group's configs as the store holds them now: also after this broker's own change, which
+  // its handler applied already (apply_group_configs is idempotent; dynamic_config.h).
   if (!listeners_.group_configs || (groups.empty() && !everything)) return;
   const auto all = topics_.metadata().group_configs();
   if (everything) {

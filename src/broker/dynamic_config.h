@@ -53,10 +53,15 @@ std::optional<config_alter_error> alter_dynamic_broker_configs(
 //   apply_dynamic_configs, then `broker_configs` (the replica manager's replication throttles);
 // - a topic's configs: the copy this broker holds of the topic takes them
 //   (topic_manager::adopt_topic_configs), then `topic_configs` (the throttled replicas);
-// - a group's configs: `group_configs` (the share coordinator).
+// - a group's configs: `group_configs` (apply_group_configs: the share and group coordinators).
 // Everything is applied once at start, so that a change recorded before the observer was in
-// place is not missed. Applying what this broker applied already (its own handler did) changes
-// nothing. Listeners are called on this class's thread, never under a lock of the store.
+// place is not missed. This broker's own changes come here too (the store tells its observer of
+// every config change it appends, not only of those the watch brings), after the handler that
+// recorded them applied them: they are applied again, not skipped, and that is idempotent
+// (apply_dynamic_configs and apply_group_configs change nothing for what they hold already).
+// Not skipped because this is where the replication throttles take a change on this broker
+// too, and because what is applied is the store's latest, which another broker may have changed
+// since. Listeners are called on this class's thread, never under a lock of the store.
 class config_follower {
  public:
   struct listeners {

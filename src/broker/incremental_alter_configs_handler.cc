@@ -358,10 +358,8 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
         if (auto s = topics.metadata().set_group_configs(res.resource_name, *ops); !s) {
           error = alter_error{error_code::kafka_storage_error, s.error().message};
         } else {
-          request.services.shares->set_group_configs(res.resource_name, *ops);
-          if (request.services.groups != nullptr) {
-            request.services.groups->set_group_configs(res.resource_name, *ops);
-          }
+          apply_group_configs(res.resource_name, *ops, request.services.groups,
+                              request.services.shares);
           spdlog::info("group {}: configs altered by {}", res.resource_name,
                        request.connection.peer);
         }

@@ -450,8 +450,7 @@ result<void, std::string> server::start() {
   // Group configs (share.* and consumer.*) are in the metadata log; applied before the
   // share-partitions they shape are replayed, and before any consumer group heartbeats.
   for (const auto& [group_id, configs] : s.topics->metadata().group_configs()) {
-    s.shares->set_group_configs(group_id, configs);
-    s.groups->set_group_configs(group_id, configs);
+    apply_group_configs(group_id, configs, s.groups.get(), s.shares.get());
   }
   // Dynamic group.consumer/share.assignment.interval.ms set before this start.
   apply_group_dynamic_configs(*s.topics, s.groups.get(), s.shares.get());
@@ -496,8 +495,7 @@ result<void, std::string> server::start() {
     l.topic_configs = [r = s.replicas.get()] { r->apply_throttle_configs(); };
     l.group_configs = [shares = s.shares.get(), groups = s.groups.get()](
                           const std::string& group, const storage::config_map& configs) {
-      shares->set_group_configs(group, configs);
-      if (groups != nullptr) groups->set_group_configs(group, configs);
+      apply_group_configs(group, configs, groups, shares);
     };
     s.configs = std::make_unique<config_follower>(*s.topics, s.config, std::move(l));
   }

@@ -889,6 +889,12 @@ std::optional<error_code> share_coordinator::delete_topic_offsets(std::string_vi
 void share_coordinator::set_group_configs(std::string_view group_id,
                                           const group_config_overrides& overrides) {
   std::lock_guard lock(mu_);
+  // The configs the group has already: nothing changes (a broker's config follower applies a
+  // change its own IncrementalAlterConfigs applied).
+  if (auto it = group_overrides_.find(group_id);
+      it != group_overrides_.end() && it->second == overrides) {
+    return;
+  }
   const share_group_settings s = effective_share_group_settings(defaults_, overrides);
   group_settings_.insert_or_assign(std::string(group_id), s);
   group_overrides_.insert_or_assign(std::string(group_id), overrides);

@@ -301,6 +301,7 @@ class share_coordinator {
   // set before: share.auto.offset.reset for share-partitions made from now on, the lock duration,
   // delivery-count limit and record locks for every share-partition of the group, the heartbeat
   // interval and session timeout at each member's next heartbeat. The group need not exist.
+  // Idempotent: the configs the group has already change nothing.
   void set_group_configs(std::string_view group_id, const group_config_overrides& overrides);
   // What the group runs with (its configs over the broker's defaults).
   share_group_settings group_settings(std::string_view group_id) const;

@@ -247,5 +247,30 @@ TEST(share_coordinator, a_groups_configs_replace_the_broker_defaults) {
   EXPECT_EQ(f.shares.start_offset("g", tp), 10);  // all ten archived
 }
 
+// A broker's config follower applies again the configs its own IncrementalAlterConfigs applied
+// (broker::apply_group_configs): the same configs change nothing, for the group or its
+// share-partitions.
+TEST(share_coordinator, the_same_group_configs_again_change_nothing) {
+  fixture f;
+  f.metadata.add("t", 1);
+  share_topic_partition tp{f.metadata.topic("t")->id, 0};
+  const group_config_overrides configs = {{"share.heartbeat.interval.ms", "7000"},
+                                          {"share.record.lock.duration.ms", "20000"},
+                                          {"share.delivery.count.limit", "3"},
+                                          {"share.auto.offset.reset", "earliest"}};
+  f.shares.set_group_configs("g", configs);
+  EXPECT_EQ(f.beat("a", 0, true).heartbeat_interval_ms, 7000);
+  EXPECT_EQ(f.shares.next_fetch_offset("g", tp, 0, 10, 0), 0);
+  std::vector<fetched_batch> read = {{0, 9, false}};
+  ASSERT_EQ(f.shares.acquire("g", "a", tp, read, 500, 0).size(), 1u);
+  f.shares.set_group_configs("g", configs);
+  const share_group_settings s = f.shares.group_settings("g");
+  EXPECT_EQ(s.heartbeat_interval_ms, 7000);
+  EXPECT_EQ(s.record_lock_duration_ms, 20000);
+  EXPECT_EQ(s.delivery_count_limit, 3);
+  EXPECT_EQ(f.shares.next_lock_deadline("g", {tp}), 20000);
+  EXPECT_EQ(f.shares.start_offset("g", tp), 0);  // nothing reset: the records stay acquired
+}
+
 }  // namespace
 }  // namespace tarn::coordinator

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
 namespace tarn::coordinator {
 namespace {
 
@@ -11,42 +15,59 @@ std::string error_of(std::string_view name, std::string_view value) {
   return validate_share_group_config(share_config{}, name, value).value_or("valid");
 }
 
+// A value of a group config and Kafka 4.4's answer to it: its message, or "valid".
+struct verdict {
+  std::string_view name;
+  std::string_view value;
+  std::string_view answer;
+};
+
+// Each row's answer from `check` (error_of and the like).
+template <class Check>
+void expect_verdicts(Check check, std::initializer_list<verdict> rows) {
+  for (const verdict& row : rows) {
+    EXPECT_EQ(check(row.name, row.value), row.answer) << row.name << "=" << row.value;
+  }
+}
+
 TEST(share_group_config, values_are_checked_with_kafkas_messages) {
-  EXPECT_EQ(error_of("share.record.lock.duration.ms", "20000"), "valid");
-  EXPECT_EQ(error_of("share.record.lock.duration.ms", "1000"),
-            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.");
-  EXPECT_EQ(error_of("share.record.lock.duration.ms", "70000"),
-            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.");
-  EXPECT_EQ(error_of("share.record.lock.duration.ms", "abc"),
-            "Invalid value abc for configuration share.record.lock.duration.ms: Not a number of "
-            "type INT");
-  EXPECT_EQ(error_of("share.delivery.count.limit", "1"),
-            "Invalid value 1 for configuration share.delivery.count.limit: Value must be at "
-            "least 2");
-  EXPECT_EQ(error_of("share.delivery.count.limit", "11"),
-            "share.delivery.count.limit must be in the range 2 to 10 inclusive.");
-  EXPECT_EQ(error_of("share.heartbeat.interval.ms", "1000"),
-            "share.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.");
-  EXPECT_EQ(error_of("share.session.timeout.ms", "70000"),
-            "share.session.timeout.ms must be in the range 45000 to 60000 inclusive.");
-  EXPECT_EQ(error_of("share.partition.max.record.locks", "50"),
-            "Invalid value 50 for configuration share.partition.max.record.locks: Value must be "
-            "at least 100");
-  EXPECT_EQ(error_of("share.partition.max.record.locks", "20000"),
-            "share.partition.max.record.locks must be in the range 100 to 4000 inclusive.");
-  EXPECT_EQ(error_of("share.auto.offset.reset", "earliest"), "valid");
-  EXPECT_EQ(error_of("share.auto.offset.reset", "foo"),
-            "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for "
-            "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' "
-            "or of the format 'by_duration:<PnDTnHnMn.nS>'.");
-  EXPECT_EQ(error_of("share.isolation.level", "read_committed"), "valid");
-  EXPECT_EQ(error_of("share.isolation.level", "foo"),
-            "Invalid value foo for configuration share.isolation.level: String must be one of: "
-            "read_committed, read_uncommitted");
-  EXPECT_EQ(error_of("nosuch.key", "1"), "Unknown group config name: nosuch.key");
-  EXPECT_EQ(error_of("consumer.session.timeout.ms", "45000"), "valid");
-  EXPECT_EQ(error_of("streams.session.timeout.ms", "45000"),
-            "Group config streams.session.timeout.ms is not supported by tarn");
+  expect_verdicts(
+      error_of,
+      {{"share.record.lock.duration.ms", "20000", "valid"},
+       {"share.record.lock.duration.ms", "1000",
+        "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+       {"share.record.lock.duration.ms", "70000",
+        "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+       {"share.record.lock.duration.ms", "abc",
+        "Invalid value abc for configuration share.record.lock.duration.ms: Not a number of "
+        "type INT"},
+       {"share.delivery.count.limit", "1",
+        "Invalid value 1 for configuration share.delivery.count.limit: Value must be at "
+        "least 2"},
+       {"share.delivery.count.limit", "11",
+        "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+       {"share.heartbeat.interval.ms", "1000",
+        "share.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
+       {"share.session.timeout.ms", "70000",
+        "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+       {"share.partition.max.record.locks", "50",
+        "Invalid value 50 for configuration share.partition.max.record.locks: Value must be "
+        "at least 100"},
+       {"share.partition.max.record.locks", "20000",
+        "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+       {"share.auto.offset.reset", "earliest", "valid"},
+       {"share.auto.offset.reset", "foo",
+        "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for "
+        "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' "
+        "or of the format 'by_duration:<PnDTnHnMn.nS>'."},
+       {"share.isolation.level", "read_committed", "valid"},
+       {"share.isolation.level", "foo",
+        "Invalid value foo for configuration share.isolation.level: String must be one of: "
+        "read_committed, read_uncommitted"},
+       {"nosuch.key", "1", "Unknown group config name: nosuch.key"},
+       {"consumer.session.timeout.ms", "45000", "valid"},
+       {"streams.session.timeout.ms", "45000",
+        "Group config streams.session.timeout.ms is not supported by tarn"}});
 }
 
 // share.auto.offset.reset's by_duration as Kafka's ShareGroupAutoOffsetResetStrategy reads it
@@ -169,29 +190,31 @@ std::string whole_error(const group_config_overrides& configs) {
 }
 
 TEST(consumer_group_config, values_are_checked_with_kafkas_messages) {
-  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "7000"), "valid");
-  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "5000"),
-            "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive.");
-  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "70000"),
-            "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive.");
-  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "abc"),
-            "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of "
-            "type INT");
-  EXPECT_EQ(consumer_error("consumer.session.timeout.ms", "0"),
-            "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at "
-            "least 1");
-  EXPECT_EQ(consumer_error("consumer.heartbeat.interval.ms", "500"),
-            "consumer.heartbeat.interval.ms must be in the range 1000 to 50000 inclusive.");
-  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "20000"),
-            "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive.");
-  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "-1"),
-            "Invalid value -1 for configuration consumer.assignment.interval.ms: Value must be "
-            "at least 0");
-  EXPECT_EQ(consumer_error("consumer.assignment.interval.ms", "0"), "valid");
-  EXPECT_EQ(consumer_error("consumer.assignor.offload.enable", "maybe"),
-            "Invalid value maybe for configuration consumer.assignor.offload.enable: Expected "
-            "value to be either true or false");
-  EXPECT_EQ(consumer_error("consumer.assignor.offload.enable", "false"), "valid");
+  expect_verdicts(
+      consumer_error,
+      {{"consumer.session.timeout.ms", "7000", "valid"},
+       {"consumer.session.timeout.ms", "5000",
+        "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive."},
+       {"consumer.session.timeout.ms", "70000",
+        "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive."},
+       {"consumer.session.timeout.ms", "abc",
+        "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of "
+        "type INT"},
+       {"consumer.session.timeout.ms", "0",
+        "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at "
+        "least 1"},
+       {"consumer.heartbeat.interval.ms", "500",
+        "consumer.heartbeat.interval.ms must be in the range 1000 to 50000 inclusive."},
+       {"consumer.assignment.interval.ms", "20000",
+        "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive."},
+       {"consumer.assignment.interval.ms", "-1",
+        "Invalid value -1 for configuration consumer.assignment.interval.ms: Value must be "
+        "at least 0"},
+       {"consumer.assignment.interval.ms", "0", "valid"},
+       {"consumer.assignor.offload.enable", "maybe",
+        "Invalid value maybe for configuration consumer.assignor.offload.enable: Expected "
+        "value to be either true or false"},
+       {"consumer.assignor.offload.enable", "false", "valid"}});
   // With Kafka's default bounds (45000-60000, 5000-15000).
   EXPECT_EQ(
       validate_group_config(group_config{}, share_config{}, "consumer.session.timeout.ms", "30000")

@@ -35,6 +35,16 @@ struct rpc_fixture {
   }
 };
 
+// Makes `coordinator` (on f.log) the one that keeps the share-partitions' state: it leads the one
+// partition of __share_group_state; the share coordinators of other brokers reach it through a
+// persister.
+void keep_the_state(rpc_fixture& f, share_coordinator& coordinator) {
+  f.log.create_partitions = 1;
+  coordinator.start_state_unowned(nullptr);
+  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
+  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+}
+
 share_coordinator::state_write write_of(int32_t state_epoch, int32_t leader_epoch, int64_t start,
                                         std::vector<state_batch> batches = {}) {
   share_coordinator::state_write w;
@@ -454,11 +464,8 @@ struct later_answer {
 
 TEST(share_state_rpc, writes_at_another_brokers_coordinator_are_answered_later) {
   rpc_fixture f;
-  f.log.create_partitions = 1;
   share_coordinator coordinator(f.config, f.metadata, &f.log);
-  coordinator.start_state_unowned(nullptr);
-  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
-  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  ASSERT_NO_FATAL_FAILURE(keep_the_state(f, coordinator));
   testing::memory_offsets_log none{1};
   held_persister persister(coordinator);
   share_coordinator leader(f.config, f.metadata, &none);
@@ -556,11 +563,8 @@ TEST(share_state_rpc, writes_at_another_brokers_coordinator_are_answered_later) 
 // another broker, and are answered once it answered.
 TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinator) {
   rpc_fixture f;
-  f.log.create_partitions = 1;
   share_coordinator coordinator(f.config, f.metadata, &f.log);
-  coordinator.start_state_unowned(nullptr);
-  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
-  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  ASSERT_NO_FATAL_FAILURE(keep_the_state(f, coordinator));
   testing::memory_offsets_log none{1};
   held_persister persister(coordinator);
   share_coordinator groups(f.config, f.metadata, &none);
@@ -627,11 +631,8 @@ TEST(share_state_rpc, offsets_and_group_deletion_reach_another_brokers_coordinat
 // tombstones written to __consumer_offsets.
 TEST(share_state_rpc, a_deleted_groups_state_goes_before_its_records) {
   rpc_fixture f;
-  f.log.create_partitions = 1;
   share_coordinator coordinator(f.config, f.metadata, &f.log);
-  coordinator.start_state_unowned(nullptr);
-  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
-  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  ASSERT_NO_FATAL_FAILURE(keep_the_state(f, coordinator));
   testing::memory_offsets_log none{1};
   testing::memory_offsets_log group_log{1};
   held_persister persister(coordinator);
@@ -666,11 +667,8 @@ TEST(share_state_rpc, a_deleted_groups_state_goes_before_its_records) {
 // with the SPSO.
 TEST(share_state_rpc, offsets_are_read_where_the_state_is_kept) {
   rpc_fixture f;
-  f.log.create_partitions = 1;
   share_coordinator coordinator(f.config, f.metadata, &f.log);
-  coordinator.start_state_unowned(nullptr);
-  ASSERT_EQ(coordinator.prepare_state_rpc(), error_code::none);
-  ASSERT_TRUE(coordinator.load_state_partition(0, 0));
+  ASSERT_NO_FATAL_FAILURE(keep_the_state(f, coordinator));
   // Another broker led t-0 at epoch 4 and wrote its state: SPSO 6, two records finished.
   ASSERT_EQ(coordinator.initialize_state("g", f.tp, 0, 0, 0).error, error_code::none);
   ASSERT_EQ(coordinator.read_state("g", f.tp, 4, 0).error, error_code::none);
