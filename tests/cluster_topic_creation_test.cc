@@ -42,8 +42,6 @@ constexpr int32_t partitions = 120;
 // Long enough that a paused etcd (a few milliseconds here) fences nobody.
 constexpr int32_t session_timeout_ms = 10000;
 
-int16_t code(error_code e) { return static_cast<int16_t>(e); }
-
 protocol::api_versions_request versions_request() {
   protocol::api_versions_request req;
   req.client_software_name = "tarn-test";
