@@ -3,6 +3,7 @@
 // agree on the cluster id and the controller, list the topics any of them created; a broker
 // killed leaves the list when its session times out and the controller role moves; a duplicate
 // node.id is refused; a broker paused past its session timeout is fenced and registers again;
+// a broker cut from etcd (etcd paused) is fenced and leaves itself out of its Metadata;
 // InitProducerId on each broker hands out distinct producer ids (blocks taken from etcd).
 // Sessions are 2 s here so that each of those takes a few seconds at most.
 #include <gtest/gtest.h>
@@ -468,6 +469,28 @@ TEST_F(cluster_three_brokers, a_broker_paused_past_its_session_is_fenced_and_reg
   // It answers as a member again.
   EXPECT_EQ(ids_of(wait_for(port(3), [](const cluster_view& v) { return v.brokers.size() == 3; })),
             (std::set<int32_t>{1, 2, 3}));
+}
+
+TEST_F(cluster_three_brokers, a_broker_cut_from_etcd_is_fenced_and_leaves_itself_out_of_metadata) {
+  // etcd paused past the session timeout: no renewal gets through and broker 1 is fenced. Its
+  // watch never sees its registration go, yet a fenced broker is not live: Kafka lists no fenced
+  // broker in Metadata, and neither names it controller.
+  etcd_->pause(0);
+  const bool fenced = brokers_[0]->process().wait_for_output(
+      "broker 1 is fenced: it leads nothing until it registers again", event_timeout);
+  const cluster_view v = metadata_of(port(1));
+  etcd_->resume(0);
+  ASSERT_TRUE(fenced) << brokers_[0]->output();
+  ASSERT_TRUE(v.answered);
+  EXPECT_EQ(v.brokers.count(1), 0u) << "a fenced broker listed itself";
+  EXPECT_NE(v.controller, 1);
+  // Once etcd answers again it registers again and lists itself.
+  EXPECT_TRUE(brokers_[0]->process().wait_for_output("broker 1 registered again (broker epoch",
+                                                     event_timeout))
+      << brokers_[0]->output();
+  const cluster_view back = wait_for(
+      port(1), [](const cluster_view& v) { return v.brokers.count(1) == 1; }, event_timeout);
+  EXPECT_EQ(back.brokers.count(1), 1u) << brokers_[0]->output();
 }
 
 TEST(cluster_single_node, without_etcd_the_broker_runs_as_before) {

@@ -1,6 +1,7 @@
 // A real etcd (Debian's etcd-server 3.4) for the tests that need one: one member or a cluster of
 // three, on free loopback ports, data in a temp directory; stop, SIGKILL and restart on the same
-// ports and data. Tests skip when /usr/bin/etcd is missing (scripts/install-deps installs it).
+// ports and data; pause and resume (SIGSTOP, SIGCONT). Tests skip when /usr/bin/etcd is missing
+// (scripts/install-deps installs it).
 #pragma once
 
 #include <filesystem>
@@ -43,6 +44,11 @@ class etcd_cluster {
     return members_[i].process &&
            members_[i].process->wait_for_output("serving client traffic", startup_timeout);
   }
+
+  // SIGSTOP, SIGCONT: member i stops answering (its clients' requests wait) and goes on where it
+  // was. Keep a pause well below the clients' session timeouts and request timeouts.
+  void pause(size_t i) const { members_[i].process->send_signal(SIGSTOP); }
+  void resume(size_t i) const { members_[i].process->send_signal(SIGCONT); }
 
   void kill(size_t i) {
     members_[i].process->send_signal(SIGKILL);

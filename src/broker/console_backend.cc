@@ -227,6 +227,8 @@ result<console_topic, console_error> broker_console::create_topic(const console_
                                 replication_factor_error(rf, static_cast<int32_t>(live.size()))});
     }
   }
+  // Out of Metadata answers until its partition states are written (being_created).
+  topic_manager::creation_mark creating(topics_, spec.name);
   auto created = logs.create_topic(spec.name, partitions, overrides, wall_clock_ms());
   if (!created) return fail(console_error_of(created.error()));
   spdlog::info("created topic {} ({} partition(s), id {}) over HTTP", spec.name, partitions,

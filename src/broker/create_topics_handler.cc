@@ -37,6 +37,9 @@
 //     check (validate_only included, as Kafka's controller): strict from v6 (a topic asked while
 //     the client is in debt is THROTTLING_QUOTA_EXCEEDED with a null message, as Kafka answers),
 //     permissive before; ThrottleTimeMs the time until the debt is paid.
+// The checks and the creation run on the control worker (control_worker.h), under the topic
+// manager's control lock, so the event loop serves its other connections meanwhile; a topic being
+// created is not in Metadata answers until it is ready (topic_manager::being_created).
 // Not supported: create-topic policies (create.topic.policy.class.name), timeout_ms
 // (creation is synchronous: the partition directories exist when the answer is sent).
 #include <spdlog/spdlog.h>
@@ -46,6 +49,7 @@
 #include <set>
 
 #include "broker/authorization.h"
+#include "broker/control_worker.h"
 #include "broker/handler.h"
 #include "broker/throttle.h"
 #include "broker/topic_handler_util.h"
@@ -246,11 +250,9 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
   std::vector<std::string_view> unauthorized;
   // Answered after the others, as Kafka appends it to the controller's results.
   bool cluster_metadata_asked = false;
-  controller_mutation_quota quota(request, 6);
-  // In a cluster, replicas go to the live brokers (docs/cluster.md, "Replication").
-  const std::vector<int32_t> live_ids = replica_candidates(request.services);
-  auto guard = topics.control_lock();
-  storage::log_manager& logs = topics.logs();
+  // What the controller is asked for: the topics left once names and authorization are checked
+  // (on the event loop, which owns the connection's principal).
+  std::vector<const request_topic*> asked;
   for (const auto& t : decoded->topics) {
     if (occurrences[t.name] > 1) continue;  // answered once, below
     if (t.name == cluster_metadata_topic) {
@@ -262,63 +264,86 @@ asio::awaitable<handler_outcome> handle_create_topics(request_context& request) 
       unauthorized.push_back(t.name);  // answered after the others, as Kafka's ControllerApis
       continue;
     }
-    creatable_topic_result result;
-    result.name = t.name;
-    storage::config_map overrides;
-    int32_t partitions = 0;
-    int32_t replication_factor = 1;
-    std::optional<topic_error> error =
-        check_topic(t, config, logs, static_cast<int32_t>(live_ids.size()), overrides, partitions,
-                    replication_factor);
-    if (!error && !quota.record(partitions)) error = throttled_error();
-    storage::uuid topic_id = storage::uuid::random();
-    if (!error && !decoded->validate_only) {
-      auto created = logs.create_topic(t.name, partitions, overrides, wall_clock_ms());
-      if (created) {
-        topic_id = (*created)->topic_id;
-        spdlog::info("created topic {} ({} partition(s), id {}) for {}", t.name, partitions,
-                     topic_id.to_string(), request.connection.peer);
-        // In a cluster, each partition's state in etcd; the replicas open their logs when they
-        // see it.
-        auto states = record_partition_states(
-            request.services, **created, 0,
-            place_partitions(config.node_id, live_ids, 0, partitions, replication_factor));
-        if (!states) {
-          spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
+    asked.push_back(&t);
+  }
+  controller_mutation_quota quota(request, 6);
+  // In a cluster, replicas go to the live brokers (docs/cluster.md, "Replication").
+  const std::vector<int32_t> live_ids = replica_candidates(request.services);
+  const std::string peer = request.connection.peer;
+  // The checks and the creation under the control lock, on the control worker: a topic of many
+  // partitions takes a second or more in a cluster, and the event loop serves its other
+  // connections meanwhile. A second CreateTopics of the same name waits for the lock there and
+  // finds the topic (TOPIC_ALREADY_EXISTS).
+  std::vector<bool> created_ok;  // per entry of reply.topics so far
+  co_await run_control_work(request.services, [&] {
+    auto guard = topics.control_lock();
+    storage::log_manager& logs = topics.logs();
+    for (const request_topic* asked_topic : asked) {
+      const request_topic& t = *asked_topic;
+      creatable_topic_result result;
+      result.name = t.name;
+      storage::config_map overrides;
+      int32_t partitions = 0;
+      int32_t replication_factor = 1;
+      std::optional<topic_error> error =
+          check_topic(t, config, logs, static_cast<int32_t>(live_ids.size()), overrides, partitions,
+                      replication_factor);
+      if (!error && !quota.record(partitions)) error = throttled_error();
+      storage::uuid topic_id = storage::uuid::random();
+      if (!error && !decoded->validate_only) {
+        topic_manager::creation_mark creating(topics, std::string(t.name));
+        auto created = logs.create_topic(t.name, partitions, overrides, wall_clock_ms());
+        if (created) {
+          topic_id = (*created)->topic_id;
+          spdlog::info("created topic {} ({} partition(s), id {}) for {}", t.name, partitions,
+                       topic_id.to_string(), peer);
+          // In a cluster, each partition's state in etcd; the replicas open their logs when they
+          // see it.
+          auto states = record_partition_states(
+              request.services, **created, 0,
+              place_partitions(config.node_id, live_ids, 0, partitions, replication_factor));
+          if (!states) {
+            spdlog::error("topic {}: partition states not written: {}", t.name, states.error());
+          }
+        } else {
+          error = from_storage(created.error());
         }
-      } else {
-        error = from_storage(created.error());
       }
+      if (error) {
+        reply.topics.push_back(error_result(t.name, *error));
+        created_ok.push_back(false);
+        continue;
+      }
+      result.error_message = std::nullopt;
+      result.topic_id = to_wire(topic_id);
+      result.num_partitions = partitions;
+      result.replication_factor = static_cast<int16_t>(replication_factor);
+      auto& configs = result.configs.emplace();
+      for (const auto& d : storage::describe_topic_configs(overrides, logs.broker_props())) {
+        protocol::create_topics_response::creatable_topic_configs c;
+        c.name = d.definition->name;
+        c.value = strings.emplace_back(d.value);
+        c.read_only = false;
+        c.config_source = static_cast<int8_t>(d.source);
+        c.is_sensitive = d.definition->sensitive;
+        configs.push_back(c);
+      }
+      reply.topics.push_back(std::move(result));
+      created_ok.push_back(true);
     }
-    if (error) {
-      reply.topics.push_back(error_result(t.name, *error));
-      continue;
-    }
-    result.error_message = std::nullopt;
-    result.topic_id = to_wire(topic_id);
-    result.num_partitions = partitions;
-    result.replication_factor = static_cast<int16_t>(replication_factor);
-    auto& configs = result.configs.emplace();
-    for (const auto& d : storage::describe_topic_configs(overrides, logs.broker_props())) {
-      protocol::create_topics_response::creatable_topic_configs c;
-      c.name = d.definition->name;
-      c.value = strings.emplace_back(d.value);
-      c.read_only = false;
-      c.config_source = static_cast<int8_t>(d.source);
-      c.is_sensitive = d.definition->sensitive;
-      configs.push_back(c);
-    }
-    if (authorizing && !authorize(request, security::acl_operation::describe_configs,
-                                  security::resource_type::topic, t.name, 1, true, false)) {
+  });
+  for (size_t i = 0; i < reply.topics.size(); ++i) {
+    creatable_topic_result& result = reply.topics[i];
+    if (created_ok[i] && authorizing &&
+        !authorize(request, security::acl_operation::describe_configs,
+                   security::resource_type::topic, result.name, 1, true, false)) {
       // As Kafka's ReplicationControlManager: no configs, partitions or replication factor.
       result.topic_config_error_code = static_cast<int16_t>(error_code::topic_authorization_failed);
       result.configs->clear();
       result.num_partitions = -1;
       result.replication_factor = -1;
     }
-    reply.topics.push_back(std::move(result));
   }
-  guard.unlock();
   for (std::string_view name : duplicated) {
     reply.topics.push_back(
         error_result(name, topic_error{error_code::invalid_request, "Duplicate topic name."}));

@@ -83,6 +83,8 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
   std::map<std::string_view, int32_t> partitions_by_topic;
   std::map<std::string_view, listed_topic> info_by_topic;
   for (const storage::topic_info* t : logs.topics()) {
+    // Not ready yet (its creation is under way): as Metadata, not there.
+    if (topics.being_created(t->name)) continue;
     partitions_by_topic.emplace(t->name, t->partitions);
     info_by_topic.emplace(t->name, listed_topic{t->topic_id, node_id});
   }

@@ -41,11 +41,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "broker/authorization.h"
+#include "broker/control_worker.h"
 #include "broker/handler.h"
 #include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
+#include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
 #include "coordinator/share_coordinator.h"
 #include "protocol/error_codes.h"
@@ -98,6 +101,31 @@ int32_t share_key_partition(const broker_services& services, std::string_view ke
   return coordinator::share_state_partition_for_text(key, n);
 }
 
+// Whether answering a key of this type may create its coordinator's internal topic (the first
+// FindCoordinator of its kind): that creation goes to the control worker (control_worker.h).
+bool topic_missing(const broker_services& services, int8_t key_type) {
+  if (services.topics == nullptr) return false;
+  std::string_view topic;
+  switch (key_type) {
+    case key_type_group:
+      if (services.groups == nullptr) return false;
+      topic = coordinator::offsets_topic_name;
+      break;
+    case key_type_transaction:
+      if (services.txns == nullptr) return false;
+      topic = txn::transaction_state_topic_name;
+      break;
+    case key_type_share:
+      // Only a cluster's share keys are answered (find_coordinator_error).
+      if (services.shares == nullptr || services.replicas == nullptr) return false;
+      topic = coordinator::share_group_state_topic_name;
+      break;
+    default:
+      return false;
+  }
+  return !services.topics->find_cluster_topic(topic).has_value();
+}
+
 // This broker as a coordinator, or Node.noNode.
 struct node {
   int32_t id = -1;
@@ -139,10 +167,33 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
         return error_code::none;
     }
   };
+  // Each key's error: authorization on the event loop, then the coordinator's answer, which
+  // creates its internal topic the first time: then on the control worker, as that takes a
+  // second or more in a cluster and the loop serves its other connections meanwhile.
+  std::vector<std::string_view> keys;
+  if (version < 4) {
+    keys.push_back(decoded->key);
+  } else {
+    keys.assign(decoded->coordinator_keys.begin(), decoded->coordinator_keys.end());
+  }
+  std::vector<error_code> codes;
+  for (std::string_view key : keys) codes.push_back(denied(key));
+  auto decide = [&] {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (codes[i] == error_code::none) {
+        codes[i] = find_coordinator_error(services, decoded->key_type, keys[i], version);
+      }
+    }
+  };
+  if (topic_missing(services, decoded->key_type)) {
+    co_await run_control_work(request.services, decide);
+  } else {
+    decide();
+  }
   std::optional<listed_cluster> cluster;  // the live brokers, listed once a request
-  auto answer = [&](std::string_view key) -> std::pair<error_code, node> {
-    if (const error_code d = denied(key); d != error_code::none) return {d, node{}};
-    const error_code code = find_coordinator_error(services, decoded->key_type, key, version);
+  auto answer = [&](size_t i) -> std::pair<error_code, node> {
+    const std::string_view key = keys[i];
+    const error_code code = codes[i];
     if (code != error_code::none) return {code, node{}};
     const bool cluster_key =
         decoded->key_type == key_type_group ||
@@ -173,15 +224,16 @@ asio::awaitable<handler_outcome> handle_find_coordinator(request_context& reques
   };
   protocol::find_coordinator_response reply;
   if (version < 4) {
-    const auto [code, n] = answer(decoded->key);
+    const auto [code, n] = answer(0);
     reply.error_code = static_cast<int16_t>(code);
     reply.error_message = protocol::describe(code).message;
     reply.node_id = n.id;
     reply.host = n.host;
     reply.port = n.port;
   } else {
-    for (std::string_view key : decoded->coordinator_keys) {
-      const auto [code, n] = answer(key);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::string_view key = keys[i];
+      const auto [code, n] = answer(i);
       protocol::find_coordinator_response::coordinator c;
       c.key = key;
       c.node_id = n.id;

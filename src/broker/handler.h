@@ -39,6 +39,7 @@ class sasl_authenticator;
 namespace tarn::broker {
 
 class replica_manager;
+class control_worker;
 
 // Bytes of an open file sent as part of a response body (with sendfile: stored record batches go
 // from the page cache to the socket without a copy). The region goes out just before
@@ -106,6 +107,8 @@ struct broker_services {
   replica_manager* replicas = nullptr;
   // In a cluster: Produce's and TxnOffsetCommit's check with the transaction coordinator.
   txn_verifier* verifier = nullptr;
+  // The thread topic creation runs on, off the event loops (control_worker.h); null: inline.
+  control_worker* control = nullptr;
 };
 
 struct connection_info {

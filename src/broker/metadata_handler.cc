@@ -19,7 +19,10 @@
 //     AllowAutoTopicCreation), it is created with num.partitions partitions and answered
 //     UNKNOWN_TOPIC_OR_PARTITION without partitions: Kafka 4.4 answers so (checked against the
 //     reference broker with Metadata v0, v1; older Kafka said LEADER_NOT_AVAILABLE) and the
-//     client retries; tarn creates synchronously, so the retry already sees the topic. Without
+//     client retries; tarn creates before it answers (on the control worker, off the event loop:
+//     control_worker.h), so the retry already sees the topic. A topic whose creation is under
+//     way (any request's) is answered UNKNOWN_TOPIC_OR_PARTITION too, and left out of an
+//     all-topics answer, until it is ready (topic_manager::being_created). Without
 //     auto-creation: UNKNOWN_TOPIC_OR_PARTITION. A creation that fails (a '.'/'_' collision) is
 //     INVALID_TOPIC_EXCEPTION; a storage failure KAFKA_STORAGE_ERROR. The topic asks for
 //     default.replication.factor replicas (Kafka's AutoTopicCreationManager): above the live
@@ -56,6 +59,7 @@
 #include <set>
 
 #include "broker/authorization.h"
+#include "broker/control_worker.h"
 #include "broker/handler.h"
 #include "broker/offsets_topic.h"
 #include "broker/replica_manager.h"
@@ -225,22 +229,10 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
                                      security::resource_type::topic, name, 1, true, log_if_denied);
   };
 
-  // The map lock shared, so Metadata never holds up appends; the control lock instead when a
-  // topic this request names is missing and may be auto-created (creation changes the maps, and
-  // takes the map lock exclusively itself for that moment).
+  // The map lock shared, so Metadata never holds up appends. Topics to auto-create are created
+  // afterwards, without it, on the control worker (control_worker.h).
   auto shared = topics.read_lock();
-  std::unique_lock<std::mutex> control;
   storage::log_manager& logs = topics.logs();
-  if (!all_topics && may_create) {
-    const bool missing = std::ranges::any_of(*decoded->topics, [&](const auto& want) {
-      return want.name.has_value() && logs.find_topic(*want.name) == nullptr &&
-             find_remote(*want.name) == nullptr;
-    });
-    if (missing) {
-      shared.unlock();
-      control = topics.control_lock();
-    }
-  }
   if (all_topics) {
     // Topics the client may not DESCRIBE are left out, without a log line (Kafka: logIfDenied
     // false for an all-topics request).
@@ -250,6 +242,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     while (l < local.size() || o < remote.size()) {
       if (o == remote.size() || (l < local.size() && local[l]->name < remote[o].name)) {
         const storage::topic_info* t = local[l++];
+        if (topics.being_created(t->name)) continue;  // not ready: not there yet
         if (!may_describe(t->name, false)) continue;
         reply.topics.push_back(describe_topic(*t, node_id, replicas, cluster, ops_of(t->name)));
       } else {
@@ -273,8 +266,18 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       authorize(request, security::acl_operation::create, security::resource_type::cluster,
                 security::cluster_resource_name, 1, true, false);
   std::set<std::string_view> seen_names;
-  std::deque<std::string> created_names;
   bool create_transaction_state = false;
+  // A topic to auto-create: answered UNKNOWN_TOPIC_OR_PARTITION at reply.topics[index] unless its
+  // creation fails otherwise.
+  struct auto_creation {
+    size_t index = 0;
+    std::string_view name;
+    bool offsets = false;
+    bool replicated = false;
+    int32_t replication_factor = 1;
+    error_code error = error_code::unknown_topic_or_partition;
+  };
+  std::vector<auto_creation> creations;
   // Where auto-created topics' replicas may go (this broker alone on a single node).
   const std::vector<int32_t> live_ids =
       may_create ? replica_candidates(request.services) : std::vector<int32_t>{};
@@ -283,7 +286,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       storage::uuid id = from_wire(want.topic_id);
       const storage::topic_info* found = nullptr;
       for (const storage::topic_info* t : logs.topics()) {
-        if (t->topic_id == id) found = t;
+        if (t->topic_id == id && !topics.being_created(t->name)) found = t;
       }
       const remote_topic* found_remote = nullptr;
       for (const auto& t : remote) {
@@ -322,6 +325,11 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       denied_describe.push_back(std::move(denied));
       continue;
     }
+    if (topics.being_created(name)) {
+      // Not ready yet: as missing, and nothing to create.
+      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+      continue;
+    }
     if (const storage::topic_info* t = logs.find_topic(name)) {
       reply.topics.push_back(describe_topic(*t, node_id, replicas, cluster, ops_of(name)));
       continue;
@@ -348,7 +356,7 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
     // AutoTopicCreationManager: transaction.state.log.num.partitions partitions,
     // transaction.state.log.replication.factor replicas and the coordinator's configs; in a
     // cluster with its partition states), by the coordinator's own creation, which takes the
-    // control lock itself: after the answer is built and the locks are let go.
+    // control lock itself: on the control worker, after the other creations.
     if (name == txn::transaction_state_topic_name && request.services.txns != nullptr) {
       create_transaction_state = true;
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
@@ -380,40 +388,59 @@ asio::awaitable<handler_outcome> handle_metadata(request_context& request) {
       reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
       continue;
     }
-    auto created = offsets ? create_offsets_topic(logs, config.group, wall_clock_ms())
-                           : logs.create_topic(name, config.num_partitions, {}, wall_clock_ms());
-    if (created) {
-      spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", name,
-                   (*created)->partitions, request.connection.peer);
-      if (replicated) {
+    creations.push_back({reply.topics.size(), name, offsets, replicated, replication_factor});
+    reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
+  }
+  for (auto& t : denied_create) reply.topics.push_back(std::move(t));
+  for (auto& t : denied_describe) reply.topics.push_back(std::move(t));
+  if (creations.empty() && !create_transaction_state) {
+    co_return encode_response(reply, version);  // the reply views the locked maps
+  }
+  // The creations go to the control worker, without the map lock: the names the reply takes from
+  // the maps are copied first.
+  std::deque<std::string> names;
+  for (auto& t : reply.topics) {
+    if (t.name) t.name = names.emplace_back(*t.name);
+  }
+  shared.unlock();
+  const std::string peer = request.connection.peer;
+  co_await run_control_work(request.services, [&] {
+    auto control = topics.control_lock();
+    for (auto& c : creations) {
+      // Made meanwhile (by another request): answered as missing still, as the first time.
+      if (logs.find_topic(c.name) != nullptr || topics.find_remote_topic(c.name)) continue;
+      topic_manager::creation_mark creating(topics, std::string(c.name));
+      auto created = c.offsets
+                         ? create_offsets_topic(logs, config.group, wall_clock_ms())
+                         : logs.create_topic(c.name, config.num_partitions, {}, wall_clock_ms());
+      if (!created) {
+        spdlog::warn("auto-creation of topic {} failed: {}", c.name, created.error().message);
+        c.error = metadata_error(created.error());
+        continue;
+      }
+      spdlog::info("auto-created topic {} with {} partition(s) (Metadata from {})", c.name,
+                   (*created)->partitions, peer);
+      if (c.replicated) {
         // In a cluster, its partition states, as CreateTopics writes them.
         const int32_t partitions = (*created)->partitions;
         auto states = record_partition_states(
             request.services, **created, 0,
-            place_partitions(node_id, live_ids, 0, partitions, replication_factor));
+            place_partitions(node_id, live_ids, 0, partitions, c.replication_factor));
         if (!states) {
-          spdlog::error("topic {}: partition states not written: {}", name, states.error());
+          spdlog::error("topic {}: partition states not written: {}", c.name, states.error());
         }
       }
-      reply.topics.push_back(topic_error(error_code::unknown_topic_or_partition, name));
-    } else {
-      spdlog::warn("auto-creation of topic {} failed: {}", name, created.error().message);
-      reply.topics.push_back(topic_error(metadata_error(created.error()), name));
     }
-  }
-  for (auto& t : denied_create) reply.topics.push_back(std::move(t));
-  for (auto& t : denied_describe) reply.topics.push_back(std::move(t));
-  response answer = encode_response(reply, version);  // the reply views the locked maps
-  if (create_transaction_state) {
-    if (control.owns_lock()) control.unlock();
-    if (shared.owns_lock()) shared.unlock();
+    control.unlock();
     // COORDINATOR_NOT_AVAILABLE (fewer live brokers than its replication factor) leaves it
     // missing, as Kafka's controller refuses it: the client asks again.
-    if (request.services.txns->find_coordinator() == error_code::none) {
+    if (create_transaction_state && request.services.txns->find_coordinator() == error_code::none) {
       spdlog::info("auto-created topic {} (Metadata from {})", txn::transaction_state_topic_name,
-                   request.connection.peer);
+                   peer);
     }
-  }
+  });
+  for (const auto& c : creations) reply.topics[c.index].error_code = static_cast<int16_t>(c.error);
+  response answer = encode_response(reply, version);
   co_return answer;
 }
 

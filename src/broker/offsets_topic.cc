@@ -161,6 +161,8 @@ result<int32_t, error_code> offsets_topic::ensure_topic() {
       return fail(error_code::coordinator_not_available);
     }
   }
+  // Not in Metadata answers until its partition states are written (being_created).
+  topic_manager::creation_mark creating(topics_, topic_);
   auto created = create_(logs, wall_clock_ms());
   if (!created) {
     // Kafka answers FindCoordinator COORDINATOR_NOT_AVAILABLE while its internal topic cannot be

@@ -31,6 +31,7 @@
 #include "broker/authorization.h"
 #include "broker/connection.h"
 #include "broker/console_backend_impl.h"
+#include "broker/control_worker.h"
 #include "broker/dynamic_config.h"
 #include "broker/features.h"
 #include "broker/fetch_session.h"
@@ -166,6 +167,9 @@ struct server::impl {
   // In a cluster: what any broker records takes effect here (dynamic_config.h); stopped before
   // the replica manager and the share coordinator it calls.
   std::unique_ptr<config_follower> configs;
+  // Topic creation, off the event loops (control_worker.h). Declared after what its work uses,
+  // so that it goes first; run() joins it as soon as the loops have stopped.
+  std::unique_ptr<control_worker> control;
   // snapshot()'s gauges (the HTTP threads) against the replica manager's reset at shutdown.
   std::mutex replicas_mu;
   // Fenced for good (another broker took the node.id while the session was lost): the broker
@@ -592,6 +596,8 @@ result<void, std::string> server::start() {
   s.services->producer_ids = s.producer_ids.get();
   s.services->replicas = s.replicas.get();
   s.services->verifier = s.verifier.get();
+  s.control = std::make_unique<control_worker>();
+  s.services->control = s.control.get();
   // SCRAM reads the credentials of the metadata log at each authentication, so a user added or
   // changed by AlterUserScramCredentials counts from the next one.
   const security::scram_credential_lookup scram_credentials =
@@ -732,6 +738,8 @@ int server::run() {
     if (loop->thread.joinable()) loop->thread.join();
   }
   s.join_groups_loader();
+  // A topic creation a handler handed over before the loops stopped finishes first.
+  if (s.control) s.control->join();
   if (s.txn_sender) s.txn_sender->stop();  // it writes through the replica manager's states
   if (s.verifier) s.verifier->stop();      // it reads them
   if (s.share_client) s.share_client->stop();

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <utility>
 
 #include "broker/properties.h"
 #include "cluster/cluster_membership.h"
@@ -249,6 +250,22 @@ std::optional<storage::topic_record> topic_manager::cluster_topic(
     r.overrides = *c;
   }
   return r;
+}
+
+topic_manager::creation_mark::creation_mark(const topic_manager& topics, std::string name)
+    : topics_(topics), name_(std::move(name)) {
+  std::lock_guard g(topics_.creating_mu_);
+  topics_.creating_.insert(name_);
+}
+
+topic_manager::creation_mark::~creation_mark() {
+  std::lock_guard g(topics_.creating_mu_);
+  topics_.creating_.erase(name_);
+}
+
+bool topic_manager::being_created(std::string_view name) const {
+  std::lock_guard g(creating_mu_);
+  return creating_.find(name) != creating_.end();
 }
 
 std::vector<remote_topic> topic_manager::remote_topics() const {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -73,9 +74,29 @@ class topic_manager {
   // Serialises the topic operations (log_manager's create/delete/config/partitions and the
   // broker config): hold it around them, without read_lock(). While held, the maps may be read
   // without read_lock() (only its holders change them); a log's own operations still need the
-  // log's mutex(). Short metadata work plus a few directory syscalls, so handlers take it on their
-  // event loop.
+  // log's mutex(). Creating a topic holds it for a metadata-log append, three to four fsyncs a
+  // partition and, in a cluster, the partition states' etcd transactions: that runs on the
+  // control worker (control_worker.h), never on an event loop; the other topic operations are
+  // short and their handlers take it on their loop.
   std::unique_lock<std::mutex> control_lock() const { return std::unique_lock(control_mu_); }
+  // A topic whose creation is under way (CreateTopics, auto-creation, the coordinators' topics):
+  // from before its logs are made until, in a cluster, its partition states are written and
+  // applied here. Metadata answers it as not there yet, as a Kafka broker answers a topic its
+  // metadata image does not hold yet (Kafka's controller commits a topic and its partitions in
+  // one batch, so no broker lists a topic without its partitions' leaders). Mark it under
+  // control_lock(), before the creation; the mark goes with the returned object. Any thread.
+  class creation_mark {
+   public:
+    creation_mark(const topic_manager& topics, std::string name);
+    ~creation_mark();
+    creation_mark(const creation_mark&) = delete;
+    creation_mark& operator=(const creation_mark&) = delete;
+
+   private:
+    const topic_manager& topics_;
+    std::string name_;
+  };
+  bool being_created(std::string_view name) const;
   // Shared: finding topics and logs, and using a log under its own mutex() (appends, reads,
   // DeleteRecords), which is taken after this lock and never before it.
   std::shared_lock<std::shared_mutex> read_lock() const {
@@ -149,6 +170,8 @@ class topic_manager {
   void refresh_remote_topics(const cluster::metadata_image& image, int32_t node_id);
 
   mutable std::mutex control_mu_;
+  mutable std::mutex creating_mu_;
+  mutable std::set<std::string, std::less<>> creating_;  // guarded by creating_mu_
   bool in_cluster_ = false;
   mutable std::mutex remote_mu_;
   std::map<std::string, remote_topic, std::less<>> remote_;

@@ -353,10 +353,16 @@ int32_t cluster_membership::controller_id() const {
 }
 
 std::vector<broker_registration> cluster_membership::live_brokers() const {
+  // Fenced, this broker's registration went with its lease, though a watch cut off from etcd
+  // never saw it go: it is not live (Kafka leaves fenced brokers out of Metadata).
+  const bool fenced = fenced_.load();
   std::lock_guard g(mu_);
   std::vector<broker_registration> out;
   out.reserve(brokers_.size());
-  for (const auto& [id, r] : brokers_) out.push_back(r);
+  for (const auto& [id, r] : brokers_) {
+    if (fenced && id == options_.self.node_id) continue;
+    out.push_back(r);
+  }
   return out;
 }
 
