@@ -6,6 +6,8 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
@@ -30,9 +32,13 @@ class control_worker {
   template <class F>
   asio::awaitable<std::invoke_result_t<F&>> run(F fn) {
     using result_type = std::invoke_result_t<F&>;
+    // Not connected to the caller's cancellation slot: a cancellation the caller's loop emits
+    // (its connection closing) would otherwise reach the work's frame on the worker thread while
+    // it runs there (a data race ThreadSanitizer reports in asio's cancellation_state). The work
+    // is short and always completes; the caller resumes after it.
     co_return co_await asio::co_spawn(
         pool_.get_executor(), [&fn]() -> asio::awaitable<result_type> { co_return fn(); },
-        asio::use_awaitable);
+        asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
   }
 
   // Waits for the work handed over so far; the server calls it once its loops have stopped,
