@@ -109,7 +109,8 @@ soak: deps build
 	cd $(BUILD) && TARN_TXN_CHECK_SECONDS=$(TXN_CHECK_SECONDS) TARN_TXN_CHECK_PRODUCERS=6 \
 	  TARN_TXN_CHECK_KILLS=$$(( $(TXN_CHECK_SECONDS) / 10 )) ./tests/txn_checker_test
 	scripts/kafka-ref fetch
-	cd $(BUILD) && TARN_CLUSTER_CHECK_SECONDS=$(CLUSTER_CHECK_SECONDS) \
+	mkdir -p $(BUILD)/soak-logs
+	cd $(BUILD) && TARN_CLUSTER_CHECK_SECONDS=$(CLUSTER_CHECK_SECONDS) TARN_TEST_LOG_DIR=$$PWD/soak-logs \
 	  TARN_CLUSTER_CHECK_SEED=$(CLUSTER_CHECK_SEED) ./tests/cluster_checker_test \
 	  --gtest_filter='cluster_checker.*against_kafka:cluster_checker.tarn_single_replica_kills*:cluster_checker.tarn_kills_and_pauses*:cluster_checker.tarn_partitions*'
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -217,6 +218,19 @@ void report(const checker::run_result& r, const cluster_harness& cluster) {
   for (const auto& line : r.nemesis_log) std::cout << "  " << line << "\n";
 }
 
+// After a failed run, every node's whole log (all its starts) into $TARN_TEST_LOG_DIR when set:
+// the message's tails show only the last start of each node.
+void save_logs_on_failure(const cluster_harness& cluster) {
+  const char* dir = std::getenv("TARN_TEST_LOG_DIR");
+  if (dir == nullptr || !::testing::Test::HasFailure()) return;
+  const std::filesystem::path into =
+      std::filesystem::path(dir) / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::error_code ec;
+  std::filesystem::create_directories(into, ec);
+  cluster.save_logs(into);
+  std::cout << "cluster_checker: the nodes' logs are in " << into.string() << "\n";
+}
+
 // The network-partition runs' faults (a node isolated, a link cut, again, a pause) for
 // TARN_CLUSTER_CHECK_SECONDS (default_seconds unset) from TARN_CLUSTER_CHECK_SEED, each fault up
 // to fault_max.
@@ -257,6 +271,7 @@ TEST(cluster_checker, kills_and_pauses_lose_nothing_against_kafka) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
   EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
 #endif
@@ -284,6 +299,7 @@ TEST(cluster_checker, partitions_lose_nothing_against_kafka) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
   EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
 #endif
@@ -305,6 +321,7 @@ TEST(cluster_checker, tarn_cluster_without_faults_loses_nothing) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
   EXPECT_EQ(r.a.acknowledged, r.a.writes) << "nothing fails without faults";
 }
@@ -332,6 +349,7 @@ TEST(cluster_checker, tarn_single_replica_kills_lose_nothing) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
 }
 
@@ -361,6 +379,7 @@ TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
 }
 
@@ -560,6 +579,7 @@ TEST(cluster_checker, tarn_partitions_lose_nothing) {
   report(r, *cluster);
   ASSERT_EQ(r.error, "") << cluster->diagnostics();
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
+  save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
   EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
 }

@@ -290,11 +290,19 @@ class tarn_cluster final : public cluster_harness {
     return out;
   }
 
+  void save_logs(const std::filesystem::path& dir) const override {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      std::ofstream(dir / ("node-" + std::to_string(i + 1) + ".log"))
+          << nodes_[i].earlier_output << output(i);
+    }
+  }
+
  private:
   struct node {
     uint16_t port = 0;          // 0 until its first start picked one; kept across restarts
     std::filesystem::path dir;  // data in <dir>/data
     std::unique_ptr<child_process> process;
+    std::string earlier_output;  // what its earlier starts logged
   };
 
   static std::string kafka_ref() { return std::string(TARN_SOURCE_DIR) + "/scripts/kafka-ref"; }
@@ -336,6 +344,7 @@ class tarn_cluster final : public cluster_harness {
       serve.push_back(o);
     }
     args.insert(args.end(), serve.begin(), serve.end());
+    if (n.process) n.earlier_output += n.process->output();  // the log of its last start
     n.process = std::make_unique<child_process>(std::move(args));
     auto port =
         n.process->wait_for_number_after("listening on PLAINTEXT://127.0.0.1:", startup_timeout);

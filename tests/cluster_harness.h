@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ class cluster_harness {
   virtual bool resume(int node) = 0;
   // The tails of the nodes' logs, for a failed test's message.
   virtual std::string diagnostics() const = 0;
+  // Every node's whole log, each start of it included, as files node-<n>.log in `dir` (a failed
+  // soak run's evidence: TARN_TEST_LOG_DIR). Kafka's nodes keep theirs in their directories.
+  virtual void save_logs(const std::filesystem::path& /*dir*/) const {}
 
   // Network partitions between nodes; clients still reach every node, and tarn's nodes etcd.
   // Only where can_partition() (each node, Kafka's or tarn's, in a cgroup of its own, nftables
