@@ -7,10 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
