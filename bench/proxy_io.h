@@ -127,6 +127,19 @@ inline frame with_brokers_at(const frame& response, int16_t version, uint16_t po
   return out;
 }
 
+// One request the proxy does not answer itself: through to the broker and its answer back to the
+// client, a Metadata answer with every broker at the proxy's port (so the client stays on it).
+// False when either connection failed.
+inline bool forward_upstream(int client, int upstream, const frame& request, frame& response,
+                             uint16_t listen_port) {
+  if (!write_frame(upstream, request, nullptr) || !read_frame(upstream, response)) return false;
+  if (((request[0] << 8) | request[1]) == 3) {  // Metadata
+    const int16_t version = static_cast<int16_t>((request[2] << 8) | request[3]);
+    response = with_brokers_at(response, version, listen_port);
+  }
+  return write_frame(client, response, nullptr);
+}
+
 // host:port split; false when there is no colon.
 inline bool split_host_port(const std::string& address, std::string& host, uint16_t& port) {
   const auto colon = address.rfind(':');

@@ -326,12 +326,7 @@ void serve_client(int client, const std::string& host, uint16_t port, uint16_t l
         continue;
       }
     }
-    if (!write_frame(upstream, request, nullptr) || !read_frame(upstream, response)) break;
-    if (api_key == 3) {
-      const int16_t version = static_cast<int16_t>((request[2] << 8) | request[3]);
-      response = with_brokers_at(response, version, listen_port);
-    }
-    if (!write_frame(client, response, nullptr)) break;
+    if (!forward_upstream(client, upstream, request, response, listen_port)) break;
   }
   if (upstream >= 0) ::close(upstream);
   ::close(client);
