@@ -239,36 +239,42 @@ class fetch_replay_proxy : public ::testing::Test {
   bool stopped_ = false;
 };
 
+// Creates `topic` with `partitions` partitions (`tarn topics`) and writes value i to partition
+// i % partitions with tarn's producer, every record acknowledged.
+void create_and_fill(const std::string& bootstrap, const std::string& topic, int partitions,
+                     const std::vector<std::string>& values, const std::string& batch_size) {
+  auto [rc, out] = run_command("timeout 30 " + std::string(TARN_BINARY) +
+                               " topics --bootstrap-server " + bootstrap + " --create --topic " +
+                               topic + " --partitions " + std::to_string(partitions));
+  ASSERT_EQ(rc, 0) << out;
+  auto p = client::producer::create(
+      {{"bootstrap.servers", bootstrap}, {"linger.ms", "0"}, {"batch.size", batch_size}});
+  ASSERT_TRUE(p) << p.error().message;
+  std::vector<std::future<client::delivery_result>> delivered;
+  for (size_t i = 0; i < values.size(); ++i) {
+    client::producer_record r;
+    r.topic = topic;
+    r.partition = static_cast<int32_t>(i % static_cast<size_t>(partitions));
+    r.value = values[i];
+    delivered.push_back((*p)->send(r));
+  }
+  (*p)->flush();
+  for (auto& d : delivered) {
+    auto done = d.get();
+    ASSERT_TRUE(done) << done.error().message;
+  }
+  (*p)->close();
+}
+
 TEST_F(fetch_replay_proxy, a_consumer_with_fetch_sessions_reads_the_second_pass_from_memory) {
   const std::string bootstrap = "127.0.0.1:" + std::to_string(broker_.port());
-  auto [rc, out] =
-      run_command("timeout 30 " + std::string(TARN_BINARY) + " topics --bootstrap-server " +
-                  bootstrap + " --create --topic replayed --partitions 1");
-  ASSERT_EQ(rc, 0) << out;
   // 300 records of 1 KiB; fetches of at most 16 KiB, so a pass takes many Fetches.
   constexpr size_t n = 300;
   std::vector<std::string> values;
   for (size_t i = 0; i < n; ++i)
     values.push_back(std::string(1000, 'a' + i % 26) + std::to_string(i));
-  {
-    auto p = client::producer::create(
-        {{"bootstrap.servers", bootstrap}, {"linger.ms", "0"}, {"batch.size", "4096"}});
-    ASSERT_TRUE(p) << p.error().message;
-    std::vector<std::future<client::delivery_result>> delivered;
-    for (const auto& v : values) {
-      client::producer_record r;
-      r.topic = "replayed";
-      r.partition = 0;
-      r.value = v;
-      delivered.push_back((*p)->send(r));
-    }
-    (*p)->flush();
-    for (auto& d : delivered) {
-      auto done = d.get();
-      ASSERT_TRUE(done) << done.error().message;
-    }
-    (*p)->close();
-  }
+  create_and_fill(bootstrap, "replayed", 1, values, "4096");
+  if (HasFatalFailure()) return;
 
   auto read_pass = [&](client::group_consumer::fetch_statistics& stats) {
     client::group_consumer_config config;
@@ -357,30 +363,11 @@ TEST(share_fetch_replay, share_groups_get_every_record_once_from_memory) {
   broker_process broker({"--override", "group.share.assignment.interval.ms=0"});
   ASSERT_NE(broker.port(), 0) << broker.output();
   const std::string bootstrap = "127.0.0.1:" + std::to_string(broker.port());
-  auto [rc, out] =
-      run_command("timeout 30 " + std::string(TARN_BINARY) + " topics --bootstrap-server " +
-                  bootstrap + " --create --topic shared --partitions 2");
-  ASSERT_EQ(rc, 0) << out;
   constexpr int n = 2000;
-  {
-    auto p = client::producer::create(
-        {{"bootstrap.servers", bootstrap}, {"linger.ms", "0"}, {"batch.size", "16384"}});
-    ASSERT_TRUE(p) << p.error().message;
-    std::vector<std::future<client::delivery_result>> delivered;
-    for (int i = 0; i < n; ++i) {
-      client::producer_record r;
-      r.topic = "shared";
-      r.partition = i % 2;
-      r.value = std::string(200, 'a' + i % 26);
-      delivered.push_back((*p)->send(r));
-    }
-    (*p)->flush();
-    for (auto& d : delivered) {
-      auto done = d.get();
-      ASSERT_TRUE(done) << done.error().message;
-    }
-    (*p)->close();
-  }
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) values.push_back(std::string(200, 'a' + i % 26));
+  create_and_fill(bootstrap, "shared", 2, values, "16384");
+  if (HasFatalFailure()) return;
   child_process proxy({SHARE_FETCH_REPLAY, "--upstream", bootstrap, "--topic", "shared"});
   auto port = proxy.wait_for_number_after("listening on 127.0.0.1:", 30s);
   ASSERT_TRUE(port) << proxy.output();
