@@ -56,10 +56,15 @@ analysis analyze(const history& h) {
   // Every observation of a position: the acks and the reads. Ordered, for stable reports.
   std::map<position, std::set<std::string_view>> values_at;
   std::map<std::string_view, std::set<position>> positions_of;
+  // Who saw a value at a position (an ack, a read during the run, the final read): the reports
+  // name it, as an anomaly's cause differs with it (a wrong ack is the producer's or the
+  // leader's answer; a wrong read is what a broker served).
+  std::map<std::pair<std::string_view, position>, std::set<std::string_view>> seen_by;
   for (const auto& w : h.writes) {
     if (w.outcome != write_outcome::acknowledged) continue;
     values_at[{w.partition, w.offset}].insert(w.value);
     positions_of[w.value].insert({w.partition, w.offset});
+    seen_by[{w.value, {w.partition, w.offset}}].insert("ack");
   }
   std::unordered_set<std::string_view> read_any, read_final;
   std::map<std::string_view, position> first_read;  // for messages
@@ -73,18 +78,24 @@ analysis analyze(const history& h) {
     first_read.emplace(r.value, position{r.partition, r.offset});
     values_at[{r.partition, r.offset}].insert(r.value);
     positions_of[r.value].insert({r.partition, r.offset});
+    seen_by[{r.value, {r.partition, r.offset}}].insert(r.final ? "final read" : "read");
   }
+  auto sources = [&](std::string_view value, const position& pos) {
+    std::string out;
+    for (const auto& s : seen_by[{value, pos}]) out += (out.empty() ? "" : ", ") + std::string(s);
+    return " (" + out + ")";
+  };
 
   for (const auto& [pos, values] : values_at) {
     if (values.size() < 2) continue;
     std::string line = at(pos) + " holds";
-    for (const auto& v : values) line += " " + std::string(v);
+    for (const auto& v : values) line += " " + std::string(v) + sources(v, pos);
     a.inconsistent_offsets.push_back(std::move(line));
   }
   for (const auto& [value, positions] : positions_of) {
     if (positions.size() < 2) continue;
     std::string line = std::string(value) + " at";
-    for (const auto& p : positions) line += " " + at(p);
+    for (const auto& p : positions) line += " " + at(p) + sources(value, p);
     a.duplicates.push_back(std::move(line));
   }
   for (const auto& [value, pos] : first_read) {

@@ -118,7 +118,7 @@ TEST(cluster_checker, analysis_finds_a_duplicate) {
   auto a = analyze(h);
   EXPECT_FALSE(a.valid());
   ASSERT_EQ(a.duplicates.size(), 1u) << a.summary();
-  EXPECT_EQ(a.duplicates[0], "w0-1 at 0/1 0/2");
+  EXPECT_EQ(a.duplicates[0], "w0-1 at 0/1 (final read) 0/2 (final read)");
   EXPECT_TRUE(a.lost.empty());
   EXPECT_TRUE(a.inconsistent_offsets.empty());
 }
@@ -130,7 +130,7 @@ TEST(cluster_checker, analysis_finds_an_ack_at_another_offset_than_read) {
   h.final_read_complete = true;
   auto a = analyze(h);
   ASSERT_EQ(a.duplicates.size(), 1u) << a.summary();
-  EXPECT_EQ(a.duplicates[0], "w0-0 at 1/4 1/5");
+  EXPECT_EQ(a.duplicates[0], "w0-0 at 1/4 (ack) 1/5 (final read)");
 }
 
 TEST(cluster_checker, analysis_finds_inconsistent_offsets_across_reads_and_acks) {
@@ -144,11 +144,11 @@ TEST(cluster_checker, analysis_finds_inconsistent_offsets_across_reads_and_acks)
   auto a = analyze(h);
   EXPECT_FALSE(a.valid());
   ASSERT_EQ(a.inconsistent_offsets.size(), 2u) << a.summary();
-  EXPECT_EQ(a.inconsistent_offsets[0], "0/3 holds w0-0 w2-0");
-  EXPECT_EQ(a.inconsistent_offsets[1], "0/4 holds w0-0 w1-0");
+  EXPECT_EQ(a.inconsistent_offsets[0], "0/3 holds w0-0 (ack) w2-0 (final read, read)");
+  EXPECT_EQ(a.inconsistent_offsets[1], "0/4 holds w0-0 (final read) w1-0 (ack, read)");
   // w0-0 was acknowledged at 3 and read at 4; w1-0 was acknowledged, then vanished.
   ASSERT_EQ(a.duplicates.size(), 1u);
-  EXPECT_EQ(a.duplicates[0], "w0-0 at 0/3 0/4");
+  EXPECT_EQ(a.duplicates[0], "w0-0 at 0/3 (ack) 0/4 (final read)");
   ASSERT_EQ(a.lost.size(), 1u);
   EXPECT_EQ(a.lost[0], "w1-0 acknowledged at 0/4, absent from the final read");
 }
