@@ -294,7 +294,9 @@ result<void, std::string> offsets_topic::replay(
       const storage::log* log = topics_.logs().get_log(topic, partition_id{partition});
       if (log == nullptr) return fail(fmt::format("{}-{} was deleted", topic, partition));
       std::lock_guard log_lock(log->mutex());
-      auto read = log->read(next, load_buffer_bytes_, true);
+      // To the log end, as Kafka's coordinator loader (FetchIsolation.LOG_END): the end taken
+      // above may be past the high watermark (this leader's own writes on their way to the ISR).
+      auto read = log->read(next, load_buffer_bytes_, true, std::nullopt, /*to_log_end=*/true);
       if (!read) return fail(read.error().message);
       slice = std::move(read->slice);
     }

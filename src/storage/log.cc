@@ -689,6 +689,11 @@ result<log_read_result, storage_error> log::read(offset_t offset, int32_t max_by
   // Between the high watermark and the log end (a new leader whose ISR has not caught up yet):
   // nothing to read yet, as Kafka's LocalLog.read answers.
   if (offset >= end) return out;
+  // Nor any batch at or past it (Kafka's LocalLog.read bounds maxPosition with the high
+  // watermark's position): those are not on the whole ISR yet, and a leader that loses its role
+  // truncates them; a consumer given them would have read records that never were (the soak of
+  // 2026-12-07 read a paused leader's tail, appended from requests queued during the pause).
+  if (end < out.log_end_offset) max_offset = std::min(max_offset.value_or(end), end);
   if (max_offset && offset >= *max_offset) return out;
   // The segment holding `offset`, then later ones if it holds nothing at or after it.
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,

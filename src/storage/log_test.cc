@@ -82,6 +82,56 @@ std::vector<uint8_t> file_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+TEST(Log, AReplicatedLogServesConsumersNothingPastTheHighWatermark) {
+  // A leader's batches past its high watermark are not on the whole ISR: a read from below it
+  // ends at it (a consumer must never see records a new leader may truncate away); a
+  // follower's read (to_log_end) goes on to the log end.
+  temp_dir dir;
+  auto l = log::open(options_in(dir.path(), small_config()));
+  ASSERT_TRUE(l);
+  (*l)->set_replicated(0);
+  auto batches = append_batches(**l, 8);  // 24 records, across segments of 8 KiB
+  ASSERT_EQ((*l)->high_watermark(), 0);
+  (*l)->set_high_watermark(12);  // the ISR has the first four batches
+  auto read = (*l)->read(0, 1 << 20, true);
+  ASSERT_TRUE(read);
+  ASSERT_TRUE(read->slice);
+  std::vector<uint8_t> got(static_cast<size_t>(read->slice->length));
+  ASSERT_TRUE(read_slice(*read->slice, got));
+  EXPECT_EQ(got, concat(batches, 4));
+  EXPECT_EQ(read_all(**l, 3),
+            std::vector<uint8_t>(got.begin() + static_cast<std::ptrdiff_t>(batches[0].size()),
+                                 got.end()));
+  // read_committed's bound and the high watermark: the smaller wins.
+  auto committed = (*l)->read(0, 1 << 20, true, offset_t{6});
+  ASSERT_TRUE(committed && committed->slice);
+  EXPECT_EQ(committed->slice->length, static_cast<int32_t>(concat(batches, 2).size()));
+  // At the high watermark: nothing yet.
+  auto at = (*l)->read(12, 1 << 20, true);
+  ASSERT_TRUE(at);
+  EXPECT_FALSE(at->slice && at->slice->length > 0);
+  // A follower reads to the log end.
+  std::vector<uint8_t> all;
+  offset_t next = 0;
+  while (next < (*l)->log_end_offset()) {
+    auto f = (*l)->read(next, 1 << 20, true, std::nullopt, /*to_log_end=*/true);
+    ASSERT_TRUE(f && f->slice && f->slice->length > 0);
+    std::vector<uint8_t> chunk(static_cast<size_t>(f->slice->length));
+    ASSERT_TRUE(read_slice(*f->slice, chunk));
+    all.insert(all.end(), chunk.begin(), chunk.end());
+    size_t pos = 0;
+    while (pos + 61 <= chunk.size()) {
+      auto h = read_batch_header(std::span(chunk).subspan(pos));
+      next = h->next_offset();
+      pos += static_cast<size_t>(h->size_in_bytes());
+    }
+  }
+  EXPECT_EQ(all, concat(batches, 8));
+  // Once the ISR has everything, consumers read it all.
+  (*l)->set_high_watermark(24);
+  EXPECT_EQ(read_all(**l, 0), concat(batches, 8));
+}
+
 TEST(Log, AppendsRollBySizeAndReadsBack) {
   temp_dir dir;
   auto l = log::open(options_in(dir.path(), small_config()));
