@@ -259,7 +259,15 @@ void replica_manager::apply_state(const storage::uuid& topic_id, int32_t partiti
                                   const std::map<storage::uuid, std::string>& names,
                                   std::vector<storage::topic_partition>& wake) {
   entry& e = partitions_[{topic_id, partition}];
-  if (e.state.mod_revision > state.mod_revision) return;  // an older read
+  // An older read: by revision, or by partition epoch (every change grows it) when the entry
+  // holds a state this broker wrote itself, whose revision it does not know (maybe_change_isr).
+  // A state read before that write (the partition states read again at unfence) would otherwise
+  // take back the ISR this leader had already grown, and the high watermark would pass a member
+  // the controller may elect.
+  if (e.state.mod_revision > state.mod_revision ||
+      e.state.state.partition_epoch > state.state.partition_epoch) {
+    return;
+  }
   // Named at once when the metadata log has the topic: the handlers find partitions by name,
   // and one they cannot find follows the single-node rules (a broker restarted on the logs of a
   // partition it used to lead must not serve it before its role is settled).
@@ -1047,7 +1055,7 @@ void replica_manager::maybe_change_isr() {
       if (isr.empty() || isr == e.state.state.isr) continue;
       // KIP-497's maximal ISR: until the change is in etcd (and the controller may elect from
       // it) the high watermark counts the members joining as well as those leaving.
-      e.leader->set_pending_isr(isr);
+      e.leader->add_pending_isr(e.state.state.partition_epoch, isr);
       changes.push_back({key.first, key.second, e.topic, e.state.state, std::move(isr)});
     }
   }
@@ -1074,8 +1082,9 @@ void replica_manager::maybe_change_isr() {
                    altered->state.partition_epoch);
     }
     // Applied now when it was written (the watch brings the same state with its revision): a
-    // smaller ISR may let the high watermark move. Refused or failed, the pending ISR is dropped
-    // and the next check decides again on what etcd holds.
+    // smaller ISR may let the high watermark move. Refused, the pending ISR is dropped and the
+    // next check decides again on what etcd holds. Failed, it may have been written all the same
+    // (the answer was lost): it stays pending until a later state comes (update_state).
     int64_t before = 0, after = 0;
     storage::topic_partition tp{c.topic, c.partition};
     {
@@ -1089,9 +1098,12 @@ void replica_manager::maybe_change_isr() {
           it->second.state.state.leader_epoch == altered->state.leader_epoch) {
         it->second.state.state = altered->state;
         it->second.leader->update_state(altered->state, steady_ms());
-      } else {
-        it->second.leader->set_pending_isr({});
+      } else if (!altered) {
+        it->second.leader->doubt_pending_isr(c.from.partition_epoch, c.isr);
+      } else if (!written) {
+        it->second.leader->refuse_pending_isr(c.from.partition_epoch, c.isr);
       }
+      // Written but the state here is already as new (the watch was first): settled by it.
       before = log->high_watermark();
       after = it->second.leader->update_high_watermark(log->log_end_offset(),
                                                        log->config().min_insync_replicas);

@@ -52,7 +52,9 @@ void leader_replication::update_state(partition_state state, int64_t now_ms) {
     if (was_in && !is_in) f.fetched_since_leaving_isr = false;
   }
   state_ = std::move(state);
-  pending_isr_.clear();
+  std::erase_if(pending_, [&](const pending_isr& p) {
+    return p.base_partition_epoch < state_.partition_epoch;
+  });
   for (int32_t r : state_.replicas) {
     if (r != local_id_ && !followers_.contains(r)) {
       followers_[r] = follower_progress{-1, now_ms, 0, 0};
@@ -62,6 +64,27 @@ void leader_replication::update_state(partition_state state, int64_t now_ms) {
     return std::find(state_.replicas.begin(), state_.replicas.end(), f.first) ==
            state_.replicas.end();
   });
+}
+
+void leader_replication::add_pending_isr(int32_t base_partition_epoch, std::vector<int32_t> isr) {
+  for (const auto& p : pending_) {
+    if (p.base_partition_epoch == base_partition_epoch && p.isr == isr) return;
+  }
+  pending_.push_back({base_partition_epoch, std::move(isr), false});
+}
+
+void leader_replication::refuse_pending_isr(int32_t base_partition_epoch,
+                                            const std::vector<int32_t>& isr) {
+  std::erase_if(pending_, [&](const pending_isr& p) {
+    return !p.in_doubt && p.base_partition_epoch == base_partition_epoch && p.isr == isr;
+  });
+}
+
+void leader_replication::doubt_pending_isr(int32_t base_partition_epoch,
+                                           const std::vector<int32_t>& isr) {
+  for (auto& p : pending_) {
+    if (p.base_partition_epoch == base_partition_epoch && p.isr == isr) p.in_doubt = true;
+  }
 }
 
 bool leader_replication::on_follower_fetch(int32_t replica, int64_t fetch_offset,
@@ -97,7 +120,9 @@ int64_t leader_replication::update_high_watermark(int64_t leader_end_offset,
     hw = std::min(hw, leo < 0 ? high_watermark_ : leo);
   };
   for (int32_t r : state_.isr) bound(r);
-  for (int32_t r : pending_isr_) bound(r);  // a member twice bounds it twice: the same
+  for (const auto& p : pending_) {
+    for (int32_t r : p.isr) bound(r);  // a member twice bounds it twice: the same
+  }
   high_watermark_ = std::max(high_watermark_, std::min(hw, leader_end_offset));
   return high_watermark_;
 }

@@ -53,13 +53,24 @@ class leader_replication {
   int32_t local_id() const { return local_id_; }
   const partition_state& state() const { return state_; }
   // A newer state from etcd (after an ISR change). Followers that joined are tracked from now.
-  // Ends a pending ISR change.
+  // Settles the pending ISR changes it supersedes (those based on an older partition epoch).
   void update_state(partition_state state, int64_t now_ms);
-  // An ISR change this leader is writing to etcd (KIP-497's maximal ISR): until the new state
-  // arrives (update_state) or the change is dropped (an empty `isr`), the high watermark is the
-  // smallest log end offset over the current ISR and the pending one together, so no offset
-  // counts as committed that a member the controller may already elect from lacks.
-  void set_pending_isr(std::vector<int32_t> isr) { pending_isr_ = std::move(isr); }
+
+  // KIP-497's maximal ISR. An ISR change this leader is writing to etcd, decided on the state of
+  // partition epoch `base_partition_epoch`: until a state of a later partition epoch arrives
+  // (update_state: this change, or one that made it fail), the high watermark is the smallest
+  // log end offset over the current ISR and every pending one together, so no offset counts as
+  // committed that a member the controller may already elect from lacks. Only this leader adds
+  // members to an ISR, so a member it added without knowing (an answer lost to an etcd error
+  // after the write took place) would otherwise let the high watermark pass that member's end.
+  void add_pending_isr(int32_t base_partition_epoch, std::vector<int32_t> isr);
+  // The write of that change was refused: it is not in etcd (unless an earlier attempt of the
+  // same change ended in doubt, which then stays pending).
+  void refuse_pending_isr(int32_t base_partition_epoch, const std::vector<int32_t>& isr);
+  // The write ended without an answer (etcd unreachable, a timeout): it may have taken place, so
+  // the change stays pending until a later state settles it.
+  void doubt_pending_isr(int32_t base_partition_epoch, const std::vector<int32_t>& isr);
+  size_t pending_isr_changes() const { return pending_.size(); }
 
   // A follower's fetch from `fetch_offset` (its log end offset) while the leader's log end offset
   // was `leader_end_offset` (Kafka's Replica.updateFetchStateOrThrow): it is caught up now when it
@@ -88,8 +99,13 @@ class leader_replication {
 
  private:
   int32_t local_id_;
+  struct pending_isr {
+    int32_t base_partition_epoch;
+    std::vector<int32_t> isr;
+    bool in_doubt = false;
+  };
   partition_state state_;
-  std::vector<int32_t> pending_isr_;
+  std::vector<pending_isr> pending_;
   int64_t high_watermark_;
   int64_t epoch_start_offset_;
   std::map<int32_t, follower_progress> followers_;

@@ -101,26 +101,71 @@ TEST(ReplicaState, FollowerHighWatermarkAndIsrEdits) {
 }
 
 TEST(ReplicaState, APendingIsrChangeHoldsTheHighWatermarkForItsNewMembers) {
-  // Leader 1 with ISR {1, 2}; follower 3 caught up and about to join.
+  // Leader 1 with ISR {1, 2} at partition epoch 0; follower 3 caught up and about to join.
   leader_replication l(1, partition_state{{1, 2, 3}, {1, 2}, 1, 0, 0}, 0, 0);
   l.on_follower_fetch(2, 10, 10, 1);
   l.on_follower_fetch(3, 10, 10, 1);
   EXPECT_EQ(l.update_high_watermark(10), 10);
-  l.set_pending_isr({1, 2, 3});
+  l.add_pending_isr(0, {1, 2, 3});
   // 2 has 12, 3 still 10: while 3's joining is being written the high watermark waits for it.
   l.on_follower_fetch(2, 12, 12, 2);
   EXPECT_EQ(l.update_high_watermark(12), 10);
   l.on_follower_fetch(3, 12, 12, 3);
   EXPECT_EQ(l.update_high_watermark(12), 12);
-  // Dropped (refused): the ISR in the state alone counts again.
-  l.set_pending_isr({});
+  // Refused: the ISR in the state alone counts again.
+  l.refuse_pending_isr(0, {1, 2, 3});
+  EXPECT_EQ(l.pending_isr_changes(), 0u);
   l.on_follower_fetch(2, 14, 14, 4);
   EXPECT_EQ(l.update_high_watermark(14), 14);
   // A shrink pending: the leaving member still counts until the new state arrives.
-  l.set_pending_isr({1});
+  l.add_pending_isr(0, {1});
   EXPECT_EQ(l.update_high_watermark(16), 14);
   l.update_state(partition_state{{1, 2, 3}, {1}, 1, 0, 1}, 5);
+  EXPECT_EQ(l.pending_isr_changes(), 0u);
   EXPECT_EQ(l.update_high_watermark(16), 16);
+}
+
+TEST(ReplicaState, AnIsrChangeWrittenInDoubtHoldsTheHighWatermarkUntilALaterStateArrives) {
+  // The soak anomaly of 2026-12-07: leader 1 grows ISR {1, 3} with 2 (partition epoch 4 -> 5),
+  // etcd takes the write but the answer is lost. Had the leader dropped the pending change, its
+  // high watermark would have followed 3 alone past 2's end while etcd's ISR held 2, and the
+  // controller elected 2 once 1 paused: records acknowledged with acks=all were truncated away.
+  leader_replication l(1, partition_state{{1, 2, 3}, {1, 3}, 1, 0, 4}, 100, 0);
+  l.on_follower_fetch(2, 100, 100, 1);
+  l.on_follower_fetch(3, 100, 100, 1);
+  EXPECT_EQ(l.update_high_watermark(100), 100);
+  l.add_pending_isr(4, {1, 3, 2});
+  l.doubt_pending_isr(4, {1, 3, 2});
+  l.on_follower_fetch(3, 102, 102, 2);  // 2 stays at 100
+  EXPECT_EQ(l.update_high_watermark(102), 100);
+  // The next check decides the same change again and is refused (etcd has moved to epoch 5):
+  // the change in doubt stays, and so does the bound.
+  l.add_pending_isr(4, {1, 3, 2});
+  l.refuse_pending_isr(4, {1, 3, 2});
+  EXPECT_EQ(l.pending_isr_changes(), 1u);
+  EXPECT_EQ(l.update_high_watermark(102), 100);
+  // A state older than the change settles nothing.
+  l.update_state(partition_state{{1, 2, 3}, {1, 3}, 1, 0, 4}, 3);
+  EXPECT_EQ(l.update_high_watermark(102), 100);
+  // The written state arrives: 2 is a member and bounds it as such.
+  l.update_state(partition_state{{1, 2, 3}, {1, 3, 2}, 1, 0, 5}, 4);
+  EXPECT_EQ(l.pending_isr_changes(), 0u);
+  EXPECT_EQ(l.update_high_watermark(102), 100);
+  l.on_follower_fetch(2, 102, 102, 5);
+  EXPECT_EQ(l.update_high_watermark(102), 102);
+}
+
+TEST(ReplicaState, ADoubtfulIsrChangeNotWrittenIsSettledByTheStateThatMadeItFail) {
+  // The write in doubt did not happen; the controller's change (partition epoch 5, 2 fenced)
+  // is what etcd holds: once it arrives, only its ISR counts.
+  leader_replication l(1, partition_state{{1, 2, 3}, {1, 3}, 1, 0, 4}, 100, 0);
+  l.on_follower_fetch(2, 100, 100, 1);
+  l.on_follower_fetch(3, 104, 104, 1);
+  l.add_pending_isr(4, {1, 3, 2});
+  l.doubt_pending_isr(4, {1, 3, 2});
+  EXPECT_EQ(l.update_high_watermark(104), 100);
+  l.update_state(partition_state{{1, 2, 3}, {1, 3}, 1, 0, 5}, 2);
+  EXPECT_EQ(l.update_high_watermark(104), 104);
 }
 
 TEST(ReplicaState, FollowerTruncationAsKafkasFetcher) {
