@@ -357,11 +357,15 @@ TEST(cluster_checker, tarn_single_replica_kills_lose_nothing) {
 // "Fail-over"): replication factor 3, min.insync.replicas=2, unclean election off; kill -9,
 // pauses (one past the 2 s session is fenced, exits and is started again, as its supervisor
 // would), SIGTERM and restarts of one broker at a time, and kills of one etcd member of three.
-// Soak only, as the single-replica run (make soak sets TARN_CLUSTER_CHECK_SECONDS).
+// Short in make test (30 s, a handful of faults; the release build only: under the sanitizers
+// the brokers miss their 2 s sessions for want of CPU, which is not what this run checks), long
+// in make soak (TARN_CLUSTER_CHECK_SECONDS).
 TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
+#ifdef TARN_SANITIZED_BUILD
   if (std::getenv("TARN_CLUSTER_CHECK_SECONDS") == nullptr) {
-    GTEST_SKIP() << "make soak runs it (TARN_CLUSTER_CHECK_SECONDS)";
+    GTEST_SKIP() << "the short run is the release build's; make soak runs it long";
   }
+#endif
   auto cluster = make_tarn_cluster(3,
                                    {"default.replication.factor=3", "min.insync.replicas=2",
                                     "unclean.leader.election.enable=false"},
@@ -381,6 +385,7 @@ TEST(cluster_checker, tarn_kills_and_pauses_lose_nothing) {
   EXPECT_TRUE(r.a.valid()) << r.a.summary(20) << cluster->diagnostics();
   save_logs_on_failure(*cluster);
   EXPECT_GT(r.a.acknowledged, 0u);
+  EXPECT_GE(r.nemesis_log.size(), 4u) << "at least one fault and its heal";
 }
 
 // Partition 0's leader epoch as the broker on `port` reports it in Metadata v12; -1 without one.
