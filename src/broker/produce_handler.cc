@@ -651,10 +651,18 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
             const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
             const leadership lead = leadership_of(request.services.replicas, tw.name, pw.index,
                                                   request.services.config.node_id);
+            // Read between two looks at the role: a role lost in between (the replica then
+            // truncates and fetches the new leader's records over the same offsets, and its high
+            // watermark follows that leader's) must not acknowledge. A leader epoch once left
+            // never comes back, so the same role on both sides held throughout.
+            const int64_t high_watermark = log != nullptr ? log->high_watermark() : -1;
+            const leadership after = leadership_of(request.services.replicas, tw.name, pw.index,
+                                                   request.services.config.node_id);
             if (log == nullptr) {
               pw.failure =
                   to_failure(request_error{error_code::not_leader_or_follower, "partition gone"});
-            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch) {
+            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch ||
+                       !after.serving || after.leader_epoch != pw.leader_epoch) {
               // Kafka's DelayedProduce on a leader that lost the role: the ISR it waited for is
               // another leader's now.
               pw.await_replicas = false;
@@ -662,7 +670,7 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
                   request_error{error_code::not_leader_or_follower,
                                 fmt::format("{}-{} changed leader while waiting for the ISR",
                                             tw.name, pw.index)});
-            } else if (log->high_watermark() > pw.last_offset) {
+            } else if (high_watermark > pw.last_offset) {
               // Kafka's checkEnoughReplicasReachOffset.
               pw.await_replicas = false;
               const int32_t isr = request.services.replicas->isr_size(tw.name, pw.index);
