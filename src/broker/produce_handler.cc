@@ -661,8 +661,8 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
             if (log == nullptr) {
               pw.failure =
                   to_failure(request_error{error_code::not_leader_or_follower, "partition gone"});
-            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch ||
-                       !after.serving || after.leader_epoch != pw.leader_epoch) {
+            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch || !after.serving ||
+                       after.leader_epoch != pw.leader_epoch) {
               // Kafka's DelayedProduce on a leader that lost the role: the ISR it waited for is
               // another leader's now.
               pw.await_replicas = false;
