@@ -282,7 +282,8 @@ TEST_P(cluster_tools, kafka_leader_election_restores_preferred_leaders_against_k
 // produced before are all still there.
 TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   const std::string topic = "reassigned";
-  ASSERT_EQ(create_topic(*cluster_, topic, 1, 2), "");
+  // Records kept whatever their timestamps (see --cancel below).
+  ASSERT_EQ(create_topic(*cluster_, topic, 1, 2, {{"retention.ms", "-1"}}), "");
   ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 30s)) << cluster_->diagnostics();
   auto d = describe_topic(*cluster_, topic);
   ASSERT_TRUE(d && d->size() == 1u);
@@ -355,6 +356,14 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   // topic's throttled replicas): past the first fetch (at most replica.fetch.max.bytes, 1 MB)
   // it cannot complete. Cancelled, the assignment is [kept, third] again, all in sync, nothing
   // listed, the throttles removed.
+  // The records are stamped 2023-11-14 (value_batch), far past the default retention.ms (7 days):
+  // the brokers' first retention check, about 30 s after they start (Kafka's
+  // log.initial.task.delay.ms), deleted them all when a loaded machine got the test there later
+  // than that, and the leader's log then started at 30: the new replica started over there with
+  // nothing to copy and the move completed at once, throttled or not (Kafka: "Current offset 0
+  // for partition reassigned-0 is out of range ... Reset fetch offset to 30"; tarn: "the log of
+  // leader 2 starts at 30, past this replica's end 0: started over there", 31 s after start).
+  // The topic keeps its records (retention.ms=-1 from its creation).
   raw_client producer(cluster_->port(kept - 1));
   const std::string value(100000, 'v');
   for (int i = 0; i < 30; ++i) {
@@ -362,15 +371,13 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
     ASSERT_EQ(decode_produce(producer.read_frame(30s)).error_code, 0) << i;
   }
   // The tool sets its throttles before it starts the move, but each broker applies a config
-  // change when it reaches it, apart from the partition change: Kafka's brokers publish the
-  // partition change before the config change when both reach them in one metadata delta, and
-  // tarn's follow configs and partition states through two etcd watches. Under load the move
-  // ran unthrottled and completed first (Kafka: the new replica fetched the 3 MB and joined the
-  // ISR 0.4 s after the controller took the move, --verify then said "completed"). So a
-  // throttle is in force first, one every node describes as applied: every replica of the topic
-  // throttled, 500 B/s on every broker. The tool's --throttle 1000 then replaces it with its own,
-  // which every node describes in turn (Kafka's ReassignPartitionsIntegrationTest checks the
-  // throttles it sets the same way).
+  // change when it reaches it, apart from the partition change: Kafka's brokers publish a
+  // topics delta before a config delta when both reach them in one metadata delta, and tarn's
+  // follow configs and partition states through two etcd watches; a new replica could copy past
+  // its first fetch before its throttle is applied. So a throttle is in force first, one every
+  // node describes as applied: every replica of the topic throttled, 500 B/s on every broker.
+  // The tool's --throttle 1000 then replaces it with its own, which every node describes in turn
+  // (Kafka's ReassignPartitionsIntegrationTest checks the throttles it sets the same way).
   using client::config_resource_type;
   const std::vector<std::string> rate_keys{"leader.replication.throttled.rate",
                                            "follower.replication.throttled.rate"};
