@@ -395,19 +395,23 @@ TEST_P(cluster_elr_twin, a_follower_out_of_an_isr_below_min_isr_is_eligible) {
   // rule would touch the ELR; KIP-966's ClearElrRecord empties it (and the last known leader),
   // the leader and the ISR as they were. (On Kafka the paused node may be the quorum's leader:
   // the change waits for the next one, so it is retried.)
-  std::string altered = "not sent";
-  for (auto deadline = clock_type::now() + 40s; !altered.empty() && clock_type::now() < deadline;) {
-    auto admin = client::config_admin::connect("127.0.0.1:" + std::to_string(leader_port), 10s);
-    if (admin) {
-      auto a = (*admin)->alter_configs(client::config_resource_type::topic, topic,
-                                       {{"min.insync.replicas", client::config_op::set, "4"}});
-      altered = a ? "" : a.error().message;
-    } else {
-      altered = admin.error().message;
+  auto set_min_isr = [&](const std::string& value) {
+    std::string altered = "not sent";
+    for (auto deadline = clock_type::now() + 40s;
+         !altered.empty() && clock_type::now() < deadline;) {
+      auto admin = client::config_admin::connect("127.0.0.1:" + std::to_string(leader_port), 10s);
+      if (admin) {
+        auto a = (*admin)->alter_configs(client::config_resource_type::topic, topic,
+                                         {{"min.insync.replicas", client::config_op::set, value}});
+        altered = a ? "" : a.error().message;
+      } else {
+        altered = admin.error().message;
+      }
+      if (!altered.empty()) std::this_thread::sleep_for(500ms);
     }
-    if (!altered.empty()) std::this_thread::sleep_for(500ms);
-  }
-  ASSERT_EQ(altered, "");
+    return altered;
+  };
+  ASSERT_EQ(set_min_isr("4"), "");
   auto cleared = wait_partition(leader_port, topic, [](const dtp_partition& p) {
     return p.elr.empty() && p.last_known_elr.empty();
   });
@@ -419,6 +423,9 @@ TEST_P(cluster_elr_twin, a_follower_out_of_an_isr_below_min_isr_is_eligible) {
   auto still = describe_partition(leader_port, topic);
   ASSERT_TRUE(still);
   EXPECT_TRUE(still->elr.empty()) << show(still);
+  // Back to 3 (Kafka caps min.insync.replicas at the replica count for acks=all as well; tarn's
+  // produce path does not yet, and would refuse the last record below).
+  ASSERT_EQ(set_min_isr("3"), "");
 
   // Resumed: back in the ISR, the ELR empty, acks=all answered.
   ASSERT_TRUE(cluster_->resume(follower - 1));
