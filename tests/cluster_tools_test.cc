@@ -81,6 +81,16 @@ std::vector<int32_t> sorted(std::vector<int32_t> v) {
   return v;
 }
 
+// A throttled replica fetches at most one 100 KB batch a fetch (replica.fetch.max.bytes; a
+// fetch still returns one batch larger than it), and a throttle's rate is measured over 11
+// windows of 5 s: past its bound, a throttled replica waits until the samples that put it there
+// leave the windows (55 s) before it may fetch again. With the defaults (1 MB a fetch, 1 s
+// windows) a move of 3 MB throttled at 1000 B/s still completes in about 22 s (1 MB, then 1 MB
+// each time the samples expire), which a loaded machine's tool runs (a JVM each) outlasted:
+// Kafka's half once found nothing left to cancel.
+constexpr const char* slow_throttle[] = {"replica.fetch.max.bytes=102400",
+                                         "replication.quota.window.size.seconds=5"};
+
 class cluster_tools : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
@@ -93,14 +103,15 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
       // An ISR shrinks after replica.lag.time.max.ms: short, so the test does not wait 30 s.
       // No automatic rebalancing: the leader election test moves leaders back by hand.
       cluster_ = make_kafka_cluster(
-          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false"});
+          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false",
+              slow_throttle[0], slow_throttle[1]});
     } else {
       // A paused broker keeps its session (it must not be fenced while paused: it would exit
       // when resumed); its ISR membership goes after replica.lag.time.max.ms.
-      cluster_ =
-          make_tarn_cluster(3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
-                                "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100",
-                                "auto.leader.rebalance.enable=false"});
+      cluster_ = make_tarn_cluster(
+          3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
+              "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100",
+              "auto.leader.rebalance.enable=false", slow_throttle[0], slow_throttle[1]});
     }
     const std::string why = cluster_->start();
     if (!why.empty()) {
@@ -353,9 +364,9 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
 
   // --cancel: 3 MB in the partition, a move back onto the old leader (whose copy was deleted)
   // throttled to 1 KB/s (--throttle sets leader./follower.replication.throttled.rate and the
-  // topic's throttled replicas): past the first fetch (at most replica.fetch.max.bytes, 1 MB)
-  // it cannot complete. Cancelled, the assignment is [kept, third] again, all in sync, nothing
-  // listed, the throttles removed.
+  // topic's throttled replicas): one 100 KB batch a fetch, one fetch every 55 s once past the
+  // rate (slow_throttle), so it cannot complete within the test. Cancelled, the assignment is
+  // [kept, third] again, all in sync, nothing listed, the throttles removed.
   // The records are stamped 2023-11-14 (value_batch), far past the default retention.ms (7 days):
   // the brokers' first retention check, about 30 s after they start (Kafka's
   // log.initial.task.delay.ms), deleted them all when a loaded machine got the test there later
