@@ -19,9 +19,11 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "client/config_admin.h"
 #include "cluster_harness.h"
 #include "kafka_ref_broker.h"
 #include "kafka_test_names.h"
@@ -79,6 +81,16 @@ std::vector<int32_t> sorted(std::vector<int32_t> v) {
   return v;
 }
 
+// A throttled replica fetches at most one 100 KB batch a fetch (replica.fetch.max.bytes; a
+// fetch still returns one batch larger than it), and a throttle's rate is measured over 11
+// windows of 5 s: past its bound, a throttled replica waits until the samples that put it there
+// leave the windows (55 s) before it may fetch again. With the defaults (1 MB a fetch, 1 s
+// windows) a move of 3 MB throttled at 1000 B/s still completes in about 22 s (1 MB, then 1 MB
+// each time the samples expire), which a loaded machine's tool runs (a JVM each) outlasted:
+// Kafka's half once found nothing left to cancel.
+constexpr const char* slow_throttle[] = {"replica.fetch.max.bytes=102400",
+                                         "replication.quota.window.size.seconds=5"};
+
 class cluster_tools : public ::testing::TestWithParam<broker_kind> {
  protected:
   void SetUp() override {
@@ -91,14 +103,15 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
       // An ISR shrinks after replica.lag.time.max.ms: short, so the test does not wait 30 s.
       // No automatic rebalancing: the leader election test moves leaders back by hand.
       cluster_ = make_kafka_cluster(
-          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false"});
+          3, {"replica.lag.time.max.ms=2000", "auto.leader.rebalance.enable=false",
+              slow_throttle[0], slow_throttle[1]});
     } else {
       // A paused broker keeps its session (it must not be fenced while paused: it would exit
       // when resumed); its ISR membership goes after replica.lag.time.max.ms.
-      cluster_ =
-          make_tarn_cluster(3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
-                                "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100",
-                                "auto.leader.rebalance.enable=false"});
+      cluster_ = make_tarn_cluster(
+          3, {"replica.lag.time.max.ms=1000", "broker.session.timeout.ms=600000",
+              "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=100",
+              "auto.leader.rebalance.enable=false", slow_throttle[0], slow_throttle[1]});
     }
     const std::string why = cluster_->start();
     if (!why.empty()) {
@@ -150,6 +163,51 @@ class cluster_tools : public ::testing::TestWithParam<broker_kind> {
                      "--bootstrap-server 127.0.0.1:" +
                      std::to_string(cluster_->port(via)) + " --command-config " +
                      (dir_.path() / "admin.properties").string() + " " + args);
+  }
+
+  // One config as node `node` describes it (DescribeConfigs sent to that node alone, which
+  // answers from what it applied): "value/source" ("<null>" for a null value), "" when the node
+  // does not describe it, "?" when it does not answer.
+  std::string described(int node, client::config_resource_type type, const std::string& name,
+                        std::string_view key) {
+    auto admin =
+        client::config_admin::connect("127.0.0.1:" + std::to_string(cluster_->port(node)), 10s);
+    if (!admin) return "?";
+    auto configs = (*admin)->describe_configs(type, name, false);
+    if (!configs) return "?";
+    for (const auto& c : *configs) {
+      if (c.name == key) return c.value.value_or("<null>") + "/" + std::to_string(c.source);
+    }
+    return "";
+  }
+  // Waits until every node describes `key` of the resource as `ok` accepts (a change reaches
+  // each node on its own): "", or after 30 s what the first node not there described.
+  template <typename Ok>
+  std::string every_node_describes(client::config_resource_type type, const std::string& name,
+                                   std::string_view key, Ok ok) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (int n = 0; n < cluster_->node_count(); ++n) {
+      // A broker's own configs are described by that broker only.
+      const std::string resource =
+          type == client::config_resource_type::broker ? std::to_string(n + 1) : name;
+      for (std::string v = described(n, type, resource, key); !ok(v);
+           v = described(n, type, resource, key)) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          return "node " + std::to_string(n + 1) + " describes " + std::string(key) + " as '" + v +
+                 "'";
+        }
+        std::this_thread::sleep_for(100ms);
+      }
+    }
+    return "";
+  }
+  std::string alter(int node, client::config_resource_type type, const std::string& name,
+                    const std::vector<client::config_change>& changes) {
+    auto admin =
+        client::config_admin::connect("127.0.0.1:" + std::to_string(cluster_->port(node)), 10s);
+    if (!admin) return admin.error().message;
+    auto altered = (*admin)->alter_configs(type, name, changes);
+    return altered ? "" : altered.error().message;
   }
 
   // kafka-reassign-partitions.sh (Kafka 4.4.0's ReassignPartitionsCommand) through node `via`.
@@ -235,7 +293,8 @@ TEST_P(cluster_tools, kafka_leader_election_restores_preferred_leaders_against_k
 // produced before are all still there.
 TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   const std::string topic = "reassigned";
-  ASSERT_EQ(create_topic(*cluster_, topic, 1, 2), "");
+  // Records kept whatever their timestamps (see --cancel below).
+  ASSERT_EQ(create_topic(*cluster_, topic, 1, 2, {{"retention.ms", "-1"}}), "");
   ASSERT_TRUE(wait_fully_replicated(*cluster_, topic, 30s)) << cluster_->diagnostics();
   auto d = describe_topic(*cluster_, topic);
   ASSERT_TRUE(d && d->size() == 1u);
@@ -305,13 +364,55 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
 
   // --cancel: 3 MB in the partition, a move back onto the old leader (whose copy was deleted)
   // throttled to 1 KB/s (--throttle sets leader./follower.replication.throttled.rate and the
-  // topic's throttled replicas): past the first fetch it cannot complete. Cancelled, the
-  // assignment is [kept, third] again, all in sync, nothing listed, the throttles removed.
+  // topic's throttled replicas): one 100 KB batch a fetch, one fetch every 55 s once past the
+  // rate (slow_throttle), so it cannot complete within the test. Cancelled, the assignment is
+  // [kept, third] again, all in sync, nothing listed, the throttles removed.
+  // The records are stamped 2023-11-14 (value_batch), far past the default retention.ms (7 days):
+  // the brokers' first retention check, about 30 s after they start (Kafka's
+  // log.initial.task.delay.ms), deleted them all when a loaded machine got the test there later
+  // than that, and the leader's log then started at 30: the new replica started over there with
+  // nothing to copy and the move completed at once, throttled or not (Kafka: "Current offset 0
+  // for partition reassigned-0 is out of range ... Reset fetch offset to 30"; tarn: "the log of
+  // leader 2 starts at 30, past this replica's end 0: started over there", 31 s after start).
+  // The topic keeps its records (retention.ms=-1 from its creation).
   raw_client producer(cluster_->port(kept - 1));
   const std::string value(100000, 'v');
   for (int i = 0; i < 30; ++i) {
     ASSERT_TRUE(producer.send_bytes(produce_frame(i, topic, 0, value_batch(value))));
     ASSERT_EQ(decode_produce(producer.read_frame(30s)).error_code, 0) << i;
+  }
+  // The tool sets its throttles before it starts the move, but each broker applies a config
+  // change when it reaches it, apart from the partition change: Kafka's brokers publish a
+  // topics delta before a config delta when both reach them in one metadata delta, and tarn's
+  // follow configs and partition states through two etcd watches; a new replica could copy past
+  // its first fetch before its throttle is applied. So a throttle is in force first, one every
+  // node describes as applied: every replica of the topic throttled, 500 B/s on every broker.
+  // The tool's --throttle 1000 then replaces it with its own, which every node describes in turn
+  // (Kafka's ReassignPartitionsIntegrationTest checks the throttles it sets the same way).
+  using client::config_resource_type;
+  const std::vector<std::string> rate_keys{"leader.replication.throttled.rate",
+                                           "follower.replication.throttled.rate"};
+  const std::vector<std::string> replica_keys{"leader.replication.throttled.replicas",
+                                              "follower.replication.throttled.replicas"};
+  for (int n = 0; n < cluster_->node_count(); ++n) {
+    ASSERT_EQ(alter(n, config_resource_type::broker, std::to_string(n + 1),
+                    {{rate_keys[0], client::config_op::set, "500"},
+                     {rate_keys[1], client::config_op::set, "500"}}),
+              "");
+  }
+  ASSERT_EQ(alter(via, config_resource_type::topic, topic,
+                  {{replica_keys[0], client::config_op::set, "*"},
+                   {replica_keys[1], client::config_op::set, "*"}}),
+            "");
+  for (const auto& key : rate_keys) {
+    ASSERT_EQ("", every_node_describes(config_resource_type::broker, "", key,
+                                       [](const auto& v) { return v.starts_with("500/"); }))
+        << key;
+  }
+  for (const auto& key : replica_keys) {
+    ASSERT_EQ("", every_node_describes(config_resource_type::topic, topic, key,
+                                       [](const auto& v) { return v.starts_with("*/"); }))
+        << key;
   }
   std::ofstream(dir_.path() / "back.json")
       << R"({"version":1,"partitions":[{"topic":")" << topic << R"(","partition":0,"replicas":[)"
@@ -322,6 +423,21 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   EXPECT_NE(throttled.out.find("The inter-broker throttle limit was set to 1000 B/s"),
             std::string::npos)
       << throttled.out;
+  // What the tool set: both rates on every broker of the move (all three), the topic's leader
+  // throttle on the replicas it moves from, its follower throttle on the one it moves to.
+  for (const auto& key : rate_keys) {
+    EXPECT_EQ("", every_node_describes(config_resource_type::broker, "", key,
+                                       [](const auto& v) { return v.starts_with("1000/"); }))
+        << key;
+  }
+  const std::string from_kept = "0:" + std::to_string(kept);
+  EXPECT_EQ("", every_node_describes(
+                    config_resource_type::topic, topic, replica_keys[0], [&](const auto& v) {
+                      return !v.starts_with("*/") && v.find(from_kept) != std::string::npos;
+                    }));
+  const std::string to_old = "0:" + std::to_string(old_leader) + "/";
+  EXPECT_EQ("", every_node_describes(config_resource_type::topic, topic, replica_keys[1],
+                                     [&](const auto& v) { return v.starts_with(to_old); }));
   auto pending = reassign_partitions(via, "--verify --preserve-throttles" + back);
   ASSERT_EQ(pending.code, 0) << pending.out << pending.err;
   EXPECT_NE(pending.out.find("Reassignment of partition " + topic + "-0 is still in progress."),
@@ -336,6 +452,17 @@ TEST_P(cluster_tools, kafka_reassign_partitions_moves_a_replica_against_kafka) {
   EXPECT_NE(cancelled.out.find("Clearing topic-level throttles on topic " + topic),
             std::string::npos)
       << cancelled.out;
+  // Gone from every node: what each describes is the default again (not a dynamic config).
+  const auto not_dynamic = [](const auto& v) {
+    return v != "?" && !v.ends_with("/1") && !v.ends_with("/2");
+  };
+  for (const auto& key : rate_keys) {
+    EXPECT_EQ("", every_node_describes(config_resource_type::broker, "", key, not_dynamic)) << key;
+  }
+  for (const auto& key : replica_keys) {
+    EXPECT_EQ("", every_node_describes(config_resource_type::topic, topic, key, not_dynamic))
+        << key;
+  }
   deadline = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < deadline) {
     d = describe_topic(*cluster_, topic);

@@ -23,6 +23,7 @@
 #include "broker/dynamic_config.h"
 #include "broker/group_dynamic_config.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "protocol/error_codes.h"
@@ -68,9 +69,10 @@ result<storage::config_map, config_alter_error> configs_of(const legacy_resource
   return out;
 }
 
+// `min_isr_changed`: set when the overrides recorded changed min.insync.replicas's.
 std::optional<config_alter_error> alter_topic(topic_manager& topics, const legacy_resource& res,
                                               const storage::config_map& configs,
-                                              bool validate_only) {
+                                              bool validate_only, bool& min_isr_changed) {
   storage::log_manager& logs = topics.logs();
   if (auto v = storage::validate_topic_name(res.resource_name); !v) {
     return legacy_storage_error(v.error());
@@ -94,6 +96,7 @@ std::optional<config_alter_error> alter_topic(topic_manager& topics, const legac
   if (auto s = topics.set_topic_overrides(res.resource_name, *current, configs); !s) {
     return legacy_storage_error(s.error());
   }
+  min_isr_changed = override_changed(*current, configs, "min.insync.replicas");
   return std::nullopt;
 }
 
@@ -130,17 +133,31 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
     if (!configs) {
       error = configs.error();
     } else if (res.resource_type == resource_type_topic) {
-      auto guard = topics.control_lock();
-      error = alter_topic(topics, res, *configs, decoded->validate_only);
+      bool min_isr_changed = false;
+      {
+        auto guard = topics.control_lock();
+        error = alter_topic(topics, res, *configs, decoded->validate_only, min_isr_changed);
+      }
+      if (!error && request.services.replicas != nullptr) {
+        request.services.replicas->after_config_change(res.resource_name, min_isr_changed);
+      }
     } else if (res.resource_type == resource_type_broker) {
       error = check_broker_resource_name(res.resource_name, config.node_id);
       if (!error) {
         std::vector<std::string> changed;
         for (const auto& [k, v] : *configs) changed.push_back(k);
+        // The set replaces the resource's dynamic configs: a min.insync.replicas left out is
+        // deleted (Kafka's ConfigRecord with a null value).
+        const bool min_isr_touched =
+            configs->contains("min.insync.replicas") ||
+            topics.metadata().broker_configs(res.resource_name).contains("min.insync.replicas");
         error = alter_dynamic_broker_configs(topics, config, res.resource_name, *configs, changed,
                                              decoded->validate_only);
         if (!error && !decoded->validate_only) {
           apply_group_dynamic_configs(topics, request.services.groups, request.services.shares);
+          if (request.services.replicas != nullptr) {
+            request.services.replicas->after_config_change("", min_isr_touched);
+          }
         }
       }
     } else if (unknown_config_resource_type(res.resource_type)) {

@@ -121,6 +121,7 @@ asio::awaitable<handler_outcome> alter_in_cluster(
       if (p.replicas) r.target.emplace(p.replicas->begin(), p.replicas->end());
       r.allow_rf_change = req.allow_replication_factor_change;
       r.unclean_ok = replicas.unclean_allowed(topic->id);
+      r.elr = replicas.elr_for(topic->id);
       r.name = tp;
       asked.push_back(std::move(r));
       slots.emplace_back(reply.responses.size() - 1, out.partitions.size() - 1);

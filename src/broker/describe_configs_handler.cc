@@ -16,7 +16,9 @@
 //     DYNAMIC_DEFAULT_BROKER_CONFIG (3) when set cluster-wide, STATIC_BROKER_CONFIG (4) when set
 //     in server.properties, else DEFAULT_CONFIG (5); synonyms in that order. Read-only unless
 //     Kafka 4.4 can change the key dynamically (dynamic_config_keys.h). Keys set dynamically that
-//     tarn does not know are listed sensitive with a null value, as Kafka lists them. The empty
+//     tarn does not know are listed sensitive with a null value, as Kafka lists them; those Kafka
+//     knows as dynamic broker configs (leader./follower.replication.throttled.rate, which tarn
+//     keeps in the metadata only) with their value, as Kafka shows them. The empty
 //     name lists the cluster-wide dynamic defaults only. Another id is INVALID_REQUEST, as Kafka
 //     answers. Topic synonyms carry the same dynamic layers.
 //   - ConfigurationKeys filters by name (unknown names are left out); null means all.
@@ -167,6 +169,15 @@ void describe_broker(const resource_request& res, const broker_config& config,
                      std::deque<std::string>& strings, resource_result& out) {
   auto add_dynamic_only = [&](const std::string& name, const std::string& value, int8_t source) {
     auto info = describe_broker_config_key(name);
+    // A dynamic broker config of Kafka's that tarn keeps only in the metadata (the replication
+    // throttles' rates, what kafka-reassign-partitions.sh --throttle sets): Kafka knows it, so
+    // it shows its value (a LONG for the rates).
+    if (!info && is_dynamic_broker_config(name)) {
+      info = broker_config_key_info{name.ends_with(".replication.throttled.rate")
+                                        ? broker_config_type::int64
+                                        : broker_config_type::string,
+                                    std::nullopt};
+    }
     config_entry e;
     e.name = strings.emplace_back(name);
     e.is_sensitive = !info.has_value();

@@ -54,6 +54,7 @@
 #include "broker/dynamic_config_keys.h"
 #include "broker/group_dynamic_config.h"
 #include "broker/handler.h"
+#include "broker/replica_manager.h"
 #include "broker/topic_handler_util.h"
 #include "broker/topic_manager.h"
 #include "coordinator/group_coordinator.h"
@@ -71,6 +72,8 @@ using protocol::error_code;
 using alter_resource = protocol::incremental_alter_configs_request::alter_configs_resource;
 
 enum class op_type : int8_t { set = 0, remove = 1, append = 2, subtract = 3 };
+
+constexpr std::string_view min_isr_key = "min.insync.replicas";
 
 struct alter_error {
   error_code code;
@@ -330,6 +333,11 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
       } else if (!decoded->validate_only) {
         // group.consumer/share.assignment.interval.ms reach the coordinators at once.
         apply_group_dynamic_configs(topics, request.services.groups, request.services.shares);
+        if (request.services.replicas != nullptr) {
+          request.services.replicas->after_config_change(
+              "", std::any_of(res.configs.begin(), res.configs.end(),
+                              [](const auto& c) { return c.name == min_isr_key; }));
+        }
       }
       guard.lock();
     } else if (res.resource_type == resource_type_broker_logger) {
@@ -385,6 +393,12 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
         error = from_storage(s.error());
       } else {
         spdlog::info("topic {}: configs altered by {}", res.resource_name, request.connection.peer);
+        if (request.services.replicas != nullptr) {
+          guard.unlock();  // blocking on etcd; the override is recorded already
+          request.services.replicas->after_config_change(
+              res.resource_name, override_changed(*current, *overrides, min_isr_key));
+          guard.lock();
+        }
       }
     }
     if (error) {

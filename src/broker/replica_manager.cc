@@ -757,6 +757,42 @@ result<std::vector<cluster::reassignment_result>, std::string> replica_manager::
   return std::move(*altered);
 }
 
+result<int32_t, std::string> replica_manager::clear_elrs_after_min_isr_change(
+    std::string_view topic) {
+  std::vector<storage::uuid> ids;
+  if (!topic.empty()) {
+    {
+      std::lock_guard g(mu_);
+      auto named = by_name_.find(topic);
+      if (named == by_name_.end() || named->second.empty()) return 0;
+      ids.push_back(named->second.begin()->second.first);
+    }
+    if (!elr_for(ids[0]).enabled) return 0;
+  } else {
+    const cluster::feature_map features = finalized_features(topics_.metadata());
+    auto level = features.find("eligible.leader.replicas.version");
+    if (level == features.end() || level->second < 1) return 0;
+  }
+  // A client of its own, as elect_leaders().
+  cluster::etcd::client_options o;
+  o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
+  auto client = cluster::etcd::etcd_client::create(o);
+  if (!client) return fail("etcd: " + client.error().message);
+  auto cleared = cluster::clear_elrs(**client, prefix_, ids);
+  if (!cleared) return fail("etcd: " + cleared.error().message);
+  return *cleared;
+}
+
+void replica_manager::after_config_change(std::string_view topic, bool min_isr_changed) {
+  if (!min_isr_changed) return;
+  auto cleared = clear_elrs_after_min_isr_change(topic);
+  if (!cleared) {
+    spdlog::warn("min.insync.replicas of {} changed, but its ELRs could not be cleared: {}",
+                 topic.empty() ? std::string("every topic") : "topic " + std::string(topic),
+                 cleared.error());
+  }
+}
+
 std::vector<std::tuple<std::string, int32_t, cluster::partition_state>>
 replica_manager::reassignments() const {
   std::vector<std::tuple<std::string, int32_t, cluster::partition_state>> out;

@@ -151,6 +151,18 @@ class replica_manager {
   // compare-and-swap), one result per request; blocking on etcd.
   result<std::vector<cluster::reassignment_result>, std::string> alter_reassignments(
       const std::vector<cluster::reassignment_request>& requests);
+  // KIP-966: min.insync.replicas changed for `topic` ("": the cluster default, every topic). With
+  // eligible.leader.replicas.version >= 1 the ELR and last known leader of its partitions are
+  // emptied in etcd (cluster::clear_elrs), as Kafka's controller writes a ClearElrRecord beside
+  // the ConfigRecord; nothing with ELR off. How many partitions changed; blocking on etcd.
+  result<int32_t, std::string> clear_elrs_after_min_isr_change(std::string_view topic);
+  // The same after a config change the handlers recorded (IncrementalAlterConfigs, AlterConfigs),
+  // when it touched min.insync.replicas: `topic`'s override added, removed or changed (Kafka
+  // writes a topic's ConfigRecord only then), or ("" topic) a broker resource's key set or
+  // deleted (Kafka writes a broker's ConfigRecord even for the same value). A failure is logged:
+  // the config stays changed (Kafka appends both records in one batch; etcd holds them under
+  // different keys), and the partitions' next change recomputes their ELR against the new value.
+  void after_config_change(std::string_view topic, bool min_isr_changed);
   // The partitions with a reassignment in progress as the watched states show them (topic name,
   // index, state), by topic name and index: ListPartitionReassignments.
   std::vector<std::tuple<std::string, int32_t, cluster::partition_state>> reassignments() const;

@@ -20,6 +20,16 @@
 
 namespace tarn::broker {
 
+// Whether `key`'s override differs between two override maps (added, removed or another value):
+// when Kafka's controller writes a topic's ConfigRecord for it.
+inline bool override_changed(const storage::config_map& before, const storage::config_map& after,
+                             std::string_view key) {
+  auto b = before.find(key);
+  auto a = after.find(key);
+  if ((b == before.end()) != (a == after.end())) return true;
+  return b != before.end() && b->second != a->second;
+}
+
 // The leader epoch of every partition on this single broker: stamped into every batch it writes
 // and what Metadata, ListOffsets and Fetch report and check.
 inline constexpr leader_epoch_t local_leader_epoch = 0;

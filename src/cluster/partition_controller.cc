@@ -260,8 +260,8 @@ result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
         continue;
       }
       reassignment_result decided =
-          req.target ? reassign(*state, *req.target, req.allow_rf_change, live)
-                     : cancel_reassignment(*state, req.name, req.unclean_ok, live);
+          req.target ? reassign(*state, *req.target, req.allow_rf_change, live, req.elr)
+                     : cancel_reassignment(*state, req.name, req.unclean_ok, live, req.elr);
       if (decided.error != protocol::error_code::none || !decided.state) {
         out[i] = std::move(decided);
         continue;
@@ -300,6 +300,49 @@ result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
   if (!lost) return fail(lost.error());
   for (size_t i : *lost) out[i] = {protocol::error_code::request_timed_out, {}, {}};
   return out;
+}
+
+result<int32_t, etcd::etcd_error> clear_elrs(etcd::etcd_client& client, const std::string& prefix,
+                                             const std::vector<uuid>& topics) {
+  const std::string partitions_dir = prefix + "partitions/";
+  int32_t written = 0;
+  for (int r = 0; r < 5; ++r) {
+    auto states = client.range(partitions_dir, etcd::prefix_end(partitions_dir));
+    if (!states) return fail(states.error());
+    bool lost = false;
+    for (const auto& kv : states->kvs) {
+      auto key = parse_partition_key(kv.key, partitions_dir);
+      if (!key) continue;
+      if (!topics.empty() && std::find(topics.begin(), topics.end(), key->first) == topics.end()) {
+        continue;
+      }
+      auto state = decode_partition_state(kv.value);
+      if (!state) continue;
+      auto cleared = clear_elr_on_min_isr_change(*state);
+      if (!cleared) continue;
+      etcd::txn_request t;
+      t.compares.push_back({kv.key,
+                            etcd::compare::target_kind::mod_revision,
+                            etcd::compare::result_kind::equal,
+                            kv.mod_revision,
+                            {}});
+      t.success.push_back(etcd::request_op::put(kv.key, encode_partition_state(*cleared)));
+      auto done = client.txn(t);
+      if (!done) return fail(done.error());
+      if (!done->succeeded) {
+        lost = true;
+        continue;
+      }
+      ++written;
+      spdlog::info(
+          "min.insync.replicas changed: partition {}-{}: ELR [{}] -> [], LastKnownElr [{}] -> [] "
+          "(partition epoch {})",
+          key->first.to_string(), key->second, fmt::join(state->elr, ","),
+          fmt::join(state->last_known_elr, ","), cleared->partition_epoch);
+    }
+    if (!lost) break;
+  }
+  return written;
 }
 
 bool partition_controller::scan(int64_t epoch, bool rebalance) {

@@ -94,10 +94,21 @@ struct reassignment_request {
   bool allow_rf_change = true;                 // v1's AllowReplicationFactorChange
   bool unclean_ok = false;                     // the topic's unclean.leader.election.enable
   std::string name;                            // "topic:partition", for Kafka's messages
+  elr_options elr = {};                        // the topic's KIP-966 rules (default: ELR off)
 };
 result<std::vector<reassignment_result>, etcd::etcd_error> alter_reassignments(
     etcd::etcd_client& client, const std::string& prefix,
     const std::vector<reassignment_request>& requests);
+
+// KIP-966's ClearElrRecord against the cluster (docs/cluster.md, "Eligible leader replicas"):
+// after min.insync.replicas changed for `topics` (every topic when empty: the cluster default
+// changed), each of their partitions with an ELR or a last known leader gets
+// clear_elr_on_min_isr_change()'s state, written by compare-and-swap on the partition's key;
+// a lost compare decides again on a fresh read, five rounds (a partition that changes faster is
+// left: any later change recomputes its ELR against the new min ISR anyway). How many partitions
+// were written.
+result<int32_t, etcd::etcd_error> clear_elrs(etcd::etcd_client& client, const std::string& prefix,
+                                             const std::vector<uuid>& topics);
 
 class partition_controller {
  public:

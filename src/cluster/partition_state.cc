@@ -109,6 +109,9 @@ void populate_elr(const partition_state& p, partition_state& next, const broker_
   partition_state out;
   for (int32_t id : candidates) {
     if (contains(next.isr, id) || id == unclean_shutdown) continue;
+    // Only a replica may lead: one that a reassignment's change leaves out of the list (removed
+    // at its completion, or an added one at a cancel) takes no place in the ELR.
+    if (!contains(next.replicas, id)) continue;
     int64_t epoch = 0;
     auto at = std::find(p.elr.begin(), p.elr.end(), id);
     const size_t i = static_cast<size_t>(at - p.elr.begin());
@@ -122,6 +125,25 @@ void populate_elr(const partition_state& p, partition_state& next, const broker_
   }
   next.elr = std::move(out.elr);
   next.elr_broker_epochs = std::move(out.elr_broker_epochs);
+}
+
+// KIP-966 with reassignments (KIP-455): the ELR and the last known leader name replicas only, so
+// a change of the replica list drops the members it leaves out (with their broker epochs). An
+// ELR member elected leader must be a replica; one that is not would take leadership of a
+// partition it no longer hosts.
+void keep_elr_within_replicas(partition_state& p) {
+  std::vector<int32_t> gone;
+  for (int32_t id : p.elr) {
+    if (!contains(p.replicas, id)) gone.push_back(id);
+  }
+  for (int32_t id : gone) remove_from_elr(p, id);
+  p.last_known_elr = [&] {
+    std::vector<int32_t> kept;
+    for (int32_t id : p.last_known_elr) {
+      if (contains(p.replicas, id)) kept.push_back(id);
+    }
+    return kept;
+  }();
 }
 
 struct elected {
@@ -266,6 +288,7 @@ alter_partition_result alter_partition(const partition_state& p, const alter_par
   if (done) next = *done;
   populate_elr(p, next, brokers, elr);
   if (!elr.enabled) clear_elr(next);
+  keep_elr_within_replicas(next);
   if (done) return {error_code::none, with_epochs(p, std::move(next))};
   ++next.partition_epoch;
   return {error_code::none, std::move(next)};
@@ -353,6 +376,7 @@ std::optional<partition_state> reconcile(const partition_state& p, const broker_
   if (auto elected = on_broker_available(next, brokers, unclean_ok, elr)) next = *elected;
   // A replica being removed that left the ISR (it died) may be all a reassignment waited for.
   if (auto done = complete_reassignment(next, brokers)) next = *done;
+  keep_elr_within_replicas(next);
   if (!changed(p, next)) return std::nullopt;
   return with_epochs(p, std::move(next));
 }
@@ -394,7 +418,8 @@ election_result elect_leader(const partition_state& p, election_type type,
 }
 
 reassignment_result reassign(const partition_state& p, const std::vector<int32_t>& target,
-                             bool allow_rf_change, const broker_states& brokers) {
+                             bool allow_rf_change, const broker_states& brokers,
+                             const elr_options& elr) {
   auto invalid = [](std::string message) {
     return reassignment_result{error_code::invalid_replica_assignment, std::move(message), {}};
   };
@@ -430,7 +455,13 @@ reassignment_result reassign(const partition_state& p, const std::vector<int32_t
   next.replicas.insert(next.replicas.end(), next.removing_replicas.begin(),
                        next.removing_replicas.end());
   if (auto done = complete_reassignment(next, brokers)) next = std::move(*done);
-  keep_or_elect_leader(next, brokers);
+  // The rest of Kafka's PartitionChangeBuilder.build() for this change: the ELR against the
+  // (possibly completed) ISR, an election as ONLINE (the leader stays while it may), and the
+  // ELR kept to the replicas.
+  auto acceptable = [&](int32_t r) { return eligible(brokers, r); };
+  populate_elr(p, next, brokers, elr);
+  apply_election(p, next, elect_any(p, next, acceptable, elr, /*unclean_ok=*/false), elr);
+  keep_elr_within_replicas(next);
   if (!changed(p, next)) return {};
   return {error_code::none, {}, with_epochs(p, std::move(next))};
 }
@@ -454,7 +485,8 @@ std::optional<partition_state> complete_reassignment(const partition_state& p,
 }
 
 reassignment_result cancel_reassignment(const partition_state& p, std::string_view name,
-                                        bool unclean_ok, const broker_states& brokers) {
+                                        bool unclean_ok, const broker_states& brokers,
+                                        const elr_options& elr) {
   if (!p.reassigning()) return {error_code::no_reassignment_in_progress, {}, {}};
   partition_state next = p;
   next.replicas = without(p.replicas, p.adding_replicas);
@@ -471,10 +503,28 @@ reassignment_result cancel_reassignment(const partition_state& p, std::string_vi
     }
     next.leader = best_leader(next, brokers, /*unclean_ok=*/true);
     next.isr = {next.has_leader() ? next.leader : next.replicas[0]};
+    // An unclean election empties the ELR and the last known leader (maybeUpdateRecordElr).
+    clear_elr(next);
+    next.last_known_elr.clear();
     return {error_code::none, {}, with_epochs(p, std::move(next))};
   }
-  keep_or_elect_leader(next, brokers);
+  // As Kafka's cancelPartitionReassignment builds it: the ELR against the reverted ISR, an
+  // election (UNCLEAN when the topic allows it), the ELR kept to the original replicas (an added
+  // replica that was in sync does not stay in it).
+  auto acceptable = [&](int32_t r) { return eligible(brokers, r); };
+  populate_elr(p, next, brokers, elr);
+  apply_election(p, next, elect_any(p, next, acceptable, elr, unclean_ok), elr);
+  keep_elr_within_replicas(next);
   return {error_code::none, {}, with_epochs(p, std::move(next))};
+}
+
+std::optional<partition_state> clear_elr_on_min_isr_change(const partition_state& p) {
+  if (p.elr.empty() && p.last_known_elr.empty()) return std::nullopt;
+  partition_state next = p;
+  clear_elr(next);
+  next.last_known_elr.clear();
+  ++next.partition_epoch;  // PartitionRegistration.merge: every change; the leader stays
+  return next;
 }
 
 }  // namespace tarn::cluster

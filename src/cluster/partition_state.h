@@ -183,8 +183,14 @@ struct reassignment_result {
 // replicas = target + removing; then complete_reassignment(). The leader stays while in the ISR
 // and eligible, else the best leader; the leader epoch grows when the leader changes or a
 // replica leaves the list, the partition epoch with any change.
+// With ELR on (KIP-966), as Kafka's builder applies it to the change: the ELR is recomputed
+// against the ISR (emptied at or above min ISR), a leaderless partition may elect an ELR member;
+// and in every change of the replica list (here, at completion and at a cancel) the ELR and the
+// last known leader keep only replicas of the new list: a replica removed leaves them, a replica
+// added never enters them by a cancel.
 reassignment_result reassign(const partition_state& p, const std::vector<int32_t>& target,
-                             bool allow_rf_change, const broker_states& brokers);
+                             bool allow_rf_change, const broker_states& brokers,
+                             const elr_options& elr = {});
 // Kafka's maybeCompleteReassignment with the ISR as target: without the replicas being removed,
 // when the ISR left is not empty and holds every replica left, the state takes those replicas
 // and that ISR and the reassignment ends (a leader removed gives way to the best in-sync
@@ -196,7 +202,16 @@ std::optional<partition_state> complete_reassignment(const partition_state& p,
 // empty needs an unclean election: replicas[0] with `unclean_ok`, else INVALID_REPLICA_ASSIGNMENT
 // "Unable to revert partition assignment for <name> because it would require an unclean leader
 // election." (`name` is "topic:partition").
+// With ELR on, the ELR as reassign() says; an election among the original replicas (UNCLEAN
+// with `unclean_ok`, as Kafka's builder elects for a cancel).
 reassignment_result cancel_reassignment(const partition_state& p, std::string_view name,
-                                        bool unclean_ok, const broker_states& brokers);
+                                        bool unclean_ok, const broker_states& brokers,
+                                        const elr_options& elr = {});
+
+// KIP-966: the topic's min.insync.replicas changed (or the cluster default's, for every topic):
+// its ELR and last known leader are emptied, as Kafka's controller replays the ClearElrRecord it
+// writes with the ConfigRecord (ReplicationControlManager.removeTopicElrs: the partition epoch
+// grows, the leader and its epoch stay). nullopt when both are empty already.
+std::optional<partition_state> clear_elr_on_min_isr_change(const partition_state& p);
 
 }  // namespace tarn::cluster

@@ -666,6 +666,105 @@ TEST(PartitionStateElr, TurningElrOffEmptiesItAndMinIsrReachedEmptiesIt) {
   EXPECT_FALSE(reconcile(p, live({1, 2, 3}), false, elr_on));
 }
 
+// KIP-966 during reassignments (KIP-455): a reassignment's changes go through the same rules as
+// any other (Kafka's PartitionChangeBuilder with ELR on), and the ELR and last known leader name
+// replicas of the new list only.
+TEST(PartitionStateElr, AReassignmentKeepsTheElrWithinTheReplicas) {
+  const auto brokers = live({1, 2, 3, 4});
+  // [1,2] -> [1,2,3]: 3 added, in the ISR; 2 fell out at min ISR (no ELR). Cancelled, the ISR
+  // reverts to [1], below min ISR: 2 had left before and 3 is no replica of [1,2], so neither
+  // enters the ELR (Kafka's builder would put the added 3 there).
+  const partition_state adding{{1, 2, 3}, {1, 3}, 1, 4, 8, {3}, {}};
+  auto cancelled = cancel_reassignment(adding, "t:0", false, brokers, elr_on);
+  ASSERT_EQ(cancelled.error, error_code::none);
+  ASSERT_TRUE(cancelled.state);
+  EXPECT_EQ(cancelled.state->replicas, ids({1, 2}));
+  EXPECT_EQ(cancelled.state->isr, ids({1}));
+  EXPECT_TRUE(cancelled.state->elr.empty());
+  EXPECT_EQ(cancelled.state->leader, 1);
+  EXPECT_EQ(cancelled.state->leader_epoch, 5);  // 3 left the list
+  // An added replica already in the ELR (it joined the ISR, then left it below min ISR)
+  // leaves it with the cancel, with its broker epoch; an original member stays.
+  const partition_state in_elr{{1, 2, 3}, {1}, 1, 4, 8, {3}, {}, {2, 3}, {}, {102, 103}};
+  auto reverted = cancel_reassignment(in_elr, "t:0", false, brokers, elr_on);
+  ASSERT_TRUE(reverted.state);
+  EXPECT_EQ(reverted.state->elr, ids({2}));
+  EXPECT_EQ(reverted.state->elr_broker_epochs, std::vector<int64_t>{102});
+  // Starting a move changes nothing of the ELR: the replicas being removed are still replicas
+  // until the move completes, and the added ones are in no ISR yet.
+  const partition_state below{{1, 2, 3}, {1}, 1, 4, 8, {}, {}, {2, 3}, {}, {102, 103}};
+  auto started = reassign(below, {1, 2, 4}, true, brokers, elr_on);
+  ASSERT_EQ(started.error, error_code::none);
+  ASSERT_TRUE(started.state);
+  EXPECT_EQ(started.state->replicas, ids({1, 2, 4, 3}));
+  EXPECT_EQ(started.state->elr, ids({2, 3}));
+  EXPECT_EQ(started.state->elr_broker_epochs, (std::vector<int64_t>{102, 103}));
+  // It completes when 4 is in sync: 3 leaves the replicas, the ELR and the ISR; [1,2,4] in sync
+  // is at min ISR, so nothing is left in the ELR.
+  auto done =
+      alter_partition(*started.state, {1, 4, 9, {{1, 101}, {2, 102}, {4, 104}}}, brokers, elr_on);
+  ASSERT_EQ(done.error, error_code::none);
+  EXPECT_EQ(done.state.replicas, ids({1, 2, 4}));
+  EXPECT_TRUE(done.state.elr.empty());
+  EXPECT_TRUE(done.state.last_known_elr.empty());
+  // A leaderless partition whose last known leader is the added 4: a cancel (allowed to elect
+  // uncleanly) forgets it with the ELR.
+  const partition_state leaderless{{1, 2, 4}, {}, no_leader, 6, 12, {4}, {}, {}, {4}, {}};
+  auto unclean = cancel_reassignment(leaderless, "t:0", true, brokers, elr_on);
+  ASSERT_TRUE(unclean.state);
+  EXPECT_EQ(unclean.state->replicas, ids({1, 2}));
+  EXPECT_TRUE(unclean.state->last_known_elr.empty());
+  EXPECT_TRUE(unclean.state->elr.empty());
+}
+
+TEST(PartitionStateElr, AReassignmentOfALeaderlessPartitionElectsFromTheElr) {
+  // The ISR empty, 2 in the ELR and live again: the reassignment's change elects it as any
+  // other change would (it becomes the ISR alone and leaves the ELR; the last known leader
+  // goes), where a reassignment used to leave the partition without a leader.
+  const partition_state p{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {2}, {1}, {102}};
+  auto r = reassign(p, {2, 3, 4}, true, live({2, 3, 4}), elr_on);
+  ASSERT_EQ(r.error, error_code::none);
+  ASSERT_TRUE(r.state);
+  EXPECT_EQ(r.state->leader, 2);
+  EXPECT_EQ(r.state->isr, ids({2}));
+  EXPECT_TRUE(r.state->elr.empty());
+  EXPECT_TRUE(r.state->last_known_elr.empty());
+  EXPECT_EQ(r.state->replicas, ids({2, 3, 4, 1}));
+  EXPECT_EQ(r.state->leader_epoch, 7);
+  // Without an ELR (or ELR off, which never fills one) nobody may lead: the move starts, the
+  // partition stays leaderless.
+  partition_state none = p;
+  none.elr.clear();
+  none.elr_broker_epochs.clear();
+  auto off = reassign(none, {2, 3, 4}, true, live({2, 3, 4}));
+  ASSERT_TRUE(off.state);
+  EXPECT_EQ(off.state->leader, no_leader);
+  EXPECT_TRUE(off.state->isr.empty());
+}
+
+TEST(PartitionStateElr, AMinIsrChangeEmptiesTheElrAndTheLastKnownLeader) {
+  // ReplicationControlManager.removeTopicElrs: both lists emptied, the partition epoch + 1, the
+  // leader and its epoch as they were; a partition with neither is not written.
+  const partition_state p{{1, 2, 3}, {1}, 1, 5, 9, {}, {}, {2, 3}, {}, {102, 103}};
+  auto cleared = clear_elr_on_min_isr_change(p);
+  ASSERT_TRUE(cleared);
+  EXPECT_TRUE(cleared->elr.empty());
+  EXPECT_TRUE(cleared->elr_broker_epochs.empty());
+  EXPECT_EQ(cleared->isr, ids({1}));
+  EXPECT_EQ(cleared->leader, 1);
+  EXPECT_EQ(cleared->leader_epoch, 5);
+  EXPECT_EQ(cleared->partition_epoch, 10);
+  const partition_state leaderless{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {}, {1}, {}};
+  auto forgotten = clear_elr_on_min_isr_change(leaderless);
+  ASSERT_TRUE(forgotten);
+  EXPECT_TRUE(forgotten->last_known_elr.empty());
+  EXPECT_EQ(forgotten->partition_epoch, 13);
+  EXPECT_FALSE(clear_elr_on_min_isr_change(three_replicas()));
+  // Raised from 2 to 3 with the ISR [1] and 2 in the ELR: reconcile() alone keeps the ELR (the
+  // ISR is below either value), which is why the change itself must empty it.
+  EXPECT_FALSE(reconcile(p, live({1, 2, 3}), false, elr_options{true, 3}));
+}
+
 TEST(PartitionStateElr, TheElrRoundTripsThroughEtcd) {
   const partition_state p{{1, 2, 3}, {}, no_leader, 6, 12, {}, {}, {1, 2}, {1}, {101, 102}};
   const std::string text = encode_partition_state(p);
