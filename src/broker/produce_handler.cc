@@ -20,7 +20,7 @@
 //      CurrentLeader and NodeEndpoints (v10+) naming the leader the state names;
 //      acks=-1: ISR size (1) >= min(min.insync.replicas, replica count 1), else
 //      NOT_ENOUGH_REPLICAS; a replicated partition in a cluster (docs/cluster.md, "Replication")
-//      as Kafka: ISR size (from its state in etcd) >= min.insync.replicas.
+//      as Kafka: ISR size (from its state in etcd) >= min(min.insync.replicas, replica count).
 //   5. storage::validate_batch: baseOffset 0 (INVALID_RECORD), max.message.bytes
 //      (MESSAGE_TOO_LARGE), CRC (CORRUPT_MESSAGE), batch shape (INVALID_RECORD), keys on compacted
 //      topics (INVALID_RECORD + RecordErrors), timestamps (INVALID_TIMESTAMP + RecordErrors).
@@ -196,6 +196,7 @@ struct partition_work {
   bool written = false;  // appended now (not a retry answered from the producer state)
   int64_t last_offset = -1;
   bool await_replicas = false;  // acks=-1 on a replicated partition: wait for the high watermark
+  int32_t min_isr = 1;          // the effective min.insync.replicas (step 4)
   int32_t leader_epoch = local_leader_epoch;  // stamped into the batch; the purgatory checks it
   // A transactional batch: its producer's markers in the partition when the transaction was
   // asked whether it holds the partition; a marker written since then refuses the batch.
@@ -438,10 +439,12 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
           }
           replicas = static_cast<int32_t>(st->replicas.size());
           isr = static_cast<int32_t>(st->isr.size());
-          min_isr = replicas > 1 ? tw.config.min_insync_replicas
-                                 : std::min(tw.config.min_insync_replicas, replicas);
+          // Kafka's Partition.effectiveMinIsr: the setting capped at the replica count (a
+          // setting above it is accepted and clipped here, not refused).
+          min_isr = std::min(tw.config.min_insync_replicas, replicas);
         }
       }
+      pw.min_isr = min_isr;
       if (req.acks == -1 && isr < min_isr) {
         pw.failure = to_failure(request_error{error_code::not_enough_replicas,
                                               "ISR below the effective min.insync.replicas"});
@@ -674,11 +677,11 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
               // Kafka's checkEnoughReplicasReachOffset.
               pw.await_replicas = false;
               const int32_t isr = request.services.replicas->isr_size(tw.name, pw.index);
-              if (isr >= 0 && isr < tw.config.min_insync_replicas) {
+              if (isr >= 0 && isr < pw.min_isr) {
                 pw.failure = to_failure(request_error{
                     error_code::not_enough_replicas_after_append,
                     fmt::format("the ISR of {}-{} shrank to {} below min.insync.replicas {}",
-                                tw.name, pw.index, isr, tw.config.min_insync_replicas)});
+                                tw.name, pw.index, isr, pw.min_isr)});
               }
             } else {
               all_done = false;
