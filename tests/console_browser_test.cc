@@ -137,9 +137,16 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
     return tmp.write_file(file, lines).string();
   };
   const std::string kcat = "timeout 60 kcat -b " + b.bootstrap();
+  // The partition's largest batch, which the browser inspects, holds records 1 to 119: record 0
+  // goes alone, then kcat's librdkafka holds the others until all 119 are queued (linger.ms far
+  // beyond what reading them takes, batch.num.messages 119 sends them at once). With the default
+  // 5 ms linger a loaded machine split them into batches of one record.
   ASSERT_EQ(
-      shell(kcat + " -P -t clicks -K : -H origin=browser-test -l " + write_lines("a.txt", 0, 120)),
+      shell(kcat + " -P -t clicks -K : -H origin=browser-test -l " + write_lines("a0.txt", 0, 1)),
       0);
+  ASSERT_EQ(shell(kcat + " -P -t clicks -K : -H origin=browser-test -X linger.ms=50000" +
+                  " -X batch.num.messages=119 -l " + write_lines("a.txt", 1, 119)),
+            0);
   ASSERT_EQ(
       shell(kcat + " -G click-readers -X auto.offset.reset=earliest -X auto.commit.interval.ms=100"
                    " -e -q clicks > /dev/null"),
@@ -200,10 +207,11 @@ TEST(console_browser, chromium_browses_messages_sees_lag_and_creates_a_topic) {
   EXPECT_NE(out.find("record 49 user-49 {\"n\":49} origin=browser-test\n"), std::string::npos);
   EXPECT_EQ(out.find("record 50 "), std::string::npos) << "the first page holds 50 records";
   EXPECT_NE(out.find("next-page-first 50\n"), std::string::npos);
-  // The inspector shows kcat's first batch (the 120 records of one produce call, or a part of
-  // them) with a CRC that verifies, and lights the CRC's four bytes under the mouse.
+  // The inspector shows kcat's batch of records 1 to 119 with a CRC that verifies, and lights
+  // the CRC's four bytes under the mouse.
   EXPECT_NE(out.find(" ✓ verifies\n"), std::string::npos) << out;
   EXPECT_NE(out.find("inspector highlighted 4 bytes\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("inspector records 119\n"), std::string::npos) << out;
   expect_inspector_matches_dump_log(out,
                                     b.broker().data_dir() / "clicks-0/00000000000000000000.log");
   // The message produced from the page went to offset 140, so the lag is now 21.

@@ -96,7 +96,7 @@ def main():
         wait.until(ec.text_to_be_present_in_element((By.ID, 'produce-result'), 'produced at offset'))
         print('produced', driver.find_element(By.ID, 'produce-result').text.split()[-1], flush=True)
 
-        # The batch inspector on partition 0, on its largest batch (kcat often sends the first
+        # The batch inspector on partition 0, on its largest batch (the test sends the first
         # record alone): its position in the segment is the sum of the sizes listed before it.
         driver.find_element(By.CSS_SELECTOR, 'a.inspect').click()
         wait.until(ec.presence_of_element_located(
