@@ -277,7 +277,7 @@ const std::vector<config_key>& config_keys() {
       {"compression.lz4.level", config_type::int32, "9", between(1, 17)},
       {"compression.zstd.level", config_type::int32, "3", between(-131072, 22)},
       {"min.insync.replicas", config_type::int32, "1", at_least(1)},
-      {"unclean.leader.election.enable", config_type::boolean, "false", nullptr, false},
+      {"unclean.leader.election.enable", config_type::boolean, "false", nullptr},
       {"log.message.timestamp.type", config_type::string, "CreateTime",
        one_of({"CreateTime", "LogAppendTime"})},
       {"log.message.timestamp.before.max.ms", config_type::int64, "9223372036854775807",
