@@ -474,20 +474,24 @@ TEST_F(cluster_reassign, a_throttled_move_is_slowed_and_survives_the_controllers
   EXPECT_EQ(answers[1].error, 0);
   brokers_[static_cast<size_t>(controller - 1)]->process().send_signal(SIGKILL);
 
-  auto done = [&](int32_t partition) {
-    return wait_for_partition(
-        port(leader), topic,
-        [&](const partition_view& p) { return p.isr.size() == 2 && p.replicas.size() == 2; }, 15s,
-        partition);
+  auto in_sync = [](const partition_view& p) {
+    return p.isr.size() == 2 && p.replicas.size() == 2;
   };
-  ASSERT_TRUE(done(1)) << broker(leader).output();
+  auto done = [&](int32_t partition, std::chrono::milliseconds timeout) {
+    auto v = wait_for_partition(port(leader), topic, in_sync, timeout, partition);
+    return v && in_sync(*v);
+  };
+  ASSERT_TRUE(done(1, 30s)) << broker(leader).output();
   const auto fast = std::chrono::steady_clock::now() - moved_at;
-  ASSERT_TRUE(done(0)) << broker(target).output();
+  // An order, not a time (a loaded machine slows both): the partition without a throttle is in
+  // sync while the throttled one is still being copied; one fetcher asks for both, and only
+  // partition 0's share of each answer is held to the rate.
+  EXPECT_FALSE(done(0, 0ms)) << "the partition without a throttle was held back";
+  ASSERT_TRUE(done(0, 60s)) << broker(target).output();
   const auto slow = std::chrono::steady_clock::now() - moved_at;
-  // 320 KB: about 100 KB free (one second's worth over the two windows), the rest at 100 KB/s.
+  // 320 KB: about 100 KB free (one second's worth over the two windows), the rest at 100 KB/s,
+  // so at least about 2.2 s whatever the load.
   EXPECT_GE(slow, 1500ms) << "the throttled partition was not held back";
-  EXPECT_LT(fast, 1500ms) << "the partition without a throttle was held back";
-  EXPECT_LT(slow, 10s);
   auto left = list_reassignments(port(leader));
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->empty());

@@ -81,6 +81,8 @@ inline std::optional<partition_view> partition_of(uint16_t port, const std::stri
   return std::nullopt;
 }
 
+// The partition as the broker on `port` describes it once `done` holds for it; nullopt when it
+// did not within `timeout` (a caller's ASSERT_TRUE on the answer checks the wait itself).
 template <class Pred>
 std::optional<partition_view> wait_for_partition(
     uint16_t port, const std::string& topic, Pred done,
@@ -91,6 +93,7 @@ std::optional<partition_view> wait_for_partition(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     v = partition_of(port, topic, partition);
   }
+  if (v && !done(*v)) return std::nullopt;
   return v;
 }
 
