@@ -3,6 +3,7 @@
 #include "broker/connection.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -79,6 +80,9 @@ class connection_harness {
         client_(client_context_) {
     registry_.register_handler(test_api, 0, 0, test_handler);
     registry_.register_handler(echo_api, 0, 0, echo_handler);
+    // spdlog's registry is created on first use inside the (uninstrumented) library: made here,
+    // before the loop thread starts, so two harnesses' threads never race to create it (TSan).
+    spdlog::default_logger_raw();
     client_.connect(acceptor_.local_endpoint());
     asio::ip::tcp::socket server_side = acceptor_.accept();
     auto c = std::make_shared<connection>(std::move(server_side), connection_info{1, "test", "T"},
