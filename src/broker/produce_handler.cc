@@ -652,20 +652,18 @@ asio::awaitable<handler_outcome> handle_produce(request_context& request) {
           for (auto& pw : tw.parts) {
             if (pw.failure || !pw.await_replicas) continue;
             const storage::log* log = topics.logs().get_log(tw.name, partition_id{pw.index});
+            // The high watermark first, the role after: the batch was appended as leader at
+            // pw.leader_epoch, and a leader epoch once left never comes back, so that role still
+            // held after the read held throughout it. A role lost before the read (the replica
+            // then truncates and fetches the new leader's records over the same offsets, its high
+            // watermark following that leader's) is seen here and never acknowledges.
+            const int64_t high_watermark = log != nullptr ? log->high_watermark() : -1;
             const leadership lead = leadership_of(request.services.replicas, tw.name, pw.index,
                                                   request.services.config.node_id);
-            // Read between two looks at the role: a role lost in between (the replica then
-            // truncates and fetches the new leader's records over the same offsets, and its high
-            // watermark follows that leader's) must not acknowledge. A leader epoch once left
-            // never comes back, so the same role on both sides held throughout.
-            const int64_t high_watermark = log != nullptr ? log->high_watermark() : -1;
-            const leadership after = leadership_of(request.services.replicas, tw.name, pw.index,
-                                                   request.services.config.node_id);
             if (log == nullptr) {
               pw.failure =
                   to_failure(request_error{error_code::not_leader_or_follower, "partition gone"});
-            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch || !after.serving ||
-                       after.leader_epoch != pw.leader_epoch) {
+            } else if (!lead.serving || lead.leader_epoch != pw.leader_epoch) {
               // Kafka's DelayedProduce on a leader that lost the role: the ISR it waited for is
               // another leader's now.
               pw.await_replicas = false;

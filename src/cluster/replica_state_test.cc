@@ -126,10 +126,11 @@ TEST(ReplicaState, APendingIsrChangeHoldsTheHighWatermarkForItsNewMembers) {
 }
 
 TEST(ReplicaState, AnIsrChangeWrittenInDoubtHoldsTheHighWatermarkUntilALaterStateArrives) {
-  // The soak anomaly of 2026-12-07: leader 1 grows ISR {1, 3} with 2 (partition epoch 4 -> 5),
-  // etcd takes the write but the answer is lost. Had the leader dropped the pending change, its
-  // high watermark would have followed 3 alone past 2's end while etcd's ISR held 2, and the
-  // controller elected 2 once 1 paused: records acknowledged with acks=all were truncated away.
+  // Leader 1 grows ISR {1, 3} with 2 (partition epoch 4 -> 5); etcd takes the write but the
+  // answer is lost. Had the leader dropped the pending change, its high watermark would follow 3
+  // alone past 2's end while etcd's ISR holds 2, and a controller electing 2 once 1 pauses would
+  // truncate records acknowledged with acks=all (found reading the code while chasing the soak
+  // anomaly of 2026-12-07, whose cause was another: docs/reliability.md#8).
   leader_replication l(1, partition_state{{1, 2, 3}, {1, 3}, 1, 0, 4}, 100, 0);
   l.on_follower_fetch(2, 100, 100, 1);
   l.on_follower_fetch(3, 100, 100, 1);
