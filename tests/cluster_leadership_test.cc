@@ -240,7 +240,7 @@ class cluster_leadership : public ::testing::Test {
 TEST_F(cluster_leadership, a_sigtermed_leader_hands_over_before_it_exits) {
   const bool kill = std::getenv("TARN_LEADERSHIP_KILL") != nullptr;
   // A long session (unless measuring kill -9): the handover must not wait for it.
-  start(kill ? 2000 : 30000, {});
+  ASSERT_NO_FATAL_FAILURE(start(kill ? 2000 : 30000, {}));
   const std::string topic = "handover";
   ASSERT_EQ(create_topic(port(1), topic, 1, {{"min.insync.replicas", "2"}}, 3), 0);
   for (int32_t id = 1; id <= 3; ++id) {
@@ -312,7 +312,7 @@ TEST_F(cluster_leadership, a_sigtermed_leader_hands_over_before_it_exits) {
 }
 
 TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broker) {
-  start(30000, {"auto.leader.rebalance.enable=false"});
+  ASSERT_NO_FATAL_FAILURE(start(30000, {"auto.leader.rebalance.enable=false"}));
   // `elect` on broker 1 (replicas [1,2,3]); `pair` and `lonely` on broker 2 (it leads them).
   ASSERT_EQ(create_topic(port(1), "elect", 1, {}, 3), 0);
   ASSERT_EQ(create_topic(port(2), "pair", 1, {}, 2), 0);
@@ -352,7 +352,7 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
   // last member leaves the ISR below min ISR into the ELR; before KIP-966 it stayed in the ISR).
   // Broker 1 back: a live replica of `pair`, out of its ISR and ELR.
   ASSERT_TRUE(broker(2).stop().has_value());
-  restart(1);
+  ASSERT_NO_FATAL_FAILURE(restart(1));
   ASSERT_TRUE(wait_for_brokers(port(3), 2));
   auto leaderless =
       wait_for_partition(port(3), "pair", [](const partition_view& v) { return v.leader == -1; });
@@ -386,7 +386,7 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
   // where they part, so its fetch from 5 is OFFSET_OUT_OF_RANGE. As Kafka's fetcher, it asks the
   // leader's log end offset (ListOffsets LATEST as a follower), truncates to it and catches up.
   std::filesystem::remove(broker(2).data_dir() / "pair-0" / "leader-epoch-checkpoint");
-  restart(2);
+  ASSERT_NO_FATAL_FAILURE(restart(2));
   auto rejoined = wait_for_partition(
       port(3), "pair", [](const partition_view& v) { return v.leader == 1 && v.isr.size() == 2; });
   ASSERT_TRUE(rejoined && rejoined->isr.size() == 2) << broker(2).output();
@@ -429,7 +429,7 @@ TEST_F(cluster_leadership, elect_leaders_preferred_and_unclean_through_any_broke
 }
 
 TEST_F(cluster_leadership, auto_rebalance_gives_a_returned_broker_its_leadership_back) {
-  start(2000, {"leader.imbalance.check.interval.seconds=1"});
+  ASSERT_NO_FATAL_FAILURE(start(2000, {"leader.imbalance.check.interval.seconds=1"}));
   ASSERT_EQ(create_topic(port(1), "balanced", 2, {}, 3), 0);
   for (int32_t p = 0; p < 2; ++p) {
     auto v = wait_for_partition(
@@ -445,7 +445,7 @@ TEST_F(cluster_leadership, auto_rebalance_gives_a_returned_broker_its_leadership
         10s, p);
     ASSERT_TRUE(v && v->leader != 1 && v->leader >= 0) << "partition " << p;
   }
-  restart(1);
+  ASSERT_NO_FATAL_FAILURE(restart(1));
   const auto restarted = std::chrono::steady_clock::now();
   // Back in the ISR, then leader again (the controller checks every second), at leader epoch 2.
   for (int32_t p = 0; p < 2; ++p) {

@@ -474,6 +474,31 @@ inline uint16_t free_port() {
   return port;
 }
 
+// `count` distinct free ports: each stays bound until all are chosen, so two calls in a row cannot
+// answer the same port (the OS may hand a just-closed port out again, and etcd's client and peer
+// listeners once got one port between them).
+inline std::vector<uint16_t> free_ports(size_t count) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (size_t i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      break;
+    }
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  if (ports.size() != count) ports.assign(count, 0);
+  return ports;
+}
+
 // The lines of `out` that start with `prefix`.
 inline std::vector<std::string> lines_with(const std::string& out, const std::string& prefix) {
   std::vector<std::string> found;
