@@ -322,11 +322,24 @@ TEST_F(cluster_txn, markers_reach_every_leader_and_the_coordinator_moves_with_it
     protocol::metadata_request req;
     req.topics.emplace();
     req.topics->push_back({{}, "__transaction_state"});
-    auto r = c.call<protocol::metadata_response>(req, 12);
+    // Broker 3 learns the topic and its partitions' states by two watches: until both arrived
+    // its partitions have no leader (LEADER_NOT_AVAILABLE), as a client retries them.
+    reply<protocol::metadata_response> r;
+    const auto known = [&] {
+      if (!r || r->topics.size() != 1 || r->topics[0].partitions.size() != 3) return false;
+      return std::all_of(r->topics[0].partitions.begin(), r->topics[0].partitions.end(),
+                         [](const auto& p) { return p.error_code == 0; });
+    };
+    for (int i = 0; i < 500; ++i) {
+      r = c.call<protocol::metadata_response>(req, 12);
+      if (known()) break;
+      std::this_thread::sleep_for(20ms);
+    }
     ASSERT_TRUE(r);
     ASSERT_EQ(r->topics.size(), 1u);
     EXPECT_EQ(r->topics[0].error_code, 0);
     ASSERT_EQ(r->topics[0].partitions.size(), 3u);
+    for (const auto& p : r->topics[0].partitions) EXPECT_EQ(p.error_code, 0);
     std::string layout;
     for (const auto& p : r->topics[0].partitions) {
       EXPECT_EQ(p.replica_nodes.size(), 3u);

@@ -15,7 +15,8 @@
 //     ISR, leader and leader epoch; a leader that is not live is -1 with LEADER_NOT_AVAILABLE,
 //     and replicas that are not live are offline, as Metadata answers them; EligibleLeaderReplicas
 //     and LastKnownElr are the state's (KIP-966, as KRaftMetadataCache answers them: unfiltered,
-//     a member that is not live included).
+//     a member that is not live included); a partition whose state has not arrived yet has no
+//     leader (LEADER_NOT_AVAILABLE) and no replicas.
 //   - An asked topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
 //     when its name is not a legal topic name; zero topic id, no partitions. Never auto-created.
 //   - A cursor whose topic is not among the asked ones, or whose partition is negative: Kafka's
@@ -152,7 +153,9 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
       part.isr_nodes = {listed.leader};
       part.eligible_leader_replicas.emplace();
       part.last_known_elr.emplace();
-      // In a cluster, a replicated partition's state in etcd (docs/cluster.md, "Replication").
+      // In a cluster, a replicated partition's state in etcd (docs/cluster.md, "Replication");
+      // one whose state has not reached this broker yet has no leader and no replicas yet, as
+      // Metadata answers it.
       if (request.services.replicas != nullptr) {
         if (auto st = request.services.replicas->state(listed.topic_id, p)) {
           part.leader_id = st->leader;
@@ -161,6 +164,10 @@ asio::awaitable<handler_outcome> handle_describe_topic_partitions(request_contex
           part.isr_nodes = st->isr;
           part.eligible_leader_replicas = st->elr;
           part.last_known_elr = st->last_known_elr;
+        } else {
+          part.leader_id = -1;
+          part.replica_nodes.clear();
+          part.isr_nodes.clear();
         }
       }
       // A leader that is not live is none, and replicas that are not live are offline, as

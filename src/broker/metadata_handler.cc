@@ -98,12 +98,23 @@ error_code metadata_error(const storage::storage_error& e) {
 // In a cluster, a partition with a state in etcd (docs/cluster.md, "Replication"): its
 // replicas, ISR, leader and leader epoch from that state; a leader that is not live is none
 // (LEADER_NOT_AVAILABLE, leader -1) and replicas that are not live are offline, as Kafka answers.
-bool describe_replicated(protocol::metadata_response::metadata_response_partition& part,
+// A partition whose state has not reached this broker yet (its topic is written to etcd before
+// its states, and the two arrive by different watches) has no leader either: answering the
+// creator as its only replica, as before, showed a client a replication factor of 1 (Kafka's
+// brokers learn a topic and its partitions in one metadata batch).
+void describe_replicated(protocol::metadata_response::metadata_response_partition& part,
                          const replica_manager* replicas, const storage::uuid& topic_id,
                          const listed_cluster& cluster) {
-  if (replicas == nullptr) return false;
+  if (replicas == nullptr) return;
   auto s = replicas->state(topic_id, part.partition_index);
-  if (!s) return false;
+  if (!s) {
+    part.leader_id = -1;
+    part.replica_nodes.clear();
+    part.isr_nodes.clear();
+    part.offline_replicas.clear();
+    part.error_code = static_cast<int16_t>(error_code::leader_not_available);
+    return;
+  }
   const bool live = s->leader >= 0 && cluster.live(s->leader);
   part.leader_id = live ? s->leader : -1;
   part.leader_epoch = s->leader_epoch;
@@ -114,7 +125,6 @@ bool describe_replicated(protocol::metadata_response::metadata_response_partitio
     if (!cluster.live(r)) part.offline_replicas.push_back(r);
   }
   part.error_code = live ? 0 : static_cast<int16_t>(error_code::leader_not_available);
-  return true;
 }
 
 // `ops`: the TopicAuthorizedOperations bit set, when the request asked for it.
@@ -140,9 +150,8 @@ metadata_topic describe_topic(const storage::topic_info& t, int32_t node_id,
   return r;
 }
 
-// In a cluster, a topic another broker created and leads (for now its only replica and ISR,
-// docs/cluster.md). While that broker is not live its partitions have no leader:
-// LEADER_NOT_AVAILABLE with leader -1 and the replica offline, as Kafka answers.
+// In a cluster, a topic another broker created that this broker holds no replica of: its
+// partitions as their states in etcd give them (describe_replicated).
 metadata_topic describe_remote_topic(const remote_topic& t, const listed_cluster& cluster,
                                      const replica_manager* replicas, std::optional<int32_t> ops) {
   metadata_topic r;
