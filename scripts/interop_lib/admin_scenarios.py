@@ -109,8 +109,8 @@ def create_partitions(ctx):
 
 # --- configs --------------------------------------------------------------------------------
 
-# Not min.insync.replicas: Kafka 4.4's CreateTopics stores it as a topic config, tarn's does not
-# (docs/compatibility.md, a difference of topic creation).
+# Not min.insync.replicas: a cluster-wide dynamic config on both (KIP-966), described with every
+# topic (docs/compatibility.md, Topic management): it says nothing of the topic.
 TOPIC_KEYS = ["cleanup.policy", "retention.ms", "max.message.bytes", "segment.bytes",
               "message.timestamp.type"]
 BROKER_KEYS = ["log.retention.ms", "message.max.bytes", "log.cleaner.threads", "num.io.threads",

@@ -114,11 +114,19 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
   const broker_config& config = request.services.config;
   protocol::alter_configs_response reply;
   std::deque<std::string> strings;  // backing store of the views in `reply`
-  for (const auto& res : decoded->resources) {
+  const std::vector<bool> duplicate = duplicate_config_resources(decoded->resources);
+  for (size_t i = 0; i < decoded->resources.size(); ++i) {
+    const auto& res = decoded->resources[i];
     protocol::alter_configs_response::alter_configs_resource_response result;
     result.resource_type = res.resource_type;
     result.resource_name = res.resource_name;
     result.error_message = std::nullopt;
+    if (duplicate[i]) {
+      result.error_code = static_cast<int16_t>(error_code::invalid_request);
+      result.error_message = duplicate_config_resource_message;
+      reply.responses.push_back(std::move(result));
+      continue;
+    }
     std::optional<config_alter_error> error;
     auto configs = configs_of(res);
     // ALTER_CONFIGS on the resource first, as Kafka (its error without a message).
@@ -146,13 +154,17 @@ asio::awaitable<handler_outcome> handle_alter_configs(request_context& request) 
       if (!error) {
         std::vector<std::string> changed;
         for (const auto& [k, v] : *configs) changed.push_back(k);
+        std::vector<std::string> deleted;  // the set replaces the resource's: keys left out go
+        for (const auto& [k, v] : topics.metadata().broker_configs(res.resource_name)) {
+          if (!configs->contains(k)) deleted.push_back(k);
+        }
         // The set replaces the resource's dynamic configs: a min.insync.replicas left out is
         // deleted (Kafka's ConfigRecord with a null value).
         const bool min_isr_touched =
             configs->contains("min.insync.replicas") ||
             topics.metadata().broker_configs(res.resource_name).contains("min.insync.replicas");
         error = alter_dynamic_broker_configs(topics, config, res.resource_name, *configs, changed,
-                                             decoded->validate_only);
+                                             deleted, decoded->validate_only);
         if (!error && !decoded->validate_only) {
           apply_group_dynamic_configs(topics, request.services.groups, request.services.shares);
           if (request.services.replicas != nullptr) {

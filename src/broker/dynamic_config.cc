@@ -1,6 +1,7 @@
 // Validating, recording and applying dynamic broker configs (dynamic_config.h).
 #include "broker/dynamic_config.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "broker/dynamic_config_keys.h"
+#include "broker/features.h"
 
 namespace tarn::broker {
 
@@ -31,7 +33,7 @@ std::optional<config_alter_error> check_broker_resource_name(std::string_view na
 std::optional<config_alter_error> alter_dynamic_broker_configs(
     topic_manager& topics, const broker_config& static_config, std::string_view resource_name,
     const storage::config_map& proposed, const std::vector<std::string>& changed,
-    bool validate_only) {
+    const std::vector<std::string>& deleted, bool validate_only) {
   const auto known = known_broker_config_keys();
   auto is_known = [&](const std::string& k) {
     return std::binary_search(known.begin(), known.end(), k);
@@ -60,6 +62,27 @@ std::optional<config_alter_error> alter_dynamic_broker_configs(
   }
   auto checked = make_broker_config(properties{}, properties(merged.begin(), merged.end()));
   if (!checked) return config_alter_error{error_code::invalid_request, checked.error()};
+  // KIP-966: while ELR is on, Kafka's controller (ConfigurationControlManager) keeps
+  // min.insync.replicas one setting for the cluster: the ELR of every partition was kept against
+  // it, so no broker may have its own, and the cluster default may change (which clears every
+  // ELR) but not go. Checked by the controller, so after the broker's own checks above, and for
+  // validate_only too.
+  if (elr_enabled(store)) {
+    constexpr std::string_view min_isr = "min.insync.replicas";
+    const auto names = [&](const std::vector<std::string>& keys) {
+      return std::find(keys.begin(), keys.end(), min_isr) != keys.end();
+    };
+    if (!resource_name.empty() && (names(changed) || names(deleted))) {
+      return config_alter_error{
+          error_code::invalid_config,
+          "Broker-level min.insync.replicas cannot be altered while ELR is enabled."};
+    }
+    if (resource_name.empty() && names(deleted)) {
+      return config_alter_error{
+          error_code::invalid_config,
+          "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."};
+    }
+  }
   if (validate_only) return std::nullopt;
   if (auto s = store.set_broker_configs(resource_name, proposed); !s) {
     return config_alter_error{error_code::kafka_storage_error, s.error().message};
@@ -72,6 +95,26 @@ std::optional<config_alter_error> alter_dynamic_broker_configs(
                resource_name.empty() ? std::string("the cluster default") : "broker " + node,
                fmt::join(changed, ", "));
   return std::nullopt;
+}
+
+result<std::string, std::string> record_elr_min_isr_default(cluster::metadata_store& store,
+                                                            const broker_config& static_config) {
+  if (!elr_enabled(store)) return std::string();
+  const std::string key = "min.insync.replicas";
+  std::vector<std::string> done;
+  storage::config_map cluster_default = store.broker_configs("");
+  if (!cluster_default.contains(key)) {
+    cluster_default[key] = std::to_string(static_config.min_insync_replicas);
+    if (auto s = store.set_broker_configs("", cluster_default); !s) return fail(s.error().message);
+    done.push_back("the cluster default " + key + "=" + cluster_default[key] + " recorded");
+  }
+  const std::string node = std::to_string(static_config.node_id);
+  storage::config_map own = store.broker_configs(node);
+  if (own.erase(key) > 0) {
+    if (auto s = store.set_broker_configs(node, own); !s) return fail(s.error().message);
+    done.push_back("broker " + node + "'s own " + key + " removed");
+  }
+  return fmt::format("{}", fmt::join(done, ", "));
 }
 
 config_follower::config_follower(topic_manager& topics, const broker_config& static_config,

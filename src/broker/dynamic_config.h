@@ -34,16 +34,30 @@ struct config_alter_error {
 std::optional<config_alter_error> check_broker_resource_name(std::string_view name,
                                                              int32_t node_id);
 
+// KIP-966: with eligible leader replicas on, Kafka's controller records min.insync.replicas as
+// the cluster default, from its own static value, when the default has none, and removes the
+// brokers' own (ConfigurationControlManager.maybeGenerateElrSafetyRecords, at a new cluster's
+// bootstrap and when UpdateFeatures turns ELR on): a new Kafka 4.4 describes it as
+// DYNAMIC_DEFAULT_BROKER_CONFIG. tarn does it at each start (this node's own only) and after
+// UpdateFeatures; nothing while ELR is off or the default is there. Answers what it recorded, for
+// the log ("" when nothing), or why it could not.
+result<std::string, std::string> record_elr_min_isr_default(cluster::metadata_store& store,
+                                                            const broker_config& static_config);
+
 // Replaces the dynamic configs of `resource_name` with `proposed`. `changed` are the keys the
-// request sets (deletions are never refused). Refusals, as Kafka's: a key Kafka cannot change
-// at runtime INVALID_REQUEST "Cannot update these configs dynamically: [k, ...]"; a bad value
-// INVALID_REQUEST "Invalid value v for configuration k: ...". Keys tarn does not know are kept
-// (Kafka accepts them too) but have no effect. With validate_only nothing is recorded.
+// request sets, `deleted` those it deletes (an IncrementalAlterConfigs DELETE, or a key an
+// AlterConfigs leaves out). Refusals, as Kafka's: a key Kafka cannot change at runtime
+// INVALID_REQUEST "Cannot update these configs dynamically: [k, ...]"; a bad value
+// INVALID_REQUEST "Invalid value v for configuration k: ..."; with eligible leader replicas on
+// (eligible.leader.replicas.version >= 1, KIP-966), min.insync.replicas set or deleted for one
+// broker, or deleted from the cluster default, INVALID_CONFIG (Kafka's controller keeps it a
+// cluster-wide setting then). Keys tarn does not know are kept (Kafka accepts them too) but have
+// no effect. With validate_only nothing is recorded.
 // Takes topics.control_lock() (through apply_dynamic_configs) itself: call without holding it.
 std::optional<config_alter_error> alter_dynamic_broker_configs(
     topic_manager& topics, const broker_config& static_config, std::string_view resource_name,
     const storage::config_map& proposed, const std::vector<std::string>& changed,
-    bool validate_only);
+    const std::vector<std::string>& deleted, bool validate_only);
 
 // In a cluster, configs take effect on every broker whichever broker recorded them, as KRaft
 // brokers apply the ConfigRecords of the metadata log (Kafka's DynamicConfigPublisher): the

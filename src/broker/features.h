@@ -52,4 +52,12 @@ inline bool share_groups_enabled(const cluster::metadata_store& store) {
   return it != finalized.end() && it->second >= 1;
 }
 
+// KIP-966's eligible leader replicas are kept while eligible.leader.replicas.version is
+// finalized at 1 or more (on by default, as in a new Kafka 4.4 cluster).
+inline bool elr_enabled(const cluster::metadata_store& store) {
+  const cluster::feature_map finalized = finalized_features(store);
+  auto it = finalized.find("eligible.leader.replicas.version");
+  return it != finalized.end() && it->second >= 1;
+}
+
 }  // namespace tarn::broker

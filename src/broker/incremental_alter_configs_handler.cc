@@ -184,10 +184,18 @@ result<storage::config_map, alter_error> apply_ops(const alter_resource& res,
   return overrides;
 }
 
+// A BROKER resource's configs after its operations: the new set, the keys set and the keys
+// deleted (Kafka records a deletion of a broker config even when there was none to delete).
+struct broker_ops {
+  storage::config_map configs;
+  std::vector<std::string> changed;
+  std::vector<std::string> deleted;
+};
+
 // Applies the operations of a BROKER resource to its current dynamic configs. APPEND and
-// SUBTRACT only for list keys; returns the new set and the keys set.
-result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> apply_broker_ops(
-    const alter_resource& res, const storage::config_map& current) {
+// SUBTRACT only for list keys.
+result<broker_ops, alter_error> apply_broker_ops(const alter_resource& res,
+                                                 const storage::config_map& current) {
   std::set<std::string_view> keys;
   for (const auto& c : res.configs) {
     if (!keys.insert(c.name).second) {
@@ -196,6 +204,7 @@ result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> ap
   }
   storage::config_map configs = current;
   std::vector<std::string> changed;
+  std::vector<std::string> deleted;
   for (const auto& c : res.configs) {
     const auto op = static_cast<op_type>(c.config_operation);
     if (c.config_operation < 0 || c.config_operation > 3) {
@@ -210,6 +219,7 @@ result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> ap
     std::string key(c.name);
     if (op == op_type::remove) {
       configs.erase(key);
+      deleted.push_back(std::move(key));
       continue;
     }
     changed.push_back(key);
@@ -234,7 +244,7 @@ result<std::pair<storage::config_map, std::vector<std::string>>, alter_error> ap
     }
     configs[key] = join(items);
   }
-  return std::make_pair(std::move(configs), std::move(changed));
+  return broker_ops{std::move(configs), std::move(changed), std::move(deleted)};
 }
 
 // Applies the operations of a GROUP resource to the group's configs (Kafka's GroupConfig): SET
@@ -301,11 +311,19 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
   std::deque<std::string> strings;  // backing store of the views in `reply`
   auto guard = topics.control_lock();
   storage::log_manager& logs = topics.logs();
-  for (const auto& res : decoded->resources) {
+  const std::vector<bool> duplicate = duplicate_config_resources(decoded->resources);
+  for (size_t i = 0; i < decoded->resources.size(); ++i) {
+    const auto& res = decoded->resources[i];
     protocol::incremental_alter_configs_response::alter_configs_resource_response result;
     result.resource_type = res.resource_type;
     result.resource_name = res.resource_name;
     result.error_message = std::nullopt;
+    if (duplicate[i]) {
+      result.error_code = static_cast<int16_t>(error_code::invalid_request);
+      result.error_message = duplicate_config_resource_message;
+      reply.responses.push_back(std::move(result));
+      continue;
+    }
     std::optional<alter_error> error;
     // ALTER_CONFIGS on the resource first, as Kafka (its error without a message).
     if (auto denied = unknown_config_resource_type(res.resource_type)
@@ -326,9 +344,9 @@ asio::awaitable<handler_outcome> handle_incremental_alter_configs(request_contex
                      apply_broker_ops(res, topics.metadata().broker_configs(res.resource_name));
                  !ops) {
         error = ops.error();
-      } else if (auto e =
-                     alter_dynamic_broker_configs(topics, config, res.resource_name, ops->first,
-                                                  ops->second, decoded->validate_only)) {
+      } else if (auto e = alter_dynamic_broker_configs(topics, config, res.resource_name,
+                                                       ops->configs, ops->changed, ops->deleted,
+                                                       decoded->validate_only)) {
         error = alter_error{e->code, e->message};
       } else if (!decoded->validate_only) {
         // group.consumer/share.assignment.interval.ms reach the coordinators at once.

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/strong_types.h"
@@ -169,6 +172,24 @@ inline bool unknown_config_resource_type(int8_t type) {
   return type != resource_type_topic && type != resource_type_broker &&
          type != resource_type_broker_logger && type != 16 && type != 32;
 }
+
+// For each resource of an AlterConfigs or IncrementalAlterConfigs request, whether another names
+// the same type and name: Kafka 4.4 (ConfigAdminManager.preprocess) answers every such entry
+// INVALID_REQUEST "Each resource must appear at most once." before anything else, authorization
+// included, and alters none of them.
+template <typename Resources>
+std::vector<bool> duplicate_config_resources(const Resources& resources) {
+  std::map<std::pair<int8_t, std::string_view>, int> seen;
+  for (const auto& r : resources) ++seen[{r.resource_type, std::string_view(r.resource_name)}];
+  std::vector<bool> out;
+  out.reserve(resources.size());
+  for (const auto& r : resources) {
+    out.push_back(seen[{r.resource_type, std::string_view(r.resource_name)}] > 1);
+  }
+  return out;
+}
+inline constexpr std::string_view duplicate_config_resource_message =
+    "Each resource must appear at most once.";
 
 // Topic-level AclOperations a client may perform when no authorizer is configured (Kafka reports
 // every operation the resource type supports): READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <utility>
 
+#include "broker/dynamic_config.h"
 #include "broker/properties.h"
 #include "cluster/cluster_membership.h"
 #include "cluster/etcd_metadata_log.h"
@@ -384,6 +385,13 @@ result<std::unique_ptr<topic_manager>, std::string> topic_manager::open(
     m->metadata_ = std::move(*opened);
   }
 
+  // As a new Kafka 4.4 cluster: min.insync.replicas a cluster default while ELR is on.
+  if (auto elr = record_elr_min_isr_default(*m->metadata_, config); !elr) {
+    spdlog::warn("min.insync.replicas not recorded as the cluster default (KIP-966): {}",
+                 elr.error());
+  } else if (!elr->empty()) {
+    spdlog::info("eligible leader replicas on (KIP-966): {}", *elr);
+  }
   auto effective = effective_config(config, *m->metadata_);
   if (!effective) {
     spdlog::warn(

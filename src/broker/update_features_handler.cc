@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "broker/authorization.h"
+#include "broker/dynamic_config.h"
 #include "broker/feature_updates.h"
 #include "broker/features.h"
 #include "broker/handler.h"
@@ -74,6 +75,14 @@ asio::awaitable<handler_outcome> handle_update_features(request_context& request
     } else {
       for (const auto& [name, level] : *decided) {
         spdlog::info("UpdateFeatures: {} finalized at level {}", name, level);
+      }
+      // ELR turned on: min.insync.replicas becomes a cluster default, as Kafka's controller
+      // records it in the same change (the configs reach every broker as any other change).
+      if (auto elr = record_elr_min_isr_default(store, request.services.config); !elr) {
+        spdlog::error("UpdateFeatures: min.insync.replicas not recorded as the cluster default: {}",
+                      elr.error());
+      } else if (!elr->empty()) {
+        spdlog::info("UpdateFeatures: eligible leader replicas on (KIP-966): {}", *elr);
       }
     }
   }
