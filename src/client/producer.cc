@@ -221,6 +221,10 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     partition = *record.partition;
   } else if (key && !config.partitioner_ignore_keys) {
     partition = partition_for_key(*key, count);
+  } else if (count == 1) {
+    // The sticky partitioner of a single partition always draws it: no counting of its bytes
+    // (an atomic add a record) and no abort before a new batch.
+    partition = 0;
   }
   if (partition) {
     if (txn) {
