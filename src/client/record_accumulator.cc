@@ -363,6 +363,10 @@ ready_result record_accumulator::ready(const leader_lookup& leader_of, steady_ti
       load->partition_ids.push_back(-1);
     }
     if (q->batches.empty()) continue;
+    const steady_time created = q->batches.front()->created();
+    if (!out.oldest_batch_created || created < *out.oldest_batch_created) {
+      out.oldest_batch_created = created;
+    }
     if (!leader) {
       out.unknown_leader_topics.insert(q->tp.topic);
       continue;
@@ -482,10 +486,14 @@ std::map<node_id, std::vector<std::unique_ptr<producer_batch>>> record_accumulat
           // thread changes the sequence state.
           lock.unlock();
           auto built = batch->stamp(config_.idempotence ? identity : producer_identity{}, sequence);
-          lock.lock();
           if (!built) {
             failed.emplace_back(std::move(batch), built.error());
             continue;
+          }
+          // Without sequences or muting nothing of the queue changes after the build: the lock
+          // is not taken again (each time the sender takes it, the appending thread may wait).
+          if (config_.idempotence || config_.max_in_flight_requests_per_connection == 1) {
+            lock.lock();
           }
           if (config_.idempotence) {
             q->next_sequence = increment_sequence(q->next_sequence, batch->record_count());
@@ -568,7 +576,11 @@ void record_accumulator::split_and_reenqueue(std::unique_ptr<producer_batch> bat
 }
 
 void record_accumulator::finish(std::unique_ptr<producer_batch> batch) {
-  if (auto* q = find_queue(batch->tp())) {
+  // Only a batch with a sequence, or one that muted its partition (max.in.flight 1), changed its
+  // queue when drained: the others leave it alone (no lock the appending thread may wait on).
+  const bool touches_queue =
+      batch->has_sequence() || config_.max_in_flight_requests_per_connection == 1;
+  if (auto* q = touches_queue ? find_queue(batch->tp()) : nullptr) {
     std::lock_guard lock(q->mutex);
     q->muted = false;
     if (batch->has_sequence()) {

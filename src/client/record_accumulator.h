@@ -110,6 +110,10 @@ struct ready_result {
   std::set<std::string> unknown_leader_topics;
   // When ready() should be called again even if nothing else happens.
   std::optional<milliseconds> next_ready_check;
+  // The creation time of the oldest batch queued (the oldest front of a queue): no queued batch
+  // reaches delivery.timeout.ms before it does, so the sender looks for expired batches (which
+  // locks every queue once more a pass) only from then on.
+  std::optional<steady_time> oldest_batch_created;
 };
 
 // The sender's view of the cluster: the leader of a partition, if known.
