@@ -14,6 +14,7 @@ bool buffer_pool::reserve(int64_t bytes, std::chrono::steady_clock::time_point d
   }
   std::condition_variable turn;
   waiters_.push_back({&turn, bytes});
+  has_waiters_.store(true, std::memory_order_relaxed);
   bool reserved = false;
   while (true) {
     if (waiters_.front().turn == &turn && free_bytes_ >= bytes) {
@@ -28,6 +29,7 @@ bool buffer_pool::reserve(int64_t bytes, std::chrono::steady_clock::time_point d
   }
   waiters_.erase(std::find_if(waiters_.begin(), waiters_.end(),
                               [&](const waiter& w) { return w.turn == &turn; }));
+  has_waiters_.store(!waiters_.empty(), std::memory_order_relaxed);
   // The next waiter may be able to proceed with what is left (or now heads the queue): no
   // release may come to wake it, so it looks for itself.
   if (!waiters_.empty() && free_bytes_ >= waiters_.front().bytes) {
@@ -57,9 +59,6 @@ int64_t buffer_pool::wakeups() const {
   return wakeups_;
 }
 
-bool buffer_pool::has_waiters() const {
-  std::lock_guard lock(mutex_);
-  return !waiters_.empty();
-}
+bool buffer_pool::has_waiters() const { return has_waiters_.load(std::memory_order_relaxed); }
 
 }  // namespace tarn::client

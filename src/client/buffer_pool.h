@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,6 +58,9 @@ class buffer_pool {
 
   int64_t free_bytes_;
   std::deque<waiter> waiters_;  // FIFO; only the front may take bytes
+  // !waiters_.empty(), for has_waiters() without the mutex (the sender asks every pass; each
+  // time it takes the mutex an appending thread may wait on it).
+  std::atomic<bool> has_waiters_{false};
   int64_t wakeups_ = 0;
 };
 

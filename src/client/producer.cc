@@ -221,13 +221,17 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
     partition = *record.partition;
   } else if (key && !config.partitioner_ignore_keys) {
     partition = partition_for_key(*key, count);
+  } else if (count == 1) {
+    // The sticky partitioner of a single partition always draws it: no counting of its bytes
+    // (an atomic add a record) and no abort before a new batch.
+    partition = 0;
   }
   if (partition) {
     if (txn) {
       if (auto in = ensure_in_transaction(record.topic, *partition); !in) return fail(in.error());
     }
-    auto appended = accumulator.append({std::string(record.topic), *partition}, timestamp, key,
-                                       value, headers, std::move(callback), now);
+    auto appended = accumulator.append(record.topic, *partition, timestamp, key, value, headers,
+                                       std::move(callback), now);
     if (!appended) return fail(appended.error());
     if (appended->new_batch || appended->batch_full) io.wakeup_for_data();
     return {};
@@ -241,8 +245,8 @@ result<void, producer_error> producer::impl::append(const producer_record& recor
       if (auto in = ensure_in_transaction(record.topic, p); !in) return fail(in.error());
     }
     auto appended =
-        accumulator.append({std::string(record.topic), p}, timestamp, key, value, headers,
-                           std::move(callback), now, /*abort_on_new_batch=*/attempt == 0);
+        accumulator.append(record.topic, p, timestamp, key, value, headers, std::move(callback),
+                           now, /*abort_on_new_batch=*/attempt == 0);
     if (!appended) return fail(appended.error());
     if (appended->aborted_for_new_batch) {
       sticky.update(p, 0, /*enable_switch=*/true, count, topic->available);

@@ -35,6 +35,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -109,6 +110,10 @@ struct ready_result {
   std::set<std::string> unknown_leader_topics;
   // When ready() should be called again even if nothing else happens.
   std::optional<milliseconds> next_ready_check;
+  // The creation time of the oldest batch queued (the oldest front of a queue): no queued batch
+  // reaches delivery.timeout.ms before it does, so the sender looks for expired batches (which
+  // locks every queue once more a pass) only from then on.
+  std::optional<steady_time> oldest_batch_created;
 };
 
 // The sender's view of the cluster: the leader of a partition, if known.
@@ -132,6 +137,19 @@ class record_accumulator {
   // buffer.memory. `callback` is moved from only when the record was appended. Thread: any. Locks:
   // queues_mutex_, the partition's mutex, the pool's.
   result<append_outcome, producer_error> append(const topic_partition& tp, timestamp_ms timestamp,
+                                                std::optional<record::bytes_view> key,
+                                                std::optional<record::bytes_view> value,
+                                                std::span<const record::record_header> headers,
+                                                delivery_callback&& callback, append_time now,
+                                                bool abort_on_new_batch = false) {
+    return append(tp.topic, tp.partition, timestamp, key, value, headers, std::move(callback), now,
+                  abort_on_new_batch);
+  }
+  // The same for send(): the topic as the record names it, so the record's topic is not copied
+  // into a topic_partition. The queue is found through the calling thread's last one (a string
+  // compare), without queues_mutex_ or a hash of the topic.
+  result<append_outcome, producer_error> append(std::string_view topic, partition_id partition,
+                                                timestamp_ms timestamp,
                                                 std::optional<record::bytes_view> key,
                                                 std::optional<record::bytes_view> value,
                                                 std::span<const record::record_header> headers,
@@ -257,6 +275,9 @@ class record_accumulator {
   };
   claimed_build claim_build_if_behind(partition_queue& q) const;
   partition_queue& queue_for(const topic_partition& tp);
+  // queue_for() through the calling thread's hint (queues are never removed, so a queue found
+  // once stays valid as long as the accumulator).
+  partition_queue& queue_through_hint(std::string_view topic, partition_id partition);
   partition_queue* find_queue(const topic_partition& tp) const;
   std::chrono::nanoseconds retry_backoff_for(const producer_batch& batch) const;
   void finish(std::unique_ptr<producer_batch> batch);
@@ -265,6 +286,7 @@ class record_accumulator {
   uint64_t start_batch_id();
 
   const accumulator_config config_;
+  const uint64_t id_;  // never reused, for the thread's queue hint
   buffer_pool pool_;
 
   mutable std::shared_mutex queues_mutex_;

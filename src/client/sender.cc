@@ -188,6 +188,11 @@ void sender::run_once() {
   std::set<node_id> ready_nodes;  // the last round's
   for (int32_t round = 0; round < config_.max_in_flight_requests_per_connection; ++round) {
     auto ready = accumulator_.ready(leader_of, now, partitions_of);
+    if (round == 0) {
+      // A batch created after this pass began is younger than `now`.
+      next_expiry_check_ = std::min(ready.oldest_batch_created.value_or(now), now) +
+                           std::chrono::milliseconds(config_.delivery_timeout_ms);
+    }
     if (!ready.unknown_leader_topics.empty()) metadata_.request_update();
     next_ready_check = ready.next_ready_check;
     ready_nodes = std::move(ready.ready_nodes);
@@ -220,6 +225,7 @@ void sender::run_once() {
 }
 
 void sender::fail_expired(clock::time_point now) {
+  if (now < next_expiry_check_) return;
   for (auto& batch : accumulator_.expired_batches(now)) {
     const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(now - batch->created()).count();
@@ -568,7 +574,10 @@ void sender::handle_batch_error(std::unique_ptr<producer_batch> batch, int16_t c
       fmt::format("{}-{}: {}: {}", batch->tp().topic, batch->tp().partition, code_name(code),
                   error_message.empty() && info ? info->message : error_message);
   if (code == static_cast<int16_t>(error_code::message_too_large)) {
-    if (batch->record_count() > 1) return accumulator_.split_and_reenqueue(std::move(batch));
+    if (batch->record_count() > 1) {
+      next_expiry_check_ = clock::time_point::min();  // its parts are as old as it
+      return accumulator_.split_and_reenqueue(std::move(batch));
+    }
     return retry_or_fail(std::move(batch),
                          {producer_errc::record_too_large, code, false, std::move(message)}, now);
   }
@@ -612,6 +621,7 @@ void sender::retry_or_fail(std::unique_ptr<producer_batch> batch, const producer
   const bool in_time =
       now - batch->created() < std::chrono::milliseconds(config_.delivery_timeout_ms);
   if (error.retriable && !forced_ && batch->attempts < config_.retries && in_time) {
+    next_expiry_check_ = clock::time_point::min();  // older than the queued ones, maybe
     accumulator_.reenqueue(std::move(batch), now);
     return;
   }

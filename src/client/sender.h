@@ -128,6 +128,9 @@ class sender {
   std::map<node_id, std::shared_ptr<broker_connection>> connections_;
   std::map<node_id, clock::time_point> reconnect_after_;
   std::map<node_id, size_t> produce_in_flight_;
+  // No queued batch reaches delivery.timeout.ms before this (from the last pass's ready());
+  // min() after a batch went back into a queue.
+  clock::time_point next_expiry_check_ = clock::time_point::min();
   bool metadata_in_flight_ = false;
   clock::time_point last_metadata_{};
   clock::time_point metadata_after_{};  // retry.backoff.ms after the last Metadata request
