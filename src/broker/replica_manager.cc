@@ -222,9 +222,7 @@ bool replica_manager::unclean_allowed(const storage::uuid& topic_id) const {
 
 cluster::elr_options replica_manager::elr_for(const storage::uuid& topic_id) const {
   cluster::elr_options out;
-  const cluster::feature_map features = finalized_features(topics_.metadata());
-  auto level = features.find("eligible.leader.replicas.version");
-  out.enabled = level != features.end() && level->second >= 1;
+  out.enabled = elr_enabled(topics_.metadata());
   constexpr std::string_view key = "min.insync.replicas";
   std::optional<std::string> value;
   if (auto topic = topics_.cluster_topic(topic_id)) {
@@ -731,12 +729,18 @@ broker_snapshot::replication_gauges replica_manager::gauges() const {
   return out;
 }
 
-result<std::vector<cluster::election_result>, std::string> replica_manager::elect_leaders(
-    cluster::election_type type, const std::vector<std::pair<storage::uuid, int32_t>>& partitions) {
-  // A client of its own: the worker's and the watch's requests need not wait behind these.
+// A client of its own for ElectLeaders, reassignments and clearing ELRs: the worker's and the
+// watch's requests need not wait behind these.
+result<std::unique_ptr<cluster::etcd::etcd_client>, cluster::etcd::etcd_error>
+replica_manager::own_etcd_client() const {
   cluster::etcd::client_options o;
   o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
-  auto client = cluster::etcd::etcd_client::create(o);
+  return cluster::etcd::etcd_client::create(o);
+}
+
+result<std::vector<cluster::election_result>, std::string> replica_manager::elect_leaders(
+    cluster::election_type type, const std::vector<std::pair<storage::uuid, int32_t>>& partitions) {
+  auto client = own_etcd_client();
   if (!client) return fail("etcd: " + client.error().message);
   auto elected =
       cluster::elect_leaders(**client, prefix_, type, partitions,
@@ -747,10 +751,7 @@ result<std::vector<cluster::election_result>, std::string> replica_manager::elec
 
 result<std::vector<cluster::reassignment_result>, std::string> replica_manager::alter_reassignments(
     const std::vector<cluster::reassignment_request>& requests) {
-  // A client of its own, as elect_leaders().
-  cluster::etcd::client_options o;
-  o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
-  auto client = cluster::etcd::etcd_client::create(o);
+  auto client = own_etcd_client();
   if (!client) return fail("etcd: " + client.error().message);
   auto altered = cluster::alter_reassignments(**client, prefix_, requests);
   if (!altered) return fail("etcd: " + altered.error().message);
@@ -768,15 +769,10 @@ result<int32_t, std::string> replica_manager::clear_elrs_after_min_isr_change(
       ids.push_back(named->second.begin()->second.first);
     }
     if (!elr_for(ids[0]).enabled) return 0;
-  } else {
-    const cluster::feature_map features = finalized_features(topics_.metadata());
-    auto level = features.find("eligible.leader.replicas.version");
-    if (level == features.end() || level->second < 1) return 0;
+  } else if (!elr_enabled(topics_.metadata())) {
+    return 0;
   }
-  // A client of its own, as elect_leaders().
-  cluster::etcd::client_options o;
-  o.endpoints = cluster::etcd_endpoint_urls(config_.etcd_connect);
-  auto client = cluster::etcd::etcd_client::create(o);
+  auto client = own_etcd_client();
   if (!client) return fail("etcd: " + client.error().message);
   auto cleared = cluster::clear_elrs(**client, prefix_, ids);
   if (!cleared) return fail("etcd: " + cleared.error().message);

@@ -199,6 +199,8 @@ class replica_manager {
   void unfence(const states_read& states);
 
  private:
+  result<std::unique_ptr<cluster::etcd::etcd_client>, cluster::etcd::etcd_error> own_etcd_client()
+      const;
   struct entry {
     std::string topic;  // "" until the metadata log has the topic
     storage::uuid topic_id;
