@@ -7,7 +7,9 @@
 // epoch gets Kafka's error. bench/share_fetch_replay in front of a real `tarn serve`: tarn's
 // share consumers (share sessions, heartbeats to tarn's coordinator) read every record of a
 // two-partition topic once from the proxy's memory, and a second share group reads them all
-// again. Built only with the benchmarks (TARN_BENCH), like the tools.
+// again; a group holds at most its record locks (group.share.partition.max.record.locks) of a
+// partition until it acknowledges them, as on a broker. Built only with the benchmarks
+// (TARN_BENCH), like the tools.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -22,6 +24,10 @@
 #include "protocol/error_codes.h"
 #include "protocol/messages/fetch_request.h"
 #include "protocol/messages/fetch_response.h"
+#include "protocol/messages/metadata_request.h"
+#include "protocol/messages/metadata_response.h"
+#include "protocol/messages/share_fetch_request.h"
+#include "protocol/messages/share_fetch_response.h"
 #include "protocol/writer.h"
 #include "tarn/producer.h"
 #include "test_util.h"
@@ -395,6 +401,82 @@ TEST(share_fetch_replay, share_groups_get_every_record_once_from_memory) {
       << summary;
   EXPECT_GT(std::stoll(counts[1]), 2);
   EXPECT_EQ(std::stoll(counts[2]), 2 * n);
+}
+
+// The proxy holds a group to its record locks as a broker does: a member gets at most the free
+// locks' worth, a second member gets nothing while they are all taken (its ShareFetch waits out
+// MaxWaitMs), and the first member's acknowledgement frees them for its next ShareFetch.
+TEST(share_fetch_replay, a_group_holds_at_most_its_record_locks_until_it_acknowledges) {
+  broker_process broker;
+  ASSERT_NE(broker.port(), 0) << broker.output();
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(broker.port());
+  std::vector<std::string> values(1000, std::string(100, 'v'));
+  create_and_fill(bootstrap, "locked", 1, values, "2048");  // about 17 records a batch
+  if (HasFatalFailure()) return;
+  child_process proxy({SHARE_FETCH_REPLAY, "--upstream", bootstrap, "--topic", "locked",
+                       "--max-record-locks", "100"});
+  auto port = proxy.wait_for_number_after("listening on 127.0.0.1:", 30s);
+  ASSERT_TRUE(port) << proxy.output();
+  auto c = client::blocking_client::connect("127.0.0.1:" + *port, 10s, "locks");
+  ASSERT_TRUE(c) << c.error();
+  std::vector<uint8_t> buffer;
+  protocol::metadata_request m;
+  m.topics.emplace().emplace_back().name = "locked";
+  auto meta = client::call<protocol::metadata_response>(**c, m, 12, buffer);
+  ASSERT_TRUE(meta && meta->topics.size() == 1) << (meta ? "" : meta.error());
+  const protocol::uuid id = meta->topics[0].topic_id;
+
+  // (records acquired, the acquired range) of one ShareFetch by `member`.
+  struct got {
+    int64_t records = 0, first = -1, last = -1;
+  };
+  auto share_fetch = [&](const std::string& member, int32_t epoch,
+                         std::optional<std::pair<int64_t, int64_t>> accept) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 300;
+    r.min_bytes = 1;
+    r.max_bytes = 50 << 20;
+    r.max_records = 500;
+    r.batch_size = 500;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = id;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    if (accept) p.acknowledgement_batches.push_back({accept->first, accept->second, {1}});
+    got out;
+    auto answer = client::call<protocol::share_fetch_response>(**c, r, 1, buffer);
+    EXPECT_TRUE(answer) << (answer ? "" : answer.error());
+    if (!answer) return out;
+    for (const auto& topic : answer->responses)
+      for (const auto& data : topic.partitions)
+        for (const auto& a : data.acquired_records) {
+          out.records += a.last_offset - a.first_offset + 1;
+          if (out.first < 0) out.first = a.first_offset;
+          out.last = a.last_offset;
+        }
+    return out;
+  };
+
+  const got first = share_fetch("a", 0, std::nullopt);
+  EXPECT_GT(first.records, 0);
+  EXPECT_LE(first.records, 100);
+  // The rest of the locks: batches are handed out whole, so the last one may take the group a
+  // little past the limit (as on Kafka's broker), never to a second batch past it.
+  const got more = share_fetch("a", 1, std::nullopt);
+  EXPECT_GE(first.records + more.records, 100);
+  EXPECT_LT(first.records + more.records, 100 + 40);
+  const auto waited_from = std::chrono::steady_clock::now();
+  const got none = share_fetch("b", 0, std::nullopt);
+  EXPECT_EQ(none.records, 0) << "every lock was taken by member a";
+  EXPECT_GE(std::chrono::steady_clock::now() - waited_from, 250ms);
+  const int64_t held_last = more.records > 0 ? more.last : first.last;
+  const got after = share_fetch("a", 2, std::make_pair(first.first, held_last));
+  EXPECT_GT(after.records, 0) << "the acknowledgement released the locks";
+  EXPECT_LE(after.records, 100);
+  EXPECT_EQ(after.first, held_last + 1);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // the records a share consumer gets cost no broker work and its rate is its own.
 //
 //   share_fetch_replay --upstream H:U --topic T [--listen-port P] [--port-file F]
+//                      [--max-record-locks N]
 //
 // At start it reads every partition of T from the broker (Metadata, then Fetch from offset 0 to
 // the high watermark), batch by batch. Every request but those two goes to the broker, Metadata
@@ -14,15 +15,19 @@
 // partition, as many as make MaxRecords (at least one), acquired by this member alone with one
 // AcquiredRecords range (delivery count 1). Each share group has its own cursor per partition,
 // shared by its members, so together they read the topic once, as they would from a broker.
-// Every acknowledgement (in a ShareFetch or a ShareAcknowledge) succeeds. A ShareFetch finding
-// nothing left waits its MaxWaitMs (at most 500 ms), as a broker's long poll does, and answers
-// without records. On SIGTERM or SIGINT it prints its counts on one line and exits; SIGUSR1
-// prints the line and goes on.
+// As on a broker, a group holds at most `--max-record-locks` acquired records of a partition
+// (group.share.partition.max.record.locks, 2,000 on Kafka 4.4 and tarn): an acknowledgement
+// (accept, release or reject, in a ShareFetch or a ShareAcknowledge; always successful here)
+// releases its records' locks, and a ShareFetch that found every lock taken waits for a release.
+// A ShareFetch finding nothing left waits its MaxWaitMs (at most 500 ms), as a broker's long poll
+// does, and answers without records. On SIGTERM or SIGINT it prints its counts on one line and
+// exits; SIGUSR1 prints the line and goes on.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -144,7 +149,8 @@ tarn::result<topic_log, std::string> read_topic(const std::string& upstream,
 // The share groups' cursors and the members' share sessions.
 class share_state {
  public:
-  explicit share_state(const topic_log& topic) : topic_(topic) {}
+  share_state(const topic_log& topic, int64_t max_record_locks)
+      : topic_(topic), max_record_locks_(max_record_locks) {}
 
   // The partitions of the member's session once `request` is applied (empty when it closes it),
   // each time starting one further along, so that a request whose MaxRecords the first
@@ -183,33 +189,93 @@ class share_state {
   }
 
   // The next batches of `partition` for `group`: [first, last) batch indexes, at least one
-  // batch and then as long as they stay within the records and bytes left to the request.
+  // batch and then as long as they stay within the records and bytes left to the request and
+  // the group's free record locks; none while every lock is taken.
   std::pair<size_t, size_t> acquire(std::string_view group, int32_t partition, int64_t max_records,
                                     int64_t max_bytes) {
     const auto& log = topic_.partitions[static_cast<size_t>(partition)];
     std::lock_guard lock(mutex_);
-    auto& cursors = cursors_[std::string(group)];
-    cursors.resize(topic_.partitions.size());
-    size_t& next = cursors[static_cast<size_t>(partition)];
+    auto& g = group_state(group);
+    size_t& next = g.cursors[static_cast<size_t>(partition)];
+    int64_t& locked = g.locked[static_cast<size_t>(partition)];
     const size_t first = next;
+    const int64_t free_locks = max_record_locks_ - locked;
+    if (free_locks <= 0) return {first, first};
+    max_records = std::min(max_records, free_locks);
     int64_t records = 0, bytes = 0;
     while (next < log.batches.size()) {
       const auto& b = log.batches[next];
-      records += b.last_offset - b.first_offset + 1;
+      const int64_t more = b.last_offset - b.first_offset + 1;
+      if (next > first && (records + more > max_records || bytes > max_bytes)) break;
+      records += more;
       bytes += static_cast<int64_t>(b.end - b.begin);
-      if (next > first && (records > max_records || bytes > max_bytes)) break;
       ++next;
     }
+    locked += records;
     return {first, next};
   }
 
+  // Releases the locks of `records` acknowledged records of `partition` and wakes the
+  // ShareFetches waiting for one.
+  void release(std::string_view group, int32_t partition, int64_t records) {
+    if (partition < 0 || static_cast<size_t>(partition) >= topic_.partitions.size()) return;
+    {
+      std::lock_guard lock(mutex_);
+      int64_t& locked = group_state(group).locked[static_cast<size_t>(partition)];
+      locked = std::max<int64_t>(0, locked - records);
+    }
+    released_.notify_all();
+  }
+
+  // Whether some partition of `partitions` still has records the group has not acquired.
+  bool any_left(std::string_view group, const std::vector<int32_t>& partitions) {
+    std::lock_guard lock(mutex_);
+    auto& g = group_state(group);
+    for (int32_t p : partitions)
+      if (g.cursors[static_cast<size_t>(p)] <
+          topic_.partitions[static_cast<size_t>(p)].batches.size())
+        return true;
+    return false;
+  }
+
+  // Waits until locks are released or `deadline` passes.
+  void wait_for_release(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    released_.wait_until(lock, deadline);
+  }
+
  private:
+  struct group {
+    std::vector<size_t> cursors;  // per partition: the next batch to hand out
+    std::vector<int64_t> locked;  // per partition: records acquired and not yet acknowledged
+  };
+  group& group_state(std::string_view name) {
+    auto& g = groups_[std::string(name)];
+    g.cursors.resize(topic_.partitions.size());
+    g.locked.resize(topic_.partitions.size());
+    return g;
+  }
+
   const topic_log& topic_;
+  const int64_t max_record_locks_;
   std::mutex mutex_;
+  std::condition_variable released_;
   // (group, member) -> the session's partitions and the turn of the next request.
   std::map<std::pair<std::string, std::string>, std::pair<std::vector<int32_t>, size_t>> sessions_;
-  std::map<std::string, std::vector<size_t>> cursors_;
+  std::map<std::string, group> groups_;
 };
+
+// The records an acknowledgement batch releases: every offset of the range but those renewed
+// (type 4 keeps the lock).
+int64_t released_records(const auto& batch) {
+  const auto& types = batch.acknowledge_types;
+  if (types.size() <= 1) {
+    return !types.empty() && types[0] == 4 ? 0 : batch.last_offset - batch.first_offset + 1;
+  }
+  int64_t n = 0;
+  for (int8_t t : types) n += t != 4;
+  return n;
+}
 
 std::atomic<uint64_t> share_fetches{0}, records_out{0}, acknowledgements{0};
 
@@ -225,7 +291,9 @@ frame encode_response(int32_t correlation_id, int16_t api_key, int16_t version,
 frame answer_share_fetch(const share_fetch_request& request, int32_t correlation_id,
                          int16_t version, const topic_log& topic, share_state& state) {
   share_fetches.fetch_add(1, std::memory_order_relaxed);
+  const std::string_view group = request.group_id.value_or("");
   std::vector<int32_t> partitions = state.session(request);
+  // Acknowledgements first, as a broker takes them (their locks are free for this fetch).
   // Partitions with acknowledgements are answered too (their acknowledge error), in or out of
   // the session.
   std::vector<int32_t> acked;
@@ -235,36 +303,51 @@ frame answer_share_fetch(const share_fetch_request& request, int32_t correlation
       if (p.acknowledgement_batches.empty()) continue;
       acknowledgements.fetch_add(1, std::memory_order_relaxed);
       acked.push_back(p.partition_index);
+      for (const auto& b : p.acknowledgement_batches)
+        state.release(group, p.partition_index, released_records(b));
     }
   }
   share_fetch_response response;
   response.acquisition_lock_timeout_ms = lock_duration_ms;
   auto& out = response.responses.emplace_back();
   out.topic_id = topic.id;
-  // MaxRecords and MaxBytes bound the whole answer, as on a broker (the first batch goes
-  // whatever its size).
-  int64_t records_left = std::max(request.max_records, 1);
-  int64_t bytes_left = request.max_bytes;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::clamp(request.max_wait_ms, 0, 500));
   bool any = false;
-  for (int32_t p : partitions) {
-    auto& data = out.partitions.emplace_back();
-    data.partition_index = p;
-    data.current_leader = {-1, -1};
-    if (records_left <= 0 || bytes_left <= 0) continue;
-    auto [first, last] =
-        state.acquire(request.group_id.value_or(""), p, records_left, any ? bytes_left : INT64_MAX);
-    if (first == last) continue;
-    const auto& log = topic.partitions[static_cast<size_t>(p)];
-    records_left -= log.batches[last - 1].last_offset - log.batches[first].first_offset + 1;
-    bytes_left -= static_cast<int64_t>(log.batches[last - 1].end - log.batches[first].begin);
-    data.records = bytes_view(log.bytes.data() + log.batches[first].begin,
-                              log.batches[last - 1].end - log.batches[first].begin);
-    data.acquired_records.push_back(
-        {log.batches[first].first_offset, log.batches[last - 1].last_offset, 1});
-    records_out.fetch_add(static_cast<uint64_t>(log.batches[last - 1].last_offset -
-                                                log.batches[first].first_offset + 1),
-                          std::memory_order_relaxed);
-    any = true;
+  while (true) {
+    // MaxRecords and MaxBytes bound the whole answer, as on a broker (the first batch goes
+    // whatever its size).
+    out.partitions.clear();
+    int64_t records_left = std::max(request.max_records, 1);
+    int64_t bytes_left = request.max_bytes;
+    for (int32_t p : partitions) {
+      auto& data = out.partitions.emplace_back();
+      data.partition_index = p;
+      data.current_leader = {-1, -1};
+      if (records_left <= 0 || bytes_left <= 0) continue;
+      auto [first, last] = state.acquire(group, p, records_left, any ? bytes_left : INT64_MAX);
+      if (first == last) continue;
+      const auto& log = topic.partitions[static_cast<size_t>(p)];
+      const int64_t n = log.batches[last - 1].last_offset - log.batches[first].first_offset + 1;
+      records_left -= n;
+      bytes_left -= static_cast<int64_t>(log.batches[last - 1].end - log.batches[first].begin);
+      data.records = bytes_view(log.bytes.data() + log.batches[first].begin,
+                                log.batches[last - 1].end - log.batches[first].begin);
+      data.acquired_records.push_back(
+          {log.batches[first].first_offset, log.batches[last - 1].last_offset, 1});
+      records_out.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      any = true;
+    }
+    // Nothing handed out: a broker's long poll waits for records or, when the group holds
+    // every lock of the partitions with records left, for locks to be released.
+    if (any || !acked.empty() || request.share_session_epoch == -1 ||
+        std::chrono::steady_clock::now() >= deadline)
+      break;
+    if (state.any_left(group, partitions)) {
+      state.wait_for_release(deadline);
+    } else {
+      std::this_thread::sleep_until(deadline);
+    }
   }
   for (int32_t p : acked) {
     if (std::find(partitions.begin(), partitions.end(), p) != partitions.end()) continue;
@@ -273,15 +356,11 @@ frame answer_share_fetch(const share_fetch_request& request, int32_t correlation
     data.current_leader = {-1, -1};
   }
   if (out.partitions.empty()) response.responses.clear();
-  if (!any && acked.empty() && request.share_session_epoch != -1) {
-    // Nothing left to hand out: a broker's long poll would wait for new records.
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp(request.max_wait_ms, 0, 500)));
-  }
   return encode_response(correlation_id, share_fetch_key, version, response);
 }
 
 frame answer_share_acknowledge(const share_acknowledge_request& request, int32_t correlation_id,
-                               int16_t version) {
+                               int16_t version, share_state& state) {
   share_acknowledge_response response;
   response.acquisition_lock_timeout_ms = lock_duration_ms;
   for (const auto& t : request.topics) {
@@ -289,6 +368,8 @@ frame answer_share_acknowledge(const share_acknowledge_request& request, int32_t
     out.topic_id = t.topic_id;
     for (const auto& p : t.partitions) {
       acknowledgements.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& b : p.acknowledgement_batches)
+        state.release(request.group_id.value_or(""), p.partition_index, released_records(b));
       auto& data = out.partitions.emplace_back();
       data.partition_index = p.partition_index;
       data.current_leader = {-1, -1};
@@ -311,7 +392,7 @@ std::optional<frame> answer(const frame& request, const topic_log& topic, share_
   }
   auto decoded = share_acknowledge_request::decode(r, version);
   if (!decoded) return std::nullopt;
-  return answer_share_acknowledge(*decoded, header->correlation_id, version);
+  return answer_share_acknowledge(*decoded, header->correlation_id, version, state);
 }
 
 void serve_client(int client, const std::string& host, uint16_t port, uint16_t listen_port,
@@ -352,6 +433,10 @@ int main(int argc, char** argv) {
   app.add_option("--upstream", upstream, "the broker, host:port")->required();
   app.add_option("--topic", topic_name, "the topic to hand out")->required();
   app.add_option("--port-file", port_file, "write the bound port here once listening");
+  int64_t max_record_locks = 2000;
+  app.add_option("--max-record-locks", max_record_locks,
+                 "acquired records a group may hold on a partition "
+                 "(group.share.partition.max.record.locks)");
   CLI11_PARSE(app, argc, argv);
   std::string host;
   uint16_t port = 0;
@@ -367,7 +452,7 @@ int main(int argc, char** argv) {
   }
   std::printf("read %s: %zu partitions, %lld records\n", topic_name.c_str(),
               topic->partitions.size(), static_cast<long long>(topic->records));
-  share_state state(*topic);
+  share_state state(*topic, max_record_locks);
   const int code = run_proxy(
       "share_fetch_replay", listen_port, port_file, upstream,
       [&](int client, uint16_t bound) { serve_client(client, host, port, bound, *topic, state); },
