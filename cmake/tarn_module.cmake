@@ -14,7 +14,12 @@ function(tarn_test_target target)
   set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
   target_compile_options(${target} PRIVATE -O0)
   if(TARN_TEST_PCH)
-    target_precompile_headers(${target} REUSE_FROM tarn_test_pch)
+    # tests/ names its own donor in the ASan tree (tests/CMakeLists.txt): a header precompiled
+    # with other sanitizer flags is refused.
+    if(NOT TARN_TEST_PCH_DONOR)
+      set(TARN_TEST_PCH_DONOR tarn_test_pch)
+    endif()
+    target_precompile_headers(${target} REUSE_FROM ${TARN_TEST_PCH_DONOR})
   endif()
 endfunction()
 

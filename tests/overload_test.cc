@@ -93,7 +93,7 @@ TEST(overload, thousand_concurrent_producers_all_answered_and_read_back) {
   // A bound, not a benchmark (docs/reliability.md): 256 MiB. Under ASan plus its quarantine, as
   // memory_growth_bound_kib allows: freed blocks are held back up to quarantine_size_mb (256 MiB
   // by default), so RSS follows everything allocated, not what is live (268 MiB seen there).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TARN_BROKER_ASAN)
   constexpr long bound_kib = (256 + 256) * 1024;
 #else
   constexpr long bound_kib = 256 * 1024;
