@@ -403,8 +403,9 @@ std::vector<int64_t> batch_base_offsets(std::span<const uint8_t> records) {
 }
 
 // A ShareFetch answers only the batches holding what it acquired (MaxRecords bounds them, not
-// MaxBytes), as Kafka slices them; a batch larger than the broker's read chunk (1 MiB) is read
-// and acquired whole.
+// MaxBytes), as Kafka slices them; a batch larger than the broker's header window is stepped over
+// and acquired whole; MaxBytes stops the answer at a whole batch (the first goes whatever its
+// size); a hundred small batches are answered in one range.
 TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
   auto joined = beat("m1", 0, true);
   ASSERT_TRUE(joined && joined->assignment);
@@ -500,6 +501,58 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
   EXPECT_EQ(big->acquired_records[0].last_offset, 1);
   EXPECT_EQ(batch_base_offsets(big->records), (std::vector<int64_t>{0, 1}));
   EXPECT_GT(big->records.size(), size_t{3} << 20);
+
+  // MaxBytes: 1 byte still gets the first batch whole (offset 2, "b"); then a hundred one-record
+  // batches of 10 bytes' value each, and MaxBytes of two and a half of them gets two.
+  auto fetch_big = [&](int32_t epoch, int32_t max_bytes, std::vector<int64_t> accept) {
+    protocol::share_fetch_request r;
+    r.group_id = "g";
+    r.member_id = "m1";
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 100;
+    r.min_bytes = 1;
+    r.max_bytes = max_bytes;
+    r.max_records = 500;
+    r.batch_size = 500;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = big_id;
+    auto& fp = t.partitions.emplace_back();
+    fp.partition_index = 0;
+    if (!accept.empty()) fp.acknowledgement_batches.push_back({accept[0], accept[1], {1}});
+    return conn_->call<protocol::share_fetch_response>(r, 2);
+  };
+  auto big_partition = [&](const protocol::share_fetch_response& answer) {
+    for (const auto& t : answer.responses)
+      if (t.topic_id == big_id) return t.partitions.at(0);
+    ADD_FAILURE() << "no answer for the topic";
+    return protocol::share_fetch_response::partition_data{};
+  };
+  auto first_only = fetch_big(8, 1, {0, 1});
+  ASSERT_TRUE(first_only);
+  const auto b = big_partition(*first_only.body);
+  ASSERT_EQ(b.acquired_records.size(), 1u);
+  EXPECT_EQ(b.acquired_records[0].first_offset, 2);
+  EXPECT_EQ(b.acquired_records[0].last_offset, 2);
+  EXPECT_EQ(batch_base_offsets(b.records), std::vector<int64_t>{2});
+  const std::vector<uint8_t> small = value_batch("0123456789");
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(produce_one(c, 11 + i, "big", 0, small).error_code, 0);  // offsets 3-102
+  }
+  auto two = fetch_big(9, static_cast<int32_t>(small.size() * 5 / 2), {2, 2});
+  ASSERT_TRUE(two);
+  const auto t2 = big_partition(*two.body);
+  ASSERT_EQ(t2.acquired_records.size(), 1u);
+  EXPECT_EQ(t2.acquired_records[0].first_offset, 3);
+  EXPECT_EQ(t2.acquired_records[0].last_offset, 4);
+  EXPECT_EQ(t2.records.size(), 2 * small.size());
+  auto rest_of_them = fetch_big(10, 50 * 1024 * 1024, {3, 4});
+  ASSERT_TRUE(rest_of_them);
+  const auto r3 = big_partition(*rest_of_them.body);
+  ASSERT_EQ(r3.acquired_records.size(), 1u);
+  EXPECT_EQ(r3.acquired_records[0].first_offset, 5);
+  EXPECT_EQ(r3.acquired_records[0].last_offset, 102);
+  EXPECT_EQ(batch_base_offsets(r3.records).size(), 98u);
+  EXPECT_EQ(r3.records.size(), 98 * small.size());
 }
 
 // AlterShareGroupOffsets and DeleteShareGroupOffsets: only in an empty group; an altered start

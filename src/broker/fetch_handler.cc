@@ -69,6 +69,7 @@
 #include "broker/broker_metrics.h"
 #include "broker/fetch_session.h"
 #include "broker/fetch_waiters.h"
+#include "broker/file_regions.h"
 #include "broker/handler.h"
 #include "broker/leader_hints.h"
 #include "broker/replica_manager.h"
@@ -307,23 +308,12 @@ void record_fetch_metrics(broker_metrics* metrics, const std::vector<partition_r
   }
 }
 
-void put_be32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(v >> s));
-}
-
-void put_uvarint(std::vector<uint8_t>& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<uint8_t>(v | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<uint8_t>(v));
-}
-
 // Encodes `reply` (whose partitions with a slice have empty, non-null records) and splices each
 // slice in as a file region where its records go. The generated encoder writes records last in a
 // partition, before the partition's tagged fields (none set when records are present), so each
-// position follows from the generated size functions; the empty-records bytes found there are
-// checked. Returns nullopt if the layout is not as expected (the caller then copies instead).
+// position follows from the generated size functions; splice_file_regions checks the
+// empty-records bytes found there. Returns nullopt if the layout is not as expected (the caller
+// then copies instead).
 std::optional<response> encode_with_regions(
     const protocol::fetch_response& reply, int16_t version,
     const std::vector<std::vector<const storage::file_slice*>>& slices) {
@@ -331,11 +321,7 @@ std::optional<response> encode_with_regions(
   const bool flexible = version >= 12;
   const size_t empty_len = flexible ? 1 : 4;
   const size_t tagged_len = flexible ? 1 : 0;
-  struct splice {
-    size_t at;
-    const storage::file_slice* slice;
-  };
-  std::vector<splice> splices;
+  std::vector<records_splice> splices;
   size_t pos = 4 + (version >= 7 ? 6 : 0);
   pos += protocol::array_count_size(static_cast<int64_t>(reply.responses.size()), flexible);
   for (size_t t = 0; t < reply.responses.size(); ++t) {
@@ -352,30 +338,7 @@ std::optional<response> encode_with_regions(
     pos += tagged_len;
   }
   if (pos > plain.body.size()) return std::nullopt;
-  for (const auto& s : splices) {
-    const uint8_t* b = plain.body.data() + s.at;
-    const bool ok = flexible ? b[0] == 1 : (b[0] | b[1] | b[2] | b[3]) == 0;
-    if (!ok) return std::nullopt;
-  }
-  response out;
-  out.body.reserve(plain.body.size() + splices.size() * 4);
-  size_t from = 0;
-  for (const auto& s : splices) {
-    out.body.insert(out.body.end(), plain.body.begin() + static_cast<std::ptrdiff_t>(from),
-                    plain.body.begin() + static_cast<std::ptrdiff_t>(s.at));
-    const auto length = static_cast<uint32_t>(s.slice->length);
-    if (flexible) {
-      put_uvarint(out.body, uint64_t{length} + 1);
-    } else {
-      put_be32(out.body, length);
-    }
-    out.file_regions.push_back({s.slice->file, s.slice->file->fd.get(), s.slice->position,
-                                static_cast<size_t>(s.slice->length), out.body.size()});
-    from = s.at + empty_len;
-  }
-  out.body.insert(out.body.end(), plain.body.begin() + static_cast<std::ptrdiff_t>(from),
-                  plain.body.end());
-  return out;
+  return splice_file_regions(plain, splices, flexible);
 }
 
 // Builds the response from the reads and the session's verdict.

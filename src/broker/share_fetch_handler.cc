@@ -38,12 +38,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <asio/this_coro.hpp>
 #include <chrono>
 #include <map>
 
 #include "broker/features.h"
 #include "broker/fetch_waiters.h"
+#include "broker/file_regions.h"
 #include "broker/group_handler_util.h"
 #include "broker/replica_manager.h"
 #include "broker/share_handler_util.h"
@@ -69,76 +71,57 @@ struct share_read_batch {
   bool transactional = false;
 };
 
-// A read buffer that grows without zeroing what the read then overwrites (a fresh buffer of
-// hundreds of KiB a fetch, zeroed and then faulted in, was a fifth of the broker's CPU with 16
-// consumers on one partition).
-template <class T>
-struct uninitialized_allocator {
-  using value_type = T;
-  uninitialized_allocator() = default;
-  template <class U>
-  uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}  // NOLINT: rebinding
-  T* allocate(size_t n) { return std::allocator<T>{}.allocate(n); }
-  void deallocate(T* p, size_t n) noexcept { std::allocator<T>{}.deallocate(p, n); }
-  template <class U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... A>
-  void construct(U* p, A&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
-  }
-  bool operator==(const uninitialized_allocator&) const = default;
-};
-using read_buffer = std::vector<uint8_t, uninitialized_allocator<uint8_t>>;
-
-// Appends the whole batches of bytes[from, end) to `out`; returns where they end (a trailing
-// partial batch, the rest of a chunk, is left for the next read).
-size_t parse_share_batches(std::span<const uint8_t> bytes, size_t from,
-                           std::vector<share_read_batch>& out) {
-  record::batch_reader reader(bytes.subspan(from));
-  record::record_batch_view b;
-  while (reader.next(b)) {
-    out.push_back({{b.base_offset(), b.last_offset(), b.is_control()},
-                   static_cast<size_t>(b.bytes().data() - bytes.data()),
-                   b.size_bytes(),
-                   b.producer_id(),
-                   b.is_transactional()});
-  }
-  return from + reader.position();
-}
-
-// The size of the batch starting at bytes[at] (whose first 12 bytes are there): baseOffset and
-// batchLength, Kafka's LOG_OVERHEAD.
-int64_t share_batch_size(std::span<const uint8_t> bytes, size_t at) {
-  const record::record_batch_view head(bytes.subspan(at));
-  return static_cast<int64_t>(record::log_overhead) + head.batch_length();
-}
-
 // A ShareFetch acquires at most MaxRecords records (500 from the Java client), and often far
 // fewer: with many members on one share-partition, group.share.partition.max.record.locks leaves
 // each a slice of the records (about 125 each for 16 members and the default 2000). Its MaxBytes
-// is fetch.max.bytes (50 MiB), and reading all of it would copy, and answer, records nobody
-// acquired. So the log is read in chunks sized to what can still be acquired (the records left
-// times the bytes a record took in the batches read so far; a first chunk before any is read),
-// or one whole batch if larger, until enough records are acquired; and the answer holds only the
-// batches from the first to the last one with an acquired record, as Kafka's ShareFetchUtils
-// slices its FileRecords. (Chunks of a fixed 1 MiB read ten times what 16 members were answered.)
-constexpr int64_t share_first_read_bytes = 64 << 10;
-constexpr int64_t share_min_read_bytes = 16 << 10;
-constexpr int64_t share_read_chunk_bytes = 1 << 20;
+// is fetch.max.bytes (50 MiB). What the broker must know of the log to acquire is in the batch
+// headers alone (offsets, control, producer, transactional), so only headers are read: a window
+// at the next batch's position holds the headers of the batches that start in it, a batch longer
+// than the window is stepped over (its successor's header read on its own, as Kafka's
+// FileLogInputStream reads batch by batch). The window starts at a page and grows fourfold while
+// small batches fill it, to 64 KiB (many small batches a read). Acquisition goes on window by
+// window until enough records are acquired. The answer holds the batches from the first to the last
+// one with an acquired record (as Kafka's ShareFetchUtils slices its FileRecords), sent from the
+// segment file (sendfile), never copied through the broker: with 1 KiB records the reads and copies
+// of the whole answer were a quarter of the broker's CPU a ShareFetch.
+constexpr int64_t share_first_window_bytes = 4096;
+constexpr int64_t share_max_window_bytes = 64 << 10;
 // A share-partition read again from its next fetch offset when another member's fetch took the
 // records between the two (each attempt is a read of the log).
 constexpr int share_read_attempts = 3;
+
+// Appends the batches whose headers are in `window` (read at slice position `at`) to `out`, each
+// ending within the slice's `slice_length` bytes; returns the slice position after the last one
+// (the next header to read; `at` when none was whole).
+int64_t parse_share_headers(std::span<const uint8_t> window, int64_t at, int64_t slice_length,
+                            std::vector<share_read_batch>& out) {
+  size_t p = 0;
+  while (window.size() - p >= record::record_batch_overhead) {
+    const record::record_batch_view head(window.subspan(p, record::record_batch_overhead));
+    const int32_t length = head.batch_length();
+    if (length < static_cast<int32_t>(record::record_batch_overhead - record::log_overhead)) break;
+    const int64_t size = static_cast<int64_t>(record::log_overhead) + length;
+    const int64_t position = at + static_cast<int64_t>(p);
+    if (position + size > slice_length) break;  // cut by MaxBytes: not answered
+    out.push_back({{head.base_offset(), head.last_offset(), head.is_control()},
+                   static_cast<size_t>(position),
+                   static_cast<size_t>(size),
+                   head.producer_id(),
+                   head.is_transactional()});
+    if (static_cast<int64_t>(p) + size >= static_cast<int64_t>(window.size())) {
+      return position + size;  // the next header is past this window
+    }
+    p += static_cast<size_t>(size);
+  }
+  return at + static_cast<int64_t>(p);
+}
 
 struct partition_answer {
   explicit partition_answer(const coordinator::share_topic_partition& t) : tp(t) {}
   coordinator::share_topic_partition tp;
   error_code error = error_code::none;
   std::optional<error_code> ack_error;  // set when the request acknowledged on this partition
-  read_buffer buffer;                   // what was read; the answer is records_size bytes of it
-  size_t records_at = 0;                // from here
-  size_t records_size = 0;
+  std::optional<storage::file_slice> records;  // the answered batches, in their segment file
   std::vector<coordinator::acquired_range> acquired;
   // In a cluster: the acquisition's write at another broker's share coordinator, answered
   // before the records may be handed out.
@@ -256,41 +239,32 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
         }
       }
       coordinator::aborted_batch_filter filter(std::move(aborted));
-      // Chunk by chunk: read, acquire from the whole batches read, until what can be taken is
-      // acquired or the slice (MaxBytes, the high watermark) ends.
-      read_buffer bytes;
+      // Window by window: read the headers, acquire from the batches found, until what can be
+      // taken is acquired or the slice (MaxBytes, the high watermark) ends.
+      std::array<uint8_t, share_max_window_bytes> window;  // not zeroed: read into
+      int64_t window_bytes = share_first_window_bytes;
       std::vector<share_read_batch> batches;
-      size_t parsed = 0;
-      int64_t parsed_records = 0;  // in the batches parsed: the bytes a record takes
-      int64_t read_bytes = 0;
+      int64_t at = 0;  // in the slice: the next batch's header
       int64_t taken = 0;
       bool again = false;  // read again from the share-partition's next fetch offset
-      while (taken < want && read_bytes < slice.length) {
-        int64_t chunk_bytes = share_first_read_bytes;
-        if (parsed_records > 0) {
-          const int64_t per_record =
-              (static_cast<int64_t>(parsed) + parsed_records - 1) / parsed_records;
-          chunk_bytes =
-              std::clamp((want - taken) * per_record, share_min_read_bytes, share_read_chunk_bytes);
-        }
-        int64_t size = std::min<int64_t>(slice.length - read_bytes, chunk_bytes);
-        if (bytes.size() - parsed >= record::log_overhead) {  // a batch larger than a chunk: whole
-          size = std::max<int64_t>(
-              size, share_batch_size(bytes, parsed) - static_cast<int64_t>(bytes.size() - parsed));
-          size = std::min<int64_t>(size, slice.length - read_bytes);
-        }
-        const size_t at = bytes.size();
-        bytes.resize(at + static_cast<size_t>(size));
-        storage::file_slice part{slice.file, slice.position + read_bytes,
-                                 static_cast<int32_t>(size)};
-        if (auto r = storage::read_slice(part, std::span<uint8_t>(bytes).subspan(at)); !r) {
+      while (taken < want && at < slice.length) {
+        const int64_t size = std::min<int64_t>(slice.length - at, window_bytes);
+        if (size < static_cast<int64_t>(record::record_batch_overhead)) break;
+        storage::file_slice part{slice.file, slice.position + at, static_cast<int32_t>(size)};
+        if (auto r = storage::read_slice(
+                part, std::span<uint8_t>(window.data(), static_cast<size_t>(size)));
+            !r) {
           a.error = error_code::kafka_storage_error;
           break;
         }
-        read_bytes += size;
         const size_t first_new = batches.size();
-        parsed = parse_share_batches(bytes, parsed, batches);
-        if (batches.size() == first_new) continue;  // still inside one batch
+        const int64_t window_at = at;
+        at = parse_share_headers(std::span<const uint8_t>(window.data(), static_cast<size_t>(size)),
+                                 at, slice.length, batches);
+        if (batches.size() == first_new) break;  // no whole batch left in the slice
+        if (at < window_at + size) {             // small batches: the next read takes more of them
+          window_bytes = std::min(window_bytes * 4, share_max_window_bytes);
+        }
         std::vector<coordinator::fetched_batch> chunk;
         for (size_t i = first_new; i < batches.size(); ++i) {
           share_read_batch& b = batches[i];
@@ -298,7 +272,6 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
             b.batch.aborted = filter.aborted(b.batch.base_offset, b.producer_id, b.transactional,
                                              b.batch.is_control);
           }
-          parsed_records += b.batch.last_offset - b.batch.base_offset + 1;
           chunk.push_back(b.batch);
         }
         // In a cluster the write may go to another broker (one node writes in-process).
@@ -310,13 +283,13 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
         auto got = shares.acquire(group_id, member_id, a.tp, chunk,
                                   static_cast<int32_t>(want - taken), now_ms, later, mode);
         if (got.empty()) {
-          // Records the member holds and a chunk that gave it nothing more (the rest is
+          // Records the member holds and a window that gave it nothing more (the rest is
           // others' or past the partition's lock limit): answer what it has.
           if (!a.acquired.empty()) break;
-          // Nothing yet: the chunk held only what is never delivered (control batches, aborted
+          // Nothing yet: the window held only what is never delivered (control batches, aborted
           // transactions: archived now), or another fetch took its records meanwhile. Where
           // does the share-partition say to read now? Nowhere: done (rather than reading on
-          // through MaxBytes of the log); past this chunk: read on; within it: read again.
+          // through MaxBytes of the log); past these batches: read on; within them: read again.
           int64_t more = 0;
           auto next = shares.next_fetch_offset(group_id, a.tp, log_start, readable_end, now_ms,
                                                std::nullopt, &more);
@@ -334,7 +307,7 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
           taken += n;
           acquired += static_cast<size_t>(n);
         }
-        for (const auto& r : got) {  // a range that goes on across chunks stays one range
+        for (const auto& r : got) {  // a range that goes on across windows stays one range
           if (!a.acquired.empty() && a.acquired.back().last_offset + 1 == r.first_offset &&
               a.acquired.back().delivery_count == r.delivery_count) {
             a.acquired.back().last_offset = r.last_offset;
@@ -356,14 +329,66 @@ size_t fetch_once(broker_services& services, std::string_view group_id, std::str
       };
       auto first = std::find_if(batches.begin(), batches.end(), holds_acquired);
       auto last = std::find_if(batches.rbegin(), batches.rend(), holds_acquired);
-      a.records_at = first->position;
-      a.records_size = last->position + last->size - first->position;
-      a.buffer = std::move(bytes);
-      budget -= static_cast<int64_t>(a.records_size);
+      const size_t length = last->position + last->size - first->position;
+      a.records =
+          storage::file_slice{slice.file, slice.position + static_cast<int64_t>(first->position),
+                              static_cast<int32_t>(length)};
+      budget -= static_cast<int64_t>(length);
       break;
     }
   }
   return acquired;
+}
+
+// Encodes `reply` (records empty) and splices each partition's slice in where its records go, as
+// file regions (sendfile). In a ShareFetch partition the records come before AcquiredRecords and
+// the tagged fields (none set), so each position follows from the generated size functions;
+// splice_file_regions checks the empty records found there. Copies the records when the layout
+// is not as expected.
+response encode_share_fetch_response(protocol::share_fetch_response& reply, int16_t version,
+                                     const std::vector<const storage::file_slice*>& slices) {
+  constexpr bool flexible = true;  // every version served (1-2)
+  std::vector<records_splice> splices;
+  size_t pos = 4 + 2 + protocol::nullable_string_size(reply.error_message, flexible) + 4;
+  pos += protocol::array_count_size(static_cast<int64_t>(reply.responses.size()), flexible);
+  size_t i = 0;
+  for (const auto& topic : reply.responses) {
+    pos += 16;
+    pos += protocol::array_count_size(static_cast<int64_t>(topic.partitions.size()), flexible);
+    for (const auto& p : topic.partitions) {
+      const size_t size = p.size(version);
+      if (const storage::file_slice* s = slices[i++]) {
+        size_t acquired =
+            protocol::array_count_size(static_cast<int64_t>(p.acquired_records.size()), flexible);
+        for (const auto& r : p.acquired_records) acquired += r.size(version);
+        splices.push_back({pos + size - 1 /* tagged */ - acquired - 1 /* empty records */, s});
+      }
+      pos += size;
+    }
+    pos += 1;  // the topic's tagged fields
+  }
+  response plain = encode_response(reply, version);
+  if (splices.empty()) return plain;
+  if (pos <= plain.body.size()) {
+    if (auto spliced = splice_file_regions(plain, splices, flexible)) return std::move(*spliced);
+  }
+  spdlog::warn("ShareFetch v{}: response layout not as expected, copying records", version);
+  std::vector<std::vector<uint8_t>> owned;
+  i = 0;
+  for (auto& topic : reply.responses) {
+    for (auto& p : topic.partitions) {
+      if (const storage::file_slice* s = slices[i++]) {
+        auto& bytes = owned.emplace_back(static_cast<size_t>(s->length));
+        if (!storage::read_slice(*s, bytes)) {
+          p.acquired_records.clear();  // unreadable: acquired, not handed out (locks expire)
+          p.error_code = protocol::code(error_code::kafka_storage_error);
+          continue;
+        }
+        p.records = protocol::bytes_view(bytes);
+      }
+    }
+  }
+  return encode_response(reply, version);
 }
 
 response error_reply(error_code e, int16_t version, int32_t lock_ms) {
@@ -521,12 +546,13 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
     if (!e) co_return close_connection{"connection closed during a share fetch"};
     if (*e == error_code::none) continue;
     a.acquired.clear();
-    a.records_size = 0;
+    a.records.reset();
   }
 
   protocol::share_fetch_response reply;
   reply.acquisition_lock_timeout_ms = lock_ms;
   const bool full = epoch == coordinator::share_session_initial_epoch;
+  std::vector<const storage::file_slice*> slices;  // per answered partition, in order
   for (const partition_answer& a : answers) {
     if (!full && a.error == error_code::none && !a.ack_error && a.acquired.empty()) continue;
     if (reply.responses.empty() || reply.responses.back().topic_id.bytes != a.tp.topic_id) {
@@ -538,12 +564,12 @@ asio::awaitable<handler_outcome> handle_share_fetch(request_context& request) {
     if (a.ack_error) p.acknowledge_error_code = protocol::code(*a.ack_error);
     p.current_leader.leader_id = services.config.node_id;
     p.current_leader.leader_epoch = local_leader_epoch;
-    p.records = protocol::bytes_view(a.buffer.data() + a.records_at, a.records_size);
     for (const auto& r : a.acquired) {
       p.acquired_records.push_back({r.first_offset, r.last_offset, r.delivery_count});
     }
+    slices.push_back(a.records && a.records->length > 0 ? &*a.records : nullptr);
   }
-  co_return encode_response(reply, version);
+  co_return encode_share_fetch_response(reply, version, slices);
 }
 
 }  // namespace
