@@ -469,26 +469,31 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
     big_id = md->topics[0].topic_id;
   }
   ASSERT_NE(big_id, protocol::uuid{});
-  auto open_big = [&](int32_t epoch, int32_t max_records) {
+  auto fetch_big = [&](int32_t epoch, int32_t max_records, int32_t max_bytes,
+                       std::vector<int64_t> accept) {
     protocol::share_fetch_request r;
     r.group_id = "g";
     r.member_id = "m1";
     r.share_session_epoch = epoch;
     r.max_wait_ms = 100;
     r.min_bytes = 1;
-    r.max_bytes = 50 * 1024 * 1024;
+    r.max_bytes = max_bytes;
     r.max_records = max_records;
     r.batch_size = max_records;
     auto& t = r.topics.emplace_back();
     t.topic_id = big_id;
-    t.partitions.emplace_back().partition_index = 0;
+    auto& fp = t.partitions.emplace_back();
+    fp.partition_index = 0;
+    if (!accept.empty()) fp.acknowledgement_batches.push_back({accept[0], accept[1], {1}});
     return conn_->call<protocol::share_fetch_response>(r, 2);
   };
-  ASSERT_EQ(open_big(6, 500)->error_code, 0);  // adds the partition; it starts at its end (0)
+  constexpr int32_t all_bytes = 50 * 1024 * 1024;
+  // Adds the partition; it starts at its end (0).
+  ASSERT_EQ(fetch_big(6, 500, all_bytes, {})->error_code, 0);
   ASSERT_EQ(produce_one(c, 8, "big", 0, value_batch("a")).error_code, 0);
   ASSERT_EQ(produce_one(c, 9, "big", 0, value_batch(std::string(3 << 20, 'x'))).error_code, 0);
   ASSERT_EQ(produce_one(c, 10, "big", 0, value_batch("b")).error_code, 0);
-  auto got = open_big(7, 2);
+  auto got = fetch_big(7, 2, all_bytes, {});
   ASSERT_TRUE(got);
   ASSERT_EQ(got->error_code, 0);
   const protocol::share_fetch_response::partition_data* big = nullptr;
@@ -504,30 +509,13 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
 
   // MaxBytes: 1 byte still gets the first batch whole (offset 2, "b"); then a hundred one-record
   // batches of 10 bytes' value each, and MaxBytes of two and a half of them gets two.
-  auto fetch_big = [&](int32_t epoch, int32_t max_bytes, std::vector<int64_t> accept) {
-    protocol::share_fetch_request r;
-    r.group_id = "g";
-    r.member_id = "m1";
-    r.share_session_epoch = epoch;
-    r.max_wait_ms = 100;
-    r.min_bytes = 1;
-    r.max_bytes = max_bytes;
-    r.max_records = 500;
-    r.batch_size = 500;
-    auto& t = r.topics.emplace_back();
-    t.topic_id = big_id;
-    auto& fp = t.partitions.emplace_back();
-    fp.partition_index = 0;
-    if (!accept.empty()) fp.acknowledgement_batches.push_back({accept[0], accept[1], {1}});
-    return conn_->call<protocol::share_fetch_response>(r, 2);
-  };
   auto big_partition = [&](const protocol::share_fetch_response& answer) {
     for (const auto& t : answer.responses)
       if (t.topic_id == big_id) return t.partitions.at(0);
     ADD_FAILURE() << "no answer for the topic";
     return protocol::share_fetch_response::partition_data{};
   };
-  auto first_only = fetch_big(8, 1, {0, 1});
+  auto first_only = fetch_big(8, 500, 1, {0, 1});
   ASSERT_TRUE(first_only);
   const auto b = big_partition(*first_only.body);
   ASSERT_EQ(b.acquired_records.size(), 1u);
@@ -538,14 +526,14 @@ TEST_F(share_requests, a_fetch_answers_only_the_batches_it_acquired) {
   for (int i = 0; i < 100; ++i) {
     ASSERT_EQ(produce_one(c, 11 + i, "big", 0, small).error_code, 0);  // offsets 3-102
   }
-  auto two = fetch_big(9, static_cast<int32_t>(small.size() * 5 / 2), {2, 2});
+  auto two = fetch_big(9, 500, static_cast<int32_t>(small.size() * 5 / 2), {2, 2});
   ASSERT_TRUE(two);
   const auto t2 = big_partition(*two.body);
   ASSERT_EQ(t2.acquired_records.size(), 1u);
   EXPECT_EQ(t2.acquired_records[0].first_offset, 3);
   EXPECT_EQ(t2.acquired_records[0].last_offset, 4);
   EXPECT_EQ(t2.records.size(), 2 * small.size());
-  auto rest_of_them = fetch_big(10, 50 * 1024 * 1024, {3, 4});
+  auto rest_of_them = fetch_big(10, 500, all_bytes, {3, 4});
   ASSERT_TRUE(rest_of_them);
   const auto r3 = big_partition(*rest_of_them.body);
   ASSERT_EQ(r3.acquired_records.size(), 1u);
