@@ -227,21 +227,27 @@ class share_state {
     released_.notify_all();
   }
 
-  // Whether some partition of `partitions` still has records the group has not acquired.
-  bool any_left(std::string_view group, const std::vector<int32_t>& partitions) {
-    std::lock_guard lock(mutex_);
-    auto& g = group_state(group);
-    for (int32_t p : partitions)
-      if (g.cursors[static_cast<size_t>(p)] <
-          topic_.partitions[static_cast<size_t>(p)].batches.size())
-        return true;
-    return false;
-  }
-
-  // Waits until locks are released or `deadline` passes.
-  void wait_for_release(std::chrono::steady_clock::time_point deadline) {
+  // Waits until `deadline` or, while some partition of `partitions` has records the group has
+  // not acquired, until one of those has a free lock (checked under the lock a release takes,
+  // so a release between the failed acquisition and this wait is not missed).
+  void wait_for_locks(std::string_view group, const std::vector<int32_t>& partitions,
+                      std::chrono::steady_clock::time_point deadline) {
     std::unique_lock lock(mutex_);
-    released_.wait_until(lock, deadline);
+    auto& g = group_state(group);
+    auto left = [&](int32_t p) {
+      return g.cursors[static_cast<size_t>(p)] <
+             topic_.partitions[static_cast<size_t>(p)].batches.size();
+    };
+    if (std::none_of(partitions.begin(), partitions.end(), left)) {
+      lock.unlock();
+      std::this_thread::sleep_until(deadline);  // nothing left: a long poll for new records
+      return;
+    }
+    released_.wait_until(lock, deadline, [&] {
+      return std::any_of(partitions.begin(), partitions.end(), [&](int32_t p) {
+        return left(p) && g.locked[static_cast<size_t>(p)] < max_record_locks_;
+      });
+    });
   }
 
  private:
@@ -343,11 +349,7 @@ frame answer_share_fetch(const share_fetch_request& request, int32_t correlation
     if (any || !acked.empty() || request.share_session_epoch == -1 ||
         std::chrono::steady_clock::now() >= deadline)
       break;
-    if (state.any_left(group, partitions)) {
-      state.wait_for_release(deadline);
-    } else {
-      std::this_thread::sleep_until(deadline);
-    }
+    state.wait_for_locks(group, partitions, deadline);
   }
   for (int32_t p : acked) {
     if (std::find(partitions.begin(), partitions.end(), p) != partitions.end()) continue;
