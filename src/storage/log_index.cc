@@ -85,6 +85,12 @@ result<void, storage_error> index_file::map(int64_t length, int fd) {
     max_entries_ = 0;
     return fail(io_error("mmap", path_, errno));
   }
+  // Entries are read by binary search and written one at a time, never in sequence, and the
+  // preallocated length past them is a hole: the kernel's read-around on a fault would fill up to
+  // read_ahead_kb (8 MiB on this project's machines) of page cache with zeroed pages for each
+  // index of each segment, a few milliseconds of memset each. MADV_RANDOM faults in the one page.
+  // Advice only: a refusal changes nothing but that.
+  (void)::madvise(p, static_cast<size_t>(length), MADV_RANDOM);
   map_ = static_cast<uint8_t*>(p);
   return {};
 }
