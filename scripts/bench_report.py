@@ -261,53 +261,7 @@ def render(b):
 
     out.extend(render_consume(b))
 
-    # 4. libraries
-    lib_broker = getattr(b, "library_broker", None)
-    out.append(f"### 4. Producer libraries against the same {lib_broker or 'tarn'} broker "
-               "(1 partition, linger.ms=5, batch.size=16384, enable.idempotence=false)")
-    out.append("")
-    out.append("The cells of the producer's speed goal (issue 26's criterion): `tarn perf "
-               "produce` at 100 B at least 1.5x librdkafka's records/s; at 1 KiB at least "
-               "librdkafka's records/s at no more than 0.85x its client CPU (user + system) per "
-               "record.")
-    out.append("")
-    lib = library_cells(b)
-    java_cols = any(c["java_rec"] for c in lib)
-    ceiling_cols = any(c["ceiling_rec"] for c in lib)
-    if ceiling_cols:
-        out.append("The broker's ceiling for the same requests: `bench/produce_replay` sends "
-                   "prebuilt batches of the cell's records (random A-Z values, batch.size=16384, "
-                   "the cell's codec and acks), one batch per request, 5 requests in flight "
-                   "(max.in.flight.requests.per.connection), its runs taken in turn with the "
-                   "two clients'. The client does no per-record work, so this is about what "
-                   "the broker ingests of these requests on this machine; where 1.5x "
-                   "librdkafka's records/s is above it, no client can meet the goal here. "
-                   "The machine bound is the records/s at which tarn's client and the broker "
-                   "would keep every core busy, at the CPU per record both spent in tarn's "
-                   "runs (cores / (client + broker CPU seconds per record)): where 1.5x "
-                   "librdkafka is above it, the goal needs less CPU per record, not better "
-                   "overlap.")
-        out.append("")
-    rows = []
-    for c in lib:
-        row = [c["label"], cell(c["tarn_rec"]), cell(c["lib_rec"]), rtext(c["rec_ratio"]),
-               cell(c["tarn_cpu"]), cell(c["lib_cpu"]), rtext(c["cpu_ratio"])]
-        if ceiling_cols:
-            row += [cell(c["ceiling_rec"]), rtext(c["goal_vs_ceiling"]), cell(c["tarn_bound"]),
-                    rtext(c["goal_vs_bound"])]
-        if java_cols:
-            row += [cell(c["java_rec"]), cell(c["java_cpu"])]
-        rows.append(row)
-    header = ["load", "tarn perf produce records/s", "librdkafka records/s",
-              "tarn / librdkafka", "tarn CPU s per M records", "librdkafka CPU s per M records",
-              "tarn / librdkafka CPU"]
-    if ceiling_cols:
-        header += ["broker ceiling records/s (produce_replay)", "1.5x librdkafka / ceiling",
-                   "machine bound for tarn, records/s", "1.5x librdkafka / bound"]
-    if java_cols:
-        header += ["Java producer records/s", "Java CPU s per M records"]
-    out.append(table(header, rows))
-    out.append("")
+    out.extend(render_library(b))
 
     # 5. footprint
     out.append("### 5. Footprint")
@@ -494,6 +448,58 @@ def consume_goals(b):
         rows.append([f"consume throughput ({'Java consumer' if gen == 'java' else gen})",
                      f"{cell(tc)} MB/s", f"Kafka {cell(kc)} MB/s", rtext(r), ">= 2x", met])
     return rows
+
+
+def render_library(b):
+    """Section 4 (scripts/bench's library_section) as markdown lines."""
+    out = []
+    lib_broker = getattr(b, "library_broker", None)
+    out.append(f"### 4. Producer libraries against the same {lib_broker or 'tarn'} broker "
+               "(1 partition, linger.ms=5, batch.size=16384, enable.idempotence=false)")
+    out.append("")
+    out.append("The cells of the producer's speed goal (issue 26's criterion): `tarn perf "
+               "produce` at 100 B at least 1.5x librdkafka's records/s; at 1 KiB at least "
+               "librdkafka's records/s at no more than 0.85x its client CPU (user + system) per "
+               "record.")
+    out.append("")
+    lib = library_cells(b)
+    java_cols = any(c["java_rec"] for c in lib)
+    ceiling_cols = any(c["ceiling_rec"] for c in lib)
+    if ceiling_cols:
+        out.append("The broker's ceiling for the same requests: `bench/produce_replay` sends "
+                   "prebuilt batches of the cell's records (random A-Z values, batch.size=16384, "
+                   "the cell's codec and acks), one batch per request, 5 requests in flight "
+                   "(max.in.flight.requests.per.connection), its runs taken in turn with the "
+                   "two clients'. The client does no per-record work, so this is about what "
+                   "the broker ingests of these requests on this machine; where 1.5x "
+                   "librdkafka's records/s is above it, no client can meet the goal here. "
+                   "The machine bound is the records/s at which tarn's client and the broker "
+                   "would keep every core busy, at the CPU per record both spent in tarn's "
+                   "runs (cores / (client + broker CPU seconds per record)): where 1.5x "
+                   "librdkafka is above it, the goal needs less CPU per record, not better "
+                   "overlap.")
+        out.append("")
+    rows = []
+    for c in lib:
+        row = [c["label"], cell(c["tarn_rec"]), cell(c["lib_rec"]), rtext(c["rec_ratio"]),
+               cell(c["tarn_cpu"]), cell(c["lib_cpu"]), rtext(c["cpu_ratio"])]
+        if ceiling_cols:
+            row += [cell(c["ceiling_rec"]), rtext(c["goal_vs_ceiling"]), cell(c["tarn_bound"]),
+                    rtext(c["goal_vs_bound"])]
+        if java_cols:
+            row += [cell(c["java_rec"]), cell(c["java_cpu"])]
+        rows.append(row)
+    header = ["load", "tarn perf produce records/s", "librdkafka records/s",
+              "tarn / librdkafka", "tarn CPU s per M records", "librdkafka CPU s per M records",
+              "tarn / librdkafka CPU"]
+    if ceiling_cols:
+        header += ["broker ceiling records/s (produce_replay)", "1.5x librdkafka / ceiling",
+                   "machine bound for tarn, records/s", "1.5x librdkafka / bound"]
+    if java_cols:
+        header += ["Java producer records/s", "Java CPU s per M records"]
+    out.append(table(header, rows))
+    out.append("")
+    return out
 
 
 def render_consume(b, goals=False):
