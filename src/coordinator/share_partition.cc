@@ -177,8 +177,27 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
   // batch_optimized: the last offset of the log batch whose new records this call began; up to
   // it neither limit stops the walk.
   int64_t finishing_until = -1;
+  // Kafka 4.4's throttling of records near the delivery-count limit (SharePartition, KAFKA-17541),
+  // so that one bad record does not take the records delivered with it to the limit too. A log
+  // batch holding an Available record delivered throttle_limit times or more (half the limit
+  // rounded up, at least 2) is acquired alone: not after other records, and nothing after it.
+  // Within it, from its first such record, at most its length >> (delivery count - throttle_limit
+  // + 1) records (at least one), and a record on its last delivery is handed out by itself.
+  const int32_t max_deliveries = config_.delivery_count_limit;
+  const int32_t throttle_limit = std::max(2, (max_deliveries + 1) / 2);
+  auto throttled = [&](const fetched_batch& b) {
+    const int64_t to = std::min(b.last_offset, end_offset() - 1);
+    for (int64_t o = std::max(b.base_offset, start_offset_); o <= to; ++o) {
+      const in_flight_record& r = records_[static_cast<size_t>(o - start_offset_)];
+      if (r.state == record_state::available && r.delivery_count >= throttle_limit) return true;
+    }
+    return false;
+  };
   auto walk = [&] {
     for (const fetched_batch& b : batches) {
+      const bool throttling = !b.never_delivered() && throttled(b);
+      if (throttling && taken > 0) return;
+      int64_t throttle_cap = -1;  // set at the batch's first record at or past throttle_limit
       for (int64_t o = std::max(b.base_offset, start_offset_); o <= b.last_offset; ++o) {
         const bool finishing = o <= finishing_until;
         if (taken >= max_records && !finishing) return;
@@ -190,7 +209,18 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
             r.state = record_state::archived;
             continue;
           }
+          if (throttling) {
+            if (max_deliveries > 2 && r.delivery_count == max_deliveries - 1 && taken > 0) return;
+            if (r.delivery_count >= throttle_limit && throttle_cap < 0) {
+              const int shift = std::min(r.delivery_count - throttle_limit + 1, 62);
+              throttle_cap = std::max<int64_t>(1, (b.last_offset - b.base_offset + 1) >> shift);
+            }
+          }
           take(o, r);
+          if (throttling && ((max_deliveries > 2 && r.delivery_count == max_deliveries) ||
+                             (throttle_cap > 0 && taken >= throttle_cap))) {
+            return;
+          }
           continue;
         }
         // Past the SPEO: offsets the log does not hold (compaction) are archived on the way, but
@@ -198,6 +228,7 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
         // read whose first chunk could not be acquired, the record locks being full then) say
         // nothing of the offsets before them: archiving those would lose records never delivered.
         if (end_offset() < o && end_offset() < batches.front().base_offset) return;
+        if (throttling && taken > 0) return;  // Kafka acquires nothing new after throttled ones
         while (end_offset() < o && (records_.size() < lock_limit || finishing)) {
           records_.push_back({record_state::archived, 0, 0, {}});
           dirty_ = true;

@@ -130,17 +130,77 @@ TEST(share_partition, renew_refused_when_disabled) {
 
 TEST(share_partition, delivery_count_limit_archives_a_poison_record) {
   share_partition p(cfg(1000, 3), 0);
-  for (int delivery = 1; delivery <= 3; ++delivery) {
+  for (int delivery = 1; delivery <= 2; ++delivery) {
     auto got = p.acquire("a", batch(0, 1), 500, delivery * 10);
     ASSERT_EQ(got.size(), 1u) << delivery;
-    EXPECT_EQ(got[0].delivery_count, delivery);
+    EXPECT_EQ(got[0], (acquired_range{0, 1, static_cast<int16_t>(delivery)}));
     std::vector<acknowledgement_batch> acks = {ack(0, 1, {release})};
     EXPECT_EQ(p.acknowledge("a", acks, delivery * 10 + 1), error_code::none);
+  }
+  // The last delivery of each record goes out alone (Kafka 4.4's throttling, below).
+  for (int64_t o = 0; o <= 1; ++o) {
+    auto got = p.acquire("a", batch(0, 1), 500, 30 + o);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], (acquired_range{o, o, 3}));
+    std::vector<acknowledgement_batch> acks = {ack(o, o, {release})};
+    EXPECT_EQ(p.acknowledge("a", acks, 40 + o), error_code::none);
   }
   // Released at the limit: archived, and the SPSO moves past it.
   EXPECT_EQ(p.in_flight(), 0u);
   EXPECT_EQ(p.start_offset(), 2);
   EXPECT_EQ(p.next_fetch_offset(100), 2);
+}
+
+// Kafka 4.4's SharePartition: from half the delivery-count limit (rounded up, at least 2), a log
+// batch's Available records go out in halving numbers, alone (nothing before them or after them
+// in one acquisition), and a record on its last delivery by itself.
+TEST(share_partition, records_near_the_delivery_limit_are_handed_out_in_halving_numbers) {
+  share_partition p(cfg(1000, 6), 0);  // throttled from 3 deliveries
+  auto release_all = [&](const std::vector<acquired_range>& got, int64_t now) {
+    for (const auto& r : got) {
+      std::vector<acknowledgement_batch> acks = {ack(r.first_offset, r.last_offset, {release})};
+      ASSERT_EQ(p.acknowledge("a", acks, now), error_code::none);
+    }
+  };
+  for (int delivery = 1; delivery <= 3; ++delivery) {  // below the threshold: whole
+    auto got = p.acquire("a", batch(0, 7), 500, delivery);
+    ASSERT_EQ(got, (std::vector<acquired_range>{{0, 7, static_cast<int16_t>(delivery)}}));
+    release_all(got, delivery);
+  }
+  // Delivered 3 times: 8 >> 1 = 4 records; then those (4 deliveries) 8 >> 2 = 2.
+  auto got = p.acquire("a", batch(0, 7), 500, 10);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{0, 3, 4}}));
+  release_all(got, 10);
+  got = p.acquire("a", batch(0, 7), 500, 11);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{0, 1, 5}}));
+  release_all(got, 11);
+  // Records 0-1 are on their last delivery (5 of 6): each alone.
+  got = p.acquire("a", batch(0, 7), 500, 12);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{0, 0, 6}}));
+  got = p.acquire("a", batch(0, 7), 500, 13);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{1, 1, 6}}));
+  // 2-3 (4 deliveries) come before 4-7 (3): the first throttled record sets 8 >> 2 = 2.
+  got = p.acquire("a", batch(0, 7), 500, 14);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{2, 3, 5}}));
+  // Nothing new after throttled records, nor throttled ones after others.
+  share_partition q(cfg(1000, 6), 0);
+  for (int delivery = 1; delivery <= 3; ++delivery) {
+    ASSERT_EQ(q.acquire("a", batch(0, 3), 500, delivery).size(), 1u);
+    std::vector<acknowledgement_batch> acks = {ack(0, 3, {release})};
+    ASSERT_EQ(q.acknowledge("a", acks, delivery), error_code::none);
+  }
+  std::vector<fetched_batch> more = {{0, 3}, {4, 9}};
+  got = q.acquire("a", more, 500, 20);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{0, 1, 4}}));
+  EXPECT_EQ(q.end_offset(), 4);  // 4-9 not taken
+  got = q.acquire("b", more, 500, 21);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{2, 3, 4}}));
+  got = q.acquire("b", more, 500, 22);
+  EXPECT_EQ(got, (std::vector<acquired_range>{{4, 9, 1}}));
+  std::vector<acknowledgement_batch> acks = {ack(4, 4, {release})};
+  ASSERT_EQ(q.acknowledge("b", acks, 23), error_code::none);
+  got = q.acquire("a", batch(4, 9), 500, 24);  // 4 is back at 1 delivery: not throttled
+  EXPECT_EQ(got, (std::vector<acquired_range>{{4, 4, 2}}));
 }
 
 TEST(share_partition, delivery_count_limit_on_lock_expiry_and_member_release) {
