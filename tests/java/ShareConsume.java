@@ -7,8 +7,9 @@
 //   lock:    records acquired by a consumer that stops polling go to another after the lock
 //   close:   records acquired by a consumer that closes go to another at once
 //   poison:  a record released at every delivery is archived at the delivery-count limit
+//   throttle: records near the delivery-count limit come in halving numbers, then alone
 // Usage: java -cp '<kafka libs>/*' ShareConsume.java BOOTSTRAP LOCK_MS DELIVERY_LIMIT PREFIX
-//        [SCENARIO,...]   (default: all six, in the order above)
+//        [SCENARIO,...]   (default: all seven, in the order above)
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.*;
@@ -210,6 +211,41 @@ public class ShareConsume {
     }
   }
 
+  // A log batch of 8 records released at every delivery under a delivery-count limit of 6:
+  // Kafka 4.4 hands out records delivered 3 times or more in halving numbers, alone, and a
+  // record on its last delivery by itself. Prints the records each poll got.
+  static void throttle() throws Exception {
+    String t = prefix + "-throttle", g = prefix + "-g-throttle";
+    admin.createTopics(List.of(new NewTopic(t, 1, (short) 1))).all().get();
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 60000);  // one batch, sent by the flush
+    try (KafkaProducer<String, String> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+      for (int i = 0; i < 8; ++i) producer.send(new ProducerRecord<>(t, "k" + i, "v" + i));
+      producer.flush();
+    }
+    earliest(g);
+    lockMs(g, 15000);  // no lock may expire between a poll and its release
+    ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, g);
+    admin.incrementalAlterConfigs(Map.of(r, List.of(new AlterConfigOp(
+        new ConfigEntry("share.delivery.count.limit", "6"), AlterConfigOp.OpType.SET))))
+        .all().get();
+    try (KafkaShareConsumer<String, String> c = consumer(g, true, 500)) {
+      c.subscribe(List.of(t));
+      List<Integer> polls = new ArrayList<>();
+      for (int delivered = 0; delivered < 8 * 6; ) {
+        var got = pollFor(c, 1, 15000);
+        if (got.isEmpty()) break;
+        polls.add(got.size());
+        delivered += got.size();
+        for (var rec : got) c.acknowledge(rec, AcknowledgeType.RELEASE);
+        c.commitSync();
+      }
+      System.out.println("throttle: polls=" + polls + " after=" + pollFor(c, 1, quiet).size());
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     bootstrap = args[0];
     long lockMs = Long.parseLong(args[1]);
@@ -220,7 +256,8 @@ public class ShareConsume {
     p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     admin = Admin.create(p);
     List<String> run = args.length > 4 ? List.of(args[4].split(","))
-                                       : List.of("all", "release", "reject", "lock", "close", "poison");
+                                       : List.of("all", "release", "reject", "lock", "close", "poison",
+                                                 "throttle");
     try {
       for (String s : run) {
         long start = System.currentTimeMillis();
@@ -231,6 +268,7 @@ public class ShareConsume {
           case "lock" -> lock(lockMs);
           case "close" -> close();
           case "poison" -> poison(limit);
+          case "throttle" -> throttle();
           default -> throw new IllegalArgumentException("unknown scenario " + s);
         }
         System.out.println("time: " + s + " " + (System.currentTimeMillis() - start) + " ms");
