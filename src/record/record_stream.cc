@@ -42,14 +42,14 @@ bool record_stream::fail_record(record_errc code, size_t position) {
 bool record_stream::fill(size_t n) {
   if (available() >= n) return true;
   if (error_) return false;
-  if (window_.empty()) window_.resize(window_bytes);
+  if (!window_) window_ = std::make_unique_for_overwrite<uint8_t[]>(window_bytes);
   if (begin_ > 0) {
-    std::memmove(window_.data(), window_.data() + begin_, available());
+    std::memmove(window_.get(), window_.get() + begin_, available());
     end_ -= begin_;
     begin_ = 0;
   }
   while (available() < n && !eof_) {
-    auto got = in_->read(std::span<uint8_t>(window_).subspan(end_));
+    auto got = in_->read(std::span<uint8_t>(window_.get() + end_, window_bytes - end_));
     if (!got) return fail_codec(got.error());
     if (*got == 0) {
       eof_ = true;
@@ -79,7 +79,7 @@ bool record_stream::skip(size_t n) {
 
 bool record_stream::read_length(int32_t& length, size_t& varint_bytes) {
   if (error_ || !fill(max_varint_bytes) || available() == 0) return false;
-  const uint8_t* p = window_.data() + begin_;
+  const uint8_t* p = window_.get() + begin_;
   uint32_t u = 0;
   const size_t k = detail::read_unsigned<uint32_t, max_varint_bytes>(p, p + available(), u);
   if (k == 0) return fail_record(record_errc::truncated, position_);
@@ -124,7 +124,7 @@ bool record_stream::next(partial_record& out) {
     constexpr size_t max = sizeof(T) == 4 ? max_varint_bytes : max_varlong_bytes;
     const size_t want = std::min(max, left);
     if (!fill(want) || available() < want) return past_end();
-    const uint8_t* p = window_.data() + begin_;
+    const uint8_t* p = window_.get() + begin_;
     U u = 0;
     const size_t k = detail::read_unsigned<U, max>(p, p + want, u);
     if (k == 0) return fail_record(record_errc::field_exceeds_record, position_);
@@ -186,7 +186,7 @@ bool record_stream::next(record_view& out) {
       return error_ ? false : fail_record(record_errc::record_length_exceeds_input, start);
     }
     const size_t k = std::min(total - record_.size(), available());
-    record_.insert(record_.end(), window_.data() + begin_, window_.data() + begin_ + k);
+    record_.insert(record_.end(), window_.get() + begin_, window_.get() + begin_ + k);
     begin_ += k;
     position_ += k;
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,7 +73,10 @@ class record_stream {
   compression_type type_;
   size_t max_record_bytes_;
   size_t max_total_bytes_;
-  std::vector<uint8_t> window_;
+  // Allocated at the first fill and never zeroed (bytes are read into it before they are
+  // looked at): a stream per compressed batch, and zeroing 64 KiB for a 16 KiB batch was 2 %
+  // of the broker's CPU under 100 B lz4 produce.
+  std::unique_ptr<uint8_t[]> window_;
   size_t begin_ = 0;  // unread bytes are window_[begin_, end_)
   size_t end_ = 0;
   size_t position_ = 0;  // stream offset of window_[begin_]
