@@ -217,6 +217,11 @@ std::vector<acquired_range> share_partition::acquire(std::string_view member_id,
             }
           }
           take(o, r);
+          // batch_optimized: records given back are taken to their log batch's end too, as
+          // Kafka takes an Available in-flight batch whole.
+          if (mode == share_acquire_mode::batch_optimized) {
+            finishing_until = std::max(finishing_until, b.last_offset);
+          }
           if (throttling && ((max_deliveries > 2 && r.delivery_count == max_deliveries) ||
                              (throttle_cap > 0 && taken >= throttle_cap))) {
             return;

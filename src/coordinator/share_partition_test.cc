@@ -295,15 +295,20 @@ TEST(share_partition, batch_optimized_mode_takes_whole_log_batches) {
   EXPECT_FALSE(p.next_fetch_offset(1).has_value());
   std::vector<acknowledgement_batch> acks = {ack(0, 3, {release})};
   EXPECT_EQ(p.acknowledge("a", acks, 1), error_code::none);
+  // Records given back are taken to their batch's end as well (Kafka: the whole in-flight batch).
   got = p.acquire("c", std::span(read).first(1), 2, 1, share_acquire_mode::batch_optimized);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], (acquired_range{0, 1, 2}));
+  EXPECT_EQ(got[0], (acquired_range{0, 3, 2}));
   // record_limit: MaxRecords exactly, the rest of the batch left for the next fetch.
   share_partition q(cfg(1000, 5, 100), 0);
   got = q.acquire("a", read, 6, 0, share_acquire_mode::record_limit);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], (acquired_range{0, 5, 1}));
   EXPECT_EQ(q.end_offset(), 6);
+  acks = {ack(0, 5, {release})};
+  EXPECT_EQ(q.acknowledge("a", acks, 1), error_code::none);
+  got = q.acquire("b", read, 3, 1, share_acquire_mode::record_limit);  // given back: exactly 3
+  EXPECT_EQ(got, (std::vector<acquired_range>{{0, 2, 2}}));
 }
 
 TEST(share_partition, control_batches_and_log_gaps_are_archived) {
