@@ -29,15 +29,21 @@ public class ShareConsume {
   static long quiet;
 
   static void topic(String name, int records) throws Exception {
+    topic(name, records, 10, 0);  // many small batches
+  }
+
+  // A topic of `records` records, flushed every `flushEvery` (with a long linger.ms, one batch
+  // per flush).
+  static void topic(String name, int records, int flushEvery, int lingerMs) throws Exception {
     admin.createTopics(List.of(new NewTopic(name, 1, (short) 1))).all().get();
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, lingerMs);
     try (KafkaProducer<String, String> producer =
         new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
       for (int i = 0; i < records; ++i) {
         producer.send(new ProducerRecord<>(name, "k" + i, "v" + i));
-        if (i % 10 == 9) producer.flush();  // many small batches
+        if (i % flushEvery == flushEvery - 1) producer.flush();
       }
       producer.flush();
     }
@@ -216,15 +222,7 @@ public class ShareConsume {
   // record on its last delivery by itself. Prints the records each poll got.
   static void throttle() throws Exception {
     String t = prefix + "-throttle", g = prefix + "-g-throttle";
-    admin.createTopics(List.of(new NewTopic(t, 1, (short) 1))).all().get();
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ProducerConfig.LINGER_MS_CONFIG, 60000);  // one batch, sent by the flush
-    try (KafkaProducer<String, String> producer =
-        new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
-      for (int i = 0; i < 8; ++i) producer.send(new ProducerRecord<>(t, "k" + i, "v" + i));
-      producer.flush();
-    }
+    topic(t, 8, 8, 60000);  // one batch
     earliest(g);
     lockMs(g, 15000);  // no lock may expire between a poll and its release
     ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, g);
